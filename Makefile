@@ -1,0 +1,46 @@
+# Two commands matter: `make demo` and `make test`.  Both build .venv/ first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CLAUDE_DIR := .cache/claude
+CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
+
+.PHONY: venv test test-fast lint demo bench claude clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# The real Claude Code CLI for the end-to-end scenarios, cached under .cache/.
+claude: $(CLAUDE)
+
+$(CLAUDE):
+	mkdir -p $(CLAUDE_DIR)
+	npm install --silent --no-audit --no-fund --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code
+
+test: venv
+	-$(MAKE) --no-print-directory claude
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -m 'not claude and not slow'
+
+lint: venv
+	$(BIN)/ruff check .
+
+demo: venv
+	$(BIN)/choragos serve --config examples/demo.toml
+
+bench: venv
+	$(BIN)/python bench/delegate_latency.py
+	$(BIN)/python bench/pane_throughput.py
+	$(BIN)/python bench/checkpoint.py
+
+clean:
+	rm -rf $(VENV) .cache build *.egg-info

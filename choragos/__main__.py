@@ -1,0 +1,5 @@
+import sys
+
+from choragos.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,60 @@
+"""The ``choragos`` command: a table of verbs, each in its own module.
+
+Only the standard library is imported here, and a verb's module is loaded
+only when that verb runs, so ``choragos delegate`` and ``choragos work-done``
+(run by agents many times per session) start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from choragos import __version__
+
+# verb -> (module, one-line help).  Each module exposes ``run(argv) -> int``.
+VERBS: dict[str, tuple[str, str]] = {
+    "serve": ("choragos.cli.serve", "start the session (--headless: foreground, no UI)"),
+    "delegate": ("choragos.cli.delegate", "hand a task to one or more roles"),
+    "work-done": ("choragos.cli.workdone", "report a task back to the orchestrator"),
+    "gate": ("choragos.cli.gate", "list, approve or reject gated delegations"),
+    "board": ("choragos.cli.board", "show the task board of the running session"),
+    "status": ("choragos.cli.status", "show every role's state in the running session"),
+    "restart": ("choragos.cli.rolectl", "restart a role (resets its restart budget)"),
+    "pause": ("choragos.cli.rolectl", "pause a role (SIGSTOP its process group)"),
+    "resume": ("choragos.cli.rolectl", "resume a paused role"),
+    "reload": ("choragos.cli.simple", "re-read the config and converge the roles"),
+    "ping": ("choragos.cli.simple", "check that a session answers"),
+    "shutdown": ("choragos.cli.simple", "stop the running session and its roles"),
+    "checkpoints": ("choragos.cli.checkpoints", "list or prune workspace checkpoints"),
+    "rollback": ("choragos.cli.rollback", "restore the workspace to before a task"),
+}
+
+
+def usage() -> str:
+    width = max(len(v) for v in VERBS)
+    lines = [f"choragos {__version__}: run a team of coding-agent CLIs", "", "usage:"]
+    lines += [f"  choragos {verb:<{width}}  {text}" for verb, (_, text) in VERBS.items()]
+    lines += ["", "Run `choragos VERB --help` for a verb's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    if args[0] in ("-V", "--version", "version"):
+        print(f"choragos {__version__}")
+        return 0
+    verb = args[0]
+    if verb not in VERBS:
+        print(f"choragos: unknown command {verb!r}; run `choragos --help` for the list.",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(VERBS[verb][0])
+    return int(module.run(args[1:], verb=verb) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

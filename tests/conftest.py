@@ -1,0 +1,39 @@
+"""Shared test helpers: deadlines instead of sleeps, isolated paths."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# No test may reach a real provider: strip every credential-like variable
+# from the test process itself, so nothing we spawn can inherit one.
+for _name in list(os.environ):
+    if _name.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "GEMINI_", "CHORAGOS_")):
+        del os.environ[_name]
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0,
+               interval: float = 0.02, message: str = "condition") -> object:
+    """Poll ``predicate`` until it returns something truthy or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def short_tmp(tmp_path_factory) -> Path:
+    """A short temp dir: unix socket paths must stay under ~100 bytes."""
+    import tempfile
+    path = Path(tempfile.mkdtemp(prefix="chg-", dir="/tmp"))
+    yield path
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
