@@ -1,0 +1,94 @@
+"""The base of every choragos actor: typed messages and reported failures.
+
+pykka sends a ``tell`` handler's exception to ``on_failure`` and stops the
+actor, hands an ``ask`` handler's exception back to the caller and goes on,
+and answers any ``BaseException`` by stopping *every* actor.  None of that
+is supervision.  Here every handler runs inside one guard: a failure is
+logged, reported to the supervisor with the unread inbox, and this instance
+stops; the supervisor starts a fresh one on the same state object.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import traceback
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from typing import Any
+
+import pykka
+
+log = logging.getLogger("choragos.actors")
+
+
+@dataclass(frozen=True)
+class ChildFailed:
+    """Sent to the supervisor by an actor whose handler raised."""
+
+    name: str
+    error: str
+    trace: str
+    leftovers: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """What an ``ask`` returns when the handler crashed (see Handle.ask)."""
+
+    error: str
+
+
+class Actor(pykka.ThreadingActor):
+    """Dispatches messages by type to ``handle`` registrations."""
+
+    def __init__(self, name: str, supervisor: Any | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.supervisor = supervisor  # a Handle/ActorRef that accepts ChildFailed
+        self._crashing = False
+
+    def on_stop(self) -> None:
+        # A crash is not a shutdown: the state (and the role's process) lives
+        # on into the replacement instance, so only real stops clean up.
+        if not self._crashing:
+            self.on_shutdown()
+
+    def on_shutdown(self) -> None:
+        """Release what this actor owns; called on a deliberate stop only."""
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            return self.handle(message)
+        except BaseException as exc:
+            return self._crashed(exc)
+
+    def _crashed(self, exc: BaseException) -> Crashed:
+        error = f"{type(exc).__name__}: {exc}"
+        trace = traceback.format_exc()
+        log.error("actor %s crashed: %s\n%s", self.name, error, trace)
+        self._crashing = True
+        self._stop()
+        leftovers = self._drain_inbox()
+        if self.supervisor is not None:
+            self.supervisor.tell(ChildFailed(self.name, error, trace, leftovers))
+        return Crashed(error)
+
+    def _drain_inbox(self) -> list[Any]:
+        """Take the unread tells so the replacement can process them."""
+        leftovers = []
+        while True:
+            try:
+                envelope = self.actor_inbox.get_nowait()
+            except queue.Empty:
+                return leftovers
+            if envelope.reply_to is None:
+                leftovers.append(envelope.message)
+            else:
+                envelope.reply_to.set_exception(
+                    exc_info=(pykka.ActorDeadError, pykka.ActorDeadError(
+                        f"{self.name} crashed before answering"), None))

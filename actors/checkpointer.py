@@ -1,0 +1,40 @@
+"""The checkpointer: snapshots the workspace before each delivery (K1, K4).
+
+Snapshots run here, off the core's thread, in arrival order, so deliveries
+to one role keep their order.  A failure is reported, never raised into
+the delegation: the task goes out unprotected and the event log says why.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatchmethod
+from typing import Any
+
+from choragos.checkpoints import CheckpointError, CheckpointStore
+
+from actors import messages as m
+from actors.base import Actor
+
+
+class CheckpointerActor(Actor):
+    def __init__(self, store: CheckpointStore, core: Any, supervisor: Any = None) -> None:
+        super().__init__("checkpointer", supervisor)
+        self.store = store
+        self.core = core
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _snapshot(self, msg: m.Snapshot) -> None:
+        try:
+            checkpoint = self.store.snapshot(msg.task_id, msg.role, msg.label)
+        except (CheckpointError, OSError) as exc:
+            self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
+            return
+        self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref))
+
+    @handle.register
+    def _prune(self, msg: m.Prune) -> list[str]:
+        return self.store.prune(msg.keep)

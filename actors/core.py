@@ -1,0 +1,362 @@
+"""The session core: roster, task board, gate queue, delivery queues.
+
+Every control-socket request arrives here as ``Dispatch`` (an ``ask`` from
+the listener); everything the roles report arrives as ``tell``.  The core
+never waits on a role: it sends one injection at a time per role and moves
+on when the role reports the outcome.  State changes are published to
+subscribers (the UI actor later) and written to the event log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+from actors import messages as m
+from actors.base import Actor
+from choragos import briefs, wire
+from choragos.board import Board, BoardError, Task, TaskState
+from choragos.config import Config
+from choragos.events import EventLog
+
+log = logging.getLogger("choragos.core")
+
+
+@dataclass
+class Seat:
+    """The core's view of one role: its address, state and delivery queue."""
+
+    name: str
+    handle: Any
+    view: m.RoleView
+    queue: deque = field(default_factory=deque)
+    in_flight: m.Injection | None = None
+
+
+@dataclass
+class CoreState:
+    config: Config
+    workdir: Path
+    events: EventLog
+    board: Board = field(default_factory=Board)
+    seats: dict[str, Seat] = field(default_factory=dict)
+    gates: OrderedDict = field(default_factory=OrderedDict)
+    subscribers: list[Callable[[Any], None]] = field(default_factory=list)
+    checkpointer: Any = None
+    next_injection: int = 1
+    on_shutdown: Callable[[], None] = lambda: None
+    on_reload: Callable[[], dict] | None = None
+    roles_ctl: Callable[[str, str], str] | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.workdir / ".choragos"
+
+    @property
+    def start_role(self) -> str:
+        return self.config.start_role.name
+
+
+class CoreActor(Actor):
+    def __init__(self, state: CoreState, supervisor: Any = None) -> None:
+        super().__init__("core", supervisor)
+        self.s = state
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    # -- publishing --------------------------------------------------------
+
+    def _event(self, event: str, **fields: Any) -> None:
+        record = self.s.events.write(event, **fields)
+        self._publish(("event", record))
+
+    def _publish(self, item: Any) -> None:
+        for callback in list(self.s.subscribers):
+            try:
+                callback(item)
+            except Exception:
+                log.exception("subscriber failed")
+
+    @handle.register
+    def _subscribe(self, msg: m.Subscribe) -> None:
+        self.s.subscribers.append(msg.callback)
+
+    # -- control requests --------------------------------------------------
+
+    @handle.register
+    def _dispatch(self, msg: m.Dispatch) -> dict:
+        request = msg.request
+        handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
+        if handler is None:
+            return wire.error(f"command {request['cmd']!r} is not supported by this session")
+        return handler(request)
+
+    def _cmd_ping(self, request: dict) -> dict:
+        return wire.ok(pid=_pid(), dir=str(self.s.workdir),
+                       roles=[name for name in self.s.seats])
+
+    def _cmd_shutdown(self, request: dict) -> dict:
+        self._event("shutdown requested")
+        self.s.on_shutdown()
+        return wire.ok()
+
+    def _cmd_status(self, request: dict) -> dict:
+        roles = []
+        for seat in self.s.seats.values():
+            spec = self.s.config.role(seat.name)
+            open_tasks = self.s.board.open_for(seat.name)
+            roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
+                          "task": open_tasks[0].id if open_tasks else None,
+                          "queued": len(seat.queue)})
+        return wire.ok(roles=roles)
+
+    def _cmd_board(self, request: dict) -> dict:
+        return wire.ok(tasks=self.s.board.snapshot())
+
+    def _cmd_reload(self, request: dict) -> dict:
+        if self.s.on_reload is None:
+            return wire.error("reload is not available in this session")
+        return self.s.on_reload()
+
+    def _cmd_restart(self, request: dict) -> dict:
+        return self._role_control(request["role"], "restart")
+
+    def _cmd_pause(self, request: dict) -> dict:
+        return self._role_control(request["role"], "pause")
+
+    def _cmd_resume(self, request: dict) -> dict:
+        return self._role_control(request["role"], "resume")
+
+    def _role_control(self, role: str, action: str) -> dict:
+        seat = self.s.seats.get(role)
+        if seat is None:
+            return wire.error(self._unknown_roles([role]))
+        message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
+        seat.handle.tell(message)
+        self._event(f"role {action}", role=role, by="operator")
+        return wire.ok(role=role, action=action)
+
+    # -- delegate (T1, T2) -------------------------------------------------
+
+    def _unknown_roles(self, names: list[str]) -> str:
+        known = ", ".join(self.s.seats)
+        return f"unknown role {', '.join(names)}; this team has: {known}"
+
+    def _cmd_delegate(self, request: dict) -> dict:
+        targets = list(dict.fromkeys(request["to"]))
+        unknown = [name for name in targets if name not in self.s.seats]
+        if unknown:
+            return wire.error(self._unknown_roles(unknown))
+        created = [self._create_task(role, request) for role in targets]
+        return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
+                              for t in created])
+
+    def _create_task(self, role: str, request: dict) -> Task:
+        task = self.s.board.create(role, request["task"], request.get("brief"))
+        self._write_task_file(task)
+        self._event("delegate", task=task.id, role=role, label=task.label,
+                    brief=task.brief, text=task.text)
+        if self.s.config.role(role).approve:
+            task = self._move(task.id, TaskState.GATED)
+            self.s.gates[task.id] = task
+            self._event("delegate gated", task=task.id, role=role, label=task.label)
+            self._publish(("gate", task))
+        else:
+            self._checkpoint_then_queue(task)
+        return task
+
+    def _write_task_file(self, task: Task) -> Path:
+        path = self.s.state_dir / "tasks" / f"{task.id}.md"
+        template = self.s.config.role(task.role).prompt_template
+        _write_text(path, briefs.task_document(task, template))
+        return path
+
+    def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
+        task = self.s.board.move(task_id, state, **changes)
+        self._publish(("task", task))
+        return task
+
+    def _checkpoint_then_queue(self, task: Task) -> None:
+        if self.s.checkpointer is None:
+            self._queue_task(task)
+            return
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label))
+
+    @handle.register
+    def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
+        task = self.s.board.get(msg.task_id)
+        if msg.ref:
+            task = self.s.board.annotate(task.id, checkpoint=msg.ref)
+            self._event("checkpoint", task=task.id, ref=msg.ref)
+        else:
+            # K4: a failed snapshot is logged and never blocks the delegation.
+            self._event("checkpoint failed", task=task.id, error=msg.error)
+        self._queue_task(task)
+
+    def _queue_task(self, task: Task) -> None:
+        line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
+        self._enqueue(task.role, line, "task", task.id)
+
+    # -- delivery queues -----------------------------------------------------
+
+    def _enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
+                 front: bool = False) -> None:
+        seat = self.s.seats[role]
+        injection = m.Injection(self.s.next_injection, role, text, kind, task_id)
+        self.s.next_injection += 1
+        if front:
+            seat.queue.appendleft(injection)
+        else:
+            seat.queue.append(injection)
+        self._pump(seat)
+
+    def _pump(self, seat: Seat) -> None:
+        if seat.in_flight is not None or not seat.queue or not seat.view.ready:
+            return
+        injection = seat.queue.popleft()
+        if injection.kind == "task":
+            task = self.s.board.get(injection.task_id)
+            worker_file = self.s.state_dir / f"worker-task-{seat.name}.md"
+            _write_text(worker_file, briefs.task_document(
+                task, self.s.config.role(seat.name).prompt_template))
+        seat.in_flight = injection
+        seat.handle.tell(m.Inject(injection))
+
+    @handle.register
+    def _role_changed(self, msg: m.RoleChanged) -> None:
+        seat = self.s.seats.get(msg.view.name)
+        if seat is None:
+            return
+        before = seat.view
+        seat.view = msg.view
+        if before.status != msg.view.status:
+            self._event("role state", role=seat.name, state=msg.view.status,
+                        was=before.status, detail=msg.view.detail)
+        self._publish(("role", msg.view))
+        self._pump(seat)
+
+    @handle.register
+    def _injection_outcome(self, msg: m.InjectionOutcome) -> None:
+        injection = msg.injection
+        fields = {"role": msg.role, "kind": injection.kind, "ok": msg.ok,
+                  "detail": msg.detail, "task": injection.task_id}
+        if injection.kind == "boot":
+            self._event("boot injection" if msg.final else "boot injection retry", **fields)
+            return
+        if not msg.final:
+            self._event("injection retry", **fields)
+            return
+        self._event("injection", **fields)
+        seat = self.s.seats.get(msg.role)
+        if seat is None:
+            return
+        seat.in_flight = None
+        if injection.kind == "task":
+            self._task_injected(seat, injection, msg)
+        self._pump(seat)
+
+    def _task_injected(self, seat: Seat, injection: m.Injection,
+                       msg: m.InjectionOutcome) -> None:
+        task = self.s.board.get(injection.task_id)
+        if msg.ok:
+            self._move(task.id, TaskState.DELIVERED)
+            self._event("delivered", task=task.id, role=task.role)
+        elif seat.view.status in ("exited", "failed", "booting"):
+            seat.queue.appendleft(injection)  # deliver after the role is back
+        else:
+            self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
+
+    def _fail_task(self, task: Task, reason: str) -> None:
+        self._move(task.id, TaskState.FAILED, note=reason)
+        self._event("task failed", task=task.id, role=task.role, reason=reason)
+        self._enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice", task.id)
+
+    @handle.register
+    def _role_exited(self, msg: m.RoleExited) -> None:
+        self._event("role exited", role=msg.role, status=msg.status.describe(),
+                    restarting=msg.restarting, reason=msg.reason)
+        seat = self.s.seats.get(msg.role)
+        if seat is None:
+            return
+        if msg.role == self.s.start_role:
+            return  # reports wait in its queue for the next orchestrator
+        for task in self.s.board.open_for(msg.role):
+            if task.state in (TaskState.DELIVERED, TaskState.TIMED_OUT):
+                self._fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
+                                      f"before reporting work-done")
+
+    # -- work-done (T5) ------------------------------------------------------
+
+    def _cmd_work_done(self, request: dict) -> dict:
+        task_id, summary = request["id"], request["task"]
+        report = request.get("report")
+        note, role = self._resolve(task_id, summary, report, request.get("done", False))
+        self._event("work-done", task=task_id, role=role, summary=summary, report=report,
+                    done=request.get("done", False), note=note or None)
+        self._enqueue(self.s.start_role,
+                      briefs.report_line(task_id, role, summary, report, note), "report",
+                      task_id)
+        ack = {"id": task_id, "state": "done" if not note else "unmatched"}
+        if note:
+            ack["warning"] = f"{note}; the report was still passed to the orchestrator"
+        return wire.ok(**ack)
+
+    def _resolve(self, task_id: str, summary: str, report: str | None,
+                 done: bool) -> tuple[str, str]:
+        """Close the board entry; a note explains a report that matches none."""
+        try:
+            task = self.s.board.get(task_id)
+        except BoardError:
+            return f"unknown task id {task_id}", "unknown"
+        if task.state in (TaskState.DONE, TaskState.REJECTED):
+            return f"task {task_id} was already {task.state}", task.role
+        if task.state in (TaskState.QUEUED, TaskState.GATED):
+            return f"task {task_id} was never delivered", task.role
+        self._move(task_id, TaskState.DONE, summary=summary, report=report,
+                   note="" if done else "reported without --done")
+        return "", task.role
+
+    # -- gates ----------------------------------------------------------------
+
+    def _cmd_gate(self, request: dict) -> dict:
+        action = request["action"]
+        if action == "list":
+            now = self.s.board.clock()
+            return wire.ok(gates=[{"id": t.id, "role": t.role, "label": t.label,
+                                   "brief": t.brief, "age": round(now - t.created, 1),
+                                   "file": str(self.s.state_dir / "tasks" / f"{t.id}.md")}
+                                  for t in self.s.gates.values()])
+        task_id = request["id"]
+        if task_id not in self.s.gates:
+            return wire.error(f"no delegation {task_id} is waiting at a gate")
+        task = self.s.gates.pop(task_id)
+        if action == "approve":
+            self._event("gate approved", task=task_id, role=task.role)
+            task = self._move(task_id, TaskState.QUEUED)
+            self._checkpoint_then_queue(task)
+        else:
+            reason = request.get("reason") or ""
+            task = self._move(task_id, TaskState.REJECTED, note=reason)
+            self._event("gate rejected", task=task_id, role=task.role, reason=reason)
+            self._enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
+                          task_id)
+        return wire.ok(id=task_id, state=str(task.state))
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _pid() -> int:
+    import os
+    return os.getpid()

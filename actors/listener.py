@@ -1,0 +1,60 @@
+"""The IPC listener: the control socket, as a supervised actor.
+
+The socket server accepts and parses on its own threads; each valid request
+is handed to the session core with an ``ask`` bounded by the wire deadline,
+so a slow core answers with an error rather than hanging a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+from actors import messages as m
+from actors.base import Actor
+from actors.handle import ActorCrashed, ActorGone
+from choragos import wire
+from choragos.ctlserver import ControlServer
+
+log = logging.getLogger("choragos.listener")
+
+CORE_ANSWER_TIMEOUT = 4.0  # inside the client's 5 s deadline
+
+
+class ListenerActor(Actor):
+    def __init__(self, server: ControlServer, supervisor: Any = None) -> None:
+        super().__init__("listener", supervisor)
+        self.server = server
+
+    def on_shutdown(self) -> None:
+        self.server.close()
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+
+def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
+                log_event: Callable[..., None]) -> ControlServer:
+    """Build the socket server; ``gate`` may refuse a request (P5) with a reason."""
+
+    def dispatch(request: dict) -> dict:
+        refusal = gate(request)
+        if refusal:
+            return wire.error(refusal)
+        try:
+            return core.ask(m.Dispatch(request), timeout=CORE_ANSWER_TIMEOUT)
+        except pykka.Timeout:
+            return wire.error("the session core is busy; try again")
+        except (ActorCrashed, ActorGone) as exc:
+            return wire.error(f"the session could not handle the request: {exc}")
+
+    def on_refusal(kind: str, fields: dict) -> None:
+        log_event("socket refused", reason=kind, **fields)
+
+    return ControlServer(path, dispatch, log=on_refusal)

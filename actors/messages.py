@@ -1,0 +1,182 @@
+"""Messages between choragos' actors.
+
+Each is a small frozen dataclass; an actor's ``handle`` dispatches on type.
+Messages that come from a role's reader thread or timers carry the spawn
+generation, so news from a process that has since been replaced is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from choragos.restartpolicy import ExitStatus
+
+# --- to a role actor -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spawn:
+    manual: bool = False  # a manual restart resets the restart budget
+
+
+@dataclass(frozen=True)
+class Output:
+    gen: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Exited:
+    gen: int
+    status: ExitStatus
+
+
+@dataclass(frozen=True)
+class BootCheck:
+    gen: int
+
+
+@dataclass(frozen=True)
+class Classify:
+    gen: int
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One line to type into a pane: a task pointer, a report, a notice."""
+
+    id: int
+    role: str
+    text: str
+    kind: str  # "task" | "report" | "notice"
+    task_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Inject:
+    injection: Injection
+
+
+@dataclass(frozen=True)
+class InjectStep:
+    gen: int
+    injection_id: int
+    step: str  # "wait-echo" | "enter" | "confirm" | "retype"
+
+
+@dataclass(frozen=True)
+class StopProcess:
+    grace: float = 3.0
+
+
+@dataclass(frozen=True)
+class Restart:
+    pass
+
+
+@dataclass(frozen=True)
+class Pause:
+    pass
+
+
+@dataclass(frozen=True)
+class Resume:
+    pass
+
+
+@dataclass(frozen=True)
+class WriteInput:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class GetView:
+    pass
+
+
+@dataclass(frozen=True)
+class GetScreen:
+    pass
+
+
+# --- from roles to the session core ----------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleView:
+    """What everyone else may know about a role at one moment."""
+
+    name: str
+    status: str
+    pid: int | None = None
+    restarts: int = 0
+    ready: bool = False
+    detail: str = ""
+    preview: tuple[str, ...] = ()
+    exit: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.status, "pid": self.pid,
+                "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
+                "preview": list(self.preview), "exit": self.exit}
+
+
+@dataclass(frozen=True)
+class RoleChanged:
+    view: RoleView
+
+
+@dataclass(frozen=True)
+class InjectionOutcome:
+    role: str
+    injection: Injection
+    ok: bool
+    detail: str = ""
+    final: bool = True  # False: a retry follows
+
+
+@dataclass(frozen=True)
+class RoleExited:
+    role: str
+    status: ExitStatus
+    restarting: bool
+    reason: str = ""
+
+
+# --- to the session core ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """A validated control-socket request; the answer is the ack dict."""
+
+    request: dict
+
+
+@dataclass(frozen=True)
+class CheckpointDone:
+    task_id: str
+    ref: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    callback: Any  # called with every published event, from the core's thread
+
+
+# --- to the checkpointer ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    task_id: str
+    role: str
+    label: str
+    reply_to: Any = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Prune:
+    keep: int

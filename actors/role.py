@@ -1,0 +1,425 @@
+"""One actor per role: the agent's PTY, its emulated screen, its state.
+
+The actor owns the process for the whole session: it spawns it, reads it
+(through a reader thread that tells it ``Output``), briefs it at boot,
+types injections into it, restarts it under the role's policy and stops it.
+All that must survive a crash of the actor itself lives in
+:class:`RoleState`, which the supervisor hands to the replacement.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+from choragos.agentprofiles import AgentProfile, profile_for
+from choragos.terminal import Terminal
+
+from actors import messages as m
+from actors.base import Actor
+from actors.timers import Timers
+from choragos import briefs, screenstatus
+from choragos.config import RoleSpec
+from choragos.ptyproc import PtyChild, Reader, SpawnError
+from choragos.restartpolicy import ExitStatus, decide
+from choragos.rolestatus import RoleStatus, check
+from choragos.transcript import Transcript
+
+log = logging.getLogger("choragos.role")
+
+# T3/T4 timings.  The Enter goes in its own write because agent TUIs read
+# text+Enter arriving together as a paste, which never submits.
+ENTER_DELAY = 0.2
+BOOT_SETTLE = 1.0
+BOOT_QUIET = 1.2
+BOOT_MAX_WAIT = 20.0
+BOOT_RETRY_DELAY = 3.0
+BOOT_RETRIES = 2
+ECHO_WAIT = 2.0
+CONFIRM_DELAY = 0.8
+CLASSIFY_DELAY = 0.15
+
+
+@dataclass
+class Typing:
+    """An injection on its way into the pane."""
+
+    injection: m.Injection
+    started: float
+    attempts: int = 1
+    enters: int = 0
+    boot: bool = False
+
+
+@dataclass
+class RoleState:
+    spec: RoleSpec
+    workdir: Path
+    env: dict[str, str]
+    profile: AgentProfile
+    terminal: Terminal
+    transcript: Transcript
+    brief_file: str
+    boot_text: str
+    status: RoleStatus = RoleStatus.EXITED
+    child: PtyChild | None = None
+    reader: Reader | None = None
+    gen: int = 0
+    spawned: float = 0.0
+    last_output: float = 0.0
+    booted: bool = False
+    boot_attempts: int = 0
+    restarts_used: int = 0
+    restarts_total: int = 0
+    stopping: bool = False
+    typing: Typing | None = None
+    classify_pending: bool = False
+    detail: str = ""
+    exit: ExitStatus | None = None
+    pending_restart: Any = None
+    last_view: m.RoleView | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 120,
+              rows: int = 40) -> RoleState:
+    transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
+    brief_file = f".choragos/briefs/{spec.name}.md"
+    state = RoleState(
+        spec=spec, workdir=workdir, env=env, profile=profile_for(spec.command),
+        terminal=Terminal(cols, rows), transcript=transcript, brief_file=brief_file,
+        boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file))
+    return state
+
+
+class RoleActor(Actor):
+    def __init__(self, state: RoleState, core: Any, timers: Timers, supervisor: Any,
+                 self_handle: Any) -> None:
+        super().__init__(f"role:{state.spec.name}", supervisor)
+        self.s = state
+        self.core = core
+        self.timers = timers
+        self.me = self_handle
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def on_start(self) -> None:
+        term = self.s.terminal
+        term.reply = self._reply
+        term.on_scrolled = self.s.transcript.append_lines
+        if self.s.typing is not None:  # we replaced a crashed instance mid-injection
+            self._finish(False, "choragos restarted the role's actor during the injection")
+
+    def on_shutdown(self) -> None:
+        self._terminate(3.0)
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _spawn(self, msg: m.Spawn) -> None:
+        if msg.manual:
+            self.s.restarts_used = 0
+        self.s.pending_restart = None
+        if self.s.child is not None and self.s.child.poll() is None:
+            return
+        self._start_process()
+
+    def _start_process(self) -> None:
+        s = self.s
+        s.gen += 1
+        s.stopping = False
+        s.booted = False
+        s.boot_attempts = 0
+        s.exit = None
+        s.terminal.reset()
+        try:
+            s.child = PtyChild.spawn(s.spec.argv(), s.workdir, s.env,
+                                     s.terminal.cols, s.terminal.rows)
+        except SpawnError as exc:
+            s.child = None
+            self._set_status(RoleStatus.FAILED, str(exc))
+            self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
+            return
+        s.spawned = s.last_output = time.monotonic()
+        s.transcript.start_session(s.spec.argv(), s.workdir, s.child.pid)
+        gen = s.gen
+        s.reader = Reader(s.child, lambda data: self.me.tell(m.Output(gen, data)),
+                          lambda status: self.me.tell(m.Exited(gen, status)),
+                          name=f"pty-{s.spec.name}")
+        s.reader.start()
+        s.detail = ""
+        self._set_status(RoleStatus.BOOTING)
+        self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
+
+    # -- output and status -------------------------------------------------
+
+    @handle.register
+    def _output(self, msg: m.Output) -> None:
+        if msg.gen != self.s.gen:
+            return
+        self.s.last_output = time.monotonic()
+        self.s.terminal.feed(msg.data)
+        if not self.s.classify_pending:
+            self.s.classify_pending = True
+            self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
+
+    @handle.register
+    def _classify(self, msg: m.Classify) -> None:
+        self.s.classify_pending = False
+        if msg.gen == self.s.gen:
+            self._refresh_status()
+
+    def _refresh_status(self) -> None:
+        s = self.s
+        if s.status not in (RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE):
+            self._publish()
+            return
+        lines = s.terminal.display()
+        status = RoleStatus(screenstatus.classify(
+            lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+        self._set_status(status)
+
+    def _set_status(self, status: RoleStatus, detail: str | None = None) -> None:
+        check(self.s.status, status)
+        if detail is not None:
+            self.s.detail = detail
+        self.s.status = status
+        self._publish()
+
+    def _publish(self) -> None:
+        view = self.view()
+        if view != self.s.last_view:
+            self.s.last_view = view
+            self.core.tell(m.RoleChanged(view))
+
+    def view(self) -> m.RoleView:
+        s = self.s
+        lines = s.terminal.display()
+        preview = screenstatus.activity_preview(lines, s.profile, s.spec.chrome_markers)
+        return m.RoleView(
+            name=s.spec.name, status=str(s.status),
+            pid=s.child.pid if s.child and s.status not in
+            (RoleStatus.EXITED, RoleStatus.FAILED) else None,
+            restarts=s.restarts_total, ready=self._ready(), detail=s.detail,
+            preview=tuple(preview), exit=s.exit.describe() if s.exit else "")
+
+    def _ready(self) -> bool:
+        s = self.s
+        return s.booted and s.typing is None and s.status in (
+            RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE)
+
+    @handle.register
+    def _get_view(self, msg: m.GetView) -> m.RoleView:
+        return self.view()
+
+    @handle.register
+    def _get_screen(self, msg: m.GetScreen) -> list[str]:
+        return self.s.terminal.display()
+
+    def _reply(self, data: bytes) -> None:
+        if self.s.child is not None:
+            self.s.child.write(data)
+
+    # -- boot (T4) ---------------------------------------------------------
+
+    @handle.register
+    def _boot_check(self, msg: m.BootCheck) -> None:
+        s = self.s
+        if msg.gen != s.gen or s.booted or s.typing is not None:
+            return
+        if s.status is not RoleStatus.BOOTING:
+            return  # paused or gone; resume/respawn re-arms the check
+        now = time.monotonic()
+        quiet = now - s.last_output >= BOOT_QUIET
+        if not quiet and now - s.spawned < BOOT_MAX_WAIT:
+            self.timers.after(0.1, self.me, m.BootCheck(msg.gen))
+            return
+        s.boot_attempts += 1
+        boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+        self._begin_typing(boot, boot=True)
+
+    # -- injection (T3) ----------------------------------------------------
+
+    @handle.register
+    def _inject(self, msg: m.Inject) -> None:
+        s = self.s
+        if not self._ready():
+            self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False,
+                                              f"{s.spec.name} is {s.status}, not ready"))
+            return
+        self._begin_typing(msg.injection)
+
+    def _begin_typing(self, injection: m.Injection, boot: bool = False,
+                      attempts: int = 1) -> None:
+        s = self.s
+        s.typing = Typing(injection, time.monotonic(), attempts=attempts, boot=boot)
+        self._type_text(injection.text)
+        self.timers.after(ENTER_DELAY, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
+
+    def _type_text(self, text: str) -> None:
+        data = briefs.one_line(text).encode()
+        if self.s.terminal.bracketed_paste:
+            data = b"\x1b[200~" + data + b"\x1b[201~"
+        self.s.child.write(data)
+
+    @handle.register
+    def _inject_step(self, msg: m.InjectStep) -> None:
+        s = self.s
+        typing = s.typing
+        if msg.gen != s.gen or typing is None or typing.injection.id != msg.injection_id:
+            return
+        if s.status is RoleStatus.PAUSED:
+            self.timers.after(0.2, self.me, msg)  # hold until resume
+            return
+        if msg.step == "wait-echo":
+            self._step_wait_echo(typing)
+        elif msg.step == "confirm":
+            self._step_confirm(typing)
+        elif msg.step == "retype":
+            self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
+
+    def _step_wait_echo(self, typing: Typing) -> None:
+        s = self.s
+        lines = s.terminal.display()
+        if screenstatus.input_landed(lines, typing.injection.text):
+            self._press_enter(typing)
+            return
+        if time.monotonic() - typing.started < ECHO_WAIT:
+            self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
+                                                          "wait-echo"))
+            return
+        self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+
+    def _press_enter(self, typing: Typing) -> None:
+        typing.enters += 1
+        self.s.child.write(b"\r")
+        self.timers.after(CONFIRM_DELAY, self.me,
+                          m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
+
+    def _step_confirm(self, typing: Typing) -> None:
+        lines = self.s.terminal.display()
+        if not screenstatus.input_pending(lines, typing.injection.text):
+            self._finish(True, f"submitted after {typing.enters} enter(s)")
+        elif typing.enters < 2:
+            self._press_enter(typing)  # the one retry of T3
+        else:
+            self._finish(False, "the agent did not take the Enter")
+
+    def _retry_or_fail(self, typing: Typing, why: str) -> None:
+        limit = BOOT_RETRIES + 1 if typing.boot else 2
+        if typing.attempts < limit:
+            self.core.tell(m.InjectionOutcome(self.s.spec.name, typing.injection, False,
+                                              f"{why}; retrying in {BOOT_RETRY_DELAY:g}s",
+                                              final=False))
+            self.timers.after(BOOT_RETRY_DELAY, self.me,
+                              m.InjectStep(self.s.gen, typing.injection.id, "retype"))
+            return
+        self._finish(False, f"{why} after {typing.attempts} attempts")
+
+    def _finish(self, ok: bool, detail: str) -> None:
+        s = self.s
+        typing = s.typing
+        s.typing = None
+        if typing.boot:
+            s.booted = True
+            self._set_status(RoleStatus.IDLE if s.status is RoleStatus.BOOTING else s.status)
+        self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail))
+        self._refresh_status()
+        self._publish()
+
+    # -- process exit and restarts (S1, S1b) -------------------------------
+
+    @handle.register
+    def _exited(self, msg: m.Exited) -> None:
+        s = self.s
+        if msg.gen != s.gen:
+            return
+        s.exit = msg.status
+        s.transcript.flush_screen(s.terminal.display())
+        if s.child is not None:
+            s.child.close()
+        if s.typing is not None:
+            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})")
+        self._set_status(RoleStatus.EXITED, msg.status.describe())
+        decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
+                          msg.status, stopping=s.stopping)
+        if decision.restart:
+            s.restarts_used += 1
+            s.restarts_total += 1
+            s.detail = f"{msg.status.describe()}; {decision.reason} in {decision.delay:g}s"
+            s.pending_restart = self.timers.after(decision.delay, self.me, m.Spawn())
+        elif s.spec.restart and not s.stopping and "budget" in decision.reason:
+            self._set_status(RoleStatus.FAILED, f"{msg.status.describe()}; {decision.reason}")
+        self._publish()
+        self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
+                                    decision.reason))
+
+    @handle.register
+    def _restart(self, msg: m.Restart) -> None:
+        s = self.s
+        if s.pending_restart is not None:
+            s.pending_restart.cancel()
+        self._terminate(3.0)
+        s.restarts_used = 0
+        s.restarts_total += 1
+        self._start_process()
+
+    @handle.register
+    def _stop_process(self, msg: m.StopProcess) -> str:
+        self._terminate(msg.grace)
+        return self.s.exit.describe() if self.s.exit else "not running"
+
+    def _terminate(self, grace: float) -> None:
+        s = self.s
+        s.stopping = True
+        if s.pending_restart is not None:
+            s.pending_restart.cancel()
+        child, reader = s.child, s.reader
+        if child is None:
+            return
+        status = child.terminate(grace)
+        if reader is not None:
+            reader.halt()
+        if s.status not in (RoleStatus.EXITED, RoleStatus.FAILED):
+            s.exit = status
+            s.transcript.flush_screen(s.terminal.display())
+            s.typing = None
+            self._set_status(RoleStatus.EXITED, status.describe() if status else "stopped")
+        child.close()
+        s.gen += 1  # anything still in flight from the old process is stale
+
+    # -- pause (S3) and direct input ---------------------------------------
+
+    @handle.register
+    def _pause(self, msg: m.Pause) -> str:
+        s = self.s
+        if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return f"{s.spec.name} is not running"
+        s.child.signal_group(signal.SIGSTOP)
+        s.extra["before_pause"] = s.status
+        self._set_status(RoleStatus.PAUSED)
+        return "paused"
+
+    @handle.register
+    def _resume(self, msg: m.Resume) -> str:
+        s = self.s
+        if s.status is not RoleStatus.PAUSED:
+            return f"{s.spec.name} is not paused"
+        s.child.signal_group(signal.SIGCONT)
+        self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
+        if not s.booted:
+            self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
+        self._refresh_status()
+        return "resumed"
+
+    @handle.register
+    def _write_input(self, msg: m.WriteInput) -> None:
+        if self.s.child is not None and self.s.status is not RoleStatus.PAUSED:
+            self.s.child.write(msg.data)

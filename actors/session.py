@@ -1,0 +1,199 @@
+"""Wires a session together: start in dependency order, stop in reverse.
+
+Order: event log → timers → supervisor → session core → checkpointer →
+roles → listener.  Stopping runs the other way round, in a ``finally``, so
+the socket disappears first (no new work), then every role's process group
+is terminated in parallel, then the actors and the timer thread stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pykka
+from choragos.checkpoints import CheckpointStore, NotARepository
+
+from actors import messages as m
+from actors.checkpointer import CheckpointerActor
+from actors.core import CoreActor, CoreState, Seat
+from actors.handle import Handle
+from actors.listener import ListenerActor, make_server
+from actors.role import RoleActor, RoleState, new_state
+from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from actors.timers import Timers
+from choragos import __version__, briefs
+from choragos.config import Config, RoleSpec, role_env
+from choragos.ctlserver import ControlServer
+from choragos.events import EventLog, default_path
+
+log = logging.getLogger("choragos.session")
+
+STOP_GRACE = 3.0
+
+
+@dataclass
+class SessionOptions:
+    workdir: Path
+    socket: Path
+    mode: str = "headless"
+    cols: int = 120
+    rows: int = 40
+
+
+class Session:
+    def __init__(self, config: Config, options: SessionOptions) -> None:
+        self.config = config
+        self.options = options
+        self.workdir = options.workdir
+        self.stopped = threading.Event()
+        self.events = EventLog(default_path(self.workdir))
+        self.role_states: dict[str, RoleState] = {}
+        self.handles: dict[str, Handle] = {}
+        self.server: ControlServer | None = None
+        self.timers: Timers | None = None
+        self.supervisor: pykka.ActorRef | None = None
+        self.core: Handle | None = None
+
+    # -- start ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind the socket first: a second session here must fail before spawning."""
+        self.events.write("deck starting", version=__version__, pid=os.getpid(),
+                          mode=self.options.mode, dir=str(self.workdir),
+                          config=str(self.config.source) if self.config.source else "built-in")
+        for warning in self.config.warnings:
+            self.events.write("config warning", message=warning)
+        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
+                                  self.events.write)
+        self.server.start()
+        try:
+            self._start_actors()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_actors(self) -> None:
+        self.timers = Timers()
+        self.supervisor = Supervisor.start(on_event=self.events.write)
+        sup = self.supervisor
+        self._write_briefs()
+        core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
+                               on_shutdown=self.stopped.set)
+        self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
+        core_state.checkpointer = self._start_checkpointer(core_state)
+        for spec in self.config.roles:
+            self._start_role(spec, core_state)
+        self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
+        for handle in self.handles.values():
+            handle.tell(m.Spawn())
+
+    def _start_child(self, name: str, start) -> Handle:
+        spec = ChildSpec(name, start)
+        return self.supervisor.ask(StartChild(spec), timeout=10)
+
+    def _start_checkpointer(self, core_state: CoreState) -> Handle | None:
+        if not self.config.checkpoints.enabled:
+            self.events.write("checkpoints off", reason="[checkpoints] enabled = false")
+            return None
+        try:
+            store = CheckpointStore(self.workdir)
+        except NotARepository as exc:
+            self.events.write("checkpoints off", reason=str(exc))
+            log.warning("checkpoints are off: %s", exc)
+            return None
+        sup, core = self.supervisor, self.core
+        handle = self._start_child("checkpointer",
+                                   lambda h: CheckpointerActor.start(store, core, sup))
+        handle.tell(m.Prune(self.config.checkpoints.keep))
+        return handle
+
+    def _start_role(self, spec: RoleSpec, core_state: CoreState) -> None:
+        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name,
+                  "CHORAGOS_DIR": str(self.workdir)}
+        env = role_env(spec, os.environ, inject)
+        state = new_state(spec, self.workdir, env, self.options.cols, self.options.rows)
+        self.role_states[spec.name] = state
+        sup, core, timers = self.supervisor, self.core, self.timers
+        handle = self._start_child(
+            f"role:{spec.name}",
+            lambda h: RoleActor.start(state, core, timers, sup, h))
+        self.handles[spec.name] = handle
+        core_state.seats[spec.name] = Seat(spec.name, handle,
+                                           m.RoleView(spec.name, str(state.status)))
+
+    def _write_briefs(self) -> None:
+        folder = self.workdir / ".choragos" / "briefs"
+        folder.mkdir(parents=True, exist_ok=True)
+        (self.workdir / ".choragos" / ".gitignore").write_text("*\n", encoding="utf-8")
+        start = self.config.start_role
+        workers = [{"name": r.name, "command": r.command, "model": r.model,
+                    "approve": r.approve} for r in self.config.roles if r is not start]
+        for spec in self.config.roles:
+            text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
+                    if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
+            (folder / f"{spec.name}.md").write_text(text, encoding="utf-8")
+
+    def _gate(self, request: dict) -> str | None:
+        """P5 lives here once the gateway exists; today nothing is refused."""
+        return None
+
+    # -- run and stop ----------------------------------------------------------
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.stopped.wait(timeout)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.server is not None:
+            self.server.close()
+        self._stop_roles()
+        if self.supervisor is not None:
+            try:
+                self.supervisor.ask(StopAll(), timeout=30)
+            finally:
+                self.supervisor.stop(timeout=5)
+                self.supervisor = None
+        if self.timers is not None:
+            self.timers.stop()
+            self.timers = None
+        self.events.write("deck stopped", pid=os.getpid())
+        self.events.close()
+        left = [t.name for t in threading.enumerate()
+                if t.name.startswith("pty-") and t.is_alive()]
+        if left:
+            log.warning("reader threads still running after stop: %s", ", ".join(left))
+
+    def _stop_roles(self) -> None:
+        """Terminate every role's process group at once, then wait for all."""
+        futures = []
+        for name, handle in self.handles.items():
+            ref = handle.current()
+            if ref is None:
+                continue
+            try:
+                futures.append((name, ref.ask(m.StopProcess(STOP_GRACE), block=False)))
+            except pykka.ActorDeadError:
+                continue
+        for name, future in futures:
+            try:
+                status = future.get(timeout=STOP_GRACE + 5)
+                self.events.write("role stopped", role=name, status=str(status))
+            except Exception as exc:
+                log.warning("stopping %s: %s", name, exc)
+
+
+class _LateHandle:
+    """The listener starts before the core exists; resolve the core lazily."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def ask(self, message, timeout: float):
+        core = self.session.core
+        if core is None:
+            raise pykka.Timeout("the session is still starting")
+        return core.ask(message, timeout=timeout)

@@ -1,0 +1,125 @@
+"""The task board: every delegation, its state and its history.
+
+The board is plain data owned by the session core actor; nothing here is
+thread-safe on purpose (one owner, many readers through snapshots).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+
+
+class TaskState(StrEnum):
+    QUEUED = "queued"        # created, waiting for its checkpoint and delivery
+    GATED = "gated"          # held for the operator's approval
+    DELIVERED = "delivered"  # typed into the worker's pane
+    DONE = "done"            # the worker ran work-done
+    REJECTED = "rejected"    # the operator said no at the gate
+    TIMED_OUT = "timed out"  # outlived the role's timeout (may still report)
+    FAILED = "failed"        # could not be delivered, or the worker died on it
+
+
+# Which state may follow which.  A late work-done still resolves a task that
+# timed out or whose worker died: the report is real, so it is never dropped.
+TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.QUEUED: frozenset({TaskState.GATED, TaskState.DELIVERED, TaskState.FAILED}),
+    TaskState.GATED: frozenset({TaskState.QUEUED, TaskState.REJECTED}),
+    TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED}),
+    TaskState.TIMED_OUT: frozenset({TaskState.DONE, TaskState.FAILED}),
+    TaskState.FAILED: frozenset({TaskState.DONE}),
+    TaskState.DONE: frozenset(),
+    TaskState.REJECTED: frozenset(),
+}
+
+OPEN_STATES = frozenset({TaskState.QUEUED, TaskState.GATED, TaskState.DELIVERED,
+                         TaskState.TIMED_OUT})
+
+
+class BoardError(Exception):
+    """A board operation that makes no sense (unknown id, illegal transition)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    role: str
+    text: str
+    brief: str | None = None
+    state: TaskState = TaskState.QUEUED
+    created: float = 0.0
+    delivered: float | None = None
+    finished: float | None = None
+    report: str | None = None
+    summary: str | None = None
+    checkpoint: str | None = None
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """The first line of the task text, shortened for tables."""
+        first = self.text.strip().splitlines()[0] if self.text.strip() else ""
+        return first if len(first) <= 72 else first[:71] + "…"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in OPEN_STATES
+
+    def as_dict(self, now: float | None = None) -> dict:
+        data = asdict(self)
+        data["state"] = str(self.state)
+        data["label"] = self.label
+        now = time.time() if now is None else now
+        data["age"] = round(now - self.created, 3)
+        end = self.finished if self.finished is not None else now
+        data["duration"] = round(end - self.delivered, 3) if self.delivered else None
+        return data
+
+
+@dataclass
+class Board:
+    """Tasks in creation order, with ids ``T1``, ``T2``… unique per session."""
+
+    tasks: dict[str, Task] = field(default_factory=dict)
+    next_number: int = 1
+    clock: object = time.time
+
+    def create(self, role: str, text: str, brief: str | None = None) -> Task:
+        task = Task(id=f"T{self.next_number}", role=role, text=text, brief=brief,
+                    created=self.clock())
+        self.next_number += 1
+        self.tasks[task.id] = task
+        return task
+
+    def get(self, task_id: str) -> Task:
+        try:
+            return self.tasks[task_id]
+        except KeyError:
+            raise BoardError(f"no task {task_id} on the board") from None
+
+    def move(self, task_id: str, state: TaskState, **changes: object) -> Task:
+        """Move a task to ``state``, refusing transitions the table forbids."""
+        task = self.get(task_id)
+        if state not in TRANSITIONS[task.state]:
+            raise BoardError(f"task {task_id} is {task.state}; it cannot become {state}")
+        stamp = self.clock()
+        if state is TaskState.DELIVERED:
+            changes.setdefault("delivered", stamp)
+        if state not in OPEN_STATES:
+            changes.setdefault("finished", stamp)
+        task = replace(task, state=state, **changes)
+        self.tasks[task_id] = task
+        return task
+
+    def annotate(self, task_id: str, **changes: object) -> Task:
+        task = replace(self.get(task_id), **changes)
+        self.tasks[task_id] = task
+        return task
+
+    def open_for(self, role: str) -> list[Task]:
+        return [t for t in self.tasks.values() if t.role == role and t.is_open]
+
+    def snapshot(self) -> list[dict]:
+        now = self.clock()
+        return [t.as_dict(now) for t in self.tasks.values()]

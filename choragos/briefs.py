@@ -1,0 +1,159 @@
+"""What choragos tells the agents: standing briefs, task files, typed lines.
+
+Content travels as files and control as one typed line, because agent TUIs
+drop or mangle multi-line pastes.  Every line that is typed into a pane goes
+through :func:`one_line`, which removes control characters and escape
+sequences, so text from the wire can never act on a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+
+from choragos.board import Task
+
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SPACES = re.compile(r"\s+")
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """Flatten to one inert line: no escapes, no controls, single spaces."""
+    text = _ESCAPES.sub("", text)
+    text = _CONTROLS.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def boot_line(role: str, template: str, brief_file: str) -> str:
+    lead = one_line(template, 600)
+    lead = f"{lead} " if lead else ""
+    return (f"{lead}You are the {role} role in a choragos team. Read {brief_file} now: it "
+            f"holds your standing brief and exactly how to take and report work.")
+
+
+def task_line(task: Task, task_file: str) -> str:
+    return (f"New task {task.id} from choragos: read {task_file} and carry it out; "
+            f"report with `choragos work-done --id {task.id}` when finished.")
+
+
+def report_line(task_id: str, role: str, summary: str, report: str | None,
+                note: str = "") -> str:
+    text = f"A worker reports: [{task_id} from {role}] {one_line(summary, 1200)}"
+    if note:
+        text += f" ({one_line(note, 200)})"
+    if report:
+        text += f" Full report: read {one_line(report, 400)}"
+    return text
+
+
+def rejection_line(task: Task, reason: str) -> str:
+    why = f" Reason: {one_line(reason, 600)}" if reason.strip() else ""
+    return (f"The operator rejected delegation {task.id} to {task.role} "
+            f"(\"{one_line(task.label, 200)}\").{why} Re-plan without it.")
+
+
+def failure_line(task: Task, reason: str) -> str:
+    return (f"Task {task.id} to {task.role} failed: {one_line(reason, 400)}. "
+            f"Decide whether to delegate it again.")
+
+
+def work_done_command(task_id: str) -> str:
+    return (f'choragos work-done --id {task_id} --done --task "<one-line summary>" '
+            f"--report .choragos/reports/{task_id}.md")
+
+
+def task_document(task: Task, template: str) -> str:
+    parts = [f"# Task {task.id} for {task.role}", ""]
+    if template.strip():
+        parts += ["## Your standing brief", "", template.strip(), ""]
+    parts += ["## The task", "", task.text.strip(), ""]
+    if task.brief:
+        parts += ["## Full brief", "", f"Read {task.brief} for the details.", ""]
+    parts += [
+        "## When you are finished",
+        "",
+        f"1. Write what you did and what you found to `.choragos/reports/{task.id}.md`.",
+        "2. Report back by running exactly this shell command (fill in the summary):",
+        "",
+        "```",
+        work_done_command(task.id),
+        "```",
+        "",
+        "Leave out `--done` only if you must stop before the task is complete.",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def roster_table(roles: Sequence[dict]) -> str:
+    lines = ["| role | command | model | gated |", "|---|---|---|---|"]
+    for role in roles:
+        gated = "yes (the operator approves each task)" if role["approve"] else "no"
+        lines.append(f"| {role['name']} | {role['command']} | {role['model'] or '-'} "
+                     f"| {gated} |")
+    return "\n".join(lines)
+
+
+def orchestrator_brief(name: str, template: str, workers: Sequence[dict]) -> str:
+    example = workers[0]["name"] if workers else "coder"
+    quoted = shlex.quote("Add retry with jitter to the S3 client")
+    return "\n".join([
+        f"# Standing brief: {name} (orchestrator)",
+        "",
+        template.strip() or "You coordinate the team: plan, delegate, and merge results.",
+        "",
+        "## Your team",
+        "",
+        roster_table(workers),
+        "",
+        "## How to hand out work",
+        "",
+        "Run this shell command, once per task (one or more roles, comma-separated):",
+        "",
+        "```",
+        f"choragos delegate --to {example} --task {quoted}",
+        f"choragos delegate --to {example} --task 'Short label' --brief /abs/path/brief.md",
+        "```",
+        "",
+        "It prints the task id it created (T1, T2, …).  The acknowledgement means the",
+        "task reached choragos, not that the worker has done it.  Put long instructions",
+        "in a file and pass it with `--brief`.",
+        "",
+        "## How results come back",
+        "",
+        "When a worker finishes, a line appears in your input: `A worker reports: [T3 from",
+        "coder] <summary>`, often followed by `Full report: read <path>`.  Read the report",
+        "before you act on it.  Rejections by the operator and failed tasks arrive the same",
+        "way; re-plan when they do.",
+        "",
+        "Useful: `choragos board` lists every task and its state.",
+        "",
+    ])
+
+
+def worker_brief(name: str, template: str) -> str:
+    return "\n".join([
+        f"# Standing brief: {name}",
+        "",
+        template.strip() or "Do the tasks you are given, then report back.",
+        "",
+        "## How work reaches you",
+        "",
+        "A line appears in your input: `New task T3 from choragos: read",
+        ".choragos/tasks/T3.md …`.  Read that file and do exactly that task.",
+        "",
+        "## How to report",
+        "",
+        "When the task is finished, write your findings to `.choragos/reports/<id>.md`",
+        "and run this shell command (with the task's id):",
+        "",
+        "```",
+        work_done_command("T3"),
+        "```",
+        "",
+        "Until a task arrives, wait.",
+        "",
+    ])

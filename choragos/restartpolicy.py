@@ -1,0 +1,51 @@
+"""When a role's process exits, should it come back, and after how long?
+
+OTP's vocabulary: ``""`` is *temporary* (never restarted), ``on-failure``
+is *transient* (restarted after a non-zero exit or a signal), ``always`` is
+*permanent*.  A budget of ``retries`` automatic restarts stops a broken
+command from crash-looping; a manual restart resets it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 30.0
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    code: int | None = None
+    signal: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.signal is not None or (self.code or 0) != 0
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        return f"exit status {self.code}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    restart: bool
+    delay: float = 0.0
+    reason: str = ""
+
+
+def decide(policy: str, retries: int, used: int, status: ExitStatus,
+           stopping: bool = False) -> Decision:
+    """Decide on a restart after the ``used``-th automatic restart so far."""
+    if stopping:
+        return Decision(False, reason="stopped on purpose")
+    if policy == "always" or (policy == "on-failure" and status.failed):
+        if used >= retries:
+            return Decision(False, reason=f"restart budget spent ({used} of {retries})")
+        delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** used))
+        return Decision(True, delay, reason=f"restart {used + 1} of {retries}")
+    if policy == "on-failure":
+        return Decision(False, reason="clean exit")
+    return Decision(False, reason="no restart policy")

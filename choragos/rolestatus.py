@@ -1,0 +1,45 @@
+"""A role's state machine: the states, and which may follow which.
+
+The screen decides between working, waiting and idle; the process decides
+booting, paused, exited and failed.  A dead process is never shown as idle
+or working: every live state leads to ``exited`` and only a new spawn leads
+out of it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RoleStatus(StrEnum):
+    BOOTING = "booting"
+    WORKING = "working"
+    WAITING = "waiting"   # blocked on a human: a permission dialog, a question
+    IDLE = "idle"
+    PAUSED = "paused"
+    EXITED = "exited"
+    FAILED = "failed"     # could not start, or the restart budget is spent
+
+
+SCREEN_STATES = frozenset({RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE})
+LIVE_STATES = SCREEN_STATES | {RoleStatus.BOOTING, RoleStatus.PAUSED}
+
+ALLOWED: dict[RoleStatus, frozenset[RoleStatus]] = {
+    RoleStatus.BOOTING: SCREEN_STATES | {RoleStatus.PAUSED, RoleStatus.EXITED},
+    RoleStatus.WORKING: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
+    RoleStatus.WAITING: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
+    RoleStatus.IDLE: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
+    RoleStatus.PAUSED: LIVE_STATES | {RoleStatus.EXITED},
+    RoleStatus.EXITED: frozenset({RoleStatus.BOOTING, RoleStatus.FAILED}),
+    RoleStatus.FAILED: frozenset({RoleStatus.BOOTING}),
+}
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def check(current: RoleStatus, new: RoleStatus) -> None:
+    """Raise unless ``current`` may become ``new`` (staying put is allowed)."""
+    if new != current and new not in ALLOWED[current]:
+        raise IllegalTransition(f"a role cannot go from {current} to {new}")

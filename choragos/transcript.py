@@ -1,0 +1,46 @@
+"""Per-role transcripts: ``.choragos/logs/<role>.log``.
+
+Lines are appended as they scroll off the emulated screen; the live screen
+is flushed when the pane closes.  Each spawn starts with a header line.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+GAP_MARKER = "--- transcript gap ---"
+
+
+class Transcript:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def _append(self, lines: Iterable[str]) -> None:
+        text = "".join(f"{line}\n" for line in lines)
+        if not text:
+            return
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8", errors="replace") as handle:
+                handle.write(text)
+
+    def start_session(self, argv: Sequence[str], workdir: Path, pid: int) -> None:
+        stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+        self._append([f"=== {stamp} pid {pid} in {workdir}: {' '.join(argv)} ==="])
+
+    def append_lines(self, lines: Sequence[str]) -> None:
+        self._append(line.rstrip() for line in lines)
+
+    def gap(self) -> None:
+        self._append([GAP_MARKER])
+
+    def flush_screen(self, lines: Sequence[str]) -> None:
+        """Write the visible screen, minus trailing blank lines."""
+        trimmed = list(lines)
+        while trimmed and not trimmed[-1].strip():
+            trimmed.pop()
+        self._append(line.rstrip() for line in trimmed)

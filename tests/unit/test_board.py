@@ -1,0 +1,72 @@
+import pytest
+
+from choragos.board import Board, BoardError, TaskState
+
+
+def make_board():
+    ticks = iter(range(100, 10_000))
+    return Board(clock=lambda: float(next(ticks)))
+
+
+def test_ids_are_sequential_and_unique():
+    board = make_board()
+    ids = [board.create("coder", f"task {n}").id for n in range(5)]
+    assert ids == ["T1", "T2", "T3", "T4", "T5"]
+
+
+def test_happy_path_records_times():
+    board = make_board()
+    task = board.create("coder", "Add retry\nwith details")
+    assert task.label == "Add retry"
+    board.move(task.id, TaskState.DELIVERED)
+    done = board.move(task.id, TaskState.DONE, summary="ok")
+    assert done.delivered is not None and done.finished > done.delivered
+    assert not done.is_open
+    row = board.snapshot()[0]
+    assert row["state"] == "done" and row["duration"] == done.finished - done.delivered
+
+
+def test_gate_then_reject():
+    board = make_board()
+    task = board.create("release", "ship it")
+    board.move(task.id, TaskState.GATED)
+    rejected = board.move(task.id, TaskState.REJECTED, note="not today")
+    assert rejected.note == "not today"
+
+
+@pytest.mark.parametrize("path", [
+    [TaskState.DONE],
+    [TaskState.GATED, TaskState.DELIVERED],
+    [TaskState.DELIVERED, TaskState.DONE, TaskState.FAILED],
+    [TaskState.GATED, TaskState.REJECTED, TaskState.QUEUED],
+])
+def test_illegal_transitions_are_refused(path):
+    board = make_board()
+    task = board.create("coder", "x")
+    with pytest.raises(BoardError):
+        for state in path:
+            board.move(task.id, state)
+
+
+def test_late_report_still_resolves_timed_out_and_failed():
+    board = make_board()
+    for bad in (TaskState.TIMED_OUT, TaskState.FAILED):
+        task = board.create("coder", "x")
+        board.move(task.id, TaskState.DELIVERED)
+        board.move(task.id, bad)
+        assert board.move(task.id, TaskState.DONE).state is TaskState.DONE
+
+
+def test_unknown_id():
+    with pytest.raises(BoardError, match="no task T9"):
+        make_board().get("T9")
+
+
+def test_open_for_role():
+    board = make_board()
+    a = board.create("coder", "a")
+    board.create("reviewer", "b")
+    c = board.create("coder", "c")
+    board.move(c.id, TaskState.DELIVERED)
+    board.move(c.id, TaskState.DONE)
+    assert [t.id for t in board.open_for("coder")] == [a.id]

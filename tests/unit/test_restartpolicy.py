@@ -1,0 +1,32 @@
+import pytest
+
+from choragos.restartpolicy import ExitStatus, decide
+
+FAIL = ExitStatus(code=1)
+KILLED = ExitStatus(signal=9)
+CLEAN = ExitStatus(code=0)
+
+
+@pytest.mark.parametrize("policy,status,expected", [
+    ("", FAIL, False), ("", CLEAN, False),
+    ("on-failure", FAIL, True), ("on-failure", KILLED, True), ("on-failure", CLEAN, False),
+    ("always", CLEAN, True), ("always", FAIL, True),
+])
+def test_policies(policy, status, expected):
+    assert decide(policy, 3, 0, status).restart is expected
+
+
+def test_budget_and_backoff():
+    delays = [decide("on-failure", 3, used, FAIL).delay for used in range(3)]
+    assert delays == [1.0, 2.0, 4.0]
+    spent = decide("on-failure", 3, 3, FAIL)
+    assert not spent.restart and "budget" in spent.reason
+
+
+def test_deliberate_stop_is_respected():
+    assert not decide("always", 3, 0, KILLED, stopping=True).restart
+
+
+def test_describe():
+    assert KILLED.describe() == "killed by signal 9"
+    assert FAIL.describe() == "exit status 1"

@@ -1,0 +1,147 @@
+"""Supervision with real pykka actors: crashes are reported and replaced."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from typing import Any
+
+import pykka
+import pytest
+
+from actors.base import Actor
+from actors.handle import ActorCrashed
+from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from actors.timers import Timers
+from tests.conftest import wait_until
+
+
+@dataclass(frozen=True)
+class Add:
+    n: int
+
+
+@dataclass(frozen=True)
+class Boom:
+    kind: type = RuntimeError
+
+
+@dataclass(frozen=True)
+class Total:
+    pass
+
+
+@dataclass
+class Counter:
+    total: int = 0
+    starts: int = 0
+    seen: list = field(default_factory=list)
+
+
+class CounterActor(Actor):
+    def __init__(self, state: Counter, supervisor: Any) -> None:
+        super().__init__("counter", supervisor)
+        self.state = state
+
+    def on_start(self) -> None:
+        self.state.starts += 1
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _add(self, msg: Add) -> None:
+        self.state.total += msg.n
+        self.state.seen.append(msg.n)
+
+    @handle.register
+    def _boom(self, msg: Boom) -> None:
+        raise msg.kind("boom")
+
+    @handle.register
+    def _total(self, msg: Total) -> int:
+        return self.state.total
+
+
+@pytest.fixture
+def supervisor():
+    events = []
+    sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
+    sup.events = events
+    yield sup
+    sup.ask(StopAll())
+    sup.stop()
+    assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+
+
+def start_counter(sup, state, intensity=5):
+    spec = ChildSpec("counter", lambda h: CounterActor.start(state, sup), intensity=intensity)
+    return sup.ask(StartChild(spec))
+
+
+def test_crash_in_tell_is_replaced_and_state_survives(supervisor):
+    state = Counter()
+    handle = start_counter(supervisor, state)
+    handle.tell(Add(2))
+    handle.tell(Boom())
+    for n in range(10):
+        handle.tell(Add(1))
+    assert handle.ask(Total(), timeout=5) == 12
+    assert state.starts == 2
+    assert state.seen == [2] + [1] * 10  # nothing sent around the crash was lost
+    assert supervisor.events[0][0] == "actor restarted"
+
+
+def test_crash_in_ask_raises_to_caller_and_actor_is_replaced(supervisor):
+    state = Counter()
+    handle = start_counter(supervisor, state)
+    with pytest.raises(ActorCrashed, match="boom"):
+        handle.ask(Boom(), timeout=5)
+    handle.tell(Add(5))
+    assert handle.ask(Total(), timeout=5) == 5
+
+
+def test_base_exception_does_not_stop_other_actors(supervisor):
+    a, b = Counter(), Counter()
+    first = start_counter(supervisor, a)
+    spec = ChildSpec("other", lambda h: CounterActor.start(b, supervisor))
+    second = supervisor.ask(StartChild(spec))
+    first.tell(Boom(kind=KeyboardInterrupt))
+    second.tell(Add(3))
+    assert second.ask(Total(), timeout=5) == 3
+    assert first.ask(Total(), timeout=5) == 0
+    assert supervisor.is_alive()
+
+
+def test_intensity_limit_leaves_child_down(supervisor):
+    state = Counter()
+    handle = start_counter(supervisor, state, intensity=2)
+    for _ in range(3):
+        handle.tell(Boom())
+        wait_until(lambda: state.starts >= 1, timeout=5)
+    wait_until(lambda: any(e[0] == "actor given up" for e in supervisor.events), timeout=5)
+    assert state.starts == 3
+
+
+def test_timers_fire_in_order_and_cancel():
+    received = []
+    done = threading.Event()
+
+    class Sink:
+        def tell(self, message):
+            received.append(message)
+            if message == "last":
+                done.set()
+
+    timers = Timers()
+    try:
+        timers.after(0.05, Sink(), "second")
+        timers.after(0.01, Sink(), "first")
+        timers.after(0.02, Sink(), "cancelled").cancel()
+        timers.after(0.08, Sink(), "last")
+        assert done.wait(5)
+        assert received == ["first", "second", "last"]
+    finally:
+        timers.stop()
