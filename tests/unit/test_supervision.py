@@ -86,7 +86,7 @@ def test_crash_in_tell_is_replaced_and_state_survives(supervisor):
     handle = start_counter(supervisor, state)
     handle.tell(Add(2))
     handle.tell(Boom())
-    for n in range(10):
+    for _ in range(10):
         handle.tell(Add(1))
     assert handle.ask(Total(), timeout=5) == 12
     assert state.starts == 2
