@@ -1,0 +1,592 @@
+"""The configuration model and its loader (SPEC §2, C1-C8).
+
+``load_config`` reads ``.choragos.toml`` (or the built-in team when there is
+none) into frozen dataclasses.  Every key is type-checked and defaulted; every
+error in the file is collected into one :class:`ConfigError`; unknown keys and
+keys whose feature is not built yet become warnings on ``Config.warnings``.
+The checking machinery lives in :mod:`choragos.configschema`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+
+from choragos import configschema as cs
+from choragos.configschema import ConfigError
+from choragos.envpolicy import build_env
+
+__all__ = [
+    "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
+    "CheckpointSettings", "Config", "ConfigError", "GatewaySettings", "Keys", "Price",
+    "RoleSpec", "UISettings", "builtin_config", "load_config", "role_env",
+]
+
+CONFIG_NAME = ".choragos.toml"
+
+_LATER = "not built yet"
+_DECK = "only used by the deck, which is not built yet"
+
+# Keys that parse and validate but do nothing yet, as dotted schema names
+# ("roles.judge" is that key in any [[roles]] table; "ui" is the whole
+# section).  Present keys listed here warn, so nobody believes a setting is in
+# force when it is not.  Remove an entry in the change that builds the feature
+# (and the matching line in docs/configuration.md).
+NOT_BUILT: dict[str, str] = {
+    "roles.timeout": _LATER,
+    "roles.timeout_action": _LATER,
+    "roles.budget": _LATER,
+    "roles.budget_action": _LATER,
+    "roles.worktree": _LATER,
+    "roles.merge": _LATER,
+    "roles.judge": _LATER,
+    "roles.judge_pass": _LATER,
+    "roles.judge_rounds": _LATER,
+    "roles.owns_files": _LATER,
+    "roles.fresh": _LATER,
+    "sphragis": "the gateway integration is not built yet",
+    "pricing": "token pricing is not built yet",
+    "ui": _DECK,
+    "keys": _DECK,
+}
+
+
+# ---- the model ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One seat of the team: which program runs there and how it is treated."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    model: str = ""
+    model_flag: str = "--model"
+    prompt_template: str = ""
+    start: bool = False
+    approve: bool = False
+    env_allow: tuple[str, ...] = ()
+    env_deny: tuple[str, ...] = ()
+    base_url_env: tuple[str, ...] = ("ANTHROPIC_BASE_URL",)
+    input_prompts: tuple[str, ...] = ()
+    chrome_markers: tuple[str, ...] = ()
+    timeout: float | None = None
+    timeout_action: str = "notify"
+    restart: str = ""
+    restart_retries: int = 3
+    budget: float | None = None
+    budget_action: str = "notify"
+    worktree: bool = False
+    merge: str = "gate"
+    judge: str = ""
+    judge_pass: int = 7
+    judge_rounds: int = 3
+    owns_files: tuple[str, ...] = ()
+    fresh: bool = False
+
+    def argv(self) -> list[str]:
+        """The command line: command, args, then ``model_flag model`` when both are set."""
+        tail = [self.model_flag, self.model] if self.model and self.model_flag else []
+        return [self.command, *self.args, *tail]
+
+
+@dataclass(frozen=True)
+class CheckpointSettings:
+    enabled: bool = True
+    keep: int = 20
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """``[sphragis]``.  ``enabled`` is None when the key is absent: the soft default."""
+
+    enabled: bool | None = None
+    fail_closed: bool = True
+    addr: str = "127.0.0.1:8787"
+    command: str = "sphragis"
+
+    @property
+    def required(self) -> bool:
+        """Only an explicit ``enabled = true`` makes a missing gateway fatal."""
+        return self.enabled is True
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.addr}"
+
+    def agent_url(self, role: str) -> str:
+        """The URL a role's ``base_url_env`` variables get, so usage is attributed to it."""
+        return f"{self.base_url}/agent/{role}"
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens in each direction."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_creation: float = 0.0
+
+
+DEFAULT_THEME: Mapping[str, int | str] = MappingProxyType({
+    "accent": 45, "working": 42, "waiting": 214, "scroll": 213, "idle": 244, "dim": 240,
+})
+
+
+@dataclass(frozen=True)
+class UISettings:
+    bell: bool = True
+    sidebar: bool = True
+    mouse: bool = True
+    auto_focus: bool = True
+    on_gate: str = ""
+    on_input: str = ""
+    on_timeout: str = ""
+    on_budget: str = ""
+    theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The deck's prefix chord and the key for each action pressed after it."""
+
+    prefix: str = "ctrl+b"
+    split_vertical: str = "v"
+    split_horizontal: str = "-"
+    close_pane: str = "x"
+    focus_pane_left: str = "h"
+    focus_pane_down: str = "j"
+    focus_pane_up: str = "k"
+    focus_pane_right: str = "l"
+    cycle_pane_next: str = "tab"
+    cycle_pane_previous: str = "shift+tab"
+    zoom: str = "z"
+    resize_mode: str = "r"
+    toggle_sidebar: str = "b"
+    restart_role: str = "R"
+    pause_role: str = "p"
+    reload: str = "C"
+    detach: str = "d"
+    broadcast: str = "a"
+    task_board: str = "t"
+    search: str = "/"
+    help: str = "?"
+
+    @property
+    def bindings(self) -> dict[str, str]:
+        """Action name -> key, for every action (the prefix is not an action)."""
+        return {name: getattr(self, name) for name in KEY_ACTIONS}
+
+
+KEY_ACTIONS: tuple[str, ...] = tuple(f.name for f in fields(Keys) if f.name != "prefix")
+
+
+@dataclass(frozen=True)
+class Config:
+    roles: tuple[RoleSpec, ...]
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    sphragis: GatewaySettings = field(default_factory=GatewaySettings)
+    pricing: Mapping[str, Price] = field(default_factory=dict)
+    ui: UISettings = field(default_factory=UISettings)
+    keys: Keys = field(default_factory=Keys)
+    source: Path | None = None  # None: the built-in team
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def start_role(self) -> RoleSpec:
+        """The orchestrator (the loader guarantees exactly one)."""
+        for role in self.roles:
+            if role.start:
+                return role
+        raise LookupError("no role has start = true")
+
+    @property
+    def workers(self) -> tuple[RoleSpec, ...]:
+        return tuple(role for role in self.roles if not role.start)
+
+    def role(self, name: str) -> RoleSpec | None:
+        return next((role for role in self.roles if role.name == name), None)
+
+    def price_for(self, model: str) -> Price | None:
+        """The price of the longest ``[pricing]`` prefix of ``model``, if any."""
+        hits = [prefix for prefix in self.pricing if model.startswith(prefix)]
+        return self.pricing[max(hits, key=len)] if hits else None
+
+
+def role_env(spec: RoleSpec, base: Mapping[str, str], inject: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``spec``'s process starts with (SPEC C8)."""
+    return build_env(base, spec.env_allow, spec.env_deny, inject)
+
+
+# ---- loading --------------------------------------------------------------------------
+
+def load_config(path: Path | None = None, cwd: Path | None = None) -> Config:
+    """Load ``path``, or ``<cwd>/.choragos.toml``, or the built-in team when neither exists.
+
+    Raises :class:`ConfigError` listing every problem found.
+    """
+    base = Path.cwd() if cwd is None else Path(cwd)
+    target = _locate(path, base)
+    if target is None:
+        return builtin_config()
+    shown = CONFIG_NAME if path is None else str(path)  # as the user would write it
+    return _build(_parse(target, shown), target, shown)
+
+
+def _locate(path: Path | None, base: Path) -> Path | None:
+    if path is None:
+        found = base / CONFIG_NAME
+        return found if found.exists() else None
+    path = Path(path)
+    target = path if path.is_absolute() else base / path
+    if not target.exists():
+        raise ConfigError([f"{path}: no such file"])
+    return target
+
+
+def _parse(target: Path, shown: str) -> dict:
+    try:
+        text = target.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{shown}: not UTF-8 text (bad byte at offset {exc.start})"]) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([_syntax_error(shown, str(exc), text)]) from None
+
+
+def _syntax_error(shown: str, message: str, text: str) -> str:
+    # tomllib puts the position in the message text (no attributes before 3.14).
+    at = re.search(r" \(at line (\d+), column (\d+)\)$", message)
+    if at:
+        return f"{shown}:{at[1]}: invalid TOML: {message[:at.start()]} (column {at[2]})"
+    end = re.search(r" \(at end of document\)$", message)
+    if end is None:
+        return f"{shown}: invalid TOML: {message}"
+    last_line = max(text.count("\n") + (0 if text.endswith("\n") else 1), 1)
+    return f"{shown}:{last_line}: invalid TOML: {message[:end.start()]} (at end of file)"
+
+
+def _build(data: dict, target: Path, shown: str) -> Config:
+    report = cs.Report(shown)
+    values = cs.read_table(data, _TOP, "", report)
+    if "roles" not in data:
+        report.error("roles", "no [[roles]] table; a config file must define the team")
+    _warn_not_built(data, "", "", report)
+    report.raise_if_errors()
+    return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
+
+
+def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> None:
+    for key, value in table.items():
+        dotted, at = f"{name}.{key}" if name else key, cs.join(where, key)
+        if dotted in NOT_BUILT:
+            report.warn(at, f"accepted but {NOT_BUILT[dotted]}; it has no effect in this version")
+        elif isinstance(value, dict):
+            _warn_not_built(value, dotted, at, report)
+        elif isinstance(value, list):
+            for index, item in enumerate(value, 1):
+                if isinstance(item, dict):
+                    _warn_not_built(item, dotted, f"{at}[{index}]", report)
+
+
+# ---- [[roles]] ------------------------------------------------------------------------
+
+# The first character may not be "-" so a name never reads as a CLI option
+# (`choragos delegate --to -x`); no "." or "/" so it never leaves .choragos/.
+_ROLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+
+
+def _role_name(value: object) -> str:
+    text = cs.string(value)
+    if not _ROLE_NAME.fullmatch(text):
+        raise ValueError(f"{cs.show(text)} is not a role name (1-32 letters, digits, "
+                         "- or _, starting with a letter or digit)")
+    return text
+
+
+def _judge(value: object) -> str:
+    return "" if value == "" else _role_name(value)
+
+
+def _workspace_glob(value: object) -> str:
+    text = cs.word(value)
+    if text.startswith(("/", "~")) or ".." in PurePosixPath(text).parts:
+        raise ValueError(f"{cs.show(text)} must stay inside the workspace (relative, no ..)")
+    return text
+
+
+_ROLE_SCHEMA: cs.Schema = {
+    "name": _role_name,
+    "command": cs.word,
+    "args": cs.list_of(cs.argv_string),
+    "model": cs.argv_string,
+    "model_flag": cs.argv_string,
+    "prompt_template": cs.string,
+    "start": cs.boolean,
+    "approve": cs.boolean,
+    "env_allow": cs.list_of(cs.env_pattern),
+    "env_deny": cs.list_of(cs.env_pattern),
+    "base_url_env": cs.list_of(cs.env_name),
+    "input_prompts": cs.list_of(cs.marker),
+    "chrome_markers": cs.list_of(cs.marker),
+    "timeout": cs.optional_duration,
+    "timeout_action": cs.choice("notify", "restart"),
+    "restart": cs.choice("", "on-failure", "always"),
+    "restart_retries": cs.integer(0),
+    "budget": cs.number(0.0, above=True),
+    "budget_action": cs.choice("notify", "pause"),
+    "worktree": cs.boolean,
+    "merge": cs.choice("gate", "auto", "never"),
+    "judge": _judge,
+    "judge_pass": cs.integer(1, 10),
+    "judge_rounds": cs.integer(1),
+    "owns_files": cs.list_of(_workspace_glob),
+    "fresh": cs.boolean,
+}
+
+
+@dataclass
+class _Seat:
+    """One [[roles]] table while the team is checked as a whole."""
+
+    where: str
+    raw: dict
+    values: dict
+
+
+def _read_roles(raw: list, where: str, report: cs.Report) -> tuple[RoleSpec, ...]:
+    seats = []
+    for index, table in enumerate(raw, 1):
+        at = f"{where}[{index}]"
+        if isinstance(table, dict):
+            seats.append(_Seat(at, table, cs.read_table(table, _ROLE_SCHEMA, at, report)))
+        else:
+            report.error(at, str(cs.expected("a table", table)))
+    if not raw:
+        report.error(where, "the team is empty; define at least one [[roles]] table")
+    for check in (_check_required, _check_names, _check_start, _check_judges, _advise):
+        check(seats, where, report)
+    return tuple(RoleSpec(**seat.values) for seat in seats if _complete(seat))
+
+
+def _complete(seat: _Seat) -> bool:
+    return "name" in seat.values and "command" in seat.values
+
+
+def _check_required(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    for seat in seats:
+        for key in ("name", "command"):
+            if key not in seat.raw:
+                report.error(cs.join(seat.where, key), "required")
+
+
+def _check_names(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    # Case-insensitive: names become file names, and macOS folds case.
+    taken: dict[str, _Seat] = {}
+    for seat in seats:
+        name = seat.values.get("name")
+        if name is None:
+            continue
+        first = taken.setdefault(name.lower(), seat)
+        if first is not seat:
+            report.error(cs.join(seat.where, "name"),
+                         f"{cs.show(name)} is already the name of {first.where}")
+
+
+def _check_start(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    starts = [seat for seat in seats if seat.values.get("start")]
+    # A mistyped `start = "yes"` already has its error; do not add a second
+    # one claiming that no role is the orchestrator.
+    mistyped = any("start" in seat.raw and "start" not in seat.values for seat in seats)
+    if seats and not starts and not mistyped:
+        report.error(where, "no role has start = true; exactly one role must (the orchestrator)")
+    for seat in starts[1:]:
+        report.error(cs.join(seat.where, "start"),
+                     f"{starts[0].where} already has start = true; exactly one role may")
+
+
+def _check_judges(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    names = {seat.values["name"] for seat in seats if "name" in seat.values}
+    for seat in seats:
+        judge = seat.values.get("judge")
+        at = cs.join(seat.where, "judge")
+        if judge and judge == seat.values.get("name"):
+            report.error(at, "a role cannot judge its own work")
+        elif judge and judge not in names:
+            report.error(at, f"no role is named {cs.show(judge)}")
+
+
+def _advise(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    """Warnings for settings that are valid but almost certainly not what was meant."""
+    for seat in seats:
+        got = seat.values
+        if got.get("model") and got.get("model_flag") == "":
+            report.warn(cs.join(seat.where, "model_flag"),
+                        f"empty, so model {cs.show(got['model'])} is not passed to the command")
+        if got.get("timeout_action") == "restart" and got.get("restart", "") == "":
+            report.warn(cs.join(seat.where, "timeout_action"),
+                        '"restart" stops the role, but restart = "" never starts it again; '
+                        'set restart = "on-failure"')
+        if "merge" in got and not got.get("worktree", False):
+            report.warn(cs.join(seat.where, "merge"), "has no effect without worktree = true")
+
+
+# ---- the other sections ---------------------------------------------------------------
+
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def _addr(value: object) -> str:
+    text = cs.string(value)
+    host, colon, port = text.rpartition(":")
+    if not colon or not host:
+        raise ValueError(f"{cs.show(text)} is not host:port (e.g. 127.0.0.1:8787)")
+    if not _is_host(host):
+        raise ValueError(f"{cs.show(text)}: {cs.show(host)} is not a host name or address "
+                         "(IPv6 goes in brackets, e.g. [::1]:8787)")
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"{cs.show(text)}: the port must be a number from 1 to 65535")
+    return text
+
+
+def _is_host(host: str) -> bool:
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return False
+        return True
+    return bool(_HOST.fullmatch(host))
+
+
+def _settings(cls: type, schema: cs.Schema) -> cs.Nested:
+    """A section read straight into ``cls``; absent keys keep the class defaults."""
+    return cs.Nested(lambda raw, at, report: cls(**cs.read_table(raw, schema, at, report)))
+
+
+_CHECKPOINTS = _settings(CheckpointSettings, {
+    "enabled": cs.boolean, "keep": cs.integer(1),
+})
+_SPHRAGIS = _settings(GatewaySettings, {
+    "enabled": cs.boolean, "fail_closed": cs.boolean, "addr": _addr, "command": cs.word,
+})
+_PRICE_SCHEMA: cs.Schema = {key: cs.number() for key in (f.name for f in fields(Price))}
+_PRICE = _settings(Price, _PRICE_SCHEMA)
+
+
+def _read_pricing(raw: dict, where: str, report: cs.Report) -> dict[str, Price]:
+    # Every key is a model-name prefix, so there is nothing to call unknown.
+    prices = cs.read_table(raw, {prefix: _PRICE for prefix in raw}, where, report)
+    return {prefix: price for prefix, price in prices.items() if isinstance(price, Price)}
+
+
+def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str]:
+    schema = {name: cs.colour for name in DEFAULT_THEME}
+    return {**DEFAULT_THEME, **cs.read_table(raw, schema, where, report)}
+
+
+_UI = _settings(UISettings, {
+    "bell": cs.boolean, "sidebar": cs.boolean, "mouse": cs.boolean, "auto_focus": cs.boolean,
+    "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
+    "on_budget": cs.string, "theme": cs.Nested(_read_theme),
+})
+_KEY_SCHEMA: cs.Schema = {"prefix": cs.prefix_key, **{a: cs.key_name for a in KEY_ACTIONS}}
+
+
+def _read_keys(raw: dict, where: str, report: cs.Report) -> Keys:
+    values = cs.read_table(raw, _KEY_SCHEMA, where, report)
+    _check_bindings(values, where, report)
+    return Keys(**values)
+
+
+def _check_bindings(values: dict, where: str, report: cs.Report) -> None:
+    # Defaults claim their keys first, so a clash is reported on the key the
+    # user wrote, never on a default they did not touch.
+    chosen = [a for a in values if a != "prefix"]
+    owner: dict[str, str] = {}
+    for action in [a for a in KEY_ACTIONS if a not in values] + chosen:
+        key = values.get(action, getattr(Keys, action))
+        at = cs.join(where, action)
+        if len(key) == 1 and key in "123456789":
+            report.error(at, f"{cs.show(key)}: the digits 1-9 focus panes by number")
+        elif key in owner:
+            default = "" if owner[key] in values else " (its default)"
+            report.error(at, f"{cs.show(key)} is already bound to {owner[key]}{default}")
+        owner.setdefault(key, action)
+
+
+_TOP: cs.Schema = {
+    "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])"),
+    "checkpoints": _CHECKPOINTS,
+    "sphragis": _SPHRAGIS,
+    "pricing": cs.Nested(_read_pricing),
+    "ui": _UI,
+    "keys": cs.Nested(_read_keys),
+}
+
+
+# ---- the built-in team (C1) -----------------------------------------------------------
+
+# Variables that reach cloud accounts and code hosts.  The auditor reads
+# untrusted code for a living; it has no use for any of them.
+_CLOUD_CREDENTIALS = (
+    "AWS_*", "AZURE_*", "GCP_*", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_*",
+    "GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN",
+)
+# Claude workers start without the user's personal MCP servers, which keeps
+# their context window for the task they were given.
+_WORKER_ARGS = ("--strict-mcp-config",)
+
+
+def builtin_config() -> Config:
+    """The five-role team used when there is no config file."""
+    return Config(roles=_BUILTIN_ROLES)
+
+
+_BUILTIN_ROLES = (
+    RoleSpec(
+        name="orchestrator", command="claude", model="opus", start=True,
+        prompt_template=(
+            "You lead this team and do not write, review or audit code yourself. "
+            "Break the request into tasks, give each one to the teammate best suited "
+            "to it, wait for their reports, check them against the request, and keep "
+            "the user told where things stand."),
+    ),
+    RoleSpec(
+        name="coder", command="claude", model="opus", args=_WORKER_ARGS,
+        prompt_template=(
+            "You implement the change you are handed, and only that change. Keep the "
+            "diff focused, and run the project's tests and linters before you report back."),
+    ),
+    RoleSpec(
+        name="reviewer", command="gemini", base_url_env=("GOOGLE_GEMINI_BASE_URL",),
+        prompt_template=(
+            "You review changes and never edit files. Read the diff and the code around "
+            "it; look for bugs, unhandled cases, missing tests and unclear code; report "
+            "your findings ranked by how much they matter."),
+    ),
+    RoleSpec(
+        name="auditor", command="claude", model="sonnet", args=_WORKER_ARGS,
+        env_deny=_CLOUD_CREDENTIALS,
+        prompt_template=(
+            "You audit changes for security problems: injection, leaked or logged "
+            "secrets, unsafe defaults, risky dependencies, unchecked input. Report each "
+            "finding with its file and line. Do not change code."),
+    ),
+    RoleSpec(
+        name="release", command="claude", model="haiku", args=_WORKER_ARGS, approve=True,
+        prompt_template=(
+            "You prepare releases: version numbers, changelog, tags. A person approved "
+            "each task before it reached you; even so, push or publish nothing the task "
+            "does not name explicitly."),
+    ),
+)
