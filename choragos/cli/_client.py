@@ -1,0 +1,232 @@
+"""What every socket-talking verb shares: arguments, sending, printing.
+
+Exit codes: 0 success, 1 the session refused, 2 bad arguments, 3 no usable
+answer from a session.  Standard library only (the verbs must start fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+import time
+from contextlib import suppress
+from pathlib import Path
+
+from choragos import paths, wire
+
+# typing is needed for annotations only; the CLI verbs skip its import cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+# Bidi overrides and isolates can make a line read differently than it is.
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
+_INERT.update({cp: f"\\u{cp:04x}" for cp in _BIDI})
+_INERT.update({ord("\t"): "\\t", ord("\n"): "\\n", ord("\r"): "\\r"})
+
+
+class Failure(Exception):
+    """End the verb with ``code`` after printing ``message`` on stderr."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise Failure(EXIT_USAGE, f"{message} (see `{self.prog} --help`)")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help text sized without shutil, which argparse would import otherwise
+    on every run (help or not) just to ask for the terminal width."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    with suppress(ValueError):
+        return int(os.environ.get("COLUMNS", ""))
+    with suppress(OSError):
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    return 80
+
+
+def parser(verb: str, description: str) -> argparse.ArgumentParser:
+    """A parser for ``choragos VERB`` with the shared ``--sock`` option."""
+    made = _Parser(prog=f"choragos {verb}", description=description,
+                   formatter_class=_Formatter)
+    made.add_argument("--sock", metavar="PATH",
+                      help="control socket (default: $CHORAGOS_SOCK, else this "
+                           "directory's or the nearest parent's session)")
+    return made
+
+
+def inert(text: object) -> str:
+    """``text`` with every control, escape and bidi character made visible."""
+    return str(text).translate(_INERT)
+
+
+def guard(verb: str, body: Callable[[], int]) -> int:
+    """Run a verb body, turning failures into one stderr line and a code."""
+    _tolerant_streams()
+    try:
+        return body()
+    except Failure as failure:
+        print(f"choragos {verb}: {inert(failure.message)}", file=sys.stderr)
+        return failure.code
+    except SystemExit as leaving:  # --help and --version exit through argparse
+        return leaving.code if isinstance(leaving.code, int) else EXIT_USAGE
+
+
+def socket_for(option: str | None) -> tuple[Path, Path | None]:
+    """The socket to use and, when it was looked up, the directory it serves."""
+    if option:
+        return Path(option).absolute(), None
+    if os.environ.get(paths.SOCK_ENV):
+        return paths.find_socket(Path("."), os.environ), None
+    try:
+        cwd = Path.cwd()
+    except OSError as exc:
+        raise Failure(EXIT_USAGE, f"cannot tell the current directory: {exc.strerror}") from None
+    return paths.find_socket(cwd, os.environ), cwd
+
+
+def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
+    """Send ``payload`` and return an ok ack; anything else is a Failure."""
+    sock, workdir = socket_for(option)
+    ack = _exchange(sock, payload, workdir)
+    if ack["status"] != "ok":
+        raise Failure(EXIT_REFUSED, f"the session refused: {ack['error']}")
+    return ack
+
+
+def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict[str, Any]:
+    # "busy" means the session never read the request, so sending it again
+    # cannot duplicate work; retry until the deadline rather than fail.
+    end = time.monotonic() + wire.DEADLINE
+    pause = 0.02
+    while True:
+        try:
+            ack = wire.request(sock, payload, max(end - time.monotonic(), 0.05),
+                               workdir=workdir)
+        except (wire.Unreachable, wire.WireError) as exc:
+            raise Failure(EXIT_UNREACHABLE, exc.reason) from None
+        if ack.get("busy") is not True or time.monotonic() + pause > end:
+            return ack
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
+def existing_file(path: str, what: str) -> str:
+    """The absolute form of ``path``, which must be a non-empty regular file."""
+    absolute = os.path.abspath(path)
+    try:
+        info = os.stat(absolute)
+    except FileNotFoundError:
+        raise Failure(EXIT_USAGE, f"the {what} file {absolute} does not exist") from None
+    except OSError as exc:
+        raise Failure(EXIT_USAGE, f"cannot read the {what} file {absolute}: "
+                                  f"{exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise Failure(EXIT_USAGE, f"the {what} file {absolute} is not a regular file")
+    if info.st_size == 0:
+        raise Failure(EXIT_USAGE, f"the {what} file {absolute} is empty")
+    return absolute
+
+
+def non_empty(text: str, option: str) -> str:
+    """Refuse an empty or blank option value."""
+    if not text.strip():
+        raise Failure(EXIT_USAGE, f"{option} must not be empty")
+    return text
+
+
+def role_name(name: str) -> str:
+    problem = paths.check_role_name(name)
+    if problem:
+        raise Failure(EXIT_USAGE, problem)
+    return name
+
+
+def say(line: str) -> int:
+    """Print a success line (already made inert by the caller) and succeed."""
+    print(line)
+    return EXIT_OK
+
+
+def print_json(ack: dict[str, Any]) -> int:
+    import json
+
+    # ensure_ascii escapes every control character, so the raw ack is safe.
+    print(json.dumps(ack, indent=2, ensure_ascii=True))
+    return EXIT_OK
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]],
+          widths: dict[str, int] | None = None) -> str:
+    """Render ``rows`` under ``columns`` (key, header) as aligned text."""
+    limits = widths or {}
+    cells = [[_cell(row.get(key), limits.get(key)) for key, _ in columns]
+             for row in rows if isinstance(row, dict)]
+    heads = [head for _, head in columns]
+    sizes = [max(len(c) for c in column) for column in zip(heads, *cells, strict=True)]
+    lines = [_line(heads, sizes), *(_line(row, sizes) for row in cells)]
+    return "\n".join(lines)
+
+
+def duration(value: object) -> str:
+    """Seconds as a compact duration (``45s``, ``12m``, ``1h05m``); text as is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return inert(value) if value not in (None, "") else "-"
+    seconds = int(value)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def short_path(value: object) -> str:
+    """A path relative to the current directory when it lies below it."""
+    if not isinstance(value, str) or not value:
+        return "-"
+    with suppress(OSError, ValueError):
+        relative = os.path.relpath(value)
+        if not relative.startswith(".."):
+            return inert(relative)
+    return inert(value)
+
+
+def _cell(value: object, limit: int | None) -> str:
+    text = "-" if value is None or value == "" else inert(value)
+    if limit and len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def _line(cells: Sequence[str], sizes: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, sizes, strict=True)).rstrip()
+
+
+def _tolerant_streams() -> None:
+    # Text from the wire may hold lone surrogates; print them escaped
+    # instead of dying with UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")

@@ -1,0 +1,44 @@
+"""``choragos board``: the running session's task board (spec D4)."""
+
+from __future__ import annotations
+
+from choragos.cli import _client
+
+# typing is needed for annotations only; the CLI verbs skip its import cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_COLUMNS = [("id", "ID"), ("role", "ROLE"), ("state", "STATE"), ("age", "AGE"),
+            ("duration", "TOOK"), ("label", "TASK"), ("brief", "BRIEF"),
+            ("report", "REPORT"), ("note", "NOTE")]
+
+
+def run(argv: list[str], verb: str = "board") -> int:
+    """Entry point for ``choragos board``."""
+    return _client.guard(verb, lambda: _board(argv, verb))
+
+
+def _board(argv: list[str], verb: str) -> int:
+    made = _client.parser(verb, "Show the task board of the running session.")
+    made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
+    args = made.parse_args(argv)
+    ack = _client.send(args.sock, {"cmd": "board"})
+    return _client.print_json(ack) if args.json else _client.say(render(ack))
+
+
+def render(ack: dict[str, Any]) -> str:
+    """The board as a table, or a sentence when nothing was delegated yet."""
+    tasks = ack.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        return "the board is empty: nothing has been delegated yet"
+    rows = [_row(task) for task in tasks if isinstance(task, dict)]
+    return _client.table(rows, _COLUMNS, {"label": 40, "note": 32})
+
+
+def _row(task: dict[str, Any]) -> dict[str, Any]:
+    return {**task,
+            "age": _client.duration(task.get("age")),
+            "duration": _client.duration(task.get("duration")),
+            "brief": _client.short_path(task.get("brief")),
+            "report": _client.short_path(task.get("report"))}

@@ -1,0 +1,72 @@
+"""``choragos delegate``: hand a task to one or more roles (spec P4).
+
+Agents run this many times per session, so it loads only the standard
+library and the few choragos modules it needs.
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+
+from choragos.cli import _client
+
+# typing is needed for annotations only; the CLI verbs skip its import cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# How a task's state reads after the id; queued and delivered need no note.
+_NOTES = {"gated": "waiting for approval", "queued": "", "delivered": ""}
+
+
+def run(argv: list[str], verb: str = "delegate") -> int:
+    """Entry point for ``choragos delegate``."""
+    return _client.guard(verb, lambda: _delegate(argv, verb))
+
+
+def _delegate(argv: list[str], verb: str) -> int:
+    args = _arguments(verb).parse_args(argv)
+    payload: dict[str, Any] = {
+        "cmd": "delegate",
+        "to": _targets(args.to),
+        "task": _client.non_empty(args.task, "--task"),
+    }
+    if args.brief is not None:
+        payload["brief"] = _client.existing_file(args.brief, "brief")
+    ack = _client.send(args.sock, payload)
+    return _client.say(summary(ack, payload["to"]))
+
+
+def _arguments(verb: str) -> ArgumentParser:
+    made = _client.parser(verb, "Hand a task to one or more roles of the running session.")
+    made.add_argument("--to", action="append", required=True, metavar="ROLE[,ROLE]",
+                      help="target role(s); repeat or separate with commas")
+    made.add_argument("--task", required=True, metavar="TEXT",
+                      help="the task, or a short label when --brief holds the details")
+    made.add_argument("--brief", metavar="FILE", help="a file with the full task")
+    return made
+
+
+def _targets(values: list[str]) -> list[str]:
+    names = [name.strip() for value in values for name in value.split(",")]
+    names = [name for name in names if name]
+    if not names:
+        raise _client.Failure(_client.EXIT_USAGE, "--to must name at least one role")
+    return list(dict.fromkeys(_client.role_name(name) for name in names))
+
+
+def summary(ack: dict[str, Any], targets: list[str]) -> str:
+    """``delegated T3 to coder, T4 to release (waiting for approval)``."""
+    tasks = ack.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        return "delegated to " + ", ".join(targets)
+    return "delegated " + ", ".join(_one(task) for task in tasks)
+
+
+def _one(task: object) -> str:
+    if not isinstance(task, dict):
+        return _client.inert(task)
+    text = f"{_client.inert(task.get('id', '?'))} to {_client.inert(task.get('role', '?'))}"
+    state = task.get("state")
+    note = _NOTES.get(state, state) if isinstance(state, str) else ""
+    return f"{text} ({_client.inert(note)})" if note else text

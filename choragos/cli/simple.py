@@ -1,0 +1,42 @@
+"""``choragos reload|ping|shutdown``: the field-less session commands."""
+
+from __future__ import annotations
+
+from choragos.cli import _client
+
+# typing is needed for annotations only; the CLI verbs skip its import cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_ABOUT = {
+    "reload": "Re-read the config and converge the running session's roles on it.",
+    "ping": "Check that a session answers on the control socket.",
+    "shutdown": "Stop the running session and every role in it.",
+}
+
+
+def run(argv: list[str], verb: str = "ping") -> int:
+    """Entry point for ``choragos reload``, ``ping`` and ``shutdown``."""
+    return _client.guard(verb, lambda: _simple(argv, verb))
+
+
+def _simple(argv: list[str], verb: str) -> int:
+    if verb not in _ABOUT:
+        raise _client.Failure(_client.EXIT_USAGE, f"unknown session command {verb!r}")
+    args = _client.parser(verb, _ABOUT[verb]).parse_args(argv)
+    ack = _client.send(args.sock, {"cmd": verb})
+    return _client.say(summary(verb, ack))
+
+
+def summary(verb: str, ack: dict[str, Any]) -> str:
+    """One line per verb, with the session's own message when it sent one."""
+    if verb == "ping":
+        pid = ack.get("pid")
+        line = f"a session is running (pid {_client.inert(pid)})" if pid else "a session is running"
+    elif verb == "reload":
+        line = "reloaded the configuration"
+    else:
+        line = "the session is shutting down"
+    message = ack.get("message")
+    return f"{line}: {_client.inert(message)}" if isinstance(message, str) and message else line

@@ -1,0 +1,53 @@
+"""``choragos work-done``: report a task back to the orchestrator (spec P4).
+
+Run by agents at the end of every task: standard library only.
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+
+from choragos.cli import _client
+
+# typing is needed for annotations only; the CLI verbs skip its import cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def run(argv: list[str], verb: str = "work-done") -> int:
+    """Entry point for ``choragos work-done``."""
+    return _client.guard(verb, lambda: _work_done(argv, verb))
+
+
+def _work_done(argv: list[str], verb: str) -> int:
+    args = _arguments(verb).parse_args(argv)
+    payload: dict[str, Any] = {
+        "cmd": "work-done",
+        "id": _client.non_empty(args.id, "--id").strip(),
+        "task": _client.non_empty(args.task, "--task"),
+        "done": args.done,
+    }
+    if args.report is not None:
+        payload["report"] = _client.existing_file(args.report, "report")
+    ack = _client.send(args.sock, payload)
+    return _client.say(summary(ack, payload["id"]))
+
+
+def _arguments(verb: str) -> ArgumentParser:
+    made = _client.parser(verb, "Report a task's outcome to the orchestrator.")
+    made.add_argument("--id", required=True, metavar="ID",
+                      help="the task id from the delegation, such as T3")
+    made.add_argument("--task", required=True, metavar="TEXT",
+                      help="a one-line summary of what was done")
+    made.add_argument("--report", metavar="FILE", help="a file with the full report")
+    made.add_argument("--done", action="store_true",
+                      help="the whole assignment is complete, not just this step")
+    return made
+
+
+def summary(ack: dict[str, Any], task_id: str) -> str:
+    """``reported T3 (done)``."""
+    shown = _client.inert(ack.get("id") or task_id)
+    state = ack.get("state")
+    return f"reported {shown} ({_client.inert(state)})" if state else f"reported {shown}"
