@@ -1,0 +1,256 @@
+"""Read an agent's state and latest activity from its emulated screen.
+
+Only the screen is consulted: process states (booting, paused, exited) are
+decided by the role actor.  Box-style TUIs such as Claude Code are read by
+structure first: their input box (a prompt line between two horizontal
+rules) is drawn only when no dialog holds the agent, so a visible box means
+*idle* or *working*, never *waiting*.  Plain prompt-line programs (shells,
+REPLs) are read from their last lines.
+
+The role actor should act on a status only once it has held for a moment:
+a PTY read can end mid-frame, and a half-drawn screen can mislead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from choragos.agentprofiles import AgentProfile
+
+WAITING = "waiting"
+WORKING = "working"
+IDLE = "idle"
+
+DEFAULT_BOX_PROMPTS = ("❯", ">")
+_RULE_CHARS = frozenset("─━═╭╮╰╯")
+_MIN_RULE = 20
+# Transcript entries start with these; the agent's own area (input box or
+# dialog) is always below the last of them.
+_ENTRY_GLYPHS = ("●", "⏺", "✻", "✢", "✳", "✶", "✽", "·")
+# Long input is shown as "[Pasted text #1]" or "[Pasted text #2 +39 lines]".
+PASTE_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
+# Beyond this many characters only the tail of a text is compared: the head
+# of a long message may have scrolled off the top of the screen.
+_TAIL = 160
+
+
+@dataclass(frozen=True)
+class InputBox:
+    """The agent's input box: rule lines ``top`` and ``bottom``, and its text."""
+
+    top: int
+    bottom: int
+    content: tuple[str, ...]
+
+
+# -- structure --------------------------------------------------------------------
+
+
+def is_rule(line: str) -> bool:
+    """A horizontal rule such as the lines above and below Claude's input box."""
+    core = line.strip()
+    return len(core) >= _MIN_RULE and set(core) <= _RULE_CHARS
+
+
+def _unbox(line: str) -> str:
+    """A line without the side borders older box-style TUIs draw ("│ > hi │")."""
+    return line.strip().strip("│").strip()
+
+
+def agent_area_start(lines: Sequence[str]) -> int | None:
+    """Index of the topmost rule below the last transcript entry, if any."""
+    found = None
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if is_rule(line):
+            found = index
+        elif line.startswith(_ENTRY_GLYPHS):
+            break
+    return found
+
+
+def find_input_box(lines: Sequence[str],
+                   prompts: Iterable[str] = DEFAULT_BOX_PROMPTS) -> InputBox | None:
+    """The open input box: a rule, a line starting with a prompt glyph, a rule."""
+    top = agent_area_start(lines)
+    if top is None or top + 1 >= len(lines):
+        return None
+    first = _unbox(lines[top + 1])
+    glyph = next((g for g in prompts if first.startswith(g)), None)
+    if glyph is None:
+        return None
+    bottom = next((i for i in range(top + 2, len(lines)) if is_rule(lines[i])), None)
+    if bottom is None:
+        return None
+    rest = (_unbox(line) for line in lines[top + 2:bottom])
+    return InputBox(top, bottom, (first[len(glyph):], *rest))
+
+
+# -- status -----------------------------------------------------------------------
+
+
+def classify(lines: Sequence[str], profile: AgentProfile,
+             extra_input_prompts: Iterable[str] = (),
+             cursor: tuple[int, int] | None = None) -> str:
+    """``"waiting"``, ``"working"`` or ``"idle"``, judged from the screen alone.
+
+    ``extra_input_prompts`` are the role's own ``input_prompts``; ``cursor``
+    (column, row) helps recognise a plain prompt line as the live one.
+    """
+    screen = [line.rstrip() for line in lines]
+    if not any(screen):
+        return WORKING  # nothing drawn yet: the program is still starting
+    extra = tuple(extra_input_prompts)
+    box = find_input_box(screen, profile.box_prompts) if profile.box_prompts else None
+    if box is not None:
+        return _classify_boxed(screen, box, profile, extra)
+    return _classify_plain(screen, profile, extra, cursor)
+
+
+def _classify_boxed(screen: list[str], box: InputBox, profile: AgentProfile,
+                    extra: tuple[str, ...]) -> str:
+    # The box is open, so no dialog holds the agent.  The busy hint lives in
+    # the footer (or, in older versions, on the spinner line above the box).
+    near = screen[box.bottom + 1:] + _last_nonblank(screen[:box.top], 3)
+    if has_marker(near, profile.busy_markers):
+        return WORKING
+    if extra and has_marker(activity_preview(screen, profile), extra):
+        return WAITING  # the role's own markers: e.g. the model asked a question
+    return IDLE
+
+
+def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, ...],
+                    cursor: tuple[int, int] | None) -> str:
+    scope = _scope(screen, profile)
+    if has_marker(scope, profile.input_prompts + extra) or \
+            has_pattern(scope, profile.input_patterns):
+        return WAITING
+    if has_marker(scope, profile.busy_markers):
+        return WORKING
+    if has_marker(scope, profile.idle_markers) or _at_line_prompt(screen, profile, cursor):
+        return IDLE
+    return profile.unmatched_status
+
+
+def _scope(screen: list[str], profile: AgentProfile) -> list[str]:
+    """The lines markers are looked for in."""
+    if profile.tail_lines:
+        return _last_nonblank(screen, profile.tail_lines)
+    start = agent_area_start(screen) if profile.box_prompts else None
+    return screen[start:] if start is not None else screen
+
+
+def _at_line_prompt(screen: list[str], profile: AgentProfile,
+                    cursor: tuple[int, int] | None) -> bool:
+    """The last non-blank line is a prompt (and holds the cursor, if known)."""
+    if not profile.line_prompt_ends:
+        return False
+    row = max((i for i, line in enumerate(screen) if line.strip()), default=None)
+    if row is None or (cursor is not None and cursor[1] != row):
+        return False
+    return screen[row].rstrip().endswith(profile.line_prompt_ends)
+
+
+def has_marker(lines: Iterable[str], markers: Iterable[str]) -> bool:
+    """Any marker occurs (case-insensitively) in any line."""
+    wanted = [m.lower() for m in markers if m]
+    return any(m in line.lower() for line in lines for m in wanted)
+
+
+def has_pattern(lines: Iterable[str], patterns: Iterable[str]) -> bool:
+    compiled = [re.compile(p) for p in patterns]
+    return any(p.search(line) for line in lines for p in compiled)
+
+
+def _last_nonblank(lines: Sequence[str], count: int) -> list[str]:
+    return [line for line in lines if line.strip()][-count:]
+
+
+# -- activity ---------------------------------------------------------------------
+
+
+def activity_preview(lines: Sequence[str], profile: AgentProfile,
+                     extra_chrome: Iterable[str] = (), max_lines: int = 3) -> list[str]:
+    """The last ``max_lines`` meaningful lines above the input box or dialog."""
+    screen = [line.rstrip() for line in lines]
+    start = agent_area_start(screen) if profile.box_prompts else None
+    region = screen[:start] if start is not None else screen
+    chrome = profile.chrome_markers + tuple(extra_chrome)
+    # Claude separates some glyphs from text with NBSP; a card wants plain spaces.
+    kept = [line.replace("\xa0", " ").strip() for line in region
+            if _meaningful(line, chrome, profile)]
+    return kept[-max_lines:] if max_lines > 0 else []
+
+
+def _meaningful(line: str, chrome: tuple[str, ...], profile: AgentProfile) -> bool:
+    if not line.strip() or is_rule(line) or set(line.strip()) <= {"╌", "┄", "-"}:
+        return False
+    return not (has_marker([line], chrome) or has_pattern([line], profile.chrome_patterns))
+
+
+# -- injected input ----------------------------------------------------------------
+
+
+def input_pending(lines: Sequence[str], text: str,
+                  prompts: Iterable[str] = DEFAULT_BOX_PROMPTS) -> bool:
+    """``text`` is visible in the input box: typed, not (yet) submitted.
+
+    Without a box, the last lines of the screen stand for the prompt line.
+    Claude shows input over 800 characters (or long pastes) as a
+    "[Pasted text #N +K lines]" placeholder, which counts when K matches.
+    """
+    screen = [line.rstrip() for line in lines]
+    box = find_input_box(screen, prompts)
+    if box is None:
+        return _shows(_tail_covering(screen, text), text)
+    return _shows(box.content, text) or _placeholder_matches(box.content, text)
+
+
+def input_landed(lines: Sequence[str], text: str,
+                 prompts: Iterable[str] = DEFAULT_BOX_PROMPTS) -> bool:
+    """``text`` reached the agent: pending in its box, or echoed as a sent message."""
+    screen = [line.rstrip() for line in lines]
+    if input_pending(screen, text, prompts):
+        return True
+    box = find_input_box(screen, prompts)
+    return _shows(screen[:box.top] if box else screen, text)
+
+
+def _shows(lines: Iterable[str], text: str) -> bool:
+    """``text`` appears in ``lines``, ignoring wrapping, indentation and prompts."""
+    needle = squash(text)
+    if not needle:
+        return False
+    hay = squash("".join(_drop_prompt(line) for line in lines))
+    return needle in hay or (len(needle) > _TAIL and needle[-_TAIL:] in hay)
+
+
+def _placeholder_matches(lines: Iterable[str], text: str) -> bool:
+    newlines = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").count("\n")
+    found = PASTE_PLACEHOLDER.search(" ".join(lines))
+    return found is not None and int(found.group(1) or 0) == newlines
+
+
+def _drop_prompt(line: str) -> str:
+    core = _unbox(line)
+    for glyph in DEFAULT_BOX_PROMPTS:
+        if core.startswith(glyph):
+            return core[len(glyph):]
+    return core
+
+
+def _tail_covering(screen: list[str], text: str) -> list[str]:
+    """The fewest last non-blank lines that together are longer than ``text``."""
+    need, taken = len(squash(text)), []
+    for line in reversed([line for line in screen if line.strip()]):
+        taken.insert(0, line)
+        if len(squash("".join(taken))) > need:
+            break
+    return taken
+
+
+def squash(text: str) -> str:
+    """``text`` without whitespace (NBSP included), ESC or box borders."""
+    return "".join(text.replace("\x1b", "").replace("│", "").split())

@@ -1,0 +1,77 @@
+"""Fixtures for end-to-end tests: the fake model server and the real Claude CLI.
+
+``claude_tui`` starts the real Claude Code CLI in a PTY against ``fake_model``
+with an isolated HOME and workspace; every process it starts is stopped and
+checked gone after the test.  Tests using it carry the ``claude`` marker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.e2e.claudeenv import (
+    DEFAULT_ALLOW,
+    Terminal,
+    claude_env,
+    install_claude,
+    prepare_home,
+    prepare_workspace,
+)
+from tests.e2e.fakemodel import FakeModel
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    with FakeModel() as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """The Claude Code CLI, installed once under .cache/ if it is missing."""
+    path, reason = install_claude()
+    if path is None:
+        # CI installs the CLI up front (.ci/run); there a missing CLI is a failure.
+        if os.environ.get("CI"):
+            pytest.fail(f"the Claude Code CLI is required in CI: {reason}")
+        pytest.skip(reason)
+    return path
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@pytest.fixture
+def claude_tui(claude_bin: Path, fake_model: FakeModel,
+               short_tmp: Path) -> Iterator[Callable[..., Terminal]]:
+    """A factory: ``claude_tui(allow=..., rows=..., cols=...)`` -> a running Terminal."""
+    started: list[Terminal] = []
+
+    def start(allow: Iterable[str] = DEFAULT_ALLOW, rows: int = 40, cols: int = 120,
+              args: Iterable[str] = (), extra_env: dict[str, str] | None = None) -> Terminal:
+        seat = short_tmp / f"seat{len(started)}"
+        workspace = prepare_workspace(seat / "ws", allow)
+        home = prepare_home(seat / "home", workspace)
+        env = claude_env(home, fake_model.base_url, extra_env)
+        terminal = Terminal([str(claude_bin), *args], env, workspace, rows, cols)
+        started.append(terminal)
+        return terminal
+
+    yield start
+    for terminal in started:
+        terminal.close()
+    for terminal in started:
+        wait_until(lambda t=terminal: not _group_alive(t.proc.pid), timeout=5,
+                   message=f"claude process group {terminal.proc.pid} to be gone")
