@@ -1,0 +1,335 @@
+"""The emulated screen of one agent pane (T7): feed it the PTY's bytes, read
+what the agent really shows.
+
+One thread feeds (the role actor); others read (status checks, the deck).
+Every method that touches the screen takes the lock.  Callbacks -- ``reply``,
+``on_scrolled``, ``on_bell`` -- run after the lock is released, in the
+feeding thread, at most once each per feed, so a slow consumer never holds
+readers up and a callback may safely call back into the terminal.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from choragos.vtparse import VTParser
+from choragos.vtscreen import Row, Run, VTScreen, row_runs, row_text
+
+__all__ = ["Run", "Snapshot", "Terminal"]
+
+log = logging.getLogger("choragos.terminal")
+
+_MOUSE_MODES = (1003, 1002, 1000, 9)  # most to least inclusive
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An immutable copy of what a pane shows, for a renderer on another thread."""
+
+    lines: tuple[str, ...]
+    runs: tuple[tuple[Run, ...], ...]
+    cursor: tuple[int, int]
+    cursor_visible: bool
+    alternate_screen: bool
+    bracketed_paste: bool
+    application_cursor: bool
+    application_keypad: bool
+    mouse_tracking: int
+    mouse_sgr: bool
+    focus_events: bool
+    reverse_video: bool
+    title: str
+    cols: int
+    rows: int
+    history_size: int
+
+
+class Terminal:
+    """A VT emulator for one PTY: screen, modes, colours, replies and scrollback.
+
+    ``reply(bytes)`` receives answers to the queries the program sends
+    (cursor position, device attributes …) and must write them to the PTY.
+    ``on_scrolled(lines)`` receives, in order and once each, the text lines
+    leaving the top of the main screen.  ``on_bell()`` is called after a feed
+    that rang the bell at least once (``bells`` has the exact count).
+    ``fast_path=False`` turns off the block path for plain lines, for tests
+    and benchmarks that compare the two.
+    """
+
+    def __init__(self, cols: int = 120, rows: int = 40, *, scrollback: int = 5000,
+                 reply: Callable[[bytes], None] | None = None,
+                 on_scrolled: Callable[[list[str]], None] | None = None,
+                 on_bell: Callable[[], None] | None = None,
+                 fast_path: bool = True) -> None:
+        _check_size(cols, rows)
+        self.reply = reply
+        self.on_scrolled = on_scrolled
+        self.on_bell = on_bell
+        self.fast_path = fast_path
+        self.dirty = False
+        self.lines_scrolled = 0
+        self._lock = threading.Lock()
+        self._history: deque[str] = deque(maxlen=max(scrollback, 0))
+        self._fresh: list[str] = []
+        self._replies: list[str] = []
+        self._own_errors = 0
+        self._screen = VTScreen(cols, rows)
+        self._screen.on_scroll = self._scrolled
+        self._screen.on_scroll_rows = self._scrolled_rows
+        self._screen.on_clear_history = self._history.clear
+        self._parser = VTParser(self._screen, self._replies.append)
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._texts: list[str | None] = [None] * rows
+        self._runs: list[tuple[Run, ...] | None] = [None] * rows
+
+    # -- input -----------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Apply the program's output.  Never raises, whatever the bytes."""
+        with self._lock:
+            before = self._state()
+            bells = self._parser.bells
+            try:
+                self._parser.feed(self._decoder.decode(data), self.fast_path)
+            except Exception:  # the parser contains its own; this is the last guard
+                self._own_errors += 1
+                self._parser.reset()
+                log.debug("terminal feed failed; parser reset", exc_info=True)
+            self._settle(before)
+            outputs = self._take_outputs(rang=self._parser.bells != bells)
+        self._notify(*outputs)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """Change the size; rows cut from the top go to the history."""
+        _check_size(cols, rows)
+        with self._lock:
+            self._screen.resize(rows, cols)
+            self._forget_rows()
+            outputs = self._take_outputs(rang=False)
+        self._notify(*outputs)
+
+    def reset(self) -> None:
+        """Start afresh for a new process: the old main screen joins the history."""
+        with self._lock:
+            cols = self._screen.columns
+            kept = [row_text(row, cols) for row in self._screen.main_rows()]
+            while kept and not kept[-1]:
+                kept.pop()
+            self._history.extend(kept)
+            self._screen.reset()
+            self._parser.reset()
+            self._decoder.reset()
+            self._replies.clear()
+            self._forget_rows()
+
+    def take_dirty(self) -> bool:
+        """Whether the screen changed since the last call (read and clear)."""
+        with self._lock:
+            dirty, self.dirty = self.dirty, False
+            return dirty
+
+    # -- the screen --------------------------------------------------------------
+
+    def display(self) -> list[str]:
+        """The visible lines, trailing blanks removed."""
+        with self._lock:
+            return [self._text(y) for y in range(self._screen.lines)]
+
+    def text(self) -> str:
+        """The visible screen as one string."""
+        return "\n".join(self.display())
+
+    def render_rows(self) -> tuple[tuple[Run, ...], ...]:
+        """Each visible row as style runs (trailing default blanks left out)."""
+        with self._lock:
+            return tuple(self._row_runs(y) for y in range(self._screen.lines))
+
+    def snapshot(self) -> Snapshot:
+        """An immutable copy of lines, runs, cursor and modes."""
+        with self._lock:
+            screen = self._screen
+            every = range(screen.lines)
+            return Snapshot(
+                lines=tuple(self._text(y) for y in every),
+                runs=tuple(self._row_runs(y) for y in every),
+                cursor=self._cursor(), cursor_visible=self.cursor_visible,
+                alternate_screen=screen.alternate, bracketed_paste=self.bracketed_paste,
+                application_cursor=self.application_cursor,
+                application_keypad=self.application_keypad,
+                mouse_tracking=self.mouse_tracking, mouse_sgr=self.mouse_sgr,
+                focus_events=self.focus_events, reverse_video=self.reverse_video,
+                title=screen.title, cols=screen.columns, rows=screen.lines,
+                history_size=len(self._history))
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """(x, y), 0-based, clamped to the screen."""
+        with self._lock:
+            return self._cursor()
+
+    @property
+    def cols(self) -> int:
+        return self._screen.columns
+
+    @property
+    def rows(self) -> int:
+        return self._screen.lines
+
+    # -- history -------------------------------------------------------------------
+
+    def history(self) -> list[str]:
+        """The lines scrolled off the main screen, oldest first, at most ``scrollback``."""
+        with self._lock:
+            return list(self._history)
+
+    def search(self, query: str, *, ignore_case: bool = False) -> list[int]:
+        """Indexes of the lines containing ``query`` in ``history() + display()``."""
+        with self._lock:
+            lines = [*self._history, *(self._text(y) for y in range(self._screen.lines))]
+        if ignore_case:
+            query = query.casefold()
+            return [i for i, line in enumerate(lines) if query in line.casefold()]
+        return [i for i, line in enumerate(lines) if query in line]
+
+    # -- modes and counters ------------------------------------------------------------
+
+    @property
+    def bracketed_paste(self) -> bool:
+        return 2004 in self._screen.private_modes
+
+    @property
+    def alternate_screen(self) -> bool:
+        return self._screen.alternate
+
+    @property
+    def cursor_visible(self) -> bool:
+        return not self._screen.cursor.hidden
+
+    @property
+    def application_cursor(self) -> bool:
+        """DECCKM: arrow keys must be sent as ``ESC O A`` rather than ``ESC [ A``."""
+        return 1 in self._screen.private_modes
+
+    @property
+    def application_keypad(self) -> bool:
+        return 66 in self._screen.private_modes
+
+    @property
+    def mouse_tracking(self) -> int:
+        """The active mouse mode (9, 1000, 1002 or 1003), 0 when off."""
+        modes = self._screen.private_modes
+        return next((mode for mode in _MOUSE_MODES if mode in modes), 0)
+
+    @property
+    def mouse_sgr(self) -> bool:
+        return 1006 in self._screen.private_modes
+
+    @property
+    def focus_events(self) -> bool:
+        return 1004 in self._screen.private_modes
+
+    @property
+    def reverse_video(self) -> bool:
+        return 5 in self._screen.private_modes
+
+    @property
+    def title(self) -> str:
+        return self._screen.title
+
+    @property
+    def errors(self) -> int:
+        """Malformed input the emulator skipped (each incident contained)."""
+        return self._parser.errors + self._own_errors
+
+    @property
+    def bells(self) -> int:
+        return self._parser.bells
+
+    # -- internals -----------------------------------------------------------------
+
+    def _cursor(self) -> tuple[int, int]:
+        screen = self._screen
+        return min(screen.cursor.x, screen.columns - 1), screen.cursor.y
+
+    def _text(self, y: int) -> str:
+        text = self._texts[y]
+        if text is None:
+            text = self._texts[y] = row_text(self._screen.row(y), self._screen.columns)
+        return text
+
+    def _row_runs(self, y: int) -> tuple[Run, ...]:
+        runs = self._runs[y]
+        if runs is None:
+            runs = self._runs[y] = row_runs(self._screen.row(y), self._screen.columns)
+        return runs
+
+    def _state(self) -> tuple[Any, ...]:
+        screen = self._screen
+        cursor = screen.cursor
+        return cursor.x, cursor.y, cursor.hidden, screen.modes_serial, screen.title
+
+    def _settle(self, before: tuple[Any, ...]) -> None:
+        """Drop cached rows the feed touched; note whether anything changed."""
+        touched = self._screen.dirty
+        if touched:
+            rows = len(self._texts)
+            for y in touched:
+                if 0 <= y < rows:
+                    self._texts[y] = self._runs[y] = None
+            touched.clear()
+            self.dirty = True
+        elif self._state() != before:
+            self.dirty = True
+
+    def _forget_rows(self) -> None:
+        rows = self._screen.lines
+        self._texts = [None] * rows
+        self._runs = [None] * rows
+        self._screen.dirty.clear()
+        self.dirty = True
+
+    def _scrolled(self, row: Row) -> None:
+        self._keep([row_text(row, self._screen.columns)])
+
+    def _scrolled_rows(self, rows: list[Row]) -> None:
+        cols = self._screen.columns
+        self._keep([row_text(row, cols) for row in rows])
+
+    def _keep(self, lines: list[str]) -> None:
+        self._history.extend(lines)
+        self._fresh.extend(lines)
+        self.lines_scrolled += len(lines)
+
+    def _take_outputs(self, rang: bool) -> tuple[list[str], bytes, bool]:
+        fresh, self._fresh = self._fresh, []
+        replies = "".join(self._replies).encode()
+        self._replies.clear()
+        return fresh, replies, rang
+
+    def _notify(self, fresh: list[str], replies: bytes, rang: bool) -> None:
+        # Replies first: a program may be blocked waiting for them.
+        if replies and self.reply is not None:
+            _safecall(self.reply, replies)
+        if fresh and self.on_scrolled is not None:
+            _safecall(self.on_scrolled, fresh)
+        if rang and self.on_bell is not None:
+            _safecall(self.on_bell)
+
+
+def _check_size(cols: int, rows: int) -> None:
+    if cols < 1 or rows < 1:
+        raise ValueError(f"a terminal needs at least one column and one row, not {cols}x{rows}")
+
+
+def _safecall(callback: Callable[..., object], *args: object) -> None:
+    """Run a consumer's callback; its failure is logged, never the feed's."""
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("terminal callback %r failed", callback)
