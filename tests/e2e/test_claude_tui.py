@@ -107,6 +107,33 @@ def test_streaming_reply_is_working_then_idle(claude_tui: StartClaude,
         "● Here is a slow answer, streamed in pieces.")
 
 
+def test_text_sent_while_working_is_queued_for_after_the_turn(
+        claude_tui: StartClaude, fake_model: FakeModel) -> None:
+    fake_model.on("slowly", text("slow answer"), delay=4)
+    terminal = booted(claude_tui)
+    terminal.submit("please answer slowly")
+    terminal.wait_for(status_is(WORKING), 15, "the working state")
+    terminal.submit("then read the task file")
+    terminal.wait_for(lambda ls: input_landed(ls, "then read the task file")
+                      and not input_pending(ls, "then read the task file"), 10, "the queue")
+    assert status_is(WORKING)(terminal.lines())
+    fake_model.wait_for_user_message("then read the task file", timeout=30)
+    assert fake_model.user_messages()[0] == "please answer slowly"
+
+
+def test_keys_typed_into_a_dialog_answer_it(claude_tui: StartClaude,
+                                            fake_model: FakeModel) -> None:
+    # Why choragos never delivers to a waiting role: the Enter picks "Yes".
+    fake_model.on("run the check", tool("Bash", {"command": "sh -c 'echo check-$((6*7))'"}))
+    terminal = booted(claude_tui)
+    terminal.submit("run the check")
+    terminal.wait_for(status_is(WAITING), 20, "the permission dialog")
+    terminal.submit("a task typed into the dialog")
+    fake_model.wait_for_user_message("check-42", timeout=20)
+    terminal.wait_for(status_is(IDLE), 20, "idle after the tool call")
+    assert not any("typed into the dialog" in m for m in fake_model.user_messages())
+
+
 def test_bash_without_a_rule_waits_and_approval_sends_the_result(
         claude_tui: StartClaude, fake_model: FakeModel) -> None:
     fake_model.on("run the check", tool("Bash", {"command": "sh -c 'echo check-$((6*7))'",

@@ -131,6 +131,14 @@ def test_waiting_screen_keeps_the_sent_message() -> None:
     assert not input_pending(screen("waiting_bash"), "run it")
 
 
+def test_text_typed_while_working_is_queued_and_counts_as_taken() -> None:
+    lines = screen("working_queued")
+    queued = "Read the file .choragos/worker-task-coder.md now"
+    assert classify(lines, CLAUDE) == WORKING
+    assert input_landed(lines, queued) and not input_pending(lines, queued)
+    assert activity_preview(lines, CLAUDE)[-1] == f"❯ {queued}"
+
+
 def test_role_input_prompts_catch_a_question_above_the_box() -> None:
     lines = ["● I refactored the parser.", "", "● Shall I continue with the lexer?", "",
              RULE, "❯", RULE, "  ? for shortcuts"]
