@@ -33,7 +33,6 @@ import pyte
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_BIN = REPO / ".cache" / "claude" / "node_modules" / ".bin" / "claude"
 FAKE_KEY = "sk-ant-test-000"
-PROVIDER_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "GEMINI_")
 
 # What a role needs to run the protocol verbs and work on files without a
 # permission dialog; anything else still asks (the tests rely on that).

@@ -8,6 +8,7 @@ what working / waiting / idle look like on screen.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ from choragos.screenstatus import (
     input_landed,
     input_pending,
 )
-from tests.e2e.claudeenv import FAKE_KEY, Terminal
+from tests.e2e.claudeenv import FAKE_KEY, Terminal, claude_version
 from tests.e2e.fakemodel import FakeModel, text, tool, turn_of
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(90)]
@@ -43,7 +44,9 @@ def booted(claude_tui: StartClaude, **options: object) -> Terminal:
 
 
 def test_boots_to_an_idle_prompt_with_bracketed_paste(claude_tui: StartClaude,
-                                                      fake_model: FakeModel) -> None:
+                                                      fake_model: FakeModel,
+                                                      claude_bin: Path) -> None:
+    assert claude_version(claude_bin).endswith("(Claude Code)")
     terminal = booted(claude_tui)
     lines = terminal.lines()
     assert any("? for shortcuts" in line for line in lines)
