@@ -10,10 +10,9 @@ from __future__ import annotations
 from functools import singledispatchmethod
 from typing import Any
 
-from choragos.checkpoints import CheckpointError, CheckpointStore
-
 from actors import messages as m
 from actors.base import Actor
+from choragos.checkpoints import CheckpointError, CheckpointStore
 
 
 class CheckpointerActor(Actor):

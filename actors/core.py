@@ -265,6 +265,8 @@ class CoreActor(Actor):
     def _task_injected(self, seat: Seat, injection: m.Injection,
                        msg: m.InjectionOutcome) -> None:
         task = self.s.board.get(injection.task_id)
+        if task.state is not TaskState.QUEUED:
+            return  # the worker already reported on it, so it was delivered
         if msg.ok:
             self._move(task.id, TaskState.DELIVERED)
             self._event("delivered", task=task.id, role=task.role)
@@ -317,8 +319,12 @@ class CoreActor(Actor):
             return f"unknown task id {task_id}", "unknown"
         if task.state in (TaskState.DONE, TaskState.REJECTED):
             return f"task {task_id} was already {task.state}", task.role
-        if task.state in (TaskState.QUEUED, TaskState.GATED):
-            return f"task {task_id} was never delivered", task.role
+        if task.state is TaskState.GATED:
+            return f"task {task_id} is still waiting at the gate", task.role
+        if task.state is TaskState.QUEUED:
+            # The worker acted on the task before our confirmation came back.
+            self._move(task_id, TaskState.DELIVERED)
+            self._event("delivered", task=task_id, role=task.role, by="work-done")
         self._move(task_id, TaskState.DONE, summary=summary, report=report,
                    note="" if done else "reported without --done")
         return "", task.role

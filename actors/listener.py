@@ -54,7 +54,7 @@ def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
         except (ActorCrashed, ActorGone) as exc:
             return wire.error(f"the session could not handle the request: {exc}")
 
-    def on_refusal(kind: str, fields: dict) -> None:
-        log_event("socket refused", reason=kind, **fields)
+    def on_socket_event(kind: str, fields: dict) -> None:
+        log_event(f"socket: {kind}", **fields)
 
-    return ControlServer(path, dispatch, log=on_refusal)
+    return ControlServer(path, dispatch, log=on_socket_event)

@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos.agentprofiles import AgentProfile, profile_for
-from choragos.terminal import Terminal
-
 from actors import messages as m
 from actors.base import Actor
 from actors.timers import Timers
 from choragos import briefs, screenstatus
+from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild, Reader, SpawnError
 from choragos.restartpolicy import ExitStatus, decide
-from choragos.rolestatus import RoleStatus, check
+from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
+from choragos.terminal import Terminal
 from choragos.transcript import Transcript
 
 log = logging.getLogger("choragos.role")
@@ -41,7 +41,8 @@ BOOT_MAX_WAIT = 20.0
 BOOT_RETRY_DELAY = 3.0
 BOOT_RETRIES = 2
 ECHO_WAIT = 2.0
-CONFIRM_DELAY = 0.8
+CONFIRM_POLL = 0.05
+CONFIRM_WINDOW = 1.5
 CLASSIFY_DELAY = 0.15
 
 
@@ -53,6 +54,7 @@ class Typing:
     started: float
     attempts: int = 1
     enters: int = 0
+    entered: float = 0.0
     boot: bool = False
 
 
@@ -176,15 +178,19 @@ class RoleActor(Actor):
         if msg.gen == self.s.gen:
             self._refresh_status()
 
+    def _screen_status(self) -> RoleStatus:
+        s = self.s
+        return RoleStatus(screenstatus.classify(
+            s.terminal.display(), s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+
     def _refresh_status(self) -> None:
         s = self.s
-        if s.status not in (RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE):
+        if s.status in SCREEN_STATES:
+            self._set_status(self._screen_status())
+        elif s.status is RoleStatus.BOOTING and self._screen_status() is RoleStatus.WAITING:
+            self._set_status(RoleStatus.WAITING)  # a dialog at startup needs a human
+        else:
             self._publish()
-            return
-        lines = s.terminal.display()
-        status = RoleStatus(screenstatus.classify(
-            lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
-        self._set_status(status)
 
     def _set_status(self, status: RoleStatus, detail: str | None = None) -> None:
         check(self.s.status, status)
@@ -211,9 +217,9 @@ class RoleActor(Actor):
             preview=tuple(preview), exit=s.exit.describe() if s.exit else "")
 
     def _ready(self) -> bool:
+        """Only an idle agent is typed into: keys typed into a dialog answer it."""
         s = self.s
-        return s.booted and s.typing is None and s.status in (
-            RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE)
+        return s.booted and s.typing is None and s.status is RoleStatus.IDLE
 
     @handle.register
     def _get_view(self, msg: m.GetView) -> m.RoleView:
@@ -234,16 +240,28 @@ class RoleActor(Actor):
         s = self.s
         if msg.gen != s.gen or s.booted or s.typing is not None:
             return
-        if s.status is not RoleStatus.BOOTING:
+        if s.status not in (RoleStatus.BOOTING, *SCREEN_STATES):
             return  # paused or gone; resume/respawn re-arms the check
-        now = time.monotonic()
-        quiet = now - s.last_output >= BOOT_QUIET
-        if not quiet and now - s.spawned < BOOT_MAX_WAIT:
+        if self._boot_ready(time.monotonic()):
+            s.boot_attempts += 1
+            boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+            self._begin_typing(boot, boot=True)
+        else:
             self.timers.after(0.1, self.me, m.BootCheck(msg.gen))
-            return
-        s.boot_attempts += 1
-        boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-        self._begin_typing(boot, boot=True)
+
+    def _boot_ready(self, now: float) -> bool:
+        """T4: 1 s after spawn, output quiet for 1.2 s, and no dialog on screen.
+
+        An agent whose screen never looks idle (an unknown TUI) is briefed
+        anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
+        """
+        s = self.s
+        if now - s.last_output < BOOT_QUIET:
+            return False
+        screen = self._screen_status()
+        if screen is RoleStatus.WAITING:
+            return False
+        return screen is RoleStatus.IDLE or now - s.spawned >= BOOT_MAX_WAIT
 
     # -- injection (T3) ----------------------------------------------------
 
@@ -287,8 +305,7 @@ class RoleActor(Actor):
 
     def _step_wait_echo(self, typing: Typing) -> None:
         s = self.s
-        lines = s.terminal.display()
-        if screenstatus.input_landed(lines, typing.injection.text):
+        if self._pending(typing):
             self._press_enter(typing)
             return
         if time.monotonic() - typing.started < ECHO_WAIT:
@@ -297,16 +314,25 @@ class RoleActor(Actor):
             return
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
 
+    def _pending(self, typing: Typing) -> bool:
+        s = self.s
+        return screenstatus.input_pending(s.terminal.display(), typing.injection.text,
+                                          s.profile.box_prompts, cursor=s.terminal.cursor)
+
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
+        typing.entered = time.monotonic()
         self.s.child.write(b"\r")
-        self.timers.after(CONFIRM_DELAY, self.me,
+        self.timers.after(CONFIRM_POLL, self.me,
                           m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
 
     def _step_confirm(self, typing: Typing) -> None:
-        lines = self.s.terminal.display()
-        if not screenstatus.input_pending(lines, typing.injection.text):
+        """Poll until the input box no longer holds the text (the Enter was taken)."""
+        if not self._pending(typing):
             self._finish(True, f"submitted after {typing.enters} enter(s)")
+        elif time.monotonic() - typing.entered < CONFIRM_WINDOW:
+            self.timers.after(CONFIRM_POLL, self.me,
+                              m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
         elif typing.enters < 2:
             self._press_enter(typing)  # the one retry of T3
         else:
@@ -329,7 +355,8 @@ class RoleActor(Actor):
         s.typing = None
         if typing.boot:
             s.booted = True
-            self._set_status(RoleStatus.IDLE if s.status is RoleStatus.BOOTING else s.status)
+            if s.status is RoleStatus.BOOTING:
+                self._set_status(self._screen_status())
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail))
         self._refresh_status()
         self._publish()
@@ -387,6 +414,8 @@ class RoleActor(Actor):
         status = child.terminate(grace)
         if reader is not None:
             reader.halt()
+            if reader is not threading.current_thread():
+                reader.join(timeout=1.0)
         if s.status not in (RoleStatus.EXITED, RoleStatus.FAILED):
             s.exit = status
             s.transcript.flush_screen(s.terminal.display())

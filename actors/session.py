@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pykka
-from choragos.checkpoints import CheckpointStore, NotARepository
 
 from actors import messages as m
 from actors.checkpointer import CheckpointerActor
@@ -26,6 +25,7 @@ from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from actors.timers import Timers
 from choragos import __version__, briefs
+from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, role_env
 from choragos.ctlserver import ControlServer
 from choragos.events import EventLog, default_path

@@ -17,7 +17,7 @@ class TaskState(StrEnum):
     DELIVERED = "delivered"  # typed into the worker's pane
     DONE = "done"            # the worker ran work-done
     REJECTED = "rejected"    # the operator said no at the gate
-    TIMED_OUT = "timed out"  # outlived the role's timeout (may still report)
+    TIMED_OUT = "timed-out"  # outlived the role's timeout (may still report)
     FAILED = "failed"        # could not be delivered, or the worker died on it
 
 

@@ -61,8 +61,12 @@ class PtyChild:
             raise SpawnError(f"could not start {argv[0]}: {exc.strerror or exc}") from exc
         return cls(proc)
 
-    def write(self, data: bytes) -> None:
-        """Write everything, waiting for the PTY to drain when it is full."""
+    def write(self, data: bytes) -> bool:
+        """Write everything, waiting for the PTY to drain when it is full.
+
+        False when the PTY is gone: the reader reports the exit, so a write
+        racing with it is not an error of its own.
+        """
         view = memoryview(data)
         while view:
             try:
@@ -70,7 +74,10 @@ class PtyChild:
             except BlockingIOError:
                 select.select([], [self.fd], [], 1.0)
                 continue
+            except OSError:
+                return False
             view = view[written:]
+        return True
 
     def signal_group(self, sig: int) -> bool:
         """Signal the whole process group; False when it is already gone."""
@@ -108,8 +115,14 @@ class PtyChild:
         return self.poll()
 
     def close(self) -> None:
+        """Close our end once.  ptyprocess would close the same fd number again
+        from ``__del__`` (by then perhaps another pane's PTY), so mark it closed."""
+        if self.proc.closed:
+            return
         with contextlib.suppress(OSError):
-            os.close(self.fd)
+            self.proc.fileobj.close()
+        self.proc.closed = True
+        self.proc.fd = -1
 
     def terminate(self, grace: float = 3.0) -> ExitStatus | None:
         """SIGHUP+SIGTERM the group, then SIGKILL after ``grace`` seconds."""
@@ -148,7 +161,10 @@ class Reader(threading.Thread):
     def run(self) -> None:
         fd = self.child.fd
         while not self._halt.is_set():
-            ready, _, _ = select.select([fd], [], [], 0.25)
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.25)
+            except (OSError, ValueError):
+                break  # closed under us: the pane is being torn down
             if not ready:
                 if self.child.poll() is not None:
                     break  # exited, though a grandchild may still hold the PTY

@@ -194,25 +194,41 @@ def _meaningful(line: str, chrome: tuple[str, ...], profile: AgentProfile) -> bo
 
 
 def input_pending(lines: Sequence[str], text: str,
-                  prompts: Iterable[str] = DEFAULT_BOX_PROMPTS) -> bool:
+                  prompts: Iterable[str] = DEFAULT_BOX_PROMPTS,
+                  cursor: tuple[int, int] | None = None) -> bool:
     """``text`` is visible in the input box: typed, not (yet) submitted.
 
-    Without a box, the last lines of the screen stand for the prompt line.
-    Claude shows input over 800 characters (or long pastes) as a
-    "[Pasted text #N +K lines]" placeholder, which counts when K matches.
+    Without a box, a line editor is assumed: with the ``cursor`` known, the
+    text is pending when it ends right where the cursor stands (a submitted
+    line may still be echoed above, so "visible" is not enough); without
+    it, the last lines of the screen stand for the prompt line.  Claude
+    shows input over 800 characters (or long pastes) as a "[Pasted text #N
+    +K lines]" placeholder, which counts when K matches.
     """
     screen = [line.rstrip() for line in lines]
     box = find_input_box(screen, prompts)
-    if box is None:
-        return _shows(_tail_covering(screen, text), text)
-    return _shows(box.content, text) or _placeholder_matches(box.content, text)
+    if box is not None:
+        return _shows(box.content, text) or _placeholder_matches(box.content, text)
+    if cursor is not None:
+        return _ends_at_cursor(lines, text, cursor)
+    return _shows(_tail_covering(screen, text), text)
+
+
+def _ends_at_cursor(lines: Sequence[str], text: str, cursor: tuple[int, int]) -> bool:
+    column, row = cursor
+    if not 0 <= row < len(lines):
+        return False
+    before = "".join(line.rstrip() for line in lines[:row]) + lines[row][:column]
+    needle, hay = squash(text), squash(before)
+    return bool(needle) and hay.endswith(needle[-_TAIL:])
 
 
 def input_landed(lines: Sequence[str], text: str,
-                 prompts: Iterable[str] = DEFAULT_BOX_PROMPTS) -> bool:
+                 prompts: Iterable[str] = DEFAULT_BOX_PROMPTS,
+                 cursor: tuple[int, int] | None = None) -> bool:
     """``text`` reached the agent: pending in its box, or echoed as a sent message."""
     screen = [line.rstrip() for line in lines]
-    if input_pending(screen, text, prompts):
+    if input_pending(screen, text, prompts, cursor):
         return True
     box = find_input_box(screen, prompts)
     return _shows(screen[:box.top] if box else screen, text)

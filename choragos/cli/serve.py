@@ -77,7 +77,7 @@ def run(argv: list[str], verb: str = "serve") -> int:
 
 def _serve(config, workdir: Path) -> int:
     from actors.session import Session, SessionOptions
-    from choragos.ctlserver import ServerError
+    from choragos.ctlserver import ServerStartError
 
     log = logging.getLogger("choragos")
     options = SessionOptions(workdir=workdir, socket=socket_path(workdir), mode="headless")
@@ -85,7 +85,7 @@ def _serve(config, workdir: Path) -> int:
     install_signals(session.stopped.set)
     try:
         session.start()
-    except ServerError as exc:
+    except ServerStartError as exc:
         print(f"choragos: {exc}", file=sys.stderr)
         return 1
     log.info("session running in %s (socket %s, pid %d)", workdir, options.socket, os.getpid())

@@ -212,6 +212,16 @@ def test_plain_prompt_input_pending() -> None:
     assert not input_pending(["$ ls", "a b", "$"], "echo hello")
 
 
+def test_plain_prompt_uses_the_cursor_when_known() -> None:
+    typed = ["agent> run the tests", ""]
+    assert input_pending(typed, "run the tests", cursor=(20, 0))
+    echoed = ["agent> run the tests", "you said: run the tests", "agent> "]
+    assert not input_pending(echoed, "run the tests", cursor=(7, 2))
+    assert input_landed(echoed, "run the tests", cursor=(7, 2))
+    wrapped = ["agent> a long line that", "wraps here", ""]
+    assert input_pending(wrapped, "a long line that wraps here", cursor=(10, 1))
+
+
 @given(st.lists(st.text(max_size=130), max_size=45),
        st.sampled_from([CLAUDE, GENERIC, GEMINI, CODEX, AIDER]))
 def test_any_screen_gets_a_status_and_a_short_preview(lines: list[str], profile) -> None:

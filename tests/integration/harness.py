@@ -1,0 +1,166 @@
+"""Run a real ``choragos serve --headless`` in a temp git repo, for tests.
+
+Roles are fixture agents (tests/fixtures/agent.py) started through real
+PTYs; the CLI verbs run as real subprocesses against the real socket.  The
+environment is built explicitly, never inherited wholesale.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = ROOT / "tests" / "fixtures" / "agent.py"
+
+
+def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(ROOT),
+    }
+    env.update(extra or {})
+    return env
+
+
+def role_toml(name: str, *flags: str, start: bool = False, **keys: object) -> str:
+    args = json.dumps([str(AGENT), *flags])
+    lines = ["[[roles]]", f'name = "{name}"', f"command = {json.dumps(sys.executable)}",
+             f"args = {args}", f"start = {'true' if start else 'false'}"]
+    for key, value in keys.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def git_init(path: Path) -> None:
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"],
+                 ["config", "user.name", "Test"]):
+        subprocess.run(["git", *args], cwd=path, check=True)
+    (path / "README.md").write_text("hello\n")
+    subprocess.run(["git", "add", "."], cwd=path, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=path, check=True)
+
+
+class Serve:
+    def __init__(self, workdir: Path, config: str, *, sock: Path, git: bool = True) -> None:
+        self.workdir = workdir
+        self.sock = sock
+        self.agent_log = workdir.parent / f"{workdir.name}-agents.jsonl"
+        if git:
+            git_init(workdir)
+        (workdir / ".choragos.toml").write_text(config)
+        self.env = base_env({"CHORAGOS_SOCK": str(sock), "AGENT_LOG": str(self.agent_log)})
+        self.proc: subprocess.Popen | None = None
+        self.stderr_path = workdir.parent / f"{workdir.name}-serve.err"
+
+    def start(self, ready: bool = True) -> Serve:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "choragos", "serve", "--headless"], cwd=self.workdir,
+            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
+        wait_until(lambda: self.sock.exists() or self.proc.poll() is not None, 15,
+                   message="the control socket")
+        assert self.proc.poll() is None, self.stderr()
+        return self
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def cli(self, *args: str, timeout: float = 15, cwd: Path | None = None
+            ) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd or self.workdir,
+                              env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def events(self) -> list[dict]:
+        path = self.workdir / ".choragos" / "logs" / "events.jsonl"
+        if not path.exists():
+            return []
+        records = []
+        for line in path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break
+        return records
+
+    def wait_event(self, match: Callable[[dict], bool], timeout: float = 15,
+                   message: str = "event") -> dict:
+        return self.wait(lambda: next((e for e in self.events() if match(e)), None),
+                         timeout, message)
+
+    def wait(self, predicate: Callable[[], object], timeout: float = 15,
+             message: str = "condition", interval: float = 0.05) -> object:
+        """wait_until, but a timeout shows what the session was doing."""
+        try:
+            return wait_until(predicate, timeout, interval=interval, message=message)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.diagnostics()}") from None
+
+    def diagnostics(self) -> str:
+        events = "\n".join(json.dumps(e)[:300] for e in self.events()[-25:])
+        agents = "\n".join(json.dumps(r)[:300] for r in self.agents()[-15:])
+        return (f"--- serve stderr (tail) ---\n{self.stderr()[-3000:]}\n"
+                f"--- events (tail) ---\n{events}\n--- agents (tail) ---\n{agents}")
+
+    def agents(self, kind: str | None = None, role: str | None = None) -> list[dict]:
+        if not self.agent_log.exists():
+            return []
+        records = [json.loads(line) for line in self.agent_log.read_text().splitlines()]
+        return [r for r in records if (kind is None or r["kind"] == kind)
+                and (role is None or r["role"] == role)]
+
+    def submitted(self, role: str) -> list[str]:
+        return [r["text"] for r in self.agents("submit", role)]
+
+    def wait_booted(self, roles: list[str], timeout: float = 20) -> None:
+        for role in roles:
+            self.wait_event(lambda e, r=role: e["event"] == "boot injection"
+                            and e["role"] == r and e["ok"], timeout, f"{role} boot")
+
+    def board(self) -> dict[str, dict]:
+        out = self.cli("board", "--json")
+        assert out.returncode == 0, out.stderr
+        return {t["id"]: t for t in json.loads(out.stdout)["tasks"]}
+
+    def agent_pids(self) -> list[int]:
+        return [int(r["text"]) for r in self.agents("start")]
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+    def assert_no_leftovers(self) -> None:
+        pids = self.agent_pids()
+        wait_until(lambda: not [pid for pid in pids if _alive(pid)], 5,
+                   message=f"agent processes {pids} to be gone")
+        assert not self.sock.exists(), "socket left behind"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is not alive for our purposes (our test process is not its parent)
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
