@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from choragos.vtcells import Row, Run, row_runs, row_text
 from choragos.vtparse import VTParser
-from choragos.vtscreen import Row, Run, VTScreen, row_runs, row_text
+from choragos.vtscreen import VTScreen
 
 __all__ = ["Run", "Snapshot", "Terminal"]
 

@@ -15,7 +15,8 @@ import logging
 import re
 from collections.abc import Callable
 
-from choragos.vtscreen import VTScreen, number
+from choragos.vtcells import number
+from choragos.vtscreen import VTScreen
 
 log = logging.getLogger("choragos.terminal")
 

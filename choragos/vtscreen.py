@@ -1,16 +1,11 @@
 """A pyte screen tuned for agent CLIs: bulk hot paths and the modes pyte lacks.
 
-pyte's ``Screen`` supplies the cell model (rows of ``Char`` keyed by column)
-and the less frequent operations.  :class:`VTScreen` replaces the hot ones
-(drawing text, scrolling, erasing, SGR) with bulk versions, adds the
-alternate screen and the private modes agent CLIs use, and lets a row hold
-plain text (:class:`TextRow`) until something needs its cells, so a flood of
-log lines never turns into per-cell objects.
-
-Colours in ``Char.fg``/``Char.bg``: ``"default"``, one of the sixteen names
-(``"red"``, ``"brown"`` for yellow as pyte spells it, ``"brightred"`` …) for
-the themable palette entries, or ``"rrggbb"`` hex for 256-colour indexes
-16–255 and true colour.
+pyte's ``Screen`` supplies the cell model and the less frequent operations.
+:class:`VTScreen` replaces the hot ones (drawing text, scrolling, erasing,
+SGR) with bulk versions, adds the alternate screen and the private modes
+agent CLIs use, bounds what pyte leaves unbounded, and takes runs of plain
+lines as one block (:meth:`VTScreen.take_block`), so a flood of log lines
+never turns into per-cell objects.
 """
 
 from __future__ import annotations
@@ -19,169 +14,29 @@ import copy
 import re
 import unicodedata
 from collections.abc import Callable
-from itertools import chain, groupby, repeat
-from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyte
 from pyte import charsets
 from pyte import modes as mo
-from pyte.screens import Char, Margins, StaticDefaultDict, wcwidth
+from pyte.screens import Char, wcwidth
 
-Line = StaticDefaultDict
-BLANK = Char(" ")
+from choragos.vtcells import (
+    BLANK,
+    NARROW,
+    NARROW_OR_ONE,
+    Cells,
+    Line,
+    Row,
+    TextRow,
+    apply_sgr,
+    erased,
+    materialise,
+    row_blank,
+)
+
 _ALT_MODES = frozenset({47, 1047, 1049})
 _MOUSE_MODES = (9, 1000, 1002, 1003)
-
-
-class TextRow(NamedTuple):
-    """A row drawn as plain ASCII in default colours: one character per cell."""
-
-    text: str
-
-
-class Run(NamedTuple):
-    """Consecutive cells of one row sharing the same style."""
-
-    text: str
-    fg: str = "default"
-    bg: str = "default"
-    bold: bool = False
-    italic: bool = False
-    underline: bool = False
-    strikethrough: bool = False
-    reverse: bool = False
-    blink: bool = False
-
-
-Row = Line | TextRow | None
-
-
-def _narrow_pattern() -> re.Pattern[str]:
-    """Characters that always take exactly one cell, as one regex class.
-
-    Checking a text run against this class in C lets the common case (ASCII,
-    box drawing, spinners, punctuation) skip a width lookup per character.
-    """
-    spans: list[str] = []
-    start = prev = -2
-    points = chain(range(0x20, 0x7F), range(0xA0, 0x530), range(0x2010, 0x2C00), (0xFFFD,))
-    for cp in points:
-        char = chr(cp)
-        if wcwidth(char) != 1 or unicodedata.combining(char):
-            continue
-        if cp != prev + 1:
-            if start >= 0:
-                spans.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
-            start = cp
-        prev = cp
-    spans.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
-    return re.compile(f"[{''.join(spans)}]+")
-
-
-_NARROW = _narrow_pattern()
-_NARROW_OR_ONE = re.compile(f"({_NARROW.pattern})|(.)", re.S)
-
-_NAMES = ("black", "red", "green", "brown", "blue", "magenta", "cyan", "white")
-_LEVELS = (0, 95, 135, 175, 215, 255)
-
-
-def palette(index: int) -> str:
-    """The colour for a 256-colour index: a name for 0–15, hex beyond."""
-    if index < 8:
-        return _NAMES[index]
-    if index < 16:
-        return "bright" + _NAMES[index - 8]
-    if index < 232:
-        index -= 16
-        rgb = (_LEVELS[index // 36], _LEVELS[index // 6 % 6], _LEVELS[index % 6])
-    else:
-        rgb = (8 + 10 * (index - 232),) * 3
-    return "{:02x}{:02x}{:02x}".format(*rgb)
-
-
-_FLAGS = {1: ("bold", True), 22: ("bold", False), 3: ("italics", True),
-          23: ("italics", False), 4: ("underscore", True), 21: ("underscore", True),
-          24: ("underscore", False), 5: ("blink", True), 6: ("blink", True),
-          25: ("blink", False), 7: ("reverse", True), 27: ("reverse", False),
-          9: ("strikethrough", True), 29: ("strikethrough", False)}
-
-
-def number(field: str) -> int:
-    """A decimal parameter, capped at 9999 as pyte does; anything else reads as 0."""
-    if not field.isdigit():
-        return 0
-    digits = field.lstrip("0")
-    return 9999 if len(digits) > 4 else int(digits or "0")
-
-
-def _sgr_params(raw: str) -> list[int]:
-    """SGR parameters, with colon sub-parameters folded into the ``;`` form."""
-    out: list[int] = []
-    for field in raw.split(";"):
-        if ":" not in field:
-            out.append(number(field))
-            continue
-        sub = [number(p) for p in field.split(":")]
-        if sub[0] in (38, 48, 58) and sub[1:2] == [2] and len(sub) >= 5:
-            out.extend([sub[0], 2, *sub[-3:]])  # drops the optional colour-space id
-        elif sub[0] == 4:
-            out.append(24 if sub[1] == 0 else 4)  # 4:3 curly etc. still underline
-        else:
-            out.extend(sub)
-    return out
-
-
-def _extended_colour(params: list[int], i: int) -> tuple[str | None, int]:
-    """Parse ``5;n`` or ``2;r;g;b`` at ``params[i]``; return (colour, next index)."""
-    kind = params[i] if i < len(params) else None
-    if kind == 5 and i + 1 < len(params):
-        n = params[i + 1]
-        return (palette(n) if n < 256 else None), i + 2
-    if kind == 2 and i + 3 < len(params):
-        r, g, b = params[i + 1:i + 4]
-        ok = max(r, g, b) < 256
-        return (f"{r:02x}{g:02x}{b:02x}" if ok else None), i + 4
-    return None, i + 1
-
-
-def apply_sgr(attrs: Char, raw: str) -> Char:
-    """The cursor attributes after ``CSI raw m``."""
-    params = _sgr_params(raw) if raw else [0]
-    state = attrs._asdict()
-    i = 0
-    while i < len(params):
-        p = params[i]
-        i += 1
-        if p == 0:
-            state.update(BLANK._asdict())
-        elif p in _FLAGS:
-            name, on = _FLAGS[p]
-            state[name] = on
-        elif 30 <= p <= 37 or 90 <= p <= 97:
-            state["fg"] = ("" if p < 90 else "bright") + _NAMES[p % 10]
-        elif 40 <= p <= 47 or 100 <= p <= 107:
-            state["bg"] = ("" if p < 100 else "bright") + _NAMES[p % 10]
-        elif p in (39, 49):
-            state["fg" if p == 39 else "bg"] = "default"
-        elif p in (38, 48, 58):
-            colour, i = _extended_colour(params, i)
-            if colour is not None and p != 58:  # 58 is underline colour: parsed, not kept
-                state["fg" if p == 38 else "bg"] = colour
-    state["data"] = " "
-    return Char(**state)
-
-
-class _Chars(dict):
-    """Cells for one set of attributes, built once per character."""
-
-    def __init__(self, attrs: Char) -> None:
-        super().__init__()
-        self.attrs = attrs
-
-    def __missing__(self, char: str) -> Char:
-        cell = self[char] = self.attrs._replace(data=char)
-        return cell
 
 
 class _Rows(dict):
@@ -206,56 +61,10 @@ class _Rows(dict):
         return row
 
 
-_PLAIN_CELLS = _Chars(BLANK)
-
-
-def materialise(row: TextRow) -> Line:
-    """The cells of a TextRow (default colours, one cell per character)."""
-    line = Line(BLANK)
-    line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text), strict=True))
-    return line
-
-
-_data = itemgetter(0)
-_style = itemgetter(slice(1, None))
-
-
-def row_text(row: Row, cols: int) -> str:
-    """The visible text of a row, trailing blanks removed."""
-    if row is None:
-        return ""
-    if row.__class__ is TextRow:
-        return row.text.rstrip()
-    if not row:
-        return ""
-    width = min(max(row) + 1, cols)
-    return "".join(map(_data, map(row.get, range(width), repeat(BLANK)))).rstrip()
-
-
-def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
-    """A row as style runs; trailing default blanks are left out."""
-    if row is None:
-        return ()
-    if row.__class__ is TextRow:
-        text = row.text.rstrip()
-        return (Run(text),) if text else ()
-    cells = list(map(row.get, range(cols), repeat(BLANK)))
-    while cells and cells[-1] == BLANK:
-        cells.pop()
-    return tuple(Run("".join(map(_data, group)), *style)
-                 for style, group in groupby(cells, _style))
-
-
-def _row_blank(row: Row) -> bool:
-    if row is None:
-        return True
-    if row.__class__ is TextRow:
-        return not row.text.strip()
-    return all(cell == BLANK for cell in row.values())
-
 
 def _ignore(*_args: Any) -> None:
     """Default hook: nobody listens."""
+
 
 
 class VTScreen(pyte.Screen):
@@ -277,8 +86,8 @@ class VTScreen(pyte.Screen):
         self.last_char = ""
         self._other = _Rows()
         self._alt_saved: tuple[Any, ...] | None = None
-        self._chars: _Chars = _Chars(BLANK)
-        self._char_sets: dict[Char, _Chars] = {}
+        self._chars: Cells = Cells(BLANK)
+        self._char_sets: dict[Char, Cells] = {}
         self._sgr_cache: dict[tuple[Char, str], Char] = {}
         self._wide_seen = False
         self._scratch: VTScreen | None = None
@@ -382,20 +191,20 @@ class VTScreen(pyte.Screen):
     def draw(self, data: str) -> None:
         if self.charset or self.g0_charset is not charsets.LAT1_MAP:
             data = data.translate(self.g1_charset if self.charset else self.g0_charset)
-        if mo.IRM not in self.mode and (data.isascii() or _NARROW.fullmatch(data)):
+        if mo.IRM not in self.mode and (data.isascii() or NARROW.fullmatch(data)):
             self._put_narrow(data)
         else:
             self._put_mixed(data)
         self.last_char = data[-1:]
 
-    def _cells(self) -> _Chars:
+    def _cells(self) -> Cells:
         attrs = self.cursor.attrs
         if self._chars.attrs is not attrs:
             chars = self._char_sets.get(attrs)
             if chars is None:
                 if len(self._char_sets) > 64:
                     self._char_sets.clear()
-                chars = self._char_sets[attrs] = _Chars(attrs)
+                chars = self._char_sets[attrs] = Cells(attrs)
             self._chars = chars
         return self._chars
 
@@ -449,7 +258,7 @@ class VTScreen(pyte.Screen):
 
     def _put_mixed(self, text: str) -> None:
         insert = mo.IRM in self.mode
-        for match in _NARROW_OR_ONE.finditer(text):
+        for match in NARROW_OR_ONE.finditer(text):
             if match.lastindex == 1 and not insert:
                 self._put_narrow(match.group())
             else:
@@ -562,6 +371,30 @@ class VTScreen(pyte.Screen):
             pop(buf, y, None)
         self.dirty.update(range(top, bottom + 1))
 
+    # pyte's own line insertion and deletion assume every row is present in
+    # the buffer; here blank rows are absent, so they go through the shifts.
+
+    def reverse_index(self) -> None:
+        top, bottom = self.margins or (0, self.lines - 1)
+        if self.cursor.y == top:
+            self._shift_down(top, bottom, 1)
+        else:
+            self.cursor_up()
+
+    def insert_lines(self, count: int | None = None) -> None:
+        top, bottom = self.margins or (0, self.lines - 1)
+        y = self.cursor.y
+        if top <= y <= bottom:
+            self._shift_down(y, bottom, min(count or 1, bottom - y + 1))
+            self.carriage_return()
+
+    def delete_lines(self, count: int | None = None) -> None:
+        top, bottom = self.margins or (0, self.lines - 1)
+        y = self.cursor.y
+        if top <= y <= bottom:
+            self._shift_up(y, bottom, min(count or 1, bottom - y + 1))
+            self.carriage_return()
+
     def scroll_up(self, count: int | None = None) -> None:
         """``CSI n S`` (SU): scroll the region up; the cursor stays put."""
         top, bottom = self.margins or (0, self.lines - 1)
@@ -606,10 +439,19 @@ class VTScreen(pyte.Screen):
         for row in rows:
             self._blank(row, 0, self.columns)
 
+    def erase_characters(self, count: int | None = None) -> None:
+        x = self.cursor.x
+        self._blank(self.cursor.y, x, x + (count or 1))
+
     def _blank(self, y: int, start: int, end: int) -> None:
-        """Erase cells [start, end) of row ``y`` to the cursor's colours."""
-        attrs = self.cursor.attrs
-        plain = attrs == BLANK
+        """Erase cells [start, end) of row ``y``.
+
+        Erased cells take the cursor's background colour and nothing else, as
+        in xterm and tmux; pyte would also copy reverse, underline and the rest.
+        """
+        bg = self.cursor.attrs.bg
+        plain = bg == "default"
+        attrs = BLANK if plain else erased(bg)
         end = min(end, self.columns)
         self.dirty.add(y)
         if plain and start == 0 and end == self.columns:
@@ -655,6 +497,19 @@ class VTScreen(pyte.Screen):
         self.modes_serial += 1
 
     # -- cursor ----------------------------------------------------------------
+
+    def save_cursor(self) -> None:
+        # One slot, as in xterm: pyte stacks every DECSC, so a program that
+        # only ever saves would grow memory without bound.
+        super().save_cursor()
+        del self.savepoints[:-1]
+
+    def restore_cursor(self) -> None:
+        saved = self.savepoints[-1] if self.savepoints else None
+        super().restore_cursor()
+        if saved is not None:
+            # The slot survives a DECRC (pyte pops it), and must not alias the live cursor.
+            self.savepoints.append(saved._replace(cursor=copy.copy(saved.cursor)))
 
     def cursor_to_line(self, line: int | None = None) -> None:
         # pyte asserts when origin mode is on without margins; treat that as no margins.
@@ -702,7 +557,7 @@ class VTScreen(pyte.Screen):
         the top ones (into the history when ``keep``). Returns the new cursor row."""
         excess = self.lines - lines
         bottom = self.lines - 1
-        while excess and bottom > cursor_y and _row_blank(dict.get(rows, bottom)):
+        while excess and bottom > cursor_y and row_blank(dict.get(rows, bottom)):
             dict.pop(rows, bottom, None)
             bottom -= 1
             excess -= 1
@@ -836,5 +691,3 @@ def _truncate(rows: _Rows, columns: int) -> None:
 
 
 _KNOWN_PRIVATE = frozenset({1, 5, 9, 12, 66, 1000, 1002, 1003, 1004, 1005, 1006, 1015, 2004})
-__all__ = ["BLANK", "Line", "Margins", "Row", "Run", "TextRow", "VTScreen", "apply_sgr",
-           "materialise", "number", "palette", "row_runs", "row_text"]

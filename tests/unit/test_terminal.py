@@ -429,6 +429,21 @@ def test_bells_count_but_an_osc_terminator_is_no_bell() -> None:
     assert t.bells == 2 and rung == [1]
 
 
+def test_cursor_save_has_one_slot_that_survives_restore() -> None:
+    t = fed("\x1b[2;2H\x1b7" + "\x1b7" * 10_000 + "\x1b[5;5H\x1b8a\x1b[5;5H\x1b8b")
+    assert t.display()[1] == " b" and t.cursor == (2, 1)
+
+
+def test_insert_and_delete_lines_move_blank_rows_too() -> None:
+    assert fed("0\x1b[M", cols=3, rows=2).display() == ["", ""]
+    t = fed("a\r\nb\r\nc\x1b[H\x1b[L", cols=3, rows=3)
+    assert t.display() == ["", "a", "b"]
+    t.feed(b"\x1b[2;3r\x1b[2;1H\x1b[M")
+    assert t.display() == ["", "b", ""]
+    t.feed(b"\x1b[r\x1b[1;1Hz\x1bM")
+    assert t.display() == ["", "z", "b"]
+
+
 def test_repeat_and_scroll_commands() -> None:
     assert fed("a\x1b[3b").display()[0] == "aaaa"
     t = fed("1\r\n2\r\n3\x1b[S", cols=5, rows=3)
@@ -534,11 +549,13 @@ def test_block_path_is_taken_and_agrees_on_a_long_log(monkeypatch: pytest.Monkey
     assert len(results[0][1]) == rows - 7
 
 
+# Left out: IL and DL, which pyte gets wrong when the row below was never
+# written (it keeps the old text); they are pinned by their own tests above.
 _REF_ESCAPES = st.sampled_from([
     "\x1b[31m", "\x1b[32;1m", "\x1b[0m", "\x1b[39m", "\x1b[22m", "\x1b[K", "\x1b[1K",
     "\x1b[2K", "\x1b[J", "\x1b[1J", "\x1b[2J", "\x1b[H", "\x1b[2;3H", "\x1b[A", "\x1b[2B",
-    "\x1b[3C", "\x1b[D", "\x1b[4G", "\x1b[2d", "\x1b[2@", "\x1b[P", "\x1b[3X", "\x1b[L",
-    "\x1b[M", "\x1b7", "\x1b8", "\x1bM", "\x1b[4h", "\x1b[4l", "\x1b[?7l", "\x1b[?7h",
+    "\x1b[3C", "\x1b[D", "\x1b[4G", "\x1b[2d", "\x1b[2@", "\x1b[P", "\x1b[3X",
+    "\x1b7\x1b[2;2Hx\x1b8", "\x1bM", "\x1b[4h", "\x1b[4l", "\x1b[?7l", "\x1b[?7h",
     "\r", "\n", "\r\n", "\x08", "\t"])
 _REF_STREAM = st.lists(st.one_of(_WORD, _LINES, _REF_ESCAPES), max_size=40).map("".join)
 

@@ -1,0 +1,232 @@
+"""Cells, styles and rows for the pane emulator.
+
+A cell is pyte's ``Char``.  Colours in ``fg``/``bg`` are ``"default"``, one
+of the sixteen palette names as pyte spells them (``"red"``, ``"brown"`` for
+yellow, ``"brightred"`` …) so a renderer can follow the user's theme, or
+``"rrggbb"`` hex for 256-colour indexes 16–255 and for true colour.
+
+A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (plain ASCII in
+default colours, one character per cell, kept as text until something needs
+its cells), or None for a blank row.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from itertools import chain, groupby, repeat
+from operator import itemgetter
+from typing import NamedTuple
+
+from pyte.screens import Char, StaticDefaultDict, wcwidth
+
+Line = StaticDefaultDict
+BLANK = Char(" ")
+
+
+class TextRow(NamedTuple):
+    """A row drawn as plain ASCII in default colours: one character per cell."""
+
+    text: str
+
+
+class Run(NamedTuple):
+    """Consecutive cells of one row sharing the same style."""
+
+    text: str
+    fg: str = "default"
+    bg: str = "default"
+    bold: bool = False
+    italic: bool = False
+    underline: bool = False
+    strikethrough: bool = False
+    reverse: bool = False
+    blink: bool = False
+
+
+Row = Line | TextRow | None
+
+
+def _narrow_pattern() -> re.Pattern[str]:
+    """Characters that always take exactly one cell, as one regex class.
+
+    Checking a text run against this class in C lets the common case (ASCII,
+    box drawing, spinners, punctuation) skip a width lookup per character.
+    """
+    spans: list[str] = []
+    start = prev = -2
+    points = chain(range(0x20, 0x7F), range(0xA0, 0x530), range(0x2010, 0x2C00), (0xFFFD,))
+    for cp in points:
+        char = chr(cp)
+        if wcwidth(char) != 1 or unicodedata.combining(char):
+            continue
+        if cp != prev + 1:
+            if start >= 0:
+                spans.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
+            start = cp
+        prev = cp
+    spans.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
+    return re.compile(f"[{''.join(spans)}]+")
+
+
+NARROW = _narrow_pattern()
+NARROW_OR_ONE = re.compile(f"({NARROW.pattern})|(.)", re.S)
+
+_NAMES = ("black", "red", "green", "brown", "blue", "magenta", "cyan", "white")
+_LEVELS = (0, 95, 135, 175, 215, 255)
+
+
+def palette(index: int) -> str:
+    """The colour for a 256-colour index: a name for 0–15, hex beyond."""
+    if index < 8:
+        return _NAMES[index]
+    if index < 16:
+        return "bright" + _NAMES[index - 8]
+    if index < 232:
+        index -= 16
+        rgb = (_LEVELS[index // 36], _LEVELS[index // 6 % 6], _LEVELS[index % 6])
+    else:
+        rgb = (8 + 10 * (index - 232),) * 3
+    return "{:02x}{:02x}{:02x}".format(*rgb)
+
+
+_FLAGS = {1: ("bold", True), 22: ("bold", False), 3: ("italics", True),
+          23: ("italics", False), 4: ("underscore", True), 21: ("underscore", True),
+          24: ("underscore", False), 5: ("blink", True), 6: ("blink", True),
+          25: ("blink", False), 7: ("reverse", True), 27: ("reverse", False),
+          9: ("strikethrough", True), 29: ("strikethrough", False)}
+
+
+def number(field: str) -> int:
+    """A decimal parameter, capped at 9999 as pyte does; anything else reads as 0."""
+    if not field.isdigit():
+        return 0
+    digits = field.lstrip("0")
+    return 9999 if len(digits) > 4 else int(digits or "0")
+
+
+def _sgr_params(raw: str) -> list[int]:
+    """SGR parameters, with colon sub-parameters folded into the ``;`` form."""
+    out: list[int] = []
+    for field in raw.split(";"):
+        if ":" not in field:
+            out.append(number(field))
+            continue
+        sub = [number(p) for p in field.split(":")]
+        if sub[0] in (38, 48, 58) and sub[1:2] == [2] and len(sub) >= 5:
+            out.extend([sub[0], 2, *sub[-3:]])  # drops the optional colour-space id
+        elif sub[0] == 4:
+            out.append(24 if sub[1] == 0 else 4)  # 4:3 curly etc. still underline
+        else:
+            out.extend(sub)
+    return out
+
+
+def _extended_colour(params: list[int], i: int) -> tuple[str | None, int]:
+    """Parse ``5;n`` or ``2;r;g;b`` at ``params[i]``; return (colour, next index)."""
+    kind = params[i] if i < len(params) else None
+    if kind == 5 and i + 1 < len(params):
+        n = params[i + 1]
+        return (palette(n) if n < 256 else None), i + 2
+    if kind == 2 and i + 3 < len(params):
+        r, g, b = params[i + 1:i + 4]
+        ok = max(r, g, b) < 256
+        return (f"{r:02x}{g:02x}{b:02x}" if ok else None), i + 4
+    return None, i + 1
+
+
+def apply_sgr(attrs: Char, raw: str) -> Char:
+    """The cursor attributes after ``CSI raw m``."""
+    params = _sgr_params(raw) if raw else [0]
+    state = attrs._asdict()
+    i = 0
+    while i < len(params):
+        p = params[i]
+        i += 1
+        if p == 0:
+            state.update(BLANK._asdict())
+        elif p in _FLAGS:
+            name, on = _FLAGS[p]
+            state[name] = on
+        elif 30 <= p <= 37 or 90 <= p <= 97:
+            state["fg"] = ("" if p < 90 else "bright") + _NAMES[p % 10]
+        elif 40 <= p <= 47 or 100 <= p <= 107:
+            state["bg"] = ("" if p < 100 else "bright") + _NAMES[p % 10]
+        elif p in (39, 49):
+            state["fg" if p == 39 else "bg"] = "default"
+        elif p in (38, 48, 58):
+            colour, i = _extended_colour(params, i)
+            if colour is not None and p != 58:  # 58 is underline colour: parsed, not kept
+                state["fg" if p == 38 else "bg"] = colour
+    state["data"] = " "
+    return Char(**state)
+
+
+class Cells(dict):
+    """Cells for one set of attributes, built once per character."""
+
+    def __init__(self, attrs: Char) -> None:
+        super().__init__()
+        self.attrs = attrs
+
+    def __missing__(self, char: str) -> Char:
+        if len(self) > 4096:
+            self.clear()  # whatever text arrives, the cache stays small
+        cell = self[char] = self.attrs._replace(data=char)
+        return cell
+
+
+_PLAIN_CELLS = Cells(BLANK)
+
+
+def materialise(row: TextRow) -> Line:
+    """The cells of a TextRow (default colours, one cell per character)."""
+    line = Line(BLANK)
+    line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text), strict=True))
+    return line
+
+
+_data = itemgetter(0)
+_style = itemgetter(slice(1, None))
+
+
+def row_text(row: Row, cols: int) -> str:
+    """The visible text of a row, trailing blanks removed."""
+    if row is None:
+        return ""
+    if row.__class__ is TextRow:
+        return row.text.rstrip()
+    if not row:
+        return ""
+    width = min(max(row) + 1, cols)
+    return "".join(map(_data, map(row.get, range(width), repeat(BLANK)))).rstrip()
+
+
+def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
+    """A row as style runs; trailing default blanks are left out."""
+    if row is None:
+        return ()
+    if row.__class__ is TextRow:
+        text = row.text.rstrip()
+        return (Run(text),) if text else ()
+    cells = list(map(row.get, range(cols), repeat(BLANK)))
+    while cells and cells[-1] == BLANK:
+        cells.pop()
+    return tuple(Run("".join(map(_data, group)), *style)
+                 for style, group in groupby(cells, _style))
+
+
+def row_blank(row: Row) -> bool:
+    """Whether a row shows nothing at all."""
+    if row is None:
+        return True
+    if row.__class__ is TextRow:
+        return not row.text.strip()
+    return all(cell == BLANK for cell in row.values())
+
+
+@lru_cache(maxsize=256)
+def erased(bg: str) -> Char:
+    """What erasing leaves behind: a blank in the given background colour."""
+    return BLANK._replace(bg=bg)
