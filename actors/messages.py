@@ -91,6 +91,12 @@ class WriteInput:
 
 
 @dataclass(frozen=True)
+class Resize:
+    cols: int
+    rows: int
+
+
+@dataclass(frozen=True)
 class GetView:
     pass
 

@@ -449,6 +449,16 @@ class RoleActor(Actor):
         return "resumed"
 
     @handle.register
+    def _resize(self, msg: m.Resize) -> None:
+        """The pane's tile changed size: the agent's PTY follows it."""
+        s = self.s
+        if (msg.cols, msg.rows) == (s.terminal.cols, s.terminal.rows):
+            return
+        s.terminal.resize(msg.cols, msg.rows)
+        if s.child is not None:
+            s.child.resize(msg.cols, msg.rows)
+
+    @handle.register
     def _write_input(self, msg: m.WriteInput) -> None:
         if self.s.child is not None and self.s.status is not RoleStatus.PAUSED:
             self.s.child.write(msg.data)
