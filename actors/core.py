@@ -21,7 +21,7 @@ from actors import messages as m
 from actors.base import Actor
 from choragos import briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
-from choragos.config import Config
+from choragos.config import Config, ConfigError
 from choragos.events import EventLog
 
 log = logging.getLogger("choragos.core")
@@ -50,8 +50,7 @@ class CoreState:
     checkpointer: Any = None
     next_injection: int = 1
     on_shutdown: Callable[[], None] = lambda: None
-    on_reload: Callable[[], dict] | None = None
-    roles_ctl: Callable[[str, str], str] | None = None
+    reloader: Any = None  # the Session, when the team came from a config file
 
     @property
     def state_dir(self) -> Path:
@@ -121,9 +120,48 @@ class CoreActor(Actor):
         return wire.ok(tasks=self.s.board.snapshot())
 
     def _cmd_reload(self, request: dict) -> dict:
-        if self.s.on_reload is None:
-            return wire.error("reload is not available in this session")
-        return self.s.on_reload()
+        """D7: converge the roles on the re-read config (see choragos/reloadplan.py)."""
+        reloader = self.s.reloader
+        if reloader is None:
+            return wire.error("this session runs the built-in team, so there is no config "
+                              "to re-read; write a .choragos.toml and restart the session")
+        try:
+            plan = reloader.plan(self.s.config, self._busy_roles())
+        except ConfigError as exc:
+            self._event("reload refused", errors=exc.errors)
+            return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
+        self.s.config = plan.config
+        for name in plan.remove:
+            self._remove_seat(name)
+        for spec in plan.add:
+            self.s.seats[spec.name] = reloader.add_role(spec)
+        for spec in plan.respawn:
+            reloader.respawn_role(spec)
+        for spec in plan.update:
+            reloader.update_role(spec)
+        reloader.stop_roles(plan.remove)
+        self._event("reload", **plan.summary())
+        if plan.add or plan.remove:
+            reloader.write_briefs(self.s.config)
+            self._enqueue(self.s.start_role, briefs.team_changed_line(
+                [r.name for r in plan.add], plan.remove,
+                f".choragos/briefs/{self.s.start_role}.md"), "notice")
+        return wire.ok(message=_reload_message(plan), **plan.summary())
+
+    def _busy_roles(self) -> set[str]:
+        busy = {task.role for task in self.s.board.tasks.values() if task.is_open}
+        return busy | {name for name, seat in self.s.seats.items()
+                       if seat.queue or seat.in_flight}
+
+    def _remove_seat(self, name: str) -> None:
+        seat = self.s.seats.pop(name, None)
+        if seat is None:
+            return
+        for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
+            task = self.s.gates.pop(task_id)
+            self._move(task_id, TaskState.REJECTED, note="role removed by reload")
+        for task in self.s.board.open_for(name):
+            self._fail_task(task, f"{name} was removed from the team by a reload")
 
     def _cmd_restart(self, request: dict) -> dict:
         return self._role_control(request["role"], "restart")
@@ -354,6 +392,16 @@ class CoreActor(Actor):
             self._enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
                           task_id)
         return wire.ok(id=task_id, state=str(task.state))
+
+
+def _reload_message(plan: Any) -> str:
+    parts = [f"{label} {', '.join(names)}" for label, names in (
+        ("added", [r.name for r in plan.add]), ("removed", plan.remove),
+        ("respawned", [r.name for r in plan.respawn]),
+        ("updated", [r.name for r in plan.update])) if names]
+    text = "; ".join(parts) if parts else "no role changed"
+    extra = plan.refused + plan.notes
+    return text + (" (" + "; ".join(extra) + ")" if extra else "")
 
 
 def _write_text(path: Path, text: str) -> None:

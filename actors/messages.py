@@ -91,6 +91,14 @@ class WriteInput:
 
 
 @dataclass(frozen=True)
+class UpdateSpec:
+    """A reload changed the role's config; a respawn follows if it must."""
+
+    spec: Any
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Resize:
     cols: int
     rows: int

@@ -449,6 +449,14 @@ class RoleActor(Actor):
         return "resumed"
 
     @handle.register
+    def _update_spec(self, msg: m.UpdateSpec) -> None:
+        s = self.s
+        s.spec, s.env = msg.spec, msg.env
+        s.profile = profile_for(msg.spec.command)
+        s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
+        self._publish()
+
+    @handle.register
     def _resize(self, msg: m.Resize) -> None:
         """The pane's tile changed size: the agent's PTY follows it."""
         s = self.s

@@ -22,13 +22,14 @@ from actors.core import CoreActor, CoreState, Seat
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
-from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
 from choragos import __version__, briefs
 from choragos.checkpoints import CheckpointStore, NotARepository
-from choragos.config import Config, RoleSpec, role_env
+from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.events import EventLog, default_path
+from choragos.reloadplan import ReloadPlan, plan_reload
 
 log = logging.getLogger("choragos.session")
 
@@ -80,13 +81,14 @@ class Session:
         self.timers = Timers()
         self.supervisor = Supervisor.start(on_event=self.events.write)
         sup = self.supervisor
-        self._write_briefs()
+        self.write_briefs(self.config)
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
-                               on_shutdown=self.stopped.set)
+                               on_shutdown=self.stopped.set,
+                               reloader=self if self.config.source else None)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
         for spec in self.config.roles:
-            self._start_role(spec, core_state)
+            core_state.seats[spec.name] = self._start_role(spec)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
@@ -111,31 +113,68 @@ class Session:
         handle.tell(m.Prune(self.config.checkpoints.keep))
         return handle
 
-    def _start_role(self, spec: RoleSpec, core_state: CoreState) -> None:
+    def _role_env(self, spec: RoleSpec) -> dict[str, str]:
         inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name,
                   "CHORAGOS_DIR": str(self.workdir)}
-        env = role_env(spec, os.environ, inject)
-        state = new_state(spec, self.workdir, env, self.options.cols, self.options.rows)
+        return role_env(spec, os.environ, inject)
+
+    def _start_role(self, spec: RoleSpec) -> Seat:
+        state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
+                          self.options.rows)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
             f"role:{spec.name}",
             lambda h: RoleActor.start(state, core, timers, sup, h))
         self.handles[spec.name] = handle
-        core_state.seats[spec.name] = Seat(spec.name, handle,
-                                           m.RoleView(spec.name, str(state.status)))
+        return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
 
-    def _write_briefs(self) -> None:
+    def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
         folder.mkdir(parents=True, exist_ok=True)
         (self.workdir / ".choragos" / ".gitignore").write_text("*\n", encoding="utf-8")
-        start = self.config.start_role
+        start = config.start_role
         workers = [{"name": r.name, "command": r.command, "model": r.model,
-                    "approve": r.approve} for r in self.config.roles if r is not start]
-        for spec in self.config.roles:
+                    "approve": r.approve} for r in config.workers]
+        for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
             (folder / f"{spec.name}.md").write_text(text, encoding="utf-8")
+
+    # -- live reload (called by the core, on its thread) -------------------------
+
+    def plan(self, running: Config, busy: set[str]) -> ReloadPlan:
+        """Re-read the config file and plan the convergence; raises ConfigError."""
+        fresh = load_config(self.config.source, self.workdir)
+        plan = plan_reload(running, fresh, busy)
+        self.config = plan.config
+        return plan
+
+    def add_role(self, spec: RoleSpec) -> Seat:
+        seat = self._start_role(spec)
+        seat.handle.tell(m.Spawn())
+        return seat
+
+    def update_role(self, spec: RoleSpec) -> None:
+        self.handles[spec.name].tell(m.UpdateSpec(spec, self._role_env(spec)))
+
+    def respawn_role(self, spec: RoleSpec) -> None:
+        self.update_role(spec)
+        self.handles[spec.name].tell(m.Restart())
+
+    def stop_roles(self, names: list[str]) -> None:
+        """Stop removed roles off the core's thread: a stop may wait out a grace period."""
+        handles = {name: self.handles.pop(name) for name in names if name in self.handles}
+        for name in handles:
+            self.role_states.pop(name, None)
+
+        def stop_all() -> None:
+            for name in handles:
+                self.supervisor.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
+                self.events.write("role removed", role=name)
+
+        if handles:
+            threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
 
     def _gate(self, request: dict) -> str | None:
         """P5 lives here once the gateway exists; today nothing is refused."""

@@ -60,6 +60,16 @@ def failure_line(task: Task, reason: str) -> str:
             f"Decide whether to delegate it again.")
 
 
+def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: str) -> str:
+    parts = []
+    if added:
+        parts.append(f"added {', '.join(added)}")
+    if removed:
+        parts.append(f"removed {', '.join(removed)}")
+    return (f"The team changed ({'; '.join(parts)}). Read {brief_file} again for the "
+            f"current roster before you delegate.")
+
+
 def work_done_command(task_id: str) -> str:
     return (f'choragos work-done --id {task_id} --done --task "<one-line summary>" '
             f"--report .choragos/reports/{task_id}.md")

@@ -148,12 +148,12 @@ class Serve:
 
     def assert_no_leftovers(self) -> None:
         pids = self.agent_pids()
-        wait_until(lambda: not [pid for pid in pids if _alive(pid)], 5,
+        wait_until(lambda: not [pid for pid in pids if pid_alive(pid)], 5,
                    message=f"agent processes {pids} to be gone")
         assert not self.sock.exists(), "socket left behind"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

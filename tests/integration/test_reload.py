@@ -1,0 +1,101 @@
+"""Live reload (D7) through a real session: converge [[roles]] by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.harness import Serve, pid_alive, role_toml
+
+
+@pytest.fixture
+def session(short_tmp):
+    work = short_tmp / "work"
+    work.mkdir()
+    made = []
+
+    def make(config: str) -> Serve:
+        serve = Serve(work, config, sock=short_tmp / "s.sock")
+        made.append(serve)
+        return serve.start()
+
+    yield make
+    for serve in made:
+        assert serve.stop() == 0, serve.stderr()
+        serve.assert_no_leftovers()
+
+
+def states(s: Serve) -> dict[str, str]:
+    out = s.cli("status", "--json")
+    return {r["name"]: r["state"] for r in json.loads(out.stdout)["roles"]}
+
+
+def test_reload_adds_removes_and_updates(session):
+    orch = role_toml("orchestrator", start=True)
+    s = session(orch + role_toml("coder") + role_toml("reviewer"))
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    coder_pid = s.agents("start", "coder")[0]["text"]
+    (s.workdir / ".choragos.toml").write_text(
+        orch + role_toml("reviewer", prompt_template="Be strict.") + role_toml("auditor"))
+    out = s.cli("reload")
+    assert out.returncode == 0, out.stderr
+    assert "added auditor" in out.stdout and "removed coder" in out.stdout
+    assert "updated reviewer" in out.stdout
+    s.wait_booted(["auditor"])
+    s.wait(lambda: "coder" not in states(s), 10, "coder to leave the roster")
+    s.wait(lambda: any(e["event"] == "role removed" and e["role"] == "coder"
+                       for e in s.events()), 15, "coder stopped")
+    s.wait(lambda: any("The team changed (added auditor; removed coder)" in line
+                       for line in s.submitted("orchestrator")), 15, "the team notice")
+    assert "| auditor |" in (s.workdir / ".choragos/briefs/orchestrator.md").read_text()
+    assert "| coder |" not in (s.workdir / ".choragos/briefs/orchestrator.md").read_text()
+    assert len(s.agents("start", "reviewer")) == 1  # updated in place, not respawned
+    assert not pid_alive(int(coder_pid))
+
+
+def test_reload_respawns_on_changed_args_but_not_with_work_in_flight(session):
+    orch = role_toml("orchestrator", start=True)
+    s = session(orch + role_toml("coder"))
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "coder", "--task", "long job")
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 15, "delivery")
+    (s.workdir / ".choragos.toml").write_text(orch + role_toml("coder", "--boot", "0.1"))
+    out = s.cli("reload")
+    assert out.returncode == 0 and "unresolved delegation" in out.stdout
+    assert len(s.agents("start", "coder")) == 1
+    s.cli("work-done", "--id", "T1", "--task", "done")
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 10, "T1 done")
+    s.wait(lambda: not states(s)["coder"] == "booting", 5)
+    out = s.cli("reload")
+    assert "respawned coder" in out.stdout, out.stdout
+    s.wait(lambda: len(s.agents("start", "coder")) == 2, 15, "the respawn")
+
+
+def test_reload_with_a_broken_config_changes_nothing(session):
+    orch = role_toml("orchestrator", start=True)
+    s = session(orch + role_toml("coder"))
+    s.wait_booted(["coder"])
+    (s.workdir / ".choragos.toml").write_text(orch + role_toml("coder", timeout="45x"))
+    out = s.cli("reload")
+    assert out.returncode == 1
+    assert "nothing changed" in out.stderr and "roles[2].timeout" in out.stderr
+    assert states(s) == {"orchestrator": "idle", "coder": "idle"}
+
+
+def test_builtin_team_without_binaries(short_tmp):
+    """No config and no claude on PATH: roles fail with a reason, the session lives."""
+    work = short_tmp / "work"
+    work.mkdir()
+    s = Serve(work, "", sock=short_tmp / "s.sock")
+    (work / ".choragos.toml").unlink()
+    s.start()
+    try:
+        s.wait(lambda: set(states(s).values()) == {"failed"}, 15, "every role failed")
+        status = json.loads(s.cli("status", "--json").stdout)["roles"]
+        assert "not found on PATH" in status[0]["detail"]
+        out = s.cli("reload")
+        assert out.returncode == 1 and "built-in team" in out.stderr
+        assert s.cli("ping").returncode == 0
+    finally:
+        assert s.stop() == 0
