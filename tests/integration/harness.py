@@ -68,10 +68,15 @@ class Serve:
             [sys.executable, "-m", "choragos", "serve", "--headless"], cwd=self.workdir,
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
-        wait_until(lambda: self.sock.exists() or self.proc.poll() is not None, 15,
-                   message="the control socket")
+        wait_until(lambda: self.proc.poll() is not None or self._answers(), 15,
+                   message="the session to answer on its socket")
         assert self.proc.poll() is None, self.stderr()
         return self
+
+    def _answers(self) -> bool:
+        if not self.sock.exists():
+            return False
+        return self.cli("ping", timeout=10).returncode == 0
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -81,7 +86,15 @@ class Serve:
         return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd or self.workdir,
                               env=self.env, capture_output=True, text=True, timeout=timeout)
 
-    def events(self) -> list[dict]:
+    def events(self, all_runs: bool = False) -> list[dict]:
+        """The event log, from the latest ``deck starting`` unless ``all_runs``."""
+        records = self._all_events()
+        if all_runs:
+            return records
+        starts = [i for i, e in enumerate(records) if e["event"] == "deck starting"]
+        return records[starts[-1]:] if starts else records
+
+    def _all_events(self) -> list[dict]:
         path = self.workdir / ".choragos" / "logs" / "events.jsonl"
         if not path.exists():
             return []

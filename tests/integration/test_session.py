@@ -6,6 +6,7 @@ import concurrent.futures
 import json
 import os
 import select
+import subprocess
 import sys
 import time
 
@@ -13,7 +14,7 @@ import ptyprocess
 import pytest
 
 from tests.conftest import wait_until
-from tests.integration.harness import AGENT, Serve, role_toml
+from tests.integration.harness import AGENT, Serve, pid_alive, role_toml
 
 
 @pytest.fixture
@@ -222,3 +223,32 @@ def test_hundred_concurrent_delegations(serve):
     order = [int(x.split("New task T")[1].split()[0]) for x in s.submitted("coder")
              if "New task" in x]
     assert order == sorted(order) == list(range(1, 101))
+
+
+def test_second_session_in_the_same_directory_is_refused(serve):
+    s = serve(TEAM)
+    second = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless"],
+                            cwd=s.workdir, env=s.env, capture_output=True, text=True,
+                            timeout=20)
+    assert second.returncode == 1
+    assert f"pid {s.proc.pid}" in second.stderr and "already running" in second.stderr
+    assert s.cli("ping").returncode == 0
+
+
+def test_server_killed_hard_leaves_a_usable_directory(serve, short_tmp):
+    s = serve(TEAM)
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "reviewer", "--task", "look at it")
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 15, "delivery")
+    s.proc.kill()
+    s.proc.wait()
+    for pid in s.agent_pids():  # the agents lose their PTY and exit
+        s.wait(lambda p=pid: not pid_alive(p), 10, f"agent {pid} to exit")
+    names = [e["event"] for e in s.events()]
+    assert "delivered" in names and "deck stopped" not in names  # readable up to the kill
+    refs = subprocess.run(["git", "for-each-ref", "refs/choragos/checkpoints"],
+                          cwd=s.workdir, capture_output=True, text=True).stdout
+    assert "-T1" in refs
+    s.start()  # the stale socket is cleared under the lock; a new session runs
+    s.wait_booted(["coder"])
+    assert s.cli("ping").returncode == 0

@@ -1,0 +1,85 @@
+"""The session core as a real pykka actor under the real supervisor."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pykka
+import pytest
+
+from actors import messages as m
+from actors.core import CoreActor, CoreState, Seat
+from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos.config import Config, RoleSpec
+from choragos.events import EventLog, read_events
+from tests.conftest import wait_until
+
+
+class FakeRole:
+    """Stands in for a role actor: records what the core tells it."""
+
+    def __init__(self) -> None:
+        self.told: list = []
+
+    def tell(self, message) -> None:
+        self.told.append(message)
+
+
+@pytest.fixture
+def core(tmp_path):
+    config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),
+                           RoleSpec(name="coder", command="x")))
+    events = EventLog(tmp_path / "events.jsonl")
+    state = CoreState(config=config, workdir=tmp_path, events=events)
+    roles = {name: FakeRole() for name in ("orchestrator", "coder")}
+    for name, role in roles.items():
+        state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=True))
+    sup = Supervisor.start(on_event=events.write)
+    handle = sup.ask(StartChild(ChildSpec("core", lambda h: CoreActor.start(state, sup))))
+    yield SimpleNamespace(handle=handle, roles=roles, log=tmp_path / "events.jsonl")
+    sup.ask(StopAll())
+    sup.stop()
+    events.close()
+    assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+
+
+def dispatch(handle, **request):
+    return handle.ask(m.Dispatch(request), timeout=5)
+
+
+def test_a_crash_in_the_core_is_survived_with_the_board_intact(core):
+    handle, _roles, log = core.handle, core.roles, core.log
+    ack = dispatch(handle, cmd="delegate", to=["coder"], task="keep me", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
+    handle.tell(m.CheckpointDone("T99"))  # no such task: the handler raises
+    wait_until(lambda: any(r["event"] == "actor restarted" for r in read_events(log)), 5,
+               message="the supervisor to replace the core")
+    board = dispatch(handle, cmd="board")["tasks"]
+    assert [t["id"] for t in board] == ["T1"]
+    ack = dispatch(handle, cmd="delegate", to=["coder"], task="after the crash", brief=None)
+    assert ack["tasks"][0]["id"] == "T2"
+    restarted = next(r for r in read_events(log) if r["event"] == "actor restarted")
+    assert restarted["actor"] == "core" and "T99" in restarted["error"]
+
+
+def test_one_injection_in_flight_per_role_in_order(core):
+    handle, roles, _log = core.handle, core.roles, core.log
+    for n in range(3):
+        dispatch(handle, cmd="delegate", to=["coder"], task=f"job {n}", brief=None)
+    wait_until(lambda: len(roles["coder"].told) == 1, 5, message="the first injection")
+    first = roles["coder"].told[0].injection
+    assert first.task_id == "T1"
+    handle.tell(m.InjectionOutcome("coder", first, True, "ok"))
+    wait_until(lambda: len(roles["coder"].told) == 2, 5, message="the second injection")
+    assert roles["coder"].told[1].injection.task_id == "T2"
+    assert dispatch(handle, cmd="board")["tasks"][0]["state"] == "delivered"
+
+
+def test_a_role_that_is_not_ready_gets_nothing(core):
+    handle, roles, _log = core.handle, core.roles, core.log
+    handle.tell(m.RoleChanged(m.RoleView("coder", "waiting", ready=False)))
+    dispatch(handle, cmd="delegate", to=["coder"], task="wait for me", brief=None)
+    assert dispatch(handle, cmd="status")["roles"][1]["queued"] == 1
+    assert roles["coder"].told == []
+    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    wait_until(lambda: roles["coder"].told, 5, message="delivery once idle")
