@@ -1,10 +1,11 @@
 """Pane ingestion (SPEC §10): how fast a choragos pane takes an agent's output,
 against tmux taking the same bytes on the same machine in the same run.
 
-Two streams are generated: a plain log (timestamped lines, some wider than the
-pane) and a synthesised agent-TUI redraw stream (ink-style erase-and-redraw
+Three streams are generated: a plain log (timestamped lines, some wider than
+the pane), a synthesised agent-TUI redraw stream (ink-style erase-and-redraw
 frames: cursor up, erase line, 256/true-colour SGR, spinner, box drawing,
-synchronised-output markers, a growing transcript above the live area).
+synchronised-output markers, a growing transcript above the live area), and
+a test-runner log with a colour escape on every line.
 
 Each stream goes through:
   * choragos -- a real PTY running ``cat FILE``, read by the role's own reader
@@ -15,7 +16,8 @@ Each stream goes through:
   * pyte alone (``ByteStream`` + ``Screen``, in memory, on a prefix): the
     starting point this work is measured from.
 
-    .venv/bin/python bench/pane_throughput.py [--plain-mb 20] [--tui-mb 10]
+    .venv/bin/python bench/pane_throughput.py [--plain-mb 20] [--tui-mb 10] [--colour-mb 5]
+                                              [--repeat 3]
 """
 
 from __future__ import annotations
@@ -54,6 +56,21 @@ def plain_log(size: int, rng: random.Random) -> bytes:
     while total < size:
         words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 28)))
         line = f"2025-01-{n % 28 + 1:02d}T12:{n % 60:02d}:{n * 7 % 60:02d} INFO [{n}] {words}\n"
+        lines.append(line)
+        total += len(line)
+        n += 1
+    return "".join(lines).encode()
+
+
+def coloured_log(size: int, rng: random.Random) -> bytes:
+    """Test-runner style output: a colour escape on every line, so no block path."""
+    levels = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")
+    lines = []
+    total = n = 0
+    while total < size:
+        name = "_".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9)))
+        where = f"tests/test_{rng.choice(WORDS)}.py::test_{name}"
+        line = f"{where} {rng.choice(levels)} [{n % 100:3d}%]\n"
         lines.append(line)
         total += len(line)
         n += 1
@@ -178,28 +195,36 @@ def report(name: str, size: int, timings: dict[str, tuple[float, float, int]]) -
         print(f"  {label:28} {wall:8.2f} {cpu:8.2f} {rate / 1e6:8.2f} {tmux_rate / rate:8.2f}")
 
 
-def measure(name: str, data: bytes, workdir: Path, tmux: Tmux, reference_bytes: int) -> None:
+def measure(name: str, data: bytes, workdir: Path, tmux: Tmux, reference_bytes: int,
+            repeat: int) -> None:
+    """Run every contestant ``repeat`` times, interleaved, and keep each one's
+    fastest run: on a shared machine the slow runs measure the neighbours."""
     path = workdir / f"{name}.bin"
     path.write_bytes(data)
     onlcr = data.replace(b"\n", b"\r\n")[:reference_bytes]  # what cat sends through a PTY
-    runs: dict[str, Callable[[], tuple[float, float]]] = {
-        "tmux": lambda: tmux.pane(path, name),
-        "choragos": lambda: choragos_pane(path, True),
-        "choragos, no block path": lambda: choragos_pane(path, False),
-        f"pyte alone (first {len(onlcr) // 10**6} MB)": lambda: pyte_alone(onlcr),
+    runs: dict[str, Callable[[str], tuple[float, float]]] = {
+        "tmux": lambda tag: tmux.pane(path, f"{name}-{tag}"),
+        "choragos": lambda tag: choragos_pane(path, True),
+        "choragos, no block path": lambda tag: choragos_pane(path, False),
     }
-    timings = {}
-    for label, run in runs.items():
-        wall, cpu = run()
-        nbytes = len(onlcr) if label.startswith("pyte") else len(data)
-        timings[label] = (wall, cpu, nbytes)
-    report(name, len(data), timings)
+    best: dict[str, tuple[float, float, int]] = {}
+    for attempt in range(repeat):
+        for label, run in runs.items():
+            wall, cpu = run(str(attempt))
+            if label not in best or wall < best[label][0]:
+                best[label] = (wall, cpu, len(data))
+    wall, cpu = pyte_alone(onlcr)  # once: it is only the starting point
+    best[f"pyte alone (first {len(onlcr) / 1e6:.0f} MB)"] = (wall, cpu, len(onlcr))
+    report(name, len(data), best)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--plain-mb", type=float, default=20)
     parser.add_argument("--tui-mb", type=float, default=10)
+    parser.add_argument("--colour-mb", type=float, default=5)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per contestant; the fastest is reported")
     parser.add_argument("--reference-mb", type=float, default=2,
                         help="how much of each stream pyte alone gets (it is slow)")
     args = parser.parse_args()
@@ -207,15 +232,16 @@ def main() -> None:
         raise SystemExit("this benchmark needs tmux and cat on PATH")
     rng = random.Random(20250101)
     streams = {"plain log": plain_log(int(args.plain_mb * 1e6), rng),
-               "agent TUI redraw": tui_stream(int(args.tui_mb * 1e6), rng)}
-    print(f"pane {COLS}x{ROWS}; MB/s is megabytes of the file per wall second; "
-          "tmux/x > 1 means slower than tmux")
+               "agent TUI redraw": tui_stream(int(args.tui_mb * 1e6), rng),
+               "coloured test log": coloured_log(int(args.colour_mb * 1e6), rng)}
+    print(f"pane {COLS}x{ROWS}; best of {args.repeat} interleaved runs; MB/s is megabytes "
+          "of the file per wall second; tmux/x > 1 means slower than tmux")
     with tempfile.TemporaryDirectory(prefix="chg-bench-") as tmp:
         tmux = Tmux()
         try:
             for name, data in streams.items():
                 measure(name.replace(" ", "-"), data, Path(tmp), tmux,
-                        int(args.reference_mb * 1e6))
+                        int(args.reference_mb * 1e6), args.repeat)
         finally:
             tmux.close()
 

@@ -52,7 +52,6 @@ _ENDS = {_CSI: 5, _OSC: 7, _STRING: 9, _ESC: 11}
 _PLAIN_BLOCK = re.compile(r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _EXECUTED_IN_CSI = frozenset("\x07\x08\x09\x0a\x0b\x0c\x0d")
-# A block of plain lines is only worth trying where a line of text ends.
 _LINE_ENDS = frozenset(("\r", "\n", "\t"))
 
 _Action = tuple[Callable[..., None], tuple[object, ...]]
@@ -116,7 +115,7 @@ class VTParser:
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    if blocks and data[match.end():match.end() + 1] in _LINE_ENDS:
+                    if blocks and self._line_of_text(data, match):
                         end = self._try_block(data, match.start())
                         if end is not None:
                             return data, end
@@ -157,6 +156,15 @@ class VTParser:
         if kind in (_OSC, _STRING, _OSC_BROKEN, _STRING_BROKEN):
             self._truncated = False  # the string is over, finished or aborted
         return None
+
+    @staticmethod
+    def _line_of_text(data: str, match: re.Match[str]) -> bool:
+        """Whether a text token is a whole line, the only place a block can start.
+
+        Lines that carry escape sequences (a coloured log) never qualify, so
+        they do not pay for a block attempt each."""
+        start, end = match.span()
+        return (start == 0 or data[start - 1] == "\n") and data[end:end + 1] in _LINE_ENDS
 
     def _try_block(self, data: str, start: int) -> int | None:
         if start < self._no_block_before or not self.screen.block_ready():
@@ -216,11 +224,10 @@ class VTParser:
 
     def _build_csi_table(self) -> dict[str, Callable[[str], None]]:
         screen = self.screen
-        return {"r": self._margins, "m": screen.sgr,
-                "h": lambda p: screen.set_ansi(self.numbers(p), True),
-                "l": lambda p: screen.set_ansi(self.numbers(p), False), "n": self._status,
-                "c": self._primary_da, "s": self._save_cursor, "u": self._restore_cursor,
-                "t": self._window_op, "T": self._scroll_down}
+        return {"r": self._margins, "m": screen.sgr, "h": self._set_modes,
+                "l": self._reset_modes, "n": self._status, "c": self._primary_da,
+                "s": self._save_cursor, "u": self._restore_cursor, "t": self._window_op,
+                "T": self._scroll_down}
 
     def _csi_action(self, params: str, inter: str, final: str) -> _Action:
         """What a CSI sequence does, as (callable, arguments), cached per sequence."""
@@ -257,9 +264,11 @@ class VTParser:
         # yes would promise key encodings the deck does not send; CLIs fall
         # back when the DA1 that follows the query arrives first.
 
-    def _cursor_position(self, params: str) -> None:
-        found = self.numbers(params)
-        self.screen.cursor_position(*found[:2])
+    def _set_modes(self, params: str) -> None:
+        self.screen.set_ansi(self.numbers(params), True)
+
+    def _reset_modes(self, params: str) -> None:
+        self.screen.set_ansi(self.numbers(params), False)
 
     def _margins(self, params: str) -> None:
         found = self.numbers(params)
@@ -309,7 +318,7 @@ class VTParser:
         mode = modes[0] if modes else 0
         if private == "?":
             state = self.screen.private_mode(mode)
-        elif mode in (4, 20):
+        elif not private and mode in (4, 20):
             state = mode in self.screen.mode
         else:
             state = None
@@ -324,7 +333,7 @@ class VTParser:
             action = self._esc_table.get(final)
             if action is not None:
                 action()
-            elif final in "=>":
+            elif final in ("=", ">"):
                 screen.set_private((66,), final == "=")
         elif inter in ("(", ")"):
             screen.define_charset(final, inter)

@@ -36,30 +36,33 @@ from choragos.vtcells import (
 )
 
 _ALT_MODES = frozenset({47, 1047, 1049})
+_IRM = mo.IRM
+_LAT1 = charsets.LAT1_MAP
 _MOUSE_MODES = (9, 1000, 1002, 1003)
 
 
-class _Rows(dict):
-    """The screen buffer: row -> Line, or TextRow until its cells are needed.
+class _Rows(list):
+    """The screen buffer, one entry per row: a Line, a TextRow until its cells
+    are needed, or None while the row is blank.
 
-    Every mutation in pyte goes through ``buffer[y]``, so materialising there
-    keeps TextRow invisible to pyte's methods.
+    pyte's methods index it as they would their own dict of Lines, so
+    materialising on ``rows[y]`` keeps TextRow and None invisible to them;
+    this module reads raw entries with ``_raw`` and scrolls with C-level
+    ``del`` and slice assignment instead of re-keying a dict row by row.
     """
 
-    def __missing__(self, y: int) -> Line:
-        line = Line(BLANK)
-        dict.__setitem__(self, y, line)
-        return line
+    def __init__(self, lines: int) -> None:
+        super().__init__([None] * lines)
 
-    def __getitem__(self, y: int) -> Line:
-        row = dict.get(self, y)
-        if row is None:
-            return self.__missing__(y)
-        if row.__class__ is TextRow:
-            row = materialise(row)
-            dict.__setitem__(self, y, row)
+    def __getitem__(self, y: int) -> Line:  # type: ignore[override]
+        row = _raw(self, y)
+        if row.__class__ is not Line:
+            row = Line(BLANK) if row is None else materialise(row)
+            list.__setitem__(self, y, row)
         return row
 
+
+_raw = list.__getitem__
 
 
 def _ignore(*_args: Any) -> None:
@@ -84,7 +87,7 @@ class VTScreen(pyte.Screen):
         self.modes_serial = 0
         self.alternate = False
         self.last_char = ""
-        self._other = _Rows()
+        self._other = _Rows(lines)
         self._alt_saved: tuple[Any, ...] | None = None
         self._chars: Cells = Cells(BLANK)
         self._char_sets: dict[Char, Cells] = {}
@@ -101,8 +104,8 @@ class VTScreen(pyte.Screen):
 
     def reset(self) -> None:
         super().reset()
-        self.buffer = _Rows()
-        self._other = _Rows()
+        self.buffer = _Rows(self.lines)
+        self._other = _Rows(self.lines)
         self.alternate = False
         self._alt_saved = None
         self.private_modes.clear()
@@ -174,24 +177,24 @@ class VTScreen(pyte.Screen):
         self.dirty.update(range(self.lines))
 
     def _clear_rows(self, rows: _Rows) -> None:
-        rows.clear()
+        rows[:] = [None] * self.lines
         self.dirty.update(range(self.lines))
 
     def main_rows(self) -> list[Row]:
         """The rows of the main screen, whichever screen is showing."""
         rows = self._other if self.alternate else self.buffer
-        return [dict.get(rows, y) for y in range(self.lines)]
+        return list(rows)
 
     def row(self, y: int) -> Row:
         """The raw row at ``y`` of the visible screen (None when blank)."""
-        return dict.get(self.buffer, y)
+        return _raw(self.buffer, y)
 
     # -- drawing -------------------------------------------------------------
 
     def draw(self, data: str) -> None:
-        if self.charset or self.g0_charset is not charsets.LAT1_MAP:
+        if self.charset or self.g0_charset is not _LAT1:
             data = data.translate(self.g1_charset if self.charset else self.g0_charset)
-        if mo.IRM not in self.mode and (data.isascii() or NARROW.fullmatch(data)):
+        if _IRM not in self.mode and (data.isascii() or NARROW.fullmatch(data)):
             self._put_narrow(data)
         else:
             self._put_mixed(data)
@@ -216,12 +219,16 @@ class VTScreen(pyte.Screen):
         if end <= self.columns and not self._wide_seen:
             # The usual case, kept short: it fits on the row and no wide
             # character can be cut.
-            row = dict.get(self.buffer, cur.y)
-            line = row if row.__class__ is Line else self.buffer[cur.y]
-            cells = self._chars if self._chars.attrs is cur.attrs else self._cells()
+            y = cur.y
+            line = _raw(self.buffer, y)
+            if line.__class__ is not Line:
+                line = self.buffer[y]
+            cells = self._chars
+            if cells.attrs is not cur.attrs:
+                cells = self._cells()
             line.update(zip(range(x, end), map(cells.__getitem__, text), strict=True))
             cur.x = end
-            self.dirty.add(cur.y)
+            self.dirty.add(y)
             return
         self._put_narrow_wrapping(text)
 
@@ -342,33 +349,21 @@ class VTScreen(pyte.Screen):
             self.cursor.y = min(y + 1, bottom if y < bottom else self.lines - 1)
             return
         if top == 0 and not self.alternate:
-            self.on_scroll(dict.get(self.buffer, 0))
+            self.on_scroll(_raw(self.buffer, 0))
         self._shift_up(top, bottom, 1)
 
     def _shift_up(self, top: int, bottom: int, count: int) -> None:
+        """Move rows top..bottom up by ``count``; blank rows come in at the bottom."""
         buf = self.buffer
-        get, put, pop = dict.get, dict.__setitem__, dict.pop
-        for y in range(top, bottom + 1 - count):
-            row = get(buf, y + count)
-            if row is None:
-                pop(buf, y, None)
-            else:
-                put(buf, y, row)
-        for y in range(max(top, bottom + 1 - count), bottom + 1):
-            pop(buf, y, None)
+        del buf[top:top + count]
+        buf[bottom + 1 - count:bottom + 1 - count] = [None] * count
         self.dirty.update(range(top, bottom + 1))
 
     def _shift_down(self, top: int, bottom: int, count: int) -> None:
+        """Move rows top..bottom down by ``count``; blank rows come in at the top."""
         buf = self.buffer
-        get, put, pop = dict.get, dict.__setitem__, dict.pop
-        for y in range(bottom, top + count - 1, -1):
-            row = get(buf, y - count)
-            if row is None:
-                pop(buf, y, None)
-            else:
-                put(buf, y, row)
-        for y in range(top, min(top + count, bottom + 1)):
-            pop(buf, y, None)
+        del buf[bottom + 1 - count:bottom + 1]
+        buf[top:top] = [None] * count
         self.dirty.update(range(top, bottom + 1))
 
     # pyte's own line insertion and deletion assume every row is present in
@@ -455,7 +450,7 @@ class VTScreen(pyte.Screen):
         end = min(end, self.columns)
         self.dirty.add(y)
         if plain and start == 0 and end == self.columns:
-            dict.pop(self.buffer, y, None)
+            self.buffer[y] = None
             return
         line = self.buffer[y]
         if self._wide_seen:
@@ -541,8 +536,10 @@ class VTScreen(pyte.Screen):
             self.cursor.y = self._shrink(self.buffer, self.cursor.y, lines, not self.alternate)
             if self.alternate:
                 self._shrink_saved_main(lines)
-        if columns < self.columns:
-            for rows in (self.buffer, self._other):
+        for rows in (self.buffer, self._other):
+            del rows[lines:]  # only the hidden alternate screen is still too long here
+            rows.extend([None] * (lines - len(rows)))
+            if columns < self.columns:
                 _truncate(rows, columns)
         self.tabstops = {s for s in self.tabstops if s < columns}
         self.tabstops.update(range((self.columns + 7) // 8 * 8, columns, 8))
@@ -555,22 +552,14 @@ class VTScreen(pyte.Screen):
     def _shrink(self, rows: _Rows, cursor_y: int, lines: int, keep: bool) -> int:
         """Drop rows to fit ``lines``: blank ones below the cursor first, then
         the top ones (into the history when ``keep``). Returns the new cursor row."""
-        excess = self.lines - lines
-        bottom = self.lines - 1
-        while excess and bottom > cursor_y and row_blank(dict.get(rows, bottom)):
-            dict.pop(rows, bottom, None)
-            bottom -= 1
-            excess -= 1
-        if excess:
+        while len(rows) > lines and len(rows) - 1 > cursor_y and row_blank(_raw(rows, -1)):
+            del rows[-1]
+        excess = len(rows) - lines
+        if excess > 0:
             if keep:
-                for y in range(excess):
-                    self.on_scroll(dict.get(rows, y))
-            for y in range(bottom + 1):
-                row = dict.pop(rows, y + excess, None) if y + excess <= bottom else None
-                dict.pop(rows, y, None)
-                if row is not None:
-                    dict.__setitem__(rows, y, row)
-        return max(cursor_y - excess, 0)
+                self.on_scroll_rows(list(rows)[:excess])
+            del rows[:excess]
+        return max(cursor_y - max(excess, 0), 0)
 
     def _shrink_saved_main(self, lines: int) -> None:
         saved = self._alt_saved
@@ -606,14 +595,11 @@ class VTScreen(pyte.Screen):
         scratch.on_scroll = pushed.append
         bottom = self.lines - 1
         fresh = self._play_block(scratch, block.split("\n"), pushed,
-                                 dict.get(self.buffer, bottom) is None)
-        keep = [dict.get(self.buffer, y) for y in range(bottom)] + pushed
+                                 _raw(self.buffer, bottom) is None)
+        keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
         self.on_scroll_rows(keep[:cut])
-        self.buffer.clear()
-        dict.update(self.buffer, ((y, row) for y, row in enumerate(keep[cut:]) if row is not None))
-        if not fresh and dict.get(scratch.buffer, 0) is not None:
-            dict.__setitem__(self.buffer, bottom, dict.get(scratch.buffer, 0))
+        self.buffer[:] = [*keep[cut:], None if fresh else _raw(scratch.buffer, 0)]
         self.cursor.x = scratch.cursor.x
         self._wide_seen |= scratch._wide_seen
         self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
@@ -623,10 +609,7 @@ class VTScreen(pyte.Screen):
         scratch = self._scratch
         if scratch is None or scratch.columns != self.columns:
             scratch = self._scratch = VTScreen(self.columns, 1)
-        scratch.buffer.clear()
-        current = dict.get(self.buffer, self.lines - 1)
-        if current is not None:
-            dict.__setitem__(scratch.buffer, 0, current)
+        scratch.buffer[:] = [_raw(self.buffer, self.lines - 1)]
         scratch.mode = self.mode
         scratch.tabstops = self.tabstops
         scratch.cursor.x, scratch.cursor.y = self.cursor.x, 0
@@ -682,9 +665,11 @@ def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
 
 
 def _truncate(rows: _Rows, columns: int) -> None:
-    for y, row in list(rows.items()):
+    for y, row in enumerate(list(rows)):
+        if row is None:
+            continue
         if row.__class__ is TextRow:
-            dict.__setitem__(rows, y, TextRow(row.text[:columns]))
+            rows[y] = TextRow(row.text[:columns])
         else:
             for x in [x for x in row if x >= columns]:
                 del row[x]

@@ -409,6 +409,16 @@ def test_shrinking_drops_blank_rows_first_then_keeps_the_top_in_history() -> Non
     assert t.display() == ["c", "long", "er"] and scrolled == ["a", "b"]
 
 
+def test_resizing_under_the_alternate_screen_keeps_the_main_screen_whole() -> None:
+    t = fed("a\r\nb\r\nc\r\nd\x1b[?1049hfull", cols=10, rows=4)
+    t.resize(10, 2)
+    assert t.history() == ["a", "b"]
+    t.feed(b"\x1b[?1049l")
+    assert t.display() == ["c", "d"] and t.cursor == (1, 1)
+    t.resize(12, 3)
+    assert t.display() == ["c", "d", ""]
+
+
 def test_dirty_is_set_by_changes_and_cleared_by_taking_it() -> None:
     t = term()
     assert not t.take_dirty()
