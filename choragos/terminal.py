@@ -61,6 +61,15 @@ class Terminal:
     that rang the bell at least once (``bells`` has the exact count).
     ``fast_path=False`` turns off the block path for plain lines, for tests
     and benchmarks that compare the two.
+
+    Clearing the screen (``CSI 2 J``) does not push it into the history, as
+    in xterm (tmux's ``scroll-on-clear`` does): an agent that repaints by
+    clearing must not flood the transcript.  ``CSI 3 J`` empties the history
+    as it would in a terminal; lines already given to ``on_scrolled`` stay given.
+
+    Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``lines_scrolled``
+    (how many lines ``on_scrolled`` has been given), ``fast_path``, and the
+    three callbacks, which may be replaced at any time.
     """
 
     def __init__(self, cols: int = 120, rows: int = 40, *, scrollback: int = 5000,

@@ -545,7 +545,7 @@ class VTScreen(pyte.Screen):
         self.tabstops.update(range((self.columns + 7) // 8 * 8, columns, 8))
         self.lines, self.columns = lines, columns
         self.margins = None
-        self.cursor.x = min(self.cursor.x, columns - 1)
+        self.cursor.x = min(self.cursor.x, columns)  # == columns: a wrap still pending
         self.cursor.y = min(self.cursor.y, lines - 1)
         self.dirty.update(range(lines))
 
@@ -596,6 +596,7 @@ class VTScreen(pyte.Screen):
         bottom = self.lines - 1
         fresh = self._play_block(scratch, block.split("\n"), pushed,
                                  _raw(self.buffer, bottom) is None)
+        scratch.on_scroll = _ignore
         keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
         self.on_scroll_rows(keep[:cut])
