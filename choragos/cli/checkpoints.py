@@ -1,0 +1,150 @@
+"""``choragos checkpoints``: list or prune workspace checkpoints (spec K2).
+
+Works on the git repository around the current directory, with or without a
+session running.  ``choragos rollback`` shares the helpers at the bottom.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TypeVar
+
+from choragos.checkpoints import Checkpoint, CheckpointError, CheckpointStore, NotARepository
+from choragos.cli import _client
+
+# typing is needed for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+_T = TypeVar("_T")
+
+DEFAULT_KEEP = 20
+_COLUMNS = [("task", "TASK"), ("age", "AGE"), ("role", "ROLE"), ("label", "LABEL")]
+
+
+def run(argv: list[str], verb: str = "checkpoints") -> int:
+    """Entry point for ``choragos checkpoints [list|prune]``."""
+    return _client.guard(verb, lambda: _main(argv, verb))
+
+
+def _main(argv: list[str], verb: str) -> int:
+    made = parser(verb, "List this repository's checkpoints, newest first, or prune old ones.")
+    made.add_argument("action", nargs="?", choices=["list", "prune"], default="list",
+                      help="list (the default) or prune")
+    made.add_argument("--json", action="store_true", help="list as JSON")
+    made.add_argument("--keep", type=int, metavar="N",
+                      help="prune: how many of the newest to keep (default: [checkpoints] "
+                           f"keep in .choragos.toml, else {DEFAULT_KEEP})")
+    args = made.parse_args(argv)
+    with open_store() as store:
+        if args.action == "prune":
+            return _prune(store, args.keep)
+        return _list(store, as_json=args.json)
+
+
+def _list(store: CheckpointStore, *, as_json: bool) -> int:
+    found = guarded(store.list)
+    now = time.time()
+    if as_json:
+        records = [{**c.to_json(), "age": max(0.0, now - c.created)} for c in found]
+        print(json.dumps(records, indent=2, ensure_ascii=True))
+        return _client.EXIT_OK
+    if not found:
+        return _client.say(f"no checkpoints yet in {_client.inert(store.root)}")
+    rows = [{"task": c.task_id, "age": age(now - c.created), "role": c.role or "-",
+             "label": c.label or "-"} for c in found]
+    return _client.say(_client.table(rows, _COLUMNS, {"label": 60}))
+
+
+def _prune(store: CheckpointStore, keep: int | None) -> int:
+    keep = configured_keep() if keep is None else keep
+    if keep < 0:
+        raise _client.Failure(_client.EXIT_USAGE, "--keep must be 0 or more")
+    removed = guarded(lambda: store.prune(keep))
+    if not removed:
+        return _client.say(f"nothing to prune: at most {keep} checkpoint(s) here")
+    return _client.say(f"removed {len(removed)} checkpoint(s), kept the newest {keep}")
+
+
+def configured_keep() -> int:
+    """``[checkpoints] keep`` from the configuration in the current directory."""
+    try:
+        from choragos.config import ConfigError, load_config
+    except ImportError:  # a checkout without the config loader: read the key alone
+        return _keep_from_toml(Path.cwd() / ".choragos.toml")
+    try:
+        return load_config(cwd=Path.cwd()).checkpoints.keep
+    except ConfigError as exc:
+        raise _client.Failure(_client.EXIT_USAGE, f"cannot read the configuration "
+                              f"({exc.errors[0] if exc.errors else exc}); pass --keep N") from None
+
+
+def _keep_from_toml(path: Path) -> int:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return DEFAULT_KEEP
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise _client.Failure(_client.EXIT_USAGE,
+                              f"cannot read {path.name}: {exc}; pass --keep N") from None
+    keep = data.get("checkpoints", {}).get("keep", DEFAULT_KEEP)
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise _client.Failure(_client.EXIT_USAGE, f"{path.name}: checkpoints.keep must be "
+                              "a whole number; pass --keep N")
+    return keep
+
+
+# ---- shared with ``choragos rollback`` -------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _client.Failure(_client.EXIT_USAGE, f"{message} (see `{self.prog} --help`)")
+
+
+def parser(verb: str, description: str) -> argparse.ArgumentParser:
+    return _Parser(prog=f"choragos {verb}", description=description)
+
+
+def open_store() -> CheckpointStore:
+    """The store for the current directory; outside git, one sentence and exit 1."""
+    try:
+        return CheckpointStore(Path.cwd())
+    except NotARepository as exc:
+        raise _client.Failure(_client.EXIT_REFUSED, str(exc)) from None
+    except OSError as exc:
+        raise _client.Failure(_client.EXIT_REFUSED,
+                              f"cannot open the repository: {exc.strerror or exc}") from None
+
+
+def guarded(call: Callable[[], _T]) -> _T:
+    """Run a store call, turning its failure into one line and exit 1."""
+    try:
+        return call()
+    except CheckpointError as exc:
+        raise _client.Failure(_client.EXIT_REFUSED, str(exc)) from None
+
+
+def age(seconds: float) -> str:
+    """A compact age: 45s, 3m, 2h, 4d."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def describe(checkpoint: Checkpoint, now: float) -> str:
+    """One inert line naming a checkpoint: task, role, label, age."""
+    role = f" for {checkpoint.role}" if checkpoint.role else ""
+    label = f' "{checkpoint.label}"' if checkpoint.label else ""
+    return _client.inert(f"{checkpoint.task_id}{role}{label}, "
+                         f"taken {age(now - checkpoint.created)} ago")
