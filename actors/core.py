@@ -19,6 +19,7 @@ from typing import Any
 
 from actors import messages as m
 from actors.base import Actor
+from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from choragos import briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
@@ -51,6 +52,8 @@ class CoreState:
     next_injection: int = 1
     on_shutdown: Callable[[], None] = lambda: None
     reloader: Any = None  # the Session, when the team came from a config file
+    hooks: Any = None     # choragos.hooks.Hooks
+    clocks: Any = None    # the timeout clocks actor (S2)
 
     @property
     def state_dir(self) -> Path:
@@ -206,6 +209,7 @@ class CoreActor(Actor):
             self.s.gates[task.id] = task
             self._event("delegate gated", task=task.id, role=role, label=task.label)
             self._publish(("gate", task))
+            self._alert("on_gate", role, task)
         else:
             self._checkpoint_then_queue(task)
         return task
@@ -277,8 +281,51 @@ class CoreActor(Actor):
         if before.status != msg.view.status:
             self._event("role state", role=seat.name, state=msg.view.status,
                         was=before.status, detail=msg.view.detail)
+            self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
         self._pump(seat)
+
+    def _status_changed(self, role: str, was: str, now: str) -> None:
+        if now == "waiting":
+            open_tasks = self.s.board.open_for(role)
+            self._alert("on_input", role, open_tasks[0] if open_tasks else None)
+        if self.s.clocks is not None and "paused" in (was, now):
+            message = PauseClocks(role) if now == "paused" else ResumeClocks(role)
+            self.s.clocks.tell(message)
+
+    def _alert(self, hook: str, role: str, task: Task | None) -> None:
+        """A human is needed: ring (if [ui] bell) and run the hook, if any."""
+        if self.s.config.ui.bell:
+            self._publish(("bell", role, hook))
+        if self.s.hooks is not None:
+            self.s.hooks.fire(hook, role=role, task=task.text if task else "",
+                              task_id=task.id if task else "")
+
+    # -- timeouts (S2) -------------------------------------------------------
+
+    def _start_clock(self, task: Task) -> None:
+        seconds = self.s.config.role(task.role).timeout
+        if seconds and self.s.clocks is not None:
+            self.s.clocks.tell(StartClock(task.id, task.role, seconds))
+
+    def _stop_clock(self, task_id: str) -> None:
+        if self.s.clocks is not None:
+            self.s.clocks.tell(StopClock(task_id))
+
+    @handle.register
+    def _timed_out(self, msg: TimedOut) -> None:
+        task = self.s.board.get(msg.task_id)
+        if task.state is not TaskState.DELIVERED:
+            return
+        spec = self.s.config.role(task.role)
+        action = spec.timeout_action if spec else "notify"
+        task = self._move(task.id, TaskState.TIMED_OUT,
+                          note=f"no work-done within {msg.seconds:g}s")
+        self._event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
+                    action=action)
+        self._alert("on_timeout", task.role, task)
+        if action == "restart" and task.role in self.s.seats:
+            self.s.seats[task.role].handle.tell(m.Kill(f"{task.id} timed out"))
 
     @handle.register
     def _injection_outcome(self, msg: m.InjectionOutcome) -> None:
@@ -306,14 +353,16 @@ class CoreActor(Actor):
         if task.state is not TaskState.QUEUED:
             return  # the worker already reported on it, so it was delivered
         if msg.ok:
-            self._move(task.id, TaskState.DELIVERED)
+            task = self._move(task.id, TaskState.DELIVERED)
             self._event("delivered", task=task.id, role=task.role)
+            self._start_clock(task)
         elif seat.view.status in ("exited", "failed", "booting"):
             seat.queue.appendleft(injection)  # deliver after the role is back
         else:
             self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
 
     def _fail_task(self, task: Task, reason: str) -> None:
+        self._stop_clock(task.id)
         self._move(task.id, TaskState.FAILED, note=reason)
         self._event("task failed", task=task.id, role=task.role, reason=reason)
         self._enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice", task.id)
@@ -363,6 +412,7 @@ class CoreActor(Actor):
             # The worker acted on the task before our confirmation came back.
             self._move(task_id, TaskState.DELIVERED)
             self._event("delivered", task=task_id, role=task.role, by="work-done")
+        self._stop_clock(task_id)
         self._move(task_id, TaskState.DONE, summary=summary, report=report,
                    note="" if done else "reported without --done")
         return "", task.role

@@ -76,6 +76,19 @@ class Restart:
 
 
 @dataclass(frozen=True)
+class Kill:
+    """SIGTERM the role and let its restart policy decide what follows (S2)."""
+
+    reason: str
+    grace: float = 3.0
+
+
+@dataclass(frozen=True)
+class KillHard:
+    gen: int
+
+
+@dataclass(frozen=True)
 class Pause:
     pass
 

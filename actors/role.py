@@ -33,7 +33,8 @@ from choragos.transcript import Transcript
 log = logging.getLogger("choragos.role")
 
 # T3/T4 timings.  The Enter goes in its own write because agent TUIs read
-# text+Enter arriving together as a paste, which never submits.
+# text+Enter arriving together as a paste, which never submits.  These are
+# floors: a profile may ask for more (``enter_delay``, ``boot_quiet``).
 ENTER_DELAY = 0.2
 BOOT_SETTLE = 1.0
 BOOT_QUIET = 1.2
@@ -56,6 +57,14 @@ class Typing:
     enters: int = 0
     entered: float = 0.0
     boot: bool = False
+    pasted: bool = False
+    first_enter: float = 0.0
+
+    def summary(self) -> str:
+        """How the text went in, for the injection's event."""
+        how = "pasted (bracketed paste)" if self.pasted else "typed"
+        return (f"{how}, Enter {self.first_enter:.2f}s after the text, "
+                f"submitted after {self.enters} enter(s)")
 
 
 @dataclass
@@ -256,7 +265,7 @@ class RoleActor(Actor):
         anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
         """
         s = self.s
-        if now - s.last_output < BOOT_QUIET:
+        if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
             return False
         screen = self._screen_status()
         if screen is RoleStatus.WAITING:
@@ -278,14 +287,18 @@ class RoleActor(Actor):
                       attempts: int = 1) -> None:
         s = self.s
         s.typing = Typing(injection, time.monotonic(), attempts=attempts, boot=boot)
-        self._type_text(injection.text)
-        self.timers.after(ENTER_DELAY, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
+        s.typing.pasted = self._type_text(injection.text)
+        delay = max(ENTER_DELAY, s.profile.enter_delay)
+        self.timers.after(delay, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
 
-    def _type_text(self, text: str) -> None:
+    def _type_text(self, text: str) -> bool:
+        """Write the text (never an Enter); True when it went in as a bracketed paste."""
         data = briefs.one_line(text).encode()
-        if self.s.terminal.bracketed_paste:
+        pasted = self.s.terminal.bracketed_paste
+        if pasted:
             data = b"\x1b[200~" + data + b"\x1b[201~"
         self.s.child.write(data)
+        return pasted
 
     @handle.register
     def _inject_step(self, msg: m.InjectStep) -> None:
@@ -322,6 +335,8 @@ class RoleActor(Actor):
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
         typing.entered = time.monotonic()
+        if typing.enters == 1:
+            typing.first_enter = typing.entered - typing.started
         self.s.child.write(b"\r")
         self.timers.after(CONFIRM_POLL, self.me,
                           m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
@@ -329,7 +344,7 @@ class RoleActor(Actor):
     def _step_confirm(self, typing: Typing) -> None:
         """Poll until the input box no longer holds the text (the Enter was taken)."""
         if not self._pending(typing):
-            self._finish(True, f"submitted after {typing.enters} enter(s)")
+            self._finish(True, typing.summary())
         elif time.monotonic() - typing.entered < CONFIRM_WINDOW:
             self.timers.after(CONFIRM_POLL, self.me,
                               m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
@@ -372,9 +387,9 @@ class RoleActor(Actor):
         s.transcript.flush_screen(s.terminal.display())
         if s.child is not None:
             s.child.close()
-        if s.typing is not None:
-            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})")
         self._set_status(RoleStatus.EXITED, msg.status.describe())
+        if s.typing is not None:  # after EXITED: the core then requeues, not fails, it
+            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})")
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:
@@ -393,10 +408,32 @@ class RoleActor(Actor):
         s = self.s
         if s.pending_restart is not None:
             s.pending_restart.cancel()
+        running = s.child is not None and s.status not in (RoleStatus.EXITED, RoleStatus.FAILED)
         self._terminate(3.0)
+        if running:
+            # The new process starts a fresh conversation: the core must fail
+            # what the old one was working on, or those tasks wait forever.
+            self.core.tell(m.RoleExited(s.spec.name, s.exit or ExitStatus(code=None), True,
+                                        "restarted on request"))
         s.restarts_used = 0
         s.restarts_total += 1
         self._start_process()
+
+    @handle.register
+    def _kill(self, msg: m.Kill) -> None:
+        """Unlike a stop, the exit that follows goes through the restart policy."""
+        s = self.s
+        if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        s.detail = msg.reason
+        s.child.signal_group(signal.SIGCONT)
+        s.child.signal_group(signal.SIGTERM)
+        self.timers.after(msg.grace, self.me, m.KillHard(s.gen))
+
+    @handle.register
+    def _kill_hard(self, msg: m.KillHard) -> None:
+        if msg.gen == self.s.gen and self.s.child is not None and self.s.child.poll() is None:
+            self.s.child.signal_group(signal.SIGKILL)
 
     @handle.register
     def _stop_process(self, msg: m.StopProcess) -> str:
@@ -419,8 +456,9 @@ class RoleActor(Actor):
         if s.status not in (RoleStatus.EXITED, RoleStatus.FAILED):
             s.exit = status
             s.transcript.flush_screen(s.terminal.display())
-            s.typing = None
             self._set_status(RoleStatus.EXITED, status.describe() if status else "stopped")
+        if s.typing is not None:  # the core holds the injection in flight until told
+            self._finish(False, f"{s.spec.name} was stopped mid-injection")
         child.close()
         s.gen += 1  # anything still in flight from the old process is stale
 

@@ -18,6 +18,7 @@ import pykka
 
 from actors import messages as m
 from actors.checkpointer import CheckpointerActor
+from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
@@ -29,6 +30,7 @@ from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.events import EventLog, default_path
+from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 
 log = logging.getLogger("choragos.session")
@@ -86,6 +88,11 @@ class Session:
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
+        core_state.hooks = self._hooks()
+        clock_state = ClockState({})
+        core, timers = self.core, self.timers
+        core_state.clocks = self._start_child(
+            "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
@@ -96,6 +103,13 @@ class Session:
     def _start_child(self, name: str, start) -> Handle:
         spec = ChildSpec(name, start)
         return self.supervisor.ask(StartChild(spec), timeout=10)
+
+    def _hooks(self) -> Hooks:
+        ui = self.config.ui
+        commands = {"on_gate": ui.on_gate, "on_input": ui.on_input,
+                    "on_timeout": ui.on_timeout}
+        return Hooks(commands, self.workdir,
+                     lambda **fields: self.events.write("hook failed", **fields))
 
     def _start_checkpointer(self, core_state: CoreState) -> Handle | None:
         if not self.config.checkpoints.enabled:

@@ -608,8 +608,8 @@ def test_not_built_role_keys_warn(tmp_path: Path, key: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "where", "reason"), [
-    ("[ui]\nbell = false\n", "ui", "only used by the deck, which is not built yet"),
-    ("[ui.theme]\nidle = 1\n", "ui", "only used by the deck, which is not built yet"),
+    ("[ui]\nbell = false\n", "ui.bell", "only used by the deck, which is not built yet"),
+    ("[ui.theme]\nidle = 1\n", "ui.theme", "only used by the deck, which is not built yet"),
     ('[keys]\nzoom = "Z"\n', "keys", "only used by the deck, which is not built yet"),
     ("[pricing.m]\ninput = 1\n", "pricing", "token pricing is not built yet"),
     ("[sphragis]\nenabled = true\n", "sphragis", "the gateway integration is not built yet"),
@@ -623,7 +623,9 @@ def test_not_built_sections_warn_once(tmp_path: Path, text: str, where: str, rea
 def test_built_keys_do_not_warn(tmp_path: Path) -> None:
     text = with_role('args = ["a"]\nmodel = "m"\napprove = true\nenv_allow = ["X"]\n'
                      'input_prompts = ["?"]\nchrome_markers = ["~"]\nrestart = "always"\n'
-                     "restart_retries = 1") + "[checkpoints]\nkeep = 3\n"
+                     "restart_retries = 1\ntimeout = \"45m\"\ntimeout_action = \"notify\"")
+    text += "[checkpoints]\nkeep = 3\n[ui]\non_gate = \"true\"\non_input = \"true\"\n"
+    text += "on_timeout = \"true\"\n"
     assert load(tmp_path, text).warnings == ()
 
 

@@ -1,0 +1,138 @@
+"""Timeout clocks (S2): wall-clock limits per delegation, as an actor.
+
+A clock starts when a task is delivered (after any gate), stops at its
+work-done, and does not run while its role is paused.  When one runs out
+the core is told ``TimedOut``; what follows (notify or restart) is the
+core's decision.  Expiry is checked with a timer message per clock, and a
+generation number makes a stale timer (from before a pause) harmless.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import singledispatchmethod
+from typing import Any
+
+from actors.base import Actor
+from actors.timers import Timers
+
+
+@dataclass(frozen=True)
+class StartClock:
+    task_id: str
+    role: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StopClock:
+    task_id: str
+
+
+@dataclass(frozen=True)
+class PauseClocks:
+    role: str
+
+
+@dataclass(frozen=True)
+class ResumeClocks:
+    role: str
+
+
+@dataclass(frozen=True)
+class CheckClock:
+    task_id: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    task_id: str
+    role: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ListClocks:
+    pass
+
+
+@dataclass
+class Clock:
+    task_id: str
+    role: str
+    seconds: float
+    deadline: float
+    remaining: float | None = None  # set while paused
+    generation: int = 0
+
+
+@dataclass
+class ClockState:
+    clocks: dict[str, Clock]
+
+
+class ClockActor(Actor):
+    def __init__(self, state: ClockState, core: Any, timers: Timers, me: Any,
+                 supervisor: Any = None, clock=time.monotonic) -> None:
+        super().__init__("clocks", supervisor)
+        self.s = state
+        self.core = core
+        self.timers = timers
+        self.me = me
+        self.now = clock
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    def _arm(self, clock: Clock) -> None:
+        clock.generation += 1
+        self.timers.after(clock.deadline - self.now(), self.me,
+                          CheckClock(clock.task_id, clock.generation))
+
+    @handle.register
+    def _on_start(self, msg: StartClock) -> None:
+        clock = Clock(msg.task_id, msg.role, msg.seconds, self.now() + msg.seconds)
+        self.s.clocks[msg.task_id] = clock
+        self._arm(clock)
+
+    @handle.register
+    def _on_stop(self, msg: StopClock) -> None:
+        self.s.clocks.pop(msg.task_id, None)
+
+    @handle.register
+    def _on_pause(self, msg: PauseClocks) -> None:
+        for clock in self._of(msg.role):
+            if clock.remaining is None:
+                clock.remaining = max(0.0, clock.deadline - self.now())
+                clock.generation += 1  # the armed timer is now stale
+
+    @handle.register
+    def _on_resume(self, msg: ResumeClocks) -> None:
+        for clock in self._of(msg.role):
+            if clock.remaining is not None:
+                clock.deadline = self.now() + clock.remaining
+                clock.remaining = None
+                self._arm(clock)
+
+    @handle.register
+    def _on_check(self, msg: CheckClock) -> None:
+        clock = self.s.clocks.get(msg.task_id)
+        if clock is None or clock.generation != msg.generation or clock.remaining is not None:
+            return
+        if self.now() < clock.deadline:
+            self._arm(clock)  # woke early (timer granularity): sleep again
+            return
+        del self.s.clocks[msg.task_id]
+        self.core.tell(TimedOut(clock.task_id, clock.role, clock.seconds))
+
+    @handle.register
+    def _on_list(self, msg: ListClocks) -> dict[str, float]:
+        now = self.now()
+        return {c.task_id: (c.remaining if c.remaining is not None else c.deadline - now)
+                for c in self.s.clocks.values()}
+
+    def _of(self, role: str) -> list[Clock]:
+        return [clock for clock in self.s.clocks.values() if clock.role == role]

@@ -1,0 +1,83 @@
+"""Hooks (S4): shell commands run when a human is needed.
+
+``on_gate``, ``on_input`` and ``on_timeout`` (from ``[ui]``) run through
+``sh -c`` in the background, in their own process group, with the
+``serve`` environment plus ``CHORAGOS_*`` variables.  Task text reaches a
+hook only through ``$CHORAGOS_TASK``, never spliced into the command
+string, so a task cannot inject shell code.  A hook that fails or outlives
+its time limit is killed and reported; the deck never waits for one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+HOOK_TIMEOUT = 30.0
+KEEP_OUTPUT = 2000
+
+
+class Hooks:
+    def __init__(self, commands: Mapping[str, str], workdir: Path,
+                 on_failure: Callable[..., None], timeout: float = HOOK_TIMEOUT,
+                 base_env: Mapping[str, str] | None = None) -> None:
+        self.commands = {name: cmd for name, cmd in commands.items() if cmd.strip()}
+        self.workdir = workdir
+        self.on_failure = on_failure
+        self.timeout = timeout
+        self.base_env = base_env
+        self._threads: list[threading.Thread] = []
+
+    def fire(self, hook: str, role: str, task: str = "", task_id: str = "") -> bool:
+        """Start ``hook`` if configured; False when there is nothing to run."""
+        command = self.commands.get(hook)
+        if command is None:
+            return False
+        env = dict(os.environ if self.base_env is None else self.base_env)
+        env.update({"CHORAGOS_HOOK": hook, "CHORAGOS_ROLE": role, "CHORAGOS_TASK": task,
+                    "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir)})
+        thread = threading.Thread(target=self._run, args=(hook, command, env, role),
+                                  name=f"hook-{hook}", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return True
+
+    def _run(self, hook: str, command: str, env: dict[str, str], role: str) -> None:
+        try:
+            proc = subprocess.Popen(["sh", "-c", command], cwd=self.workdir, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            self.on_failure(hook=hook, role=role, reason=f"could not start: {exc}")
+            return
+        try:
+            output, _ = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            output, _ = proc.communicate()
+            self.on_failure(hook=hook, role=role, output=_tail(output),
+                            reason=f"still running after {self.timeout:g}s; killed")
+            return
+        if proc.returncode != 0:
+            self.on_failure(hook=hook, role=role, output=_tail(output),
+                            reason=f"exit status {proc.returncode}")
+
+    def wait(self, timeout: float = 5.0) -> None:
+        """Wait for running hooks (tests, and shutdown)."""
+        for thread in list(self._threads):
+            thread.join(timeout)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(output: bytes | None) -> str:
+    text = (output or b"").decode(errors="replace")
+    return text[-KEEP_OUTPUT:]

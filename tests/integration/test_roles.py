@@ -1,0 +1,151 @@
+"""Roles that stay right: timeouts, pause, hooks, waiting, transcripts (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.integration.harness import Serve, role_toml
+
+
+@pytest.fixture
+def serve(short_tmp):
+    made = []
+
+    def make(config: str) -> Serve:
+        work = short_tmp / "work"
+        work.mkdir()
+        session = Serve(work, config, sock=short_tmp / "s.sock")
+        made.append(session)
+        return session.start()
+
+    yield make
+    for session in made:
+        assert session.stop() == 0, session.stderr()
+        session.assert_no_leftovers()
+
+
+def hooks_toml(out_dir) -> str:
+    lines = ["[ui]"]
+    for hook in ("on_gate", "on_input", "on_timeout"):
+        lines.append(f"{hook} = 'env > {out_dir}/{hook}.env'")
+    return "\n".join(lines) + "\n"
+
+
+def read_env(path) -> dict[str, str]:
+    pairs = [line.split("=", 1) for line in path.read_text().splitlines() if "=" in line]
+    return dict(pairs)
+
+
+def status(s: Serve) -> dict[str, dict]:
+    return {r["name"]: r for r in json.loads(s.cli("status", "--json").stdout)["roles"]}
+
+
+def test_timeout_notify_marks_rings_hooks_and_keeps_the_worker(serve, short_tmp):
+    pwned = short_tmp / "pwned"
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", timeout="1s") + hooks_toml(short_tmp))
+    s.wait_booted(["coder"])
+    hostile = f'"; touch {pwned} # $(touch {pwned})'
+    s.cli("delegate", "--to", "coder", "--task", hostile)
+    s.wait(lambda: s.board()["T1"]["state"] == "timed-out", 10, "the timeout")
+    event = s.wait_event(lambda e: e["event"] == "timeout", 5, "the timeout event")
+    assert event["action"] == "notify"
+    s.wait(lambda: (short_tmp / "on_timeout.env").exists(), 5, "the on_timeout hook")
+    env = read_env(short_tmp / "on_timeout.env")
+    assert env["CHORAGOS_ROLE"] == "coder" and env["CHORAGOS_TASK_ID"] == "T1"
+    assert env["CHORAGOS_TASK"] == hostile
+    assert not pwned.exists()
+    assert len(s.agents("start", "coder")) == 1  # the worker keeps running
+    s.cli("work-done", "--id", "T1", "--task", "late but done")
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 5, "a late work-done")
+
+
+def test_paused_time_does_not_count_toward_the_timeout(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder", timeout="2s"))
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "coder", "--task", "slow")
+    delivered = s.wait_event(lambda e: e["event"] == "delivered", 10, "delivery")
+    assert s.cli("pause", "coder").returncode == 0
+    s.wait(lambda: status(s)["coder"]["state"] == "paused", 5, "paused")
+    paused = s.wait_event(lambda e: e["event"] == "role state" and e["state"] == "paused")
+    pid = status(s)["coder"]["pid"]
+    with open(f"/proc/{pid}/stat") as handle:
+        assert handle.read().split()[2] == "T"  # SIGSTOPped for real
+    s.wait(lambda: time.time() > paused["t"] + 3, 10, "three paused seconds")
+    assert s.board()["T1"]["state"] == "delivered"
+    assert s.cli("resume", "coder").returncode == 0
+    timeout = s.wait_event(lambda e: e["event"] == "timeout", 10, "the timeout")
+    resumed = s.wait_event(lambda e: e["event"] == "role state" and e["was"] == "paused")
+    paused_for = resumed["t"] - paused["t"]
+    assert timeout["t"] - delivered["t"] >= 2 + paused_for - 0.3
+
+
+def test_timeout_restart_kills_and_the_policy_respawns(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", timeout="1s", timeout_action="restart",
+                          restart="on-failure"))
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "coder", "--task", "never finishes")
+    s.wait(lambda: len(s.agents("start", "coder")) == 2, 15, "the respawn")
+    s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, "T1 failed")
+    s.wait(lambda: any("Task T1 to coder failed" in line
+                       for line in s.submitted("orchestrator")), 15, "orchestrator told")
+    s.wait(lambda: sum(e["event"] == "boot injection" and e["role"] == "coder"
+                       for e in s.events()) == 2, 15, "the re-brief")
+
+
+def test_waiting_for_input_fires_on_input_and_holds_deliveries(serve, short_tmp):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", "--ask", "New task") + hooks_toml(short_tmp))
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "coder", "--task", "first")
+    s.wait(lambda: status(s)["coder"]["state"] == "waiting", 10, "waiting")
+    s.wait(lambda: (short_tmp / "on_input.env").exists(), 5, "the on_input hook")
+    assert read_env(short_tmp / "on_input.env")["CHORAGOS_ROLE"] == "coder"
+    s.cli("delegate", "--to", "coder", "--task", "second")
+    s.wait(lambda: status(s)["coder"]["queued"] == 1, 5, "the second task to queue")
+    assert not s.agents("answer", "coder")  # nothing was typed into the question
+    assert s.board()["T2"]["state"] == "queued"
+
+
+def test_gate_fires_on_gate_with_the_task_in_the_environment(serve, short_tmp):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("release", approve=True)
+              + hooks_toml(short_tmp))
+    s.cli("delegate", "--to", "release", "--task", "ship $(it)")
+    s.wait(lambda: (short_tmp / "on_gate.env").exists(), 10, "the on_gate hook")
+    env = read_env(short_tmp / "on_gate.env")
+    assert env["CHORAGOS_TASK"] == "ship $(it)" and env["CHORAGOS_TASK_ID"] == "T1"
+
+
+def test_failing_hook_is_logged(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("release", approve=True)
+              + "[ui]\non_gate = 'exit 4'\n")
+    s.cli("delegate", "--to", "release", "--task", "x")
+    failed = s.wait_event(lambda e: e["event"] == "hook failed", 10, "hook failure")
+    assert failed["hook"] == "on_gate" and failed["reason"] == "exit status 4"
+
+
+def test_transcript_has_a_header_per_spawn_and_the_final_screen(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", "--exit-on", "New task", restart="on-failure"))
+    s.wait_booted(["coder"])
+    s.cli("delegate", "--to", "coder", "--task", "please exit")
+    s.wait(lambda: len(s.agents("start", "coder")) == 2, 15, "the respawn")
+    s.wait_booted(["coder"])
+    text = (s.workdir / ".choragos/logs/coder.log").read_text()
+    assert text.count("=== ") == 2
+    assert "you said: New task T1" in text  # the screen, flushed when the pane closed
+
+
+def test_sigusr1_dumps_thread_stacks_to_the_server_log(serve):
+    s = serve(role_toml("orchestrator", start=True))
+    s.proc.send_signal(signal.SIGUSR1)
+    log = s.workdir / ".choragos/logs/server.log"
+    s.wait(lambda: "most recent call first" in log.read_text(), 5, "a stack dump")
+    text = log.read_text()
+    assert text.count("Thread 0x") >= 4  # main, timers, actors, readers: all of them
+    assert "actors/role.py" in text or "ptyproc.py" in text

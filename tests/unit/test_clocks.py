@@ -1,0 +1,109 @@
+"""Timeout clocks as a real actor, with a controllable clock."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from actors.clocks import (
+    ClockActor,
+    ClockState,
+    ListClocks,
+    PauseClocks,
+    ResumeClocks,
+    StartClock,
+    StopClock,
+    TimedOut,
+)
+from actors.handle import Handle
+from actors.timers import Timers
+from tests.conftest import wait_until
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self.lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self.lock:
+            self.now += seconds
+
+
+class Core:
+    def __init__(self) -> None:
+        self.told: list = []
+
+    def tell(self, message) -> None:
+        self.told.append(message)
+
+
+@pytest.fixture
+def rig():
+    fake, core = FakeTime(), Core()
+    timers = Timers(clock=fake)
+    handle = Handle("clocks")
+    ref = ClockActor.start(ClockState({}), core, timers, handle, clock=fake)
+    handle.attach(ref)
+    yield fake, core, handle, timers
+    ref.stop()
+    timers.stop()
+
+
+def poke(timers: Timers) -> None:
+    """Wake the timer thread so it re-reads the (fake) clock."""
+    with timers._cv:
+        timers._cv.notify()
+
+
+def expire(fake, timers, seconds) -> None:
+    fake.advance(seconds)
+    poke(timers)
+
+
+def test_expires_after_its_time(rig):
+    fake, core, handle, timers = rig
+    handle.tell(StartClock("T1", "coder", 60))
+    assert handle.ask(ListClocks()) == {"T1": 60}
+    expire(fake, timers, 59)
+    assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
+    assert core.told == []
+    expire(fake, timers, 2)
+    wait_until(lambda: core.told, 5, message="TimedOut")
+    assert core.told == [TimedOut("T1", "coder", 60)]
+
+
+def test_paused_time_does_not_count(rig):
+    fake, core, handle, timers = rig
+    handle.tell(StartClock("T1", "coder", 60))
+    handle.ask(ListClocks())  # asks are answered in order: the start is done
+    expire(fake, timers, 30)
+    handle.tell(PauseClocks("coder"))
+    handle.ask(ListClocks())
+    expire(fake, timers, 600)
+    assert handle.ask(ListClocks()) == {"T1": 30}
+    assert core.told == []
+    handle.tell(ResumeClocks("coder"))
+    handle.ask(ListClocks())
+    expire(fake, timers, 29)
+    assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
+    expire(fake, timers, 2)
+    wait_until(lambda: core.told, 5, message="TimedOut after resume")
+
+
+def test_stop_cancels_and_other_roles_are_not_paused(rig):
+    fake, core, handle, timers = rig
+    handle.tell(StartClock("T1", "coder", 10))
+    handle.tell(StartClock("T2", "reviewer", 10))
+    handle.tell(StopClock("T1"))
+    handle.tell(PauseClocks("coder"))
+    handle.ask(ListClocks())
+    expire(fake, timers, 11)
+    wait_until(lambda: core.told, 5, message="T2 to expire")
+    assert core.told == [TimedOut("T2", "reviewer", 10)]
+    assert handle.ask(ListClocks()) == {}
