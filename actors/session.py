@@ -194,6 +194,18 @@ class Session:
         """P5 lives here once the gateway exists; today nothing is refused."""
         return None
 
+    # -- the deck (owned by ui/; started by `choragos serve` in deck mode) -----
+
+    def start_deck(self, ui_socket: Path, cols: int, rows: int, on_client=None):
+        """Start the UI actor, the deck and its attach socket, after start().
+
+        Returns the ``ui.uiactor.UI``; stop it before :meth:`stop` so an
+        attached client is told the session ended before the roles go down.
+        """
+        from ui.uiactor import start_ui
+
+        return start_ui(self, ui_socket, cols, rows, on_client)
+
     # -- run and stop ----------------------------------------------------------
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -1,0 +1,388 @@
+"""The attach socket: relays the deck's PTY to one client and its keys back.
+
+It lives next to the control socket (``<hash>.ui.sock``) under the same
+rules: a private directory, a 0600 socket, peers of another uid refused
+(the helpers are the control server's own).  One client at a time: a second
+one is refused and told the holder's pid, unless it asks to take over.  A
+client inside one of the session's own panes is refused (the deck would be
+drawn inside itself).
+
+One pump thread moves every byte.  It always drains the deck's PTY, so the
+deck never blocks on output; with nobody attached the bytes are dropped.  A
+client that stops reading is dropped too, once its backlog passes
+``OUTBOX_LIMIT`` or it has made no progress for ``STALL_SECONDS``: a stalled
+SSH session must never hold up the crew.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
+from ui import framing as f
+from ui.deck import ClientInfo, Deck, colors_for
+
+log = logging.getLogger("choragos.attach")
+
+HELLO_DEADLINE = 5.0
+OUTBOX_LIMIT = 8 << 20
+STALL_SECONDS = 10.0
+READ_BUDGET = 1 << 20  # PTY bytes taken per pass, so the client side gets its turn
+
+
+@dataclass
+class _Client:
+    sock: socket.socket
+    pid: int
+    info: ClientInfo
+    decoder: f.Decoder = field(default_factory=f.Decoder)
+    outbox: bytearray = field(default_factory=bytearray)
+    progress: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.fd = self.sock.fileno()
+
+
+class AttachServer:
+    def __init__(self, path: Path, deck: Deck, *, role_pids: Callable[[], list[int]],
+                 workdir: Path, on_event: Callable[..., None] | None = None,
+                 on_client: Callable[[int | None], None] | None = None) -> None:
+        self.path = Path(path)
+        self.deck = deck
+        self.role_pids = role_pids
+        self.workdir = workdir
+        self.on_event = on_event or (lambda *a, **kw: None)
+        self.on_client = on_client or (lambda pid: None)
+        self.master = deck.screen.master
+        self._listener: socket.socket | None = None
+        self._client: _Client | None = None
+        self._requests: deque = deque()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        deck.on_detach = lambda reason: self._request("detach", reason)
+        deck.on_crash = lambda reason: self._request("notice", reason)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        _prepare_dir(self.path.parent, lambda kind, fields: self.on_event(kind, **fields))
+        _remove_stale(self.path)
+        self._listener = _bind(self.path)
+        for target, name in ((self._accept_loop, "attach-accept"), (self._pump, "attach-pump")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def close(self, reason: str = "the session ended") -> None:
+        self._request("close", reason)
+        for thread in self._threads:
+            thread.join(timeout=3.0)
+        self._stopping.set()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    @property
+    def holder(self) -> int | None:
+        with self._lock:
+            return self._client.pid if self._client else None
+
+    def _request(self, kind: str, value: Any = None) -> None:
+        self._requests.append((kind, value))
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"!")
+
+    # -- accepting ----------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        listener = self._listener
+        while not self._stopping.is_set():
+            ready, _, _ = select.select([listener], [], [], 0.5)
+            if not ready or self._stopping.is_set():
+                continue
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._handshake, args=(conn,), daemon=True,
+                             name="attach-hello").start()
+
+    def _handshake(self, conn: socket.socket) -> None:
+        try:
+            client = self._greet(conn)
+        except _Refusal as refusal:
+            self.on_event("attach refused", reason=refusal.reason, pid=refusal.pid)
+            _send_exit(conn, refusal.reason, f.REFUSED)
+            conn.close()
+            return
+        except (OSError, f.FrameError) as exc:
+            self.on_event("attach failed", error=str(exc))
+            conn.close()
+            return
+        self._request("client", client)
+
+    def _greet(self, conn: socket.socket) -> _Client:
+        conn.settimeout(HELLO_DEADLINE)
+        creds = _peer_creds(conn)
+        pid = creds[0] if creds else 0
+        if creds is not None and creds[1] != os.getuid():
+            raise _Refusal(f"uid {creds[1]} does not own this session", pid)
+        hello = _read_hello(conn)
+        size = f.size_of(hello)
+        if size is None:
+            raise _Refusal("the client did not say its window size", pid)
+        role = self._inside_pane(pid, hello)
+        if role:
+            raise _Refusal(f"you are inside this session's own pane ({role}); attaching "
+                           "there would draw the deck inside itself", pid)
+        with self._lock:
+            holder = self._client
+        if holder is not None and not hello.get("force"):
+            raise _Refusal(f"the session is already attached by pid {holder.pid}; "
+                           "`choragos attach --force` takes it over", pid)
+        info = ClientInfo(pid=int(hello.get("pid") or pid), cols=size[0], rows=size[1],
+                          term=str(hello.get("term") or "xterm-256color")[:64],
+                          colors=colors_for(str(hello.get("term", "")),
+                                            str(hello.get("colorterm", ""))),
+                          editor=str(hello.get("editor") or "")[:512])
+        conn.settimeout(None)
+        conn.setblocking(False)
+        return _Client(conn, info.pid, info)
+
+    def _inside_pane(self, pid: int, hello: dict) -> str | None:
+        if hello.get("role"):
+            return str(hello["role"])[:32]
+        roles = set(self.role_pids())
+        for ancestor in _ancestors(pid):
+            if ancestor in roles:
+                return f"pid {ancestor}"
+        return None
+
+    # -- the pump -------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        poller = select.poll()
+        poller.register(self.master, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        watched: _Client | None = None
+        while True:
+            client = self._client
+            if watched is not None and watched is not client:
+                _unregister(poller, watched.fd)
+                watched = None
+            if client is not None:
+                mask = select.POLLIN | (select.POLLOUT if client.outbox else 0)
+                if watched is None:
+                    poller.register(client.fd, mask)
+                    watched = client
+                else:
+                    poller.modify(client.fd, mask)
+            for fd, events in poller.poll(1000):
+                if fd == self._wake_r:
+                    if self._serve_requests():
+                        return
+                elif fd == self.master:
+                    self._from_deck()
+                elif self._client is not None and fd == self._client.fd:
+                    self._client_event(events)
+            self._check_stall()
+
+    def _serve_requests(self) -> bool:
+        with contextlib.suppress(OSError):
+            os.read(self._wake_r, 4096)
+        while self._requests:
+            kind, value = self._requests.popleft()
+            if kind == "client":
+                self._take(value)
+            elif kind == "detach":
+                self._drop(value, f.DETACHED)
+            elif kind == "notice":
+                self._drop(value, f.DROPPED)
+            elif kind == "close":
+                self._drop(value, f.ENDED)
+                return True
+        return False
+
+    def _take(self, client: _Client) -> None:
+        if self._client is not None:
+            self._drop(f"taken over by pid {client.pid}", f.TAKEN_OVER)
+        with self._lock:
+            self._client = client
+        client.outbox += f.encode_json(f.ACCEPTED, {"pid": os.getpid(),
+                                                    "dir": str(self.workdir)})
+        self.on_event("attached", pid=client.pid, cols=client.info.cols,
+                      rows=client.info.rows)
+        self.on_client(client.pid)
+        self.deck.client_attached(client.info)
+
+    def _drop(self, reason: str, code: int) -> None:
+        client = self._client
+        if client is None:
+            return
+        with self._lock:
+            self._client = None
+        client.outbox += f.encode_json(f.EXIT, {"reason": reason, "code": code})
+        _flush(client, 1.0)
+        with contextlib.suppress(OSError):
+            client.sock.close()
+        self.on_event("detached", pid=client.pid, reason=reason)
+        self.on_client(None)
+        self.deck.client_detached()
+
+    def _from_deck(self) -> None:
+        taken = 0
+        while taken < READ_BUDGET:
+            try:
+                chunk = os.read(self.master, 1 << 16)
+            except BlockingIOError:
+                break
+            except OSError:
+                time.sleep(0.05)  # the slave side is being reopened; never spin
+                break
+            if not chunk:
+                break
+            taken += len(chunk)
+            client = self._client
+            if client is not None:
+                client.outbox += f.encode_data(chunk)
+        client = self._client
+        if client is not None and client.outbox:
+            self._send(client)
+
+    def _client_event(self, events: int) -> None:
+        client = self._client
+        if events & select.POLLOUT:
+            self._send(client)
+            if self._client is not client:
+                return
+        if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+            try:
+                data = client.sock.recv(1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._drop("the client went away", f.DETACHED)
+                return
+            try:
+                frames = client.decoder.feed(data)
+            except f.FrameError as exc:
+                self._drop(f"protocol error: {exc}", f.DROPPED)
+                return
+            for kind, payload in frames:
+                self._client_frame(kind, payload)
+
+    def _client_frame(self, kind: bytes, payload: bytes) -> None:
+        if kind == f.DATA:
+            self.deck.feed_input(payload)
+        elif kind == f.WINDOW:
+            with contextlib.suppress(f.FrameError):
+                size = f.size_of(f.decode_json(payload))
+                if size is not None:
+                    self.deck.resize(*size)
+
+    def _send(self, client: _Client) -> None:
+        try:
+            sent = client.sock.send(client.outbox)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._drop("the client went away", f.DETACHED)
+            return
+        if sent:
+            del client.outbox[:sent]
+            client.progress = time.monotonic()
+
+    def _check_stall(self) -> None:
+        client = self._client
+        if client is None or not client.outbox:
+            return
+        stalled = time.monotonic() - client.progress > STALL_SECONDS
+        if stalled or len(client.outbox) > OUTBOX_LIMIT:
+            log.warning("dropping attach client pid %d: it stopped reading", client.pid)
+            client.outbox.clear()
+            self._drop("dropped: the client stopped reading", f.DROPPED)
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: str, pid: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.pid = pid
+
+
+def _read_hello(conn: socket.socket) -> dict:
+    decoder = f.Decoder()
+    end = time.monotonic() + HELLO_DEADLINE
+    while time.monotonic() < end:
+        data = conn.recv(4096)
+        if not data:
+            raise f.FrameError("the client left before saying hello")
+        for kind, payload in decoder.feed(data):
+            if kind != f.HELLO:
+                raise f.FrameError("the first frame must be a hello")
+            return f.decode_json(payload)
+        if decoder.buffered > 65536:
+            raise f.FrameError("the hello is too large")
+    raise f.FrameError("no hello within the deadline")
+
+
+def _send_exit(conn: socket.socket, reason: str, code: int) -> None:
+    with contextlib.suppress(OSError):
+        conn.settimeout(1.0)
+        conn.sendall(f.encode_json(f.EXIT, {"reason": reason, "code": code}))
+
+
+def _flush(client: _Client, seconds: float) -> None:
+    """Give a leaving client its last bytes, briefly; it may be gone already."""
+    end = time.monotonic() + seconds
+    with contextlib.suppress(OSError):
+        while client.outbox and time.monotonic() < end:
+            _, ready, _ = select.select([], [client.sock], [], max(end - time.monotonic(), 0))
+            if not ready:
+                return
+            sent = client.sock.send(client.outbox)
+            del client.outbox[:sent]
+
+
+def _unregister(poller: select.poll, fd: int) -> None:
+    with contextlib.suppress(KeyError, ValueError, OSError):
+        poller.unregister(fd)
+
+
+def _ancestors(pid: int, limit: int = 64) -> list[int]:
+    """``pid`` and its parents, as far as /proc tells (Linux)."""
+    chain = []
+    while pid > 1 and len(chain) < limit:
+        chain.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            break
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) < 2 or not fields[1].isdigit():
+            break
+        pid = int(fields[1])
+    return chain

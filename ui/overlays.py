@@ -1,0 +1,258 @@
+"""Dialogs drawn over the deck: help, task board, gate, pager, confirmation, search.
+
+Each is an urwid widget that handles its own keys and reports what the user
+chose through a callback; none of them talks to the session itself.  Text
+that came from agents (task labels, file contents) is made inert first, so
+it can never drive the operator's terminal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import urwid
+
+from ui.keys import ACTION_HELP, Keymap, display_name
+
+_INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
+_INERT.update({cp: f"\\u{cp:04x}" for cp in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                             *range(0x2066, 0x206A))})
+_INERT[ord("\t")] = "    "
+
+
+def inert(text: object) -> str:
+    """``text`` with control, escape and bidi characters shown, not obeyed."""
+    return str(text).translate(_INERT)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class Dialog(urwid.WidgetWrap):
+    """A bordered box with a title and a key hint line."""
+
+    def __init__(self, title: str, body: urwid.Widget, hint: str) -> None:
+        self.body = body
+        frame = urwid.Frame(body, footer=urwid.AttrMap(urwid.Text(hint, wrap="clip"), "dim"))
+        box = urwid.LineBox(urwid.AttrMap(frame, "overlay"), title=f" {title} ",
+                            title_attr="overlay title")
+        super().__init__(urwid.AttrMap(box, "overlay border"))
+
+    def selectable(self) -> bool:
+        return True
+
+
+def _lines(texts: Sequence[Any]) -> urwid.ListBox:
+    return urwid.ListBox(urwid.SimpleFocusListWalker(
+        [t if isinstance(t, urwid.Widget) else urwid.Text(t) for t in texts]))
+
+
+class _Scrolling(Dialog):
+    """A dialog whose body is a list the user scrolls with the usual keys."""
+
+    CLOSE = ("esc", "q")
+
+    def __init__(self, title: str, lines: Sequence[Any], hint: str,
+                 on_close: Callable[[], None]) -> None:
+        self.listbox = _lines(lines or [""])
+        self.on_close = on_close
+        super().__init__(title, self.listbox, hint)
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        if key in self.CLOSE:
+            self.on_close()
+            return None
+        key = {"j": "down", "k": "up", " ": "page down", "b": "page up", "g": "home",
+               "G": "end"}.get(key, key)
+        if key in ("home", "end"):
+            walker = self.listbox.body
+            if len(walker):
+                self.listbox.set_focus(0 if key == "home" else len(walker) - 1)
+            return None
+        return super().keypress(size, key)
+
+
+class HelpOverlay(_Scrolling):
+    def __init__(self, keymap: Keymap, on_close: Callable[[], None]) -> None:
+        prefix = display_name(keymap.prefix_spelling)
+        rows: list[Any] = [("overlay title", f"Everything starts with the prefix, {prefix}; "
+                                             "other keys go to the focused agent."), ""]
+        width = max(len(keymap.describe(a)) for a in ACTION_HELP) + 2
+        for action, text in ACTION_HELP.items():
+            rows.append([("accent", keymap.describe(action).ljust(width)), text])
+        extra = [
+            (f"{prefix} 1-9", "focus role N (a hidden role takes the focused pane)"),
+            (f"{prefix} {prefix}", f"send {prefix} itself to the agent"),
+            (f"{prefix} PgUp / [", "scroll back through the focused pane's history"),
+            (f"{prefix} Esc", "cancel the prefix"),
+        ]
+        rows += [[("accent", k.ljust(width)), t] for k, t in extra]
+        rows += ["", ("overlay title", "Scrollback (after PgUp or /)"),
+                 "PgUp PgDn ↑ ↓ wheel  move    /  search    n / N  older / newer match",
+                 "g / G  oldest / newest    q or Esc  back to the live screen", "",
+                 ("overlay title", "Dialogs"),
+                 "gate:  y approve   n reject   v view the task   e edit it   Esc later",
+                 "board: ↑ ↓ select   Enter view   r report   e edit   u roll back   "
+                 "y / n decide a gate",
+                 "", "The mouse focuses panes and scrolls them (unless [ui] mouse = false)."]
+        super().__init__("Keys", rows, "↑ ↓ scroll   q / Esc close", on_close)
+
+    CLOSE = ("esc", "q", "?")
+
+
+class PagerOverlay(_Scrolling):
+    def __init__(self, title: str, text: str, on_close: Callable[[], None]) -> None:
+        lines = [inert(line) for line in text.splitlines()] or ["(empty)"]
+        super().__init__(inert(title), lines, "↑ ↓ PgUp PgDn g G scroll   q / Esc close",
+                         on_close)
+
+
+class ConfirmOverlay(Dialog):
+    """A question with y / n; ``on_answer(bool)`` is called once."""
+
+    def __init__(self, title: str, lines: Sequence[Any], on_answer: Callable[[bool], None],
+                 yes_hint: str = "y confirm", allow_yes: bool = True) -> None:
+        self.on_answer = on_answer
+        self.allow_yes = allow_yes
+        hint = f"{yes_hint}   n / Esc cancel" if allow_yes else "Esc close"
+        super().__init__(inert(title), _lines(lines or [""]), hint)
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        if key in ("y", "Y") and self.allow_yes:
+            self.on_answer(True)
+        elif key in ("n", "N", "esc", "q"):
+            self.on_answer(False)
+        else:
+            return super().keypress(size, key)
+        return None
+
+
+class PromptOverlay(Dialog):
+    """One line of text; Enter submits, Esc cancels."""
+
+    def __init__(self, title: str, caption: str, on_done: Callable[[str | None], None],
+                 text: str = "") -> None:
+        self.edit = urwid.Edit(caption, text)
+        self.on_done = on_done
+        super().__init__(inert(title), urwid.Filler(self.edit, "top"),
+                         "Enter search   Esc cancel")
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        if key == "enter":
+            self.on_done(self.edit.edit_text)
+            return None
+        if key == "esc":
+            self.on_done(None)
+            return None
+        return super().keypress(size, key)
+
+    def insert(self, text: str) -> None:
+        self.edit.insert_text(text)
+
+
+class GateOverlay(Dialog):
+    """The oldest delegation waiting for approval."""
+
+    def __init__(self, gate: dict, position: int, total: int, preview: str,
+                 on_key: Callable[[str], None]) -> None:
+        self.gate = gate
+        self.on_key = on_key
+        age = duration(time.time() - gate["created"]) if gate.get("created") else "-"
+        rows: list[Any] = [
+            [("waiting bold", "Approval needed: "),
+             ("bold", f"{inert(gate['id'])} for {inert(gate['role'])}"),
+             f"   (waiting {age}; {position} of {total})"],
+            "",
+            [("dim", "task   "), inert(gate.get("label", ""))],
+        ]
+        if gate.get("brief"):
+            rows.append([("dim", "brief  "), inert(gate["brief"])])
+        rows += ["", ("dim", "── the task as the worker will read it ──")]
+        rows += [inert(line) for line in preview.splitlines()[:40]]
+        super().__init__("Gate", _lines(rows),
+                         "y approve   n reject (the orchestrator is told)   v view   "
+                         "e edit   Esc later")
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        if key in ("y", "n", "v", "e", "esc"):
+            self.on_key(key)
+            return None
+        return super().keypress(size, key)
+
+
+_BOARD_COLUMNS = (("ID", 5), ("ROLE", 14), ("STATE", 10), ("AGE", 7), ("TOOK", 7),
+                  ("CK", 3))
+
+
+class _TaskRow(urwid.WidgetWrap):
+    def __init__(self, task: dict, now: float) -> None:
+        self.task = task
+        state = task.get("state", "")
+        style = {"done": "working", "gated": "waiting", "failed": "failed",
+                 "rejected": "dim", "timed-out": "failed", "delivered": "accent"}.get(state)
+        took = task.get("duration")
+        cells = [inert(task["id"]), inert(task["role"]), state,
+                 duration(now - task["created"]) if task.get("created") else "-",
+                 duration(took) if took is not None else "-",
+                 "✓" if task.get("checkpoint") else "·"]
+        markup: list[Any] = []
+        for (_, width), cell in zip(_BOARD_COLUMNS, cells, strict=True):
+            markup.append((style if cell == state else None, cell[:width - 1].ljust(width)))
+        markup.append(inert(task.get("label", "")))
+        text = urwid.Text(markup, wrap="clip")
+        super().__init__(urwid.AttrMap(text, None, focus_map="selected"))
+
+    def selectable(self) -> bool:
+        return True
+
+    def keypress(self, size: tuple[int], key: str) -> str | None:
+        return key
+
+
+class BoardOverlay(Dialog):
+    """Every task; the chosen action goes to ``on_action(action, task)``."""
+
+    def __init__(self, tasks: list[dict], on_action: Callable[[str, dict | None], None],
+                 selected: str | None = None) -> None:
+        self.on_action = on_action
+        now = time.time()
+        header = "".join(name.ljust(width) for name, width in _BOARD_COLUMNS) + "TASK"
+        self.walker = urwid.SimpleFocusListWalker([_TaskRow(t, now) for t in tasks])
+        self.listbox = urwid.ListBox(self.walker)
+        if not tasks:
+            body: urwid.Widget = urwid.Filler(urwid.Text(
+                "No tasks yet. The orchestrator hands them out with `choragos delegate`.",
+                align="center"))
+        else:
+            ids = [t["id"] for t in tasks]
+            self.listbox.set_focus(ids.index(selected) if selected in ids else len(tasks) - 1)
+            body = urwid.Frame(self.listbox, header=urwid.AttrMap(
+                urwid.Text(header, wrap="clip"), "dim"))
+        super().__init__(f"Task board ({len(tasks)})", body,
+                         "Enter view   r report   e edit   u roll back   y / n gate   "
+                         "Esc close")
+
+    def current(self) -> dict | None:
+        if not len(self.walker):
+            return None
+        widget, _ = self.listbox.get_focus()
+        return widget.task if widget is not None else None
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        actions = {"enter": "view", "v": "view", "r": "report", "e": "edit", "u": "rollback",
+                   "y": "approve", "n": "reject", "esc": "close", "q": "close"}
+        if key in actions:
+            self.on_action(actions[key], self.current())
+            return None
+        key = {"j": "down", "k": "up"}.get(key, key)
+        return super().keypress(size, key)

@@ -1,0 +1,224 @@
+"""A role's pane: its emulated screen as rows for the deck, live or scrolled back.
+
+Rows are built as ``(bytes, attribute runs)`` of an exact width, the form
+urwid's text canvases take, so the deck can lay tiles side by side without
+a widget per pane.  Reading a terminal is thread-safe (``snapshot``,
+``history``); nothing here touches the role actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from urwid import str_util
+
+from choragos.terminal import Snapshot, Terminal
+from ui.theme import attr_of
+
+Attr = Any  # a palette name, an AttrSpec, or None
+Line = tuple[bytes, list[tuple[Attr, int]]]
+
+
+def text_width(text: str) -> int:
+    if text.isascii() and text.isprintable():
+        return len(text)
+    return str_util.calc_width(text, 0, len(text))
+
+
+class RowBuilder:
+    """Text in attribute runs, clipped and padded to exactly ``width`` columns."""
+
+    __slots__ = ("attrs", "col", "parts", "width")
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.col = 0
+        self.parts: list[bytes] = []
+        self.attrs: list[tuple[Attr, int]] = []
+
+    def add(self, text: str, attr: Attr = None) -> None:
+        room = self.width - self.col
+        if room <= 0 or not text:
+            return
+        if text.isascii() and text.isprintable():
+            text = text[:room]
+            used = len(text)
+        else:
+            text = "".join(c if c.isprintable() else " " for c in text)
+            pos, used = str_util.calc_text_pos(text, 0, len(text), room)
+            text = text[:pos]
+        if not text:
+            return
+        data = text.encode("utf-8")
+        self.parts.append(data)
+        self.col += used
+        if self.attrs and self.attrs[-1][0] == attr:
+            self.attrs[-1] = (attr, self.attrs[-1][1] + len(data))
+        else:
+            self.attrs.append((attr, len(data)))
+
+    def fill(self, attr: Attr = None, char: str = " ") -> None:
+        if self.col < self.width:
+            self.add(char * (self.width - self.col), attr)
+        # A wide character that did not fit leaves a gap of one column.
+        if self.col < self.width:
+            self.add(" " * (self.width - self.col), attr)
+
+    def line(self, attr: Attr = None) -> Line:
+        self.fill(attr)
+        return b"".join(self.parts), self.attrs
+
+
+def blank_line(width: int, attr: Attr = None) -> Line:
+    return (b" " * width, [(attr, width)] if width else [])
+
+
+def text_line(width: int, pieces: Iterable[tuple[str, Attr]], fill: Attr = None) -> Line:
+    row = RowBuilder(width)
+    for text, attr in pieces:
+        row.add(text, attr)
+    return row.line(fill)
+
+
+@dataclass
+class Scroll:
+    """A pane looking back into its history instead of at the live screen."""
+
+    offset: int = 0                       # lines above the bottom
+    query: str = ""
+    matches: list[int] = field(default_factory=list)   # line indexes, oldest first
+    current: int = -1                     # index into matches
+
+
+class PaneView:
+    """What the deck remembers about one role's pane between frames."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.scroll: Scroll | None = None
+        self.generation = 0             # bumped whenever the terminal changed
+        self._cache_key: tuple | None = None
+        self._cache: tuple[list[Line], tuple[int, int] | None] = ([], None)
+
+    # -- scrollback -----------------------------------------------------------
+
+    def scroll_by(self, terminal: Terminal, lines: int, page: int) -> None:
+        """Scroll ``lines`` up (negative: down); leaving the bottom ends scroll mode."""
+        total = len(terminal.history())
+        scroll = self.scroll or Scroll()
+        scroll.offset = max(0, min(total, scroll.offset + lines))
+        self.scroll = scroll if (scroll.offset > 0 or scroll.query) else None
+        self.generation += 1
+
+    def scroll_to(self, terminal: Terminal, offset: int) -> None:
+        total = len(terminal.history())
+        scroll = self.scroll or Scroll()
+        scroll.offset = max(0, min(total, offset))
+        self.scroll = scroll
+        self.generation += 1
+
+    def end_scroll(self) -> None:
+        self.scroll = None
+        self.generation += 1
+
+    def search(self, terminal: Terminal, query: str, rows: int) -> bool:
+        """Find ``query`` (case-insensitive); jump to the newest match."""
+        matches = terminal.search(query, ignore_case=True) if query else []
+        scroll = self.scroll or Scroll()
+        scroll.query, scroll.matches = query, matches
+        scroll.current = len(matches) - 1 if matches else -1
+        self.scroll = scroll
+        if matches:
+            self._show_match(terminal, rows)
+        self.generation += 1
+        return bool(matches)
+
+    def next_match(self, terminal: Terminal, step: int, rows: int) -> bool:
+        """``step`` -1 is older (n), +1 is newer (N), as in less after ``?``."""
+        scroll = self.scroll
+        if scroll is None or not scroll.matches:
+            return False
+        scroll.current = max(0, min(len(scroll.matches) - 1, scroll.current + step))
+        self._show_match(terminal, rows)
+        self.generation += 1
+        return True
+
+    def _show_match(self, terminal: Terminal, rows: int) -> None:
+        scroll = self.scroll
+        total = len(terminal.history()) + terminal.rows
+        line = scroll.matches[scroll.current]
+        # Put the match in the middle of the pane where possible.
+        bottom = min(total, line + max(1, rows // 2))
+        scroll.offset = max(0, min(len(terminal.history()), total - bottom))
+
+    # -- rendering ------------------------------------------------------------
+
+    def content(self, terminal: Terminal | None, width: int, height: int, *,
+                focused: bool, colors: int) -> tuple[list[Line], tuple[int, int] | None]:
+        """``height`` rows of ``width`` columns and the cursor (None: not shown)."""
+        key = (width, height, focused, colors, self.generation, id(terminal))
+        if key == self._cache_key:
+            return self._cache
+        if terminal is None:
+            result = ([text_line(width, [("(no screen yet)", "dim")])]
+                      + [blank_line(width)] * (height - 1), None)
+        elif self.scroll is not None:
+            result = (self._scrolled(terminal, width, height), None)
+        else:
+            result = self._live(terminal.snapshot(), width, height, focused, colors)
+        self._cache_key, self._cache = key, result
+        return result
+
+    def _live(self, snap: Snapshot, width: int, height: int, focused: bool,
+              colors: int) -> tuple[list[Line], tuple[int, int] | None]:
+        lines: list[Line] = []
+        for y in range(height):
+            if y >= len(snap.runs) or not snap.runs[y]:
+                lines.append(blank_line(width))
+                continue
+            row = RowBuilder(width)
+            for run in snap.runs[y]:
+                row.add(run.text, attr_of(run, colors))
+            lines.append(row.line())
+        cursor = None
+        x, y = snap.cursor
+        if focused and snap.cursor_visible and x < width and y < height:
+            cursor = (x, y)
+        return lines, cursor
+
+    def _scrolled(self, terminal: Terminal, width: int, height: int) -> list[Line]:
+        scroll = self.scroll
+        every = terminal.history() + terminal.display()
+        top = max(0, len(every) - height - scroll.offset)
+        window = every[top:top + height]
+        current = scroll.matches[scroll.current] if scroll.matches else -1
+        lines = []
+        for index, text in enumerate(window, start=top):
+            lines.append(_highlighted(text, scroll.query, width, index == current))
+        while len(lines) < height:
+            lines.append(blank_line(width))
+        return lines
+
+
+def _highlighted(text: str, query: str, width: int, current: bool) -> Line:
+    row = RowBuilder(width)
+    if not query:
+        row.add(text)
+        return row.line()
+    folded, needle = text.casefold(), query.casefold()
+    at = 0
+    # casefold can change lengths (ß -> ss); only highlight when it did not.
+    if len(folded) != len(text):
+        row.add(text, "match" if current else None)
+        return row.line()
+    while True:
+        found = folded.find(needle, at)
+        if found < 0:
+            row.add(text[at:])
+            break
+        row.add(text[at:found])
+        row.add(text[found:found + len(needle)], "match" if current else "scroll")
+        at = found + len(needle)
+    return row.line()

@@ -1,0 +1,89 @@
+"""The sidebar: one card per role (D2).
+
+A card shows the role's number (its focus key), status dot and state, model,
+restart count, current task and the last lines of activity (the role actor
+already left out the agent's chrome).  Token counts and cost join the card
+once the gateway's telemetry is built; until then nothing is shown rather
+than a made-up number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ui.overlays import inert
+from ui.pane import Line, blank_line, text_line
+from ui.theme import STATE_DOT, STATE_STYLE
+
+WIDTH = 34
+
+
+@dataclass
+class RoleInfo:
+    """What the deck knows about a role (from the core's published views)."""
+
+    name: str
+    status: str = "booting"
+    model: str = ""
+    command: str = ""
+    pid: int | None = None
+    restarts: int = 0
+    detail: str = ""
+    preview: tuple[str, ...] = ()
+    approve: bool = False
+    start: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
+         task: dict | None, preview_lines: int) -> list[Line]:
+    inner = width - 2
+    style = STATE_STYLE.get(info.status, "idle")
+    dot = STATE_DOT.get(info.status, "●")
+    name_attr = "card focus" if focused else "card name"
+    head = [(" ", None), (f"{number} " if number <= 9 else "  ", "dim"), (dot + " ", style),
+            (inert(info.name), name_attr)]
+    if info.start:
+        head.append((" ★", "accent"))
+    if info.approve:
+        head.append((" ⚑", "waiting"))
+    if not shown:
+        head.append((" (hidden)", "dim"))
+    lines = [text_line(width, head)]
+    facts = [info.status]
+    if info.model:
+        facts.append(inert(info.model))
+    facts.append(f"↻{info.restarts}")
+    if info.pid:
+        facts.append(f"pid {info.pid}")
+    lines.append(text_line(width, [("   ", None), (" · ".join(facts), style)]))
+    if info.status in ("exited", "failed") and info.detail:
+        lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
+    if task is not None:
+        lines.append(text_line(width, [("   ", None), (f"{task['id']} ", "accent"),
+                                       (inert(task.get("label", "")), None)]))
+    for text in list(info.preview)[-preview_lines:] if preview_lines else []:
+        lines.append(text_line(width, [("   › ", "dim"), (inert(text), "idle")]))
+    return lines
+
+
+def render(infos: list[RoleInfo], width: int, height: int, *, focus: str | None,
+           shown: set[str], tasks: dict[str, dict]) -> list[Line]:
+    """``height`` rows of cards; previews shrink when the team does not fit."""
+    border = [("│", "bar")]
+    inner = width - 1
+    lines: list[Line] = []
+    for preview in (3, 2, 1, 0):
+        lines = []
+        for number, info in enumerate(infos, 1):
+            lines += card(info, number, inner, focused=info.name == focus,
+                          shown=info.name in shown, task=tasks.get(info.name),
+                          preview_lines=preview)
+            lines.append(blank_line(inner))
+        if len(lines) <= height:
+            break
+    lines = lines[:height]
+    while len(lines) < height:
+        lines.append(blank_line(inner))
+    bar = text_line(1, border)
+    return [(bar[0] + data, bar[1] + attrs) for data, attrs in lines]

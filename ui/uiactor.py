@@ -1,0 +1,123 @@
+"""The UI actor: the deck's seat among the session's actors.
+
+The session core publishes every state change to its subscribers on its
+own thread.  The UI actor is that subscriber: the core ``tell``s it the
+news, and it hands each item to the deck, which wakes its urwid loop through
+one pipe.  The actor is supervised like every other; a crash replaces the
+actor and leaves the deck (and what it shows) untouched.
+
+:func:`start_ui` wires deck, attach socket and actor into a running
+:class:`~actors.session.Session`; :class:`SessionAccess` is the narrow view
+of the session the deck gets (terminals to read, roles to type into, the
+control commands).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+from actors import messages as m
+from actors.base import Actor
+from choragos import wire
+from choragos.config import Config
+from choragos.terminal import Terminal
+from ui.attachserver import AttachServer
+from ui.deck import COMMAND_TIMEOUT, Deck
+
+log = logging.getLogger("choragos.ui")
+
+
+@dataclass(frozen=True)
+class News:
+    """One item the core published: ("role"|"task"|"gate"|"event", value)."""
+
+    item: Any
+
+
+class UIActor(Actor):
+    def __init__(self, deck: Deck, supervisor: Any = None) -> None:
+        super().__init__("ui", supervisor)
+        self.deck = deck
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _news(self, message: News) -> None:
+        self.deck.news(message.item)
+
+
+class SessionAccess:
+    """The deck's way into the session; looked up on every call, so roles added
+    or respawned by a reload are found."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.workdir: Path = session.workdir
+
+    @property
+    def config(self) -> Config:
+        return self.session.config
+
+    def dispatch(self, request: dict) -> dict:
+        """A control command through the core's one registry, validated as the
+        socket validates it."""
+        parsed = wire.parse_request(json.dumps(request).encode())
+        return self.session.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT)
+
+    def tell_role(self, role: str, message: Any) -> None:
+        handle = self.session.handles.get(role)
+        if handle is not None:
+            handle.tell(message)
+
+    def terminal(self, role: str) -> Terminal | None:
+        state = self.session.role_states.get(role)
+        return state.terminal if state is not None else None
+
+    def role_pids(self) -> list[int]:
+        pids = []
+        for state in list(self.session.role_states.values()):
+            child = state.child
+            if child is not None and child.poll() is None:
+                pids.append(child.pid)
+        return pids
+
+
+@dataclass
+class UI:
+    """What start_ui started, for stopping it."""
+
+    deck: Deck
+    attach: AttachServer
+    handle: Any
+
+    def stop(self) -> None:
+        self.attach.close("the session ended")
+        self.deck.stop()
+
+
+def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
+             on_client: Any = None) -> UI:
+    """Start the deck, bind its attach socket and subscribe it to the core."""
+    from actors.supervisor import ChildSpec, StartChild
+
+    access = SessionAccess(session)
+    deck = Deck(access, cols, rows)
+    server = AttachServer(ui_socket, deck, role_pids=access.role_pids,
+                          workdir=session.workdir,
+                          on_event=lambda kind, **fields: session.events.write(
+                              f"deck: {kind}", **fields),
+                          on_client=on_client)
+    server.start()
+    deck.start()
+    supervisor = session.supervisor
+    handle = supervisor.ask(StartChild(ChildSpec("ui", lambda h: UIActor.start(deck, supervisor))),
+                            timeout=10)
+    session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
+    return UI(deck, server, handle)
