@@ -51,6 +51,9 @@ class Snapshot:
     history_size: int
 
 
+GAP_MARKER = "--- transcript gap ---"
+
+
 class Terminal:
     """A VT emulator for one PTY: screen, modes, colours, replies and scrollback.
 
@@ -93,6 +96,8 @@ class Terminal:
         self._screen.on_scroll = self._scrolled
         self._screen.on_scroll_rows = self._scrolled_rows
         self._screen.on_clear_history = self._history.clear
+        self._screen.on_erase_screen = self._erasing
+        self._gap_open = False
         self._parser = VTParser(self._screen, self._replies.append)
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._texts: list[str | None] = [None] * rows
@@ -315,6 +320,18 @@ class Terminal:
         self._history.extend(lines)
         self._fresh.extend(lines)
         self.lines_scrolled += len(lines)
+        self._gap_open = False
+
+    def _erasing(self) -> None:
+        """A full clear loses text that never scrolled off: mark the gap for
+        transcript readers (``on_scrolled`` gets GAP_MARKER), once per run of
+        clears, so an agent that repaints by clearing cannot flood it."""
+        if self._gap_open:
+            return
+        cols = self._screen.columns
+        if any(row_text(row, cols).strip() for row in self._screen.main_rows()):
+            self._fresh.append(GAP_MARKER)
+            self._gap_open = True
 
     def _take_outputs(self, rang: bool) -> tuple[list[str], bytes, bool]:
         fresh, self._fresh = self._fresh, []

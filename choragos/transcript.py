@@ -1,7 +1,10 @@
 """Per-role transcripts: ``.choragos/logs/<role>.log``.
 
 Lines are appended as they scroll off the emulated screen; the live screen
-is flushed when the pane closes.  Each spawn starts with a header line.
+is flushed when the pane closes.  Each spawn starts with a header line.  A
+``--- transcript gap ---`` line (the terminal's GAP_MARKER, passed through
+with the scrolled lines) marks text that was cleared from the screen before
+it could scroll off, and so is missing here.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-
-GAP_MARKER = "--- transcript gap ---"
 
 
 class Transcript:
@@ -34,9 +35,6 @@ class Transcript:
 
     def append_lines(self, lines: Sequence[str]) -> None:
         self._append(line.rstrip() for line in lines)
-
-    def gap(self) -> None:
-        self._append([GAP_MARKER])
 
     def flush_screen(self, lines: Sequence[str]) -> None:
         """Write the visible screen, minus trailing blank lines."""

@@ -74,7 +74,8 @@ class VTScreen(pyte.Screen):
     """pyte's screen with faster hot paths, the alternate screen and more modes.
 
     ``on_scroll(row)`` receives each row leaving the top of the main screen;
-    ``on_clear_history()`` is called for ``CSI 3 J``.
+    ``on_clear_history()`` is called for ``CSI 3 J``, ``on_erase_screen()``
+    just before ``CSI 2 J`` blanks the main screen.
     """
 
     default_char = BLANK  # reverse video is a display flag here, never baked into cells
@@ -83,6 +84,7 @@ class VTScreen(pyte.Screen):
         self.on_scroll: Callable[[Row], None] = _ignore
         self.on_scroll_rows: Callable[[list[Row]], None] = self._scroll_each
         self.on_clear_history: Callable[[], None] = _ignore
+        self.on_erase_screen: Callable[[], None] = _ignore
         self.private_modes: set[int] = set()
         self.modes_serial = 0
         self.alternate = False
@@ -428,6 +430,8 @@ class VTScreen(pyte.Screen):
             self.erase_in_line(1)
             rows = range(y)
         elif how == 2:
+            if not self.alternate:
+                self.on_erase_screen()  # lines that never scrolled off are lost
             rows = range(self.lines)
         else:
             return

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +151,14 @@ def test_sigusr1_dumps_thread_stacks_to_the_server_log(serve):
     text = log.read_text()
     assert text.count("Thread 0x") >= 4  # main, timers, actors, readers: all of them
     assert "actors/role.py" in text or "ptyproc.py" in text
+
+
+def test_a_cli_that_needs_a_cursor_report_gets_one(serve):
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "vt_needs_cpr.py"
+    s = serve(role_toml("orchestrator", start=True)
+              + f'[[roles]]\nname = "asker"\ncommand = "{sys.executable}"\n'
+                f'args = ["{fixture}"]\n')
+    exited = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "asker",
+                          10, "the asker to finish")
+    assert exited["status"] == "exit status 0"  # 3 would mean nobody answered
+    assert "cursor at 1;6" in (s.workdir / ".choragos/logs/asker.log").read_text()

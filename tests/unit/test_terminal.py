@@ -600,3 +600,18 @@ def test_agrees_with_pyte_on_what_pyte_gets_right(stream: str, cols: int, rows: 
     assert t.cursor == (min(reference.cursor.x, cols - 1), reference.cursor.y)
     runs = t.render_rows()
     assert all(_our_cells(runs[y]) == _pyte_cells(reference, y) for y in range(rows))
+
+
+def test_a_full_clear_of_unscrolled_text_is_marked_as_a_transcript_gap() -> None:
+    from choragos.terminal import GAP_MARKER
+
+    got: list[str] = []
+    term = Terminal(20, 3, on_scrolled=got.extend)
+    term.feed(b"\x1b[2J")  # nothing on screen yet: nothing lost
+    term.feed(b"one\r\ntwo\r\n\x1b[2J\x1b[H")
+    term.feed(b"three\r\n\x1b[2J\x1b[Hfour\r\n\x1b[2J")  # repaints: one marker per run
+    assert got == [GAP_MARKER]
+    term.feed(b"a\r\nb\r\nc\r\nd\r\n\x1b[2J")  # lines scrolled, then another clear
+    assert got[1:] == ["", "a", "b", GAP_MARKER]
+    term.feed(b"\x1b[?1049hfull screen\x1b[2J\x1b[?1049l")
+    assert got.count(GAP_MARKER) == 2  # the alternate screen never reaches the transcript
