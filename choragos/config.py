@@ -30,7 +30,6 @@ __all__ = [
 CONFIG_NAME = ".choragos.toml"
 
 _LATER = "not built yet"
-_DECK = "only used by the deck, which is not built yet"
 
 # Keys that parse and validate but do nothing yet, as dotted schema names
 # ("roles.judge" is that key in any [[roles]] table; "ui" is the whole
@@ -49,13 +48,7 @@ NOT_BUILT: dict[str, str] = {
     "roles.fresh": _LATER,
     "sphragis": "the gateway integration is not built yet",
     "pricing": "token pricing is not built yet",
-    "ui.bell": _DECK,
-    "ui.sidebar": _DECK,
-    "ui.mouse": _DECK,
-    "ui.auto_focus": _DECK,
     "ui.on_budget": "budgets are not built yet",
-    "ui.theme": _DECK,
-    "keys": _DECK,
 }
 
 

@@ -75,7 +75,7 @@ class AttachServer:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         deck.on_detach = lambda reason: self._request("detach", reason)
-        deck.on_crash = lambda reason: self._request("notice", reason)
+        deck.on_crash = lambda reason: self.on_event("deck crashed", reason=reason)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -216,8 +216,6 @@ class AttachServer:
                 self._take(value)
             elif kind == "detach":
                 self._drop(value, f.DETACHED)
-            elif kind == "notice":
-                self._drop(value, f.DROPPED)
             elif kind == "close":
                 self._drop(value, f.ENDED)
                 return True

@@ -17,6 +17,7 @@ actor as ``WriteInput``; a pane's size follows its tile with ``Resize``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -200,10 +201,8 @@ class Deck:
                 return
             self._wake_pending = True
             fd = self._wake_fd
-        try:
+        with contextlib.suppress(OSError):
             os.write(fd, b"!")
-        except OSError:
-            pass
 
     def news(self, item: Any) -> None:
         """A state change published by the session core."""
@@ -247,9 +246,10 @@ class Deck:
                 self._write_crash(trace)
                 now = time.monotonic()
                 self.crashes = [t for t in self.crashes if now - t < 60] + [now]
-                self.on_crash("the deck crashed; the traceback is in "
-                              f"{self.crash_log}; it restarts with the same state")
-                self.overlay, self.editor, self.mode = None, None, "normal"
+                self.on_crash(f"the deck crashed; traceback in {self.crash_log}")
+                self.overlay, self.mode = None, "normal"
+                self.say(f"the deck crashed and restarted; traceback in {self.crash_log}",
+                         "failed")
                 if len(self.crashes) > MAX_CRASHES:
                     log.error("the deck crashed %d times in a minute; giving up",
                               len(self.crashes))
@@ -267,6 +267,8 @@ class Deck:
                 os.write(self._wake_fd, b"!")
         self._sync()
         self.relayout()
+        if self.attached:  # restarted after a crash: the client is still there
+            self.post("attach", self.client)
         try:
             self.loop.run()
         finally:
@@ -482,14 +484,12 @@ class Deck:
         def work() -> None:
             try:
                 ack = self.port.dispatch(request)
-            except Exception as exc:  # noqa: BLE001 - reported on screen, never fatal
+            except Exception as exc:  # reported on screen, never fatal
                 ack = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
             self.post("call", lambda: self._answered(request, ack, then, quiet))
 
-        try:
+        with contextlib.suppress(RuntimeError):  # shutting down
             self._workers.submit(work)
-        except RuntimeError:
-            pass  # shutting down
 
     def _answered(self, request: dict, ack: dict, then: Callable[[dict], None] | None,
                   quiet: bool) -> None:
@@ -501,8 +501,6 @@ class Deck:
     def say(self, text: str, style: str = "status message") -> None:
         self.message = (inert(text), style, time.monotonic() + MESSAGE_TIME)
         self.dirty = True
-        if self.loop is not None:
-            self._later(MESSAGE_TIME + 0.05, lambda: None)
 
     # -- geometry --------------------------------------------------------------------
 
@@ -951,7 +949,7 @@ class Deck:
             self.editor = EditorPopup(argv, path, self.port.workdir, cols, max(rows - 1, 1),
                                       lambda: self.post("call", lambda: self._edit_done(back)),
                                       lambda: self.post("refresh"))
-        except Exception as exc:  # noqa: BLE001 - the deck goes on without the editor
+        except Exception as exc:  # the deck goes on without it
             self.editor = None
             self.say(f"cannot start {argv[0]}: {exc}")
             self._restore(back)
@@ -1158,8 +1156,8 @@ class Deck:
         lines: list[Any] = [f"checkpoint {plan.checkpoint.name} (before {task['id']} went to "
                             f"{task['role']})", ""]
         if plan.empty and not plan.conflicts:
-            self._open_overlay(ConfirmOverlay(f"Roll back to before {task['id']}", lines + [
-                "The files already match this checkpoint: nothing to roll back."],
+            lines.append("The files already match this checkpoint: nothing to roll back.")
+            self._open_overlay(ConfirmOverlay(f"Roll back to before {task['id']}", lines,
                 lambda yes: self._close_overlay(), allow_yes=False), "confirm",
                 ("relative", 80), ("relative", 60))
             return

@@ -77,7 +77,7 @@ class _Scrolling(Dialog):
         if key in ("home", "end"):
             walker = self.listbox.body
             if len(walker):
-                self.listbox.set_focus(0 if key == "home" else len(walker) - 1)
+                self.listbox.focus_position = 0 if key == "home" else len(walker) - 1
             return None
         return super().keypress(size, key)
 
@@ -235,7 +235,7 @@ class BoardOverlay(Dialog):
                 align="center"))
         else:
             ids = [t["id"] for t in tasks]
-            self.listbox.set_focus(ids.index(selected) if selected in ids else len(tasks) - 1)
+            self.listbox.focus_position = ids.index(selected) if selected in ids else len(tasks) - 1
             body = urwid.Frame(self.listbox, header=urwid.AttrMap(
                 urwid.Text(header, wrap="clip"), "dim"))
         super().__init__(f"Task board ({len(tasks)})", body,
@@ -245,7 +245,7 @@ class BoardOverlay(Dialog):
     def current(self) -> dict | None:
         if not len(self.walker):
             return None
-        widget, _ = self.listbox.get_focus()
+        widget = self.listbox.focus
         return widget.task if widget is not None else None
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:

@@ -14,6 +14,7 @@ Signals are left alone too: this runs on a thread that is not the main one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -86,8 +87,6 @@ class PtyScreen(raw.Screen):
 
     def close(self) -> None:
         for close in (self._slave.close, lambda: os.close(self.master)):
-            try:
+            with contextlib.suppress(OSError):
                 close()
-            except OSError:
-                pass
 

@@ -14,7 +14,11 @@ from choragos import __version__
 
 # verb -> (module, one-line help).  Each module exposes ``run(argv) -> int``.
 VERBS: dict[str, tuple[str, str]] = {
-    "serve": ("choragos.cli.serve", "start the session (--headless: foreground, no UI)"),
+    "serve": ("choragos.cli.serve", "start the session and attach to its deck "
+              "(--detach: background, --headless: no deck)"),
+    "attach": ("choragos.cli.attach", "bring the running session's deck to this terminal"),
+    "ls": ("choragos.cli.ls", "list the running sessions, across projects"),
+    "kill": ("choragos.cli.kill", "stop this directory's session (--all: every session)"),
     "delegate": ("choragos.cli.delegate", "hand a task to one or more roles"),
     "work-done": ("choragos.cli.workdone", "report a task back to the orchestrator"),
     "gate": ("choragos.cli.gate", "list, approve or reject gated delegations"),

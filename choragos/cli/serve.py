@@ -1,8 +1,15 @@
 """``choragos serve``: run a session in this directory.
 
-``--headless`` runs it in the foreground without a deck (servers, tests,
-CI), logging to stderr and ``.choragos/logs/server.log``, until SIGTERM,
-SIGINT or ``choragos shutdown``.
+- ``serve``: start the session server in the background (it owns the agents'
+  PTYs, the actors and the deck) and attach this terminal to it, like tmux.
+  Detaching (``prefix d``) leaves it running; ``choragos attach`` comes back.
+- ``serve --detach``: start it and return once its sockets are bound, or
+  say why it could not start.
+- ``serve --headless``: run in the foreground without a deck (servers, tests,
+  CI), logging to stderr and ``.choragos/logs/server.log``, until SIGTERM,
+  SIGINT or ``choragos shutdown``.
+- ``serve --foreground``: the server with its deck, in the foreground and
+  without a terminal of its own (for service managers); attach from elsewhere.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ import argparse
 import faulthandler
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
 
+from choragos import __version__
 from choragos.config import ConfigError, load_config
 from choragos.paths import socket_path
 
@@ -23,24 +32,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="choragos serve",
                                      description="Run a choragos session in this directory.")
     parser.add_argument("--config", type=Path, help="config file (default ./.choragos.toml)")
-    parser.add_argument("--headless", action="store_true",
-                        help="run in the foreground with no deck")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--detach", action="store_true",
+                      help="start the session in the background and return")
+    mode.add_argument("--headless", action="store_true",
+                      help="run in the foreground with no deck")
+    mode.add_argument("--foreground", action="store_true",
+                      help="run the server and its deck in the foreground (attach from "
+                           "another terminal)")
     parser.add_argument("--dir", type=Path, default=None,
                         help="the project directory (default: the current directory)")
     return parser.parse_args(argv)
 
 
-def setup_logging(workdir: Path) -> Path:
+def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     log_dir = workdir / ".choragos" / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_dir / "server.log"
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(path)):
+    handlers: list[logging.Handler] = [logging.FileHandler(path)]
+    if to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)
     logging.getLogger("pykka").setLevel(logging.WARNING)
+    logging.getLogger("urwid").setLevel(logging.WARNING)
     return path
 
 
@@ -62,36 +81,103 @@ def run(argv: list[str], verb: str = "serve") -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if not args.headless:
-        print("choragos: the interactive deck is not in this version yet; run "
-              "`choragos serve --headless` to start the session without it.", file=sys.stderr)
+    interactive = not (args.detach or args.headless or args.foreground)
+    if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("choragos serve: the deck needs a terminal; use --detach to start the session "
+              "in the background or --headless to run it without a deck", file=sys.stderr)
         return 2
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    log_path = setup_logging(workdir)
-    with open(log_path, "a") as dump:
-        # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
-        faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-        return _serve(config, workdir)
+    if args.headless:
+        log_path = setup_logging(workdir)
+        with open(log_path, "a") as dump:
+            # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
+            faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
+            return _serve(config, workdir)
+    cols, rows = _terminal_size()
+    if args.foreground:
+        return _serve(config, workdir, deck=(cols, rows))
+    return _start_background(config, workdir, cols, rows, attach=interactive)
 
 
-def _serve(config, workdir: Path) -> int:
+def _terminal_size() -> tuple[int, int]:
+    size = shutil.get_terminal_size((160, 48))
+    return max(size.columns, 20), max(size.lines, 5)
+
+
+def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool) -> int:
+    from choragos import daemon
+
+    log_path = workdir / ".choragos" / "logs" / "server.log"
+
+    def server(ready: daemon.Ready) -> int:
+        return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False)
+
+    started = daemon.spawn(server, workdir, log_path)
+    if not started.ok:
+        print(f"choragos serve: {started.reason}", file=sys.stderr)
+        return 1
+    info = started.info or {}
+    if not attach:
+        print(f"choragos: session started in {workdir} (pid {info.get('pid', '?')}); "
+              "`choragos attach` shows the deck")
+        return 0
+    from ui.attach import attach_to
+
+    return attach_to(Path(info["ui_socket"]), force=False, workdir=workdir)
+
+
+def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
+           to_stderr: bool = True) -> int:
     from actors.session import Session, SessionOptions
+    from choragos import daemon
     from choragos.ctlserver import ServerStartError
 
+    if deck is not None:
+        log_path = setup_logging(workdir, to_stderr=to_stderr)
+        dump = open(log_path, "a")  # noqa: SIM115 - open for the server's whole life
+        faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
     log = logging.getLogger("choragos")
-    options = SessionOptions(workdir=workdir, socket=socket_path(workdir), mode="headless")
+    mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
+    control = socket_path(workdir)
+    options = SessionOptions(workdir=workdir, socket=control, mode=mode)
     session = Session(config, options)
     install_signals(session.stopped.set)
     try:
         session.start()
     except ServerStartError as exc:
+        if ready is not None:
+            ready.fail(str(exc))
         print(f"choragos: {exc}", file=sys.stderr)
         return 1
-    log.info("session running in %s (socket %s, pid %d)", workdir, options.socket, os.getpid())
+    sidecar = daemon.Sidecar(control, dir=str(workdir), mode=mode, version=__version__,
+                             roles=[role.name for role in config.roles],
+                             ui_socket=str(daemon.ui_path_for(control)) if deck else None)
+    ui = None
     try:
+        if deck is not None:
+            try:
+                ui = session.start_deck(daemon.ui_path_for(control), *deck,
+                                        on_client=sidecar.attached)
+            except ServerStartError as exc:
+                if ready is not None:
+                    ready.fail(f"the deck could not start: {exc}")
+                print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
+                return 1
+        sidecar.write()
+        log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
+                 os.getpid(), mode)
+        if ready is not None:
+            ready.ok(pid=os.getpid(), dir=str(workdir), socket=str(control),
+                     ui_socket=str(daemon.ui_path_for(control)))
+        elif deck is not None:
+            print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
+                  "`choragos attach` shows the deck", file=sys.stderr)
         session.wait()
     finally:
+        if ui is not None:
+            ui.stop()
         session.stop()
+        sidecar.remove()
     log.info("session stopped")
     return 0

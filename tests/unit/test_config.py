@@ -608,9 +608,7 @@ def test_not_built_role_keys_warn(tmp_path: Path, key: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "where", "reason"), [
-    ("[ui]\nbell = false\n", "ui.bell", "only used by the deck, which is not built yet"),
-    ("[ui.theme]\nidle = 1\n", "ui.theme", "only used by the deck, which is not built yet"),
-    ('[keys]\nzoom = "Z"\n', "keys", "only used by the deck, which is not built yet"),
+    ('[ui]\non_budget = "true"\n', "ui.on_budget", "budgets are not built yet"),
     ("[pricing.m]\ninput = 1\n", "pricing", "token pricing is not built yet"),
     ("[sphragis]\nenabled = true\n", "sphragis", "the gateway integration is not built yet"),
 ])
@@ -625,7 +623,8 @@ def test_built_keys_do_not_warn(tmp_path: Path) -> None:
                      'input_prompts = ["?"]\nchrome_markers = ["~"]\nrestart = "always"\n'
                      "restart_retries = 1\ntimeout = \"45m\"\ntimeout_action = \"notify\"")
     text += "[checkpoints]\nkeep = 3\n[ui]\non_gate = \"true\"\non_input = \"true\"\n"
-    text += "on_timeout = \"true\"\n"
+    text += "on_timeout = \"true\"\nbell = false\nsidebar = false\nmouse = false\n"
+    text += "auto_focus = false\n[ui.theme]\nidle = 1\n[keys]\nzoom = \"Z\"\n"
     assert load(tmp_path, text).warnings == ()
 
 

@@ -1,0 +1,74 @@
+"""``choragos kill [--all]``: stop sessions cleanly.
+
+Each session is asked to ``shutdown`` (its roles get SIGTERM, then SIGKILL
+after a grace period, and the event log is closed); a server that is still
+there after ``--wait`` seconds gets SIGTERM.  Without ``--all``, the session
+of this directory (or the nearest parent with one) is stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from choragos import daemon, wire
+from choragos.cli import _client
+from choragos.cli.ls import find_sessions
+
+
+def run(argv: list[str], verb: str = "kill") -> int:
+    return _client.guard(verb, lambda: _main(argv, verb))
+
+
+def _main(argv: list[str], verb: str) -> int:
+    made = _client.parser(verb, "Stop this directory's session, or every session (--all).")
+    made.add_argument("--all", action="store_true", help="stop every running session")
+    made.add_argument("--wait", type=float, default=20.0, metavar="SECONDS",
+                      help="how long to wait for each session to stop (default 20)")
+    args = made.parse_args(argv)
+    if args.all:
+        targets = [(Path(s["socket"]), s["pid"], s["dir"]) for s in find_sessions(args.sock)]
+        if not targets:
+            print("no choragos sessions are running")
+            return _client.EXIT_OK
+    else:
+        sock, _ = _client.socket_for(args.sock)
+        ack = _client.send(str(sock), {"cmd": "ping"})
+        targets = [(sock, ack.get("pid"), ack.get("dir", "?"))]
+    failed = 0
+    for sock, pid, where in targets:
+        failed += not _stop(sock, pid, where, args.wait)
+    return _client.EXIT_REFUSED if failed else _client.EXIT_OK
+
+
+def _stop(sock: Path, pid: int | None, where: str, wait: float) -> bool:
+    try:
+        wire.request(sock, {"cmd": "shutdown"}, 5.0)
+    except (wire.Unreachable, wire.WireError) as exc:
+        if pid is None or not daemon.alive(pid):
+            print(f"{_client.inert(where)}: already stopped")
+            return True
+        print(f"{_client.inert(where)}: shutdown not answered ({exc.reason}); sending SIGTERM")
+    if pid is None:
+        print(f"stopped the session in {_client.inert(where)}")
+        return True
+    if _gone(pid, wait):
+        print(f"stopped the session in {_client.inert(where)} (pid {pid})")
+        return True
+    os.kill(pid, signal.SIGTERM)
+    if _gone(pid, 10.0):
+        print(f"stopped the session in {_client.inert(where)} (pid {pid}, after SIGTERM)")
+        return True
+    print(f"{_client.inert(where)}: pid {pid} is still running; stop it with kill -9 {pid}")
+    return False
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while daemon.alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,240 @@
+"""The session server in the background (D6): daemonizing and the sidecar file.
+
+:func:`spawn` double-forks and ``setsid``\\ s *before any thread exists* (a
+fork keeps only the calling thread, so threads must be born in the final
+process), then waits on a pipe until the server says it is ready (both
+sockets bound) or why it is not.  The server's stdout and stderr go to
+``.choragos/logs/server.log``; a crash leaves its traceback in
+``.choragos/logs/crash.log``.
+
+Next to the control socket each server keeps ``<hash>.json``, the
+*sidecar*: its pid, directory, roles, start time and who is attached.
+``choragos ls`` reads these across projects; the control socket's ``ping``
+says whether the server behind one is really alive.
+
+Standard library only: ``choragos ls`` and ``kill`` import this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+READY_TIMEOUT = 60.0
+
+
+def ui_path_for(control: Path) -> Path:
+    """The attach socket next to a control socket: ``<hash>.ui.sock``."""
+    return control.with_name(control.name.removesuffix(".sock") + ".ui.sock")
+
+
+def sidecar_for(control: Path) -> Path:
+    return control.with_name(control.name.removesuffix(".sock") + ".json")
+
+
+def crash_log(workdir: Path) -> Path:
+    return Path(workdir) / ".choragos" / "logs" / "crash.log"
+
+
+def write_crash(workdir: Path, what: str, trace: str) -> Path | None:
+    """Append a traceback to the project's crash log; None if it cannot be written."""
+    path = crash_log(workdir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"--- {what} {time.strftime('%Y-%m-%d %H:%M:%S')} (pid {os.getpid()})\n"
+                      f"{trace}\n")
+    except OSError:
+        return None
+    return path
+
+
+# -- readiness -------------------------------------------------------------------------
+
+class Ready:
+    """The server's end of the readiness pipe: say ``ok`` once, or ``fail``."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def ok(self, **info: object) -> None:
+        self._say("ok " + json.dumps(info))
+
+    def fail(self, reason: str) -> None:
+        self._say("error " + " ".join(reason.split()))
+
+    @property
+    def pending(self) -> bool:
+        return self._fd is not None
+
+    def _say(self, line: str) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self._fd, (line + "\n").encode())
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        self._fd = None
+
+
+@dataclass
+class Started:
+    ok: bool
+    reason: str = ""
+    info: dict | None = None
+
+
+def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
+          timeout: float = READY_TIMEOUT) -> Started:
+    """Run ``run(ready)`` in a daemon; return once it is ready or has failed."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    reader, writer = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the first child: new session, then fork again and leave
+        os.close(reader)
+        try:
+            os.setsid()
+            if os.fork() > 0:
+                os._exit(0)
+            _become_daemon(run, Ready(writer), workdir, log_path)
+        finally:
+            os._exit(1)
+    os.close(writer)
+    os.waitpid(pid, 0)
+    return _wait_ready(reader, timeout, log_path)
+
+
+def _become_daemon(run: Callable[[Ready], int], ready: Ready, workdir: Path,
+                   log_path: Path) -> None:
+    code = 1
+    try:
+        _redirect(log_path)
+        code = run(ready)
+    except BaseException:
+        trace = traceback.format_exc()
+        where = write_crash(workdir, "server crash", trace)
+        with contextlib.suppress(Exception):
+            sys.stderr.write(trace)
+        ready.fail(f"the server crashed while starting; see {where or log_path}")
+    finally:
+        ready.fail(f"the server stopped before it was ready; see {log_path}")
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _redirect(log_path: Path) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+
+
+def _wait_ready(reader: int, timeout: float, log_path: Path) -> Started:
+    end = time.monotonic() + timeout
+    buffer = b""
+    try:
+        while b"\n" not in buffer:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return Started(False, f"the server did not get ready within {timeout:g}s; "
+                                      f"see {log_path}")
+            ready, _, _ = select.select([reader], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                return Started(False, f"the server exited before it was ready; see {log_path}")
+            buffer += chunk
+    finally:
+        os.close(reader)
+    line = buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
+    word, _, rest = line.partition(" ")
+    if word == "ok":
+        try:
+            info = json.loads(rest)
+        except ValueError:
+            info = {}
+        return Started(True, info=info if isinstance(info, dict) else {})
+    return Started(False, rest or f"the server failed to start; see {log_path}")
+
+
+# -- the sidecar -----------------------------------------------------------------------
+
+class Sidecar:
+    """``<hash>.json`` next to the control socket, rewritten whole on each change."""
+
+    def __init__(self, control: Path, **fields: object) -> None:
+        self.path = sidecar_for(control)
+        self.fields: dict = {"pid": os.getpid(), "started": time.time(),
+                             "socket": str(control), "attached": None, **fields}
+
+    def write(self, **changes: object) -> None:
+        self.fields.update(changes)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(self.fields, out)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # ls will just not list this session
+
+    def attached(self, pid: int | None) -> None:
+        self.write(attached=pid)
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def read_sidecars(directories: list[Path]) -> list[dict]:
+    """Every sidecar in ``directories`` whose server process still exists."""
+    found: dict[str, dict] = {}
+    for directory in directories:
+        try:
+            entries = sorted(directory.glob("*.json"))
+        except OSError:
+            continue
+        for path in entries:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+                continue
+            if not alive(data["pid"]):
+                with contextlib.suppress(OSError):
+                    path.unlink()  # the server died without cleaning up
+                continue
+            data["sidecar"] = str(path)
+            found.setdefault(str(data.get("socket", path)), data)
+    return list(found.values())
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True

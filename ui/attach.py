@@ -1,0 +1,283 @@
+"""``choragos attach``'s client: this terminal becomes the deck's screen.
+
+A thin relay, standard library only: the terminal goes into raw mode, keys
+go to the session as ``D`` frames, window-size changes as ``W`` frames,
+and whatever the deck draws comes back and is written out unchanged.
+
+The terminal is always given back as it was: raw mode off and the modes
+the deck turned on (alternate screen, mouse, bracketed paste, hidden
+cursor) off again, whether the session detached us, refused us, ended,
+dropped us, or this client crashed (its traceback then goes to
+``.choragos/logs/crash.log``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import signal
+import socket
+import sys
+import termios
+import traceback
+import tty
+from pathlib import Path
+
+from ui import framing as f
+
+CONNECT_TIMEOUT = 5.0
+# Modes off, alternate screen left, attributes reset, cursor shown.
+RESTORE = (b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l"
+           b"\x1b[?1004l\x1b[?1l\x1b>\x1b[0m\x1b[?1049l\x1b[?25h\x1b(B\x0f")
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_UNREACHABLE = 3
+
+
+class AttachError(Exception):
+    """Attaching did not work; the message says why in one sentence."""
+
+    def __init__(self, message: str, code: int = EXIT_UNREACHABLE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def attach_to(ui_socket: Path, *, force: bool, workdir: Path | None = None) -> int:
+    """Attach this terminal to the deck behind ``ui_socket``; returns an exit status."""
+    if not (os.isatty(0) and os.isatty(1)):
+        print("choragos attach: needs a terminal (stdin and stdout must be a tty)",
+              file=sys.stderr)
+        return 2
+    role = os.environ.get("CHORAGOS_ROLE")
+    if role:
+        print(f"choragos attach: refused: this terminal is a pane of a choragos session "
+              f"(role {role}); attaching here would draw the deck inside itself",
+              file=sys.stderr)
+        return EXIT_REFUSED
+    client = Client(ui_socket, force, workdir)
+    try:
+        return client.run()
+    except AttachError as exc:
+        print(f"choragos attach: {exc}", file=sys.stderr)
+        return exc.code
+
+
+class Client:
+    def __init__(self, ui_socket: Path, force: bool, workdir: Path | None) -> None:
+        self.path = ui_socket
+        self.force = force
+        self.workdir = workdir
+        self.sock: socket.socket | None = None
+        self.saved: list | None = None
+        self.decoder = f.Decoder()
+        self.reason = ""
+        self.code = f.DETACHED
+        self._pending: list[tuple[bytes, bytes]] = []
+        self._signals_r, self._signals_w = os.pipe()
+        os.set_blocking(self._signals_r, False)
+        os.set_blocking(self._signals_w, False)
+
+    def run(self) -> int:
+        self.sock = self._connect()
+        try:
+            accepted = self._hello()
+            self.workdir = Path(accepted.get("dir") or self.workdir or ".")
+            self._relay_guarded()
+        finally:
+            self.sock.close()
+        return self._report()
+
+    # -- connecting --------------------------------------------------------------
+
+    def _connect(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            sock.connect(os.fspath(self.path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            raise AttachError(self._not_running()) from None
+        except OSError as exc:
+            sock.close()
+            raise AttachError(f"cannot connect to {self.path}: {exc.strerror or exc}") from None
+        return sock
+
+    def _not_running(self) -> str:
+        control = self.path.with_name(self.path.name.removesuffix(".ui.sock") + ".sock")
+        where = f" for {self.workdir}" if self.workdir else ""
+        if control.is_socket():
+            return (f"the session{where} runs without a deck (--headless), so there is "
+                    "nothing to attach to")
+        return (f"no choragos session with a deck is running{where} (socket {self.path} not "
+                "found); start one with `choragos serve`")
+
+    def _hello(self) -> dict:
+        cols, rows = _size()
+        hello = {"pid": os.getpid(), "cols": cols, "rows": rows,
+                 "term": os.environ.get("TERM", ""), "colorterm": os.environ.get("COLORTERM", ""),
+                 "editor": os.environ.get("VISUAL") or os.environ.get("EDITOR") or "",
+                 "force": self.force, "role": os.environ.get("CHORAGOS_ROLE") or None}
+        self.sock.sendall(f.encode_json(f.HELLO, hello))
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                raise AttachError("the session did not answer within "
+                                  f"{CONNECT_TIMEOUT:g}s") from None
+            if not data:
+                raise AttachError("the session closed the connection without an answer")
+            frames = self.decoder.feed(data)
+            if not frames:
+                continue
+            kind, payload = frames[0]
+            self._pending = frames[1:]
+            if kind == f.EXIT:
+                reason = f.decode_json(payload).get("reason", "refused")
+                raise AttachError(f"refused: {reason}", EXIT_REFUSED)
+            if kind != f.ACCEPTED:
+                raise AttachError("the session answered with something unexpected")
+            return f.decode_json(payload)
+
+    # -- relaying ----------------------------------------------------------------
+
+    def _relay_guarded(self) -> None:
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP, signal.SIGCONT)}
+        self.saved = termios.tcgetattr(0)
+        try:
+            tty.setraw(0)
+            self._relay()
+        except BaseException:
+            trace = traceback.format_exc()
+            self._restore()
+            where = _write_crash(self.workdir, trace)
+            self.reason = (f"the attach client crashed: {sys.exc_info()[1]!r}; traceback in "
+                           f"{where}" if where else trace)
+            self.code = -1
+        finally:
+            self._restore()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._signals_w, bytes([signum]))
+
+    def _relay(self) -> None:
+        self.sock.setblocking(False)
+        for kind, payload in self._pending:
+            if self._frame(kind, payload):
+                return
+        outbox = bytearray()
+        while True:
+            want = [0, self.sock, self._signals_r]
+            ready, _, _ = select.select(want, [self.sock] if outbox else [], [], 1.0)
+            if self._signals_r in ready and self._signals(outbox):
+                return
+            if 0 in ready:
+                data = os.read(0, 1 << 16)
+                if not data:
+                    self.reason = "the terminal closed"
+                    return
+                outbox += f.encode_data(data)
+            if self.sock in ready:
+                try:
+                    data = self.sock.recv(1 << 18)
+                except BlockingIOError:
+                    data = None
+                if data == b"":
+                    self.reason = self.reason or "the session closed the connection"
+                    self.code = f.ENDED
+                    return
+                if data:
+                    for kind, payload in self.decoder.feed(data):
+                        if self._frame(kind, payload):
+                            return
+            if outbox:
+                with contextlib.suppress(BlockingIOError):
+                    sent = self.sock.send(outbox)
+                    del outbox[:sent]
+
+    def _signals(self, outbox: bytearray) -> bool:
+        try:
+            got = os.read(self._signals_r, 64)
+        except BlockingIOError:
+            return False
+        for signum in got:
+            if signum in (signal.SIGWINCH, signal.SIGCONT):
+                if signum == signal.SIGCONT and self.saved is not None:
+                    tty.setraw(0)
+                outbox += f.window(*_size())
+            else:
+                self.reason = f"stopped by signal {signum}"
+                return True
+        return False
+
+    def _frame(self, kind: bytes, payload: bytes) -> bool:
+        if kind == f.DATA:
+            _write_all(1, payload)
+            return False
+        if kind == f.EXIT:
+            value = f.decode_json(payload)
+            self.reason = str(value.get("reason", ""))
+            self.code = int(value.get("code", f.DETACHED))
+            return True
+        return False
+
+    # -- leaving -------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        if self.saved is None:
+            return
+        with contextlib.suppress(OSError):
+            _write_all(1, RESTORE)
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(0, termios.TCSADRAIN, self.saved)
+        self.saved = None
+
+    def _report(self) -> int:
+        where = f" from {self.workdir}" if self.workdir else ""
+        if self.code == f.DETACHED:
+            print(f"[detached{where}: {self.reason or 'detached'}; "
+                  "`choragos attach` brings the deck back]")
+            return EXIT_OK
+        if self.code == f.ENDED:
+            print(f"[the session{where} ended: {self.reason}]")
+            return EXIT_OK
+        if self.code == -1:
+            print(self.reason, file=sys.stderr)
+            return 1
+        print(f"[detached{where}: {self.reason}]")
+        return EXIT_OK if self.code == f.TAKEN_OVER else 1
+
+
+def _size() -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(1)
+        return max(size.columns, 1), max(size.lines, 1)
+    except OSError:
+        return 80, 24
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [], 1.0)
+            continue
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            raise
+        view = view[written:]
+
+
+def _write_crash(workdir: Path | None, trace: str) -> Path | None:
+    from choragos.daemon import write_crash
+
+    return write_crash(workdir or Path.cwd(), "attach client crash", trace)
