@@ -20,7 +20,7 @@ from typing import Any
 from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
-from choragos import briefs, wire
+from choragos import __version__, briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
@@ -101,8 +101,8 @@ class CoreActor(Actor):
         return handler(request)
 
     def _cmd_ping(self, request: dict) -> dict:
-        return wire.ok(pid=_pid(), dir=str(self.s.workdir),
-                       roles=[name for name in self.s.seats])
+        return wire.ok(pid=_pid(), version=__version__, dir=str(self.s.workdir),
+                       roles=list(self.s.seats))
 
     def _cmd_shutdown(self, request: dict) -> dict:
         self._event("shutdown requested")

@@ -50,4 +50,6 @@ def summary(ack: dict[str, Any], task_id: str) -> str:
     """``reported T3 (done)``."""
     shown = _client.inert(ack.get("id") or task_id)
     state = ack.get("state")
-    return f"reported {shown} ({_client.inert(state)})" if state else f"reported {shown}"
+    line = f"reported {shown} ({_client.inert(state)})" if state else f"reported {shown}"
+    warning = ack.get("warning")
+    return f"{line}; note: {_client.inert(warning)}" if warning else line
