@@ -245,7 +245,7 @@ class Client:
                   "`choragos attach` brings the deck back]")
             return EXIT_OK
         if self.code == f.ENDED:
-            print(f"[the session{where} ended: {self.reason}]")
+            print(f"[the session{where.replace(' from', ' in')} ended]")
             return EXIT_OK
         if self.code == -1:
             print(self.reason, file=sys.stderr)

@@ -373,13 +373,20 @@ def sizes(total: int, weights: list[float], minimum: int = 1) -> list[int]:
             base[i] += 1
         return base
     weight_sum = sum(weights) or float(count)
-    spare = total - minimum * count
-    exact = [spare * w / weight_sum for w in weights]
-    out = [minimum + int(e) for e in exact]
+    exact = [total * w / weight_sum for w in weights]
+    out = [int(e) for e in exact]
     # Hand the rounding remainder to the largest fractional parts.
     order = sorted(range(count), key=lambda i: exact[i] - int(exact[i]), reverse=True)
     for i in order[:total - sum(out)]:
         out[i] += 1
+    # Then lift any share under the minimum, taking from the largest.
+    for i in range(count):
+        while out[i] < minimum:
+            donor = max(range(count), key=lambda j: out[j])
+            if out[donor] <= minimum:
+                break
+            out[donor] -= 1
+            out[i] += 1
     return out
 
 

@@ -1,0 +1,224 @@
+"""The deck without a session: headless renders and injected keys.
+
+A fake port stands in for the session: real terminal emulators fed with
+text, a recorder for what roles are told, and canned control-command acks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import urwid
+
+from actors import messages as m
+from choragos.board import Task, TaskState
+from choragos.config import Config, Keys, RoleSpec, UISettings
+from choragos.terminal import Terminal
+from ui.deck import Deck, _Loop
+from ui.theme import build_palette
+
+ROLES = ("orchestrator", "coder", "release")
+
+
+class FakePort:
+    def __init__(self, workdir: Path, keys: Keys | None = None) -> None:
+        roles = tuple(RoleSpec(name, "agent", start=name == "orchestrator",
+                               approve=name == "release", model="m1") for name in ROLES)
+        self.config = Config(roles=roles, ui=UISettings(auto_focus=False),
+                             keys=keys or Keys())
+        self.workdir = workdir
+        self.terminals = {name: Terminal(80, 24) for name in ROLES}
+        for name, terminal in self.terminals.items():
+            terminal.feed(f"hello from {name}\r\n{name}> ".encode())
+        self.told: list[tuple[str, object]] = []
+        self.requests: list[dict] = []
+
+    def dispatch(self, request: dict) -> dict:
+        self.requests.append(request)
+        return {"status": "ok", "roles": [], "tasks": [], "gates": []}
+
+    def tell_role(self, role: str, message: object) -> None:
+        self.told.append((role, message))
+
+    def terminal(self, role: str) -> Terminal | None:
+        return self.terminals.get(role)
+
+    def typed(self, role: str) -> bytes:
+        return b"".join(msg.data for r, msg in self.told
+                        if r == role and isinstance(msg, m.WriteInput))
+
+
+@pytest.fixture
+def deck(tmp_path):
+    port = FakePort(tmp_path)
+    made = Deck(port, 120, 40)
+    made.loop = _Loop(made.view, build_palette(made.ui.theme), screen=made.screen)
+    made.loop.deck = made
+    made.loop.screen_size = (120, 40)
+    made.attached = True
+    yield made
+    made.stop()
+    made.screen.close()
+
+
+def screen_text(deck: Deck) -> list[str]:
+    canvas = deck.loop.widget.render((120, 40), focus=True)
+    return [row.decode("utf-8") for row in canvas.text]
+
+
+def keys(deck: Deck, data: bytes) -> None:
+    deck._input(data)
+    for token in deck.tokenizer.flush():
+        deck._token(token)
+
+
+def test_every_role_has_a_pane_and_a_card(deck):
+    text = "\n".join(screen_text(deck))
+    for name in ROLES:
+        assert f"hello from {name}" in text
+        assert f"{ROLES.index(name) + 1} {name}" in text  # pane title with its number
+    assert "C-b ? help" in screen_text(deck)[-1]
+
+
+def test_pane_sizes_follow_the_tiles(deck):
+    screen_text(deck)
+    sizes = {role: msg for role, msg in deck.port.told if isinstance(msg, m.Resize)}
+    body = 120 - 34
+    assert sizes["orchestrator"].cols + 1 + sizes["coder"].cols == body
+    assert sizes["orchestrator"].rows == 40 - 1 - 1  # status line, title row
+
+
+def test_typing_reaches_the_focused_agent_only(deck):
+    keys(deck, b"ls -la\r\x1b[A")
+    assert deck.port.typed("orchestrator") == b"ls -la\r\x1b[A"
+    assert deck.port.typed("coder") == b""
+
+
+def test_prefix_commands_are_not_typed(deck):
+    keys(deck, b"\x02l")  # focus right
+    assert deck.state.layout.focus == "coder"
+    keys(deck, b"x")
+    assert deck.port.typed("coder") == b"x"
+    keys(deck, b"\x02\x02")  # the prefix twice types the prefix
+    assert deck.port.typed("coder") == b"x\x02"
+
+
+def test_close_and_split_change_what_is_shown_but_stop_nothing(deck):
+    keys(deck, b"\x02x")
+    assert "orchestrator" not in deck.state.layout.shown()
+    assert "hello from orchestrator" not in "\n".join(screen_text(deck))
+    assert not [msg for _, msg in deck.port.told if isinstance(msg, m.StopProcess | m.Restart)]
+    keys(deck, b"\x02v")
+    assert "orchestrator" in deck.state.layout.shown()
+    assert "hello from orchestrator" in "\n".join(screen_text(deck))
+
+
+def test_zoom_shows_one_pane(deck):
+    keys(deck, b"\x02z")
+    text = "\n".join(screen_text(deck))
+    assert "hello from orchestrator" in text and "hello from coder" not in text
+    assert "ZOOM" in screen_text(deck)[-1]
+
+
+def test_status_line_shows_the_prefix_mode(deck):
+    keys(deck, b"\x02")
+    assert "PREFIX" in screen_text(deck)[-1]
+    keys(deck, b"\x1b")
+    assert "PREFIX" not in screen_text(deck)[-1]
+
+
+def test_a_gate_opens_its_overlay_and_y_approves(deck):
+    task = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
+    deck._news(("gate", task))
+    text = "\n".join(screen_text(deck))
+    assert "Approval needed: T4 for release" in text
+    assert "1 gate waiting" in screen_text(deck)[-1]
+    keys(deck, b"y")
+    deck._workers.shutdown(wait=True)
+    assert {"cmd": "gate", "action": "approve", "id": "T4"} in deck.port.requests
+    assert deck.overlay is None
+
+
+def test_n_rejects_with_a_reason(deck):
+    deck._news(("gate", Task("T5", "release", "Tag v3", state=TaskState.GATED)))
+    keys(deck, b"n")
+    deck._workers.shutdown(wait=True)
+    (request,) = [r for r in deck.port.requests if r.get("cmd") == "gate"]
+    assert request["action"] == "reject" and request["id"] == "T5" and request["reason"]
+
+
+def test_gates_queue_in_arrival_order(deck):
+    for number in (7, 8):
+        deck._news(("gate", Task(f"T{number}", "release", f"job {number}",
+                                 state=TaskState.GATED)))
+    assert "T7 for release" in "\n".join(screen_text(deck))
+    keys(deck, b"\x1b")  # later: T7 stays queued, T8 shows
+    assert "T8 for release" in "\n".join(screen_text(deck))
+    assert "2 gates waiting" in screen_text(deck)[-1]
+
+
+def test_role_views_update_titles_and_cards(deck):
+    deck._news(("role", m.RoleView("coder", "waiting", pid=42, restarts=2,
+                                   preview=("Do you want to proceed?",))))
+    text = "\n".join(screen_text(deck))
+    assert "coder ● waiting" in text
+    assert "waiting · m1 · ↻2 · pid 42" in text
+    assert "Do you want to proceed?" in text
+
+
+def test_help_lists_every_binding(deck):
+    keys(deck, b"\x02?")
+    text = "\n".join(screen_text(deck))
+    assert "C-b v" in text and "split side by side" in text
+    keys(deck, b"q")
+    assert deck.overlay is None
+
+
+def test_pause_uses_the_control_commands(deck):
+    keys(deck, b"\x02p")
+    deck._workers.shutdown(wait=True)
+    assert {"cmd": "pause", "role": "orchestrator"} in deck.port.requests
+
+
+def test_scrollback_and_search(deck):
+    terminal = deck.port.terminals["coder"]
+    terminal.feed(b"".join(f"line {i}\r\n".encode() for i in range(100)))
+    keys(deck, b"\x02l")
+    screen_text(deck)
+    keys(deck, b"\x02\x1b[5~")  # prefix PgUp
+    assert deck.state.panes["coder"].scroll is not None
+    keys(deck, b"q")
+    assert deck.state.panes["coder"].scroll is None
+    keys(deck, b"\x02/")
+    deck.overlay.insert("line 3")
+    keys(deck, b"\r")
+    scroll = deck.state.panes["coder"].scroll
+    assert scroll is not None and scroll.query == "line 3" and len(scroll.matches) == 11
+    assert "line 39" in "\n".join(screen_text(deck))  # the newest match is in view
+    keys(deck, b"n")
+    assert scroll.current == 9
+    keys(deck, b"\x1b")
+    assert deck.state.panes["coder"].scroll is None
+    assert deck.port.typed("coder") == b""  # nothing of that reached the agent
+
+
+def test_rebound_prefix(tmp_path):
+    port = FakePort(tmp_path, Keys(prefix="ctrl+a", zoom="Z"))
+    made = Deck(port, 100, 30)
+    made.loop = _Loop(made.view, [], screen=made.screen)
+    made.loop.deck = made
+    try:
+        keys(made, b"\x02")  # C-b is just a key now
+        assert port.typed("orchestrator") == b"\x02"
+        keys(made, b"\x01Z")
+        assert made.state.layout.zoomed
+    finally:
+        made.stop()
+        made.screen.close()
+
+
+def test_palette_is_valid_for_urwid():
+    screen = urwid.display.raw.Screen()
+    screen.register_palette(build_palette({"accent": "#7aa2f7", "working": 42, "waiting": 214,
+                                           "scroll": 213, "idle": 244, "dim": 240}))
