@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CLAUDE_DIR := .cache/claude
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
 
-.PHONY: venv test test-fast lint demo bench claude clean
+.PHONY: venv test test-fast lint demo demo-clean bench claude clean
 
 venv: $(STAMP)
 
@@ -34,8 +34,18 @@ test-fast: venv
 lint: venv
 	$(BIN)/ruff check .
 
+# The deck with a scripted five-role team (examples/demo.toml), in a scratch
+# repository under .cache/demo; `make demo-clean` starts it over.
+DEMO_DIR := .cache/demo
+
 demo: venv
-	$(BIN)/choragos serve --config examples/demo.toml
+	PYTHONPATH=$(CURDIR)/examples $(BIN)/python -m demo_agents workspace $(DEMO_DIR)
+	cd $(DEMO_DIR) && PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=$(CURDIR)/examples \
+		$(CURDIR)/$(BIN)/choragos serve --config $(CURDIR)/examples/demo.toml
+
+demo-clean:
+	-cd $(DEMO_DIR) 2>/dev/null && $(CURDIR)/$(BIN)/choragos kill
+	rm -rf $(DEMO_DIR)
 
 bench: venv
 	$(BIN)/python bench/delegate_latency.py

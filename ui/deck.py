@@ -897,7 +897,7 @@ class Deck:
     def _decide(self, task_id: str, approve: bool) -> None:
         request = {"cmd": "gate", "action": "approve" if approve else "reject", "id": task_id}
         if not approve:
-            request["reason"] = "rejected by the operator in the deck"
+            request["reason"] = "the operator said no in the deck."
 
         def done(ack: dict) -> None:
             if ack.get("status") == "ok":
