@@ -1,8 +1,10 @@
 """Fixtures for end-to-end tests: the fake model server and the real Claude CLI.
 
 ``claude_tui`` starts the real Claude Code CLI in a PTY against ``fake_model``
-with an isolated HOME and workspace; every process it starts is stopped and
-checked gone after the test.  Tests using it carry the ``claude`` marker.
+with an isolated HOME and workspace; ``crew`` starts a real ``choragos serve
+--headless`` whose roles are all real claudes.  Every process either starts
+is stopped and checked gone after the test.  Tests using them carry the
+``claude`` marker.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.e2e.claudeenv import (
     prepare_workspace,
 )
 from tests.e2e.fakemodel import FakeModel
+from tests.e2e.scenario import ClaudeCrew
 
 
 @pytest.fixture
@@ -75,3 +78,19 @@ def claude_tui(claude_bin: Path, fake_model: FakeModel,
     for terminal in started:
         wait_until(lambda t=terminal: not _group_alive(t.proc.pid), timeout=5,
                    message=f"claude process group {terminal.proc.pid} to be gone")
+
+
+@pytest.fixture
+def crew(claude_bin: Path, fake_model: FakeModel,
+         short_tmp: Path) -> Iterator[Callable[..., ClaudeCrew]]:
+    """A factory: ``crew(config_toml, allow=...)`` -> a started :class:`ClaudeCrew`."""
+    started: list[ClaudeCrew] = []
+
+    def start(config: str, allow: Iterable[str] = DEFAULT_ALLOW) -> ClaudeCrew:
+        session = ClaudeCrew(short_tmp, config, fake_model, claude_bin, allow)
+        started.append(session)
+        return session.start()
+
+    yield start
+    for session in started:
+        session.finish()
