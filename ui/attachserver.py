@@ -90,9 +90,12 @@ class AttachServer:
 
     def close(self, reason: str = "the session ended") -> None:
         self._request("close", reason)
+        self._stopping.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop
         for thread in self._threads:
             thread.join(timeout=3.0)
-        self._stopping.set()
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -117,7 +120,7 @@ class AttachServer:
     def _accept_loop(self) -> None:
         listener = self._listener
         while not self._stopping.is_set():
-            ready, _, _ = select.select([listener], [], [], 0.5)
+            ready, _, _ = select.select([listener], [], [], 1.0)
             if not ready or self._stopping.is_set():
                 continue
             try:

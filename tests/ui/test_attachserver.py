@@ -1,0 +1,175 @@
+"""The attach socket with a stand-in deck: one client, refusals, takeover, and a
+client that stops reading is dropped while the deck's output keeps flowing."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.conftest import wait_until
+from ui import attachserver
+from ui import framing as f
+from ui.attachserver import AttachServer
+
+
+class FakeScreen:
+    def __init__(self) -> None:
+        self.master, self.writer = os.pipe()
+        os.set_blocking(self.master, False)
+
+
+class FakeDeck:
+    """What the attach server uses of a deck: its PTY and the notifications."""
+
+    def __init__(self) -> None:
+        self.screen = FakeScreen()
+        self.events: list[tuple] = []
+        self.on_detach = self.on_crash = None
+
+    def client_attached(self, info) -> None:
+        self.events.append(("attached", info.pid, info.cols, info.rows))
+
+    def client_detached(self) -> None:
+        self.events.append(("detached",))
+
+    def feed_input(self, data: bytes) -> None:
+        self.events.append(("input", data))
+
+    def resize(self, cols: int, rows: int) -> None:
+        self.events.append(("resize", cols, rows))
+
+
+@pytest.fixture
+def served(short_tmp):
+    deck = FakeDeck()
+    logged: list[tuple] = []
+    pids: list[int] = []
+    server = AttachServer(short_tmp / "s.ui.sock", deck, role_pids=lambda: pids,
+                          workdir=short_tmp, on_event=lambda kind, **kw: logged.append((kind, kw)))
+    server.start()
+    yield server, deck, logged, pids
+    server.close()
+    os.close(deck.screen.writer)
+    os.close(deck.screen.master)
+
+
+def connect(server: AttachServer, **hello) -> tuple[socket.socket, f.Decoder, list]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(server.path))
+    sock.sendall(f.encode_json(f.HELLO, {"pid": os.getpid(), "cols": 100, "rows": 30,
+                                         **hello}))
+    decoder = f.Decoder()
+    frames: list = []
+    sock.settimeout(5)
+    while not frames:
+        frames += decoder.feed(sock.recv(65536))
+    return sock, decoder, frames
+
+
+def test_one_client_relays_both_ways(served):
+    server, deck, _, _ = served
+    sock, decoder, frames = connect(server)
+    assert frames[0][0] == f.ACCEPTED
+    assert f.decode_json(frames[0][1])["pid"] == os.getpid()
+    wait_until(lambda: ("attached", os.getpid(), 100, 30) in deck.events, 5, message="attach")
+    sock.sendall(f.encode_data(b"keys") + f.window(120, 40))
+    wait_until(lambda: ("resize", 120, 40) in deck.events, 5, message="resize")
+    assert ("input", b"keys") in deck.events
+    os.write(deck.screen.writer, b"\x1b[Hscreen")
+    got = bytearray()
+
+    def screen_arrived() -> bool:
+        for kind, payload in decoder.feed(sock.recv(65536)):
+            if kind == f.DATA:
+                got.extend(payload)
+        return b"\x1b[Hscreen" in got
+    wait_until(screen_arrived, 5, message="screen bytes")
+    assert server.holder == os.getpid()
+    sock.close()
+    wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
+    assert server.holder is None
+
+
+def test_a_second_client_is_refused_with_the_holders_pid_and_force_takes_over(served):
+    server, _, _, _ = served
+    first, first_decoder, _ = connect(server, pid=4242)
+    wait_until(lambda: server.holder == 4242, 5, message="first client")
+    second, _, frames = connect(server, pid=777)
+    kind, payload = frames[0]
+    assert kind == f.EXIT
+    answer = f.decode_json(payload)
+    assert answer["code"] == f.REFUSED and "pid 4242" in answer["reason"]
+    assert server.holder == 4242
+    third, _, frames = connect(server, pid=999, force=True)
+    assert frames[0][0] == f.ACCEPTED
+    wait_until(lambda: server.holder == 999, 5, message="takeover")
+
+    def told() -> dict | None:
+        for kind, payload in first_decoder.feed(first.recv(65536)):
+            if kind == f.EXIT:
+                return f.decode_json(payload)
+        return None
+    first.settimeout(5)
+    message = wait_until(told, 5, message="the old client to be told")
+    assert message["code"] == f.TAKEN_OVER and "pid 999" in message["reason"]
+    for sock in (first, second, third):
+        sock.close()
+
+
+def test_attaching_from_inside_a_pane_is_refused(served):
+    server, _, logged, pids = served
+    _, _, frames = connect(server, role="coder")
+    assert frames[0][0] == f.EXIT and "own pane (coder)" in f.decode_json(frames[0][1])["reason"]
+    pids.append(os.getpid())  # this test process plays a role's process: we descend from it
+    _, _, frames = connect(server)
+    assert frames[0][0] == f.EXIT
+    assert "inside this session's own pane" in f.decode_json(frames[0][1])["reason"]
+    assert server.holder is None
+    assert [kind for kind, _ in logged].count("attach refused") == 2
+
+
+def test_a_client_that_stops_reading_is_dropped_and_nothing_blocks(served, monkeypatch):
+    server, deck, logged, _ = served
+    monkeypatch.setattr(attachserver, "STALL_SECONDS", 1.0)
+    sock, _, _ = connect(server)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    wait_until(lambda: server.holder is not None, 5, message="attach")
+    # The deck keeps drawing; the client never reads.  The writer must never block.
+    chunk = b"x" * 65536
+    stop = threading.Event()
+    written = {"bytes": 0, "longest": 0.0}
+
+    def draw() -> None:
+        while not stop.is_set():
+            began = time.monotonic()
+            try:
+                written["bytes"] += os.write(deck.screen.writer, chunk)
+            except BlockingIOError:
+                time.sleep(0.001)
+            written["longest"] = max(written["longest"], time.monotonic() - began)
+
+    os.set_blocking(deck.screen.writer, False)
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.holder is None, 15, message="the stalled client dropped")
+        before = written["bytes"]
+        wait_until(lambda: written["bytes"] > before + 10 * len(chunk), 5,
+                   message="output to keep draining after the drop")
+    finally:
+        stop.set()
+        thread.join(2)
+    assert ("detached",) in deck.events
+    assert any(kind == "detached" and "stopped reading" in kw["reason"]
+               for kind, kw in logged)
+    sock.close()
+
+
+def test_the_socket_is_private(served):
+    server, _, _, _ = served
+    assert (os.stat(server.path).st_mode & 0o777) == 0o600
+    assert (os.stat(server.path.parent).st_mode & 0o777) == 0o700
