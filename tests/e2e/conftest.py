@@ -83,11 +83,12 @@ def claude_tui(claude_bin: Path, fake_model: FakeModel,
 @pytest.fixture
 def crew(claude_bin: Path, fake_model: FakeModel,
          short_tmp: Path) -> Iterator[Callable[..., ClaudeCrew]]:
-    """A factory: ``crew(config_toml, allow=...)`` -> a started :class:`ClaudeCrew`."""
+    """A factory: ``crew(config_toml, allow=..., trusted=...)`` -> a started crew."""
     started: list[ClaudeCrew] = []
 
-    def start(config: str, allow: Iterable[str] = DEFAULT_ALLOW) -> ClaudeCrew:
-        session = ClaudeCrew(short_tmp, config, fake_model, claude_bin, allow)
+    def start(config: str, allow: Iterable[str] = DEFAULT_ALLOW,
+              trusted: bool = True) -> ClaudeCrew:
+        session = ClaudeCrew(short_tmp, config, fake_model, claude_bin, allow, trusted)
         started.append(session)
         return session.start()
 

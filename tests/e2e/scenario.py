@@ -60,7 +60,7 @@ class ClaudeCrew(Serve):
     """``choragos serve --headless`` in ``root/work``; every role a real claude."""
 
     def __init__(self, root: Path, config: str, model: FakeModel, claude: Path,
-                 allow: Iterable[str] = DEFAULT_ALLOW) -> None:
+                 allow: Iterable[str] = DEFAULT_ALLOW, trusted: bool = True) -> None:
         (root / "work").mkdir()
         super().__init__(root / "work", config, sock=root / "s.sock")
         self.model = model
@@ -68,7 +68,9 @@ class ClaudeCrew(Serve):
         self.pids_seen: set[int] = set()
         self.holds: list[Hold] = []
         _write_settings(self.workdir, allow)
-        home = prepare_home(root / "home", self.workdir)
+        # Untrusted: the HOME trusts a sibling folder, so claude asks about this
+        # one (a trusted *parent* would skip the dialog and ignore the allow rules).
+        home = prepare_home(root / "home", self.workdir if trusted else root / "elsewhere")
         self.env = self._environment(root, home)
 
     def _environment(self, root: Path, home: Path) -> dict[str, str]:
