@@ -162,3 +162,14 @@ def test_a_cli_that_needs_a_cursor_report_gets_one(serve):
                           10, "the asker to finish")
     assert exited["status"] == "exit status 0"  # 3 would mean nobody answered
     assert "cursor at 1;6" in (s.workdir / ".choragos/logs/asker.log").read_text()
+
+
+def test_bracketed_paste_when_the_agent_enabled_it(serve):
+    s = serve(role_toml("orchestrator", "--paste-mode", start=True) + role_toml("coder"))
+    s.wait_booted(["orchestrator", "coder"])
+    pastes = s.agents("paste", "orchestrator")
+    assert len(pastes) == 1
+    assert pastes[0]["text"].startswith("\x1b[200~You are the orchestrator")
+    assert pastes[0]["text"].endswith("\x1b[201~")  # the Enter came separately
+    assert s.submitted("orchestrator")[0].startswith("You are the orchestrator")
+    assert not s.agents("paste", "coder")  # mode 2004 off: typed plainly
