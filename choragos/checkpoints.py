@@ -132,6 +132,11 @@ class CheckpointStore:
     A ``workdir`` below the top of a repository checkpoints the whole work
     tree of that repository: a rollback restores every file git would see,
     not just those under ``workdir``.
+
+    Use one instance per thread (it keeps its caches in memory between
+    calls).  Instances and processes working on one repository take turns
+    through a lock file, so a ``choragos rollback`` in a shell waits for the
+    session's checkpointer and the other way round.
     """
 
     def __init__(self, workdir: Path | str) -> None:

@@ -4,9 +4,10 @@ dulwich reads everything a checkpoint needs read (packs, commits, refs), but
 its ``add_object`` is built for one object at a time: it takes a lock file per
 object and writes a loose copy even when a pack already holds the object.  A
 checkpoint hashes thousands of blobs and trees, so this module does what git
-does instead: look the id up in the pack indexes first, then write a loose
-object (zlib level 1, git's default for loose objects) through a temporary
-file and a rename.  Objects are addressed by binary SHA-1 ids throughout.
+does instead: look the id up in the pack indexes first, and write what is
+missing the cheap way -- many new objects as one pack (as ``git fast-import``
+does), a few as loose objects (zlib level 1, git's default for loose objects,
+through a temporary file and a rename).  Objects are named by binary SHA-1.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 # Whole-file reads below this size; bigger files are streamed twice (hash,
@@ -27,6 +29,14 @@ from pathlib import Path
 STREAM_THRESHOLD = 32 << 20
 _CHUNK = 1 << 20
 _IDX_MAGIC = b"\377tOc"
+_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+# New objects are held back until there are this many (or this many bytes),
+# then go into a pack; fewer are written loose.  Creating files is what costs
+# (a pack of 40 objects is written in a quarter of the time of 40 loose
+# ones), and git folds the packs together when it next collects garbage.
+_PACK_MIN_OBJECTS = 32
+_PACK_MIN_BYTES = 8 << 20
+_PACK_MAX_OBJECT = 1 << 20  # bigger objects gain nothing from packing: loose
 _FANOUT = struct.Struct(">256I")
 _EMPTY_TREE = hashlib.sha1(b"tree 0\0").digest()
 
@@ -63,8 +73,117 @@ class _PackNames:
         self._data.close()
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A new object waiting to learn whether it goes into a pack or loose."""
+
+    sha: bytes
+    type_num: int
+    loose_header: bytes
+    raw: bytes
+    packed: bytes  # the content compressed for a pack (no header inside)
+
+
+class _PackFile:
+    """A pack being written: objects appended, then counted, indexed and named."""
+
+    def __init__(self, pack_dir: bytes, tag: int) -> None:
+        os.makedirs(pack_dir, exist_ok=True)
+        self._dir = pack_dir
+        self._tmp = b"%s/tmp_pack_choragos_%d_%d" % (pack_dir, os.getpid(), tag)
+        self._fd = os.open(self._tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                           0o444)
+        self._entries: list[tuple[bytes, int, int]] = []  # (id, crc32, offset)
+        self._offset = 12
+        _write_all(self._fd, b"PACK" + struct.pack(">II", 2, 0))  # count fixed up later
+
+    def add(self, sha: bytes, type_num: int, size: int, packed: bytes) -> None:
+        head = _entry_header(type_num, size)
+        self._entries.append((sha, zlib.crc32(packed, zlib.crc32(head)), self._offset))
+        _write_all(self._fd, head)
+        _write_all(self._fd, packed)
+        self._offset += len(head) + len(packed)
+
+    def finish(self) -> None:
+        """Seal the pack, write its index, and move both into place (index last:
+        git and dulwich only see a pack once its index exists)."""
+        os.pwrite(self._fd, struct.pack(">I", len(self._entries)), 8)
+        checksum = _file_sha1(self._fd, self._offset)
+        os.pwrite(self._fd, checksum, self._offset)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        final = b"%s/pack-%s" % (self._dir, checksum.hex().encode())
+        index_tmp = self._tmp + b".idx"
+        with open(index_tmp, "wb") as f:
+            f.write(_pack_index(self._entries, checksum))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(index_tmp, 0o444)
+        os.rename(self._tmp, final + b".pack")
+        os.rename(index_tmp, final + b".idx")
+
+    def abort(self) -> None:
+        with suppress(OSError):
+            os.close(self._fd)
+        with suppress(OSError):
+            os.unlink(self._tmp)
+
+
+def _entry_header(type_num: int, size: int) -> bytes:
+    """A pack entry's type and size: 4 size bits in the first byte, then 7 per byte."""
+    out = bytearray()
+    byte = (type_num << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _file_sha1(fd: int, length: int) -> bytes:
+    digest = hashlib.sha1()
+    position = 0
+    while position < length:
+        chunk = os.pread(fd, min(_CHUNK, length - position), position)
+        if not chunk:
+            raise OSError("pack file shorter than written")
+        digest.update(chunk)
+        position += len(chunk)
+    return digest.digest()
+
+
+def _pack_index(entries: list[tuple[bytes, int, int]], checksum: bytes) -> bytes:
+    """A version 2 pack index: fan-out, sorted ids, CRCs, offsets, checksums."""
+    entries = sorted(entries)
+    counts = [0] * 256
+    for sha, _, _ in entries:
+        counts[sha[0]] += 1
+    fanout = list(itertools.accumulate(counts))
+    small, large = [], []
+    for _, _, offset in entries:
+        if offset < 0x80000000:
+            small.append(offset)
+        else:  # offsets past 2 GiB live in a table of their own
+            small.append(0x80000000 | len(large))
+            large.append(offset)
+    count = len(entries)
+    body = b"".join([_IDX_MAGIC, struct.pack(">I", 2), _FANOUT.pack(*fanout),
+                     b"".join(sha for sha, _, _ in entries),
+                     struct.pack(f">{count}I", *(crc for _, crc, _ in entries)),
+                     struct.pack(f">{count}I", *small), struct.pack(f">{len(large)}Q", *large),
+                     checksum])
+    return body + hashlib.sha1(body).digest()
+
+
 class ObjectWriter:
-    """Hashes content into git objects, writing the ones the repository lacks."""
+    """Hashes content into git objects, writing the ones the repository lacks.
+
+    Objects written are visible to git once :meth:`finish` returns; before
+    that they may sit in a pack being built.  :meth:`close` without
+    :meth:`finish` drops them.
+    """
 
     def __init__(self, objects_dir: str | os.PathLike[str],
                  alternates: Iterable[object] = ()) -> None:
@@ -74,17 +193,35 @@ class ObjectWriter:
         self._made: set[bytes] = set()
         self._tmp = itertools.count()
         self._lock = threading.Lock()  # hashing may run on a few threads
+        self._held: list[_Held] = []  # new objects not yet in a pack or loose
+        self._held_bytes = 0
+        self._new: set[bytes] = set()  # ids of held or packed objects
+        self._pack: _PackFile | None = None
         self.written = 0
 
     def close(self) -> None:
+        """Release pack maps; a pack still being built is discarded."""
+        if self._pack is not None:
+            self._pack.abort()
+            self._pack = None
         for pack in self._packs:
             pack.close()
         self._packs = []
 
+    def finish(self) -> None:
+        """Make every written object visible: the pack, or the held few loose."""
+        with self._lock:
+            pack, held = self._pack, self._held
+            self._pack, self._held = None, []
+        if pack is not None:
+            pack.finish()
+        for item in held:
+            self._store(item.sha, [zlib.compress(item.loose_header + item.raw, 1)])
+
     def has(self, sha: bytes) -> bool:
         """Whether the repository holds ``sha``; a loose copy is freshened so
         a concurrent ``git gc`` does not prune it before a ref points at it."""
-        if any(sha in pack for pack in self._packs):
+        if sha in self._new or any(sha in pack for pack in self._packs):
             return True
         try:
             os.utime(self._loose_path(sha))
@@ -100,11 +237,31 @@ class ObjectWriter:
         digest = hashlib.sha1(header)
         digest.update(data)
         sha = digest.digest()
-        if write and not self.has(sha):
+        if not write or self.has(sha):
+            return sha
+        if len(data) > _PACK_MAX_OBJECT:
             compressor = zlib.compressobj(1)
             self._store(sha, [compressor.compress(header), compressor.compress(data),
                               compressor.flush()])
+        else:
+            self._hold(_Held(sha, _TYPES[kind], header, data, zlib.compress(data, 1)))
         return sha
+
+    def _hold(self, item: _Held) -> None:
+        with self._lock:
+            if item.sha in self._new:
+                return
+            self._new.add(item.sha)
+            self._held.append(item)
+            self._held_bytes += len(item.raw)
+            if self._pack is None and (len(self._held) >= _PACK_MIN_OBJECTS
+                                       or self._held_bytes >= _PACK_MIN_BYTES):
+                self._pack = _PackFile(self._dir + b"/pack", next(self._tmp))
+            if self._pack is not None:
+                for held in self._held:
+                    self._pack.add(held.sha, held.type_num, len(held.raw), held.packed)
+                self.written += len(self._held)
+                self._held.clear()
 
     def put_tree(self, raw: bytes, *, write: bool = True) -> bytes:
         if not raw:

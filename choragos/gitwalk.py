@@ -30,6 +30,8 @@ from bisect import bisect_left
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from dulwich.index import read_submodule_head
 
@@ -48,6 +50,11 @@ _FILE, _LINK, _DIR = ord("f"), ord("l"), ord("d")
 _KEPT = 0x20  # the bit that makes an ASCII letter lower case
 _SKIP = ord("x")  # never checkpointed: .choragos anywhere, .git at the root
 _NEVER = b".choragos"
+# bytes.translate tables picking kept files and symlinks, or everything else
+# worth a look (directories, excluded entries), out of a kinds string.
+_FILE_MASK = bytes(1 if k in (_FILE, _LINK) else 0 for k in range(256))
+_OTHER_MASK = bytes(0 if k in (_FILE, _LINK, _SKIP) else 1 for k in range(256))
+_stat_key = attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino", "st_mode")
 
 _CACHE_MAGIC = b"choragos private index 3\n"
 _SEED_MIN = 64  # fewer misses than this are cheaper to hash than to seed
@@ -84,11 +91,26 @@ class _Node:
         self.rel, self.names, self.kinds, self.stat = rel, names, kinds, dstat
         self.rules_key, self.old = rules_key, old
         count = len(names)
-        self.keys: list = [None] * count
-        self.ids: list = [None] * count
-        self.modes: list = [0] * count
+        # Tuples shared with the cached record until the first change: an
+        # unchanged directory then costs no copies at all.
+        self.keys: list | tuple = [None] * count
+        self.ids: list | tuple = [None] * count
+        self.modes: list | tuple = [0] * count
         self.parent: _Node | None = None
         self.slot = 0
+
+    def share(self, record: Record) -> None:
+        """Start from a cached record's per-entry data (same listing)."""
+        self.keys, self.ids, self.modes = record[5], record[6], record[7]
+
+    def put(self, i: int, key: tuple | None, oid: bytes | None, mode: int) -> None:
+        if isinstance(self.keys, tuple):
+            self.keys, self.ids, self.modes = list(self.keys), list(self.ids), list(self.modes)
+        self.keys[i], self.ids[i], self.modes[i] = key, oid, mode  # type: ignore[index]
+
+    def clear(self, i: int) -> None:
+        if self.ids[i] is not None or self.keys[i] is not None or self.modes[i]:
+            self.put(i, None, None, 0)
 
     def record(self, oid: bytes | None) -> Record:
         return (self.stat, self.rules_key, oid, self.names, self.kinds, tuple(self.keys),
@@ -298,14 +320,13 @@ class Walker:
         self.changed = False
 
     def run(self) -> Scan:
-        root = self._visit(b"", self._rules)
-        if root is None:
-            raise OSError("the work tree root is not a directory")
+        self._visit(b"", self._rules)
         self._hash_pending()
         records = {node.rel: node.record(self._build(node)) for node in self._nodes}
         records.update(self._repos)
-        self.stats.written = self._writer.written
         tree = records[b""][2] or self._writer.put_tree(b"", write=self._write)
+        self._writer.finish()
+        self.stats.written = self._writer.written
         return Scan(tree, self.stats, records, self.changed, self._old)
 
     # -- directories
@@ -317,12 +338,15 @@ class Walker:
         absdir = self._root + rel
         try:
             st = os.lstat(absdir)
-        except FileNotFoundError:
+            dstat = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            old = self._old.get(rel)
+            fresh = old is None or old[0] != dstat
+            names, kinds = _listing(absdir) if fresh else (old[3], old[4])
+        except OSError:
+            # Gone or replaced since its parent was listed, or unreadable
+            # (git skips those too): leave it out, list the parent next time.
+            self._lost(rel, parent, slot)
             return None
-        dstat = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        old = self._old.get(rel)
-        fresh = old is None or old[0] != dstat
-        names, kinds = _listing(absdir) if fresh else (old[3], old[4])
         if fresh:
             self.stats.listed += 1
             self.changed = True
@@ -345,6 +369,14 @@ class Walker:
         self._nodes.append(node)
         self.stats.dirs += 1
         return node
+
+    def _lost(self, rel: bytes, parent: _Node | None, slot: int) -> None:
+        if parent is None:
+            raise OSError(f"cannot read the work tree at {os.fsdecode(self._root)}")
+        parent.clear(slot)
+        parent.stat, self.changed = None, True
+        if os.path.isdir(self._root + rel):
+            self.stats.skipped.append(os.fsdecode(rel))
 
     def _rules_here(self, rel: bytes, absdir: bytes, names: tuple, kinds: bytes,
                     rules: RuleStack | None) -> RuleStack | None:
@@ -381,26 +413,35 @@ class Walker:
         if same is None:
             self._children_by_name(node, absdir, rules)
             return
-        keys, ids = node.keys, node.ids = list(same[5]), list(same[6])
-        node.modes = list(same[7])
-        names, lstat, unchanged = node.names, os.lstat, 0
-        for i, kind in enumerate(node.kinds):
-            if kind != _FILE and kind != _LINK:
-                if kind != _SKIP:
-                    self._other(node, i, absdir, rules, (keys[i], ids[i]))
-                continue
-            old = keys[i]
-            try:
-                st = lstat(absdir + names[i])
-            except OSError:
-                st = None
-            if (old is not None and st is not None and st.st_ctime_ns == old[1]
-                    and st.st_mtime_ns == old[0] and st.st_size == old[2]
-                    and st.st_ino == old[3] and st.st_mode == old[4]):
-                unchanged += 1
+        node.share(same)
+        self._files_unchanged(node, absdir, same)
+        for i in compress(range(len(node.names)), node.kinds.translate(_OTHER_MASK)):
+            self._other(node, i, absdir, rules, (node.keys[i], node.ids[i]))
+
+    def _files_unchanged(self, node: _Node, absdir: bytes, same: Record) -> None:
+        """Compare the files' stat data with the cache, a directory at a time.
+
+        The common case -- nothing changed -- runs entirely in C: the stat
+        calls, the key extraction and the comparison of the two lists.
+        """
+        mask = node.kinds.translate(_FILE_MASK)
+        slots = list(compress(range(len(node.names)), mask))
+        old = list(compress(same[5], mask))
+        try:
+            stats = list(map(os.lstat, map(absdir.__add__, compress(node.names, mask))))
+        except OSError:  # one vanished: look at each on its own
+            for i, cached in zip(slots, old, strict=True):
+                self._file(node, i, absdir, None, (cached, node.ids[i]))
+            return
+        now = list(map(_stat_key, stats))
+        if now == old:
+            self.stats.files += len(slots)
+            return
+        for i, st, key, cached in zip(slots, stats, now, old, strict=True):
+            if key != cached:
+                self._file(node, i, absdir, st, (cached, node.ids[i]))
             else:
-                self._file(node, i, absdir, st, (old, ids[i]))
-        self.stats.files += unchanged
+                self.stats.files += 1
 
     def _children_by_name(self, node: _Node, absdir: bytes, rules: RuleStack | None) -> None:
         previous = _by_name(node.old)
@@ -415,12 +456,11 @@ class Walker:
                old: tuple | None) -> None:
         """A subdirectory, or an entry the ignore rules exclude (kept only if tracked)."""
         kind, path = node.kinds[i], node.rel + node.names[i]
-        # Cleared first: the slot is refilled only if the entry still belongs.
-        node.keys[i], node.ids[i], node.modes[i] = None, None, 0
         kept = kind & _KEPT
         if not kept and not self._tracked(path, kind | _KEPT):
-            return
-        if kind | _KEPT == _DIR:
+            node.clear(i)
+        elif kind | _KEPT == _DIR:
+            # The subdirectory fills this slot when its tree is built.
             self._visit(path + b"/", rules if kept else None, node, i)
         else:
             self._file(node, i, absdir, None, old)
@@ -438,20 +478,17 @@ class Walker:
         if fmt not in (0o100000, 0o120000):
             # Gone, or turned into a directory since the listing: leave it
             # out and make the next walk list this directory again.
-            node.keys[i], node.ids[i], node.modes[i] = None, None, 0
+            node.put(i, None, None, 0)
             node.stat, self.changed = None, True
             return
-        node.modes[i] = MODE_LINK if fmt == 0o120000 else (
-            MODE_EXEC if st.st_mode & 0o100 else MODE_FILE)
-        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
-        if old is not None and old[0] == key and old[1] is not None:
-            node.ids[i] = old[1]
-        else:
-            node.ids[i] = None
+        mode = MODE_LINK if fmt == 0o120000 else (MODE_EXEC if st.st_mode & 0o100 else MODE_FILE)
+        key = _stat_key(st)
+        oid = old[1] if old is not None and old[0] == key else None
+        if oid is None:
             self._pending.append((node, i, path, key))
             self.changed = True
         racy = st.st_ctime_ns >= self._racy or st.st_mtime_ns >= self._racy
-        node.keys[i] = None if racy else key
+        node.put(i, None if racy else key, oid, mode)
         self.stats.files += 1
 
     def _stable(self, dstat: tuple) -> tuple | None:
@@ -480,8 +517,11 @@ class Walker:
         oid = bytes.fromhex(head.decode()) if head else None
         if oid is None and self._index is not None:
             oid = self._index.gitlink(rel[:-1])
-        if parent is not None and oid is not None:
-            parent.ids[slot], parent.modes[slot] = oid, MODE_GITLINK
+        if parent is not None:
+            if oid is None:
+                parent.clear(slot)
+            elif parent.ids[slot] != oid or parent.modes[slot] != MODE_GITLINK:
+                parent.put(slot, None, oid, MODE_GITLINK)
 
     # -- hashing
 
@@ -542,9 +582,10 @@ class Walker:
             oid = old[2]
         else:
             oid = self._tree(node)
-        if node.parent is not None:
-            node.parent.ids[node.slot] = oid
-            node.parent.modes[node.slot] = MODE_TREE if oid is not None else 0
+        parent, mode = node.parent, MODE_TREE if oid is not None else 0
+        if parent is not None and (parent.ids[node.slot] != oid
+                                   or parent.modes[node.slot] != mode):
+            parent.put(node.slot, None, oid, mode)
         return oid
 
     def _tree(self, node: _Node) -> bytes | None:

@@ -373,9 +373,12 @@ def test_git_reads_checks_and_keeps_checkpoints(repo: Path) -> None:
     git(repo, "add", "a.txt")
     git(repo, "commit", "-q", "-m", "a")
     write(repo, "new.txt", "untracked\n")
+    for i in range(150):  # enough new objects for a pack of our own
+        write(repo, f"many/f{i}.txt", f"{i}\n")
     status = git(repo, "status", "--porcelain", "--ignored")
     with CheckpointStore(repo) as store:
         first = store.snapshot("T1", "coder", "one")
+        assert list((repo / ".git/objects/pack").glob("pack-*.idx"))
         write(repo, "new.txt", "changed\n")
         second = store.snapshot("T2", "reviewer", "two")
     assert git(repo, "status", "--porcelain", "--ignored") == status
@@ -637,4 +640,16 @@ def test_concurrent_snapshots_from_two_stores(repo: Path) -> None:
     with CheckpointStore(repo) as store:
         found = store.list()
     assert len(found) == 6 and len({c.tree for c in found}) == 1
+    git(repo, "fsck", "--strict", "--no-dangling")
+
+
+def test_rollback_reads_a_pack_written_by_the_same_store(repo: Path) -> None:
+    for i in range(300):
+        write(repo, f"src/m{i % 7}/f{i}.py", f"value = {i}\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "packed")
+        shutil.rmtree(repo / "src")
+        result = store.rollback("T1")
+    assert len(result.restored) == 300
+    assert (repo / "src/m3/f10.py").read_text() == "value = 10\n"
     git(repo, "fsck", "--strict", "--no-dangling")

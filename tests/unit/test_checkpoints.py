@@ -92,12 +92,40 @@ def test_object_ids_match_git_and_git_reads_what_we_write(repo: Path) -> None:
     (repo / "f.bin").write_bytes(data)
     writer = ObjectWriter(objects)
     blob = writer.put_file(os.fsencode(repo / "f.bin"))
+    empty_tree = writer.put_tree(b"")
+    assert writer.put(b"blob", data) == blob  # held once, not twice
+    writer.finish()
     assert blob.hex() == git(repo, "hash-object", "f.bin")
     assert git(repo, "cat-file", "-s", blob.hex()) == str(len(data))
-    empty_tree = writer.put_tree(b"")
     assert git(repo, "cat-file", "-t", empty_tree.hex()) == "tree"
     assert writer.written == 2
-    assert writer.put(b"blob", data) == blob and writer.written == 2  # not written twice
+    assert not list((objects / "pack").glob("*.pack"))  # a few objects go loose
+
+
+def test_many_new_objects_go_into_one_pack(repo: Path) -> None:
+    objects = repo / ".git" / "objects"
+    writer = ObjectWriter(objects)
+    ids = [writer.put(b"blob", b"object %d\n" % i * (i % 7 + 1)) for i in range(250)]
+    ids.append(writer.put(b"blob", bytes(300_000)))  # a multi-byte size header
+    writer.finish()
+    writer.close()
+    assert writer.written == 251
+    packs = list((objects / "pack").glob("pack-*.pack"))
+    assert len(packs) == 1 and not list((objects / "pack").glob("tmp_*"))
+    verified = git(repo, "verify-pack", "-v", str(packs[0].with_suffix(".idx")))
+    assert f"{ids[0].hex()} blob" in verified
+    listed = git(repo, "cat-file", "--batch-check", data=b"\n".join(i.hex().encode() for i in ids))
+    assert "missing" not in listed and listed.count(" blob ") == 251
+    assert ObjectWriter(objects).has(ids[-1])
+
+
+def test_an_unfinished_pack_leaves_nothing_behind(repo: Path) -> None:
+    objects = repo / ".git" / "objects"
+    writer = ObjectWriter(objects)
+    for i in range(150):
+        writer.put(b"blob", b"dropped %d" % i)
+    writer.close()
+    assert not [p for p in objects.rglob("*") if p.is_file()]
 
 
 def test_big_files_stream_and_dry_runs_write_nothing(repo: Path,
@@ -109,6 +137,7 @@ def test_big_files_stream_and_dry_runs_write_nothing(repo: Path,
     dry = writer.put_file(os.fsencode(repo / "big"), write=False)
     assert writer.written == 0 and not writer.has(dry)
     assert writer.put_file(os.fsencode(repo / "big")) == dry
+    writer.finish()
     assert dry.hex() == git(repo, "hash-object", "big")
     git(repo, "cat-file", "-e", dry.hex())
 
