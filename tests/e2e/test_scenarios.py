@@ -164,6 +164,7 @@ def test_gate_approve_and_reject_reach_the_models(crew: StartCrew,
     s.wait_told("The operator rejected delegation T2 to release")
     told = next(m for m in fake_model.user_messages() if "rejected delegation T2" in m)
     assert "Reason: not before Friday" in told
+    s.wait(lambda: s.injections("orchestrator", "notice"), 10, "the notice's injection event")
     board = s.board()
     assert board["T1"]["state"] == "delivered"
     assert board["T2"]["state"] == "rejected" and board["T2"]["note"] == "not before Friday"

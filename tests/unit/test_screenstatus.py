@@ -69,6 +69,13 @@ def test_preview_of_a_permission_dialog_names_the_tool_call() -> None:
     assert preview[-1] == "⎿  Waiting…"
 
 
+def test_untrusted_workspace_warning_reaches_the_preview() -> None:
+    # A trusted *parent* folder skips the trust dialog but switches off the
+    # workspace's allow rules; this warning is the operator's only hint.
+    preview = activity_preview(screen("idle_untrusted_parent"), CLAUDE)
+    assert preview[0].startswith("Ignoring 5 permissions.allow entries")
+
+
 def test_preview_while_a_tool_runs() -> None:
     assert activity_preview(screen("working_tool"), CLAUDE) == [
         "❯ nap", "● Bash(sleep 3)", "⎿  Running…"]
