@@ -152,10 +152,6 @@ class ClaudeCrew(Serve):
         tagged = set(processes_with_env("CHORAGOS_SOCK", str(self.sock)))
         return sorted(pid for pid in tagged | self.pids_seen if alive(pid))
 
-    # The integration harness finds fixture agents through their own log.
-    def agent_pids(self) -> list[int]:
-        return sorted(self.pids_seen)
-
 
 def _write_settings(workspace: Path, allow: Iterable[str]) -> None:
     settings = workspace / ".claude" / "settings.json"

@@ -24,7 +24,14 @@ from choragos import briefs
 from choragos.agentprofiles import CLAUDE, profile_for
 from tests.e2e.claudeenv import FAKE_KEY
 from tests.e2e.fakemodel import FakeModel, Turn, text, tool
-from tests.e2e.scenario import BRIEF, ClaudeCrew, alive, claude_role, holds_for
+from tests.e2e.scenario import (
+    BRIEF,
+    ClaudeCrew,
+    alive,
+    claude_role,
+    holds_for,
+    processes_with_env,
+)
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(90)]
 
@@ -45,6 +52,18 @@ def tool_said(*needles: str) -> Callable[[Turn], bool]:
 
 def index_of(events: list[dict], match: Callable[[dict], bool]) -> int:
     return next(i for i, event in enumerate(events) if match(event))
+
+
+def assert_loop_order(events: list[dict]) -> None:
+    """T1 went delegate, checkpoint, delivered, work-done; the report waited for idle."""
+    order = [index_of(events, lambda e, name=name: e["event"] == name and e.get("task") == "T1")
+             for name in ("delegate", "checkpoint", "delivered", "work-done")]
+    assert order == sorted(order), order
+    after = events[order[-1]:]
+    idle = index_of(after, lambda e: e["event"] == "role state"
+                    and e["role"] == "orchestrator" and e["state"] == "idle")
+    report = index_of(after, lambda e: e["event"] == "injection" and e["kind"] == "report")
+    assert idle < report, after
 
 
 def assert_typed_per_t3(events: list[dict]) -> None:
@@ -81,6 +100,9 @@ def test_boot_briefs_every_claude_on_its_screen(crew: StartCrew, claude_bin: Pat
     # Idle only reads as idle through the Claude profile (generic would say working).
     views = s.wait(lambda: (v := s.status()) and all(r["state"] == "idle" for r in v.values())
                    and v, 20, "every role idle")
+    # The leftover check at teardown finds claudes by this tag; make sure it can.
+    tagged = processes_with_env("CHORAGOS_SOCK", str(s.sock))
+    assert {view["pid"] for view in views.values()} <= set(tagged)
     for role, view in views.items():
         env = environ(view["pid"])
         assert env["CHORAGOS_ROLE"] == role
@@ -113,7 +135,7 @@ def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
 
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
-    assert busy.reached.is_set()
+    s.wait(busy.reached.is_set, 15, "the orchestrator's held turn")
     # A report for a working orchestrator waits in its queue, not in its input box.
     assert holds_for(lambda: (v := s.status()["orchestrator"])["state"] == "working"
                      and v["queued"] == 1 and not s.injections("orchestrator"), 1.5)
@@ -129,16 +151,8 @@ def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None
     assert (work / "hello.txt").read_text() == "hello\n"
     # The model can be asked before choragos has confirmed the Enter on screen.
     s.wait(lambda: s.injections("orchestrator", "report"), 10, "the report's injection event")
-    events = s.events()
-    order = [index_of(events, lambda e, name=name: e["event"] == name and e.get("task") == "T1")
-             for name in ("delegate", "checkpoint", "delivered", "work-done")]
-    assert order == sorted(order), order
-    idle_again = index_of(events, lambda e: e["event"] == "role state" and e["role"] ==
-                          "orchestrator" and e["state"] == "idle" and e["was"] == "working"
-                          and events.index(e) > order[-1])
-    report = index_of(events, lambda e: e["event"] == "injection" and e["kind"] == "report")
-    assert order[-1] < idle_again < report
-    assert_typed_per_t3(events)
+    assert_loop_order(s.events())
+    assert_typed_per_t3(s.events())
 
 
 def test_gate_approve_and_reject_reach_the_models(crew: StartCrew,
