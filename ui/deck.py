@@ -56,7 +56,7 @@ from ui.theme import STATE_DOT, STATE_STYLE, TRUECOLOR, build_palette
 log = logging.getLogger("choragos.deck")
 
 TICK = 0.03             # how often shown panes are checked for new output
-FAST_TICK = 0.004       # ... right after a key was typed into one (echo latency)
+FAST_TICK = 0.001       # ... right after a key was typed into one (echo latency)
 FAST_WINDOW = 0.25
 ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
 MESSAGE_TIME = 6.0
@@ -187,7 +187,8 @@ class Deck:
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deck-cmd")
         self._flush_alarm: Any = None
         self._tick_alarm: Any = None
-        self._fast_until = 0.0
+        self._typed: dict[str, float] = {}  # role -> until when it is watched closely
+        self._next_full = 0.0
         self._user_active_until = 0.0
         self._board_selected: str | None = None
         self.crashes: list[float] = []
@@ -358,20 +359,33 @@ class Deck:
             return
         if self._tick_alarm is not None:
             self.loop.remove_alarm(self._tick_alarm)
-        fast = time.monotonic() < self._fast_until
-        self._tick_alarm = self.loop.set_alarm_in(FAST_TICK if fast else TICK, self._tick)
+        now = time.monotonic()
+        fast = any(until > now for until in self._typed.values())
+        delay = FAST_TICK if fast else max(self._next_full - now, 0.0)
+        self._tick_alarm = self.loop.set_alarm_in(delay, self._tick)
 
     def _tick(self, _loop: Any = None, _data: Any = None) -> None:
+        """Look for new output: every shown pane each TICK, and right after a
+        key only the panes that got it (echo latency), so a pane flooding
+        output is still drawn at most once per TICK."""
         self._tick_alarm = None
+        now = time.monotonic()
+        full = now >= self._next_full
+        if full:
+            self._next_full = now + TICK
+            roles = self.state.layout.visible()
+        else:
+            roles = [r for r in self.state.layout.visible() if self._typed.get(r, 0) > now]
+        self._typed = {r: until for r, until in self._typed.items() if until > now}
         changed = False
-        for role in self.state.layout.visible():
+        for role in roles:
             terminal = self.port.terminal(role)
             if terminal is not None and terminal.take_dirty():
                 self.state.pane(role).generation += 1
                 changed = True
         if self.editor is not None and self.editor.terminal.take_dirty():
             changed = True
-        if self.message and self.message[2] < time.monotonic():
+        if self.message and self.message[2] < now:
             self.message = None
             changed = True
         if changed:
@@ -711,7 +725,10 @@ class Deck:
             if data:
                 self.port.tell_role(role, m.WriteInput(data))
         self._user_active_until = time.monotonic() + AUTO_FOCUS_PAUSE
-        self._fast_until = time.monotonic() + FAST_WINDOW
+        until = time.monotonic() + FAST_WINDOW
+        for role in targets:
+            if role is not None:
+                self._typed[role] = until
         self._schedule_tick()
 
     def _after_prefix(self, token: k.Token) -> None:

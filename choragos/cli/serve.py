@@ -134,6 +134,10 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     from choragos.ctlserver import ServerStartError
 
     if deck is not None:
+        # Keys cross several threads on their way to an agent and back to the
+        # screen; with a pane flooding output, each hand-over would wait up to
+        # the default 5 ms for the GIL.  A shorter slice keeps typing snappy.
+        sys.setswitchinterval(0.001)
         log_path = setup_logging(workdir, to_stderr=to_stderr)
         dump = open(log_path, "a")  # noqa: SIM115 - open for the server's whole life
         faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)

@@ -1,0 +1,231 @@
+"""Responsiveness: keystroke-to-screen latency through ``choragos attach``
+while another pane floods output, next to the same measurement in tmux.
+
+Both setups run the same two programs side by side: an echo agent (the test
+fixture: it echoes every key it reads) and a flooder printing coloured log
+lines as fast as its terminal takes them.  The client -- ``choragos attach``
+or ``tmux attach`` -- runs in a PTY owned by this script, whose output is
+fed to a terminal emulator; a probe types four unique characters and times
+until they are on the emulated screen, then erases them.  Rounds alternate
+between the two setups so machine noise hits both alike.  Absolute numbers
+vary between machines and runs; the ratio is the result.  Not part of the
+test suite.
+
+    .venv/bin/python bench/attach_latency.py [--probes N] [--rounds R] [--rate MBPS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ptyprocess import PtyProcess  # noqa: E402
+
+from choragos.terminal import Terminal  # noqa: E402
+
+AGENT = REPO / "tests" / "fixtures" / "agent.py"
+COLS, ROWS = 160, 50
+
+FLOODER = r"""
+import itertools, os, sys, time
+rate = float(sys.argv[1]) * 1e6  # bytes per second; 0 = as fast as the terminal takes
+colours = itertools.cycle([31, 32, 33, 34, 35, 36])
+line_no = 0
+started = time.monotonic()
+sent = 0
+while True:
+    batch = []
+    for _ in range(50):
+        line_no += 1
+        batch.append(f"\x1b[{next(colours)}m[{line_no:08d}]\x1b[0m compiling module_{line_no % 997}"
+                     f".py ... ok {'.' * (line_no % 60)}\r\n")
+    data = "".join(batch).encode()
+    os.write(1, data)
+    sent += len(data)
+    if rate:
+        ahead = sent / rate - (time.monotonic() - started)
+        if ahead > 0:
+            time.sleep(ahead)
+"""
+
+
+class Screen:
+    """A client in a PTY of ours, its output fed to an emulator."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.terminal = Terminal(COLS, ROWS, scrollback=0)
+        self.proc = PtyProcess.spawn(argv, env=env, cwd=str(cwd), dimensions=(ROWS, COLS))
+        self.terminal.reply = self.proc.write
+        self.changed = threading.Condition()
+        self.alive = True
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while self.alive:
+            try:
+                data = self.proc.read(1 << 16)
+            except (EOFError, OSError):
+                break
+            self.terminal.feed(data)
+            with self.changed:
+                self.changed.notify_all()
+        self.alive = False
+
+    def text(self) -> str:
+        return "\n".join(self.terminal.display())
+
+    def wait_for(self, predicate, timeout: float) -> float:
+        """Seconds until ``predicate(screen text)`` holds."""
+        started = time.perf_counter()
+        end = time.monotonic() + timeout
+        with self.changed:
+            while not predicate(self.text()):
+                remaining = end - time.monotonic()
+                if remaining <= 0 or not self.alive:
+                    raise TimeoutError(f"screen did not change as expected:\n{self.text()}")
+                self.changed.wait(min(remaining, 0.05))
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        self.alive = False
+        if self.proc.isalive():
+            self.proc.terminate(force=True)
+
+
+def probe(screen: Screen, number: int) -> float:
+    marker = f"Q{number:03d}"
+    screen.proc.write(marker.encode())
+    started = time.perf_counter()
+    screen.wait_for(lambda text: marker in text, 10)
+    elapsed = time.perf_counter() - started
+    screen.proc.write(b"\x7f" * len(marker))
+    screen.wait_for(lambda text: marker not in text, 10)
+    time.sleep(0.02)
+    return elapsed
+
+
+# -- the two setups ---------------------------------------------------------------------
+
+def environment(root: Path) -> dict[str, str]:
+    runtime = root / "run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    return {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
+            "TERM": "xterm-256color", "PYTHONPATH": str(REPO),
+            "CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime)}
+
+
+def start_choragos(root: Path, rate: float) -> Screen:
+    work = root / "w"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    python = json.dumps(sys.executable)
+    flood = root / "flood.py"
+    flood.write_text(FLOODER)
+    (work / ".choragos.toml").write_text(
+        f'[[roles]]\nname = "echo"\ncommand = {python}\nargs = [{json.dumps(str(AGENT))}]\n'
+        f'start = true\n\n[[roles]]\nname = "flood"\ncommand = {python}\n'
+        f'args = [{json.dumps(str(flood))}, "{rate}"]\n\n'
+        f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
+    env = environment(root)
+    started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
+                             env=env, capture_output=True, text=True, timeout=60)
+    if started.returncode != 0:
+        raise SystemExit(f"choragos serve --detach failed: {started.stderr}")
+    screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
+    # Probe only once the session has briefed the echo agent (typed into its line).
+    screen.wait_for(lambda text: "you said: You are the echo role" in text
+                    and "compiling" in text, 60)
+    return screen
+
+
+def stop_choragos(root: Path, screen: Screen) -> None:
+    screen.close()
+    subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=root / "w",
+                   env=environment(root), capture_output=True, timeout=60)
+
+
+def start_tmux(root: Path, rate: float, tmux: str) -> Screen:
+    env = environment(root)
+    flood = root / "flood.py"
+    flood.write_text(FLOODER)
+    server = ["-L", f"bench-{os.getpid()}", "-f", "/dev/null"]
+    subprocess.run([tmux, *server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
+                    f"{sys.executable} {AGENT}"], env=env, check=True)
+    subprocess.run([tmux, *server, "set", "-g", "status", "off"], env=env, check=True)
+    subprocess.run([tmux, *server, "split-window", "-h", "-d",
+                    f"{sys.executable} {flood} {rate}"], env=env, check=True)
+    screen = Screen([tmux, *server, "attach"], env, root)
+    screen.wait_for(lambda text: "agent>" in text and "compiling" in text, 30)
+    return screen
+
+
+def stop_tmux(tmux: str, screen: Screen, env: dict[str, str]) -> None:
+    screen.close()
+    subprocess.run([tmux, "-L", f"bench-{os.getpid()}", "kill-server"], env=env,
+                   capture_output=True)
+
+
+def summary(name: str, samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    p90 = ms[int(len(ms) * 0.9) - 1] if len(ms) >= 10 else ms[-1]
+    return (f"{name:<10} median {statistics.median(ms):7.1f} ms   p90 {p90:7.1f} ms   "
+            f"max {ms[-1]:7.1f} ms   ({len(ms)} probes)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--probes", type=int, default=15, help="probes per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="flood rate in MB/s (0: as fast as the terminal takes)")
+    args = parser.parse_args()
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise SystemExit("tmux is needed for the reference measurement")
+    results: dict[str, list[float]] = {"choragos": [], "tmux": []}
+    number = 0
+    for _ in range(args.rounds):
+        for name in ("choragos", "tmux"):
+            root = Path(tempfile.mkdtemp(prefix="chb-", dir="/tmp"))
+            try:
+                if name == "choragos":
+                    screen = start_choragos(root, args.rate)
+                else:
+                    screen = start_tmux(root, args.rate, tmux)
+                time.sleep(1.0)  # let the flood get going
+                try:
+                    for _ in range(args.probes):
+                        number += 1
+                        results[name].append(probe(screen, number))
+                finally:
+                    if name == "choragos":
+                        stop_choragos(root, screen)
+                    else:
+                        stop_tmux(tmux, screen, environment(root))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
+    print(f"keystroke-to-screen latency while another pane floods output ({flood}), "
+          f"{COLS}x{ROWS}, {os.cpu_count()} CPUs")
+    for name, samples in results.items():
+        print(summary(name, samples))
+    ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
+    print(f"ratio (median choragos / median tmux): {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
