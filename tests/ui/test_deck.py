@@ -222,3 +222,36 @@ def test_palette_is_valid_for_urwid():
     screen = urwid.display.raw.Screen()
     screen.register_palette(build_palette({"accent": "#7aa2f7", "working": 42, "waiting": 214,
                                            "scroll": 213, "idle": 244, "dim": 240}))
+
+
+def test_mouse_focuses_and_the_wheel_scrolls_back(deck):
+    terminal = deck.port.terminals["coder"]
+    terminal.feed(b"".join(f"row {i}\r\n".encode() for i in range(80)))
+    screen_text(deck)
+    rect = deck.state.layout.geometry(120 - 34, 39).tiles["coder"]
+    x, y = rect.x + 2, rect.y + 3
+    keys(deck, f"\x1b[<0;{x + 1};{y + 1}M\x1b[<0;{x + 1};{y + 1}m".encode())
+    assert deck.state.layout.focus == "coder"
+    keys(deck, f"\x1b[<64;{x + 1};{y + 1}M".encode())  # wheel up
+    assert deck.state.panes["coder"].scroll.offset == 3
+    assert deck.port.typed("coder") == b""
+
+
+def test_the_mouse_goes_to_an_agent_that_asked_for_it(deck):
+    deck.port.terminals["coder"].feed(b"\x1b[?1000h\x1b[?1006h")
+    rect = deck.state.layout.geometry(120 - 34, 39).tiles["coder"]
+    keys(deck, f"\x1b[<0;{rect.x + 5};{rect.y + 3}M".encode())
+    assert deck.port.typed("coder") == b"\x1b[<0;5;2M"  # pane-relative, below the title
+
+
+def test_the_core_rings_and_the_deck_passes_it_on(deck):
+    import os
+    deck.screen.start()
+    while True:  # drop what starting wrote
+        try:
+            os.read(deck.screen.master, 65536)
+        except BlockingIOError:
+            break
+    deck._news(("bell", "release", "on_gate"))
+    assert b"\a" in os.read(deck.screen.master, 65536)
+    deck.screen.stop()

@@ -1,0 +1,104 @@
+"""Sessions without a terminal: serve --detach, refusals, ls, kill (no tmux needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.deck.conftest import TEAM, alive
+from tests.integration.harness import base_env, git_init
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def project():
+    root = Path(tempfile.mkdtemp(prefix="chs-", dir="/tmp"))
+    work = root / "w"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos.toml").write_text(TEAM)
+    runtime = root / "run"
+    runtime.mkdir(mode=0o700)
+    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime),
+                    "AGENT_LOG": str(root / "agents.jsonl")})
+
+    def cli(*args: str, cwd: Path = work) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+
+    yield root, work, cli
+    cli("kill", "--all")
+    log = root / "agents.jsonl"
+    pids = [int(json.loads(line)["text"]) for line in log.read_text().splitlines()
+            if json.loads(line)["kind"] == "start"] if log.exists() else []
+    wait_until(lambda: not any(alive(p) for p in pids), 15, message="agents gone")
+    import shutil
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_detach_returns_once_ready_and_a_second_serve_says_why_not(project):
+    root, work, cli = project
+    out = cli("serve", "--detach")
+    assert out.returncode == 0, out.stderr
+    assert f"session started in {work}" in out.stdout
+    # ready means both sockets are bound
+    assert (root / "s.sock").is_socket() and (root / "s.ui.sock").is_socket()
+    (session,) = json.loads(cli("ls", "--json").stdout)["sessions"]
+    assert session["dir"] == str(work) and session["mode"] == "daemon"
+    assert alive(session["pid"]) and session["pid"] != os.getpid()
+    assert session["attached"] is None
+    assert session["roles"] == ["orchestrator", "coder", "release"]
+    # the server is a daemon: its own session, not a child of ours
+    with open(f"/proc/{session['pid']}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    assert int(fields[3]) != os.getsid(0)  # the session id differs from ours
+
+    again = cli("serve", "--detach")
+    assert again.returncode == 1
+    assert f"pid {session['pid']}" in again.stderr and "already running" in again.stderr
+
+    table = cli("ls")
+    assert str(work) in table.stdout and "daemon" in table.stdout
+
+
+def test_serve_and_attach_need_a_terminal(project):
+    _, _, cli = project
+    out = cli("serve")
+    assert out.returncode == 2 and "--detach" in out.stderr
+    assert cli("serve", "--detach").returncode == 0
+    out = cli("attach")
+    assert out.returncode == 2 and "needs a terminal" in out.stderr
+
+
+def test_attach_with_no_session_says_so(project):
+    _, _, cli = project
+    out = cli("ls")
+    assert out.stdout.strip() == "no choragos sessions are running"
+    out = cli("kill")
+    assert out.returncode == 3 and "no choragos session is running" in out.stderr
+
+
+def test_kill_stops_the_session_and_its_agents(project):
+    root, work, cli = project
+    assert cli("serve", "--detach").returncode == 0
+    (session,) = json.loads(cli("ls", "--json").stdout)["sessions"]
+    wait_until(lambda: (root / "agents.jsonl").exists()
+               and (root / "agents.jsonl").read_text().count('"start"') == 3, 20,
+               message="three agents")
+    out = cli("kill")
+    assert out.returncode == 0 and f"pid {session['pid']}" in out.stdout, out.stderr
+    assert not alive(session["pid"])
+    assert not (root / "s.sock").exists() and not (root / "s.ui.sock").exists()
+    assert not (root / "s.json").exists()
+    assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
+    events = (work / ".choragos/logs/events.jsonl").read_text()
+    assert '"deck stopped"' in events

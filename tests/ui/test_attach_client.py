@@ -1,0 +1,130 @@
+"""The attach client in a real PTY against a scripted server: it relays, and it
+gives the terminal back -- after a detach and after a crash of its own."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from ptyprocess import PtyProcess
+
+from tests.conftest import wait_until
+from ui import framing as f
+from ui.attach import RESTORE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CLIENT = """
+import sys, termios
+from pathlib import Path
+import ui.attach as attach
+if sys.argv[3] == "crash":
+    def boom(self, kind, payload):
+        raise RuntimeError("boom")
+    attach.Client._frame = boom
+code = attach.attach_to(Path(sys.argv[1]), force=False, workdir=Path(sys.argv[2]))
+echo = bool(termios.tcgetattr(0)[3] & termios.ECHO)
+print(f"exit={code} echo={'on' if echo else 'off'}")
+"""
+
+
+class ScriptedServer:
+    """Accepts one client, answers its hello, sends a frame, records what came back."""
+
+    def __init__(self, path: Path, then: list[bytes]) -> None:
+        self.dir = str(path.parent)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.then = then
+        self.received: list[tuple[bytes, bytes]] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        decoder = f.Decoder()
+        with conn:
+            conn.settimeout(10)
+            while not self.received:
+                self.received += decoder.feed(conn.recv(65536))
+            conn.sendall(f.encode_json(f.ACCEPTED, {"pid": 1, "dir": self.dir}))
+            for frame in self.then:
+                conn.sendall(frame)
+            try:
+                while data := conn.recv(65536):
+                    self.received += decoder.feed(data)
+            except OSError:
+                pass
+
+
+def run_client(sock: Path, workdir: Path, mode: str) -> tuple[str, PtyProcess]:
+    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), mode],
+                            env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
+                                 "PATH": "/usr/bin:/bin"},
+                            cwd=str(workdir), dimensions=(30, 100))
+    output = bytearray()
+    while True:
+        try:
+            output += proc.read(65536)
+        except EOFError:
+            break
+    proc.wait()
+    return output.decode(errors="replace"), proc
+
+
+@pytest.fixture
+def where(short_tmp):
+    (short_tmp / ".choragos" / "logs").mkdir(parents=True)
+    return short_tmp
+
+
+def test_a_detach_restores_the_terminal(where):
+    server = ScriptedServer(where / "u.sock", [
+        f.encode_data(b"\x1b[?1049h\x1b[?1000hDECK"),
+        f.encode_json(f.EXIT, {"reason": "detached", "code": f.DETACHED})])
+    output, _ = run_client(where / "u.sock", where, "plain")
+    assert "DECK" in output
+    assert RESTORE.decode() in output
+    assert f"[detached from {where}: detached;" in output
+    assert "exit=0 echo=on" in output
+    hello = f.decode_json(server.received[0][1])
+    assert (hello["cols"], hello["rows"]) == (100, 30) and hello["force"] is False
+
+
+def test_a_crash_restores_the_terminal_and_leaves_the_traceback(where):
+    ScriptedServer(where / "u.sock", [f.encode_data(b"\x1b[?1049hDECK")])
+    output, _ = run_client(where / "u.sock", where, "crash")
+    assert RESTORE.decode() in output
+    assert "the attach client crashed: RuntimeError('boom')" in output
+    assert "exit=1 echo=on" in output
+    log = where / ".choragos" / "logs" / "crash.log"
+    wait_until(log.exists, 5, message="the crash log")
+    assert "RuntimeError: boom" in log.read_text()
+
+
+def test_a_refusal_is_one_line_and_touches_nothing(where):
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(where / "u.sock"))
+    listener.listen(1)
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(f.encode_json(f.EXIT, {"reason": "the session is already attached "
+                                                "by pid 4242", "code": f.REFUSED}))
+    threading.Thread(target=refuse, daemon=True).start()
+    output, _ = run_client(where / "u.sock", where, "plain")
+    assert "refused: the session is already attached by pid 4242" in output
+    assert "exit=1 echo=on" in output
+    assert "\x1b[?1049" not in output  # the terminal was never switched
+
+
+def test_no_session_is_a_plain_sentence(where):
+    output, _ = run_client(where / "missing.ui.sock", where, "plain")
+    assert "no choragos session with a deck is running" in output
+    assert "exit=3" in output
