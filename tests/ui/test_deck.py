@@ -15,6 +15,7 @@ from actors import messages as m
 from choragos.board import Task, TaskState
 from choragos.config import Config, Keys, RoleSpec, UISettings
 from choragos.terminal import Terminal
+from tests.conftest import wait_until
 from ui.deck import Deck, _Loop
 from ui.theme import build_palette
 
@@ -255,3 +256,46 @@ def test_the_core_rings_and_the_deck_passes_it_on(deck):
     deck._news(("bell", "release", "on_gate"))
     assert b"\a" in os.read(deck.screen.master, 65536)
     deck.screen.stop()
+
+
+def test_tiny_terminals_and_wide_characters_do_not_break_drawing(deck):
+    deck.port.terminals["coder"].feed("中文字符 emoji 🎉 café\r\n".encode())
+    for cols, rows in ((30, 8), (12, 3), (200, 60)):
+        deck.loop.screen_size = (cols, rows)
+        canvas = deck.loop.widget.render((cols, rows), focus=True)
+        assert canvas.cols() == cols and canvas.rows() == rows
+        keys(deck, b"\x02?")
+        deck.loop.widget.render((cols, rows), focus=True)
+        keys(deck, b"q")
+
+
+def test_a_crash_of_the_loop_is_logged_and_the_deck_comes_back(tmp_path):
+    import os
+    port = FakePort(tmp_path)
+    made = Deck(port, 100, 30)
+    made.start()
+    try:
+        def drain() -> bytes:
+            data = b""
+            while True:
+                try:
+                    data += os.read(made.screen.master, 65536)
+                except BlockingIOError:
+                    return data
+        made.client_attached(made.client)
+        wait_until(lambda: b"C-b ? help" in drain(), 5, message="a first frame")
+
+        def boom() -> None:
+            raise RuntimeError("kaboom")
+        made.post("call", boom)
+        crash = tmp_path / ".choragos" / "logs" / "crash.log"
+        wait_until(lambda: crash.exists() and "kaboom" in crash.read_text(), 5,
+                   message="the crash log")
+        wait_until(lambda: b"the deck crashed and restarted" in drain(), 5,
+                   message="the deck drawn again, saying what happened")
+        made.feed_input(b"still here")
+        wait_until(lambda: port.typed("orchestrator") == b"still here", 5,
+                   message="keys to reach the agent after the restart")
+    finally:
+        made.stop()
+        made.screen.close()
