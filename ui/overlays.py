@@ -229,6 +229,7 @@ class BoardOverlay(Dialog):
         header = "".join(name.ljust(width) for name, width in _BOARD_COLUMNS) + "TASK"
         self.walker = urwid.SimpleFocusListWalker([_TaskRow(t, now) for t in tasks])
         self.listbox = urwid.ListBox(self.walker)
+        self.detail = urwid.Text("", wrap="clip")
         if not tasks:
             body: urwid.Widget = urwid.Filler(urwid.Text(
                 "No tasks yet. The orchestrator hands them out with `choragos delegate`.",
@@ -237,7 +238,8 @@ class BoardOverlay(Dialog):
             ids = [t["id"] for t in tasks]
             self.listbox.focus_position = ids.index(selected) if selected in ids else len(tasks) - 1
             body = urwid.Frame(self.listbox, header=urwid.AttrMap(
-                urwid.Text(header, wrap="clip"), "dim"))
+                urwid.Text(header, wrap="clip"), "dim"), footer=self.detail)
+            self._show_detail()
         super().__init__(f"Task board ({len(tasks)})", body,
                          "Enter view   r report   e edit   u roll back   y / n gate   "
                          "Esc close")
@@ -248,6 +250,17 @@ class BoardOverlay(Dialog):
         widget = self.listbox.focus
         return widget.task if widget is not None else None
 
+    def _show_detail(self) -> None:
+        task = self.current()
+        if task is None:
+            return
+        lines = [[("dim", "brief   "), inert(task.get("brief") or "-  (the task file: "
+                                            f".choragos/tasks/{task['id']}.md)")],
+                 [("dim", "report  "), inert(task.get("report") or "-")]]
+        if task.get("note"):
+            lines.append([("dim", "note    "), inert(task["note"])])
+        self.detail.set_text([part for line in lines for part in (*line, "\n")][:-1])
+
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         actions = {"enter": "view", "v": "view", "r": "report", "e": "edit", "u": "rollback",
                    "y": "approve", "n": "reject", "esc": "close", "q": "close"}
@@ -255,4 +268,6 @@ class BoardOverlay(Dialog):
             self.on_action(actions[key], self.current())
             return None
         key = {"j": "down", "k": "up"}.get(key, key)
-        return super().keypress(size, key)
+        result = super().keypress(size, key)
+        self._show_detail()
+        return result
