@@ -147,10 +147,9 @@ def test_sigusr1_dumps_thread_stacks_to_the_server_log(serve):
     s = serve(role_toml("orchestrator", start=True))
     s.proc.send_signal(signal.SIGUSR1)
     log = s.workdir / ".choragos/logs/server.log"
-    s.wait(lambda: "most recent call first" in log.read_text(), 5, "a stack dump")
-    text = log.read_text()
-    assert text.count("Thread 0x") >= 4  # main, timers, actors, readers: all of them
-    assert "actors/role.py" in text or "ptyproc.py" in text
+    # main, timers, actors, readers: every thread, not just the one signalled
+    s.wait(lambda: log.read_text().count("Thread 0x") >= 4
+           and "ptyproc.py" in log.read_text(), 5, "a full stack dump")
 
 
 def test_a_cli_that_needs_a_cursor_report_gets_one(serve):
