@@ -191,6 +191,7 @@ class Deck:
         self._next_full = 0.0
         self._user_active_until = 0.0
         self._board_selected: str | None = None
+        self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
         self.crashes: list[float] = []
 
     # -- thread-safe entry points -------------------------------------------------
@@ -574,7 +575,7 @@ class Deck:
         side_lines = sidebar.render(
             [self.state.roles[n] for n in layout.roster if n in self.state.roles], side,
             body_h, focus=layout.focus, shown=set(layout.shown()),
-            tasks=self._current_tasks()) if side else []
+            tasks=self._current_tasks(), spans=self._card_spans) if side else []
         for y in range(body_h):
             row = _join(sorted(grid[y], key=lambda seg: seg[0]), body_w)
             if side:
@@ -795,16 +796,10 @@ class Deck:
             self._user_focus(lambda: setattr(self.state.layout, "focus", role))
 
     def _sidebar_click(self, y: int) -> None:
-        lines = 0
-        for name in self.state.layout.roster:
-            info = self.state.roles.get(name)
-            if info is None:
-                continue
-            height = 3 + len(info.preview[-3:]) + (name in self._current_tasks())
-            if lines <= y < lines + height:
+        for name, start, end in self._card_spans:
+            if start <= y < end:
                 self._user_focus(lambda n=name: self.state.layout.show(n))
                 return
-            lines += height
 
     # -- scrollback and search ---------------------------------------------------------------
 

@@ -68,20 +68,29 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
 
 
 def render(infos: list[RoleInfo], width: int, height: int, *, focus: str | None,
-           shown: set[str], tasks: dict[str, dict]) -> list[Line]:
-    """``height`` rows of cards; previews shrink when the team does not fit."""
+           shown: set[str], tasks: dict[str, dict],
+           spans: list[tuple[str, int, int]] | None = None) -> list[Line]:
+    """``height`` rows of cards; previews shrink when the team does not fit.
+
+    ``spans``, when given, receives (role, first row, end row) of each card,
+    for mouse clicks."""
     border = [("│", "bar")]
     inner = width - 1
     lines: list[Line] = []
     for preview in (3, 2, 1, 0):
         lines = []
+        placed = []
         for number, info in enumerate(infos, 1):
+            start = len(lines)
             lines += card(info, number, inner, focused=info.name == focus,
                           shown=info.name in shown, task=tasks.get(info.name),
                           preview_lines=preview)
+            placed.append((info.name, start, len(lines)))
             lines.append(blank_line(inner))
         if len(lines) <= height:
             break
+    if spans is not None:
+        spans[:] = placed
     lines = lines[:height]
     while len(lines) < height:
         lines.append(blank_line(inner))

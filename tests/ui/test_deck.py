@@ -317,3 +317,12 @@ def test_the_board_lists_tasks_with_their_files(deck):
     assert "report  /w/.choragos/reports/T1.md" in text
     keys(deck, b"n")  # T1 is not at a gate
     assert "not waiting at a gate" in screen_text(deck)[-1]
+
+
+def test_a_click_on_a_card_shows_that_role(deck):
+    keys(deck, b"\x02x")  # hide the orchestrator
+    text = screen_text(deck)
+    row = next(i for i, line in enumerate(text) if "orchestrator ★ (hidden)" in line)
+    keys(deck, f"\x1b[<0;{120 - 10};{row + 1}M".encode())
+    assert deck.state.layout.focus == "orchestrator"
+    assert "orchestrator" in deck.state.layout.shown()
