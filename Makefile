@@ -40,8 +40,9 @@ DEMO_DIR := .cache/demo
 
 demo: venv
 	PYTHONPATH=$(CURDIR)/examples $(BIN)/python -m demo_agents workspace $(DEMO_DIR)
-	cd $(DEMO_DIR) && PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=$(CURDIR)/examples \
-		$(CURDIR)/$(BIN)/choragos serve --config $(CURDIR)/examples/demo.toml
+	cd $(DEMO_DIR) && export PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=$(CURDIR)/examples && \
+		if choragos ping >/dev/null 2>&1; then choragos attach; \
+		else choragos serve --config $(CURDIR)/examples/demo.toml; fi
 
 demo-clean:
 	-cd $(DEMO_DIR) 2>/dev/null && $(CURDIR)/$(BIN)/choragos kill
