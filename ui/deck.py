@@ -255,13 +255,15 @@ class Deck:
                 if len(self.crashes) > MAX_CRASHES:
                     log.error("the deck crashed %d times in a minute; giving up",
                               len(self.crashes))
+                    self.attached = False
+                    self.on_detach(f"the deck crashed {len(self.crashes)} times in a minute "
+                                   f"and stays down; see {self.crash_log}")
                     return
 
     def _run_once(self) -> None:
         self.loop = _Loop(self.view, build_palette(self.ui.theme), screen=self.screen,
                           handle_mouse=self.ui.mouse)
         self.loop.deck = self
-        self.screen.register_palette(build_palette(self.ui.theme))
         with self._guard:
             self._wake_fd = self.loop.watch_pipe(self._wake)
             self._wake_pending = bool(self._inbox)
