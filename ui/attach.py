@@ -51,9 +51,9 @@ def attach_to(ui_socket: Path, *, force: bool, workdir: Path | None = None) -> i
         print("choragos attach: needs a terminal (stdin and stdout must be a tty)",
               file=sys.stderr)
         return 2
-    role = os.environ.get("CHORAGOS_ROLE")
+    role = own_role(ui_socket)
     if role:
-        print(f"choragos attach: refused: this terminal is a pane of a choragos session "
+        print(f"choragos attach: refused: this terminal is a pane of that very session "
               f"(role {role}); attaching here would draw the deck inside itself",
               file=sys.stderr)
         return EXIT_REFUSED
@@ -63,6 +63,23 @@ def attach_to(ui_socket: Path, *, force: bool, workdir: Path | None = None) -> i
     except AttachError as exc:
         print(f"choragos attach: {exc}", file=sys.stderr)
         return exc.code
+
+
+def own_role(ui_socket: Path) -> str | None:
+    """The role whose pane we are in, when it belongs to the session behind ``ui_socket``.
+
+    Roles get ``CHORAGOS_ROLE`` and ``CHORAGOS_SOCK``; a pane of *another*
+    session may attach here (the server still checks process ancestry).
+    """
+    role, sock = os.environ.get("CHORAGOS_ROLE"), os.environ.get("CHORAGOS_SOCK")
+    if not (role and sock):
+        return None
+    control = ui_socket.with_name(ui_socket.name.removesuffix(".ui.sock") + ".sock")
+    try:
+        same = Path(sock).resolve() == control.resolve()
+    except OSError:
+        same = False
+    return role if same else None
 
 
 class Client:
@@ -119,7 +136,7 @@ class Client:
         hello = {"pid": os.getpid(), "cols": cols, "rows": rows,
                  "term": os.environ.get("TERM", ""), "colorterm": os.environ.get("COLORTERM", ""),
                  "editor": os.environ.get("VISUAL") or os.environ.get("EDITOR") or "",
-                 "force": self.force, "role": os.environ.get("CHORAGOS_ROLE") or None}
+                 "force": self.force, "role": own_role(self.path)}
         self.sock.sendall(f.encode_json(f.HELLO, hello))
         while True:
             try:

@@ -128,3 +128,16 @@ def test_no_session_is_a_plain_sentence(where):
     output, _ = run_client(where / "missing.ui.sock", where, "plain")
     assert "no choragos session with a deck is running" in output
     assert "exit=3" in output
+
+
+def test_only_a_pane_of_the_same_session_refuses_locally(where, monkeypatch):
+    from ui.attach import own_role
+
+    ui_sock = where / "s.ui.sock"
+    monkeypatch.setenv("CHORAGOS_ROLE", "coder")
+    monkeypatch.setenv("CHORAGOS_SOCK", str(where / "s.sock"))
+    assert own_role(ui_sock) == "coder"
+    monkeypatch.setenv("CHORAGOS_SOCK", str(where / "other.sock"))
+    assert own_role(ui_sock) is None  # a pane of another session may attach here
+    monkeypatch.delenv("CHORAGOS_ROLE")
+    assert own_role(ui_sock) is None
