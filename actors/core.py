@@ -175,6 +175,22 @@ class CoreActor(Actor):
     def _cmd_resume(self, request: dict) -> dict:
         return self._role_control(request["role"], "resume")
 
+    def _cmd_input(self, request: dict) -> dict:
+        """Operator keys into a role: how a headless user answers a dialog."""
+        role = request["role"]
+        seat = self.s.seats.get(role)
+        if seat is None:
+            return wire.error(self._unknown_roles([role]))
+        if seat.view.status in ("exited", "failed", "paused"):
+            return wire.error(f"{role} is {seat.view.status}; nothing can be typed into it")
+        if seat.in_flight is not None:
+            return wire.error(f"choragos is typing a delivery into {role} right now; "
+                              f"try again in a moment")
+        seat.handle.tell(m.TypeKeys(request["text"], tuple(request["keys"])))
+        self._event("operator input", role=role, keys=request["keys"],
+                    text=request["text"])
+        return wire.ok(role=role)
+
     def _role_control(self, role: str, action: str) -> dict:
         seat = self.s.seats.get(role)
         if seat is None:

@@ -104,6 +104,14 @@ class WriteInput:
 
 
 @dataclass(frozen=True)
+class TypeKeys:
+    """An operator's text and named keys (``choragos keys``), made inert first."""
+
+    text: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class UpdateSpec:
     """A reload changed the role's config; a respawn follows if it must."""
 

@@ -47,6 +47,13 @@ CONFIRM_WINDOW = 1.5
 CLASSIFY_DELAY = 0.15
 
 
+NAMED_KEYS = {"enter": b"\r", "esc": b"\x1b", "tab": b"\t", "space": b" ",
+              "backspace": b"\x7f", "ctrl+c": b"\x03"}
+CURSOR_KEYS = {"up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D"}
+# DECCKM: an application that asked for "application cursor keys" reads SS3 forms.
+CURSOR_KEYS_APP = {name: b"\x1bO" + seq[-1:] for name, seq in CURSOR_KEYS.items()}
+
+
 @dataclass
 class Typing:
     """An injection on its way into the pane."""
@@ -503,6 +510,17 @@ class RoleActor(Actor):
         s.terminal.resize(msg.cols, msg.rows)
         if s.child is not None:
             s.child.resize(msg.cols, msg.rows)
+
+    @handle.register
+    def _type_keys(self, msg: m.TypeKeys) -> None:
+        s = self.s
+        if s.child is None or s.status in (RoleStatus.PAUSED, RoleStatus.EXITED,
+                                           RoleStatus.FAILED):
+            return
+        data = briefs.one_line(msg.text).encode()
+        cursor_keys = CURSOR_KEYS_APP if s.terminal.application_cursor else CURSOR_KEYS
+        data += b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in msg.keys)
+        s.child.write(data)
 
     @handle.register
     def _write_input(self, msg: m.WriteInput) -> None:

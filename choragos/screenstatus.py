@@ -124,14 +124,20 @@ def _classify_boxed(screen: list[str], box: InputBox, profile: AgentProfile,
 def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, ...],
                     cursor: tuple[int, int] | None) -> str:
     scope = _scope(screen, profile)
-    if has_marker(scope, profile.input_prompts + extra) or \
-            has_pattern(scope, profile.input_patterns):
+    asking = profile.input_prompts + extra
+    if _at_line_prompt(screen, profile, cursor) and not _asks(scope[-1:], profile, asking):
+        return IDLE  # a fresh prompt under the cursor: any question above was answered
+    if _asks(scope, profile, asking):
         return WAITING
     if has_marker(scope, profile.busy_markers):
         return WORKING
     if has_marker(scope, profile.idle_markers) or _at_line_prompt(screen, profile, cursor):
         return IDLE
     return profile.unmatched_status
+
+
+def _asks(lines: list[str], profile: AgentProfile, markers: tuple[str, ...]) -> bool:
+    return has_marker(lines, markers) or has_pattern(lines, profile.input_patterns)
 
 
 def _scope(screen: list[str], profile: AgentProfile) -> list[str]:

@@ -142,6 +142,32 @@ def _role_command(obj: dict[str, Any]) -> dict[str, Any]:
     return {"role": role}
 
 
+# Keys an operator may press into a role from the CLI (``choragos keys``),
+# enough to answer an agent's dialog without the deck.
+KEY_NAMES = ("enter", "esc", "tab", "space", "backspace", "up", "down", "left", "right",
+             "ctrl+c")
+MAX_KEYS = 64
+MAX_INPUT_TEXT = 4096
+
+
+def _input(obj: dict[str, Any]) -> dict[str, Any]:
+    request = _role_command(obj)
+    keys = obj.get("keys", [])
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise WireError('"keys" must be a list of key names')
+    if len(keys) > MAX_KEYS:
+        raise WireError(f'"keys" has {len(keys)} keys; the limit is {MAX_KEYS}')
+    unknown = [k for k in keys if k.lower() not in KEY_NAMES]
+    if unknown:
+        raise WireError(f"unknown key {_show(unknown[0])}; use one of: {', '.join(KEY_NAMES)}")
+    text = _text(obj, "text", "input", required=False)
+    if len(text) > MAX_INPUT_TEXT:
+        raise WireError(f'"text" is {len(text)} characters; the limit is {MAX_INPUT_TEXT}')
+    if not keys and not text:
+        raise WireError('input needs "text" or "keys"')
+    return {**request, "text": text, "keys": [k.lower() for k in keys]}
+
+
 def _no_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {}
 
@@ -153,6 +179,7 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "restart": _role_command,
     "pause": _role_command,
     "resume": _role_command,
+    "input": _input,
     "reload": _no_fields,
     "ping": _no_fields,
     "shutdown": _no_fields,

@@ -27,6 +27,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "restart": ("choragos.cli.rolectl", "restart a role (resets its restart budget)"),
     "pause": ("choragos.cli.rolectl", "pause a role (SIGSTOP its process group)"),
     "resume": ("choragos.cli.rolectl", "resume a paused role"),
+    "keys": ("choragos.cli.keys", "type text and press keys in a role's pane (headless)"),
     "reload": ("choragos.cli.simple", "re-read the config and converge the roles"),
     "ping": ("choragos.cli.simple", "check that a session answers"),
     "shutdown": ("choragos.cli.simple", "stop the running session and its roles"),

@@ -112,6 +112,10 @@ def test_waiting_for_input_fires_on_input_and_holds_deliveries(serve, short_tmp)
     s.wait(lambda: status(s)["coder"]["queued"] == 1, 5, "the second task to queue")
     assert not s.agents("answer", "coder")  # nothing was typed into the question
     assert s.board()["T2"]["state"] == "queued"
+    out = s.cli("keys", "coder", "--text", "y")  # the operator answers, headless
+    assert out.returncode == 0 and out.stdout.strip() == "sent 1 character(s) and 0 key(s) to coder"
+    s.wait(lambda: s.board()["T2"]["state"] == "delivered", 10, "T2 after the answer")
+    assert [a["text"] for a in s.agents("answer", "coder")] == ["y"]
 
 
 def test_gate_fires_on_gate_with_the_task_in_the_environment(serve, short_tmp):

@@ -267,3 +267,11 @@ def test_claude_profile_carries_the_verified_input_facts() -> None:
     assert CLAUDE.verified and CLAUDE.needs_split_enter
     assert CLAUDE.enter_delay == 0.2 and CLAUDE.inline_input_limit == 800
     assert not GEMINI.verified and not CODEX.verified and not AIDER.verified
+
+
+def test_an_answered_question_above_a_fresh_prompt_is_idle() -> None:
+    answered = ["Do you want to proceed? (y/n) y", "agent> "]
+    assert classify(answered, GENERIC, cursor=(7, 1)) == "idle"
+    asking = ["agent> run", "Do you want to proceed? (y/n) "]
+    assert classify(asking, GENERIC, cursor=(30, 1)) == "waiting"
+    assert classify(["Overwrite? [y/n] >"], GENERIC, cursor=(18, 0)) == "waiting"

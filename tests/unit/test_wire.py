@@ -227,3 +227,17 @@ def test_gateway_down_lets_team_and_read_commands_through(obj: dict[str, Any]) -
 ])
 def test_gateway_down_refuses_work(obj: dict[str, Any]) -> None:
     assert wire.gateway_refusal(parse(obj)) == wire.error("dispatch refused: gateway down")
+
+
+def test_input_command_names_keys_and_text() -> None:
+    request = wire.parse_request(
+        b'{"cmd":"input","role":"coder","keys":["Enter","DOWN"],"text":"y"}')
+    assert request == {"cmd": "input", "role": "coder", "keys": ["enter", "down"], "text": "y"}
+    for bad, reason in [
+        (b'{"cmd":"input","role":"coder"}', 'needs "text" or "keys"'),
+        (b'{"cmd":"input","role":"coder","keys":["f13"]}', "unknown key"),
+        (b'{"cmd":"input","role":"coder","keys":"enter"}', "must be a list"),
+        (b'{"cmd":"input","role":"../x","keys":["enter"]}', "role"),
+    ]:
+        with pytest.raises(wire.WireError, match=reason):
+            wire.parse_request(bad)
