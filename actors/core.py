@@ -181,7 +181,7 @@ class CoreActor(Actor):
         seat = self.s.seats.get(role)
         if seat is None:
             return wire.error(self._unknown_roles([role]))
-        if seat.view.status in ("exited", "failed", "paused"):
+        if seat.view.status in ("exited", "failed"):
             return wire.error(f"{role} is {seat.view.status}; nothing can be typed into it")
         if seat.in_flight is not None:
             return wire.error(f"choragos is typing a delivery into {role} right now; "
@@ -189,7 +189,7 @@ class CoreActor(Actor):
         seat.handle.tell(m.TypeKeys(request["text"], tuple(request["keys"])))
         self._event("operator input", role=role, keys=request["keys"],
                     text=request["text"])
-        return wire.ok(role=role)
+        return wire.ok(role=role, held=seat.view.status == "paused")
 
     def _role_control(self, role: str, action: str) -> dict:
         seat = self.s.seats.get(role)
@@ -252,6 +252,7 @@ class CoreActor(Actor):
         task = self.s.board.get(msg.task_id)
         if msg.ref:
             task = self.s.board.annotate(task.id, checkpoint=msg.ref)
+            self._publish(("task", task))
             self._event("checkpoint", task=task.id, ref=msg.ref)
         else:
             # K4: a failed snapshot is logged and never blocks the delegation.

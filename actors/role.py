@@ -488,6 +488,10 @@ class RoleActor(Actor):
             return f"{s.spec.name} is not paused"
         s.child.signal_group(signal.SIGCONT)
         self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
+        # Held keys go out one write at a time, ENTER_DELAY apart, so a
+        # text-then-Enter pair is still typed rather than pasted.
+        for n, data in enumerate(s.extra.pop("held_input", [])):
+            self.timers.after(n * ENTER_DELAY, self.me, m.WriteInput(data))
         if not s.booted:
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
@@ -513,16 +517,25 @@ class RoleActor(Actor):
 
     @handle.register
     def _type_keys(self, msg: m.TypeKeys) -> None:
-        s = self.s
-        if s.child is None or s.status in (RoleStatus.PAUSED, RoleStatus.EXITED,
-                                           RoleStatus.FAILED):
-            return
-        data = briefs.one_line(msg.text).encode()
-        cursor_keys = CURSOR_KEYS_APP if s.terminal.application_cursor else CURSOR_KEYS
-        data += b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in msg.keys)
-        s.child.write(data)
+        cursor_keys = CURSOR_KEYS_APP if self.s.terminal.application_cursor else CURSOR_KEYS
+        keys = b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in msg.keys)
+        text = briefs.one_line(msg.text).encode()
+        if text and keys:  # as in T3: keys after text in a write of their own
+            self._send_input(text)
+            self.timers.after(ENTER_DELAY, self.me, m.WriteInput(keys))
+        else:
+            self._send_input(text or keys)
 
     @handle.register
     def _write_input(self, msg: m.WriteInput) -> None:
-        if self.s.child is not None and self.s.status is not RoleStatus.PAUSED:
-            self.s.child.write(msg.data)
+        self._send_input(msg.data)
+
+    def _send_input(self, data: bytes) -> None:
+        """An operator's keys; typed into a paused pane they wait for resume (S3)."""
+        s = self.s
+        if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        if s.status is RoleStatus.PAUSED:
+            s.extra.setdefault("held_input", []).append(data)
+        else:
+            s.child.write(data)

@@ -22,7 +22,7 @@ def _keys(argv: list[str], verb: str) -> int:
     made.add_argument("keys", nargs="*", metavar="KEY",
                       help=f"key names: {', '.join(wire.KEY_NAMES)} (any case)")
     made.add_argument("--text", default="", help="text to type before the keys")
-    args = made.parse_args(argv)
+    args = made.parse_intermixed_args(argv)  # keys may come before or after --text
     role = _client.role_name(args.role)
     keys = [key.lower() for key in args.keys]
     bad = [key for key in keys if key not in wire.KEY_NAMES]

@@ -176,3 +176,15 @@ def test_bracketed_paste_when_the_agent_enabled_it(serve):
     assert pastes[0]["text"].endswith("\x1b[201~")  # the Enter came separately
     assert s.submitted("orchestrator")[0].startswith("You are the orchestrator")
     assert not s.agents("paste", "coder")  # mode 2004 off: typed plainly
+
+
+def test_keys_typed_into_a_paused_role_wait_for_resume(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder"))
+    s.wait_booted(["coder"])
+    assert s.cli("pause", "coder").returncode == 0
+    s.wait(lambda: status(s)["coder"]["state"] == "paused", 5, "paused")
+    assert s.cli("keys", "coder", "--text", "while paused", "enter").returncode == 0
+    s.wait_event(lambda e: e["event"] == "operator input", 5, "the input event")
+    assert "while paused" not in s.submitted("coder")
+    assert s.cli("resume", "coder").returncode == 0
+    s.wait(lambda: "while paused" in s.submitted("coder"), 10, "the held keys after resume")
