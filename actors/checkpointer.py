@@ -16,10 +16,15 @@ from choragos.checkpoints import CheckpointError, CheckpointStore
 
 
 class CheckpointerActor(Actor):
-    def __init__(self, store: CheckpointStore, core: Any, supervisor: Any = None) -> None:
+    def __init__(self, store: CheckpointStore, core: Any, events: Any,
+                 supervisor: Any = None) -> None:
         super().__init__("checkpointer", supervisor)
         self.store = store
         self.core = core
+        self.events = events
+
+    def on_shutdown(self) -> None:
+        self.store.close()
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -36,4 +41,11 @@ class CheckpointerActor(Actor):
 
     @handle.register
     def _prune(self, msg: m.Prune) -> list[str]:
-        return self.store.prune(msg.keep)
+        try:
+            removed = self.store.prune(msg.keep)
+        except (CheckpointError, OSError) as exc:
+            self.events.write("checkpoint prune failed", error=str(exc))
+            return []
+        if removed:
+            self.events.write("checkpoints pruned", keep=msg.keep, removed=len(removed))
+        return removed

@@ -122,8 +122,9 @@ class Session:
             log.warning("checkpoints are off: %s", exc)
             return None
         sup, core = self.supervisor, self.core
-        handle = self._start_child("checkpointer",
-                                   lambda h: CheckpointerActor.start(store, core, sup))
+        events = self.events
+        handle = self._start_child(
+            "checkpointer", lambda h: CheckpointerActor.start(store, core, events, sup))
         handle.tell(m.Prune(self.config.checkpoints.keep))
         return handle
 
