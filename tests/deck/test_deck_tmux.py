@@ -150,3 +150,31 @@ def test_detach_reattach_one_client_and_kill(deck):
     assert d.ls() == []
     pids = list(d.agent_pids().values())
     wait_until(lambda: not any(alive(p) for p in pids), 10, message="agents gone")
+
+
+def test_board_u_rolls_back_to_before_a_task_after_confirmation(deck):
+    d: TmuxDeck = deck()
+    d.serve()
+    d.wait_booted(ROLES)
+    readme = d.workdir / "README.md"
+    before = readme.read_text()
+    d.cli("delegate", "--to", "coder", "--task", "Rewrite the README")
+    wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "coder")),
+               20, message="coder to finish T1")
+    readme.write_text("wrecked by a worker\n")          # what the task did
+    (d.workdir / "stray.txt").write_text("created by the task\n")
+
+    d.keys("C-b", "t")
+    screen = d.wait_screen("Task board")
+    assert re.search(r"T1\s+coder\s+done.*✓", screen)   # the checkpoint column
+    d.keys("u")
+    screen = d.wait_screen("Roll back to before T1?")
+    assert "restore  README.md" in screen and "delete   stray.txt" in screen
+    assert readme.read_text() == "wrecked by a worker\n"   # nothing before the answer
+    d.keys("y")
+    wait_until(lambda: readme.read_text() == before, 10, message="README restored")
+    assert not (d.workdir / "stray.txt").exists()
+    d.wait_screen("rolled back to before T1")
+    undo = d.cli("rollback", "pre-rollback-T1", "--yes")
+    assert undo.returncode == 0, undo.stderr
+    assert readme.read_text() == "wrecked by a worker\n"   # the undo of the undo
