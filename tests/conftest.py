@@ -37,3 +37,12 @@ def short_tmp(tmp_path_factory) -> Path:
     yield path
     import shutil
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """Running and not a zombie (an orphan's zombie waits for init, not for us)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

@@ -9,7 +9,6 @@ process behind.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import base_env, git_init, role_toml
 
 TMUX = shutil.which("tmux")
@@ -127,22 +126,12 @@ class TmuxDeck:
             self.cli("kill", "--all")
         self.tmux("kill-server", check=False)
         pids = [*self.agent_pids().values(), *self.server_pids]
-        wait_until(lambda: not [p for p in pids if alive(p)], 15,
+        wait_until(lambda: not [p for p in pids if pid_alive(p)], 15,
                    message=f"processes {pids} to be gone")
         assert not self.sock.exists(), "control socket left behind"
         assert not (self.root / "s.ui.sock").exists(), "attach socket left behind"
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker")

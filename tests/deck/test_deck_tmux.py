@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.deck.conftest import TmuxDeck, alive
+from tests.conftest import pid_alive, wait_until
+from tests.deck.conftest import TmuxDeck
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
 
@@ -72,7 +72,7 @@ def test_attach_shows_every_pane_and_card_and_keys_reshape_it(deck):
     # focus by number, and the prefix twice types the prefix key itself
     d.keys("C-b", "3")
     d.wait_screen(lambda s: "▸ release" in s.splitlines()[-1])
-    assert d.agent_pids() == pids and all(alive(p) for p in pids.values())
+    assert d.agent_pids() == pids and all(pid_alive(p) for p in pids.values())
     status = json.loads(d.cli("status", "--json").stdout)["roles"]
     assert {r["name"]: r["pid"] for r in status} == pids
 
@@ -149,7 +149,7 @@ def test_detach_reattach_one_client_and_kill(deck):
     d.wait_screen("ended]", window=other)
     assert d.ls() == []
     pids = list(d.agent_pids().values())
-    wait_until(lambda: not any(alive(p) for p in pids), 10, message="agents gone")
+    wait_until(lambda: not any(pid_alive(p) for p in pids), 10, message="agents gone")
 
 
 def test_board_u_rolls_back_to_before_a_task_after_confirmation(deck):

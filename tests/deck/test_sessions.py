@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.deck.conftest import TEAM, alive
+from tests.conftest import pid_alive, wait_until
+from tests.deck.conftest import TEAM
 from tests.integration.harness import base_env, git_init
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,7 +40,7 @@ def project():
     log = root / "agents.jsonl"
     pids = [int(json.loads(line)["text"]) for line in log.read_text().splitlines()
             if json.loads(line)["kind"] == "start"] if log.exists() else []
-    wait_until(lambda: not any(alive(p) for p in pids), 15, message="agents gone")
+    wait_until(lambda: not any(pid_alive(p) for p in pids), 15, message="agents gone")
     import shutil
     shutil.rmtree(root, ignore_errors=True)
 
@@ -54,7 +54,7 @@ def test_detach_returns_once_ready_and_a_second_serve_says_why_not(project):
     assert (root / "s.sock").is_socket() and (root / "s.ui.sock").is_socket()
     (session,) = json.loads(cli("ls", "--json").stdout)["sessions"]
     assert session["dir"] == str(work) and session["mode"] == "daemon"
-    assert alive(session["pid"]) and session["pid"] != os.getpid()
+    assert pid_alive(session["pid"]) and session["pid"] != os.getpid()
     assert session["attached"] is None
     assert session["roles"] == ["orchestrator", "coder", "release"]
     # the server is a daemon: its own session, not a child of ours
@@ -96,7 +96,7 @@ def test_kill_stops_the_session_and_its_agents(project):
                message="three agents")
     out = cli("kill")
     assert out.returncode == 0 and f"pid {session['pid']}" in out.stdout, out.stderr
-    assert not alive(session["pid"])
+    assert not pid_alive(session["pid"])
     assert not (root / "s.sock").exists() and not (root / "s.ui.sock").exists()
     assert not (root / "s.json").exists()
     assert json.loads(cli("ls", "--json").stdout)["sessions"] == []

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tests.conftest import pid_alive
 from tests.e2e.claudeenv import DEFAULT_ALLOW, claude_env, prepare_home
 from tests.e2e.fakemodel import Block, FakeModel, Turn
 from tests.integration.harness import Serve
@@ -150,7 +151,7 @@ class ClaudeCrew(Serve):
     def leftovers(self) -> list[int]:
         """Live processes that carry this session's socket or that it reported."""
         tagged = set(processes_with_env("CHORAGOS_SOCK", str(self.sock)))
-        return sorted(pid for pid in tagged | self.pids_seen if alive(pid))
+        return sorted(pid for pid in tagged | self.pids_seen if pid_alive(pid))
 
 
 def _write_settings(workspace: Path, allow: Iterable[str]) -> None:
@@ -175,13 +176,6 @@ def processes_with_env(name: str, value: str) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
-    """Running and not a zombie (an orphan's zombie waits for init, not for us)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def holds_for(predicate: Callable[[], object], seconds: float,

@@ -22,12 +22,12 @@ import pytest
 
 from choragos import briefs
 from choragos.agentprofiles import CLAUDE, profile_for
+from tests.conftest import pid_alive
 from tests.e2e.claudeenv import FAKE_KEY
 from tests.e2e.fakemodel import FakeModel, Turn, text, tool
 from tests.e2e.scenario import (
     BRIEF,
     ClaudeCrew,
-    alive,
     claude_role,
     holds_for,
     processes_with_env,
@@ -214,7 +214,7 @@ def test_permission_dialog_is_waiting_and_holds_deliveries(crew: StartCrew,
                    "T2 delivered")
     assert board["T1"]["state"] == "failed" and "before reporting" in board["T1"]["note"]
     assert s.times_told("needs-42") == 0  # the dialog was never answered
-    assert not alive(old_pid)
+    assert not pid_alive(old_pid)
 
 
 def test_a_startup_dialog_is_waiting_and_never_typed_into(crew: StartCrew,
@@ -250,7 +250,7 @@ def test_killed_worker_restarts_is_rebriefed_and_its_task_fails(crew: StartCrew,
     assert all(boot["ok"] for boot in s.boot_injections("coder"))
     s.wait(lambda: s.times_told(BRIEF.format(role="coder")) == 2, 20, "the second brief")
     view = s.wait_state("coder", "idle", 20)
-    assert view["pid"] != pid and view["restarts"] == 1 and not alive(pid)
+    assert view["pid"] != pid and view["restarts"] == 1 and not pid_alive(pid)
     task = s.board()["T1"]
     assert task["state"] == "failed"
     assert "coder exited (killed by signal 9) before reporting work-done" in task["note"]

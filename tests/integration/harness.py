@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "tests" / "fixtures" / "agent.py"
@@ -166,14 +166,3 @@ class Serve:
         assert not self.sock.exists(), "socket left behind"
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is not alive for our purposes (our test process is not its parent)
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False

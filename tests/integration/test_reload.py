@@ -4,26 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.integration.harness import Serve, pid_alive, role_toml
-
-
-@pytest.fixture
-def session(short_tmp):
-    work = short_tmp / "work"
-    work.mkdir()
-    made = []
-
-    def make(config: str) -> Serve:
-        serve = Serve(work, config, sock=short_tmp / "s.sock")
-        made.append(serve)
-        return serve.start()
-
-    yield make
-    for serve in made:
-        assert serve.stop() == 0, serve.stderr()
-        serve.assert_no_leftovers()
+from tests.conftest import pid_alive
+from tests.integration.harness import Serve, role_toml
 
 
 def states(s: Serve) -> dict[str, str]:
@@ -31,9 +13,9 @@ def states(s: Serve) -> dict[str, str]:
     return {r["name"]: r["state"] for r in json.loads(out.stdout)["roles"]}
 
 
-def test_reload_adds_removes_and_updates(session):
+def test_reload_adds_removes_and_updates(serve):
     orch = role_toml("orchestrator", start=True)
-    s = session(orch + role_toml("coder") + role_toml("reviewer"))
+    s = serve(orch + role_toml("coder") + role_toml("reviewer"))
     s.wait_booted(["orchestrator", "coder", "reviewer"])
     coder_pid = s.agents("start", "coder")[0]["text"]
     (s.workdir / ".choragos.toml").write_text(
@@ -54,9 +36,9 @@ def test_reload_adds_removes_and_updates(session):
     assert not pid_alive(int(coder_pid))
 
 
-def test_reload_respawns_on_changed_args_but_not_with_work_in_flight(session):
+def test_reload_respawns_on_changed_args_but_not_with_work_in_flight(serve):
     orch = role_toml("orchestrator", start=True)
-    s = session(orch + role_toml("coder"))
+    s = serve(orch + role_toml("coder"))
     s.wait_booted(["coder"])
     s.cli("delegate", "--to", "coder", "--task", "long job")
     s.wait(lambda: s.board()["T1"]["state"] == "delivered", 15, "delivery")
@@ -71,9 +53,9 @@ def test_reload_respawns_on_changed_args_but_not_with_work_in_flight(session):
     s.wait(lambda: len(s.agents("start", "coder")) == 2, 15, "the respawn")
 
 
-def test_reload_with_a_broken_config_changes_nothing(session):
+def test_reload_with_a_broken_config_changes_nothing(serve):
     orch = role_toml("orchestrator", start=True)
-    s = session(orch + role_toml("coder"))
+    s = serve(orch + role_toml("coder"))
     s.wait_booted(["coder"])
     (s.workdir / ".choragos.toml").write_text(orch + role_toml("coder", timeout="45x"))
     out = s.cli("reload")

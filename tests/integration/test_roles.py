@@ -8,26 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.integration.harness import Serve, role_toml
-
-
-@pytest.fixture
-def serve(short_tmp):
-    made = []
-
-    def make(config: str) -> Serve:
-        work = short_tmp / "work"
-        work.mkdir()
-        session = Serve(work, config, sock=short_tmp / "s.sock")
-        made.append(session)
-        return session.start()
-
-    yield make
-    for session in made:
-        assert session.stop() == 0, session.stderr()
-        session.assert_no_leftovers()
 
 
 def hooks_toml(out_dir) -> str:

@@ -13,26 +13,8 @@ import time
 import ptyprocess
 import pytest
 
-from tests.conftest import wait_until
-from tests.integration.harness import AGENT, Serve, pid_alive, role_toml
-
-
-@pytest.fixture
-def serve(short_tmp):
-    started = []
-
-    def make(config: str, git: bool = True) -> Serve:
-        work = short_tmp / "work"
-        work.mkdir()
-        session = Serve(work, config, sock=short_tmp / "s.sock", git=git)
-        started.append(session)
-        return session.start()
-
-    yield make
-    for session in started:
-        assert session.stop() == 0, session.stderr()
-        session.assert_no_leftovers()
-
+from tests.conftest import pid_alive, wait_until
+from tests.integration.harness import AGENT, role_toml
 
 TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
         + role_toml("reviewer"))

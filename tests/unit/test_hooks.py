@@ -1,7 +1,7 @@
 import os
 
 from choragos.hooks import Hooks
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 
 
 def make(tmp_path, commands, timeout=5.0):
@@ -48,15 +48,9 @@ def test_hanging_hook_is_killed_with_its_children(tmp_path):
     hooks.wait(10)
     assert failures and "killed" in failures[0]["reason"]
     child = int(pidfile.read_text())
-    wait_until(lambda: not _running(child), 5, message="the hook's child to be gone")
+    wait_until(lambda: not pid_alive(child), 5, message="the hook's child to be gone")
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def test_unconfigured_hook_does_nothing(tmp_path):
