@@ -43,6 +43,11 @@ class Classify:
 
 
 @dataclass(frozen=True)
+class QuietCheck:
+    gen: int
+
+
+@dataclass(frozen=True)
 class Injection:
     """One line to type into a pane: a task pointer, a report, a notice."""
 

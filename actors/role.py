@@ -45,6 +45,7 @@ ECHO_WAIT = 2.0
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
 CLASSIFY_DELAY = 0.15
+QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
 
 
 NAMED_KEYS = {"enter": b"\r", "esc": b"\x1b", "tab": b"\t", "space": b" ",
@@ -193,11 +194,39 @@ class RoleActor(Actor):
         self.s.classify_pending = False
         if msg.gen == self.s.gen:
             self._refresh_status()
+            self._arm_quiet_check(msg.gen)
+
+    def _arm_quiet_check(self, gen: int) -> None:
+        """Re-read the screen once output has been quiet for QUIET_IDLE."""
+        s = self.s
+        if s.status is RoleStatus.WORKING and not s.extra.get("quiet_check"):
+            s.extra["quiet_check"] = True
+            wait = max(0.05, s.last_output + QUIET_IDLE - time.monotonic() + 0.05)
+            self.timers.after(wait, self.me, m.QuietCheck(gen))
+
+    @handle.register
+    def _quiet_check(self, msg: m.QuietCheck) -> None:
+        self.s.extra["quiet_check"] = False
+        if msg.gen == self.s.gen:
+            self._refresh_status()
+            self._arm_quiet_check(msg.gen)
 
     def _screen_status(self) -> RoleStatus:
         s = self.s
-        return RoleStatus(screenstatus.classify(
-            s.terminal.display(), s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+        lines = s.terminal.display()
+        status = RoleStatus(screenstatus.classify(
+            lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+        if status is RoleStatus.WORKING and self._quiet_without_busy_marker(lines):
+            # An unknown TUI whose prompt we do not recognise: nothing drawn for a
+            # while and nothing that says "busy" means it waits for its next input.
+            return RoleStatus.IDLE
+        return status
+
+    def _quiet_without_busy_marker(self, lines: list[str]) -> bool:
+        s = self.s
+        if time.monotonic() - s.last_output < QUIET_IDLE:
+            return False
+        return not screenstatus.has_marker(lines, s.profile.busy_markers)
 
     def _refresh_status(self) -> None:
         s = self.s

@@ -13,10 +13,11 @@ def serve(short_tmp):
     and checks that it exited cleanly and left no agent and no socket behind."""
     started: list[Serve] = []
 
-    def make(config: str, git: bool = True) -> Serve:
+    def make(config: str, git: bool = True, env: dict[str, str] | None = None) -> Serve:
         work = short_tmp / "work"
         work.mkdir()
         session = Serve(work, config, sock=short_tmp / "s.sock", git=git)
+        session.env.update(env or {})
         started.append(session)
         return session.start()
 

@@ -169,3 +169,12 @@ def test_keys_typed_into_a_paused_role_wait_for_resume(serve):
     assert "while paused" not in s.submitted("coder")
     assert s.cli("resume", "coder").returncode == 0
     s.wait(lambda: "while paused" in s.submitted("coder"), 10, "the held keys after resume")
+
+
+def test_an_unrecognised_prompt_counts_as_idle_once_the_screen_is_quiet(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder"),
+              env={"AGENT_PROMPT": "ready: "})  # no prompt character we know
+    s.wait_booted(["orchestrator", "coder"], timeout=15)
+    s.cli("delegate", "--to", "coder", "--task", "anything")
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 15, "delivery")
+    s.wait(lambda: status(s)["coder"]["state"] == "idle", 10, "idle after the quiet spell")
