@@ -33,6 +33,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "shutdown": ("choragos.cli.simple", "stop the running session and its roles"),
     "checkpoints": ("choragos.cli.checkpoints", "list or prune workspace checkpoints"),
     "rollback": ("choragos.cli.rollback", "restore the workspace to before a task"),
+    "report": ("choragos.cli.report", "per-role summary of a session from its event log"),
 }
 
 

@@ -1,0 +1,247 @@
+"""What a session did, per role, read back from its event log (spec G3).
+
+The log is the only input: ``choragos report`` works after the session has
+gone, on a copy of someone else's log, and on a log cut short by a crash.
+Reading stops at the first damaged line, and the summary says where.
+Standard library only, like every CLI verb.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["TOKEN_FIELDS", "LogRead", "Report", "RoleStats", "build", "read_log", "split_runs"]
+
+TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
+
+
+@dataclass
+class LogRead:
+    """The records before the damage; ``damaged_after`` is the last good line, if any."""
+
+    records: list[dict]
+    damaged_after: int | None = None
+
+
+@dataclass
+class RoleStats:
+    name: str
+    tasks: int = 0
+    done: int = 0
+    busy: float = 0.0
+    timed: int = 0  # resolved tasks whose start is in the log: AVG divides by these
+    first: float | None = None
+    last: float | None = None
+    tokens: dict[str, int] | None = None
+
+    @property
+    def avg(self) -> float | None:
+        return self.busy / self.timed if self.timed else None
+
+    def touch(self, t: float) -> None:
+        self.first = t if self.first is None else min(self.first, t)
+        self.last = t if self.last is None else max(self.last, t)
+
+    def absorb(self, other: RoleStats) -> None:
+        """Add another run's numbers for the same role."""
+        self.tasks += other.tasks
+        self.done += other.done
+        self.busy += other.busy
+        self.timed += other.timed
+        for t in (other.first, other.last):
+            if t is not None:
+                self.touch(t)
+        if other.tokens is not None:
+            self.tokens = _add_tokens(self.tokens or {}, other.tokens)
+
+
+@dataclass
+class Report:
+    runs: int
+    start: float
+    wall: float
+    dirs: list[str]
+    roles: list[RoleStats]
+    never_reported: list[str]
+    damaged_after: int | None = None
+
+
+def read_log(path: Path) -> LogRead:
+    """Parse ``path`` up to its first damaged line; OSError if it cannot be read."""
+    read = LogRead([])
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue  # an empty line carries no event and hides none
+            record = _parse(line)
+            if record is None:
+                read.damaged_after = number - 1
+                break
+            read.records.append(record)
+    return read
+
+
+def _parse(line: str) -> dict | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not _is_time(record.get("t")):
+        return None
+    return record
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def split_runs(records: list[dict]) -> list[list[dict]]:
+    """One list per run, each from its ``deck starting`` record.
+
+    Records before the first start (a rotated log begins mid-run) form a run
+    of their own, so nothing is dropped.
+    """
+    runs: list[list[dict]] = []
+    for record in records:
+        if record.get("event") == "deck starting" or not runs:
+            runs.append([])
+        runs[-1].append(record)
+    return runs
+
+
+def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
+    """Summarise ``runs`` (at least one) into one report, adding up their roles."""
+    summaries = [_RunSummary(run) for run in runs]
+    roles: dict[str, RoleStats] = {}
+    for summary in summaries:
+        for name, stats in summary.roles.items():
+            roles.setdefault(name, RoleStats(name)).absorb(stats)
+    dirs = list(dict.fromkeys(s.dir for s in summaries if s.dir))
+    return Report(runs=len(runs), start=summaries[0].start,
+                  wall=sum(s.end - s.start for s in summaries), dirs=dirs,
+                  roles=list(roles.values()),
+                  never_reported=[t for s in summaries for t in s.never_reported()],
+                  damaged_after=damaged_after)
+
+
+@dataclass
+class _Task:
+    role: str
+    delegated: float
+    delivered: float | None = None
+    resolved: bool = False
+    rejected: bool = False
+
+
+@dataclass
+class _TokenCounter:
+    """A role's cumulative counters for one model; a drop means the agent restarted."""
+
+    banked: dict[str, int] = field(default_factory=dict)
+    current: dict[str, int] = field(default_factory=dict)
+
+    def update(self, values: dict[str, int]) -> None:
+        if any(values[k] < self.current.get(k, 0) for k in TOKEN_FIELDS):
+            self.banked = _add_tokens(self.banked, self.current)
+        self.current = values
+
+    def total(self) -> dict[str, int]:
+        return _add_tokens(self.banked, self.current)
+
+
+def _add_tokens(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in TOKEN_FIELDS}
+
+
+class _RunSummary:
+    """Folds one run's records into per-role numbers."""
+
+    def __init__(self, records: list[dict]) -> None:
+        self.start = records[0]["t"]
+        self.end = max(r["t"] for r in records)
+        self.dir = str(records[0].get("dir") or "") if _starts(records) else ""
+        self.roles: dict[str, RoleStats] = {}
+        self.tasks: dict[str, _Task] = {}
+        self.tokens: dict[tuple[str, str], _TokenCounter] = {}
+        handlers = {"delegate": self._delegate, "delivered": self._delivered,
+                    "work-done": self._work_done, "gate rejected": self._rejected,
+                    "tokens": self._tokens}
+        for record in records:
+            self._touch(record)
+            handler = handlers.get(record.get("event"))
+            if handler is not None:
+                handler(record)
+        for (role, _), counter in self.tokens.items():
+            stats = self._role(role)
+            stats.tokens = _add_tokens(stats.tokens or {}, counter.total())
+
+    def never_reported(self) -> list[str]:
+        return [tid for tid, task in self.tasks.items()
+                if not task.resolved and not task.rejected]
+
+    def _role(self, name: str) -> RoleStats:
+        return self.roles.setdefault(name, RoleStats(name))
+
+    def _touch(self, record: dict) -> None:
+        role = record.get("role")
+        # "unknown" is what the core writes for a report whose id matched no
+        # task; it names no role, so it must not become a row.
+        if isinstance(role, str) and role and not _unmatched(record):
+            self._role(role).touch(record["t"])
+
+    def _delegate(self, record: dict) -> None:
+        task, role = record.get("task"), record.get("role")
+        if isinstance(task, str) and isinstance(role, str):
+            self.tasks[task] = _Task(role, record["t"])
+            self._role(role).tasks += 1
+
+    def _delivered(self, record: dict) -> None:
+        task = self.tasks.get(str(record.get("task")))
+        # The first delivery counts; a later one (by="work-done") adds nothing.
+        if task is not None and task.delivered is None:
+            task.delivered = record["t"]
+
+    def _work_done(self, record: dict) -> None:
+        role = record.get("role")
+        if record.get("note") or not isinstance(role, str) or _unmatched(record):
+            return
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and task.resolved:
+            return
+        stats = self._role(role)
+        stats.done += 1
+        if task is None:
+            return  # delegated before this log begins: done, but its time is unknown
+        task.resolved = True
+        stats.busy += record["t"] - (task.delivered if task.delivered is not None
+                                     else task.delegated)
+        stats.timed += 1
+
+    def _rejected(self, record: dict) -> None:
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None:
+            task.rejected = True
+
+    def _tokens(self, record: dict) -> None:
+        role, values = record.get("role"), _token_values(record)
+        if isinstance(role, str) and role and values is not None:
+            key = (role, str(record.get("model") or ""))
+            self.tokens.setdefault(key, _TokenCounter()).update(values)
+
+
+def _starts(records: list[dict]) -> bool:
+    return records[0].get("event") == "deck starting"
+
+
+def _unmatched(record: dict) -> bool:
+    return record.get("event") == "work-done" and record.get("role") == "unknown"
+
+
+def _token_values(record: dict) -> dict[str, int] | None:
+    values = {k: record.get(k, 0) for k in TOKEN_FIELDS}
+    if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+           for v in values.values()):
+        return values
+    return None

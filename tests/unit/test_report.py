@@ -1,0 +1,205 @@
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from choragos.cli import report as cli
+from choragos.report import build, read_log, split_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+T0 = 1_780_000_000.0  # an arbitrary fixed epoch, so runs are reproducible
+
+
+def ev(t, event, **fields):
+    return {"t": T0 + t, "ts": "-", "event": event, **fields}
+
+
+def start(t, workdir="/proj"):
+    return ev(t, "deck starting", version="0.1.0", pid=1, mode="headless", dir=workdir,
+              config="built-in")
+
+
+def two_role_run(offset=0.0):
+    """lead orchestrates; dev gets T1..T3 and never reports T3."""
+    o = offset
+    return [
+        start(o + 0),
+        ev(o + 1, "role state", role="lead", state="idle", was="booting"),
+        ev(o + 2, "role state", role="dev", state="idle", was="booting"),
+        ev(o + 10, "delegate", task="T1", role="dev", label="one", text="x", brief=None),
+        ev(o + 12, "delivered", task="T1", role="dev"),
+        ev(o + 72, "work-done", task="T1", role="dev", summary="ok", report=None,
+           done=True, note=None),
+        ev(o + 80, "delegate", task="T2", role="dev", label="two", text="y", brief=None),
+        # no "delivered": the time counts from the delegation
+        ev(o + 200, "work-done", task="T2", role="dev", summary="ok", report=None,
+           done=True, note=None),
+        ev(o + 205, "delegate", task="T3", role="dev", label="three", text="z", brief=None),
+        ev(o + 206, "delivered", task="T3", role="dev"),
+        ev(o + 230, "injection", role="lead", kind="report", ok=True, detail="", task="T2"),
+        ev(o + 300, "deck stopped", pid=1),
+    ]
+
+
+def write_log(path, records, tail=""):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+    return path
+
+
+def run_cli(capsys, *argv):
+    code = cli.run([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def hms(t):
+    return time.strftime("%H:%M:%S", time.localtime(T0 + t))
+
+
+def test_two_role_run_table(tmp_path, capsys):
+    log = write_log(tmp_path / "events.jsonl", two_role_run())
+    code, out, _ = run_cli(capsys, log)
+    assert code == 0
+    lines = out.splitlines()
+    local = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(T0))
+    assert lines[0] == f"run {local} · wall 5m · /proj"
+    assert lines[1] == "" and lines[2].split() == ["ROLE", "TASKS", "DONE", "BUSY", "AVG",
+                                                   "FIRST", "LAST", "TOKENS"]
+    rows = {line.split()[0]: line.split() for line in lines[3:5]}
+    # T1: 12 -> 72 = 60 s; T2: 80 -> 200 = 120 s (no delivery); avg 90 s
+    assert rows["dev"] == ["dev", "3", "2", "3m", "1m30s", hms(2), hms(206), "n/a"]
+    assert rows["lead"] == ["lead", "-", "-", "-", "-", hms(1), hms(230), "n/a"]
+    assert lines[5:] == ["", "1 task(s) never reported work-done", "T3"]
+
+
+def test_busy_avg_and_first_last_numbers(tmp_path):
+    read = read_log(write_log(tmp_path / "e.jsonl", two_role_run()))
+    summary = build(split_runs(read.records))
+    dev = next(r for r in summary.roles if r.name == "dev")
+    assert (dev.tasks, dev.done, dev.busy, dev.avg) == (3, 2, 180.0, 90.0)
+    assert (dev.first, dev.last) == (T0 + 2, T0 + 206)
+    assert summary.never_reported == ["T3"] and summary.wall == 300
+
+
+def test_rejected_and_unmatched_reports_are_not_counted(tmp_path):
+    records = [start(0),
+               ev(1, "delegate", task="T1", role="dev", label="a", text="a", brief=None),
+               ev(2, "gate rejected", task="T1", role="dev", reason="no"),
+               ev(3, "work-done", task="T9", role="unknown", summary="?", report=None,
+                  done=True, note="unknown task id T9")]
+    summary = build(split_runs(records))
+    assert [r.name for r in summary.roles] == ["dev"]
+    assert summary.roles[0].done == 0 and summary.never_reported == []
+
+
+def test_last_run_by_default_and_all_adds_up(tmp_path, capsys):
+    log = write_log(tmp_path / "e.jsonl", two_role_run() + two_role_run(offset=1000))
+    _, last, _ = run_cli(capsys, log, "--json")
+    _, both, _ = run_cli(capsys, log, "--all", "--json")
+    last, both = json.loads(last), json.loads(both)
+    assert last["runs"] == 1 and last["start"] == T0 + 1000 and last["wall"] == 300
+    assert both["runs"] == 2 and both["start"] == T0 and both["wall"] == 600
+    dev = {r["role"]: r for r in both["roles"]}["dev"]
+    assert (dev["tasks"], dev["done"], dev["busy"]) == (6, 4, 360.0)
+    assert (dev["first"], dev["last"]) == (T0 + 2, T0 + 1206)
+    assert both["never_reported"] == ["T3", "T3"]
+    _, text, _ = run_cli(capsys, log, "--all")
+    assert text.startswith("2 runs from ") and "· wall 10m · /proj" in text.splitlines()[0]
+
+
+def test_torn_last_line_reads_up_to_it_with_a_note(tmp_path, capsys):
+    log = write_log(tmp_path / "e.jsonl", two_role_run(), tail='{"t": 1, "event": "deleg')
+    code, out, err = run_cli(capsys, log)
+    assert code == 0 and "1 task(s) never reported" in out
+    assert "damaged after line 12; read up to there" in err
+
+
+def test_garbage_middle_line_stops_the_reading(tmp_path, capsys):
+    records = two_role_run()
+    lines = [json.dumps(r) for r in records[:6]] + ["\x00\x01 not json"]
+    lines += [json.dumps(r) for r in records[6:]]
+    log = tmp_path / "e.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    read = read_log(log)
+    assert read.damaged_after == 6 and len(read.records) == 6
+    code, out, err = run_cli(capsys, log, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["damaged_after"] == 6
+    assert {r["role"]: r["done"] for r in data["roles"]}["dev"] == 1
+    assert "damaged after line 6" in err
+
+
+def test_missing_log_is_one_sentence_and_exit_1(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "no event log at" in err
+    assert ".choragos/logs/events.jsonl" in err
+
+
+def test_json_shape(tmp_path, capsys):
+    log = write_log(tmp_path / "e.jsonl", two_role_run())
+    code, out, _ = run_cli(capsys, log, "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert set(data) == {"runs", "start", "start_local", "wall", "dirs", "damaged_after",
+                         "roles", "never_reported"}
+    assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
+    dev = {r["role"]: r for r in data["roles"]}["dev"]
+    assert dev == {"role": "dev", "tasks": 3, "done": 2, "busy": 180.0, "avg": 90.0,
+                   "first": T0 + 2, "last": T0 + 206, "tokens": None}
+
+
+def test_tokens_events_fill_the_column(tmp_path, capsys):
+    def tokens(t, n, model="m1"):
+        return ev(t, "tokens", role="dev", model=model, input=n, output=n // 10,
+                  cache_read=0, cache_creation=0)
+
+    # cumulative counters: the last value counts, a drop means a restart
+    records = [*two_role_run()[:-1], tokens(240, 100_000), tokens(250, 160_000),
+               tokens(260, 20_000), tokens(270, 1_000, "m2")]
+    code, out, _ = run_cli(capsys, write_log(tmp_path / "e.jsonl", records))
+    assert code == 0
+    dev = next(line for line in out.splitlines() if line.startswith("dev"))
+    # (160_000 + 16_000) + (20_000 + 2_000) + (1_000 + 100)
+    assert dev.split()[-1] == "199.1k"
+    assert cli.tokens_text({"input": 1_400_000}) == "1.4M"
+    assert cli.tokens_text({"input": 950}) == "950"
+
+
+def test_escape_sequences_from_the_log_are_never_printed_raw(tmp_path, capsys):
+    evil = "dev\x1b]0;pwned\x07\x1b[2J"
+    records = [start(0, workdir="/p\x1b[31mroj"),
+               ev(1, "delegate", task="T\x1b[1m1", role=evil, label="\x1b[5mx", text="x",
+                  brief=None)]
+    code, out, err = run_cli(capsys, write_log(tmp_path / "e.jsonl", records))
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out and "\x1b" not in err
+    _, as_json, _ = run_cli(capsys, tmp_path / "e.jsonl", "--json")
+    assert "\x1b" not in as_json and json.loads(as_json)["roles"][0]["role"] == evil
+
+
+def test_empty_log_says_so(tmp_path, capsys):
+    code, out, err = run_cli(capsys, write_log(tmp_path / "e.jsonl", []))
+    assert code == 1 and out == "" and "holds no events" in err
+
+
+def test_cli_as_a_real_subprocess(tmp_path):
+    log = write_log(tmp_path / "events.jsonl", two_role_run())
+    done = subprocess.run([sys.executable, "-m", "choragos", "report", str(log)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("run ") and "1 task(s) never reported work-done" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", "choragos", "report"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert missing.returncode == 1 and "no event log" in missing.stderr
+
+
+def test_report_module_imports_no_heavy_dependency():
+    code = ("import sys, choragos.cli.report; "
+            "print(sorted(m for m in ('pykka', 'pyte', 'urwid', 'dulwich') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30)
+    assert done.stdout.strip() == "[]", done.stderr
