@@ -165,6 +165,10 @@ class _RunSummary:
         self.roles: dict[str, RoleStats] = {}
         self.tasks: dict[str, _Task] = {}
         self.tokens: dict[tuple[str, str], _TokenCounter] = {}
+        self._fold(records)
+        self._settle_tokens()
+
+    def _fold(self, records: list[dict]) -> None:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
                     "tokens": self._tokens}
@@ -173,6 +177,9 @@ class _RunSummary:
             handler = handlers.get(record.get("event"))
             if handler is not None:
                 handler(record)
+
+    def _settle_tokens(self) -> None:
+        # Counters are per model; a role's column adds up all its models.
         for (role, _), counter in self.tokens.items():
             stats = self._role(role)
             stats.tokens = _add_tokens(stats.tokens or {}, counter.total())
