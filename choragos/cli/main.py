@@ -14,6 +14,8 @@ from choragos import __version__
 
 # verb -> (module, one-line help).  Each module exposes ``run(argv) -> int``.
 VERBS: dict[str, tuple[str, str]] = {
+    "init": ("choragos.cli.init", "write a starter .choragos.toml"),
+    "doctor": ("choragos.cli.doctor", "check this directory's setup"),
     "serve": ("choragos.cli.serve", "start the session and attach to its deck "
               "(--detach: background, --headless: no deck)"),
     "attach": ("choragos.cli.attach", "bring the running session's deck to this terminal"),

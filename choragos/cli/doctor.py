@@ -1,0 +1,181 @@
+"""``choragos doctor``: check this directory's setup, one line per check (spec I2).
+
+Each check says OK, WARN or FAIL and a sentence.  The exit status is 1 when
+anything failed, so scripts can gate on it.  Nothing here changes anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from choragos import paths, wire
+from choragos.cli import _client
+from choragos.config import CONFIG_NAME, Config, ConfigError, load_config
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+# sun_path holds 108 bytes on Linux and 104 on macOS; stay clear of both.
+MAX_SOCKET_BYTES = 100
+_PING_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: which check, how it went, and a sentence saying why."""
+
+    name: str
+    level: str
+    message: str
+
+
+def run(argv: list[str], verb: str = "doctor") -> int:
+    """Entry point for ``choragos doctor``."""
+    return _client.guard(verb, lambda: _doctor(argv, verb))
+
+
+def _doctor(argv: list[str], verb: str) -> int:
+    made = argparse.ArgumentParser(prog=f"choragos {verb}",
+                                   description="Check this directory's choragos setup.")
+    made.add_argument("--config", type=Path, help=f"config file (default ./{CONFIG_NAME})")
+    made.add_argument("--json", action="store_true", help="print the checks as JSON")
+    args = made.parse_args(argv)
+    checks = diagnose(Path.cwd(), os.environ, args.config)
+    if args.json:
+        _client.print_json({"ok": passed(checks), "checks": [asdict(c) for c in checks]})
+    else:
+        print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
+    return 0 if passed(checks) else 1
+
+
+def passed(checks: list[Check]) -> bool:
+    """True when no check failed (warnings do not count against a setup)."""
+    return all(check.level != FAIL for check in checks)
+
+
+def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = None) -> list[Check]:
+    """Every check for ``workdir`` as seen with environment ``env``."""
+    config, checks = _config(workdir, config_path)
+    if config is not None:
+        checks += [_binary(role.name, role.command, env) for role in config.roles]
+    checks += [*_socket(workdir, env), _git(workdir, config), _term(env), _gateway(config),
+               _session(workdir, env)]
+    return checks
+
+
+# ---- the config and its roles ---------------------------------------------------------
+
+def _config(workdir: Path, config_path: Path | None) -> tuple[Config | None, list[Check]]:
+    try:
+        config = load_config(config_path, workdir)
+    except ConfigError as exc:
+        return None, [*(Check("config", FAIL, error) for error in exc.errors),
+                      *(Check("config", WARN, warning) for warning in exc.warnings)]
+    return config, [_config_ok(config), *(Check("config", WARN, w) for w in config.warnings)]
+
+
+def _config_ok(config: Config) -> Check:
+    names = ", ".join(role.name for role in config.roles)
+    if config.source is None:
+        return Check("config", OK, f"no {CONFIG_NAME} here: the built-in team runs ({names}); "
+                                   "`choragos init` writes a file to edit")
+    return Check("config", OK, f"{config.source} loads: {len(config.roles)} roles ({names})")
+
+
+def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:
+    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        return Check("command", FAIL, f"role {role}: {command} is not on PATH (install it, or "
+                                       "change the role's command)")
+    return Check("command", OK, f"role {role}: {command} is {found}")
+
+
+# ---- the control socket ---------------------------------------------------------------
+
+def _socket(workdir: Path, env: Mapping[str, str]) -> list[Check]:
+    sock = paths.socket_path(workdir, env)
+    size = len(os.fsencode(sock))
+    if size > MAX_SOCKET_BYTES:
+        length = Check("socket", FAIL, f"the socket path {sock} is {size} bytes, over the "
+                                       f"{MAX_SOCKET_BYTES} a unix socket allows; set "
+                                       "XDG_RUNTIME_DIR or CHORAGOS_SOCK to a shorter directory")
+    else:
+        length = Check("socket", OK, f"the socket path {sock} fits ({size} bytes)")
+    if env.get(paths.SOCK_ENV):
+        return [length]  # a directory the user chose; its mode is theirs to decide
+    return [length, _socket_dir(paths.socket_dir(env))]
+
+
+def _socket_dir(directory: Path) -> Check:
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        return Check("socket-dir", OK, f"{directory} will be created, private to you")
+    except OSError as exc:
+        return Check("socket-dir", WARN, f"cannot inspect {directory}: {exc.strerror}")
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or mode != 0o700:
+        return Check("socket-dir", WARN, f"{directory} should be a directory owned by you with "
+                                         f"mode 0700 (it is mode {mode:04o}, owner uid "
+                                         f"{info.st_uid}); other users may reach your sessions")
+    return Check("socket-dir", OK, f"{directory} is private to you (0700)")
+
+
+# ---- the workspace and the terminal ---------------------------------------------------
+
+def _git(workdir: Path, config: Config | None) -> Check:
+    if config is not None and not config.checkpoints.enabled:
+        return Check("git", OK, "checkpoints are turned off in the config")
+    # Imported here: dulwich is only needed for this one check.
+    from choragos.checkpoints import CheckpointStore, NotARepository
+
+    try:
+        with CheckpointStore(workdir) as store:
+            return Check("git", OK, f"git repository at {store.root}: checkpoints active")
+    except NotARepository:
+        return Check("git", WARN, "not a git repository: delegations run without checkpoints")
+    except Exception as exc:  # a damaged repository must not stop the other checks
+        return Check("git", WARN, f"cannot open the git repository ({exc}): "
+                                  "delegations run without checkpoints")
+
+
+def _term(env: Mapping[str, str]) -> Check:
+    term = env.get("TERM", "")
+    if not term:
+        return Check("term", WARN, "TERM is unset: the deck needs a terminal that can draw "
+                                   "(e.g. TERM=xterm-256color)")
+    if term == "dumb":
+        return Check("term", WARN, "TERM is dumb: the deck cannot draw its panes there")
+    return Check("term", OK, f"TERM is {term}")
+
+
+def _gateway(config: Config | None) -> Check:
+    if config is not None and _has_gateway_section(config):
+        return Check("gateway", WARN, "[sphragis] is set, but this version does not use the "
+                                      "gateway: model requests go straight to the providers")
+    return Check("gateway", OK, "gateway: off (this version does not route through sphragis)")
+
+
+def _has_gateway_section(config: Config) -> bool:
+    if config.source is None:
+        return False
+    try:
+        return "sphragis" in tomllib.loads(config.source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # it loaded a moment ago; a vanished file has no section either
+
+
+def _session(workdir: Path, env: Mapping[str, str]) -> Check:
+    sock = paths.socket_path(workdir, env)
+    try:
+        ack = wire.request(sock, {"cmd": "ping"}, _PING_TIMEOUT)
+    except (wire.Unreachable, wire.WireError):
+        return Check("session", OK, "no session running")
+    if ack.get("status") != "ok":
+        return Check("session", WARN, f"a session answered but refused a ping: {ack.get('error')}")
+    return Check("session", OK, f"a session is running (pid {ack.get('pid')})")

@@ -1,0 +1,77 @@
+"""``choragos init``: write a commented starter ``.choragos.toml`` (spec I1)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from choragos import templates
+from choragos.cli import _client
+from choragos.config import CONFIG_NAME
+
+EXIT_EXISTS = 1
+
+
+def run(argv: list[str], verb: str = "init") -> int:
+    """Entry point for ``choragos init``."""
+    return _client.guard(verb, lambda: _init(argv, verb))
+
+
+def _parser(verb: str) -> argparse.ArgumentParser:
+    made = argparse.ArgumentParser(
+        prog=f"choragos {verb}",
+        description=f"Write a commented {CONFIG_NAME} in the current directory.")
+    made.add_argument("--template", choices=list(templates.TEMPLATES), default="starter",
+                      help="the team to start from (default: starter)")
+    made.add_argument("--auto", action="store_true",
+                      help="detect the project's language and name its test and lint "
+                           "commands in the briefs")
+    made.add_argument("--force", action="store_true",
+                      help=f"replace an existing {CONFIG_NAME}")
+    return made
+
+
+def _init(argv: list[str], verb: str) -> int:
+    args = _parser(verb).parse_args(argv)
+    workdir = Path.cwd()
+    detected = templates.detect(workdir) if args.auto else None
+    write_config(workdir / CONFIG_NAME, templates.render(args.template, detected), args.force)
+    print(f"wrote {CONFIG_NAME} ({args.template} template{_found(args.auto, detected)}); "
+          "next: run `choragos doctor`, then `choragos serve`")
+    return _client.EXIT_OK
+
+
+def _found(auto: bool, detected: templates.Detected | None) -> str:
+    if not auto:
+        return ""
+    if detected is None:
+        return ("; no go.mod, package.json, Cargo.toml, pyproject.toml or setup.py found, "
+                "so the briefs are generic")
+    return f"; detected {detected.language.name} from {detected.marker}"
+
+
+def write_config(target: Path, text: str, force: bool) -> None:
+    """Write ``text`` to ``target``; an existing file is replaced only with ``force``."""
+    if force:
+        _replace(target, text)
+        return
+    try:
+        with open(target, "x", encoding="utf-8") as handle:  # "x": never clobber
+            handle.write(text)
+    except FileExistsError:
+        raise _client.Failure(EXIT_EXISTS, f"{target.name} already exists here; "
+                                           "run with --force to replace it") from None
+    except OSError as exc:
+        raise _client.Failure(EXIT_EXISTS, f"cannot write {target}: {exc.strerror}") from None
+
+
+def _replace(target: Path, text: str) -> None:
+    # Write beside it and rename, so an interrupted --force never leaves half a file.
+    partial = target.with_name(f"{target.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise _client.Failure(EXIT_EXISTS, f"cannot write {target}: {exc.strerror}") from None

@@ -1,0 +1,166 @@
+"""``choragos doctor``: one OK / WARN / FAIL line per check (spec I2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from choragos import templates
+from choragos.cli import doctor
+from choragos.config import CONFIG_NAME
+
+
+@pytest.fixture
+def bindir(tmp_path: Path) -> Path:
+    """A PATH directory holding fake ``claude`` and ``gemini`` programs."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    for name in ("claude", "gemini"):
+        program = path / name
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def _env(bindir: Path, runtime: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": str(bindir), "XDG_RUNTIME_DIR": str(runtime), "TERM": "xterm-256color",
+            **extra}
+
+
+def _by_name(checks: list[doctor.Check], name: str) -> list[doctor.Check]:
+    return [check for check in checks if check.name == name]
+
+
+def test_a_good_setup_passes_with_every_check_named(work: Path, bindir: Path,
+                                                    short_tmp: Path) -> None:
+    (work / CONFIG_NAME).write_text(templates.render("starter"))
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    assert doctor.passed(checks)
+    assert {c.name for c in checks} == {"config", "command", "socket", "socket-dir", "git",
+                                        "term", "gateway", "session"}
+    assert [c.level for c in _by_name(checks, "command")] == ["OK"] * 3
+    assert _by_name(checks, "session")[0].message == "no session running"
+
+
+def test_missing_binary_fails_naming_role_and_command(work: Path, bindir: Path,
+                                                      short_tmp: Path) -> None:
+    (work / CONFIG_NAME).write_text(templates.render("mixed-team"))
+    (bindir / "gemini").unlink()
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    failed = [c for c in checks if c.level == "FAIL"]
+    assert len(failed) == 1
+    assert "role reviewer" in failed[0].message and "gemini" in failed[0].message
+    assert not doctor.passed(checks)
+
+
+def test_no_file_checks_the_builtin_team(work: Path, bindir: Path, short_tmp: Path) -> None:
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    assert "built-in team" in _by_name(checks, "config")[0].message
+    assert len(_by_name(checks, "command")) == 5
+
+
+def test_broken_config_fails_with_the_error_text(work: Path, bindir: Path,
+                                                 short_tmp: Path) -> None:
+    (work / CONFIG_NAME).write_text('[[roles]]\nname = "a"\ncommand = "claude"\n'
+                                    'start = true\ntimeout = "45x"\n')
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    config = _by_name(checks, "config")
+    assert [c.level for c in config] == ["FAIL"]
+    assert "roles[1].timeout" in config[0].message and "45x" in config[0].message
+    assert not _by_name(checks, "command")
+
+
+def test_unknown_and_not_built_keys_warn(work: Path, bindir: Path, short_tmp: Path) -> None:
+    text = templates.render("starter").replace('name = "coder"', 'name = "coder"\nmodle = "x"')
+    (work / CONFIG_NAME).write_text(text + "\n[sphragis]\nenabled = true\n")
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    warned = " ".join(c.message for c in _by_name(checks, "config") if c.level == "WARN")
+    assert "modle" in warned and "did you mean" in warned
+    gateway = _by_name(checks, "gateway")[0]
+    assert gateway.level == "WARN" and "[sphragis]" in gateway.message
+    assert doctor.passed(checks)
+
+
+def test_git_repository_means_checkpoints_active(work: Path, bindir: Path,
+                                                 short_tmp: Path) -> None:
+    assert _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "git")[0].level == "WARN"
+    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30,
+                   env={"PATH": os.defpath, "HOME": str(work)})
+    git = _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "git")[0]
+    assert (git.level, "checkpoints active" in git.message) == ("OK", True)
+
+
+@pytest.mark.parametrize(("term", "level"), [(None, "WARN"), ("dumb", "WARN"),
+                                             ("xterm-256color", "OK")])
+def test_term(work: Path, bindir: Path, short_tmp: Path, term: str | None,
+              level: str) -> None:
+    env = _env(bindir, short_tmp)
+    if term is None:
+        del env["TERM"]
+    else:
+        env["TERM"] = term
+    assert _by_name(doctor.diagnose(work, env), "term")[0].level == level
+
+
+def test_long_socket_path_fails(work: Path, bindir: Path, tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120)
+    checks = doctor.diagnose(work, _env(bindir, deep))
+    assert _by_name(checks, "socket")[0].level == "FAIL"
+    assert not doctor.passed(checks)
+
+
+def test_loose_socket_directory_warns(work: Path, bindir: Path, short_tmp: Path) -> None:
+    sockets = short_tmp / f"choragos-{os.getuid()}"
+    sockets.mkdir(mode=0o755)
+    sockets.chmod(0o755)
+    check = _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "socket-dir")[0]
+    assert check.level == "WARN" and "0755" in check.message
+    sockets.chmod(stat.S_IRWXU)
+    check = _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "socket-dir")[0]
+    assert check.level == "OK"
+
+
+def test_escape_sequences_in_config_text_are_inert(work: Path, bindir: Path,
+                                                   short_tmp: Path, monkeypatch,
+                                                   capsys) -> None:
+    (work / CONFIG_NAME).write_text('[[roles]]\nname = "a"\ncommand = "evil\\u001b[2J"\n'
+                                    'start = true\n')
+    monkeypatch.chdir(work)
+    for key, value in _env(bindir, short_tmp).items():
+        monkeypatch.setenv(key, value)
+    assert doctor.run([]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J" in out
+
+
+def _run(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "choragos", "doctor", *args], cwd=work,
+                          env=env, capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_doctor_as_a_real_command(work: Path, bindir: Path, short_tmp: Path) -> None:
+    (work / CONFIG_NAME).write_text(templates.render("claude-team"))
+    env = {**_env(bindir, short_tmp), "HOME": str(work)}
+    done = _run(work, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert all(line.split(" ", 1)[0] in ("OK", "WARN", "FAIL") for line in lines)
+    assert any(line.startswith("WARN not a git repository") for line in lines)
+    (bindir / "claude").unlink()
+    report = json.loads(_run(work, env, "--json").stdout)
+    assert report["ok"] is False
+    assert {"name", "level", "message"} <= set(report["checks"][0])
+    assert _run(work, env, "--json").returncode == 1
