@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from choragos import templates
+from choragos import paths, templates, wire
 from choragos.cli import doctor
 from choragos.config import CONFIG_NAME
 
@@ -144,6 +146,27 @@ def test_escape_sequences_in_config_text_are_inert(work: Path, bindir: Path,
     assert doctor.run([]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\\x1b[2J" in out
+
+
+def _answer_one_ping(listener: socket.socket) -> None:
+    conn, _ = listener.accept()
+    with conn:
+        conn.recv(4096)
+        conn.sendall(wire.encode(wire.ok(pid=4242)))
+
+
+def test_a_running_session_is_named_by_pid(work: Path, bindir: Path, short_tmp: Path) -> None:
+    env = _env(bindir, short_tmp)
+    sock = paths.socket_path(work, env)
+    sock.parent.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sock))
+        listener.listen(1)
+        server = threading.Thread(target=_answer_one_ping, args=(listener,), daemon=True)
+        server.start()
+        check = _by_name(doctor.diagnose(work, env), "session")[0]
+        server.join(timeout=5)
+    assert (check.level, check.message) == ("OK", "a session is running (pid 4242)")
 
 
 def _run(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
