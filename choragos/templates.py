@@ -90,8 +90,13 @@ _RUN = "This is a {name} project: run `{test}` and `{lint}` and report anything 
 # Claude workers start without the user's personal MCP servers, which keeps
 # their context window for the task they were given.
 _WORKER_ARGS = 'args = ["--strict-mcp-config"]  # arguments after the command'
-_CLOUD_DENY = ('env_deny = ["AWS_*", "AZURE_*", "GCP_*", "GITHUB_TOKEN", "GH_TOKEN"]'
-               "  # removed from its environment")
+# Cloud and code-host credentials, for roles that only read code.
+_CLOUD_DENY = """env_deny = [
+    "AWS_*", "AZURE_*", "GCP_*", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_*",
+    "GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN",
+]"""
+_DENY_NOTE = ("If your claude signs in through AWS Bedrock or Google Vertex, take those "
+              "entries out of env_deny.")
 
 
 def _orchestrator(brief: str) -> str:
@@ -106,8 +111,8 @@ def _coder(detected: Detected | None) -> str:
              "diff focused and run the tests before you report back."
              + _checks(detected, _FIX))
     return _role(
-        "The coder writes the code. timeout is wall-clock time per task; "
-        'timeout_action = "notify" rings the bell and marks the task late.',
+        "The coder writes the code. A task that takes longer than timeout is "
+        'flagged: with timeout_action = "notify" the bell rings and the board marks it.',
         "coder", "claude", brief, 'model = "opus"', _WORKER_ARGS,
         'timeout = "45m"', 'timeout_action = "notify"')
 
@@ -118,7 +123,7 @@ def _claude_reviewer(detected: Detected | None) -> str:
              "much they matter." + _checks(detected, _RUN))
     return _role(
         "The reviewer reads and reports. env_deny keeps credentials it has no use for "
-        "out of its environment; a deny always wins.",
+        "out of its environment; a deny always wins. " + _DENY_NOTE,
         "reviewer", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY)
 
 
@@ -142,7 +147,7 @@ def _auditor(detected: Detected | None) -> str:
              + _checks(detected, _RUN))
     return _role(
         "The auditor reads untrusted code for a living, so cloud and code-host "
-        "credentials are denied to it.",
+        "credentials are denied to it. " + _DENY_NOTE,
         "auditor", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY)
 
 
