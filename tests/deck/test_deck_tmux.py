@@ -83,9 +83,9 @@ def test_gate_overlay_y_delivers_and_n_reaches_the_orchestrator(deck):
     d.wait_booted(ROLES)
     out = d.cli("delegate", "--to", "release", "--task", "Tag v9 and write the changelog")
     assert "waiting for approval" in out.stdout, out.stderr
-    screen = d.wait_screen("Approval needed: T1 for release")
+    screen = d.wait_screen(lambda s: "Approval needed: T1 for release" in s
+                           and "1 gate waiting" in s.splitlines()[-1])
     assert "Tag v9 and write the changelog" in screen
-    assert "1 gate waiting" in screen.splitlines()[-1]
     d.keys("y")
     d.wait_screen(lambda s: "Approval needed" not in s)
     wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "release")),
