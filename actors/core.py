@@ -20,10 +20,12 @@ from typing import Any
 from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
+from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from choragos import __version__, briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
+from choragos.gateway import Totals, role_cost, role_tokens
 
 log = logging.getLogger("choragos.core")
 
@@ -54,6 +56,9 @@ class CoreState:
     reloader: Any = None  # the Session, when the team came from a config file
     hooks: Any = None     # choragos.hooks.Hooks
     clocks: Any = None    # the timeout clocks actor (S2)
+    gateway: str | None = None  # "on" | "down" | "off"; None when never configured
+    tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
+    flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
 
     @property
     def state_dir(self) -> Path:
@@ -89,6 +94,11 @@ class CoreActor(Actor):
     @handle.register
     def _subscribe(self, msg: m.Subscribe) -> None:
         self.s.subscribers.append(msg.callback)
+        # A late subscriber (the deck) would otherwise wait for the next change.
+        if self.s.gateway is not None:
+            msg.callback(("gateway", self.s.gateway))
+        if self.s.tokens:
+            msg.callback(("tokens", self._usages()))
 
     # -- control requests --------------------------------------------------
 
@@ -116,8 +126,12 @@ class CoreActor(Actor):
             open_tasks = self.s.board.open_for(seat.name)
             roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
                           "task": open_tasks[0].id if open_tasks else None,
-                          "queued": len(seat.queue)})
-        return wire.ok(roles=roles)
+                          "queued": len(seat.queue), **self._usage(seat.name)})
+        return wire.ok(roles=roles, gateway=self.s.gateway)
+
+    def _usage(self, role: str) -> dict:
+        models = self.s.tokens.get(role, {})
+        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models)}
 
     def _cmd_board(self, request: dict) -> dict:
         return wire.ok(tasks=self.s.board.snapshot())
@@ -317,6 +331,34 @@ class CoreActor(Actor):
         if self.s.hooks is not None:
             self.s.hooks.fire(hook, role=role, task=task.text if task else "",
                               task_id=task.id if task else "")
+
+    # -- the gateway (G1, G2) ------------------------------------------------
+
+    @handle.register
+    def _gateway_health(self, msg: GatewayHealth) -> None:
+        self.s.gateway = "on" if msg.up else "down"
+        self._event("gateway up" if msg.up else "gateway down", reason=msg.reason)
+        self._publish(("gateway", self.s.gateway))
+
+    @handle.register
+    def _token_totals(self, msg: TokenTotals) -> None:
+        if msg.totals == self.s.tokens:
+            return
+        self.s.tokens = msg.totals
+        self._publish(("tokens", self._usages()))
+
+    def _usages(self) -> dict[str, dict]:
+        return {role: self._usage(role) for role in self.s.tokens}
+
+    @handle.register
+    def _flush_tokens(self, msg: FlushTokens) -> None:
+        # Not published: a snapshot every 30 s would only crowd the deck's event view.
+        if self.s.tokens == self.s.flushed and not msg.force:
+            return
+        self.s.flushed = self.s.tokens
+        for role, models in self.s.tokens.items():
+            for model, counts in models.items():
+                self.s.events.write("tokens", role=role, model=model, **counts)
 
     # -- timeouts (S2) -------------------------------------------------------
 

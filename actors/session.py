@@ -1,7 +1,7 @@
 """Wires a session together: start in dependency order, stop in reverse.
 
 Order: event log → timers → supervisor → session core → checkpointer →
-roles → listener.  Stopping runs the other way round, in a ``finally``, so
+gateway prober → roles → listener.  Stopping runs the other way round, in a ``finally``, so
 the socket disappears first (no new work), then every role's process group
 is terminated in parallel, then the actors and the timer thread stop.
 """
@@ -20,16 +20,18 @@ from actors import messages as m
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
+from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs
+from choragos import __version__, briefs, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.events import EventLog, default_path
+from choragos.gateway import GatewayMode, decide
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 
@@ -60,6 +62,8 @@ class Session:
         self.timers: Timers | None = None
         self.supervisor: pykka.ActorRef | None = None
         self.core: Handle | None = None
+        self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
+        self.prober = ProberState(config.sphragis.base_url + "/metrics")
 
     # -- start ---------------------------------------------------------------
 
@@ -70,6 +74,7 @@ class Session:
                           config=str(self.config.source) if self.config.source else "built-in")
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
+        self._decide_gateway()
         self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
                                   self.events.write)
         self.server.start()
@@ -79,6 +84,17 @@ class Session:
             self.stop()
             raise
 
+    def _decide_gateway(self) -> None:
+        """C5: decided once; a reload does not turn the gateway on or off."""
+        self.gateway = decide(self.config.sphragis)
+        if self.gateway.on:
+            self.events.write("gateway on", reason=self.gateway.reason,
+                              addr=self.config.sphragis.addr, enforced=self.gateway.enforced)
+            return
+        self.events.write("gateway off", reason=self.gateway.reason)
+        if self.config.sphragis.enabled is None:
+            log.warning("gateway off: %s", self.gateway.reason)
+
     def _start_actors(self) -> None:
         self.timers = Timers()
         self.supervisor = Supervisor.start(on_event=self.events.write)
@@ -86,7 +102,8 @@ class Session:
         self.write_briefs(self.config)
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
-                               reloader=self if self.config.source else None)
+                               reloader=self if self.config.source else None,
+                               gateway=self._gateway_label())
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.hooks = self._hooks()
         clock_state = ClockState({})
@@ -94,6 +111,7 @@ class Session:
         core_state.clocks = self._start_child(
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
+        self._start_prober(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
@@ -128,9 +146,28 @@ class Session:
         handle.tell(m.Prune(self.config.checkpoints.keep))
         return handle
 
+    def _gateway_label(self) -> str | None:
+        """What the deck shows: nothing when the gateway was never configured."""
+        if self.gateway.on:
+            return "down"  # until the first probe answers
+        return "off" if self.config.sphragis.enabled is False else None
+
+    def _start_prober(self, core_state: CoreState) -> None:
+        if not self.gateway.on:
+            return
+        sup, core, timers, state = self.supervisor, self.core, self.timers, self.prober
+        handle = self._start_child(
+            "gateway", lambda h: GatewayProber.start(state, core, timers, h, sup))
+        handle.tell(Probe())
+        timers.after(30.0, handle, FlushTick())
+
     def _role_env(self, spec: RoleSpec) -> dict[str, str]:
         inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name,
                   "CHORAGOS_DIR": str(self.workdir)}
+        if self.gateway.on:
+            # G1: route the role's model traffic through the gateway, attributed to it.
+            url = self.config.sphragis.agent_url(spec.name)
+            inject.update(dict.fromkeys(spec.base_url_env, url))
         return role_env(spec, os.environ, inject)
 
     def _start_role(self, spec: RoleSpec) -> Seat:
@@ -192,8 +229,15 @@ class Session:
             threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
 
     def _gate(self, request: dict) -> str | None:
-        """P5 lives here once the gateway exists; today nothing is refused."""
-        return None
+        """P5: fail closed while an enforced gateway is down (or not yet seen up)."""
+        if not self.gateway.enforced or self.prober.health.up:
+            return None
+        refusal = wire.gateway_refusal(request)
+        if refusal is None:
+            return None
+        self.events.write(wire.GATEWAY_DOWN, cmd=request.get("cmd"),
+                          reason=self.prober.health.reason)
+        return refusal["error"]
 
     # -- the deck (owned by ui/; started by `choragos serve` in deck mode) -----
 
@@ -216,6 +260,7 @@ class Session:
         self.stopped.set()
         if self.server is not None:
             self.server.close()
+        self._flush_tokens()
         self._stop_roles()
         if self.supervisor is not None:
             try:
@@ -232,6 +277,15 @@ class Session:
                 if t.name.startswith("pty-") and t.is_alive()]
         if left:
             log.warning("reader threads still running after stop: %s", ", ".join(left))
+
+    def _flush_tokens(self) -> None:
+        """G2: the last cumulative snapshot goes into the log on the way out."""
+        if self.core is None or not self.gateway.on:
+            return
+        try:
+            self.core.ask(FlushTokens(force=True), timeout=5)
+        except Exception as exc:
+            log.warning("writing the last token totals: %s", exc)
 
     def _stop_roles(self) -> None:
         """Terminate every role's process group at once, then wait for all."""

@@ -46,8 +46,6 @@ NOT_BUILT: dict[str, str] = {
     "roles.judge_rounds": _LATER,
     "roles.owns_files": _LATER,
     "roles.fresh": _LATER,
-    "sphragis": "the gateway integration is not built yet",
-    "pricing": "token pricing is not built yet",
     "ui.on_budget": "budgets are not built yet",
 }
 

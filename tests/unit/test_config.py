@@ -609,8 +609,6 @@ def test_not_built_role_keys_warn(tmp_path: Path, key: str) -> None:
 
 @pytest.mark.parametrize(("text", "where", "reason"), [
     ('[ui]\non_budget = "true"\n', "ui.on_budget", "budgets are not built yet"),
-    ("[pricing.m]\ninput = 1\n", "pricing", "token pricing is not built yet"),
-    ("[sphragis]\nenabled = true\n", "sphragis", "the gateway integration is not built yet"),
 ])
 def test_not_built_sections_warn_once(tmp_path: Path, text: str, where: str, reason: str) -> None:
     warnings = load(tmp_path, LEAD + text).warnings

@@ -1,0 +1,110 @@
+"""The Sphragis gateway, seen from the session (C5, G1, G2, P5).
+
+Three pure pieces: whether the gateway is on (decided once, at start),
+what its ``/metrics`` body says about tokens, and what those tokens cost.
+The prober actor (actors/gateway.py) does the fetching.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from choragos.config import Config, GatewaySettings
+
+TOKENS_METRIC = "sphragis_tokens_total"
+DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
+MAX_BODY = 1 << 20  # G2: a metrics body larger than 1 MiB is refused, not parsed
+
+# role -> model -> direction -> cumulative count, as the gateway last reported it.
+Totals = dict[str, dict[str, dict[str, int]]]
+
+
+class MetricsError(ValueError):
+    """The gateway answered, but not with metrics we can read."""
+
+
+@dataclass(frozen=True)
+class GatewayMode:
+    """What the session does about the gateway for its whole life."""
+
+    on: bool
+    enforced: bool  # on and fail_closed: dispatch is refused while it is down (P5)
+    reason: str
+
+
+def decide(settings: GatewaySettings, on_path: Callable[[str], bool] | None = None,
+           listening: Callable[[str], bool] | None = None) -> GatewayMode:
+    """C5's soft default: an absent ``enabled`` means "on if it looks installed"."""
+    if settings.enabled is not None:
+        how = "true" if settings.enabled else "false"
+        return _mode(settings, settings.enabled, f"[sphragis] enabled = {how}")
+    on_path = on_path or (lambda name: shutil.which(name) is not None)
+    listening = listening or is_listening
+    if on_path(settings.command):
+        return _mode(settings, True, f"{settings.command} is on PATH")
+    if listening(settings.addr):
+        return _mode(settings, True, f"something listens on {settings.addr}")
+    return _mode(settings, False, f"{settings.command} is not on PATH and nothing "
+                                  f"listens on {settings.addr}")
+
+
+def _mode(settings: GatewaySettings, on: bool, reason: str) -> GatewayMode:
+    return GatewayMode(on, on and settings.fail_closed, reason)
+
+
+def is_listening(addr: str, timeout: float = 0.3) -> bool:
+    """Whether a TCP connect to ``host:port`` succeeds (short: it runs at start-up)."""
+    host, _, port = addr.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def parse_metrics(body: bytes) -> Totals:
+    """The token counters in a Prometheus text body; other metrics are ignored."""
+    if len(body) > MAX_BODY:
+        raise MetricsError(f"metrics body over {MAX_BODY} bytes")
+    try:
+        text = body.decode("utf-8")
+        samples = [s for family in text_string_to_metric_families(text)
+                   for s in family.samples]
+    except Exception as exc:  # the parser raises several types on garbage
+        raise MetricsError(f"unreadable metrics: {type(exc).__name__}: {exc}") from None
+    totals: Totals = {}
+    for sample in samples:
+        _add_sample(totals, sample.name, sample.labels, sample.value)
+    return totals
+
+
+def _add_sample(totals: Totals, name: str, labels: dict[str, str], value: float) -> None:
+    direction = labels.get("direction")
+    role, model = labels.get("agent"), labels.get("model", "")
+    if name != TOKENS_METRIC or direction not in DIRECTIONS or not role or value < 0:
+        return
+    counts = totals.setdefault(role, {}).setdefault(model, dict.fromkeys(DIRECTIONS, 0))
+    counts[direction] += int(value)
+
+
+def role_tokens(models: dict[str, dict[str, int]]) -> dict[str, int]:
+    """One role's counts summed over its models."""
+    return {d: sum(counts.get(d, 0) for counts in models.values()) for d in DIRECTIONS}
+
+
+def role_cost(config: Config, models: dict[str, dict[str, int]]) -> float | None:
+    """USD for one role's tokens; None without telemetry or when a model has no price (C6)."""
+    if not models:
+        return None
+    total = 0.0
+    for model, counts in models.items():
+        price = config.price_for(model)
+        if price is None:
+            return None
+        total += sum(counts.get(d, 0) * getattr(price, d) for d in DIRECTIONS) / 1e6
+    return total

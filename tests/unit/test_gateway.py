@@ -1,0 +1,142 @@
+"""The gateway's pure parts and the prober actor, with a fake fetch."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.gateway import (
+    GatewayHealth,
+    GatewayProber,
+    Probe,
+    ProberState,
+    TokenTotals,
+)
+from actors.handle import Handle
+from actors.timers import Timers
+from choragos.config import Config, GatewaySettings, Price, builtin_config
+from choragos.gateway import MAX_BODY, MetricsError, decide, parse_metrics, role_cost
+from tests.conftest import wait_until
+
+LINES = (
+    '# TYPE sphragis_tokens_total counter\n'
+    'sphragis_tokens_total{agent="coder",model="m-1",direction="input"} 10\n'
+    'sphragis_tokens_total{agent="coder",model="m-1",direction="output"} 4\n'
+    'sphragis_tokens_total{agent="coder",model="m-2",direction="cache_read"} 7\n'
+    'sphragis_tokens_total{agent="coder",model="m-1",direction="sideways"} 99\n'
+    'sphragis_requests_total{agent="coder"} 3\n'
+    'process_cpu_seconds_total 1.5\n'
+)
+
+
+# ---- the soft default (C5) -------------------------------------------------------------
+
+def _decide(enabled: bool | None, on_path: bool = False, listening: bool = False,
+            fail_closed: bool = True):
+    settings = GatewaySettings(enabled=enabled, fail_closed=fail_closed)
+    return decide(settings, lambda _: on_path, lambda _: listening)
+
+
+@pytest.mark.parametrize(("enabled", "on_path", "listening", "on"), [
+    (True, False, False, True),
+    (False, True, True, False),
+    (None, True, False, True),
+    (None, False, True, True),
+    (None, False, False, False),
+])
+def test_soft_default(enabled, on_path, listening, on) -> None:
+    mode = _decide(enabled, on_path, listening)
+    assert (mode.on, mode.enforced) == (on, on)
+
+
+def test_off_by_default_says_why() -> None:
+    assert "not on PATH and nothing listens on 127.0.0.1:8787" in _decide(None).reason
+
+
+def test_fail_open_is_on_but_not_enforced() -> None:
+    mode = _decide(True, fail_closed=False)
+    assert mode.on and not mode.enforced
+
+
+# ---- parsing (G2) ----------------------------------------------------------------------
+
+def test_parse_keeps_token_lines_only() -> None:
+    assert parse_metrics(LINES.encode()) == {"coder": {
+        "m-1": {"input": 10, "output": 4, "cache_read": 0, "cache_creation": 0},
+        "m-2": {"input": 0, "output": 0, "cache_read": 7, "cache_creation": 0}}}
+
+
+@pytest.mark.parametrize("body", [b"sphragis_tokens_total{agent=\n", b"\xff\xfe\x00",
+                                  b"x" * (MAX_BODY + 1)])
+def test_garbage_is_a_metrics_error(body: bytes) -> None:
+    with pytest.raises(MetricsError):
+        parse_metrics(body)
+
+
+def test_cost_uses_the_longest_prefix_and_is_none_when_unpriced() -> None:
+    config = Config(roles=builtin_config().roles,
+                    pricing={"m": Price(input=1.0), "m-1": Price(input=2.0, output=10.0)})
+    counts = {"input": 1000, "output": 100, "cache_read": 0, "cache_creation": 0}
+    assert role_cost(config, {"m-1": counts}) == pytest.approx(0.003)
+    assert role_cost(config, {"other": counts}) is None
+    assert role_cost(config, {}) is None
+
+
+# ---- the prober ------------------------------------------------------------------------
+
+class Core:
+    def __init__(self) -> None:
+        self.told: list = []
+
+    def tell(self, message) -> None:
+        self.told.append(message)
+
+
+def _prober(fetch):
+    core, timers, me = Core(), Timers(), Handle("gateway")
+    state = ProberState("http://127.0.0.1:1/metrics")
+    me.attach(GatewayProber.start(state, core, timers, me, fetch=fetch))
+    return core, timers, me, state
+
+
+@pytest.mark.parametrize(("result", "reason"), [
+    (OSError("connection refused"), "connection refused"),
+    (b"y" * (MAX_BODY + 1), "over"),
+    (b"{{{ not metrics", "unreadable"),
+])
+def test_bad_answers_mark_the_gateway_down(result, reason) -> None:
+    def fetch(url: str) -> bytes:
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    core, timers, me, state = _prober(fetch)
+    try:
+        me.tell(Probe())
+        health = wait_until(lambda: [t for t in core.told if isinstance(t, GatewayHealth)])
+        assert not health[0].up and reason in health[0].reason
+        assert not state.health.up and me.alive
+    finally:
+        me.current().stop()
+        timers.stop()
+
+
+def test_changes_are_told_once_and_totals_every_time() -> None:
+    answers = [LINES.encode(), LINES.encode(), OSError("gone")]
+    core, timers, me, _ = _prober(lambda url: _next(answers))
+    try:
+        for _ in range(3):
+            me.tell(Probe())
+        wait_until(lambda: len([t for t in core.told if isinstance(t, GatewayHealth)]) == 2)
+        health = [t.up for t in core.told if isinstance(t, GatewayHealth)]
+        assert health == [True, False]
+        assert len([t for t in core.told if isinstance(t, TokenTotals)]) == 2
+    finally:
+        me.current().stop()
+        timers.stop()
+
+
+def _next(answers: list):
+    answer = answers.pop(0) if answers else OSError("gone")
+    if isinstance(answer, Exception):
+        raise answer
+    return answer
