@@ -100,6 +100,7 @@ class DeckState:
     broadcast: bool = False
     dismissed: set[str] = field(default_factory=set)  # gates hidden with Esc
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    gateway: str | None = None  # "on" | "down" | "off"; None: never configured
 
     def pane(self, role: str) -> PaneView:
         view = self.panes.get(role)
@@ -412,6 +413,16 @@ class Deck:
             self._gate_arrived(value.as_dict() if hasattr(value, "as_dict") else value)
         elif kind == "event":
             self._event(value)
+        elif kind == "gateway":
+            self.state.gateway = value
+        elif kind == "tokens":
+            self._usage(value)
+
+    def _usage(self, usages: dict[str, dict]) -> None:
+        for role, usage in usages.items():
+            info = self.state.roles.get(role)
+            if info is not None and any(usage["tokens"].values()):
+                info.usage = usage
 
     def _role_view(self, view: m.RoleView) -> None:
         info = self.state.roles.get(view.name)
@@ -651,6 +662,9 @@ class Deck:
             state = info.status if info else "?"
             row.add(f"▸ {inert(focus)} ", "status")
             row.add(f"({state}) ", "status dim")
+        if self.state.gateway is not None:
+            attr = "status waiting" if self.state.gateway == "down" else "status dim"
+            row.add(f" gateway {self.state.gateway} ", attr)
         gates = len(self.state.gates)
         if gates:
             row.add(f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting")

@@ -1,10 +1,9 @@
 """The sidebar: one card per role (D2).
 
 A card shows the role's number (its focus key), status dot and state, model,
-restart count, current task and the last lines of activity (the role actor
-already left out the agent's chrome).  Token counts and cost join the card
-once the gateway's telemetry is built; until then nothing is shown rather
-than a made-up number.
+restart count, current task, token counts and cost (only once the gateway
+has counted something for the role: no made-up zeros), and the last lines of
+activity (the role actor already left out the agent's chrome).
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ class RoleInfo:
     approve: bool = False
     start: bool = False
     extra: dict = field(default_factory=dict)
+    usage: dict | None = None  # {"tokens": {...}, "cost": float | None} from the gateway
 
 
 def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
@@ -59,12 +59,35 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     lines.append(text_line(width, [("   ", None), (" · ".join(facts), style)]))
     if info.status in ("exited", "failed") and info.detail:
         lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
+    if info.usage is not None:
+        lines.append(text_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
     if task is not None:
         lines.append(text_line(width, [("   ", None), (f"{task['id']} ", "accent"),
                                        (inert(task.get("label", "")), None)]))
     for text in list(info.preview)[-preview_lines:] if preview_lines else []:
         lines.append(text_line(width, [("   › ", "dim"), (inert(text), "idle")]))
     return lines
+
+
+def usage_text(usage: dict) -> str:
+    """``↑in ↓out $cost`` (G2); the cost is left out when the model is unpriced."""
+    tokens = usage.get("tokens", {})
+    text = f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"
+    cost = usage.get("cost")
+    return text if cost is None else f"{text} {cost_text(cost)}"
+
+
+def count_text(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def cost_text(cost: float) -> str:
+    """Dollars; sub-cent costs keep four decimals so early spending is visible."""
+    return f"${cost:.4f}" if cost < 0.01 else f"${cost:.2f}"
 
 
 def render(infos: list[RoleInfo], width: int, height: int, *, focus: str | None,

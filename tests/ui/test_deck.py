@@ -326,3 +326,21 @@ def test_a_click_on_a_card_shows_that_role(deck):
     keys(deck, f"\x1b[<0;{120 - 10};{row + 1}M".encode())
     assert deck.state.layout.focus == "orchestrator"
     assert "orchestrator" in deck.state.layout.shown()
+
+
+def test_cards_show_gateway_tokens_and_cost(deck):
+    assert "↑" not in "\n".join(screen_text(deck))  # no telemetry, no made-up zeros
+    usage = {"tokens": {"input": 12_345, "output": 678, "cache_read": 0,
+                        "cache_creation": 0}, "cost": 0.0042}
+    deck._news(("tokens", {"coder": usage, "release": {**usage, "cost": None}}))
+    text = "\n".join(screen_text(deck))
+    assert "↑12.3k ↓678 $0.0042" in text
+    assert text.count("↑12.3k ↓678") == 2 and text.count("$0.0042") == 1  # release: unpriced
+
+
+def test_status_line_shows_the_gateway_state_only_when_configured(deck):
+    assert "gateway" not in screen_text(deck)[-1]
+    deck._news(("gateway", "down"))
+    assert "gateway down" in screen_text(deck)[-1]
+    deck._news(("gateway", "on"))
+    assert "gateway on" in screen_text(deck)[-1]
