@@ -10,14 +10,14 @@ import argparse
 import os
 import shutil
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from choragos import paths, wire
 from choragos.cli import _client
-from choragos.config import CONFIG_NAME, Config, ConfigError, load_config
+from choragos.config import CONFIG_NAME, Config, ConfigError, GatewaySettings, load_config
+from choragos.gateway import decide, is_listening
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 # sun_path holds 108 bytes on Linux and 104 on macOS; stay clear of both.
@@ -155,19 +155,17 @@ def _term(env: Mapping[str, str]) -> Check:
 
 
 def _gateway(config: Config | None) -> Check:
-    if config is not None and _has_gateway_section(config):
-        return Check("gateway", WARN, "[sphragis] is set, but this version does not use the "
-                                      "gateway: model requests go straight to the providers")
-    return Check("gateway", OK, "gateway: off (this version does not route through sphragis)")
-
-
-def _has_gateway_section(config: Config) -> bool:
-    if config.source is None:
-        return False
-    try:
-        return "sphragis" in tomllib.loads(config.source.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # it loaded a moment ago; a vanished file has no section either
+    """What the session would decide (C5), and whether the gateway answers now."""
+    settings = config.sphragis if config is not None else GatewaySettings()
+    mode = decide(settings)
+    if not mode.on:
+        return Check("gateway", OK, f"gateway: off ({mode.reason})")
+    if is_listening(settings.addr):
+        return Check("gateway", OK, f"gateway: on at {settings.addr} ({mode.reason})")
+    effect = ("delegations will be refused until it answers" if mode.enforced
+              else "model requests will fail until it answers")
+    return Check("gateway", WARN, f"gateway: on ({mode.reason}), but nothing answers on "
+                                  f"[sphragis] addr {settings.addr}: {effect}")
 
 
 def _session(workdir: Path, env: Mapping[str, str]) -> Check:
