@@ -430,6 +430,7 @@ class Deck:
             info = self.state.roles[view.name] = RoleInfo(view.name)
             self._follow_roster(list(self.state.roles))
         before = info.status
+        info.news += 1
         info.status, info.pid, info.restarts = view.status, view.pid, view.restarts
         info.detail, info.preview = view.detail, tuple(view.preview)
         if view.status == "waiting" and before != "waiting":
@@ -473,6 +474,8 @@ class Deck:
 
     def _sync(self) -> None:
         """Ask the core for the whole picture (at start and after a reload)."""
+        asked = {name: info.news for name, info in self.state.roles.items()}
+
         def roles(ack: dict) -> None:
             if ack.get("status") != "ok":
                 return
@@ -481,9 +484,11 @@ class Deck:
                 name = row["name"]
                 names.append(name)
                 info = self.state.roles.setdefault(name, RoleInfo(name))
+                info.model, info.command = row.get("model", ""), row.get("command", "")
+                if info.news != asked.get(name, 0):
+                    continue  # a view published after we asked is fresher than this row
                 info.status, info.pid = row.get("state", info.status), row.get("pid")
                 info.restarts = row.get("restarts", 0)
-                info.model, info.command = row.get("model", ""), row.get("command", "")
                 info.preview = tuple(row.get("preview", ()))
                 info.detail = row.get("detail", "")
             if names:

@@ -33,6 +33,7 @@ class RoleInfo:
     start: bool = False
     extra: dict = field(default_factory=dict)
     usage: dict | None = None  # {"tokens": {...}, "cost": float | None} from the gateway
+    news: int = 0  # views received; a slower full sync must not overwrite a newer one
 
 
 def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,

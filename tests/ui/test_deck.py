@@ -344,3 +344,17 @@ def test_status_line_shows_the_gateway_state_only_when_configured(deck):
     assert "gateway down" in screen_text(deck)[-1]
     deck._news(("gateway", "on"))
     assert "gateway on" in screen_text(deck)[-1]
+
+
+def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
+    answers: dict = {}
+    deck.command = lambda request, then=None, quiet=False: answers.update(
+        {request["cmd"]: then})
+    stale = {"status": "ok", "roles": [{"name": "coder", "state": "booting", "pid": 1}]}
+    deck._sync()                                                # asked now ...
+    deck._news(("role", m.RoleView("coder", "working", pid=7)))  # ... news meanwhile
+    answers["status"](stale)                                    # ... the answer last
+    assert (deck.state.roles["coder"].status, deck.state.roles["coder"].pid) == ("working", 7)
+    deck._sync()                                                # no news this time
+    answers["status"]({"status": "ok", "roles": [{"name": "coder", "state": "idle", "pid": 7}]})
+    assert deck.state.roles["coder"].status == "idle"
