@@ -14,6 +14,7 @@ from typing import Any
 
 import urwid
 
+from choragos.cli._client import duration
 from ui.keys import ACTION_HELP, Keymap, display_name
 
 _INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
@@ -27,15 +28,6 @@ def inert(text: object) -> str:
     return str(text).translate(_INERT)
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 class Dialog(urwid.WidgetWrap):

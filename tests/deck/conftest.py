@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pid_alive, wait_until
-from tests.integration.harness import base_env, git_init, role_toml
+from tests.integration.harness import base_env, git_init, read_agent_log, role_toml
 
 TMUX = shutil.which("tmux")
 
@@ -101,11 +101,7 @@ class TmuxDeck:
         return json.loads(out.stdout)["sessions"]
 
     def agents(self, kind: str | None = None, role: str | None = None) -> list[dict]:
-        if not self.agent_log.exists():
-            return []
-        records = [json.loads(line) for line in self.agent_log.read_text().splitlines()]
-        return [r for r in records if (kind is None or r["kind"] == kind)
-                and (role is None or r["role"] == role)]
+        return read_agent_log(self.agent_log, kind, role)
 
     def agent_pids(self) -> dict[str, int]:
         return {r["role"]: int(r["text"]) for r in self.agents("start")}

@@ -42,6 +42,16 @@ def role_toml(name: str, *flags: str, start: bool = False, **keys: object) -> st
     return "\n".join(lines) + "\n"
 
 
+def read_agent_log(path: Path, kind: str | None = None,
+                   role: str | None = None) -> list[dict]:
+    """What the fixture agents recorded (tests/fixtures/agent.py), filtered."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r for r in records if (kind is None or r["kind"] == kind)
+            and (role is None or r["role"] == role)]
+
+
 def git_init(path: Path) -> None:
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"],
                  ["config", "user.name", "Test"]):
@@ -126,11 +136,7 @@ class Serve:
                 f"--- events (tail) ---\n{events}\n--- agents (tail) ---\n{agents}")
 
     def agents(self, kind: str | None = None, role: str | None = None) -> list[dict]:
-        if not self.agent_log.exists():
-            return []
-        records = [json.loads(line) for line in self.agent_log.read_text().splitlines()]
-        return [r for r in records if (kind is None or r["kind"] == kind)
-                and (role is None or r["role"] == role)]
+        return read_agent_log(self.agent_log, kind, role)
 
     def submitted(self, role: str) -> list[str]:
         return [r["text"] for r in self.agents("submit", role)]
