@@ -14,7 +14,9 @@ from tests.integration.harness import Serve, role_toml
 def hooks_toml(out_dir) -> str:
     lines = ["[ui]"]
     for hook in ("on_gate", "on_input", "on_timeout"):
-        lines.append(f"{hook} = 'env > {out_dir}/{hook}.env'")
+        # written whole, then renamed: the test polls for the file's existence
+        lines.append(f"{hook} = 'env > {out_dir}/{hook}.tmp && mv {out_dir}/{hook}.tmp "
+                     f"{out_dir}/{hook}.env'")
     return "\n".join(lines) + "\n"
 
 
