@@ -47,7 +47,12 @@ def read_agent_log(path: Path, kind: str | None = None,
     """What the fixture agents recorded (tests/fixtures/agent.py), filtered."""
     if not path.exists():
         return []
-    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            break  # a line still being written; the next poll sees it whole
     return [r for r in records if (kind is None or r["kind"] == kind)
             and (role is None or r["role"] == role)]
 
