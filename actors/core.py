@@ -10,6 +10,7 @@ subscribers (the UI actor later) and written to the event log.
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,7 +112,7 @@ class CoreActor(Actor):
         return handler(request)
 
     def _cmd_ping(self, request: dict) -> dict:
-        return wire.ok(pid=_pid(), version=__version__, dir=str(self.s.workdir),
+        return wire.ok(pid=os.getpid(), version=__version__, dir=str(self.s.workdir),
                        roles=list(self.s.seats))
 
     def _cmd_shutdown(self, request: dict) -> dict:
@@ -520,6 +521,3 @@ def _write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _pid() -> int:
-    import os
-    return os.getpid()

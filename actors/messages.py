@@ -135,11 +135,6 @@ class GetView:
     pass
 
 
-@dataclass(frozen=True)
-class GetScreen:
-    pass
-
-
 # --- from roles to the session core ----------------------------------------
 
 

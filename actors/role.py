@@ -270,10 +270,6 @@ class RoleActor(Actor):
     def _get_view(self, msg: m.GetView) -> m.RoleView:
         return self.view()
 
-    @handle.register
-    def _get_screen(self, msg: m.GetScreen) -> list[str]:
-        return self.s.terminal.display()
-
     def _reply(self, data: bytes) -> None:
         if self.s.child is not None:
             self.s.child.write(data)

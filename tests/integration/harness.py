@@ -42,9 +42,8 @@ def role_toml(name: str, *flags: str, start: bool = False, **keys: object) -> st
     return "\n".join(lines) + "\n"
 
 
-def read_agent_log(path: Path, kind: str | None = None,
-                   role: str | None = None) -> list[dict]:
-    """What the fixture agents recorded (tests/fixtures/agent.py), filtered."""
+def read_jsonl(path: Path) -> list[dict]:
+    """JSON lines up to the first that does not parse (one still being written)."""
     if not path.exists():
         return []
     records = []
@@ -52,7 +51,14 @@ def read_agent_log(path: Path, kind: str | None = None,
         try:
             records.append(json.loads(line))
         except ValueError:
-            break  # a line still being written; the next poll sees it whole
+            break  # the next poll sees it whole
+    return records
+
+
+def read_agent_log(path: Path, kind: str | None = None,
+                   role: str | None = None) -> list[dict]:
+    """What the fixture agents recorded (tests/fixtures/agent.py), filtered."""
+    records = read_jsonl(path)
     return [r for r in records if (kind is None or r["kind"] == kind)
             and (role is None or r["role"] == role)]
 
@@ -110,16 +116,7 @@ class Serve:
         return records[starts[-1]:] if starts else records
 
     def _all_events(self) -> list[dict]:
-        path = self.workdir / ".choragos" / "logs" / "events.jsonl"
-        if not path.exists():
-            return []
-        records = []
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                break
-        return records
+        return read_jsonl(self.workdir / ".choragos" / "logs" / "events.jsonl")
 
     def wait_event(self, match: Callable[[dict], bool], timeout: float = 15,
                    message: str = "event") -> dict:
