@@ -22,7 +22,7 @@ from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
-from choragos import __version__, briefs, wire
+from choragos import __version__, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
@@ -226,15 +226,33 @@ class CoreActor(Actor):
         unknown = [name for name in targets if name not in self.s.seats]
         if unknown:
             return wire.error(self._unknown_roles(unknown))
-        created = [self._create_task(role, request) for role in targets]
+        try:
+            created = self._record_tasks(targets, request)
+        except OSError as exc:
+            return wire.error(not_recorded(exc, "delegation"))
+        created = [self._route_task(task) for task in created]
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
                               for t in created])
 
-    def _create_task(self, role: str, request: dict) -> Task:
-        task = self.s.board.create(role, request["task"], request.get("brief"))
-        self._write_task_file(task)
-        self._event("delegate", task=task.id, role=role, label=task.label,
-                    brief=task.brief, text=task.text)
+    def _record_tasks(self, targets: list[str], request: dict) -> list[Task]:
+        """Write every task file and its event first; on a failure the board
+        forgets them all, so a refused delegation changes nothing."""
+        created: list[Task] = []
+        try:
+            for role in targets:
+                created.append(self.s.board.create(role, request["task"], request.get("brief")))
+                self._write_task_file(created[-1])
+            records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
+                                            brief=t.brief, text=t.text) for t in created]
+        except OSError:
+            self.s.board.forget([task.id for task in created])
+            raise
+        for record in records:
+            self._publish(("event", record))
+        return created
+
+    def _route_task(self, task: Task) -> Task:
+        role = task.role
         if self.s.config.role(role).approve:
             task = self._move(task.id, TaskState.GATED)
             self.s.gates[task.id] = task
@@ -297,11 +315,20 @@ class CoreActor(Actor):
         injection = seat.queue.popleft()
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
-            worker_file = self.s.state_dir / f"worker-task-{seat.name}.md"
-            _write_text(worker_file, briefs.task_document(
-                task, self.s.config.role(seat.name).prompt_template))
+            self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         seat.handle.tell(m.Inject(injection))
+
+    def _write_worker_file(self, role: str, task: Task) -> None:
+        """The role's latest task; the typed line names the per-task copy, so a
+        failure here (a full disk) is logged and the delivery goes on."""
+        worker_file = self.s.state_dir / f"worker-task-{role}.md"
+        try:
+            _write_text(worker_file, briefs.task_document(
+                task, self.s.config.role(role).prompt_template))
+        except OSError as exc:
+            self._event("worker file failed", role=role, task=task.id,
+                        error=exc.strerror or str(exc))
 
     @handle.register
     def _role_changed(self, msg: m.RoleChanged) -> None:
@@ -446,9 +473,18 @@ class CoreActor(Actor):
     def _cmd_work_done(self, request: dict) -> dict:
         task_id, summary = request["id"], request["task"]
         report = request.get("report")
+        before = self.s.board.tasks.get(task_id)
         note, role = self._resolve(task_id, summary, report, request.get("done", False))
-        self._event("work-done", task=task_id, role=role, summary=summary, report=report,
-                    done=request.get("done", False), note=note or None)
+        try:
+            record = self.s.events.append("work-done", task=task_id, role=role,
+                                          summary=summary, report=report,
+                                          done=request.get("done", False), note=note or None)
+        except OSError as exc:
+            if before is not None:  # write-behind rolled back: the board is as it was
+                self.s.board.tasks[task_id] = before
+                self._publish(("task", before))
+            return wire.error(not_recorded(exc, "work-done"))
+        self._publish(("event", record))
         self._enqueue(self.s.start_role,
                       briefs.report_line(task_id, role, summary, report, note), "report",
                       task_id)
@@ -514,10 +550,16 @@ def _reload_message(plan: Any) -> str:
     return text + (" (" + "; ".join(extra) + ")" if extra else "")
 
 
+def not_recorded(exc: OSError, what: str) -> str:
+    """The error a caller sees when a write failed: "no space left on device:
+    the delegation was not recorded"."""
+    reason = exc.strerror or str(exc)
+    if not isinstance(exc, statedir.StateDirError):
+        reason = reason[:1].lower() + reason[1:]
+    return f"{reason}: the {what} was not recorded"
+
+
 def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    statedir.write_text(path, text)
 
 

@@ -26,7 +26,7 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs, wire
+from choragos import __version__, briefs, statedir, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -183,15 +183,14 @@ class Session:
 
     def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
-        folder.mkdir(parents=True, exist_ok=True)
-        (self.workdir / ".choragos" / ".gitignore").write_text("*\n", encoding="utf-8")
+        statedir.write_text(self.workdir / ".choragos" / ".gitignore", "*\n")
         start = config.start_role
         workers = [{"name": r.name, "command": r.command, "model": r.model,
                     "approve": r.approve} for r in config.workers]
         for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
-            (folder / f"{spec.name}.md").write_text(text, encoding="utf-8")
+            statedir.write_text(folder / f"{spec.name}.md", text)
 
     # -- live reload (called by the core, on its thread) -------------------------
 

@@ -117,6 +117,13 @@ class Board:
         self.tasks[task_id] = task
         return task
 
+    def forget(self, task_ids: list[str]) -> None:
+        """Undo :meth:`create` for the tasks of a refused request, ids included."""
+        for task_id in reversed(task_ids):
+            self.tasks.pop(task_id, None)
+            if task_id == f"T{self.next_number - 1}":
+                self.next_number -= 1
+
     def open_for(self, role: str) -> list[Task]:
         return [t for t in self.tasks.values() if t.role == role and t.is_open]
 

@@ -23,7 +23,7 @@ import signal
 import sys
 from pathlib import Path
 
-from choragos import __version__
+from choragos import __version__, statedir
 from choragos.config import ConfigError, load_config
 from choragos.paths import socket_path
 
@@ -46,13 +46,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
-    log_dir = workdir / ".choragos" / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    path = log_dir / "server.log"
+    path = workdir / ".choragos" / "logs" / "server.log"
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    handlers: list[logging.Handler] = [logging.FileHandler(path)]
+    handlers: list[logging.Handler] = [logging.StreamHandler(statedir.open_append(path))]
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     for handler in handlers:
@@ -88,9 +86,13 @@ def run(argv: list[str], verb: str = "serve") -> int:
         return 2
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    refusal = statedir.check(workdir)
+    if refusal:
+        print(f"choragos serve: {refusal}", file=sys.stderr)
+        return 2
     if args.headless:
         log_path = setup_logging(workdir)
-        with open(log_path, "a") as dump:
+        with statedir.open_append(log_path) as dump:
             # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
             faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
             return _serve(config, workdir)
@@ -139,7 +141,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         # the default 5 ms for the GIL.  A shorter slice keeps typing snappy.
         sys.setswitchinterval(0.001)
         log_path = setup_logging(workdir, to_stderr=to_stderr)
-        dump = open(log_path, "a")  # noqa: SIM115 - open for the server's whole life
+        dump = statedir.open_append(log_path)  # open for the server's whole life
         faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
     log = logging.getLogger("choragos")
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
