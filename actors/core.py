@@ -22,7 +22,7 @@ from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
-from choragos import __version__, briefs, statedir, wire
+from choragos import __version__, authority, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
@@ -109,7 +109,22 @@ class CoreActor(Actor):
         handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
         if handler is None:
             return wire.error(f"command {request['cmd']!r} is not supported by this session")
+        refused = self._refusal(request)
+        if refused:
+            return wire.error(refused)
         return handler(request)
+
+    def _refusal(self, request: dict) -> str | None:
+        """Operator verbs and delegation, by the caller's process ancestry."""
+        caller = request.get(wire.CALLER)
+        spec = self.s.config.role(caller) if caller else None
+        refused = authority.refusal(request, caller, spec is not None and spec.may_delegate)
+        if refused:
+            self._event("request refused", cmd=request["cmd"], caller=caller, reason=refused)
+        return refused
+
+    def _cmd_whoami(self, request: dict) -> dict:
+        return wire.ok(role=request.get(wire.CALLER))
 
     def _cmd_ping(self, request: dict) -> dict:
         return wire.ok(pid=os.getpid(), version=__version__, dir=str(self.s.workdir),
@@ -474,11 +489,18 @@ class CoreActor(Actor):
         task_id, summary = request["id"], request["task"]
         report = request.get("report")
         before = self.s.board.tasks.get(task_id)
+        caller = request.get(wire.CALLER)
+        if caller and before is not None and caller not in (before.role, self.s.start_role):
+            reason = (f"task {task_id} belongs to {before.role}, not to {caller}; "
+                      "a role may only report its own tasks")
+            self._event("request refused", cmd="work-done", caller=caller, reason=reason)
+            return wire.error(reason)
         note, role = self._resolve(task_id, summary, report, request.get("done", False))
         try:
             record = self.s.events.append("work-done", task=task_id, role=role,
                                           summary=summary, report=report,
-                                          done=request.get("done", False), note=note or None)
+                                          done=request.get("done", False), note=note or None,
+                                          by=caller or "operator")
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
                 self.s.board.tasks[task_id] = before

@@ -40,10 +40,14 @@ class ListenerActor(Actor):
 
 
 def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
-                log_event: Callable[..., None]) -> ControlServer:
-    """Build the socket server; ``gate`` may refuse a request (P5) with a reason."""
+                log_event: Callable[..., None],
+                caller: Callable[[int | None], str | None] = lambda pid: None
+                ) -> ControlServer:
+    """Build the socket server; ``gate`` may refuse a request (P5) with a reason;
+    ``caller`` names the role whose process tree a peer pid belongs to."""
 
     def dispatch(request: dict) -> dict:
+        request[wire.CALLER] = caller(request.pop(wire.PEER_PID, None))
         refusal = gate(request)
         if refusal:
             return wire.error(refusal)

@@ -26,7 +26,7 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs, statedir, wire
+from choragos import __version__, authority, briefs, statedir, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -76,7 +76,7 @@ class Session:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
         self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write)
+                                  self.events.write, self.caller_of)
         self.server.start()
         try:
             self._start_actors()
@@ -226,6 +226,12 @@ class Session:
 
         if handles:
             threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
+
+    def caller_of(self, pid: int | None) -> str | None:
+        """The role whose process tree holds ``pid`` (on a socket thread)."""
+        pids = {state.child.pid: name for name, state in list(self.role_states.items())
+                if state.child is not None and state.child.poll() is None}
+        return authority.caller_role(pid, pids)
 
     def _gate(self, request: dict) -> str | None:
         """P5: fail closed while an enforced gateway is down (or not yet seen up)."""

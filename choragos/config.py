@@ -82,6 +82,11 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    can_delegate: bool | None = None  # None: only the start role may
+
+    @property
+    def may_delegate(self) -> bool:
+        return self.start if self.can_delegate is None else self.can_delegate
 
     def argv(self) -> list[str]:
         """The command line: command, args, then ``model_flag model`` when both are set."""
@@ -345,6 +350,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "can_delegate": cs.boolean,
 }
 
 

@@ -229,7 +229,7 @@ class ControlServer:
 
     def _exchange(self, conn: socket.socket, end: float) -> dict[str, Any]:
         try:
-            _check_peer(conn)
+            peer_pid = _check_peer(conn)
             raw = self._read_request(conn, end)
             if self._stopping.is_set():
                 raise _Refused("shutting down", "the session is shutting down")
@@ -240,6 +240,7 @@ class ControlServer:
         except wire.WireError as exc:
             self._emit("bad request", {"reason": exc.reason})
             return wire.error(exc.reason)
+        request[wire.PEER_PID] = peer_pid  # from the kernel; parse_request dropped any sent
         return self._call_handler(request)
 
     def _call_handler(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -402,14 +403,16 @@ def _bind_reason(path: Path, exc: OSError) -> str:
 
 # --- exchange helpers -------------------------------------------------------
 
-def _check_peer(conn: socket.socket) -> None:
+def _check_peer(conn: socket.socket) -> int | None:
+    """The peer's pid, after refusing another user's connection."""
     creds = _peer_creds(conn)
     if creds is None:
-        return
+        return None
     pid, uid = creds
     if uid != os.getuid():
         raise _Refused("peer refused", f"connection refused: uid {uid} does not own "
                        "this session", uid=uid, pid=pid)
+    return pid
 
 
 def _peer_creds(conn: socket.socket) -> tuple[int, int] | None:

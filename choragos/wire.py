@@ -30,8 +30,12 @@ MAX_ID = 64
 
 # Commands the session still accepts while an enforced gateway is down (P5):
 # they change or inspect the team, never hand out work.
-GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board"})
+GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami"})
 GATEWAY_DOWN = "dispatch refused: gateway down"
+# Set by the server on every parsed request, never read from the wire: the
+# peer's pid, and the role whose process tree it belongs to (None: operator).
+PEER_PID = "peer_pid"
+CALLER = "caller"
 
 
 class WireError(Exception):
@@ -185,6 +189,7 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "shutdown": _no_fields,
     "board": _no_fields,
     "status": _no_fields,
+    "whoami": _no_fields,
 }
 
 COMMANDS = frozenset(_COMMANDS)

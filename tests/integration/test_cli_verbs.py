@@ -35,7 +35,8 @@ class FakeSession:
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self.requests.append(request)
+            # What the verb sent: the server's own peer pid is not part of it.
+            self.requests.append({k: v for k, v in request.items() if k != wire.PEER_PID})
             if request["cmd"] in self.replies:
                 return self.replies[request["cmd"]]
             if request["cmd"] == "delegate":

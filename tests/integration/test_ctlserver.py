@@ -191,7 +191,8 @@ def test_session_in_another_process_then_crash(make: Make, sock_path: Path) -> N
         child.wait(timeout=5)
         assert sock_path.exists()
         make()
-        assert ping(sock_path)["echo"] == {"cmd": "ping"}
+        # The server adds the peer's pid, from the kernel, to every request.
+        assert ping(sock_path)["echo"] == {"cmd": "ping", "peer_pid": os.getpid()}
     finally:
         child.kill()
         child.wait(timeout=5)
@@ -397,7 +398,8 @@ def test_handler_sees_normalised_request(make: Make, sock_path: Path, rec: Recor
     make()
     ack = raw_exchange(sock_path, b'{"cmd":"delegate","to":"coder","task":"t","x":1}\n')
     assert ack["status"] == "ok"
-    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None}]
+    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None,
+                             "peer_pid": os.getpid()}]
 
 
 def test_handler_exception_becomes_internal_error(make: Make, sock_path: Path,

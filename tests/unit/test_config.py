@@ -121,7 +121,7 @@ ROLE_DEFAULTS = {
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False,
+    "owns_files": (), "fresh": False, "can_delegate": None,
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -158,6 +158,8 @@ ROLE_VALUES = [
     ("judge_rounds", "1", 1),
     ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
     ("fresh", "true", True),
+    ("can_delegate", "true", True),
+    ("can_delegate", "false", False),
 ]
 
 
@@ -230,6 +232,7 @@ ROLE_ERRORS = [
     ('owns_files = ["src/../../x"]', "owns_files", "must stay inside the workspace"),
     ('owns_files = [""]', "owns_files", "must not be empty"),
     ("fresh = 1", "fresh", "expected true or false"),
+    ("can_delegate = \"yes\"", "can_delegate", "expected true or false"),
     ('start = "yes"', "start", "expected true or false"),
 ]
 
