@@ -8,8 +8,11 @@ is terminated in parallel, then the actors and the timer thread stop.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import logging
 import os
+import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,6 +285,17 @@ class Session:
                 if t.name.startswith("pty-") and t.is_alive()]
         if left:
             log.warning("reader threads still running after stop: %s", ", ".join(left))
+
+    def hard_stop(self) -> None:
+        """The clean stop is stuck: dump every stack, kill the roles, leave."""
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(all_threads=True)
+        for state in list(self.role_states.values()):
+            if state.child is not None:
+                state.child.signal_group(signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.server.close()
+        os._exit(1)
 
     def _flush_tokens(self) -> None:
         """G2: the last cumulative snapshot goes into the log on the way out."""

@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from choragos import __version__, statedir
@@ -61,10 +62,21 @@ def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     return path
 
 
-def install_signals(stop) -> None:
+HARD_STOP_AFTER = 60.0  # longer than a clean stop ever takes (3 s grace, 30 s actors)
+
+
+def install_signals(stop, hard_stop=None) -> None:
+    """A signal stops the session; if the clean stop is stuck, ``hard_stop``
+    runs after HARD_STOP_AFTER seconds, so SIGTERM always ends the process."""
+    armed = []
+
     def on_signal(signum, frame) -> None:
         logging.getLogger("choragos").info("signal %d: stopping the session", signum)
         stop()
+        if hard_stop is not None and not armed:
+            armed.append(threading.Timer(HARD_STOP_AFTER, hard_stop))
+            armed[0].daemon = True
+            armed[0].start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -148,7 +160,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     control = socket_path(workdir)
     options = SessionOptions(workdir=workdir, socket=control, mode=mode)
     session = Session(config, options)
-    install_signals(session.stopped.set)
+    install_signals(session.stopped.set, session.hard_stop)
     try:
         session.start()
     except ServerStartError as exc:
