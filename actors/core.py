@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,6 +107,9 @@ class CoreActor(Actor):
     @handle.register
     def _dispatch(self, msg: m.Dispatch) -> dict:
         request = msg.request
+        if msg.expires is not None and time.monotonic() > msg.expires:
+            return wire.error("the session core was too busy to take the request in time; "
+                              "nothing was changed, try again", busy=True)
         handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
         if handler is None:
             return wire.error(f"command {request['cmd']!r} is not supported by this session")

@@ -184,9 +184,14 @@ class RoleExited:
 
 @dataclass(frozen=True)
 class Dispatch:
-    """A validated control-socket request; the answer is the ack dict."""
+    """A validated control-socket request; the answer is the ack dict.
+
+    ``expires`` (``time.monotonic()``): past it the core refuses the request
+    unread, because whoever asked has stopped waiting and was told it failed
+    -- so a request answered with an error never changes anything later."""
 
     request: dict
+    expires: float | None = None
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,14 @@ class WireError(Exception):
 
 
 class Unreachable(Exception):
-    """The session could not be reached; ``reason`` says why, plainly."""
+    """The session could not be reached; ``reason`` says why, plainly.
+    ``retry``: the request was never sent (a full accept queue, a refused
+    connect), so sending it again cannot duplicate anything."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, retry: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.retry = retry
 
 
 # --- requests -------------------------------------------------------------
@@ -350,7 +353,11 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
                           "start one with `choragos serve`") from None
     except ConnectionRefusedError:
         raise Unreachable(f"connection refused: the session at {sock} is not answering "
-                          "(it may have crashed; `choragos serve` starts a new one)") from None
+                          "(it may have crashed; `choragos serve` starts a new one)",
+                          retry=True) from None
+    except BlockingIOError:
+        raise Unreachable(f"the session at {sock} is not accepting connections fast "
+                          "enough (its queue is full)", retry=True) from None
     except TimeoutError:
         raise Unreachable(f"timed out after {timeout:g}s waiting for the session") from None
     except PermissionError:
