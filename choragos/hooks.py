@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 HOOK_TIMEOUT = 30.0
-KEEP_OUTPUT = 2000
+KEEP_OUTPUT = 2000      # characters of output quoted in a "hook failed" event
+KEEP_BYTES = 64 * 1024  # bytes of output held while a hook runs
 
 
 class Hooks:
@@ -55,11 +58,11 @@ class Hooks:
         except OSError as exc:
             self.on_failure(hook=hook, role=role, reason=f"could not start: {exc}")
             return
-        try:
-            output, _ = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
+        with proc.stdout:
+            output, finished = _read_tail(proc, time.monotonic() + self.timeout)
+        if not finished:
             _kill_group(proc)
-            output, _ = proc.communicate()
+            proc.wait()
             self.on_failure(hook=hook, role=role, output=_tail(output),
                             reason=f"still running after {self.timeout:g}s; killed")
             return
@@ -76,6 +79,28 @@ class Hooks:
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_tail(proc: subprocess.Popen, end: float) -> tuple[bytes, bool]:
+    """Read the hook's output as it comes, keeping only the last KEEP_BYTES
+    (a hook that prints endlessly must not fill the server's memory); True
+    when it exited before ``end``."""
+    tail = bytearray()
+    fd = proc.stdout.fileno()
+    while (remaining := end - time.monotonic()) > 0:
+        if not select.select([fd], [], [], remaining)[0]:
+            return bytes(tail), False
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        tail += chunk
+        if len(tail) > KEEP_BYTES:
+            del tail[:-KEEP_BYTES]
+    try:
+        proc.wait(max(end - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        return bytes(tail), False
+    return bytes(tail), True
 
 
 def _tail(output: bytes | None) -> str:
