@@ -154,7 +154,8 @@ class CoreActor(Actor):
         return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models)}
 
     def _cmd_board(self, request: dict) -> dict:
-        return wire.ok(tasks=self.s.board.snapshot())
+        return wire.ok(tasks=self.s.board.snapshot(request.get("archived", False)),
+                       archived=len(self.s.board.archive))
 
     def _cmd_reload(self, request: dict) -> dict:
         """D7: converge the roles on the re-read config (see choragos/reloadplan.py)."""
@@ -492,7 +493,7 @@ class CoreActor(Actor):
     def _cmd_work_done(self, request: dict) -> dict:
         task_id, summary = request["id"], request["task"]
         report = request.get("report")
-        before = self.s.board.tasks.get(task_id)
+        before = self.s.board.lookup(task_id)
         caller = request.get(wire.CALLER)
         if caller and before is not None and caller not in (before.role, self.s.start_role):
             reason = (f"task {task_id} belongs to {before.role}, not to {caller}; "
@@ -507,7 +508,7 @@ class CoreActor(Actor):
                                           by=caller or "operator")
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
-                self.s.board.tasks[task_id] = before
+                self.s.board.put_back(before)
                 self._publish(("task", before))
             return wire.error(not_recorded(exc, "work-done"))
         self._publish(("event", record))

@@ -179,6 +179,13 @@ def _no_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _board(obj: dict[str, Any]) -> dict[str, Any]:
+    archived = obj.get("archived", False)
+    if not isinstance(archived, bool):
+        raise WireError(f'"archived" must be true or false, not {_kind(archived)}')
+    return {"archived": archived}
+
+
 _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "delegate": _delegate,
     "work-done": _work_done,
@@ -190,7 +197,7 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "reload": _no_fields,
     "ping": _no_fields,
     "shutdown": _no_fields,
-    "board": _no_fields,
+    "board": _board,
     "status": _no_fields,
     "whoami": _no_fields,
 }

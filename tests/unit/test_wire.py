@@ -67,9 +67,16 @@ def test_role_commands(cmd: str) -> None:
     assert parse({"cmd": cmd, "role": "coder"}) == {"cmd": cmd, "role": "coder"}
 
 
-@pytest.mark.parametrize("cmd", ["reload", "ping", "shutdown", "board", "status"])
+@pytest.mark.parametrize("cmd", ["reload", "ping", "shutdown", "status", "whoami"])
 def test_fieldless_commands_drop_unknown_fields(cmd: str) -> None:
     assert parse({"cmd": cmd, "future_field": [1, 2]}) == {"cmd": cmd}
+
+
+def test_board_takes_an_optional_archived_flag() -> None:
+    assert parse({"cmd": "board", "future_field": 1}) == {"cmd": "board", "archived": False}
+    assert parse({"cmd": "board", "archived": True}) == {"cmd": "board", "archived": True}
+    with pytest.raises(wire.WireError, match='"archived" must be true or false'):
+        parse({"cmd": "board", "archived": "yes"})
 
 
 def test_trailing_newline_and_whitespace_accepted() -> None:
