@@ -346,13 +346,26 @@ class RoleActor(Actor):
         elif msg.step == "confirm":
             self._step_confirm(typing)
         elif msg.step == "retype":
-            self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
+            self._retype(typing)
+
+    def _retype(self, typing: Typing) -> None:
+        """Never type the same text twice: if it reached the screen after all,
+        or the agent is stopped with it still unread, wait for it instead."""
+        if self._pending(typing) or self.s.child.stopped():
+            typing.started = time.monotonic()
+            self._step_wait_echo(typing)
+            return
+        self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
 
     def _step_wait_echo(self, typing: Typing) -> None:
         s = self.s
         if self._pending(typing):
             self._press_enter(typing)
             return
+        if s.child.stopped():
+            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
+            # terminal's input queue, so the echo comes once it runs again.
+            typing.started = time.monotonic()
         if time.monotonic() - typing.started < ECHO_WAIT:
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
@@ -361,8 +374,10 @@ class RoleActor(Actor):
 
     def _pending(self, typing: Typing) -> bool:
         s = self.s
-        return screenstatus.input_pending(s.terminal.display(), typing.injection.text,
-                                          s.profile.box_prompts, cursor=s.terminal.cursor)
+        lines, cursor = s.terminal.display(), s.terminal.cursor
+        text = briefs.one_line(typing.injection.text)
+        return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
+                   for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))
 
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1

@@ -33,8 +33,10 @@ from choragos import __version__, authority, briefs, statedir, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
+from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide
+from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 
@@ -142,6 +144,9 @@ class Session:
             self.events.write("checkpoints off", reason=str(exc))
             log.warning("checkpoints are off: %s", exc)
             return None
+        removed = remove_stale_temporaries(store.objects_dir())
+        if removed:
+            self.events.write("checkpoint temporaries removed", count=removed)
         sup, core = self.supervisor, self.core
         events = self.events
         handle = self._start_child(
@@ -165,8 +170,11 @@ class Session:
         timers.after(30.0, handle, FlushTick())
 
     def _role_env(self, spec: RoleSpec) -> dict[str, str]:
-        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name,
-                  "CHORAGOS_DIR": str(self.workdir)}
+        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name}
+        if not matches("CHORAGOS_DIR", spec.env_deny):
+            # A convenience (the project directory), so env_deny may drop it;
+            # the socket and the role name are how the verbs work, so never.
+            inject["CHORAGOS_DIR"] = str(self.workdir)
         if self.gateway.on:
             # G1: route the role's model traffic through the gateway, attributed to it.
             url = self.config.sphragis.agent_url(spec.name)

@@ -16,13 +16,16 @@ from choragos.board import Task
 
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidi marks, embeddings, overrides and isolates: invisible, and they can make
+# a typed line read differently than it is.
+_BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SPACES = re.compile(r"\s+")
 
 
 def one_line(text: str, limit: int = 2000) -> str:
     """Flatten to one inert line: no escapes, no controls, single spaces."""
     text = _ESCAPES.sub("", text)
-    text = _CONTROLS.sub(" ", text)
+    text = _CONTROLS.sub(" ", _BIDI.sub("", text))
     text = _SPACES.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -294,6 +294,10 @@ class CheckpointStore:
         except KeyError:
             return False
 
+    def objects_dir(self) -> str:
+        """The repository's object directory (where a crash may leave temporaries)."""
+        return self._repo.object_store.path
+
     def _refs(self) -> dict[str, str]:
         found = self._repo.refs.as_dict(_REF_BASE)
         return {os.fsdecode(k): v.decode() for k, v in found.items()}
