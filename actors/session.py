@@ -195,6 +195,8 @@ class Session:
     def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
         statedir.write_text(self.workdir / ".choragos" / ".gitignore", "*\n")
+        # Made here, private, so the reports the agents write land in a 0700 dir.
+        statedir.make_dir(self.workdir / ".choragos" / "reports")
         start = config.start_role
         workers = [{"name": r.name, "command": r.command, "model": r.model,
                     "approve": r.approve} for r in config.workers]

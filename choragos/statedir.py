@@ -13,8 +13,8 @@ through this module, which never follows a symbolic link:
 - :func:`open_append` refuses links, hard-linked files and anything that is
   not a regular file.
 
-The API is four functions taking absolute paths: :func:`write_text`,
-:func:`open_append`, :func:`append_fd` and :func:`replace`, plus
+The API is five functions taking absolute paths: :func:`write_text`,
+:func:`open_append`, :func:`append_fd`, :func:`replace` and :func:`make_dir`, plus
 :func:`check` which a session runs at start to refuse a state directory that
 is a link, is not the user's, or holds links.  A path is anchored at its
 last ``.choragos`` component; a path with none (a test's temp file) is
@@ -98,6 +98,16 @@ def append_fd(path: Path) -> int:
 def open_append(path: Path, encoding: str = "utf-8", errors: str = "strict"):
     """:func:`append_fd` as a text file object, line-buffered."""
     return os.fdopen(append_fd(path), "a", encoding=encoding, errors=errors, buffering=1)
+
+
+def make_dir(path: Path) -> Path:
+    """Create the directory ``path`` (0700) and its parents, never through a link."""
+    parent, name = _parent_fd(Path(path))
+    try:
+        os.close(_subdir(parent, name, Path(path)))
+    finally:
+        os.close(parent)
+    return Path(path)
 
 
 def replace(src: Path, dst: Path) -> None:

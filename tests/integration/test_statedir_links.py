@@ -93,7 +93,7 @@ def test_state_files_and_dirs_are_private(serve):
     assert s.cli("delegate", "--to", "coder", "--task", "private").returncode == 0
     state = s.workdir / ".choragos"
     s.wait(lambda: (state / "worker-task-coder.md").exists(), message="the worker file")
-    written = [state, state / "tasks", state / "briefs", state / "logs"]
+    written = [state, state / "tasks", state / "briefs", state / "logs", state / "reports"]
     written += [state / "tasks/T1.md", state / "briefs/coder.md", state / "logs/events.jsonl",
                 state / "logs/server.log", state / "logs/coder.log",
                 state / "worker-task-coder.md"]
