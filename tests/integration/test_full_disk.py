@@ -48,15 +48,20 @@ def fill(path) -> int:
     return written
 
 
-def test_a_full_disk_refuses_delegations_then_recovers(small_fs, short_tmp):
+def start_on(small_fs, short_tmp) -> Serve:
+    """A session whose workspace is on the small disk; what the test reads is not."""
     work = small_fs / "work"
     work.mkdir()
     s = Serve(work, TEAM, sock=short_tmp / "s.sock")
-    # What the test reads lives off the small disk.
     s.agent_log = short_tmp / "agents.jsonl"
     s.env["AGENT_LOG"] = str(s.agent_log)
     s.stderr_path = short_tmp / "serve.err"
-    s.start()
+    return s.start()
+
+
+def test_a_full_disk_refuses_delegations_then_recovers(small_fs, short_tmp):
+    s = start_on(small_fs, short_tmp)
+    work = s.workdir
     try:
         s.wait_booted(["orchestrator", "coder"])
         assert s.cli("delegate", "--to", "coder", "--task", "before the disk filled"
@@ -89,16 +94,10 @@ def test_a_full_disk_refuses_delegations_then_recovers(small_fs, short_tmp):
 
 
 def test_sigterm_stops_a_session_whose_disk_is_full(small_fs, short_tmp):
-    work = small_fs / "work"
-    work.mkdir()
-    s = Serve(work, TEAM, sock=short_tmp / "s.sock")
-    s.agent_log = short_tmp / "agents.jsonl"
-    s.env["AGENT_LOG"] = str(s.agent_log)
-    s.stderr_path = short_tmp / "serve.err"
-    s.start()
+    s = start_on(small_fs, short_tmp)
     try:
         s.wait_booted(["orchestrator", "coder"])
-        fill(work / "filler.bin")
+        fill(s.workdir / "filler.bin")
         for _ in range(5):
             s.cli("delegate", "--to", "coder", "--task", "refused")
         assert s.cli("ping").returncode == 0
