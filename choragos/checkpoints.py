@@ -462,7 +462,8 @@ class CheckpointStore:
         """Hold the store's lock; yields "now" on the filesystem's own clock,
         which decides which files are too fresh to trust their stat data."""
         self._state.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self._state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600)
         try:
             _flock(fd)
             os.utime(fd)
