@@ -26,7 +26,7 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs, wire
+from choragos import __version__, briefs, selfpath, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -100,6 +100,7 @@ class Session:
         self.supervisor = Supervisor.start(on_event=self.events.write)
         sup = self.supervisor
         self.write_briefs(self.config)
+        selfpath.write_shim(self.workdir)
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
@@ -168,7 +169,9 @@ class Session:
             # G1: route the role's model traffic through the gateway, attributed to it.
             url = self.config.sphragis.agent_url(spec.name)
             inject.update(dict.fromkeys(spec.base_url_env, url))
-        return role_env(spec, os.environ, inject)
+        # Last, so no env_allow or env_deny can cut a role off from choragos.
+        return selfpath.prepend(role_env(spec, os.environ, inject),
+                                selfpath.bin_dir(self.workdir))
 
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,

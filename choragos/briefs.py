@@ -70,6 +70,13 @@ def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: 
             f"current roster before you delegate.")
 
 
+# A role's PATH starts with .choragos/bin (choragos/selfpath.py); the
+# relative fallback still works from the workspace if a shell resets PATH.
+REACH_NOTE = ("`choragos` is on your PATH (the session put `.choragos/bin` first); if a "
+              "shell ever answers `command not found`, run `.choragos/bin/choragos` with "
+              "the same arguments.")
+
+
 def work_done_command(task_id: str) -> str:
     return (f'choragos work-done --id {task_id} --done --task "<one-line summary>" '
             f"--report .choragos/reports/{task_id}.md")
@@ -141,6 +148,8 @@ def orchestrator_brief(name: str, template: str, workers: Sequence[dict]) -> str
         "",
         "Useful: `choragos board` lists every task and its state.",
         "",
+        REACH_NOTE,
+        "",
     ])
 
 
@@ -163,6 +172,8 @@ def worker_brief(name: str, template: str) -> str:
         "```",
         work_done_command("T3"),
         "```",
+        "",
+        REACH_NOTE,
         "",
         "Until a task arrives, wait.",
         "",
