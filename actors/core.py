@@ -446,19 +446,21 @@ class CoreActor(Actor):
     def _cmd_work_done(self, request: dict) -> dict:
         task_id, summary = request["id"], request["task"]
         report = request.get("report")
-        note, role = self._resolve(task_id, summary, report, request.get("done", False))
+        outcome = request.get("outcome", "done")
+        note, role = self._resolve(task_id, summary, report, request.get("done", False),
+                                   outcome)
         self._event("work-done", task=task_id, role=role, summary=summary, report=report,
-                    done=request.get("done", False), note=note or None)
+                    done=request.get("done", False), outcome=outcome, note=note or None)
         self._enqueue(self.s.start_role,
-                      briefs.report_line(task_id, role, summary, report, note), "report",
-                      task_id)
-        ack = {"id": task_id, "state": "done" if not note else "unmatched"}
+                      briefs.report_line(task_id, role, summary, report, note, outcome),
+                      "report", task_id)
+        ack = {"id": task_id, "state": outcome if not note else "unmatched"}
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
         return wire.ok(**ack)
 
     def _resolve(self, task_id: str, summary: str, report: str | None,
-                 done: bool) -> tuple[str, str]:
+                 done: bool, outcome: str = "done") -> tuple[str, str]:
         """Close the board entry; a note explains a report that matches none."""
         try:
             task = self.s.board.get(task_id)
@@ -473,8 +475,13 @@ class CoreActor(Actor):
             self._move(task_id, TaskState.DELIVERED)
             self._event("delivered", task=task_id, role=task.role, by="work-done")
         self._stop_clock(task_id)
-        self._move(task_id, TaskState.DONE, summary=summary, report=report,
-                   note="" if done else "reported without --done")
+        changes = {"summary": summary, "report": report,
+                   "note": "" if done or outcome != "done" else "reported without --done"}
+        target = TaskState(outcome)
+        if task.state is target:  # e.g. "failed" said again after its worker died on it
+            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+        else:
+            self._move(task_id, target, **changes)
         return "", task.role
 
     # -- gates ----------------------------------------------------------------

@@ -39,9 +39,14 @@ def task_line(task: Task, task_file: str) -> str:
             f"report with `choragos work-done --id {task.id}` when finished.")
 
 
+# How a report that is not a plain "done" reads in the orchestrator's input.
+_OUTCOME_LEAD = {"failed": "FAILED: ", "blocked": "BLOCKED, needs: "}
+
+
 def report_line(task_id: str, role: str, summary: str, report: str | None,
-                note: str = "") -> str:
-    text = f"A worker reports: [{task_id} from {role}] {one_line(summary, 1200)}"
+                note: str = "", outcome: str = "done") -> str:
+    lead = _OUTCOME_LEAD.get(outcome, "")
+    text = f"A worker reports: [{task_id} from {role}] {lead}{one_line(summary, 1200)}"
     if note:
         text += f" ({one_line(note, 200)})"
     if report:
@@ -77,6 +82,15 @@ REACH_NOTE = ("`choragos` is on your PATH (the session put `.choragos/bin` first
               "the same arguments.")
 
 
+OUTCOME_GUIDE = (
+    "Say honestly how it ended.  If you could not do the task (it is wrong, impossible,",
+    "or your attempt failed), report `--failed` instead of `--done`, with the reason in",
+    "`--task`.  If you cannot go on without something (a decision, access, another",
+    "task first), report `--blocked` with what you need in `--task`.  Never report",
+    "`--done` for work that is not done.",
+)
+
+
 def work_done_command(task_id: str) -> str:
     return (f'choragos work-done --id {task_id} --done --task "<one-line summary>" '
             f"--report .choragos/reports/{task_id}.md")
@@ -100,6 +114,8 @@ def task_document(task: Task, template: str) -> str:
         "```",
         "",
         "Leave out `--done` only if you must stop before the task is complete.",
+        "",
+        *OUTCOME_GUIDE,
         "",
     ]
     return "\n".join(parts)
@@ -143,8 +159,10 @@ def orchestrator_brief(name: str, template: str, workers: Sequence[dict]) -> str
         "",
         "When a worker finishes, a line appears in your input: `A worker reports: [T3 from",
         "coder] <summary>`, often followed by `Full report: read <path>`.  Read the report",
-        "before you act on it.  Rejections by the operator and failed tasks arrive the same",
-        "way; re-plan when they do.",
+        "before you act on it.  A worker that could not do its task says so:",
+        "`[T3 from coder] FAILED: <why>`; one that cannot go on without something says",
+        "`[T3 from coder] BLOCKED, needs: <what>`.  Rejections by the operator and tasks",
+        "that failed in delivery arrive the same way; re-plan when they do.",
         "",
         "Useful: `choragos board` lists every task and its state.",
         "",
@@ -172,6 +190,8 @@ def worker_brief(name: str, template: str) -> str:
         "```",
         work_done_command("T3"),
         "```",
+        "",
+        *OUTCOME_GUIDE,
         "",
         REACH_NOTE,
         "",

@@ -30,6 +30,8 @@ class RoleStats:
     name: str
     tasks: int = 0
     done: int = 0
+    failed: int = 0   # reported --failed, or failed by the session (worker died, undeliverable)
+    blocked: int = 0  # reported --blocked
     busy: float = 0.0
     timed: int = 0  # resolved tasks whose start is in the log: AVG divides by these
     first: float | None = None
@@ -48,6 +50,8 @@ class RoleStats:
         """Add another run's numbers for the same role."""
         self.tasks += other.tasks
         self.done += other.done
+        self.failed += other.failed
+        self.blocked += other.blocked
         self.busy += other.busy
         self.timed += other.timed
         for t in (other.first, other.last):
@@ -133,6 +137,7 @@ class _Task:
     delivered: float | None = None
     resolved: bool = False
     rejected: bool = False
+    counted: str = ""  # the outcome this task is counted under, if any
 
 
 @dataclass
@@ -171,6 +176,7 @@ class _RunSummary:
     def _fold(self, records: list[dict]) -> None:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
+                    "task failed": self._task_failed,
                     "tokens": self._tokens}
         for record in records:
             self._touch(record)
@@ -214,17 +220,34 @@ class _RunSummary:
         role = record.get("role")
         if record.get("note") or not isinstance(role, str) or _unmatched(record):
             return
-        task = self.tasks.get(str(record.get("task")))
-        if task is not None and task.resolved:
-            return
+        outcome = _outcome(record)
         stats = self._role(role)
-        stats.done += 1
+        task = self.tasks.get(str(record.get("task")))
         if task is None:
-            return  # delegated before this log begins: done, but its time is unknown
-        task.resolved = True
-        stats.busy += record["t"] - (task.delivered if task.delivered is not None
-                                     else task.delegated)
-        stats.timed += 1
+            _count(stats, outcome, 1)  # delegated before this log begins: its time is unknown
+            return
+        if task.counted == "done":
+            return
+        self._recount(task, outcome)
+        if not task.resolved:
+            task.resolved = True
+            stats.busy += record["t"] - (task.delivered if task.delivered is not None
+                                         else task.delegated)
+            stats.timed += 1
+
+    def _task_failed(self, record: dict) -> None:
+        # The session failed it (its worker died, it could not be typed); a
+        # later report from the worker replaces this count.
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and not task.counted:
+            self._recount(task, "failed")
+
+    def _recount(self, task: _Task, outcome: str) -> None:
+        stats = self._role(task.role)
+        if task.counted:
+            _count(stats, task.counted, -1)
+        _count(stats, outcome, 1)
+        task.counted = outcome
 
     def _rejected(self, record: dict) -> None:
         task = self.tasks.get(str(record.get("task")))
@@ -236,6 +259,15 @@ class _RunSummary:
         if isinstance(role, str) and role and values is not None:
             key = (role, str(record.get("model") or ""))
             self.tokens.setdefault(key, _TokenCounter()).update(values)
+
+
+def _outcome(record: dict) -> str:
+    outcome = record.get("outcome")
+    return outcome if outcome in ("failed", "blocked") else "done"
+
+
+def _count(stats: RoleStats, outcome: str, step: int) -> None:
+    setattr(stats, outcome, getattr(stats, outcome) + step)
 
 
 def _starts(records: list[dict]) -> bool:

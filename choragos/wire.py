@@ -111,15 +111,22 @@ def _delegate(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+OUTCOMES = ("done", "failed", "blocked")
+
+
 def _work_done(obj: dict[str, Any]) -> dict[str, Any]:
     done = obj.get("done", False)
     if not isinstance(done, bool):
         raise WireError(f'"done" must be true or false, not {_kind(done)}')
+    outcome = obj.get("outcome", "done")
+    if outcome not in OUTCOMES:
+        raise WireError(f'"outcome" must be "done", "failed" or "blocked", not {_show(outcome)}')
     return {
         "id": _task_id(obj, "work-done"),
         "task": _text(obj, "task", "work-done", required=True),
         "report": _abs_path(obj, "report"),
         "done": done,
+        "outcome": outcome,
     }
 
 

@@ -16,7 +16,8 @@ from choragos import events, report
 from choragos.cli import _client
 from choragos.durations import format_duration
 
-_COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("busy", "BUSY"),
+_COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("failed", "FAILED"),
+            ("blocked", "BLOCKED"), ("busy", "BUSY"),
             ("avg", "AVG"), ("first", "FIRST"), ("last", "LAST"), ("tokens", "TOKENS")]
 
 
@@ -83,11 +84,13 @@ def _header(summary: report.Report) -> str:
 
 def _row(stats: report.RoleStats) -> dict[str, object]:
     # A role that was never handed work (the orchestrator) has no task numbers.
-    idle = stats.tasks == 0 and stats.done == 0
+    idle = stats.tasks == 0 and stats.done + stats.failed + stats.blocked == 0
     avg = stats.avg
     return {"role": stats.name,
             "tasks": "-" if idle else stats.tasks,
             "done": "-" if idle else stats.done,
+            "failed": "-" if idle else stats.failed,
+            "blocked": "-" if idle else stats.blocked,
             "busy": "-" if idle else format_duration(stats.busy),
             "avg": "-" if avg is None else format_duration(avg),
             "first": _clock(stats.first), "last": _clock(stats.last),
@@ -119,6 +122,7 @@ def _role_json(stats: report.RoleStats) -> dict[str, object]:
     tokens = None if stats.tokens is None else {**stats.tokens,
                                                 "total": sum(stats.tokens.values())}
     return {"role": stats.name, "tasks": stats.tasks, "done": stats.done,
+            "failed": stats.failed, "blocked": stats.blocked,
             "busy": stats.busy, "avg": stats.avg, "first": stats.first, "last": stats.last,
             "tokens": tokens}
 

@@ -179,7 +179,19 @@ def test_work_done_reports(cli: Env) -> None:
                    "--report", "report.md")
     assert one_line(done.stdout) == "reported T3 (done)"
     assert cli.session.requests == [{"cmd": "work-done", "id": "T3", "task": "tests pass",
-                                     "report": str(cli.tmp / "report.md"), "done": True}]
+                                     "report": str(cli.tmp / "report.md"), "done": True,
+                                     "outcome": "done"}]
+
+
+def test_work_done_failed_and_blocked_send_an_outcome(cli: Env) -> None:
+    cli.session.replies["work-done"] = wire.ok(id="T3", state="failed")
+    out = cli.run("work-done", "--id", "T3", "--failed", "--task", "the API is gone")
+    assert one_line(out.stdout) == "reported T3 (failed)"
+    cli.run("work-done", "--id", "T4", "--blocked", "--task", "need a key")
+    assert [(r["outcome"], r["done"]) for r in cli.session.requests] == [
+        ("failed", False), ("blocked", False)]
+    refused_with(cli.run("work-done", "--id", "T5", "--done", "--failed", "--task", "x"), 2)
+    assert len(cli.session.requests) == 2
 
 
 def test_work_done_refused_by_the_session(cli: Env) -> None:

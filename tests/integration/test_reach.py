@@ -36,7 +36,7 @@ def test_a_session_started_by_path_gives_every_role_choragos(short_tmp):
         assert out.returncode == 0, out.stderr
         session.wait(lambda: session.board()["T1"]["state"] == "done", 20,
                      message="the worker's choragos work-done")
-        reported = session.agents("work-done", "coder")
+        reported = session.wait(lambda: session.agents("ack", "coder"), 10, message="ack")
         assert reported[0]["text"].startswith("0 reported T1"), reported
         shim = work / ".choragos" / "bin" / "choragos"
         version = subprocess.run([str(shim), "--version"], env={"PATH": "/usr/bin:/bin"},
