@@ -22,6 +22,7 @@ from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
+from actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos import __version__, briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
@@ -60,6 +61,9 @@ class CoreState:
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
+    guard: GuardState = field(default_factory=GuardState)
+    timers: Any = None  # actors.timers.Timers, for the idle alarm
+    me: Any = None      # this core's own handle, the idle alarm's target
 
     @property
     def state_dir(self) -> Path:
@@ -70,7 +74,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(Actor):
+class CoreActor(Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -100,6 +104,8 @@ class CoreActor(Actor):
             msg.callback(("gateway", self.s.gateway))
         if self.s.tokens:
             msg.callback(("tokens", self._usages()))
+        if self.s.guard.marks:
+            msg.callback(("marks", dict(self.s.guard.marks)))
 
     # -- control requests --------------------------------------------------
 
@@ -127,12 +133,14 @@ class CoreActor(Actor):
             open_tasks = self.s.board.open_for(seat.name)
             roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
                           "task": open_tasks[0].id if open_tasks else None,
-                          "queued": len(seat.queue), **self._usage(seat.name)})
-        return wire.ok(roles=roles, gateway=self.s.gateway)
+                          "queued": len(seat.queue), **self._usage(seat.name),
+                          "marks": list(self.s.guard.marks.get(seat.name, ()))})
+        return wire.ok(roles=roles, gateway=self.s.gateway, budget=self._session_budget())
 
     def _usage(self, role: str) -> dict:
         models = self.s.tokens.get(role, {})
-        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models)}
+        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models),
+                "budget": self._budget_of(role)}
 
     def _cmd_board(self, request: dict) -> dict:
         return wire.ok(tasks=self.s.board.snapshot())
@@ -159,6 +167,7 @@ class CoreActor(Actor):
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
+        self._guard_budgets()  # a changed cap re-arms, or fires at once
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(
@@ -226,9 +235,13 @@ class CoreActor(Actor):
         unknown = [name for name in targets if name not in self.s.seats]
         if unknown:
             return wire.error(self._unknown_roles(unknown))
+        down = self._down_roles(targets)
+        if down and request.get("require_live"):
+            return wire.error("; ".join(down.values()) + "; nothing was delegated")
         created = [self._create_task(role, request) for role in targets]
+        extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
-                              for t in created])
+                              for t in created], **(extra if down else {}))
 
     def _create_task(self, role: str, request: dict) -> Task:
         task = self.s.board.create(role, request["task"], request.get("brief"))
@@ -254,6 +267,7 @@ class CoreActor(Actor):
     def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
         self._publish(("task", task))
+        self._guard_tasks()
         return task
 
     def _checkpoint_then_queue(self, task: Task) -> None:
@@ -316,6 +330,7 @@ class CoreActor(Actor):
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
         self._pump(seat)
+        self._guard_view(before, msg.view)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
         if now == "waiting":
@@ -346,6 +361,7 @@ class CoreActor(Actor):
         if msg.totals == self.s.tokens:
             return
         self.s.tokens = msg.totals
+        self._guard_budgets()
         self._publish(("tokens", self._usages()))
 
     def _usages(self) -> dict[str, dict]:
@@ -360,6 +376,10 @@ class CoreActor(Actor):
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
+
+    @handle.register
+    def _idle_check(self, msg: IdleCheck) -> None:
+        self._on_idle_check(msg)
 
     # -- timeouts (S2) -------------------------------------------------------
 
@@ -406,6 +426,7 @@ class CoreActor(Actor):
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
         self._pump(seat)
+        self._guard_idle()
 
     def _task_injected(self, seat: Seat, injection: m.Injection,
                        msg: m.InjectionOutcome) -> None:
@@ -431,6 +452,7 @@ class CoreActor(Actor):
     def _role_exited(self, msg: m.RoleExited) -> None:
         self._event("role exited", role=msg.role, status=msg.status.describe(),
                     restarting=msg.restarting, reason=msg.reason)
+        self._guard_exited(msg)
         seat = self.s.seats.get(msg.role)
         if seat is None:
             return

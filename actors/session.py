@@ -38,6 +38,7 @@ from choragos.reloadplan import ReloadPlan, plan_reload
 log = logging.getLogger("choragos.session")
 
 STOP_GRACE = 3.0
+HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done")
 
 
 @dataclass
@@ -106,6 +107,7 @@ class Session:
                                reloader=self if self.config.source else None,
                                gateway=self._gateway_label())
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
+        core_state.timers, core_state.me = self.timers, self.core
         core_state.hooks = self._hooks()
         clock_state = ClockState({})
         core, timers = self.core, self.timers
@@ -125,8 +127,7 @@ class Session:
 
     def _hooks(self) -> Hooks:
         ui = self.config.ui
-        commands = {"on_gate": ui.on_gate, "on_input": ui.on_input,
-                    "on_timeout": ui.on_timeout}
+        commands = {name: getattr(ui, name) for name in HOOK_KEYS}
         return Hooks(commands, self.workdir,
                      lambda **fields: self.events.write("hook failed", **fields))
 

@@ -65,6 +65,13 @@ def failure_line(task: Task, reason: str) -> str:
             f"Decide whether to delegate it again.")
 
 
+def budget_line(who: str, spent: str, paused: bool) -> str:
+    then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
+            "raises the budget re-arms it)" if paused else "it keeps working")
+    return (f"Budget: {who} is over its budget ({one_line(spent, 80)}); {then}. Re-plan "
+            f"with that in mind.")
+
+
 def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: str) -> str:
     parts = []
     if added:

@@ -108,16 +108,22 @@ def _delegate(obj: dict[str, Any]) -> dict[str, Any]:
         "to": _targets(obj.get("to")),
         "task": _text(obj, "task", "delegate", required=True),
         "brief": _abs_path(obj, "brief"),
+        "require_live": _flag(obj, "require_live"),
     }
+
+
+def _flag(obj: dict[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise WireError(f'"{key}" must be true or false, not {_kind(value)}')
+    return value
 
 
 OUTCOMES = ("done", "failed", "blocked")
 
 
 def _work_done(obj: dict[str, Any]) -> dict[str, Any]:
-    done = obj.get("done", False)
-    if not isinstance(done, bool):
-        raise WireError(f'"done" must be true or false, not {_kind(done)}')
+    done = _flag(obj, "done")
     outcome = obj.get("outcome", "done")
     if outcome not in OUTCOMES:
         raise WireError(f'"outcome" must be "done", "failed" or "blocked", not {_show(outcome)}')

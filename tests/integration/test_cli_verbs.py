@@ -104,7 +104,8 @@ def test_delegate_one_role(cli: Env) -> None:
     assert done.returncode == 0 and done.stderr == ""
     assert one_line(done.stdout) == "delegated T3 to coder"
     assert cli.session.requests == [
-        {"cmd": "delegate", "to": ["coder"], "task": "add tests", "brief": None}]
+        {"cmd": "delegate", "to": ["coder"], "task": "add tests", "brief": None,
+         "require_live": False}]
 
 
 def test_delegate_several_roles_with_a_gate(cli: Env) -> None:

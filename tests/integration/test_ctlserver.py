@@ -397,7 +397,8 @@ def test_handler_sees_normalised_request(make: Make, sock_path: Path, rec: Recor
     make()
     ack = raw_exchange(sock_path, b'{"cmd":"delegate","to":"coder","task":"t","x":1}\n')
     assert ack["status"] == "ok"
-    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None}]
+    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None,
+                             "require_live": False}]
 
 
 def test_handler_exception_becomes_internal_error(make: Make, sock_path: Path,

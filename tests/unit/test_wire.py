@@ -31,7 +31,11 @@ def test_delegate_normalised() -> None:
     got = parse({"cmd": "delegate", "to": ["coder", "reviewer", "coder"], "task": "fix it",
                  "brief": "/abs/brief.md", "extra": {"ignored": True}})
     assert got == {"cmd": "delegate", "to": ["coder", "reviewer"], "task": "fix it",
-                   "brief": "/abs/brief.md"}
+                   "brief": "/abs/brief.md", "require_live": False}
+    assert parse({"cmd": "delegate", "to": "c", "task": "x", "require_live": True})[
+        "require_live"] is True
+    with pytest.raises(wire.WireError, match='"require_live" must be true or false'):
+        parse({"cmd": "delegate", "to": "c", "task": "x", "require_live": "yes"})
 
 
 def test_delegate_single_string_target_is_wrapped() -> None:
