@@ -156,7 +156,7 @@ class CoreActor(Guardrails, Actor):
         except ConfigError as exc:
             self._event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
-        self.s.config = plan.config
+        before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
             self._remove_seat(name)
         for spec in plan.add:
@@ -167,7 +167,7 @@ class CoreActor(Guardrails, Actor):
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
-        self._guard_budgets()  # a changed cap re-arms, or fires at once
+        self._budgets_changed(before)
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from actors import messages as m
@@ -31,6 +31,15 @@ HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"
 STALLED = "stalled"
+
+
+def budget_summary(config: Any) -> dict | None:
+    """Every budget in ``config``, for the "budgets" event that ``report`` reads."""
+    roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens}
+             for r in config.roles if r.budget is not None or r.budget_tokens is not None}
+    if not roles and config.budget.session is None:
+        return None
+    return {"roles": roles, "session": config.budget.session}
 
 
 @dataclass(frozen=True)
@@ -203,6 +212,12 @@ class Guardrails:
         costs = (role_cost(self.s.config, models) for models in self.s.tokens.values())
         return sum(cost for cost in costs if cost is not None)
 
+    def _budgets_changed(self, before: Any) -> None:
+        summary = budget_summary(self.s.config)
+        if summary != budget_summary(before):
+            self._event("budgets", **(summary or {"roles": {}, "session": None}))
+        self._guard_budgets()  # a changed cap re-arms, or fires at once
+
     def _guard_budgets(self) -> None:
         for name in list(self.s.seats):
             spec = self.s.config.role(name)
@@ -238,7 +253,8 @@ class Guardrails:
         if not self._crossed(SESSION, (cap,), text):
             return
         log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; pausing every role", text)
-        self._event("over budget", role="session", spent=text, cost=cost, budget=cap,
+        # "scope", not "role": report would count a role named "session".
+        self._event("over budget", scope="session", spent=text, cost=cost, budget=cap,
                     action="pause")
         self._ring("on_budget", "session", text)
         for name in list(self.s.seats):
@@ -264,6 +280,9 @@ class Guardrails:
         seat = self.s.seats.get(role)
         if seat is not None and seat.view.status not in DOWN:
             seat.handle.tell(m.Pause())
+            # Not ready from now on, before the role says it is paused: a notice
+            # queued next must wait for the resume, not be typed into a stopped pane.
+            seat.view = replace(seat.view, ready=False)
             self._event("role pause", role=role, by="budget")
 
     # -- delegation to a role that is down ------------------------------------

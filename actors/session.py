@@ -21,6 +21,7 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from actors.guardrails import budget_summary
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
@@ -76,6 +77,7 @@ class Session:
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
+        self._note_budgets()
         self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
                                   self.events.write)
         self.server.start()
@@ -95,6 +97,18 @@ class Session:
         self.events.write("gateway off", reason=self.gateway.reason)
         if self.config.sphragis.enabled is None:
             log.warning("gateway off: %s", self.gateway.reason)
+
+    def _note_budgets(self) -> None:
+        """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
+        summary = budget_summary(self.config)
+        if summary is None:
+            return
+        self.events.write("budgets", **summary)
+        if not self.gateway.on:
+            why = (f"budgets cannot be enforced: the gateway is off ({self.gateway.reason}), "
+                   "so no tokens are counted")
+            log.warning("%s", why)
+            self.events.write("config warning", message=why)
 
     def _start_actors(self) -> None:
         self.timers = Timers()

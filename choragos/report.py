@@ -37,6 +37,8 @@ class RoleStats:
     first: float | None = None
     last: float | None = None
     tokens: dict[str, int] | None = None
+    budget: dict | None = None  # {"usd", "tokens"} from the last "budgets" record
+    over_budget: bool = False
 
     @property
     def avg(self) -> float | None:
@@ -59,6 +61,8 @@ class RoleStats:
                 self.touch(t)
         if other.tokens is not None:
             self.tokens = _add_tokens(self.tokens or {}, other.tokens)
+        self.budget = other.budget or self.budget
+        self.over_budget = self.over_budget or other.over_budget
 
 
 @dataclass
@@ -70,6 +74,8 @@ class Report:
     roles: list[RoleStats]
     never_reported: list[str]
     damaged_after: int | None = None
+    session_budget: float | None = None
+    session_over: bool = False
 
 
 def read_log(path: Path) -> LogRead:
@@ -127,7 +133,10 @@ def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
                   wall=sum(s.end - s.start for s in summaries), dirs=dirs,
                   roles=list(roles.values()),
                   never_reported=[t for s in summaries for t in s.never_reported()],
-                  damaged_after=damaged_after)
+                  damaged_after=damaged_after,
+                  session_budget=next((s.session_budget for s in reversed(summaries)
+                                       if s.session_budget is not None), None),
+                  session_over=any(s.session_over for s in summaries))
 
 
 @dataclass
@@ -170,13 +179,16 @@ class _RunSummary:
         self.roles: dict[str, RoleStats] = {}
         self.tasks: dict[str, _Task] = {}
         self.tokens: dict[tuple[str, str], _TokenCounter] = {}
+        self.session_budget: float | None = None
+        self.session_over = False
         self._fold(records)
         self._settle_tokens()
 
     def _fold(self, records: list[dict]) -> None:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
-                    "task failed": self._task_failed,
+                    "task failed": self._task_failed, "budgets": self._budgets,
+                    "over budget": self._over_budget,
                     "tokens": self._tokens}
         for record in records:
             self._touch(record)
@@ -248,6 +260,22 @@ class _RunSummary:
             _count(stats, task.counted, -1)
         _count(stats, outcome, 1)
         task.counted = outcome
+
+    def _budgets(self, record: dict) -> None:
+        roles = record.get("roles") if isinstance(record.get("roles"), dict) else {}
+        for name, caps in roles.items():
+            if isinstance(caps, dict):
+                self._role(str(name)).budget = {"usd": caps.get("usd"),
+                                                "tokens": caps.get("tokens")}
+        session = record.get("session")
+        self.session_budget = session if _is_time(session) else None
+
+    def _over_budget(self, record: dict) -> None:
+        role = record.get("role")
+        if record.get("scope") == "session":
+            self.session_over = True
+        elif isinstance(role, str) and role:
+            self._role(role).over_budget = True
 
     def _rejected(self, record: dict) -> None:
         task = self.tasks.get(str(record.get("task")))

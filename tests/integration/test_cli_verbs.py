@@ -299,8 +299,24 @@ def test_status_table(cli: Env) -> None:
         {"name": "coder", "state": "working", "pid": 4242, "restarts": 1, "task": "T3",
          "model": "opus", "command": "claude"}])
     lines = cli.run("status").stdout.splitlines()
-    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "MODEL", "COMMAND"]
-    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "opus", "claude"]
+    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "COST/BUDGET",
+                                "MODEL", "COMMAND"]
+    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "-", "opus", "claude"]
+
+
+def test_status_shows_marks_budgets_and_the_session_budget(cli: Env) -> None:
+    cli.session.replies["status"] = wire.ok(roles=[
+        {"name": "coder", "state": "paused", "pid": 1, "restarts": 0, "task": None,
+         "model": "m", "command": "c", "cost": 1.2, "marks": ["over budget", "stalled"],
+         "budget": {"usd": 1.0, "tokens": None, "over": True}},
+        {"name": "tester", "state": "idle", "pid": 2, "restarts": 0, "task": None,
+         "model": "m", "command": "c", "cost": None, "marks": [],
+         "tokens": {"input": 700, "output": 50}, "budget": {"usd": None, "tokens": 1000}}],
+        budget={"usd": 20.0, "cost": 1.25, "over": False})
+    lines = cli.run("status").stdout.splitlines()
+    assert lines[1].split()[:6] == ["coder", "paused,", "over", "budget,", "stalled", "1"]
+    assert "$1.20/$1.00" in lines[1] and "750/1000 tok" in lines[2]
+    assert lines[3] == "session budget: $1.25 of $20.00"
 
 
 # --- role control and the field-less commands -----------------------------------------------
