@@ -41,6 +41,9 @@ def test_dead_workers_are_loud_and_delegating_to_them_warns(serve, short_tmp):
     assert "coder exited (exit status 4); not restarted (no restart policy)" in err
     assert "tester exited (exit status 5); not restarted (restart budget spent (0 of 0))" in err
     assert "tester failed and will not come back by itself" in err
+    # The same lines reach the server log, which is all a detached session has.
+    server_log = (s.workdir / ".choragos" / "logs" / "server.log").read_text()
+    assert "NO WORKER IS LEFT ALIVE" in server_log and "coder exited" in server_log
     s.wait(lambda: len(fired(short_tmp, "on_exit")) == 2, 5, "two on_exit hooks")
     assert sorted(fired(short_tmp, "on_exit")) == ["coder|exit status 4", "tester|exit status 5"]
 
