@@ -229,8 +229,10 @@ class RoleActor(Actor):
     def _stall_check(self, msg: m.StallCheck) -> None:
         s = self.s
         s.extra["stall_check"] = False
-        if msg.gen != s.gen or not s.spec.stall_after or s.status in (
-                RoleStatus.EXITED, RoleStatus.FAILED):
+        if not s.spec.stall_after or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
+            self._arm_stall_check(s.gen)
             return
         quiet = time.monotonic() - s.last_output
         if s.status is RoleStatus.PAUSED or quiet < s.spec.stall_after:
