@@ -23,6 +23,7 @@ from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
+from actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos import __version__, authority, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
@@ -61,6 +62,9 @@ class CoreState:
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
+    guard: GuardState = field(default_factory=GuardState)
+    timers: Any = None  # actors.timers.Timers, for the idle alarm
+    me: Any = None      # this core's own handle, the idle alarm's target
 
     @property
     def state_dir(self) -> Path:
@@ -71,7 +75,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(Actor):
+class CoreActor(Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -101,6 +105,8 @@ class CoreActor(Actor):
             msg.callback(("gateway", self.s.gateway))
         if self.s.tokens:
             msg.callback(("tokens", self._usages()))
+        if self.s.guard.marks:
+            msg.callback(("marks", dict(self.s.guard.marks)))
 
     # -- control requests --------------------------------------------------
 
@@ -146,12 +152,14 @@ class CoreActor(Actor):
             open_tasks = self.s.board.open_for(seat.name)
             roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
                           "task": open_tasks[0].id if open_tasks else None,
-                          "queued": len(seat.queue), **self._usage(seat.name)})
-        return wire.ok(roles=roles, gateway=self.s.gateway)
+                          "queued": len(seat.queue), **self._usage(seat.name),
+                          "marks": list(self.s.guard.marks.get(seat.name, ()))})
+        return wire.ok(roles=roles, gateway=self.s.gateway, budget=self._session_budget())
 
     def _usage(self, role: str) -> dict:
         models = self.s.tokens.get(role, {})
-        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models)}
+        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models),
+                "budget": self._budget_of(role)}
 
     def _cmd_board(self, request: dict) -> dict:
         return wire.ok(tasks=self.s.board.snapshot(request.get("archived", False)),
@@ -168,7 +176,7 @@ class CoreActor(Actor):
         except ConfigError as exc:
             self._event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
-        self.s.config = plan.config
+        before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
             self._remove_seat(name)
         for spec in plan.add:
@@ -179,6 +187,7 @@ class CoreActor(Actor):
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
+        self._budgets_changed(before)
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(
@@ -246,13 +255,17 @@ class CoreActor(Actor):
         unknown = [name for name in targets if name not in self.s.seats]
         if unknown:
             return wire.error(self._unknown_roles(unknown))
+        down = self._down_roles(targets)
+        if down and request.get("require_live"):
+            return wire.error("; ".join(down.values()) + "; nothing was delegated")
         try:
             created = self._record_tasks(targets, request)
         except OSError as exc:
             return wire.error(not_recorded(exc, "delegation"))
         created = [self._route_task(task) for task in created]
+        extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
-                              for t in created])
+                              for t in created], **(extra if down else {}))
 
     def _record_tasks(self, targets: list[str], request: dict) -> list[Task]:
         """Write every task file and its event first; on a failure the board
@@ -292,6 +305,7 @@ class CoreActor(Actor):
     def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
         self._publish(("task", task))
+        self._guard_tasks()
         return task
 
     def _checkpoint_then_queue(self, task: Task) -> None:
@@ -363,6 +377,7 @@ class CoreActor(Actor):
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
         self._pump(seat)
+        self._guard_view(before, msg.view)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
         if now == "waiting":
@@ -393,6 +408,7 @@ class CoreActor(Actor):
         if msg.totals == self.s.tokens:
             return
         self.s.tokens = msg.totals
+        self._guard_budgets()
         self._publish(("tokens", self._usages()))
 
     def _usages(self) -> dict[str, dict]:
@@ -407,6 +423,10 @@ class CoreActor(Actor):
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
+
+    @handle.register
+    def _idle_check(self, msg: IdleCheck) -> None:
+        self._on_idle_check(msg)
 
     # -- timeouts (S2) -------------------------------------------------------
 
@@ -453,6 +473,7 @@ class CoreActor(Actor):
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
         self._pump(seat)
+        self._guard_idle()
 
     def _task_injected(self, seat: Seat, injection: m.Injection,
                        msg: m.InjectionOutcome) -> None:
@@ -478,6 +499,7 @@ class CoreActor(Actor):
     def _role_exited(self, msg: m.RoleExited) -> None:
         self._event("role exited", role=msg.role, status=msg.status.describe(),
                     restarting=msg.restarting, reason=msg.reason)
+        self._guard_exited(msg)
         seat = self.s.seats.get(msg.role)
         if seat is None:
             return
@@ -500,12 +522,14 @@ class CoreActor(Actor):
                       "a role may only report its own tasks")
             self._event("request refused", cmd="work-done", caller=caller, reason=reason)
             return wire.error(reason)
-        note, role = self._resolve(task_id, summary, report, request.get("done", False))
+        outcome = request.get("outcome", "done")
+        note, role = self._resolve(task_id, summary, report, request.get("done", False),
+                                   outcome)
         try:
             record = self.s.events.append("work-done", task=task_id, role=role,
                                           summary=summary, report=report,
-                                          done=request.get("done", False), note=note or None,
-                                          by=caller or "operator")
+                                          done=request.get("done", False), outcome=outcome,
+                                          note=note or None, by=caller or "operator")
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
                 self.s.board.put_back(before)
@@ -513,15 +537,15 @@ class CoreActor(Actor):
             return wire.error(not_recorded(exc, "work-done"))
         self._publish(("event", record))
         self._enqueue(self.s.start_role,
-                      briefs.report_line(task_id, role, summary, report, note), "report",
-                      task_id)
-        ack = {"id": task_id, "state": "done" if not note else "unmatched"}
+                      briefs.report_line(task_id, role, summary, report, note, outcome),
+                      "report", task_id)
+        ack = {"id": task_id, "state": outcome if not note else "unmatched"}
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
         return wire.ok(**ack)
 
     def _resolve(self, task_id: str, summary: str, report: str | None,
-                 done: bool) -> tuple[str, str]:
+                 done: bool, outcome: str = "done") -> tuple[str, str]:
         """Close the board entry; a note explains a report that matches none."""
         try:
             task = self.s.board.get(task_id)
@@ -536,8 +560,13 @@ class CoreActor(Actor):
             self._move(task_id, TaskState.DELIVERED)
             self._event("delivered", task=task_id, role=task.role, by="work-done")
         self._stop_clock(task_id)
-        self._move(task_id, TaskState.DONE, summary=summary, report=report,
-                   note="" if done else "reported without --done")
+        changes = {"summary": summary, "report": report,
+                   "note": "" if done or outcome != "done" else "reported without --done"}
+        target = TaskState(outcome)
+        if task.state is target:  # e.g. "failed" said again after its worker died on it
+            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+        else:
+            self._move(task_id, target, **changes)
         return "", task.role
 
     # -- gates ----------------------------------------------------------------

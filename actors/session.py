@@ -24,12 +24,13 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from actors.guardrails import budget_summary
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, authority, briefs, statedir, wire
+from choragos import __version__, authority, briefs, selfpath, statedir, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -43,6 +44,7 @@ from choragos.reloadplan import ReloadPlan, plan_reload
 log = logging.getLogger("choragos.session")
 
 STOP_GRACE = 3.0
+HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done")
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Session:
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
+        self._note_budgets()
         self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
                                   self.events.write, self.caller_of)
         self.server.start()
@@ -100,16 +103,30 @@ class Session:
         if self.config.sphragis.enabled is None:
             log.warning("gateway off: %s", self.gateway.reason)
 
+    def _note_budgets(self) -> None:
+        """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
+        summary = budget_summary(self.config)
+        if summary is None:
+            return
+        self.events.write("budgets", **summary)
+        if not self.gateway.on:
+            why = (f"budgets cannot be enforced: the gateway is off ({self.gateway.reason}), "
+                   "so no tokens are counted")
+            log.warning("%s", why)
+            self.events.write("config warning", message=why)
+
     def _start_actors(self) -> None:
         self.timers = Timers()
         self.supervisor = Supervisor.start(on_event=self.events.write)
         sup = self.supervisor
         self.write_briefs(self.config)
+        selfpath.write_shim(self.workdir)
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
                                gateway=self._gateway_label())
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
+        core_state.timers, core_state.me = self.timers, self.core
         core_state.hooks = self._hooks()
         clock_state = ClockState({})
         core, timers = self.core, self.timers
@@ -129,8 +146,7 @@ class Session:
 
     def _hooks(self) -> Hooks:
         ui = self.config.ui
-        commands = {"on_gate": ui.on_gate, "on_input": ui.on_input,
-                    "on_timeout": ui.on_timeout}
+        commands = {name: getattr(ui, name) for name in HOOK_KEYS}
         return Hooks(commands, self.workdir,
                      lambda **fields: self.events.write("hook failed", **fields))
 
@@ -179,7 +195,9 @@ class Session:
             # G1: route the role's model traffic through the gateway, attributed to it.
             url = self.config.sphragis.agent_url(spec.name)
             inject.update(dict.fromkeys(spec.base_url_env, url))
-        return role_env(spec, os.environ, inject)
+        # Last, so no env_allow or env_deny can cut a role off from choragos.
+        return selfpath.prepend(role_env(spec, os.environ, inject),
+                                selfpath.bin_dir(self.workdir))
 
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,

@@ -24,7 +24,8 @@ class TaskState(StrEnum):
     DONE = "done"            # the worker ran work-done
     REJECTED = "rejected"    # the operator said no at the gate
     TIMED_OUT = "timed-out"  # outlived the role's timeout (may still report)
-    FAILED = "failed"        # could not be delivered, or the worker died on it
+    FAILED = "failed"        # could not be delivered, the worker died on it, or said so
+    BLOCKED = "blocked"      # the worker reported it cannot go on without something
 
 
 # Which state may follow which.  A late work-done still resolves a task that
@@ -32,9 +33,11 @@ class TaskState(StrEnum):
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     TaskState.QUEUED: frozenset({TaskState.GATED, TaskState.DELIVERED, TaskState.FAILED}),
     TaskState.GATED: frozenset({TaskState.QUEUED, TaskState.REJECTED}),
-    TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED}),
-    TaskState.TIMED_OUT: frozenset({TaskState.DONE, TaskState.FAILED}),
-    TaskState.FAILED: frozenset({TaskState.DONE}),
+    TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED,
+                                    TaskState.BLOCKED}),
+    TaskState.TIMED_OUT: frozenset({TaskState.DONE, TaskState.FAILED, TaskState.BLOCKED}),
+    TaskState.FAILED: frozenset({TaskState.DONE, TaskState.BLOCKED}),
+    TaskState.BLOCKED: frozenset({TaskState.DONE, TaskState.FAILED}),
     TaskState.DONE: frozenset(),
     TaskState.REJECTED: frozenset(),
 }
@@ -45,6 +48,9 @@ KEEP_RESOLVED = 100
 
 OPEN_STATES = frozenset({TaskState.QUEUED, TaskState.GATED, TaskState.DELIVERED,
                          TaskState.TIMED_OUT})
+# Nothing more will happen to these without a new delegation; a blocked task
+# is not among them: it waits for whatever its worker said it needs.
+SETTLED_STATES = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.REJECTED})
 
 
 class BoardError(Exception):

@@ -1,6 +1,7 @@
 """Hooks (S4): shell commands run when a human is needed.
 
-``on_gate``, ``on_input`` and ``on_timeout`` (from ``[ui]``) run through
+``on_gate``, ``on_input``, ``on_timeout``, ``on_budget``, ``on_exit``,
+``on_idle`` and ``on_done`` (from ``[ui]``) run through
 ``sh -c`` in the background, in their own process group, with the
 ``serve`` environment plus ``CHORAGOS_*`` variables.  Task text reaches a
 hook only through ``$CHORAGOS_TASK``, never spliced into the command
@@ -36,14 +37,16 @@ class Hooks:
         self.base_env = base_env
         self._threads: list[threading.Thread] = []
 
-    def fire(self, hook: str, role: str, task: str = "", task_id: str = "") -> bool:
+    def fire(self, hook: str, role: str, task: str = "", task_id: str = "",
+             extra: Mapping[str, str] | None = None) -> bool:
         """Start ``hook`` if configured; False when there is nothing to run."""
         command = self.commands.get(hook)
         if command is None:
             return False
         env = dict(os.environ if self.base_env is None else self.base_env)
         env.update({"CHORAGOS_HOOK": hook, "CHORAGOS_ROLE": role, "CHORAGOS_TASK": task,
-                    "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir)})
+                    "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir),
+                    **(extra or {})})
         thread = threading.Thread(target=self._run, args=(hook, command, env, role),
                                   name=f"hook-{hook}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]

@@ -63,12 +63,13 @@ def check(workdir: Path) -> str | None:
     return _scan(fd, root)
 
 
-def write_text(path: Path, text: str) -> Path:
-    """Replace ``path`` atomically with ``text`` (0600), never through a link."""
+def write_text(path: Path, text: str, mode: int = 0o600) -> Path:
+    """Replace ``path`` atomically with ``text`` (``mode``, 0600 unless told),
+    never through a link."""
     data = text.encode("utf-8", errors="surrogateescape")
     parent, name = _parent_fd(Path(path))
     try:
-        tmp = _write_tmp(parent, name, data)
+        tmp = _write_tmp(parent, name, data, mode)
         try:
             os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
@@ -208,13 +209,14 @@ def _parent_fd(path: Path) -> tuple[int, str]:
 
 # -- files -------------------------------------------------------------------------------
 
-def _write_tmp(parent: int, name: str, data: bytes) -> str:
+def _write_tmp(parent: int, name: str, data: bytes, mode: int = 0o600) -> str:
     global _tmp_counter
     _tmp_counter += 1
     tmp = f".{name}.{os.getpid()}.{_tmp_counter}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600, dir_fd=parent)
+                 mode, dir_fd=parent)
     try:
+        os.fchmod(fd, mode)  # the umask must not widen or narrow what was asked
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

@@ -115,18 +115,31 @@ def _delegate(obj: dict[str, Any]) -> dict[str, Any]:
         "to": _targets(obj.get("to")),
         "task": _text(obj, "task", "delegate", required=True),
         "brief": _abs_path(obj, "brief"),
+        "require_live": _flag(obj, "require_live"),
     }
 
 
+def _flag(obj: dict[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise WireError(f'"{key}" must be true or false, not {_kind(value)}')
+    return value
+
+
+OUTCOMES = ("done", "failed", "blocked")
+
+
 def _work_done(obj: dict[str, Any]) -> dict[str, Any]:
-    done = obj.get("done", False)
-    if not isinstance(done, bool):
-        raise WireError(f'"done" must be true or false, not {_kind(done)}')
+    done = _flag(obj, "done")
+    outcome = obj.get("outcome", "done")
+    if outcome not in OUTCOMES:
+        raise WireError(f'"outcome" must be "done", "failed" or "blocked", not {_show(outcome)}')
     return {
         "id": _task_id(obj, "work-done"),
         "task": _text(obj, "task", "work-done", required=True),
         "report": _abs_path(obj, "report"),
         "done": done,
+        "outcome": outcome,
     }
 
 
@@ -337,7 +350,7 @@ def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
     """
     deadline = time.monotonic() + timeout
     data = encode(payload)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+    with _unix_socket() as conn:
         _connect(conn, Path(sock), timeout, workdir)
         try:
             _send(conn, data, deadline)
@@ -355,6 +368,8 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
     try:
         conn.connect(os.fspath(sock))
     except FileNotFoundError:
+        if _hidden(sock):
+            raise Unreachable(f"{SANDBOX_HINT} ({sock} is not visible from here)") from None
         where = f" for {workdir}" if workdir else ""
         raise Unreachable(f"no choragos session is running{where} (socket {sock} not found); "
                           "start one with `choragos serve`") from None
@@ -367,11 +382,40 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
                           "enough (its queue is full)", retry=True) from None
     except TimeoutError:
         raise Unreachable(f"timed out after {timeout:g}s waiting for the session") from None
-    except PermissionError:
-        raise Unreachable(f"permission denied opening {sock}: "
-                          "the session belongs to another user") from None
+    except PermissionError as exc:
+        if _owner(sock) not in (None, os.getuid()):
+            raise Unreachable(f"permission denied opening {sock}: "
+                              "the session belongs to another user") from None
+        raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc} on {sock})") from None
     except OSError as exc:
         raise Unreachable(f"cannot connect to {sock}: {exc.strerror or exc}") from None
+
+
+# Agent CLIs often run their shell commands in a sandbox (seccomp, Landlock,
+# a private mount namespace) that refuses unix sockets or hides the runtime
+# directory; that is not another user's session, and must not read like one.
+SANDBOX_HINT = ("the socket could not be opened: the agent's sandbox may block it; "
+                "see docs/agents.md")
+
+
+def _unix_socket() -> socket.socket:
+    try:
+        return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except PermissionError as exc:  # a seccomp filter refusing AF_UNIX
+        raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc})") from None
+
+
+def _owner(sock: Path) -> int | None:
+    try:
+        return os.stat(sock).st_uid
+    except OSError:
+        return None
+
+
+def _hidden(sock: Path) -> bool:
+    """A socket a session named for us whose very directory we cannot see."""
+    named = os.environ.get(paths.SOCK_ENV)
+    return bool(named) and Path(named) == Path(sock) and not Path(sock).parent.exists()
 
 
 def _send(conn: socket.socket, data: bytes, deadline: float) -> None:

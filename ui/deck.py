@@ -417,6 +417,9 @@ class Deck:
             self.state.gateway = value
         elif kind == "tokens":
             self._usage(value)
+        elif kind == "marks":
+            for name, info in self.state.roles.items():
+                info.extra["marks"] = tuple(value.get(name, ()))
 
     def _usage(self, usages: dict[str, dict]) -> None:
         for role, usage in usages.items():

@@ -426,7 +426,7 @@ def test_handler_sees_normalised_request(make: Make, sock_path: Path, rec: Recor
     ack = raw_exchange(sock_path, b'{"cmd":"delegate","to":"coder","task":"t","x":1}\n')
     assert ack["status"] == "ok"
     assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None,
-                             "peer_pid": os.getpid()}]
+                             "require_live": False, "peer_pid": os.getpid()}]
 
 
 def test_handler_exception_becomes_internal_error(make: Make, sock_path: Path,
