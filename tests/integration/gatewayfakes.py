@@ -1,0 +1,161 @@
+"""A built-in gateway in the test process, and upstreams the fake model servers lack.
+
+``running_gateway`` starts the real :class:`~choragos.proxy.GatewayServer`
+on a loopback port; ``ScriptedUpstream`` answers with exactly the bytes a
+test gives it (HTTP/1.1, chunked, paced by the test), for what the fake
+Anthropic, OpenAI Responses and Gemini servers do not cover: Chat
+Completions, gzip bodies, garbage, silence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import http.client
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from choragos.gateway import Totals, parse_metrics
+from choragos.gatewaymetrics import Tally
+from choragos.proxy import GatewayServer
+
+UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
+
+
+@contextlib.contextmanager
+def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
+                    tally: Tally | None = None) -> Iterator[GatewayServer]:
+    full = {"anthropic": UNUSED, "openai": UNUSED, "gemini": UNUSED, **upstreams}
+    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def base_url(server: GatewayServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}"
+
+
+def request(url: str, method: str = "POST", body: bytes | dict | None = None,
+            headers: dict[str, str] | None = None, timeout: float = 20
+            ) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request; (status, lower-cased headers, whole body)."""
+    parts = urlsplit(url)
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json",
+                                                       **(headers or {})})
+        response = conn.getresponse()
+        return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                response.read())
+    finally:
+        conn.close()
+
+
+def tokens(server_or_url: GatewayServer | str) -> Totals:
+    """The token counters on ``/metrics``, read with the session's own parser."""
+    url = server_or_url if isinstance(server_or_url, str) else base_url(server_or_url)
+    status, _, body = request(f"{url}/metrics", "GET")
+    assert status == 200
+    return parse_metrics(body)
+
+
+def metric(server: GatewayServer, name: str, **labels: str) -> float:
+    """One sample of any family on ``/metrics`` (0 when absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, _, body = request(f"{base_url(server)}/metrics", "GET")
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v
+                                           for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+class ScriptedUpstream:
+    """An HTTP/1.1 server answering every request with the test's script.
+
+    ``pieces`` are written one chunk each; ``hold`` (an Event) is waited for
+    after the first piece, so a test can prove the first one went through
+    before the rest existed.  ``silent`` never answers at all.
+    """
+
+    def __init__(self, pieces: list[bytes], content_type: str = "text/event-stream",
+                 status: int = 200, gzipped: bool = False, silent: bool = False) -> None:
+        self.pieces, self.content_type, self.status = pieces, content_type, status
+        self.gzipped, self.silent = gzipped, silent
+        self.hold: threading.Event | None = None
+        self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        if self.hold is not None:
+            self.hold.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                upstream.seen.append((self.command, self.path,
+                                      {k.lower(): v for k, v in self.headers.items()}, body))
+                if upstream.silent:
+                    threading.Event().wait(30)
+                    return
+                upstream.answer(self)
+
+        return Handler
+
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(self.status)
+        handler.send_header("Content-Type", self.content_type)
+        if self.gzipped:
+            data = gzip.compress(b"".join(self.pieces))
+            handler.send_header("Content-Encoding", "gzip")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            return
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        with contextlib.suppress(OSError):
+            for number, piece in enumerate(self.pieces):
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                handler.wfile.flush()
+                if number == 0 and self.hold is not None:
+                    self.hold.wait(20)
+            handler.wfile.write(b"0\r\n\r\n")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
