@@ -33,7 +33,7 @@ from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.events import EventLog, default_path
-from choragos.gateway import GatewayMode, decide
+from choragos.gateway import GatewayMode, decide_session
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.routing import routed, routing
@@ -90,12 +90,7 @@ class Session:
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
-        if self.config.gateway.builtin:
-            # The session runs it, so it is on; fail_closed still comes from [sphragis].
-            self.gateway = GatewayMode(True, self.config.sphragis.fail_closed,
-                                       "[gateway] builtin = true")
-        else:
-            self.gateway = decide(self.config.sphragis)
+        self.gateway = decide_session(self.config)
         if self.gateway.on:
             self.events.write("gateway on", reason=self.gateway.reason,
                               addr=self.config.sphragis.addr, enforced=self.gateway.enforced)

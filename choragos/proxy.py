@@ -54,7 +54,7 @@ DEFAULT_UPSTREAMS: Mapping[str, str] = {
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
                   "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"})
 _READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
-_AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)")
+_AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200, b'{"status":"ok"}', "application/json")
             return
         agent = _AGENT.fullmatch(split.path)
-        role, rest = agent.groups() if agent else ("", split.path)
+        role, rest = (agent[1], agent[2] or "/") if agent else ("", split.path)
+        if agent and rest == "/" and self.command in ("GET", "HEAD"):
+            # A CLI checking that its base URL answers (Claude Code sends HEAD).
+            self._answer(200, b'{"status":"ok"}', "application/json")
+            return
         route = route_for(rest) if agent else None
         if route is None:
             where = "" if agent else "; requests go to /agent/<role>/<api path>"

@@ -192,6 +192,10 @@ def test_unknown_paths_get_a_clear_404_and_count_as_errors():
         assert metric(gw, "sphragis_errors_total", agent="coder", kind="not_found") == 1
         assert metric(gw, "sphragis_errors_total", agent="", kind="not_found") == 2
         assert request(base_url(gw) + "/healthz", "GET")[0] == 200
+        # Claude Code checks its base URL with a HEAD before the first request.
+        assert request(base_url(gw) + "/agent/coder", "HEAD")[0] == 200
+        assert request(base_url(gw) + "/agent/coder/", "GET")[0] == 200
+        assert metric(gw, "sphragis_errors_total", agent="coder") == 1
 
 
 def test_an_upstream_that_refuses_is_a_502():
