@@ -27,6 +27,7 @@ MAX_JSON = 16 << 20  # a non-streamed body
 ANTHROPIC, OPENAI, GEMINI = "anthropic", "openai", "gemini"
 
 Counts = dict[str, int]
+_MARK = b'"usage'  # in every event that carries usage: "usage", "usageMetadata"
 
 
 @dataclass
@@ -141,6 +142,12 @@ class UsageMeter:
             self._fail(f"body over {MAX_JSON} bytes; its usage was not read")
 
     def _lines(self, data: bytes) -> None:
+        if not self._skipping and not self._mentions_usage(data):
+            # Fast path: no line ending here can carry usage; keep only the open line.
+            cut = data.rfind(b"\n")
+            if cut >= 0:
+                self._partial[:] = data[cut + 1:]
+                return
         start = 0
         while True:
             end = data.find(b"\n", start)
@@ -161,9 +168,14 @@ class UsageMeter:
             self._skipping = True  # drop the rest of this line, keep reading the stream
             self.problem = self.problem or f"an event line over {MAX_LINE} bytes was skipped"
 
+    def _mentions_usage(self, data: bytes) -> bool:
+        # The open line may hold the marker, or the marker may straddle the cut.
+        return (_MARK in data or _MARK in self._partial
+                or _MARK in bytes(self._partial[-len(_MARK):]) + data[:len(_MARK)])
+
     def _line(self, line: bytes) -> None:
         # Cheap test first: most lines are content deltas that never mention usage.
-        if not line.startswith(b"data:") or b'"usage' not in line:
+        if not line.startswith(b"data:") or _MARK not in line:
             return
         try:
             obj = json.loads(line[5:])
