@@ -37,7 +37,9 @@ def _arguments(verb: str):
                 raise _client.Failure(_client.EXIT_USAGE, f"{what}: {exc}") from None
         return check
 
-    made = _client.parser(verb, _ABOUT)
+    # Not _client.parser: this verb talks to no session, so it has no --sock.
+    made = _client._Parser(prog=f"choragos {verb}", description=_ABOUT,
+                           formatter_class=_client._Formatter)
     made.add_argument("--addr", default="127.0.0.1:8787", type=checked(parse_addr, "--addr"),
                       help="host:port to listen on (default 127.0.0.1:8787)")
     defaults = Upstreams()

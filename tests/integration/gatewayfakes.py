@@ -94,9 +94,10 @@ class ScriptedUpstream:
     """
 
     def __init__(self, pieces: list[bytes], content_type: str = "text/event-stream",
-                 status: int = 200, gzipped: bool = False, silent: bool = False) -> None:
+                 status: int = 200, gzipped: bool = False, silent: bool = False,
+                 truncate: bool = False) -> None:
         self.pieces, self.content_type, self.status = pieces, content_type, status
-        self.gzipped, self.silent = gzipped, silent
+        self.gzipped, self.silent, self.truncate = gzipped, silent, truncate
         self.hold: threading.Event | None = None
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -123,8 +124,10 @@ class ScriptedUpstream:
                 pass
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
+                if "chunked" in self.headers.get("Transfer-Encoding", ""):
+                    body = _read_chunked(self.rfile)
+                else:
+                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 upstream.seen.append((self.command, self.path,
                                       {k.lower(): v for k, v in self.headers.items()}, body))
                 if upstream.silent:
@@ -152,7 +155,20 @@ class ScriptedUpstream:
                 handler.wfile.flush()
                 if number == 0 and self.hold is not None:
                     self.hold.wait(20)
+            if self.truncate:  # gone before the last chunk: the stream is broken
+                handler.close_connection = True
+                return
             handler.wfile.write(b"0\r\n\r\n")
+
+
+def _read_chunked(stream) -> bytes:
+    body = b""
+    while size := int(stream.readline().split(b";")[0], 16):
+        body += stream.read(size)
+        stream.read(2)
+    while stream.readline() not in (b"\r\n", b""):
+        pass
+    return body
 
 
 def free_port() -> int:

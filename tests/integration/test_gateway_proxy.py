@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse, text
 from tests.e2e.fakeopenai import FakeOpenAI
@@ -256,3 +257,57 @@ def test_keep_alive_serves_many_requests_on_one_connection():
             assert response.status == 200 and read_sse(response.read())[-1][0] == "message_stop"
         conn.close()
         assert tokens(gw)["coder"]["claude-test-1"]["output"] == 150
+
+
+def test_a_chunked_request_body_is_streamed_on():
+    upstream = ScriptedUpstream([b'data: {"model":"m","usage":{"prompt_tokens":1}}\n\n'])
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+            parts = [b'{"model":', b' "m", "input": "', b"x" * 100_000, b'"}']
+            conn.request("POST", "/agent/coder/v1/responses", body=iter(parts),
+                         encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
+            assert conn.getresponse().read().startswith(b"data: ")
+            conn.close()
+            assert upstream.seen[0][3] == b"".join(parts)
+            assert upstream.seen[0][2]["transfer-encoding"] == "chunked"
+    finally:
+        upstream.close()
+
+
+def test_an_upstream_that_breaks_off_mid_stream_ends_the_agents_stream_and_counts():
+    upstream = ScriptedUpstream(CHAT[:3], truncate=True)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+            conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+            response = conn.getresponse()
+            with pytest.raises(http.client.IncompleteRead) as cut:
+                response.read()
+            conn.close()
+            assert cut.value.partial == b"".join(CHAT[:3])
+            assert metric(gw, "sphragis_errors_total", kind="upstream_broken") == 1
+            # What arrived before the break is still counted.
+            assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
+    finally:
+        upstream.close()
+
+
+def test_an_agent_that_goes_away_mid_stream_is_counted_and_the_gateway_carries_on():
+    upstream = ScriptedUpstream([CHAT[0]] + [CHAT[1]] * 2000 + CHAT[2:])
+    upstream.hold = threading.Event()
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+            conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+            assert conn.getresponse().read1(65536) == CHAT[0]
+            conn.sock.shutdown(2)
+            conn.close()
+            upstream.hold.set()
+            wait_until(lambda: metric(gw, "sphragis_errors_total", kind="client_gone") == 1,
+                       20, message="client_gone counted")
+            status, _, body = request(f"{base_url(gw)}/agent/coder/v1/chat/completions",
+                                      body=b"{}")
+            assert status == 200 and body.endswith(b"[DONE]\n\n")
+    finally:
+        upstream.close()
