@@ -266,13 +266,17 @@ class _Handler(BaseHTTPRequestHandler):
             conn.putheader("Content-Length", str(length))
         conn.endheaders()
         self._body_started = length > 0
-        while length > 0:
-            piece = self.rfile.read(min(length, PIECE))
+        self._copy(conn, length, "before its Content-Length")
+
+    def _copy(self, conn: HTTPConnection, left: int, where: str) -> None:
+        """Send the next ``left`` bytes of the request body on, as they come."""
+        while left > 0:
+            piece = self.rfile.read(min(left, PIECE))
             if not piece:
-                raise _Failure(400, "bad_request", "choragos gateway: the request body "
-                               "ended before its Content-Length")
+                raise _Failure(400, "bad_request",
+                               f"choragos gateway: the request body ended {where}")
             conn.send(piece)
-            length -= len(piece)
+            left -= len(piece)
 
     def _length(self) -> int:
         raw = self.headers.get("Content-Length") or "0"
@@ -295,14 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
             conn.send(line)
             if size == 0:
                 break
-            left = size + 2  # the data and its CRLF
-            while left > 0:
-                piece = self.rfile.read(min(left, PIECE))
-                if not piece:
-                    raise _Failure(400, "bad_request", "choragos gateway: the request body "
-                                   "ended inside a chunk")
-                conn.send(piece)
-                left -= len(piece)
+            self._copy(conn, size + 2, "inside a chunk")  # the data and its CRLF
         while (trailer := self.rfile.readline(PIECE + 1)) not in (b"\r\n", b"\n", b""):
             conn.send(trailer)
         conn.send(b"\r\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 from urllib.parse import urlsplit
 
@@ -311,3 +312,24 @@ def test_an_agent_that_goes_away_mid_stream_is_counted_and_the_gateway_carries_o
             assert status == 200 and body.endswith(b"[DONE]\n\n")
     finally:
         upstream.close()
+
+
+@pytest.mark.parametrize("head,body", [
+    (b"Content-Length: abc\r\n", b""),
+    (b"Content-Length: 100\r\n", b'{"cut": '),
+])
+def test_a_broken_request_body_is_a_400_and_nothing_breaks(head, body):
+    with FakeModel() as fake, running_gateway({"anthropic": fake.base_url}) as gw:
+        with socket.create_connection(gw.server_address[:2], timeout=10) as raw:
+            raw.sendall(b"POST /agent/coder/v1/messages HTTP/1.1\r\nHost: x\r\n" + head
+                        + b"\r\n" + body)
+            raw.shutdown(socket.SHUT_WR)
+            answer = b""
+            while piece := raw.recv(65536):
+                answer += piece
+        assert answer.startswith(b"HTTP/1.1 400 ")
+        assert b"choragos gateway: " in answer and b"bad_request" in answer
+        assert metric(gw, "sphragis_errors_total", kind="bad_request") == 1
+        status, _, _ = request(f"{base_url(gw)}/agent/coder/v1/messages",
+                               body={"model": "m", "messages": []})
+        assert status == 200
