@@ -52,11 +52,6 @@ class AgentProfile:
     inline_input_limit: int | None = None
     # Whether the markers were checked against the real program.
     verified: bool = False
-    # With the gateway on: the variables that get the role's gateway URL, and
-    # arguments put before the role's own ("{url}" stands for that URL), for
-    # CLIs whose provider reads no base-URL variable.
-    base_url_env: tuple[str, ...] = ("ANTHROPIC_BASE_URL",)
-    gateway_args: tuple[str, ...] = ()
 
     def with_extras(self, input_prompts: tuple[str, ...] = (),
                     chrome_markers: tuple[str, ...] = ()) -> AgentProfile:
@@ -130,7 +125,6 @@ GEMINI = AgentProfile(
     box_prompts=(">",),
     unmatched_status="working",
     boot_quiet=2.0,
-    base_url_env=("GOOGLE_GEMINI_BASE_URL",),
 )
 
 CODEX = AgentProfile(
@@ -146,14 +140,6 @@ CODEX = AgentProfile(
     box_prompts=("›", "▌"),
     unmatched_status="working",
     boot_quiet=2.0,
-    # Codex's built-in OpenAI provider takes no base URL from the environment,
-    # so the role gets a provider of its own that speaks the Responses API.
-    base_url_env=(),
-    gateway_args=(
-        "-c", 'model_providers.choragos={ name = "choragos gateway", base_url = "{url}/v1", '
-              'wire_api = "responses", env_key = "OPENAI_API_KEY" }',
-        "-c", 'model_provider="choragos"',
-    ),
 )
 
 AIDER = AgentProfile(
