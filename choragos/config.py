@@ -542,6 +542,11 @@ def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
                      f"{cs.show(sphragis.addr)}; the session scrapes the gateway where it "
                      "listens, so set the address in one place")
     addr = builtin.addr or sphragis.addr
+    host = addr.rpartition(":")[0]
+    if host not in ("localhost", "[::1]") and not host.startswith("127."):
+        report.warn("gateway.addr" if builtin.addr else "sphragis.addr",
+                    f"the built-in gateway listens on {cs.show(addr)}, beyond this machine: "
+                    "anyone who reaches it can use it as a proxy and read its /metrics")
     values["sphragis"] = replace(sphragis, addr=addr)
     values["gateway"] = replace(builtin, addr=addr)
 

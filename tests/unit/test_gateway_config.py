@@ -27,7 +27,14 @@ def test_gateway_defaults_and_builtin_takes_the_sphragis_addr(tmp_path: Path) ->
 
 def test_gateway_addr_becomes_the_address_the_session_scrapes(tmp_path: Path) -> None:
     config = load(tmp_path, LEAD + '[gateway]\nbuiltin = true\naddr = "127.0.0.1:9200"\n')
-    assert config.sphragis.base_url == "http://127.0.0.1:9200"
+    assert config.sphragis.base_url == "http://127.0.0.1:9200" and not config.warnings
+
+
+def test_a_builtin_gateway_beyond_loopback_warns(tmp_path: Path) -> None:
+    config = load(tmp_path, LEAD + '[gateway]\nbuiltin = true\naddr = "0.0.0.0:8787"\n')
+    assert len(config.warnings) == 1
+    assert config.warnings[0].startswith(".choragos.toml:gateway.addr: the built-in gateway "
+                                         'listens on "0.0.0.0:8787", beyond this machine')
 
 
 @pytest.mark.parametrize("text,where,message", [
