@@ -199,3 +199,24 @@ def test_the_gateway_killed_mid_session_refuses_dispatch_until_it_is_back(serve)
 def _alive(pid: int) -> bool:
     from tests.conftest import pid_alive
     return pid_alive(pid)
+
+
+def test_a_gateway_that_cannot_start_leaves_the_session_up_and_fail_closed(serve):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+                  + _gateway(port))
+        failed = s.wait_event(lambda e: e["event"] == "gateway failed", 30, "gateway failed")
+        assert "did not start" in failed["reason"]
+        s.wait_event(lambda e: e["event"] == "actor given up"
+                     and e["actor"] == "gateway-server", 30, "given up")
+        s.wait_booted(["orchestrator", "coder"])
+        out = s.cli("delegate", "--to", "coder", "--task", "no gateway, no work")
+        assert out.returncode == 1 and "dispatch refused: gateway down" in out.stderr
+        assert s.cli("ping").returncode == 0
+        log = (s.workdir / ".choragos" / "logs" / "gateway.log").read_text()
+        assert "Address already in use" in log
