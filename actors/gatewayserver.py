@@ -69,7 +69,7 @@ class ServerState:
     problem: str = "not started yet"
 
 
-class GatewayServer(Actor):
+class GatewayRunner(Actor):
     def __init__(self, state: ServerState, core: Any, supervisor: Any = None) -> None:
         super().__init__("gateway-server", supervisor)
         self.s = state

@@ -22,7 +22,7 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
-from actors.gatewayserver import READY_TIMEOUT, GatewayServer, Ready, ServerState
+from actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
@@ -167,7 +167,7 @@ class Session:
                             self.events.write)
         sup, core = self.supervisor, self.core
         handle = self._start_child("gateway-server",
-                                   lambda h: GatewayServer.start(state, core, sup))
+                                   lambda h: GatewayRunner.start(state, core, sup))
         try:
             problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
         except Exception as exc:  # it crashed while starting, maybe for good

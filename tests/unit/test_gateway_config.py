@@ -81,3 +81,11 @@ def test_written_base_url_env_wins_and_adds_no_arguments() -> None:
     assert routing(spec, URL) == ({"OPENAI_BASE_URL": URL}, ())
     assert routed(spec, URL) is spec
     assert routing(RoleSpec("r", "claude", base_url_env=()), URL) == ({}, ())
+
+
+def test_doctor_says_the_session_runs_a_builtin_gateway(tmp_path: Path) -> None:
+    from choragos.cli.doctor import _gateway
+
+    check = _gateway(load(tmp_path, LEAD + '[gateway]\nbuiltin = true\n'))
+    assert check.level == "OK"
+    assert check.message == "gateway: built in; the session runs it on 127.0.0.1:8787"
