@@ -324,29 +324,50 @@ class _Handler(BaseHTTPRequestHandler):
         if has_body and route.counts and 200 <= status < 300:
             meter = UsageMeter(route.api, response.getheader("Content-Type") or "",
                                response.getheader("Content-Encoding") or "", route.model)
-        kind = self._stream(response, chunked, meter) if has_body else ""
+        settled: list[str] = []
+
+        def settle(kind: str) -> None:
+            if not settled:
+                settled.append(kind)
+                self._account(role, route, status, meter, kind, began)
+            elif kind:  # the agent went away as the counted end was being written
+                self.server.tally.add_error(role, route.api, kind)
+
+        kind = self._stream(response, chunked, meter, settle) if has_body else ""
         if kind or response.will_close or not response.isclosed():
             self._drop_upstream()
-        self._account(role, route, status, meter, kind, began)
+        settle(kind)
 
-    def _stream(self, response: HTTPResponse, chunked: bool, meter: UsageMeter | None) -> str:
-        """Copy the body piece by piece; the kind of error that cut it short, or ''."""
+    def _stream(self, response: HTTPResponse, chunked: bool, meter: UsageMeter | None,
+                settle: Callable[[str], None]) -> str:
+        """Copy the body piece by piece; the kind of error that cut it short, or ''.
+
+        Each piece is written before it is read for usage; only the end waits
+        for the counting (``settle``), so an agent that has the whole answer
+        finds it counted on ``/metrics``.
+        """
         while True:
             try:
                 data = response.read1(PIECE)
             except (OSError, HTTPException):
                 self.close_connection = True  # the agent sees the stream end unfinished
                 return "upstream_broken"
+            last = not data or (not chunked and response.length == 0)
+            if meter is not None and data and last:
+                meter.feed(data)
+            if last:
+                settle("")
             try:
-                if not data:
-                    if chunked:
-                        self.wfile.write(b"0\r\n\r\n")
-                    return ""
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                if not data and chunked:
+                    self.wfile.write(b"0\r\n\r\n")
             except OSError:
                 self.close_connection = True
                 return "client_gone"
-            if meter is not None:
+            if not data:
+                return ""
+            if meter is not None and not last:
                 meter.feed(data)
 
     def _account(self, role: str, route: Route, status: int, meter: UsageMeter | None,
