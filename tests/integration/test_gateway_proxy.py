@@ -333,3 +333,30 @@ def test_a_broken_request_body_is_a_400_and_nothing_breaks(head, body):
         status, _, _ = request(f"{base_url(gw)}/agent/coder/v1/messages",
                                body={"model": "m", "messages": []})
         assert status == 200
+
+
+def test_a_long_stream_passes_through_without_being_held_in_memory():
+    import tracemalloc
+
+    piece = (b'data: {"choices":[{"delta":{"content":"' + b"x" * 1000 + b'"}}]}\n\n') * 64
+    pieces = [piece] * 800 + [CHAT[2]]  # about 53 MB, the same object repeated
+    upstream = ScriptedUpstream(pieces)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            tracemalloc.start()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=60)
+                conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+                response = conn.getresponse()
+                size = 0
+                while data := response.read1(1 << 16):
+                    size += len(data)
+                conn.close()
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert size == len(piece) * 800 + len(CHAT[2])
+            assert peak < 8 << 20, f"peak {peak} bytes while streaming {size}"
+            assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
+    finally:
+        upstream.close()
