@@ -14,9 +14,12 @@ import gzip
 import http.client
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from choragos.gateway import Totals, parse_metrics
@@ -95,18 +98,21 @@ class ScriptedUpstream:
 
     def __init__(self, pieces: list[bytes], content_type: str = "text/event-stream",
                  status: int = 200, gzipped: bool = False, silent: bool = False,
-                 truncate: bool = False) -> None:
+                 truncate: bool = False, tls: ssl.SSLContext | None = None) -> None:
         self.pieces, self.content_type, self.status = pieces, content_type, status
         self.gzipped, self.silent, self.truncate = gzipped, silent, truncate
         self.hold: threading.Event | None = None
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
+        self.scheme = "https" if tls else "http"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
         if self.hold is not None:
@@ -169,6 +175,18 @@ def _read_chunked(stream) -> bytes:
     while stream.readline() not in (b"\r\n", b""):
         pass
     return body
+
+
+def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A certificate for 127.0.0.1 (made with openssl) and a server context using it."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return cert, context
 
 
 def free_port() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import socket
 import threading
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from tests.integration.gatewayfakes import (
     metric,
     request,
     running_gateway,
+    self_signed,
     tokens,
 )
 
@@ -358,5 +360,25 @@ def test_a_long_stream_passes_through_without_being_held_in_memory():
             assert size == len(piece) * 800 + len(CHAT[2])
             assert peak < 8 << 20, f"peak {peak} bytes while streaming {size}"
             assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
+    finally:
+        upstream.close()
+
+
+def test_an_https_upstream_is_verified_and_streams_through(short_tmp, monkeypatch):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, context = self_signed(short_tmp)
+    upstream = ScriptedUpstream(CHAT, tls=context)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            url = f"{base_url(gw)}/agent/coder/v1/chat/completions"
+            # Not trusted: a clear 502, as for any upstream that cannot be reached.
+            status, _, body = request(url, body=b"{}")
+            assert status == 502 and "CERTIFICATE_VERIFY_FAILED" in body.decode()
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            status, _, body = request(url, body=b"{}")
+            assert status == 200 and body == b"".join(CHAT)
+            assert upstream.seen[-1][2]["host"] == upstream.url.split("://")[1]
+            assert tokens(gw)["coder"]["gpt-chat-test"]["input"] == 500
     finally:
         upstream.close()
