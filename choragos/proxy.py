@@ -106,6 +106,8 @@ class GatewayServer(ThreadingHTTPServer):
         self.tally = tally
         self.read_timeout = timeout
         self.record = record or (lambda line: None)
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
 
 

@@ -109,4 +109,5 @@ def _record(line: str) -> None:
     import time
 
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    print(f"{stamp} gateway: {line}", file=sys.stderr, flush=True)
+    # A path comes from the wire: never let it put escape sequences on a terminal.
+    print(f"{stamp} gateway: {_client.inert(line)}", file=sys.stderr, flush=True)

@@ -35,12 +35,16 @@ def test_standalone_gateway_serves_counts_and_stops_on_sigterm():
                 assert status == 200
             counted = tokens(f"http://127.0.0.1:{port}")
             assert counted["a"]["m"]["input"] == counted["b"]["m"]["input"] == 120
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                raw.sendall(b"GET /agent/a/\x1b[31mred HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert raw.recv(100).startswith(b"HTTP/1.1 404")
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
         log = proc.stderr.read()
         assert "a anthropic POST /agent/a/v1/messages -> 200" in log
         assert "sk-secret-key" not in log
+        assert "\x1b" not in log and "/agent/a/\\x1b[31mred -> 404" in log
 
 
 def test_a_taken_port_and_bad_arguments_are_clear_errors():
