@@ -220,3 +220,23 @@ def test_a_gateway_that_cannot_start_leaves_the_session_up_and_fail_closed(serve
         assert s.cli("ping").returncode == 0
         log = (s.workdir / ".choragos" / "logs" / "gateway.log").read_text()
         assert "Address already in use" in log
+
+
+def test_the_gateway_does_not_outlive_a_killed_session(short_tmp):
+    from tests.conftest import wait_until
+    from tests.integration.harness import Serve
+
+    work = short_tmp / "work"
+    work.mkdir()
+    s = Serve(work, role_toml("orchestrator", start=True) + _gateway(free_port()),
+              sock=short_tmp / "s.sock").start()
+    try:
+        started = s.wait_event(lambda e: e["event"] == "gateway started", message="gateway")
+        s.proc.send_signal(signal.SIGKILL)
+        s.proc.wait(10)
+        # Its stdin is a pipe from the session: closed by the kernel, it is the cue to go.
+        wait_until(lambda: not _alive(started["pid"]), 10, message="the gateway to exit")
+    finally:
+        for pid in s.agent_pids():
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
