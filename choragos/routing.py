@@ -38,7 +38,7 @@ WAYS: dict[str, Way] = {
 
 
 def routing(spec: RoleSpec, url: str) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The variables to set and the arguments to prepend so ``spec`` talks to ``url``."""
+    """The variables to set and the arguments to add so ``spec`` talks to ``url``."""
     if spec.base_url_env is not None:
         return dict.fromkeys(spec.base_url_env, url), ()
     way = WAYS.get(profile_for(spec.command).name, Way())
@@ -46,6 +46,10 @@ def routing(spec: RoleSpec, url: str) -> tuple[dict[str, str], tuple[str, ...]]:
 
 
 def routed(spec: RoleSpec, url: str) -> RoleSpec:
-    """``spec`` with the gateway arguments its CLI needs before its own."""
+    """``spec`` with the gateway arguments its CLI needs after its own.
+
+    After, not before: a role run through a wrapper (``npx codex``) has the
+    CLI's own name among its arguments, and the options must follow it.
+    """
     _, args = routing(spec, url)
-    return replace(spec, args=args + spec.args) if args else spec
+    return replace(spec, args=spec.args + args) if args else spec

@@ -67,13 +67,14 @@ def test_routing_defaults_follow_the_agent_profile(command: str, env: dict, args
     assert routing(RoleSpec("r", command), URL) == (env, args)
 
 
-def test_codex_gets_a_provider_on_its_command_line_before_its_own_args() -> None:
-    spec = routed(RoleSpec("r", "codex", args=("--sandbox", "read-only")), URL)
+def test_codex_gets_a_provider_on_its_command_line_after_its_own_args() -> None:
+    spec = routed(RoleSpec("r", "codex", args=("--sandbox", "read-only"), model="gpt-x"), URL)
     assert routing(RoleSpec("r", "codex"), URL)[0] == {}
-    assert spec.args[:2] == ("-c", 'model_providers.choragos={ name = "choragos gateway", '
-                             f'base_url = "{URL}/v1", wire_api = "responses", '
-                             'env_key = "OPENAI_API_KEY" }')
-    assert spec.args[2:] == ("-c", 'model_provider="choragos"', "--sandbox", "read-only")
+    assert spec.argv() == [
+        "codex", "--sandbox", "read-only",
+        "-c", 'model_providers.choragos={ name = "choragos gateway", '
+              f'base_url = "{URL}/v1", wire_api = "responses", env_key = "OPENAI_API_KEY" }}',
+        "-c", 'model_provider="choragos"', "--model", "gpt-x"]
 
 
 def test_written_base_url_env_wins_and_adds_no_arguments() -> None:
