@@ -240,3 +240,26 @@ def test_the_gateway_does_not_outlive_a_killed_session(short_tmp):
         for pid in s.agent_pids():
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_budget_is_crossed_by_real_traffic_through_the_builtin_gateway(serve):
+    port = free_port()
+    # $1 per million input tokens: each reply below costs $0.40.
+    with FakeModel(usage=Usage(input_tokens=400_000, output_tokens=0)) as claude:
+        s = serve(role_toml("orchestrator", start=True)
+                  + role_toml("coder", budget="1.00", budget_action="pause")
+                  + _gateway(port, anthropic=claude.base_url)
+                  + '[pricing."claude-test"]\ninput = 1.0\n')
+        s.wait_booted(["orchestrator", "coder"])
+        s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
+        url = _environ(_roles(s)["coder"]["pid"])["ANTHROPIC_BASE_URL"]
+        _messages(url)
+        _messages(url)
+        s.wait(lambda: _roles(s)["coder"]["cost"] == pytest.approx(0.80), message="$0.80")
+        assert _roles(s)["coder"]["state"] != "paused"
+        assert not [e for e in s.events() if e["event"] == "over budget"]
+        _messages(url)
+        over = s.wait_event(lambda e: e["event"] == "over budget", message="over budget")
+        assert over["role"] == "coder" and over["cost"] == pytest.approx(1.20)
+        s.wait(lambda: _roles(s)["coder"]["state"] == "paused", message="coder paused")
+        assert _roles(s)["coder"]["budget"]["over"] is True
