@@ -29,6 +29,7 @@ import pykka
 
 from actors.base import Actor
 from actors.gateway import GatewayHealth, ProberState
+from choragos import statedir
 from choragos.config import BuiltinGateway
 from choragos.envpolicy import build_env
 
@@ -125,8 +126,7 @@ class GatewayRunner(Actor):
                 "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
         for api, url in s.settings.upstream.by_api().items():
             argv += [f"--{api}", url]
-        log = os.open(s.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
-                      | os.O_CLOEXEC, 0o600)
+        log = statedir.append_fd(s.log_path)  # 0600, never through a link
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=log, env=build_env(os.environ, (), _DENY, {}),

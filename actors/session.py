@@ -185,8 +185,7 @@ class Session:
         """The built-in gateway, listening before any role can send it a request."""
         if not self.config.gateway.builtin:
             return
-        logs = self.workdir / ".choragos" / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
                             self.events.write)
         sup, core = self.supervisor, self.core
