@@ -1,7 +1,8 @@
 """Wires a session together: start in dependency order, stop in reverse.
 
 Order: event log → timers → supervisor → session core → checkpointer →
-gateway prober → roles → listener.  Stopping runs the other way round, in a ``finally``, so
+built-in gateway (when configured; up before any role) → gateway prober →
+roles → listener.  Stopping runs the other way round, in a ``finally``, so
 the socket disappears first (no new work), then every role's process group
 is terminated in parallel, then the actors and the timer thread stop.
 """
@@ -24,6 +25,7 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from actors.guardrails import budget_summary
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
@@ -36,10 +38,11 @@ from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
-from choragos.gateway import GatewayMode, decide
+from choragos.gateway import GatewayMode, decide_session
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
+from choragos.routing import routed, routing
 
 log = logging.getLogger("choragos.session")
 
@@ -71,6 +74,7 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        self.prober_handle: Handle | None = None
 
     # -- start ---------------------------------------------------------------
 
@@ -94,7 +98,7 @@ class Session:
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
-        self.gateway = decide(self.config.sphragis)
+        self.gateway = decide_session(self.config)
         if self.gateway.on:
             self.events.write("gateway on", reason=self.gateway.reason,
                               addr=self.config.sphragis.addr, enforced=self.gateway.enforced)
@@ -133,6 +137,7 @@ class Session:
         core_state.clocks = self._start_child(
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
+        self._start_gateway_server()
         self._start_prober(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
@@ -176,11 +181,29 @@ class Session:
             return "down"  # until the first probe answers
         return "off" if self.config.sphragis.enabled is False else None
 
+    def _start_gateway_server(self) -> None:
+        """The built-in gateway, listening before any role can send it a request."""
+        if not self.config.gateway.builtin:
+            return
+        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
+        state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
+                            self.events.write)
+        sup, core = self.supervisor, self.core
+        handle = self._start_child("gateway-server",
+                                   lambda h: GatewayRunner.start(state, core, sup))
+        try:
+            problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
+        except Exception as exc:  # it crashed while starting, maybe for good
+            problem = state.problem or f"{type(exc).__name__}: {exc}"
+        if problem:
+            self.events.write("gateway failed", reason=problem)
+            log.warning("%s", problem)
+
     def _start_prober(self, core_state: CoreState) -> None:
         if not self.gateway.on:
             return
         sup, core, timers, state = self.supervisor, self.core, self.timers, self.prober
-        handle = self._start_child(
+        handle = self.prober_handle = self._start_child(
             "gateway", lambda h: GatewayProber.start(state, core, timers, h, sup))
         handle.tell(Probe())
         timers.after(30.0, handle, FlushTick())
@@ -193,15 +216,20 @@ class Session:
             inject["CHORAGOS_DIR"] = str(self.workdir)
         if self.gateway.on:
             # G1: route the role's model traffic through the gateway, attributed to it.
-            url = self.config.sphragis.agent_url(spec.name)
-            inject.update(dict.fromkeys(spec.base_url_env, url))
+            inject.update(routing(spec, self.config.sphragis.agent_url(spec.name))[0])
         # Last, so no env_allow or env_deny can cut a role off from choragos.
         return selfpath.prepend(role_env(spec, os.environ, inject),
                                 selfpath.bin_dir(self.workdir))
 
+    def _process_spec(self, spec: RoleSpec) -> RoleSpec:
+        """The spec the role's process starts from: with the gateway's arguments, if any."""
+        if not self.gateway.on:
+            return spec
+        return routed(spec, self.config.sphragis.agent_url(spec.name))
+
     def _start_role(self, spec: RoleSpec) -> Seat:
-        state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
-                          self.options.rows)
+        state = new_state(self._process_spec(spec), self.workdir, self._role_env(spec),
+                          self.options.cols, self.options.rows)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -238,7 +266,7 @@ class Session:
         return seat
 
     def update_role(self, spec: RoleSpec) -> None:
-        self.handles[spec.name].tell(m.UpdateSpec(spec, self._role_env(spec)))
+        self.handles[spec.name].tell(m.UpdateSpec(self._process_spec(spec), self._role_env(spec)))
 
     def respawn_role(self, spec: RoleSpec) -> None:
         self.update_role(spec)
@@ -330,6 +358,9 @@ class Session:
         if self.core is None or not self.gateway.on:
             return
         try:
+            if self.prober_handle is not None:
+                # One last scrape, so the final snapshot has the last requests too.
+                self.prober_handle.ask(Probe(), timeout=5)
             self.core.ask(FlushTokens(force=True), timeout=5)
         except Exception as exc:
             log.warning("writing the last token totals: %s", exc)

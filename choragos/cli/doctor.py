@@ -179,6 +179,8 @@ def _term(env: Mapping[str, str]) -> Check:
 def _gateway(config: Config | None) -> Check:
     """What the session would decide (C5), and whether the gateway answers now."""
     settings = config.sphragis if config is not None else GatewaySettings()
+    if config is not None and config.gateway.builtin:
+        return Check("gateway", OK, f"gateway: built in; the session runs it on {settings.addr}")
     mode = decide(settings)
     if not mode.on:
         return Check("gateway", OK, f"gateway: off ({mode.reason})")
