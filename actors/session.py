@@ -39,6 +39,7 @@ from choragos.ctlserver import ControlServer
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
+from choragos.gatewaycounts import session_path
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
@@ -187,7 +188,7 @@ class Session:
             return
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write)
+                            self.events.write, session_path(self.workdir))
         sup, core = self.supervisor, self.core
         handle = self._start_child("gateway-server",
                                    lambda h: GatewayRunner.start(state, core, sup))
