@@ -68,16 +68,17 @@ class Session:
     # -- start ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Bind the socket first: a second session here must fail before spawning."""
+        """Bind the socket first: a second session here must fail before it
+        spawns anything or writes one line into the running session's log."""
+        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
+                                  self.events.write)
+        self.server.start()
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
-        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write)
-        self.server.start()
         try:
             self._start_actors()
         except BaseException:
