@@ -196,11 +196,20 @@ def row_text(row: Row, cols: int) -> str:
     if row is None:
         return ""
     if row.__class__ is TextRow:
-        return row.text.rstrip()
+        return row.text[:cols].rstrip()
     if not row:
         return ""
     width = min(max(row) + 1, cols)
     return "".join(map(_data, map(row.get, range(width), repeat(BLANK)))).rstrip()
+
+
+def whole_text(row: Row) -> str:
+    """All the text of a row, with the cells a narrower screen hides (see
+    ``VTScreen.resize``): what a transcript keeps."""
+    return row_text(row, _WHOLE)
+
+
+_WHOLE = 1 << 30
 
 
 def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
@@ -208,7 +217,7 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
     if row is None:
         return ()
     if row.__class__ is TextRow:
-        text = row.text.rstrip()
+        text = row.text[:cols].rstrip()
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
     while cells and cells[-1] == BLANK:

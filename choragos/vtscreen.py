@@ -457,6 +457,8 @@ class VTScreen(pyte.Screen):
             self.buffer[y] = None
             return
         line = self.buffer[y]
+        if end == self.columns:
+            _drop_hidden(line, end)
         if self._wide_seen:
             self._split_wide(line, start, end)
         if not plain:
@@ -543,8 +545,11 @@ class VTScreen(pyte.Screen):
         for rows in (self.buffer, self._other):
             del rows[lines:]  # only the hidden alternate screen is still too long here
             rows.extend([None] * (lines - len(rows)))
-            if columns < self.columns:
-                _truncate(rows, columns)
+        if columns < self.columns:
+            # The main screen keeps the cells past the new width, hidden: a line
+            # printed in a wide pane must reach the transcript whole after the
+            # pane narrows.  The alternate screen never reaches it.
+            _truncate(self.buffer if self.alternate else self._other, columns)
         self.tabstops = {s for s in self.tabstops if s < columns}
         self.tabstops.update(range((self.columns + 7) // 8 * 8, columns, 8))
         self.lines, self.columns = lines, columns
@@ -667,6 +672,14 @@ def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
         return [None], 0
     rows: list[Row] = [TextRow(text[i:i + cols]) for i in range(0, len(text), cols)]
     return rows, 0 if cr else len(text) - (len(rows) - 1) * cols
+
+
+def _drop_hidden(line: Line, columns: int) -> None:
+    """Forget the cells a narrowing left past the edge: erasing to the end
+    of a row erases them too."""
+    if line and max(line) >= columns:
+        for x in [x for x in line if x >= columns]:
+            del line[x]
 
 
 def _truncate(rows: _Rows, columns: int) -> None:
