@@ -7,7 +7,6 @@ session running.  ``choragos rollback`` shares the helpers at the bottom.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import TypeVar
@@ -19,7 +18,6 @@ from choragos.cli import _client
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn
 
 _T = TypeVar("_T")
 
@@ -29,7 +27,7 @@ _COLUMNS = [("task", "TASK"), ("age", "AGE"), ("role", "ROLE"), ("label", "LABEL
 
 def run(argv: list[str], verb: str = "checkpoints") -> int:
     """Entry point for ``choragos checkpoints [list|prune]``."""
-    return _client.guard(verb, lambda: _main(argv, verb))
+    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
 def _main(argv: list[str], verb: str) -> int:
@@ -52,8 +50,7 @@ def _list(store: CheckpointStore, *, as_json: bool) -> int:
     now = time.time()
     if as_json:
         records = [{**c.to_json(), "age": max(0.0, now - c.created)} for c in found]
-        print(json.dumps(records, indent=2, ensure_ascii=True))
-        return _client.EXIT_OK
+        return _client.print_json({"checkpoints": records})
     if not found:
         return _client.say(f"no checkpoints yet in {_client.inert(store.root)}")
     rows = [{"task": c.task_id, "age": age(now - c.created), "role": c.role or "-",
@@ -103,15 +100,8 @@ def _keep_from_toml(path: Path) -> int:
 
 # ---- shared with ``choragos rollback`` -------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _client.Failure(_client.EXIT_USAGE, f"{message} (see `{self.prog} --help`)")
-
-
 def parser(verb: str, description: str) -> argparse.ArgumentParser:
-    return _Parser(prog=f"choragos {verb}", description=description)
+    return _client.bare_parser(verb, description)
 
 
 def open_store() -> CheckpointStore:

@@ -6,7 +6,6 @@ anything failed, so scripts can gate on it.  Nothing here changes anything.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import stat
@@ -36,21 +35,22 @@ class Check:
 
 def run(argv: list[str], verb: str = "doctor") -> int:
     """Entry point for ``choragos doctor``."""
-    return _client.guard(verb, lambda: _doctor(argv, verb))
+    return _client.guard(verb, lambda: _doctor(argv, verb), json="--json" in argv)
 
 
 def _doctor(argv: list[str], verb: str) -> int:
-    made = argparse.ArgumentParser(prog=f"choragos {verb}",
-                                   description="Check this directory's choragos setup.")
+    made = _client.bare_parser(verb, "Check this directory's choragos setup.")
     made.add_argument("--config", type=Path, help=f"config file (default ./{CONFIG_NAME})")
     made.add_argument("--json", action="store_true", help="print the checks as JSON")
     args = made.parse_args(argv)
     checks = diagnose(Path.cwd(), os.environ, args.config)
+    code = 0 if passed(checks) else 1
     if args.json:
-        _client.print_json({"ok": passed(checks), "checks": [asdict(c) for c in checks]})
-    else:
-        print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
-    return 0 if passed(checks) else 1
+        failed = sum(c.level == FAIL for c in checks)
+        return _client.print_json({"checks": [asdict(c) for c in checks]}, code=code,
+                                  error=f"{failed} check(s) failed" if failed else None)
+    print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
+    return code
 
 
 def passed(checks: list[Check]) -> bool:

@@ -81,7 +81,7 @@ def test_list_table_and_json(repo: Path) -> None:
     assert lines[1].split()[:3] == ["T2", "3m", "coder"]
     assert lines[2].split()[:3] == ["T1", "2h", "coder"]
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
-    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)
+    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)["checkpoints"]
     assert [c["task_id"] for c in listed] == ["T2", "T1"]
     assert {"ref", "role", "label", "created", "head", "commit", "age"} <= set(listed[0])
 
@@ -100,7 +100,7 @@ def test_prune_keeps_the_newest(repo: Path) -> None:
     (repo / ".choragos.toml").write_text('[[roles]]\nname = "lead"\ncommand = "sh"\n'
                                          'start = true\n\n[checkpoints]\nkeep = 1\n')
     assert choragos(repo, "checkpoints", "prune").returncode == 0
-    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)
+    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)["checkpoints"]
     assert [c["task_id"] for c in listed] == ["T4"]
     assert choragos(repo, "checkpoints", "prune", "--keep", "-1").returncode == 2
 
