@@ -94,7 +94,8 @@ class Session:
             return
         self.events.write("gateway off", reason=self.gateway.reason)
         if self.config.sphragis.enabled is None:
-            log.warning("gateway off: %s", self.gateway.reason)
+            # An optional feature nobody asked for: a note, not a warning.
+            log.info("gateway off: %s", self.gateway.reason)
 
     def _start_actors(self) -> None:
         self.timers = Timers()

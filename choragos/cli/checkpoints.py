@@ -11,7 +11,13 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
-from choragos.checkpoints import Checkpoint, CheckpointError, CheckpointStore, NotARepository
+from choragos.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointStore,
+    NotARepository,
+    is_undo_point,
+)
 from choragos.cli import _client
 
 # typing is needed for annotations only.
@@ -53,9 +59,21 @@ def _list(store: CheckpointStore, *, as_json: bool) -> int:
         return _client.print_json({"checkpoints": records})
     if not found:
         return _client.say(f"no checkpoints yet in {_client.inert(store.root)}")
-    rows = [{"task": c.task_id, "age": age(now - c.created), "role": c.role or "-",
-             "label": c.label or "-"} for c in found]
-    return _client.say(_client.table(rows, _COLUMNS, {"label": 60}))
+    rows = [_row(c, now) for c in found]
+    text = _client.table(rows, _COLUMNS, {"label": 60})
+    undo = next((c.task_id for c in found if is_undo_point(c.task_id)), None)
+    if undo is not None:
+        text += ("\n\n(undo) rows are undo points, the files a rollback replaced "
+                 "(pre-rollback-T: before a rollback to T; pre-undo-T: before undoing "
+                 f"that); `choragos rollback {_client.inert(undo)}` puts them back")
+    return _client.say(text)
+
+
+def _row(checkpoint: Checkpoint, now: float) -> dict[str, str]:
+    undo = is_undo_point(checkpoint.task_id)
+    return {"task": checkpoint.task_id, "age": age(now - checkpoint.created),
+            "role": "(undo)" if undo else checkpoint.role or "-",
+            "label": checkpoint.label or "-"}
 
 
 def _prune(store: CheckpointStore, keep: int | None) -> int:

@@ -138,6 +138,22 @@ def test_dry_run_then_yes_then_undo(repo: Path) -> None:
     assert again.returncode == 0 and "nothing to roll back" in again.stdout
 
 
+def test_undoing_an_undo_does_not_stack_names(repo: Path) -> None:
+    snapshot(repo, "T1")
+    (repo / "a.txt").write_text("agent wrecked it\n")
+    for target, after in (("T1", "v1\n"), ("pre-rollback-T1", "agent wrecked it\n"),
+                          ("pre-undo-T1", "v1\n"), ("pre-rollback-T1", "agent wrecked it\n")):
+        done = choragos(repo, "rollback", target, "--yes")
+        assert done.returncode == 0, done.stderr
+        assert (repo / "a.txt").read_text() == after
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/choragos/")
+    assert "pre-rollback-pre-" not in refs and "pre-undo-pre-" not in refs
+    assert "pre-undo-T1" in refs
+    listing = choragos(repo, "checkpoints").stdout
+    assert listing.count("(undo)  ") == 4 and "are undo points" in listing
+    assert "choragos rollback pre-" in listing
+
+
 def test_warns_about_moved_head_and_a_live_session(repo: Path) -> None:
     snapshot(repo, "T1")
     (repo / "a.txt").write_text("v2\n")

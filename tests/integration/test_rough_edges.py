@@ -25,3 +25,10 @@ def test_refused_second_serve_writes_nothing_into_the_live_log(serve) -> None:
     out = session.cli("report", "--all", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["runs"] == 1
+
+
+def test_the_gateway_off_notice_is_not_a_warning(serve) -> None:
+    session = serve(TEAM)
+    session.wait_booted(["lead"])
+    lines = [line for line in session.stderr().splitlines() if "gateway off" in line]
+    assert lines and all(" INFO " in line for line in lines), lines
