@@ -38,8 +38,13 @@ def _main(argv: list[str], verb: str) -> int:
     runs = report.split_runs(read.records)
     if not runs:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
-    summary = report.build(runs if args.all else runs[-1:], read.damaged_after)
+    chosen = runs if args.all else runs[-1:]
+    summary = report.build(chosen, read.damaged_after)
     price_for = prices(args.config)
+    if args.html is not None:
+        write_page(args.html, summary, chosen, price_for)
+        if not args.json:
+            return _client.say(f"wrote {_client.inert(args.html)}")
     if args.json:
         return _client.print_json(as_json(summary, price_for))
     return _client.say(render(summary, price_for))
@@ -52,6 +57,9 @@ def _parser(verb: str) -> argparse.ArgumentParser:
     made.add_argument("--all", action="store_true",
                       help="add up every run in the log, not only the last")
     made.add_argument("--json", action="store_true", help="print the summary as JSON")
+    made.add_argument("--html", type=Path, metavar="FILE",
+                      help="also write the session as one self-contained page: a timeline "
+                           "per role, the table, the cost curve")
     made.add_argument("--config", type=Path, metavar="FILE",
                       help="price tokens with this file's [pricing] (default: "
                            ".choragos.toml here)")
@@ -59,6 +67,33 @@ def _parser(verb: str) -> argparse.ArgumentParser:
 
 
 PriceFor = Callable[[str], object]
+
+
+def session_page(workdir: Path, path: Path, price_for: PriceFor) -> None:
+    """The page for the last run in ``workdir``'s event log (the deck's board writes it)."""
+    runs = report.split_runs(_read(events.default_path(workdir)).records)
+    if not runs:
+        raise _client.Failure(_client.EXIT_REFUSED, "the event log holds no events")
+    write_page(path, report.build(runs[-1:]), runs[-1:], price_for)
+
+
+def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
+               price_for: PriceFor) -> None:
+    """The self-contained HTML page (timeline, table, cost curve) at ``path``."""
+    from choragos import reportpage, timeline
+
+    records = [record for run in runs for record in run]
+    line = timeline.build(records, [stats.name for stats in summary.roles], price_for)
+    rows = [_row(stats, role_cost(stats, price_for)) for stats in summary.roles]
+    page = reportpage.render(line, _header(summary), rows, _COLUMNS)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise _client.Failure(_client.EXIT_REFUSED, f"cannot write {_client.inert(path)}: "
+                              f"{_client.inert(exc.strerror or exc)}") from None
 
 
 def prices(path: Path | None) -> PriceFor:
