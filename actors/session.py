@@ -8,6 +8,7 @@ is terminated in parallel, then the actors and the timer thread stop.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -64,6 +65,7 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        self.metrics = None  # the session's own /metrics, when [metrics] listen is set
 
     # -- start ---------------------------------------------------------------
 
@@ -79,6 +81,7 @@ class Session:
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
+        self._start_metrics()
         try:
             self._start_actors()
         except BaseException:
@@ -96,6 +99,31 @@ class Session:
         if self.config.sphragis.enabled is None:
             # An optional feature nobody asked for: a note, not a warning.
             log.info("gateway off: %s", self.gateway.reason)
+
+    def _start_metrics(self) -> None:
+        """``[metrics] listen``: fail soft, the session runs without its endpoint."""
+        listen = self.config.metrics.listen
+        if not listen:
+            return
+        from choragos.sessionmetrics import SessionMetrics
+
+        metrics = SessionMetrics(self._ask_core)
+        try:
+            metrics.serve(listen)
+        except OSError as exc:
+            self.events.write("metrics off", listen=listen, reason=str(exc))
+            log.warning("metrics: cannot listen on %s: %s", listen, exc)
+            return
+        self.events.listeners.append(metrics.hear)
+        self.metrics = metrics
+        self.events.write("metrics on", listen=listen)
+
+    def _ask_core(self, request: dict) -> dict:
+        """A control command through the core's registry, as the socket sends it."""
+        if self.core is None:
+            raise pykka.Timeout("the session is still starting")
+        parsed = wire.parse_request(json.dumps(request).encode())
+        return self.core.ask(m.Dispatch(parsed), timeout=2.0)
 
     def _start_actors(self) -> None:
         self.timers = Timers()
@@ -262,6 +290,8 @@ class Session:
         self.stopped.set()
         if self.server is not None:
             self.server.close()
+        if self.metrics is not None:
+            self.metrics.close()
         self._flush_tokens()
         self._stop_roles()
         if self.supervisor is not None:

@@ -119,6 +119,13 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: the session's own Prometheus endpoint; ``listen = ""`` is off."""
+
+    listen: str = ""
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens in each direction."""
 
@@ -189,6 +196,7 @@ class Config:
     pricing: Mapping[str, Price] = field(default_factory=dict)
     ui: UISettings = field(default_factory=UISettings)
     keys: Keys = field(default_factory=Keys)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -525,6 +533,7 @@ _TOP: cs.Schema = {
     "pricing": cs.Nested(_read_pricing),
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
+    "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
 }
 
 

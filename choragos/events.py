@@ -11,7 +11,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,6 +38,8 @@ class EventLog:
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
+        # Called with each record after it is written (the session's /metrics).
+        self.listeners: list[Callable[[dict], None]] = []
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
 
@@ -52,6 +54,8 @@ class EventLog:
             self._file.flush()
             if self._file.tell() > self.max_bytes:
                 self._rotate()
+        for listener in self.listeners:
+            listener(record)
         return record
 
     def _rotate(self) -> None:
