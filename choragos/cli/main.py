@@ -16,6 +16,8 @@ from choragos import __version__
 VERBS: dict[str, tuple[str, str]] = {
     "init": ("choragos.cli.init", "write a starter .choragos.toml"),
     "doctor": ("choragos.cli.doctor", "check this directory's setup"),
+    "demo": ("choragos.cli.demo", "run the scripted demo team in a scratch repository "
+             "(no agent CLI needed)"),
     "serve": ("choragos.cli.serve", "start the session and attach to its deck "
               "(--detach: background, --headless: no deck)"),
     "attach": ("choragos.cli.attach", "bring the running session's deck to this terminal"),
