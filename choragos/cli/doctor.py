@@ -15,7 +15,14 @@ from pathlib import Path
 
 from choragos import paths, wire
 from choragos.cli import _client
-from choragos.config import CONFIG_NAME, Config, ConfigError, GatewaySettings, load_config
+from choragos.config import (
+    CONFIG_NAME,
+    Config,
+    ConfigError,
+    GatewaySettings,
+    RoleSpec,
+    load_config,
+)
 from choragos.gateway import decide, is_listening
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -62,7 +69,7 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     """Every check for ``workdir`` as seen with environment ``env``."""
     config, checks = _config(workdir, config_path)
     if config is not None:
-        checks += [_binary(role.name, role.command, env) for role in config.roles]
+        checks += [_seat(config, role, env) for role in config.roles]
     checks += [*_socket(workdir, env), _git(workdir, config), _term(env), _gateway(config),
                _session(workdir, env)]
     return checks
@@ -85,6 +92,20 @@ def _config_ok(config: Config) -> Check:
         return Check("config", OK, f"no {CONFIG_NAME} here: the built-in team runs ({names}); "
                                    "`choragos init` writes a file to edit")
     return Check("config", OK, f"{config.source} loads: {len(config.roles)} roles ({names})")
+
+
+def _seat(config: Config, role: RoleSpec, env: Mapping[str, str]) -> Check:
+    """A role's program.  With no config file, a missing worker CLI only warns:
+    nobody chose the built-in team's mix of CLIs, the rest of the team still
+    works, and an empty directory must not look broken.  A file the user wrote
+    asked for that program, so there it fails, as does a missing orchestrator."""
+    check = _binary(role.name, role.command, env)
+    if check.level != FAIL or config.source is not None or role.start:
+        return check
+    return Check("command", WARN, f"role {role.name} of the built-in team: {role.command} is "
+                                  "not on PATH, so that seat will not start (the rest of the "
+                                  f"team works); install {role.command}, or run `choragos "
+                                  "init` for a team file to edit")
 
 
 def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:
