@@ -58,6 +58,8 @@ log = logging.getLogger("choragos.deck")
 TICK = 0.03             # how often shown panes are checked for new output
 FAST_TICK = 0.001       # ... right after a key was typed into one (echo latency)
 OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
+TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
+             'prefix = "ctrl+a"')
 FAST_WINDOW = 0.25
 ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
 MESSAGE_TIME = 6.0
@@ -85,6 +87,7 @@ class ClientInfo:
     term: str = "xterm-256color"
     colors: int = 256
     editor: str = ""
+    in_tmux: bool = False  # the client's terminal is a tmux pane
 
 
 @dataclass
@@ -190,6 +193,7 @@ class Deck:
         self._flush_alarm: Any = None
         self._tick_alarm: Any = None
         self._overlay_due = 0.0
+        self._told_tmux = False
         self._typed: dict[str, float] = {}  # role -> until when it is watched closely
         self._next_full = 0.0
         self._user_active_until = 0.0
@@ -346,6 +350,17 @@ class Deck:
         self.relayout()
         self._schedule_tick()
         self._maybe_show_gate()
+        self._tmux_prefix_hint(info)
+
+    def _tmux_prefix_hint(self, info: ClientInfo) -> None:
+        """Once a session: inside tmux, our default prefix is tmux's own (and a
+        Claude Code key), so say how to reach us and how to change it."""
+        if (not info.in_tmux or self._told_tmux
+                or k.display_name(self.keymap.prefix_spelling) != "C-b"):
+            return
+        self._told_tmux = True
+        self.message = (TMUX_HINT, "status message", time.monotonic() + 2 * MESSAGE_TIME)
+        self.dirty = True
 
     def _detach(self) -> None:
         self.attached = False
@@ -1379,8 +1394,11 @@ class EditorPopup:
         self.child.close()
 
 
-def colors_for(term: str, colorterm: str) -> int:
-    """The colour depth to draw with for a client terminal."""
+def colors_for(term: str, colorterm: str, no_color: bool = False) -> int:
+    """The colour depth to draw with for a client terminal; 1 (bold and
+    reverse video only) when its user set ``NO_COLOR``."""
+    if no_color:
+        return 1
     if colorterm.lower() in ("truecolor", "24bit"):
         return TRUECOLOR
     return 256

@@ -43,3 +43,16 @@ def test_the_gate_dialog_counts_and_the_board_follows_a_decision(deck):
     d.wait_screen("report.html: open it in a browser")
     page = (d.workdir / ".choragos" / "report.html").read_text()
     assert '<svg id="timeline"' in page and 'data-task="T1"' in page
+
+
+def test_inside_tmux_the_deck_says_once_how_to_change_the_prefix(deck):
+    d: TmuxDeck = deck()
+    d.serve()
+    screen = d.wait_screen("inside tmux: C-b is tmux's prefix too")
+    assert 'set [keys] prefix = "ctrl+a"' in screen.splitlines()[-1]
+    d.wait_screen(lambda s: "tmux's prefix" not in s, 30)  # a status message, it fades
+    d.keys("C-b", "d")
+    d.wait_screen("[detached from")
+    d.shell("clear; choragos attach")
+    screen = d.wait_screen("C-b ? help", 30)
+    assert "tmux's prefix" not in screen  # once a session, not at every attach

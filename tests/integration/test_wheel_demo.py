@@ -97,5 +97,12 @@ def test_the_wheel_runs_the_demo_to_the_first_delegation(short_tmp: Path) -> Non
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    # the team file `choragos init` writes points at docs installed with the wheel
+    project = short_tmp / "project"
+    project.mkdir()
+    run(venv / "bin" / "choragos", "init", cwd=project, env=env)
+    text = (project / ".choragos.toml").read_text()
+    docs = venv / "share" / "doc" / "choragos" / "configuration.md"
+    assert f"described in {docs};" in text and docs.is_file()
     assert "gateway off" not in json.dumps([line for line in err.read_text().splitlines()
                                             if "WARNING" in line])
