@@ -19,9 +19,7 @@ def test_the_gate_dialog_counts_and_the_board_follows_a_decision(deck):
     d: TmuxDeck = deck()
     d.serve()
     d.wait_booted(ROLES)
-    out = d.cli("delegate", "--to", "release", "--task", "Tag v9")
-    assert "waiting for approval" in out.stdout, out.stderr
-    d.wait_screen("Approval needed: T1 for release")
+    assert "Approval needed: T1 for release" in d.delegate_gated("release", "Tag v9")
     # no key pressed: the waiting time keeps counting on its own
     d.wait_screen(lambda s: re.search(r"\(waiting [2-9]s; 1 of 1\)", s), 10)
     d.keys("Escape")
