@@ -32,6 +32,22 @@ def value(samples: dict, name: str, **labels: str) -> float | None:
     return samples.get((name, tuple(sorted(labels.items()))))
 
 
+def views(s) -> tuple[list, list]:
+    board = json.loads(s.cli("board", "--json").stdout)["tasks"]
+    status = json.loads(s.cli("status", "--json").stdout)["roles"]
+    return ([(t["id"], t["role"], t["state"]) for t in board],
+            [{"name": r["name"], "state": r["state"]} for r in status])
+
+
+def settled(s, port: int) -> tuple | None:
+    """A scrape taken while nothing moved: roles change state on their own
+    (a report typed into the lead), so compare only a still moment."""
+    before = views(s)
+    samples = scrape(port)
+    after = views(s)
+    return (samples, *after) if before == after else None
+
+
 def test_metrics_match_the_board_and_the_roster(serve) -> None:
     port = free_port()
     team = (role_toml("lead", start=True) + role_toml("coder", "--worker")
@@ -50,12 +66,11 @@ def test_metrics_match_the_board_and_the_roster(serve) -> None:
            20, "coder and release to finish")
     s.wait_booted(["flaky"])
 
-    samples = scrape(port)
-    board = json.loads(s.cli("board", "--json").stdout)["tasks"]
-    status = json.loads(s.cli("status", "--json").stdout)["roles"]
+    samples, board, status = s.wait(lambda: settled(s, port), 20, "a scrape between two "
+                                    "equal answers of board and status")
     counts: dict[tuple[str, str], int] = {}
-    for task in board:
-        counts[(task["role"], task["state"])] = counts.get((task["role"], task["state"]), 0) + 1
+    for _, role, state in board:
+        counts[(role, state)] = counts.get((role, state), 0) + 1
     shown = {(dict(labels)["role"], dict(labels)["state"]): v
              for (name, labels), v in samples.items() if name == "choragos_tasks"}
     assert shown == counts and counts[("coder", "done")] == 1
