@@ -132,7 +132,8 @@ class Terminal:
     def reset(self) -> None:
         """Start afresh for a new process: the old main screen joins the history."""
         with self._lock:
-            kept = [whole_text(row) for row in self._screen.main_rows()]
+            cols = self._screen.columns
+            kept = [whole_text(row, cols) for row in self._screen.main_rows()]
             while kept and not kept[-1]:
                 kept.pop()
             self._history.extend(kept)
@@ -158,7 +159,8 @@ class Terminal:
     def whole_display(self) -> list[str]:
         """The visible lines with the text a narrowed pane hides (for transcripts)."""
         with self._lock:
-            return [whole_text(self._screen.row(y)) for y in range(self._screen.lines)]
+            cols = self._screen.columns
+            return [whole_text(self._screen.row(y), cols) for y in range(self._screen.lines)]
 
     def text(self) -> str:
         """The visible screen as one string."""
@@ -314,12 +316,13 @@ class Terminal:
         self.dirty = True
 
     def _scrolled(self, row: Row) -> None:
-        self._keep([whole_text(row)])
+        self._keep([whole_text(row, self._screen.columns)])
 
     def _scrolled_rows(self, rows: list[Row]) -> None:
-        # Whole rows, with any cells a narrower pane hides: the history and the
-        # transcript hold lines as the program wrote them, whatever the tile.
-        self._keep([whole_text(row) for row in rows])
+        # Whole rows, with what a narrowing of the pane cut off: the history and
+        # the transcript hold lines as the program wrote them, whatever the tile.
+        cols = self._screen.columns
+        self._keep([whole_text(row, cols) for row in rows])
 
     def _keep(self, lines: list[str]) -> None:
         self._history.extend(lines)

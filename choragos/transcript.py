@@ -1,8 +1,8 @@
 """Per-role transcripts: ``.choragos/logs/<role>.log``.
 
 Lines are appended as they scroll off the emulated screen; the live screen
-is flushed when the pane closes.  A line keeps the text a narrower pane hides
-(the emulator keeps those cells when a tile shrinks), so what lands here does
+is flushed when the pane closes.  A line keeps the text a narrowing of the
+pane cut off (the emulator keeps it as the row's tail), so what lands here does
 not depend on the tile size the line was shown in.  Each spawn starts with a header line.  A
 ``--- transcript gap ---`` line (the terminal's GAP_MARKER, passed through
 with the scrolled lines) marks text that was cleared from the screen before

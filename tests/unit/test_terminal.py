@@ -656,3 +656,23 @@ def test_erasing_a_narrowed_row_erases_its_hidden_text_too() -> None:
     t.feed(b"x\r\n" * 4)
     assert scrolled[0] == "short"
     assert t.whole_display() == t.display()
+
+
+def test_only_what_a_narrowing_cut_off_is_kept_not_cells_past_the_edge() -> None:
+    # insert mode pushes cells past the right edge: they are gone, as in pyte
+    t = Terminal(3, 1, fast_path=False)
+    t.feed(b"\x1b[4h\x1b[?7l0000\r\n")
+    assert t.history() == ["000"]
+
+
+@pytest.mark.parametrize("style", ["", "\x1b[1m"])
+def test_widening_again_does_not_show_the_cut_text(style: str) -> None:
+    t = Terminal(120, 3)
+    t.feed(f"{style}{LONG}\x1b[0m\r\n".encode())
+    t.resize(80, 3)
+    t.resize(57, 3)  # two cuts: the tail grows at its front
+    t.resize(120, 3)
+    assert t.display()[0] == LONG[:57]  # as xterm: the screen was cut
+    assert t.whole_display()[0] == LONG  # the transcript still gets all of it
+    t.feed(b"\x1b[A\x1b[70Gnew")  # written past the cut: the row is the program's again
+    assert t.whole_display()[0] == LONG[:57] + " " * 12 + "new"
