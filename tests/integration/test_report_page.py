@@ -43,6 +43,10 @@ RECORDS = sorted([
     ev(200, "timeout", task="T3", role="coder", seconds=39),
     ev(30, "delegate", task="T4", role="tester", label="run the suite"),
     ev(31, "delivered", task="T4", role="tester"),
+    ev(100, "delegate", task="T5", role="lead", label="ask the user"),
+    ev(101, "delivered", task="T5", role="lead"),
+    ev(180, "work-done", task="T5", role="lead", summary="needs a key", done=False,
+       outcome="blocked", note=None),
     ev(210, "role state", role="lead", state="paused", was="idle"),
     ev(250, "role state", role="lead", state="idle", was="paused"),
     ev(60, "tokens", role="coder", model="opus", input=100_000, output=5_000,
@@ -119,11 +123,12 @@ def test_chromium_draws_a_lane_per_role_and_a_bar_per_task(short_tmp: Path) -> N
                 (250, 1, colours["timed out"]),  # T3: coder, 161 -> end, timed out at 200
                 (120, 2, colours["failed"]),     # T2: reviewer, 82 -> 150, failed
                 (100, 3, colours["open"]),       # T4: tester, never reported
-                (50, 2, reportpage.GATE)]        # T2 waited at the gate 20 -> 80
+                (50, 2, reportpage.GATE),        # T2 waited at the gate 20 -> 80
+                (140, 0, colours["blocked"])]    # T5: lead, 101 -> 180, reported --blocked
     for t, lane, colour in expected:
         assert close(at(t, lane), colour), (t, lane, at(t, lane), colour)
     # where nothing happens, the lane's own background shows
-    assert close(at(5, 1), "#f6f8fa") and close(at(130, 0), "#ffffff")
+    assert close(at(5, 1), "#f6f8fa") and close(at(195, 0), "#ffffff")
     assert close(at(230, 0), "#ffffff") is False  # the lead's pause is shaded
 
 
