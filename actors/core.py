@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from actors import messages as m
+from actors.aftercare import WorkChecked
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from actors.guardrails import Guardrails, GuardState, IdleCheck
+from actors.workcheck import WorkChecks
 from choragos import __version__, authority, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
@@ -65,6 +67,8 @@ class CoreState:
     guard: GuardState = field(default_factory=GuardState)
     timers: Any = None  # actors.timers.Timers, for the idle alarm
     me: Any = None      # this core's own handle, the idle alarm's target
+    aftercare: Any = None  # actors.aftercare: changes and verify after a work-done
+    held: dict = field(default_factory=dict)  # report lines waiting for their checks
 
     @property
     def state_dir(self) -> Path:
@@ -75,7 +79,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(Guardrails, Actor):
+class CoreActor(WorkChecks, Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -425,6 +429,10 @@ class CoreActor(Guardrails, Actor):
                 self.s.events.write("tokens", role=role, model=model, **counts)
 
     @handle.register
+    def _checked(self, msg: WorkChecked) -> None:
+        self._work_checked(msg)
+
+    @handle.register
     def _idle_check(self, msg: IdleCheck) -> None:
         self._on_idle_check(msg)
 
@@ -536,9 +544,9 @@ class CoreActor(Guardrails, Actor):
                 self._publish(("task", before))
             return wire.error(not_recorded(exc, "work-done"))
         self._publish(("event", record))
-        self._enqueue(self.s.start_role,
-                      briefs.report_line(task_id, role, summary, report, note, outcome),
-                      "report", task_id)
+        parts = (task_id, role, summary, report, note, outcome)
+        if not self._hold_for_checks(task_id, parts, outcome, note):
+            self._enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)
         ack = {"id": task_id, "state": outcome if not note else "unmatched"}
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
@@ -563,6 +571,10 @@ class CoreActor(Guardrails, Actor):
         changes = {"summary": summary, "report": report,
                    "note": "" if done or outcome != "done" else "reported without --done"}
         target = TaskState(outcome)
+        if self._verifies(task, outcome):  # it counts as done once its verify passes
+            changes["checks"] = "verifying"
+            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+            return "", task.role
         if task.state is target:  # e.g. "failed" said again after its worker died on it
             self._publish(("task", self.s.board.annotate(task_id, **changes)))
         else:

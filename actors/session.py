@@ -22,6 +22,7 @@ from pathlib import Path
 import pykka
 
 from actors import messages as m
+from actors.aftercare import AftercareActor
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
@@ -168,6 +169,9 @@ class Session:
         core_state.clocks = self._start_child(
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
+        workdir = self.workdir
+        core_state.aftercare = self._start_child(
+            "aftercare", lambda h: AftercareActor.start(workdir, core, sup))
         self._start_gateway_server()
         self._start_prober(core_state)
         for spec in self.config.roles:

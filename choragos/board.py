@@ -71,6 +71,9 @@ class Task:
     summary: str | None = None
     checkpoint: str | None = None
     note: str = ""
+    changes: tuple[dict, ...] | None = None  # files changed since the checkpoint, when measured
+    checks: str = ""   # where its verify (or judge) stands, e.g. "verify failed 1/3"
+    rounds: int = 0    # failed checks so far
 
     @property
     def label(self) -> str:

@@ -47,9 +47,11 @@ _OUTCOME_LEAD = {"failed": "FAILED: ", "blocked": "BLOCKED, needs: "}
 
 
 def report_line(task_id: str, role: str, summary: str, report: str | None,
-                note: str = "", outcome: str = "done") -> str:
+                note: str = "", outcome: str = "done", changed: str = "") -> str:
     lead = _OUTCOME_LEAD.get(outcome, "")
     text = f"A worker reports: [{task_id} from {role}] {lead}{one_line(summary, 1200)}"
+    if changed:
+        text += f" ({changed})"
     if note:
         text += f" ({one_line(note, 200)})"
     if report:
@@ -66,6 +68,27 @@ def rejection_line(task: Task, reason: str) -> str:
 def failure_line(task: Task, reason: str) -> str:
     return (f"Task {task.id} to {task.role} failed: {one_line(reason, 400)}. "
             f"Decide whether to delegate it again.")
+
+
+def fix_line(task: Task, task_file: str, why: str, round_: int, rounds: int) -> str:
+    return (f"Task {task.id} did not pass its check ({one_line(why, 120)}; fix round "
+            f"{round_} of {rounds}): read {task_file} again, the failing output is at its "
+            f"end; fix it, then report with `choragos work-done --id {task.id}` again.")
+
+
+def verify_failed_section(why: str, tail: str, log: str, round_: int, rounds: int) -> str:
+    fence = "````" if "```" in tail else "```"
+    return "\n".join([
+        f"## The check failed (fix round {round_} of {rounds})", "",
+        f"The role's verify command failed ({why}) after your last work-done.  The whole "
+        f"output is in `{log}`; its end:", "", fence, tail, fence, "",
+        "Fix the cause, then report again exactly as above.", ""])
+
+
+def verify_out_of_rounds_line(task: Task, why: str, log: str, rounds: int) -> str:
+    return (f"A worker reports: [{task.id} from {task.role}] FAILED: its verify still fails "
+            f"({one_line(why, 120)}) after {rounds} fix round(s); the output is in "
+            f"{one_line(log, 200)}. Decide whether to delegate it again.")
 
 
 def budget_line(who: str, spent: str, paused: bool) -> str:

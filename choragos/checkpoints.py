@@ -171,6 +171,12 @@ class CheckpointStore:
             scan = self._scan(fs_now, write=True)
             return self._commit(scan, task_id, role, label, when)
 
+    def tree_now(self) -> str:
+        """The work tree as a git tree id, objects stored, no ref or checkpoint
+        added: what a task's changes are measured against its checkpoint with."""
+        with self._failures("reading the work tree"), self._locked() as fs_now:
+            return self._scan(fs_now, write=True).tree.hex()
+
     def list(self) -> list[Checkpoint]:
         """Every checkpoint, newest first."""
         with self._failures("listing checkpoints"):

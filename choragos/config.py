@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -83,6 +84,9 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    verify: str = ""                     # a command run in the role's tree after each work-done
+    verify_rounds: int = 3               # fix attempts before the orchestrator hears it failed
+    verify_timeout: float = 600.0
     can_delegate: bool | None = None  # None: only the start role may
 
     @property
@@ -374,6 +378,16 @@ def _role_name(value: object) -> str:
     return text
 
 
+def _verify_command(value: object) -> str:
+    """A command line split like a shell would (never run through one)."""
+    text = cs.argv_string(value)
+    try:
+        shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"{cs.show(text)} cannot be split into words: {exc}") from None
+    return text
+
+
 def _judge(value: object) -> str:
     return "" if value == "" else _role_name(value)
 
@@ -414,6 +428,9 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "verify": _verify_command,
+    "verify_rounds": cs.integer(1),
+    "verify_timeout": cs.positive_duration,
     "can_delegate": cs.boolean,
 }
 

@@ -78,6 +78,7 @@ class Report:
     never_reported: list[str]
     damaged_after: int | None = None
     session_budget: float | None = None
+    changes: list[dict] = field(default_factory=list)  # per work-done: the files it changed
     session_over: bool = False
 
 
@@ -139,7 +140,9 @@ def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
                   damaged_after=damaged_after,
                   session_budget=next((s.session_budget for s in reversed(summaries)
                                        if s.session_budget is not None), None),
-                  session_over=any(s.session_over for s in summaries))
+                  session_over=any(s.session_over for s in summaries),
+                  changes=[{"run": n, **c} for n, s in enumerate(summaries, 1)
+                           for c in s.changes])
 
 
 @dataclass
@@ -184,6 +187,7 @@ class _RunSummary:
         self.tokens: dict[tuple[str, str], _TokenCounter] = {}
         self.session_budget: float | None = None
         self.session_over = False
+        self.changes: list[dict] = []
         self._fold(records)
         self._settle_tokens()
 
@@ -192,7 +196,7 @@ class _RunSummary:
                     "work-done": self._work_done, "gate rejected": self._rejected,
                     "task failed": self._task_failed, "budgets": self._budgets,
                     "over budget": self._over_budget,
-                    "tokens": self._tokens}
+                    "tokens": self._tokens, "changes": self._changes}
         for record in records:
             self._touch(record)
             handler = handlers.get(record.get("event"))
@@ -250,6 +254,12 @@ class _RunSummary:
             stats.busy += record["t"] - (task.delivered if task.delivered is not None
                                          else task.delegated)
             stats.timed += 1
+
+    def _changes(self, record: dict) -> None:
+        files = record.get("files")
+        if isinstance(files, list):
+            self.changes.append({"task": record.get("task"), "role": record.get("role"),
+                                 "files": files, "flagged": bool(record.get("flagged"))})
 
     def _task_failed(self, record: dict) -> None:
         # The session failed it (its worker died, it could not be typed); a

@@ -1187,6 +1187,29 @@ class Deck:
             self._decide(task["id"], action == "approve")
         elif action == "rollback":
             self._plan_rollback(task)
+        elif action == "diff":
+            self._show_diff(task)
+
+    def _show_diff(self, task: dict) -> None:
+        """The task's changes against its checkpoint, paged (worked out off the UI thread)."""
+        if not task.get("checkpoint"):
+            self.say(f"{task['id']} has no checkpoint to compare with")
+            return
+
+        def work() -> None:
+            from choragos.changes import ChangesError, since_checkpoint
+            from choragos.checkpoints import CheckpointError, NotARepository
+            title = f"diff of {task['id']} since its checkpoint"
+            try:
+                text = since_checkpoint(self.port.workdir, task["checkpoint"])
+            except (ChangesError, CheckpointError, NotARepository, OSError) as exc:
+                why = f"cannot show the diff: {exc}"
+                self.post("call", lambda: self.say(why, "failed"))
+                return
+            self.post("call", lambda: self._page(
+                title, text or "No file differs from the checkpoint."))
+        with contextlib.suppress(RuntimeError):  # shutting down
+            self._workers.submit(work)
 
     def _write_page(self) -> None:
         """``choragos report --html`` for this session, into .choragos/report.html."""

@@ -192,7 +192,22 @@ class GateOverlay(Dialog):
 
 
 _BOARD_COLUMNS = (("ID", 5), ("ROLE", 14), ("STATE", 10), ("AGE", 7), ("TOOK", 7),
-                  ("CK", 3))
+                  ("CK", 3), ("FILES", 6))
+
+
+def files_cell(task: dict) -> str:
+    """How many files the task changed; ``0!`` flags a done that changed none."""
+    found = task.get("changes")
+    if found is None:
+        return "-"
+    return f"{len(found)}" if found or task.get("state") != "done" else "0!"
+
+
+def changed_files(found: list[dict]) -> str:
+    def one(c: dict) -> str:
+        counts = "binary" if c.get("added") is None else f"+{c['added']} -{c['deleted']}"
+        return f"{c['path']} ({c['kind']}, {counts})"
+    return ", ".join(one(c) for c in found)
 
 
 class _TaskRow(urwid.WidgetWrap):
@@ -206,7 +221,7 @@ class _TaskRow(urwid.WidgetWrap):
         cells = [inert(task["id"]), inert(task["role"]), state,
                  duration(now - task["created"]) if task.get("created") else "-",
                  duration(took) if took is not None else "-",
-                 "✓" if task.get("checkpoint") else "·"]
+                 "✓" if task.get("checkpoint") else "·", files_cell(task)]
         markup: list[Any] = []
         for (_, width), cell in zip(_BOARD_COLUMNS, cells, strict=True):
             markup.append((style if cell == state else None, cell[:width - 1].ljust(width)))
@@ -244,7 +259,7 @@ class BoardOverlay(Dialog):
                 urwid.Text(header, wrap="clip"), "dim"), footer=self.detail)
             self._show_detail()
         super().__init__(f"Task board ({len(tasks)})", body,
-                         "Enter view   r report   e edit   u roll back   y / n gate   "
+                         "Enter view   r report   d diff   e edit   u roll back   y / n gate   "
                          "h HTML page   Esc close")
 
     def update(self, tasks: list[dict]) -> bool:
@@ -277,10 +292,15 @@ class BoardOverlay(Dialog):
                  [("dim", "report  "), inert(task.get("report") or "-")]]
         if task.get("note"):
             lines.append([("dim", "note    "), inert(task["note"])])
+        if task.get("checks"):
+            lines.append([("dim", "checks  "), inert(task["checks"])])
+        if task.get("changes"):
+            lines.append([("dim", "changed "), inert(changed_files(task["changes"]))])
         self.detail.set_text([part for line in lines for part in (*line, "\n")][:-1])
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         actions = {"enter": "view", "v": "view", "r": "report", "e": "edit", "u": "rollback",
+                   "d": "diff",
                    "y": "approve", "n": "reject", "h": "page", "esc": "close", "q": "close"}
         if key in actions:
             self.on_action(actions[key], self.current())

@@ -193,7 +193,7 @@ def as_json(summary: report.Report,
             "wall": summary.wall, "dirs": summary.dirs,
             "damaged_after": summary.damaged_after,
             "roles": [_role_json(stats, price_for) for stats in summary.roles],
-            "never_reported": summary.never_reported,
+            "never_reported": summary.never_reported, "changes": summary.changes,
             "session_budget": None if summary.session_budget is None else {
                 "usd": summary.session_budget, "over": summary.session_over}}
 

@@ -123,6 +123,7 @@ ROLE_DEFAULTS = {
     "budget_tokens": None, "stall_after": None,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
     "owns_files": (), "fresh": False, "can_delegate": None,
+    "verify": "", "verify_rounds": 3, "verify_timeout": 600.0,
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -162,6 +163,9 @@ ROLE_VALUES = [
     ("judge_rounds", "1", 1),
     ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
     ("fresh", "true", True),
+    ("verify", '"pytest -q \'tests/a b\'"', "pytest -q 'tests/a b'"),
+    ("verify_rounds", "1", 1),
+    ("verify_timeout", '"2m"', 120.0),
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
 ]
@@ -238,6 +242,9 @@ ROLE_ERRORS = [
     ('owns_files = ["src/../../x"]', "owns_files", "must stay inside the workspace"),
     ('owns_files = [""]', "owns_files", "must not be empty"),
     ("fresh = 1", "fresh", "expected true or false"),
+    ("verify = \"pytest 'unclosed\"", "verify", "cannot be split into words"),
+    ("verify_rounds = 0", "verify_rounds", "must be at least 1"),
+    ('verify_timeout = ""', "verify_timeout", "expected a duration"),
     ("can_delegate = \"yes\"", "can_delegate", "expected true or false"),
     ('start = "yes"', "start", "expected true or false"),
 ]

@@ -191,7 +191,8 @@ def test_json_shape(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     assert set(data) == {"ok", "verb", "runs", "start", "start_local", "wall", "dirs",
-                         "damaged_after", "roles", "never_reported", "session_budget"}
+                         "damaged_after", "roles", "never_reported", "session_budget",
+                         "changes"}
     assert (data["ok"], data["verb"]) == (True, "report")
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
     dev = {r["role"]: r for r in data["roles"]}["dev"]

@@ -1,0 +1,80 @@
+"""After a work-done: measure what changed, then run the role's ``verify``.
+
+Runs off the core's thread (a check may take minutes) and reports back with
+``WorkChecked``; the core decides what the result means for the task.  It
+keeps its own checkpoint store, as stores are one per thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+from actors.base import Actor
+from choragos import changes, verify
+from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+
+
+@dataclass(frozen=True)
+class CheckWork:
+    task_id: str
+    checkpoint: str | None      # the task's checkpoint ref: what changes are measured from
+    cwd: Path                   # the role's tree, where verify runs
+    verify: str = ""            # the command line, or "" for none
+    timeout: float = 600.0
+
+
+@dataclass(frozen=True)
+class WorkChecked:
+    task_id: str
+    changes: tuple[dict, ...] | None = None   # None: not measured (see error)
+    error: str = ""
+    verify: verify.VerifyResult | None = None
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+class AftercareActor(Actor):
+    def __init__(self, workdir: Path, core: Any, supervisor: Any = None) -> None:
+        super().__init__("aftercare", supervisor)
+        self.workdir = workdir
+        self.core = core
+        self._stores: dict[Path, CheckpointStore] = {}
+
+    def on_shutdown(self) -> None:
+        for store in self._stores.values():
+            store.close()
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _check(self, msg: CheckWork) -> None:
+        began = time.monotonic()
+        found, error = self._measure(msg)
+        result = None
+        if msg.verify:
+            result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout)
+        self.core.tell(WorkChecked(msg.task_id, found, error, result,
+                                   round(time.monotonic() - began, 3)))
+
+    def _measure(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str]:
+        if not msg.checkpoint:
+            return None, "the task has no checkpoint to compare with"
+        try:
+            store = self._store(msg.cwd)
+            base = store.resolve(msg.checkpoint).tree
+            now = store.tree_now()
+            found = changes.diff_trees(store.root, base, now)
+        except (CheckpointError, NotARepository, changes.ChangesError, OSError) as exc:
+            return None, str(exc)
+        return tuple(change.as_dict() for change in found), ""
+
+    def _store(self, cwd: Path) -> CheckpointStore:
+        if cwd not in self._stores:
+            self._stores[cwd] = CheckpointStore(cwd)
+        return self._stores[cwd]

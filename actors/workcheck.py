@@ -1,0 +1,128 @@
+"""Work-done that is checked, not trusted: the core's side of the aftercare.
+
+A mixin of the session core (it runs on the core's thread).  After a
+work-done the report to the orchestrator is held while the aftercare actor
+measures what changed since the task's checkpoint and runs the role's
+``verify`` command.  The changes go on the board, into the event log (which
+``report`` reads) and into the orchestrator's report line; a done with no
+change at all is flagged.  A failed check sends the task back to its worker
+with the output's tail, up to ``verify_rounds`` times; the orchestrator
+hears only the pass, or that the rounds ran out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from actors.aftercare import CheckWork, WorkChecked
+from choragos import briefs, changes, statedir
+from choragos.board import Task, TaskState
+from choragos.verify import VerifyResult
+
+NO_CHANGE = "no files changed: the task claims done without touching the tree"
+
+
+@dataclass
+class HeldReport:
+    """A report line waiting for its checks."""
+
+    parts: tuple  # briefs.report_line's arguments
+    outcome: str
+
+
+class WorkChecks:
+    s: Any  # CoreState
+
+    def _verifies(self, task: Task, outcome: str) -> bool:
+        """Whether this done waits for the role's verify before it counts."""
+        spec = self.s.config.role(task.role)
+        return (outcome == "done" and spec is not None and bool(spec.verify)
+                and self.s.aftercare is not None)
+
+    def _hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
+        """Start the checks of a work-done; False when there is nothing to check
+        (the caller passes the report on at once)."""
+        task = self.s.board.lookup(task_id)
+        if note or task is None or self.s.aftercare is None:
+            return False
+        spec = self.s.config.role(task.role)
+        command = spec.verify if spec is not None and outcome == "done" else ""
+        if not task.checkpoint and not command:
+            return False
+        self.s.held[task_id] = HeldReport(parts, outcome)
+        self.s.aftercare.tell(CheckWork(task_id, task.checkpoint, self._tree_of(task.role),
+                                        command, spec.verify_timeout if spec else 600.0))
+        return True
+
+    def _tree_of(self, role: str) -> Any:
+        return self.s.workdir
+
+    def _work_checked(self, msg: WorkChecked) -> None:
+        held = self.s.held.pop(msg.task_id, None)
+        task = self.s.board.lookup(msg.task_id)
+        if held is None or task is None:
+            return
+        line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
+        if msg.verify is None:
+            self._enqueue(self.s.start_role, line, "report", task.id)
+        elif msg.verify.ok:
+            self._verify_passed(task, msg.verify, line)
+        else:
+            self._verify_failed(task, msg.verify, line)
+
+    def _record_changes(self, task: Task, msg: WorkChecked, outcome: str) -> str:
+        if msg.changes is None:
+            self._event("changes unknown", task=task.id, role=task.role, reason=msg.error)
+            return ""
+        files = list(msg.changes)
+        flagged = outcome == "done" and not files
+        task = self.s.board.annotate(task.id, changes=msg.changes)
+        self._publish(("task", task))
+        self._event("changes", task=task.id, role=task.role, files=files,
+                    headline=changes.headline(files), flagged=flagged)
+        return NO_CHANGE if flagged else changes.headline(files)
+
+    def _verify_passed(self, task: Task, result: VerifyResult, line: str) -> None:
+        self._event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
+                    log=result.log)
+        checks = "verify passed" + (f" after {task.rounds} fix(es)" if task.rounds else "")
+        self._settle(task, TaskState.DONE, checks=checks)
+        self._enqueue(self.s.start_role, f"{line} Its verify passed ({result.log}).",
+                      "report", task.id)
+
+    def _verify_failed(self, task: Task, result: VerifyResult, line: str) -> None:
+        spec = self.s.config.role(task.role)
+        rounds = task.rounds + 1
+        limit = spec.verify_rounds if spec is not None else 0
+        self._event("verify failed", task=task.id, role=task.role, why=result.why,
+                    round=rounds, rounds=limit, log=result.log, seconds=result.seconds)
+        if rounds <= limit and task.role in self.s.seats:
+            task = self._settle(task, TaskState.FAILED, rounds=rounds,
+                                checks=f"verify failed {rounds}/{limit}: fixing")
+            self._send_back(task, result, rounds, limit)
+            return
+        self._settle(task, TaskState.FAILED, rounds=rounds,
+                     checks=f"verify failed {rounds}/{limit}: out of rounds")
+        self._enqueue(self.s.start_role, briefs.verify_out_of_rounds_line(
+            task, result.why, result.log, limit), "notice", task.id)
+
+    def _settle(self, task: Task, state: TaskState, **changes_: Any) -> Task:
+        if task.state is state:
+            task = self.s.board.annotate(task.id, **changes_)
+            self._publish(("task", task))
+            return task
+        return self._move(task.id, state, **changes_)
+
+    def _send_back(self, task: Task, result: VerifyResult, rounds: int, limit: int) -> None:
+        """The worker gets the task file again, with the failure's tail in it."""
+        task_file = self.s.state_dir / "tasks" / f"{task.id}.md"
+        template = self.s.config.role(task.role).prompt_template
+        text = briefs.task_document(task, template) + briefs.verify_failed_section(
+            result.why, result.tail, result.log, rounds, limit)
+        try:
+            statedir.write_text(task_file, text)
+        except OSError as exc:
+            self._event("task file failed", task=task.id, error=exc.strerror or str(exc))
+        self._enqueue(task.role, briefs.fix_line(task, f".choragos/tasks/{task.id}.md",
+                                                 result.why, rounds, limit), "fix", task.id)

@@ -1,0 +1,99 @@
+"""What a task actually changed: the files between two work-tree snapshots.
+
+Both sides are git trees written by the checkpoint store (tracked and
+untracked, non-ignored files; never ``.choragos/``), compared with ``git
+diff`` so the counts are exactly what ``git diff --stat`` shows.  git is run
+with an argv list, never through a shell.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+_KINDS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
+
+
+class ChangesError(Exception):
+    """git could not compare the two trees; the message says why."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    kind: str                 # added | modified | deleted
+    added: int | None         # lines; None for a binary file
+    deleted: int | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def diff_trees(root: Path, base: str, head: str) -> list[FileChange]:
+    """Every file that differs between tree-ish ``base`` and ``head``, by path."""
+    kinds = _name_status(_git(root, "-z", "--name-status", base, head))
+    counts = _numstat(_git(root, "-z", "--numstat", base, head))
+    return [FileChange(path, kind, *counts.get(path, (None, None)))
+            for path, kind in sorted(kinds.items())]
+
+
+def unified(root: Path, base: str, head: str, context_lines: int = 3) -> str:
+    """The patch between two tree-ish, for the deck and the merge gate."""
+    return _git(root, "--no-color", f"-U{context_lines}", base, head).decode(
+        "utf-8", "replace")
+
+
+def since_checkpoint(workdir: Path, ref: str) -> str:
+    """The patch from checkpoint ``ref`` to the work tree now (untracked files too)."""
+    from choragos.checkpoints import CheckpointStore  # the store pulls in dulwich
+    with CheckpointStore(workdir) as store:
+        base = store.resolve(ref).tree
+        return unified(store.root, base, store.tree_now())
+
+
+def headline(changes: list[dict] | tuple[dict, ...]) -> str:
+    """``3 files changed (+12 -4)``, as the orchestrator reads it."""
+    if not changes:
+        return "no files changed"
+    plus = sum(c.get("added") or 0 for c in changes)
+    minus = sum(c.get("deleted") or 0 for c in changes)
+    files = "1 file" if len(changes) == 1 else f"{len(changes)} files"
+    return f"{files} changed (+{plus} -{minus})"
+
+
+def _git(root: Path, *args: str) -> bytes:
+    """``git diff ARGS`` in ``root``; the last two arguments are the trees."""
+    argv = ["git", "-C", str(root), "-c", "core.quotepath=off", "diff", "--no-renames",
+            "--no-ext-diff", "--no-textconv", *args]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ChangesError(f"could not run git diff: {exc}") from None
+    if done.returncode != 0:
+        raise ChangesError("git diff failed: " + done.stderr.decode(errors="replace").strip())
+    return done.stdout
+
+
+def _name_status(out: bytes) -> dict[str, str]:
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    kinds = {}
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if status:
+            kinds[path] = _KINDS.get(status[:1], "modified")
+    return kinds
+
+
+def _numstat(out: bytes) -> dict[str, tuple[int | None, int | None]]:
+    counts = {}
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        added, _, rest = entry.partition("\t")
+        deleted, _, path = rest.partition("\t")
+        if path:
+            counts[path] = (_count(added), _count(deleted))
+    return counts
+
+
+def _count(text: str) -> int | None:
+    return int(text) if text.isdigit() else None

@@ -1,0 +1,82 @@
+"""A role's ``verify`` command: run after each work-done, in the role's tree.
+
+The command line comes from the config and is split into words (never run
+through a shell, and no task text is ever put into it).  It runs in its own
+process group with a timeout; the whole output goes to
+``.choragos/reports/<task>.verify.log`` and its tail goes back to the worker
+when the check fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from choragos import statedir
+
+TAIL_LINES = 40
+TAIL_CHARS = 4000
+OUTPUT_LIMIT = 4 * 1024 * 1024  # what the log keeps of a chatty command
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    code: int | None        # None when it timed out or could not start
+    seconds: float
+    tail: str               # the last lines of its output
+    log: str                # workspace-relative path of the whole output
+    why: str = ""           # "exit 1", "timed out after 600s", "could not start: ..."
+
+
+def log_path(workdir: Path, task_id: str) -> Path:
+    return workdir / ".choragos" / "reports" / f"{task_id}.verify.log"
+
+
+def run(command: str, cwd: Path, workdir: Path, task_id: str, timeout: float,
+        env: dict[str, str] | None = None) -> VerifyResult:
+    """Run ``command`` in ``cwd``; its output is logged under ``workdir``."""
+    began = time.monotonic()
+    output, code, why = _execute(shlex.split(command), cwd, timeout, env)
+    seconds = round(time.monotonic() - began, 3)
+    text = output[-OUTPUT_LIMIT:].decode("utf-8", "replace")
+    path = log_path(workdir, task_id)
+    statedir.make_dir(path.parent)
+    statedir.write_text(path, f"$ {command}\n# in {cwd}\n{text}\n# {why or 'exit 0'} "
+                              f"after {seconds:g}s\n")
+    return VerifyResult(code == 0 and not why, code, seconds, tail(text),
+                        str(path.relative_to(workdir)), why)
+
+
+def tail(text: str) -> str:
+    lines = text.rstrip("\n").splitlines()[-TAIL_LINES:]
+    return "\n".join(lines)[-TAIL_CHARS:]
+
+
+def _execute(argv: list[str], cwd: Path, timeout: float,
+             env: dict[str, str] | None) -> tuple[bytes, int | None, str]:
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    except OSError as exc:
+        return b"", None, f"could not start: {exc.strerror or exc}"
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        output, _ = proc.communicate()
+        return output, None, f"timed out after {timeout:g}s"
+    code = proc.returncode
+    return output, code, "" if code == 0 else f"exit {code}"
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)

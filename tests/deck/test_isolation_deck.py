@@ -1,0 +1,33 @@
+"""The board shows what a task changed, and `d` pages its diff (the real deck, in tmux)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.deck.conftest import TmuxDeck
+from tests.integration.harness import role_toml
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
+
+TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker", "--edit")
+        + "\n[ui]\nauto_focus = false\n")
+
+
+def test_board_counts_changed_files_and_d_shows_the_diff(deck):
+    d: TmuxDeck = deck(TEAM)
+    d.serve()
+    d.wait_booted(["orchestrator", "coder"])
+    out = d.cli("delegate", "--to", "coder", "--task", "Greet.\nwrite hello.txt hi from T1")
+    assert out.returncode == 0, out.stderr
+    wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "coder")),
+               30, message="coder to do T1")
+    d.keys("C-b", "t")
+    d.wait_screen(lambda s: re.search(r"T1\s+coder\s+done\s+\S+\s+\S+\s+✓\s+1\s+Greet", s), 20)
+    screen = d.wait_screen("changed hello.txt (added, +1 -0)")
+    assert "FILES" in screen
+    d.keys("d")
+    screen = d.wait_screen("diff of T1 since its checkpoint")
+    assert "+hi from T1" in screen and "hello.txt" in screen
