@@ -8,14 +8,15 @@ keeps its own checkpoint store, as stores are one per thread.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
 from actors.base import Actor
-from choragos import changes, verify
+from choragos import changes, verify, worktrees
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+from choragos.worktrees import MergeResult, WorktreeError
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class CheckWork:
     cwd: Path                   # the role's tree, where verify runs
     verify: str = ""            # the command line, or "" for none
     timeout: float = 600.0
+    branch: str = ""            # a worktree role's branch: its work is committed there
+    message: tuple[str, str] = ("", "")  # the commit's subject and body
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,25 @@ class WorkChecked:
     error: str = ""
     verify: verify.VerifyResult | None = None
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict, compare=False)
+    unmerged: bool = False      # a worktree role's branch holds work to merge
+
+
+@dataclass(frozen=True)
+class MergeWork:
+    task_id: str
+    role: str
+    label: str
+    branch: str
+    tree: Path                  # the role's worktree, brought up to date after a merge
+    message: str
+
+
+@dataclass(frozen=True)
+class MergeDone:
+    task_id: str
+    result: MergeResult
+    checkpoint: str = ""        # the main tree's checkpoint taken just before the merge
+    checkpoint_error: str = ""
 
 
 class AftercareActor(Actor):
@@ -55,12 +76,45 @@ class AftercareActor(Actor):
     @handle.register
     def _check(self, msg: CheckWork) -> None:
         began = time.monotonic()
-        found, error = self._measure(msg)
+        unmerged = False
+        if msg.branch:
+            found, error, unmerged = self._commit(msg)
+        else:
+            found, error = self._measure(msg)
         result = None
         if msg.verify:
             result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout)
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
-                                   round(time.monotonic() - began, 3)))
+                                   round(time.monotonic() - began, 3), unmerged))
+
+    def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool]:
+        """Commit the worker's tree on its branch; the changes are what the
+        branch holds beyond the main checkout (what a merge would bring)."""
+        try:
+            worktrees.commit_work(msg.cwd, *msg.message)
+            unmerged = worktrees.unmerged(self.workdir, msg.branch)
+            base = worktrees.merge_base(self.workdir, msg.branch)
+            found = changes.diff_trees(self.workdir, base, msg.branch)
+        except (WorktreeError, changes.ChangesError) as exc:
+            return None, str(exc), False
+        return tuple(change.as_dict() for change in found), "", unmerged
+
+    @handle.register
+    def _merge(self, msg: MergeWork) -> None:
+        """Checkpoint the main tree, then merge, or change nothing."""
+        ref, error = "", ""
+        try:
+            ref = self._store(self.workdir).snapshot(
+                f"merge-{msg.task_id}", msg.role, f"before merging {msg.branch}: {msg.label}").ref
+        except (CheckpointError, NotARepository, OSError) as exc:
+            error = str(exc)
+        try:
+            result = worktrees.merge(self.workdir, msg.branch, msg.message)
+            if result.merged:
+                worktrees.catch_up(msg.tree, self.workdir)
+        except WorktreeError as exc:
+            result = MergeResult(False, why=str(exc))
+        self.core.tell(MergeDone(msg.task_id, result, ref, error))
 
     def _measure(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str]:
         if not msg.checkpoint:

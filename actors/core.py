@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from actors import messages as m
-from actors.aftercare import WorkChecked
+from actors.aftercare import MergeDone, WorkChecked
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from actors.guardrails import Guardrails, GuardState, IdleCheck
+from actors.mergeflow import MergeFlow
 from actors.workcheck import WorkChecks
 from choragos import __version__, authority, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
@@ -69,6 +70,8 @@ class CoreState:
     me: Any = None      # this core's own handle, the idle alarm's target
     aftercare: Any = None  # actors.aftercare: changes and verify after a work-done
     held: dict = field(default_factory=dict)  # report lines waiting for their checks
+    trees: dict = field(default_factory=dict)   # worktree roles: name -> their worktree
+    merges: OrderedDict = field(default_factory=OrderedDict)  # merge gates, by task id
 
     @property
     def state_dir(self) -> Path:
@@ -79,7 +82,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(WorkChecks, Guardrails, Actor):
+class CoreActor(MergeFlow, WorkChecks, Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -433,6 +436,10 @@ class CoreActor(WorkChecks, Guardrails, Actor):
         self._work_checked(msg)
 
     @handle.register
+    def _merged(self, msg: MergeDone) -> None:
+        self._merge_done(msg)
+
+    @handle.register
     def _idle_check(self, msg: IdleCheck) -> None:
         self._on_idle_check(msg)
 
@@ -590,8 +597,10 @@ class CoreActor(WorkChecks, Guardrails, Actor):
             return wire.ok(gates=[{"id": t.id, "role": t.role, "label": t.label,
                                    "brief": t.brief, "age": round(now - t.created, 1),
                                    "file": str(self.s.state_dir / "tasks" / f"{t.id}.md")}
-                                  for t in self.s.gates.values()])
+                                  for t in self.s.gates.values()] + self._merge_gate_list())
         task_id = request["id"]
+        if task_id in self.s.merges:
+            return self._merge_gate_decision(request)
         if task_id not in self.s.gates:
             return wire.error(f"no delegation {task_id} is waiting at a gate")
         task = self.s.gates.pop(task_id)

@@ -103,6 +103,7 @@ class RoleState:
     pending_restart: Any = None
     last_view: m.RoleView | None = None
     extra: dict = field(default_factory=dict)
+    cwd: Path | None = None  # where the process runs, when not the workspace (its worktree)
 
 
 def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 120,
@@ -159,7 +160,7 @@ class RoleActor(Actor):
         s.exit = None
         s.terminal.reset()
         try:
-            s.child = PtyChild.spawn(s.spec.argv(), s.workdir, s.env,
+            s.child = PtyChild.spawn(s.spec.argv(), s.cwd or s.workdir, s.env,
                                      s.terminal.cols, s.terminal.rows)
         except SpawnError as exc:
             s.child = None
@@ -167,7 +168,7 @@ class RoleActor(Actor):
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
         s.spawned = s.last_output = time.monotonic()
-        s.transcript.start_session(s.spec.argv(), s.workdir, s.child.pid)
+        s.transcript.start_session(s.spec.argv(), s.cwd or s.workdir, s.child.pid)
         gen = s.gen
         s.reader = Reader(s.child, lambda data: self.me.tell(m.Output(gen, data)),
                           lambda status: self.me.tell(m.Exited(gen, status)),

@@ -34,7 +34,7 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, authority, briefs, selfpath, statedir, wire
+from choragos import __version__, authority, briefs, selfpath, statedir, wire, worktrees
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -79,6 +79,7 @@ class Session:
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
         self.prober_handle: Handle | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
+        self.trees: dict[str, Path] = {}  # worktree roles: name -> their git worktree
 
     # -- start ---------------------------------------------------------------
 
@@ -174,11 +175,33 @@ class Session:
             "aftercare", lambda h: AftercareActor.start(workdir, core, sup))
         self._start_gateway_server()
         self._start_prober(core_state)
+        core_state.trees = self.trees = self._worktrees()
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
+
+    def _worktrees(self) -> dict[str, Path]:
+        """Each worktree role's tree: the one it left with unmerged work, or a new one."""
+        trees = {}
+        for spec in self.config.roles:
+            if spec.worktree:
+                trees[spec.name] = worktrees.ensure(self.workdir, spec.name)
+                self.events.write("worktree", role=spec.name, path=str(trees[spec.name]),
+                                  branch=worktrees.branch_of(spec.name))
+        return trees
+
+    def _prune_worktrees(self) -> None:
+        """A worktree whose branch is fully merged and clean has nothing left to keep."""
+        for name in self.trees:
+            try:
+                pruned = worktrees.prune(self.workdir, name)
+            except worktrees.WorktreeError as exc:
+                log.warning("keeping the worktree of %s: %s", name, exc)
+                continue
+            self.events.write("worktree pruned" if pruned else "worktree kept", role=name,
+                              branch=worktrees.branch_of(name))
 
     def _start_child(self, name: str, start) -> Handle:
         spec = ChildSpec(name, start)
@@ -265,6 +288,7 @@ class Session:
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(self._process_spec(spec), self.workdir, self._role_env(spec),
                           self.options.cols, self.options.rows)
+        state.cwd = self.trees.get(spec.name)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -363,6 +387,7 @@ class Session:
             self.metrics.close()
         self._flush_tokens()
         self._stop_roles()
+        self._prune_worktrees()
         if self.supervisor is not None:
             try:
                 self.supervisor.ask(StopAll(), timeout=30)

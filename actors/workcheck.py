@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.aftercare import CheckWork, WorkChecked
-from choragos import briefs, changes, statedir
+from choragos import briefs, changes, statedir, worktrees
 from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
 
@@ -48,15 +48,24 @@ class WorkChecks:
             return False
         spec = self.s.config.role(task.role)
         command = spec.verify if spec is not None and outcome == "done" else ""
-        if not task.checkpoint and not command:
+        tree = self.s.trees.get(task.role)
+        if not task.checkpoint and not command and tree is None:
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
-        self.s.aftercare.tell(CheckWork(task_id, task.checkpoint, self._tree_of(task.role),
-                                        command, spec.verify_timeout if spec else 600.0))
+        branch = worktrees.branch_of(task.role) if tree is not None else ""
+        body = f"Task: {task.id}\n\n{task.text.strip()}" + (
+            f"\n\nBrief: {task.brief}" if task.brief else "")
+        self.s.aftercare.tell(CheckWork(task_id, task.checkpoint, tree or self.s.workdir,
+                                        command, spec.verify_timeout if spec else 600.0,
+                                        branch, (parts[2], body)))
         return True
 
-    def _tree_of(self, role: str) -> Any:
-        return self.s.workdir
+    def _pass_on(self, task: Task, line: str, msg: WorkChecked, outcome: str) -> None:
+        """The checks are through: the orchestrator hears, and a worktree's work comes back."""
+        if outcome == "done" and self._worktree_role(task.role):
+            self._bring_back(task, line, msg.unmerged)
+        else:
+            self._enqueue(self.s.start_role, line, "report", task.id)
 
     def _work_checked(self, msg: WorkChecked) -> None:
         held = self.s.held.pop(msg.task_id, None)
@@ -65,9 +74,9 @@ class WorkChecks:
             return
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
         if msg.verify is None:
-            self._enqueue(self.s.start_role, line, "report", task.id)
+            self._pass_on(task, line, msg, held.outcome)
         elif msg.verify.ok:
-            self._verify_passed(task, msg.verify, line)
+            self._verify_passed(task, msg, line)
         else:
             self._verify_failed(task, msg.verify, line)
 
@@ -83,13 +92,13 @@ class WorkChecks:
                     headline=changes.headline(files), flagged=flagged)
         return NO_CHANGE if flagged else changes.headline(files)
 
-    def _verify_passed(self, task: Task, result: VerifyResult, line: str) -> None:
+    def _verify_passed(self, task: Task, msg: WorkChecked, line: str) -> None:
+        result = msg.verify
         self._event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
                     log=result.log)
         checks = "verify passed" + (f" after {task.rounds} fix(es)" if task.rounds else "")
-        self._settle(task, TaskState.DONE, checks=checks)
-        self._enqueue(self.s.start_role, f"{line} Its verify passed ({result.log}).",
-                      "report", task.id)
+        task = self._settle(task, TaskState.DONE, checks=checks)
+        self._pass_on(task, f"{line} Its verify passed ({result.log}).", msg, "done")
 
     def _verify_failed(self, task: Task, result: VerifyResult, line: str) -> None:
         spec = self.s.config.role(task.role)

@@ -91,6 +91,25 @@ def verify_out_of_rounds_line(task: Task, why: str, log: str, rounds: int) -> st
             f"{one_line(log, 200)}. Decide whether to delegate it again.")
 
 
+def merged_line(task: Task, branch: str, commit: str, checkpointed: bool) -> str:
+    undo = (f" `choragos rollback merge-{task.id}` undoes it." if checkpointed else
+            " (No checkpoint could be taken before it.)")
+    return (f"Merged: {branch} with {task.id} from {task.role} is in the main checkout now "
+            f"(commit {commit[:12]}).{undo}")
+
+
+def merge_refused_line(task: Task, branch: str, why: str) -> str:
+    return (f"Not merged: {branch} with {task.id} from {task.role} was not merged because "
+            f"{one_line(why, 400)}. The main checkout is untouched and the branch is kept; "
+            f"resolve it (for example rebase the branch) before it can be merged.")
+
+
+def merge_declined_line(task: Task, branch: str, reason: str) -> str:
+    why = f" Reason: {one_line(reason, 400)}" if reason.strip() else ""
+    return (f"The operator declined merging {branch} ({task.id} from {task.role}); the "
+            f"branch is kept, the main checkout is unchanged.{why}")
+
+
 def budget_line(who: str, spent: str, paused: bool) -> str:
     then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
             "raises the budget re-arms it)" if paused else "it keeps working")

@@ -40,8 +40,6 @@ _LATER = "not built yet"
 # force when it is not.  Remove an entry in the change that builds the feature
 # (and the matching line in docs/configuration.md).
 NOT_BUILT: dict[str, str] = {
-    "roles.worktree": _LATER,
-    "roles.merge": _LATER,
     "roles.judge": _LATER,
     "roles.judge_pass": _LATER,
     "roles.judge_rounds": _LATER,
@@ -422,7 +420,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "budget_action": cs.choice("notify", "pause"),
     "stall_after": cs.optional_duration,
     "worktree": cs.boolean,
-    "merge": cs.choice("gate", "auto", "never"),
+    "merge": cs.choice("gate", "auto", "manual", "never"),
     "judge": _judge,
     "judge_pass": cs.integer(1, 10),
     "judge_rounds": cs.integer(1),

@@ -266,9 +266,16 @@ def _unlink_quietly(name: str, parent: int) -> None:
 
 # -- the start-up scan -------------------------------------------------------------------
 
+WORKTREES = "worktrees"
+
+
 def _scan(fd: int, root: Path) -> str | None:
     """The first link or hard-linked file below ``root``, as a refusal, or None."""
     for folder, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+        if folder == "." and WORKTREES in dirs:
+            # The roles' git worktrees hold the project's own files (links
+            # included), which choragos never writes through this module.
+            dirs.remove(WORKTREES)
         for name in dirs + files:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             shown = root / os.path.normpath(os.path.join(folder, name))

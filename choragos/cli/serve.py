@@ -24,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from choragos import __version__, statedir
+from choragos import __version__, statedir, worktrees
 from choragos.config import ConfigError, load_config
 from choragos.paths import socket_path
 
@@ -98,7 +98,7 @@ def run(argv: list[str], verb: str = "serve") -> int:
         return 2
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    refusal = statedir.check(workdir)
+    refusal = statedir.check(workdir) or worktree_refusal(config, workdir)
     if refusal:
         print(f"choragos serve: {refusal}", file=sys.stderr)
         return 2
@@ -112,6 +112,18 @@ def run(argv: list[str], verb: str = "serve") -> int:
     if args.foreground:
         return _serve(config, workdir, deck=(cols, rows))
     return _start_background(config, workdir, cols, rows, attach=interactive)
+
+
+def worktree_refusal(config, workdir: Path) -> str | None:
+    """``worktree = true`` needs a git checkout with a commit; the reason if not."""
+    wanting = [index for index, spec in enumerate(config.roles, 1) if spec.worktree]
+    if not wanting:
+        return None
+    reason = worktrees.refusal(workdir)
+    if reason is None:
+        return None
+    where = config.source.name if config.source else "config"
+    return f"{where}:roles[{wanting[0]}].worktree: {reason}"
 
 
 def _terminal_size() -> tuple[int, int]:

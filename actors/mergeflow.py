@@ -1,0 +1,136 @@
+"""Bringing a worktree role's work back: merge gates, auto and manual merges.
+
+A mixin of the session core.  Once a worktree role's work-done has passed
+its checks (its work is committed on ``choragos/<role>``), the role's
+``merge`` decides: ``gate`` holds it at a merge gate showing the diff,
+``auto`` merges when clean, ``manual`` (or ``never``) leaves the branch.
+The merging itself runs in the aftercare actor, after a checkpoint of the
+main tree; a conflict or a dirty main tree changes nothing and both the
+orchestrator and the worker are told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from actors.aftercare import MergeDone, MergeWork
+from choragos import briefs, changes, statedir, wire, worktrees
+from choragos.board import Task
+
+
+@dataclass
+class MergeGate:
+    task_id: str
+    role: str
+    branch: str
+    diff: str       # the patch, as a file under .choragos/reports/
+    created: float
+
+
+class MergeFlow:
+    s: Any  # CoreState
+
+    def _worktree_role(self, role: str) -> bool:
+        spec = self.s.config.role(role)
+        return spec is not None and spec.worktree and role in self.s.trees
+
+    def _merge_mode(self, role: str) -> str:
+        mode = self.s.config.role(role).merge
+        return "manual" if mode == "never" else mode
+
+    def _bring_back(self, task: Task, line: str, unmerged: bool) -> None:
+        """The report line goes on with what happens to the branch."""
+        branch = worktrees.branch_of(task.role)
+        mode = self._merge_mode(task.role)
+        if not unmerged:
+            self._enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
+            return
+        if mode == "manual":
+            self._event("merge left", task=task.id, role=task.role, branch=branch)
+            self._enqueue(self.s.start_role, f"{line} Its work is on branch {branch}, not "
+                          f"merged (merge = manual): merge it with git when you want it.",
+                          "report", task.id)
+            return
+        if mode == "auto":
+            self._enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
+                          "will hear how it went.", "report", task.id)
+            self._start_merge(task)
+            return
+        self._open_merge_gate(task, branch)
+        self._enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
+                      "for the operator; you will hear the decision.", "report", task.id)
+
+    def _open_merge_gate(self, task: Task, branch: str) -> None:
+        diff_file = self.s.state_dir / "reports" / f"{task.id}.merge.diff"
+        try:
+            patch = changes.unified(self.s.workdir, worktrees.merge_base(
+                self.s.workdir, branch), branch)
+            statedir.make_dir(diff_file.parent)
+            statedir.write_text(diff_file, patch)
+        except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
+            self._event("merge diff failed", task=task.id, error=str(exc))
+        gate = MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock())
+        self.s.merges[task.id] = gate
+        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate")
+        self._event("merge gated", task=task.id, role=task.role, branch=branch,
+                    diff=gate.diff)
+        self._publish(("gate", merge_gate_view(task, gate)))
+        self._alert("on_gate", task.role, task)
+
+    def _merge_gate_list(self) -> list[dict]:
+        now = self.s.board.clock()
+        return [{"id": g.task_id, "role": g.role, "kind": "merge",
+                 "label": f"merge {g.branch}: {self.s.board.get(g.task_id).label}",
+                 "brief": g.diff, "age": round(now - g.created, 1), "file": g.diff}
+                for g in self.s.merges.values()]
+
+    def _merge_gate_decision(self, request: dict) -> dict:
+        gate = self.s.merges.pop(request["id"])
+        task = self.s.board.get(gate.task_id)
+        if request["action"] == "approve":
+            self._event("merge approved", task=task.id, role=task.role, branch=gate.branch)
+            self._settle(task, task.state, checks=f"merging {gate.branch}")
+            self._start_merge(task)
+            return wire.ok(id=task.id, state="merging")
+        reason = request.get("reason") or ""
+        self._event("merge declined", task=task.id, role=task.role, branch=gate.branch,
+                    reason=reason)
+        self._settle(task, task.state, checks=f"merge declined; {gate.branch} kept")
+        self._enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
+                      "notice", task.id)
+        return wire.ok(id=task.id, state="declined")
+
+    def _start_merge(self, task: Task) -> None:
+        branch = worktrees.branch_of(task.role)
+        message = f"Merge {branch}: {task.id} {briefs.one_line(task.summary or task.label, 200)}"
+        self.s.aftercare.tell(MergeWork(task.id, task.role, task.label, branch,
+                                        self.s.trees[task.role], message))
+
+    def _merge_done(self, msg: MergeDone) -> None:
+        task = self.s.board.lookup(msg.task_id)
+        if task is None:
+            return
+        branch = worktrees.branch_of(task.role)
+        result = msg.result
+        if result.merged:
+            self._event("merged", task=task.id, role=task.role, branch=branch,
+                        commit=result.commit, checkpoint=msg.checkpoint or None,
+                        checkpoint_error=msg.checkpoint_error or None)
+            self._settle(task, task.state, checks=f"merged ({result.commit[:10]})")
+            self._enqueue(self.s.start_role, briefs.merged_line(
+                task, branch, result.commit, bool(msg.checkpoint)), "notice", task.id)
+            return
+        self._event("merge refused", task=task.id, role=task.role, branch=branch,
+                    why=result.why, conflicts=list(result.conflicts))
+        self._settle(task, task.state, checks=f"not merged: {result.why}"[:200])
+        line = briefs.merge_refused_line(task, branch, result.why)
+        self._enqueue(self.s.start_role, line, "notice", task.id)
+        if task.role in self.s.seats and task.role != self.s.start_role:
+            self._enqueue(task.role, line, "notice", task.id)
+
+
+def merge_gate_view(task: Task, gate: MergeGate) -> dict:
+    """What the deck's gate dialog shows for a merge gate."""
+    return {**task.as_dict(), "kind": "merge", "branch": gate.branch, "diff": gate.diff,
+            "label": f"merge {gate.branch}: {task.label}", "created": gate.created}

@@ -1,0 +1,166 @@
+"""A git worktree per role and its merge back: gates, auto, manual, conflicts, rollback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import Serve, base_env, git_init, role_toml
+
+ORCH = role_toml("orchestrator", start=True)
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def session(short_tmp: Path) -> Iterator:
+    """A session started after the repository holds ``files`` (committed), so
+    the worktrees branch from a HEAD that has them."""
+    made: list[Serve] = []
+
+    def make(config: str, files: dict[str, str]) -> Serve:
+        work = short_tmp / "work"
+        work.mkdir()
+        git_init(work)
+        for name, text in files.items():
+            (work / name).write_text(text)
+        _git(work, "add", ".")
+        _git(work, "commit", "-qm", "fixtures")
+        made.append(Serve(work, config, sock=short_tmp / "s.sock", git=False))
+        return made[-1].start()
+
+    yield make
+    for one in made:
+        assert one.stop() == 0, one.stderr()
+        one.assert_no_leftovers()
+
+
+def _lines(s: Serve, role: str, lead: str) -> list[str]:
+    return [x for x in s.submitted(role) if x.startswith(lead)]
+
+
+def _gates(s: Serve) -> dict[str, dict]:
+    import json
+    out = s.cli("gate", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    return {g["id"]: g for g in json.loads(out.stdout)["gates"]}
+
+
+def test_two_workers_one_file_merged_through_gates_the_second_conflicts(session):
+    s = session(ORCH + role_toml("alice", "--worker", "--edit", worktree=True)
+                + role_toml("bob", "--worker", "--edit", worktree=True),
+                {"shared.txt": "one\ntwo\n"})
+    s.wait_booted(["orchestrator", "alice", "bob"])
+    tree = s.workdir / ".choragos" / "worktrees"
+    assert _git(tree / "alice", "branch", "--show-current").strip() == "choragos/alice"
+    assert s.cli("delegate", "--to", "alice", "--task", "write shared.txt alice").returncode == 0
+    assert s.cli("delegate", "--to", "bob", "--task", "write shared.txt bob").returncode == 0
+    gates = s.wait(lambda: len(g := _gates(s)) == 2 and g, 40, message="two merge gates")
+    assert gates["T1"]["kind"] == "merge" and gates["T1"]["label"].startswith(
+        "merge choragos/alice: write shared.txt alice")
+    diff = Path(gates["T1"]["file"]).read_text()
+    assert "-one\n-two\n+alice" in diff
+    # the work is committed on each branch: subject = summary, body = task id and text
+    log = _git(s.workdir, "log", "-1", "--format=%s%n%b", "choragos/alice")
+    assert log.startswith("finished T1 in the fixture\nTask: T1\n\nwrite shared.txt alice")
+    assert (s.workdir / "shared.txt").read_text() == "one\ntwo\n"  # nothing merged yet
+
+    assert s.cli("gate", "approve", "T1").returncode == 0
+    s.wait_event(lambda e: e["event"] == "merged" and e["task"] == "T1", 20, "T1 merged")
+    assert (s.workdir / "shared.txt").read_text() == "alice\n"
+    head_after_first = _git(s.workdir, "rev-parse", "HEAD")
+
+    assert s.cli("gate", "approve", "T2").returncode == 0
+    refused = s.wait_event(lambda e: e["event"] == "merge refused", 20, "T2 refused")
+    assert refused["conflicts"] == ["shared.txt"]
+    # never half-merged: the main checkout is exactly as after the first merge
+    assert (s.workdir / "shared.txt").read_text() == "alice\n"
+    assert _git(s.workdir, "rev-parse", "HEAD") == head_after_first
+    assert _git(s.workdir, "status", "--porcelain", "--untracked-files=no") == ""
+    assert not (s.workdir / ".git" / "MERGE_HEAD").exists()
+    assert _git(s.workdir, "show", "choragos/bob:shared.txt") == "bob\n"  # branch kept
+    told = s.wait(lambda: _lines(s, "orchestrator", "Not merged: choragos/bob"), 20,
+                  message="the orchestrator told")
+    assert "conflicts with the main checkout in shared.txt" in told[0]
+    s.wait(lambda: _lines(s, "bob", "Not merged: choragos/bob"), 20, message="bob told")
+    assert _lines(s, "orchestrator", "Merged: choragos/alice with T1")
+
+
+def test_auto_merges_manual_leaves_the_branch_and_rollback_undoes_the_merge(session):
+    s = session(ORCH + role_toml("auto", "--worker", "--edit", worktree=True, merge="auto")
+                + role_toml("hand", "--worker", "--edit", worktree=True, merge="manual"),
+                {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "auto", "hand"])
+    assert s.cli("delegate", "--to", "auto", "--task", "write a.txt from auto").returncode == 0
+    s.wait_event(lambda e: e["event"] == "merged", 30, "the auto merge")
+    assert (s.workdir / "a.txt").read_text() == "from auto\n"
+    assert _git(s.workdir, "log", "-1", "--format=%s").startswith("Merge choragos/auto: T1")
+    assert s.cli("delegate", "--to", "hand", "--task", "write b.txt by hand").returncode == 0
+    line = s.wait(lambda: next(iter(_lines(s, "orchestrator", "A worker reports: [T2")),
+                               None), 30, message="the manual report")
+    assert "Its work is on branch choragos/hand, not merged (merge = manual)" in line
+    assert "(1 file changed (+1 -0))" in line
+    assert not (s.workdir / "b.txt").exists()
+    assert _git(s.workdir, "show", "choragos/hand:b.txt") == "by hand\n"
+    # the merge was checkpointed first, so a rollback undoes it like a task
+    out = s.cli("rollback", "merge-T1", "--yes")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not (s.workdir / "a.txt").exists()
+
+
+def test_a_dirty_main_checkout_is_never_merged_into(session):
+    s = session(ORCH + role_toml("auto", "--worker", "--edit", worktree=True, merge="auto"),
+                {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "auto"])
+    (s.workdir / "base.txt").write_text("edited by a person\n")
+    head = _git(s.workdir, "rev-parse", "HEAD")
+    assert s.cli("delegate", "--to", "auto", "--task", "write a.txt x").returncode == 0
+    refused = s.wait_event(lambda e: e["event"] == "merge refused", 30, "the refusal")
+    assert "uncommitted changes (base.txt)" in refused["why"]
+    assert _git(s.workdir, "rev-parse", "HEAD") == head and not (s.workdir / "a.txt").exists()
+    assert (s.workdir / "base.txt").read_text() == "edited by a person\n"
+
+
+def test_worktree_outside_git_is_refused_with_the_reason(short_tmp: Path):
+    work = short_tmp / "plain"
+    work.mkdir()
+    (work / ".choragos.toml").write_text(ORCH + role_toml("w", "--worker", worktree=True))
+    env = base_env({"CHORAGOS_SOCK": str(short_tmp / "s.sock")})
+    out = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless"], cwd=work,
+                         env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert ".choragos.toml:roles[2].worktree: " in out.stderr
+    assert "is not inside a git repository" in out.stderr
+    assert not (short_tmp / "s.sock").exists()
+
+
+def test_a_worktree_with_unmerged_work_is_reused_and_pruned_once_merged(session):
+    config = ORCH + role_toml("hand", "--worker", "--edit", worktree=True, merge="manual")
+    s = session(config, {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "hand"])
+    assert s.cli("delegate", "--to", "hand", "--task", "write b.txt kept").returncode == 0
+    s.wait(lambda: _lines(s, "orchestrator", "A worker reports: [T1"), 30, message="report")
+    assert s.stop() == 0, s.stderr()
+    assert [e["event"] for e in s.events() if e["event"].startswith("worktree ")] == [
+        "worktree kept"]
+    tree = s.workdir / ".choragos" / "worktrees" / "hand"
+    assert (tree / "b.txt").read_text() == "kept\n"
+
+    again = Serve(s.workdir, config, sock=s.sock, git=False).start()
+    try:
+        again.wait_booted(["orchestrator", "hand"])
+        assert (tree / "b.txt").read_text() == "kept\n"  # the same tree, work and all
+        _git(s.workdir, "merge", "-q", "--no-edit", "choragos/hand")
+    finally:
+        assert again.stop() == 0, again.stderr()
+    again.assert_no_leftovers()
+    assert "worktree pruned" in [e["event"] for e in again.events()]
+    assert not tree.exists()
+    assert _git(s.workdir, "branch", "--list", "choragos/hand") == ""
