@@ -64,8 +64,7 @@ class MergeFlow:
     def _open_merge_gate(self, task: Task, branch: str) -> None:
         diff_file = self.s.state_dir / "reports" / f"{task.id}.merge.diff"
         try:
-            patch = changes.unified(self.s.workdir, worktrees.merge_base(
-                self.s.workdir, branch), branch)
+            patch = changes.branch_diff(self.s.workdir, branch)
             statedir.make_dir(diff_file.parent)
             statedir.write_text(diff_file, patch)
         except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
@@ -88,6 +87,7 @@ class MergeFlow:
     def _merge_gate_decision(self, request: dict) -> dict:
         gate = self.s.merges.pop(request["id"])
         task = self.s.board.get(gate.task_id)
+        self._publish(("gate closed", task.id))
         if request["action"] == "approve":
             self._event("merge approved", task=task.id, role=task.role, branch=gate.branch)
             self._settle(task, task.state, checks=f"merging {gate.branch}")

@@ -52,6 +52,12 @@ def since_checkpoint(workdir: Path, ref: str) -> str:
         return unified(store.root, base, store.tree_now())
 
 
+def branch_diff(workdir: Path, branch: str) -> str:
+    """What ``branch`` holds beyond the main checkout's HEAD: what a merge would bring."""
+    from choragos.worktrees import merge_base
+    return unified(workdir, merge_base(workdir, branch), branch)
+
+
 def headline(changes: list[dict] | tuple[dict, ...]) -> str:
     """``3 files changed (+12 -4)``, as the orchestrator reads it."""
     if not changes:

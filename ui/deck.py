@@ -452,6 +452,8 @@ class Deck:
             self._task(value.as_dict() if hasattr(value, "as_dict") else value)
         elif kind == "gate":
             self._gate_arrived(value.as_dict() if hasattr(value, "as_dict") else value)
+        elif kind == "gate closed":
+            self._gate_closed(value)
         elif kind == "event":
             self._event(value)
         elif kind == "gateway":
@@ -483,17 +485,23 @@ class Deck:
     def _task(self, task: dict) -> None:
         self.state.tasks[task["id"]] = task
         self._update_board()
-        if task.get("state") != "gated" and task["id"] in self.state.gates:
-            self.state.gates.pop(task["id"], None)
-            self.state.dismissed.discard(task["id"])
-            if self.overlay_kind == "gate" and getattr(self.overlay, "gate", {}).get(
-                    "id") == task["id"]:
-                self._close_overlay()
+        gate = self.state.gates.get(task["id"])
+        if gate is not None and task.get("state") != "gated" and gate.get("kind") != "merge":
+            self._gate_closed(task["id"])
         if task.get("state") == "delivered":
             self._auto_focus(task["role"])
 
+    def _gate_closed(self, task_id: str) -> None:
+        """Decided (here, from the CLI or the board): the dialog goes."""
+        self.state.gates.pop(task_id, None)
+        self.state.dismissed.discard(task_id)
+        if self.overlay_kind == "gate" and getattr(self.overlay, "gate", {}).get(
+                "id") == task_id:
+            self._close_overlay()
+
     def _gate_arrived(self, task: dict) -> None:
-        self.state.tasks[task["id"]] = task
+        if task.get("kind") != "merge":
+            self.state.tasks[task["id"]] = task
         self.state.gates[task["id"]] = task
         self._update_board()
         self._maybe_show_gate()
@@ -968,9 +976,11 @@ class Deck:
             self._decide(task_id, key == "y")
             self.state.gates.pop(task_id, None)
             self._close_overlay()
+        elif key == "v" and gate.get("kind") == "merge":
+            self._page(f"{task_id}: merge {gate.get('branch', '')}", _read(gate["diff"]))
         elif key == "v":
             self._page_task(gate)
-        elif key == "e":
+        elif key == "e" and gate.get("kind") != "merge":
             self._edit(gate.get("brief") or self._task_file(task_id))
 
     def _decide(self, task_id: str, approve: bool) -> None:
@@ -988,6 +998,8 @@ class Deck:
         return str(self.port.workdir / ".choragos" / "tasks" / f"{task_id}.md")
 
     def _task_text(self, task: dict) -> str:
+        if task.get("kind") == "merge":
+            return _read(task["diff"])
         return _read(self._task_file(task["id"]))
 
     def _page_task(self, task: dict) -> None:
@@ -1181,7 +1193,7 @@ class Deck:
         elif action == "edit":
             self._edit(task.get("brief") or self._task_file(task["id"]))
         elif action in ("approve", "reject"):
-            if task.get("state") != "gated":
+            if task.get("state") != "gated" and task["id"] not in self.state.gates:
                 self.say(f"{task['id']} is {task.get('state')}, not waiting at a gate")
                 return
             self._decide(task["id"], action == "approve")
@@ -1192,17 +1204,25 @@ class Deck:
 
     def _show_diff(self, task: dict) -> None:
         """The task's changes against its checkpoint, paged (worked out off the UI thread)."""
-        if not task.get("checkpoint"):
+        from choragos import worktrees
+        workdir = self.port.workdir
+        branched = (worktrees.path_of(workdir, task["role"]) / ".git").exists()
+        if not branched and not task.get("checkpoint"):
             self.say(f"{task['id']} has no checkpoint to compare with")
             return
 
         def work() -> None:
-            from choragos.changes import ChangesError, since_checkpoint
+            from choragos.changes import ChangesError, branch_diff, since_checkpoint
             from choragos.checkpoints import CheckpointError, NotARepository
-            title = f"diff of {task['id']} since its checkpoint"
+            if branched:
+                title = f"diff of {worktrees.branch_of(task['role'])} (unmerged work)"
+            else:
+                title = f"diff of {task['id']} since its checkpoint"
             try:
-                text = since_checkpoint(self.port.workdir, task["checkpoint"])
-            except (ChangesError, CheckpointError, NotARepository, OSError) as exc:
+                text = (branch_diff(workdir, worktrees.branch_of(task["role"])) if branched
+                        else since_checkpoint(workdir, task["checkpoint"]))
+            except (ChangesError, CheckpointError, NotARepository, OSError,
+                    worktrees.WorktreeError) as exc:
                 why = f"cannot show the diff: {exc}"
                 self.post("call", lambda: self.say(why, "failed"))
                 return

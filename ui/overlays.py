@@ -169,9 +169,13 @@ class GateOverlay(Dialog):
         ]
         if gate.get("brief"):
             rows.append([("dim", "brief  "), inert(gate["brief"])])
-        rows += ["", ("dim", "── the task as the worker will read it ──")]
+        merge = gate.get("kind") == "merge"
+        rows += ["", ("dim", "── the diff to merge ──" if merge
+                      else "── the task as the worker will read it ──")]
         rows += [inert(line) for line in preview.splitlines()[:40]]
-        super().__init__("Gate", _lines(rows),
+        super().__init__("Merge gate" if merge else "Gate", _lines(rows),
+                         "y merge   n keep the branch (the orchestrator is told)   v whole diff"
+                         "   Esc later" if merge else
                          "y approve   n reject (the orchestrator is told)   v view   "
                          "e edit   Esc later")
 

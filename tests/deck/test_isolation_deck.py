@@ -31,3 +31,26 @@ def test_board_counts_changed_files_and_d_shows_the_diff(deck):
     d.keys("d")
     screen = d.wait_screen("diff of T1 since its checkpoint")
     assert "+hi from T1" in screen and "hello.txt" in screen
+
+
+def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
+    team = (role_toml("orchestrator", start=True)
+            + role_toml("alice", "--worker", "--edit", worktree=True)
+            + "\n[ui]\nauto_focus = false\n")
+    d: TmuxDeck = deck(team)
+    d.serve()
+    d.wait_booted(["orchestrator", "alice"])
+    out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
+    assert out.returncode == 0, out.stderr
+    screen = d.wait_screen(lambda s: "Merge gate" in s and "Approval needed: T1 for alice" in s,
+                           30)
+    assert "the diff to merge" in screen and "+from alice" in screen
+    assert "merge choragos/alice: Note." in screen
+    assert not (d.workdir / "notes.txt").exists()
+    d.keys("y")
+    wait_until(lambda: (d.workdir / "notes.txt").exists(), 20, message="the merge")
+    assert (d.workdir / "notes.txt").read_text() == "from alice\n"
+    d.wait_screen(lambda s: "Merge gate" not in s)
+    wait_until(lambda: any(x.startswith("Merged: choragos/alice with T1")
+                           for x in d.submitted("orchestrator")), 20,
+               message="the orchestrator told")
