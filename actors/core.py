@@ -25,6 +25,8 @@ from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from actors.guardrails import Guardrails, GuardState, IdleCheck
+from actors.holds import Holds
+from actors.judging import JudgeLoop
 from actors.mergeflow import MergeFlow
 from actors.workcheck import WorkChecks
 from choragos import __version__, authority, briefs, statedir, wire
@@ -72,6 +74,8 @@ class CoreState:
     held: dict = field(default_factory=dict)  # report lines waiting for their checks
     trees: dict = field(default_factory=dict)   # worktree roles: name -> their worktree
     merges: OrderedDict = field(default_factory=OrderedDict)  # merge gates, by task id
+    holds: OrderedDict = field(default_factory=OrderedDict)   # work held for a person
+    verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
 
     @property
     def state_dir(self) -> Path:
@@ -82,7 +86,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(MergeFlow, WorkChecks, Guardrails, Actor):
+class CoreActor(JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -466,6 +470,8 @@ class CoreActor(MergeFlow, WorkChecks, Guardrails, Actor):
         self._event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
                     action=action)
         self._alert("on_timeout", task.role, task)
+        if task.id in self.s.verdicts:
+            self._judge_lost(task, f"timed out after {msg.seconds:g}s")
         if action == "restart" and task.role in self.s.seats:
             self.s.seats[task.role].handle.tell(m.Kill(f"{task.id} timed out"))
 
@@ -509,6 +515,8 @@ class CoreActor(MergeFlow, WorkChecks, Guardrails, Actor):
         self._move(task.id, TaskState.FAILED, note=reason)
         self._event("task failed", task=task.id, role=task.role, reason=reason)
         self._enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice", task.id)
+        if task.id in self.s.verdicts:
+            self._judge_lost(task, f"gave no verdict: {reason}")
 
     @handle.register
     def _role_exited(self, msg: m.RoleExited) -> None:
@@ -597,10 +605,13 @@ class CoreActor(MergeFlow, WorkChecks, Guardrails, Actor):
             return wire.ok(gates=[{"id": t.id, "role": t.role, "label": t.label,
                                    "brief": t.brief, "age": round(now - t.created, 1),
                                    "file": str(self.s.state_dir / "tasks" / f"{t.id}.md")}
-                                  for t in self.s.gates.values()] + self._merge_gate_list())
+                                  for t in self.s.gates.values()] + self._merge_gate_list()
+                           + self._hold_list())
         task_id = request["id"]
         if task_id in self.s.merges:
             return self._merge_gate_decision(request)
+        if task_id in self.s.holds:
+            return self._hold_decision(request)
         if task_id not in self.s.gates:
             return wire.error(f"no delegation {task_id} is waiting at a gate")
         task = self.s.gates.pop(task_id)

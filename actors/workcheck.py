@@ -35,21 +35,24 @@ class WorkChecks:
     s: Any  # CoreState
 
     def _verifies(self, task: Task, outcome: str) -> bool:
-        """Whether this done waits for the role's verify before it counts."""
+        """Whether this done waits for the role's verify (or judge) before it counts."""
         spec = self.s.config.role(task.role)
-        return (outcome == "done" and spec is not None and bool(spec.verify)
+        return (outcome == "done" and spec is not None and bool(spec.verify or spec.judge)
                 and self.s.aftercare is not None)
 
     def _hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
         """Start the checks of a work-done; False when there is nothing to check
         (the caller passes the report on at once)."""
         task = self.s.board.lookup(task_id)
+        if task is not None and task_id in self.s.verdicts:
+            self._verdict(task, parts[3], outcome)  # a judge's answer, not a worker's report
+            return True
         if note or task is None or self.s.aftercare is None:
             return False
         spec = self.s.config.role(task.role)
         command = spec.verify if spec is not None and outcome == "done" else ""
         tree = self.s.trees.get(task.role)
-        if not task.checkpoint and not command and tree is None:
+        if not task.checkpoint and not command and tree is None and not spec.judge:
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
         branch = worktrees.branch_of(task.role) if tree is not None else ""
@@ -60,12 +63,21 @@ class WorkChecks:
                                         branch, (parts[2], body)))
         return True
 
-    def _pass_on(self, task: Task, line: str, msg: WorkChecked, outcome: str) -> None:
+    def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
         """The checks are through: the orchestrator hears, and a worktree's work comes back."""
         if outcome == "done" and self._worktree_role(task.role):
-            self._bring_back(task, line, msg.unmerged)
+            self._bring_back(task, line, unmerged)
         else:
             self._enqueue(self.s.start_role, line, "report", task.id)
+
+    def _checks_passed(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
+        """Verified (or nothing to verify): the judge, if any, has the last word."""
+        if outcome == "done" and self._judged(task.role):
+            self._send_to_judge(task, line, unmerged)
+            return
+        if outcome == "done" and self._verifies(task, outcome):
+            task = self._settle(task, TaskState.DONE)
+        self._pass_on(task, line, unmerged, outcome)
 
     def _work_checked(self, msg: WorkChecked) -> None:
         held = self.s.held.pop(msg.task_id, None)
@@ -74,7 +86,7 @@ class WorkChecks:
             return
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
         if msg.verify is None:
-            self._pass_on(task, line, msg, held.outcome)
+            self._checks_passed(task, line, msg.unmerged, held.outcome)
         elif msg.verify.ok:
             self._verify_passed(task, msg, line)
         else:
@@ -97,8 +109,9 @@ class WorkChecks:
         self._event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
                     log=result.log)
         checks = "verify passed" + (f" after {task.rounds} fix(es)" if task.rounds else "")
-        task = self._settle(task, TaskState.DONE, checks=checks)
-        self._pass_on(task, f"{line} Its verify passed ({result.log}).", msg, "done")
+        task = self._settle(task, task.state, checks=checks)
+        self._checks_passed(task, f"{line} Its verify passed ({result.log}).", msg.unmerged,
+                            "done")
 
     def _verify_failed(self, task: Task, result: VerifyResult, line: str) -> None:
         spec = self.s.config.role(task.role)

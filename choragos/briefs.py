@@ -110,6 +110,46 @@ def merge_declined_line(task: Task, branch: str, reason: str) -> str:
             f"branch is kept, the main checkout is unchanged.{why}")
 
 
+def held_rejected_line(task: Task, kind: str, why: str, reason: str) -> str:
+    extra = f" Reason: {one_line(reason, 400)}" if reason.strip() else ""
+    return (f"Task {task.id} from {task.role} FAILED: the operator rejected it at a {kind} "
+            f"gate ({one_line(why, 300)}).{extra} Decide whether to delegate it again.")
+
+
+def judge_task_text(task: Task) -> str:
+    return (f"Judge task {task.id} by {task.role}: \"{one_line(task.label, 200)}\". Read the "
+            f"brief, then write your verdict as the report.")
+
+
+def judge_brief(task: Task, report: str, diff: str, pass_mark: int) -> str:
+    fence = "````" if "```" in diff else "```"
+    return "\n".join([
+        f"# Judge {task.id} from {task.role}", "",
+        "## The task it was given", "", task.text.strip(), "",
+        "## The worker's summary", "", one_line(task.summary or "-", 1200), "",
+        "## The worker's report", "", report.strip() or "(no report file)", "",
+        "## The diff", "", fence + "diff", diff.rstrip(), fence, "",
+        "## Your verdict", "",
+        "Write your report so that its FIRST line is exactly `VERDICT: n/10` (n from 0 to "
+        f"10; {pass_mark} or more passes), followed by your critique: what is wrong and what "
+        "must change.  Anything else on the first line counts as no verdict, and a person "
+        "is asked instead.", ""])
+
+
+def critique_section(score: int, pass_mark: int, critique: str, round_: int,
+                     rounds: int) -> str:
+    return "\n".join([
+        f"## The judge's critique (scored {score}/10, {pass_mark} passes; round {round_} of "
+        f"{rounds})", "", critique.strip(), "",
+        "Address it, then report again exactly as above.", ""])
+
+
+def critique_line(task: Task, task_file: str, score: int, pass_mark: int) -> str:
+    return (f"Task {task.id} was judged {score}/10 ({pass_mark} passes): read {task_file} "
+            f"again, the judge's critique is at its end; improve the work, then report with "
+            f"`choragos work-done --id {task.id}` again.")
+
+
 def budget_line(who: str, spent: str, paused: bool) -> str:
     then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
             "raises the budget re-arms it)" if paused else "it keeps working")

@@ -71,6 +71,7 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     config, checks = _config(workdir, config_path)
     if config is not None:
         checks += [_seat(config, role, env) for role in config.roles]
+        checks += _judges(config)
     checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
                _gateway(config), _session(workdir, env)]
     return checks
@@ -107,6 +108,20 @@ def _seat(config: Config, role: RoleSpec, env: Mapping[str, str]) -> Check:
                                   "not on PATH, so that seat will not start (the rest of the "
                                   f"team works); install {role.command}, or run `choragos "
                                   "init` for a team file to edit")
+
+
+def _judges(config: Config) -> list[Check]:
+    """A judge that is the same program and model as the role it judges tends to
+    agree with itself: a second opinion should come from somewhere else."""
+    found = []
+    for role in config.roles:
+        judge = config.role(role.judge) if role.judge else None
+        if judge is not None and (judge.command, judge.model) == (role.command, role.model):
+            model = f" with model {role.model}" if role.model else " with the same model"
+            found.append(Check("judge", WARN, f"role {role.name} is judged by {judge.name}, "
+                               f"which runs the same command ({role.command}){model}; a judge "
+                               "tends to agree with itself, so give it another model or CLI"))
+    return found
 
 
 def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:

@@ -201,3 +201,19 @@ def test_doctor_as_a_real_command(work: Path, bindir: Path, short_tmp: Path) -> 
     assert report["ok"] is False
     assert {"name", "level", "message"} <= set(report["checks"][0])
     assert _run(work, env, "--json").returncode == 1
+
+
+def test_a_judge_running_the_same_command_and_model_warns(work: Path, bindir: Path,
+                                                          short_tmp: Path) -> None:
+    team = ('[[roles]]\nname = "lead"\ncommand = "claude"\nstart = true\n'
+            '[[roles]]\nname = "coder"\ncommand = "claude"\nmodel = "m1"\njudge = "rev"\n'
+            '[[roles]]\nname = "rev"\ncommand = "claude"\nmodel = "m1"\n'
+            '[[roles]]\nname = "tester"\ncommand = "claude"\nmodel = "m1"\njudge = "other"\n'
+            '[[roles]]\nname = "other"\ncommand = "gemini"\nmodel = "m1"\n')
+    (work / CONFIG_NAME).write_text(team)
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    (judge,) = _by_name(checks, "judge")
+    assert judge.level == "WARN"
+    assert judge.message.startswith("role coder is judged by rev, which runs the same command "
+                                    "(claude) with model m1")
+    assert doctor.passed(checks)
