@@ -23,6 +23,7 @@ from actors import messages as m
 from actors.aftercare import MergeDone, WorkChecked
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
+from actors.fresh import FreshContexts
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from actors.guardrails import Guardrails, GuardState, IdleCheck
 from actors.holds import Holds
@@ -76,6 +77,7 @@ class CoreState:
     merges: OrderedDict = field(default_factory=OrderedDict)  # merge gates, by task id
     holds: OrderedDict = field(default_factory=OrderedDict)   # work held for a person
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
+    used: set = field(default_factory=set)  # fresh roles given a task since they started
 
     @property
     def state_dir(self) -> Path:
@@ -86,7 +88,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrails, Actor):
+class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -358,6 +360,8 @@ class CoreActor(JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrails, Actor):
         if seat.in_flight is not None or not seat.queue or not seat.view.ready:
             return
         injection = seat.queue.popleft()
+        if self._restart_first(seat, injection):
+            return
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
             self._write_worker_file(seat.name, task)

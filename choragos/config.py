@@ -41,7 +41,6 @@ _LATER = "not built yet"
 # (and the matching line in docs/configuration.md).
 NOT_BUILT: dict[str, str] = {
     "roles.owns_files": _LATER,
-    "roles.fresh": _LATER,
 }
 
 
