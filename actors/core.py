@@ -78,6 +78,7 @@ class CoreState:
     holds: OrderedDict = field(default_factory=OrderedDict)   # work held for a person
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
     used: set = field(default_factory=set)  # fresh roles given a task since they started
+    prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
 
     @property
     def state_dir(self) -> Path:
@@ -340,6 +341,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         self._queue_task(task)
 
     def _queue_task(self, task: Task) -> None:
+        self._fingerprint_owned(task)
         line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
         self._enqueue(task.role, line, "task", task.id)
 

@@ -58,7 +58,7 @@ class Holds:
         if request["action"] == "approve":
             self._event("held work approved", task=task.id, role=task.role, kind=hold.kind)
             task = self._settle(task, TaskState.DONE, checks=f"approved at the {hold.kind} gate")
-            self._pass_on(task, f"{hold.line} (The operator approved it at a {hold.kind} "
+            self._pass_on(task, f"{hold.line} (The operator approved it at the {hold.kind} "
                           f"gate: {briefs.one_line(hold.why, 200)}.)", hold.unmerged, "done")
             return wire.ok(id=task.id, state="done")
         reason = request.get("reason") or ""

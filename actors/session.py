@@ -34,7 +34,7 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, authority, briefs, selfpath, statedir, wire, worktrees
+from choragos import __version__, authority, briefs, ownership, selfpath, statedir, wire, worktrees
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
@@ -308,6 +308,7 @@ class Session:
         for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
+            text += ownership.map_section(ownership.owners(config))
             statedir.write_text(folder / f"{spec.name}.md", text)
 
     # -- live reload (called by the core, on its thread) -------------------------

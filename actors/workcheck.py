@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.aftercare import CheckWork, WorkChecked
-from choragos import briefs, changes, statedir, worktrees
+from choragos import briefs, changes, ownership, statedir, worktrees
 from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
 
@@ -37,8 +37,8 @@ class WorkChecks:
     def _verifies(self, task: Task, outcome: str) -> bool:
         """Whether this done waits for the role's verify (or judge) before it counts."""
         spec = self.s.config.role(task.role)
-        return (outcome == "done" and spec is not None and bool(spec.verify or spec.judge)
-                and self.s.aftercare is not None)
+        checked = spec is not None and bool(spec.verify or spec.judge or task.id in self.s.prints)
+        return outcome == "done" and checked and self.s.aftercare is not None
 
     def _hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
         """Start the checks of a work-done; False when there is nothing to check
@@ -52,7 +52,8 @@ class WorkChecks:
         spec = self.s.config.role(task.role)
         command = spec.verify if spec is not None and outcome == "done" else ""
         tree = self.s.trees.get(task.role)
-        if not task.checkpoint and not command and tree is None and not spec.judge:
+        if (not task.checkpoint and not command and tree is None and not spec.judge
+                and task.id not in self.s.prints):
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
         branch = worktrees.branch_of(task.role) if tree is not None else ""
@@ -72,12 +73,37 @@ class WorkChecks:
 
     def _checks_passed(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
         """Verified (or nothing to verify): the judge, if any, has the last word."""
+        trespass = self._trespass(task) if outcome == "done" else ""
+        if trespass:
+            self._hold(task, "owner", trespass, line, unmerged)
+            return
         if outcome == "done" and self._judged(task.role):
             self._send_to_judge(task, line, unmerged)
             return
         if outcome == "done" and self._verifies(task, outcome):
             task = self._settle(task, TaskState.DONE)
         self._pass_on(task, line, unmerged, outcome)
+
+    def _fingerprint_owned(self, task: Task) -> None:
+        owned = ownership.owners(self.s.config)
+        if owned:
+            tree = self.s.trees.get(task.role, self.s.workdir)
+            self.s.prints[task.id] = ownership.fingerprint(tree, owned)
+
+    def _trespass(self, task: Task) -> str:
+        """Which owned files another role's task changed, as a sentence ("" for none)."""
+        before = self.s.prints.get(task.id)
+        if before is None:
+            return ""
+        owned = ownership.owners(self.s.config)
+        after = ownership.fingerprint(self.s.trees.get(task.role, self.s.workdir), before)
+        found = ownership.trespasses(before, after, owned, task.role)
+        if not found:
+            return ""
+        self._event("owned file changed", task=task.id, role=task.role,
+                    files=[{"path": path, "owner": owner} for path, owner in found])
+        return f"{task.role} changed " + ", ".join(f"{path} (owned by {owner})"
+                                                   for path, owner in found)
 
     def _work_checked(self, msg: WorkChecked) -> None:
         held = self.s.held.pop(msg.task_id, None)

@@ -112,7 +112,7 @@ def merge_declined_line(task: Task, branch: str, reason: str) -> str:
 
 def held_rejected_line(task: Task, kind: str, why: str, reason: str) -> str:
     extra = f" Reason: {one_line(reason, 400)}" if reason.strip() else ""
-    return (f"Task {task.id} from {task.role} FAILED: the operator rejected it at a {kind} "
+    return (f"Task {task.id} from {task.role} FAILED: the operator rejected it at the {kind} "
             f"gate ({one_line(why, 300)}).{extra} Decide whether to delegate it again.")
 
 

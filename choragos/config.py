@@ -40,7 +40,6 @@ _LATER = "not built yet"
 # force when it is not.  Remove an entry in the change that builds the feature
 # (and the matching line in docs/configuration.md).
 NOT_BUILT: dict[str, str] = {
-    "roles.owns_files": _LATER,
 }
 
 
@@ -386,11 +385,17 @@ def _judge(value: object) -> str:
     return "" if value == "" else _role_name(value)
 
 
-def _workspace_glob(value: object) -> str:
+def _owned_path(value: object) -> str:
+    """A workspace-relative literal path (no globs), normalised, never under .choragos/."""
     text = cs.word(value)
     if text.startswith(("/", "~")) or ".." in PurePosixPath(text).parts:
         raise ValueError(f"{cs.show(text)} must stay inside the workspace (relative, no ..)")
-    return text
+    if any(char in text for char in "*?["):
+        raise ValueError(f"{cs.show(text)} is a pattern; name each owned file literally")
+    path = PurePosixPath(text).as_posix()
+    if path == "." or PurePosixPath(path).parts[0] == ".choragos":
+        raise ValueError(f"{cs.show(text)} is choragos's own state; no role can own it")
+    return path
 
 
 _ROLE_SCHEMA: cs.Schema = {
@@ -420,7 +425,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge": _judge,
     "judge_pass": cs.integer(1, 10),
     "judge_rounds": cs.integer(1),
-    "owns_files": cs.list_of(_workspace_glob),
+    "owns_files": cs.list_of(_owned_path),
     "fresh": cs.boolean,
     "verify": _verify_command,
     "verify_rounds": cs.integer(1),
@@ -448,7 +453,8 @@ def _read_roles(raw: list, where: str, report: cs.Report) -> tuple[RoleSpec, ...
             report.error(at, str(cs.expected("a table", table)))
     if not raw:
         report.error(where, "the team is empty; define at least one [[roles]] table")
-    for check in (_check_required, _check_names, _check_start, _check_judges, _advise):
+    for check in (_check_required, _check_names, _check_start, _check_judges, _check_owners,
+                  _advise):
         check(seats, where, report)
     return tuple(RoleSpec(**seat.values) for seat in seats if _complete(seat))
 
@@ -498,6 +504,18 @@ def _check_judges(seats: list[_Seat], where: str, report: cs.Report) -> None:
             report.error(at, "a role cannot judge its own work")
         elif judge and judge not in names:
             report.error(at, f"no role is named {cs.show(judge)}")
+
+
+def _check_owners(seats: list[_Seat], where: str, report: cs.Report) -> None:
+    """Each owned path has exactly one owner."""
+    owners: dict[str, _Seat] = {}
+    for seat in seats:
+        for path in seat.values.get("owns_files", ()):
+            first = owners.setdefault(path, seat)
+            if first is not seat:
+                report.error(cs.join(seat.where, "owns_files"),
+                             f"{cs.show(path)} is already owned by {first.where}; a file has "
+                             "exactly one owner")
 
 
 def _advise(seats: list[_Seat], where: str, report: cs.Report) -> None:

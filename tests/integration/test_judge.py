@@ -63,5 +63,5 @@ def test_no_usable_verdict_falls_closed_to_a_human_gate(serve):
     assert _reports(s) == [] and s.board()["T1"]["state"] != "done"  # never a silent pass
     assert s.cli("gate", "approve", "T1").returncode == 0
     line = s.wait(lambda: next(iter(_reports(s)), None), 20, message="the report")
-    assert "(The operator approved it at a judge gate" in line
+    assert "(The operator approved it at the judge gate" in line
     assert s.board()["T1"]["state"] == "done"

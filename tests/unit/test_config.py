@@ -161,7 +161,7 @@ ROLE_VALUES = [
     ("judge", '""', ""),
     ("judge_pass", "10", 10),
     ("judge_rounds", "1", 1),
-    ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
+    ("owns_files", '["defects.md", "./src/a.py"]', ("defects.md", "src/a.py")),
     ("fresh", "true", True),
     ("verify", '"pytest -q \'tests/a b\'"', "pytest -q 'tests/a b'"),
     ("verify_rounds", "1", 1),
@@ -238,7 +238,9 @@ ROLE_ERRORS = [
     ("judge_pass = 0", "judge_pass", "must be between 1 and 10, got 0"),
     ("judge_pass = 11", "judge_pass", "must be between 1 and 10, got 11"),
     ("judge_rounds = 0", "judge_rounds", "must be at least 1"),
-    ('owns_files = ["/etc/*"]', "owns_files", "must stay inside the workspace"),
+    ('owns_files = ["/etc/x"]', "owns_files", "must stay inside the workspace"),
+    ('owns_files = ["docs/*.md"]', "owns_files", "is a pattern; name each owned file"),
+    ('owns_files = [".choragos/x"]', "owns_files", "is choragos's own state"),
     ('owns_files = ["src/../../x"]', "owns_files", "must stay inside the workspace"),
     ('owns_files = [""]', "owns_files", "must not be empty"),
     ("fresh = 1", "fresh", "expected true or false"),
@@ -707,3 +709,10 @@ def _toml(value: object) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def test_an_owned_file_has_exactly_one_owner(tmp_path: Path) -> None:
+    text = (LEAD.replace("start = true", 'start = true\nowns_files = ["plan.md"]')
+            + '[[roles]]\nname = "w"\ncommand = "sh"\nowns_files = ["notes.md", "./plan.md"]\n')
+    assert_one(fail(tmp_path, text), "roles[2].owns_files: ")
+    assert '"plan.md" is already owned by roles[1]' in fail(tmp_path, text)[0]
