@@ -65,3 +65,15 @@ def test_no_usable_verdict_falls_closed_to_a_human_gate(serve):
     line = s.wait(lambda: next(iter(_reports(s)), None), 20, message="the report")
     assert "(The operator approved it at the judge gate" in line
     assert s.board()["T1"]["state"] == "done"
+
+
+def test_a_judge_that_times_out_falls_closed_to_a_human_gate(serve):
+    s = serve(ORCH + role_toml("coder", "--worker", "--edit", judge="reviewer")
+              + role_toml("reviewer", timeout="2s"))  # never answers
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    assert s.cli("delegate", "--to", "coder", "--task", "write a.txt done").returncode == 0
+    held = s.wait_event(lambda e: e["event"] == "work held", 40, "the hold")
+    assert held["why"] == "the judge reviewer timed out after 2s"
+    assert _reports(s) == [] and s.board()["T1"]["state"] != "done"
+    assert s.cli("gate", "reject", "T1").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, message="T1 failed")
