@@ -37,7 +37,7 @@ from actors.timers import Timers
 from choragos import __version__, authority, briefs, ownership, selfpath, statedir, wire, worktrees
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
-from choragos.ctlserver import ControlServer
+from choragos.ctlserver import ControlServer, ServerStartError
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
@@ -175,22 +175,29 @@ class Session:
             "aftercare", lambda h: AftercareActor.start(workdir, core, sup))
         self._start_gateway_server()
         self._start_prober(core_state)
-        core_state.trees = self.trees = self._worktrees()
+        core_state.trees = self.trees
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
 
-    def _worktrees(self) -> dict[str, Path]:
-        """Each worktree role's tree: the one it left with unmerged work, or a new one."""
-        trees = {}
-        for spec in self.config.roles:
-            if spec.worktree:
-                trees[spec.name] = worktrees.ensure(self.workdir, spec.name)
-                self.events.write("worktree", role=spec.name, path=str(trees[spec.name]),
-                                  branch=worktrees.branch_of(spec.name))
-        return trees
+    def _worktree(self, role: str, strict: bool) -> Path | None:
+        """The role's tree: the one it left with unmerged work, or a new one from HEAD."""
+        if role not in self.trees:
+            try:
+                self.trees[role] = worktrees.ensure(self.workdir, role)
+            except worktrees.WorktreeError as exc:
+                if strict:  # at start: the session does not start without it
+                    raise ServerStartError(f"the worktree of {role}: {exc}") from None
+                # A role added by a reload into a repository that cannot have
+                # one runs in the workspace, loudly.
+                log.warning("%s runs in the workspace: %s", role, exc)
+                self.events.write("worktree failed", role=role, error=str(exc))
+                return None
+            self.events.write("worktree", role=role, path=str(self.trees[role]),
+                              branch=worktrees.branch_of(role))
+        return self.trees[role]
 
     def _prune_worktrees(self) -> None:
         """A worktree whose branch is fully merged and clean has nothing left to keep."""
@@ -285,10 +292,11 @@ class Session:
             return spec
         return routed(spec, self.config.sphragis.agent_url(spec.name))
 
-    def _start_role(self, spec: RoleSpec) -> Seat:
+    def _start_role(self, spec: RoleSpec, strict: bool = True) -> Seat:
         state = new_state(self._process_spec(spec), self.workdir, self._role_env(spec),
                           self.options.cols, self.options.rows)
-        state.cwd = self.trees.get(spec.name)
+        if spec.worktree:
+            state.cwd = self._worktree(spec.name, strict)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -321,7 +329,7 @@ class Session:
         return plan
 
     def add_role(self, spec: RoleSpec) -> Seat:
-        seat = self._start_role(spec)
+        seat = self._start_role(spec, strict=False)
         seat.handle.tell(m.Spawn())
         return seat
 

@@ -56,10 +56,13 @@ class WorkChecks:
                 and task.id not in self.s.prints):
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
-        branch = worktrees.branch_of(task.role) if tree is not None else ""
+        # A worktree role's work is committed (and so measured) only when done;
+        # the main tree's checkpoint says nothing about its tree.
+        branch = worktrees.branch_of(task.role) if tree is not None and outcome == "done" else ""
+        checkpoint = task.checkpoint if tree is None else None
         body = f"Task: {task.id}\n\n{task.text.strip()}" + (
             f"\n\nBrief: {task.brief}" if task.brief else "")
-        self.s.aftercare.tell(CheckWork(task_id, task.checkpoint, tree or self.s.workdir,
+        self.s.aftercare.tell(CheckWork(task_id, checkpoint, tree or self.s.workdir,
                                         command, spec.verify_timeout if spec else 600.0,
                                         branch, (parts[2], body)))
         return True

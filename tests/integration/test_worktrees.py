@@ -164,3 +164,18 @@ def test_a_worktree_with_unmerged_work_is_reused_and_pruned_once_merged(session)
     assert "worktree pruned" in [e["event"] for e in again.events()]
     assert not tree.exists()
     assert _git(s.workdir, "branch", "--list", "choragos/hand") == ""
+
+
+def test_a_worktree_path_in_the_way_stops_the_start_with_the_reason(short_tmp: Path):
+    work = short_tmp / "work"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos" / "worktrees" / "w").mkdir(parents=True)
+    (work / ".choragos" / "worktrees" / "w" / "mine.txt").write_text("not a worktree\n")
+    (work / ".choragos.toml").write_text(ORCH + role_toml("w", "--worker", worktree=True))
+    env = base_env({"CHORAGOS_SOCK": str(short_tmp / "s.sock")})
+    out = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless"], cwd=work,
+                         env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1, out.stderr
+    assert "the worktree of w: " in out.stderr and "exists but is not a worktree" in out.stderr
+    assert not (short_tmp / "s.sock").exists()
