@@ -1227,7 +1227,7 @@ class Deck:
                 self.post("call", lambda: self.say(why, "failed"))
                 return
             self.post("call", lambda: self._page(
-                title, text or "No file differs from the checkpoint."))
+                title, text or "No file differs."))
         with contextlib.suppress(RuntimeError):  # shutting down
             self._workers.submit(work)
 

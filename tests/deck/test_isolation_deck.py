@@ -54,3 +54,26 @@ def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
     wait_until(lambda: any(x.startswith("Merged: choragos/alice with T1")
                            for x in d.submitted("orchestrator")), 20,
                message="the orchestrator told")
+
+
+def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
+    team = (role_toml("orchestrator", start=True)
+            + role_toml("alice", "--worker", "--edit", worktree=True)
+            + "\n[ui]\nauto_focus = false\n")
+    d: TmuxDeck = deck(team)
+    d.serve()
+    d.wait_booted(["orchestrator", "alice"])
+    out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
+    assert out.returncode == 0, out.stderr
+    d.wait_screen("Merge gate", 30)
+    d.keys("Escape")
+    d.wait_screen(lambda s: "Merge gate" not in s)
+    d.keys("C-b", "t")
+    d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s), 20)
+    d.keys("d")
+    screen = d.wait_screen("diff of choragos/alice (unmerged work)")
+    assert "+from alice" in screen
+    d.keys("q")
+    d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s))
+    d.keys("y")
+    wait_until(lambda: (d.workdir / "notes.txt").exists(), 20, message="the merge")
