@@ -38,6 +38,7 @@ class WorkChecked:
     verify: verify.VerifyResult | None = None
     seconds: float = 0.0
     unmerged: bool = False      # a worktree role's branch holds work to merge
+    commit_error: str = ""      # why a worktree role's work could not be committed
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ class AftercareActor(Actor):
         if msg.verify:
             result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout)
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
-                                   round(time.monotonic() - began, 3), unmerged))
+                                   round(time.monotonic() - began, 3), unmerged,
+                                   error if msg.branch else ""))
 
     def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool]:
         """Commit the worker's tree on its branch; the changes are what the

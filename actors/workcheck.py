@@ -114,6 +114,10 @@ class WorkChecks:
         if held is None or task is None:
             return
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
+        if msg.commit_error:
+            self._event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
+            line += (f" Its work could not be committed on {worktrees.branch_of(task.role)} "
+                     f"({briefs.one_line(msg.commit_error, 300)}); nothing will be merged.")
         if msg.verify is None:
             self._checks_passed(task, line, msg.unmerged, held.outcome)
         elif msg.verify.ok:

@@ -82,11 +82,25 @@ def _link_state(workdir: Path, path: Path) -> None:
     link = path / ".choragos"
     if not os.path.lexists(link):
         os.symlink(os.path.relpath(workdir / ".choragos", path), link)
+    _exclude_link(workdir)
+
+
+def _exclude_link(workdir: Path) -> None:
+    """Keep the link out of ``git status`` and ``git add -A`` in every worktree
+    (an agent may commit by itself): one line in the repository's info/exclude."""
+    common = Path(_run(workdir, "rev-parse", "--git-common-dir").stdout.strip())
+    exclude = (common if common.is_absolute() else workdir / common) / "info" / "exclude"
+    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if "/.choragos" not in text.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write(("" if not text or text.endswith("\n") else "\n")
+                         + "# choragos: the state link in each role's worktree\n/.choragos\n")
 
 
 def commit_work(path: Path, subject: str, body: str) -> str | None:
     """Commit everything the worker changed on its branch; None when nothing changed."""
-    _run(path, "add", "-A", "--", ".", EXCLUDE)
+    _run(path, "add", "-A")  # the state link is in info/exclude
     if _run(path, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
     message = subject.strip() or "work from choragos"

@@ -179,3 +179,12 @@ def test_a_worktree_path_in_the_way_stops_the_start_with_the_reason(short_tmp: P
     assert out.returncode == 1, out.stderr
     assert "the worktree of w: " in out.stderr and "exists but is not a worktree" in out.stderr
     assert not (short_tmp / "s.sock").exists()
+
+
+def test_the_state_link_never_shows_in_the_worktrees_git_status(session):
+    s = session(ORCH + role_toml("w", "--worker", worktree=True), {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "w"])
+    tree = s.workdir / ".choragos" / "worktrees" / "w"
+    assert (tree / ".choragos" / "briefs" / "w.md").exists()  # the link reaches the state
+    assert _git(tree, "status", "--porcelain") == ""
+    assert _git(s.workdir, "status", "--porcelain", "--untracked-files=no") == ""
