@@ -52,7 +52,8 @@ class WorkChecks:
         spec = self.s.config.role(task.role)
         command = spec.verify if spec is not None and outcome == "done" else ""
         tree = self.s.trees.get(task.role)
-        if (not task.checkpoint and not command and tree is None and not spec.judge
+        judged = spec is not None and bool(spec.judge)
+        if (not task.checkpoint and not command and tree is None and not judged
                 and task.id not in self.s.prints):
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
