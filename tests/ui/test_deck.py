@@ -304,17 +304,21 @@ def test_a_crash_of_the_loop_is_logged_and_the_deck_comes_back(tmp_path):
 
 def test_the_board_lists_tasks_with_their_files(deck):
     done = Task("T1", "coder", "Add retry", state=TaskState.DONE, created=1.0, delivered=2.0,
-                finished=9.0, report="/w/.choragos/reports/T1.md", checkpoint="refs/x")
+                finished=9.0, report="/w/.choragos/reports/T1.md", checkpoint="refs/x",
+                changes=({"path": "a.py", "kind": "modified", "added": 2, "deleted": 1},),
+                checks="verify passed")
     deck._news(("task", done))
     deck._news(("task", Task("T2", "release", "Ship", state=TaskState.QUEUED, created=3.0)))
     keys(deck, b"\x02t")
     text = "\n".join(screen_text(deck))
     assert "Task board (2)" in text
-    assert re.search(r"T1\s+coder\s+done\s+\S+\s+7s\s+✓\s+Add retry", text)
+    assert re.search(r"T1\s+coder\s+done\s+\S+\s+7s\s+✓\s+1\s+Add retry", text)
+    assert re.search(r"T2\s+release\s+queued\s+\S+\s+-\s+·\s+-\s+Ship", text)
     assert re.search(r"T2\s+release\s+queued", text)
     keys(deck, b"\x1b[A")  # select T1
     text = "\n".join(screen_text(deck))
     assert "report  /w/.choragos/reports/T1.md" in text
+    assert "checks  verify passed" in text and "changed a.py (modified, +2 -1)" in text
     keys(deck, b"n")  # T1 is not at a gate
     assert "not waiting at a gate" in screen_text(deck)[-1]
 
