@@ -143,8 +143,9 @@ def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None
     s.wait_told("A worker reports: [T1 from coder] Wrote hello.txt")
     # Whole, though the input box showed only a placeholder for it.
     told = next(m for m in fake_model.user_messages() if "A worker reports" in m)
-    assert told == (f"A worker reports: [T1 from coder] {LONG_SUMMARY} "
-                    f"Full report: read {work}/.choragos/reports/T1.md")
+    # hello.txt is what changed since the task's checkpoint (the report is in .choragos/)
+    assert told == (f"A worker reports: [T1 from coder] {LONG_SUMMARY} (1 file changed "
+                    f"(+1 -0)) Full report: read {work}/.choragos/reports/T1.md")
 
     task = s.board()["T1"]
     assert task["state"] == "done" and task["report"] == f"{work}/.choragos/reports/T1.md"
