@@ -150,11 +150,12 @@ class RoleView:
     detail: str = ""
     preview: tuple[str, ...] = ()
     exit: str = ""
+    profile: str = ""  # the agent profile its screen is read with
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
-                "preview": list(self.preview), "exit": self.exit}
+                "preview": list(self.preview), "exit": self.exit, "profile": self.profile}
 
 
 @dataclass(frozen=True)

@@ -110,10 +110,20 @@ def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 12
     transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
     brief_file = f".choragos/briefs/{spec.name}.md"
     state = RoleState(
-        spec=spec, workdir=workdir, env=env, profile=profile_for(spec.command),
+        spec=spec, workdir=workdir, env=env, profile=spec_profile(spec),
         terminal=Terminal(cols, rows), transcript=transcript, brief_file=brief_file,
         boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file))
     return state
+
+
+def spec_profile(spec: RoleSpec) -> AgentProfile:
+    """The role's ``agent`` key, else the agent its command runs (wrappers seen through)."""
+    return profile_for(spec.command, spec.args, spec.agent)
+
+
+def _drawn(lines: list[str]) -> bool:
+    """The program has drawn something: a blank screen is never idle nor briefed."""
+    return any(line.strip() for line in lines)
 
 
 class RoleActor(Actor):
@@ -224,7 +234,7 @@ class RoleActor(Actor):
 
     def _quiet_without_busy_marker(self, lines: list[str]) -> bool:
         s = self.s
-        if time.monotonic() - s.last_output < QUIET_IDLE:
+        if time.monotonic() - s.last_output < QUIET_IDLE or not _drawn(lines):
             return False
         return not screenstatus.has_marker(lines, s.profile.busy_markers)
 
@@ -259,7 +269,8 @@ class RoleActor(Actor):
             pid=s.child.pid if s.child and s.status not in
             (RoleStatus.EXITED, RoleStatus.FAILED) else None,
             restarts=s.restarts_total, ready=self._ready(), detail=s.detail,
-            preview=tuple(preview), exit=s.exit.describe() if s.exit else "")
+            preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
+            profile=s.profile.name)
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer it."""
@@ -299,16 +310,24 @@ class RoleActor(Actor):
         s = self.s
         if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
             return False
+        lines = s.terminal.display()
         screen = self._screen_status()
-        if screen is RoleStatus.WAITING:
+        if screen is RoleStatus.WAITING or not _drawn(lines):
             return False
-        return screen is RoleStatus.IDLE or now - s.spawned >= BOOT_MAX_WAIT
+        if now - s.spawned >= BOOT_MAX_WAIT:
+            return True
+        # Some CLIs draw an idle-looking prompt before their startup dialog.
+        markers = s.profile.boot_markers
+        return screen is RoleStatus.IDLE and (not markers
+                                              or screenstatus.has_marker(lines, markers))
 
     # -- injection (T3) ----------------------------------------------------
 
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
+        if self._ready() and self._screen_status() is not RoleStatus.IDLE:
+            self._refresh_status()  # the screen moved on (a dialog opened) since last read
         if not self._ready():
             self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False,
                                               f"{s.spec.name} is {s.status}, not ready"))
@@ -526,7 +545,7 @@ class RoleActor(Actor):
     def _update_spec(self, msg: m.UpdateSpec) -> None:
         s = self.s
         s.spec, s.env = msg.spec, msg.env
-        s.profile = profile_for(msg.spec.command)
+        s.profile = spec_profile(msg.spec)
         s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
         self._publish()
 

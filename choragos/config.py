@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from choragos import configschema as cs
+from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
 
@@ -82,6 +83,7 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    agent: str = ""  # the agent profile by name; empty: chosen from the command
 
     def argv(self) -> list[str]:
         """The command line: command, args, then ``model_flag model`` when both are set."""
@@ -345,6 +347,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "agent": cs.choice("", *AGENT_NAMES),
 }
 
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _COLUMNS = [("name", "ROLE"), ("state", "STATE"), ("pid", "PID"), ("restarts", "RESTARTS"),
-            ("task", "TASK"), ("model", "MODEL"), ("command", "COMMAND")]
+            ("task", "TASK"), ("model", "MODEL"), ("profile", "AGENT"), ("command", "COMMAND")]
 
 
 def run(argv: list[str], verb: str = "status") -> int:

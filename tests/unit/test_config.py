@@ -121,7 +121,7 @@ ROLE_DEFAULTS = {
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False,
+    "owns_files": (), "fresh": False, "agent": "",
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -158,6 +158,7 @@ ROLE_VALUES = [
     ("judge_rounds", "1", 1),
     ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
     ("fresh", "true", True),
+    ("agent", '"gemini"', "gemini"),
 ]
 
 
@@ -197,6 +198,7 @@ ROLE_ERRORS = [
     ("model_flag = false", "model_flag", "expected a string, got boolean false"),
     ("prompt_template = 1.5", "prompt_template", "expected a string, got float 1.5"),
     ('approve = "yes"', "approve", "expected true or false"),
+    ('agent = "cursor"', "agent", '"cursor" is not one of "", "claude", "gemini"'),
     ('env_allow = ["FOO-BAR"]', "env_allow", '"FOO-BAR" is not a variable name'),
     ('env_allow = ["A*B", "*"]', "env_allow", "element 2: a bare"),
     ('env_deny = ["bad name"]', "env_deny", "not a variable name"),
