@@ -170,6 +170,7 @@ class InjectionOutcome:
     ok: bool
     detail: str = ""
     final: bool = True  # False: a retry follows
+    untouched: bool = False  # nothing was typed: the role was not ready after all
 
 
 @dataclass(frozen=True)

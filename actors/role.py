@@ -42,6 +42,10 @@ BOOT_MAX_WAIT = 20.0
 BOOT_RETRY_DELAY = 3.0
 BOOT_RETRIES = 2
 ECHO_WAIT = 2.0
+# The Enter waits for the pane to be this quiet after the echo: Gemini CLI
+# takes an Enter that follows any input event (a terminal reply included)
+# within 30 ms as a newline, not a submission.
+ENTER_QUIET = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
 CLASSIFY_DELAY = 0.15
@@ -330,7 +334,8 @@ class RoleActor(Actor):
             self._refresh_status()  # the screen moved on (a dialog opened) since last read
         if not self._ready():
             self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False,
-                                              f"{s.spec.name} is {s.status}, not ready"))
+                                              f"{s.spec.name} is {s.status}, not ready",
+                                              untouched=True))
             return
         self._begin_typing(msg.injection)
 
@@ -369,10 +374,12 @@ class RoleActor(Actor):
 
     def _step_wait_echo(self, typing: Typing) -> None:
         s = self.s
-        if self._pending(typing):
+        now = time.monotonic()
+        if self._pending(typing) and (now - s.last_output >= ENTER_QUIET
+                                      or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
-        if time.monotonic() - typing.started < ECHO_WAIT:
+        if now - typing.started < ECHO_WAIT:
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
             return

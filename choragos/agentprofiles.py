@@ -149,7 +149,9 @@ GEMINI = AgentProfile(
     boot_quiet=1.5,
     boot_markers=("type your message",),
     needs_split_enter=True,
-    enter_delay=0.2,
+    # An Enter until a 40 ms timer after a paste has run is a newline; on a
+    # busy machine that timer runs late.
+    enter_delay=0.5,
     verified=True,
 )
 

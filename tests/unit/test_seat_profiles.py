@@ -214,4 +214,5 @@ def test_program_names_lists_each_program_outermost_first() -> None:
 
 def test_gemini_and_codex_profiles_are_verified_and_split_the_enter() -> None:
     for profile in (GEMINI, CODEX):
-        assert profile.verified and profile.needs_split_enter and profile.enter_delay == 0.2
+        assert profile.verified and profile.needs_split_enter
+    assert CODEX.enter_delay == 0.2 and GEMINI.enter_delay == 0.5
