@@ -12,22 +12,26 @@ the project settings ``choragos init --seats`` writes.
 from __future__ import annotations
 
 import json
+import os
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from choragos import seatsetup
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 from tests.e2e.claudeenv import REPO
 from tests.e2e.fakegemini import FakeGemini
-from tests.e2e.fakemodel import FakeModel
+from tests.e2e.fakemodel import FakeModel, Turn, text
 from tests.e2e.fakeopenai import FakeOpenAI
-from tests.e2e.scenario import ClaudeCrew
+from tests.e2e.scenario import BRIEF, ClaudeCrew, Hold, holds_for
 
 GEMINI_BIN = REPO / ".cache" / "gemini" / "node_modules" / ".bin" / "gemini"
 CODEX_BIN = REPO / ".cache" / "codex" / "node_modules" / ".bin" / "codex"
 FAKE_GEMINI_KEY = "fake-gemini-key-000"
 FAKE_OPENAI_KEY = "sk-fake-openai-000"
 FAKE_OPENAI_MODEL = "gpt-fake"
+BOOT_TIMEOUT = 45  # Gemini draws nothing for ~3 s, more on two busy cores
 
 
 @dataclass
@@ -119,3 +123,74 @@ class SeatCrew(ClaudeCrew):
         assert all(url.startswith("http://127.0.0.1:") for url in
                    (env["GOOGLE_GEMINI_BASE_URL"], self.fakes.openai.api_base))
         return env
+
+
+# -- scenarios every CLI seat must pass (tests/e2e/test_<cli>_seat.py) ----------------
+
+
+def two_seats(start: Callable[..., SeatCrew], cli: str, **coder: object) -> SeatCrew:
+    """An orchestrator and a coder, both running ``cli``."""
+    return start(seat_role("orchestrator", cli, start=True) + seat_role("coder", cli, **coder))
+
+
+def dialog_holds_deliveries(s: SeatCrew, option: str, never_told: str) -> None:
+    """With the coder's first task stuck at a dialog: *waiting*, and a second task
+    stays queued, untyped; ``never_told`` never reached the model."""
+    assert s.cli("delegate", "--to", "coder", "--task", "Run the check").returncode == 0
+    view = s.wait_state("coder", "waiting", 40)
+    assert any(option in line for line in view["preview"]), view
+    assert s.cli("delegate", "--to", "coder", "--task", "Second task").returncode == 0
+    assert holds_for(lambda: (v := s.status()["coder"])["state"] == "waiting"
+                     and v["queued"] == 1, 4)
+    assert s.times_told("New task T2") == 0 and s.times_told(never_told) == 0
+
+
+def untrusted_folder_waits(start: Callable[..., SeatCrew], fake: FakeModel, cli: str,
+                           option: str) -> None:
+    """The trust dialog at start: *waiting*, no brief typed, no model asked."""
+    s = start(seat_role("orchestrator", cli, start=True), trusted=False)
+    view = s.wait_state("orchestrator", "waiting", BOOT_TIMEOUT)
+    assert any(option in line for line in view["preview"]), view
+    assert holds_for(lambda: s.state("orchestrator") == "waiting", 4)
+    assert not s.boot_injections("orchestrator") and not fake.message_requests()
+
+
+def killed_worker_restarts(start: Callable[..., SeatCrew], fake: FakeModel, cli: str) -> None:
+    """SIGKILL mid-turn: restarted, briefed again, its task failed and reported."""
+    s = two_seats(start, cli, restart="on-failure")
+    thinking = s.hold(text("Still thinking."))
+    fake.on("New task T1 from choragos", thinking)
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "A long task").returncode == 0
+    s.wait(thinking.reached.is_set, 30, "the coder's model to be asked")
+    pid = s.wait_state("coder", "working", 15)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    s.wait_told("Task T1 to coder failed")
+    s.wait(lambda: len(s.boot_injections("coder")) == 2, BOOT_TIMEOUT, "the coder re-briefed")
+    assert all(boot["ok"] for boot in s.boot_injections("coder"))
+    view = s.wait_state("coder", "idle", 20)
+    assert view["pid"] != pid and view["restarts"] == 1 and not pid_alive(pid)
+    assert "killed by signal 9" in s.board()["T1"]["note"]
+
+
+def report_waits_for_the_busy_turn(s: SeatCrew, busy: Hold) -> None:
+    """The orchestrator's turn is held: the report stays queued, then goes in."""
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 60, "work-done")
+    s.wait(busy.reached.is_set, 15, "the orchestrator's held turn")
+    assert holds_for(lambda: (v := s.status()["orchestrator"])["state"] == "working"
+                     and v["queued"] == 1 and not s.injections("orchestrator", "report"), 1.5)
+    busy.release()
+
+
+def booted_and_briefed(s: SeatCrew, cli: str, roles: tuple[str, ...]) -> None:
+    """Each role booted once, read with ``cli``'s profile, its model given the brief."""
+    s.wait_booted(list(roles), timeout=BOOT_TIMEOUT)
+    for role in roles:
+        assert s.status()[role]["profile"] == cli
+        assert len(s.boot_injections(role)) == 1 and s.boot_injections(role)[0]["ok"]
+        s.wait_told(BRIEF.format(role=role))
+
+
+def tool_said(*needles: str) -> Callable[[Turn], bool]:
+    """A rule matching a tool result that contains every one of ``needles``."""
+    return lambda turn: all(n in turn.tool_text for n in needles)
