@@ -60,3 +60,14 @@ def test_a_dialog_mid_session_under_sh_c_holds_every_delivery(serve, short_tmp):
                      and status(s)["coder"]["queued"] == 1, QUIET_IDLE + 1.5)
     assert not s.agents("answer", "coder")  # the dialog's Enter would have said "Yes"
     assert s.board()["T2"]["state"] == "queued"
+
+
+def test_a_screen_never_drawn_is_never_idle_nor_briefed(serve):
+    # Quiet for longer than the quiet-means-idle delay, but nothing on screen yet.
+    coder = role_toml("coder", "--blank", str(QUIET_IDLE + 2))
+    s = serve(role_toml("orchestrator", start=True) + coder)
+    assert holds_for(lambda: status(s)["coder"]["state"] == "booting", QUIET_IDLE + 0.5)
+    assert not [e for e in s.events() if e["event"] == "boot injection" and e["role"] == "coder"]
+    s.wait_booted(["coder"], timeout=20)
+    assert not s.agents("dropped", "coder")  # the brief waited for the program to draw
+    assert s.submitted("coder") and "You are the coder role" in s.submitted("coder")[0]

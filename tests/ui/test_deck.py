@@ -363,4 +363,4 @@ def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
 def test_the_card_says_which_agent_profile_reads_the_role(deck):
     deck._news(("role", m.RoleView("coder", "idle", pid=42, profile="gemini")))
     text = "\n".join(screen_text(deck))
-    assert "idle · m1 · gemini · ↻0" in text, [l for l in screen_text(deck) if "↻" in l]
+    assert "idle · m1 · gemini · ↻0" in text, text
