@@ -250,9 +250,20 @@ class Terminal:
         clean = text.replace("\x1b", "")
         self.write(f"\x1b[200~{clean}\x1b[201~" if use_paste else clean)
 
-    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None) -> None:
-        """Type ``text``, then Enter as a separate write (the split-Enter rule)."""
+    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None,
+               echo_wait: float = 3.0) -> None:
+        """Type ``text``, then Enter as a separate write (the split-Enter rule).
+
+        The Enter waits (up to ``echo_wait``) for the text to show on screen:
+        on a loaded machine an Enter before the paste has landed becomes part
+        of it.  Text typed into a dialog never shows; the Enter then follows
+        after ``echo_wait``, as a person's would.
+        """
         self.type_text(text, paste)
+        needle = "".join(text.replace("\x1b", "").split())[-40:]
+        deadline = time.monotonic() + echo_wait
+        while time.monotonic() < deadline and needle not in "".join(self.text().split()):
+            time.sleep(0.05)
         time.sleep(enter_delay)  # the pause *is* the protocol: Enter must come alone
         self.write("\r")
 

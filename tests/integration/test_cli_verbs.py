@@ -284,10 +284,12 @@ def test_board_empty_and_json(cli: Env) -> None:
 def test_status_table(cli: Env) -> None:
     cli.session.replies["status"] = wire.ok(roles=[
         {"name": "coder", "state": "working", "pid": 4242, "restarts": 1, "task": "T3",
-         "model": "opus", "command": "claude"}])
+         "model": "opus", "command": "claude", "profile": "claude"}])
     lines = cli.run("status").stdout.splitlines()
-    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "MODEL", "COMMAND"]
-    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "opus", "claude"]
+    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "MODEL", "AGENT",
+                                "COMMAND"]
+    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "opus", "claude",
+                                "claude"]
 
 
 # --- role control and the field-less commands -----------------------------------------------
