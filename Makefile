@@ -75,6 +75,7 @@ bench: venv
 	$(BIN)/python bench/delegate_latency.py
 	$(BIN)/python bench/pane_throughput.py
 	$(BIN)/python bench/checkpoint.py
+	$(BIN)/python bench/gateway_overhead.py
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

@@ -13,9 +13,10 @@ import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
+from urllib.parse import urlsplit
 
 from choragos import configschema as cs
 from choragos.agentprofiles import AGENT_NAMES
@@ -24,8 +25,9 @@ from choragos.envpolicy import build_env
 
 __all__ = [
     "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
-    "CheckpointSettings", "Config", "ConfigError", "GatewaySettings", "Keys", "Price",
-    "RoleSpec", "UISettings", "builtin_config", "load_config", "role_env",
+    "BudgetSettings", "BuiltinGateway", "CheckpointSettings", "Config", "ConfigError",
+    "GatewaySettings", "Keys", "Price",
+    "RoleSpec", "UISettings", "Upstreams", "builtin_config", "load_config", "role_env",
 ]
 
 CONFIG_NAME = ".choragos.toml"
@@ -38,8 +40,6 @@ _LATER = "not built yet"
 # force when it is not.  Remove an entry in the change that builds the feature
 # (and the matching line in docs/configuration.md).
 NOT_BUILT: dict[str, str] = {
-    "roles.budget": _LATER,
-    "roles.budget_action": _LATER,
     "roles.worktree": _LATER,
     "roles.merge": _LATER,
     "roles.judge": _LATER,
@@ -47,7 +47,6 @@ NOT_BUILT: dict[str, str] = {
     "roles.judge_rounds": _LATER,
     "roles.owns_files": _LATER,
     "roles.fresh": _LATER,
-    "ui.on_budget": "budgets are not built yet",
 }
 
 
@@ -67,15 +66,17 @@ class RoleSpec:
     approve: bool = False
     env_allow: tuple[str, ...] = ()
     env_deny: tuple[str, ...] = ()
-    base_url_env: tuple[str, ...] = ("ANTHROPIC_BASE_URL",)
+    base_url_env: tuple[str, ...] | None = None  # None: the agent profile's default
     input_prompts: tuple[str, ...] = ()
     chrome_markers: tuple[str, ...] = ()
     timeout: float | None = None
     timeout_action: str = "notify"
     restart: str = ""
     restart_retries: int = 3
-    budget: float | None = None
+    budget: float | None = None          # USD
+    budget_tokens: int | None = None     # all directions added up
     budget_action: str = "notify"
+    stall_after: float | None = None     # seconds of an unchanged screen while holding a task
     worktree: bool = False
     merge: str = "gate"
     judge: str = ""
@@ -83,7 +84,12 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    can_delegate: bool | None = None  # None: only the start role may
     agent: str = ""  # the agent profile by name; empty: chosen from the command
+
+    @property
+    def may_delegate(self) -> bool:
+        return self.start if self.can_delegate is None else self.can_delegate
 
     def argv(self) -> list[str]:
         """The command line: command, args, then ``model_flag model`` when both are set."""
@@ -121,6 +127,28 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
+class Upstreams:
+    """``[gateway.upstream]``: where the built-in gateway sends each API's requests."""
+
+    anthropic: str = "https://api.anthropic.com"
+    openai: str = "https://api.openai.com"
+    gemini: str = "https://generativelanguage.googleapis.com"
+
+    def by_api(self) -> dict[str, str]:
+        return {"anthropic": self.anthropic, "openai": self.openai, "gemini": self.gemini}
+
+
+@dataclass(frozen=True)
+class BuiltinGateway:
+    """``[gateway]``: the gateway choragos runs itself (``builtin = true``)."""
+
+    builtin: bool = False
+    addr: str = ""  # "": listen on [sphragis] addr, where the session looks for it
+    timeout: float | None = 600.0  # seconds an upstream may stay silent; None: no limit
+    upstream: Upstreams = field(default_factory=Upstreams)
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens in each direction."""
 
@@ -145,7 +173,18 @@ class UISettings:
     on_input: str = ""
     on_timeout: str = ""
     on_budget: str = ""
+    on_exit: str = ""
+    on_idle: str = ""
+    on_done: str = ""
+    idle_after: float = 600.0
     theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """``[budget]``: limits for the whole crew (each role's own are on its table)."""
+
+    session: float | None = None  # USD across every role
 
 
 @dataclass(frozen=True)
@@ -188,9 +227,11 @@ class Config:
     roles: tuple[RoleSpec, ...]
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sphragis: GatewaySettings = field(default_factory=GatewaySettings)
+    gateway: BuiltinGateway = field(default_factory=BuiltinGateway)
     pricing: Mapping[str, Price] = field(default_factory=dict)
     ui: UISettings = field(default_factory=UISettings)
     keys: Keys = field(default_factory=Keys)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -277,8 +318,26 @@ def _build(data: dict, target: Path, shown: str) -> Config:
     if "roles" not in data:
         report.error("roles", "no [[roles]] table; a config file must define the team")
     _warn_not_built(data, "", "", report)
+    _join_gateways(values, data, report)
     report.raise_if_errors()
+    _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
+
+
+def _warn_unenforceable(values: dict, report: cs.Report) -> None:
+    """A budget needs token counts (the gateway) and, in USD, prices to mean anything."""
+    gateway_off = getattr(values.get("sphragis"), "enabled", None) is False
+    priced = bool(values.get("pricing"))
+    where = [(f"roles[{n}].budget", role.budget, role.budget_tokens)
+             for n, role in enumerate(values.get("roles", ()), 1)]
+    where.append(("budget.session", getattr(values.get("budget"), "session", None), None))
+    for at, usd, tokens in where:
+        if gateway_off and (usd is not None or tokens is not None):
+            report.warn(at, "cannot be enforced: [sphragis] enabled = false, so no tokens "
+                            "are counted")
+        elif usd is not None and not priced:
+            report.warn(at, "cannot be enforced in USD: there is no [pricing] table to "
+                            "price the tokens with")
 
 
 def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> None:
@@ -338,8 +397,10 @@ _ROLE_SCHEMA: cs.Schema = {
     "timeout_action": cs.choice("notify", "restart"),
     "restart": cs.choice("", "on-failure", "always"),
     "restart_retries": cs.integer(0),
-    "budget": cs.number(0.0, above=True),
+    "budget": cs.money,
+    "budget_tokens": cs.integer(1),
     "budget_action": cs.choice("notify", "pause"),
+    "stall_after": cs.optional_duration,
     "worktree": cs.boolean,
     "merge": cs.choice("gate", "auto", "never"),
     "judge": _judge,
@@ -347,6 +408,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "can_delegate": cs.boolean,
     "agent": cs.choice("", *AGENT_NAMES),
 }
 
@@ -476,6 +538,59 @@ _CHECKPOINTS = _settings(CheckpointSettings, {
 _SPHRAGIS = _settings(GatewaySettings, {
     "enabled": cs.boolean, "fail_closed": cs.boolean, "addr": _addr, "command": cs.word,
 })
+
+
+def upstream_url(value: object) -> str:
+    """An http(s) base URL without credentials, query or fragment."""
+    text = cs.word(value)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"{cs.show(text)} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{cs.show(text)} is not an http:// or https:// URL with a host")
+    if parts.username or parts.password:
+        raise ValueError(f"{cs.show(text)}: no credentials in the URL; agents send their own")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{cs.show(text)}: a base URL has no query or fragment")
+    return text.rstrip("/")
+
+
+parse_addr = _addr  # for `choragos gateway --addr`
+
+_UPSTREAMS = _settings(Upstreams, {api: upstream_url for api in ("anthropic", "openai",
+                                                                   "gemini")})
+_GATEWAY = _settings(BuiltinGateway, {
+    "builtin": cs.boolean, "addr": _addr, "timeout": cs.optional_duration,
+    "upstream": _UPSTREAMS,
+})
+
+
+def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
+    """A built-in gateway is the session's gateway: on, at its address, fail-closed as set."""
+    builtin = values.get("gateway")
+    if not isinstance(builtin, BuiltinGateway) or not builtin.builtin:
+        return
+    sphragis = values.get("sphragis", GatewaySettings())
+    written = data.get("sphragis") if isinstance(data.get("sphragis"), dict) else {}
+    if sphragis.enabled is False:
+        report.error("gateway.builtin", "conflicts with [sphragis] enabled = false; "
+                     "remove one of the two")
+    if builtin.addr and "addr" in written and written["addr"] != builtin.addr:
+        report.error("gateway.addr", f"{cs.show(builtin.addr)} differs from [sphragis] addr "
+                     f"{cs.show(sphragis.addr)}; the session scrapes the gateway where it "
+                     "listens, so set the address in one place")
+    addr = builtin.addr or sphragis.addr
+    host = addr.rpartition(":")[0]
+    if host not in ("localhost", "[::1]") and not host.startswith("127."):
+        report.warn("gateway.addr" if builtin.addr else "sphragis.addr",
+                    f"the built-in gateway listens on {cs.show(addr)}, beyond this machine: "
+                    "anyone who reaches it can use it as a proxy and read its /metrics")
+    values["sphragis"] = replace(sphragis, addr=addr)
+    values["gateway"] = replace(builtin, addr=addr)
+
+
 _PRICE_SCHEMA: cs.Schema = {key: cs.number() for key in (f.name for f in fields(Price))}
 _PRICE = _settings(Price, _PRICE_SCHEMA)
 
@@ -494,8 +609,11 @@ def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str
 _UI = _settings(UISettings, {
     "bell": cs.boolean, "sidebar": cs.boolean, "mouse": cs.boolean, "auto_focus": cs.boolean,
     "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
-    "on_budget": cs.string, "theme": cs.Nested(_read_theme),
+    "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
+    "on_done": cs.string, "idle_after": cs.positive_duration,
+    "theme": cs.Nested(_read_theme),
 })
+_BUDGET = _settings(BudgetSettings, {"session": cs.money})
 _KEY_SCHEMA: cs.Schema = {"prefix": cs.prefix_key, **{a: cs.key_name for a in KEY_ACTIONS}}
 
 
@@ -525,9 +643,11 @@ _TOP: cs.Schema = {
     "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])"),
     "checkpoints": _CHECKPOINTS,
     "sphragis": _SPHRAGIS,
+    "gateway": _GATEWAY,
     "pricing": cs.Nested(_read_pricing),
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
+    "budget": _BUDGET,
 }
 
 

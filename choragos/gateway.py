@@ -53,6 +53,13 @@ def decide(settings: GatewaySettings, on_path: Callable[[str], bool] | None = No
                                   f"listens on {settings.addr}")
 
 
+def decide_session(config: Config) -> GatewayMode:
+    """The session's decision: a built-in gateway is on, fail-closed as [sphragis] says."""
+    if config.gateway.builtin:
+        return _mode(config.sphragis, True, "[gateway] builtin = true")
+    return decide(config.sphragis)
+
+
 def _mode(settings: GatewaySettings, on: bool, reason: str) -> GatewayMode:
     return GatewayMode(on, on and settings.fail_closed, reason)
 

@@ -36,6 +36,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "checkpoints": ("choragos.cli.checkpoints", "list or prune workspace checkpoints"),
     "rollback": ("choragos.cli.rollback", "restore the workspace to before a task"),
     "report": ("choragos.cli.report", "per-role summary of a session from its event log"),
+    "gateway": ("choragos.cli.gateway", "run the built-in gateway (token counts per role)"),
 }
 
 
