@@ -6,8 +6,12 @@ the interpreter, and a gateway that dies takes nothing else with it.  This
 actor starts it, waits until it listens, and watches it.  When it exits the
 actor marks the gateway down at once (the fail-closed gate closes without
 waiting for the next probe) and crashes, so the supervisor starts a fresh
-one within its restart budget.  The fresh process is seeded with the last
-token totals the prober read, so the session's counts stay cumulative.
+one within its restart budget.  Each process keeps its counters in the
+session's counts file (:mod:`choragos.gatewaycounts`), added to after
+every counted response, and a fresh process starts from it, so the
+session's counts stay cumulative even for the tokens of the last moments
+before a crash.  The file is reset when the session starts its first
+gateway: a new session does not inherit an old one's counts.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from actors.gateway import GatewayHealth, ProberState
 from choragos import statedir
 from choragos.config import BuiltinGateway
 from choragos.envpolicy import build_env
+from choragos.gatewaycounts import whole_file
 
 READY_TIMEOUT = 15.0
 STOP_GRACE = 3.0
@@ -66,8 +71,10 @@ class ServerState:
     prober: ProberState
     log_path: Path
     events: Any  # EventLog.write
+    counts_path: Path | None = None  # the gateway's counts file (None: counts die with it)
     proc: subprocess.Popen | None = None
     problem: str = "not started yet"
+    spawned: int = 0  # processes started for this session
 
 
 class GatewayRunner(Actor):
@@ -126,6 +133,11 @@ class GatewayRunner(Actor):
                 "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
         for api, url in s.settings.upstream.by_api().items():
             argv += [f"--{api}", url]
+        if not s.spawned:
+            self._reset_counts()
+        if s.counts_path is not None:
+            argv += ["--state", str(s.counts_path)]
+        s.spawned += 1
         log = statedir.append_fd(s.log_path)  # 0600, never through a link
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -133,10 +145,28 @@ class GatewayRunner(Actor):
                                     start_new_session=True)
         finally:
             os.close(log)
-        # The session's last totals, then stdin stays open: its end is the child's cue to go.
+        # The session's last totals (a floor under the counts file), then stdin stays
+        # open: its end is the child's cue to go.
         proc.stdin.write((json.dumps(s.prober.totals) + "\n").encode())
         proc.stdin.flush()
         return proc
+
+    def _reset_counts(self) -> None:
+        """The session's first gateway starts from zero, not from an older session's file.
+
+        A file that cannot be reset (a full disk) is not used at all: a
+        restarted gateway then starts from the session's last reading, as
+        it would with no file.
+        """
+        s = self.s
+        if s.counts_path is None:
+            return
+        try:
+            statedir.write_text(s.counts_path, whole_file({}))
+        except OSError as exc:
+            s.events("gateway counts not kept", path=str(s.counts_path),
+                     reason=str(exc.strerror or exc))
+            s.counts_path = None
 
     def _watch(self, proc: subprocess.Popen) -> None:
         code = proc.wait()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import json
 import logging
 import os
 import signal
@@ -39,6 +40,7 @@ from choragos.ctlserver import ControlServer
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
+from choragos.gatewaycounts import session_path
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
@@ -75,11 +77,16 @@ class Session:
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
         self.prober_handle: Handle | None = None
+        self.metrics = None  # the session's own /metrics, when [metrics] listen is set
 
     # -- start ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Bind the socket first: a second session here must fail before spawning."""
+        """Bind the socket first: a second session here must fail before it
+        spawns anything or writes one line into the running session's log."""
+        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
+                                  self.events.write, self.caller_of)
+        self.server.start()
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
@@ -87,9 +94,7 @@ class Session:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
         self._note_budgets()
-        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write, self.caller_of)
-        self.server.start()
+        self._start_metrics()
         try:
             self._start_actors()
         except BaseException:
@@ -105,7 +110,33 @@ class Session:
             return
         self.events.write("gateway off", reason=self.gateway.reason)
         if self.config.sphragis.enabled is None:
-            log.warning("gateway off: %s", self.gateway.reason)
+            # An optional feature nobody asked for: a note, not a warning.
+            log.info("gateway off: %s", self.gateway.reason)
+
+    def _start_metrics(self) -> None:
+        """``[metrics] listen``: fail soft, the session runs without its endpoint."""
+        listen = self.config.metrics.listen
+        if not listen:
+            return
+        from choragos.sessionmetrics import SessionMetrics
+
+        metrics = SessionMetrics(self._ask_core)
+        try:
+            metrics.serve(listen)
+        except OSError as exc:
+            self.events.write("metrics off", listen=listen, reason=str(exc))
+            log.warning("metrics: cannot listen on %s: %s", listen, exc)
+            return
+        self.events.listeners.append(metrics.hear)
+        self.metrics = metrics
+        self.events.write("metrics on", listen=listen)
+
+    def _ask_core(self, request: dict) -> dict:
+        """A control command through the core's registry, as the socket sends it."""
+        if self.core is None:
+            raise pykka.Timeout("the session is still starting")
+        parsed = wire.parse_request(json.dumps(request).encode())
+        return self.core.ask(m.Dispatch(parsed), timeout=2.0)
 
     def _note_budgets(self) -> None:
         """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
@@ -187,7 +218,7 @@ class Session:
             return
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write)
+                            self.events.write, session_path(self.workdir))
         sup, core = self.supervisor, self.core
         handle = self._start_child("gateway-server",
                                    lambda h: GatewayRunner.start(state, core, sup))
@@ -324,6 +355,8 @@ class Session:
         self.stopped.set()
         if self.server is not None:
             self.server.close()
+        if self.metrics is not None:
+            self.metrics.close()
         self._flush_tokens()
         self._stop_roles()
         if self.supervisor is not None:

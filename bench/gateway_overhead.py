@@ -6,13 +6,15 @@ through a real ``choragos gateway`` process, interleaved so machine noise
 hits both alike, each client on one kept-alive connection as agents do.
 
 - first byte: from sending a streaming request to holding the first event;
+- whole answer: the same short stream read to its end (the gateway counts
+  it, and with ``--state`` journals it, before sending the end);
 - throughput: a long stream of 1 KiB events read to its end (usage counted
   by the gateway on the way, as in real use).
 
 Absolute numbers vary between machines and runs; the differences and the
 ratio are the result.
 
-    .venv/bin/python bench/gateway_overhead.py [--runs N] [--mib M]
+    .venv/bin/python bench/gateway_overhead.py [--runs N] [--mib M] [--state FILE]
 """
 
 from __future__ import annotations
@@ -76,11 +78,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_gateway(upstream: str) -> tuple[subprocess.Popen, int]:
+def start_gateway(upstream: str, state: str | None) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "choragos", "gateway", "--addr", f"127.0.0.1:{port}",
-         "--anthropic", upstream], cwd=REPO, stdout=subprocess.PIPE,
+         "--anthropic", upstream, *(["--state", state] if state else [])],
+        cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL)
     line = proc.stdout.readline()
     if not line.startswith(b"listening"):
@@ -98,14 +101,15 @@ class Client:
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.path = path
 
-    def first_byte(self) -> float:
+    def first_byte(self) -> tuple[float, float]:
+        """Seconds to the first event, and to the end of the answer."""
         started = time.perf_counter()
         response = self._ask(0)
         first = response.read1(65536)
         elapsed = time.perf_counter() - started
         assert first.startswith(b"event: message_start"), first[:60]
         response.read()
-        return elapsed
+        return elapsed, time.perf_counter() - started
 
     def throughput(self, events: int) -> float:
         started = time.perf_counter()
@@ -131,18 +135,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="first-byte samples per path")
     parser.add_argument("--mib", type=int, default=64, help="size of each throughput stream")
     parser.add_argument("--streams", type=int, default=5, help="throughput samples per path")
+    parser.add_argument("--state", metavar="FILE", help="run the gateway with --state FILE")
     args = parser.parse_args()
     upstream = start_upstream()
-    proc, port = start_gateway(f"http://127.0.0.1:{upstream.server_address[1]}")
+    proc, port = start_gateway(f"http://127.0.0.1:{upstream.server_address[1]}", args.state)
     try:
         direct = Client(upstream.server_address[1], "/v1/messages")
         gateway = Client(port, "/agent/bench/v1/messages")
         for client in (direct, gateway):  # warm both connections
             client.first_byte()
         firsts: dict[str, list[float]] = {"direct": [], "gateway": []}
+        wholes: dict[str, list[float]] = {"direct": [], "gateway": []}
         for _ in range(args.runs):
-            firsts["direct"].append(direct.first_byte())
-            firsts["gateway"].append(gateway.first_byte())
+            for path, client in (("direct", direct), ("gateway", gateway)):
+                first, whole = client.first_byte()
+                firsts[path].append(first)
+                wholes[path].append(whole)
         events = args.mib * 1024
         rates: dict[str, list[float]] = {"direct": [], "gateway": []}
         for _ in range(args.streams):
@@ -152,20 +160,25 @@ def main() -> None:
         proc.terminate()
         proc.wait(5)
         upstream.shutdown()
-    report(firsts, rates, args)
+    report(firsts, wholes, rates, args)
 
 
-def report(firsts: dict[str, list[float]], rates: dict[str, list[float]], args) -> None:
+def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
+           rates: dict[str, list[float]], args) -> None:
     ms = {k: statistics.median(v) * 1000 for k, v in firsts.items()}
+    whole = {k: statistics.median(v) * 1000 for k, v in wholes.items()}
     p90 = {k: percentile(v, 0.9) * 1000 for k, v in firsts.items()}
     mbs = {k: statistics.median(v) for k, v in rates.items()}
     print(f"{'path':<10}{'first byte p50':>16}{'p90':>10}{'throughput':>14}")
     for path in ("direct", "gateway"):
         print(f"{path:<10}{ms[path]:>13.3f} ms{p90[path]:>7.3f} ms{mbs[path]:>9.1f} MiB/s")
     overhead = ms["gateway"] - ms["direct"]
-    print(f"first-byte overhead {overhead:.3f} ms (p50); throughput through the gateway "
+    print(f"first-byte overhead {overhead:.3f} ms (p50); whole short answer "
+          f"{whole['gateway'] - whole['direct']:.3f} ms (p50); throughput through the gateway "
           f"{mbs['gateway'] / mbs['direct']:.0%} of direct")
     print(json.dumps({"bench": "gateway_overhead", "runs": args.runs, "stream_mib": args.mib,
+                      "state": bool(args.state),
+                      "whole_answer_ms": {k: round(v, 3) for k, v in whole.items()},
                       "first_byte_ms": {k: round(v, 3) for k, v in ms.items()},
                       "first_byte_p90_ms": {k: round(v, 3) for k, v in p90.items()},
                       "first_byte_overhead_ms": round(overhead, 3),

@@ -149,6 +149,13 @@ class BuiltinGateway:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: the session's own Prometheus endpoint; ``listen = ""`` is off."""
+
+    listen: str = ""
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens in each direction."""
 
@@ -232,6 +239,7 @@ class Config:
     ui: UISettings = field(default_factory=UISettings)
     keys: Keys = field(default_factory=Keys)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -648,6 +656,7 @@ _TOP: cs.Schema = {
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
     "budget": _BUDGET,
+    "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
 }
 
 

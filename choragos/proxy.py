@@ -181,6 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._drain()
         self.server.tally.add_request(role, api, failure.status)
         self.server.tally.add_error(role, api, failure.kind)
+        self.server.tally.persist()
         self.server.record(f"{role or '-'} {api or '-'} {self.command} "
                            f"{urlsplit(self.path).path} -> {failure.status} {failure.kind}")
         self._answer(failure.status, error_body(failure.status, failure.kind, failure.message),
@@ -334,6 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._account(role, route, status, meter, kind, began)
             elif kind:  # the agent went away as the counted end was being written
                 self.server.tally.add_error(role, route.api, kind)
+                self.server.tally.persist()
 
         kind = self._stream(response, chunked, meter, settle) if has_body else ""
         if kind or response.will_close or not response.isclosed():
@@ -386,6 +388,9 @@ class _Handler(BaseHTTPRequestHandler):
                 tally.add_error(role, route.api, "usage_unreadable")
             note += f" {reading.model} {reading.counts}" + (f" ({reading.problem})"
                                                            if reading.problem else "")
+        # On disk before the end of the answer is written: an agent that has its
+        # whole answer finds its tokens kept, whatever happens to this process next.
+        tally.persist()
         elapsed = (time.monotonic() - began) * 1000
         self.server.record(f"{role} {route.api} {self.command} {urlsplit(self.path).path} -> "
                            f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")

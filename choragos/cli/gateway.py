@@ -1,11 +1,13 @@
 """``choragos gateway``: run the built-in gateway in the foreground.
 
 Standalone it serves any number of sessions (each pointing ``[sphragis]
-addr`` at it).  A session with ``[gateway] builtin = true`` runs this same
-verb as its child with ``--session``: the child reads the session's last
-token totals as one JSON line on stdin, prints ``listening <addr>`` on
-stdout once it accepts connections, and exits when its stdin closes (the
-session ended, however it ended).
+addr`` at it); with ``--state FILE`` its counters outlive it.  A session
+with ``[gateway] builtin = true`` runs this same verb as its child with
+``--session --state .choragos/state/gateway-counts.jsonl``: the child starts
+from that file, raised to the session's last token totals (one JSON line
+on stdin), prints ``listening <addr>`` on stdout once it accepts
+connections, and exits when its stdin closes (the session ended, however
+it ended).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def _arguments(verb: str):
                           help=f"upstream for the {api} API (default {url})")
     made.add_argument("--timeout", default="10m", type=checked(cs.optional_duration, "--timeout"),
                       help='how long an upstream may stay silent (default 10m; "" for no limit)')
+    made.add_argument("--state", metavar="FILE", default=None,
+                      help="keep the counters in FILE: start from it, add to it after "
+                      "each counted response")
     made.add_argument("--session", action="store_true", help="run as a session's child "
                       "(seed from stdin, exit when stdin closes)")
     return made
@@ -56,12 +61,9 @@ def _arguments(verb: str):
 
 def _gateway(argv: list[str], verb: str) -> int:
     args = _arguments(verb).parse_args(argv)
-    from choragos.gatewaymetrics import Tally
     from choragos.proxy import GatewayServer
 
-    tally = Tally()
-    if args.session:
-        tally.seed(_read_seed())
+    tally = _tally(args.state, args.session)
     host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
@@ -79,6 +81,40 @@ def _gateway(argv: list[str], verb: str) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def _tally(state: str | None, session: bool):
+    """The counters to start from: the counts file, then the session's totals.
+
+    A standalone gateway refuses a counts file it cannot read (and leaves
+    it alone); a session's gateway says so in its log and starts from the
+    session's totals instead, since its session must go on.
+    """
+    from pathlib import Path
+
+    from choragos.gatewaycounts import CountsError, CountsFile, load
+    from choragos.gatewaymetrics import Tally
+
+    if state is None:
+        tally = Tally()
+    else:
+        path = Path(state).absolute()
+        tally = Tally(CountsFile(path, _record))
+        try:
+            counts = load(path)
+        except CountsError as exc:
+            if not session:
+                raise _client.Failure(1, f"--state {state}: {exc}; move it away or name "
+                                      "another file") from None
+            _record(f"counts file {path} unreadable ({exc}); starting from the session's "
+                    "last totals")
+            counts = None
+        if counts is not None:
+            tally.restore(counts)
+    if session:
+        tally.seed(_read_seed())
+    tally.persist(whole=True)  # the journal compacted, and known writable, at start
+    return tally
 
 
 def _read_seed() -> dict:

@@ -75,11 +75,12 @@ def tokens(server_or_url: GatewayServer | str) -> Totals:
     return parse_metrics(body)
 
 
-def metric(server: GatewayServer, name: str, **labels: str) -> float:
+def metric(server: GatewayServer | str, name: str, **labels: str) -> float:
     """One sample of any family on ``/metrics`` (0 when absent)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    _, _, body = request(f"{base_url(server)}/metrics", "GET")
+    url = server if isinstance(server, str) else base_url(server)
+    _, _, body = request(f"{url}/metrics", "GET")
     for family in text_string_to_metric_families(body.decode()):
         for sample in family.samples:
             if sample.name == name and all(sample.labels.get(k) == v

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from choragos.gatewaycounts import session_path, whole_file
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse
 from tests.e2e.fakeopenai import FakeOpenAI
-from tests.integration.gatewayfakes import free_port, request, tokens
+from tests.integration.gatewayfakes import free_port, metric, request, tokens
 from tests.integration.harness import AGENT, role_toml
 
 pytestmark = pytest.mark.timeout(120)
@@ -263,3 +264,56 @@ def test_a_budget_is_crossed_by_real_traffic_through_the_builtin_gateway(serve):
         assert over["role"] == "coder" and over["cost"] == pytest.approx(1.20)
         s.wait(lambda: _roles(s)["coder"]["state"] == "paused", message="coder paused")
         assert _roles(s)["coder"]["budget"]["over"] is True
+
+
+def test_tokens_answered_just_before_the_gateway_is_killed_are_all_kept(short_tmp):
+    from tests.conftest import wait_until
+    from tests.integration.harness import Serve
+
+    port = free_port()
+    gateway = f"http://127.0.0.1:{port}"
+    work = short_tmp / "work"
+    work.mkdir()
+    # An older session's counts: the new session must not start from them.
+    counts = session_path(work)
+    counts.parent.mkdir(parents=True, mode=0o700)
+    counts.write_text(whole_file({"tokens": {("coder", "claude-test-1", "input"): 999_999}}))
+    with FakeModel(usage=CLAUDE_USAGE) as claude:
+        s = Serve(work, role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+                  + _gateway(port, anthropic=claude.base_url),
+                  sock=short_tmp / "s.sock").start()
+        try:
+            first = s.wait_event(lambda e: e["event"] == "gateway started", message="gateway")
+            s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
+            url = _environ(_roles(s)["coder"]["pid"])["ANTHROPIC_BASE_URL"]
+            _messages(url)
+            s.wait(lambda: _roles(s)["coder"]["tokens"]["input"] == 1200, message="scraped")
+
+            # The session frozen, nothing scrapes /metrics: the last two answers are
+            # known to the gateway alone when it dies, right after the second one.
+            os.kill(s.proc.pid, signal.SIGSTOP)
+            try:
+                _messages(url)
+                _messages(url)
+                os.kill(first["pid"], signal.SIGKILL)
+                wait_until(lambda: not _alive(first["pid"]), 10, message="the gateway dead")
+            finally:
+                os.kill(s.proc.pid, signal.SIGCONT)
+
+            s.wait_event(lambda e: e["event"] == "gateway started" and e["pid"] != first["pid"],
+                         message="a second gateway")
+            claude_counts = {"input": 3600, "output": 900, "cache_read": 150,
+                             "cache_creation": 120}
+            assert tokens(gateway) == {"coder": {"claude-test-1": claude_counts}}
+            assert metric(gateway, "sphragis_requests_total", agent="coder",
+                             api="anthropic", code="200") == 3
+            s.wait(lambda: _roles(s)["coder"]["tokens"] == claude_counts,
+                   message="every token in status")
+            assert counts.stat().st_mode & 0o777 == 0o600
+            assert counts.parent.stat().st_mode & 0o777 == 0o700
+        finally:
+            assert s.stop() == 0, s.stderr()
+            s.assert_no_leftovers()
+    report = s.cli("report", "--json")
+    by_role = {r["role"]: r["tokens"] for r in json.loads(report.stdout)["roles"]}
+    assert by_role["coder"]["total"] == 3600 + 900 + 150 + 120
