@@ -311,7 +311,8 @@ class RoleActor(Actor):
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer it."""
         s = self.s
-        return s.booted and s.typing is None and s.status is RoleStatus.IDLE
+        return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
+                and time.monotonic() >= s.extra.get("settle_until", 0.0))
 
     @handle.register
     def _get_view(self, msg: m.GetView) -> m.RoleView:
@@ -473,6 +474,11 @@ class RoleActor(Actor):
         s = self.s
         typing = s.typing
         s.typing = None
+        if ok and s.profile.submit_settle:
+            # The input clears before the busy state shows: a line typed in
+            # between can be wiped with the old input.  Ready again after this.
+            s.extra["settle_until"] = time.monotonic() + s.profile.submit_settle
+            self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
             if s.status is RoleStatus.BOOTING:

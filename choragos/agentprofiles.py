@@ -53,6 +53,9 @@ class AgentProfile:
     needs_split_enter: bool = True
     # Seconds to wait between the text and the separate Enter.
     enter_delay: float = 0.2
+    # Seconds after a submitted line before the next may be typed: a CLI that
+    # clears its input before it shows it is busy reads idle in between.
+    submit_settle: float = 0.0
     # Input longer than this is shown as a placeholder, not as text.
     inline_input_limit: int | None = None
     # Whether the markers were checked against the real program.
@@ -152,6 +155,9 @@ GEMINI = AgentProfile(
     # An Enter until a 40 ms timer after a paste has run is a newline; on a
     # busy machine that timer runs late.
     enter_delay=0.5,
+    # Seen: a task typed right after the brief's Enter, before the spinner
+    # showed, was wiped with the input and never reached the model.
+    submit_settle=2.5,
     verified=True,
 )
 
