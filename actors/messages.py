@@ -158,11 +158,13 @@ class RoleView:
     preview: tuple[str, ...] = ()
     exit: str = ""
     stalled: bool = False  # no new output for the role's stall_after
+    profile: str = ""  # the agent profile its screen is read with
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
-                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled}
+                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
+                "profile": self.profile}
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ class InjectionOutcome:
     ok: bool
     detail: str = ""
     final: bool = True  # False: a retry follows
+    untouched: bool = False  # nothing was typed: the role was not ready after all
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from choragos import configschema as cs
+from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
 
@@ -81,6 +82,7 @@ class RoleSpec:
     verify_rounds: int = 3               # fix attempts before the orchestrator hears it failed
     verify_timeout: float = 600.0
     can_delegate: bool | None = None  # None: only the start role may
+    agent: str = ""  # the agent profile by name; empty: chosen from the command
 
     @property
     def may_delegate(self) -> bool:
@@ -431,6 +433,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "verify_rounds": cs.integer(1),
     "verify_timeout": cs.positive_duration,
     "can_delegate": cs.boolean,
+    "agent": cs.choice("", *AGENT_NAMES),
 }
 
 

@@ -122,7 +122,7 @@ ROLE_DEFAULTS = {
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "budget_tokens": None, "stall_after": None,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False, "can_delegate": None,
+    "owns_files": (), "fresh": False, "can_delegate": None, "agent": "",
     "verify": "", "verify_rounds": 3, "verify_timeout": 600.0,
 }
 
@@ -168,6 +168,7 @@ ROLE_VALUES = [
     ("verify_timeout", '"2m"', 120.0),
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
+    ("agent", '"gemini"', "gemini"),
 ]
 
 
@@ -207,6 +208,7 @@ ROLE_ERRORS = [
     ("model_flag = false", "model_flag", "expected a string, got boolean false"),
     ("prompt_template = 1.5", "prompt_template", "expected a string, got float 1.5"),
     ('approve = "yes"', "approve", "expected true or false"),
+    ('agent = "cursor"', "agent", '"cursor" is not one of "", "claude", "gemini"'),
     ('env_allow = ["FOO-BAR"]', "env_allow", '"FOO-BAR" is not a variable name'),
     ('env_allow = ["A*B", "*"]', "env_allow", "element 2: a bare"),
     ('env_deny = ["bad name"]', "env_deny", "not a variable name"),
