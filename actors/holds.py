@@ -51,10 +51,14 @@ class Holds:
                  "age": round(now - h.created, 1), "file": h.file}
                 for h in self.s.holds.values()]
 
+    def _close_gate(self, gates: dict, task_id: str) -> tuple[Any, Task]:
+        """Take a merge gate or hold off its queue; the deck closes its dialog."""
+        gate = gates.pop(task_id)
+        self._publish(("gate closed", task_id))
+        return gate, self.s.board.get(gate.task_id)
+
     def _hold_decision(self, request: dict) -> dict:
-        hold = self.s.holds.pop(request["id"])
-        task = self.s.board.get(hold.task_id)
-        self._publish(("gate closed", task.id))
+        hold, task = self._close_gate(self.s.holds, request["id"])
         if request["action"] == "approve":
             self._event("held work approved", task=task.id, role=task.role, kind=hold.kind)
             task = self._settle(task, TaskState.DONE, checks=f"approved at the {hold.kind} gate")

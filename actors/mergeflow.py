@@ -85,9 +85,7 @@ class MergeFlow:
                 for g in self.s.merges.values()]
 
     def _merge_gate_decision(self, request: dict) -> dict:
-        gate = self.s.merges.pop(request["id"])
-        task = self.s.board.get(gate.task_id)
-        self._publish(("gate closed", task.id))
+        gate, task = self._close_gate(self.s.merges, request["id"])
         if request["action"] == "approve":
             self._event("merge approved", task=task.id, role=task.role, branch=gate.branch)
             self._settle(task, task.state, checks=f"merging {gate.branch}")

@@ -33,7 +33,8 @@ def test_board_counts_changed_files_and_d_shows_the_diff(deck):
     assert "+hi from T1" in screen and "hello.txt" in screen
 
 
-def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
+def _worktree_task(deck) -> TmuxDeck:
+    """A deck whose worktree role alice has been handed a task that writes notes.txt."""
     team = (role_toml("orchestrator", start=True)
             + role_toml("alice", "--worker", "--edit", worktree=True)
             + "\n[ui]\nauto_focus = false\n")
@@ -42,6 +43,11 @@ def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
     d.wait_booted(["orchestrator", "alice"])
     out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
     assert out.returncode == 0, out.stderr
+    return d
+
+
+def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
+    d = _worktree_task(deck)
     screen = d.wait_screen(lambda s: "Merge gate" in s and "Approval needed: T1 for alice" in s,
                            30)
     assert "the diff to merge" in screen and "+from alice" in screen
@@ -57,14 +63,7 @@ def test_a_merge_gate_shows_the_diff_and_y_merges(deck):
 
 
 def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
-    team = (role_toml("orchestrator", start=True)
-            + role_toml("alice", "--worker", "--edit", worktree=True)
-            + "\n[ui]\nauto_focus = false\n")
-    d: TmuxDeck = deck(team)
-    d.serve()
-    d.wait_booted(["orchestrator", "alice"])
-    out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
-    assert out.returncode == 0, out.stderr
+    d = _worktree_task(deck)
     d.wait_screen("Merge gate", 30)
     d.keys("Escape")
     d.wait_screen(lambda s: "Merge gate" not in s)
