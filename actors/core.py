@@ -18,9 +18,11 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
+from actors import durable
 from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
+from actors.durable import Restore
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from choragos import __version__, briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
@@ -60,6 +62,7 @@ class CoreState:
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
+    journal: Any = None   # choragos.journal.Journal, when the session is durable
 
     @property
     def state_dir(self) -> Path:
@@ -78,6 +81,27 @@ class CoreActor(Actor):
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
         return super().handle(message)
+
+    def on_receive(self, message: Any) -> Any:
+        # What a handler journaled is on disk before its answer (an ack) leaves.
+        try:
+            return super().on_receive(message)
+        finally:
+            self._sync()
+
+    # -- the journal (see actors/durable.py) -------------------------------------
+
+    def _journal(self, kind: str, **fields: Any) -> None:
+        if self.s.journal is not None:
+            self.s.journal.append(kind, **fields)
+
+    def _sync(self) -> None:
+        if self.s.journal is not None:
+            self.s.journal.sync()
+
+    @handle.register
+    def _restore(self, msg: Restore) -> None:
+        durable.restore_into(self, msg.image)
 
     # -- publishing --------------------------------------------------------
 
@@ -159,6 +183,7 @@ class CoreActor(Actor):
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
+        self._journal("reload", **plan.summary())
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(
@@ -175,6 +200,7 @@ class CoreActor(Actor):
         seat = self.s.seats.pop(name, None)
         if seat is None:
             return
+        self._journal("drop queue", role=name)
         for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
             task = self.s.gates.pop(task_id)
             self._move(task_id, TaskState.REJECTED, note="role removed by reload")
@@ -213,6 +239,8 @@ class CoreActor(Actor):
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self._event(f"role {action}", role=role, by="operator")
+        if action != "restart":
+            self._journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
 
     # -- delegate (T1, T2) -------------------------------------------------
@@ -285,6 +313,8 @@ class CoreActor(Actor):
         seat = self.s.seats[role]
         injection = m.Injection(self.s.next_injection, role, text, kind, task_id)
         self.s.next_injection += 1
+        self._journal("enqueue", id=injection.id, role=role, text=text, what=kind,
+                      task=task_id, front=front)
         if front:
             seat.queue.appendleft(injection)
         else:
@@ -301,6 +331,8 @@ class CoreActor(Actor):
             _write_text(worker_file, briefs.task_document(
                 task, self.s.config.role(seat.name).prompt_template))
         seat.in_flight = injection
+        self._journal("inflight", id=injection.id, role=seat.name)
+        self._sync()  # a restart must know this line may have reached the agent
         seat.handle.tell(m.Inject(injection))
 
     @handle.register
@@ -315,6 +347,7 @@ class CoreActor(Actor):
                         was=before.status, detail=msg.view.detail)
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
+        durable.journal_role(self, msg.view)
         self._pump(seat)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
@@ -357,6 +390,7 @@ class CoreActor(Actor):
         if self.s.tokens == self.s.flushed and not msg.force:
             return
         self.s.flushed = self.s.tokens
+        self._journal("tokens", totals=self.s.tokens)
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
@@ -367,10 +401,13 @@ class CoreActor(Actor):
         seconds = self.s.config.role(task.role).timeout
         if seconds and self.s.clocks is not None:
             self.s.clocks.tell(StartClock(task.id, task.role, seconds))
+            self._journal("clock", action="start", task=task.id, role=task.role,
+                          seconds=seconds, left=seconds)
 
     def _stop_clock(self, task_id: str) -> None:
         if self.s.clocks is not None:
             self.s.clocks.tell(StopClock(task_id))
+            self._journal("clock", action="stop", task=task_id)
 
     @handle.register
     def _timed_out(self, msg: TimedOut) -> None:
@@ -381,6 +418,7 @@ class CoreActor(Actor):
         action = spec.timeout_action if spec else "notify"
         task = self._move(task.id, TaskState.TIMED_OUT,
                           note=f"no work-done within {msg.seconds:g}s")
+        self._journal("clock", action="stop", task=task.id)
         self._event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
                     action=action)
         self._alert("on_timeout", task.role, task)
@@ -405,6 +443,8 @@ class CoreActor(Actor):
         seat.in_flight = None
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
+        self._journal("injected", id=injection.id, role=msg.role,
+                      requeued=injection in seat.queue)
         self._pump(seat)
 
     def _task_injected(self, seat: Seat, injection: m.Injection,

@@ -150,6 +150,7 @@ class RoleView:
     detail: str = ""
     preview: tuple[str, ...] = ()
     exit: str = ""
+    budget_used: int = 0  # restarts counted against restart_retries
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,

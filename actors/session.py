@@ -20,16 +20,17 @@ from actors import messages as m
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
+from actors.durable import JournaledBoard, Restore
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs, wire
+from choragos import __version__, briefs, journal, resume, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
-from choragos.ctlserver import ControlServer
+from choragos.ctlserver import ControlServer, ServerStartError
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide
 from choragos.hooks import Hooks
@@ -47,6 +48,8 @@ class SessionOptions:
     mode: str = "headless"
     cols: int = 120
     rows: int = 40
+    resume: Path | bool = False  # True: this directory's saved session; a path: that one
+    compact_every: int = journal.COMPACT_EVERY
 
 
 class Session:
@@ -64,6 +67,9 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        self.journal: journal.Journal | None = None
+        self.restored: journal.Image | None = None  # the image being resumed
+        self.notices: list[str] = []
 
     # -- start ---------------------------------------------------------------
 
@@ -79,10 +85,27 @@ class Session:
                                   self.events.write)
         self.server.start()
         try:
+            self._open_state()
             self._start_actors()
         except BaseException:
             self.stop()
             raise
+
+    def _open_state(self) -> None:
+        """After the socket is ours, so a live session's state is never touched."""
+        try:
+            opened = resume.open_state(self.workdir, self.config, self.options.resume,
+                                       self.options.compact_every)
+        except (resume.ResumeRefused, journal.JournalError, OSError) as exc:
+            raise ServerStartError(str(exc)) from None
+        self.journal, self.restored, self.notices = (opened.journal, opened.restore,
+                                                     opened.notices)
+        for notice in self.notices:
+            self.events.write("session state", message=notice)
+        self.journal.append("session", version=journal.VERSION,
+                            config=resume.config_label(self.config), pid=os.getpid(),
+                            resumed=self.restored is not None)
+        self.journal.sync()
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
@@ -103,7 +126,9 @@ class Session:
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
-                               gateway=self._gateway_label())
+                               gateway=self._gateway_label(),
+                               board=JournaledBoard(journal=self.journal),
+                               journal=self.journal)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.hooks = self._hooks()
         clock_state = ClockState({})
@@ -114,9 +139,14 @@ class Session:
         self._start_prober(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
+        if self.restored is not None:
+            self.core.ask(Restore(self.restored), timeout=30)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
+        for name, role in (self.restored.roles if self.restored else {}).items():
+            if role.get("paused") and name in self.handles:
+                self.handles[name].tell(m.Pause())
 
     def _start_child(self, name: str, start) -> Handle:
         spec = ChildSpec(name, start)
@@ -173,6 +203,7 @@ class Session:
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
                           self.options.rows)
+        self._carry_over(spec, state)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -180,6 +211,23 @@ class Session:
             lambda h: RoleActor.start(state, core, timers, sup, h))
         self.handles[spec.name] = handle
         return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
+
+    def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
+        """A resumed role keeps its restart budget and may continue its conversation."""
+        if self.restored is None:
+            return
+        saved = self.restored.roles.get(spec.name, {})
+        state.restarts_used = saved.get("restarts_used", 0)
+        state.restarts_total = saved.get("restarts_total", 0)
+        state.extra["resume_args"] = spec.resume_args
+
+    def _orchestrator_extra(self) -> str:
+        parts = []
+        if self.restored is not None:
+            parts += [resume.recap(self.restored), resume.handoff_section(self.workdir)
+                      if self.restored.handoff else ""]
+        parts.append(resume.memory_section(self.workdir))
+        return "\n".join(part for part in parts if part)
 
     def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
@@ -190,6 +238,7 @@ class Session:
                     "approve": r.approve} for r in config.workers]
         for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
+                    + self._orchestrator_extra()
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
             (folder / f"{spec.name}.md").write_text(text, encoding="utf-8")
 
@@ -271,6 +320,9 @@ class Session:
         if self.timers is not None:
             self.timers.stop()
             self.timers = None
+        if self.journal is not None:
+            self.journal.append("stop", pid=os.getpid())
+            self.journal.close()
         self.events.write("deck stopped", pid=os.getpid())
         self.events.close()
         left = [t.name for t in threading.enumerate()

@@ -60,6 +60,16 @@ def failure_line(task: Task, reason: str) -> str:
             f"Decide whether to delegate it again.")
 
 
+def handback_line(task: Task, task_file: str) -> str:
+    return (f"The choragos session restarted; task {task.id} is still yours: read "
+            f"{task_file} (the file is still there) and carry it on; report with "
+            f"`choragos work-done --id {task.id}` when finished.")
+
+
+def repeated_line(text: str) -> str:
+    return f"(Repeated after the choragos session restarted; ignore it if you had it) {text}"
+
+
 def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: str) -> str:
     parts = []
     if added:

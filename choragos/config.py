@@ -82,6 +82,7 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    resume_args: tuple[str, ...] = ()  # added to the first spawn of a resumed session
 
     def argv(self) -> list[str]:
         """The command line: command, args, then ``model_flag model`` when both are set."""
@@ -345,6 +346,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "resume_args": cs.list_of(cs.argv_string),
 }
 
 

@@ -84,9 +84,9 @@ class Serve:
         self.proc: subprocess.Popen | None = None
         self.stderr_path = workdir.parent / f"{workdir.name}-serve.err"
 
-    def start(self, ready: bool = True) -> Serve:
+    def start(self, ready: bool = True, args: tuple[str, ...] = ()) -> Serve:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "choragos", "serve", "--headless"], cwd=self.workdir,
+            [sys.executable, "-m", "choragos", "serve", "--headless", *args], cwd=self.workdir,
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
         wait_until(lambda: self.proc.poll() is not None or self._answers(), 15,
@@ -155,6 +155,11 @@ class Serve:
 
     def agent_pids(self) -> list[int]:
         return [int(r["text"]) for r in self.agents("start")]
+
+    def kill9(self) -> None:
+        """Kill the server outright, as an OOM kill or a crash would."""
+        self.proc.kill()
+        self.proc.wait()
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc is None or self.proc.poll() is not None:

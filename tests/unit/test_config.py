@@ -121,7 +121,7 @@ ROLE_DEFAULTS = {
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False,
+    "owns_files": (), "fresh": False, "resume_args": (),
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -158,6 +158,7 @@ ROLE_VALUES = [
     ("judge_rounds", "1", 1),
     ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
     ("fresh", "true", True),
+    ("resume_args", '["--continue"]', ("--continue",)),
 ]
 
 
