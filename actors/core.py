@@ -144,6 +144,13 @@ class CoreActor(Actor):
         self.s.on_shutdown()
         return wire.ok()
 
+    def _cmd_handoff(self, request: dict) -> dict:
+        """End the session on purpose: first the orchestrator writes down what it knows."""
+        self._journal("handoff", config=request["config"], wait=request["wait"])
+        self._event("handoff requested", config=request["config"], wait=request["wait"])
+        self._enqueue(self.s.start_role, briefs.handoff_line(request["wait"]), "notice")
+        return wire.ok(file=str(self.s.state_dir / "handoff.md"), wait=request["wait"])
+
     def _cmd_status(self, request: dict) -> dict:
         roles = []
         for seat in self.s.seats.values():

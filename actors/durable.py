@@ -93,7 +93,9 @@ def restore_into(core: Any, image: Image) -> None:
     requeued = _requeue(core, image, handed)
     _queue_undelivered(core, image, requeued | handed)
     _restart_clocks(core, image)
+    # The board as restored: the event log then tells what the journal tells.
     core._event("session resumed", from_pid=image.pid, tasks=len(s.board.tasks),
+                board={t.id: str(t.state) for t in s.board.tasks.values()},
                 handed_back=sorted(handed), gates=list(s.gates),
                 queued={name: len(seat.queue) for name, seat in s.seats.items()})
 

@@ -70,6 +70,14 @@ def repeated_line(text: str) -> str:
     return f"(Repeated after the choragos session restarted; ignore it if you had it) {text}"
 
 
+def handoff_line(wait: float) -> str:
+    return (f"The operator is ending this session and handing it to a new team; you have "
+            f"{wait:g} seconds. First append a dated entry to .choragos/memory.md with what "
+            f"the next team must know about this project. Then write .choragos/handoff.md: "
+            f"the goal, the state of the work, what is left, and what the next team must "
+            f"know. Delegate nothing more.")
+
+
 def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: str) -> str:
     parts = []
     if added:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 
 from choragos import journal
 from tests.integration.harness import role_toml
@@ -68,3 +70,75 @@ def test_serve_without_resume_keeps_the_old_state_aside_and_names_a_dead_server(
     assert s.board() == {}
     kept = [p for p in (s.workdir / ".choragos").iterdir() if p.name.startswith("state.kept-")]
     assert len(kept) == 1 and list(journal.load(kept[0]).tasks) == ["T1"]
+
+
+def serve_fails(s, *args: str) -> str:
+    """Run a ``serve`` that must refuse to start; return what it said."""
+    done = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless", *args],
+                          cwd=s.workdir, env=s.env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode != 0, done.stderr
+    return done.stderr
+
+
+def test_resume_refuses_a_config_that_dropped_a_role_with_open_tasks(serve):
+    s = serve(TEAM)
+    s.wait_booted(["lead"])
+    gated = delegate(s, "reviewer", "needs a look")
+    assert s.stop() == 0
+    config = s.workdir / ".choragos.toml"
+    config.write_text(role_toml("lead", start=True) + role_toml("coder"))
+    err = serve_fails(s, "--resume")
+    assert "no longer has roles that still have open tasks: reviewer (T1)" in err
+    assert "Put them back in" in err
+    assert list(journal.load(journal.state_dir(s.workdir)).tasks) == [gated]
+
+    other = s.workdir / "other.toml"
+    other.write_text(TEAM)
+    err = serve_fails(s, "--resume", "--config", str(other))
+    assert f"ran with the config {config}" in err
+    assert f"choragos serve --resume --config {config}" in err
+
+
+def test_resume_refuses_an_unknown_journal_version(serve):
+    s = serve(TEAM)
+    s.wait_booted(["lead"])
+    delegate(s, "reviewer", "x")
+    assert s.stop() == 0
+    home = journal.state_dir(s.workdir)
+    (home / journal.JOURNAL).write_bytes(journal.frame(
+        {"kind": "session", "seq": 99, "t": 1.0, "version": 7, "config": "x", "pid": 1}))
+    err = serve_fails(s, "--resume")
+    assert "journal version 7" in err and "without --resume" in err
+
+
+def test_handoff_ends_the_session_and_the_next_team_gets_recap_and_handoff(serve):
+    team = (role_toml("lead", "--handoff", start=True)
+            + role_toml("coder", "--worker", "--work", "30")
+            + role_toml("reviewer", approve=True))
+    s = serve(team)
+    s.wait_booted(["lead", "coder", "reviewer"])
+    busy = delegate(s, "coder", "long job")
+    gated = delegate(s, "reviewer", "needs a look")
+    s.wait(lambda: s.board()[busy]["state"] == "delivered", 20, "the coder's delivery")
+    new = s.workdir / "next.toml"
+    new.write_text(role_toml("lead", start=True) + role_toml("coder", "--worker", "--work", "30"))
+    out = s.cli("handoff", "--config", str(new), "--wait", "20", timeout=40)
+    assert out.returncode == 0, out.stderr
+    assert "wrote .choragos/handoff.md" in out.stdout
+    assert s.proc.wait(30) == 0
+    memory = (s.workdir / ".choragos" / "memory.md").read_text()
+    assert "The fixture team was here." in memory
+
+    s.start(args=("--resume",))
+    roles = [r["name"] for r in json.loads(s.cli("status", "--json").stdout)["roles"]]
+    assert roles == ["lead", "coder"]
+    board = s.board()
+    assert board[gated]["state"] == "rejected"
+    assert "not in the team after a handoff" in board[gated]["note"]
+    assert board[busy]["state"] == "delivered"
+    brief = (s.workdir / ".choragos" / "briefs" / "lead.md").read_text()
+    assert brief.index("This session was resumed") < brief.index("Handoff from the previous")
+    assert "Goal: the fixture goal." in brief and ".choragos/memory.md" in brief
+    s.wait(lambda: any("session restarted" in line and busy in line
+                       for line in s.submitted("coder")), 30, "the coder's task handed back")
