@@ -20,7 +20,7 @@ from actors import messages as m
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
-from actors.durable import JournaledBoard, Restore
+from actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
@@ -147,6 +147,12 @@ class Session:
         for name, role in (self.restored.roles if self.restored else {}).items():
             if role.get("paused") and name in self.handles:
                 self.handles[name].tell(m.Pause())
+        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        core = self.core
+        while not self.stopped.wait(HEARTBEAT):
+            core.tell(Heartbeat())
 
     def _start_child(self, name: str, start) -> Handle:
         spec = ChildSpec(name, start)

@@ -6,6 +6,7 @@ import json
 import stat
 import subprocess
 import sys
+import time
 
 from choragos import journal
 from tests.integration.harness import role_toml
@@ -142,3 +143,42 @@ def test_handoff_ends_the_session_and_the_next_team_gets_recap_and_handoff(serve
     assert "Goal: the fixture goal." in brief and ".choragos/memory.md" in brief
     s.wait(lambda: any("session restarted" in line and busy in line
                        for line in s.submitted("coder")), 30, "the coder's task handed back")
+
+
+def role_view(s, name: str) -> dict:
+    out = s.cli("status", "--json")
+    return next(r for r in json.loads(out.stdout)["roles"] if r["name"] == name)
+
+
+def test_resume_keeps_a_spent_restart_budget_and_a_clock_with_its_time_left(serve):
+    team = (role_toml("lead", start=True)
+            + role_toml("flaky", "--crash-after", "0.3", restart="on-failure",
+                        restart_retries=1)
+            + role_toml("slow", timeout="6s"))
+    s = serve(team)
+    s.wait(lambda: role_view(s, "flaky")["state"] == "failed", 30, "flaky's budget spent")
+    s.wait_booted(["slow"])
+    task = delegate(s, "slow", "takes forever")
+    s.wait(lambda: s.board()[task]["state"] == "delivered", 20, "the delivery")
+    delivered = s.board()[task]
+    s.wait(lambda: s.board()[task]["age"] - delivered["age"] >= 4, 10, "4 s of the clock")
+    s.kill9()
+    down = time.monotonic()
+    time.sleep(4)  # the server is down longer than the clock had left: not counted
+
+    s.start(args=("--resume",))
+    resumed = time.monotonic()
+    flaky = role_view(s, "flaky")
+    assert flaky["restarts"] >= 1
+    s.wait(lambda: role_view(s, "flaky")["state"] == "failed", 20,
+           "flaky failed again at once: no fresh budget")
+    assert len([e for e in s.events() if e["event"] == "role exited"
+                and e["role"] == "flaky"]) == 1
+    timeout = s.wait_event(lambda e: e["event"] == "timeout" and e["task"] == task, 20,
+                           "the resumed clock to run out")
+    assert timeout["seconds"] == 6
+    elapsed = time.monotonic() - resumed
+    # about 2 s were left (less than 6: it was not restarted; more than 0: the
+    # 4 s the server was down did not count)
+    assert 1.0 <= elapsed <= 4.5, f"the clock ran out {elapsed:.1f}s after the resume"
+    assert resumed - down >= 4
