@@ -22,7 +22,7 @@ from actors import durable
 from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
-from actors.durable import Heartbeat, Restore
+from actors.durable import Heartbeat, Restore, SaveLayout
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from choragos import __version__, briefs, wire
 from choragos.board import Board, BoardError, Task, TaskState
@@ -106,6 +106,10 @@ class CoreActor(Actor):
     @handle.register
     def _heartbeat(self, msg: Heartbeat) -> None:
         durable.heartbeat(self)
+
+    @handle.register
+    def _save_layout(self, msg: SaveLayout) -> None:
+        self._journal("layout", layout=msg.layout)
 
     # -- publishing --------------------------------------------------------
 

@@ -31,6 +31,13 @@ class Heartbeat:
 
 
 @dataclass(frozen=True)
+class SaveLayout:
+    """To the core: the deck's tiling changed; journal it for a resume."""
+
+    layout: dict
+
+
+@dataclass(frozen=True)
 class Restore:
     """To the core: rebuild from a journal image before the roles are spawned."""
 
