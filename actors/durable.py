@@ -112,6 +112,10 @@ def restore_into(core: Any, image: Image) -> None:
     s.gates = OrderedDict((t.id, t) for t in s.board.tasks.values()
                           if t.state is TaskState.GATED)
     s.tokens = s.flushed = dict(image.tokens)
+    # The old queues are rebuilt below, hand-backs first: drop them all before
+    # anything is queued, or a drop would discard what was just queued.
+    for role in image.queues:
+        core._journal("drop queue", role=role)
     handed = _hand_back(core, image)
     requeued = _requeue(core, image, handed)
     _queue_undelivered(core, image, requeued | handed)
@@ -150,7 +154,6 @@ def _requeue(core: Any, image: Image, handed: set[str]) -> set[str]:
     """Every queued line goes back in its order; a line maybe typed is marked repeated."""
     requeued = set()
     for role, queue in image.queues.items():
-        core._journal("drop queue", role=role)
         if role not in core.s.seats:
             continue
         for injection in queue:

@@ -80,7 +80,19 @@ def check_deliveries(serve) -> None:
         elif re.search(r"task T\d+ is still yours", line):
             assert "session restarted" in line
     twice = {tid: n for tid, n in fresh.items() if n > 1}
-    assert not twice, f"delivered twice without a re-delivery mark: {twice}"
+    assert not twice, (f"delivered twice without a re-delivery mark: {twice}\n"
+                       + story(serve, next(iter(twice))))
+
+
+def story(serve, tid: str) -> str:
+    """Everything the agents and the event log say about one task, for a failure."""
+    pattern = re.compile(rf"\b{tid}\b")
+    agents = [json.dumps(r) for r in serve.agents() if pattern.search(r["text"])
+              or r["kind"] == "start"]
+    events = [json.dumps(e)[:400] for e in serve.events(all_runs=True)
+              if pattern.search(json.dumps(e)) or e["event"] in ("deck starting",
+                                                                  "session resumed")]
+    return "--- agents ---\n" + "\n".join(agents) + "\n--- events ---\n" + "\n".join(events)
 
 
 def operate(serve, ledger: Ledger, cycle: int) -> None:
