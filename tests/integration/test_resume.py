@@ -182,3 +182,19 @@ def test_resume_keeps_a_spent_restart_budget_and_a_clock_with_its_time_left(serv
     # 4 s the server was down did not count)
     assert 1.0 <= elapsed <= 4.5, f"the clock ran out {elapsed:.1f}s after the resume"
     assert resumed - down >= 4
+
+
+def test_detach_names_the_dead_server_and_resumes_in_the_background(serve):
+    s = serve(TEAM)
+    s.wait_booted(["lead"])
+    gated = delegate(s, "reviewer", "gated work")
+    pid = s.proc.pid
+    s.kill9()
+    out = s.cli("serve", "--detach", "--resume", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"resuming the session that ran as pid {pid} (1 tasks, 1 open" in out.stderr
+    assert s.board()[gated]["state"] == "gated"
+    assert s.cli("shutdown").returncode == 0
+    s.wait(lambda: not s.sock.exists(), 30, "the detached session to stop")
+    s.start(args=("--resume",))  # the fixture stops this one
+    assert "resuming the session that ran as pid" in s.stderr()
