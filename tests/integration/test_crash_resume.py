@@ -138,7 +138,7 @@ def test_kill9_at_random_moments_loses_nothing_acknowledged(serve):
     ledger = Ledger()
     started = time.monotonic()
     for cycle in range(KILLS):
-        time.sleep(rng.uniform(0.3, 2.8))
+        time.sleep(rng.uniform(0.2, 2.0))
         operate(s, ledger, cycle)
         s.kill9()
         s.start(args=("--resume",))
