@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from choragos import daemon, journal
+from choragos.board import OPEN_STATES
 from choragos.config import Config
 from choragos.journal import Image, Journal, JournalError
 
@@ -98,7 +99,7 @@ def refusal(image: Image, config: Config) -> str | None:
     return None
 
 
-_OPEN = frozenset({"queued", "gated", "delivered", "timed-out"})
+_OPEN = frozenset(str(state) for state in OPEN_STATES)
 
 
 def _keep_aside(home: Path, workdir: Path) -> list[str]:
@@ -157,7 +158,7 @@ def recap(image: Image) -> str:
     """The orchestrator's recap of a resumed session, as a brief section."""
     tasks = list(image.tasks.values())
     done = [t for t in tasks if t["state"] == "done"]
-    flight = [t for t in tasks if t["state"] in ("queued", "delivered", "timed-out")]
+    flight = [t for t in tasks if t["state"] in _OPEN and t["state"] != "gated"]
     gated = [t for t in tasks if t["state"] == "gated"]
     ended = [t for t in tasks if t["state"] in ("failed", "rejected")]
     lines = ["## This session was resumed", "",

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from choragos import journal
 from tests.integration.harness import role_toml
@@ -198,3 +199,21 @@ def test_detach_names_the_dead_server_and_resumes_in_the_background(serve):
     s.wait(lambda: not s.sock.exists(), 30, "the detached session to stop")
     s.start(args=("--resume",))  # the fixture stops this one
     assert "resuming the session that ran as pid" in s.stderr()
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+def test_resume_args_are_added_to_the_first_start_of_a_resumed_session_only(serve):
+    s = serve(role_toml("lead", start=True)
+              + role_toml("coder", "--worker", resume_args=["--paste-mode"]))
+    s.wait_booted(["coder"])
+    assert "--paste-mode" not in cmdline(role_view(s, "coder")["pid"])
+    s.kill9()
+    s.start(args=("--resume",))
+    s.wait_booted(["coder"])
+    assert cmdline(role_view(s, "coder")["pid"])[-1] == "--paste-mode"
+    assert s.cli("restart", "coder").returncode == 0
+    s.wait(lambda: (view := role_view(s, "coder"))["pid"] and view["restarts"] >= 1
+           and "--paste-mode" not in cmdline(view["pid"]), 20, "a plain restart")
