@@ -83,11 +83,14 @@ class CoreActor(Actor):
         return super().handle(message)
 
     def on_receive(self, message: Any) -> Any:
-        # What a handler journaled is on disk before its answer (an ack) leaves.
+        # What a handler journaled is on disk before its answer (an ack) leaves;
+        # a journal that cannot be synced fails the message like a handler error.
+        result = super().on_receive(message)
         try:
-            return super().on_receive(message)
-        finally:
             self._sync()
+        except OSError as exc:
+            return self._crashed(exc)
+        return result
 
     # -- the journal (see actors/durable.py) -------------------------------------
 

@@ -20,6 +20,7 @@ Every file is opened through :func:`open_private` (no symlinks followed,
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -338,6 +339,7 @@ class Journal:
             os.ftruncate(fd, good)
             os.fsync(fd)
         self._since_compact = len(records)
+        self._size = good
         return fd
 
     def append(self, kind: str, **fields: object) -> dict:
@@ -346,11 +348,23 @@ class Journal:
                       "t": round(time.time(), 3), **fields}
             if self._fd < 0:
                 return record
-            os.write(self._fd, frame(record))
+            self._write(frame(record))
             apply(self.image, record)
             self._dirty = True
             self._since_compact += 1
         return record
+
+    def _write(self, data: bytes) -> None:
+        """Append whole or not at all: a failed write (a full disk) is cut off again,
+        so the records appended after it are not hidden behind a torn one."""
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, "short write to the journal")
+        except OSError:
+            os.ftruncate(self._fd, self._size)
+            raise
+        self._size += len(data)
 
     def sync(self) -> None:
         """Make every appended record durable; compact when the journal is long."""
@@ -377,6 +391,7 @@ class Journal:
         os.close(self._fd)
         self._fd = fd
         self._since_compact = 0
+        self._size = 0
 
     def close(self) -> None:
         with self._lock:

@@ -114,3 +114,22 @@ def test_a_symlinked_journal_is_not_followed(tmp_path):
     os.symlink(tmp_path / "elsewhere", home / journal.JOURNAL)
     with pytest.raises(OSError):
         Journal(home)
+
+
+def test_a_failed_write_is_cut_off_so_later_records_stay_readable(tmp_path, monkeypatch):
+    home = tmp_path / "state"
+    j = Journal(home)
+    j.append("task", task=task("T1"))
+    real_write = os.write
+
+    def half_then_full(fd, data):
+        real_write(fd, data[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(journal.os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space"):
+        j.append("task", task=task("T2"))
+    monkeypatch.setattr(journal.os, "write", real_write)
+    j.append("task", task=task("T3"))
+    j.close()
+    assert list(journal.load(home).tasks) == ["T1", "T3"]
