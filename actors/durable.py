@@ -177,7 +177,10 @@ def _queue_undelivered(core: Any, image: Image, queued: set[str]) -> None:
     for task in list(core.s.board.tasks.values()):
         if (task.state is TaskState.QUEUED and task.id not in queued
                 and task.role in core.s.seats):
-            core._checkpoint_then_queue(task)
+            if task.checkpoint:  # taken before the crash: it is the workspace as it was
+                core._queue_task(task)
+            else:
+                core._checkpoint_then_queue(task)
 
 
 def _restart_clocks(core: Any, image: Image) -> None:

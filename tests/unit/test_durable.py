@@ -16,6 +16,7 @@ import pytest
 from actors import messages as m
 from actors.core import CoreActor, CoreState, Seat
 from actors.durable import JournaledBoard, Restore
+from actors.gateway import FlushTokens, TokenTotals
 from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos import journal
 from choragos.config import Config, RoleSpec
@@ -103,3 +104,20 @@ def test_gates_counter_and_reports_survive_and_a_restored_gate_decides(generatio
     assert dispatch(second.handle, cmd="gate", action="approve", id="T1",
                     reason="")["state"] == "queued"
     assert any("New task T1" in text for text in queued_texts(second, "release"))
+
+
+def test_token_totals_and_a_pause_survive(generation):
+    first = generation.start()
+    totals = {"coder": {"m1": {"input": 10, "output": 5, "cache_read": 0,
+                               "cache_creation": 0}}}
+    first.handle.tell(TokenTotals(totals))
+    first.handle.ask(FlushTokens(force=True), timeout=5)
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    generation.crash(first)
+
+    saved = journal.load(generation.home)
+    assert saved.tokens == totals and saved.roles["coder"]["paused"] is True
+    second = generation.start()
+    coder = next(r for r in dispatch(second.handle, cmd="status")["roles"]
+                 if r["name"] == "coder")
+    assert coder["tokens"]["input"] == 10
