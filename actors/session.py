@@ -139,6 +139,7 @@ class Session:
         self._start_prober(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
+            self._carry_over(spec, self.role_states[spec.name])
         if self.restored is not None:
             self.core.ask(Restore(self.restored), timeout=30)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
@@ -209,7 +210,6 @@ class Session:
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
                           self.options.rows)
-        self._carry_over(spec, state)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -219,7 +219,8 @@ class Session:
         return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
 
     def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
-        """A resumed role keeps its restart budget and may continue its conversation."""
+        """A resumed role keeps its restart budget and may continue its conversation
+        (set before its first Spawn; a role a later reload adds starts plain)."""
         if self.restored is None:
             return
         saved = self.restored.roles.get(spec.name, {})
