@@ -82,6 +82,8 @@ def install_signals(stop) -> None:
 def run(argv: list[str], verb: str = "serve") -> int:
     args = parse_args(argv)
     workdir = (args.dir or Path.cwd()).resolve()
+    if isinstance(args.resume, Path):
+        args.resume = workdir / args.resume  # as the kept-aside notice names it
     try:
         config = load_config(args.config or _handed_off_config(args.resume, workdir), workdir)
     except ConfigError as exc:

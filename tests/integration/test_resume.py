@@ -73,6 +73,12 @@ def test_serve_without_resume_keeps_the_old_state_aside_and_names_a_dead_server(
     kept = [p for p in (s.workdir / ".choragos").iterdir() if p.name.startswith("state.kept-")]
     assert len(kept) == 1 and list(journal.load(kept[0]).tasks) == ["T1"]
 
+    # the way out the notice names: resume the state kept aside
+    assert s.stop() == 0
+    s.start(args=("--resume", f".choragos/{kept[0].name}"))
+    assert s.board()["T1"]["state"] == "gated"
+    assert not kept[0].exists()
+
 
 def serve_fails(s, *args: str) -> str:
     """Run a ``serve`` that must refuse to start; return what it said."""
