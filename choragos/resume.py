@@ -191,8 +191,8 @@ def _section(title: str, tasks: list[dict], text) -> list[str]:
 
 def handoff_section(workdir: Path) -> str:
     path = Path(workdir) / ".choragos" / "handoff.md"
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+    try:  # never through a link: an agent wrote this file
+        text = journal.read_private(path).decode("utf-8", errors="replace")
     except OSError:
         return ""
     if len(text) > HANDOFF_LIMIT:
