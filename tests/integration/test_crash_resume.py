@@ -11,10 +11,12 @@ every resume, each acknowledgement the log shows must hold.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
 import time
+from collections import Counter
 
 import pytest
 
@@ -154,4 +156,14 @@ def test_kill9_at_random_moments_loses_nothing_acknowledged(serve):
     assert rebuild(s.events(all_runs=True)) == {t: task["state"] for t, task in saved.items()}
     print(f"{KILLS} kills in {time.monotonic() - started:.0f}s, {len(saved)} tasks, "
           f"{len(ledger.done(s))} acked work-done, {len(ledger.approved)} approvals, "
-          f"{sum('still yours' in line for line in map(str, s.agents('submit')))} hand-backs")
+          f"{sum('still yours' in line for line in map(str, s.agents('submit')))} hand-backs; "
+          f"last event before each kill: {last_events(s.events(all_runs=True))}")
+
+
+def last_events(events: list[dict]) -> dict[str, int]:
+    """What each killed run was doing last, by event name (how the kills landed)."""
+    last: list[str] = []
+    for before, event in itertools.pairwise(events):
+        if event["event"] == "deck starting" and before["event"] != "deck stopped":
+            last.append(before["event"])
+    return dict(Counter(last))
