@@ -8,6 +8,7 @@ orchestrator's brief carries the recap of what was in flight.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from tests.e2e.fakemodel import FakeModel, text, tool
 from tests.e2e.scenario import BRIEF, ClaudeCrew, claude_role
 from tests.e2e.test_scenarios import BOOT_TIMEOUT, bash, tool_said
+from tests.integration.harness import role_toml
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(150)]
 
@@ -52,3 +54,29 @@ def test_a_killed_server_resumes_and_the_worker_reports_its_task(
     assert "T1 (coder): delivered: Create hello.txt saying hello" in brief
     assert "Do not re-delegate in-flight tasks" in brief
     assert s.times_told("New task T1 from choragos") == 1
+
+
+def test_resume_args_let_claude_continue_its_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    # `claude --continue` takes the directory's most recent conversation, so
+    # the coder is the only claude here (the orchestrator is the fixture agent).
+    s = crew(role_toml("orchestrator", start=True)
+             + claude_role("coder", "claude", resume_args=["--continue"]))
+    fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
+    s.wait_told("New task T1 from choragos", 40)
+    s.wait(lambda: s.status()["coder"]["state"] == "idle"
+           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    s.kill9()
+
+    handed_back = "The choragos session restarted; task T1 is still yours"
+    fake_model.on(handed_back, bash('choragos work-done --id T1 --done --task "1 2 3"',
+                                    "Report the task"))
+    s.start(args=("--resume",))
+    s.wait_told(handed_back, 60)
+    request = next(r for r in fake_model.message_requests()
+                   if handed_back in json.dumps(r.body["messages"][-1]))
+    earlier = json.dumps(request.body["messages"][:-1])
+    assert "New task T1 from choragos" in earlier and "after lunch" in earlier
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
