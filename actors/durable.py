@@ -9,13 +9,14 @@ delivery queues and the clocks from a journal image.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from actors.clocks import PauseClocks, StartClock
 from choragos import briefs
-from choragos.board import Board, Task, TaskState
+from choragos.board import ARCHIVABLE, Board, Task, TaskState
 from choragos.journal import Image
 
 _TASK_FIELDS = frozenset(f.name for f in fields(Task))
@@ -59,10 +60,37 @@ class JournaledBoard(Board):
     def annotate(self, task_id: str, **changes: object) -> Task:
         return self._record(super().annotate(task_id, **changes))
 
-    def _record(self, task: Task) -> Task:
-        if self.journal is not None:
+    def put_back(self, task: Task) -> None:
+        """A refused request's undo is journaled too, so a resume does not redo it."""
+        super().put_back(task)
+        self._record(task, undo=True)
+
+    def forget(self, task_ids: list[str]) -> None:
+        super().forget(task_ids)
+        self._undo("forget", ids=task_ids, next_number=self.next_number)
+
+    def restore(self, tasks: list[Task]) -> None:
+        """Load a journal's tasks; the oldest resolved ones go to the archive as live."""
+        for task in tasks:
+            self.tasks[task.id] = task
+        resolved = sorted((t for t in tasks if t.state in ARCHIVABLE),
+                          key=lambda t: t.finished or 0.0)
+        self.resolved.extend(t.id for t in resolved)
+        self._compact()
+
+    def _record(self, task: Task, undo: bool = False) -> Task:
+        if undo:
+            self._undo("task", task=task_record(task))
+        elif self.journal is not None:
             self.journal.append("task", task=task_record(task))
         return task
+
+    def _undo(self, kind: str, **fields: object) -> None:
+        # An undo follows a failed write; when the journal itself failed, the
+        # record being undone never reached it either.
+        if self.journal is not None:
+            with contextlib.suppress(OSError):
+                self.journal.append(kind, **fields)
 
 
 def task_record(task: Task) -> dict:
@@ -102,8 +130,7 @@ def journal_role(core: Any, view: Any) -> None:
 
 def restore_into(core: Any, image: Image) -> None:
     s = core.s
-    for data in image.tasks.values():
-        s.board.tasks[data["id"]] = task_from(data)
+    s.board.restore([task_from(data) for data in image.tasks.values()])
     s.board.next_number = max(s.board.next_number, image.next_number)
     s.next_injection = max(s.next_injection, image.next_injection)
     _retire_dropped(core)
@@ -121,8 +148,9 @@ def restore_into(core: Any, image: Image) -> None:
     _queue_undelivered(core, image, requeued | handed)
     _restart_clocks(core, image)
     # The board as restored: the event log then tells what the journal tells.
-    core._event("session resumed", from_pid=image.pid, tasks=len(s.board.tasks),
-                board={t.id: str(t.state) for t in s.board.tasks.values()},
+    every = [*s.board.archive.values(), *s.board.tasks.values()]
+    core._event("session resumed", from_pid=image.pid, tasks=len(every),
+                board={t.id: str(t.state) for t in every},
                 handed_back=sorted(handed), gates=list(s.gates),
                 queued={name: len(seat.queue) for name, seat in s.seats.items()})
 

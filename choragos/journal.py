@@ -14,8 +14,9 @@
 
 Folding records into an :class:`Image` is pure (:func:`fold`); the server
 keeps the image current as it appends, so a compaction only dumps it.
-Every file is opened through :func:`open_private` (no symlinks followed,
-0600), the one place that touches the state directory's files.
+Every file is opened without following a link, created 0600: the journal
+and the directory through ``choragos.statedir``, reads and the snapshot's
+temporary file through :func:`open_private`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from choragos import statedir
 
 VERSION = 1
 STATE_DIRNAME = "state"
@@ -53,10 +56,8 @@ def open_private(path: Path, flags: int) -> int:
 
 
 def ensure_private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.is_symlink() or not path.is_dir():
-        raise JournalError(f"{path} is not a directory")
-    os.chmod(path, 0o700)
+    statedir.make_dir(path)  # 0700, never through a link
+    os.chmod(path, 0o700, follow_symlinks=False)
 
 
 def read_private(path: Path) -> bytes:
@@ -202,6 +203,12 @@ def _task(image: Image, r: dict) -> None:
     image.next_number = max(image.next_number, int(task["id"][1:]) + 1)
 
 
+def _forget(image: Image, r: dict) -> None:
+    for task_id in r["ids"]:
+        image.tasks.pop(task_id, None)
+    image.next_number = r["next_number"]
+
+
 def _enqueue(image: Image, r: dict) -> None:
     injection = {k: r[k] for k in ("id", "role", "text", "what", "task")}
     queue = image.queues.setdefault(r["role"], [])
@@ -270,7 +277,8 @@ def _handoff(image: Image, r: dict) -> None:
     image.handoff = None if r.get("done") else fresh
 
 
-_APPLY = {"session": _session, "stop": _stop, "task": _task, "enqueue": _enqueue,
+_APPLY = {"session": _session, "stop": _stop, "task": _task, "forget": _forget,
+          "enqueue": _enqueue,
           "inflight": _inflight, "injected": _injected, "drop queue": _drop_queue,
           "role": _role, "clock": _clock, "layout": _layout, "tokens": _tokens,
           "handoff": _handoff}
@@ -331,9 +339,8 @@ class Journal:
 
     def _open_clean(self) -> int:
         """Open for append, first cutting off a torn tail so new records follow whole ones."""
-        fd = open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-        with open(fd, "rb", closefd=False) as handle:
-            data = handle.read()
+        fd = statedir.append_fd(self.path)  # 0600; no link, no hard link
+        data = read_private(self.path)
         records, good = unframe(data)
         if good < len(data):
             os.ftruncate(fd, good)

@@ -42,7 +42,7 @@ class Ledger:
     def acks(self, serve) -> dict[str, tuple[str, str, bool]]:
         """id -> (role, job, gated), asserting no id was ever handed out twice."""
         seen: dict[str, tuple[str, str, bool]] = {}
-        for record in serve.agents("ack"):
+        for record in serve.agents("delegated"):
             tid, role, gated, job = ACK.match(record["text"]).groups()
             entry = (role, job, bool(gated))
             assert seen.setdefault(tid, entry) == entry, f"{tid} was acked twice: {entry}"

@@ -121,3 +121,20 @@ def test_token_totals_and_a_pause_survive(generation):
     coder = next(r for r in dispatch(second.handle, cmd="status")["roles"]
                  if r["name"] == "coder")
     assert coder["tokens"]["input"] == 10
+
+
+def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
+    first = generation.start()
+
+    def full_disk(*args, **fields):
+        raise OSError(28, "No space left on device")
+
+    first.events.append = full_disk
+    ack = dispatch(first.handle, cmd="delegate", to=["coder"], task="lost", brief=None)
+    assert ack["status"] == "error"
+    generation.crash(first)
+
+    second = generation.start()
+    assert dispatch(second.handle, cmd="board")["tasks"] == []
+    ack = dispatch(second.handle, cmd="delegate", to=["coder"], task="kept", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
