@@ -82,6 +82,9 @@ class CoreActor(Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
+        self._unsaved: list[str] = []
+        if isinstance(state.board, durable.JournaledBoard):
+            state.board.on_unsaved = self._note_unsaved
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -89,23 +92,30 @@ class CoreActor(Guardrails, Actor):
 
     def on_receive(self, message: Any) -> Any:
         # What a handler journaled is on disk before its answer (an ack) leaves;
-        # a journal that cannot be synced fails the message like a handler error.
+        # what could not be (a full disk) is logged and the ack says so.
+        self._unsaved = []
         result = super().on_receive(message)
-        try:
-            self._sync()
-        except OSError as exc:
-            return self._crashed(exc)
-        return result
+        self._sync()
+        return durable.settle(self, result, self._unsaved)
 
     # -- the journal (see actors/durable.py) -------------------------------------
 
     def _journal(self, kind: str, **fields: Any) -> None:
         if self.s.journal is not None:
-            self.s.journal.append(kind, **fields)
+            try:
+                self.s.journal.append(kind, **fields)
+            except OSError as exc:
+                self._note_unsaved(exc)
 
     def _sync(self) -> None:
         if self.s.journal is not None:
-            self.s.journal.sync()
+            try:
+                self.s.journal.sync()
+            except OSError as exc:
+                self._note_unsaved(exc)
+
+    def _note_unsaved(self, exc: OSError) -> None:
+        self._unsaved.append(exc.strerror or str(exc))
 
     @handle.register
     def _restore(self, msg: Restore) -> None:

@@ -47,18 +47,33 @@ class Restore:
 
 @dataclass
 class JournaledBoard(Board):
-    """A board that journals each task as it is created, moved or annotated."""
+    """A board that journals each task as it is created, moved or annotated.
+
+    A creation that cannot be journaled raises, so the request that made it
+    is refused and undone; a later change that cannot be (a full disk) is
+    live but not durable, and ``on_unsaved`` is told, so the ack says so.
+    """
 
     journal: Any = None
+    on_unsaved: Any = None  # Callable[[OSError], None]
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
         return self._record(super().create(role, text, brief))
 
     def move(self, task_id: str, state: TaskState, **changes: object) -> Task:
-        return self._record(super().move(task_id, state, **changes))
+        return self._lenient(super().move(task_id, state, **changes))
 
     def annotate(self, task_id: str, **changes: object) -> Task:
-        return self._record(super().annotate(task_id, **changes))
+        return self._lenient(super().annotate(task_id, **changes))
+
+    def _lenient(self, task: Task) -> Task:
+        try:
+            return self._record(task)
+        except OSError as exc:
+            if self.on_unsaved is None:
+                raise
+            self.on_unsaved(exc)
+            return task
 
     def put_back(self, task: Task) -> None:
         """A refused request's undo is journaled too, so a resume does not redo it."""
@@ -102,6 +117,19 @@ def task_record(task: Task) -> dict:
 def task_from(data: dict) -> Task:
     known = {k: v for k, v in data.items() if k in _TASK_FIELDS}
     return Task(**{**known, "state": TaskState(known["state"])})
+
+
+def settle(core: Any, result: Any, unsaved: list[str]) -> Any:
+    """After a message: say what could not be journaled, in the log and in an ok ack."""
+    if not unsaved:
+        return result
+    reason = unsaved[0]
+    core._event("journal write failed", error=reason)
+    if isinstance(result, dict) and result.get("status") == "ok":
+        note = (f"not saved to disk ({reason}): the session took it, but it would not "
+                f"survive a restart of the server")
+        result = {**result, "warning": "; ".join(filter(None, [result.get("warning"), note]))}
+    return result
 
 
 def heartbeat(core: Any) -> None:

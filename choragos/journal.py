@@ -73,6 +73,9 @@ def write_atomic(path: Path, data: bytes) -> None:
     try:
         os.write(fd, data)
         os.fsync(fd)
+    except OSError:
+        os.unlink(tmp)
+        raise
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -380,7 +383,11 @@ class Journal:
                 os.fdatasync(self._fd)
                 self._dirty = False
             if self._since_compact >= self.compact_every and self._fd >= 0:
-                self._compact()
+                try:
+                    self._compact()
+                except OSError:
+                    self._since_compact = 0  # try again after as many records
+                    raise
 
     def compact(self) -> None:
         with self._lock:

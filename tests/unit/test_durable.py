@@ -138,3 +138,18 @@ def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
     assert dispatch(second.handle, cmd="board")["tasks"] == []
     ack = dispatch(second.handle, cmd="delegate", to=["coder"], task="kept", brief=None)
     assert ack["tasks"][0]["id"] == "T1"
+
+
+def test_a_change_the_journal_cannot_take_is_acked_with_a_warning(generation):
+    first = generation.start(ready=False)
+    dispatch(first.handle, cmd="delegate", to=["coder"], task="code", brief=None)
+
+    def full_disk(*args, **fields):
+        raise OSError(28, "No space left on device")
+
+    first.journal.append = full_disk
+    ack = dispatch(first.handle, cmd="work-done", id="T1", task="coded", report=None,
+                   done=True)
+    assert ack["status"] == "ok" and ack["state"] == "done"
+    assert "not saved to disk (No space left on device)" in ack["warning"]
+    assert dispatch(first.handle, cmd="board")["tasks"][0]["state"] == "done"
