@@ -91,11 +91,10 @@ class CoreActor(Guardrails, Actor):
         return super().handle(message)
 
     def on_receive(self, message: Any) -> Any:
-        # What a handler journaled is on disk before its answer (an ack) leaves;
-        # what could not be (a full disk) is logged and the ack says so.
+        # What could not be journaled (a full disk) is logged and the ack says so;
+        # the listener holds each ack until the journal is on disk (group commit).
         self._unsaved = []
         result = super().on_receive(message)
-        self._sync()
         return durable.settle(self, result, self._unsaved)
 
     # -- the journal (see actors/durable.py) -------------------------------------
@@ -104,13 +103,6 @@ class CoreActor(Guardrails, Actor):
         if self.s.journal is not None:
             try:
                 self.s.journal.append(kind, **fields)
-            except OSError as exc:
-                self._note_unsaved(exc)
-
-    def _sync(self) -> None:
-        if self.s.journal is not None:
-            try:
-                self.s.journal.sync()
             except OSError as exc:
                 self._note_unsaved(exc)
 
@@ -410,8 +402,8 @@ class CoreActor(Guardrails, Actor):
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         self._journal("inflight", id=injection.id, role=seat.name)
-        self._sync()  # a restart must know this line may have reached the agent
-        seat.handle.tell(m.Inject(injection))
+        # Typed only once on disk: a restart must know it may have reached the agent.
+        durable.when_synced(self, lambda: seat.handle.tell(m.Inject(injection)))
 
     def _write_worker_file(self, role: str, task: Task) -> None:
         """The role's latest task; the typed line names the per-task copy, so a

@@ -123,13 +123,37 @@ def settle(core: Any, result: Any, unsaved: list[str]) -> Any:
     """After a message: say what could not be journaled, in the log and in an ok ack."""
     if not unsaved:
         return result
-    reason = unsaved[0]
-    core._event("journal write failed", error=reason)
-    if isinstance(result, dict) and result.get("status") == "ok":
-        note = (f"not saved to disk ({reason}): the session took it, but it would not "
-                f"survive a restart of the server")
-        result = {**result, "warning": "; ".join(filter(None, [result.get("warning"), note]))}
-    return result
+    core._event("journal write failed", error=unsaved[0])
+    return unsaved_ack(result, unsaved[0])
+
+
+def unsaved_ack(ack: Any, reason: str) -> Any:
+    if not isinstance(ack, dict) or ack.get("status") != "ok":
+        return ack
+    note = (f"not saved to disk ({reason}): the session took it, but it would not "
+            f"survive a restart of the server")
+    return {**ack, "warning": "; ".join(filter(None, [ack.get("warning"), note]))}
+
+
+def when_synced(core: Any, action: Any) -> None:
+    """Run ``action`` once the journal holds everything appended so far."""
+    journal = core.s.journal
+    if journal is None:
+        action()
+        return
+    try:
+        journal.after_sync(action)
+    except OSError as exc:  # a synchronous journal that could not sync
+        core._note_unsaved(exc)
+        action()
+
+
+def durable_ack(journal: Any, ack: Any) -> Any:
+    """Hold an ack until its changes are on disk; say so when they could not be."""
+    if journal is None or not isinstance(ack, dict):
+        return ack
+    error = journal.wait_synced()
+    return unsaved_ack(ack, error) if error else ack
 
 
 def heartbeat(core: Any) -> None:

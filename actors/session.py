@@ -23,7 +23,7 @@ from actors import messages as m
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
-from actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore
+from actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore, durable_ack
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from actors.guardrails import budget_summary
 from actors.handle import Handle
@@ -114,6 +114,7 @@ class Session:
                             config=resume.config_label(self.config), pid=os.getpid(),
                             resumed=self.restored is not None)
         self.journal.sync()
+        self.journal.start()
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
@@ -422,4 +423,4 @@ class _LateHandle:
         core = self.session.core
         if core is None:
             raise pykka.Timeout("the session is still starting")
-        return core.ask(message, timeout=timeout)
+        return durable_ack(self.session.journal, core.ask(message, timeout=timeout))

@@ -21,13 +21,14 @@ temporary file through :func:`open_private`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -326,7 +327,14 @@ def read_records(path: Path) -> list[dict]:
 
 
 class Journal:
-    """The server's writer: append, fsync on :meth:`sync`, compact now and then."""
+    """The server's writer: append, make durable, compact now and then.
+
+    :meth:`sync` fsyncs on the caller's thread.  After :meth:`start`, a
+    background thread does it instead, for every record appended so far
+    at once (group commit): a caller that must not answer before its
+    records are on disk waits in :meth:`wait_synced`, and
+    :meth:`after_sync` runs a callback once they are.
+    """
 
     def __init__(self, directory: Path, image: Image | None = None,
                  compact_every: int = COMPACT_EVERY) -> None:
@@ -336,8 +344,14 @@ class Journal:
         self.image = image if image is not None else Image()
         self.compact_every = compact_every
         self._lock = threading.Lock()
+        self._appended_more = threading.Condition(self._lock)  # wakes the syncer
+        self._changed = threading.Condition(self._lock)        # wakes the waiters
         self._since_compact = 0
         self._dirty = False
+        self._appended = self._synced = self.image.seq
+        self._error = ""  # why the last fsync failed; "" once one succeeds
+        self._callbacks: list[tuple[int, Callable[[], None]]] = []
+        self._syncer: threading.Thread | None = None
         self._fd = self._open_clean()
 
     def _open_clean(self) -> int:
@@ -352,6 +366,12 @@ class Journal:
         self._size = good
         return fd
 
+    def start(self) -> None:
+        """From now on, fsync in the background (group commit)."""
+        self._syncer = threading.Thread(target=self._sync_loop, name="journal-sync",
+                                        daemon=True)
+        self._syncer.start()
+
     def append(self, kind: str, **fields: object) -> dict:
         with self._lock:
             record = {"kind": kind, "seq": self.image.seq + 1,
@@ -360,8 +380,10 @@ class Journal:
                 return record
             self._write(frame(record))
             apply(self.image, record)
+            self._appended = record["seq"]
             self._dirty = True
             self._since_compact += 1
+            self._appended_more.notify()
         return record
 
     def _write(self, data: bytes) -> None:
@@ -376,18 +398,79 @@ class Journal:
             raise
         self._size += len(data)
 
+    # -- durability ------------------------------------------------------------------
+
     def sync(self) -> None:
-        """Make every appended record durable; compact when the journal is long."""
+        """Make every appended record durable now, on this thread."""
         with self._lock:
+            target = self._appended
             if self._dirty and self._fd >= 0:
                 os.fdatasync(self._fd)
                 self._dirty = False
-            if self._since_compact >= self.compact_every and self._fd >= 0:
-                try:
-                    self._compact()
-                except OSError:
-                    self._since_compact = 0  # try again after as many records
-                    raise
+            ready = self._synced_to(target, "")
+            self._maybe_compact(raising=True)
+        _run(ready)
+
+    def wait_synced(self, timeout: float = 5.0) -> str:
+        """Block until what was appended so far is on disk; why not, or ""."""
+        if self._syncer is None:
+            try:
+                self.sync()
+            except OSError as exc:
+                return exc.strerror or str(exc)
+            return ""
+        with self._lock:
+            target = self._appended
+            if not self._changed.wait_for(lambda: self._synced >= target or self._fd < 0,
+                                          timeout):
+                return f"the journal was not on disk within {timeout:g}s"
+            return self._error
+
+    def after_sync(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once what was appended so far is on disk (at once if it is)."""
+        if self._syncer is None:
+            self.sync()
+            callback()
+            return
+        with self._lock:
+            if self._synced < self._appended and self._fd >= 0:
+                self._callbacks.append((self._appended, callback))
+                return
+        callback()
+
+    def _sync_loop(self) -> None:
+        while True:
+            with self._lock:
+                self._appended_more.wait_for(lambda: self._dirty or self._fd < 0)
+                if self._fd < 0:
+                    return
+                fd, target, self._dirty = self._fd, self._appended, False
+            error = ""
+            try:
+                os.fdatasync(fd)  # outside the lock: appends go on meanwhile
+            except OSError as exc:
+                error = exc.strerror or str(exc)
+            with self._lock:
+                ready = self._synced_to(target, error)
+                self._maybe_compact(raising=False)
+            _run(ready)
+
+    def _synced_to(self, target: int, error: str) -> list[Callable[[], None]]:
+        self._synced, self._error = max(self._synced, target), error
+        self._changed.notify_all()
+        ready = [fn for seq, fn in self._callbacks if seq <= self._synced]
+        self._callbacks = [(seq, fn) for seq, fn in self._callbacks if seq > self._synced]
+        return ready
+
+    def _maybe_compact(self, raising: bool) -> None:
+        if self._since_compact < self.compact_every or self._fd < 0:
+            return
+        try:
+            self._compact()
+        except OSError:
+            self._since_compact = 0  # try again after as many records
+            if raising:
+                raise
 
     def compact(self) -> None:
         with self._lock:
@@ -409,8 +492,20 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                if self._dirty:
-                    os.fdatasync(self._fd)
-                os.close(self._fd)
-                self._fd = -1
+            fd, self._fd = self._fd, -1
+            self._appended_more.notify_all()
+            self._changed.notify_all()
+        if self._syncer is not None:
+            self._syncer.join(timeout=10)
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.fdatasync(fd)
+            os.close(fd)
+            with self._lock:
+                ready = self._synced_to(self._appended, "")
+            _run(ready)
+
+
+def _run(callbacks: list[Callable[[], None]]) -> None:
+    for callback in callbacks:
+        callback()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+import time
 
 import pytest
 
@@ -133,3 +135,34 @@ def test_a_failed_write_is_cut_off_so_later_records_stay_readable(tmp_path, monk
     j.append("task", task=task("T3"))
     j.close()
     assert list(journal.load(home).tasks) == ["T1", "T3"]
+
+
+def test_group_commit_syncs_many_waiters_with_few_fsyncs(tmp_path, monkeypatch):
+    real = os.fdatasync
+    calls = []
+
+    def slow_fdatasync(fd):
+        calls.append(fd)
+        time.sleep(0.01)
+        real(fd)
+
+    monkeypatch.setattr(journal.os, "fdatasync", slow_fdatasync)
+    j = Journal(tmp_path / "state")
+    j.start()
+    answers = []
+
+    def client(n: int) -> None:
+        j.append("task", task=task(f"T{n}"))
+        answers.append(j.wait_synced())
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(1, 41)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ran = threading.Event()
+    j.after_sync(ran.set)
+    assert answers == [""] * 40 and ran.wait(5)
+    assert len(calls) < 40, f"{len(calls)} fsyncs for 40 waiters"
+    j.close()
+    assert len(journal.load(tmp_path / "state").tasks) == 40
