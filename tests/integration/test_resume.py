@@ -65,7 +65,9 @@ def test_serve_without_resume_keeps_the_old_state_aside_and_names_a_dead_server(
     pid = s.proc.pid
     s.kill9()
     s.start()
-    err = s.stderr()
+    # The socket answers before serve prints its notices: wait for them.
+    err = s.wait(lambda: "choragos serve --resume" in s.stderr() and s.stderr(), 10,
+                 "the notices")
     assert f"the session that ran as pid {pid} died at" in err
     assert "was kept in .choragos/state.kept-" in err
     assert "choragos serve --resume .choragos/state.kept-" in err
@@ -204,7 +206,7 @@ def test_detach_names_the_dead_server_and_resumes_in_the_background(serve):
     assert s.cli("shutdown").returncode == 0
     s.wait(lambda: not s.sock.exists(), 30, "the detached session to stop")
     s.start(args=("--resume",))  # the fixture stops this one
-    assert "resuming the session that ran as pid" in s.stderr()
+    s.wait(lambda: "resuming the session that ran as pid" in s.stderr(), 10, "the notice")
 
 
 def cmdline(pid: int) -> list[str]:
