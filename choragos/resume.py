@@ -160,7 +160,7 @@ def recap(image: Image) -> str:
     done = [t for t in tasks if t["state"] == "done"]
     flight = [t for t in tasks if t["state"] in _OPEN and t["state"] != "gated"]
     gated = [t for t in tasks if t["state"] == "gated"]
-    ended = [t for t in tasks if t["state"] in ("failed", "rejected")]
+    ended = [t for t in tasks if t["state"] in ("failed", "blocked", "rejected")]
     lines = ["## This session was resumed", "",
              f"choragos restarted this session from its journal (the previous server, pid "
              f"{image.pid}, last wrote at {_clock(image.last_t)}). The board is as it was.",
@@ -169,7 +169,8 @@ def recap(image: Image) -> str:
     lines += _section("In flight (the worker has it again)", flight,
                       lambda t: f"{t['state']}: {t['text']}")
     lines += _section("Waiting at a gate for the operator", gated, lambda t: t["text"])
-    lines += _section("Failed or rejected", ended, lambda t: t.get("note") or t["state"])
+    lines += _section("Failed, blocked or rejected", ended,
+                      lambda t: f"{t['state']}: {t.get('note') or t.get('summary') or ''}")
     lines += ["Do not re-delegate in-flight tasks unless you decide to: their workers "
               "have them again and will report as usual. `choragos board` shows every "
               "task.", ""]

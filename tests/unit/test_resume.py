@@ -45,7 +45,10 @@ def test_a_handoff_config_is_accepted_and_named():
 
 def test_the_recap_lists_done_in_flight_gated_and_the_instruction():
     done = {**task("T1", "done"), "summary": "wrote the parser"}
-    text = resume.recap(image(done, task("T2", "delivered"), task("T3", "gated", "release")))
+    blocked = {**task("T4", "blocked"), "summary": "needs the API key"}
+    text = resume.recap(image(done, task("T2", "delivered"), task("T3", "gated", "release"),
+                              blocked))
+    assert "- T4 (coder): blocked: needs the API key" in text
     assert "- T1 (coder): wrote the parser" in text
     assert "- T2 (coder): delivered: do T2" in text
     assert "### Waiting at a gate" in text and "T3 (release)" in text
