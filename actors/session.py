@@ -347,7 +347,14 @@ class Session:
     # -- run and stop ----------------------------------------------------------
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self.stopped.wait(timeout)
+        if timeout is not None:
+            return self.stopped.wait(timeout)
+        # A signal the kernel hands to another thread runs its Python handler only
+        # when the main thread next runs: never block it for long (SIGTERM was
+        # seen to go unanswered while the main thread slept in an untimed wait).
+        while not self.stopped.wait(0.25):
+            pass
+        return True
 
     def stop(self) -> None:
         self.stopped.set()
