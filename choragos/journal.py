@@ -290,6 +290,16 @@ _APPLY = {"session": _session, "stop": _stop, "task": _task, "forget": _forget,
 
 # -- reading and writing -----------------------------------------------------------------
 
+def move_state(source: Path, target: Path) -> None:
+    """Move the journal's two files (only them: other state may share the directory)."""
+    ensure_private_dir(target)
+    for name in (JOURNAL, SNAPSHOT):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(source / name, target / name)
+    fsync_dir(source)
+    fsync_dir(target)
+
+
 def exists(directory: Path) -> bool:
     return (directory / JOURNAL).exists() or (directory / SNAPSHOT).exists()
 

@@ -3,7 +3,7 @@
 :func:`open_state` runs once a new server holds the control socket (so a
 live session's state is never touched).  With ``--resume`` the saved image
 is checked (:func:`refusal`) and continued; without it a leftover state is
-renamed aside, never applied and never deleted, and the server says so.
+moved aside, never applied and never deleted, and the server says so.
 The recap for the orchestrator's brief is built here too.
 """
 
@@ -68,7 +68,9 @@ def _resume(home: Path, source: Path, config: Config, compact_every: int) -> Ope
         raise ResumeRefused(reason)
     if source != home:
         _keep_aside(home, home.parent.parent)
-        os.rename(source, home)
+        journal.move_state(source, home)
+        with contextlib.suppress(OSError):
+            source.rmdir()  # only when nothing else was kept there
     saved = copy.deepcopy(image)
     notices = [f"resuming the session that ran as pid {image.pid} "
                f"({_state_words(image)}, last written at {_clock(image.last_t)})"]
@@ -120,7 +122,7 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
         _discard_empty(home)
         return []
     kept = _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
-    os.rename(home, kept)
+    journal.move_state(home, kept)
     where = os.path.relpath(kept, workdir)
     what = f"unreadable: {damaged}" if damaged else _state_words(image)
     notices.append(f"a previous session's state ({what}) was kept in {where}, not applied; "
