@@ -58,6 +58,9 @@ log = logging.getLogger("choragos.deck")
 
 TICK = 0.03             # how often shown panes are checked for new output
 FAST_TICK = 0.001       # ... right after a key was typed into one (echo latency)
+OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
+TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
+             'prefix = "ctrl+a"')
 FAST_WINDOW = 0.25
 ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
 MESSAGE_TIME = 6.0
@@ -85,6 +88,7 @@ class ClientInfo:
     term: str = "xterm-256color"
     colors: int = 256
     editor: str = ""
+    in_tmux: bool = False  # the client's terminal is a tmux pane
 
 
 @dataclass
@@ -190,6 +194,8 @@ class Deck:
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deck-cmd")
         self._flush_alarm: Any = None
         self._tick_alarm: Any = None
+        self._overlay_due = 0.0
+        self._told_tmux = False
         self._typed: dict[str, float] = {}  # role -> until when it is watched closely
         self._next_full = 0.0
         self._user_active_until = 0.0
@@ -345,6 +351,17 @@ class Deck:
         self.relayout()
         self._schedule_tick()
         self._maybe_show_gate()
+        self._tmux_prefix_hint(info)
+
+    def _tmux_prefix_hint(self, info: ClientInfo) -> None:
+        """Once a session: inside tmux, our default prefix is tmux's own (and a
+        Claude Code key), so say how to reach us and how to change it."""
+        if (not info.in_tmux or self._told_tmux
+                or k.display_name(self.keymap.prefix_spelling) != "C-b"):
+            return
+        self._told_tmux = True
+        self.message = (TMUX_HINT, "status message", time.monotonic() + 2 * MESSAGE_TIME)
+        self.dirty = True
 
     def _detach(self) -> None:
         self.attached = False
@@ -393,9 +410,33 @@ class Deck:
         if self.message and self.message[2] < now:
             self.message = None
             changed = True
+        if full and now >= self._overlay_due:
+            self._overlay_due = now + OVERLAY_REFRESH
+            changed = self._refresh_overlay() or changed
         if changed:
             self.dirty = True
         self._schedule_tick()
+
+    def _refresh_overlay(self) -> bool:
+        """Keep an open dialog's clocks running: the gate's waiting time, the board's ages."""
+        if self.overlay_kind == "gate":
+            self.overlay.refresh()
+            return True
+        if self.overlay_kind == "board":
+            self._update_board()
+            return True
+        return False
+
+    def _update_board(self) -> None:
+        """Show the board's news in the open board, or rebuild it when it must."""
+        if self.overlay_kind != "board":
+            return
+        if not self.overlay.update(self._sorted_tasks()):
+            chosen = self.overlay.current()
+            if chosen is not None:
+                self._board_selected = chosen["id"]
+            self._show_board()
+        self.dirty = True
 
     # -- news from the core ------------------------------------------------------------
 
@@ -442,6 +483,7 @@ class Deck:
 
     def _task(self, task: dict) -> None:
         self.state.tasks[task["id"]] = task
+        self._update_board()
         if task.get("state") != "gated" and task["id"] in self.state.gates:
             self.state.gates.pop(task["id"], None)
             self.state.dismissed.discard(task["id"])
@@ -454,6 +496,7 @@ class Deck:
     def _gate_arrived(self, task: dict) -> None:
         self.state.tasks[task["id"]] = task
         self.state.gates[task["id"]] = task
+        self._update_board()
         self._maybe_show_gate()
 
     def _event(self, record: dict) -> None:
@@ -1126,10 +1169,13 @@ class Deck:
         self._show_board()
         self.command({"cmd": "board"}, opened)
 
+    def _sorted_tasks(self) -> list[dict]:
+        return sorted(self.state.tasks.values(), key=lambda t: int(t["id"][1:])
+                      if t["id"][1:].isdigit() else 0)
+
     def _show_board(self) -> None:
-        tasks = sorted(self.state.tasks.values(), key=lambda t: int(t["id"][1:])
-                       if t["id"][1:].isdigit() else 0)
-        self._open_overlay(BoardOverlay(tasks, self._board_action, self._board_selected),
+        self._open_overlay(BoardOverlay(self._sorted_tasks(), self._board_action,
+                                        self._board_selected),
                            "board", ("relative", 90), ("relative", 80))
 
     def _board_action(self, action: str, task: dict | None) -> None:
@@ -1137,6 +1183,9 @@ class Deck:
             self._board_selected = task["id"]
         if action == "close":
             self._close_overlay()
+            return
+        if action == "page":
+            self._write_page()
             return
         if task is None:
             return
@@ -1157,6 +1206,25 @@ class Deck:
             self._decide(task["id"], action == "approve")
         elif action == "rollback":
             self._plan_rollback(task)
+
+    def _write_page(self) -> None:
+        """``choragos report --html`` for this session, into .choragos/report.html."""
+        workdir = self.port.workdir
+        config = getattr(self.port, "config", None)
+        price_for = config.price_for if config is not None else (lambda model: None)
+        target = workdir / ".choragos" / "report.html"
+
+        def work() -> None:
+            from choragos.cli.report import session_page
+            try:
+                session_page(workdir, target, price_for)
+                said = (f"wrote {target}: open it in a browser", "status message")
+            except Exception as exc:  # reported on screen, never fatal
+                said = (f"cannot write the report page: {exc}", "failed")
+            self.post("call", lambda: self.say(*said))
+
+        with contextlib.suppress(RuntimeError):  # shutting down
+            self._workers.submit(work)
 
     def act_search(self) -> None:
         found = self._focused_pane()
@@ -1348,8 +1416,11 @@ class EditorPopup:
         self.child.close()
 
 
-def colors_for(term: str, colorterm: str) -> int:
-    """The colour depth to draw with for a client terminal."""
+def colors_for(term: str, colorterm: str, no_color: bool = False) -> int:
+    """The colour depth to draw with for a client terminal; 1 (bold and
+    reverse video only) when its user set ``NO_COLOR``."""
+    if no_color:
+        return 1
     if colorterm.lower() in ("truecolor", "24bit"):
         return TRUECOLOR
     return 256

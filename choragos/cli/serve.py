@@ -229,7 +229,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         elif deck is not None:
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
-        session.wait()
+        # Wake now and then: a signal the kernel hands to another thread only
+        # sets a flag, which the main thread reads when it runs, never while
+        # blocked without a timeout -- so SIGTERM could otherwise go unheard.
+        while not session.wait(0.5):
+            pass
     finally:
         if ui is not None:
             ui.stop()
