@@ -5,8 +5,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CLAUDE_DIR := .cache/claude
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
+GEMINI_DIR := .cache/gemini
+GEMINI := $(GEMINI_DIR)/node_modules/.bin/gemini
+CODEX_DIR := .cache/codex
+CODEX := $(CODEX_DIR)/node_modules/.bin/codex
+# The versions the Gemini and Codex seats were verified with (docs/agents.md).
+GEMINI_VERSION ?= 0.61.0
+CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench claude clean
+.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean
 
 venv: $(STAMP)
 
@@ -23,13 +30,29 @@ $(CLAUDE):
 	mkdir -p $(CLAUDE_DIR)
 	npm install --silent --no-audit --no-fund --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code
 
+# Gemini CLI and Codex CLI for their end-to-end scenarios, pinned to the
+# versions verified; no postinstall step reaches anything but the registry.
+gemini: $(GEMINI)
+
+$(GEMINI):
+	mkdir -p $(GEMINI_DIR)
+	npm install --silent --no-audit --no-fund --prefix $(GEMINI_DIR) @google/gemini-cli@$(GEMINI_VERSION)
+
+codex: $(CODEX)
+
+$(CODEX):
+	mkdir -p $(CODEX_DIR)
+	npm install --silent --no-audit --no-fund --prefix $(CODEX_DIR) @openai/codex@$(CODEX_VERSION)
+
+seats: claude gemini codex
+
 test: venv
-	-$(MAKE) --no-print-directory claude
+	-$(MAKE) --no-print-directory seats
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -m 'not claude and not slow'
+	$(BIN)/python -m pytest -q -m 'not claude and not gemini and not codex and not slow'
 
 lint: venv
 	$(BIN)/ruff check .

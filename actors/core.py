@@ -523,6 +523,13 @@ class CoreActor(Guardrails, Actor):
         if not msg.final:
             self._event("injection retry", **fields)
             return
+        if msg.untouched and (seat := self.s.seats.get(msg.role)) is not None:
+            # The pane changed (a turn began, a dialog opened) after the role
+            # last said it was ready: hold the line for the next ready view.
+            self._event("injection held", **fields)
+            seat.in_flight = None
+            seat.queue.appendleft(injection)
+            return
         self._event("injection", **fields)
         seat = self.s.seats.get(msg.role)
         if seat is None:

@@ -159,11 +159,13 @@ class RoleView:
     exit: str = ""
     budget_used: int = 0  # restarts counted against restart_retries
     stalled: bool = False  # no new output for the role's stall_after
+    profile: str = ""  # the agent profile its screen is read with
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
-                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled}
+                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
+                "profile": self.profile}
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ class InjectionOutcome:
     ok: bool
     detail: str = ""
     final: bool = True  # False: a retry follows
+    untouched: bool = False  # nothing was typed: the role was not ready after all
 
 
 @dataclass(frozen=True)

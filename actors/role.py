@@ -42,6 +42,10 @@ BOOT_MAX_WAIT = 20.0
 BOOT_RETRY_DELAY = 3.0
 BOOT_RETRIES = 2
 ECHO_WAIT = 2.0
+# The Enter waits for the pane to be this quiet after the echo: Gemini CLI
+# takes an Enter that follows any input event (a terminal reply included)
+# within 30 ms as a newline, not a submission.
+ENTER_QUIET = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
 CLASSIFY_DELAY = 0.15
@@ -110,10 +114,20 @@ def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 12
     transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
     brief_file = f".choragos/briefs/{spec.name}.md"
     state = RoleState(
-        spec=spec, workdir=workdir, env=env, profile=profile_for(spec.command),
+        spec=spec, workdir=workdir, env=env, profile=spec_profile(spec),
         terminal=Terminal(cols, rows), transcript=transcript, brief_file=brief_file,
         boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file))
     return state
+
+
+def spec_profile(spec: RoleSpec) -> AgentProfile:
+    """The role's ``agent`` key, else the agent its command runs (wrappers seen through)."""
+    return profile_for(spec.command, spec.args, spec.agent)
+
+
+def _drawn(lines: list[str]) -> bool:
+    """The program has drawn something: a blank screen is never idle nor briefed."""
+    return any(line.strip() for line in lines)
 
 
 class RoleActor(Actor):
@@ -258,7 +272,7 @@ class RoleActor(Actor):
 
     def _quiet_without_busy_marker(self, lines: list[str]) -> bool:
         s = self.s
-        if time.monotonic() - s.last_output < QUIET_IDLE:
+        if time.monotonic() - s.last_output < QUIET_IDLE or not _drawn(lines):
             return False
         return not screenstatus.has_marker(lines, s.profile.busy_markers)
 
@@ -295,12 +309,13 @@ class RoleActor(Actor):
             restarts=s.restarts_total, budget_used=s.restarts_used, ready=self._ready(),
             detail=s.detail,
             preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
-            stalled=bool(s.extra.get("stalled")))
+            stalled=bool(s.extra.get("stalled")), profile=s.profile.name)
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer it."""
         s = self.s
-        return s.booted and s.typing is None and s.status is RoleStatus.IDLE
+        return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
+                and time.monotonic() >= s.extra.get("settle_until", 0.0))
 
     @handle.register
     def _get_view(self, msg: m.GetView) -> m.RoleView:
@@ -335,19 +350,28 @@ class RoleActor(Actor):
         s = self.s
         if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
             return False
+        lines = s.terminal.display()
         screen = self._screen_status()
-        if screen is RoleStatus.WAITING:
+        if screen is RoleStatus.WAITING or not _drawn(lines):
             return False
-        return screen is RoleStatus.IDLE or now - s.spawned >= BOOT_MAX_WAIT
+        if now - s.spawned >= BOOT_MAX_WAIT:
+            return True
+        # Some CLIs draw an idle-looking prompt before their startup dialog.
+        markers = s.profile.boot_markers
+        return screen is RoleStatus.IDLE and (not markers
+                                              or screenstatus.has_marker(lines, markers))
 
     # -- injection (T3) ----------------------------------------------------
 
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
+        if self._ready() and self._screen_status() is not RoleStatus.IDLE:
+            self._refresh_status()  # the screen moved on (a dialog opened) since last read
         if not self._ready():
             self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False,
-                                              f"{s.spec.name} is {s.status}, not ready"))
+                                              f"{s.spec.name} is {s.status}, not ready",
+                                              untouched=True))
             return
         self._begin_typing(msg.injection)
 
@@ -395,7 +419,9 @@ class RoleActor(Actor):
 
     def _step_wait_echo(self, typing: Typing) -> None:
         s = self.s
-        if self._pending(typing):
+        now = time.monotonic()
+        if self._pending(typing) and (now - s.last_output >= ENTER_QUIET
+                                      or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
         if s.child.stopped():
@@ -451,6 +477,11 @@ class RoleActor(Actor):
         s = self.s
         typing = s.typing
         s.typing = None
+        if ok and s.profile.submit_settle:
+            # The input clears before the busy state shows: a line typed in
+            # between can be wiped with the old input.  Ready again after this.
+            s.extra["settle_until"] = time.monotonic() + s.profile.submit_settle
+            self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
             if s.status is RoleStatus.BOOTING:
@@ -577,7 +608,7 @@ class RoleActor(Actor):
     def _update_spec(self, msg: m.UpdateSpec) -> None:
         s = self.s
         s.spec, s.env = msg.spec, msg.env
-        s.profile = profile_for(msg.spec.command)
+        s.profile = spec_profile(msg.spec)
         self._arm_stall_check(s.gen)
         s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
         self._publish()

@@ -3,14 +3,16 @@
 A profile is data, not code: the markers that mean *waiting for a human*,
 *working* and *idle*, which lines are TUI chrome, and how text must be typed
 into the agent.  ``screenstatus`` reads screens with it; the role actor uses
-the timing and input facts.  The Claude Code profile was verified against the
-real TUI (see docs/agents.md); the others are best effort from public docs.
+the timing and input facts.  The Claude Code, Gemini CLI and Codex CLI
+profiles were verified against the real TUIs (see docs/agents.md); aider's is
+best effort from its public docs.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
+
+from choragos.agentwrappers import program_names
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,16 @@ class AgentProfile:
     tail_lines: int = 0
     # Boot: seconds of output quiet that mean the agent is ready for its brief.
     boot_quiet: float = 1.2
+    # Boot: when set, one of these must be on screen before the brief is typed
+    # (a CLI that draws its prompt before deciding to show a startup dialog).
+    boot_markers: tuple[str, ...] = ()
     # Text and Enter in one write are taken as a paste and never submitted.
     needs_split_enter: bool = True
     # Seconds to wait between the text and the separate Enter.
     enter_delay: float = 0.2
+    # Seconds after a submitted line before the next may be typed: a CLI that
+    # clears its input before it shows it is busy reads idle in between.
+    submit_settle: float = 0.0
     # Input longer than this is shown as a placeholder, not as text.
     inline_input_limit: int | None = None
     # Whether the markers were checked against the real program.
@@ -112,34 +120,74 @@ GENERIC = AgentProfile(
     verified=True,
 )
 
-# Best effort from the projects' public documentation; not yet verified
-# against the real programs (docs/agents.md says what to check).
+# A highlighted option of a numbered menu, bordered or not: "│ ● 1. Allow once"
+# (Gemini), "› 1. Yes, proceed" (Codex), "❯ 1. Yes" (Claude), "> 1. Sign in".
+MENU_OPTION = r"^\s*[│┃|]?\s*[●❯›>▶»]\s*\d+\.\s"
+# Lines made only of block and braille glyphs: logos and half-block rules.
+_ART = r"^[\s▀▄█▌▐▖▗▘▙▚▛▜▝▞▟\u2800-\u28ff]+$"
+
+# Verified against Gemini CLI 0.61.0 through a PTY and pyte
+# (tests/fixtures/screens/gemini_*.txt).  Its input area is a rule, a
+# "Shift+Tab to accept edits" line and " > " with the placeholder, which stays
+# visible while the model works; the spinner line above the rule is what says
+# busy.  Dialogs are drawn inside "│" borders and replace the input area.
 GEMINI = AgentProfile(
     name="gemini",
-    input_prompts=("allow execution", "apply this change", "yes, allow once",
-                   "waiting for user confirmation", "do you want to proceed"),
-    input_patterns=(r"^\s*[●❯>]\s*\d+\.\s",),
+    input_prompts=("allow execution of", "do you trust the files in this folder",
+                   "how would you like to authenticate", "(use enter to select)",
+                   "apply this change", "waiting for user confirmation",
+                   "do you want to proceed"),
+    input_patterns=(MENU_OPTION,),
     busy_markers=("esc to cancel",),
-    idle_markers=("type your message",),
-    chrome_markers=("type your message", "esc to cancel", "context left", "no sandbox"),
-    box_prompts=(">",),
+    idle_markers=("type your message", "to accept edits"),
+    chrome_markers=("type your message", "esc to cancel", "? for shortcuts",
+                    "to accept edits", "workspace (/directory)", "no sandbox", "gemini cli v",
+                    "authenticated with", "tips for getting started", "gemini.md files",
+                    "/help for more information", "ask coding questions, edit code",
+                    "be specific for the best results", "true color", "visual experience",
+                    "to expand pasted text", "skipping project agents"),
+    chrome_patterns=(_ART, r"^\s*[⠁-⣿]\s+\S.*\(esc to cancel"),
     unmatched_status="working",
-    boot_quiet=2.0,
+    tail_lines=12,
+    boot_quiet=1.5,
+    boot_markers=("type your message",),
+    needs_split_enter=True,
+    # An Enter until a 40 ms timer after a paste has run is a newline; on a
+    # busy machine that timer runs late.
+    enter_delay=0.5,
+    # Seen: a task typed right after the brief's Enter, before the spinner
+    # showed, was wiped with the input and never reached the model.
+    submit_settle=2.5,
+    verified=True,
 )
 
+# Verified against Codex CLI 0.171.0 through a PTY and pyte
+# (tests/fixtures/screens/codex_*.txt).  The composer is a "›" line with no
+# rules around it; "• Working (4s • esc to interrupt)" sits above it while
+# busy.  At start it draws an idle-looking composer for a few seconds before
+# it knows whether to show the trust or sign-in screen; the footer's
+# "← for agents" is drawn only once it is really ready.
 CODEX = AgentProfile(
     name="codex",
-    input_prompts=("would you like to run the following command", "allow command",
-                   "would you like to make the following edits", "yes, proceed",
-                   "press enter to confirm"),
-    input_patterns=(r"^\s*›\s*\d+\.\s",),
+    input_prompts=("would you like to run the following command",
+                   "would you like to make the following edits", "press enter to confirm",
+                   "trust this folder", "press enter to continue", "sign in with chatgpt",
+                   "enter continue · esc back", "allow command"),
+    input_patterns=(MENU_OPTION,),
     busy_markers=("esc to interrupt",),
-    idle_markers=("ask codex to do anything",),
-    chrome_markers=("esc to interrupt", "context left", "⏎ send", "ctrl+j newline",
-                    "ctrl+t transcript"),
-    box_prompts=("›", "▌"),
+    idle_markers=("ask codex to do anything", "? for shortcuts"),
+    chrome_markers=("esc to interrupt", "ask codex to do anything", "? for shortcuts",
+                    "for agents", "f2 to view", "openai codex (v", "context left",
+                    "could not create path aliases", "helper binaries under"),
+    chrome_patterns=(_ART, r"^\s*>_ ", r"^\s*\S+ \S+ · /", r"^\s*Worked for \d",
+                     r"^\s*/\S*$"),
     unmatched_status="working",
-    boot_quiet=2.0,
+    tail_lines=12,
+    boot_quiet=1.5,
+    boot_markers=("for agents",),
+    needs_split_enter=True,
+    enter_delay=0.2,
+    verified=True,
 )
 
 AIDER = AgentProfile(
@@ -164,10 +212,37 @@ _BY_NAME: dict[str, AgentProfile] = {
 PROFILES: tuple[AgentProfile, ...] = (CLAUDE, GEMINI, CODEX, AIDER, GENERIC)
 
 
-def profile_for(command: str) -> AgentProfile:
-    """The profile for a role's ``command`` (matched by the program's basename)."""
-    program = command.strip().split()[0] if command.strip() else ""
-    name = os.path.basename(program).lower()
-    # npm and pip wrappers are often called "claude.exe", "aider.py" and the like.
-    stem = name.rsplit(".", 1)[0] if name.endswith((".exe", ".js", ".py", ".cjs")) else name
-    return _BY_NAME.get(stem, GENERIC)
+AGENT_NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "aider", "generic")
+
+
+def profile_named(name: str) -> AgentProfile:
+    """The profile an ``agent = "..."`` key names (``generic`` for anything else)."""
+    return _BY_NAME.get(name.lower(), GENERIC)
+
+
+def profile_for(command: str, args: tuple[str, ...] | list[str] = (),
+                agent: str = "") -> AgentProfile:
+    """The profile for a role: its ``agent`` key, else the program its command runs.
+
+    Wrappers are seen through (``env``, ``npx``, ``uvx``, ``ssh HOST``,
+    ``sh -c``, ``node …/cli.js``): the first known agent they run decides.
+    """
+    if agent:
+        return profile_named(agent)
+    for name in program_names(command, tuple(args)):
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+    return GENERIC
+
+
+def question_markers() -> tuple[str, ...]:
+    """Every profile's question markers that no profile uses to mean *busy*.
+
+    Whatever program a role runs, a screen showing one of these (or a
+    highlighted numbered option) is never typed into.
+    """
+    busy = {m for p in PROFILES for m in p.busy_markers}
+    seen: dict[str, None] = {}
+    for profile in PROFILES:
+        seen.update((m, None) for m in profile.input_prompts if m not in busy)
+    return tuple(seen)

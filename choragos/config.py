@@ -19,6 +19,7 @@ from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from choragos import configschema as cs
+from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
 
@@ -85,6 +86,7 @@ class RoleSpec:
     fresh: bool = False
     resume_args: tuple[str, ...] = ()  # added to the first spawn of a resumed session
     can_delegate: bool | None = None  # None: only the start role may
+    agent: str = ""  # the agent profile by name; empty: chosen from the command
 
     @property
     def may_delegate(self) -> bool:
@@ -417,6 +419,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "fresh": cs.boolean,
     "resume_args": cs.list_of(cs.argv_string),
     "can_delegate": cs.boolean,
+    "agent": cs.choice("", *AGENT_NAMES),
 }
 
 

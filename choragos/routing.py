@@ -41,7 +41,7 @@ def routing(spec: RoleSpec, url: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """The variables to set and the arguments to add so ``spec`` talks to ``url``."""
     if spec.base_url_env is not None:
         return dict.fromkeys(spec.base_url_env, url), ()
-    way = WAYS.get(profile_for(spec.command).name, Way())
+    way = WAYS.get(profile_for(spec.command, spec.args, spec.agent).name, Way())
     return dict.fromkeys(way.env, url), tuple(arg.replace("{url}", url) for arg in way.args)
 
 

@@ -5,7 +5,13 @@ decided by the role actor.  Box-style TUIs such as Claude Code are read by
 structure first: their input box (a prompt line between two horizontal
 rules) is drawn only when no dialog holds the agent, so a visible box means
 *idle* or *working*, never *waiting*.  Plain prompt-line programs (shells,
-REPLs) are read from their last lines.
+REPLs) are read from their last lines, and so are CLIs whose input area is
+not a boxed line (Gemini CLI, Codex CLI): while that area is drawn no dialog
+holds the agent, and when it is gone a question may.
+
+Whatever the profile, a screen whose last lines ask a question (any
+profile's question markers, a highlighted numbered option with or without
+box borders) reads *waiting*: keys typed there would answer it.
 
 The role actor should act on a status only once it has held for a moment:
 a PTY read can end mid-frame, and a half-drawn screen can mislead.
@@ -17,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from choragos.agentprofiles import AgentProfile
+from choragos.agentprofiles import MENU_OPTION, AgentProfile, question_markers
 
 WAITING = "waiting"
 WORKING = "working"
@@ -28,9 +34,15 @@ _RULE_CHARS = frozenset("─━═╭╮╰╯")
 _MIN_RULE = 20
 # Transcript entries start with these; the agent's own area (input box or
 # dialog) is always below the last of them.
-_ENTRY_GLYPHS = ("●", "⏺", "✻", "✢", "✳", "✶", "✽", "·")
+_ENTRY_GLYPHS = ("●", "⏺", "✻", "✢", "✳", "✶", "✽", "·", "✦", "•")
 # Long input is shown as "[Pasted text #1]" or "[Pasted text #2 +39 lines]".
 PASTE_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
+# Gemini CLI shows a long paste as "[Pasted Text: 999 chars]".
+PASTE_CHARS_PLACEHOLDER = re.compile(r"\[Pasted Text: (\d+) chars\]")
+# How many last non-blank lines the every-profile question check reads, and
+# how many hold a plain-line CLI's input area (prompt, hints, footer).
+QUESTION_TAIL = 10
+INPUT_AREA_TAIL = 6
 # Beyond this many characters only the tail of a text is compared: the head
 # of a long message may have scrolled off the top of the screen.
 _TAIL = 160
@@ -55,8 +67,11 @@ def is_rule(line: str) -> bool:
 
 
 def _unbox(line: str) -> str:
-    """A line without the side borders older box-style TUIs draw ("│ > hi │")."""
-    return line.strip().strip("│").strip()
+    """A line without the side borders box-style TUIs draw ("│ > hi │", nested too)."""
+    core = line.strip()
+    while core[:1] == "│" or core[-1:] == "│":
+        core = core.strip("│").strip()
+    return core
 
 
 def agent_area_start(lines: Sequence[str]) -> int | None:
@@ -114,6 +129,12 @@ def _classify_boxed(screen: list[str], box: InputBox, profile: AgentProfile,
     # The box is open, so no dialog holds the agent.  The busy hint lives in
     # the footer (or, in older versions, on the spinner line above the box).
     near = screen[box.bottom + 1:] + _last_nonblank(screen[:box.top], 3)
+    return _input_open(near, screen, profile, extra)
+
+
+def _input_open(near: list[str], screen: list[str], profile: AgentProfile,
+                extra: tuple[str, ...]) -> str:
+    """The agent's input area is drawn: busy markers ``near`` it say *working*."""
     if has_marker(near, profile.busy_markers):
         return WORKING
     if extra and has_marker(activity_preview(screen, profile), extra):
@@ -127,13 +148,29 @@ def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, 
     asking = profile.input_prompts + extra
     if _at_line_prompt(screen, profile, cursor) and not _asks(scope[-1:], profile, asking):
         return IDLE  # a fresh prompt under the cursor: any question above was answered
-    if _asks(scope, profile, asking):
+    if _input_area_drawn(screen, profile):
+        # Gemini and Codex draw their input area only when no dialog is open.
+        return _input_open(scope, screen, profile, extra)
+    if _asks(scope, profile, asking) or shows_question(screen):
         return WAITING
     if has_marker(scope, profile.busy_markers):
         return WORKING
     if has_marker(scope, profile.idle_markers) or _at_line_prompt(screen, profile, cursor):
         return IDLE
     return profile.unmatched_status
+
+
+def shows_question(lines: Sequence[str]) -> bool:
+    """The last lines ask something, in any CLI's words: never type into them."""
+    tail = _last_nonblank(list(lines), QUESTION_TAIL)
+    return has_marker(tail, question_markers()) or has_pattern(tail, (MENU_OPTION,))
+
+
+def _input_area_drawn(screen: list[str], profile: AgentProfile) -> bool:
+    """A plain-line CLI's own input area (its idle markers) is on the last lines."""
+    if profile.box_prompts or not profile.idle_markers or profile.line_prompt_ends:
+        return False
+    return has_marker(_last_nonblank(screen, INPUT_AREA_TAIL), profile.idle_markers)
 
 
 def _asks(lines: list[str], profile: AgentProfile, markers: tuple[str, ...]) -> bool:
@@ -185,13 +222,14 @@ def activity_preview(lines: Sequence[str], profile: AgentProfile,
     region = screen[:start] if start is not None else screen
     chrome = profile.chrome_markers + tuple(extra_chrome)
     # Claude separates some glyphs from text with NBSP; a card wants plain spaces.
-    kept = [line.replace("\xa0", " ").strip() for line in region
+    kept = [_unbox(line).replace("\xa0", " ").strip() for line in region
             if _meaningful(line, chrome, profile)]
     return kept[-max_lines:] if max_lines > 0 else []
 
 
 def _meaningful(line: str, chrome: tuple[str, ...], profile: AgentProfile) -> bool:
-    if not line.strip() or is_rule(line) or set(line.strip()) <= {"╌", "┄", "-"}:
+    core = _unbox(line)
+    if not core or is_rule(core) or set(core) <= {"╌", "┄", "-"}:
         return False
     return not (has_marker([line], chrome) or has_pattern([line], profile.chrome_patterns))
 
@@ -216,8 +254,16 @@ def input_pending(lines: Sequence[str], text: str,
     if box is not None:
         return _shows(box.content, text) or _placeholder_matches(box.content, text)
     if cursor is not None:
-        return _ends_at_cursor(lines, text, cursor)
+        return _ends_at_cursor(lines, text, cursor) or _chars_placeholder_at(lines, text,
+                                                                             cursor[1])
     return _shows(_tail_covering(screen, text), text)
+
+
+def _chars_placeholder_at(lines: Sequence[str], text: str, row: int) -> bool:
+    """The cursor's line shows "[Pasted Text: N chars]" with N about ``len(text)``."""
+    found = PASTE_CHARS_PLACEHOLDER.search(lines[row]) if 0 <= row < len(lines) else None
+    # The CLI counts UTF-16 units of what arrived, so allow a little slack.
+    return found is not None and abs(int(found.group(1)) - len(text)) <= 2 + len(text) // 50
 
 
 def _ends_at_cursor(lines: Sequence[str], text: str, cursor: tuple[int, int]) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from choragos.seatsetup import CODEX_ARGS
+
 __all__ = ["LANGUAGES", "TEMPLATES", "Detected", "Language", "detect", "render"]
 
 
@@ -202,6 +204,23 @@ def _claude_team(detected: Detected | None) -> list[str]:
             _release(), _checkpoints(True), _UI_HINT]
 
 
+def _codex_coder(detected: Detected | None) -> str:
+    brief = ("You implement the change you are handed, and only that change. Keep the "
+             "diff focused and run the tests before you report back."
+             + _checks(detected, _FIX))
+    args = ", ".join(f'"{arg}"' for arg in CODEX_ARGS)
+    return _role(
+        "Codex implements. Its sandbox must reach choragos' socket, its shell must keep "
+        "the PATH that finds choragos, and it must not start update daemons: the -c "
+        "overrides below do that (`choragos doctor` checks they are there).",
+        "coder", "codex", brief, f"args = [{args}]", 'timeout = "45m"')
+
+
+def _vendor_mix(detected: Detected | None) -> list[str]:
+    return [_orchestrator(_PLAN), _codex_coder(detected), _gemini_reviewer(detected),
+            _checkpoints(True), _UI_HINT]
+
+
 def _mixed_team(detected: Detected | None) -> list[str]:
     return [_orchestrator(_PLAN), _coder(detected), _gemini_reviewer(detected),
             _checkpoints(True), _UI_HINT]
@@ -213,6 +232,7 @@ TEMPLATES: dict[str, tuple[str, Callable[[Detected | None], list[str]]]] = {
     "review": ("A read-only review crew: orchestrator, reviewer, auditor", _review),
     "claude-team": ("All Claude, with a release role behind an approval gate", _claude_team),
     "mixed-team": ("Claude plus a Gemini CLI reviewer for a second opinion", _mixed_team),
+    "vendor-mix": ("Claude orchestrates, Codex implements, Gemini reviews", _vendor_mix),
 }
 
 

@@ -478,6 +478,7 @@ class Deck:
         info.news += 1
         info.status, info.pid, info.restarts = view.status, view.pid, view.restarts
         info.detail, info.preview = view.detail, tuple(view.preview)
+        info.profile = view.profile or info.profile
         if view.status == "waiting" and before != "waiting":
             self._auto_focus(view.name)
 
@@ -537,6 +538,7 @@ class Deck:
                 info.status, info.pid = row.get("state", info.status), row.get("pid")
                 info.restarts = row.get("restarts", 0)
                 info.preview = tuple(row.get("preview", ()))
+                info.profile = row.get("profile", info.profile)
                 info.detail = row.get("detail", "")
             if names:
                 self._follow_roster(names)

@@ -27,6 +27,7 @@ class RoleInfo:
     status: str = "booting"
     model: str = ""
     command: str = ""
+    profile: str = ""  # the agent profile its screen is read with
     pid: int | None = None
     restarts: int = 0
     detail: str = ""
@@ -56,6 +57,8 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     facts = [info.status]
     if info.model:
         facts.append(inert(info.model))
+    if info.profile:
+        facts.append(inert(info.profile))
     facts.append(f"↻{info.restarts}")
     if info.pid:
         facts.append(f"pid {info.pid}")

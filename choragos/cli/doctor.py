@@ -25,6 +25,7 @@ from choragos.config import (
     load_config,
 )
 from choragos.gateway import decide, is_listening
+from choragos.seatchecks import seat_findings
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 # sun_path holds 108 bytes on Linux and 104 on macOS; stay clear of both.
@@ -71,6 +72,8 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     config, checks = _config(workdir, config_path)
     if config is not None:
         checks += [_seat(config, role, env) for role in config.roles]
+        checks += [Check("seat", level, message)
+                   for level, message in seat_findings(workdir, config.roles, env)]
     checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
                _gateway(config), _session(workdir, env)]
     return checks

@@ -1,4 +1,9 @@
-"""``choragos init``: write a commented starter ``.choragos.toml`` (spec I1)."""
+"""``choragos init``: write a commented starter ``.choragos.toml`` (spec I1).
+
+Beside it, the project settings each seat's CLI reads so that the protocol
+verbs run without a permission dialog (``choragos.seatsetup``); ``--seats``
+writes only those, for the config already here.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,10 @@ import argparse
 import os
 from pathlib import Path
 
-from choragos import templates
+from choragos import seatsetup, templates
+from choragos.agentprofiles import profile_for
 from choragos.cli import _client
-from choragos.config import CONFIG_NAME
+from choragos.config import CONFIG_NAME, ConfigError, RoleSpec, load_config
 
 EXIT_EXISTS = 1
 
@@ -29,17 +35,63 @@ def _parser(verb: str) -> argparse.ArgumentParser:
                            "commands in the briefs")
     made.add_argument("--force", action="store_true",
                       help=f"replace an existing {CONFIG_NAME}")
+    made.add_argument("--seats", action="store_true",
+                      help=f"only write the seat settings for the {CONFIG_NAME} already here "
+                           "(.claude/settings.json, .gemini/...); never touches credentials")
     return made
 
 
 def _init(argv: list[str], verb: str) -> int:
     args = _parser(verb).parse_args(argv)
     workdir = Path.cwd()
+    if args.seats:
+        return _seats(workdir)
     detected = templates.detect(workdir) if args.auto else None
     write_config(workdir / CONFIG_NAME, templates.render(args.template, detected), args.force)
     print(f"wrote {CONFIG_NAME} ({args.template} template{_found(args.auto, detected)}); "
           "next: run `choragos doctor`, then `choragos serve`")
+    _write_seats(workdir, _roles(workdir))
     return _client.EXIT_OK
+
+
+def _roles(workdir: Path) -> tuple[RoleSpec, ...]:
+    try:
+        return load_config(None, workdir).roles
+    except ConfigError as exc:
+        raise _client.Failure(EXIT_EXISTS, f"{CONFIG_NAME} does not load, so its seats are "
+                                           f"unknown: {exc.errors[0]}") from None
+
+
+def _seats(workdir: Path) -> int:
+    """``--seats``: the seat settings for the team this directory already runs."""
+    todo = _write_seats(workdir, _roles(workdir))
+    return EXIT_EXISTS if todo else _client.EXIT_OK
+
+
+def _write_seats(workdir: Path, roles: tuple[RoleSpec, ...]) -> list[str]:
+    """Write each seat's project settings; return what is left for the user to do."""
+    agents = [profile_for(role.command, role.args, role.agent).name for role in roles]
+    try:
+        written = seatsetup.write_for(workdir, agents)
+    except (OSError, ValueError) as exc:
+        raise _client.Failure(EXIT_EXISTS, f"seat settings not written: {exc}") from None
+    for item in written:
+        state = "wrote" if item.changed else "already in place:"
+        print(f"{state} {item.path.relative_to(workdir)} (lets the protocol verbs run "
+              "without a permission dialog)")
+    todo = []
+    for role, agent in zip(roles, agents, strict=True):
+        missing = seatsetup.codex_args_missing(role.args) if agent == "codex" else []
+        if missing:
+            args = ", ".join(f'"{a}"' for a in (*role.args, *_pairs(missing)))
+            todo.append(role.name)
+            print(f"role {role.name}: add the Codex overrides to its args in {CONFIG_NAME}: "
+                  f"args = [{args}]")
+    return todo
+
+
+def _pairs(values: list[str]) -> list[str]:
+    return [part for value in values for part in ("-c", value)]
 
 
 def _found(auto: bool, detected: templates.Detected | None) -> str:

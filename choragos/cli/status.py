@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _COLUMNS = [("name", "ROLE"), ("state", "STATE"), ("pid", "PID"), ("restarts", "RESTARTS"),
-            ("task", "TASK"), ("spent", "COST/BUDGET"), ("model", "MODEL"),
+            ("task", "TASK"), ("spent", "COST/BUDGET"), ("model", "MODEL"), ("profile", "AGENT"),
             ("command", "COMMAND")]
 
 

@@ -60,24 +60,30 @@ QUIET_ENV = {
 
 
 def install_claude(timeout: float = 600.0) -> tuple[Path | None, str]:
-    """The CLI's path, installing it with ``make claude`` if needed.
+    """The CLI's path, installing it with ``make claude`` if needed."""
+    return install_cli("claude", CLAUDE_BIN, "the Claude Code CLI", timeout)
+
+
+def install_cli(target: str, binary: Path, what: str,
+                timeout: float = 600.0) -> tuple[Path | None, str]:
+    """``binary``, installing it with ``make <target>`` if needed.
 
     Returns ``(None, reason)`` only when it truly cannot be had: npm is
     missing or the install failed.
     """
-    if os.access(CLAUDE_BIN, os.X_OK):
-        return CLAUDE_BIN, ""
+    if os.access(binary, os.X_OK):
+        return binary, ""
     if shutil.which("npm") is None:
-        return None, "npm is not installed, so the Claude Code CLI cannot be installed"
+        return None, f"npm is not installed, so {what} cannot be installed"
     try:
-        done = subprocess.run(["make", "--no-print-directory", "claude"], cwd=REPO,
+        done = subprocess.run(["make", "--no-print-directory", target], cwd=REPO,
                               capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"`make claude` could not run: {exc}"
-    if done.returncode != 0 or not os.access(CLAUDE_BIN, os.X_OK):
+        return None, f"`make {target}` could not run: {exc}"
+    if done.returncode != 0 or not os.access(binary, os.X_OK):
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return None, f"`make claude` failed ({done.returncode}): {' | '.join(tail)}"
-    return CLAUDE_BIN, ""
+        return None, f"`make {target}` failed ({done.returncode}): {' | '.join(tail)}"
+    return binary, ""
 
 
 def claude_version(binary: Path = CLAUDE_BIN) -> str:
@@ -244,9 +250,20 @@ class Terminal:
         clean = text.replace("\x1b", "")
         self.write(f"\x1b[200~{clean}\x1b[201~" if use_paste else clean)
 
-    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None) -> None:
-        """Type ``text``, then Enter as a separate write (the split-Enter rule)."""
+    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None,
+               echo_wait: float = 3.0) -> None:
+        """Type ``text``, then Enter as a separate write (the split-Enter rule).
+
+        The Enter waits (up to ``echo_wait``) for the text to show on screen:
+        on a loaded machine an Enter before the paste has landed becomes part
+        of it.  Text typed into a dialog never shows; the Enter then follows
+        after ``echo_wait``, as a person's would.
+        """
         self.type_text(text, paste)
+        needle = "".join(text.replace("\x1b", "").split())[-40:]
+        deadline = time.monotonic() + echo_wait
+        while time.monotonic() < deadline and needle not in "".join(self.text().split()):
+            time.sleep(0.05)
         time.sleep(enter_delay)  # the pause *is* the protocol: Enter must come alone
         self.write("\r")
 

@@ -17,15 +17,19 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.e2e.claudeenv import (
+    CLAUDE_BIN,
     DEFAULT_ALLOW,
     Terminal,
     claude_env,
-    install_claude,
+    install_cli,
     prepare_home,
     prepare_workspace,
 )
+from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel
+from tests.e2e.fakeopenai import FakeOpenAI
 from tests.e2e.scenario import ClaudeCrew
+from tests.e2e.seats import CODEX_BIN, GEMINI_BIN, Fakes, SeatCrew
 
 
 @pytest.fixture
@@ -34,16 +38,21 @@ def fake_model() -> Iterator[FakeModel]:
         yield model
 
 
+def require_cli(target: str, binary: Path, what: str) -> Path:
+    """``binary``, installed under .cache/ if missing; skipped only outside CI."""
+    path, reason = install_cli(target, binary, what)
+    if path is None:
+        # CI installs the CLIs up front (.ci/run); there a missing CLI is a failure.
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} is required in CI: {reason}")
+        pytest.skip(reason)
+    return path
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The Claude Code CLI, installed once under .cache/ if it is missing."""
-    path, reason = install_claude()
-    if path is None:
-        # CI installs the CLI up front (.ci/run); there a missing CLI is a failure.
-        if os.environ.get("CI"):
-            pytest.fail(f"the Claude Code CLI is required in CI: {reason}")
-        pytest.skip(reason)
-    return path
+    return require_cli("claude", CLAUDE_BIN, "the Claude Code CLI")
 
 
 def _group_alive(pgid: int) -> bool:
@@ -89,6 +98,39 @@ def crew(claude_bin: Path, fake_model: FakeModel,
     def start(config: str, allow: Iterable[str] = DEFAULT_ALLOW,
               trusted: bool = True) -> ClaudeCrew:
         session = ClaudeCrew(short_tmp, config, fake_model, claude_bin, allow, trusted)
+        started.append(session)
+        return session.start()
+
+    yield start
+    for session in started:
+        session.finish()
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    return require_cli("gemini", GEMINI_BIN, "the Gemini CLI")
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    return require_cli("codex", CODEX_BIN, "the Codex CLI")
+
+
+@pytest.fixture
+def fakes(fake_model: FakeModel) -> Iterator[Fakes]:
+    with FakeGemini() as gemini, FakeOpenAI() as openai:
+        yield Fakes(fake_model, gemini, openai)
+
+
+@pytest.fixture
+def seat_crew(claude_bin: Path, gemini_bin: Path, codex_bin: Path, fakes: Fakes,
+              short_tmp: Path) -> Iterator[Callable[..., SeatCrew]]:
+    """A factory: ``seat_crew(config_toml, trusted=...)`` -> a started crew of any CLIs."""
+    started: list[SeatCrew] = []
+    bins = {"claude": claude_bin, "gemini": gemini_bin, "codex": codex_bin}
+
+    def start(config: str, trusted: bool = True) -> SeatCrew:
+        session = SeatCrew(short_tmp, config, fakes, bins, trusted)
         started.append(session)
         return session.start()
 

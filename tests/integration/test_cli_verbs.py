@@ -299,11 +299,12 @@ def test_board_empty_and_json(cli: Env) -> None:
 def test_status_table(cli: Env) -> None:
     cli.session.replies["status"] = wire.ok(roles=[
         {"name": "coder", "state": "working", "pid": 4242, "restarts": 1, "task": "T3",
-         "model": "opus", "command": "claude"}])
+         "model": "opus", "command": "claude", "profile": "claude"}])
     lines = cli.run("status").stdout.splitlines()
     assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "COST/BUDGET",
-                                "MODEL", "COMMAND"]
-    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "-", "opus", "claude"]
+                                "MODEL", "AGENT", "COMMAND"]
+    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "-", "opus", "claude",
+                                "claude"]
 
 
 def test_status_shows_marks_budgets_and_the_session_budget(cli: Env) -> None:

@@ -370,3 +370,9 @@ def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
     deck._sync()                                                # no news this time
     answers["status"]({"status": "ok", "roles": [{"name": "coder", "state": "idle", "pid": 7}]})
     assert deck.state.roles["coder"].status == "idle"
+
+
+def test_the_card_says_which_agent_profile_reads_the_role(deck):
+    deck._news(("role", m.RoleView("coder", "idle", pid=42, profile="gemini")))
+    text = "\n".join(screen_text(deck))
+    assert "idle · m1 · gemini · ↻0" in text, text

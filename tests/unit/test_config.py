@@ -122,7 +122,7 @@ ROLE_DEFAULTS = {
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "budget_tokens": None, "stall_after": None,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None,
+    "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -165,6 +165,7 @@ ROLE_VALUES = [
     ("resume_args", '["--continue"]', ("--continue",)),
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
+    ("agent", '"gemini"', "gemini"),
 ]
 
 
@@ -204,6 +205,7 @@ ROLE_ERRORS = [
     ("model_flag = false", "model_flag", "expected a string, got boolean false"),
     ("prompt_template = 1.5", "prompt_template", "expected a string, got float 1.5"),
     ('approve = "yes"', "approve", "expected true or false"),
+    ('agent = "cursor"', "agent", '"cursor" is not one of "", "claude", "gemini"'),
     ('env_allow = ["FOO-BAR"]', "env_allow", '"FOO-BAR" is not a variable name'),
     ('env_allow = ["A*B", "*"]', "env_allow", "element 2: a bare"),
     ('env_deny = ["bad name"]', "env_deny", "not a variable name"),

@@ -108,3 +108,21 @@ def test_a_failed_task_file_write_refuses_the_delegation_and_forgets_the_task(co
     (state / "tasks").unlink()
     ack = dispatch(core.handle, cmd="delegate", to=["coder"], task="again", brief=None)
     assert ack["tasks"][0]["id"] == "T1"
+
+
+def test_a_line_the_role_refused_untyped_is_held_not_failed(core):
+    # The view said ready, but by the time the line arrived a turn had begun.
+    handle, roles, log = core.handle, core.roles, core.log
+    dispatch(handle, cmd="delegate", to=["coder"], task="hold me", brief=None)
+    wait_until(lambda: roles["coder"].told, 5, message="the first attempt")
+    first = roles["coder"].told[0].injection
+    handle.tell(m.RoleChanged(m.RoleView("coder", "working", ready=False)))
+    handle.tell(m.InjectionOutcome("coder", first, False, "coder is working, not ready",
+                                   untouched=True))
+    wait_until(lambda: any(r["event"] == "injection held" for r in read_events(log)), 5,
+               message="the hold")
+    assert dispatch(handle, cmd="board")["tasks"][0]["state"] == "queued"
+    assert dispatch(handle, cmd="status")["roles"][1]["queued"] == 1
+    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    wait_until(lambda: len(roles["coder"].told) == 2, 5, message="the second attempt")
+    assert roles["coder"].told[1].injection == first

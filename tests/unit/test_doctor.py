@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos import paths, templates, wire
+from choragos import paths, seatsetup, templates, wire
 from choragos.cli import doctor
 from choragos.config import CONFIG_NAME
 
@@ -49,10 +49,11 @@ def _by_name(checks: list[doctor.Check], name: str) -> list[doctor.Check]:
 def test_a_good_setup_passes_with_every_check_named(work: Path, bindir: Path,
                                                     short_tmp: Path) -> None:
     (work / CONFIG_NAME).write_text(templates.render("starter"))
+    seatsetup.write_for(work, ["claude", "gemini"])  # what `choragos init` writes beside it
     checks = doctor.diagnose(work, _env(bindir, short_tmp))
     assert doctor.passed(checks)
-    assert {c.name for c in checks} == {"config", "command", "socket", "socket-dir", "git",
-                                        "term", "gateway", "session", "path"}
+    assert {c.name for c in checks} == {"config", "command", "seat", "socket", "socket-dir",
+                                        "git", "term", "gateway", "session", "path"}
     assert [c.level for c in _by_name(checks, "command")] == ["OK"] * 3
     assert _by_name(checks, "session")[0].message == "no session running"
 
@@ -60,6 +61,7 @@ def test_a_good_setup_passes_with_every_check_named(work: Path, bindir: Path,
 def test_missing_binary_fails_naming_role_and_command(work: Path, bindir: Path,
                                                       short_tmp: Path) -> None:
     (work / CONFIG_NAME).write_text(templates.render("mixed-team"))
+    seatsetup.write_for(work, ["claude", "gemini"])
     (bindir / "gemini").unlink()
     checks = doctor.diagnose(work, _env(bindir, short_tmp))
     failed = [c for c in checks if c.level == "FAIL"]

@@ -39,6 +39,7 @@ def test_every_template_loads_without_errors_or_warnings(
     ("review", ["orchestrator", "reviewer", "auditor"]),
     ("claude-team", ["orchestrator", "coder", "reviewer", "release"]),
     ("mixed-team", ["orchestrator", "coder", "reviewer"]),
+    ("vendor-mix", ["orchestrator", "coder", "reviewer"]),
 ])
 def test_templates_hold_their_teams(tmp_path: Path, template: str, roles: list[str]) -> None:
     (tmp_path / CONFIG_NAME).write_text(templates.render(template))
@@ -129,7 +130,9 @@ def test_init_as_a_real_command(tmp_path: Path) -> None:
     done = subprocess.run(argv, cwd=tmp_path, env=_clean_env(tmp_path), capture_output=True,
                           text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("\n") == 1
+    # One line for the team file, one for the Claude seat settings written beside it.
+    assert done.stdout.count("\n") == 2
+    assert "wrote .claude/settings.json" in done.stdout
     assert "detected Rust from Cargo.toml" in done.stdout
     assert "cargo clippy" in (tmp_path / CONFIG_NAME).read_text()
     again = subprocess.run(argv, cwd=tmp_path, env=_clean_env(tmp_path), capture_output=True,

@@ -266,7 +266,7 @@ def test_role_markers_extend_a_profile() -> None:
 def test_claude_profile_carries_the_verified_input_facts() -> None:
     assert CLAUDE.verified and CLAUDE.needs_split_enter
     assert CLAUDE.enter_delay == 0.2 and CLAUDE.inline_input_limit == 800
-    assert not GEMINI.verified and not CODEX.verified and not AIDER.verified
+    assert GEMINI.verified and CODEX.verified and not AIDER.verified
 
 
 def test_an_answered_question_above_a_fresh_prompt_is_idle() -> None:
