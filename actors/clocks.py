@@ -23,6 +23,7 @@ class StartClock:
     task_id: str
     role: str
     seconds: float
+    left: float | None = None  # a resumed session's clock starts with what it had left
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class ClockActor(Actor):
 
     @handle.register
     def _on_start(self, msg: StartClock) -> None:
-        clock = Clock(msg.task_id, msg.role, msg.seconds, self.now() + msg.seconds)
+        left = msg.seconds if msg.left is None else msg.left
+        clock = Clock(msg.task_id, msg.role, msg.seconds, self.now() + left)
         self.s.clocks[msg.task_id] = clock
         self._arm(clock)
 

@@ -19,14 +19,17 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
+from actors import durable
 from actors import messages as m
 from actors.aftercare import MergeDone, WorkChecked
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
+from actors.durable import Heartbeat, Restore, SaveLayout
 from actors.fresh import FreshContexts
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from actors.guardrails import Guardrails, GuardState, IdleCheck
 from actors.holds import Holds
+from actors.isolationrestore import IsolationRestore
 from actors.judging import JudgeLoop
 from actors.mergeflow import MergeFlow
 from actors.workcheck import WorkChecks
@@ -68,6 +71,7 @@ class CoreState:
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
+    journal: Any = None   # choragos.journal.Journal, when the session is durable
     guard: GuardState = field(default_factory=GuardState)
     timers: Any = None  # actors.timers.Timers, for the idle alarm
     me: Any = None      # this core's own handle, the idle alarm's target
@@ -89,14 +93,49 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrails, Actor):
+class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
+                Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
+        self._unsaved: list[str] = []
+        if isinstance(state.board, durable.JournaledBoard):
+            state.board.on_unsaved = self._note_unsaved
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
         return super().handle(message)
+
+    def on_receive(self, message: Any) -> Any:
+        # What could not be journaled (a full disk) is logged and the ack says so;
+        # the listener holds each ack until the journal is on disk (group commit).
+        self._unsaved = []
+        result = super().on_receive(message)
+        return durable.settle(self, result, self._unsaved)
+
+    # -- the journal (see actors/durable.py) -------------------------------------
+
+    def _journal(self, kind: str, **fields: Any) -> None:
+        if self.s.journal is not None:
+            try:
+                self.s.journal.append(kind, **fields)
+            except OSError as exc:
+                self._note_unsaved(exc)
+
+    def _note_unsaved(self, exc: OSError) -> None:
+        self._unsaved.append(exc.strerror or str(exc))
+
+    @handle.register
+    def _restore(self, msg: Restore) -> None:
+        durable.restore_into(self, msg.image)
+
+    @handle.register
+    def _heartbeat(self, msg: Heartbeat) -> None:
+        durable.heartbeat(self)
+
+    @handle.register
+    def _save_layout(self, msg: SaveLayout) -> None:
+        self._journal("layout", layout=msg.layout)
 
     # -- publishing --------------------------------------------------------
 
@@ -159,6 +198,13 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         self.s.on_shutdown()
         return wire.ok()
 
+    def _cmd_handoff(self, request: dict) -> dict:
+        """End the session on purpose: first the orchestrator writes down what it knows."""
+        self._journal("handoff", config=request["config"], wait=request["wait"])
+        self._event("handoff requested", config=request["config"], wait=request["wait"])
+        self._enqueue(self.s.start_role, briefs.handoff_line(request["wait"]), "notice")
+        return wire.ok(file=str(self.s.state_dir / "handoff.md"), wait=request["wait"])
+
     def _cmd_status(self, request: dict) -> dict:
         roles = []
         for seat in self.s.seats.values():
@@ -201,6 +247,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
+        self._journal("reload", **plan.summary())
         self._budgets_changed(before)
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
@@ -218,6 +265,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         seat = self.s.seats.pop(name, None)
         if seat is None:
             return
+        self._journal("drop queue", role=name)
         for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
             task = self.s.gates.pop(task_id)
             self._move(task_id, TaskState.REJECTED, note="role removed by reload")
@@ -256,6 +304,8 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self._event(f"role {action}", role=role, by="operator")
+        if action != "restart":
+            self._journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
 
     # -- delegate (T1, T2) -------------------------------------------------
@@ -352,6 +402,8 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         seat = self.s.seats[role]
         injection = m.Injection(self.s.next_injection, role, text, kind, task_id)
         self.s.next_injection += 1
+        self._journal("enqueue", id=injection.id, role=role, text=text, what=kind,
+                      task=task_id, front=front)
         if front:
             seat.queue.appendleft(injection)
         else:
@@ -368,7 +420,9 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
             task = self.s.board.get(injection.task_id)
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
-        seat.handle.tell(m.Inject(injection))
+        self._journal("inflight", id=injection.id, role=seat.name)
+        # Typed only once on disk: a restart must know it may have reached the agent.
+        durable.when_synced(self, lambda: seat.handle.tell(m.Inject(injection)))
 
     def _write_worker_file(self, role: str, task: Task) -> None:
         """The role's latest task; the typed line names the per-task copy, so a
@@ -393,6 +447,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
                         was=before.status, detail=msg.view.detail)
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
+        durable.journal_role(self, msg.view)
         self._pump(seat)
         self._guard_view(before, msg.view)
 
@@ -437,6 +492,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         if self.s.tokens == self.s.flushed and not msg.force:
             return
         self.s.flushed = self.s.tokens
+        self._journal("tokens", totals=self.s.tokens)
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
@@ -459,10 +515,13 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         seconds = self.s.config.role(task.role).timeout
         if seconds and self.s.clocks is not None:
             self.s.clocks.tell(StartClock(task.id, task.role, seconds))
+            self._journal("clock", action="start", task=task.id, role=task.role,
+                          seconds=seconds, left=seconds)
 
     def _stop_clock(self, task_id: str) -> None:
         if self.s.clocks is not None:
             self.s.clocks.tell(StopClock(task_id))
+            self._journal("clock", action="stop", task=task_id)
 
     @handle.register
     def _timed_out(self, msg: TimedOut) -> None:
@@ -473,6 +532,7 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         action = spec.timeout_action if spec else "notify"
         task = self._move(task.id, TaskState.TIMED_OUT,
                           note=f"no work-done within {msg.seconds:g}s")
+        self._journal("clock", action="stop", task=task.id)
         self._event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
                     action=action)
         self._alert("on_timeout", task.role, task)
@@ -506,6 +566,8 @@ class CoreActor(FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks, Guardrai
         seat.in_flight = None
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
+        self._journal("injected", id=injection.id, role=msg.role,
+                      requeued=injection in seat.queue)
         self._pump(seat)
         self._guard_idle()
 

@@ -37,7 +37,9 @@ class Holds:
         hold = Hold(task.id, task.role, kind, why, line, unmerged, self.s.board.clock(),
                     file or str(self.s.state_dir / "tasks" / f"{task.id}.md"))
         self.s.holds[task.id] = hold
-        task = self._settle(task, task.state, checks=f"held at a {kind} gate: {why}"[:200])
+        task = self._settle(task, task.state, checks=f"held at a {kind} gate: {why}"[:200],
+                            waiting={"kind": kind, "why": why, "line": line,
+                                     "unmerged": unmerged, "file": hold.file})
         self._event("work held", task=task.id, role=task.role, kind=kind, why=why)
         self._publish(("gate", {**task.as_dict(), "kind": kind, "diff": hold.file,
                                 "label": f"{kind} gate: {why}"[:120],

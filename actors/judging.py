@@ -52,7 +52,9 @@ class JudgeLoop:
             return
         judge_task = created[0]
         self.s.verdicts[judge_task.id] = Judging(task.id, line, unmerged)
-        self._settle(task, task.state, checks=f"judging by {judge} ({judge_task.id})")
+        self._settle(task, task.state, checks=f"judging by {judge} ({judge_task.id})",
+                     waiting={"kind": "judging", "judge_task": judge_task.id, "line": line,
+                              "unmerged": unmerged})
         self._event("judging", task=task.id, role=task.role, judge=judge,
                     judge_task=judge_task.id)
         self._route_task(judge_task)

@@ -71,7 +71,8 @@ class MergeFlow:
             self._event("merge diff failed", task=task.id, error=str(exc))
         gate = MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock())
         self.s.merges[task.id] = gate
-        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate")
+        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate",
+                            waiting={"kind": "merge", "branch": branch, "diff": gate.diff})
         self._event("merge gated", task=task.id, role=task.role, branch=branch,
                     diff=gate.diff)
         self._publish(("gate", merge_gate_view(task, gate)))

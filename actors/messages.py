@@ -157,6 +157,7 @@ class RoleView:
     detail: str = ""
     preview: tuple[str, ...] = ()
     exit: str = ""
+    budget_used: int = 0  # restarts counted against restart_retries
     stalled: bool = False  # no new output for the role's stall_after
     profile: str = ""  # the agent profile its screen is read with
 

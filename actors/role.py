@@ -173,8 +173,10 @@ class RoleActor(Actor):
         s.boot_attempts = 0
         s.exit = None
         s.terminal.reset()
+        # A resumed session's first spawn may continue the agent's conversation.
+        argv = s.spec.argv() + list(s.extra.pop("resume_args", ()))
         try:
-            s.child = PtyChild.spawn(s.spec.argv(), s.cwd or s.workdir, s.env,
+            s.child = PtyChild.spawn(argv, s.cwd or s.workdir, s.env,
                                      s.terminal.cols, s.terminal.rows)
         except SpawnError as exc:
             s.child = None
@@ -182,7 +184,7 @@ class RoleActor(Actor):
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
         s.spawned = s.last_output = time.monotonic()
-        s.transcript.start_session(s.spec.argv(), s.cwd or s.workdir, s.child.pid)
+        s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
         s.reader = Reader(s.child, lambda data: self.me.tell(m.Output(gen, data)),
                           lambda status: self.me.tell(m.Exited(gen, status)),
@@ -305,7 +307,8 @@ class RoleActor(Actor):
             name=s.spec.name, status=str(s.status),
             pid=s.child.pid if s.child and s.status not in
             (RoleStatus.EXITED, RoleStatus.FAILED) else None,
-            restarts=s.restarts_total, ready=self._ready(), detail=s.detail,
+            restarts=s.restarts_total, budget_used=s.restarts_used, ready=self._ready(),
+            detail=s.detail,
             preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
             stalled=bool(s.extra.get("stalled")), profile=s.profile.name)
 

@@ -26,6 +26,7 @@ from actors.aftercare import AftercareActor
 from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
+from actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore, durable_ack
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from actors.guardrails import budget_summary
@@ -34,7 +35,18 @@ from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, authority, briefs, ownership, selfpath, statedir, wire, worktrees
+from choragos import (
+    __version__,
+    authority,
+    briefs,
+    journal,
+    ownership,
+    resume,
+    selfpath,
+    statedir,
+    wire,
+    worktrees,
+)
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer, ServerStartError
@@ -60,6 +72,8 @@ class SessionOptions:
     mode: str = "headless"
     cols: int = 120
     rows: int = 40
+    resume: Path | bool = False  # True: this directory's saved session; a path: that one
+    compact_every: int = journal.COMPACT_EVERY
 
 
 class Session:
@@ -77,6 +91,9 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        self.journal: journal.Journal | None = None
+        self.restored: journal.Image | None = None  # the image being resumed
+        self.notices: list[str] = []
         self.prober_handle: Handle | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
         self.trees: dict[str, Path] = {}  # worktree roles: name -> their git worktree
@@ -98,10 +115,28 @@ class Session:
         self._note_budgets()
         self._start_metrics()
         try:
+            self._open_state()
             self._start_actors()
         except BaseException:
             self.stop()
             raise
+
+    def _open_state(self) -> None:
+        """After the socket is ours, so a live session's state is never touched."""
+        try:
+            opened = resume.open_state(self.workdir, self.config, self.options.resume,
+                                       self.options.compact_every)
+        except (resume.ResumeRefused, journal.JournalError, OSError) as exc:
+            raise ServerStartError(str(exc)) from None
+        self.journal, self.restored, self.notices = (opened.journal, opened.restore,
+                                                     opened.notices)
+        for notice in self.notices:
+            self.events.write("session state", message=notice)
+        self.journal.append("session", version=journal.VERSION,
+                            config=resume.config_label(self.config), pid=os.getpid(),
+                            resumed=self.restored is not None)
+        self.journal.sync()
+        self.journal.start()
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
@@ -161,7 +196,9 @@ class Session:
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
-                               gateway=self._gateway_label())
+                               gateway=self._gateway_label(),
+                               board=JournaledBoard(journal=self.journal),
+                               journal=self.journal)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.timers, core_state.me = self.timers, self.core
         core_state.hooks = self._hooks()
@@ -178,9 +215,21 @@ class Session:
         core_state.trees = self.trees
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
+            self._carry_over(spec, self.role_states[spec.name])
+        if self.restored is not None:
+            self.core.ask(Restore(self.restored), timeout=30)
         self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
+        for name, role in (self.restored.roles if self.restored else {}).items():
+            if role.get("paused") and name in self.handles:
+                self.handles[name].tell(m.Pause())
+        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        core = self.core
+        while not self.stopped.wait(HEARTBEAT):
+            core.tell(Heartbeat())
 
     def _worktree(self, role: str, strict: bool) -> Path | None:
         """The role's tree: the one it left with unmerged work, or a new one from HEAD."""
@@ -305,6 +354,24 @@ class Session:
         self.handles[spec.name] = handle
         return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
 
+    def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
+        """A resumed role keeps its restart budget and may continue its conversation
+        (set before its first Spawn; a role a later reload adds starts plain)."""
+        if self.restored is None:
+            return
+        saved = self.restored.roles.get(spec.name, {})
+        state.restarts_used = saved.get("restarts_used", 0)
+        state.restarts_total = saved.get("restarts_total", 0)
+        state.extra["resume_args"] = spec.resume_args
+
+    def _orchestrator_extra(self) -> str:
+        parts = []
+        if self.restored is not None:
+            parts += [resume.recap(self.restored), resume.handoff_section(self.workdir)
+                      if self.restored.handoff else ""]
+        parts.append(resume.memory_section(self.workdir))
+        return "\n".join(part for part in parts if part)
+
     def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
         statedir.write_text(self.workdir / ".choragos" / ".gitignore", "*\n")
@@ -315,6 +382,7 @@ class Session:
                     "approve": r.approve} for r in config.workers]
         for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
+                    + self._orchestrator_extra()
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
             text += ownership.map_section(ownership.owners(config))
             statedir.write_text(folder / f"{spec.name}.md", text)
@@ -386,7 +454,14 @@ class Session:
     # -- run and stop ----------------------------------------------------------
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self.stopped.wait(timeout)
+        if timeout is not None:
+            return self.stopped.wait(timeout)
+        # A signal the kernel hands to another thread runs its Python handler only
+        # when the main thread next runs: never block it for long (SIGTERM was
+        # seen to go unanswered while the main thread slept in an untimed wait).
+        while not self.stopped.wait(0.25):
+            pass
+        return True
 
     def stop(self) -> None:
         self.stopped.set()
@@ -406,6 +481,9 @@ class Session:
         if self.timers is not None:
             self.timers.stop()
             self.timers = None
+        if self.journal is not None:
+            self.journal.append("stop", pid=os.getpid())
+            self.journal.close()
         self.events.write("deck stopped", pid=os.getpid())
         self.events.close()
         left = [t.name for t in threading.enumerate()
@@ -465,4 +543,4 @@ class _LateHandle:
         core = self.session.core
         if core is None:
             raise pykka.Timeout("the session is still starting")
-        return core.ask(message, timeout=timeout)
+        return durable_ack(self.session.journal, core.ask(message, timeout=timeout))

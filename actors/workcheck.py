@@ -164,6 +164,8 @@ class WorkChecks:
             task, result.why, result.log, limit), "notice", task.id)
 
     def _settle(self, task: Task, state: TaskState, **changes_: Any) -> Task:
+        """Move (or annotate) the task; what it waited on is over unless said again."""
+        changes_.setdefault("waiting", None)
         if task.state is state:
             task = self.s.board.annotate(task.id, **changes_)
             self._publish(("task", task))

@@ -6,7 +6,12 @@ compared is the whole wall time an agent waits per call: interpreter start,
 imports, argument checks, the exchange.  Absolute numbers vary between
 machines and runs; the ratio is the result.
 
-    .venv/bin/python bench/delegate_latency.py [--runs N]
+    .venv/bin/python bench/delegate_latency.py [--runs N] [--durable]
+
+With ``--durable`` the server behind ``choragos delegate`` journals each
+delegation as the session core does (a task record and a queue record,
+then an fsync before the ack), while the bare client still talks to the
+plain server: the ratio then includes the whole cost of durability.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from choragos import wire  # noqa: E402  (needs the path set above)
 from choragos.ctlserver import ControlServer  # noqa: E402
+from choragos.journal import Journal  # noqa: E402
 
 # The same exchange with nothing but socket and json: the floor for any
 # Python client of the protocol.
@@ -49,6 +55,26 @@ def handler(request: dict) -> dict:
                           for role in request.get("to", [])])
 
 
+class DurableHandler:
+    """What the core writes for one delegation, synced before the ack."""
+
+    def __init__(self, directory: Path) -> None:
+        self.journal = Journal(directory)
+        self.journal.start()  # group commit, as in the server
+        self.costs: list[float] = []
+
+    def __call__(self, request: dict) -> dict:
+        started = time.perf_counter()
+        for role in request.get("to", []):
+            self.journal.append("task", task={"id": "T1", "role": role, "state": "queued",
+                                              "text": request.get("task")})
+            self.journal.append("enqueue", id=1, role=role, text="New task T1", what="task",
+                                task="T1", front=False)
+        self.journal.wait_synced()
+        self.costs.append(time.perf_counter() - started)
+        return handler(request)
+
+
 def timed(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
@@ -58,16 +84,17 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def measure(runs: int, sock: Path) -> tuple[list[float], list[float]]:
+def measure(runs: int, sock: Path, floor_sock: Path) -> tuple[list[float], list[float]]:
     env = {**os.environ, "CHORAGOS_SOCK": str(sock), "PYTHONPATH": str(REPO)}
+    floor_env = {**env, "CHORAGOS_SOCK": str(floor_sock)}
     choragos = [sys.executable, "-m", "choragos", "delegate", "--to", "coder", "--task", "bench"]
     bare = [sys.executable, "-c", BARE_CLIENT]
-    for argv in (choragos, bare):  # warm the page cache before timing
-        timed(argv, env)
+    timed(choragos, env)  # warm the page cache before timing
+    timed(bare, floor_env)
     ours, floor = [], []
     for _ in range(runs):
         ours.append(timed(choragos, env))
-        floor.append(timed(bare, env))
+        floor.append(timed(bare, floor_env))
     return ours, floor
 
 
@@ -88,14 +115,23 @@ def report(ours: list[float], floor: list[float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=30, help="runs per client (default 30)")
+    parser.add_argument("--durable", action="store_true",
+                        help="journal and fsync each delegation before its ack")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="chg-bench-", dir="/tmp"))
+    tmp = Path(tempfile.mkdtemp(prefix="chg-bench-", dir=os.environ.get("BENCH_DIR", "/tmp")))
+    durable = DurableHandler(tmp / "state") if args.durable else None
     try:
-        with ControlServer(tmp / "c.sock", handler):
-            ours, floor = measure(max(args.runs, 2), tmp / "c.sock")
+        with ControlServer(tmp / "c.sock", durable or handler), \
+                ControlServer(tmp / "f.sock", handler):
+            ours, floor = measure(max(args.runs, 2), tmp / "c.sock", tmp / "f.sock")
     finally:
+        if durable is not None:
+            durable.journal.close()
         shutil.rmtree(tmp, ignore_errors=True)
     report(ours, floor)
+    if durable is not None:
+        print(f"journal append + fsync in the server: median "
+              f"{statistics.median(durable.costs) * 1e3:.2f} ms")
     return 0
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 # Verbs only a person outside every role's process tree may use.
-OPERATOR_COMMANDS = frozenset({"restart", "pause", "resume", "input", "reload", "shutdown"})
+OPERATOR_COMMANDS = frozenset({"restart", "pause", "resume", "input", "reload", "shutdown",
+                               "handoff"})
 GATE_DECISIONS = frozenset({"approve", "reject"})
 
 

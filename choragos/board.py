@@ -74,6 +74,7 @@ class Task:
     changes: tuple[dict, ...] | None = None  # files changed since the checkpoint, when measured
     checks: str = ""   # where its verify (or judge) stands, e.g. "verify failed 1/3"
     rounds: int = 0    # failed checks so far
+    waiting: dict | None = None  # what its work waits on (a merge gate, a hold, a judge)
 
     @property
     def label(self) -> str:

@@ -150,6 +150,24 @@ def critique_line(task: Task, task_file: str, score: int, pass_mark: int) -> str
             f"`choragos work-done --id {task.id}` again.")
 
 
+def handback_line(task: Task, task_file: str) -> str:
+    return (f"The choragos session restarted; task {task.id} is still yours: read "
+            f"{task_file} (the file is still there) and carry it on; report with "
+            f"`choragos work-done --id {task.id}` when finished.")
+
+
+def repeated_line(text: str) -> str:
+    return f"(Repeated after the choragos session restarted; ignore it if you had it) {text}"
+
+
+def handoff_line(wait: float) -> str:
+    return (f"The operator is ending this session and handing it to a new team; you have "
+            f"{wait:g} seconds. First append a dated entry to .choragos/memory.md with what "
+            f"the next team must know about this project. Then write .choragos/handoff.md: "
+            f"the goal, the state of the work, what is left, and what the next team must "
+            f"know. Delegate nothing more.")
+
+
 def budget_line(who: str, spent: str, paused: bool) -> str:
     then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
             "raises the budget re-arms it)" if paused else "it keeps working")

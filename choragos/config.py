@@ -81,6 +81,7 @@ class RoleSpec:
     verify: str = ""                     # a command run in the role's tree after each work-done
     verify_rounds: int = 3               # fix attempts before the orchestrator hears it failed
     verify_timeout: float = 600.0
+    resume_args: tuple[str, ...] = ()  # added to the first spawn of a resumed session
     can_delegate: bool | None = None  # None: only the start role may
     agent: str = ""  # the agent profile by name; empty: chosen from the command
 
@@ -432,6 +433,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "verify": _verify_command,
     "verify_rounds": cs.integer(1),
     "verify_timeout": cs.positive_duration,
+    "resume_args": cs.list_of(cs.argv_string),
     "can_delegate": cs.boolean,
     "agent": cs.choice("", *AGENT_NAMES),
 }

@@ -122,7 +122,19 @@ def split_runs(records: list[dict]) -> list[list[dict]]:
         if record.get("event") == "deck starting" or not runs:
             runs.append([])
         runs[-1].append(record)
-    return runs
+    return _join_resumed(runs)
+
+
+def _join_resumed(runs: list[list[dict]]) -> list[list[dict]]:
+    """A run started with ``serve --resume`` continues the one before it, so a task
+    delegated before a restart and reported after it is one task."""
+    joined: list[list[dict]] = []
+    for run in runs:
+        if joined and any(r.get("event") == "session resumed" for r in run):
+            joined[-1].extend(run)
+        else:
+            joined.append(run)
+    return joined
 
 
 def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:

@@ -152,6 +152,17 @@ def _gate(obj: dict[str, Any]) -> dict[str, Any]:
     return {"action": action, "id": task_id, "reason": reason}
 
 
+MAX_HANDOFF_WAIT = 3600
+
+
+def _handoff(obj: dict[str, Any]) -> dict[str, Any]:
+    wait = obj.get("wait", 300)
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not (
+            1 <= wait <= MAX_HANDOFF_WAIT):
+        raise WireError(f'"wait" must be a number of seconds from 1 to {MAX_HANDOFF_WAIT}')
+    return {"config": _abs_path(obj, "config"), "wait": wait}
+
+
 def _role_command(obj: dict[str, Any]) -> dict[str, Any]:
     role = obj.get("role")
     if role is None:
@@ -212,6 +223,7 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "shutdown": _no_fields,
     "board": _board,
     "status": _no_fields,
+    "handoff": _handoff,
     "whoami": _no_fields,
 }
 

@@ -170,6 +170,7 @@ class Deck:
         self.keymap = k.Keymap.from_config(self.config.keys)
         self.screen = PtyScreen(cols, rows)
         self.state = initial_state(self.config, self.ui.sidebar)
+        self._restore_layout()
         self.crash_log = crash_log or port.workdir / ".choragos" / "logs" / "crash.log"
         self.view = DeckView(self)
         self.attached = False
@@ -598,8 +599,26 @@ class Deck:
         side = sidebar.WIDTH if self.state.sidebar and cols >= 2 * sidebar.WIDTH else 0
         return cols - side, max(rows - 1, 0), side
 
+    def _restore_layout(self) -> None:
+        """A resumed session shows the layout it had (ports without one: the default)."""
+        saved = getattr(self.port, "saved_layout", lambda: None)()
+        if saved:
+            try:
+                self.state.layout = Layout.from_dict(saved, self.state.layout.roster)
+            except LayoutError as exc:
+                log.warning("starting with the default layout: %s", exc)
+        self._saved_layout = self.state.layout.to_dict()
+
+    def _save_layout(self) -> None:
+        now = self.state.layout.to_dict()
+        save = getattr(self.port, "save_layout", None)
+        if now != self._saved_layout and save is not None:
+            self._saved_layout = now
+            save(now)
+
     def relayout(self) -> None:
         """Send every shown pane's size to its role, as the next frame will draw it."""
+        self._save_layout()
         cols, rows = self.screen.get_cols_rows()
         body_w, body_h, _ = self._areas(cols, rows)
         geometry = self.state.layout.geometry(body_w, body_h)

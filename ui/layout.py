@@ -99,6 +99,26 @@ class Layout:
             Split(COLUMN, [Leaf(n) for n in others])
         return cls(names, Split(ROW, [Leaf(main), right], [1.0, 1.0]), main)
 
+    # -- saving (a resumed session keeps its layout) ---------------------------------
+
+    def to_dict(self) -> dict:
+        return {"root": _node_dict(self.root), "focus": self.focus, "zoomed": self.zoomed}
+
+    @classmethod
+    def from_dict(cls, data: dict, roster: Iterable[str]) -> Layout:
+        """A saved layout fitted to today's roster; LayoutError when it cannot be read."""
+        try:
+            root = _node_from(data["root"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LayoutError(f"the saved layout cannot be read: {exc}") from None
+        roles = [leaf.role for leaf in _leaves(root)]
+        if len(roles) != len(set(roles)):
+            raise LayoutError("the saved layout shows a role twice")
+        layout = cls(roster, root, data.get("focus"))
+        layout.zoomed = data.get("zoomed") is True
+        layout.set_roster(layout.roster)  # drops roles the team no longer has
+        return layout
+
     # -- queries ----------------------------------------------------------------
 
     def shown(self) -> list[str]:
@@ -330,6 +350,30 @@ class Layout:
                 grand.weights[at:at + 1] = [share * w / total for w in only.weights]
             else:
                 self._replace(parent, only)
+
+
+def _node_dict(node: Node | None) -> dict | None:
+    if node is None:
+        return None
+    if isinstance(node, Leaf):
+        return {"role": node.role}
+    return {"split": node.direction, "children": [_node_dict(c) for c in node.children],
+            "weights": list(node.weights)}
+
+
+def _node_from(data: dict | None) -> Node | None:
+    if data is None:
+        return None
+    if "role" in data:
+        if not isinstance(data["role"], str):
+            raise ValueError("a tile's role must be a name")
+        return Leaf(data["role"])
+    children = [_node_from(child) for child in data["children"]]
+    weights = [float(w) for w in data["weights"]]
+    if data["split"] not in (ROW, COLUMN) or not children or None in children \
+            or len(weights) != len(children):
+        raise ValueError("a split needs a direction and one weight per child")
+    return Split(data["split"], children, weights)
 
 
 def _leaves(node: Node | None) -> Iterator[Leaf]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from actors import messages as m
 from actors.base import Actor
+from actors.durable import SaveLayout
 from choragos import wire
 from choragos.config import Config
 from choragos.terminal import Terminal
@@ -70,6 +71,13 @@ class SessionAccess:
         socket validates it."""
         parsed = wire.parse_request(json.dumps(request).encode())
         return self.session.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT)
+
+    def saved_layout(self) -> dict | None:
+        restored = self.session.restored
+        return restored.layout if restored is not None else None
+
+    def save_layout(self, layout: dict) -> None:
+        self.session.core.tell(SaveLayout(layout))
 
     def tell_role(self, role: str, message: Any) -> None:
         handle = self.session.handles.get(role)

@@ -10,6 +10,8 @@
   SIGINT or ``choragos shutdown``.
 - ``serve --foreground``: the server with its deck, in the foreground and
   without a terminal of its own (for service managers); attach from elsewhere.
+- ``serve --resume [STATE]``: continue the session saved in ``.choragos/state``
+  (or in a state kept aside), with any of the modes above.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                            "another terminal)")
     parser.add_argument("--dir", type=Path, default=None,
                         help="the project directory (default: the current directory)")
+    parser.add_argument("--resume", nargs="?", const=True, default=False, type=Path,
+                        metavar="STATE",
+                        help="continue the saved session (.choragos/state, or a state "
+                             "kept aside) instead of starting afresh")
     return parser.parse_args(argv)
 
 
@@ -86,8 +92,10 @@ def install_signals(stop, hard_stop=None) -> None:
 def run(argv: list[str], verb: str = "serve") -> int:
     args = parse_args(argv)
     workdir = (args.dir or Path.cwd()).resolve()
+    if isinstance(args.resume, Path):
+        args.resume = workdir / args.resume  # as the kept-aside notice names it
     try:
-        config = load_config(args.config, workdir)
+        config = load_config(args.config or _handed_off_config(args.resume, workdir), workdir)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -107,11 +115,34 @@ def run(argv: list[str], verb: str = "serve") -> int:
         with statedir.open_append(log_path) as dump:
             # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
             faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-            return _serve(config, workdir)
+            return _serve(config, workdir, resume=args.resume)
     cols, rows = _terminal_size()
     if args.foreground:
-        return _serve(config, workdir, deck=(cols, rows))
-    return _start_background(config, workdir, cols, rows, attach=interactive)
+        return _serve(config, workdir, deck=(cols, rows), resume=args.resume)
+    return _start_background(config, workdir, cols, rows, attach=interactive,
+                             resume=args.resume)
+
+
+def _handed_off_config(resume: Path | bool, workdir: Path) -> Path | None:
+    """After ``handoff --config NEW``, a plain ``serve --resume`` runs the new team."""
+    if not resume:
+        return None
+    from choragos import journal
+
+    source = journal.state_dir(workdir) if resume is True else Path(resume)
+    try:
+        image = journal.load(source) if journal.exists(source) else None
+    except (journal.JournalError, OSError):
+        return None  # the resume itself says what is wrong with it
+    config = (image.handoff or {}).get("config") if image else None
+    return Path(config) if config and config != "built-in" else None
+
+
+def _compact_every() -> int:
+    from choragos import journal
+
+    value = os.environ.get("CHORAGOS_JOURNAL_COMPACT", "")
+    return int(value) if value.isdigit() and int(value) > 0 else journal.COMPACT_EVERY
 
 
 def worktree_refusal(config, workdir: Path) -> str | None:
@@ -131,19 +162,23 @@ def _terminal_size() -> tuple[int, int]:
     return max(size.columns, 20), max(size.lines, 5)
 
 
-def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool) -> int:
+def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
+                      resume: Path | bool = False) -> int:
     from choragos import daemon
 
     log_path = workdir / ".choragos" / "logs" / "server.log"
 
     def server(ready: daemon.Ready) -> int:
-        return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False)
+        return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False,
+                      resume=resume)
 
     started = daemon.spawn(server, workdir, log_path)
     if not started.ok:
         print(f"choragos serve: {started.reason}", file=sys.stderr)
         return 1
     info = started.info or {}
+    for notice in info.get("notices") or []:
+        print(f"choragos: {notice}", file=sys.stderr)
     if not attach:
         print(f"choragos: session started in {workdir} (pid {info.get('pid', '?')}); "
               "`choragos attach` shows the deck")
@@ -154,7 +189,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool)
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
-           to_stderr: bool = True) -> int:
+           to_stderr: bool = True, resume: Path | bool = False) -> int:
     from actors.session import Session, SessionOptions
     from choragos import daemon
     from choragos.ctlserver import ServerStartError
@@ -170,7 +205,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     log = logging.getLogger("choragos")
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
     control = socket_path(workdir)
-    options = SessionOptions(workdir=workdir, socket=control, mode=mode)
+    options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=resume,
+                             compact_every=_compact_every())
     session = Session(config, options)
     install_signals(session.stopped.set, session.hard_stop)
     try:
@@ -195,11 +231,13 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
                 return 1
         sidecar.write()
+        for notice in session.notices:
+            print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
                  os.getpid(), mode)
         if ready is not None:
             ready.ok(pid=os.getpid(), dir=str(workdir), socket=str(control),
-                     ui_socket=str(daemon.ui_path_for(control)))
+                     ui_socket=str(daemon.ui_path_for(control)), notices=session.notices)
         elif deck is not None:
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)

@@ -84,10 +84,11 @@ class Serve:
         self.proc: subprocess.Popen | None = None
         self.stderr_path = workdir.parent / f"{workdir.name}-serve.err"
 
-    def start(self, ready: bool = True, command: list[str] | None = None) -> Serve:
-        """Start ``serve --headless``; ``command`` replaces ``python -m choragos``."""
+    def start(self, ready: bool = True, command: list[str] | None = None,
+              args: tuple[str, ...] = ()) -> Serve:
+        """Start ``serve --headless [args]``; ``command`` replaces ``python -m choragos``."""
         self.proc = subprocess.Popen(
-            [*(command or [sys.executable, "-m", "choragos"]), "serve", "--headless"],
+            [*(command or [sys.executable, "-m", "choragos"]), "serve", "--headless", *args],
             cwd=self.workdir,
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
@@ -157,6 +158,11 @@ class Serve:
 
     def agent_pids(self) -> list[int]:
         return [int(r["text"]) for r in self.agents("start")]
+
+    def kill9(self) -> None:
+        """Kill the server outright, as an OOM kill or a crash would."""
+        self.proc.kill()
+        self.proc.wait()
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc is None or self.proc.poll() is not None:

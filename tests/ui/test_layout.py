@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ui.layout import COLUMN, ROW, Layout, LayoutError, Rect, sizes
@@ -182,3 +184,29 @@ def test_every_size_is_covered(width, height):
     layout.focus = "coder"
     layout.split(ROW, None) if layout.hidden() else None
     covered(layout, width, height)
+
+
+def test_a_saved_layout_round_trips_and_fits_a_changed_roster():
+    layout = Layout.main_vertical(["lead", "coder", "tester"], "lead")
+    layout.close("coder")
+    layout.focus = "tester"
+    layout.toggle_zoom()
+    saved = json.loads(json.dumps(layout.to_dict()))
+    again = Layout.from_dict(saved, ["lead", "coder", "tester"])
+    assert again.to_dict() == layout.to_dict()
+    assert again.hidden() == ["coder"] and again.zoomed
+    smaller = Layout.from_dict(saved, ["lead", "coder"])
+    assert smaller.shown() == ["lead"] and smaller.focus == "lead" and not smaller.zoomed
+
+
+@pytest.mark.parametrize("bad", [
+    {"root": {"split": "diagonal", "children": [{"role": "a"}], "weights": [1]}},
+    {"root": {"split": "row", "children": [{"role": "a"}], "weights": []}},
+    {"root": {"split": "row", "children": [{"role": "a"}, {"role": "a"}],
+              "weights": [1, 1]}},
+    {"root": {"role": 3}},
+    {},
+])
+def test_a_saved_layout_that_cannot_be_read_is_refused(bad):
+    with pytest.raises(LayoutError):
+        Layout.from_dict(bad, ["a", "b"])

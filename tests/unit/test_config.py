@@ -122,7 +122,7 @@ ROLE_DEFAULTS = {
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "budget_tokens": None, "stall_after": None,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False, "can_delegate": None, "agent": "",
+    "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
     "verify": "", "verify_rounds": 3, "verify_timeout": 600.0,
 }
 
@@ -166,6 +166,7 @@ ROLE_VALUES = [
     ("verify", '"pytest -q \'tests/a b\'"', "pytest -q 'tests/a b'"),
     ("verify_rounds", "1", 1),
     ("verify_timeout", '"2m"', 120.0),
+    ("resume_args", '["--continue"]', ("--continue",)),
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
     ("agent", '"gemini"', "gemini"),

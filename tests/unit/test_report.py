@@ -279,3 +279,17 @@ def test_report_module_imports_no_heavy_dependency():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=30)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_resumed_run_continues_its_session_and_counts_each_task_once():
+    before = two_role_run()  # T3 delivered, never reported before the server died
+    after = [start(400), ev(401, "session resumed", from_pid=1, tasks=3,
+                            board={"T1": "done", "T2": "done", "T3": "delivered"}),
+             ev(460, "work-done", task="T3", role="dev", summary="ok", report=None,
+                done=True, note=None)]
+    runs = split_runs(before + after)
+    assert len(runs) == 1
+    summary = build(runs)
+    dev = next(r for r in summary.roles if r.name == "dev")
+    assert (dev.tasks, dev.done) == (3, 3)
+    assert summary.never_reported == []

@@ -261,3 +261,13 @@ def test_input_command_names_keys_and_text() -> None:
     ]:
         with pytest.raises(wire.WireError, match=reason):
             wire.parse_request(bad)
+
+
+def test_handoff_normalised_and_checked() -> None:
+    assert parse({"cmd": "handoff"}) == {"cmd": "handoff", "config": None, "wait": 300}
+    got = parse({"cmd": "handoff", "config": "/p/next.toml", "wait": 20})
+    assert got == {"cmd": "handoff", "config": "/p/next.toml", "wait": 20}
+    for bad, fragment in (({"wait": 0}, '"wait"'), ({"wait": True}, '"wait"'),
+                          ({"wait": 99999}, '"wait"'), ({"config": "next.toml"}, "absolute")):
+        with pytest.raises(wire.WireError, match=fragment):
+            parse({"cmd": "handoff", **bad})

@@ -1,0 +1,82 @@
+"""A crew of real claudes survives its server's ``kill -9`` (durable sessions).
+
+The coder is mid-task (its model holds the turn) when the server is killed.
+``serve --resume`` brings the crew back: the coder gets its task handed back
+with the note that the session restarted, does it, and reports; the
+orchestrator's brief carries the recap of what was in flight.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.fakemodel import FakeModel, text, tool
+from tests.e2e.scenario import BRIEF, ClaudeCrew, claude_role
+from tests.e2e.test_scenarios import BOOT_TIMEOUT, bash, tool_said
+from tests.integration.harness import role_toml
+
+pytestmark = [pytest.mark.claude, pytest.mark.timeout(150)]
+
+
+def test_a_killed_server_resumes_and_the_worker_reports_its_task(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude"))
+    work = s.workdir
+    busy = s.hold(text("Still thinking about T1."), limit=90)
+    fake_model.on("New task T1 from choragos", busy)
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    out = s.cli("delegate", "--to", "coder", "--task", "Create hello.txt saying hello")
+    assert out.returncode == 0, out.stderr
+    s.wait(busy.reached.is_set, 40, "the coder to be working on T1")
+    s.wait_state("coder", "working", 20)
+    s.kill9()
+    busy.release()
+
+    handed_back = "The choragos session restarted; task T1 is still yours"
+    fake_model.on(handed_back,
+                  tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
+    fake_model.on(tool_said("hello.txt"),
+                  bash('choragos work-done --id T1 --done --task "Wrote hello.txt"',
+                       "Report the task"))
+    fake_model.on(BRIEF.format(role="orchestrator"), text("Reading my brief."))
+    s.start(args=("--resume",))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    s.wait_told(handed_back, 40)
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+    assert s.board()["T1"]["state"] == "done"
+    assert (work / "hello.txt").read_text() == "hello\n"
+    s.wait_told("A worker reports: [T1 from coder] Wrote hello.txt", 40)
+    brief = (work / ".choragos" / "briefs" / "orchestrator.md").read_text()
+    assert "This session was resumed" in brief
+    assert "T1 (coder): delivered: Create hello.txt saying hello" in brief
+    assert "Do not re-delegate in-flight tasks" in brief
+    assert s.times_told("New task T1 from choragos") == 1
+
+
+def test_resume_args_let_claude_continue_its_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    # `claude --continue` takes the directory's most recent conversation, so
+    # the coder is the only claude here (the orchestrator is the fixture agent).
+    s = crew(role_toml("orchestrator", start=True)
+             + claude_role("coder", "claude", resume_args=["--continue"]))
+    fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
+    s.wait_told("New task T1 from choragos", 40)
+    s.wait(lambda: s.status()["coder"]["state"] == "idle"
+           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    s.kill9()
+
+    handed_back = "The choragos session restarted; task T1 is still yours"
+    fake_model.on(handed_back, bash('choragos work-done --id T1 --done --task "1 2 3"',
+                                    "Report the task"))
+    s.start(args=("--resume",))
+    s.wait_told(handed_back, 60)
+    request = next(r for r in fake_model.message_requests()
+                   if handed_back in json.dumps(r.body["messages"][-1]))
+    earlier = json.dumps(request.body["messages"][:-1])
+    assert "New task T1 from choragos" in earlier and "after lunch" in earlier
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")

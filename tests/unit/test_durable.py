@@ -1,0 +1,155 @@
+"""The core's journal and restore, across simulated server lifetimes.
+
+Each "generation" is a real core actor writing a real journal; the next one
+loads what the previous left on disk, as ``serve --resume`` does, with no
+server in between.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pykka
+import pytest
+
+from actors import messages as m
+from actors.core import CoreActor, CoreState, Seat
+from actors.durable import JournaledBoard, Restore
+from actors.gateway import FlushTokens, TokenTotals
+from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos import journal
+from choragos.config import Config, RoleSpec
+from choragos.events import EventLog
+from tests.unit.test_core_actor import FakeRole, dispatch
+
+CONFIG = Config(roles=(RoleSpec(name="lead", command="x", start=True),
+                       RoleSpec(name="coder", command="x"),
+                       RoleSpec(name="release", command="x", approve=True)))
+
+
+@pytest.fixture
+def generation(tmp_path):
+    running = []
+
+    def start(ready: bool = True) -> SimpleNamespace:
+        home = journal.state_dir(tmp_path)
+        image = journal.load(home) if journal.exists(home) else None
+        writer = journal.Journal(home, image)
+        events = EventLog(tmp_path / f"events-{len(running)}.jsonl")
+        state = CoreState(config=CONFIG, workdir=tmp_path, events=events,
+                          board=JournaledBoard(journal=writer), journal=writer)
+        roles = {spec.name: FakeRole() for spec in CONFIG.roles}
+        for name, role in roles.items():
+            state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=ready))
+        sup = Supervisor.start(on_event=events.write)
+        handle = sup.ask(StartChild(ChildSpec("core", lambda h: CoreActor.start(state, sup))))
+        if image is not None:
+            handle.ask(Restore(copy.deepcopy(image)), timeout=5)
+        gen = SimpleNamespace(handle=handle, roles=roles, journal=writer, sup=sup,
+                              events=events, state=state)
+        running.append(gen)
+        return gen
+
+    def crash(gen: SimpleNamespace) -> None:
+        """Stop the actors without the clean stop record, as a kill would."""
+        gen.sup.ask(StopAll())
+        gen.sup.stop()
+        gen.journal.close()
+        gen.events.close()
+        running.remove(gen)
+
+    yield SimpleNamespace(start=start, crash=crash, home=journal.state_dir(tmp_path))
+    for gen in list(running):
+        crash(gen)
+    assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+
+
+def queued_texts(gen, role: str) -> list[str]:
+    return [i.text for i in gen.state.seats[role].queue]
+
+
+def test_a_delivery_maybe_typed_is_handed_back_marked_in_every_later_run(generation):
+    first = generation.start()
+    ack = dispatch(first.handle, cmd="delegate", to=["coder"], task="build it", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
+    assert first.roles["coder"].told  # typing began: the line may have reached the agent
+    generation.crash(first)
+
+    for _ in range(2):  # a second crash before the hand-back was typed
+        again = generation.start(ready=False)
+        texts = queued_texts(again, "coder")
+        assert len(texts) == 1 and "session restarted; task T1 is still yours" in texts[0]
+        generation.crash(again)
+    saved = journal.load(generation.home)
+    assert [i["text"] for i in saved.queues["coder"]] == texts
+
+
+def test_gates_counter_and_reports_survive_and_a_restored_gate_decides(generation):
+    first = generation.start(ready=False)
+    dispatch(first.handle, cmd="delegate", to=["release"], task="ship", brief=None)
+    dispatch(first.handle, cmd="delegate", to=["coder"], task="code", brief=None)
+    done = dispatch(first.handle, cmd="work-done", id="T2", task="coded", report=None,
+                    done=True)
+    assert done["state"] == "done"
+    generation.crash(first)
+
+    second = generation.start(ready=False)
+    board = {t["id"]: t["state"] for t in dispatch(second.handle, cmd="board")["tasks"]}
+    assert board == {"T1": "gated", "T2": "done"}
+    assert any("A worker reports: [T2 from coder] coded" in text
+               for text in queued_texts(second, "lead"))
+    ack = dispatch(second.handle, cmd="delegate", to=["coder"], task="more", brief=None)
+    assert ack["tasks"][0]["id"] == "T3"
+    assert dispatch(second.handle, cmd="gate", action="approve", id="T1",
+                    reason="")["state"] == "queued"
+    assert any("New task T1" in text for text in queued_texts(second, "release"))
+
+
+def test_token_totals_and_a_pause_survive(generation):
+    first = generation.start()
+    totals = {"coder": {"m1": {"input": 10, "output": 5, "cache_read": 0,
+                               "cache_creation": 0}}}
+    first.handle.tell(TokenTotals(totals))
+    first.handle.ask(FlushTokens(force=True), timeout=5)
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    generation.crash(first)
+
+    saved = journal.load(generation.home)
+    assert saved.tokens == totals and saved.roles["coder"]["paused"] is True
+    second = generation.start()
+    coder = next(r for r in dispatch(second.handle, cmd="status")["roles"]
+                 if r["name"] == "coder")
+    assert coder["tokens"]["input"] == 10
+
+
+def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
+    first = generation.start()
+
+    def full_disk(*args, **fields):
+        raise OSError(28, "No space left on device")
+
+    first.events.append = full_disk
+    ack = dispatch(first.handle, cmd="delegate", to=["coder"], task="lost", brief=None)
+    assert ack["status"] == "error"
+    generation.crash(first)
+
+    second = generation.start()
+    assert dispatch(second.handle, cmd="board")["tasks"] == []
+    ack = dispatch(second.handle, cmd="delegate", to=["coder"], task="kept", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
+
+
+def test_a_change_the_journal_cannot_take_is_acked_with_a_warning(generation):
+    first = generation.start(ready=False)
+    dispatch(first.handle, cmd="delegate", to=["coder"], task="code", brief=None)
+
+    def full_disk(*args, **fields):
+        raise OSError(28, "No space left on device")
+
+    first.journal.append = full_disk
+    ack = dispatch(first.handle, cmd="work-done", id="T1", task="coded", report=None,
+                   done=True)
+    assert ack["status"] == "ok" and ack["state"] == "done"
+    assert "not saved to disk (No space left on device)" in ack["warning"]
+    assert dispatch(first.handle, cmd="board")["tasks"][0]["state"] == "done"

@@ -1,0 +1,168 @@
+"""The journal: framing, torn tails, folding, compaction, private files."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+import time
+
+import pytest
+
+from choragos import journal
+from choragos.journal import Image, Journal, JournalError, fold, frame, unframe
+
+
+def task(tid: str, state: str = "queued", role: str = "coder") -> dict:
+    return {"id": tid, "role": role, "text": f"do {tid}", "brief": None, "state": state,
+            "created": 1.0, "delivered": None, "finished": None, "report": None,
+            "summary": None, "checkpoint": None, "note": ""}
+
+
+def test_frame_round_trips_and_stops_at_a_torn_tail():
+    data = frame({"kind": "a", "n": 1}) + frame({"kind": "b", "text": "é\n"})
+    torn = frame({"kind": "c"})[:-5]
+    records, good = unframe(data + torn)
+    assert [r["kind"] for r in records] == ["a", "b"]
+    assert good == len(data)
+
+
+def test_a_flipped_byte_fails_the_checksum():
+    line = bytearray(frame({"kind": "task", "id": "T1"}))
+    line[-4] ^= 0x01
+    assert unframe(bytes(line)) == ([], 0)
+
+
+def test_fold_tracks_tasks_counter_and_queues():
+    records = [
+        {"kind": "session", "seq": 1, "t": 10.0, "version": 1, "config": "/x", "pid": 7},
+        {"kind": "task", "seq": 2, "t": 11.0, "task": task("T1")},
+        {"kind": "task", "seq": 3, "t": 11.0, "task": task("T2", "gated")},
+        {"kind": "enqueue", "seq": 4, "t": 11.0, "id": 1, "role": "coder", "text": "go T1",
+         "what": "task", "task": "T1", "front": False},
+        {"kind": "enqueue", "seq": 5, "t": 11.0, "id": 2, "role": "lead", "text": "report",
+         "what": "report", "task": "T0", "front": False},
+        {"kind": "inflight", "seq": 6, "t": 12.0, "id": 1, "role": "coder"},
+        {"kind": "injected", "seq": 7, "t": 12.0, "id": 2, "role": "lead", "requeued": False},
+    ]
+    image = fold(records)
+    assert list(image.tasks) == ["T1", "T2"] and image.next_number == 3
+    assert image.queues["coder"][0]["sent"] is True
+    assert image.queues["lead"] == []
+    assert image.next_injection == 3
+    assert image.stopped is False and image.pid == 7
+
+
+def test_records_at_or_below_the_snapshot_are_not_applied_twice():
+    image = Image(seq=5)
+    fold([{"kind": "task", "seq": 5, "t": 1.0, "task": task("T9")},
+          {"kind": "task", "seq": 6, "t": 1.0, "task": task("T1")}], image)
+    assert list(image.tasks) == ["T1"]
+
+
+def test_clock_time_left_excludes_paused_time():
+    image = fold([
+        {"kind": "clock", "seq": 1, "t": 100.0, "action": "start", "task": "T1",
+         "role": "coder", "seconds": 60, "left": 60},
+        {"kind": "role", "seq": 2, "t": 110.0, "role": "coder", "paused": True},
+        {"kind": "role", "seq": 3, "t": 200.0, "role": "coder", "paused": False},
+        {"kind": "tokens", "seq": 4, "t": 205.0, "totals": {}},
+    ])
+    assert image.clock_left("T1") == pytest.approx(45.0)
+
+
+def test_journal_appends_syncs_compacts_and_reloads(tmp_path):
+    home = tmp_path / "state"
+    j = Journal(home, compact_every=3)
+    for n in range(1, 6):
+        j.append("task", task=task(f"T{n}"))
+        j.sync()
+    j.close()
+    assert (home / journal.SNAPSHOT).exists()
+    image = journal.load(home)
+    assert list(image.tasks) == [f"T{n}" for n in range(1, 6)]
+    assert image.next_number == 6
+    for path in (home / journal.SNAPSHOT, home / journal.JOURNAL):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+def test_a_torn_tail_is_cut_before_the_next_append(tmp_path):
+    home = tmp_path / "state"
+    j = Journal(home)
+    j.append("task", task=task("T1"))
+    j.close()
+    with open(home / journal.JOURNAL, "ab") as out:
+        out.write(frame({"kind": "task", "task": task("T2")})[:20])
+    j = Journal(home, journal.load(home))
+    j.append("task", task=task("T3"))
+    j.close()
+    assert list(journal.load(home).tasks) == ["T1", "T3"]
+
+
+def test_an_unknown_version_is_refused(tmp_path):
+    home = tmp_path / "state"
+    home.mkdir()
+    (home / journal.SNAPSHOT).write_text(json.dumps({"version": 99}))
+    with pytest.raises(JournalError, match="version 99"):
+        journal.load(home)
+
+
+def test_a_symlinked_journal_is_not_followed(tmp_path):
+    home = tmp_path / "state"
+    home.mkdir()
+    (tmp_path / "elsewhere").write_text("")
+    os.symlink(tmp_path / "elsewhere", home / journal.JOURNAL)
+    with pytest.raises(OSError):
+        Journal(home)
+
+
+def test_a_failed_write_is_cut_off_so_later_records_stay_readable(tmp_path, monkeypatch):
+    home = tmp_path / "state"
+    j = Journal(home)
+    j.append("task", task=task("T1"))
+    real_write = os.write
+
+    def half_then_full(fd, data):
+        real_write(fd, data[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(journal.os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space"):
+        j.append("task", task=task("T2"))
+    monkeypatch.setattr(journal.os, "write", real_write)
+    j.append("task", task=task("T3"))
+    j.close()
+    assert list(journal.load(home).tasks) == ["T1", "T3"]
+
+
+def test_group_commit_syncs_many_waiters_with_few_fsyncs(tmp_path, monkeypatch):
+    real = os.fdatasync
+    calls = []
+
+    def slow_fdatasync(fd):
+        calls.append(fd)
+        time.sleep(0.01)
+        real(fd)
+
+    monkeypatch.setattr(journal.os, "fdatasync", slow_fdatasync)
+    j = Journal(tmp_path / "state")
+    j.start()
+    answers = []
+
+    def client(n: int) -> None:
+        j.append("task", task=task(f"T{n}"))
+        answers.append(j.wait_synced())
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(1, 41)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ran = threading.Event()
+    j.after_sync(ran.set)
+    assert answers == [""] * 40 and ran.wait(5)
+    assert len(calls) < 40, f"{len(calls)} fsyncs for 40 waiters"
+    j.close()
+    assert len(journal.load(tmp_path / "state").tasks) == 40
