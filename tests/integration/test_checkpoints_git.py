@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -461,6 +462,31 @@ def test_a_racy_file_is_hashed_again(repo: Path) -> None:
         assert store.last_stats.hashed == 1
 
 
+def test_a_file_exactly_as_new_as_the_walk_clock_is_racy(repo: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The boundary of git's racy rule: a stat time equal to the walk's
+    clock could still change within the same tick, so it is not trusted."""
+    path = write(repo, "edge.txt", "one\n")
+    st = os.lstat(path)
+    edge = max(st.st_mtime_ns, st.st_ctime_ns)
+    real_lock = CheckpointStore._locked
+
+    @contextmanager
+    def lock_at_the_edge(self: CheckpointStore) -> Iterator[int]:
+        with real_lock(self):
+            yield edge  # the filesystem clock reads exactly the file's times
+
+    with CheckpointStore(repo) as store:
+        monkeypatch.setattr(CheckpointStore, "_locked", lock_at_the_edge)
+        store.snapshot("T1", "coder", "at the edge")
+        monkeypatch.undo()
+        settle(repo)
+        store.snapshot("T2", "coder", "again")
+        assert store.last_stats.hashed == 1
+        store.snapshot("T3", "coder", "settled")
+        assert store.last_stats.hashed == 0  # trusted once the clock has moved on
+
+
 def test_cache_survives_pruning_of_the_checkpoint_it_was_built_for(repo: Path) -> None:
     write(repo, "a.txt", "a\n")
     age_tree(repo)
@@ -601,6 +627,29 @@ def test_rollback_never_writes_through_a_symlink(repo: Path, tmp_path: Path) -> 
     assert result.deleted == ["d"] and result.restored == ["d/x.txt"]
     assert not (repo / "d").is_symlink() and (repo / "d/x.txt").read_text() == "mine\n"
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("link", ["hard", "symbolic"])
+def test_rollback_replaces_a_linked_file_and_leaves_its_target_alone(
+        repo: Path, tmp_path: Path, link: str) -> None:
+    """A file an agent swapped for a link to something outside the work tree
+    is replaced (temporary file, then rename), never written through."""
+    write(repo, "notes.txt", "mine\n")
+    outside = write(tmp_path, "outside.txt", "not yours\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        (repo / "notes.txt").unlink()
+        if link == "hard":
+            os.link(outside, repo / "notes.txt")
+        else:
+            os.symlink(outside, repo / "notes.txt")
+        result = store.rollback("T1")
+    assert result.restored == ["notes.txt"]
+    assert outside.read_text() == "not yours\n"
+    assert outside.stat().st_nlink == 1
+    restored = repo / "notes.txt"
+    assert not restored.is_symlink() and restored.read_text() == "mine\n"
+    assert not os.path.samefile(restored, outside)
 
 
 def test_linked_worktree_keeps_its_own_private_index(repo: Path, tmp_path: Path) -> None:

@@ -30,3 +30,8 @@ def test_deliberate_stop_is_respected():
 def test_describe():
     assert KILLED.describe() == "killed by signal 9"
     assert FAIL.describe() == "exit status 1"
+
+
+def test_backoff_doubles_up_to_its_cap():
+    delays = [decide("always", 20, used, FAIL).delay for used in (4, 5, 10)]
+    assert delays == [16.0, 30.0, 30.0]  # 2**5 = 32 and 2**10 would overshoot the cap
