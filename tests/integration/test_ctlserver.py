@@ -489,6 +489,36 @@ def test_other_uid_is_refused(make: Make, sock_path: Path, short_tmp: Path,
     assert any(kind == "peer refused" and f["uid"] == 65534 for kind, f in rec.logs)
 
 
+class _OsOwnedBy:
+    """The os module as the server sees it, but owned by another uid: how a
+    test without root meets a peer whose (real, kernel-reported) uid differs."""
+
+    def __init__(self, uid: int) -> None:
+        self._uid = uid
+
+    def getuid(self) -> int:
+        return self._uid
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+def test_a_peer_of_another_uid_is_refused_without_root(make: Make, sock_path: Path,
+                                                       rec: Recorder,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import choragos.ctlserver as ctlserver
+    make()
+    me = os.getuid()
+    monkeypatch.setattr(ctlserver, "os", _OsOwnedBy(me + 1))  # the session's owner
+    ack = raw_exchange(sock_path, b'{"cmd": "shutdown"}\n')
+    assert ack["status"] == "error" and f"uid {me} does not own" in ack["error"]
+    assert rec.requests == []
+    assert any(kind == "peer refused" and f["uid"] == me and f["pid"] == os.getpid()
+               for kind, f in rec.logs)
+    monkeypatch.undo()
+    assert ping(sock_path)["status"] == "ok"  # its owner still gets in
+
+
 # --- garbage over the real socket -------------------------------------------------------
 
 def test_garbage_always_gets_an_error_ack(make: Make, sock_path: Path, rec: Recorder) -> None:
