@@ -12,6 +12,7 @@ import pykka
 import pytest
 
 from actors import messages as m
+from actors import role as role_module
 from actors.role import RoleActor, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from actors.timers import Timers
@@ -59,9 +60,15 @@ def writes(monkeypatch) -> Writes:
 
 
 @pytest.fixture
-def role(tmp_path):
+def agent_env() -> dict[str, str]:
+    """Extra environment for the fixture agent (a test may override this)."""
+    return {}
+
+
+@pytest.fixture
+def role(tmp_path, agent_env):
     spec = RoleSpec(name="coder", command=sys.executable, args=(str(AGENT),))
-    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl")}
+    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"), **agent_env}
     state = new_state(spec, tmp_path, env)
     core, timers, events = Core(), Timers(), []
     sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
@@ -126,3 +133,19 @@ def test_an_exited_role_is_not_ready(role):
     view = role.handle.ask(m.GetView(), timeout=5)
     assert not view.ready and view.pid is None
     assert [x for x in role.core.told if isinstance(x, m.RoleChanged)][-1].view.ready is False
+
+
+@pytest.fixture
+def slow_confirm(monkeypatch) -> None:
+    """The Enter's confirmation polled after the reply was classified, as a
+    loaded machine may order them: the reply's screen is read while booting."""
+    monkeypatch.setattr(role_module, "CONFIRM_POLL", 0.4)
+
+
+@pytest.mark.parametrize("agent_env", [{"AGENT_PROMPT": "ready: "}])  # no prompt we know
+def test_an_unknown_prompt_turns_idle_after_the_boot_reply_goes_quiet(slow_confirm, role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+    assert role.core.outcomes()[0].ok
+    wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "idle", 10,
+               message="idle once the screen has been quiet")
+    assert role.handle.ask(m.GetView(), timeout=5).ready
