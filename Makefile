@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CLAUDE_DIR := .cache/claude
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
 
-.PHONY: venv test test-fast lint demo demo-clean bench claude clean
+.PHONY: venv test test-fast lint demo demo-clean bench claude clean mutate
 
 venv: $(STAMP)
 
@@ -47,6 +47,22 @@ demo: venv
 demo-clean:
 	-cd $(DEMO_DIR) 2>/dev/null && $(CURDIR)/$(BIN)/choragos kill
 	rm -rf $(DEMO_DIR)
+
+# Mutation testing of the safety modules against their fast tests (about
+# 15 minutes on two busy cores): docs/mutation.md.  Starts from scratch each time.
+MUTATE_STAMP := $(VENV)/.mutate-installed
+
+$(MUTATE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	touch $(MUTATE_STAMP)
+
+mutate: $(MUTATE_STAMP)
+	rm -rf mutants
+	mkdir -p .cache
+	@start=$$(date +%s); \
+	nice $(BIN)/mutmut run --max-children 4 > .cache/mutate.log 2>&1 || { tail -40 .cache/mutate.log; exit 1; }; \
+	echo "mutmut run: $$(( $$(date +%s) - start )) s wall (log: .cache/mutate.log)"
+	$(BIN)/python tests/mutation_report.py
 
 bench: venv
 	$(BIN)/python bench/delegate_latency.py
