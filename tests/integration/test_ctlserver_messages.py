@@ -3,6 +3,7 @@ session cannot start or a request is turned away."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from choragos import wire
-from choragos.ctlserver import ControlServer, ServerStartError, SessionRunning
+from choragos.ctlserver import ControlServer, ServerStartError, SessionRunning, _bind_reason
 from tests.conftest import wait_until
 
 
@@ -50,6 +51,8 @@ def hold_lock(path: Path, content: bytes) -> int:
     (b"4242\n\n", 4242, "/proj/here"),
     (b"not-a-pid\n/proj/there\n", None, "/proj/there"),
     (b"", None, "/proj/here"),
+    (b"4242\n/proj/unended", 4242, "/proj/unended"),
+    (b"\xff\xfe\n/proj/\xff", None, "/proj/\ufffd"),
 ])
 def test_a_held_lock_names_its_holder(started, short_tmp: Path, content: bytes,
                                       pid: int | None, where: str) -> None:
@@ -137,3 +140,19 @@ def test_a_client_over_the_cap_is_told_busy(started, short_tmp: Path) -> None:
             ack = wire.parse_ack(late.recv(65536))
     assert ack == wire.error("busy: the session is serving 1 requests; try again", busy=True)
     assert ("busy", {"clients": 1}) in started.logs
+
+
+@pytest.mark.parametrize(("size", "exc", "reason"), [
+    (103, OSError(errno.ENOENT, "No such file or directory"),
+     "cannot bind {path}: No such file or directory"),
+    (103, OSError("AF_UNIX path too long"), "too long"),
+    (104, OSError(errno.ENOENT, "No such file or directory"), "too long"),
+    (103, OSError("no errno here"), "cannot bind {path}: no errno here"),
+])
+def test_a_bind_failure_names_its_cause(size: int, exc: OSError, reason: str) -> None:
+    path = Path("/" + "p" * (size - 1))
+    expected = reason.format(path=path)
+    if reason == "too long":
+        expected = (f"the socket path {path} is {size} bytes, too long for a unix socket "
+                    "(about 100 at most); set CHORAGOS_SOCK to a shorter path")
+    assert _bind_reason(path, exc) == expected

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from choragos.board import Board, BoardError, Task, TaskState
@@ -68,3 +70,10 @@ def test_a_move_keeps_a_time_given_by_the_caller():
     board.create("coder", "x")
     assert board.move("T1", TaskState.DELIVERED, delivered=1.5).delivered == 1.5
     assert board.move("T1", TaskState.FAILED, finished=2.5).finished == 2.5
+
+
+def test_a_row_without_a_given_time_is_aged_by_the_clock_and_rounded_to_milliseconds():
+    task = Task("T1", "coder", "x", created=time.time() - 60, delivered=100.00049,
+                finished=100.12349)
+    row = task.as_dict()
+    assert 59 < row["age"] < 3600 and row["duration"] == 0.123

@@ -71,3 +71,29 @@ def test_a_successful_hook_reports_nothing(tmp_path):
     assert hooks.fire("on_gate", role="r")
     hooks.wait(10)
     assert failures == []
+
+
+def test_a_hook_fired_without_a_task_gets_empty_task_variables(tmp_path):
+    out = tmp_path / "env"
+    hooks, _ = make(tmp_path, {"on_input": f"env > {out}"})
+    hooks.fire("on_input", role="coder")
+    hooks.wait(10)
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert (env["CHORAGOS_TASK"], env["CHORAGOS_TASK_ID"]) == ("", "")
+
+
+def test_undecodable_output_is_kept_readable(tmp_path):
+    hooks, failures = make(tmp_path, {"on_gate": r"printf 'bad \377 byte'; exit 2"})
+    hooks.fire("on_gate", role="r")
+    hooks.wait(10)
+    assert failures[0]["output"] == "bad \ufffd byte"
+
+
+def test_waiting_for_hooks_is_bounded(tmp_path):
+    import time
+    hooks, _ = make(tmp_path, {"on_gate": "sleep 6"})
+    hooks.fire("on_gate", role="r")
+    started = time.monotonic()
+    hooks.wait(0.2)  # returns though the hook still runs
+    assert time.monotonic() - started < 4.0
+    hooks.wait(10)
