@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from actors import messages as m
 from actors.base import Actor
 from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
-from choragos import __version__, briefs, wire
+from actors.guardrails import Guardrails, GuardState, IdleCheck
+from choragos import __version__, authority, briefs, statedir, wire
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
@@ -60,6 +62,9 @@ class CoreState:
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
+    guard: GuardState = field(default_factory=GuardState)
+    timers: Any = None  # actors.timers.Timers, for the idle alarm
+    me: Any = None      # this core's own handle, the idle alarm's target
 
     @property
     def state_dir(self) -> Path:
@@ -70,7 +75,7 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(Actor):
+class CoreActor(Guardrails, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -100,16 +105,36 @@ class CoreActor(Actor):
             msg.callback(("gateway", self.s.gateway))
         if self.s.tokens:
             msg.callback(("tokens", self._usages()))
+        if self.s.guard.marks:
+            msg.callback(("marks", dict(self.s.guard.marks)))
 
     # -- control requests --------------------------------------------------
 
     @handle.register
     def _dispatch(self, msg: m.Dispatch) -> dict:
         request = msg.request
+        if msg.expires is not None and time.monotonic() > msg.expires:
+            return wire.error("the session core was too busy to take the request in time; "
+                              "nothing was changed, try again", busy=True)
         handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
         if handler is None:
             return wire.error(f"command {request['cmd']!r} is not supported by this session")
+        refused = self._refusal(request)
+        if refused:
+            return wire.error(refused)
         return handler(request)
+
+    def _refusal(self, request: dict) -> str | None:
+        """Operator verbs and delegation, by the caller's process ancestry."""
+        caller = request.get(wire.CALLER)
+        spec = self.s.config.role(caller) if caller else None
+        refused = authority.refusal(request, caller, spec is not None and spec.may_delegate)
+        if refused:
+            self._event("request refused", cmd=request["cmd"], caller=caller, reason=refused)
+        return refused
+
+    def _cmd_whoami(self, request: dict) -> dict:
+        return wire.ok(role=request.get(wire.CALLER))
 
     def _cmd_ping(self, request: dict) -> dict:
         return wire.ok(pid=os.getpid(), version=__version__, dir=str(self.s.workdir),
@@ -127,15 +152,18 @@ class CoreActor(Actor):
             open_tasks = self.s.board.open_for(seat.name)
             roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
                           "task": open_tasks[0].id if open_tasks else None,
-                          "queued": len(seat.queue), **self._usage(seat.name)})
-        return wire.ok(roles=roles, gateway=self.s.gateway)
+                          "queued": len(seat.queue), **self._usage(seat.name),
+                          "marks": list(self.s.guard.marks.get(seat.name, ()))})
+        return wire.ok(roles=roles, gateway=self.s.gateway, budget=self._session_budget())
 
     def _usage(self, role: str) -> dict:
         models = self.s.tokens.get(role, {})
-        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models)}
+        return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models),
+                "budget": self._budget_of(role)}
 
     def _cmd_board(self, request: dict) -> dict:
-        return wire.ok(tasks=self.s.board.snapshot())
+        return wire.ok(tasks=self.s.board.snapshot(request.get("archived", False)),
+                       archived=len(self.s.board.archive))
 
     def _cmd_reload(self, request: dict) -> dict:
         """D7: converge the roles on the re-read config (see choragos/reloadplan.py)."""
@@ -148,7 +176,7 @@ class CoreActor(Actor):
         except ConfigError as exc:
             self._event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
-        self.s.config = plan.config
+        before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
             self._remove_seat(name)
         for spec in plan.add:
@@ -159,6 +187,7 @@ class CoreActor(Actor):
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
         self._event("reload", **plan.summary())
+        self._budgets_changed(before)
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(
@@ -226,15 +255,37 @@ class CoreActor(Actor):
         unknown = [name for name in targets if name not in self.s.seats]
         if unknown:
             return wire.error(self._unknown_roles(unknown))
-        created = [self._create_task(role, request) for role in targets]
+        down = self._down_roles(targets)
+        if down and request.get("require_live"):
+            return wire.error("; ".join(down.values()) + "; nothing was delegated")
+        try:
+            created = self._record_tasks(targets, request)
+        except OSError as exc:
+            return wire.error(not_recorded(exc, "delegation"))
+        created = [self._route_task(task) for task in created]
+        extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
-                              for t in created])
+                              for t in created], **(extra if down else {}))
 
-    def _create_task(self, role: str, request: dict) -> Task:
-        task = self.s.board.create(role, request["task"], request.get("brief"))
-        self._write_task_file(task)
-        self._event("delegate", task=task.id, role=role, label=task.label,
-                    brief=task.brief, text=task.text)
+    def _record_tasks(self, targets: list[str], request: dict) -> list[Task]:
+        """Write every task file and its event first; on a failure the board
+        forgets them all, so a refused delegation changes nothing."""
+        created: list[Task] = []
+        try:
+            for role in targets:
+                created.append(self.s.board.create(role, request["task"], request.get("brief")))
+                self._write_task_file(created[-1])
+            records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
+                                            brief=t.brief, text=t.text) for t in created]
+        except OSError:
+            self.s.board.forget([task.id for task in created])
+            raise
+        for record in records:
+            self._publish(("event", record))
+        return created
+
+    def _route_task(self, task: Task) -> Task:
+        role = task.role
         if self.s.config.role(role).approve:
             task = self._move(task.id, TaskState.GATED)
             self.s.gates[task.id] = task
@@ -254,6 +305,7 @@ class CoreActor(Actor):
     def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
         self._publish(("task", task))
+        self._guard_tasks()
         return task
 
     def _checkpoint_then_queue(self, task: Task) -> None:
@@ -297,11 +349,20 @@ class CoreActor(Actor):
         injection = seat.queue.popleft()
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
-            worker_file = self.s.state_dir / f"worker-task-{seat.name}.md"
-            _write_text(worker_file, briefs.task_document(
-                task, self.s.config.role(seat.name).prompt_template))
+            self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         seat.handle.tell(m.Inject(injection))
+
+    def _write_worker_file(self, role: str, task: Task) -> None:
+        """The role's latest task; the typed line names the per-task copy, so a
+        failure here (a full disk) is logged and the delivery goes on."""
+        worker_file = self.s.state_dir / f"worker-task-{role}.md"
+        try:
+            _write_text(worker_file, briefs.task_document(
+                task, self.s.config.role(role).prompt_template))
+        except OSError as exc:
+            self._event("worker file failed", role=role, task=task.id,
+                        error=exc.strerror or str(exc))
 
     @handle.register
     def _role_changed(self, msg: m.RoleChanged) -> None:
@@ -316,6 +377,7 @@ class CoreActor(Actor):
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(("role", msg.view))
         self._pump(seat)
+        self._guard_view(before, msg.view)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
         if now == "waiting":
@@ -346,6 +408,7 @@ class CoreActor(Actor):
         if msg.totals == self.s.tokens:
             return
         self.s.tokens = msg.totals
+        self._guard_budgets()
         self._publish(("tokens", self._usages()))
 
     def _usages(self) -> dict[str, dict]:
@@ -360,6 +423,10 @@ class CoreActor(Actor):
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
+
+    @handle.register
+    def _idle_check(self, msg: IdleCheck) -> None:
+        self._on_idle_check(msg)
 
     # -- timeouts (S2) -------------------------------------------------------
 
@@ -406,6 +473,7 @@ class CoreActor(Actor):
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
         self._pump(seat)
+        self._guard_idle()
 
     def _task_injected(self, seat: Seat, injection: m.Injection,
                        msg: m.InjectionOutcome) -> None:
@@ -431,6 +499,7 @@ class CoreActor(Actor):
     def _role_exited(self, msg: m.RoleExited) -> None:
         self._event("role exited", role=msg.role, status=msg.status.describe(),
                     restarting=msg.restarting, reason=msg.reason)
+        self._guard_exited(msg)
         seat = self.s.seats.get(msg.role)
         if seat is None:
             return
@@ -446,19 +515,37 @@ class CoreActor(Actor):
     def _cmd_work_done(self, request: dict) -> dict:
         task_id, summary = request["id"], request["task"]
         report = request.get("report")
-        note, role = self._resolve(task_id, summary, report, request.get("done", False))
-        self._event("work-done", task=task_id, role=role, summary=summary, report=report,
-                    done=request.get("done", False), note=note or None)
+        before = self.s.board.lookup(task_id)
+        caller = request.get(wire.CALLER)
+        if caller and before is not None and caller not in (before.role, self.s.start_role):
+            reason = (f"task {task_id} belongs to {before.role}, not to {caller}; "
+                      "a role may only report its own tasks")
+            self._event("request refused", cmd="work-done", caller=caller, reason=reason)
+            return wire.error(reason)
+        outcome = request.get("outcome", "done")
+        note, role = self._resolve(task_id, summary, report, request.get("done", False),
+                                   outcome)
+        try:
+            record = self.s.events.append("work-done", task=task_id, role=role,
+                                          summary=summary, report=report,
+                                          done=request.get("done", False), outcome=outcome,
+                                          note=note or None, by=caller or "operator")
+        except OSError as exc:
+            if before is not None:  # write-behind rolled back: the board is as it was
+                self.s.board.put_back(before)
+                self._publish(("task", before))
+            return wire.error(not_recorded(exc, "work-done"))
+        self._publish(("event", record))
         self._enqueue(self.s.start_role,
-                      briefs.report_line(task_id, role, summary, report, note), "report",
-                      task_id)
-        ack = {"id": task_id, "state": "done" if not note else "unmatched"}
+                      briefs.report_line(task_id, role, summary, report, note, outcome),
+                      "report", task_id)
+        ack = {"id": task_id, "state": outcome if not note else "unmatched"}
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
         return wire.ok(**ack)
 
     def _resolve(self, task_id: str, summary: str, report: str | None,
-                 done: bool) -> tuple[str, str]:
+                 done: bool, outcome: str = "done") -> tuple[str, str]:
         """Close the board entry; a note explains a report that matches none."""
         try:
             task = self.s.board.get(task_id)
@@ -473,8 +560,13 @@ class CoreActor(Actor):
             self._move(task_id, TaskState.DELIVERED)
             self._event("delivered", task=task_id, role=task.role, by="work-done")
         self._stop_clock(task_id)
-        self._move(task_id, TaskState.DONE, summary=summary, report=report,
-                   note="" if done else "reported without --done")
+        changes = {"summary": summary, "report": report,
+                   "note": "" if done or outcome != "done" else "reported without --done"}
+        target = TaskState(outcome)
+        if task.state is target:  # e.g. "failed" said again after its worker died on it
+            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+        else:
+            self._move(task_id, target, **changes)
         return "", task.role
 
     # -- gates ----------------------------------------------------------------
@@ -514,10 +606,16 @@ def _reload_message(plan: Any) -> str:
     return text + (" (" + "; ".join(extra) + ")" if extra else "")
 
 
+def not_recorded(exc: OSError, what: str) -> str:
+    """The error a caller sees when a write failed: "no space left on device:
+    the delegation was not recorded"."""
+    reason = exc.strerror or str(exc)
+    if not isinstance(exc, statedir.StateDirError):
+        reason = reason[:1].lower() + reason[1:]
+    return f"{reason}: the {what} was not recorded"
+
+
 def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    statedir.write_text(path, text)
 
 

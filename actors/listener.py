@@ -8,6 +8,7 @@ so a slow core answers with an error rather than hanging a client.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from functools import singledispatchmethod
 from pathlib import Path
@@ -24,6 +25,9 @@ from choragos.ctlserver import ControlServer
 log = logging.getLogger("choragos.listener")
 
 CORE_ANSWER_TIMEOUT = 4.0  # inside the client's 5 s deadline
+# A request the core has not started by then is refused unread; a started
+# one has this long to finish before the listener stops waiting.
+CORE_START_MARGIN = 1.0
 
 
 class ListenerActor(Actor):
@@ -40,15 +44,20 @@ class ListenerActor(Actor):
 
 
 def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
-                log_event: Callable[..., None]) -> ControlServer:
-    """Build the socket server; ``gate`` may refuse a request (P5) with a reason."""
+                log_event: Callable[..., None],
+                caller: Callable[[int | None], str | None] = lambda pid: None
+                ) -> ControlServer:
+    """Build the socket server; ``gate`` may refuse a request (P5) with a reason;
+    ``caller`` names the role whose process tree a peer pid belongs to."""
 
     def dispatch(request: dict) -> dict:
+        request[wire.CALLER] = caller(request.pop(wire.PEER_PID, None))
         refusal = gate(request)
         if refusal:
             return wire.error(refusal)
         try:
-            return core.ask(m.Dispatch(request), timeout=CORE_ANSWER_TIMEOUT)
+            expires = time.monotonic() + CORE_ANSWER_TIMEOUT - CORE_START_MARGIN
+            return core.ask(m.Dispatch(request, expires), timeout=CORE_ANSWER_TIMEOUT)
         except pykka.Timeout:
             return wire.error("the session core is busy; try again")
         except (ActorCrashed, ActorGone) as exc:

@@ -48,6 +48,13 @@ class QuietCheck:
 
 
 @dataclass(frozen=True)
+class StallCheck:
+    """Has the screen stayed unchanged for the role's ``stall_after``?"""
+
+    gen: int
+
+
+@dataclass(frozen=True)
 class Injection:
     """One line to type into a pane: a task pointer, a report, a notice."""
 
@@ -150,11 +157,12 @@ class RoleView:
     detail: str = ""
     preview: tuple[str, ...] = ()
     exit: str = ""
+    stalled: bool = False  # no new output for the role's stall_after
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
-                "preview": list(self.preview), "exit": self.exit}
+                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled}
 
 
 @dataclass(frozen=True)
@@ -184,9 +192,14 @@ class RoleExited:
 
 @dataclass(frozen=True)
 class Dispatch:
-    """A validated control-socket request; the answer is the ack dict."""
+    """A validated control-socket request; the answer is the ack dict.
+
+    ``expires`` (``time.monotonic()``): past it the core refuses the request
+    unread, because whoever asked has stopped waiting and was told it failed
+    -- so a request answered with an error never changes anything later."""
 
     request: dict
+    expires: float | None = None
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,10 @@ class RoleActor(Actor):
                           name=f"pty-{s.spec.name}")
         s.reader.start()
         s.detail = ""
+        s.extra["stalled"] = False
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
+        self._arm_stall_check(gen)
 
     # -- output and status -------------------------------------------------
 
@@ -185,6 +187,8 @@ class RoleActor(Actor):
             return
         self.s.last_output = time.monotonic()
         self.s.terminal.feed(msg.data)
+        self.s.extra["stalled"] = False  # published with the next classification
+        self._arm_stall_check(msg.gen)
         if not self.s.classify_pending:
             self.s.classify_pending = True
             self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
@@ -210,6 +214,34 @@ class RoleActor(Actor):
         if msg.gen == self.s.gen:
             self._refresh_status()
             self._arm_quiet_check(msg.gen)
+
+    # -- stalls ------------------------------------------------------------
+
+    def _arm_stall_check(self, gen: int) -> None:
+        """One timer at a time, due when the screen would have been quiet long enough."""
+        s = self.s
+        if s.spec.stall_after and not s.extra.get("stall_check"):
+            s.extra["stall_check"] = True
+            wait = s.last_output + s.spec.stall_after - time.monotonic()
+            self.timers.after(max(0.05, wait), self.me, m.StallCheck(gen))
+
+    @handle.register
+    def _stall_check(self, msg: m.StallCheck) -> None:
+        s = self.s
+        s.extra["stall_check"] = False
+        if not s.spec.stall_after or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
+            self._arm_stall_check(s.gen)
+            return
+        quiet = time.monotonic() - s.last_output
+        if s.status is RoleStatus.PAUSED or quiet < s.spec.stall_after:
+            s.extra["stall_check"] = True  # a paused role is held, not stalled
+            wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
+            self.timers.after(max(0.05, wait), self.me, m.StallCheck(msg.gen))
+            return
+        s.extra["stalled"] = True
+        self._publish()
 
     def _screen_status(self) -> RoleStatus:
         s = self.s
@@ -259,7 +291,8 @@ class RoleActor(Actor):
             pid=s.child.pid if s.child and s.status not in
             (RoleStatus.EXITED, RoleStatus.FAILED) else None,
             restarts=s.restarts_total, ready=self._ready(), detail=s.detail,
-            preview=tuple(preview), exit=s.exit.describe() if s.exit else "")
+            preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
+            stalled=bool(s.extra.get("stalled")))
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer it."""
@@ -346,13 +379,26 @@ class RoleActor(Actor):
         elif msg.step == "confirm":
             self._step_confirm(typing)
         elif msg.step == "retype":
-            self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
+            self._retype(typing)
+
+    def _retype(self, typing: Typing) -> None:
+        """Never type the same text twice: if it reached the screen after all,
+        or the agent is stopped with it still unread, wait for it instead."""
+        if self._pending(typing) or self.s.child.stopped():
+            typing.started = time.monotonic()
+            self._step_wait_echo(typing)
+            return
+        self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
 
     def _step_wait_echo(self, typing: Typing) -> None:
         s = self.s
         if self._pending(typing):
             self._press_enter(typing)
             return
+        if s.child.stopped():
+            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
+            # terminal's input queue, so the echo comes once it runs again.
+            typing.started = time.monotonic()
         if time.monotonic() - typing.started < ECHO_WAIT:
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
@@ -361,8 +407,10 @@ class RoleActor(Actor):
 
     def _pending(self, typing: Typing) -> bool:
         s = self.s
-        return screenstatus.input_pending(s.terminal.display(), typing.injection.text,
-                                          s.profile.box_prompts, cursor=s.terminal.cursor)
+        lines, cursor = s.terminal.display(), s.terminal.cursor
+        text = briefs.one_line(typing.injection.text)
+        return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
+                   for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))
 
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
@@ -530,6 +578,7 @@ class RoleActor(Actor):
         s = self.s
         s.spec, s.env = msg.spec, msg.env
         s.profile = profile_for(msg.spec.command)
+        self._arm_stall_check(s.gen)
         s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
         self._publish()
 

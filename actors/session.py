@@ -8,8 +8,11 @@ is terminated in parallel, then the actors and the timer thread stop.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import logging
 import os
+import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,23 +24,27 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from actors.guardrails import budget_summary
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
 from actors.role import RoleActor, RoleState, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
 from actors.timers import Timers
-from choragos import __version__, briefs, wire
+from choragos import __version__, authority, briefs, selfpath, statedir, wire
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
+from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide
+from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 
 log = logging.getLogger("choragos.session")
 
 STOP_GRACE = 3.0
+HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done")
 
 
 @dataclass
@@ -75,8 +82,9 @@ class Session:
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
+        self._note_budgets()
         self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write)
+                                  self.events.write, self.caller_of)
         self.server.start()
         try:
             self._start_actors()
@@ -95,16 +103,30 @@ class Session:
         if self.config.sphragis.enabled is None:
             log.warning("gateway off: %s", self.gateway.reason)
 
+    def _note_budgets(self) -> None:
+        """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
+        summary = budget_summary(self.config)
+        if summary is None:
+            return
+        self.events.write("budgets", **summary)
+        if not self.gateway.on:
+            why = (f"budgets cannot be enforced: the gateway is off ({self.gateway.reason}), "
+                   "so no tokens are counted")
+            log.warning("%s", why)
+            self.events.write("config warning", message=why)
+
     def _start_actors(self) -> None:
         self.timers = Timers()
         self.supervisor = Supervisor.start(on_event=self.events.write)
         sup = self.supervisor
         self.write_briefs(self.config)
+        selfpath.write_shim(self.workdir)
         core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
                                gateway=self._gateway_label())
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
+        core_state.timers, core_state.me = self.timers, self.core
         core_state.hooks = self._hooks()
         clock_state = ClockState({})
         core, timers = self.core, self.timers
@@ -124,8 +146,7 @@ class Session:
 
     def _hooks(self) -> Hooks:
         ui = self.config.ui
-        commands = {"on_gate": ui.on_gate, "on_input": ui.on_input,
-                    "on_timeout": ui.on_timeout}
+        commands = {name: getattr(ui, name) for name in HOOK_KEYS}
         return Hooks(commands, self.workdir,
                      lambda **fields: self.events.write("hook failed", **fields))
 
@@ -139,6 +160,9 @@ class Session:
             self.events.write("checkpoints off", reason=str(exc))
             log.warning("checkpoints are off: %s", exc)
             return None
+        removed = remove_stale_temporaries(store.objects_dir())
+        if removed:
+            self.events.write("checkpoint temporaries removed", count=removed)
         sup, core = self.supervisor, self.core
         events = self.events
         handle = self._start_child(
@@ -162,13 +186,18 @@ class Session:
         timers.after(30.0, handle, FlushTick())
 
     def _role_env(self, spec: RoleSpec) -> dict[str, str]:
-        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name,
-                  "CHORAGOS_DIR": str(self.workdir)}
+        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name}
+        if not matches("CHORAGOS_DIR", spec.env_deny):
+            # A convenience (the project directory), so env_deny may drop it;
+            # the socket and the role name are how the verbs work, so never.
+            inject["CHORAGOS_DIR"] = str(self.workdir)
         if self.gateway.on:
             # G1: route the role's model traffic through the gateway, attributed to it.
             url = self.config.sphragis.agent_url(spec.name)
             inject.update(dict.fromkeys(spec.base_url_env, url))
-        return role_env(spec, os.environ, inject)
+        # Last, so no env_allow or env_deny can cut a role off from choragos.
+        return selfpath.prepend(role_env(spec, os.environ, inject),
+                                selfpath.bin_dir(self.workdir))
 
     def _start_role(self, spec: RoleSpec) -> Seat:
         state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
@@ -183,15 +212,16 @@ class Session:
 
     def write_briefs(self, config: Config) -> None:
         folder = self.workdir / ".choragos" / "briefs"
-        folder.mkdir(parents=True, exist_ok=True)
-        (self.workdir / ".choragos" / ".gitignore").write_text("*\n", encoding="utf-8")
+        statedir.write_text(self.workdir / ".choragos" / ".gitignore", "*\n")
+        # Made here, private, so the reports the agents write land in a 0700 dir.
+        statedir.make_dir(self.workdir / ".choragos" / "reports")
         start = config.start_role
         workers = [{"name": r.name, "command": r.command, "model": r.model,
                     "approve": r.approve} for r in config.workers]
         for spec in config.roles:
             text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
                     if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
-            (folder / f"{spec.name}.md").write_text(text, encoding="utf-8")
+            statedir.write_text(folder / f"{spec.name}.md", text)
 
     # -- live reload (called by the core, on its thread) -------------------------
 
@@ -227,6 +257,12 @@ class Session:
 
         if handles:
             threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
+
+    def caller_of(self, pid: int | None) -> str | None:
+        """The role whose process tree holds ``pid`` (on a socket thread)."""
+        pids = {state.child.pid: name for name, state in list(self.role_states.items())
+                if state.child is not None and state.child.poll() is None}
+        return authority.caller_role(pid, pids)
 
     def _gate(self, request: dict) -> str | None:
         """P5: fail closed while an enforced gateway is down (or not yet seen up)."""
@@ -277,6 +313,17 @@ class Session:
                 if t.name.startswith("pty-") and t.is_alive()]
         if left:
             log.warning("reader threads still running after stop: %s", ", ".join(left))
+
+    def hard_stop(self) -> None:
+        """The clean stop is stuck: dump every stack, kill the roles, leave."""
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(all_threads=True)
+        for state in list(self.role_states.values()):
+            if state.child is not None:
+                state.child.signal_group(signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.server.close()
+        os._exit(1)
 
     def _flush_tokens(self) -> None:
         """G2: the last cumulative snapshot goes into the log on the way out."""

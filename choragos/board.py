@@ -2,11 +2,17 @@
 
 The board is plain data owned by the session core actor; nothing here is
 thread-safe on purpose (one owner, many readers through snapshots).
+
+Past KEEP_RESOLVED done or rejected tasks, the oldest move to the archive:
+still found by id, listed only when asked for, so what a delegation or a
+board listing costs does not grow with the session's history.  (``choragos
+report`` reads the event log, which holds every task.)
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 
@@ -18,7 +24,8 @@ class TaskState(StrEnum):
     DONE = "done"            # the worker ran work-done
     REJECTED = "rejected"    # the operator said no at the gate
     TIMED_OUT = "timed-out"  # outlived the role's timeout (may still report)
-    FAILED = "failed"        # could not be delivered, or the worker died on it
+    FAILED = "failed"        # could not be delivered, the worker died on it, or said so
+    BLOCKED = "blocked"      # the worker reported it cannot go on without something
 
 
 # Which state may follow which.  A late work-done still resolves a task that
@@ -26,15 +33,24 @@ class TaskState(StrEnum):
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     TaskState.QUEUED: frozenset({TaskState.GATED, TaskState.DELIVERED, TaskState.FAILED}),
     TaskState.GATED: frozenset({TaskState.QUEUED, TaskState.REJECTED}),
-    TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED}),
-    TaskState.TIMED_OUT: frozenset({TaskState.DONE, TaskState.FAILED}),
-    TaskState.FAILED: frozenset({TaskState.DONE}),
+    TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED,
+                                    TaskState.BLOCKED}),
+    TaskState.TIMED_OUT: frozenset({TaskState.DONE, TaskState.FAILED, TaskState.BLOCKED}),
+    TaskState.FAILED: frozenset({TaskState.DONE, TaskState.BLOCKED}),
+    TaskState.BLOCKED: frozenset({TaskState.DONE, TaskState.FAILED}),
     TaskState.DONE: frozenset(),
     TaskState.REJECTED: frozenset(),
 }
 
+# Tasks in these states never change again, so they can leave the live board.
+ARCHIVABLE = frozenset({TaskState.DONE, TaskState.REJECTED})
+KEEP_RESOLVED = 100
+
 OPEN_STATES = frozenset({TaskState.QUEUED, TaskState.GATED, TaskState.DELIVERED,
                          TaskState.TIMED_OUT})
+# Nothing more will happen to these without a new delegation; a blocked task
+# is not among them: it waits for whatever its worker said it needs.
+SETTLED_STATES = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.REJECTED})
 
 
 class BoardError(Exception):
@@ -84,6 +100,8 @@ class Board:
     tasks: dict[str, Task] = field(default_factory=dict)
     next_number: int = 1
     clock: object = time.time
+    archive: dict[str, Task] = field(default_factory=dict)
+    resolved: deque = field(default_factory=deque)  # ids, in the order they resolved
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
         task = Task(id=f"T{self.next_number}", role=role, text=text, brief=brief,
@@ -93,10 +111,19 @@ class Board:
         return task
 
     def get(self, task_id: str) -> Task:
-        try:
-            return self.tasks[task_id]
-        except KeyError:
-            raise BoardError(f"no task {task_id} on the board") from None
+        task = self.lookup(task_id)
+        if task is None:
+            raise BoardError(f"no task {task_id} on the board")
+        return task
+
+    def lookup(self, task_id: str) -> Task | None:
+        """The task, live or archived; None when there is no such id."""
+        return self.tasks.get(task_id) or self.archive.get(task_id)
+
+    def put_back(self, task: Task) -> None:
+        """Undo a change: ``task`` as it was before (live, where changes happen)."""
+        self.archive.pop(task.id, None)
+        self.tasks[task.id] = task
 
     def move(self, task_id: str, state: TaskState, **changes: object) -> Task:
         """Move a task to ``state``, refusing transitions the table forbids."""
@@ -110,16 +137,36 @@ class Board:
             changes.setdefault("finished", stamp)
         task = replace(task, state=state, **changes)
         self.tasks[task_id] = task
+        if state in ARCHIVABLE:
+            self.resolved.append(task_id)
+            self._compact()
         return task
+
+    def _compact(self) -> None:
+        while len(self.resolved) > KEEP_RESOLVED:
+            old = self.tasks.get(self.resolved.popleft())
+            if old is not None and old.state in ARCHIVABLE:
+                self.archive[old.id] = self.tasks.pop(old.id)
 
     def annotate(self, task_id: str, **changes: object) -> Task:
         task = replace(self.get(task_id), **changes)
-        self.tasks[task_id] = task
+        (self.archive if task_id in self.archive else self.tasks)[task_id] = task
         return task
+
+    def forget(self, task_ids: list[str]) -> None:
+        """Undo :meth:`create` for the tasks of a refused request, ids included."""
+        for task_id in reversed(task_ids):
+            self.tasks.pop(task_id, None)
+            if task_id == f"T{self.next_number - 1}":
+                self.next_number -= 1
 
     def open_for(self, role: str) -> list[Task]:
         return [t for t in self.tasks.values() if t.role == role and t.is_open]
 
-    def snapshot(self) -> list[dict]:
+    def snapshot(self, archived: bool = False) -> list[dict]:
+        """The live board; with ``archived``, every task, in id order."""
         now = self.clock()
-        return [t.as_dict(now) for t in self.tasks.values()]
+        tasks = list(self.tasks.values())
+        if archived:
+            tasks = sorted([*self.archive.values(), *tasks], key=lambda t: int(t.id[1:]))
+        return [t.as_dict(now) for t in tasks]

@@ -16,13 +16,16 @@ from choragos.board import Task
 
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidi marks, embeddings, overrides and isolates: invisible, and they can make
+# a typed line read differently than it is.
+_BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SPACES = re.compile(r"\s+")
 
 
 def one_line(text: str, limit: int = 2000) -> str:
     """Flatten to one inert line: no escapes, no controls, single spaces."""
     text = _ESCAPES.sub("", text)
-    text = _CONTROLS.sub(" ", text)
+    text = _CONTROLS.sub(" ", _BIDI.sub("", text))
     text = _SPACES.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -39,9 +42,14 @@ def task_line(task: Task, task_file: str) -> str:
             f"report with `choragos work-done --id {task.id}` when finished.")
 
 
+# How a report that is not a plain "done" reads in the orchestrator's input.
+_OUTCOME_LEAD = {"failed": "FAILED: ", "blocked": "BLOCKED, needs: "}
+
+
 def report_line(task_id: str, role: str, summary: str, report: str | None,
-                note: str = "") -> str:
-    text = f"A worker reports: [{task_id} from {role}] {one_line(summary, 1200)}"
+                note: str = "", outcome: str = "done") -> str:
+    lead = _OUTCOME_LEAD.get(outcome, "")
+    text = f"A worker reports: [{task_id} from {role}] {lead}{one_line(summary, 1200)}"
     if note:
         text += f" ({one_line(note, 200)})"
     if report:
@@ -60,6 +68,13 @@ def failure_line(task: Task, reason: str) -> str:
             f"Decide whether to delegate it again.")
 
 
+def budget_line(who: str, spent: str, paused: bool) -> str:
+    then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
+            "raises the budget re-arms it)" if paused else "it keeps working")
+    return (f"Budget: {who} is over its budget ({one_line(spent, 80)}); {then}. Re-plan "
+            f"with that in mind.")
+
+
 def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: str) -> str:
     parts = []
     if added:
@@ -68,6 +83,22 @@ def team_changed_line(added: Sequence[str], removed: Sequence[str], brief_file: 
         parts.append(f"removed {', '.join(removed)}")
     return (f"The team changed ({'; '.join(parts)}). Read {brief_file} again for the "
             f"current roster before you delegate.")
+
+
+# A role's PATH starts with .choragos/bin (choragos/selfpath.py); the
+# relative fallback still works from the workspace if a shell resets PATH.
+REACH_NOTE = ("`choragos` is on your PATH (the session put `.choragos/bin` first); if a "
+              "shell ever answers `command not found`, run `.choragos/bin/choragos` with "
+              "the same arguments.")
+
+
+OUTCOME_GUIDE = (
+    "Say honestly how it ended.  If you could not do the task (it is wrong, impossible,",
+    "or your attempt failed), report `--failed` instead of `--done`, with the reason in",
+    "`--task`.  If you cannot go on without something (a decision, access, another",
+    "task first), report `--blocked` with what you need in `--task`.  Never report",
+    "`--done` for work that is not done.",
+)
 
 
 def work_done_command(task_id: str) -> str:
@@ -93,6 +124,8 @@ def task_document(task: Task, template: str) -> str:
         "```",
         "",
         "Leave out `--done` only if you must stop before the task is complete.",
+        "",
+        *OUTCOME_GUIDE,
         "",
     ]
     return "\n".join(parts)
@@ -136,10 +169,14 @@ def orchestrator_brief(name: str, template: str, workers: Sequence[dict]) -> str
         "",
         "When a worker finishes, a line appears in your input: `A worker reports: [T3 from",
         "coder] <summary>`, often followed by `Full report: read <path>`.  Read the report",
-        "before you act on it.  Rejections by the operator and failed tasks arrive the same",
-        "way; re-plan when they do.",
+        "before you act on it.  A worker that could not do its task says so:",
+        "`[T3 from coder] FAILED: <why>`; one that cannot go on without something says",
+        "`[T3 from coder] BLOCKED, needs: <what>`.  Rejections by the operator and tasks",
+        "that failed in delivery arrive the same way; re-plan when they do.",
         "",
         "Useful: `choragos board` lists every task and its state.",
+        "",
+        REACH_NOTE,
         "",
     ])
 
@@ -163,6 +200,10 @@ def worker_brief(name: str, template: str) -> str:
         "```",
         work_done_command("T3"),
         "```",
+        "",
+        *OUTCOME_GUIDE,
+        "",
+        REACH_NOTE,
         "",
         "Until a task arrives, wait.",
         "",

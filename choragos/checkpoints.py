@@ -147,6 +147,7 @@ class CheckpointStore:
         self._ignore_memo: dict[bytes, IgnoreList] = {}
         self._cache_memo: tuple[tuple, Cache] | None = None
         self._index_memo: tuple[tuple, UserIndex] | None = None
+        self._cache_ref: str | None = None  # the ref holding the private index's commit
         self.last_stats: ScanStats | None = None
 
     def close(self) -> None:
@@ -266,6 +267,7 @@ class CheckpointStore:
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             self._save_cache(Cache(commit.id, scan.tree, scan.previous.replaced_by(scan.records)))
+            self._cache_ref = REF_PREFIX + name
         return self._describe(name, commit.id.decode())
 
     def _add_ref(self, epoch: int, task_id: str, commit_id: bytes) -> str:
@@ -282,6 +284,19 @@ class CheckpointStore:
         # git keeps reflogs for such refs only with core.logAllRefUpdates=always.
         with suppress(FileNotFoundError):
             os.unlink(os.path.join(self._repo.commondir(), "logs", checkpoint.ref))
+
+    def _holds(self, ref: str | None, commit: bytes) -> bool:
+        """Whether ``ref`` exists and names ``commit``."""
+        if ref is None:
+            return False
+        try:
+            return self._repo.refs[ref.encode()] == commit
+        except KeyError:
+            return False
+
+    def objects_dir(self) -> str:
+        """The repository's object directory (where a crash may leave temporaries)."""
+        return self._repo.object_store.path
 
     def _refs(self) -> dict[str, str]:
         found = self._repo.refs.as_dict(_REF_BASE)
@@ -341,9 +356,14 @@ class CheckpointStore:
             cache = self._cache_memo[1]
         else:
             cache = load_cache(path)
-        live = self._refs()
         if not cache.commit:
             return Cache()
+        if self._holds(self._cache_ref, cache.commit):
+            # The usual case, without reading every checkpoint ref: their
+            # number grows with the session until the next prune.
+            self._cache_memo = (sig, cache)
+            return cache
+        live = self._refs()
         if cache.commit.decode() not in live.values():
             # Its checkpoint was pruned; another one with the same tree
             # protects the same objects.
@@ -442,7 +462,8 @@ class CheckpointStore:
         """Hold the store's lock; yields "now" on the filesystem's own clock,
         which decides which files are too fresh to trust their stat data."""
         self._state.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self._state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600)
         try:
             _flock(fd)
             os.utime(fd)

@@ -23,7 +23,8 @@ from choragos.envpolicy import build_env
 
 __all__ = [
     "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
-    "CheckpointSettings", "Config", "ConfigError", "GatewaySettings", "Keys", "Price",
+    "BudgetSettings", "CheckpointSettings", "Config", "ConfigError", "GatewaySettings", "Keys",
+    "Price",
     "RoleSpec", "UISettings", "builtin_config", "load_config", "role_env",
 ]
 
@@ -37,8 +38,6 @@ _LATER = "not built yet"
 # force when it is not.  Remove an entry in the change that builds the feature
 # (and the matching line in docs/configuration.md).
 NOT_BUILT: dict[str, str] = {
-    "roles.budget": _LATER,
-    "roles.budget_action": _LATER,
     "roles.worktree": _LATER,
     "roles.merge": _LATER,
     "roles.judge": _LATER,
@@ -46,7 +45,6 @@ NOT_BUILT: dict[str, str] = {
     "roles.judge_rounds": _LATER,
     "roles.owns_files": _LATER,
     "roles.fresh": _LATER,
-    "ui.on_budget": "budgets are not built yet",
 }
 
 
@@ -73,8 +71,10 @@ class RoleSpec:
     timeout_action: str = "notify"
     restart: str = ""
     restart_retries: int = 3
-    budget: float | None = None
+    budget: float | None = None          # USD
+    budget_tokens: int | None = None     # all directions added up
     budget_action: str = "notify"
+    stall_after: float | None = None     # seconds of an unchanged screen while holding a task
     worktree: bool = False
     merge: str = "gate"
     judge: str = ""
@@ -82,6 +82,11 @@ class RoleSpec:
     judge_rounds: int = 3
     owns_files: tuple[str, ...] = ()
     fresh: bool = False
+    can_delegate: bool | None = None  # None: only the start role may
+
+    @property
+    def may_delegate(self) -> bool:
+        return self.start if self.can_delegate is None else self.can_delegate
 
     def argv(self) -> list[str]:
         """The command line: command, args, then ``model_flag model`` when both are set."""
@@ -143,7 +148,18 @@ class UISettings:
     on_input: str = ""
     on_timeout: str = ""
     on_budget: str = ""
+    on_exit: str = ""
+    on_idle: str = ""
+    on_done: str = ""
+    idle_after: float = 600.0
     theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """``[budget]``: limits for the whole crew (each role's own are on its table)."""
+
+    session: float | None = None  # USD across every role
 
 
 @dataclass(frozen=True)
@@ -189,6 +205,7 @@ class Config:
     pricing: Mapping[str, Price] = field(default_factory=dict)
     ui: UISettings = field(default_factory=UISettings)
     keys: Keys = field(default_factory=Keys)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -276,7 +293,24 @@ def _build(data: dict, target: Path, shown: str) -> Config:
         report.error("roles", "no [[roles]] table; a config file must define the team")
     _warn_not_built(data, "", "", report)
     report.raise_if_errors()
+    _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
+
+
+def _warn_unenforceable(values: dict, report: cs.Report) -> None:
+    """A budget needs token counts (the gateway) and, in USD, prices to mean anything."""
+    gateway_off = getattr(values.get("sphragis"), "enabled", None) is False
+    priced = bool(values.get("pricing"))
+    where = [(f"roles[{n}].budget", role.budget, role.budget_tokens)
+             for n, role in enumerate(values.get("roles", ()), 1)]
+    where.append(("budget.session", getattr(values.get("budget"), "session", None), None))
+    for at, usd, tokens in where:
+        if gateway_off and (usd is not None or tokens is not None):
+            report.warn(at, "cannot be enforced: [sphragis] enabled = false, so no tokens "
+                            "are counted")
+        elif usd is not None and not priced:
+            report.warn(at, "cannot be enforced in USD: there is no [pricing] table to "
+                            "price the tokens with")
 
 
 def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> None:
@@ -336,8 +370,10 @@ _ROLE_SCHEMA: cs.Schema = {
     "timeout_action": cs.choice("notify", "restart"),
     "restart": cs.choice("", "on-failure", "always"),
     "restart_retries": cs.integer(0),
-    "budget": cs.number(0.0, above=True),
+    "budget": cs.money,
+    "budget_tokens": cs.integer(1),
     "budget_action": cs.choice("notify", "pause"),
+    "stall_after": cs.optional_duration,
     "worktree": cs.boolean,
     "merge": cs.choice("gate", "auto", "never"),
     "judge": _judge,
@@ -345,6 +381,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "judge_rounds": cs.integer(1),
     "owns_files": cs.list_of(_workspace_glob),
     "fresh": cs.boolean,
+    "can_delegate": cs.boolean,
 }
 
 
@@ -491,8 +528,11 @@ def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str
 _UI = _settings(UISettings, {
     "bell": cs.boolean, "sidebar": cs.boolean, "mouse": cs.boolean, "auto_focus": cs.boolean,
     "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
-    "on_budget": cs.string, "theme": cs.Nested(_read_theme),
+    "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
+    "on_done": cs.string, "idle_after": cs.positive_duration,
+    "theme": cs.Nested(_read_theme),
 })
+_BUDGET = _settings(BudgetSettings, {"session": cs.money})
 _KEY_SCHEMA: cs.Schema = {"prefix": cs.prefix_key, **{a: cs.key_name for a in KEY_ACTIONS}}
 
 
@@ -525,6 +565,7 @@ _TOP: cs.Schema = {
     "pricing": cs.Nested(_read_pricing),
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
+    "budget": _BUDGET,
 }
 
 

@@ -188,6 +188,24 @@ def optional_duration(value: object) -> float | None:
     return seconds
 
 
+def positive_duration(value: object) -> float:
+    """A duration string above zero, in seconds."""
+    seconds = optional_duration(value)
+    if seconds is None:
+        raise ValueError('expected a duration such as "10m", got ""')
+    return seconds
+
+
+def money(value: object) -> float:
+    """USD above zero, as a number or a decimal string (``"20.00"``)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip().removeprefix("$"))
+        except ValueError:
+            raise ValueError(f'{show(value)} is not an amount of USD (e.g. "20.00")') from None
+    return number(0.0, above=True)(value)
+
+
 def list_of(item: Converter) -> Converter:
     """An array whose every element passes ``item``; returned as a tuple."""
     def convert(value: object) -> tuple:

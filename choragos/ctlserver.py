@@ -3,8 +3,12 @@
 The server owns the socket file and a lock file next to it.  The lock, not
 the socket, says whether a session is alive: whoever holds it may remove a
 leftover socket, and a second server in the same place is refused with the
-holder's pid.  Every connection gets its own thread and a deadline on the
-whole exchange, so a silent or slow client never holds up the others.
+holder's pid.  One thread reads every connection's request without
+blocking (an idle connection costs a descriptor and a buffer, never a
+thread), with a deadline on the whole exchange; each complete request is
+then handled on a thread of its own.  A silent or slow client therefore
+never holds up the others, and past ``max_pending`` open connections the
+oldest idle one is dropped.
 """
 
 from __future__ import annotations
@@ -21,10 +25,16 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from choragos import wire
+
+# Connections being read at once; past it the oldest idle one is dropped.
+MAX_PENDING = 1024
+# Connections the kernel queues before accept: sized for bursts of verbs.
+BACKLOG = 1024
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 Log = Callable[[str, dict[str, Any]], None]
@@ -59,6 +69,16 @@ class _Refused(Exception):
         self.fields = fields
 
 
+@dataclass
+class _Pending:
+    """A connection whose request is still being read."""
+
+    conn: socket.socket
+    peer_pid: int | None
+    end: float
+    buf: bytearray = field(default_factory=bytearray)
+
+
 class ControlServer:
     """Serve ``handler`` on the unix socket ``path``.
 
@@ -70,13 +90,16 @@ class ControlServer:
 
     def __init__(self, path: Path, handler: Handler, *, max_bytes: int = wire.MAX_REQUEST,
                  deadline: float = wire.DEADLINE, max_clients: int = 64,
-                 log: Log | None = None, workdir: Path | None = None) -> None:
+                 max_pending: int = MAX_PENDING, log: Log | None = None,
+                 workdir: Path | None = None) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.handler = handler
         self.max_bytes = max_bytes
         self.deadline = deadline
         self.max_clients = max_clients
+        self.max_pending = max_pending
+        self._pending: dict[int, _Pending] = {}
         self.workdir = workdir
         self._log = log
         self._listener: socket.socket | None = None
@@ -165,6 +188,11 @@ class ControlServer:
 
     # --- accepting --------------------------------------------------------
 
+    def open_connections(self) -> int:
+        """Connections being read or handled right now."""
+        with self._guard:
+            return len(self._pending) + len(self._clients)
+
     def _accept_loop(self) -> None:
         listener = self._listener
         assert listener is not None
@@ -173,17 +201,47 @@ class ControlServer:
         poller.register(listener, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         while not self._stopping.is_set():
-            ready = {fd for fd, _ in poller.poll()}
-            if self._wake_r in ready:
-                return
+            events = poller.poll(self._next_timeout_ms())
+            for fd, _ in events:
+                if fd == self._wake_r:
+                    self._drop_all_pending(poller)
+                    return
+                if fd == listener.fileno():
+                    self._accept_all(listener, poller)
+                elif fd in self._pending:
+                    self._readable(self._pending[fd], poller)
+            self._expire(poller)
+        self._drop_all_pending(poller)
+
+    def _accept_all(self, listener: socket.socket, poller: select.poll) -> None:
+        """Take every queued connection: a burst must not wait a poll round each."""
+        while True:
             try:
                 conn, _ = listener.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                continue
+                return
             except OSError as exc:
                 self._accept_failed(exc)
-                continue
-            self._dispatch(conn)
+                return
+            self._admit(conn, poller)
+
+    def _admit(self, conn: socket.socket, poller: select.poll) -> None:
+        conn.setblocking(False)
+        try:
+            pid = _check_peer(conn)
+        except _Refused as refusal:
+            self._emit(refusal.kind, {"reason": refusal.reason, **refusal.fields})
+            _answer_and_close(conn, wire.error(refusal.reason))
+            return
+        with self._guard:
+            self._pending[conn.fileno()] = _Pending(conn, pid, time.monotonic() + self.deadline)
+        poller.register(conn, select.POLLIN)
+        if len(self._pending) > self.max_pending:
+            oldest = next(iter(self._pending.values()))
+            self._emit("idle dropped", {"pending": len(self._pending)})
+            self._unpend(oldest, poller, wire.error(
+                f"dropped: {self.max_pending} connections were open and this one had "
+                "sent nothing for the longest; try again"))
 
     def _accept_failed(self, exc: OSError) -> None:
         self._emit("accept failed", {"error": exc.strerror or str(exc)})
@@ -191,55 +249,98 @@ class ControlServer:
             # Out of descriptors: back off instead of spinning on accept.
             self._stopping.wait(0.1)
 
-    def _dispatch(self, conn: socket.socket) -> None:
-        conn.setblocking(True)
-        thread = threading.Thread(target=self._serve, args=(conn,), daemon=True,
+    def _readable(self, pending: _Pending, poller: select.poll) -> None:
+        try:
+            chunk = pending.conn.recv(min(65536, self.max_bytes + 1 - len(pending.buf)))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        pending.buf += chunk
+        if len(pending.buf) > self.max_bytes:
+            reason = f"request too large (limit {_size(self.max_bytes)})"
+            self._emit("request too large", {"reason": reason})
+            self._unpend(pending, poller, wire.error(reason))
+        elif not chunk or _request_ended(pending.buf, chunk):
+            self._unpend(pending, poller)
+            self._dispatch(pending)
+
+    def _unpend(self, pending: _Pending, poller: select.poll,
+                ack: dict[str, Any] | None = None) -> None:
+        """Stop reading ``pending``; with ``ack``, answer it and close."""
+        with self._guard:
+            self._pending.pop(pending.conn.fileno(), None)
+        _unregister(poller, pending.conn)
+        if ack is not None:
+            _answer_and_close(pending.conn, ack)
+
+    def _next_timeout_ms(self) -> int:
+        with self._guard:
+            ends = [pending.end for pending in self._pending.values()]
+        if not ends:
+            return -1
+        return max(0, int((min(ends) - time.monotonic()) * 1000) + 1)
+
+    def _expire(self, poller: select.poll) -> None:
+        now = time.monotonic()
+        with self._guard:
+            late = [p for p in self._pending.values() if p.end <= now]
+        for pending in late:
+            reason = f"timed out after {self.deadline:g}s waiting for the request"
+            self._emit("request timeout", {"reason": reason})
+            self._unpend(pending, poller, wire.error(reason))
+
+    def _drop_all_pending(self, poller: select.poll) -> None:
+        with self._guard:
+            everyone = list(self._pending.values())
+        for pending in everyone:
+            self._unpend(pending, poller, wire.error("the session is shutting down"))
+
+    def _dispatch(self, pending: _Pending) -> None:
+        thread = threading.Thread(target=self._serve, args=(pending,), daemon=True,
                                   name=f"ctl-client {self.path.name}")
         with self._guard:
             busy = len(self._clients) >= self.max_clients
             if not busy:
-                self._clients[thread] = conn
+                self._clients[thread] = pending.conn
         if busy:
-            self._refuse_busy(conn)
+            self._refuse_busy(pending.conn)
         else:
             thread.start()
 
     def _refuse_busy(self, conn: socket.socket) -> None:
         self._emit("busy", {"clients": self.max_clients})
-        ack = wire.error(f"busy: the session is serving {self.max_clients} requests; "
-                         "try again", busy=True)
-        with conn:
-            conn.setblocking(False)
-            with suppress(OSError):
-                conn.send(wire.encode(ack))
+        _answer_and_close(conn, wire.error(
+            f"busy: the session is serving {self.max_clients} requests; try again",
+            busy=True))
 
     # --- one exchange -----------------------------------------------------
 
-    def _serve(self, conn: socket.socket) -> None:
-        end = time.monotonic() + self.deadline
+    def _serve(self, pending: _Pending) -> None:
+        conn = pending.conn
         try:
             with conn:
-                ack = self._exchange(conn, end)
-                _send_ack(conn, ack, end)
+                conn.setblocking(True)
+                ack = self._exchange(pending)
+                _send_ack(conn, ack, pending.end)
         except Exception as exc:  # a vanished client is routine; deregister regardless
             self._emit("send failed", {"error": f"{type(exc).__name__}: {exc}"})
         finally:
             with self._guard:
                 self._clients.pop(threading.current_thread(), None)
 
-    def _exchange(self, conn: socket.socket, end: float) -> dict[str, Any]:
+    def _exchange(self, pending: _Pending) -> dict[str, Any]:
         try:
-            _check_peer(conn)
-            raw = self._read_request(conn, end)
             if self._stopping.is_set():
                 raise _Refused("shutting down", "the session is shutting down")
-            request = wire.parse_request(raw)
+            request = wire.parse_request(bytes(pending.buf))
         except _Refused as refusal:
             self._emit(refusal.kind, {"reason": refusal.reason, **refusal.fields})
             return wire.error(refusal.reason)
         except wire.WireError as exc:
             self._emit("bad request", {"reason": exc.reason})
             return wire.error(exc.reason)
+        request[wire.PEER_PID] = pending.peer_pid  # from the kernel, never from the wire
         return self._call_handler(request)
 
     def _call_handler(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -253,30 +354,6 @@ class ControlServer:
                                          "error": f"{type(exc).__name__}: {exc}"})
             return wire.error(f"internal error: {type(exc).__name__}: {exc}")
         return ack
-
-    def _read_request(self, conn: socket.socket, end: float) -> bytes:
-        buf = bytearray()
-        while True:
-            chunk = self._recv(conn, end, self.max_bytes + 1 - len(buf))
-            if not chunk:
-                return bytes(buf)
-            buf += chunk
-            if len(buf) > self.max_bytes:
-                raise _Refused("request too large",
-                               f"request too large (limit {_size(self.max_bytes)})")
-            if _request_ended(buf, chunk):
-                return bytes(buf)
-
-    def _recv(self, conn: socket.socket, end: float, size: int) -> bytes:
-        remaining = end - time.monotonic()
-        try:
-            if remaining <= 0:
-                raise TimeoutError
-            conn.settimeout(remaining)
-            return conn.recv(min(size, 65536))
-        except TimeoutError:
-            raise _Refused("request timeout", f"timed out after {self.deadline:g}s "
-                           "waiting for the request") from None
 
     def _emit(self, kind: str, fields: dict[str, Any]) -> None:
         if self._log is None:
@@ -387,7 +464,7 @@ def _bind(path: Path) -> socket.socket:
     finally:
         os.umask(previous)
     os.chmod(path, 0o600)
-    listener.listen(128)
+    listener.listen(BACKLOG)
     listener.setblocking(False)
     return listener
 
@@ -402,14 +479,16 @@ def _bind_reason(path: Path, exc: OSError) -> str:
 
 # --- exchange helpers -------------------------------------------------------
 
-def _check_peer(conn: socket.socket) -> None:
+def _check_peer(conn: socket.socket) -> int | None:
+    """The peer's pid, after refusing another user's connection."""
     creds = _peer_creds(conn)
     if creds is None:
-        return
+        return None
     pid, uid = creds
     if uid != os.getuid():
         raise _Refused("peer refused", f"connection refused: uid {uid} does not own "
                        "this session", uid=uid, pid=pid)
+    return pid
 
 
 def _peer_creds(conn: socket.socket) -> tuple[int, int] | None:
@@ -440,6 +519,19 @@ def _request_ended(buf: bytearray, chunk: bytes) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _answer_and_close(conn: socket.socket, ack: dict[str, Any]) -> None:
+    """A best-effort answer from the reading thread, which must never block."""
+    with conn:
+        conn.setblocking(False)
+        with suppress(OSError):
+            conn.send(wire.encode(ack))
+
+
+def _unregister(poller: select.poll, conn: socket.socket) -> None:
+    with suppress(KeyError, ValueError, OSError):
+        poller.unregister(conn)
 
 
 def _send_ack(conn: socket.socket, ack: dict[str, Any], end: float) -> None:

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from choragos import statedir
+
 READY_TIMEOUT = 60.0
 
 
@@ -48,8 +50,7 @@ def write_crash(workdir: Path, what: str, trace: str) -> Path | None:
     """Append a traceback to the project's crash log; None if it cannot be written."""
     path = crash_log(workdir)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as out:
+        with statedir.open_append(path) as out:
             out.write(f"--- {what} {time.strftime('%Y-%m-%d %H:%M:%S')} (pid {os.getpid()})\n"
                       f"{trace}\n")
     except OSError:
@@ -95,7 +96,6 @@ class Started:
 def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
           timeout: float = READY_TIMEOUT) -> Started:
     """Run ``run(ready)`` in a daemon; return once it is ready or has failed."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     reader, writer = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -138,7 +138,7 @@ def _redirect(log_path: Path) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    out = statedir.append_fd(log_path)
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.close(out)

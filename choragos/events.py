@@ -7,6 +7,7 @@ skip.  Past ``max_bytes`` the file rotates to ``events.jsonl.1`` (…``.3``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -14,6 +15,8 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+
+from choragos import statedir
 
 MAX_BYTES = 5 * 1024 * 1024
 KEEP_ROTATED = 3
@@ -32,40 +35,79 @@ def _stamp(now: float) -> str:
 
 
 class EventLog:
-    """Append-only, thread-safe JSON-lines writer with size rotation."""
+    """Append-only, thread-safe JSON-lines writer with size rotation.
+
+    :meth:`append` raises ``OSError`` when the record could not be written
+    (a full disk, a link planted in ``.choragos/``); the caller decides what
+    that means.  :meth:`write` is for records that must never take their
+    writer down: it notes the failure in ``error`` and carries on.
+    """
 
     def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.error: OSError | None = None
+        self._closed = False
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        self._fd: int | None = statedir.append_fd(path)
+        self._size = os.fstat(self._fd).st_size
 
-    def write(self, event: str, **fields: object) -> dict:
+    def append(self, event: str, **fields: object) -> dict:
+        """Write one record whole, or raise OSError and leave the file as it was."""
         now = time.time()
         record = {"ts": _stamp(now), "t": round(now, 3), "event": event, **fields}
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", errors="surrogateescape")
         with self._lock:
-            if self._file.closed:
+            if self._closed:
                 return record
-            self._file.write(line)
-            self._file.flush()
-            if self._file.tell() > self.max_bytes:
+            if self._fd is None:  # a rotation that failed half-way
+                self._fd = statedir.append_fd(self.path)
+                self._size = os.fstat(self._fd).st_size
+            self._write_whole(line)
+            self.error = None
+            if self._size > self.max_bytes:
                 self._rotate()
         return record
 
+    def write(self, event: str, **fields: object) -> dict:
+        """:meth:`append`, but a failure is remembered instead of raised."""
+        try:
+            return self.append(event, **fields)
+        except OSError as exc:
+            self.error = exc
+            return {"event": event, **fields}
+
+    def _write_whole(self, line: bytes) -> None:
+        written = 0
+        try:
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
+        except OSError:
+            if written:
+                # A torn line would hide every later record from readers.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._size)
+            raise
+        self._size += written
+
     def _rotate(self) -> None:
-        self._file.close()
+        os.close(self._fd)
+        self._fd = None
         for n in range(KEEP_ROTATED - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{n}")
             if older.exists():
-                os.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
-        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                statedir.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        statedir.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        self._fd = statedir.append_fd(self.path)
+        self._size = 0
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            self._closed = True
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def read_events(path: Path) -> Iterator[dict]:

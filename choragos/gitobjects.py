@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import mmap
 import os
+import re
 import struct
 import threading
 import zlib
@@ -389,3 +390,43 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+_TEMPORARY = re.compile(rb"tmp_(?:obj|pack)_choragos_(\d+)_\d+(?:\.idx)?")
+
+
+def remove_stale_temporaries(objects_dir: str | bytes) -> int:
+    """Delete the temporary object and pack files a crashed writer left in
+    ``objects_dir``: those named for a process that no longer runs.  Returns
+    how many went."""
+    base = os.fsencode(objects_dir)
+    removed = 0
+    try:
+        folders = [e.path for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _TEMPORARY.fullmatch(entry.name)
+            if match and not _running(int(match.group(1))):
+                with suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: not ours to judge
+    return True
+

@@ -288,7 +288,9 @@ def save_cache(path: str, cache: Cache) -> None:
     # checksum guards against torn or foreign files.
     body = marshal.dumps((cache.commit, cache.tree, cache.records.stored()))
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with open(fd, "wb") as f:
         f.write(_CACHE_MAGIC + hashlib.sha1(body).digest() + body)
     os.replace(tmp, path)
 

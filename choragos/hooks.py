@@ -1,6 +1,7 @@
 """Hooks (S4): shell commands run when a human is needed.
 
-``on_gate``, ``on_input`` and ``on_timeout`` (from ``[ui]``) run through
+``on_gate``, ``on_input``, ``on_timeout``, ``on_budget``, ``on_exit``,
+``on_idle`` and ``on_done`` (from ``[ui]``) run through
 ``sh -c`` in the background, in their own process group, with the
 ``serve`` environment plus ``CHORAGOS_*`` variables.  Task text reaches a
 hook only through ``$CHORAGOS_TASK``, never spliced into the command
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 HOOK_TIMEOUT = 30.0
-KEEP_OUTPUT = 2000
+KEEP_OUTPUT = 2000      # characters of output quoted in a "hook failed" event
+KEEP_BYTES = 64 * 1024  # bytes of output held while a hook runs
 
 
 class Hooks:
@@ -33,14 +37,16 @@ class Hooks:
         self.base_env = base_env
         self._threads: list[threading.Thread] = []
 
-    def fire(self, hook: str, role: str, task: str = "", task_id: str = "") -> bool:
+    def fire(self, hook: str, role: str, task: str = "", task_id: str = "",
+             extra: Mapping[str, str] | None = None) -> bool:
         """Start ``hook`` if configured; False when there is nothing to run."""
         command = self.commands.get(hook)
         if command is None:
             return False
         env = dict(os.environ if self.base_env is None else self.base_env)
         env.update({"CHORAGOS_HOOK": hook, "CHORAGOS_ROLE": role, "CHORAGOS_TASK": task,
-                    "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir)})
+                    "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir),
+                    **(extra or {})})
         thread = threading.Thread(target=self._run, args=(hook, command, env, role),
                                   name=f"hook-{hook}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
@@ -55,11 +61,11 @@ class Hooks:
         except OSError as exc:
             self.on_failure(hook=hook, role=role, reason=f"could not start: {exc}")
             return
-        try:
-            output, _ = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
+        with proc.stdout:
+            output, finished = _read_tail(proc, time.monotonic() + self.timeout)
+        if not finished:
             _kill_group(proc)
-            output, _ = proc.communicate()
+            proc.wait()
             self.on_failure(hook=hook, role=role, output=_tail(output),
                             reason=f"still running after {self.timeout:g}s; killed")
             return
@@ -76,6 +82,28 @@ class Hooks:
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_tail(proc: subprocess.Popen, end: float) -> tuple[bytes, bool]:
+    """Read the hook's output as it comes, keeping only the last KEEP_BYTES
+    (a hook that prints endlessly must not fill the server's memory); True
+    when it exited before ``end``."""
+    tail = bytearray()
+    fd = proc.stdout.fileno()
+    while (remaining := end - time.monotonic()) > 0:
+        if not select.select([fd], [], [], remaining)[0]:
+            return bytes(tail), False
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        tail += chunk
+        if len(tail) > KEEP_BYTES:
+            del tail[:-KEEP_BYTES]
+    try:
+        proc.wait(max(end - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        return bytes(tail), False
+    return bytes(tail), True
 
 
 def _tail(output: bytes | None) -> str:

@@ -87,6 +87,14 @@ class PtyChild:
         except (ProcessLookupError, PermissionError):
             return False
 
+    def stopped(self) -> bool:
+        """The process is stopped (SIGSTOP, SIGTSTP, a tracer), as /proc says."""
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="ascii", errors="replace") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        except (OSError, IndexError):
+            return False
+
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
             self.proc.setwinsize(rows, cols)

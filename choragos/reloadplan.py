@@ -2,10 +2,12 @@
 
 Roles are matched by name.  Added roles spawn, removed roles stop, a role
 whose process-defining keys changed respawns, and a role whose other keys
-changed takes them on its next task.  Guardrails: the start role is never
-touched (its process holds the plan), and a role with work in flight (a
-pending gate or an unresolved delegation) is not respawned.  Only
-``[[roles]]`` converges; other sections need a restart.
+changed takes them on its next task (budgets and ``stall_after`` at once,
+and ``[budget]`` too, so a raised cap re-arms without a restart).
+Guardrails: the start role is never touched (its process holds the plan),
+and a role with work in flight (a pending gate or an unresolved delegation)
+is not respawned.  Only ``[[roles]]`` and ``[budget]`` converge; other
+sections need a restart.
 """
 
 from __future__ import annotations
@@ -62,11 +64,14 @@ def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
     for spec in old.workers:
         if new.role(spec.name) is None or new.role(spec.name).start:
             plan.remove.append(spec.name)
+    if old.budget != new.budget:
+        plan.notes.append("[budget] changed; it applies now")
     for section in SECTIONS:
         if getattr(old, section) != getattr(new, section):
             plan.notes.append(f"[{section}] changed; it applies after a restart")
     roles = (start, *(kept[name] for name in kept))
-    plan.config = replace(old, roles=roles, source=new.source, warnings=new.warnings)
+    plan.config = replace(old, roles=roles, budget=new.budget, source=new.source,
+                          warnings=new.warnings)
     return plan
 
 

@@ -30,11 +30,15 @@ class RoleStats:
     name: str
     tasks: int = 0
     done: int = 0
+    failed: int = 0   # reported --failed, or failed by the session (worker died, undeliverable)
+    blocked: int = 0  # reported --blocked
     busy: float = 0.0
     timed: int = 0  # resolved tasks whose start is in the log: AVG divides by these
     first: float | None = None
     last: float | None = None
     tokens: dict[str, int] | None = None
+    budget: dict | None = None  # {"usd", "tokens"} from the last "budgets" record
+    over_budget: bool = False
 
     @property
     def avg(self) -> float | None:
@@ -48,6 +52,8 @@ class RoleStats:
         """Add another run's numbers for the same role."""
         self.tasks += other.tasks
         self.done += other.done
+        self.failed += other.failed
+        self.blocked += other.blocked
         self.busy += other.busy
         self.timed += other.timed
         for t in (other.first, other.last):
@@ -55,6 +61,8 @@ class RoleStats:
                 self.touch(t)
         if other.tokens is not None:
             self.tokens = _add_tokens(self.tokens or {}, other.tokens)
+        self.budget = other.budget or self.budget
+        self.over_budget = self.over_budget or other.over_budget
 
 
 @dataclass
@@ -66,6 +74,8 @@ class Report:
     roles: list[RoleStats]
     never_reported: list[str]
     damaged_after: int | None = None
+    session_budget: float | None = None
+    session_over: bool = False
 
 
 def read_log(path: Path) -> LogRead:
@@ -123,7 +133,10 @@ def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
                   wall=sum(s.end - s.start for s in summaries), dirs=dirs,
                   roles=list(roles.values()),
                   never_reported=[t for s in summaries for t in s.never_reported()],
-                  damaged_after=damaged_after)
+                  damaged_after=damaged_after,
+                  session_budget=next((s.session_budget for s in reversed(summaries)
+                                       if s.session_budget is not None), None),
+                  session_over=any(s.session_over for s in summaries))
 
 
 @dataclass
@@ -133,6 +146,7 @@ class _Task:
     delivered: float | None = None
     resolved: bool = False
     rejected: bool = False
+    counted: str = ""  # the outcome this task is counted under, if any
 
 
 @dataclass
@@ -165,12 +179,16 @@ class _RunSummary:
         self.roles: dict[str, RoleStats] = {}
         self.tasks: dict[str, _Task] = {}
         self.tokens: dict[tuple[str, str], _TokenCounter] = {}
+        self.session_budget: float | None = None
+        self.session_over = False
         self._fold(records)
         self._settle_tokens()
 
     def _fold(self, records: list[dict]) -> None:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
+                    "task failed": self._task_failed, "budgets": self._budgets,
+                    "over budget": self._over_budget,
                     "tokens": self._tokens}
         for record in records:
             self._touch(record)
@@ -214,17 +232,50 @@ class _RunSummary:
         role = record.get("role")
         if record.get("note") or not isinstance(role, str) or _unmatched(record):
             return
-        task = self.tasks.get(str(record.get("task")))
-        if task is not None and task.resolved:
-            return
+        outcome = _outcome(record)
         stats = self._role(role)
-        stats.done += 1
+        task = self.tasks.get(str(record.get("task")))
         if task is None:
-            return  # delegated before this log begins: done, but its time is unknown
-        task.resolved = True
-        stats.busy += record["t"] - (task.delivered if task.delivered is not None
-                                     else task.delegated)
-        stats.timed += 1
+            _count(stats, outcome, 1)  # delegated before this log begins: its time is unknown
+            return
+        if task.counted == "done":
+            return
+        self._recount(task, outcome)
+        if not task.resolved:
+            task.resolved = True
+            stats.busy += record["t"] - (task.delivered if task.delivered is not None
+                                         else task.delegated)
+            stats.timed += 1
+
+    def _task_failed(self, record: dict) -> None:
+        # The session failed it (its worker died, it could not be typed); a
+        # later report from the worker replaces this count.
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and not task.counted:
+            self._recount(task, "failed")
+
+    def _recount(self, task: _Task, outcome: str) -> None:
+        stats = self._role(task.role)
+        if task.counted:
+            _count(stats, task.counted, -1)
+        _count(stats, outcome, 1)
+        task.counted = outcome
+
+    def _budgets(self, record: dict) -> None:
+        roles = record.get("roles") if isinstance(record.get("roles"), dict) else {}
+        for name, caps in roles.items():
+            if isinstance(caps, dict):
+                self._role(str(name)).budget = {"usd": caps.get("usd"),
+                                                "tokens": caps.get("tokens")}
+        session = record.get("session")
+        self.session_budget = session if _is_time(session) else None
+
+    def _over_budget(self, record: dict) -> None:
+        role = record.get("role")
+        if record.get("scope") == "session":
+            self.session_over = True
+        elif isinstance(role, str) and role:
+            self._role(role).over_budget = True
 
     def _rejected(self, record: dict) -> None:
         task = self.tasks.get(str(record.get("task")))
@@ -236,6 +287,15 @@ class _RunSummary:
         if isinstance(role, str) and role and values is not None:
             key = (role, str(record.get("model") or ""))
             self.tokens.setdefault(key, _TokenCounter()).update(values)
+
+
+def _outcome(record: dict) -> str:
+    outcome = record.get("outcome")
+    return outcome if outcome in ("failed", "blocked") else "done"
+
+
+def _count(stats: RoleStats, outcome: str, step: int) -> None:
+    setattr(stats, outcome, getattr(stats, outcome) + step)
 
 
 def _starts(records: list[dict]) -> bool:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyte import charsets
+
 from choragos.vtcells import Row, Run, row_runs, row_text
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
@@ -213,6 +215,14 @@ class Terminal:
         return [i for i, line in enumerate(lines) if query in line]
 
     # -- modes and counters ------------------------------------------------------------
+
+    def as_drawn(self, text: str) -> str:
+        """``text`` as it shows when drawn now.  An agent that left the DEC
+        line-drawing set active (``ESC ( 0``, or ``SO`` with it in G1) has
+        its typed ``q`` echoed as ``─``: an echo check must look for that."""
+        screen = self._screen
+        table = screen.g1_charset if screen.charset else screen.g0_charset
+        return text if table is charsets.LAT1_MAP else text.translate(table)
 
     @property
     def bracketed_paste(self) -> bool:

@@ -14,20 +14,26 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from choragos import statedir
+
 
 class Transcript:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self.error: OSError | None = None
 
     def _append(self, lines: Iterable[str]) -> None:
         text = "".join(f"{line}\n" for line in lines)
         if not text:
             return
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8", errors="replace") as handle:
-                handle.write(text)
+            try:
+                with statedir.open_append(self.path, errors="replace") as handle:
+                    handle.write(text)
+            except OSError as exc:
+                # A full disk or a planted link costs transcript lines, never the role.
+                self.error = exc
 
     def start_session(self, argv: Sequence[str], workdir: Path, pid: int) -> None:
         stamp = datetime.now().astimezone().isoformat(timespec="seconds")

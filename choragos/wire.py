@@ -30,8 +30,12 @@ MAX_ID = 64
 
 # Commands the session still accepts while an enforced gateway is down (P5):
 # they change or inspect the team, never hand out work.
-GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board"})
+GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami"})
 GATEWAY_DOWN = "dispatch refused: gateway down"
+# Set by the server on every parsed request, never read from the wire: the
+# peer's pid, and the role whose process tree it belongs to (None: operator).
+PEER_PID = "peer_pid"
+CALLER = "caller"
 
 
 class WireError(Exception):
@@ -43,11 +47,14 @@ class WireError(Exception):
 
 
 class Unreachable(Exception):
-    """The session could not be reached; ``reason`` says why, plainly."""
+    """The session could not be reached; ``reason`` says why, plainly.
+    ``retry``: the request was never sent (a full accept queue, a refused
+    connect), so sending it again cannot duplicate anything."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, retry: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.retry = retry
 
 
 # --- requests -------------------------------------------------------------
@@ -108,18 +115,31 @@ def _delegate(obj: dict[str, Any]) -> dict[str, Any]:
         "to": _targets(obj.get("to")),
         "task": _text(obj, "task", "delegate", required=True),
         "brief": _abs_path(obj, "brief"),
+        "require_live": _flag(obj, "require_live"),
     }
 
 
+def _flag(obj: dict[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise WireError(f'"{key}" must be true or false, not {_kind(value)}')
+    return value
+
+
+OUTCOMES = ("done", "failed", "blocked")
+
+
 def _work_done(obj: dict[str, Any]) -> dict[str, Any]:
-    done = obj.get("done", False)
-    if not isinstance(done, bool):
-        raise WireError(f'"done" must be true or false, not {_kind(done)}')
+    done = _flag(obj, "done")
+    outcome = obj.get("outcome", "done")
+    if outcome not in OUTCOMES:
+        raise WireError(f'"outcome" must be "done", "failed" or "blocked", not {_show(outcome)}')
     return {
         "id": _task_id(obj, "work-done"),
         "task": _text(obj, "task", "work-done", required=True),
         "report": _abs_path(obj, "report"),
         "done": done,
+        "outcome": outcome,
     }
 
 
@@ -172,6 +192,13 @@ def _no_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _board(obj: dict[str, Any]) -> dict[str, Any]:
+    archived = obj.get("archived", False)
+    if not isinstance(archived, bool):
+        raise WireError(f'"archived" must be true or false, not {_kind(archived)}')
+    return {"archived": archived}
+
+
 _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "delegate": _delegate,
     "work-done": _work_done,
@@ -183,8 +210,9 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "reload": _no_fields,
     "ping": _no_fields,
     "shutdown": _no_fields,
-    "board": _no_fields,
+    "board": _board,
     "status": _no_fields,
+    "whoami": _no_fields,
 }
 
 COMMANDS = frozenset(_COMMANDS)
@@ -322,7 +350,7 @@ def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
     """
     deadline = time.monotonic() + timeout
     data = encode(payload)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+    with _unix_socket() as conn:
         _connect(conn, Path(sock), timeout, workdir)
         try:
             _send(conn, data, deadline)
@@ -340,19 +368,54 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
     try:
         conn.connect(os.fspath(sock))
     except FileNotFoundError:
+        if _hidden(sock):
+            raise Unreachable(f"{SANDBOX_HINT} ({sock} is not visible from here)") from None
         where = f" for {workdir}" if workdir else ""
         raise Unreachable(f"no choragos session is running{where} (socket {sock} not found); "
                           "start one with `choragos serve`") from None
     except ConnectionRefusedError:
         raise Unreachable(f"connection refused: the session at {sock} is not answering "
-                          "(it may have crashed; `choragos serve` starts a new one)") from None
+                          "(it may have crashed; `choragos serve` starts a new one)",
+                          retry=True) from None
+    except BlockingIOError:
+        raise Unreachable(f"the session at {sock} is not accepting connections fast "
+                          "enough (its queue is full)", retry=True) from None
     except TimeoutError:
         raise Unreachable(f"timed out after {timeout:g}s waiting for the session") from None
-    except PermissionError:
-        raise Unreachable(f"permission denied opening {sock}: "
-                          "the session belongs to another user") from None
+    except PermissionError as exc:
+        if _owner(sock) not in (None, os.getuid()):
+            raise Unreachable(f"permission denied opening {sock}: "
+                              "the session belongs to another user") from None
+        raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc} on {sock})") from None
     except OSError as exc:
         raise Unreachable(f"cannot connect to {sock}: {exc.strerror or exc}") from None
+
+
+# Agent CLIs often run their shell commands in a sandbox (seccomp, Landlock,
+# a private mount namespace) that refuses unix sockets or hides the runtime
+# directory; that is not another user's session, and must not read like one.
+SANDBOX_HINT = ("the socket could not be opened: the agent's sandbox may block it; "
+                "see docs/agents.md")
+
+
+def _unix_socket() -> socket.socket:
+    try:
+        return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except PermissionError as exc:  # a seccomp filter refusing AF_UNIX
+        raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc})") from None
+
+
+def _owner(sock: Path) -> int | None:
+    try:
+        return os.stat(sock).st_uid
+    except OSError:
+        return None
+
+
+def _hidden(sock: Path) -> bool:
+    """A socket a session named for us whose very directory we cannot see."""
+    named = os.environ.get(paths.SOCK_ENV)
+    return bool(named) and Path(named) == Path(sock) and not Path(sock).parent.exists()
 
 
 def _send(conn: socket.socket, data: bytes, deadline: float) -> None:

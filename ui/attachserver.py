@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from choragos.authority import ancestors
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
 from ui import framing as f
 from ui.deck import ClientInfo, Deck, colors_for
@@ -176,7 +177,7 @@ class AttachServer:
         if hello.get("role"):
             return str(hello["role"])[:32]
         roles = set(self.role_pids())
-        for ancestor in _ancestors(pid):
+        for ancestor in ancestors(pid):
             if ancestor in roles:
                 return f"pid {ancestor}"
         return None
@@ -370,20 +371,3 @@ def _flush(client: _Client, seconds: float) -> None:
 def _unregister(poller: select.poll, fd: int) -> None:
     with contextlib.suppress(KeyError, ValueError, OSError):
         poller.unregister(fd)
-
-
-def _ancestors(pid: int, limit: int = 64) -> list[int]:
-    """``pid`` and its parents, as far as /proc tells (Linux)."""
-    chain = []
-    while pid > 1 and len(chain) < limit:
-        chain.append(pid)
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            break
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) < 2 or not fields[1].isdigit():
-            break
-        pid = int(fields[1])
-    return chain

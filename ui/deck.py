@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import urwid
 
 from actors import messages as m
+from choragos import statedir
 from choragos.config import Config
 from choragos.terminal import Terminal
 from ui import keys as k
@@ -284,8 +285,7 @@ class Deck:
 
     def _write_crash(self, trace: str) -> None:
         try:
-            self.crash_log.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.crash_log, "a", encoding="utf-8") as out:
+            with statedir.open_append(self.crash_log) as out:
                 out.write(f"--- deck crash {time.strftime('%Y-%m-%d %H:%M:%S')} "
                           f"(server pid {os.getpid()})\n{trace}\n")
         except OSError:
@@ -417,6 +417,9 @@ class Deck:
             self.state.gateway = value
         elif kind == "tokens":
             self._usage(value)
+        elif kind == "marks":
+            for name, info in self.state.roles.items():
+                info.extra["marks"] = tuple(value.get(name, ()))
 
     def _usage(self, usages: dict[str, dict]) -> None:
         for role, usage in usages.items():

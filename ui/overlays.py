@@ -191,7 +191,8 @@ class _TaskRow(urwid.WidgetWrap):
         self.task = task
         state = task.get("state", "")
         style = {"done": "working", "gated": "waiting", "failed": "failed",
-                 "rejected": "dim", "timed-out": "failed", "delivered": "accent"}.get(state)
+                 "rejected": "dim", "timed-out": "failed", "blocked": "waiting",
+                 "delivered": "accent"}.get(state)
         took = task.get("duration")
         cells = [inert(task["id"]), inert(task["role"]), state,
                  duration(now - task["created"]) if task.get("created") else "-",

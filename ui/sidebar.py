@@ -1,8 +1,9 @@
 """The sidebar: one card per role (D2).
 
 A card shows the role's number (its focus key), status dot and state, model,
-restart count, current task, token counts and cost (only once the gateway
-has counted something for the role: no made-up zeros), and the last lines of
+restart count, current task, token counts, cost and budget (only once the
+gateway has counted something for the role: no made-up zeros), the marks
+the core's guardrails set ("over budget", "stalled"), and the last lines of
 activity (the role actor already left out the agent's chrome).
 """
 
@@ -62,6 +63,9 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
         lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
     if info.usage is not None:
         lines.append(text_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
+    if info.extra.get("marks"):  # "over budget", "stalled": set by the core's guardrails
+        lines.append(text_line(width, [("   ", None),
+                                       (" · ".join(info.extra["marks"]), "waiting")]))
     if task is not None:
         lines.append(text_line(width, [("   ", None), (f"{task['id']} ", "accent"),
                                        (inert(task.get("label", "")), None)]))
@@ -75,7 +79,17 @@ def usage_text(usage: dict) -> str:
     tokens = usage.get("tokens", {})
     text = f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"
     cost = usage.get("cost")
-    return text if cost is None else f"{text} {cost_text(cost)}"
+    text = text if cost is None else f"{text} {cost_text(cost)}"
+    return text + budget_text(usage.get("budget"))
+
+
+def budget_text(budget: dict | None) -> str:
+    """``/$1.00`` (or ``/500.0k tok``) after the spending, when the role has a budget."""
+    if not budget:
+        return ""
+    caps = [cost_text(budget["usd"]) if budget.get("usd") is not None else "",
+            f"{count_text(budget['tokens'])} tok" if budget.get("tokens") else ""]
+    return "/" + " ".join(cap for cap in caps if cap)
 
 
 def count_text(n: int) -> str:

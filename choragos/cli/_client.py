@@ -116,18 +116,23 @@ def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict[str, Any]:
-    # "busy" means the session never read the request, so sending it again
-    # cannot duplicate work; retry until the deadline rather than fail.
+    # "busy", a full accept queue and a refused connect all mean the session
+    # never handled the request, so sending it again cannot duplicate work;
+    # retry with back-off until the deadline rather than fail.
     end = time.monotonic() + wire.DEADLINE
     pause = 0.02
     while True:
         try:
             ack = wire.request(sock, payload, max(end - time.monotonic(), 0.05),
                                workdir=workdir)
-        except (wire.Unreachable, wire.WireError) as exc:
+        except wire.Unreachable as exc:
+            if not exc.retry or time.monotonic() + pause > end:
+                raise Failure(EXIT_UNREACHABLE, exc.reason) from None
+        except wire.WireError as exc:
             raise Failure(EXIT_UNREACHABLE, exc.reason) from None
-        if ack.get("busy") is not True or time.monotonic() + pause > end:
-            return ack
+        else:
+            if ack.get("busy") is not True or time.monotonic() + pause > end:
+                return ack
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
 

@@ -22,18 +22,25 @@ def run(argv: list[str], verb: str = "board") -> int:
 def _board(argv: list[str], verb: str) -> int:
     made = _client.parser(verb, "Show the task board of the running session.")
     made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
+    made.add_argument("--all", action="store_true",
+                      help="include the archive: the older done and rejected tasks")
     args = made.parse_args(argv)
-    ack = _client.send(args.sock, {"cmd": "board"})
-    return _client.print_json(ack) if args.json else _client.say(render(ack))
+    ack = _client.send(args.sock, {"cmd": "board", "archived": args.all})
+    return _client.print_json(ack) if args.json else _client.say(render(ack, args.all))
 
 
-def render(ack: dict[str, Any]) -> str:
+def render(ack: dict[str, Any], with_archive: bool = False) -> str:
     """The board as a table, or a sentence when nothing was delegated yet."""
     tasks = ack.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         return "the board is empty: nothing has been delegated yet"
     rows = [_row(task) for task in tasks if isinstance(task, dict)]
-    return _client.table(rows, _COLUMNS, {"label": 40, "note": 32})
+    table = _client.table(rows, _COLUMNS, {"label": 40, "note": 32})
+    archived = ack.get("archived")
+    if isinstance(archived, int) and archived and not with_archive:
+        table += (f"\n({archived} older done or rejected task(s) archived: "
+                  "`choragos board --all` lists them)")
+    return table
 
 
 def _row(task: dict[str, Any]) -> dict[str, Any]:

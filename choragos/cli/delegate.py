@@ -6,6 +6,7 @@ library and the few choragos modules it needs.
 
 from __future__ import annotations
 
+import sys
 from argparse import ArgumentParser
 
 from choragos.cli import _client
@@ -33,8 +34,18 @@ def _delegate(argv: list[str], verb: str) -> int:
     }
     if args.brief is not None:
         payload["brief"] = _client.existing_file(args.brief, "brief")
+    if args.require_live:
+        payload["require_live"] = True
     ack = _client.send(args.sock, payload)
+    warn(ack, verb)
     return _client.say(summary(ack, payload["to"]))
+
+
+def warn(ack: dict[str, Any], verb: str) -> None:
+    """The session's warnings (a target that is exited or failed), on stderr."""
+    warnings = ack.get("warnings")
+    for text in warnings if isinstance(warnings, list) else ():
+        print(f"choragos {verb}: warning: {_client.inert(text)}", file=sys.stderr)
 
 
 def _arguments(verb: str) -> ArgumentParser:
@@ -44,6 +55,9 @@ def _arguments(verb: str) -> ArgumentParser:
     made.add_argument("--task", required=True, metavar="TEXT",
                       help="the task, or a short label when --brief holds the details")
     made.add_argument("--brief", metavar="FILE", help="a file with the full task")
+    made.add_argument("--require-live", action="store_true",
+                      help="refuse (create nothing) if a target has exited or failed, "
+                           "instead of queueing the task until it is back")
     return made
 
 

@@ -10,11 +10,12 @@ import argparse
 import os
 import shutil
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from choragos import paths, wire
+from choragos import __version__, paths, selfpath, wire
 from choragos.cli import _client
 from choragos.config import CONFIG_NAME, Config, ConfigError, GatewaySettings, load_config
 from choragos.gateway import decide, is_listening
@@ -63,8 +64,8 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     config, checks = _config(workdir, config_path)
     if config is not None:
         checks += [_binary(role.name, role.command, env) for role in config.roles]
-    checks += [*_socket(workdir, env), _git(workdir, config), _term(env), _gateway(config),
-               _session(workdir, env)]
+    checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
+               _gateway(config), _session(workdir, env)]
     return checks
 
 
@@ -93,6 +94,27 @@ def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:
         return Check("command", FAIL, f"role {role}: {command} is not on PATH (install it, or "
                                        "change the role's command)")
     return Check("command", OK, f"role {role}: {command} is {found}")
+
+
+def _reach(workdir: Path, env: Mapping[str, str]) -> Check:
+    """Whether agents can run the very choragos that serves them (see selfpath)."""
+    shim = selfpath.bin_dir(workdir) / "choragos"
+    if not os.access(sys.executable, os.X_OK):
+        return Check("path", FAIL, f"{sys.executable} cannot be run, so roles could not run "
+                                    "choragos; reinstall choragos")
+    try:
+        stale = shim.read_text(encoding="utf-8") != selfpath.shim_text()
+    except OSError:
+        stale = False  # not written yet: `serve` writes it
+    if stale:
+        return Check("path", WARN, f"{shim} runs another choragos than this one "
+                                   f"({sys.executable}); restart the session with the "
+                                   "choragos you mean to use")
+    mine = shutil.which("choragos", path=env.get("PATH", os.defpath))
+    note = ("" if mine else "; `choragos` is not on your own PATH, which is fine for "
+            "the roles")
+    return Check("path", OK, f"roles get choragos {__version__} ({sys.executable}) first "
+                             f"on PATH, from {selfpath.bin_dir(workdir)}{note}")
 
 
 # ---- the control socket ---------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def _main(argv: list[str], verb: str) -> int:
 
 def _stop(sock: Path, pid: int | None, where: str, wait: float) -> bool:
     try:
-        wire.request(sock, {"cmd": "shutdown"}, 5.0)
+        ack = wire.request(sock, {"cmd": "shutdown"}, 5.0)
+        if ack["status"] != "ok":  # refused (from inside a role): no SIGTERM either
+            print(f"{_client.inert(where)}: the session refused: {_client.inert(ack['error'])}",
+                  file=sys.stderr)
+            return False
     except (wire.Unreachable, wire.WireError) as exc:
         if pid is None or not daemon.alive(pid):
             print(f"{_client.inert(where)}: already stopped")

@@ -16,7 +16,8 @@ from choragos import events, report
 from choragos.cli import _client
 from choragos.durations import format_duration
 
-_COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("busy", "BUSY"),
+_COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("failed", "FAILED"),
+            ("blocked", "BLOCKED"), ("budget", "BUDGET"), ("busy", "BUSY"),
             ("avg", "AVG"), ("first", "FIRST"), ("last", "LAST"), ("tokens", "TOKENS")]
 
 
@@ -70,6 +71,9 @@ def render(summary: report.Report) -> str:
     rows = [_row(stats) for stats in summary.roles]
     lines = [_header(summary), "", _client.table(rows, _COLUMNS), "",
              f"{len(summary.never_reported)} task(s) never reported work-done"]
+    if summary.session_budget is not None:
+        crossed = "; crossed: every role was paused" if summary.session_over else ""
+        lines.insert(1, f"session budget ${summary.session_budget:.2f}{crossed}")
     if summary.never_reported:
         lines.append(", ".join(_client.inert(t) for t in summary.never_reported))
     return "\n".join(lines)
@@ -83,15 +87,32 @@ def _header(summary: report.Report) -> str:
 
 def _row(stats: report.RoleStats) -> dict[str, object]:
     # A role that was never handed work (the orchestrator) has no task numbers.
-    idle = stats.tasks == 0 and stats.done == 0
+    idle = stats.tasks == 0 and stats.done + stats.failed + stats.blocked == 0
     avg = stats.avg
     return {"role": stats.name,
             "tasks": "-" if idle else stats.tasks,
             "done": "-" if idle else stats.done,
+            "failed": "-" if idle else stats.failed,
+            "blocked": "-" if idle else stats.blocked,
+            "budget": budget_text(stats.budget, stats.over_budget),
             "busy": "-" if idle else format_duration(stats.busy),
             "avg": "-" if avg is None else format_duration(avg),
             "first": _clock(stats.first), "last": _clock(stats.last),
             "tokens": tokens_text(stats.tokens)}
+
+
+def budget_text(budget: dict | None, over: bool) -> str:
+    """``$1.00``, ``$1.00 over`` (crossed during the run), or ``-`` without a budget."""
+    if not budget:
+        return "-"
+    caps = [f"${budget['usd']:.2f}" if _is_number(budget.get("usd")) else "",
+            f"{tokens_text({'input': budget['tokens']})} tok"
+            if _is_number(budget.get("tokens")) else ""]
+    return "/".join(c for c in caps if c) + (" over" if over else "")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def tokens_text(tokens: dict[str, int] | None) -> str:
@@ -112,13 +133,18 @@ def as_json(summary: report.Report) -> dict[str, object]:
             "wall": summary.wall, "dirs": summary.dirs,
             "damaged_after": summary.damaged_after,
             "roles": [_role_json(stats) for stats in summary.roles],
-            "never_reported": summary.never_reported}
+            "never_reported": summary.never_reported,
+            "session_budget": None if summary.session_budget is None else {
+                "usd": summary.session_budget, "over": summary.session_over}}
 
 
 def _role_json(stats: report.RoleStats) -> dict[str, object]:
     tokens = None if stats.tokens is None else {**stats.tokens,
                                                 "total": sum(stats.tokens.values())}
     return {"role": stats.name, "tasks": stats.tasks, "done": stats.done,
+            "failed": stats.failed, "blocked": stats.blocked,
+            "budget": None if stats.budget is None else {**stats.budget,
+                                                          "over": stats.over_budget},
             "busy": stats.busy, "avg": stats.avg, "first": stats.first, "last": stats.last,
             "tokens": tokens}
 

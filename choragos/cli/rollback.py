@@ -13,7 +13,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from choragos import paths
+from choragos import paths, wire
 from choragos.checkpoints import CheckpointStore, RollbackPlan, RollbackResult
 from choragos.cli import _client
 from choragos.cli.checkpoints import describe, guarded, open_store, parser
@@ -42,11 +42,25 @@ def _main(argv: list[str], verb: str) -> int:
                                   "paths above aside (or delete them) and try again")
         if plan.empty or args.dry_run:
             return _client.EXIT_OK
+        _refuse_inside_role()
         if not args.yes and not _confirmed():
             return _client.EXIT_REFUSED
         result = guarded(lambda: store.rollback(plan.checkpoint))
         _show_result(result)
     return _client.EXIT_OK
+
+
+def _refuse_inside_role() -> None:
+    """Rollback is an operator command: ask the session whether we run inside
+    one of its roles (by process ancestry); without a session there is no team."""
+    role = None
+    with suppress(_client.Failure, wire.Unreachable, wire.WireError):
+        sock, workdir = _client.socket_for(None)
+        role = wire.request(sock, {"cmd": "whoami"}, 2.0, workdir=workdir).get("role")
+    if role:
+        raise _client.Failure(_client.EXIT_REFUSED, "rollback is an operator command and was "
+                              f"run from inside the {role} role's process tree; nothing was "
+                              "changed")
 
 
 def _show_plan(store: CheckpointStore, plan: RollbackPlan) -> None:

@@ -21,9 +21,10 @@ import os
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 
-from choragos import __version__
+from choragos import __version__, statedir
 from choragos.config import ConfigError, load_config
 from choragos.paths import socket_path
 
@@ -46,13 +47,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
-    log_dir = workdir / ".choragos" / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    path = log_dir / "server.log"
+    path = workdir / ".choragos" / "logs" / "server.log"
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    handlers: list[logging.Handler] = [logging.FileHandler(path)]
+    handlers: list[logging.Handler] = [logging.StreamHandler(statedir.open_append(path))]
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     for handler in handlers:
@@ -63,10 +62,21 @@ def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     return path
 
 
-def install_signals(stop) -> None:
+HARD_STOP_AFTER = 60.0  # longer than a clean stop ever takes (3 s grace, 30 s actors)
+
+
+def install_signals(stop, hard_stop=None) -> None:
+    """A signal stops the session; if the clean stop is stuck, ``hard_stop``
+    runs after HARD_STOP_AFTER seconds, so SIGTERM always ends the process."""
+    armed = []
+
     def on_signal(signum, frame) -> None:
         logging.getLogger("choragos").info("signal %d: stopping the session", signum)
         stop()
+        if hard_stop is not None and not armed:
+            armed.append(threading.Timer(HARD_STOP_AFTER, hard_stop))
+            armed[0].daemon = True
+            armed[0].start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -88,9 +98,13 @@ def run(argv: list[str], verb: str = "serve") -> int:
         return 2
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    refusal = statedir.check(workdir)
+    if refusal:
+        print(f"choragos serve: {refusal}", file=sys.stderr)
+        return 2
     if args.headless:
         log_path = setup_logging(workdir)
-        with open(log_path, "a") as dump:
+        with statedir.open_append(log_path) as dump:
             # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
             faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
             return _serve(config, workdir)
@@ -139,14 +153,14 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         # the default 5 ms for the GIL.  A shorter slice keeps typing snappy.
         sys.setswitchinterval(0.001)
         log_path = setup_logging(workdir, to_stderr=to_stderr)
-        dump = open(log_path, "a")  # noqa: SIM115 - open for the server's whole life
+        dump = statedir.open_append(log_path)  # open for the server's whole life
         faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
     log = logging.getLogger("choragos")
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
     control = socket_path(workdir)
     options = SessionOptions(workdir=workdir, socket=control, mode=mode)
     session = Session(config, options)
-    install_signals(session.stopped.set)
+    install_signals(session.stopped.set, session.hard_stop)
     try:
         session.start()
     except ServerStartError as exc:

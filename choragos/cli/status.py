@@ -10,7 +10,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _COLUMNS = [("name", "ROLE"), ("state", "STATE"), ("pid", "PID"), ("restarts", "RESTARTS"),
-            ("task", "TASK"), ("model", "MODEL"), ("command", "COMMAND")]
+            ("task", "TASK"), ("spent", "COST/BUDGET"), ("model", "MODEL"),
+            ("command", "COMMAND")]
 
 
 def run(argv: list[str], verb: str = "status") -> int:
@@ -31,4 +32,29 @@ def render(ack: dict[str, Any]) -> str:
     roles = ack.get("roles")
     if not isinstance(roles, list) or not roles:
         return "the session has no roles"
-    return _client.table(roles, _COLUMNS, {"task": 40, "command": 32})
+    rows = [_row(role) for role in roles if isinstance(role, dict)]
+    table = _client.table(rows, _COLUMNS, {"task": 40, "command": 32})
+    session = ack.get("budget")
+    if isinstance(session, dict):
+        over = " (over: every role was paused)" if session.get("over") else ""
+        table += (f"\nsession budget: {_money(session.get('cost'))} of "
+                  f"{_money(session.get('usd'))}{over}")
+    return table
+
+
+def _row(role: dict[str, Any]) -> dict[str, Any]:
+    """The state with its marks (``idle, stalled``), and spending against the budget."""
+    marks = role.get("marks")
+    state = ", ".join([str(role.get("state")), *(marks if isinstance(marks, list) else [])])
+    budget = role.get("budget") if isinstance(role.get("budget"), dict) else {}
+    spent = _money(role.get("cost")) if role.get("cost") is not None else ""
+    if budget.get("usd") is not None:
+        spent = f"{spent or '$?'}/{_money(budget['usd'])}"
+    elif budget.get("tokens"):
+        used = sum(v for v in (role.get("tokens") or {}).values() if isinstance(v, int))
+        spent = f"{used}/{budget['tokens']} tok"
+    return {**role, "state": state, "spent": spent}
+
+
+def _money(value: object) -> str:
+    return f"${value:.2f}" if isinstance(value, int | float) else "-"

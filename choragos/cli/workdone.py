@@ -28,6 +28,8 @@ def _work_done(argv: list[str], verb: str) -> int:
         "task": _client.non_empty(args.task, "--task"),
         "done": args.done,
     }
+    if args.outcome != "done":  # absent means done: what older sessions understand
+        payload["outcome"] = args.outcome
     if args.report is not None:
         payload["report"] = _client.existing_file(args.report, "report")
     ack = _client.send(args.sock, payload)
@@ -39,10 +41,17 @@ def _arguments(verb: str) -> ArgumentParser:
     made.add_argument("--id", required=True, metavar="ID",
                       help="the task id from the delegation, such as T3")
     made.add_argument("--task", required=True, metavar="TEXT",
-                      help="a one-line summary of what was done")
+                      help="a one-line summary of what was done (with --failed: why; "
+                           "with --blocked: what is needed)")
     made.add_argument("--report", metavar="FILE", help="a file with the full report")
-    made.add_argument("--done", action="store_true",
-                      help="the whole assignment is complete, not just this step")
+    outcome = made.add_mutually_exclusive_group()
+    outcome.add_argument("--done", action="store_true",
+                         help="the whole assignment is complete, not just this step")
+    outcome.add_argument("--failed", dest="outcome", action="store_const", const="failed",
+                         help="the task could not be done; --task says why")
+    outcome.add_argument("--blocked", dest="outcome", action="store_const", const="blocked",
+                         help="the task cannot go on without something; --task says what")
+    made.set_defaults(outcome="done")
     return made
 
 

@@ -84,9 +84,11 @@ class Serve:
         self.proc: subprocess.Popen | None = None
         self.stderr_path = workdir.parent / f"{workdir.name}-serve.err"
 
-    def start(self, ready: bool = True) -> Serve:
+    def start(self, ready: bool = True, command: list[str] | None = None) -> Serve:
+        """Start ``serve --headless``; ``command`` replaces ``python -m choragos``."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "choragos", "serve", "--headless"], cwd=self.workdir,
+            [*(command or [sys.executable, "-m", "choragos"]), "serve", "--headless"],
+            cwd=self.workdir,
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
         wait_until(lambda: self.proc.poll() is not None or self._answers(), 15,

@@ -35,7 +35,8 @@ class FakeSession:
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self.requests.append(request)
+            # What the verb sent: the server's own peer pid is not part of it.
+            self.requests.append({k: v for k, v in request.items() if k != wire.PEER_PID})
             if request["cmd"] in self.replies:
                 return self.replies[request["cmd"]]
             if request["cmd"] == "delegate":
@@ -104,7 +105,8 @@ def test_delegate_one_role(cli: Env) -> None:
     assert done.returncode == 0 and done.stderr == ""
     assert one_line(done.stdout) == "delegated T3 to coder"
     assert cli.session.requests == [
-        {"cmd": "delegate", "to": ["coder"], "task": "add tests", "brief": None}]
+        {"cmd": "delegate", "to": ["coder"], "task": "add tests", "brief": None,
+         "require_live": False}]
 
 
 def test_delegate_several_roles_with_a_gate(cli: Env) -> None:
@@ -179,7 +181,19 @@ def test_work_done_reports(cli: Env) -> None:
                    "--report", "report.md")
     assert one_line(done.stdout) == "reported T3 (done)"
     assert cli.session.requests == [{"cmd": "work-done", "id": "T3", "task": "tests pass",
-                                     "report": str(cli.tmp / "report.md"), "done": True}]
+                                     "report": str(cli.tmp / "report.md"), "done": True,
+                                     "outcome": "done"}]
+
+
+def test_work_done_failed_and_blocked_send_an_outcome(cli: Env) -> None:
+    cli.session.replies["work-done"] = wire.ok(id="T3", state="failed")
+    out = cli.run("work-done", "--id", "T3", "--failed", "--task", "the API is gone")
+    assert one_line(out.stdout) == "reported T3 (failed)"
+    cli.run("work-done", "--id", "T4", "--blocked", "--task", "need a key")
+    assert [(r["outcome"], r["done"]) for r in cli.session.requests] == [
+        ("failed", False), ("blocked", False)]
+    refused_with(cli.run("work-done", "--id", "T5", "--done", "--failed", "--task", "x"), 2)
+    assert len(cli.session.requests) == 2
 
 
 def test_work_done_refused_by_the_session(cli: Env) -> None:
@@ -286,8 +300,24 @@ def test_status_table(cli: Env) -> None:
         {"name": "coder", "state": "working", "pid": 4242, "restarts": 1, "task": "T3",
          "model": "opus", "command": "claude"}])
     lines = cli.run("status").stdout.splitlines()
-    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "MODEL", "COMMAND"]
-    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "opus", "claude"]
+    assert lines[0].split() == ["ROLE", "STATE", "PID", "RESTARTS", "TASK", "COST/BUDGET",
+                                "MODEL", "COMMAND"]
+    assert lines[1].split() == ["coder", "working", "4242", "1", "T3", "-", "opus", "claude"]
+
+
+def test_status_shows_marks_budgets_and_the_session_budget(cli: Env) -> None:
+    cli.session.replies["status"] = wire.ok(roles=[
+        {"name": "coder", "state": "paused", "pid": 1, "restarts": 0, "task": None,
+         "model": "m", "command": "c", "cost": 1.2, "marks": ["over budget", "stalled"],
+         "budget": {"usd": 1.0, "tokens": None, "over": True}},
+        {"name": "tester", "state": "idle", "pid": 2, "restarts": 0, "task": None,
+         "model": "m", "command": "c", "cost": None, "marks": [],
+         "tokens": {"input": 700, "output": 50}, "budget": {"usd": None, "tokens": 1000}}],
+        budget={"usd": 20.0, "cost": 1.25, "over": False})
+    lines = cli.run("status").stdout.splitlines()
+    assert lines[1].split()[:6] == ["coder", "paused,", "over", "budget,", "stalled", "1"]
+    assert "$1.20/$1.00" in lines[1] and "750/1000 tok" in lines[2]
+    assert lines[3] == "session budget: $1.25 of $20.00"
 
 
 # --- role control and the field-less commands -----------------------------------------------

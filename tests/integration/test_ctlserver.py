@@ -191,7 +191,8 @@ def test_session_in_another_process_then_crash(make: Make, sock_path: Path) -> N
         child.wait(timeout=5)
         assert sock_path.exists()
         make()
-        assert ping(sock_path)["echo"] == {"cmd": "ping"}
+        # The server adds the peer's pid, from the kernel, to every request.
+        assert ping(sock_path)["echo"] == {"cmd": "ping", "peer_pid": os.getpid()}
     finally:
         child.kill()
         child.wait(timeout=5)
@@ -278,7 +279,8 @@ def test_close_cuts_open_exchanges_promptly(make: Make, sock_path: Path) -> None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
         silent.settimeout(5)
         silent.connect(str(sock_path))
-        wait_until(lambda: len(server._clients) == 1, timeout=5, message="client accepted")
+        wait_until(lambda: server.open_connections() == 1, timeout=5,
+                   message="client accepted")
         started = time.monotonic()
         server.close()
         assert time.monotonic() - started < 2.0
@@ -293,7 +295,7 @@ def test_silent_client_is_cut_while_others_are_served(make: Make, sock_path: Pat
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
         silent.settimeout(10)
         silent.connect(str(sock_path))
-        wait_until(lambda: len(server._clients) == 1, timeout=5, message="client accepted")
+        wait_until(lambda: server.open_connections() == 1, timeout=5, message="client accepted")
         started = time.monotonic()
         assert ping(sock_path)["status"] == "ok"
         assert not wait_for_readable(silent, 0)  # served while the silent one still waits
@@ -349,20 +351,46 @@ def test_default_deadline_is_five_seconds(make: Make, sock_path: Path) -> None:
 
 
 def test_busy_when_over_the_client_cap(make: Make, sock_path: Path, rec: Recorder) -> None:
-    server = make(max_clients=2, deadline=5.0)
-    holders = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
+    release = threading.Event()
+
+    def slow(request: dict[str, Any]) -> dict[str, Any]:
+        if request["cmd"] == "status":
+            release.wait(5)
+        return wire.ok()
+
+    server = make(max_clients=2, deadline=5.0, handler=slow)
+    holders = [threading.Thread(target=wire.request, args=(sock_path, {"cmd": "status"}))
+               for _ in range(2)]
     try:
-        for conn in holders:
-            conn.connect(str(sock_path))
-        wait_until(lambda: len(server._clients) == 2, timeout=5, message="two clients")
+        for holder in holders:
+            holder.start()
+        wait_until(lambda: len(server._clients) == 2, timeout=5, message="two handlers")
         ack = raw_exchange(sock_path, b'{"cmd":"ping"}\n', timeout=2)
         assert ack["status"] == "error" and ack["busy"] is True
         assert ack["error"].startswith("busy")
         assert "busy" in rec.kinds()
     finally:
-        for conn in holders:
-            conn.close()
+        release.set()
+        for holder in holders:
+            holder.join()
     wait_until(lambda: ping(sock_path)["status"] == "ok", timeout=5, message="served again")
+
+
+def test_idle_connections_cannot_starve_others(make: Make, sock_path: Path) -> None:
+    server = make(deadline=30.0, max_pending=150)
+    idle = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(200)]
+    try:
+        for conn in idle:
+            conn.connect(str(sock_path))
+        wait_until(lambda: server.open_connections() >= 150, timeout=5, message="idle ones")
+        started = time.monotonic()
+        assert ping(sock_path)["status"] == "ok"
+        assert time.monotonic() - started < 1.0
+        # Past the cap the oldest idle connections were told why they were dropped.
+        assert wire.parse_ack(_read_until_eof(idle[0]))["error"].startswith("dropped")
+    finally:
+        for conn in idle:
+            conn.close()
 
 
 # --- the client's view of failures ----------------------------------------------------
@@ -409,7 +437,8 @@ def test_handler_sees_normalised_request(make: Make, sock_path: Path, rec: Recor
     make()
     ack = raw_exchange(sock_path, b'{"cmd":"delegate","to":"coder","task":"t","x":1}\n')
     assert ack["status"] == "ok"
-    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None}]
+    assert rec.requests == [{"cmd": "delegate", "to": ["coder"], "task": "t", "brief": None,
+                             "require_live": False, "peer_pid": os.getpid()}]
 
 
 def test_handler_exception_becomes_internal_error(make: Make, sock_path: Path,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import socket
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,8 @@ def started(short_tmp: Path):
     logs: list[tuple[str, dict]] = []
 
     def start(path: Path | None = None, **options) -> ControlServer:
-        server = ControlServer(path or short_tmp / "run" / "s.sock", wire.ok,
+        handler = options.pop("handler", wire.ok)
+        server = ControlServer(path or short_tmp / "run" / "s.sock", handler,
                                log=lambda kind, fields: logs.append((kind, fields)),
                                **options)
         server.start()
@@ -130,14 +131,21 @@ def test_a_request_over_the_limit_names_the_limit(started, short_tmp: Path, limi
 
 
 def test_a_client_over_the_cap_is_told_busy(started, short_tmp: Path) -> None:
-    server = started(max_clients=1)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as holder:
-        holder.connect(str(server.path))
-        wait_until(lambda: len(server._clients) == 1, 5, message="the first client")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as late:
-            late.settimeout(5)
-            late.connect(str(server.path))
-            ack = wire.parse_ack(late.recv(65536))
+    release = threading.Event()
+
+    def held(request: dict) -> dict:
+        release.wait(10)
+        return wire.ok()
+
+    server = started(max_clients=1, handler=held)
+    holder = threading.Thread(target=wire.request, args=(server.path, {"cmd": "status"}))
+    holder.start()
+    try:
+        wait_until(lambda: len(server._clients) == 1, 5, message="the first request handled")
+        ack = wire.request(server.path, {"cmd": "ping"})
+    finally:
+        release.set()
+        holder.join(10)
     assert ack == wire.error("busy: the session is serving 1 requests; try again", busy=True)
     assert ("busy", {"clients": 1}) in started.logs
 

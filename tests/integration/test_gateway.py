@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.integration.harness import role_toml
+from tests.integration.metricsserver import ScriptedGateway
 
 MODEL = "claude-test-1"
 METRICS = (
@@ -22,41 +21,9 @@ METRICS = (
 ).encode()
 
 
-class _Metrics(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        code, body = (200, METRICS) if self.path == "/metrics" else (404, b"")
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class FakeGateway:
-    """A /metrics endpoint on a fixed port that a test can take down and bring back."""
-
-    def __init__(self) -> None:
-        self.server: ThreadingHTTPServer | None = None
-        self.port = 0
-        self.up()
-
-    def up(self) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), _Metrics)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def down(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-
 @pytest.fixture
 def gateway():
-    fake = FakeGateway()
+    fake = ScriptedGateway(METRICS)
     yield fake
     fake.down()
 

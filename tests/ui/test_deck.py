@@ -338,6 +338,18 @@ def test_cards_show_gateway_tokens_and_cost(deck):
     assert text.count("↑12.3k ↓678") == 2 and text.count("$0.0042") == 1  # release: unpriced
 
 
+def test_cards_show_budgets_and_the_guardrails_marks(deck):
+    usage = {"tokens": {"input": 1_200_000, "output": 0}, "cost": 1.2,
+             "budget": {"usd": 1.0, "tokens": None, "over": True}}
+    deck._news(("tokens", {"coder": usage}))
+    deck._news(("marks", {"coder": ("over budget", "stalled")}))
+    text = "\n".join(screen_text(deck))
+    assert "↑1.2M ↓0 $1.20/$1.00" in text
+    assert "over budget · stalled" in text
+    deck._news(("marks", {"coder": ()}))
+    assert "over budget" not in "\n".join(screen_text(deck))
+
+
 def test_status_line_shows_the_gateway_state_only_when_configured(deck):
     assert "gateway" not in screen_text(deck)[-1]
     deck._news(("gateway", "down"))

@@ -70,3 +70,23 @@ def test_open_for_role():
     board.move(c.id, TaskState.DELIVERED)
     board.move(c.id, TaskState.DONE)
     assert [t.id for t in board.open_for("coder")] == [a.id]
+
+
+def test_resolved_tasks_past_the_limit_move_to_the_archive() -> None:
+    from choragos.board import KEEP_RESOLVED
+
+    board = Board(clock=lambda: 1.0)
+    failed = board.create("coder", "will fail")
+    board.move(failed.id, TaskState.DELIVERED)
+    board.move(failed.id, TaskState.FAILED)
+    for _ in range(KEEP_RESOLVED + 5):
+        task = board.create("coder", "x")
+        board.move(task.id, TaskState.DELIVERED)
+        board.move(task.id, TaskState.DONE)
+    assert len(board.archive) == 5 and "T2" in board.archive
+    assert failed.id in board.tasks  # a failed task may still get its late work-done
+    assert board.get("T2").state is TaskState.DONE
+    assert len(board.snapshot()) == KEEP_RESOLVED + 1
+    assert [t["id"] for t in board.snapshot(archived=True)][:3] == ["T1", "T2", "T3"]
+    board.put_back(board.get("T2"))
+    assert "T2" in board.tasks and "T2" not in board.archive

@@ -40,3 +40,10 @@ def test_orchestrator_brief_lists_roster_and_verbs():
     assert "| release | claude | - | yes" in doc
     assert "choragos delegate --to coder --task" in doc
     assert "A worker reports:" in doc
+
+
+def test_one_line_drops_bidi_controls():
+    from choragos.briefs import one_line
+
+    text = "a\u202eb\u202cc \u2066d\u2069 \u200ee\u200f \u061cf \u202ag\u202b"
+    assert one_line(text) == "abc d e f g"

@@ -120,8 +120,9 @@ ROLE_DEFAULTS = {
     "approve": False, "env_allow": (), "env_deny": (), "base_url_env": ("ANTHROPIC_BASE_URL",),
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
+    "budget_tokens": None, "stall_after": None,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
-    "owns_files": (), "fresh": False,
+    "owns_files": (), "fresh": False, "can_delegate": None,
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -149,7 +150,10 @@ ROLE_VALUES = [
     ("restart_retries", "0", 0),
     ("budget", "2.5", 2.5),
     ("budget", "3", 3.0),
+    ("budget", '"2.50"', 2.5),
     ("budget_action", '"pause"', "pause"),
+    ("budget_tokens", "500000", 500000),
+    ("stall_after", '"5m"', 300.0),
     ("worktree", "true", True),
     ("merge", '"auto"', "auto"),
     ("judge", '"lead"', "lead"),
@@ -158,6 +162,8 @@ ROLE_VALUES = [
     ("judge_rounds", "1", 1),
     ("owns_files", '["docs/**", "src/*.py"]', ("docs/**", "src/*.py")),
     ("fresh", "true", True),
+    ("can_delegate", "true", True),
+    ("can_delegate", "false", False),
 ]
 
 
@@ -216,7 +222,9 @@ ROLE_ERRORS = [
     ("restart_retries = true", "restart_retries", "expected an integer, got boolean true"),
     ("budget = 0", "budget", "must be greater than 0"),
     ("budget = -1.0", "budget", "must be greater than 0"),
-    ('budget = "5"', "budget", "expected a number"),
+    ('budget = "five"', "budget", "is not an amount of USD"),
+    ("budget_tokens = 0", "budget_tokens", "must be at least 1"),
+    ('stall_after = "0s"', "stall_after", "is zero"),
     ("budget = inf", "budget", "finite"),
     ("budget = nan", "budget", "finite"),
     ('budget_action = "stop"', "budget_action", "is not one of"),
@@ -230,6 +238,7 @@ ROLE_ERRORS = [
     ('owns_files = ["src/../../x"]', "owns_files", "must stay inside the workspace"),
     ('owns_files = [""]', "owns_files", "must not be empty"),
     ("fresh = 1", "fresh", "expected true or false"),
+    ("can_delegate = \"yes\"", "can_delegate", "expected true or false"),
     ('start = "yes"', "start", "expected true or false"),
 ]
 
@@ -473,9 +482,13 @@ accent = "#7AA2F7"
 waiting = "179"
 idle = 0
 """
+    text = text.replace("[ui.theme]", 'on_exit = "d"\non_idle = "e"\non_done = "f"\n'
+                        'idle_after = "90s"\n[ui.theme]')
     ui = load(tmp_path, text).ui
     assert ui == UISettings(False, False, False, False, 'notify "$CHORAGOS_ROLE"', "a", "b", "c",
-                            {**DEFAULT_THEME, "accent": "#7aa2f7", "waiting": 179, "idle": 0})
+                            on_exit="d", on_idle="e", on_done="f", idle_after=90.0,
+                            theme={**DEFAULT_THEME, "accent": "#7aa2f7", "waiting": 179,
+                                   "idle": 0})
 
 
 @pytest.mark.parametrize("value", ["256", "-1", '"#12345"', '"red"', "true", '"#7aa2f7ff"', "1.0"])
@@ -608,12 +621,24 @@ def test_not_built_role_keys_warn(tmp_path: Path, key: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "where", "reason"), [
-    ('[ui]\non_budget = "true"\n', "ui.on_budget", "budgets are not built yet"),
+    ("[pricing.m]\ninput = 1.0\n[sphragis]\nenabled = false\n[budget]\nsession = 5\n",
+     "budget.session", "cannot be enforced: [sphragis] enabled = false, so no tokens are "
+     "counted"),
+    ('[budget]\nsession = "20.00"\n', "budget.session",
+     "cannot be enforced in USD: there is no [pricing] table to price the tokens with"),
 ])
-def test_not_built_sections_warn_once(tmp_path: Path, text: str, where: str, reason: str) -> None:
-    warnings = load(tmp_path, LEAD + text).warnings
-    assert warnings == (f"{CONFIG_NAME}:{where}: accepted but {reason}; "
-                        "it has no effect in this version",)
+def test_budgets_that_cannot_be_enforced_warn(tmp_path: Path, text: str, where: str,
+                                              reason: str) -> None:
+    config = load(tmp_path, LEAD + text)
+    assert config.warnings == (f"{CONFIG_NAME}:{where}: {reason}",)
+    assert config.budget.session in (5.0, 20.0)
+
+
+def test_a_priced_budget_with_a_gateway_does_not_warn(tmp_path: Path) -> None:
+    text = with_role("budget = 1.5\nbudget_tokens = 1000") + "[pricing.m]\ninput = 1.0\n"
+    config = load(tmp_path, text + '[budget]\nsession = "$20"\n')
+    assert config.warnings == () and config.budget.session == 20.0
+    assert (config.roles[1].budget, config.roles[1].budget_tokens) == (1.5, 1000)
 
 
 def test_built_keys_do_not_warn(tmp_path: Path) -> None:

@@ -83,3 +83,28 @@ def test_a_role_that_is_not_ready_gets_nothing(core):
     assert roles["coder"].told == []
     handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: roles["coder"].told, 5, message="delivery once idle")
+
+
+def test_a_request_the_listener_stopped_waiting_for_changes_nothing(core):
+    import time
+
+    request = {"cmd": "delegate", "to": ["coder"], "task": "too late", "brief": None}
+    ack = core.handle.ask(m.Dispatch(request, time.monotonic() - 0.1), timeout=5)
+    assert ack["status"] == "error" and ack["busy"] is True
+    assert "nothing was changed" in ack["error"]
+    assert dispatch(core.handle, cmd="board")["tasks"] == []
+    ack = dispatch(core.handle, cmd="delegate", to=["coder"], task="in time", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
+
+
+def test_a_failed_task_file_write_refuses_the_delegation_and_forgets_the_task(core, tmp_path):
+    state = tmp_path / ".choragos"
+    state.mkdir(exist_ok=True)
+    (state / "tasks").write_text("not a directory")
+    ack = dispatch(core.handle, cmd="delegate", to=["orchestrator", "coder"], task="x",
+                   brief=None)
+    assert ack["status"] == "error" and ack["error"].endswith("the delegation was not recorded")
+    assert dispatch(core.handle, cmd="board")["tasks"] == []
+    (state / "tasks").unlink()
+    ack = dispatch(core.handle, cmd="delegate", to=["coder"], task="again", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"

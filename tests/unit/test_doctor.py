@@ -52,7 +52,7 @@ def test_a_good_setup_passes_with_every_check_named(work: Path, bindir: Path,
     checks = doctor.diagnose(work, _env(bindir, short_tmp))
     assert doctor.passed(checks)
     assert {c.name for c in checks} == {"config", "command", "socket", "socket-dir", "git",
-                                        "term", "gateway", "session"}
+                                        "term", "gateway", "session", "path"}
     assert [c.level for c in _by_name(checks, "command")] == ["OK"] * 3
     assert _by_name(checks, "session")[0].message == "no session running"
 

@@ -64,12 +64,14 @@ def test_two_role_run_table(tmp_path, capsys):
     lines = out.splitlines()
     local = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(T0))
     assert lines[0] == f"run {local} · wall 5m · /proj"
-    assert lines[1] == "" and lines[2].split() == ["ROLE", "TASKS", "DONE", "BUSY", "AVG",
+    assert lines[1] == "" and lines[2].split() == ["ROLE", "TASKS", "DONE", "FAILED",
+                                                   "BLOCKED", "BUDGET", "BUSY", "AVG",
                                                    "FIRST", "LAST", "TOKENS"]
     rows = {line.split()[0]: line.split() for line in lines[3:5]}
     # T1: 12 -> 72 = 60 s; T2: 80 -> 200 = 120 s (no delivery); avg 90 s
-    assert rows["dev"] == ["dev", "3", "2", "3m", "1m30s", hms(2), hms(206), "n/a"]
-    assert rows["lead"] == ["lead", "-", "-", "-", "-", hms(1), hms(230), "n/a"]
+    assert rows["dev"] == ["dev", "3", "2", "0", "0", "-", "3m", "1m30s", hms(2), hms(206),
+                           "n/a"]
+    assert rows["lead"] == ["lead", "-", "-", "-", "-", "-", "-", "-", hms(1), hms(230), "n/a"]
     assert lines[5:] == ["", "1 task(s) never reported work-done", "T3"]
 
 
@@ -102,6 +104,48 @@ def test_a_second_work_done_for_one_task_counts_once(tmp_path):
                ev(90, "work-done", task="T1", role="dev", **done)]  # a repeated report
     dev = build(split_runs(records)).roles[0]
     assert (dev.tasks, dev.done, dev.busy, dev.avg) == (1, 1, 28.0, 28.0)
+
+
+def test_failed_and_blocked_outcomes_are_counted_apart(tmp_path):
+    def delegate(t, task):
+        return ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None)
+
+    def report(t, task, outcome=None):
+        extra = {"outcome": outcome} if outcome else {}
+        return ev(t, "work-done", task=task, role="dev", summary="s", report=None,
+                  done=False, **extra)
+
+    records = [start(0), *(delegate(n, f"T{n}") for n in range(1, 6)),
+               report(10, "T1", "failed"), report(11, "T2", "blocked"), report(12, "T3"),
+               ev(13, "task failed", task="T4", role="dev", reason="dev exited"),
+               ev(14, "task failed", task="T5", role="dev", reason="dev exited"),
+               report(15, "T5", "done"), report(16, "T2", "done")]
+    dev = build(split_runs(records)).roles[0]
+    # T1 failed; T2 blocked then done; T3 done (no outcome: done, as before);
+    # T4 failed by the session; T5 failed by the session, then reported done.
+    assert (dev.done, dev.failed, dev.blocked) == (3, 2, 0)
+    assert dev.timed == 4
+
+
+def test_budgets_and_their_crossings_are_shown(tmp_path, capsys):
+    records = [start(0), ev(0.5, "budgets", roles={"dev": {"usd": 1.5, "tokens": None},
+                                                    "qa": {"usd": None, "tokens": 500000}},
+                            session=20.0),
+               ev(1, "delegate", task="T1", role="dev", label="a", text="a", brief=None),
+               ev(2, "over budget", role="dev", spent="$1.60 of $1.50"),
+               ev(3, "over budget", scope="session", spent="$21.00 of $20.00")]
+    log = write_log(tmp_path / "e.jsonl", records)
+    _, out, _ = run_cli(capsys, log)
+    lines = out.splitlines()
+    assert lines[1] == "session budget $20.00; crossed: every role was paused"
+    rows = {line.split()[0]: line for line in lines[4:6]}
+    assert "$1.50 over" in rows["dev"] and "500.0k tok" in rows["qa"]
+    _, out, _ = run_cli(capsys, log, "--json")
+    data = json.loads(out)
+    assert data["session_budget"] == {"usd": 20.0, "over": True}
+    budgets = {r["role"]: r["budget"] for r in data["roles"]}
+    assert budgets == {"dev": {"usd": 1.5, "tokens": None, "over": True},
+                       "qa": {"usd": None, "tokens": 500000, "over": False}}
 
 
 def test_last_run_by_default_and_all_adds_up(tmp_path, capsys):
@@ -155,10 +199,11 @@ def test_json_shape(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     assert set(data) == {"runs", "start", "start_local", "wall", "dirs", "damaged_after",
-                         "roles", "never_reported"}
+                         "roles", "never_reported", "session_budget"}
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
     dev = {r["role"]: r for r in data["roles"]}["dev"]
-    assert dev == {"role": "dev", "tasks": 3, "done": 2, "busy": 180.0, "avg": 90.0,
+    assert dev == {"role": "dev", "tasks": 3, "done": 2, "failed": 0, "blocked": 0,
+                   "budget": None, "busy": 180.0, "avg": 90.0,
                    "first": T0 + 2, "last": T0 + 206, "tokens": None}
 
 

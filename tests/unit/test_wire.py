@@ -31,7 +31,11 @@ def test_delegate_normalised() -> None:
     got = parse({"cmd": "delegate", "to": ["coder", "reviewer", "coder"], "task": "fix it",
                  "brief": "/abs/brief.md", "extra": {"ignored": True}})
     assert got == {"cmd": "delegate", "to": ["coder", "reviewer"], "task": "fix it",
-                   "brief": "/abs/brief.md"}
+                   "brief": "/abs/brief.md", "require_live": False}
+    assert parse({"cmd": "delegate", "to": "c", "task": "x", "require_live": True})[
+        "require_live"] is True
+    with pytest.raises(wire.WireError, match='"require_live" must be true or false'):
+        parse({"cmd": "delegate", "to": "c", "task": "x", "require_live": "yes"})
 
 
 def test_delegate_single_string_target_is_wrapped() -> None:
@@ -50,9 +54,18 @@ def test_task_text_is_carried_byte_exact() -> None:
 
 def test_work_done_normalised() -> None:
     assert parse({"cmd": "work-done", "id": "T3", "task": "did it"}) == {
-        "cmd": "work-done", "id": "T3", "task": "did it", "report": None, "done": False}
+        "cmd": "work-done", "id": "T3", "task": "did it", "report": None, "done": False,
+        "outcome": "done"}
     got = parse({"cmd": "work-done", "id": "T3", "task": "s", "report": "/r.md", "done": True})
     assert got["report"] == "/r.md" and got["done"] is True
+    assert parse({"cmd": "work-done", "id": "T3", "task": "s", "outcome": "blocked"})[
+        "outcome"] == "blocked"
+
+
+@pytest.mark.parametrize("outcome", ["finished", 1, None, ["failed"]])
+def test_work_done_outcome_must_be_one_of_three(outcome) -> None:
+    with pytest.raises(wire.WireError, match='"outcome" must be "done", "failed" or "blocked"'):
+        parse({"cmd": "work-done", "id": "T3", "task": "s", "outcome": outcome})
 
 
 def test_gate_variants() -> None:
@@ -67,9 +80,16 @@ def test_role_commands(cmd: str) -> None:
     assert parse({"cmd": cmd, "role": "coder"}) == {"cmd": cmd, "role": "coder"}
 
 
-@pytest.mark.parametrize("cmd", ["reload", "ping", "shutdown", "board", "status"])
+@pytest.mark.parametrize("cmd", ["reload", "ping", "shutdown", "status", "whoami"])
 def test_fieldless_commands_drop_unknown_fields(cmd: str) -> None:
     assert parse({"cmd": cmd, "future_field": [1, 2]}) == {"cmd": cmd}
+
+
+def test_board_takes_an_optional_archived_flag() -> None:
+    assert parse({"cmd": "board", "future_field": 1}) == {"cmd": "board", "archived": False}
+    assert parse({"cmd": "board", "archived": True}) == {"cmd": "board", "archived": True}
+    with pytest.raises(wire.WireError, match='"archived" must be true or false'):
+        parse({"cmd": "board", "archived": "yes"})
 
 
 def test_trailing_newline_and_whitespace_accepted() -> None:

@@ -1,0 +1,302 @@
+"""Guardrails for crews nobody watches: loud exits, stalls, idle, done, budgets.
+
+A mixin of the session core: it runs on the core's thread and reads the
+core's board, seats and token totals.  It lives apart because none of it
+hands out work; it only notices when work stops, or costs too much, and
+says so: a line in the server log (stderr under ``serve --headless``), an
+event, the bell, a ``[ui]`` hook, a mark on the role's card, and where the
+orchestrator must act, a notice typed to it.  Each alarm fires once and is
+re-armed only by the condition clearing (or, for a budget, a new cap).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from actors import messages as m
+from choragos import briefs
+from choragos.board import SETTLED_STATES, Task, TaskState
+from choragos.durations import format_duration
+from choragos.gateway import role_cost, role_tokens
+
+log = logging.getLogger("choragos.crew")
+
+DOWN = ("exited", "failed")
+BUSY = ("working", "booting", "waiting")  # a team with a role in one of these is not idle
+HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
+SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
+OVER = "over budget"
+STALLED = "stalled"
+
+
+def budget_summary(config: Any) -> dict | None:
+    """Every budget in ``config``, for the "budgets" event that ``report`` reads."""
+    roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens}
+             for r in config.roles if r.budget is not None or r.budget_tokens is not None}
+    if not roles and config.budget.session is None:
+        return None
+    return {"roles": roles, "session": config.budget.session}
+
+
+@dataclass(frozen=True)
+class IdleCheck:
+    """The team has been idle since ``generation`` began; is it still?"""
+
+    generation: int
+
+
+@dataclass
+class GuardState:
+    idle_generation: int = 0
+    idle_since: float | None = None
+    idle_fired: bool = False
+    done_fired: bool = False
+    nobody_alive: bool = False
+    gone: set[str] = field(default_factory=set)  # exited or failed, and no restart coming
+    marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    budget_fired: dict[str, tuple] = field(default_factory=dict)  # key -> cap it fired at
+
+
+class Guardrails:
+    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+
+    s: Any
+
+    # -- helpers --------------------------------------------------------------
+
+    def _ring(self, hook: str, role: str, text: str, task_id: str = "",
+              extra: dict[str, str] | None = None) -> None:
+        if self.s.config.ui.bell:
+            self._publish(("bell", role, hook))
+        if self.s.hooks is not None:
+            self.s.hooks.fire(hook, role=role, task=text, task_id=task_id, extra=extra)
+
+    def _mark(self, role: str, mark: str, on: bool) -> None:
+        marks = set(self.s.guard.marks.get(role, ()))
+        new = marks | {mark} if on else marks - {mark}
+        if new != marks:
+            self.s.guard.marks[role] = tuple(sorted(new))
+            self._publish(("marks", dict(self.s.guard.marks)))
+
+    def _held_task(self, role: str) -> Task | None:
+        return next((t for t in self.s.board.open_for(role) if t.state in HELD), None)
+
+    # -- a role changed or exited ---------------------------------------------
+
+    def _guard_view(self, before: m.RoleView, view: m.RoleView) -> None:
+        if before.status != view.status:
+            self._guard_status(view)
+        if before.stalled != view.stalled:
+            self._guard_stall(view)
+        self._guard_idle()
+
+    def _guard_status(self, view: m.RoleView) -> None:
+        role = view.name
+        if view.status == "failed":
+            log.error("%s failed and will not come back by itself: %s "
+                      "(`choragos restart %s` tries again)", role, view.detail, role)
+        elif view.status == "waiting":
+            log.warning("%s is waiting for a human (a question or a permission dialog on "
+                        "its screen); `choragos keys %s ...` answers it", role, role)
+        if view.status not in DOWN:
+            self.s.guard.gone.discard(role)
+            self._guard_alive()
+
+    def _guard_exited(self, msg: m.RoleExited) -> None:
+        status = msg.status.describe()
+        # Judged here, not on the view's change: only now is the restart decision known.
+        if msg.restarting:
+            self.s.guard.gone.discard(msg.role)
+        else:
+            self.s.guard.gone.add(msg.role)
+        if msg.reason == "restarted on request":
+            return  # the operator asked for it; nothing to alarm about
+        then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
+        log.warning("%s exited (%s); %s", msg.role, status, then)
+        self._ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
+        self._guard_alive()
+
+    def _guard_alive(self) -> None:
+        workers = [seat for name, seat in self.s.seats.items() if name != self.s.start_role]
+        dead = bool(workers) and all(seat.name in self.s.guard.gone for seat in workers)
+        if dead and not self.s.guard.nobody_alive:
+            states = ", ".join(f"{seat.name} {seat.view.status}" for seat in workers)
+            log.error("NO WORKER IS LEFT ALIVE (%s): nothing delegated can be done until "
+                      "one is restarted (`choragos restart ROLE`)", states)
+            self._event("no worker alive", roles=[seat.name for seat in workers])
+        self.s.guard.nobody_alive = dead
+
+    def _guard_stall(self, view: m.RoleView) -> None:
+        task = self._held_task(view.name) if view.stalled else None
+        self._mark(view.name, STALLED, task is not None)
+        if task is None:
+            return
+        after = self.s.config.role(view.name).stall_after or 0
+        log.warning("%s stalled: its screen has not changed for %s while it holds %s",
+                    view.name, format_duration(after), task.id)
+        self._event("role stalled", role=view.name, task=task.id, after=after)
+        self._alert("on_input", view.name, task)
+
+    # -- the whole team: idle, done -------------------------------------------
+
+    def _unsettled(self) -> list[Task]:
+        return [t for t in self.s.board.tasks.values() if t.state not in SETTLED_STATES]
+
+    def _team_idle(self) -> bool:
+        return bool(self._unsettled()) and all(
+            seat.view.status not in BUSY and seat.in_flight is None
+            for seat in self.s.seats.values())
+
+    def _guard_idle(self) -> None:
+        guard = self.s.guard
+        if not self._team_idle():
+            guard.idle_since, guard.idle_fired = None, False
+            guard.idle_generation += 1
+            return
+        if guard.idle_since is not None or self.s.timers is None:
+            return
+        guard.idle_since = time.monotonic()
+        guard.idle_generation += 1
+        self.s.timers.after(self.s.config.ui.idle_after, self.s.me,
+                            IdleCheck(guard.idle_generation))
+
+    def _on_idle_check(self, msg: IdleCheck) -> None:
+        guard = self.s.guard
+        if msg.generation != guard.idle_generation or guard.idle_fired or not self._team_idle():
+            return
+        guard.idle_fired = True
+        ids = [t.id for t in self._unsettled()]
+        after = format_duration(self.s.config.ui.idle_after)
+        text = f"{len(ids)} open task(s): {', '.join(ids)}; the team has been idle for {after}"
+        log.error("THE CREW IS STUCK: the whole team has been idle for %s with %d open "
+                  "task(s) (%s)", after, len(ids), ", ".join(ids))
+        self._event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
+        self._ring("on_idle", self.s.start_role, text)
+
+    def _guard_tasks(self) -> None:
+        tasks = list(self.s.board.tasks.values())
+        settled = bool(tasks) and all(t.state in SETTLED_STATES for t in tasks)
+        if not settled or self.s.guard.done_fired:
+            self.s.guard.done_fired = settled
+            self._guard_idle()
+            return
+        self.s.guard.done_fired = True
+        counts = Counter(str(t.state) for t in tasks)
+        text = ", ".join(f"{counts[s]} {s}" for s in ("done", "failed", "rejected"))
+        log.info("every task is settled: %s", text)
+        self._event("all tasks settled", **{s: counts[s] for s in ("done", "failed", "rejected")})
+        self._ring("on_done", self.s.start_role, text)
+        self._guard_idle()
+
+    # -- budgets -----------------------------------------------------------------
+
+    def _budget_of(self, role: str) -> dict | None:
+        spec = self.s.config.role(role)
+        if spec is None or (spec.budget is None and spec.budget_tokens is None):
+            return None
+        return {"usd": spec.budget, "tokens": spec.budget_tokens,
+                "over": OVER in self.s.guard.marks.get(role, ())}
+
+    def _session_budget(self) -> dict | None:
+        cap = self.s.config.budget.session
+        if cap is None:
+            return None
+        return {"usd": cap, "cost": self._crew_cost(),
+                "over": SESSION in self.s.guard.budget_fired}
+
+    def _crew_cost(self) -> float:
+        costs = (role_cost(self.s.config, models) for models in self.s.tokens.values())
+        return sum(cost for cost in costs if cost is not None)
+
+    def _budgets_changed(self, before: Any) -> None:
+        summary = budget_summary(self.s.config)
+        if summary != budget_summary(before):
+            self._event("budgets", **(summary or {"roles": {}, "session": None}))
+        self._guard_budgets()  # a changed cap re-arms, or fires at once
+
+    def _guard_budgets(self) -> None:
+        for name in list(self.s.seats):
+            spec = self.s.config.role(name)
+            if spec is not None:
+                self._guard_role_budget(spec)
+        self._guard_session_budget()
+
+    def _guard_role_budget(self, spec: Any) -> None:
+        models = self.s.tokens.get(spec.name, {})
+        cost = role_cost(self.s.config, models)
+        tokens = sum(role_tokens(models).values())
+        text = None
+        if spec.budget is not None and cost is not None and cost >= spec.budget:
+            text = f"${cost:.2f} of ${spec.budget:.2f}"
+        elif spec.budget_tokens is not None and tokens >= spec.budget_tokens:
+            text = f"{tokens} tokens of {spec.budget_tokens}"
+        if not self._crossed(spec.name, (spec.budget, spec.budget_tokens), text):
+            return
+        pause = spec.budget_action == "pause"
+        log.warning("%s is over its budget: %s%s", spec.name, text,
+                    "; pausing it" if pause else "")
+        self._event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
+                    tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action)
+        self._ring("on_budget", spec.name, text)
+        if pause:
+            self._budget_pause(spec.name)
+        self._enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause), "notice")
+
+    def _guard_session_budget(self) -> None:
+        cap = self.s.config.budget.session
+        cost = self._crew_cost()
+        text = f"${cost:.2f} of ${cap:.2f}" if cap is not None and cost >= cap else None
+        if not self._crossed(SESSION, (cap,), text):
+            return
+        log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; pausing every role", text)
+        # "scope", not "role": report would count a role named "session".
+        self._event("over budget", scope="session", spent=text, cost=cost, budget=cap,
+                    action="pause")
+        self._ring("on_budget", "session", text)
+        for name in list(self.s.seats):
+            self._budget_pause(name)
+        self._enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, True),
+                      "notice")
+
+    def _crossed(self, key: str, cap: tuple, text: str | None) -> bool:
+        """True the first time ``key`` is over ``cap``; a different cap re-arms it."""
+        fired = self.s.guard.budget_fired
+        if text is None:
+            if key in fired and fired[key] != cap:
+                del fired[key]
+                self._mark(key, OVER, False)
+            return False
+        if fired.get(key) == cap:
+            return False
+        fired[key] = cap
+        self._mark(key, OVER, True)
+        return True
+
+    def _budget_pause(self, role: str) -> None:
+        seat = self.s.seats.get(role)
+        if seat is not None and seat.view.status not in DOWN:
+            seat.handle.tell(m.Pause())
+            # Not ready from now on, before the role says it is paused: a notice
+            # queued next must wait for the resume, not be typed into a stopped pane.
+            seat.view = replace(seat.view, ready=False)
+            self._event("role pause", role=role, by="budget")
+
+    # -- delegation to a role that is down ------------------------------------
+
+    def _down_roles(self, names: list[str]) -> dict[str, str]:
+        """Why each of ``names`` that is exited or failed cannot take work now."""
+        down = {}
+        for name in names:
+            view = self.s.seats[name].view
+            if view.status == "failed":
+                down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
+                              f"come back by itself; `choragos restart {name}` tries again")
+            elif view.status == "exited":
+                then = (f"nothing restarts it; `choragos restart {name}` does"
+                        if name in self.s.guard.gone else "it is restarting")
+                down[name] = f"{name} has exited ({view.exit or view.detail}); {then}"
+        return down

@@ -1,0 +1,88 @@
+"""Who may do what, decided by the caller's process ancestry, never its word."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from tests.integration.harness import role_toml
+
+TEAM = (role_toml("orchestrator", "--shell", start=True)
+        + role_toml("coder", "--shell", approve=True)
+        + role_toml("reviewer", "--shell"))
+CLI = f"{shlex.quote(sys.executable)} -m choragos"
+
+
+def run_inside(s, role: str, args: str) -> dict:
+    """Have ``role``'s agent run ``choragos ARGS`` from its own pane; its result."""
+    before = len(s.agents("ran", role))
+    out = s.cli("keys", role, "--text", f"run: {CLI} {args}", "enter")
+    assert out.returncode == 0, out.stderr
+    s.wait(lambda: len(s.agents("ran", role)) > before, 20, message=f"{role} to run {args}")
+    return json.loads(s.agents("ran", role)[before]["text"])
+
+
+def test_gate_approve_from_inside_a_role_is_refused_and_from_outside_accepted(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
+    ran = run_inside(s, "orchestrator", "gate approve T1")
+    assert ran["rc"] == 1, ran
+    assert "operator command" in ran["out"] and "orchestrator" in ran["out"], ran
+    assert s.board()["T1"]["state"] == "gated"
+    # A claimed CHORAGOS_ROLE changes nothing either way: the kernel decides.
+    ran = run_inside(s, "orchestrator", "gate reject T1")
+    assert ran["rc"] == 1 and s.board()["T1"]["state"] == "gated", ran
+    out = s.cli("gate", "approve", "T1")
+    assert out.returncode == 0, out.stderr
+    s.wait(lambda: s.board()["T1"]["state"] in ("queued", "delivered"), message="approved")
+
+
+def test_operator_verbs_are_refused_from_inside_a_role(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    for args in ("pause reviewer", "restart reviewer", "reload", "shutdown",
+                 "keys reviewer --text hi enter", "kill"):
+        ran = run_inside(s, "orchestrator", args)
+        assert ran["rc"] != 0, (args, ran)
+        assert "operator command" in ran["out"], (args, ran)
+    assert s.cli("ping").returncode == 0
+    assert not [e for e in s.events() if e["event"] in ("role pause", "role restart",
+                                                          "shutdown requested")]
+
+
+def test_work_done_only_for_the_callers_own_task(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    assert s.cli("delegate", "--to", "reviewer", "--task", "review it").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", message="T1 delivered")
+    assert s.cli("delegate", "--to", "coder", "--task", "code it").returncode == 0
+    ran = run_inside(s, "coder", "work-done --id T1 --done --task 'stolen'")
+    assert ran["rc"] == 1 and "belongs to reviewer" in ran["out"], ran
+    assert s.board()["T1"]["state"] == "delivered"
+    ran = run_inside(s, "reviewer", "work-done --id T1 --done --task 'reviewed'")
+    assert ran["rc"] == 0, ran
+    assert s.board()["T1"]["state"] == "done"
+    # The orchestrator may close any task, and the log says it did.
+    assert s.cli("gate", "approve", "T2").returncode == 0
+    s.wait(lambda: s.board()["T2"]["state"] == "delivered", message="T2 delivered")
+    ran = run_inside(s, "orchestrator", "work-done --id T2 --done --task 'closed it'")
+    assert ran["rc"] == 0, ran
+    done = s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T2")
+    assert done["by"] == "orchestrator" and done["role"] == "coder"
+
+
+def test_only_roles_that_can_delegate_may(serve):
+    team = (role_toml("orchestrator", "--shell", start=True) + role_toml("coder", "--shell")
+            + role_toml("lead", "--shell", can_delegate=True))
+    s = serve(team)
+    s.wait_booted(["orchestrator", "coder", "lead"])
+    ran = run_inside(s, "coder", "delegate --to orchestrator --task 'do my work'")
+    assert ran["rc"] == 1 and "may not delegate" in ran["out"], ran
+    assert s.board() == {}
+    ran = run_inside(s, "lead", "delegate --to coder --task 'from the lead'")
+    assert ran["rc"] == 0, ran
+    ran = run_inside(s, "orchestrator", "delegate --to coder --task 'from the top'")
+    assert ran["rc"] == 0, ran
+    assert [t["role"] for t in s.board().values()] == ["coder", "coder"]

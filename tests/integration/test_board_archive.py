@@ -1,0 +1,38 @@
+"""Done tasks leave the live board for an archive that is still read."""
+
+from __future__ import annotations
+
+import json
+
+from choragos import wire
+from choragos.board import KEEP_RESOLVED
+from tests.integration.harness import role_toml
+
+TEAM = role_toml("orchestrator", start=True) + role_toml("coder")
+
+
+def test_done_tasks_are_archived_and_still_listed_and_reported(serve):
+    s = serve(TEAM + "[checkpoints]\nenabled = false\n")
+    s.wait_booted(["orchestrator", "coder"])
+    for role in ("orchestrator", "coder"):  # nothing typed: reports and tasks queue
+        assert s.cli("pause", role).returncode == 0
+    total = KEEP_RESOLVED + 30
+    for _ in range(total):
+        ack = wire.request(s.sock, {"cmd": "delegate", "to": ["coder"], "task": "history"})
+        task_id = ack["tasks"][0]["id"]
+        ack = wire.request(s.sock, {"cmd": "work-done", "id": task_id, "task": "closed",
+                                    "done": True})
+        assert ack["status"] == "ok", ack
+    live = json.loads(s.cli("board", "--json").stdout)
+    assert len(live["tasks"]) == KEEP_RESOLVED and live["archived"] == 30
+    assert live["tasks"][0]["id"] == "T31"
+    every = json.loads(s.cli("board", "--all", "--json").stdout)["tasks"]
+    assert [t["id"] for t in every] == [f"T{n}" for n in range(1, total + 1)]
+    assert "30 older done or rejected task(s) archived" in s.cli("board").stdout
+    # An archived task is still known: a late report on it is matched, not "unknown".
+    late = s.cli("work-done", "--id", "T1", "--task", "late")
+    assert "already done" in late.stdout + late.stderr
+    report = s.cli("report", "--json")
+    assert report.returncode == 0, report.stderr
+    coder = next(r for r in json.loads(report.stdout)["roles"] if r["role"] == "coder")
+    assert coder["done"] == total
