@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 import ptyprocess
 import pyte
 
+from choragos.screenstatus import input_pending
+
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_BIN = REPO / ".cache" / "claude" / "node_modules" / ".bin" / "claude"
 FAKE_KEY = "sk-ant-test-000"
@@ -244,10 +246,20 @@ class Terminal:
         clean = text.replace("\x1b", "")
         self.write(f"\x1b[200~{clean}\x1b[201~" if use_paste else clean)
 
-    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None) -> None:
-        """Type ``text``, then Enter as a separate write (the split-Enter rule)."""
+    def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None,
+               echo: bool = True) -> None:
+        """Type ``text``, then Enter as a separate write (the split-Enter rule).
+
+        With ``echo`` the Enter waits until the text shows in the input box: a
+        busy machine can keep the CLI from reading it for longer than the
+        pause, and text and Enter read together are a paste that never
+        submits.  Keys typed into a dialog show nowhere: ``echo=False``.
+        """
         self.type_text(text, paste)
         time.sleep(enter_delay)  # the pause *is* the protocol: Enter must come alone
+        if echo:
+            self.wait_for(lambda lines: input_pending(lines, text.replace("\x1b", "")), 15,
+                          f"{text[:40]!r} in the input box")
         self.write("\r")
 
     # -- ending
