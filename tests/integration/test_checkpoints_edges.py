@@ -1,5 +1,7 @@
 """Checkpoint and rollback edges: pruning, planning without writing, what is
-in the way, permissions, symlinks, and the words of each refusal."""
+in the way, permissions, symlinks, the words of each refusal, and what git's
+own index lends (ids seeded from it, gitlinks of submodules not checked out,
+index v4's compressed paths)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,17 @@ from pathlib import Path
 import pytest
 
 from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore, _reason
+from choragos.gitwalk import read_user_index
 from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
     OLD,
+    add_submodule,
     age_tree,
+    file_then_directory,
     git,
+    git_tree,
     init_repo,
     isolated_git,
+    ls_tree,
     settle,
     write,
 )
@@ -48,32 +55,32 @@ def test_prune_refuses_a_negative_count_and_drops_reflogs(repo: Path) -> None:
     assert git(repo, "for-each-ref", REF_PREFIX).count("\n") == 1
 
 
-def test_the_cache_of_a_gone_checkpoint_is_adopted_by_one_with_its_tree(repo: Path) -> None:
+def hashed_after_the_cache_checkpoint_goes(repo: Path, change) -> int:
+    """Four files, a checkpoint, ``change``, a second checkpoint (the one the
+    cache then describes) deleted: what the next snapshot has to hash."""
     for i in range(4):
         write(repo, f"f{i}.txt", f"{i}\n")
     age_tree(repo)
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "one", now=100.0)
-        os.utime(repo / "f0.txt", (OLD + 5, OLD + 5))  # new stat data, same content
+        change()
         settle(repo)
-        second = store.snapshot("T2", "coder", "same tree", now=200.0)
-        git(repo, "update-ref", "-d", second.ref)  # the cache's own checkpoint is gone
+        second = store.snapshot("T2", "coder", "two", now=200.0)
+        git(repo, "update-ref", "-d", second.ref)
         store.snapshot("T3", "coder", "three", now=300.0)
-        assert store.last_stats.hashed == 0  # T1 holds the same objects
+        return store.last_stats.hashed
+
+
+def test_the_cache_of_a_gone_checkpoint_is_adopted_by_one_with_its_tree(repo: Path) -> None:
+    def touch() -> None:  # new stat data, same content: the tree stays T1's
+        os.utime(repo / "f0.txt", (OLD + 5, OLD + 5))
+    assert hashed_after_the_cache_checkpoint_goes(repo, touch) == 0
 
 
 def test_the_cache_of_a_gone_checkpoint_is_dropped_when_no_tree_matches(repo: Path) -> None:
-    for i in range(4):
-        write(repo, f"f{i}.txt", f"{i}\n")
-    age_tree(repo)
-    with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "one", now=100.0)
+    def edit() -> None:
         write(repo, "f0.txt", "changed\n")
-        settle(repo)
-        second = store.snapshot("T2", "coder", "other tree", now=200.0)
-        git(repo, "update-ref", "-d", second.ref)
-        store.snapshot("T3", "coder", "three", now=300.0)
-        assert store.last_stats.hashed == 4  # nothing protects the cached objects
+    assert hashed_after_the_cache_checkpoint_goes(repo, edit) == 4  # nothing protects them
 
 
 def test_planning_a_rollback_writes_nothing(repo: Path) -> None:
@@ -118,11 +125,8 @@ def test_many_things_in_the_way_are_named_five_at_a_time(repo: Path) -> None:
 
 
 def test_a_directory_holding_only_what_rollback_deletes_is_not_in_the_way(repo: Path) -> None:
-    write(repo, "thing", "a file\n")
     with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
-        (repo / "thing").unlink()
-        write(repo, "thing/deep/made.txt", "by the agent\n")
+        file_then_directory(repo, store, "deep/made.txt", ignore="")
         plan = store.plan_rollback("T1")
         assert plan.conflicts == [] and plan.delete == ["thing/deep/made.txt"]
         store.rollback("T1")
@@ -130,13 +134,8 @@ def test_a_directory_holding_only_what_rollback_deletes_is_not_in_the_way(repo: 
 
 
 def test_a_directory_with_ignored_content_deep_down_is_in_the_way(repo: Path) -> None:
-    write(repo, ".gitignore", "*.log\n")
-    write(repo, "thing", "a file\n")
     with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
-        (repo / "thing").unlink()
-        write(repo, "thing/deep/down/keep.log", "ignored\n")
-        write(repo, "thing/made.txt", "by the agent\n")
+        file_then_directory(repo, store, "deep/down/keep.log", "made.txt")
         assert store.plan_rollback("T1").conflicts == ["thing"]
 
 
@@ -208,3 +207,71 @@ def test_a_checkpoint_as_json_has_every_field(repo: Path) -> None:
     assert data == {"ref": checkpoint.ref, "task_id": "T1", "role": "coder", "label": "label",
                     "created": 1234.0, "head": "unborn", "commit": checkpoint.commit,
                     "tree": checkpoint.tree}
+
+
+# ---- what git's own index lends: seeded ids, gitlinks, v4 paths ----------------------
+
+def test_a_first_snapshot_takes_unchanged_ids_from_git_index(repo: Path) -> None:
+    for i in range(64):  # exactly the fewest files worth seeding
+        write(repo, f"d{i % 2}/f{i}.txt", f"{i}\n")
+    age_tree(repo)
+    git(repo, "add", "-A")  # the index is written after every file's last change
+    settle(repo)
+    write(repo, "d0/f0.txt", "X\n")  # same size, new content: git's entry no longer holds
+    os.utime(repo / "d0/f0.txt", (OLD + 1, OLD + 1))
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "seeded")
+        assert (store.last_stats.seeded, store.last_stats.hashed) == (63, 1)
+    assert checkpoint.tree == git_tree(repo)
+
+
+def test_too_few_files_are_hashed_not_seeded(repo: Path) -> None:
+    for i in range(63):
+        write(repo, f"f{i}.txt", f"{i}\n")
+    age_tree(repo)
+    git(repo, "add", "-A")
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "few")
+        assert (store.last_stats.seeded, store.last_stats.hashed) == (0, 63)
+
+
+def test_a_submodule_not_checked_out_keeps_its_recorded_commit(repo: Path,
+                                                               tmp_path: Path) -> None:
+    add_submodule(repo, tmp_path / "upstream")
+    head = git(repo, "rev-parse", "HEAD:sub").strip()
+    git(repo, "submodule", "deinit", "-q", "-f", "sub")  # an empty directory is left
+    assert (repo / "sub").is_dir() and not any((repo / "sub").iterdir())
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "deinit")
+    assert ls_tree(repo, checkpoint.ref)["sub"] == "160000"
+    assert git(repo, "rev-parse", f"{checkpoint.ref}:sub").strip() == head
+    assert checkpoint.tree == git_tree(repo)
+
+
+def test_index_v4_paths_that_drop_long_prefixes(repo: Path) -> None:
+    names = ["a" * 150 + "/x", "b" * 140, "b" * 140 + "c", "c" * 200, "d"]
+    for name in names:
+        write(repo, name, name[-1])
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--index-version", "4")
+    index = read_user_index(str(repo / ".git" / "index"))
+    assert index.paths == sorted(name.encode() for name in names)
+    assert index.entries[b"d"][5].hex() == git(repo, "hash-object", "d").strip()
+
+
+def test_an_entry_as_new_as_git_index_is_hashed_not_seeded(repo: Path) -> None:
+    for i in range(64):
+        write(repo, f"f{i}.txt", f"{i}\n")
+    age_tree(repo)
+    os.utime(repo / "f7.txt", (OLD + 2, OLD + 2))
+    git(repo, "add", "-A")
+    edge = os.stat(repo / "f7.txt").st_mtime_ns
+    os.utime(repo / ".git" / "index", ns=(edge, edge))  # git's racy rule: not to be trusted
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "racy entry")
+        assert (store.last_stats.seeded, store.last_stats.hashed) == (63, 1)
+    assert checkpoint.tree == git_tree(repo)

@@ -344,13 +344,18 @@ def test_tracked_ignored_files_stay_and_choragos_dir_is_left_out(repo: Path) -> 
     assert set(ls_tree(repo, checkpoint.ref)) == {".gitignore", "tracked.log"}
 
 
-def test_submodule_is_a_gitlink_and_never_entered(repo: Path, tmp_path: Path) -> None:
-    upstream = init_repo(tmp_path / "upstream")
+def add_submodule(repo: Path, upstream: Path, name: str = "sub") -> None:
+    """A one-commit repository at ``upstream``, added to ``repo`` as a submodule."""
+    init_repo(upstream)
     write(upstream, "inside.txt", "sub\n")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "sub")
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), name)
     git(repo, "commit", "-q", "-m", "with submodule")
+
+
+def test_submodule_is_a_gitlink_and_never_entered(repo: Path, tmp_path: Path) -> None:
+    add_submodule(repo, tmp_path / "upstream")
     write(repo, "sub/untracked-inside.txt", "not ours\n")
     nested = init_repo(repo / "nested")
     write(nested, "n.txt", "n\n")
@@ -563,19 +568,26 @@ def test_rollback_keeps_head_and_reports_head_moved(repo: Path) -> None:
     assert git(repo, "rev-parse", "HEAD").strip() == head
 
 
-def test_rollback_refuses_when_ignored_content_is_in_the_way(repo: Path) -> None:
-    write(repo, ".gitignore", "*.log\n")
+def file_then_directory(repo: Path, store: CheckpointStore, *inside: str,
+                        ignore: str = "*.log\n") -> None:
+    """Checkpoint "thing" as a file, then make it a directory holding ``inside``."""
+    write(repo, ".gitignore", ignore)
     write(repo, "thing", "a file\n")
+    store.snapshot("T1", "coder", "before")
+    (repo / "thing").unlink()
+    for rel in inside:
+        write(repo, f"thing/{rel}", f"{rel}, must survive\n")
+
+
+def test_rollback_refuses_when_ignored_content_is_in_the_way(repo: Path) -> None:
     with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
-        (repo / "thing").unlink()
-        write(repo, "thing/keep.log", "ignored, must survive\n")
+        file_then_directory(repo, store, "keep.log")
         plan = store.plan_rollback("T1")
         assert plan.conflicts == ["thing"]
         with pytest.raises(CheckpointError, match="nothing was changed"):
             store.rollback("T1")
         assert [c.task_id for c in store.list()] == ["T1"]  # no pre-rollback saved
-    assert (repo / "thing/keep.log").read_text() == "ignored, must survive\n"
+    assert (repo / "thing/keep.log").read_text() == "keep.log, must survive\n"
 
 
 def test_rollback_restores_permissions_and_keeps_private_ones(repo: Path) -> None:

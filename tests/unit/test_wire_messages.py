@@ -105,18 +105,27 @@ def test_what_passes_comes_back_normalised(obj: Any, normalised: dict) -> None:
     assert wire.parse_request(json.dumps(obj).encode()) == normalised
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ("not bytes", "the request must be bytes"),
-    (b"\xff", "the request is not valid UTF-8"),
-    (b"[" * 100_000, "the request is nested too deeply"),
-    (b'{"cmd": NaN}', "the request is not valid JSON (NaN is not valid JSON)"),
-    (b'{"cmd": ', "the request is not valid JSON (Expecting value at line 1 column 9)"),
-    (b"7", "the request must be a JSON object, not a number"),
-    (b"{}", 'the request has no "cmd" field'),
+@pytest.mark.parametrize(("parse", "raw", "message"), [
+    (wire.parse_request, "not bytes", "the request must be bytes"),
+    (wire.parse_request, b"\xff", "the request is not valid UTF-8"),
+    (wire.parse_request, b"[" * 100_000, "the request is nested too deeply"),
+    (wire.parse_request, b'{"cmd": NaN}',
+     "the request is not valid JSON (NaN is not valid JSON)"),
+    (wire.parse_request, b'{"cmd": ',
+     "the request is not valid JSON (Expecting value at line 1 column 9)"),
+    (wire.parse_request, b"7", "the request must be a JSON object, not a number"),
+    (wire.parse_request, b"{}", 'the request has no "cmd" field'),
+    (wire.parse_ack, b" \n", "the session closed the connection without answering"),
+    (wire.parse_ack, b"{", "the session sent an answer that is not valid JSON"),
+    (wire.parse_ack, b"[]", 'the session sent an answer without a valid "status"'),
+    (wire.parse_ack, b'{"status": "maybe"}',
+     'the session sent an answer without a valid "status"'),
+    (wire.parse_ack, b'{"status": "error", "error": 1}',
+     "the session refused without saying why"),
 ])
-def test_undecodable_requests(raw: Any, message: str) -> None:
+def test_undecodable_requests_and_acks(parse, raw: Any, message: str) -> None:
     with pytest.raises(wire.WireError) as refused:
-        wire.parse_request(raw)
+        parse(raw)
     assert refused.value.reason == message
 
 
@@ -126,19 +135,6 @@ def test_a_request_of_exactly_the_limit_is_read() -> None:
     assert len(raw) == wire.MAX_REQUEST and wire.parse_request(raw) == {"cmd": "ping"}
     with pytest.raises(wire.WireError, match=r"^request too large \(limit 1 MiB\)$"):
         wire.parse_request(raw + b" ")
-
-
-@pytest.mark.parametrize(("raw", "message"), [
-    (b" \n", "the session closed the connection without answering"),
-    (b"{", "the session sent an answer that is not valid JSON"),
-    (b"[]", 'the session sent an answer without a valid "status"'),
-    (b'{"status": "maybe"}', 'the session sent an answer without a valid "status"'),
-    (b'{"status": "error", "error": 1}', "the session refused without saying why"),
-])
-def test_bad_acks(raw: bytes, message: str) -> None:
-    with pytest.raises(wire.WireError) as refused:
-        wire.parse_ack(raw)
-    assert refused.value.reason == message
 
 
 def test_acks_and_their_encoding() -> None:
