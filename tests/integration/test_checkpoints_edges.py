@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
 
 from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore, _reason
 from choragos.gitwalk import read_user_index
@@ -275,3 +277,31 @@ def test_an_entry_as_new_as_git_index_is_hashed_not_seeded(repo: Path) -> None:
         checkpoint = store.snapshot("T1", "coder", "racy entry")
         assert (store.last_stats.seeded, store.last_stats.hashed) == (63, 1)
     assert checkpoint.tree == git_tree(repo)
+
+
+@pytest.mark.parametrize("name", [b"..", b".", b"a/b", b".git", b".Git", b""])
+def test_a_checkpoint_naming_a_path_outside_the_tree_is_refused(repo: Path,
+                                                                name: bytes) -> None:
+    """A crafted checkpoint (anyone who can write refs can make one) must
+    never make rollback write outside the work tree or into .git."""
+    write(repo, "a.txt", "mine\n")
+    with CheckpointStore(repo) as store:
+        good = store.snapshot("T1", "coder", "genuine")
+    with Repo(str(repo)) as raw:
+        blob = Blob.from_string(b"written outside\n")
+        tree = Tree()
+        tree.add(name, 0o100644, blob.id)
+        commit = Commit()
+        commit.tree, commit.parents = tree.id, []
+        commit.author = commit.committer = b"t <t@example.invalid>"
+        commit.commit_time = commit.author_time = 2000
+        commit.commit_timezone = commit.author_timezone = 0
+        commit.message = raw[good.commit.encode()].message.replace(b"T1", b"T2")
+        for obj in (blob, tree, commit):
+            raw.object_store.add_object(obj)
+        raw.refs[f"{REF_PREFIX}2000-T2".encode()] = commit.id
+    with CheckpointStore(repo) as store, pytest.raises(CheckpointError) as refused:
+        store.rollback("T2")
+    assert str(refused.value) == f"the checkpoint holds an unsafe path name {name!r}"
+    assert (repo / "a.txt").read_text() == "mine\n"
+    assert not (repo.parent / "b").exists() and not (repo / ".git" / "b").exists()
