@@ -13,7 +13,7 @@ CODEX := $(CODEX_DIR)/node_modules/.bin/codex
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean
+.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean mutate
 
 venv: $(STAMP)
 
@@ -68,6 +68,24 @@ demo: venv
 demo-clean:
 	-cd $(DEMO_DIR) 2>/dev/null && $(CURDIR)/$(BIN)/choragos kill
 	rm -rf $(DEMO_DIR)
+
+# Mutation testing of the safety modules against their fast tests:
+# docs/mutation.md.  Starts from scratch each time; MUTANTS='choragos.wire*'
+# runs one module's mutants only.
+MUTATE_STAMP := $(VENV)/.mutate-installed
+MUTANTS ?=
+
+$(MUTATE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	touch $(MUTATE_STAMP)
+
+mutate: $(MUTATE_STAMP)
+	rm -rf mutants
+	mkdir -p .cache
+	@start=$$(date +%s); \
+	nice $(BIN)/mutmut run --max-children 4 $(MUTANTS) > .cache/mutate.log 2>&1 || { tail -40 .cache/mutate.log; exit 1; }; \
+	echo "mutmut run: $$(( $$(date +%s) - start )) s wall (log: .cache/mutate.log)"
+	$(BIN)/python tests/mutation_report.py
 
 bench: venv
 	$(BIN)/python bench/delegate_latency.py

@@ -489,6 +489,9 @@ class RoleActor(Actor):
                 self._set_status(self._screen_status())
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail))
         self._refresh_status()
+        # The reply may have been classified already (while booting, when no
+        # quiet check is armed): without one, an unmarked screen stays "working".
+        self._arm_quiet_check(s.gen)
         self._publish()
 
     # -- process exit and restarts (S1, S1b) -------------------------------

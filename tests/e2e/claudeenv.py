@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 import ptyprocess
 import pyte
 
+from choragos.screenstatus import input_pending
+
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_BIN = REPO / ".cache" / "claude" / "node_modules" / ".bin" / "claude"
 FAKE_KEY = "sk-ant-test-000"
@@ -251,20 +253,19 @@ class Terminal:
         self.write(f"\x1b[200~{clean}\x1b[201~" if use_paste else clean)
 
     def submit(self, text: str, enter_delay: float = 0.2, paste: bool | None = None,
-               echo_wait: float = 3.0) -> None:
+               echo: bool = True) -> None:
         """Type ``text``, then Enter as a separate write (the split-Enter rule).
 
-        The Enter waits (up to ``echo_wait``) for the text to show on screen:
-        on a loaded machine an Enter before the paste has landed becomes part
-        of it.  Text typed into a dialog never shows; the Enter then follows
-        after ``echo_wait``, as a person's would.
+        With ``echo`` the Enter waits until the text shows in the input box: a
+        busy machine can keep the CLI from reading it for longer than the
+        pause, and text and Enter read together are a paste that never
+        submits.  Keys typed into a dialog show nowhere: ``echo=False``.
         """
         self.type_text(text, paste)
-        needle = "".join(text.replace("\x1b", "").split())[-40:]
-        deadline = time.monotonic() + echo_wait
-        while time.monotonic() < deadline and needle not in "".join(self.text().split()):
-            time.sleep(0.05)
         time.sleep(enter_delay)  # the pause *is* the protocol: Enter must come alone
+        if echo:
+            self.wait_for(lambda lines: input_pending(lines, text.replace("\x1b", "")), 15,
+                          f"{text[:40]!r} in the input box")
         self.write("\r")
 
     # -- ending

@@ -131,7 +131,7 @@ def test_keys_typed_into_a_dialog_answer_it(claude_tui: StartClaude,
     terminal = booted(claude_tui)
     terminal.submit("run the check")
     terminal.wait_for(status_is(WAITING), 20, "the permission dialog")
-    terminal.submit("a task typed into the dialog")
+    terminal.submit("a task typed into the dialog", echo=False)
     fake_model.wait_for_user_message("check-42", timeout=20)
     terminal.wait_for(status_is(IDLE), 20, "idle after the tool call")
     assert not any("typed into the dialog" in m for m in fake_model.user_messages())

@@ -164,7 +164,9 @@ class Serve:
         self.proc.kill()
         self.proc.wait()
 
-    def stop(self, timeout: float = 30) -> int:
+    def stop(self, timeout: float = 70) -> int:
+        # A clean stop may take 3 s of grace plus 30 s for the actors, and
+        # serve ends itself after 60 s whatever happens: wait past both.
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGTERM)

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -343,13 +344,18 @@ def test_tracked_ignored_files_stay_and_choragos_dir_is_left_out(repo: Path) -> 
     assert set(ls_tree(repo, checkpoint.ref)) == {".gitignore", "tracked.log"}
 
 
-def test_submodule_is_a_gitlink_and_never_entered(repo: Path, tmp_path: Path) -> None:
-    upstream = init_repo(tmp_path / "upstream")
+def add_submodule(repo: Path, upstream: Path, name: str = "sub") -> None:
+    """A one-commit repository at ``upstream``, added to ``repo`` as a submodule."""
+    init_repo(upstream)
     write(upstream, "inside.txt", "sub\n")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "sub")
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), name)
     git(repo, "commit", "-q", "-m", "with submodule")
+
+
+def test_submodule_is_a_gitlink_and_never_entered(repo: Path, tmp_path: Path) -> None:
+    add_submodule(repo, tmp_path / "upstream")
     write(repo, "sub/untracked-inside.txt", "not ours\n")
     nested = init_repo(repo / "nested")
     write(nested, "n.txt", "n\n")
@@ -461,6 +467,31 @@ def test_a_racy_file_is_hashed_again(repo: Path) -> None:
         assert store.last_stats.hashed == 1
 
 
+def test_a_file_exactly_as_new_as_the_walk_clock_is_racy(repo: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The boundary of git's racy rule: a stat time equal to the walk's
+    clock could still change within the same tick, so it is not trusted."""
+    path = write(repo, "edge.txt", "one\n")
+    st = os.lstat(path)
+    edge = max(st.st_mtime_ns, st.st_ctime_ns)
+    real_lock = CheckpointStore._locked
+
+    @contextmanager
+    def lock_at_the_edge(self: CheckpointStore) -> Iterator[int]:
+        with real_lock(self):
+            yield edge  # the filesystem clock reads exactly the file's times
+
+    with CheckpointStore(repo) as store:
+        monkeypatch.setattr(CheckpointStore, "_locked", lock_at_the_edge)
+        store.snapshot("T1", "coder", "at the edge")
+        monkeypatch.undo()
+        settle(repo)
+        store.snapshot("T2", "coder", "again")
+        assert store.last_stats.hashed == 1
+        store.snapshot("T3", "coder", "settled")
+        assert store.last_stats.hashed == 0  # trusted once the clock has moved on
+
+
 def test_cache_survives_pruning_of_the_checkpoint_it_was_built_for(repo: Path) -> None:
     write(repo, "a.txt", "a\n")
     age_tree(repo)
@@ -537,19 +568,26 @@ def test_rollback_keeps_head_and_reports_head_moved(repo: Path) -> None:
     assert git(repo, "rev-parse", "HEAD").strip() == head
 
 
-def test_rollback_refuses_when_ignored_content_is_in_the_way(repo: Path) -> None:
-    write(repo, ".gitignore", "*.log\n")
+def file_then_directory(repo: Path, store: CheckpointStore, *inside: str,
+                        ignore: str = "*.log\n") -> None:
+    """Checkpoint "thing" as a file, then make it a directory holding ``inside``."""
+    write(repo, ".gitignore", ignore)
     write(repo, "thing", "a file\n")
+    store.snapshot("T1", "coder", "before")
+    (repo / "thing").unlink()
+    for rel in inside:
+        write(repo, f"thing/{rel}", f"{rel}, must survive\n")
+
+
+def test_rollback_refuses_when_ignored_content_is_in_the_way(repo: Path) -> None:
     with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
-        (repo / "thing").unlink()
-        write(repo, "thing/keep.log", "ignored, must survive\n")
+        file_then_directory(repo, store, "keep.log")
         plan = store.plan_rollback("T1")
         assert plan.conflicts == ["thing"]
         with pytest.raises(CheckpointError, match="nothing was changed"):
             store.rollback("T1")
         assert [c.task_id for c in store.list()] == ["T1"]  # no pre-rollback saved
-    assert (repo / "thing/keep.log").read_text() == "ignored, must survive\n"
+    assert (repo / "thing/keep.log").read_text() == "keep.log, must survive\n"
 
 
 def test_rollback_restores_permissions_and_keeps_private_ones(repo: Path) -> None:
@@ -601,6 +639,29 @@ def test_rollback_never_writes_through_a_symlink(repo: Path, tmp_path: Path) -> 
     assert result.deleted == ["d"] and result.restored == ["d/x.txt"]
     assert not (repo / "d").is_symlink() and (repo / "d/x.txt").read_text() == "mine\n"
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("link", ["hard", "symbolic"])
+def test_rollback_replaces_a_linked_file_and_leaves_its_target_alone(
+        repo: Path, tmp_path: Path, link: str) -> None:
+    """A file an agent swapped for a link to something outside the work tree
+    is replaced (temporary file, then rename), never written through."""
+    write(repo, "notes.txt", "mine\n")
+    outside = write(tmp_path, "outside.txt", "not yours\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        (repo / "notes.txt").unlink()
+        if link == "hard":
+            os.link(outside, repo / "notes.txt")
+        else:
+            os.symlink(outside, repo / "notes.txt")
+        result = store.rollback("T1")
+    assert result.restored == ["notes.txt"]
+    assert outside.read_text() == "not yours\n"
+    assert outside.stat().st_nlink == 1
+    restored = repo / "notes.txt"
+    assert not restored.is_symlink() and restored.read_text() == "mine\n"
+    assert not os.path.samefile(restored, outside)
 
 
 def test_linked_worktree_keeps_its_own_private_index(repo: Path, tmp_path: Path) -> None:

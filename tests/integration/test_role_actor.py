@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
 from types import SimpleNamespace
 
 import pykka
 import pytest
 
 from actors import messages as m
+from actors import role as role_module
 from actors.role import RoleActor, new_state
 from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from actors.timers import Timers
 from choragos.config import RoleSpec
+from choragos.ptyproc import PtyChild
 from tests.conftest import pid_alive, wait_until
-from tests.integration.harness import AGENT
+from tests.integration.harness import AGENT, read_agent_log
 
 
 class Core:
@@ -28,10 +33,42 @@ class Core:
         return [x for x in self.told if isinstance(x, m.InjectionOutcome) and x.final]
 
 
+class Writes:
+    """Every write into an agent's PTY, with the monotonic time it was made."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[float, bytes]] = []
+
+    def spy(self, real):
+        def write(child, data: bytes) -> bool:
+            self.log.append((time.monotonic(), bytes(data)))
+            return real(child, data)
+        return write
+
+    def gap_before(self, data: bytes, after: int = 0) -> tuple[bytes, float]:
+        """The write before the first ``data`` (at or after index ``after``),
+        and how long after it ``data`` was written."""
+        i = next(i for i in range(max(after, 1), len(self.log)) if self.log[i][1] == data)
+        return self.log[i - 1][1], self.log[i][0] - self.log[i - 1][0]
+
+
 @pytest.fixture
-def role(tmp_path):
+def writes(monkeypatch) -> Writes:
+    spy = Writes()
+    monkeypatch.setattr(PtyChild, "write", spy.spy(PtyChild.write))
+    return spy
+
+
+@pytest.fixture
+def agent_env() -> dict[str, str]:
+    """Extra environment for the fixture agent (a test may override this)."""
+    return {}
+
+
+@pytest.fixture
+def role(tmp_path, agent_env):
     spec = RoleSpec(name="coder", command=sys.executable, args=(str(AGENT),))
-    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl")}
+    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"), **agent_env}
     state = new_state(spec, tmp_path, env)
     core, timers, events = Core(), Timers(), []
     sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
@@ -58,3 +95,57 @@ def test_the_agent_survives_its_actor_crashing(role):
     assert role.core.outcomes()[-1].ok
     view = role.handle.ask(m.GetView(), timeout=5)
     assert view.status == "idle" and view.pid == pid
+
+
+def submitted(role) -> list[str]:
+    return [r["text"] for r in read_agent_log(role.state.workdir / "agent.jsonl", "submit")]
+
+
+def test_the_enter_goes_in_its_own_write_200ms_after_the_text(writes, role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+    text, gap = writes.gap_before(b"\r")
+    assert text.startswith(b"You are the coder role")
+    assert gap >= 0.2, f"Enter {gap:.3f}s after the text"
+    mark = len(writes.log)
+    role.handle.tell(m.TypeKeys("typed by hand", ("enter",)))  # the operator's keys too
+    wait_until(lambda: "typed by hand" in submitted(role), 10, message="the operator's line")
+    text, gap = writes.gap_before(b"\r", after=mark)
+    assert text == b"typed by hand" and gap >= 0.2, f"Enter {gap:.3f}s after the text"
+
+
+def test_hostile_operator_input_reaches_the_agent_inert(writes, role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+    mark = len(writes.log)
+    hostile = "ls\x1b[2J\x1b]0;pwned\x07\rrm -rf ~\x1b]52;c;ZXZpbA==\x07 done"
+    role.handle.tell(m.TypeKeys(hostile, ("enter",)))
+    wait_until(lambda: len(submitted(role)) == 2, 10, message="the operator's line")
+    assert submitted(role)[-1] == "ls rm -rf ~ done"
+    typed = b"".join(data for _, data in writes.log[mark:])
+    assert typed == b"ls rm -rf ~ done\r"  # no escape, no early Enter
+
+
+def test_an_exited_role_is_not_ready(role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+    assert role.handle.ask(m.GetView(), timeout=5).ready
+    os.kill(role.state.child.pid, signal.SIGKILL)
+    wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "exited", 10,
+               message="the exit")
+    view = role.handle.ask(m.GetView(), timeout=5)
+    assert not view.ready and view.pid is None
+    assert [x for x in role.core.told if isinstance(x, m.RoleChanged)][-1].view.ready is False
+
+
+@pytest.fixture
+def slow_confirm(monkeypatch) -> None:
+    """The Enter's confirmation polled after the reply was classified, as a
+    loaded machine may order them: the reply's screen is read while booting."""
+    monkeypatch.setattr(role_module, "CONFIRM_POLL", 0.4)
+
+
+@pytest.mark.parametrize("agent_env", [{"AGENT_PROMPT": "ready: "}])  # no prompt we know
+def test_an_unknown_prompt_turns_idle_after_the_boot_reply_goes_quiet(slow_confirm, role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+    assert role.core.outcomes()[0].ok
+    wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "idle", 10,
+               message="idle once the screen has been quiet")
+    assert role.handle.ask(m.GetView(), timeout=5).ready

@@ -55,25 +55,34 @@ def rig():
     timers.stop()
 
 
-def poke(timers: Timers) -> None:
-    """Wake the timer thread so it re-reads the (fake) clock."""
-    with timers._cv:
-        timers._cv.notify()
+class Probe:
+    def __init__(self) -> None:
+        self.told = threading.Event()
+
+    def tell(self, message) -> None:
+        self.told.set()
 
 
-def expire(fake, timers, seconds) -> None:
+def expire(fake, timers, seconds, handle) -> None:
+    """Move the fake clock on, then wait until the timer thread has told
+    everything now due and the clock actor has handled it: a probe due now
+    fires after every earlier timer, and an ask is answered after the
+    actor's earlier messages.  So "nothing told" below is a real answer."""
     fake.advance(seconds)
-    poke(timers)
+    probe = Probe()
+    timers.after(0, probe, "probe")
+    assert probe.told.wait(5), "the timer thread never reached the probe"
+    handle.ask(ListClocks())
 
 
 def test_expires_after_its_time(rig):
     fake, core, handle, timers = rig
     handle.tell(StartClock("T1", "coder", 60))
     assert handle.ask(ListClocks()) == {"T1": 60}
-    expire(fake, timers, 59)
+    expire(fake, timers, 59, handle)
     assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
     assert core.told == []
-    expire(fake, timers, 2)
+    expire(fake, timers, 2, handle)
     wait_until(lambda: core.told, 5, message="TimedOut")
     assert core.told == [TimedOut("T1", "coder", 60)]
 
@@ -82,17 +91,17 @@ def test_paused_time_does_not_count(rig):
     fake, core, handle, timers = rig
     handle.tell(StartClock("T1", "coder", 60))
     handle.ask(ListClocks())  # asks are answered in order: the start is done
-    expire(fake, timers, 30)
+    expire(fake, timers, 30, handle)
     handle.tell(PauseClocks("coder"))
     handle.ask(ListClocks())
-    expire(fake, timers, 600)
+    expire(fake, timers, 600, handle)
     assert handle.ask(ListClocks()) == {"T1": 30}
     assert core.told == []
     handle.tell(ResumeClocks("coder"))
     handle.ask(ListClocks())
-    expire(fake, timers, 29)
+    expire(fake, timers, 29, handle)
     assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
-    expire(fake, timers, 2)
+    expire(fake, timers, 2, handle)
     wait_until(lambda: core.told, 5, message="TimedOut after resume")
 
 
@@ -103,7 +112,7 @@ def test_stop_cancels_and_other_roles_are_not_paused(rig):
     handle.tell(StopClock("T1"))
     handle.tell(PauseClocks("coder"))
     handle.ask(ListClocks())
-    expire(fake, timers, 11)
+    expire(fake, timers, 11, handle)
     wait_until(lambda: core.told, 5, message="T2 to expire")
     assert core.told == [TimedOut("T2", "reviewer", 10)]
     assert handle.ask(ListClocks()) == {}

@@ -98,6 +98,17 @@ def test_rejected_and_unmatched_reports_are_not_counted(tmp_path):
     assert summary.roles[0].done == 0 and summary.never_reported == []
 
 
+def test_a_second_work_done_for_one_task_counts_once(tmp_path):
+    done = {"summary": "ok", "report": None, "done": True, "note": None}
+    records = [start(0),
+               ev(10, "delegate", task="T1", role="dev", label="a", text="a", brief=None),
+               ev(12, "delivered", task="T1", role="dev"),
+               ev(40, "work-done", task="T1", role="dev", **done),
+               ev(90, "work-done", task="T1", role="dev", **done)]  # a repeated report
+    dev = build(split_runs(records)).roles[0]
+    assert (dev.tasks, dev.done, dev.busy, dev.avg) == (1, 1, 28.0, 28.0)
+
+
 def test_failed_and_blocked_outcomes_are_counted_apart(tmp_path):
     def delegate(t, task):
         return ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None)

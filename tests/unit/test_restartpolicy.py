@@ -1,6 +1,6 @@
 import pytest
 
-from choragos.restartpolicy import ExitStatus, decide
+from choragos.restartpolicy import Decision, ExitStatus, decide
 
 FAIL = ExitStatus(code=1)
 KILLED = ExitStatus(signal=9)
@@ -30,3 +30,27 @@ def test_deliberate_stop_is_respected():
 def test_describe():
     assert KILLED.describe() == "killed by signal 9"
     assert FAIL.describe() == "exit status 1"
+
+
+def test_backoff_doubles_up_to_its_cap():
+    delays = [decide("always", 20, used, FAIL).delay for used in (4, 5, 10)]
+    assert delays == [16.0, 30.0, 30.0]  # 2**5 = 32 and 2**10 would overshoot the cap
+
+
+@pytest.mark.parametrize("args,expected", [
+    (("always", 3, 0, KILLED, True), Decision(False, 0.0, "stopped on purpose")),
+    (("always", 3, 0, CLEAN), Decision(True, 1.0, "restart 1 of 3")),
+    (("on-failure", 3, 2, FAIL), Decision(True, 4.0, "restart 3 of 3")),
+    (("on-failure", 3, 3, KILLED), Decision(False, 0.0, "restart budget spent (3 of 3)")),
+    (("on-failure", 3, 0, CLEAN), Decision(False, 0.0, "clean exit")),
+    (("", 3, 0, FAIL), Decision(False, 0.0, "no restart policy")),
+])
+def test_each_decision_says_why(args, expected):
+    """The reason is what the operator reads in the role's detail line."""
+    assert decide(*args) == expected
+
+
+def test_exit_status_failed():
+    assert FAIL.failed and KILLED.failed and not CLEAN.failed
+    assert not ExitStatus().failed  # nothing known: not a failure
+    assert ExitStatus(code=0, signal=15).failed

@@ -169,6 +169,19 @@ def test_older_claude_box_with_side_borders() -> None:
     assert classify(working, CLAUDE) == WORKING
 
 
+def test_busy_marker_on_the_spinner_line_above_the_box_is_working() -> None:
+    # Older versions print the hint on the spinner line, not in the footer.
+    lines = screen("working_stream")
+    spinner = next(i for i, line in enumerate(lines) if "Crunching" in line)
+    footer = next(i for i, line in enumerate(lines) if "esc to interrupt" in line)
+    lines[spinner] = "✽ Crunching… (3s · ↑ 11 tokens · esc to interrupt)"
+    lines[footer] = "  ? for shortcuts"
+    assert sum("esc to interrupt" in line for line in lines) == 1
+    assert classify(lines, CLAUDE) == WORKING
+    lines[spinner] = "✽ Crunched for 3s"
+    assert classify(lines, CLAUDE) == IDLE
+
+
 def test_claude_without_box_or_marker_is_waiting_on_something() -> None:
     # A full-screen picker or an unknown dialog: the box is gone.
     assert classify(["  Select a session to resume", "  > yesterday"], CLAUDE) == WAITING

@@ -11,7 +11,7 @@ import pykka
 import pytest
 
 from actors.base import Actor
-from actors.handle import ActorCrashed
+from actors.handle import ActorCrashed, ActorGone
 from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from actors.timers import Timers
 from tests.conftest import wait_until
@@ -118,11 +118,21 @@ def test_base_exception_does_not_stop_other_actors(supervisor):
 def test_intensity_limit_leaves_child_down(supervisor):
     state = Counter()
     handle = start_counter(supervisor, state, intensity=2)
-    for _ in range(3):
+
+    def seen(name: str) -> int:
+        return sum(e[0] == name for e in supervisor.events)
+
+    for crash in (1, 2):  # each crash waits for its replacement to be up
         handle.tell(Boom())
-        wait_until(lambda: state.starts >= 1, timeout=5)
-    wait_until(lambda: any(e[0] == "actor given up" for e in supervisor.events), timeout=5)
+        wait_until(lambda c=crash: seen("actor restarted") == c, timeout=5,
+                   message=f"restart {crash}")
+        assert handle.ask(Total(), timeout=5) == 0
     assert state.starts == 3
+    handle.tell(Boom())  # the third within the period: more than intensity allows
+    wait_until(lambda: seen("actor given up") == 1, timeout=5, message="the give-up")
+    assert seen("actor restarted") == 2 and state.starts == 3
+    with pytest.raises(ActorGone):
+        handle.ask(Total(), timeout=5)
 
 
 def test_timers_fire_in_order_and_cancel():
