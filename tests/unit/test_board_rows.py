@@ -23,7 +23,8 @@ def test_a_row_holds_every_field_with_age_and_duration():
         "id": "T1", "role": "coder", "text": "  Fix the build\nthen the docs",
         "brief": "/b.md", "state": "done", "created": 100.0, "delivered": 110.0,
         "finished": 150.0, "report": "/r.md", "summary": "fixed", "checkpoint": None,
-        "note": "", "label": "Fix the build", "age": 100.0, "duration": 40.0}]
+        "note": "", "changes": None, "checks": "", "rounds": 0, "waiting": None,
+        "label": "Fix the build", "age": 100.0, "duration": 40.0}]
 
 
 def test_an_open_row_counts_its_duration_up_to_now():
