@@ -186,7 +186,7 @@ def first_runs(base: Path, timings: Timings, rounds: int) -> tuple[Path, Path, C
         with CheckpointStore(cold_root) as cold:
             timings.add("first, cold", "ours", ours(cold, n))
             timings.stats["first, cold"] = _stats(cold)
-        store = CheckpointStore(our_root)
+        store = CheckpointStore(our_root, watch=True)  # long-lived, as the checkpointer
         timings.add("first", "ours", ours(store, n))
         timings.stats["first"] = _stats(store)
     timings.samples[("first, cold", "git")] = timings.samples[("first", "git")]
