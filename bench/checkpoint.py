@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import emit
 from choragos.checkpoints import CheckpointStore
 
 AGE = 3600  # files are dated an hour back, as most of a real tree is
@@ -186,11 +187,20 @@ def first_runs(base: Path, timings: Timings, rounds: int) -> tuple[Path, Path, C
         with CheckpointStore(cold_root) as cold:
             timings.add("first, cold", "ours", ours(cold, n))
             timings.stats["first, cold"] = _stats(cold)
-        store = CheckpointStore(our_root, watch=True)  # long-lived, as the checkpointer
+        store = long_lived(our_root)
         timings.add("first", "ours", ours(store, n))
         timings.stats["first"] = _stats(store)
     timings.samples[("first, cold", "git")] = timings.samples[("first", "git")]
     return git_root, our_root, store
+
+
+def long_lived(root: Path) -> CheckpointStore:
+    """A store as the session's checkpointer has it (watching, where it can;
+    a version without watches, when the bench measures an older one)."""
+    try:
+        return CheckpointStore(root, watch=True)
+    except TypeError:
+        return CheckpointStore(root)
 
 
 def run_case(base: Path, first_rounds: int, rounds: int) -> Timings:
@@ -214,10 +224,13 @@ def run_case(base: Path, first_rounds: int, rounds: int) -> Timings:
 
 def _stats(store: CheckpointStore) -> str:
     s = store.last_stats
+    if s is not None and not getattr(s, "walked", True):
+        return "not walked: the watch saw no change"
     return f"{s.hashed}/{s.seeded}/{s.listed}" if s else ""
 
 
-def report(title: str, timings: Timings) -> None:
+def report(title: str, timings: Timings) -> dict[str, float]:
+    ratios = {}
     for run in ("first, cold", "first", "incremental", "unchanged"):
         git_m, our_m = timings.median(run, "git"), timings.median(run, "ours")
         git_b, our_b = timings.best(run, "git"), timings.best(run, "ours")
@@ -227,6 +240,9 @@ def report(title: str, timings: Timings) -> None:
         print(f"{title:<20} {run:<12} {git_m:7.3f} {our_m:7.3f} {our_m / git_m:5.2f}   "
               f"{git_b:7.3f} {our_b:7.3f} {our_b / git_b:5.2f} {cli} {count:>3}  "
               f"{timings.stats.get(run, '')}")
+        ratios[f"{title}, {run} (median)"] = our_m / git_m
+        ratios[f"{title}, {run} (best)"] = our_b / git_b
+    return ratios
 
 
 def main() -> int:
@@ -252,8 +268,11 @@ def main() -> int:
         print(f"{'tree':<20} {'run':<12} {'git s':>7} {'ours s':>7} {'ratio':>5}   "
               f"{'git s':>7} {'ours s':>7} {'ratio':>5} {'cli s':>7} {'n':>3}  "
               "hashed/seeded/listed (last run)")
+        ratios: dict[str, float] = {}
         for title, timings in results:
-            report(title, timings)
+            ratios.update(report(title, timings))
+        emit("checkpoint", {f"{k} ours/git": v for k, v in ratios.items()},
+             rounds=args.rounds, first_rounds=args.first_rounds, small=args.small)
     finally:
         if args.keep:
             print(f"kept {tmp}", file=sys.stderr)
