@@ -192,19 +192,23 @@ _STYLED_CELLS: dict[Char, Cells] = {}
 def materialise(row: TextRow) -> Line:
     """The cells of a TextRow (one cell per character)."""
     line = Line(BLANK)
-    text = row.text
-    if not row.styles:
-        line.update(zip(range(len(text)), map(_PLAIN_CELLS.__getitem__, text), strict=True))
-        return line
-    ends = [start for start, _ in row.styles[1:]] + [len(text)]
-    for (start, attrs), end in zip(row.styles, ends, strict=True):
+    if row.styles:
+        _styled_cells(line, row.text, row.styles)
+    else:
+        line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text),
+                        strict=True))
+    return line
+
+
+def _styled_cells(line: Line, text: str, styles: tuple[tuple[int, Char], ...]) -> None:
+    ends = [start for start, _ in styles[1:]] + [len(text)]
+    for (start, attrs), end in zip(styles, ends, strict=True):
         cells = _STYLED_CELLS.get(attrs)
         if cells is None:
             if len(_STYLED_CELLS) > 256:
                 _STYLED_CELLS.clear()
             cells = _STYLED_CELLS[attrs] = Cells(attrs)
         line.update(zip(range(start, end), map(cells.__getitem__, text[start:end]), strict=True))
-    return line
 
 
 _data = itemgetter(0)

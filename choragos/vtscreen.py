@@ -683,7 +683,7 @@ class VTScreen(pyte.Screen):
             return [None], 0
         text = "".join(pieces)
         cols = self.columns
-        rows: list[Row] = [TextRow(text[i:i + cols], _slice_styles(spans, i, i + cols))
+        rows: list[Row] = [TextRow(text[i:i + cols], styles=_slice_styles(spans, i, i + cols))
                            for i in range(0, width, cols)]
         return rows, 0 if cr else width - (len(rows) - 1) * cols
 
@@ -740,7 +740,8 @@ def _truncate(rows: _Rows, columns: int) -> None:
         if row is None:
             continue
         if row.__class__ is TextRow:
-            rows[y] = TextRow(row.text[:columns], tuple(s for s in row.styles if s[0] < columns))
+            rows[y] = row._replace(text=row.text[:columns],
+                                   styles=tuple(s for s in row.styles if s[0] < columns))
         else:
             for x in [x for x in row if x >= columns]:
                 del row[x]
