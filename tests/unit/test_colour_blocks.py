@@ -44,12 +44,12 @@ def test_a_coloured_log_ends_the_same_on_both_paths(log: str, cuts: list[int], c
         t = Terminal(cols, rows, fast_path=fast, on_scrolled=scrolled.extend)
         for piece in _cut(data, cuts):
             t.feed(piece)
-        outcomes.append(_observe(t, scrolled))
+        logged = _observe(t, scrolled)
         t.resize(max(cols - 3, 1), rows + 1)  # rows kept as text, cut and grown
         t.resize(cols + 2, rows)
         # Text drawn after the log shows the style the log left the cursor with.
         t.feed(b"tail\x1b[Hafter\x1b[2;3H\x1b[1Kz\x1b[L")
-        outcomes.append(_observe(t, scrolled))
+        outcomes.append((logged, _observe(t, scrolled)))
     assert outcomes[0] == outcomes[1]
 
 
