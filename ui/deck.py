@@ -130,8 +130,20 @@ class _Loop(urwid.MainLoop):
         if not deck.attached or not deck.dirty:
             return
         deck.dirty = False
+        size = self.screen.get_cols_rows()
+        plain = self.widget is deck.view and self.screen_size == size
+        if plain:
+            # No dialog over the panes: only the rows that changed are written.
+            frame = deck.render_base(*size, True)
+            if self.screen.paint(*frame, size):
+                deck.drawn()
+                return
+            deck.view.prepared = frame
         deck.view._invalidate()
         super().draw_screen()
+        drawn = deck.view.last if self.widget is deck.view else None
+        self.screen.drawn_whole(drawn[0] if drawn else None, drawn[1] if drawn else None,
+                                self.screen_size or size)
         deck.drawn()
 
 
@@ -144,10 +156,17 @@ class DeckView(urwid.Widget):
     def __init__(self, deck: Deck) -> None:
         super().__init__()
         self.deck = deck
+        self.prepared: tuple | None = None  # a frame render_base just made for this size
+        self.last: tuple | None = None  # the frame rendered last
 
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         cols, rows = size
-        lines, cursor = self.deck.render_base(cols, rows, focus)
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None and len(prepared[0]) == rows and focus:
+            lines, cursor = prepared
+        else:
+            lines, cursor = self.deck.render_base(cols, rows, focus)
+        self.last = (lines, cursor)
         return urwid.TextCanvas([line[0] for line in lines], [line[1] for line in lines],
                                 cursor=cursor, maxcol=cols, check_width=False)
 
@@ -195,6 +214,9 @@ class Deck:
         self._changed: set[str] = set()  # shown panes with output not drawn yet
         self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
         self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
+        self._bar_line = text_line(1, [("│", "bar")])
+        self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
+        self._side_memo: tuple | None = None  # (what the cards showed, their rows)
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn
         self._user_active_until = 0.0
@@ -611,20 +633,26 @@ class Deck:
                 grid[rect.y + 1 + dy].append((rect.x, line))
             if focused and pane_cursor is not None and self.mode == "normal":
                 cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
-        bar_line = text_line(1, [("│", "bar")])
+        bar_line = self._bar_line
         for bar in geometry.bars:
             for y in range(bar.y, bar.bottom):
                 grid[y].append((bar.x, bar_line))
         out: list[Line] = []
-        side_lines = sidebar.render(
-            [self.state.roles[n] for n in layout.roster if n in self.state.roles], side,
-            body_h, focus=layout.focus, shown=set(layout.shown()),
-            tasks=self._current_tasks(), spans=self._card_spans) if side else []
+        side_lines = self._sidebar(side, body_h) if side else []
+        memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
         for y in range(body_h):
-            row = _join(sorted(grid[y], key=lambda seg: seg[0]), body_w)
+            key = (sorted(grid[y], key=lambda seg: seg[0]), side_lines[y] if side else None,
+                   body_w)
+            held = memo[y]
+            if held is not None and held[0] == key:  # the same pieces: joined already
+                out.append(held[1])
+                continue
+            row = _join(key[0], body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
+            memo[y] = (key, row)
             out.append(row)
+        self._rows_memo = memo
         if rows:
             out.append(self._status_line(cols))
         return out, cursor
@@ -644,6 +672,22 @@ class Deck:
             self._watch(role, terminal)
             terminal.take_dirty()
         return pane.content(terminal, width, height, focused=focused, colors=colors)
+
+    def _sidebar(self, width: int, height: int) -> list[Line]:
+        """The cards, built again only when something they show changed."""
+        layout = self.state.layout
+        infos = [self.state.roles[n] for n in layout.roster if n in self.state.roles]
+        tasks = self._current_tasks()
+        # Copies: RoleInfo objects change in place.
+        key = (width, height, layout.focus, tuple(layout.shown()),
+               [(dict(vars(info)), repr(info.extra), repr(info.usage)) for info in infos],
+               repr(sorted(tasks.items())))
+        if self._side_memo is not None and self._side_memo[0] == key:
+            return self._side_memo[1]
+        lines = sidebar.render(infos, width, height, focus=layout.focus,
+                               shown=set(layout.shown()), tasks=tasks, spans=self._card_spans)
+        self._side_memo = (key, lines)
+        return lines
 
     def _title(self, role: str, width: int, focused: bool, number: int) -> Line:
         info = self.state.roles.get(role) or RoleInfo(role)

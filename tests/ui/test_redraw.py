@@ -172,7 +172,8 @@ def test_one_changed_row_sends_the_client_about_one_row(tmp_path):
         wait_until(lambda: sent.has(b"hello there"), 10, message="the row drawn")
         _settled(deck)
         sent.has(b"")
-        assert len(sent.data) < 200, sent.data  # a full frame is over 5000 bytes
+        # The row, not the screen: a full frame is over 5000 bytes.
+        assert len(sent.data) < 120 + 100, sent.data
     finally:
         deck.stop()
         deck.screen.close()
@@ -212,6 +213,45 @@ def test_an_echo_is_drawn_at_once_while_a_neighbour_floods(tmp_path):
         assert b"flood that must wait" not in sent.data
         wait_until(lambda: sent.has(b"flood that must wait"), 10,
                    message="the flood drawn later")
+    finally:
+        deck.stop()
+        deck.screen.close()
+
+
+def test_the_clients_screen_is_what_the_deck_painted(tmp_path):
+    """Frames written row by row (and whole ones around a dialog) leave the
+    client's terminal showing exactly the deck's last frame."""
+    deck, port = _running_deck(tmp_path)
+    client = Terminal(120, 40, scrollback=0)
+    deck.client_attached(deck.client)  # a fresh client: a whole frame first
+
+    def shows_last_frame() -> bool:
+        client.feed(_drain(deck))
+        painted = deck.screen._painted
+        if painted is None:
+            return False
+        want = [raw.decode("utf-8").rstrip() for raw, _ in painted]
+        cursor = deck.screen._painted_cursor
+        return client.display() == want and (cursor is None or client.cursor == cursor)
+
+    def shows(text: str) -> bool:
+        return shows_last_frame() and text in client.text()
+
+    try:
+        wait_until(lambda: shows("C-b ? help"), 10, message="the first frame on the client")
+        port.terminals["coder"].feed(b"\x1b[31mred\x1b[0m and plain\r\n" * 30)
+        port.terminals["orchestrator"].feed(b"\x1b[2J\x1b[Hcleared \xe4\xb8\xad\xe6\x96\x87 wide")
+        wait_until(lambda: shows("cleared 中文 wide") and client.text().count("red and plain")
+                   > 5, 10, message="the changed rows on the client")
+        deck.feed_input(b"\x02l")  # focus moves: titles and cursor change
+        wait_until(lambda: shows("▸ coder"), 10, message="the new focus on the client")
+        deck.feed_input(b"\x02?")  # the help dialog: a whole urwid frame ...
+        wait_until(lambda: deck.overlay_kind == "help", 10)
+        deck.feed_input(b"\x1b")
+        wait_until(lambda: deck.overlay is None, 10)
+        port.terminals["coder"].feed(b"\x1b[2;1Hafter the dialog")  # ... then row by row again
+        wait_until(lambda: shows("after the dialog"), 10, message="the frame after the dialog")
+        assert deck.screen.rows_written > 0
     finally:
         deck.stop()
         deck.screen.close()
