@@ -117,8 +117,10 @@ class VTParser:
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    if blocks and _line_start(data, match.start()):
-                        end = self._try_block(data, match.start())
+                    # A block can only start where a line does.
+                    start = match.start()
+                    if blocks and (start == 0 or data[start - 1] == "\n"):
+                        end = self._try_block(data, start)
                         if end is not None:
                             return data, end
                     draw(match.group(1))
@@ -127,8 +129,9 @@ class VTParser:
                     if control is not None:
                         control()
                 elif kind == _CSI:
-                    if blocks and match.group(5) == "m" and _line_start(data, match.start()):
-                        end = self._try_block(data, match.start())
+                    start = match.start()
+                    if blocks and (start == 0 or data[start - 1] == "\n") and match.group(5) == "m":
+                        end = self._try_block(data, start)
                         if end is not None:
                             return data, end
                     action = actions.get(match.group())
@@ -164,14 +167,21 @@ class VTParser:
         return None
 
     def _try_block(self, data: str, start: int) -> int | None:
+        """Take the run of log lines at ``start`` (a line's start) as one block.
+
+        A failed attempt marks the run it looked at (``_no_block_before``), so
+        the lines of a short run do not pay for an attempt each."""
         if start < self._no_block_before or not self.screen.block_ready():
             return None
         block = _PLAIN_BLOCK.match(data, start)
-        if block.group().count("\n") < BLOCK_MIN_LINES:
-            # Do not rescan this run for every piece of it.
+        text = block.group()
+        if text.count("\n") < BLOCK_MIN_LINES or ("\x1b" in text and not text.isascii()):
+            # Too short, or coloured lines the block could only take cell by
+            # cell anyway (its gain is ASCII kept as text).  Do not rescan
+            # this run for every piece of it.
             self._no_block_before = block.end()
             return None
-        self.screen.take_block(block.group())
+        self.screen.take_block(text)
         return block.end()
 
     def _hold(self, data: str, start: int) -> None:
@@ -347,14 +357,6 @@ class VTParser:
                 self.screen.icon_name = name
         elif code in COLOUR_REPLIES and arg == "?":
             self.respond(f"\x1b]{code};{COLOUR_REPLIES[code]}{end}")
-
-
-def _line_start(data: str, start: int) -> bool:
-    """Whether ``start`` begins a line, the only place a block can start.
-
-    A failed attempt marks the run it looked at (``_no_block_before``), so
-    the lines of a short run do not pay for an attempt each."""
-    return start == 0 or data[start - 1] == "\n"
 
 
 def _nothing(*_args: object) -> None:

@@ -472,7 +472,8 @@ class VTScreen(pyte.Screen):
 
     def sgr(self, raw: str) -> None:
         """``CSI raw m``."""
-        self.cursor.attrs = self.sgr_of(self.cursor.attrs, raw)
+        attrs = self._sgr_cache.get((self.cursor.attrs, raw))
+        self.cursor.attrs = attrs or self.sgr_of(self.cursor.attrs, raw)
 
     def sgr_of(self, attrs: Char, raw: str) -> Char:
         """``attrs`` after ``CSI raw m``; cached because agents repeat a few styles."""
