@@ -34,15 +34,13 @@ test-fast: venv
 lint: venv
 	$(BIN)/ruff check .
 
-# The deck with a scripted five-role team (examples/demo.toml), in a scratch
-# repository under .cache/demo; `make demo-clean` starts it over.
+# The deck with a scripted five-role team (`choragos demo`, the team in
+# choragos/demo/), in a scratch repository under .cache/demo; a second
+# `make demo` attaches to it; `make demo-clean` starts it over.
 DEMO_DIR := .cache/demo
 
 demo: venv
-	PYTHONPATH=$(CURDIR)/examples $(BIN)/python -m demo_agents workspace $(DEMO_DIR)
-	cd $(DEMO_DIR) && export PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=$(CURDIR)/examples && \
-		if choragos ping >/dev/null 2>&1; then choragos attach; \
-		else choragos serve --config $(CURDIR)/examples/demo.toml; fi
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/choragos demo --dir $(DEMO_DIR)
 
 demo-clean:
 	-cd $(DEMO_DIR) 2>/dev/null && $(CURDIR)/$(BIN)/choragos kill
@@ -64,6 +62,7 @@ bench: venv
 	$(BIN)/python bench/big_crew.py
 	$(BIN)/python bench/flood_delay.py --runs 5
 	$(BIN)/python bench/board_growth.py --tasks 300 --levels 2 --window 5 --repeats 1
+	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

@@ -7,6 +7,7 @@ the delegation: the task goes out unprotected and the event log says why.
 
 from __future__ import annotations
 
+import time
 from functools import singledispatchmethod
 from typing import Any
 
@@ -32,12 +33,14 @@ class CheckpointerActor(Actor):
 
     @handle.register
     def _snapshot(self, msg: m.Snapshot) -> None:
+        began = time.monotonic()
         try:
             checkpoint = self.store.snapshot(msg.task_id, msg.role, msg.label)
         except (CheckpointError, OSError) as exc:
             self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
             return
-        self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref))
+        self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
+                                        seconds=round(time.monotonic() - began, 4)))
 
     @handle.register
     def _prune(self, msg: m.Prune) -> list[str]:

@@ -320,7 +320,7 @@ class CoreActor(Guardrails, Actor):
         if msg.ref:
             task = self.s.board.annotate(task.id, checkpoint=msg.ref)
             self._publish(("task", task))
-            self._event("checkpoint", task=task.id, ref=msg.ref)
+            self._event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
         else:
             # K4: a failed snapshot is logged and never blocks the delegation.
             self._event("checkpoint failed", task=task.id, error=msg.error)

@@ -80,6 +80,7 @@ class Health:
 class ProberState:
     url: str
     health: Health = field(default_factory=Health)
+    totals: Totals = field(default_factory=dict)  # the last good scrape (seeds a restarted gateway)
 
 
 def fetch_metrics(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:
@@ -112,6 +113,7 @@ class GatewayProber(Actor):
             self._mark(False, _reason(exc))
             return
         self._mark(True, "metrics answered")
+        self.s.totals = totals
         self.core.tell(TokenTotals(totals))
 
     @handle.register

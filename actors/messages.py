@@ -207,6 +207,7 @@ class CheckpointDone:
     task_id: str
     ref: str | None = None
     error: str | None = None
+    seconds: float | None = None  # how long the snapshot took
 
 
 @dataclass(frozen=True)

@@ -464,7 +464,7 @@ class RoleActor(Actor):
         if msg.gen != s.gen:
             return
         s.exit = msg.status
-        s.transcript.flush_screen(s.terminal.display())
+        s.transcript.flush_screen(s.terminal.whole_display())
         if s.child is not None:
             s.child.close()
         self._set_status(RoleStatus.EXITED, msg.status.describe())
@@ -535,7 +535,7 @@ class RoleActor(Actor):
                 reader.join(timeout=1.0)
         if s.status not in (RoleStatus.EXITED, RoleStatus.FAILED):
             s.exit = status
-            s.transcript.flush_screen(s.terminal.display())
+            s.transcript.flush_screen(s.terminal.whole_display())
             self._set_status(RoleStatus.EXITED, status.describe() if status else "stopped")
         if s.typing is not None:  # the core holds the injection in flight until told
             self._finish(False, f"{s.spec.name} was stopped mid-injection")

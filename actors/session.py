@@ -1,7 +1,8 @@
 """Wires a session together: start in dependency order, stop in reverse.
 
 Order: event log → timers → supervisor → session core → checkpointer →
-gateway prober → roles → listener.  Stopping runs the other way round, in a ``finally``, so
+built-in gateway (when configured; up before any role) → gateway prober →
+roles → listener.  Stopping runs the other way round, in a ``finally``, so
 the socket disappears first (no new work), then every role's process group
 is terminated in parallel, then the actors and the timer thread stop.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import json
 import logging
 import os
 import signal
@@ -24,6 +26,7 @@ from actors.checkpointer import CheckpointerActor
 from actors.clocks import ClockActor, ClockState
 from actors.core import CoreActor, CoreState, Seat
 from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from actors.guardrails import budget_summary
 from actors.handle import Handle
 from actors.listener import ListenerActor, make_server
@@ -36,10 +39,12 @@ from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
-from choragos.gateway import GatewayMode, decide
+from choragos.gateway import GatewayMode, decide_session
+from choragos.gatewaycounts import session_path
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
+from choragos.routing import routed, routing
 
 log = logging.getLogger("choragos.session")
 
@@ -71,11 +76,17 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        self.prober_handle: Handle | None = None
+        self.metrics = None  # the session's own /metrics, when [metrics] listen is set
 
     # -- start ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Bind the socket first: a second session here must fail before spawning."""
+        """Bind the socket first: a second session here must fail before it
+        spawns anything or writes one line into the running session's log."""
+        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
+                                  self.events.write, self.caller_of)
+        self.server.start()
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
@@ -83,9 +94,7 @@ class Session:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
         self._note_budgets()
-        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write, self.caller_of)
-        self.server.start()
+        self._start_metrics()
         try:
             self._start_actors()
         except BaseException:
@@ -94,14 +103,40 @@ class Session:
 
     def _decide_gateway(self) -> None:
         """C5: decided once; a reload does not turn the gateway on or off."""
-        self.gateway = decide(self.config.sphragis)
+        self.gateway = decide_session(self.config)
         if self.gateway.on:
             self.events.write("gateway on", reason=self.gateway.reason,
                               addr=self.config.sphragis.addr, enforced=self.gateway.enforced)
             return
         self.events.write("gateway off", reason=self.gateway.reason)
         if self.config.sphragis.enabled is None:
-            log.warning("gateway off: %s", self.gateway.reason)
+            # An optional feature nobody asked for: a note, not a warning.
+            log.info("gateway off: %s", self.gateway.reason)
+
+    def _start_metrics(self) -> None:
+        """``[metrics] listen``: fail soft, the session runs without its endpoint."""
+        listen = self.config.metrics.listen
+        if not listen:
+            return
+        from choragos.sessionmetrics import SessionMetrics
+
+        metrics = SessionMetrics(self._ask_core)
+        try:
+            metrics.serve(listen)
+        except OSError as exc:
+            self.events.write("metrics off", listen=listen, reason=str(exc))
+            log.warning("metrics: cannot listen on %s: %s", listen, exc)
+            return
+        self.events.listeners.append(metrics.hear)
+        self.metrics = metrics
+        self.events.write("metrics on", listen=listen)
+
+    def _ask_core(self, request: dict) -> dict:
+        """A control command through the core's registry, as the socket sends it."""
+        if self.core is None:
+            raise pykka.Timeout("the session is still starting")
+        parsed = wire.parse_request(json.dumps(request).encode())
+        return self.core.ask(m.Dispatch(parsed), timeout=2.0)
 
     def _note_budgets(self) -> None:
         """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
@@ -133,6 +168,7 @@ class Session:
         core_state.clocks = self._start_child(
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
+        self._start_gateway_server()
         self._start_prober(core_state)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
@@ -176,11 +212,29 @@ class Session:
             return "down"  # until the first probe answers
         return "off" if self.config.sphragis.enabled is False else None
 
+    def _start_gateway_server(self) -> None:
+        """The built-in gateway, listening before any role can send it a request."""
+        if not self.config.gateway.builtin:
+            return
+        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
+        state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
+                            self.events.write, session_path(self.workdir))
+        sup, core = self.supervisor, self.core
+        handle = self._start_child("gateway-server",
+                                   lambda h: GatewayRunner.start(state, core, sup))
+        try:
+            problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
+        except Exception as exc:  # it crashed while starting, maybe for good
+            problem = state.problem or f"{type(exc).__name__}: {exc}"
+        if problem:
+            self.events.write("gateway failed", reason=problem)
+            log.warning("%s", problem)
+
     def _start_prober(self, core_state: CoreState) -> None:
         if not self.gateway.on:
             return
         sup, core, timers, state = self.supervisor, self.core, self.timers, self.prober
-        handle = self._start_child(
+        handle = self.prober_handle = self._start_child(
             "gateway", lambda h: GatewayProber.start(state, core, timers, h, sup))
         handle.tell(Probe())
         timers.after(30.0, handle, FlushTick())
@@ -193,15 +247,20 @@ class Session:
             inject["CHORAGOS_DIR"] = str(self.workdir)
         if self.gateway.on:
             # G1: route the role's model traffic through the gateway, attributed to it.
-            url = self.config.sphragis.agent_url(spec.name)
-            inject.update(dict.fromkeys(spec.base_url_env, url))
+            inject.update(routing(spec, self.config.sphragis.agent_url(spec.name))[0])
         # Last, so no env_allow or env_deny can cut a role off from choragos.
         return selfpath.prepend(role_env(spec, os.environ, inject),
                                 selfpath.bin_dir(self.workdir))
 
+    def _process_spec(self, spec: RoleSpec) -> RoleSpec:
+        """The spec the role's process starts from: with the gateway's arguments, if any."""
+        if not self.gateway.on:
+            return spec
+        return routed(spec, self.config.sphragis.agent_url(spec.name))
+
     def _start_role(self, spec: RoleSpec) -> Seat:
-        state = new_state(spec, self.workdir, self._role_env(spec), self.options.cols,
-                          self.options.rows)
+        state = new_state(self._process_spec(spec), self.workdir, self._role_env(spec),
+                          self.options.cols, self.options.rows)
         self.role_states[spec.name] = state
         sup, core, timers = self.supervisor, self.core, self.timers
         handle = self._start_child(
@@ -238,7 +297,7 @@ class Session:
         return seat
 
     def update_role(self, spec: RoleSpec) -> None:
-        self.handles[spec.name].tell(m.UpdateSpec(spec, self._role_env(spec)))
+        self.handles[spec.name].tell(m.UpdateSpec(self._process_spec(spec), self._role_env(spec)))
 
     def respawn_role(self, spec: RoleSpec) -> None:
         self.update_role(spec)
@@ -296,6 +355,8 @@ class Session:
         self.stopped.set()
         if self.server is not None:
             self.server.close()
+        if self.metrics is not None:
+            self.metrics.close()
         self._flush_tokens()
         self._stop_roles()
         if self.supervisor is not None:
@@ -330,6 +391,9 @@ class Session:
         if self.core is None or not self.gateway.on:
             return
         try:
+            if self.prober_handle is not None:
+                # One last scrape, so the final snapshot has the last requests too.
+                self.prober_handle.ask(Probe(), timeout=5)
             self.core.ask(FlushTokens(force=True), timeout=5)
         except Exception as exc:
             log.warning("writing the last token totals: %s", exc)

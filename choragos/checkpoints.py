@@ -240,7 +240,7 @@ class CheckpointStore:
                 # checkpoint of a rollback that did change something.
                 return RollbackResult(checkpoint, None, [], [], [], plan.head_then,
                                       plan.head_now)
-            saved = self._commit(scan, f"pre-rollback-{checkpoint.task_id}", "choragos",
+            saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
                                  f"before rolling back to {checkpoint.name}", time.time())
             return self._apply(plan, then, saved)
 
@@ -783,3 +783,21 @@ def _write_link(target: bytes, data: bytes) -> None:
         os.unlink(tmp)
     os.symlink(data, tmp)
     os.replace(tmp, target)
+
+
+UNDO_PREFIX = "pre-rollback-"
+REDO_PREFIX = "pre-undo-"
+
+
+def undo_name(task_id: str) -> str:
+    """The task an undo point is saved under: ``pre-rollback-T3`` before a
+    rollback to T3, ``pre-undo-T3`` before a rollback to ``pre-rollback-T3``
+    (and ``pre-rollback-T3`` again before one to ``pre-undo-T3``).  Names never
+    stack, and repeating a rollback finds the files already match."""
+    if task_id.startswith(UNDO_PREFIX):
+        return REDO_PREFIX + task_id.removeprefix(UNDO_PREFIX)
+    return UNDO_PREFIX + task_id.removeprefix(REDO_PREFIX)
+
+
+def is_undo_point(task_id: str) -> bool:
+    return task_id.startswith((UNDO_PREFIX, REDO_PREFIX))

@@ -13,9 +13,10 @@ import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
+from urllib.parse import urlsplit
 
 from choragos import configschema as cs
 from choragos.configschema import ConfigError
@@ -23,9 +24,9 @@ from choragos.envpolicy import build_env
 
 __all__ = [
     "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
-    "BudgetSettings", "CheckpointSettings", "Config", "ConfigError", "GatewaySettings", "Keys",
-    "Price",
-    "RoleSpec", "UISettings", "builtin_config", "load_config", "role_env",
+    "BudgetSettings", "BuiltinGateway", "CheckpointSettings", "Config", "ConfigError",
+    "GatewaySettings", "Keys", "Price",
+    "RoleSpec", "UISettings", "Upstreams", "builtin_config", "load_config", "role_env",
 ]
 
 CONFIG_NAME = ".choragos.toml"
@@ -64,7 +65,7 @@ class RoleSpec:
     approve: bool = False
     env_allow: tuple[str, ...] = ()
     env_deny: tuple[str, ...] = ()
-    base_url_env: tuple[str, ...] = ("ANTHROPIC_BASE_URL",)
+    base_url_env: tuple[str, ...] | None = None  # None: the agent profile's default
     input_prompts: tuple[str, ...] = ()
     chrome_markers: tuple[str, ...] = ()
     timeout: float | None = None
@@ -121,6 +122,35 @@ class GatewaySettings:
     def agent_url(self, role: str) -> str:
         """The URL a role's ``base_url_env`` variables get, so usage is attributed to it."""
         return f"{self.base_url}/agent/{role}"
+
+
+@dataclass(frozen=True)
+class Upstreams:
+    """``[gateway.upstream]``: where the built-in gateway sends each API's requests."""
+
+    anthropic: str = "https://api.anthropic.com"
+    openai: str = "https://api.openai.com"
+    gemini: str = "https://generativelanguage.googleapis.com"
+
+    def by_api(self) -> dict[str, str]:
+        return {"anthropic": self.anthropic, "openai": self.openai, "gemini": self.gemini}
+
+
+@dataclass(frozen=True)
+class BuiltinGateway:
+    """``[gateway]``: the gateway choragos runs itself (``builtin = true``)."""
+
+    builtin: bool = False
+    addr: str = ""  # "": listen on [sphragis] addr, where the session looks for it
+    timeout: float | None = 600.0  # seconds an upstream may stay silent; None: no limit
+    upstream: Upstreams = field(default_factory=Upstreams)
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: the session's own Prometheus endpoint; ``listen = ""`` is off."""
+
+    listen: str = ""
 
 
 @dataclass(frozen=True)
@@ -202,10 +232,12 @@ class Config:
     roles: tuple[RoleSpec, ...]
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sphragis: GatewaySettings = field(default_factory=GatewaySettings)
+    gateway: BuiltinGateway = field(default_factory=BuiltinGateway)
     pricing: Mapping[str, Price] = field(default_factory=dict)
     ui: UISettings = field(default_factory=UISettings)
     keys: Keys = field(default_factory=Keys)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -292,6 +324,7 @@ def _build(data: dict, target: Path, shown: str) -> Config:
     if "roles" not in data:
         report.error("roles", "no [[roles]] table; a config file must define the team")
     _warn_not_built(data, "", "", report)
+    _join_gateways(values, data, report)
     report.raise_if_errors()
     _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
@@ -510,6 +543,59 @@ _CHECKPOINTS = _settings(CheckpointSettings, {
 _SPHRAGIS = _settings(GatewaySettings, {
     "enabled": cs.boolean, "fail_closed": cs.boolean, "addr": _addr, "command": cs.word,
 })
+
+
+def upstream_url(value: object) -> str:
+    """An http(s) base URL without credentials, query or fragment."""
+    text = cs.word(value)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"{cs.show(text)} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{cs.show(text)} is not an http:// or https:// URL with a host")
+    if parts.username or parts.password:
+        raise ValueError(f"{cs.show(text)}: no credentials in the URL; agents send their own")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{cs.show(text)}: a base URL has no query or fragment")
+    return text.rstrip("/")
+
+
+parse_addr = _addr  # for `choragos gateway --addr`
+
+_UPSTREAMS = _settings(Upstreams, {api: upstream_url for api in ("anthropic", "openai",
+                                                                   "gemini")})
+_GATEWAY = _settings(BuiltinGateway, {
+    "builtin": cs.boolean, "addr": _addr, "timeout": cs.optional_duration,
+    "upstream": _UPSTREAMS,
+})
+
+
+def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
+    """A built-in gateway is the session's gateway: on, at its address, fail-closed as set."""
+    builtin = values.get("gateway")
+    if not isinstance(builtin, BuiltinGateway) or not builtin.builtin:
+        return
+    sphragis = values.get("sphragis", GatewaySettings())
+    written = data.get("sphragis") if isinstance(data.get("sphragis"), dict) else {}
+    if sphragis.enabled is False:
+        report.error("gateway.builtin", "conflicts with [sphragis] enabled = false; "
+                     "remove one of the two")
+    if builtin.addr and "addr" in written and written["addr"] != builtin.addr:
+        report.error("gateway.addr", f"{cs.show(builtin.addr)} differs from [sphragis] addr "
+                     f"{cs.show(sphragis.addr)}; the session scrapes the gateway where it "
+                     "listens, so set the address in one place")
+    addr = builtin.addr or sphragis.addr
+    host = addr.rpartition(":")[0]
+    if host not in ("localhost", "[::1]") and not host.startswith("127."):
+        report.warn("gateway.addr" if builtin.addr else "sphragis.addr",
+                    f"the built-in gateway listens on {cs.show(addr)}, beyond this machine: "
+                    "anyone who reaches it can use it as a proxy and read its /metrics")
+    values["sphragis"] = replace(sphragis, addr=addr)
+    values["gateway"] = replace(builtin, addr=addr)
+
+
 _PRICE_SCHEMA: cs.Schema = {key: cs.number() for key in (f.name for f in fields(Price))}
 _PRICE = _settings(Price, _PRICE_SCHEMA)
 
@@ -562,10 +648,12 @@ _TOP: cs.Schema = {
     "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])"),
     "checkpoints": _CHECKPOINTS,
     "sphragis": _SPHRAGIS,
+    "gateway": _GATEWAY,
     "pricing": cs.Nested(_read_pricing),
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
     "budget": _BUDGET,
+    "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
 }
 
 

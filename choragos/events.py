@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,6 +49,8 @@ class EventLog:
         self.error: OSError | None = None
         self._closed = False
         self._lock = threading.Lock()
+        # Called with each record after it is written (the session's /metrics).
+        self.listeners: list[Callable[[dict], None]] = []
         self._fd: int | None = statedir.append_fd(path)
         self._size = os.fstat(self._fd).st_size
 
@@ -68,6 +70,8 @@ class EventLog:
             self.error = None
             if self._size > self.max_bytes:
                 self._rotate()
+        for listener in self.listeners:
+            listener(record)
         return record
 
     def write(self, event: str, **fields: object) -> dict:

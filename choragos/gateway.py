@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from choragos.config import Config, GatewaySettings
+from choragos.costs import priced
 
 TOKENS_METRIC = "sphragis_tokens_total"
 DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
@@ -51,6 +52,13 @@ def decide(settings: GatewaySettings, on_path: Callable[[str], bool] | None = No
         return _mode(settings, True, f"something listens on {settings.addr}")
     return _mode(settings, False, f"{settings.command} is not on PATH and nothing "
                                   f"listens on {settings.addr}")
+
+
+def decide_session(config: Config) -> GatewayMode:
+    """The session's decision: a built-in gateway is on, fail-closed as [sphragis] says."""
+    if config.gateway.builtin:
+        return _mode(config.sphragis, True, "[gateway] builtin = true")
+    return decide(config.sphragis)
 
 
 def _mode(settings: GatewaySettings, on: bool, reason: str) -> GatewayMode:
@@ -99,12 +107,4 @@ def role_tokens(models: dict[str, dict[str, int]]) -> dict[str, int]:
 
 def role_cost(config: Config, models: dict[str, dict[str, int]]) -> float | None:
     """USD for one role's tokens; None without telemetry or when a model has no price (C6)."""
-    if not models:
-        return None
-    total = 0.0
-    for model, counts in models.items():
-        price = config.price_for(model)
-        if price is None:
-            return None
-        total += sum(counts.get(d, 0) * getattr(price, d) for d in DIRECTIONS) / 1e6
-    return total
+    return priced(models, config.price_for)

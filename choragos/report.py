@@ -37,6 +37,7 @@ class RoleStats:
     first: float | None = None
     last: float | None = None
     tokens: dict[str, int] | None = None
+    models: dict[str, dict[str, int]] = field(default_factory=dict)  # tokens per model
     budget: dict | None = None  # {"usd", "tokens"} from the last "budgets" record
     over_budget: bool = False
 
@@ -61,6 +62,8 @@ class RoleStats:
                 self.touch(t)
         if other.tokens is not None:
             self.tokens = _add_tokens(self.tokens or {}, other.tokens)
+        for model, counts in other.models.items():
+            self.models[model] = _add_tokens(self.models.get(model, {}), counts)
         self.budget = other.budget or self.budget
         self.over_budget = self.over_budget or other.over_budget
 
@@ -198,9 +201,10 @@ class _RunSummary:
 
     def _settle_tokens(self) -> None:
         # Counters are per model; a role's column adds up all its models.
-        for (role, _), counter in self.tokens.items():
+        for (role, model), counter in self.tokens.items():
             stats = self._role(role)
             stats.tokens = _add_tokens(stats.tokens or {}, counter.total())
+            stats.models[model] = _add_tokens(stats.models.get(model, {}), counter.total())
 
     def never_reported(self) -> list[str]:
         return [tid for tid, task in self.tasks.items()

@@ -9,6 +9,7 @@ use a key listed in ``choragos.config.NOT_BUILT``.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,7 +223,18 @@ def _header(template: str, detected: Detected | None) -> str:
             f"# {TEMPLATES[template][0]}.\n{found}"
             "# Each [[roles]] table is one seat: a program choragos runs in its own\n"
             "# pane. prompt_template is the role's standing brief. Every key is\n"
-            "# described in docs/configuration.md; `choragos doctor` checks this file.")
+            f"# described in {docs_path('configuration.md')};\n"
+            "# `choragos doctor` checks this file.")
+
+
+def docs_path(name: str) -> str:
+    """Where a reader finds ``docs/<name>``: installed with the wheel (under
+    ``<prefix>/share/doc/choragos``), in a source checkout, or in the sources."""
+    for candidate in (Path(sys.prefix) / "share" / "doc" / "choragos" / name,
+                      Path(__file__).resolve().parents[1] / "docs" / name):
+        if candidate.is_file():
+            return str(candidate)
+    return f"docs/{name} of the choragos sources"
 
 
 def render(template: str, detected: Detected | None = None) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyte import charsets
 
-from choragos.vtcells import Row, Run, row_runs, row_text
+from choragos.vtcells import Row, Run, row_runs, row_text, whole_text
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
 
@@ -147,7 +147,7 @@ class Terminal:
         """Start afresh for a new process: the old main screen joins the history."""
         with self._lock:
             cols = self._screen.columns
-            kept = [row_text(row, cols) for row in self._screen.main_rows()]
+            kept = [whole_text(row, cols) for row in self._screen.main_rows()]
             while kept and not kept[-1]:
                 kept.pop()
             self._history.extend(kept)
@@ -173,6 +173,12 @@ class Terminal:
         """The visible lines, trailing blanks removed."""
         with self._lock:
             return [self._text(y) for y in range(self._screen.lines)]
+
+    def whole_display(self) -> list[str]:
+        """The visible lines with the text a narrowed pane hides (for transcripts)."""
+        with self._lock:
+            cols = self._screen.columns
+            return [whole_text(self._screen.row(y), cols) for y in range(self._screen.lines)]
 
     def text(self) -> str:
         """The visible screen as one string."""
@@ -342,11 +348,13 @@ class Terminal:
         self.dirty = True
 
     def _scrolled(self, row: Row) -> None:
-        self._keep([row_text(row, self._screen.columns)])
+        self._keep([whole_text(row, self._screen.columns)])
 
     def _scrolled_rows(self, rows: list[Row]) -> None:
+        # Whole rows, with what a narrowing of the pane cut off: the history and
+        # the transcript hold lines as the program wrote them, whatever the tile.
         cols = self._screen.columns
-        self._keep([row_text(row, cols) for row in rows])
+        self._keep([whole_text(row, cols) for row in rows])
 
     def _keep(self, lines: list[str]) -> None:
         self._history.extend(lines)

@@ -1,7 +1,9 @@
 """Per-role transcripts: ``.choragos/logs/<role>.log``.
 
 Lines are appended as they scroll off the emulated screen; the live screen
-is flushed when the pane closes.  Each spawn starts with a header line.  A
+is flushed when the pane closes.  A line keeps the text a narrowing of the
+pane cut off (the emulator keeps it as the row's tail), so what lands here does
+not depend on the tile size the line was shown in.  Each spawn starts with a header line.  A
 ``--- transcript gap ---`` line (the terminal's GAP_MARKER, passed through
 with the scrolled lines) marks text that was cleared from the screen before
 it could scroll off, and so is missing here.

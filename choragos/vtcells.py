@@ -34,6 +34,7 @@ class TextRow(NamedTuple):
     """
 
     text: str
+    tail: str = ""  # what a narrowing cut off the right (see ``whole_text``)
     styles: tuple[tuple[int, Char], ...] = ()
 
 
@@ -197,6 +198,8 @@ def materialise(row: TextRow) -> Line:
     else:
         line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text),
                         strict=True))
+    if row.tail:
+        line.tail, line.tail_at = row.tail, len(row.text)
     return line
 
 
@@ -220,11 +223,25 @@ def row_text(row: Row, cols: int) -> str:
     if row is None:
         return ""
     if row.__class__ is TextRow:
-        return row.text.rstrip()
+        return row.text[:cols].rstrip()
     if not row:
         return ""
     width = min(max(row) + 1, cols)
     return "".join(map(_data, map(row.get, range(width), repeat(BLANK)))).rstrip()
+
+
+def whole_text(row: Row, cols: int) -> str:
+    """The text of a row as the program wrote it: the visible cells plus the
+    ``tail`` a narrowing of the screen cut off (see ``VTScreen.resize``).
+    What the history and the transcript keep."""
+    text = row_text(row, cols)
+    tail = getattr(row, "tail", "") if row is not None else ""
+    if not tail:
+        return text
+    at = len(row.text) if row.__class__ is TextRow else row.tail_at
+    if len(text) > at:
+        return text  # written past the cut since the pane widened again: that text wins
+    return (text.ljust(at) + tail).rstrip()
 
 
 def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
@@ -234,7 +251,7 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
     if row.__class__ is TextRow:
         if row.styles:
             return row_runs(materialise(row), cols)
-        text = row.text.rstrip()
+        text = row.text[:cols].rstrip()
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
     while cells and cells[-1] == BLANK:

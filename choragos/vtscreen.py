@@ -457,6 +457,8 @@ class VTScreen(pyte.Screen):
             self.buffer[y] = None
             return
         line = self.buffer[y]
+        if end == self.columns:
+            _drop_hidden(line)
         if self._wide_seen:
             self._split_wide(line, start, end)
         if not plain:
@@ -548,8 +550,14 @@ class VTScreen(pyte.Screen):
         for rows in (self.buffer, self._other):
             del rows[lines:]  # only the hidden alternate screen is still too long here
             rows.extend([None] * (lines - len(rows)))
-            if columns < self.columns:
-                _truncate(rows, columns)
+        if columns < self.columns:
+            # A main-screen row keeps what the narrowing cuts off as its tail, for
+            # the transcript: a line printed in a wide pane must reach it whole.
+            # The alternate screen never reaches the transcript.
+            main, alternate = (self._other, self.buffer) if self.alternate else (self.buffer,
+                                                                                 self._other)
+            _truncate(main, columns, keep=True)
+            _truncate(alternate, columns, keep=False)
         self.tabstops = {s for s in self.tabstops if s < columns}
         self.tabstops.update(range((self.columns + 7) // 8 * 8, columns, 8))
         self.lines, self.columns = lines, columns
@@ -736,16 +744,41 @@ def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
     return rows, 0 if cr else len(text) - (len(rows) - 1) * cols
 
 
-def _truncate(rows: _Rows, columns: int) -> None:
+def _drop_hidden(line: Line) -> None:
+    """Erasing to the end of a row erases what a narrowing cut off, too."""
+    if getattr(line, "tail", ""):
+        line.tail = ""
+
+
+def _truncate(rows: _Rows, columns: int, keep: bool) -> None:
+    """Cut every row to ``columns``; with ``keep``, the cut text joins the row's tail."""
     for y, row in enumerate(list(rows)):
         if row is None:
             continue
         if row.__class__ is TextRow:
-            rows[y] = row._replace(text=row.text[:columns],
-                                   styles=tuple(s for s in row.styles if s[0] < columns))
-        else:
-            for x in [x for x in row if x >= columns]:
-                del row[x]
+            if len(row.text) > columns:
+                rows[y] = row._replace(
+                    text=row.text[:columns],
+                    tail=row.text[columns:] + row.tail if keep else "",
+                    styles=tuple(s for s in row.styles if s[0] < columns))
+            continue
+        beyond = [x for x in row if x >= columns]
+        if keep:
+            _cut(row, columns, beyond)
+        for x in beyond:
+            del row[x]
+
+
+def _cut(row: Line, columns: int, beyond: list[int]) -> None:
+    """Move the text from ``columns`` on into the row's tail (``tail_at`` is
+    the column the tail starts at), ahead of a tail an earlier cut left."""
+    old, old_at = getattr(row, "tail", ""), getattr(row, "tail_at", 0)
+    end = old_at if old else max(beyond, default=columns - 1) + 1
+    if end <= columns:
+        return
+    cut = "".join(row.get(x, BLANK).data for x in range(columns, end))
+    tail = cut + old
+    row.tail, row.tail_at = (tail, columns) if tail.strip() else ("", 0)
 
 
 _KNOWN_PRIVATE = frozenset({1, 5, 9, 12, 66, 1000, 1002, 1003, 1004, 1005, 1006, 1015, 2004})

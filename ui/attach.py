@@ -136,6 +136,9 @@ class Client:
         hello = {"pid": os.getpid(), "cols": cols, "rows": rows,
                  "term": os.environ.get("TERM", ""), "colorterm": os.environ.get("COLORTERM", ""),
                  "editor": os.environ.get("VISUAL") or os.environ.get("EDITOR") or "",
+                 # https://no-color.org: set and not empty means no colour
+                 "no_color": bool(os.environ.get("NO_COLOR")),
+                 "tmux": bool(os.environ.get("TMUX")),
                  "force": self.force, "role": own_role(self.path)}
         self.sock.sendall(f.encode_json(f.HELLO, hello))
         while True:

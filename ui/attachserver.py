@@ -167,8 +167,10 @@ class AttachServer:
         info = ClientInfo(pid=int(hello.get("pid") or pid), cols=size[0], rows=size[1],
                           term=str(hello.get("term") or "xterm-256color")[:64],
                           colors=colors_for(str(hello.get("term", "")),
-                                            str(hello.get("colorterm", ""))),
-                          editor=str(hello.get("editor") or "")[:512])
+                                            str(hello.get("colorterm", "")),
+                                            hello.get("no_color") is True),
+                          editor=str(hello.get("editor") or "")[:512],
+                          in_tmux=hello.get("tmux") is True)
         conn.settimeout(None)
         conn.setblocking(False)
         return _Client(conn, info.pid, info)

@@ -59,6 +59,9 @@ log = logging.getLogger("choragos.deck")
 FRAME = 0.03            # new output of shown panes is drawn at most this often ...
 BUSY_FRAME = 0.1        # ... and of panes not typed into while the user types (keys first)
 FAST_WINDOW = 0.25      # a pane typed into is drawn at once for this long (echo latency)
+OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
+TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
+             'prefix = "ctrl+a"')
 ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
 MESSAGE_TIME = 6.0
 AUTO_FOCUS_PAUSE = 20.0  # after the user touched a pane, auto-focus waits this long
@@ -85,6 +88,7 @@ class ClientInfo:
     term: str = "xterm-256color"
     colors: int = 256
     editor: str = ""
+    in_tmux: bool = False  # the client's terminal is a tmux pane
 
 
 @dataclass
@@ -214,6 +218,8 @@ class Deck:
         self._changed: set[str] = set()  # shown panes with output not drawn yet
         self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
         self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
+        self._overlay_alarm: Any = None  # the open dialog's clock
+        self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])
         self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
@@ -379,13 +385,25 @@ class Deck:
         self._changed.clear()
         self.relayout()
         self._maybe_show_gate()
+        self._schedule_overlay_refresh()
+        self._tmux_prefix_hint(info)
+
+    def _tmux_prefix_hint(self, info: ClientInfo) -> None:
+        """Once a session: inside tmux, our default prefix is tmux's own (and a
+        Claude Code key), so say how to reach us and how to change it."""
+        if (not info.in_tmux or self._told_tmux
+                or k.display_name(self.keymap.prefix_spelling) != "C-b"):
+            return
+        self._told_tmux = True
+        self.say(TMUX_HINT, seconds=2 * MESSAGE_TIME)
 
     def _detach(self) -> None:
         self.attached = False
         self.mode = "normal"
-        if self._frame_alarm is not None and self.loop is not None:
-            self.loop.remove_alarm(self._frame_alarm)
-        self._frame_alarm = None
+        for alarm in (self._frame_alarm, self._overlay_alarm):
+            if alarm is not None and self.loop is not None:
+                self.loop.remove_alarm(alarm)
+        self._frame_alarm = self._overlay_alarm = None
 
     def detach(self, reason: str = "detached") -> None:
         self._detach()
@@ -434,6 +452,43 @@ class Deck:
         self._frame_due = False
         self._typed = {r: until for r, until in self._typed.items() if until > self._last_frame}
 
+    def _schedule_overlay_refresh(self) -> None:
+        """While a dialog with clocks is open (and drawn), tick it once a second;
+        with no such dialog nothing ticks."""
+        if self._overlay_alarm is not None or self.loop is None:
+            return
+        if not self.attached or self.overlay_kind not in ("gate", "board"):
+            return
+        self._overlay_alarm = self.loop.set_alarm_in(OVERLAY_REFRESH, self._overlay_tick)
+
+    def _overlay_tick(self, _loop: Any = None, _data: Any = None) -> None:
+        self.wakeups += 1
+        self._overlay_alarm = None
+        if self.attached and self._refresh_overlay():
+            self.dirty = True
+        self._schedule_overlay_refresh()
+
+    def _refresh_overlay(self) -> bool:
+        """Keep an open dialog's clocks running: the gate's waiting time, the board's ages."""
+        if self.overlay_kind == "gate":
+            self.overlay.refresh()
+            return True
+        if self.overlay_kind == "board":
+            self._update_board()
+            return True
+        return False
+
+    def _update_board(self) -> None:
+        """Show the board's news in the open board, or rebuild it when it must."""
+        if self.overlay_kind != "board":
+            return
+        if not self.overlay.update(self._sorted_tasks()):
+            chosen = self.overlay.current()
+            if chosen is not None:
+                self._board_selected = chosen["id"]
+            self._show_board()
+        self.dirty = True
+
     # -- news from the core ------------------------------------------------------------
 
     def _news(self, item: Any) -> None:
@@ -479,6 +534,7 @@ class Deck:
 
     def _task(self, task: dict) -> None:
         self.state.tasks[task["id"]] = task
+        self._update_board()
         if task.get("state") != "gated" and task["id"] in self.state.gates:
             self.state.gates.pop(task["id"], None)
             self.state.dismissed.discard(task["id"])
@@ -491,6 +547,7 @@ class Deck:
     def _gate_arrived(self, task: dict) -> None:
         self.state.tasks[task["id"]] = task
         self.state.gates[task["id"]] = task
+        self._update_board()
         self._maybe_show_gate()
 
     def _event(self, record: dict) -> None:
@@ -572,15 +629,16 @@ class Deck:
         if then is not None:
             then(ack)
 
-    def say(self, text: str, style: str = "status message") -> None:
-        message = self.message = (inert(text), style, time.monotonic() + MESSAGE_TIME)
+    def say(self, text: str, style: str = "status message",
+            seconds: float = MESSAGE_TIME) -> None:
+        message = self.message = (inert(text), style, time.monotonic() + seconds)
         self.dirty = True
         if self.loop is not None:
             def expire() -> None:
                 if self.message is message:
                     self.message = None
             with contextlib.suppress(Exception):  # a loop that is gone: drawn away later
-                self._later(MESSAGE_TIME, expire)
+                self._later(seconds, expire)
 
     # -- geometry --------------------------------------------------------------------
 
@@ -968,6 +1026,7 @@ class Deck:
         self.overlay, self.overlay_kind = widget, kind
         self.loop.widget = urwid.Overlay(widget, self.view, "center", width, "middle", height,
                                          min_width=40, min_height=8)
+        self._schedule_overlay_refresh()
 
     def _close_overlay(self) -> None:
         self.overlay, self.overlay_kind = None, ""
@@ -1189,10 +1248,13 @@ class Deck:
         self._show_board()
         self.command({"cmd": "board"}, opened)
 
+    def _sorted_tasks(self) -> list[dict]:
+        return sorted(self.state.tasks.values(), key=lambda t: int(t["id"][1:])
+                      if t["id"][1:].isdigit() else 0)
+
     def _show_board(self) -> None:
-        tasks = sorted(self.state.tasks.values(), key=lambda t: int(t["id"][1:])
-                       if t["id"][1:].isdigit() else 0)
-        self._open_overlay(BoardOverlay(tasks, self._board_action, self._board_selected),
+        self._open_overlay(BoardOverlay(self._sorted_tasks(), self._board_action,
+                                        self._board_selected),
                            "board", ("relative", 90), ("relative", 80))
 
     def _board_action(self, action: str, task: dict | None) -> None:
@@ -1200,6 +1262,9 @@ class Deck:
             self._board_selected = task["id"]
         if action == "close":
             self._close_overlay()
+            return
+        if action == "page":
+            self._write_page()
             return
         if task is None:
             return
@@ -1220,6 +1285,25 @@ class Deck:
             self._decide(task["id"], action == "approve")
         elif action == "rollback":
             self._plan_rollback(task)
+
+    def _write_page(self) -> None:
+        """``choragos report --html`` for this session, into .choragos/report.html."""
+        workdir = self.port.workdir
+        config = getattr(self.port, "config", None)
+        price_for = config.price_for if config is not None else (lambda model: None)
+        target = workdir / ".choragos" / "report.html"
+
+        def work() -> None:
+            from choragos.cli.report import session_page
+            try:
+                session_page(workdir, target, price_for)
+                said = (f"wrote {target}: open it in a browser", "status message")
+            except Exception as exc:  # reported on screen, never fatal
+                said = (f"cannot write the report page: {exc}", "failed")
+            self.post("call", lambda: self.say(*said))
+
+        with contextlib.suppress(RuntimeError):  # shutting down
+            self._workers.submit(work)
 
     def act_search(self) -> None:
         found = self._focused_pane()
@@ -1411,8 +1495,11 @@ class EditorPopup:
         self.child.close()
 
 
-def colors_for(term: str, colorterm: str) -> int:
-    """The colour depth to draw with for a client terminal."""
+def colors_for(term: str, colorterm: str, no_color: bool = False) -> int:
+    """The colour depth to draw with for a client terminal; 1 (bold and
+    reverse video only) when its user set ``NO_COLOR``."""
+    if no_color:
+        return 1
     if colorterm.lower() in ("truecolor", "24bit"):
         return TRUECOLOR
     return 256

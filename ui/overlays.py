@@ -36,9 +36,9 @@ class Dialog(urwid.WidgetWrap):
     def __init__(self, title: str, body: urwid.Widget, hint: str) -> None:
         self.body = body
         frame = urwid.Frame(body, footer=urwid.AttrMap(urwid.Text(hint, wrap="clip"), "dim"))
-        box = urwid.LineBox(urwid.AttrMap(frame, "overlay"), title=f" {title} ",
-                            title_attr="overlay title")
-        super().__init__(urwid.AttrMap(box, "overlay border"))
+        self.box = urwid.LineBox(urwid.AttrMap(frame, "overlay"), title=f" {title} ",
+                                 title_attr="overlay title")
+        super().__init__(urwid.AttrMap(self.box, "overlay border"))
 
     def selectable(self) -> bool:
         return True
@@ -95,7 +95,7 @@ class HelpOverlay(_Scrolling):
                  ("overlay title", "Dialogs"),
                  "gate:  y approve   n reject   v view the task   e edit it   Esc later",
                  "board: ↑ ↓ select   Enter view   r report   e edit   u roll back   "
-                 "y / n decide a gate",
+                 "y / n decide a gate   h write the session's HTML page",
                  "", "The mouse focuses panes and scrolls them (unless [ui] mouse = false)."]
         super().__init__("Keys", rows, "↑ ↓ scroll   q / Esc close", on_close)
 
@@ -159,11 +159,11 @@ class GateOverlay(Dialog):
                  on_key: Callable[[str], None]) -> None:
         self.gate = gate
         self.on_key = on_key
-        age = duration(time.time() - gate["created"]) if gate.get("created") else "-"
+        self.place = (position, total)
+        self.heading = urwid.Text("")
+        self.refresh()
         rows: list[Any] = [
-            [("waiting bold", "Approval needed: "),
-             ("bold", f"{inert(gate['id'])} for {inert(gate['role'])}"),
-             f"   (waiting {age}; {position} of {total})"],
+            self.heading,
             "",
             [("dim", "task   "), inert(gate.get("label", ""))],
         ]
@@ -174,6 +174,15 @@ class GateOverlay(Dialog):
         super().__init__("Gate", _lines(rows),
                          "y approve   n reject (the orchestrator is told)   v view   "
                          "e edit   Esc later")
+
+    def refresh(self) -> None:
+        """Redraw the heading, so the waiting time keeps counting while it is open."""
+        gate = self.gate
+        age = duration(time.time() - gate["created"]) if gate.get("created") else "-"
+        position, total = self.place
+        self.heading.set_text([("waiting bold", "Approval needed: "),
+                               ("bold", f"{inert(gate['id'])} for {inert(gate['role'])}"),
+                               f"   (waiting {age}; {position} of {total})"])
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         if key in ("y", "n", "v", "e", "esc"):
@@ -219,6 +228,7 @@ class BoardOverlay(Dialog):
                  selected: str | None = None) -> None:
         self.on_action = on_action
         now = time.time()
+        self.count = len(tasks)
         header = "".join(name.ljust(width) for name, width in _BOARD_COLUMNS) + "TASK"
         self.walker = urwid.SimpleFocusListWalker([_TaskRow(t, now) for t in tasks])
         self.listbox = urwid.ListBox(self.walker)
@@ -235,7 +245,22 @@ class BoardOverlay(Dialog):
             self._show_detail()
         super().__init__(f"Task board ({len(tasks)})", body,
                          "Enter view   r report   e edit   u roll back   y / n gate   "
-                         "Esc close")
+                         "h HTML page   Esc close")
+
+    def update(self, tasks: list[dict]) -> bool:
+        """Show ``tasks`` in place (states, ages), keeping the selection; False
+        when the list grew from or to empty and the board must be rebuilt."""
+        if not tasks or not self.count:
+            return False
+        chosen = (self.current() or {}).get("id")
+        now = time.time()
+        self.walker[:] = [_TaskRow(t, now) for t in tasks]
+        ids = [t["id"] for t in tasks]
+        self.listbox.focus_position = ids.index(chosen) if chosen in ids else len(tasks) - 1
+        self.count = len(tasks)
+        self.box.set_title(f" Task board ({len(tasks)}) ")
+        self._show_detail()
+        return True
 
     def current(self) -> dict | None:
         if not len(self.walker):
@@ -256,7 +281,7 @@ class BoardOverlay(Dialog):
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         actions = {"enter": "view", "v": "view", "r": "report", "e": "edit", "u": "rollback",
-                   "y": "approve", "n": "reject", "esc": "close", "q": "close"}
+                   "y": "approve", "n": "reject", "h": "page", "esc": "close", "q": "close"}
         if key in actions:
             self.on_action(actions[key], self.current())
             return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from choragos.costs import cost_text
 from ui.overlays import inert
 from ui.pane import Line, blank_line, text_line
 from ui.theme import STATE_DOT, STATE_STYLE
@@ -98,11 +99,6 @@ def count_text(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.1f}M"
-
-
-def cost_text(cost: float) -> str:
-    """Dollars; sub-cent costs keep four decimals so early spending is visible."""
-    return f"${cost:.4f}" if cost < 0.01 else f"${cost:.2f}"
 
 
 def render(infos: list[RoleInfo], width: int, height: int, *, focus: str | None,

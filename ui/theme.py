@@ -70,6 +70,8 @@ def run_attr(fg: str, bg: str, bold: bool, italic: bool, underline: bool,
     flags = [flag for flag, on in (("bold", bold), ("italics", italic),
                                    ("underline", underline), ("strikethrough", strikethrough),
                                    ("standout", reverse), ("blink", blink)) if on]
+    if colors == 1:  # NO_COLOR: an agent's emphasis survives, its colours do not
+        return urwid.AttrSpec(",".join(["default", *flags]), "default", colors)
     fg_spec = ",".join([_cell_colour(fg, colors), *flags])
     try:
         return urwid.AttrSpec(fg_spec, _cell_colour(bg, colors), colors)

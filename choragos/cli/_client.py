@@ -66,10 +66,15 @@ def _columns() -> int:
     return 80
 
 
+def bare_parser(verb: str, description: str) -> argparse.ArgumentParser:
+    """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`."""
+    return _Parser(prog=f"choragos {verb}", description=description,
+                   formatter_class=_Formatter)
+
+
 def parser(verb: str, description: str) -> argparse.ArgumentParser:
     """A parser for ``choragos VERB`` with the shared ``--sock`` option."""
-    made = _Parser(prog=f"choragos {verb}", description=description,
-                   formatter_class=_Formatter)
+    made = bare_parser(verb, description)
     made.add_argument("--sock", metavar="PATH",
                       help="control socket (default: $CHORAGOS_SOCK, else this "
                            "directory's or the nearest parent's session)")
@@ -81,13 +86,28 @@ def inert(text: object) -> str:
     return str(text).translate(_INERT)
 
 
-def guard(verb: str, body: Callable[[], int]) -> int:
-    """Run a verb body, turning failures into one stderr line and a code."""
+class _Run:
+    """The one verb this process runs, and whether it answers in JSON: what
+    :func:`print_json` and a failure's envelope name."""
+
+    verb = "choragos"
+    json = False
+
+
+def guard(verb: str, body: Callable[[], int], *, json: bool = False) -> int:
+    """Run a verb body, turning failures into one stderr line and a code.
+
+    With ``json`` (the verb was given ``--json``) a failure is also printed on
+    stdout as the JSON envelope, so a script reads one document either way.
+    """
     _tolerant_streams()
+    _Run.verb, _Run.json = verb, json
     try:
         return body()
     except Failure as failure:
         print(f"choragos {verb}: {inert(failure.message)}", file=sys.stderr)
+        if json:
+            _dump(envelope({}, error=failure.message, code=failure.code))
         return failure.code
     except SystemExit as leaving:  # --help and --version exit through argparse
         return leaving.code if isinstance(leaving.code, int) else EXIT_USAGE
@@ -174,12 +194,28 @@ def say(line: str) -> int:
     return EXIT_OK
 
 
-def print_json(ack: dict[str, Any]) -> int:
+def envelope(payload: dict[str, Any], *, error: str | None = None,
+             code: int = EXIT_OK) -> dict[str, Any]:
+    """Every ``--json`` answer: ``ok`` and ``verb`` first, the verb's fields
+    beside them, and ``error`` and ``exit`` when it failed (docs/cli.md)."""
+    fields = {k: v for k, v in payload.items() if k not in ("status", "ok", "verb")}
+    if error is None:
+        return {"ok": True, "verb": _Run.verb, **fields}
+    return {"ok": False, "verb": _Run.verb, **fields, "error": error, "exit": code}
+
+
+def print_json(ack: dict[str, Any], *, error: str | None = None, code: int = EXIT_OK) -> int:
+    """Print an answer (a session's ack or a verb's own fields) in the
+    envelope; with ``error``, as a failure with exit status ``code``."""
+    _dump(envelope(ack, error=error, code=code))
+    return code
+
+
+def _dump(document: dict[str, Any]) -> None:
     import json
 
     # ensure_ascii escapes every control character, so the raw ack is safe.
-    print(json.dumps(ack, indent=2, ensure_ascii=True))
-    return EXIT_OK
+    print(json.dumps(document, indent=2, ensure_ascii=True))
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]],

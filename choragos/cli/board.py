@@ -16,7 +16,7 @@ _COLUMNS = [("id", "ID"), ("role", "ROLE"), ("state", "STATE"), ("age", "AGE"),
 
 def run(argv: list[str], verb: str = "board") -> int:
     """Entry point for ``choragos board``."""
-    return _client.guard(verb, lambda: _board(argv, verb))
+    return _client.guard(verb, lambda: _board(argv, verb), json="--json" in argv)
 
 
 def _board(argv: list[str], verb: str) -> int:

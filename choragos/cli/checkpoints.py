@@ -7,19 +7,23 @@ session running.  ``choragos rollback`` shares the helpers at the bottom.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import TypeVar
 
-from choragos.checkpoints import Checkpoint, CheckpointError, CheckpointStore, NotARepository
+from choragos.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointStore,
+    NotARepository,
+    is_undo_point,
+)
 from choragos.cli import _client
 
 # typing is needed for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn
 
 _T = TypeVar("_T")
 
@@ -29,7 +33,7 @@ _COLUMNS = [("task", "TASK"), ("age", "AGE"), ("role", "ROLE"), ("label", "LABEL
 
 def run(argv: list[str], verb: str = "checkpoints") -> int:
     """Entry point for ``choragos checkpoints [list|prune]``."""
-    return _client.guard(verb, lambda: _main(argv, verb))
+    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
 def _main(argv: list[str], verb: str) -> int:
@@ -52,13 +56,24 @@ def _list(store: CheckpointStore, *, as_json: bool) -> int:
     now = time.time()
     if as_json:
         records = [{**c.to_json(), "age": max(0.0, now - c.created)} for c in found]
-        print(json.dumps(records, indent=2, ensure_ascii=True))
-        return _client.EXIT_OK
+        return _client.print_json({"checkpoints": records})
     if not found:
         return _client.say(f"no checkpoints yet in {_client.inert(store.root)}")
-    rows = [{"task": c.task_id, "age": age(now - c.created), "role": c.role or "-",
-             "label": c.label or "-"} for c in found]
-    return _client.say(_client.table(rows, _COLUMNS, {"label": 60}))
+    rows = [_row(c, now) for c in found]
+    text = _client.table(rows, _COLUMNS, {"label": 60})
+    undo = next((c.task_id for c in found if is_undo_point(c.task_id)), None)
+    if undo is not None:
+        text += ("\n\n(undo) rows are undo points, the files a rollback replaced "
+                 "(pre-rollback-T: before a rollback to T; pre-undo-T: before undoing "
+                 f"that); `choragos rollback {_client.inert(undo)}` puts them back")
+    return _client.say(text)
+
+
+def _row(checkpoint: Checkpoint, now: float) -> dict[str, str]:
+    undo = is_undo_point(checkpoint.task_id)
+    return {"task": checkpoint.task_id, "age": age(now - checkpoint.created),
+            "role": "(undo)" if undo else checkpoint.role or "-",
+            "label": checkpoint.label or "-"}
 
 
 def _prune(store: CheckpointStore, keep: int | None) -> int:
@@ -103,15 +118,8 @@ def _keep_from_toml(path: Path) -> int:
 
 # ---- shared with ``choragos rollback`` -------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _client.Failure(_client.EXIT_USAGE, f"{message} (see `{self.prog} --help`)")
-
-
 def parser(verb: str, description: str) -> argparse.ArgumentParser:
-    return _Parser(prog=f"choragos {verb}", description=description)
+    return _client.bare_parser(verb, description)
 
 
 def open_store() -> CheckpointStore:

@@ -6,7 +6,6 @@ anything failed, so scripts can gate on it.  Nothing here changes anything.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import stat
@@ -17,7 +16,14 @@ from pathlib import Path
 
 from choragos import __version__, paths, selfpath, wire
 from choragos.cli import _client
-from choragos.config import CONFIG_NAME, Config, ConfigError, GatewaySettings, load_config
+from choragos.config import (
+    CONFIG_NAME,
+    Config,
+    ConfigError,
+    GatewaySettings,
+    RoleSpec,
+    load_config,
+)
 from choragos.gateway import decide, is_listening
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -37,21 +43,22 @@ class Check:
 
 def run(argv: list[str], verb: str = "doctor") -> int:
     """Entry point for ``choragos doctor``."""
-    return _client.guard(verb, lambda: _doctor(argv, verb))
+    return _client.guard(verb, lambda: _doctor(argv, verb), json="--json" in argv)
 
 
 def _doctor(argv: list[str], verb: str) -> int:
-    made = argparse.ArgumentParser(prog=f"choragos {verb}",
-                                   description="Check this directory's choragos setup.")
+    made = _client.bare_parser(verb, "Check this directory's choragos setup.")
     made.add_argument("--config", type=Path, help=f"config file (default ./{CONFIG_NAME})")
     made.add_argument("--json", action="store_true", help="print the checks as JSON")
     args = made.parse_args(argv)
     checks = diagnose(Path.cwd(), os.environ, args.config)
+    code = 0 if passed(checks) else 1
     if args.json:
-        _client.print_json({"ok": passed(checks), "checks": [asdict(c) for c in checks]})
-    else:
-        print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
-    return 0 if passed(checks) else 1
+        failed = sum(c.level == FAIL for c in checks)
+        return _client.print_json({"checks": [asdict(c) for c in checks]}, code=code,
+                                  error=f"{failed} check(s) failed" if failed else None)
+    print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
+    return code
 
 
 def passed(checks: list[Check]) -> bool:
@@ -63,7 +70,7 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     """Every check for ``workdir`` as seen with environment ``env``."""
     config, checks = _config(workdir, config_path)
     if config is not None:
-        checks += [_binary(role.name, role.command, env) for role in config.roles]
+        checks += [_seat(config, role, env) for role in config.roles]
     checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
                _gateway(config), _session(workdir, env)]
     return checks
@@ -86,6 +93,20 @@ def _config_ok(config: Config) -> Check:
         return Check("config", OK, f"no {CONFIG_NAME} here: the built-in team runs ({names}); "
                                    "`choragos init` writes a file to edit")
     return Check("config", OK, f"{config.source} loads: {len(config.roles)} roles ({names})")
+
+
+def _seat(config: Config, role: RoleSpec, env: Mapping[str, str]) -> Check:
+    """A role's program.  With no config file, a missing worker CLI only warns:
+    nobody chose the built-in team's mix of CLIs, the rest of the team still
+    works, and an empty directory must not look broken.  A file the user wrote
+    asked for that program, so there it fails, as does a missing orchestrator."""
+    check = _binary(role.name, role.command, env)
+    if check.level != FAIL or config.source is not None or role.start:
+        return check
+    return Check("command", WARN, f"role {role.name} of the built-in team: {role.command} is "
+                                  "not on PATH, so that seat will not start (the rest of the "
+                                  f"team works); install {role.command}, or run `choragos "
+                                  "init` for a team file to edit")
 
 
 def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:
@@ -179,6 +200,8 @@ def _term(env: Mapping[str, str]) -> Check:
 def _gateway(config: Config | None) -> Check:
     """What the session would decide (C5), and whether the gateway answers now."""
     settings = config.sphragis if config is not None else GatewaySettings()
+    if config is not None and config.gateway.builtin:
+        return Check("gateway", OK, f"gateway: built in; the session runs it on {settings.addr}")
     mode = decide(settings)
     if not mode.on:
         return Check("gateway", OK, f"gateway: off ({mode.reason})")

@@ -17,7 +17,7 @@ from choragos.cli import _client
 
 
 def run(argv: list[str], verb: str = "ls") -> int:
-    return _client.guard(verb, lambda: _main(argv, verb))
+    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
 def _main(argv: list[str], verb: str) -> int:

@@ -16,6 +16,8 @@ from choragos import __version__
 VERBS: dict[str, tuple[str, str]] = {
     "init": ("choragos.cli.init", "write a starter .choragos.toml"),
     "doctor": ("choragos.cli.doctor", "check this directory's setup"),
+    "demo": ("choragos.cli.demo", "run the scripted demo team in a scratch repository "
+             "(no agent CLI needed)"),
     "serve": ("choragos.cli.serve", "start the session and attach to its deck "
               "(--detach: background, --headless: no deck)"),
     "attach": ("choragos.cli.attach", "bring the running session's deck to this terminal"),
@@ -36,6 +38,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "checkpoints": ("choragos.cli.checkpoints", "list or prune workspace checkpoints"),
     "rollback": ("choragos.cli.rollback", "restore the workspace to before a task"),
     "report": ("choragos.cli.report", "per-role summary of a session from its event log"),
+    "gateway": ("choragos.cli.gateway", "run the built-in gateway (token counts per role)"),
 }
 
 
@@ -47,9 +50,28 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+# A reader that stops early (``choragos report | head``) is not an error:
+# end quietly with the status a program killed by SIGPIPE would have.
+EXIT_PIPE = 128 + 13
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help", "help"):
+    try:
+        code = _dispatch(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        # A bare ``choragos`` is a usage error: say what there is, fail like one.
+        print(usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
     if args[0] in ("-V", "--version", "version"):
@@ -62,6 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(VERBS[verb][0])
     return int(module.run(args[1:], verb=verb) or 0)
+
+
+def _silence_stdout() -> None:
+    # The interpreter flushes stdout once more on exit; point it at /dev/null
+    # so that last flush cannot raise a second time.
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

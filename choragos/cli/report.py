@@ -10,20 +10,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from choragos import events, report
+from choragos import costs, events, report
 from choragos.cli import _client
 from choragos.durations import format_duration
 
 _COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("failed", "FAILED"),
             ("blocked", "BLOCKED"), ("budget", "BUDGET"), ("busy", "BUSY"),
-            ("avg", "AVG"), ("first", "FIRST"), ("last", "LAST"), ("tokens", "TOKENS")]
+            ("avg", "AVG"), ("first", "FIRST"), ("last", "LAST"), ("tokens", "TOKENS"),
+            ("cost", "COST")]
 
 
 def run(argv: list[str], verb: str = "report") -> int:
     """Entry point for ``choragos report``."""
-    return _client.guard(verb, lambda: _main(argv, verb))
+    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
 def _main(argv: list[str], verb: str) -> int:
@@ -37,22 +39,78 @@ def _main(argv: list[str], verb: str) -> int:
     runs = report.split_runs(read.records)
     if not runs:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
-    summary = report.build(runs if args.all else runs[-1:], read.damaged_after)
+    chosen = runs if args.all else runs[-1:]
+    summary = report.build(chosen, read.damaged_after)
+    price_for = prices(args.config)
+    if args.html is not None:
+        write_page(args.html, summary, chosen, price_for)
+        if not args.json:
+            return _client.say(f"wrote {_client.inert(args.html)}")
     if args.json:
-        return _client.print_json(as_json(summary))
-    return _client.say(render(summary))
+        return _client.print_json(as_json(summary, price_for))
+    return _client.say(render(summary, price_for))
 
 
 def _parser(verb: str) -> argparse.ArgumentParser:
-    made = argparse.ArgumentParser(
-        prog=f"choragos {verb}",
-        description="Summarise a session per role from its event log.")
+    made = _client.bare_parser(verb, "Summarise a session per role from its event log.")
     made.add_argument("log", nargs="?", metavar="LOG",
                       help="event log (default: .choragos/logs/events.jsonl here)")
     made.add_argument("--all", action="store_true",
                       help="add up every run in the log, not only the last")
     made.add_argument("--json", action="store_true", help="print the summary as JSON")
+    made.add_argument("--html", type=Path, metavar="FILE",
+                      help="also write the session as one self-contained page: a timeline "
+                           "per role, the table, the cost curve")
+    made.add_argument("--config", type=Path, metavar="FILE",
+                      help="price tokens with this file's [pricing] (default: "
+                           ".choragos.toml here)")
     return made
+
+
+PriceFor = Callable[[str], object]
+
+
+def session_page(workdir: Path, path: Path, price_for: PriceFor) -> None:
+    """The page for the last run in ``workdir``'s event log (the deck's board writes it)."""
+    runs = report.split_runs(_read(events.default_path(workdir)).records)
+    if not runs:
+        raise _client.Failure(_client.EXIT_REFUSED, "the event log holds no events")
+    write_page(path, report.build(runs[-1:]), runs[-1:], price_for)
+
+
+def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
+               price_for: PriceFor) -> None:
+    """The self-contained HTML page (timeline, table, cost curve) at ``path``."""
+    from choragos import reportpage, timeline
+
+    records = [record for run in runs for record in run]
+    line = timeline.build(records, [stats.name for stats in summary.roles], price_for)
+    rows = [_row(stats, role_cost(stats, price_for)) for stats in summary.roles]
+    page = reportpage.render(line, _header(summary), rows, _COLUMNS)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise _client.Failure(_client.EXIT_REFUSED, f"cannot write {_client.inert(path)}: "
+                              f"{_client.inert(exc.strerror or exc)}") from None
+
+
+def prices(path: Path | None) -> PriceFor:
+    """The ``[pricing]`` lookup of the configuration; without one, nothing is priced."""
+    from choragos.config import ConfigError, load_config
+
+    try:
+        return load_config(path, Path.cwd()).price_for
+    except ConfigError as exc:
+        first = exc.errors[0] if exc.errors else str(exc)
+        print(f"note: no prices ({_client.inert(first)}); COST reads n/a", file=sys.stderr)
+        return lambda model: None
+
+
+def role_cost(stats: report.RoleStats, price_for: PriceFor) -> float | None:
+    return costs.priced(stats.models, price_for)
 
 
 def _read(path: Path) -> report.LogRead:
@@ -66,9 +124,9 @@ def _read(path: Path) -> report.LogRead:
                               f"{_client.inert(exc.strerror or exc)}") from None
 
 
-def render(summary: report.Report) -> str:
+def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> str:
     """The header, the role table and the never-reported count, as text."""
-    rows = [_row(stats) for stats in summary.roles]
+    rows = [_row(stats, role_cost(stats, price_for)) for stats in summary.roles]
     lines = [_header(summary), "", _client.table(rows, _COLUMNS), "",
              f"{len(summary.never_reported)} task(s) never reported work-done"]
     if summary.session_budget is not None:
@@ -85,7 +143,7 @@ def _header(summary: report.Report) -> str:
     return f"{runs} {_local(summary.start)} · wall {format_duration(summary.wall)} · {where}"
 
 
-def _row(stats: report.RoleStats) -> dict[str, object]:
+def _row(stats: report.RoleStats, cost: float | None) -> dict[str, object]:
     # A role that was never handed work (the orchestrator) has no task numbers.
     idle = stats.tasks == 0 and stats.done + stats.failed + stats.blocked == 0
     avg = stats.avg
@@ -98,7 +156,8 @@ def _row(stats: report.RoleStats) -> dict[str, object]:
             "busy": "-" if idle else format_duration(stats.busy),
             "avg": "-" if avg is None else format_duration(avg),
             "first": _clock(stats.first), "last": _clock(stats.last),
-            "tokens": tokens_text(stats.tokens)}
+            "tokens": tokens_text(stats.tokens),
+            "cost": "n/a" if cost is None else costs.cost_text(cost)}
 
 
 def budget_text(budget: dict | None, over: bool) -> str:
@@ -127,18 +186,19 @@ def tokens_text(tokens: dict[str, int] | None) -> str:
     return f"{total / 1_000_000:.1f}M"
 
 
-def as_json(summary: report.Report) -> dict[str, object]:
-    """The same summary with raw numbers: seconds, epoch times, token counts."""
+def as_json(summary: report.Report,
+            price_for: PriceFor = lambda model: None) -> dict[str, object]:
+    """The same summary with raw numbers: seconds, epoch times, token counts, USD."""
     return {"runs": summary.runs, "start": summary.start, "start_local": _local(summary.start),
             "wall": summary.wall, "dirs": summary.dirs,
             "damaged_after": summary.damaged_after,
-            "roles": [_role_json(stats) for stats in summary.roles],
+            "roles": [_role_json(stats, price_for) for stats in summary.roles],
             "never_reported": summary.never_reported,
             "session_budget": None if summary.session_budget is None else {
                 "usd": summary.session_budget, "over": summary.session_over}}
 
 
-def _role_json(stats: report.RoleStats) -> dict[str, object]:
+def _role_json(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object]:
     tokens = None if stats.tokens is None else {**stats.tokens,
                                                 "total": sum(stats.tokens.values())}
     return {"role": stats.name, "tasks": stats.tasks, "done": stats.done,
@@ -146,7 +206,7 @@ def _role_json(stats: report.RoleStats) -> dict[str, object]:
             "budget": None if stats.budget is None else {**stats.budget,
                                                           "over": stats.over_budget},
             "busy": stats.busy, "avg": stats.avg, "first": stats.first, "last": stats.last,
-            "tokens": tokens}
+            "tokens": tokens, "models": stats.models, "cost": role_cost(stats, price_for)}
 
 
 def _local(t: float) -> str:

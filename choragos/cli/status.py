@@ -16,7 +16,7 @@ _COLUMNS = [("name", "ROLE"), ("state", "STATE"), ("pid", "PID"), ("restarts", "
 
 def run(argv: list[str], verb: str = "status") -> int:
     """Entry point for ``choragos status``."""
-    return _client.guard(verb, lambda: _status(argv, verb))
+    return _client.guard(verb, lambda: _status(argv, verb), json="--json" in argv)
 
 
 def _status(argv: list[str], verb: str) -> int:

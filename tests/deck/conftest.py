@@ -9,6 +9,7 @@ process behind.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -94,6 +95,13 @@ class TmuxDeck:
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=self.workdir,
                               env=self.env, capture_output=True, text=True, timeout=30)
+
+    def delegate_gated(self, role: str, task: str) -> str:
+        """Delegate ``task`` to a role behind a gate; the screen once the dialog shows."""
+        out = self.cli("delegate", "--to", role, "--task", task)
+        assert "waiting for approval" in out.stdout, out.stderr
+        return self.wait_screen(lambda s: re.search(rf"Approval needed: T\d+ for {role}", s)
+                                and "gate waiting" in s.splitlines()[-1])
 
     def ls(self) -> list[dict]:
         out = self.cli("ls", "--json")

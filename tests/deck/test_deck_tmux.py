@@ -81,10 +81,8 @@ def test_gate_overlay_y_delivers_and_n_reaches_the_orchestrator(deck):
     d: TmuxDeck = deck()
     d.serve()
     d.wait_booted(ROLES)
-    out = d.cli("delegate", "--to", "release", "--task", "Tag v9 and write the changelog")
-    assert "waiting for approval" in out.stdout, out.stderr
-    screen = d.wait_screen(lambda s: "Approval needed: T1 for release" in s
-                           and "1 gate waiting" in s.splitlines()[-1])
+    screen = d.delegate_gated("release", "Tag v9 and write the changelog")
+    assert "Approval needed: T1 for release" in screen and "1 gate waiting" in screen
     assert "Tag v9 and write the changelog" in screen
     d.keys("y")
     d.wait_screen(lambda s: "Approval needed" not in s)

@@ -12,7 +12,10 @@ agent was last told and choosing the answer::
 
 Everything it receives is recorded, so tests can assert on what each agent
 was told.  Only the standard library is used: the gateway and telemetry
-tests build on this server too.
+tests build on this server too.  ``fakegemini`` and ``fakeopenai`` speak the
+Gemini and OpenAI Responses wire formats with the same scripting and
+recording: a subclass says which requests are turns, how a turn reads, and
+how a reply is written on its wire.
 """
 
 from __future__ import annotations
@@ -177,6 +180,7 @@ class FakeModel:
 
     def __init__(self, usage: Usage | None = None, delay: float = 0.0,
                  model_name: str | None = None, title: str = "Test session") -> None:
+        self.handler_class: type[BaseHTTPRequestHandler] = ApiHandler
         self.usage = usage or Usage()
         self.delay = delay
         self.model_name = model_name
@@ -232,11 +236,29 @@ class FakeModel:
             self._rules.append(rule)
         return rule
 
+    # -- what the wire means (a fake for another API overrides these) ----------
+
+    def is_call(self, request: Request) -> bool:
+        """``request`` asks the model for a reply (a turn or a side request)."""
+        return request.is_messages
+
+    def is_turn(self, request: Request) -> bool:
+        """``request`` is a real turn of the agent (it offers tools)."""
+        return self.is_call(request) and request.has_tools
+
+    def turn(self, request: Request) -> Turn:
+        """What the rules see of a turn: its last user message, flattened."""
+        return turn_of(request)
+
+    def side_reply(self, request: Request) -> list[Block]:
+        """The answer to a side request (a session title and the like)."""
+        return text(side_answer(request.body, self.title))
+
     def plan(self, request: Request) -> Plan:
         """How to answer ``request``; side requests never consume the script."""
-        if not request.has_tools:
-            return Plan(text(side_answer(request.body, self.title)), 0.0, self.usage)
-        turn = turn_of(request)
+        if not self.is_turn(request):
+            return Plan(self.side_reply(request), 0.0, self.usage)
+        turn = self.turn(request)
         rule = self._take_rule(turn)
         if rule is None:
             return Plan(_resolve(self.default, turn), self.delay, self.usage)
@@ -261,14 +283,14 @@ class FakeModel:
             self._lock.notify_all()
 
     def message_requests(self, with_tools: bool = True) -> list[Request]:
-        """Recorded ``/v1/messages`` calls (by default only real turns)."""
+        """Recorded model calls (by default only real turns)."""
         with self._lock:
-            found = [r for r in self.requests if r.is_messages]
-        return [r for r in found if r.has_tools or not with_tools]
+            found = [r for r in self.requests if self.is_call(r)]
+        return [r for r in found if self.is_turn(r) or not with_tools]
 
     def user_messages(self) -> list[str]:
         """The last user message's text (with tool results) of every real turn."""
-        return [turn_of(r).all_text.strip() for r in self.message_requests()]
+        return [self.turn(r).all_text.strip() for r in self.message_requests()]
 
     def wait_for_request(self, predicate: Callable[[Request], bool],
                          timeout: float = 10.0) -> Request:
@@ -289,8 +311,7 @@ class FakeModel:
         """Block until a real turn's last user message contains ``substring``."""
         needle = substring.lower()
         return self.wait_for_request(
-            lambda r: r.is_messages and r.has_tools and needle in turn_of(r).all_text.lower(),
-            timeout)
+            lambda r: self.is_turn(r) and needle in self.turn(r).all_text.lower(), timeout)
 
 
 def _resolve(reply: Reply, turn: Turn) -> list[Block] | ApiError:
@@ -350,10 +371,10 @@ def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict]]:
     if block["type"] == "tool_use":
         opening = dict(block, input={})
         deltas = [{"type": "input_json_delta", "partial_json": part}
-                  for part in _pieces(json.dumps(block["input"]))]
+                  for part in pieces(json.dumps(block["input"]))]
     else:
         opening = dict(block, text="")
-        deltas = [{"type": "text_delta", "text": part} for part in _pieces(block["text"])]
+        deltas = [{"type": "text_delta", "text": part} for part in pieces(block["text"])]
     yield "content_block_start", {"type": "content_block_start", "index": index,
                                   "content_block": opening}
     for delta in deltas:
@@ -362,18 +383,18 @@ def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict]]:
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
-def _pieces(value: str, size: int = 24) -> list[str]:
+def pieces(value: str, size: int = 24) -> list[str]:
     """``value`` in chunks, as a real stream delivers it (clients must join them)."""
     return [value[i:i + size] for i in range(0, len(value), size)] or [""]
 
 
 def _handler_for(model: FakeModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(_Handler):
+    class Handler(model.handler_class):  # type: ignore[name-defined,misc]
         fake = model
     return Handler
 
 
-class _Handler(BaseHTTPRequestHandler):
+class ApiHandler(BaseHTTPRequestHandler):
     # HTTP/1.0 semantics: every response ends by closing the connection, so an
     # event stream needs no chunked encoding and a client never hangs on it.
     protocol_version = "HTTP/1.0"
@@ -384,38 +405,46 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         self._record(None)
-        self._send_json(200, {}, body=False)
+        self.send_json(200, {}, body=False)
 
     def do_GET(self) -> None:
-        self._record(None)
-        if urlsplit(self.path).path == "/":
-            self._send_json(200, {"status": "ok"})
+        self.answer_get(self._record(None))
+
+    def answer_get(self, request: Request) -> None:
+        """Answer one recorded GET; a fake for another API extends this."""
+        if request.path == "/":
+            self.send_json(200, {"status": "ok"})
         else:
-            self._send_json(404, _error("not_found_error", "not served by the fake model"))
+            self.send_json(404, api_error("not_found_error", "not served by the fake model"))
 
     def do_POST(self) -> None:
         body = self._read_body()
-        request = self._record(body)
+        self.answer_post(self._record(body), body)
+
+    def answer_post(self, request: Request, body: Any) -> None:
+        """Answer one recorded POST; a fake for another API overrides this."""
         if request.path == "/v1/messages/count_tokens":
-            self._send_json(200, {"input_tokens": self.fake.usage.input_tokens})
+            self.send_json(200, {"input_tokens": self.fake.usage.input_tokens})
         elif request.is_messages and isinstance(body, dict):
             self._answer_messages(request)
         else:
-            self._send_json(404, _error("not_found_error", "not served by the fake model"))
+            self.send_json(404, api_error("not_found_error", "not served by the fake model"))
 
     def _answer_messages(self, request: Request) -> None:
         plan = self.fake.plan(request)
         model = self.fake.model_name or str(request.body.get("model") or "claude-fake")
         if isinstance(plan.reply, ApiError):
             time.sleep(plan.delay)
-            self._send_json(plan.reply.status, _error(plan.reply.kind, plan.reply.message))
+            self.send_json(plan.reply.status, api_error(plan.reply.kind, plan.reply.message))
         elif request.body.get("stream"):
-            self._stream(sse_events(plan.reply, model, plan.usage), plan.delay)
+            self.stream(sse_events(plan.reply, model, plan.usage), plan.delay)
         else:
             time.sleep(plan.delay)
-            self._send_json(200, message_json(plan.reply, model, plan.usage))
+            self.send_json(200, message_json(plan.reply, model, plan.usage))
 
-    def _stream(self, stream: Iterator[tuple[str, dict]], delay: float) -> None:
+    def stream(self, stream: Iterator[tuple[str | None, dict]], delay: float) -> None:
+        """Send server-sent events over ``delay`` seconds (an event without a name
+        is a bare ``data:`` line, as the Gemini API sends them)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -426,7 +455,8 @@ class _Handler(BaseHTTPRequestHandler):
             for number, (name, data) in enumerate(events):
                 if number:
                     time.sleep(pause)
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                head = f"event: {name}\n" if name else ""
+                self.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the agent was interrupted or killed mid-stream: not our failure
@@ -446,7 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.record(request)
         return request
 
-    def _send_json(self, status: int, payload: Any, body: bool = True) -> None:
+    def send_json(self, status: int, payload: Any, body: bool = True) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -456,5 +486,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def _error(kind: str, message: str) -> dict[str, Any]:
+def read_sse(raw: bytes) -> list[tuple[str | None, Any]]:
+    """Parse a server-sent event stream into (event name or None, data) pairs."""
+    parsed = []
+    for chunk in raw.decode().replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in chunk.splitlines() if ": " in line)
+        if "data" in fields:
+            parsed.append((fields.get("event"), json.loads(fields["data"])))
+    return parsed
+
+
+def api_error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}

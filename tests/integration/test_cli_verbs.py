@@ -256,7 +256,8 @@ def test_gate_list_table_and_json(cli: Env) -> None:
     table = cli.run("gate").stdout.splitlines()
     assert table[0].split() == ["ID", "ROLE", "AGE", "TASK", "BRIEF"]
     assert table[1].split() == ["T4", "release", "1m15s", "tag", "v1.2", "/abs/brief.md"]
-    assert json.loads(cli.run("gate", "list", "--json").stdout) == GATES
+    assert json.loads(cli.run("gate", "list", "--json").stdout) == {
+        "ok": True, "verb": "gate", "gates": GATES["gates"]}
     assert cli.session.requests[0] == {"cmd": "gate", "action": "list", "id": None, "reason": ""}
 
 
@@ -292,7 +293,7 @@ def test_board_table(cli: Env) -> None:
 
 def test_board_empty_and_json(cli: Env) -> None:
     assert "board is empty" in cli.run("board").stdout
-    assert json.loads(cli.run("board", "--json").stdout) == {"status": "ok"}
+    assert json.loads(cli.run("board", "--json").stdout) == {"ok": True, "verb": "board"}
 
 
 def test_status_table(cli: Env) -> None:

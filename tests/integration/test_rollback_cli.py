@@ -81,7 +81,7 @@ def test_list_table_and_json(repo: Path) -> None:
     assert lines[1].split()[:3] == ["T2", "3m", "coder"]
     assert lines[2].split()[:3] == ["T1", "2h", "coder"]
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
-    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)
+    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)["checkpoints"]
     assert [c["task_id"] for c in listed] == ["T2", "T1"]
     assert {"ref", "role", "label", "created", "head", "commit", "age"} <= set(listed[0])
 
@@ -100,7 +100,7 @@ def test_prune_keeps_the_newest(repo: Path) -> None:
     (repo / ".choragos.toml").write_text('[[roles]]\nname = "lead"\ncommand = "sh"\n'
                                          'start = true\n\n[checkpoints]\nkeep = 1\n')
     assert choragos(repo, "checkpoints", "prune").returncode == 0
-    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)
+    listed = json.loads(choragos(repo, "checkpoints", "--json").stdout)["checkpoints"]
     assert [c["task_id"] for c in listed] == ["T4"]
     assert choragos(repo, "checkpoints", "prune", "--keep", "-1").returncode == 2
 
@@ -136,6 +136,22 @@ def test_dry_run_then_yes_then_undo(repo: Path) -> None:
     assert git(repo, "rev-parse", "HEAD") == head
     again = choragos(repo, "rollback", "pre-rollback-T1", "--yes")
     assert again.returncode == 0 and "nothing to roll back" in again.stdout
+
+
+def test_undoing_an_undo_does_not_stack_names(repo: Path) -> None:
+    snapshot(repo, "T1")
+    (repo / "a.txt").write_text("agent wrecked it\n")
+    for target, after in (("T1", "v1\n"), ("pre-rollback-T1", "agent wrecked it\n"),
+                          ("pre-undo-T1", "v1\n"), ("pre-rollback-T1", "agent wrecked it\n")):
+        done = choragos(repo, "rollback", target, "--yes")
+        assert done.returncode == 0, done.stderr
+        assert (repo / "a.txt").read_text() == after
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/choragos/")
+    assert "pre-rollback-pre-" not in refs and "pre-undo-pre-" not in refs
+    assert "pre-undo-T1" in refs
+    listing = choragos(repo, "checkpoints").stdout
+    assert listing.count("(undo)  ") == 4 and "are undo points" in listing
+    assert "choragos rollback pre-" in listing
 
 
 def test_warns_about_moved_head_and_a_live_session(repo: Path) -> None:

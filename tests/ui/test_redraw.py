@@ -255,3 +255,25 @@ def test_the_clients_screen_is_what_the_deck_painted(tmp_path):
     finally:
         deck.stop()
         deck.screen.close()
+
+
+def test_only_an_open_dialog_with_clocks_ticks(tmp_path):
+    from choragos.board import Task, TaskState
+
+    deck, _port = _running_deck(tmp_path)
+    try:
+        deck.news(("gate", Task("T4", "release", "Tag v2", state=TaskState.GATED,
+                                created=1.0)))
+        wait_until(lambda: deck.overlay_kind == "gate", 10)
+        wakeups = deck.wakeups
+        time.sleep(3.5)  # the observation window: its clock ticks once a second
+        assert 2 <= deck.wakeups - wakeups <= 5
+        deck.feed_input(b"\x1b")  # dismissed: nothing ticks any more
+        wait_until(lambda: deck.overlay is None, 10)
+        _settled(deck, quiet=1.2)
+        wakeups = deck.wakeups
+        time.sleep(1.5)
+        assert deck.wakeups == wakeups
+    finally:
+        deck.stop()
+        deck.screen.close()

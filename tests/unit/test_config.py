@@ -117,7 +117,7 @@ def test_error_text_ends_with_the_doctor_hint(tmp_path: Path) -> None:
 
 ROLE_DEFAULTS = {
     "args": (), "model": "", "model_flag": "--model", "prompt_template": "", "start": False,
-    "approve": False, "env_allow": (), "env_deny": (), "base_url_env": ("ANTHROPIC_BASE_URL",),
+    "approve": False, "env_allow": (), "env_deny": (), "base_url_env": None,
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
     "budget_tokens": None, "stall_after": None,

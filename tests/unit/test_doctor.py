@@ -74,6 +74,20 @@ def test_no_file_checks_the_builtin_team(work: Path, bindir: Path, short_tmp: Pa
     assert len(_by_name(checks, "command")) == 5
 
 
+def test_no_file_and_only_claude_warns_for_the_other_cli(work: Path, bindir: Path,
+                                                         short_tmp: Path) -> None:
+    (bindir / "gemini").unlink()
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    levels = {c.message.split(":")[0]: c.level for c in _by_name(checks, "command")}
+    assert levels["role reviewer of the built-in team"] == "WARN"
+    assert doctor.passed(checks)
+    (bindir / "claude").unlink()  # no orchestrator: the built-in team cannot run at all
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    failed = [c.message for c in checks if c.level == "FAIL"]
+    assert len(failed) == 1 and failed[0].startswith("role orchestrator: claude")
+    assert not doctor.passed(checks)
+
+
 def test_broken_config_fails_with_the_error_text(work: Path, bindir: Path,
                                                  short_tmp: Path) -> None:
     (work / CONFIG_NAME).write_text('[[roles]]\nname = "a"\ncommand = "claude"\n'

@@ -4,6 +4,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from choragos.cli import report as cli
 from choragos.report import build, read_log, split_runs
 
@@ -66,12 +68,13 @@ def test_two_role_run_table(tmp_path, capsys):
     assert lines[0] == f"run {local} · wall 5m · /proj"
     assert lines[1] == "" and lines[2].split() == ["ROLE", "TASKS", "DONE", "FAILED",
                                                    "BLOCKED", "BUDGET", "BUSY", "AVG",
-                                                   "FIRST", "LAST", "TOKENS"]
+                                                   "FIRST", "LAST", "TOKENS", "COST"]
     rows = {line.split()[0]: line.split() for line in lines[3:5]}
     # T1: 12 -> 72 = 60 s; T2: 80 -> 200 = 120 s (no delivery); avg 90 s
     assert rows["dev"] == ["dev", "3", "2", "0", "0", "-", "3m", "1m30s", hms(2), hms(206),
-                           "n/a"]
-    assert rows["lead"] == ["lead", "-", "-", "-", "-", "-", "-", "-", hms(1), hms(230), "n/a"]
+                           "n/a", "n/a"]
+    assert rows["lead"] == ["lead", "-", "-", "-", "-", "-", "-", "-", hms(1), hms(230), "n/a",
+                            "n/a"]
     assert lines[5:] == ["", "1 task(s) never reported work-done", "T3"]
 
 
@@ -187,13 +190,15 @@ def test_json_shape(tmp_path, capsys):
     code, out, _ = run_cli(capsys, log, "--json")
     data = json.loads(out)
     assert code == 0
-    assert set(data) == {"runs", "start", "start_local", "wall", "dirs", "damaged_after",
-                         "roles", "never_reported", "session_budget"}
+    assert set(data) == {"ok", "verb", "runs", "start", "start_local", "wall", "dirs",
+                         "damaged_after", "roles", "never_reported", "session_budget"}
+    assert (data["ok"], data["verb"]) == (True, "report")
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
     dev = {r["role"]: r for r in data["roles"]}["dev"]
     assert dev == {"role": "dev", "tasks": 3, "done": 2, "failed": 0, "blocked": 0,
                    "budget": None, "busy": 180.0, "avg": 90.0,
-                   "first": T0 + 2, "last": T0 + 206, "tokens": None}
+                   "first": T0 + 2, "last": T0 + 206, "tokens": None, "models": {},
+                   "cost": None}
 
 
 def test_tokens_events_fill_the_column(tmp_path, capsys):
@@ -208,9 +213,34 @@ def test_tokens_events_fill_the_column(tmp_path, capsys):
     assert code == 0
     dev = next(line for line in out.splitlines() if line.startswith("dev"))
     # (160_000 + 16_000) + (20_000 + 2_000) + (1_000 + 100)
-    assert dev.split()[-1] == "199.1k"
+    assert dev.split()[-2:] == ["199.1k", "n/a"]  # no [pricing] here
     assert cli.tokens_text({"input": 1_400_000}) == "1.4M"
     assert cli.tokens_text({"input": 950}) == "950"
+
+
+def test_tokens_are_priced_per_model_with_the_pricing_table(tmp_path, capsys):
+    def tokens(t, role, model, n):
+        return ev(t, "tokens", role=role, model=model, input=n, output=n // 10,
+                  cache_read=2 * n, cache_creation=0)
+
+    records = [*two_role_run()[:-1], tokens(240, "dev", "opus-4", 1_000_000),
+               tokens(241, "dev", "haiku", 2_000_000), tokens(242, "lead", "mystery", 10)]
+    config = tmp_path / "c.toml"
+    config.write_text('[[roles]]\nname = "lead"\ncommand = "sh"\nstart = true\n\n'
+                      '[pricing."opus"]\ninput = 15.0\noutput = 75.0\ncache_read = 1.5\n\n'
+                      '[pricing."haiku"]\ninput = 1.0\noutput = 5.0\n')
+    log = write_log(tmp_path / "e.jsonl", records)
+    code, out, _ = run_cli(capsys, log, "--config", config)
+    assert code == 0
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[3:5]}
+    # opus: 15 + 0.1 * 75 + 2 * 1.5 = 25.50; haiku: 2 * 1 + 0.2 * 5 = 3.00
+    assert rows["dev"][-1] == "$28.50"
+    assert rows["lead"][-1] == "n/a"  # a model without a price: no partial sum
+    _, as_json, _ = run_cli(capsys, log, "--config", config, "--json")
+    roles = {r["role"]: r for r in json.loads(as_json)["roles"]}
+    assert roles["dev"]["cost"] == pytest.approx(28.5)
+    assert roles["dev"]["models"]["haiku"]["input"] == 2_000_000
+    assert roles["lead"]["cost"] is None
 
 
 def test_escape_sequences_from_the_log_are_never_printed_raw(tmp_path, capsys):

@@ -615,3 +615,64 @@ def test_a_full_clear_of_unscrolled_text_is_marked_as_a_transcript_gap() -> None
     assert got[1:] == ["", "a", "b", GAP_MARKER]
     term.feed(b"\x1b[?1049hfull screen\x1b[2J\x1b[?1049l")
     assert got.count(GAP_MARKER) == 2  # the alternate screen never reaches the transcript
+
+
+# --- narrowing keeps whole lines for the transcript ------------------------------------
+
+LONG = "".join(chr(ord("a") + n % 26) for n in range(100))
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+@pytest.mark.parametrize("style", ["", "\x1b[31m"])
+def test_a_line_printed_wide_reaches_the_transcript_whole_after_narrowing(
+        fast_path: bool, style: str) -> None:
+    scrolled: list[str] = []
+    t = Terminal(120, 5, on_scrolled=scrolled.extend, fast_path=fast_path)
+    t.feed(f"{style}{LONG}\x1b[0m\r\nnext\r\n".encode())
+    t.resize(57, 5)
+    assert t.display()[0] == LONG[:57]  # the pane shows what fits
+    assert t.snapshot().runs[0][0].text == LONG[:57]
+    t.feed(b"x\r\n" * 6)
+    assert scrolled[0] == LONG
+    assert t.history()[0] == LONG
+
+
+def test_output_made_while_hidden_is_whole_when_first_shown_small() -> None:
+    scrolled: list[str] = []
+    t = Terminal(120, 40, on_scrolled=scrolled.extend)
+    t.feed(f"{LONG}\r\n".encode() * 3)
+    t.resize(56, 10)  # first shown in a small tile: rows above the cursor leave
+    t.feed(b"x\r\n" * 12)
+    assert scrolled[:3] == [LONG] * 3
+    assert all(len(line) <= 56 for line in t.display())
+
+
+def test_erasing_a_narrowed_row_erases_its_hidden_text_too() -> None:
+    scrolled: list[str] = []
+    t = Terminal(120, 3, on_scrolled=scrolled.extend)
+    t.feed(f"\x1b[44m{LONG}\x1b[0m\r\n".encode())
+    t.resize(57, 3)
+    t.feed(b"\x1b[A\rshort\x1b[K\r\n")
+    t.feed(b"x\r\n" * 4)
+    assert scrolled[0] == "short"
+    assert t.whole_display() == t.display()
+
+
+def test_only_what_a_narrowing_cut_off_is_kept_not_cells_past_the_edge() -> None:
+    # insert mode pushes cells past the right edge: they are gone, as in pyte
+    t = Terminal(3, 1, fast_path=False)
+    t.feed(b"\x1b[4h\x1b[?7l0000\r\n")
+    assert t.history() == ["000"]
+
+
+@pytest.mark.parametrize("style", ["", "\x1b[1m"])
+def test_widening_again_does_not_show_the_cut_text(style: str) -> None:
+    t = Terminal(120, 3)
+    t.feed(f"{style}{LONG}\x1b[0m\r\n".encode())
+    t.resize(80, 3)
+    t.resize(57, 3)  # two cuts: the tail grows at its front
+    t.resize(120, 3)
+    assert t.display()[0] == LONG[:57]  # as xterm: the screen was cut
+    assert t.whole_display()[0] == LONG  # the transcript still gets all of it
+    t.feed(b"\x1b[A\x1b[70Gnew")  # written past the cut: the row is the program's again
+    assert t.whole_display()[0] == LONG[:57] + " " * 12 + "new"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from demo_agents.common import FAILED_LINE, REJECTED_LINE, REPORT_LINE, choragos, role
-from demo_agents.tui import PromptTUI, paint
+from choragos.demo.common import FAILED_LINE, REJECTED_LINE, REPORT_LINE, choragos, role
+from choragos.demo.tui import PromptTUI, paint
 
 STEPS = [
     [("coder", "Add a --version flag to app.py that prints the version")],

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from demo_agents.common import TASK_LINE, choragos, role
-from demo_agents.tui import PromptTUI, paint
+from choragos.demo.common import TASK_LINE, choragos, role
+from choragos.demo.tui import PromptTUI, paint
 
 VERSION_CODE = '''
 if "--version" in sys.argv:

@@ -1,6 +1,6 @@
-"""The demo team: ``python -m demo_agents orchestrator|worker|workspace``.
+"""The demo team's agents: ``python -m choragos.demo orchestrator|worker|workspace``.
 
-Run with ``examples/`` on ``PYTHONPATH`` (``make demo`` does that).
+``choragos demo`` sets everything up; these are the programs its roles run.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="demo_agents")
+    parser = argparse.ArgumentParser(prog="python -m choragos.demo")
     sub = parser.add_subparsers(dest="kind", required=True)
     sub.add_parser("orchestrator", help="plans the demo and delegates it")
     worker = sub.add_parser("worker", help="does delegated tasks and reports")
@@ -21,13 +21,13 @@ def main(argv: list[str]) -> None:
     space.add_argument("path")
     args = parser.parse_args(argv)
     if args.kind == "orchestrator":
-        from demo_agents.orchestrator import run
+        from choragos.demo.orchestrator import run
         run()
     elif args.kind == "worker":
-        from demo_agents.worker import run
+        from choragos.demo.worker import run
         run(args.style, args.work)
     else:
-        from demo_agents.workspace import create
+        from choragos.demo.workspace import create
         create(args.path)
 
 

@@ -1,0 +1,222 @@
+"""The built-in gateway, run by the session as a supervised child process.
+
+The proxy runs in its own process (``choragos gateway --session``): a
+stalled upstream or a burst of streams never competes with the session for
+the interpreter, and a gateway that dies takes nothing else with it.  This
+actor starts it, waits until it listens, and watches it.  When it exits the
+actor marks the gateway down at once (the fail-closed gate closes without
+waiting for the next probe) and crashes, so the supervisor starts a fresh
+one within its restart budget.  Each process keeps its counters in the
+session's counts file (:mod:`choragos.gatewaycounts`), added to after
+every counted response, and a fresh process starts from it, so the
+session's counts stay cumulative even for the tokens of the last moments
+before a crash.  The file is reset when the session starts its first
+gateway: a new session does not inherit an old one's counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from functools import singledispatchmethod
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+from actors.base import Actor
+from actors.gateway import GatewayHealth, ProberState
+from choragos import statedir
+from choragos.config import BuiltinGateway
+from choragos.envpolicy import build_env
+from choragos.gatewaycounts import whole_file
+
+READY_TIMEOUT = 15.0
+STOP_GRACE = 3.0
+# The gateway passes on the agents' own keys; it needs none of the session's.
+_DENY = ("ANTHROPIC_*", "OPENAI_*", "GEMINI_*", "GOOGLE_*", "CLAUDE_*", "CODEX_*", "AWS_*",
+         "AZURE_*", "GCP_*", "CHORAGOS_*", "GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN")
+
+
+class GatewayDied(RuntimeError):
+    """The gateway process is gone: the supervisor starts another."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    pass
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Ask: '' once the gateway listens, else why it does not."""
+
+
+@dataclass(frozen=True)
+class Exited:
+    pid: int
+    status: str
+
+
+@dataclass
+class ServerState:
+    settings: BuiltinGateway
+    prober: ProberState
+    log_path: Path
+    events: Any  # EventLog.write
+    counts_path: Path | None = None  # the gateway's counts file (None: counts die with it)
+    proc: subprocess.Popen | None = None
+    problem: str = "not started yet"
+    spawned: int = 0  # processes started for this session
+
+
+class GatewayRunner(Actor):
+    def __init__(self, state: ServerState, core: Any, supervisor: Any = None) -> None:
+        super().__init__("gateway-server", supervisor)
+        self.s = state
+        self.core = core
+
+    def on_start(self) -> None:
+        # Every instance, the first and each replacement, starts its own process.
+        self.actor_ref.tell(Launch())
+
+    def on_stop(self) -> None:
+        self._end_process()  # a crash too: the replacement starts a process of its own
+        super().on_stop()
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _launch(self, msg: Launch) -> None:
+        s = self.s
+        s.proc = self._spawn()
+        problem = _await_ready(s.proc, READY_TIMEOUT)
+        if problem:
+            s.problem = f"the built-in gateway did not start: {problem}"
+            self._end_process()
+            self._down(s.problem)
+            raise GatewayDied(s.problem)
+        s.problem = ""
+        s.events("gateway started", pid=s.proc.pid, addr=s.settings.addr)
+        threading.Thread(target=self._watch, args=(s.proc,), name="gateway-watch",
+                         daemon=True).start()
+
+    @handle.register
+    def _ready(self, msg: Ready) -> str:
+        return self.s.problem
+
+    @handle.register
+    def _exited(self, msg: Exited) -> None:
+        s = self.s
+        if s.proc is None or s.proc.pid != msg.pid:
+            return  # an old process, or one this actor stopped itself
+        s.proc = None
+        s.problem = f"the built-in gateway exited ({msg.status})"
+        s.events("gateway exited", pid=msg.pid, status=msg.status)
+        self._down(s.problem)
+        raise GatewayDied(s.problem)
+
+    # -- the process ---------------------------------------------------------------
+
+    def _spawn(self) -> subprocess.Popen:
+        s = self.s
+        argv = [sys.executable, "-m", "choragos", "gateway", "--session",
+                "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
+        for api, url in s.settings.upstream.by_api().items():
+            argv += [f"--{api}", url]
+        if not s.spawned:
+            self._reset_counts()
+        if s.counts_path is not None:
+            argv += ["--state", str(s.counts_path)]
+        s.spawned += 1
+        log = statedir.append_fd(s.log_path)  # 0600, never through a link
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=log, env=build_env(os.environ, (), _DENY, {}),
+                                    start_new_session=True)
+        finally:
+            os.close(log)
+        # The session's last totals (a floor under the counts file), then stdin stays
+        # open: its end is the child's cue to go.
+        proc.stdin.write((json.dumps(s.prober.totals) + "\n").encode())
+        proc.stdin.flush()
+        return proc
+
+    def _reset_counts(self) -> None:
+        """The session's first gateway starts from zero, not from an older session's file.
+
+        A file that cannot be reset (a full disk) is not used at all: a
+        restarted gateway then starts from the session's last reading, as
+        it would with no file.
+        """
+        s = self.s
+        if s.counts_path is None:
+            return
+        try:
+            statedir.write_text(s.counts_path, whole_file({}))
+        except OSError as exc:
+            s.events("gateway counts not kept", path=str(s.counts_path),
+                     reason=str(exc.strerror or exc))
+            s.counts_path = None
+
+    def _watch(self, proc: subprocess.Popen) -> None:
+        code = proc.wait()
+        # A stopped instance is not told: its replacement watches a process of its own.
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(Exited(proc.pid, _status(code)))
+
+    def _end_process(self) -> None:
+        proc, self.s.proc = self.s.proc, None
+        if proc is None:
+            return
+        for end in (proc.stdin, proc.stdout):
+            if end is not None:
+                end.close()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def _down(self, reason: str) -> None:
+        if self.s.prober.health.set(False, reason):
+            self.core.tell(GatewayHealth(False, reason))
+
+
+def _await_ready(proc: subprocess.Popen, timeout: float) -> str:
+    """'' once the child printed its ``listening`` line, else what went wrong."""
+    deadline = time.monotonic() + timeout
+    seen = b""
+    fd = proc.stdout.fileno()
+    while b"\n" not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return f"no answer within {timeout:g}s"
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        piece = os.read(fd, 4096)
+        if not piece:
+            proc.wait()
+            return f"it exited ({_status(proc.returncode)}); see the gateway log"
+        seen += piece
+    return "" if seen.startswith(b"listening ") else f"unexpected output {seen[:80]!r}"
+
+
+def _status(code: int) -> str:
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+
+def _duration(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:g}s"

@@ -1,0 +1,89 @@
+"""``choragos demo``: the scripted five-role team, in a scratch repository.
+
+Works from a plain ``pip install``: the agents (``choragos.demo``) and their
+team file ship inside the package.  The scratch repository defaults to
+``$XDG_CACHE_HOME/choragos/demo`` (``~/.cache/choragos/demo``), never the
+current project; a session already running there is attached to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from choragos import paths, wire
+from choragos.cli import _client
+
+
+def run(argv: list[str], verb: str = "demo") -> int:
+    """Entry point for ``choragos demo``."""
+    return _client.guard(verb, lambda: _main(argv, verb))
+
+
+def _main(argv: list[str], verb: str) -> int:
+    made = _client.bare_parser(verb, "Run the scripted demo team (no agent CLI needed) in a "
+                                     "scratch git repository.")
+    made.add_argument("--dir", type=Path, default=None,
+                      help="the scratch repository (default: ~/.cache/choragos/demo)")
+    mode = made.add_mutually_exclusive_group()
+    mode.add_argument("--detach", action="store_true", help="start it in the background")
+    mode.add_argument("--headless", action="store_true", help="run it with no deck")
+    args = made.parse_args(argv)
+    workdir = prepare(args.dir or default_dir(os.environ))
+    print(f"choragos demo: the team works in {workdir}", file=sys.stderr)
+    os.chdir(workdir)
+    if not args.headless and _running(workdir):
+        from choragos.cli import attach
+
+        return attach.run([])
+    from choragos.cli import serve
+
+    flags = ["--headless"] if args.headless else ["--detach"] if args.detach else []
+    return serve.run(flags)
+
+
+def default_dir(env: dict[str, str] | os._Environ) -> Path:
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "choragos" / "demo"
+
+
+def prepare(workdir: Path) -> Path:
+    """The scratch repository with its team file, created on first use."""
+    from choragos.demo.workspace import create
+
+    workdir = workdir.absolute()
+    try:
+        create(str(workdir))
+        (workdir / ".choragos.toml").write_text(team_file(sys.executable), encoding="utf-8")
+        _exclude(workdir, ".choragos.toml")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise _client.Failure(_client.EXIT_REFUSED,
+                              f"cannot set up the demo in {workdir}: {exc}") from None
+    return workdir
+
+
+def team_file(python: str) -> str:
+    """The packaged demo team, its agents run by ``python`` (this interpreter)."""
+    text = resources.files("choragos.demo").joinpath("demo.toml").read_text(encoding="utf-8")
+    return text.replace('command = "python3"', f"command = {json.dumps(python)}")
+
+
+def _exclude(workdir: Path, name: str) -> None:
+    # The team file is ours, not the demo project's: keep it out of its status.
+    exclude = workdir / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    lines = exclude.read_text().splitlines() if exclude.exists() else []
+    if name not in lines:
+        exclude.write_text("\n".join([*lines, name]) + "\n")
+
+
+def _running(workdir: Path) -> bool:
+    try:
+        ack = wire.request(paths.socket_path(workdir, os.environ), {"cmd": "ping"}, 2.0)
+    except (wire.Unreachable, wire.WireError):
+        return False
+    return ack.get("status") == "ok"

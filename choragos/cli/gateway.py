@@ -1,0 +1,149 @@
+"""``choragos gateway``: run the built-in gateway in the foreground.
+
+Standalone it serves any number of sessions (each pointing ``[sphragis]
+addr`` at it); with ``--state FILE`` its counters outlive it.  A session
+with ``[gateway] builtin = true`` runs this same verb as its child with
+``--session --state .choragos/state/gateway-counts.jsonl``: the child starts
+from that file, raised to the session's last token totals (one JSON line
+on stdin), prints ``listening <addr>`` on stdout once it accepts
+connections, and exits when its stdin closes (the session ended, however
+it ended).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+from choragos.cli import _client
+
+_ABOUT = ("Run the built-in gateway: a streaming reverse proxy for the Anthropic, OpenAI "
+          "and Gemini APIs that counts tokens per role and serves /metrics and /healthz.")
+
+
+def run(argv: list[str], verb: str = "gateway") -> int:
+    return _client.guard(verb, lambda: _gateway(argv, verb))
+
+
+def _arguments(verb: str):
+    from choragos import configschema as cs
+    from choragos.config import Upstreams, parse_addr, upstream_url
+
+    def checked(convert, what: str):
+        def check(text: str) -> object:
+            try:
+                return convert(text)
+            except ValueError as exc:
+                raise _client.Failure(_client.EXIT_USAGE, f"{what}: {exc}") from None
+        return check
+
+    # Not _client.parser: this verb talks to no session, so it has no --sock.
+    made = _client._Parser(prog=f"choragos {verb}", description=_ABOUT,
+                           formatter_class=_client._Formatter)
+    made.add_argument("--addr", default="127.0.0.1:8787", type=checked(parse_addr, "--addr"),
+                      help="host:port to listen on (default 127.0.0.1:8787)")
+    defaults = Upstreams()
+    for api, url in defaults.by_api().items():
+        made.add_argument(f"--{api}", metavar="URL", default=url,
+                          type=checked(upstream_url, f"--{api}"),
+                          help=f"upstream for the {api} API (default {url})")
+    made.add_argument("--timeout", default="10m", type=checked(cs.optional_duration, "--timeout"),
+                      help='how long an upstream may stay silent (default 10m; "" for no limit)')
+    made.add_argument("--state", metavar="FILE", default=None,
+                      help="keep the counters in FILE: start from it, add to it after "
+                      "each counted response")
+    made.add_argument("--session", action="store_true", help="run as a session's child "
+                      "(seed from stdin, exit when stdin closes)")
+    return made
+
+
+def _gateway(argv: list[str], verb: str) -> int:
+    args = _arguments(verb).parse_args(argv)
+    from choragos.proxy import GatewayServer
+
+    tally = _tally(args.state, args.session)
+    host, _, port = args.addr.rpartition(":")
+    upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
+    try:
+        server = GatewayServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
+                               record=_record)
+    except OSError as exc:
+        raise _client.Failure(1, f"cannot listen on {args.addr}: {exc.strerror or exc}") \
+            from None
+    _stop_on(server, args.session)
+    print(f"listening {args.addr}", flush=True)
+    _record(f"listening on http://{args.addr}; " + ", ".join(
+        f"{api} -> {url}" for api, url in upstreams.items()))
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    return 0
+
+
+def _tally(state: str | None, session: bool):
+    """The counters to start from: the counts file, then the session's totals.
+
+    A standalone gateway refuses a counts file it cannot read (and leaves
+    it alone); a session's gateway says so in its log and starts from the
+    session's totals instead, since its session must go on.
+    """
+    from pathlib import Path
+
+    from choragos.gatewaycounts import CountsError, CountsFile, load
+    from choragos.gatewaymetrics import Tally
+
+    if state is None:
+        tally = Tally()
+    else:
+        path = Path(state).absolute()
+        tally = Tally(CountsFile(path, _record))
+        try:
+            counts = load(path)
+        except CountsError as exc:
+            if not session:
+                raise _client.Failure(1, f"--state {state}: {exc}; move it away or name "
+                                      "another file") from None
+            _record(f"counts file {path} unreadable ({exc}); starting from the session's "
+                    "last totals")
+            counts = None
+        if counts is not None:
+            tally.restore(counts)
+    if session:
+        tally.seed(_read_seed())
+    tally.persist(whole=True)  # the journal compacted, and known writable, at start
+    return tally
+
+
+def _read_seed() -> dict:
+    line = sys.stdin.readline()
+    try:
+        seed = json.loads(line) if line.strip() else {}
+    except ValueError:
+        seed = {}
+    return seed if isinstance(seed, dict) else {}
+
+
+def _stop_on(server, session: bool) -> None:
+    """SIGTERM/SIGINT stop the server; a session's child also stops when stdin closes."""
+    def stop(*_: object) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if session:
+        def watch() -> None:
+            while sys.stdin.buffer.read(4096):
+                pass
+            stop()
+        threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
+
+
+def _record(line: str) -> None:
+    import time
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    # A path comes from the wire: never let it put escape sequences on a terminal.
+    print(f"{stamp} gateway: {_client.inert(line)}", file=sys.stderr, flush=True)

@@ -1,0 +1,1 @@
+"""The scripted demo team ``choragos demo`` runs: agents that really delegate and report."""

@@ -1,0 +1,420 @@
+"""The built-in gateway: a streaming reverse proxy that counts tokens per role.
+
+Agents reach it at ``http://<addr>/agent/<role>/<api path>``.  The request
+goes to the vendor's endpoint for that path with the agent's own headers
+(its key included: the gateway keeps and logs none of them), and the answer
+streams back as it arrives, one socket write per piece read.  On the way
+past, a :class:`~choragos.usage.UsageMeter` reads the usage, which lands in
+a :class:`~choragos.gatewaymetrics.Tally` served on ``/metrics``.
+
+What is changed on the way, and why:
+
+- hop-by-hop headers (``Connection``, ``Keep-Alive``, ``Transfer-Encoding``,
+  ``TE``, ``Upgrade``, ``Proxy-*``) belong to one connection, not to the
+  request, so each side gets its own;
+- ``Host`` names the upstream;
+- ``Accept-Encoding`` keeps only encodings the meter can read (gzip,
+  deflate), so a brotli body never hides its usage;
+- a body of unknown length is re-framed with chunked encoding for the agent.
+
+One thread per agent connection (the standard library's threading server);
+each keeps its own upstream connection alive between requests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import select
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
+from choragos.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
+
+log = logging.getLogger("choragos.gateway")
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 600.0   # between two reads: a model may think for minutes
+PIECE = 65536
+MAX_DRAIN = 16 << 20   # a refused request's body is read off up to this, else the line is closed
+
+DEFAULT_UPSTREAMS: Mapping[str, str] = {
+    ANTHROPIC: "https://api.anthropic.com",
+    OPENAI: "https://api.openai.com",
+    GEMINI: "https://generativelanguage.googleapis.com",
+}
+
+_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
+                  "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"})
+_READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+_AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
+
+
+@dataclass(frozen=True)
+class Route:
+    api: str
+    counts: bool       # a successful answer carries usage
+    model: str = ""    # from the path (Gemini names the model there)
+
+
+_ROUTES: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+    (re.compile(r"/v1/messages"), ANTHROPIC, True),
+    (re.compile(r"/v1/messages/count_tokens"), ANTHROPIC, False),
+    (re.compile(r"/v1/responses"), OPENAI, True),
+    (re.compile(r"/v1/responses/.+"), OPENAI, False),
+    (re.compile(r"/v1/chat/completions"), OPENAI, True),
+    (re.compile(r"/v1beta/models/([^/:]+):(?:stream)?[gG]enerateContent"), GEMINI, True),
+    (re.compile(r"/v1beta/models/([^/:]+):countTokens"), GEMINI, False),
+)
+
+SERVED = ("/v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
+          "/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens")
+
+
+def route_for(path: str) -> Route | None:
+    """Which API serves ``path`` (the part after ``/agent/<role>``), if any."""
+    for pattern, api, counts in _ROUTES:
+        found = pattern.fullmatch(path)
+        if found:
+            model = unquote(found.group(1)) if found.groups() else ""
+            return Route(api, counts, model)
+    return None
+
+
+def error_body(status: int, kind: str, message: str) -> bytes:
+    """One error shape every agent's SDK reads a message from (``error.message``)."""
+    payload = {"type": "error", "error": {"type": kind, "code": status, "message": message,
+                                          "status": kind.upper()}}
+    return json.dumps(payload).encode()
+
+
+class GatewayServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, addr: tuple[str, int], upstreams: Mapping[str, str], tally: Tally,
+                 timeout: float = READ_TIMEOUT,
+                 record: Callable[[str], None] | None = None) -> None:
+        self.upstreams = {api: urlsplit(url) for api, url in upstreams.items()}
+        self.tally = tally
+        self.read_timeout = timeout
+        self.record = record or (lambda line: None)
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(addr, _Handler)
+
+
+class _Failure(Exception):
+    """The gateway answers the agent itself: ``status`` with a clear message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: GatewayServer
+    _upstream: HTTPConnection | None = None
+    _upstream_key: tuple[str, str] | None = None
+    _body_started = False  # part of the request body was read: no draining it any more
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: one line per proxied request goes to ``server.record`` instead."""
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def finish(self) -> None:
+        super().finish()
+        self._drop_upstream()
+
+    # -- dispatch ------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        self._body_started = False
+        split = urlsplit(self.path)
+        if split.path == "/metrics":
+            self._answer(200, exposition(self.server.tally), CONTENT_TYPE)
+            return
+        if split.path == "/healthz":
+            self._answer(200, b'{"status":"ok"}', "application/json")
+            return
+        agent = _AGENT.fullmatch(split.path)
+        role, rest = (agent[1], agent[2] or "/") if agent else ("", split.path)
+        if agent and rest == "/" and self.command in ("GET", "HEAD"):
+            # A CLI checking that its base URL answers (Claude Code sends HEAD).
+            self._answer(200, b'{"status":"ok"}', "application/json")
+            return
+        route = route_for(rest) if agent else None
+        if route is None:
+            where = "" if agent else "; requests go to /agent/<role>/<api path>"
+            self._refuse(role, "", _Failure(404, "not_found",
+                                            f"choragos gateway: no API at {rest}{where}; "
+                                            f"it serves {SERVED}"))
+            return
+        try:
+            self._forward(role, route, rest, split.query)
+        except _Failure as failure:
+            self._drop_upstream()
+            self._refuse(role, route.api, failure)
+
+    def _answer(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _refuse(self, role: str, api: str, failure: _Failure) -> None:
+        self._drain()
+        self.server.tally.add_request(role, api, failure.status)
+        self.server.tally.add_error(role, api, failure.kind)
+        self.server.tally.persist()
+        self.server.record(f"{role or '-'} {api or '-'} {self.command} "
+                           f"{urlsplit(self.path).path} -> {failure.status} {failure.kind}")
+        self._answer(failure.status, error_body(failure.status, failure.kind, failure.message),
+                     "application/json")
+
+    def _drain(self) -> None:
+        """Read off an unanswered body, so the agent's connection stays usable."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        if self._body_started or chunked or not 0 <= length <= MAX_DRAIN:
+            self.close_connection = True
+            return
+        while length > 0:
+            got = self.rfile.read(min(length, PIECE))
+            if not got:
+                break
+            length -= len(got)
+
+    # -- the upstream request --------------------------------------------------------
+
+    def _forward(self, role: str, route: Route, rest: str, query: str) -> None:
+        began = time.monotonic()
+        target = self.server.upstreams[route.api]
+        conn = self._connection(target)
+        path = target.path.rstrip("/") + rest + (f"?{query}" if query else "")
+        try:
+            self._send_request(conn, target, path)
+            response = conn.getresponse()
+        except TimeoutError:
+            raise _Failure(504, "upstream_timeout", f"choragos gateway: {_show(target)} did "
+                           f"not answer within {self.server.read_timeout:g}s") from None
+        except (OSError, HTTPException) as exc:
+            raise _Failure(502, "upstream_error", f"choragos gateway: {_show(target)} failed "
+                           f"the request: {_why(exc)}") from None
+        self._relay(role, route, response, began)
+
+    def _connection(self, target: SplitResult) -> HTTPConnection:
+        key = (target.scheme, target.netloc)
+        if self._upstream is not None and (key != self._upstream_key or _stale(self._upstream)):
+            self._drop_upstream()
+        if self._upstream is not None:
+            return self._upstream
+        kind = HTTPSConnection if target.scheme == "https" else HTTPConnection
+        conn = kind(target.hostname or "", target.port, timeout=CONNECT_TIMEOUT)
+        try:
+            conn.connect()
+        except TimeoutError:
+            raise _Failure(504, "upstream_timeout", f"choragos gateway: connecting to "
+                           f"{_show(target)} timed out after {CONNECT_TIMEOUT:g}s") from None
+        except OSError as exc:
+            raise _Failure(502, "upstream_unreachable", f"choragos gateway: cannot reach "
+                           f"{_show(target)}: {_why(exc)}") from None
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.sock.settimeout(self.server.read_timeout)
+        self._upstream, self._upstream_key = conn, key
+        return conn
+
+    def _drop_upstream(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()
+        self._upstream = self._upstream_key = None
+
+    def _send_request(self, conn: HTTPConnection, target: SplitResult, path: str) -> None:
+        conn.putrequest(self.command, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", target.netloc)
+        for name, value in self.headers.items():
+            lower = name.lower()
+            if lower in _HOP or lower in ("host", "content-length", "accept-encoding"):
+                continue
+            conn.putheader(name, value)
+        encodings = _readable_encodings(self.headers.get_all("Accept-Encoding") or [])
+        if encodings:
+            conn.putheader("Accept-Encoding", encodings)
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            conn.putheader("Transfer-Encoding", "chunked")
+            conn.endheaders()
+            self._body_started = True
+            self._copy_chunked(conn)
+            return
+        length = self._length()
+        if length or self.command in ("POST", "PUT", "PATCH"):
+            conn.putheader("Content-Length", str(length))
+        conn.endheaders()
+        self._body_started = length > 0
+        self._copy(conn, length, "before its Content-Length")
+
+    def _copy(self, conn: HTTPConnection, left: int, where: str) -> None:
+        """Send the next ``left`` bytes of the request body on, as they come."""
+        while left > 0:
+            piece = self.rfile.read(min(left, PIECE))
+            if not piece:
+                raise _Failure(400, "bad_request",
+                               f"choragos gateway: the request body ended {where}")
+            conn.send(piece)
+            left -= len(piece)
+
+    def _length(self) -> int:
+        raw = self.headers.get("Content-Length") or "0"
+        if not (raw.isascii() and raw.isdigit()):
+            self.close_connection = True
+            raise _Failure(400, "bad_request", f"choragos gateway: Content-Length {raw!r} "
+                           "is not a number")
+        return int(raw)
+
+    def _copy_chunked(self, conn: HTTPConnection) -> None:
+        """Pass a chunked request body on as it is, reading its framing to find the end."""
+        while True:
+            line = self.rfile.readline(PIECE + 1)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise _Failure(400, "bad_request", "choragos gateway: a malformed chunk in "
+                               "the request body") from None
+            conn.send(line)
+            if size == 0:
+                break
+            self._copy(conn, size + 2, "inside a chunk")  # the data and its CRLF
+        while (trailer := self.rfile.readline(PIECE + 1)) not in (b"\r\n", b"\n", b""):
+            conn.send(trailer)
+        conn.send(b"\r\n")
+
+    # -- the answer ------------------------------------------------------------------
+
+    def _relay(self, role: str, route: Route, response: HTTPResponse, began: float) -> None:
+        status = response.status
+        has_body = self.command != "HEAD" and status >= 200 and status not in (204, 304)
+        length = response.getheader("Content-Length")
+        chunked = has_body and length is None
+        self.send_response_only(status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP and name.lower() != "content-length":
+                self.send_header(name, value)
+        if length is not None:
+            self.send_header("Content-Length", length)
+        elif chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        meter = None
+        if has_body and route.counts and 200 <= status < 300:
+            meter = UsageMeter(route.api, response.getheader("Content-Type") or "",
+                               response.getheader("Content-Encoding") or "", route.model)
+        settled: list[str] = []
+
+        def settle(kind: str) -> None:
+            if not settled:
+                settled.append(kind)
+                self._account(role, route, status, meter, kind, began)
+            elif kind:  # the agent went away as the counted end was being written
+                self.server.tally.add_error(role, route.api, kind)
+                self.server.tally.persist()
+
+        kind = self._stream(response, chunked, meter, settle) if has_body else ""
+        if kind or response.will_close or not response.isclosed():
+            self._drop_upstream()
+        settle(kind)
+
+    def _stream(self, response: HTTPResponse, chunked: bool, meter: UsageMeter | None,
+                settle: Callable[[str], None]) -> str:
+        """Copy the body piece by piece; the kind of error that cut it short, or ''.
+
+        Each piece is written before it is read for usage; only the end waits
+        for the counting (``settle``), so an agent that has the whole answer
+        finds it counted on ``/metrics``.
+        """
+        while True:
+            try:
+                data = response.read1(PIECE)
+            except (OSError, HTTPException):
+                self.close_connection = True  # the agent sees the stream end unfinished
+                return "upstream_broken"
+            last = not data or (not chunked and response.length == 0)
+            if meter is not None and data and last:
+                meter.feed(data)
+            if last:
+                settle("")
+            try:
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                if not data and chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self.close_connection = True
+                return "client_gone"
+            if not data:
+                return ""
+            if meter is not None and not last:
+                meter.feed(data)
+
+    def _account(self, role: str, route: Route, status: int, meter: UsageMeter | None,
+                 kind: str, began: float) -> None:
+        tally = self.server.tally
+        tally.add_request(role, route.api, status)
+        if kind:
+            tally.add_error(role, route.api, kind)
+        note = f"{status}"
+        if meter is not None:
+            reading = meter.close()
+            tally.add_tokens(role, reading.model, reading.counts)
+            if reading.problem:
+                tally.add_error(role, route.api, "usage_unreadable")
+            note += f" {reading.model} {reading.counts}" + (f" ({reading.problem})"
+                                                           if reading.problem else "")
+        # On disk before the end of the answer is written: an agent that has its
+        # whole answer finds its tokens kept, whatever happens to this process next.
+        tally.persist()
+        elapsed = (time.monotonic() - began) * 1000
+        self.server.record(f"{role} {route.api} {self.command} {urlsplit(self.path).path} -> "
+                           f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
+
+
+def _readable_encodings(values: list[str]) -> str:
+    accepted = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    return ", ".join(p for p in accepted if p.split(";", 1)[0].strip().lower() in _READABLE)
+
+
+def _stale(conn: HTTPConnection) -> bool:
+    """An idle kept-alive connection the upstream has closed reads as ready (EOF)."""
+    if conn.sock is None:
+        return True
+    try:
+        ready, _, _ = select.select([conn.sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
+
+
+def _show(target: SplitResult) -> str:
+    return f"{target.scheme}://{target.netloc}"
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,222 @@
+"""Token usage read off model responses as they stream past the gateway.
+
+A :class:`UsageMeter` is fed the response body piece by piece, exactly as
+the bytes go on to the agent, and never holds a whole stream: event streams
+are cut into lines (one line is kept at most, up to :data:`MAX_LINE`) and
+only the lines that mention usage are parsed.  A plain JSON body is kept up
+to :data:`MAX_JSON` and parsed at its end.  Every API reports cumulative
+counts within one response, so the last value seen for each direction wins.
+
+Directions follow the Messages API: ``input`` excludes cached input, which
+is ``cache_read`` (and ``cache_creation`` when the API reports it).  OpenAI
+and Gemini count cached tokens inside their input totals, so those are
+split the same way; Gemini's thinking tokens are output.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_LINE = 8 << 20   # one SSE line: OpenAI's response.completed repeats the whole output
+MAX_JSON = 16 << 20  # a non-streamed body
+
+ANTHROPIC, OPENAI, GEMINI = "anthropic", "openai", "gemini"
+
+Counts = dict[str, int]
+_MARK = b'"usage'  # in every event that carries usage: "usage", "usageMetadata"
+
+
+@dataclass
+class Reading:
+    """What one response said about itself, once it has ended."""
+
+    model: str
+    counts: Counts
+    problem: str = ""  # why the usage could not be read, for the error metric
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _anthropic(obj: dict) -> tuple[str | None, Counts]:
+    kind = obj.get("type")
+    if kind == "message_start":
+        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        return message.get("model"), _anthropic_usage(message.get("usage"))
+    if kind == "message_delta":
+        return None, _anthropic_usage(obj.get("usage"))
+    if kind == "message":  # a complete, non-streamed reply
+        return obj.get("model"), _anthropic_usage(obj.get("usage"))
+    return None, {}
+
+
+_ANTHROPIC_FIELDS = {"input_tokens": "input", "output_tokens": "output",
+                     "cache_read_input_tokens": "cache_read",
+                     "cache_creation_input_tokens": "cache_creation"}
+
+
+def _anthropic_usage(usage: object) -> Counts:
+    if not isinstance(usage, dict):
+        return {}
+    return {d: _int(usage[k]) for k, d in _ANTHROPIC_FIELDS.items() if usage.get(k) is not None}
+
+
+def _openai(obj: dict) -> tuple[str | None, Counts]:
+    # Responses API events wrap the response; chat chunks and bodies carry usage at the top.
+    inner = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+    usage = inner.get("usage")
+    if not isinstance(usage, dict):
+        return inner.get("model"), {}
+    if "input_tokens" in usage:  # Responses API
+        total, out = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        details = usage.get("input_tokens_details")
+    else:                        # Chat Completions
+        total, out = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return inner.get("model"), {"input": max(total - cached, 0), "output": out,
+                                "cache_read": cached}
+
+
+def _gemini(obj: dict) -> tuple[str | None, Counts]:
+    usage = obj.get("usageMetadata")
+    model = obj.get("modelVersion")
+    if not isinstance(usage, dict):
+        return model, {}
+    prompt, cached = _int(usage.get("promptTokenCount")), _int(usage.get("cachedContentTokenCount"))
+    out = _int(usage.get("candidatesTokenCount")) + _int(usage.get("thoughtsTokenCount"))
+    return model, {"input": max(prompt - cached, 0), "output": out, "cache_read": cached}
+
+
+READERS: dict[str, Callable[[dict], tuple[str | None, Counts]]] = {
+    ANTHROPIC: _anthropic, OPENAI: _openai, GEMINI: _gemini,
+}
+
+
+@dataclass
+class UsageMeter:
+    """Reads one response's usage from its body, fed in pieces."""
+
+    api: str
+    content_type: str = ""
+    content_encoding: str = ""
+    fallback_model: str = ""
+    expect_usage: bool = True
+    model: str = ""
+    counts: Counts = field(default_factory=dict)
+    problem: str = ""
+    _partial: bytearray = field(default_factory=bytearray)
+    _skipping: bool = False
+    _dead: bool = False  # nothing more can be read from this body
+    _decoder: Any = None
+
+    def __post_init__(self) -> None:
+        self._read = READERS[self.api]
+        self._sse = "text/event-stream" in self.content_type.lower()
+        encoding = self.content_encoding.strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            # 47: a zlib or a gzip header, detected from the first bytes.
+            self._decoder = zlib.decompressobj(47)
+        elif encoding not in ("", "identity"):
+            self._fail(f"cannot read a {encoding}-encoded body")
+
+    def feed(self, data: bytes) -> None:
+        if self._dead:
+            return
+        if self._decoder is not None:
+            try:
+                data = self._decoder.decompress(data)
+            except zlib.error as exc:
+                self._fail(f"undecodable body: {exc}")
+                return
+        if self._sse:
+            self._lines(data)
+        elif len(self._partial) + len(data) <= MAX_JSON:
+            self._partial += data
+        else:
+            self._fail(f"body over {MAX_JSON} bytes; its usage was not read")
+
+    def _lines(self, data: bytes) -> None:
+        if not self._skipping and not self._mentions_usage(data):
+            # Fast path: no line ending here can carry usage; keep only the open line.
+            cut = data.rfind(b"\n")
+            if cut >= 0:
+                self._partial[:] = data[cut + 1:]
+                return
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._skipping:
+                self._skipping = False
+            else:
+                self._partial += data[start:end]
+                self._line(bytes(self._partial))
+            self._partial.clear()
+            start = end + 1
+        if self._skipping:
+            return
+        self._partial += data[start:]
+        if len(self._partial) > MAX_LINE:
+            self._partial.clear()
+            self._skipping = True  # drop the rest of this line, keep reading the stream
+            self.problem = self.problem or f"an event line over {MAX_LINE} bytes was skipped"
+
+    def _mentions_usage(self, data: bytes) -> bool:
+        # The open line may hold the marker, or the marker may straddle the cut.
+        return (_MARK in data or _MARK in self._partial
+                or _MARK in bytes(self._partial[-len(_MARK):]) + data[:len(_MARK)])
+
+    def _line(self, line: bytes) -> None:
+        # Cheap test first: most lines are content deltas that never mention usage.
+        if not line.startswith(b"data:") or _MARK not in line:
+            return
+        try:
+            obj = json.loads(line[5:])
+        except ValueError:
+            self.problem = self.problem or "an event's data is not JSON"
+            return
+        self._take(obj)
+
+    def _take(self, obj: object) -> None:
+        if isinstance(obj, list):  # Gemini streams a JSON array without alt=sse
+            for item in obj:
+                self._take(item)
+            return
+        if not isinstance(obj, dict):
+            return
+        model, counts = self._read(obj)
+        if isinstance(model, str) and model:
+            self.model = model
+        self.counts.update(counts)
+
+    def _fail(self, problem: str) -> None:
+        self.problem = self.problem or problem
+        self._partial.clear()
+        self._dead = True
+
+    def _last_piece(self, rest: bytes) -> None:
+        if self._sse:
+            if not self._skipping:
+                self._line(rest)  # a last line without its newline
+            return
+        try:
+            self._take(json.loads(rest))
+        except ValueError:
+            self.problem = self.problem or "the body is not JSON"
+
+    def close(self) -> Reading:
+        """The usage of the whole response (what was seen, if it was cut short)."""
+        if self._partial and not self._dead:
+            self._last_piece(bytes(self._partial))
+        self._partial.clear()
+        if self.expect_usage and not self.counts and not self.problem:
+            self.problem = "no usage in the response"
+        return Reading(self.model or self.fallback_model or "unknown", dict(self.counts),
+                       self.problem)
