@@ -53,7 +53,7 @@ bench: venv
 	$(BIN)/python bench/delegate_latency.py --runs 10
 	$(BIN)/python bench/pane_throughput.py --plain-mb 5 --tui-mb 3 --colour-mb 3 --repeat 2 \
 		--reference-mb 0.5
-	$(BIN)/python bench/checkpoint.py --rounds 3 --first-rounds 1
+	$(BIN)/python bench/checkpoint.py --no-big --rounds 3 --first-rounds 1
 	$(BIN)/python bench/attach_latency.py --rate 1 --rounds 2 --probes 10
 	$(BIN)/python bench/attach_latency.py --idle --rounds 2 --probes 10
 	$(BIN)/python bench/attach_latency.py --rounds 2 --probes 10
