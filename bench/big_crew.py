@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +29,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, COLS, ROWS, Screen, environment  # noqa: E402
-from bench.common import emit, process_cpu, process_rss_mb  # noqa: E402
+from bench.common import (  # noqa: E402
+    emit,
+    need_tmux,
+    process_cpu,
+    process_rss_mb,
+    scratch,
+    tmux_tiled,
+)
 
 HISTORY = 5000
 LOGGER = r"""
@@ -120,13 +125,8 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
     env = environment(root)
     (root / "log.py").write_text(LOGGER)
     server = [binary, "-L", f"crew-{os.getpid()}", "-f", "/dev/null"]
-    agent = f"{sys.executable} {AGENT}"
     started = time.perf_counter()
-    subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), agent],
-                   env=env, check=True)
-    for _ in range(roles - 1):
-        subprocess.run([*server, "split-window", "-d", agent], env=env, check=True)
-        subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
+    tmux_tiled(server, env, [f"{sys.executable} {AGENT}"] * roles)
     screen = Screen([*server, "attach"], env, root)
     try:
         screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
@@ -157,19 +157,12 @@ def main() -> None:
     parser.add_argument("--flooders", type=int, default=5)
     parser.add_argument("--lines", type=int, default=100_000)
     args = parser.parse_args()
-    binary = shutil.which("tmux")
-    if binary is None:
-        raise SystemExit("tmux is needed for the reference measurement")
+    binary = need_tmux()
     results = {}
-    for name in ("choragos", "tmux"):
-        root = Path(tempfile.mkdtemp(prefix="chc-", dir="/tmp"))
-        try:
-            if name == "choragos":
-                results[name] = choragos(root, args.roles, args.flooders, args.lines)
-            else:
-                results[name] = tmux(root, args.roles, args.flooders, args.lines, binary)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    with scratch("chc-") as root:
+        results["choragos"] = choragos(root, args.roles, args.flooders, args.lines)
+    with scratch("chc-") as root:
+        results["tmux"] = tmux(root, args.roles, args.flooders, args.lines, binary)
     ours, theirs = results["choragos"], results["tmux"]
     print(f"a crew of {args.roles} panes; {args.flooders} roles x {args.lines} lines of log")
     print(f"  {'':10} {'first frame s':>14} {'server RSS MB':>14}")

@@ -10,10 +10,17 @@ beside them for that reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+COLS, ROWS = 160, 50
 
 
 def machine() -> dict[str, object]:
@@ -40,6 +47,35 @@ def emit(bench: str, ratios: dict[str, float | None], **figures: object) -> None
             "ratios": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in ratios.items()},
             **figures, "machine": machine()}
     print(json.dumps(line, sort_keys=False), flush=True)
+
+
+def need_tmux() -> str:
+    """tmux's path; the benches measure against it."""
+    found = shutil.which("tmux")
+    if found is None:
+        raise SystemExit("tmux is needed for the reference measurement")
+    return found
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temp directory under /tmp (short: unix socket paths), removed after."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def tmux_tiled(server: list[str], env: dict[str, str], commands: list[str]) -> int:
+    """A tmux session of COLS x ROWS with one tiled pane per command; the server's pid."""
+    subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
+                    commands[0]], env=env, check=True)
+    for command in commands[1:]:
+        subprocess.run([*server, "split-window", "-d", command], env=env, check=True)
+        subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
+    return int(subprocess.run([*server, "display-message", "-p", "#{pid}"], env=env,
+                              check=True, capture_output=True, text=True).stdout.strip())
 
 
 def process_cpu(pid: int) -> float:

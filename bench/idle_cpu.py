@@ -16,19 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.attach_latency import AGENT, COLS, ROWS, Screen, environment  # noqa: E402
-from bench.common import emit, process_cpu  # noqa: E402
+from bench.attach_latency import AGENT, Screen, environment  # noqa: E402
+from bench.common import emit, need_tmux, process_cpu, scratch, tmux_tiled  # noqa: E402
 
 ROLES = 5
 
@@ -73,14 +71,7 @@ def choragos_round(root: Path, window: float, settle: float) -> tuple[float, flo
 def tmux_round(root: Path, window: float, settle: float, tmux: str) -> float:
     env = environment(root)
     server = [tmux, "-L", f"idle-{os.getpid()}", "-f", "/dev/null"]
-    agent = f"{sys.executable} {AGENT}"
-    subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), agent],
-                   env=env, check=True)
-    for _ in range(ROLES - 1):
-        subprocess.run([*server, "split-window", "-d", agent], env=env, check=True)
-        subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
-    pid = int(subprocess.run([*server, "display-message", "-p", "#{pid}"], env=env, check=True,
-                             capture_output=True, text=True).stdout.strip())
+    pid = tmux_tiled(server, env, [f"{sys.executable} {AGENT}"] * ROLES)
     screen = Screen([*server, "attach"], env, root)
     try:
         screen.wait_for(lambda text: text.count("agent>") >= ROLES, 30)
@@ -97,22 +88,15 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        raise SystemExit("tmux is needed for the reference measurement")
+    tmux = need_tmux()
     ours, detached, theirs = [], [], []
     for _ in range(args.rounds):
-        for name in ("choragos", "tmux"):
-            root = Path(tempfile.mkdtemp(prefix="chi-", dir="/tmp"))
-            try:
-                if name == "choragos":
-                    a, d = choragos_round(root, args.window, args.settle)
-                    ours.append(a)
-                    detached.append(d)
-                else:
-                    theirs.append(tmux_round(root, args.window, args.settle, tmux))
-            finally:
-                shutil.rmtree(root, ignore_errors=True)
+        with scratch("chi-") as root:
+            a, d = choragos_round(root, args.window, args.settle)
+            ours.append(a)
+            detached.append(d)
+        with scratch("chi-") as root:
+            theirs.append(tmux_round(root, args.window, args.settle, tmux))
     a, d, t = (statistics.median(x) for x in (ours, detached, theirs))
     print(f"server CPU, {ROLES} idle roles, {args.window:g} s windows, {args.rounds} round(s)")
     print(f"  choragos, one client attached   {a:6.3f} CPU s/min")

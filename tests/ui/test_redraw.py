@@ -7,15 +7,16 @@ and bytes written to the client are the same on an idle or a loaded machine.
 
 from __future__ import annotations
 
-import os
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from choragos.terminal import Terminal
 from tests.conftest import wait_until
 from tests.ui.test_deck import FakePort
+from tests.ui.test_deck import drain as _drain
 from ui.deck import FRAME, Deck
 from ui.pane import PaneView
 
@@ -99,15 +100,6 @@ def test_the_terminal_wakes_its_reader_once_per_frame_taken():
 
 # -- the deck's loop, for real ---------------------------------------------------------
 
-def _drain(deck: Deck) -> bytes:
-    data = b""
-    while True:
-        try:
-            data += os.read(deck.screen.master, 65536)
-        except BlockingIOError:
-            return data
-
-
 class _Sent:
     """Everything the deck wrote to the client since it was made."""
 
@@ -146,82 +138,75 @@ def _running_deck(tmp_path) -> tuple[Deck, FakePort]:
     return deck, port
 
 
-def test_an_idle_attached_deck_does_not_wake(tmp_path):
+@pytest.fixture
+def running(tmp_path):
+    """A started deck with a client attached, quiet; stopped afterwards."""
     deck, port = _running_deck(tmp_path)
-    try:
-        wakeups, frames = deck.wakeups, deck.frames
-        time.sleep(1.0)  # the observation window: nothing may happen in it
-        assert (deck.wakeups, deck.frames) == (wakeups, frames)
-        assert _drain(deck) == b""
-        # One line of output is one wake-up and one frame, not a polling loop.
-        port.terminals["coder"].feed(b"news\r\n")
-        wait_until(lambda: deck.frames > frames, 10, message="the change drawn")
-        _settled(deck)
-        assert deck.wakeups - wakeups <= 2
-        assert deck.frames - frames == 1
-    finally:
-        deck.stop()
-        deck.screen.close()
+    yield deck, port
+    deck.stop()
+    deck.screen.close()
 
 
-def test_one_changed_row_sends_the_client_about_one_row(tmp_path):
-    deck, port = _running_deck(tmp_path)
-    try:
-        port.terminals["orchestrator"].feed(b"\x1b[10;1Hhello there")
-        sent = _Sent(deck)
-        wait_until(lambda: sent.has(b"hello there"), 10, message="the row drawn")
-        _settled(deck)
-        sent.has(b"")
-        # The row, not the screen: a full frame is over 5000 bytes.
-        assert len(sent.data) < 120 + 100, sent.data
-    finally:
-        deck.stop()
-        deck.screen.close()
+def test_an_idle_attached_deck_does_not_wake(running):
+    deck, port = running
+    wakeups, frames = deck.wakeups, deck.frames
+    time.sleep(1.0)  # the observation window: nothing may happen in it
+    assert (deck.wakeups, deck.frames) == (wakeups, frames)
+    assert _drain(deck) == b""
+    # One line of output is one wake-up and one frame, not a polling loop.
+    port.terminals["coder"].feed(b"news\r\n")
+    wait_until(lambda: deck.frames > frames, 10, message="the change drawn")
+    _settled(deck)
+    assert deck.wakeups - wakeups <= 2
+    assert deck.frames - frames == 1
 
 
-def test_a_neighbour_flood_is_coalesced_into_frames(tmp_path):
-    deck, port = _running_deck(tmp_path)
-    try:
-        frames = deck.frames
-        started = time.monotonic()
-        for i in range(2000):
-            port.terminals["coder"].feed(b"flood line %d\r\n" % i)
-        elapsed = time.monotonic() - started
-        wait_until(lambda: b"flood line 1999" in _drain(deck) or
-                   "flood line 1999" in port.terminals["coder"].text(), 10)
-        _settled(deck)
-        # At most one frame per budget while the flood lasted, plus the last one.
-        assert deck.frames - frames <= elapsed / FRAME + 3
-        assert deck.frames - frames < 2000 / 20
-    finally:
-        deck.stop()
-        deck.screen.close()
+def test_one_changed_row_sends_the_client_about_one_row(running):
+    deck, port = running
+    port.terminals["orchestrator"].feed(b"\x1b[10;1Hhello there")
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"hello there"), 10, message="the row drawn")
+    _settled(deck)
+    sent.has(b"")
+    # The row, not the screen: a full frame is over 5000 bytes.
+    assert len(sent.data) < 120 + 100, sent.data
 
 
-def test_an_echo_is_drawn_at_once_while_a_neighbour_floods(tmp_path):
-    deck, port = _running_deck(tmp_path)
-    try:
-        deck.feed_input(b"k")  # typed into the focused pane
-        wait_until(lambda: port.typed("orchestrator") == b"k", 10)
-        coder = port.terminals["coder"]
-        coder.feed(b"flood that must wait\r\n")
-        port.terminals["orchestrator"].feed(b"kQZX")  # the echo
-        sent = _Sent(deck)
-        wait_until(lambda: sent.has(b"kQZX"), 10, message="the echo")
-        # The frame with the echo did not carry the neighbour's flood: that
-        # waits for the frame budget, after the echo.
-        assert b"flood that must wait" not in sent.data
-        wait_until(lambda: sent.has(b"flood that must wait"), 10,
-                   message="the flood drawn later")
-    finally:
-        deck.stop()
-        deck.screen.close()
+def test_a_neighbour_flood_is_coalesced_into_frames(running):
+    deck, port = running
+    frames = deck.frames
+    started = time.monotonic()
+    for i in range(2000):
+        port.terminals["coder"].feed(b"flood line %d\r\n" % i)
+    elapsed = time.monotonic() - started
+    wait_until(lambda: b"flood line 1999" in _drain(deck) or
+               "flood line 1999" in port.terminals["coder"].text(), 10)
+    _settled(deck)
+    # At most one frame per budget while the flood lasted, plus the last one.
+    assert deck.frames - frames <= elapsed / FRAME + 3
+    assert deck.frames - frames < 2000 / 20
 
 
-def test_the_clients_screen_is_what_the_deck_painted(tmp_path):
+def test_an_echo_is_drawn_at_once_while_a_neighbour_floods(running):
+    deck, port = running
+    deck.feed_input(b"k")  # typed into the focused pane
+    wait_until(lambda: port.typed("orchestrator") == b"k", 10)
+    coder = port.terminals["coder"]
+    coder.feed(b"flood that must wait\r\n")
+    port.terminals["orchestrator"].feed(b"kQZX")  # the echo
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"kQZX"), 10, message="the echo")
+    # The frame with the echo did not carry the neighbour's flood: that
+    # waits for the frame budget, after the echo.
+    assert b"flood that must wait" not in sent.data
+    wait_until(lambda: sent.has(b"flood that must wait"), 10,
+               message="the flood drawn later")
+
+
+def test_the_clients_screen_is_what_the_deck_painted(running):
     """Frames written row by row (and whole ones around a dialog) leave the
     client's terminal showing exactly the deck's last frame."""
-    deck, port = _running_deck(tmp_path)
+    deck, port = running
     client = Terminal(120, 40, scrollback=0)
     deck.client_attached(deck.client)  # a fresh client: a whole frame first
 
@@ -237,43 +222,34 @@ def test_the_clients_screen_is_what_the_deck_painted(tmp_path):
     def shows(text: str) -> bool:
         return shows_last_frame() and text in client.text()
 
-    try:
-        wait_until(lambda: shows("C-b ? help"), 10, message="the first frame on the client")
-        port.terminals["coder"].feed(b"\x1b[31mred\x1b[0m and plain\r\n" * 30)
-        port.terminals["orchestrator"].feed(b"\x1b[2J\x1b[Hcleared \xe4\xb8\xad\xe6\x96\x87 wide")
-        wait_until(lambda: shows("cleared 中文 wide") and client.text().count("red and plain")
-                   > 5, 10, message="the changed rows on the client")
-        deck.feed_input(b"\x02l")  # focus moves: titles and cursor change
-        wait_until(lambda: shows("▸ coder"), 10, message="the new focus on the client")
-        deck.feed_input(b"\x02?")  # the help dialog: a whole urwid frame ...
-        wait_until(lambda: deck.overlay_kind == "help", 10)
-        deck.feed_input(b"\x1b")
-        wait_until(lambda: deck.overlay is None, 10)
-        port.terminals["coder"].feed(b"\x1b[2;1Hafter the dialog")  # ... then row by row again
-        wait_until(lambda: shows("after the dialog"), 10, message="the frame after the dialog")
-        assert deck.screen.rows_written > 0
-    finally:
-        deck.stop()
-        deck.screen.close()
+    wait_until(lambda: shows("C-b ? help"), 10, message="the first frame on the client")
+    port.terminals["coder"].feed(b"\x1b[31mred\x1b[0m and plain\r\n" * 30)
+    port.terminals["orchestrator"].feed(b"\x1b[2J\x1b[Hcleared \xe4\xb8\xad\xe6\x96\x87 wide")
+    wait_until(lambda: shows("cleared 中文 wide") and client.text().count("red and plain")
+               > 5, 10, message="the changed rows on the client")
+    deck.feed_input(b"\x02l")  # focus moves: titles and cursor change
+    wait_until(lambda: shows("▸ coder"), 10, message="the new focus on the client")
+    deck.feed_input(b"\x02?")  # the help dialog: a whole urwid frame ...
+    wait_until(lambda: deck.overlay_kind == "help", 10)
+    deck.feed_input(b"\x1b")
+    wait_until(lambda: deck.overlay is None, 10)
+    port.terminals["coder"].feed(b"\x1b[2;1Hafter the dialog")  # ... then row by row again
+    wait_until(lambda: shows("after the dialog"), 10, message="the frame after the dialog")
+    assert deck.screen.rows_written > 0
 
 
-def test_only_an_open_dialog_with_clocks_ticks(tmp_path):
+def test_only_an_open_dialog_with_clocks_ticks(running):
     from choragos.board import Task, TaskState
 
-    deck, _port = _running_deck(tmp_path)
-    try:
-        deck.news(("gate", Task("T4", "release", "Tag v2", state=TaskState.GATED,
-                                created=1.0)))
-        wait_until(lambda: deck.overlay_kind == "gate", 10)
-        wakeups = deck.wakeups
-        time.sleep(3.5)  # the observation window: its clock ticks once a second
-        assert 2 <= deck.wakeups - wakeups <= 5
-        deck.feed_input(b"\x1b")  # dismissed: nothing ticks any more
-        wait_until(lambda: deck.overlay is None, 10)
-        _settled(deck, quiet=1.2)
-        wakeups = deck.wakeups
-        time.sleep(1.5)
-        assert deck.wakeups == wakeups
-    finally:
-        deck.stop()
-        deck.screen.close()
+    deck, _port = running
+    deck.news(("gate", Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)))
+    wait_until(lambda: deck.overlay_kind == "gate", 10)
+    wakeups = deck.wakeups
+    time.sleep(3.5)  # the observation window: its clock ticks once a second
+    assert 2 <= deck.wakeups - wakeups <= 5
+    deck.feed_input(b"\x1b")  # dismissed: nothing ticks any more
+    wait_until(lambda: deck.overlay is None, 10)
+    _settled(deck, quiet=1.2)
+    wakeups = deck.wakeups
+    time.sleep(1.5)
+    assert deck.wakeups == wakeups

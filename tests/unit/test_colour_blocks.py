@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from choragos.terminal import Terminal
-from choragos.vtscreen import VTScreen
+from tests.unit.test_terminal import _observe, count_blocks, fed_in_pieces
 
 _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[33m", "\x1b[39m",
                         "\x1b[38;5;202m", "\x1b[48;2;20;60;20m", "\x1b[7m", "\x1b[22;49m",
@@ -24,15 +24,6 @@ _LINE = st.lists(st.one_of(_WORD, _SGR, _SGR, _ODD), max_size=8).map("".join)
 _LOG = st.lists(_LINE, min_size=4, max_size=40).map(lambda lines: "\r\n".join(lines) + "\r\n")
 
 
-def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-
-
-def _observe(t: Terminal, scrolled: list[str]) -> tuple[object, ...]:
-    return (t.display(), t.history(), scrolled, t.cursor, t.render_rows(), t.alternate_screen)
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_LOG, st.lists(st.integers(0, 10**6), max_size=5), st.integers(3, 40), st.integers(1, 8))
 def test_a_coloured_log_ends_the_same_on_both_paths(log: str, cuts: list[int], cols: int,
@@ -40,10 +31,7 @@ def test_a_coloured_log_ends_the_same_on_both_paths(log: str, cuts: list[int], c
     data = log.encode()
     outcomes = []
     for fast in (True, False):
-        scrolled: list[str] = []
-        t = Terminal(cols, rows, fast_path=fast, on_scrolled=scrolled.extend)
-        for piece in _cut(data, cuts):
-            t.feed(piece)
+        t, scrolled = fed_in_pieces(data, cuts, cols, rows, fast)
         logged = _observe(t, scrolled)
         t.resize(max(cols - 3, 1), rows + 1)  # rows kept as text, cut and grown
         t.resize(cols + 2, rows)
@@ -54,14 +42,7 @@ def test_a_coloured_log_ends_the_same_on_both_paths(log: str, cuts: list[int], c
 
 
 def test_a_test_runner_log_goes_through_the_block_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks: list[int] = []
-    take_block = VTScreen.take_block
-
-    def counting(screen: VTScreen, block: str) -> None:
-        blocks.append(block.count("\n"))
-        take_block(screen, block)
-
-    monkeypatch.setattr(VTScreen, "take_block", counting)
+    blocks = count_blocks(monkeypatch)
     levels = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")
     lines = [f"\x1b[36mtests/test_{i % 17}.py\x1b[0m::test_{i} {levels[i % 3]} [{i % 100:3d}%]"
              "\x1b[K" for i in range(3000)]
