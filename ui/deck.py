@@ -145,7 +145,9 @@ class _Loop(urwid.MainLoop):
             deck.view.prepared = frame
         deck.view._invalidate()
         super().draw_screen()
-        drawn = deck.view.last if self.widget is deck.view else None
+        # urwid draws nothing while a resize is pending: then no row is known.
+        whole = self.widget is deck.view and not self.screen._resized
+        drawn = deck.view.last if whole else None
         self.screen.drawn_whole(drawn[0] if drawn else None, drawn[1] if drawn else None,
                                 self.screen_size or size)
         deck.drawn()

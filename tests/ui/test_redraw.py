@@ -253,3 +253,20 @@ def test_only_an_open_dialog_with_clocks_ticks(running):
     wakeups = deck.wakeups
     time.sleep(1.5)
     assert deck.wakeups == wakeups
+
+
+def test_after_a_resize_the_client_shows_the_whole_new_frame(running):
+    deck, port = running
+    client = Terminal(120, 40, scrollback=0)
+    client.feed(_drain(deck))
+    client.resize(100, 30)
+    deck.resize(100, 30)
+    port.terminals["coder"].feed(b"\x1b[3;1Hafter the resize")
+
+    def shows_it() -> bool:
+        client.feed(_drain(deck))
+        painted = deck.screen._painted
+        return (painted is not None and len(painted) == 30
+                and client.display() == [raw.decode().rstrip() for raw, _ in painted]
+                and "after the resize" in client.text())
+    wait_until(shows_it, 10, message="the new size drawn on the client")
