@@ -87,11 +87,23 @@ mutate: $(MUTATE_STAMP)
 	echo "mutmut run: $$(( $$(date +%s) - start )) s wall (log: .cache/mutate.log)"
 	$(BIN)/python tests/mutation_report.py
 
+# Every bench, sized to finish in under ten minutes on a 2-core machine.  Each
+# prints its tables and one JSON line ({"bench": ...}) with ratios against a
+# reference measured in the same run (tmux, git, a bare client).
 bench: venv
-	$(BIN)/python bench/delegate_latency.py
-	$(BIN)/python bench/pane_throughput.py
-	$(BIN)/python bench/checkpoint.py
-	$(BIN)/python bench/gateway_overhead.py
+	$(BIN)/python bench/delegate_latency.py --runs 10
+	$(BIN)/python bench/pane_throughput.py --plain-mb 5 --tui-mb 3 --colour-mb 3 --repeat 2 \
+		--reference-mb 0.5
+	$(BIN)/python bench/checkpoint.py --no-big --rounds 3 --first-rounds 1
+	$(BIN)/python bench/attach_latency.py --rate 1 --rounds 1 --probes 15
+	$(BIN)/python bench/attach_latency.py --idle --rounds 1 --probes 15
+	$(BIN)/python bench/attach_latency.py --rounds 1 --probes 15
+	$(BIN)/python bench/attach_latency.py --rate 1 --roles 12 --flooders 3 --rounds 1 --probes 10
+	$(BIN)/python bench/idle_cpu.py --window 15
+	$(BIN)/python bench/big_crew.py
+	$(BIN)/python bench/flood_delay.py --runs 5
+	$(BIN)/python bench/board_growth.py --tasks 300 --levels 2 --window 5 --repeats 1
+	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

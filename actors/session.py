@@ -274,7 +274,7 @@ class Session:
             self.events.write("checkpoints off", reason="[checkpoints] enabled = false")
             return None
         try:
-            store = CheckpointStore(self.workdir)
+            store = CheckpointStore(self.workdir, watch=True)  # long-lived: it can watch
         except NotARepository as exc:
             self.events.write("checkpoints off", reason=str(exc))
             log.warning("checkpoints are off: %s", exc)

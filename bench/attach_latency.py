@@ -3,7 +3,10 @@ while another pane floods output, next to the same measurement in tmux.
 
 Both setups run the same two programs side by side: an echo agent (the test
 fixture: it echoes every key it reads) and a flooder printing coloured log
-lines as fast as its terminal takes them.  The client -- ``choragos attach``
+lines as fast as its terminal takes them (``--rate``: at that many MB/s;
+``--idle``: printing one screen, then nothing).  ``--roles N --flooders K``
+makes it a bigger crew: N panes, K of them flooding, the others idle
+agents.  The client -- ``choragos attach``
 or ``tmux attach`` -- runs in a PTY owned by this script, whose output is
 fed to a terminal emulator; a probe types four unique characters and times
 until they are on the emulated screen, then erases them.  Rounds alternate
@@ -12,6 +15,7 @@ vary between machines and runs; the ratio is the result.  Not part of the
 test suite.
 
     .venv/bin/python bench/attach_latency.py [--probes N] [--rounds R] [--rate MBPS]
+                                             [--idle] [--roles N] [--flooders K]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from ptyprocess import PtyProcess  # noqa: E402
 
+from bench.common import emit  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
@@ -41,6 +46,7 @@ COLS, ROWS = 160, 50
 FLOODER = r"""
 import itertools, os, sys, time
 rate = float(sys.argv[1]) * 1e6  # bytes per second; 0 = as fast as the terminal takes
+idle = len(sys.argv) > 2 and sys.argv[2] == "idle"
 colours = itertools.cycle([31, 32, 33, 34, 35, 36])
 line_no = 0
 started = time.monotonic()
@@ -53,6 +59,9 @@ while True:
                      f".py ... ok {'.' * (line_no % 60)}\r\n")
     data = "".join(batch).encode()
     os.write(1, data)
+    if idle:
+        while True:
+            time.sleep(3600)
     sent += len(data)
     if rate:
         ahead = sent / rate - (time.monotonic() - started)
@@ -128,17 +137,36 @@ def environment(root: Path) -> dict[str, str]:
             "CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime)}
 
 
-def start_choragos(root: Path, rate: float) -> Screen:
+class Crew:
+    """Who shares the screen with the echo agent."""
+
+    def __init__(self, rate: float, idle: bool, roles: int, flooders: int) -> None:
+        self.rate, self.idle, self.roles, self.flooders = rate, idle, roles, flooders
+
+    def others(self, flood: Path) -> list[tuple[str, list[str]]]:
+        """(name, argv) of every pane but the echo agent's."""
+        mode = ["idle"] if self.idle else []
+        out = []
+        for i in range(self.roles - 1):
+            if i < self.flooders:
+                out.append((f"flood{i}", [sys.executable, str(flood), str(self.rate), *mode]))
+            else:
+                out.append((f"idle{i}", [sys.executable, str(AGENT)]))
+        return out
+
+
+def start_choragos(root: Path, crew: Crew) -> Screen:
     work = root / "w"
     work.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     python = json.dumps(sys.executable)
     flood = root / "flood.py"
     flood.write_text(FLOODER)
+    roles = "".join(f'[[roles]]\nname = "{name}"\ncommand = {python}\n'
+                    f"args = {json.dumps(argv[1:])}\n\n" for name, argv in crew.others(flood))
     (work / ".choragos.toml").write_text(
         f'[[roles]]\nname = "echo"\ncommand = {python}\nargs = [{json.dumps(str(AGENT))}]\n'
-        f'start = true\n\n[[roles]]\nname = "flood"\ncommand = {python}\n'
-        f'args = [{json.dumps(str(flood))}, "{rate}"]\n\n'
+        f'start = true\n\n{roles}'
         f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
     env = environment(root)
     started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
@@ -148,7 +176,7 @@ def start_choragos(root: Path, rate: float) -> Screen:
     screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
     # Probe only once the session has briefed the echo agent (typed into its line).
     screen.wait_for(lambda text: "you said: You are the echo role" in text
-                    and "compiling" in text, 60)
+                    and ("compiling" in text or not crew.flooders), 60)
     return screen
 
 
@@ -158,7 +186,7 @@ def stop_choragos(root: Path, screen: Screen) -> None:
                    env=environment(root), capture_output=True, timeout=60)
 
 
-def start_tmux(root: Path, rate: float, tmux: str) -> Screen:
+def start_tmux(root: Path, crew: Crew, tmux: str) -> Screen:
     env = environment(root)
     flood = root / "flood.py"
     flood.write_text(FLOODER)
@@ -166,10 +194,13 @@ def start_tmux(root: Path, rate: float, tmux: str) -> Screen:
     subprocess.run([tmux, *server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
                     f"{sys.executable} {AGENT}"], env=env, check=True)
     subprocess.run([tmux, *server, "set", "-g", "status", "off"], env=env, check=True)
-    subprocess.run([tmux, *server, "split-window", "-h", "-d",
-                    f"{sys.executable} {flood} {rate}"], env=env, check=True)
+    for _name, argv in crew.others(flood):
+        subprocess.run([tmux, *server, "split-window", "-d", " ".join(argv)], env=env,
+                       check=True)
+        subprocess.run([tmux, *server, "select-layout", "tiled"], env=env, check=True)
     screen = Screen([tmux, *server, "attach"], env, root)
-    screen.wait_for(lambda text: "agent>" in text and "compiling" in text, 30)
+    screen.wait_for(lambda text: "agent>" in text and ("compiling" in text or not crew.flooders),
+                    30)
     return screen
 
 
@@ -192,7 +223,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=float, default=0.0,
                         help="flood rate in MB/s (0: as fast as the terminal takes)")
+    parser.add_argument("--idle", action="store_true",
+                        help="the neighbours print one screen, then nothing")
+    parser.add_argument("--roles", type=int, default=2, help="panes, the echo agent's included")
+    parser.add_argument("--flooders", type=int, default=1)
     args = parser.parse_args()
+    crew = Crew(args.rate, args.idle, max(args.roles, 2), args.flooders)
     tmux = shutil.which("tmux")
     if tmux is None:
         raise SystemExit("tmux is needed for the reference measurement")
@@ -203,9 +239,9 @@ def main() -> None:
             root = Path(tempfile.mkdtemp(prefix="chb-", dir="/tmp"))
             try:
                 if name == "choragos":
-                    screen = start_choragos(root, args.rate)
+                    screen = start_choragos(root, crew)
                 else:
-                    screen = start_tmux(root, args.rate, tmux)
+                    screen = start_tmux(root, crew, tmux)
                 time.sleep(1.0)  # let the flood get going
                 try:
                     for _ in range(args.probes):
@@ -219,12 +255,19 @@ def main() -> None:
             finally:
                 shutil.rmtree(root, ignore_errors=True)
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
-    print(f"keystroke-to-screen latency while another pane floods output ({flood}), "
-          f"{COLS}x{ROWS}, {os.cpu_count()} CPUs")
+    if args.idle:
+        flood = "idle"
+    print(f"keystroke-to-screen latency, {crew.roles} panes, {crew.flooders} neighbour(s) "
+          f"flooding ({flood}), {COLS}x{ROWS}, {os.cpu_count()} CPUs")
     for name, samples in results.items():
         print(summary(name, samples))
     ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
+    emit("attach_latency", {"choragos/tmux": ratio},
+         setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
+                "idle": args.idle},
+         median_ms={name: round(statistics.median(s) * 1000, 2) for name, s in results.items()},
+         probes=len(results["tmux"]))
 
 
 if __name__ == "__main__":

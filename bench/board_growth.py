@@ -26,7 +26,6 @@ numbers vary between machines, the ratio is the result.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -38,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import emit  # noqa: E402
 from choragos import wire  # noqa: E402
 from tests.integration.harness import Serve, role_toml  # noqa: E402
 
@@ -117,11 +117,10 @@ def main() -> None:
             levels.append({"history": history, "cpu_ms_best": round(per[0], 2),
                            "cpu_ms_median": round(statistics.median(per), 2)})
         first, last = levels[0], levels[-1]
-        print(json.dumps({
-            "bench": "board_growth", "tasks": args.tasks, "window": args.window,
-            "repeats": args.repeats, "levels": levels,
-            "ratio_last_to_first": _ratio(last["cpu_ms_best"], first["cpu_ms_best"]),
-            "ratio_median": _ratio(last["cpu_ms_median"], first["cpu_ms_median"])}))
+        emit("board_growth",
+             {"last/first": _ratio(last["cpu_ms_best"], first["cpu_ms_best"]),
+              "last/first, medians": _ratio(last["cpu_ms_median"], first["cpu_ms_median"])},
+             tasks=args.tasks, window=args.window, repeats=args.repeats, levels=levels)
     finally:
         s.stop()
         shutil.rmtree(tmp, ignore_errors=True)

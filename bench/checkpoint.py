@@ -15,13 +15,14 @@ neither finds objects the other wrote.  Then, in the same run:
                 again with git's temporary index and our private index kept;
 * unchanged:    once more with nothing changed.
 
-choragos is timed in-process (the checkpointer is a long-lived actor); the
+choragos is timed in-process (the checkpointer is a long-lived actor, which
+watches the tree it walks: an unchanged tree is then not walked again); the
 "cli" column is a fresh CheckpointStore per snapshot, as ``choragos
-rollback`` has.  git's times include starting its four processes, which is
+rollback`` has, which always walks.  git's times include starting its four processes, which is
 what the plumbing costs.  Medians and best samples are shown, as the machine
-may be shared; ratios are choragos / git, and below 1.5 is the target.
+may be shared; ratios are choragos / git.  Prints one JSON line with the ratios.
 
-Run: .venv/bin/python bench/checkpoint.py [--small] [--rounds N] [--first-rounds N]
+Run: .venv/bin/python bench/checkpoint.py [--small] [--no-big] [--rounds N] [--first-rounds N]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import emit
 from choragos.checkpoints import CheckpointStore
 
 AGE = 3600  # files are dated an hour back, as most of a real tree is
@@ -186,11 +188,20 @@ def first_runs(base: Path, timings: Timings, rounds: int) -> tuple[Path, Path, C
         with CheckpointStore(cold_root) as cold:
             timings.add("first, cold", "ours", ours(cold, n))
             timings.stats["first, cold"] = _stats(cold)
-        store = CheckpointStore(our_root)
+        store = long_lived(our_root)
         timings.add("first", "ours", ours(store, n))
         timings.stats["first"] = _stats(store)
     timings.samples[("first, cold", "git")] = timings.samples[("first", "git")]
     return git_root, our_root, store
+
+
+def long_lived(root: Path) -> CheckpointStore:
+    """A store as the session's checkpointer has it (watching, where it can;
+    a version without watches, when the bench measures an older one)."""
+    try:
+        return CheckpointStore(root, watch=True)
+    except TypeError:
+        return CheckpointStore(root)
 
 
 def run_case(base: Path, first_rounds: int, rounds: int) -> Timings:
@@ -214,10 +225,13 @@ def run_case(base: Path, first_rounds: int, rounds: int) -> Timings:
 
 def _stats(store: CheckpointStore) -> str:
     s = store.last_stats
+    if s is not None and not getattr(s, "walked", True):
+        return "not walked: the watch saw no change"
     return f"{s.hashed}/{s.seeded}/{s.listed}" if s else ""
 
 
-def report(title: str, timings: Timings) -> None:
+def report(title: str, timings: Timings) -> dict[str, float]:
+    ratios = {}
     for run in ("first, cold", "first", "incremental", "unchanged"):
         git_m, our_m = timings.median(run, "git"), timings.median(run, "ours")
         git_b, our_b = timings.best(run, "git"), timings.best(run, "ours")
@@ -227,6 +241,9 @@ def report(title: str, timings: Timings) -> None:
         print(f"{title:<20} {run:<12} {git_m:7.3f} {our_m:7.3f} {our_m / git_m:5.2f}   "
               f"{git_b:7.3f} {our_b:7.3f} {our_b / git_b:5.2f} {cli} {count:>3}  "
               f"{timings.stats.get(run, '')}")
+        ratios[f"{title}, {run} (median)"] = our_m / git_m
+        ratios[f"{title}, {run} (best)"] = our_b / git_b
+    return ratios
 
 
 def main() -> int:
@@ -235,12 +252,14 @@ def main() -> int:
     parser.add_argument("--first-rounds", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument("--no-big", action="store_true",
+                        help="only the 50k-file tree (what make bench runs)")
     args = parser.parse_args()
     scale = 10 if args.small else 1
     tmp = Path(tempfile.mkdtemp(prefix="chg-bench-"))
     try:
         cases = [("5k files / ~150 MB", 5000 // scale, 100 // scale, 10_000),
-                 ("50k files", 50_000 // scale, 0, 1000)]
+                 ("50k files", 50_000 // scale, 0, 1000)][1 if args.no_big else 0:]
         results = []
         for i, (title, files, big, size) in enumerate(cases):
             base = tmp / f"tree{i}"
@@ -252,8 +271,11 @@ def main() -> int:
         print(f"{'tree':<20} {'run':<12} {'git s':>7} {'ours s':>7} {'ratio':>5}   "
               f"{'git s':>7} {'ours s':>7} {'ratio':>5} {'cli s':>7} {'n':>3}  "
               "hashed/seeded/listed (last run)")
+        ratios: dict[str, float] = {}
         for title, timings in results:
-            report(title, timings)
+            ratios.update(report(title, timings))
+        emit("checkpoint", {f"{k} ours/git": v for k, v in ratios.items()},
+             rounds=args.rounds, first_rounds=args.first_rounds, small=args.small)
     finally:
         if args.keep:
             print(f"kept {tmp}", file=sys.stderr)

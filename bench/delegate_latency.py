@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from choragos import wire  # noqa: E402  (needs the path set above)
+from bench.common import emit  # noqa: E402  (needs the path set above)
+from choragos import wire  # noqa: E402
 from choragos.ctlserver import ControlServer  # noqa: E402
 from choragos.journal import Journal  # noqa: E402
 
@@ -109,7 +110,11 @@ def report(ours: list[float], floor: list[float]) -> None:
         print("note: bytecode caching is off here, so every run compiles choragos' modules")
     print(line("choragos delegate", ours))
     print(line("bare socket client", floor))
-    print(f"ratio (median): {statistics.median(ours) / statistics.median(floor):.2f}x")
+    ratio = statistics.median(ours) / statistics.median(floor)
+    print(f"ratio (median): {ratio:.2f}x")
+    emit("delegate_latency", {"delegate/bare client": ratio}, runs=len(ours),
+         median_ms={"delegate": round(statistics.median(ours) * 1e3, 2),
+                    "bare client": round(statistics.median(floor) * 1e3, 2)})
 
 
 def main() -> int:

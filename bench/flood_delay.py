@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import emit  # noqa: E402
 from tests.integration.harness import Serve, role_toml  # noqa: E402
 
 FLOOD = ('[[roles]]\nname = "flood"\ncommand = "sh"\n'
@@ -59,6 +60,9 @@ def main() -> None:
     print(f"delegate -> delivered, quiet neighbour:    median {q * 1000:7.1f} ms")
     print(f"delegate -> delivered, flooding neighbour: median {f * 1000:7.1f} ms")
     print(f"delay caused by the flood: {(f - q) * 1000:+.1f} ms (target < 100 ms)")
+    emit("flood_delay", {"flooded/quiet": f / q},
+         median_ms={"quiet": round(q * 1000, 1), "flooded": round(f * 1000, 1)},
+         delay_ms=round((f - q) * 1000, 1), runs=args.runs)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 import pyte  # noqa: E402  (needs the path set above)
 
+from bench.common import emit  # noqa: E402
 from choragos.ptyproc import PtyChild, Reader  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
@@ -196,7 +197,7 @@ def report(name: str, size: int, timings: dict[str, tuple[float, float, int]]) -
 
 
 def measure(name: str, data: bytes, workdir: Path, tmux: Tmux, reference_bytes: int,
-            repeat: int) -> None:
+            repeat: int) -> dict[str, tuple[float, float, int]]:
     """Run every contestant ``repeat`` times, interleaved, and keep each one's
     fastest run: on a shared machine the slow runs measure the neighbours."""
     path = workdir / f"{name}.bin"
@@ -216,6 +217,7 @@ def measure(name: str, data: bytes, workdir: Path, tmux: Tmux, reference_bytes: 
     wall, cpu = pyte_alone(onlcr)  # once: it is only the starting point
     best[f"pyte alone (first {len(onlcr) / 1e6:.0f} MB)"] = (wall, cpu, len(onlcr))
     report(name, len(data), best)
+    return best
 
 
 def main() -> None:
@@ -238,12 +240,21 @@ def main() -> None:
           "of the file per wall second; tmux/x > 1 means slower than tmux")
     with tempfile.TemporaryDirectory(prefix="chg-bench-") as tmp:
         tmux = Tmux()
+        ratios: dict[str, float] = {}
+        rates: dict[str, dict[str, float]] = {}
         try:
             for name, data in streams.items():
-                measure(name.replace(" ", "-"), data, Path(tmp), tmux,
-                        int(args.reference_mb * 1e6), args.repeat)
+                best = measure(name.replace(" ", "-"), data, Path(tmp), tmux,
+                               int(args.reference_mb * 1e6), args.repeat)
+                ratios[name] = best["choragos"][0] / best["tmux"][0]
+                ratios[f"{name}, no block path"] = (best["choragos, no block path"][0]
+                                                    / best["tmux"][0])
+                rates[name] = {label: round(n / wall / 1e6, 2)
+                               for label, (wall, _cpu, n) in best.items()}
         finally:
             tmux.close()
+    emit("pane_throughput", {f"{k} (choragos/tmux wall)": v for k, v in ratios.items()},
+         mb_per_s=rates, repeat=args.repeat)
 
 
 if __name__ == "__main__":

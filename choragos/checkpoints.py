@@ -52,6 +52,7 @@ from choragos.gitwalk import (
     read_user_index,
     save_cache,
 )
+from choragos.treewatch import TreeWatch
 
 REF_PREFIX = "refs/choragos/checkpoints/"
 UNBORN = "unborn"
@@ -137,9 +138,14 @@ class CheckpointStore:
     calls).  Instances and processes working on one repository take turns
     through a lock file, so a ``choragos rollback`` in a shell waits for the
     session's checkpointer and the other way round.
+
+    ``watch=True`` (a long-lived store, like the session's checkpointer)
+    watches the directories it walks (:mod:`choragos.treewatch`): a snapshot
+    of a tree in which nothing changed since the last walk reuses that walk's
+    tree instead of walking again, whenever the watch can vouch for it.
     """
 
-    def __init__(self, workdir: Path | str) -> None:
+    def __init__(self, workdir: Path | str, *, watch: bool = False) -> None:
         self.workdir = Path(workdir)
         self._repo = _open_repo(self.workdir)
         self.root = Path(self._repo.path)
@@ -149,10 +155,16 @@ class CheckpointStore:
         self._index_memo: tuple[tuple, UserIndex] | None = None
         self._cache_ref: str | None = None  # the ref holding the private index's commit
         self.last_stats: ScanStats | None = None
+        self._watch = TreeWatch(self.root) if watch else None
+        # What the last walk depended on besides the files: (tree, ignore
+        # rules outside the tree, the user's index, .gitmodules), and its stats.
+        self._last_walk: tuple[tuple, ScanStats] | None = None
 
     def close(self) -> None:
-        """Release the repository's open files (pack maps)."""
+        """Release the repository's open files (pack maps) and the watch."""
         self._repo.close()
+        if self._watch is not None:
+            self._watch.close()
 
     def __enter__(self) -> CheckpointStore:
         return self
@@ -168,7 +180,7 @@ class CheckpointStore:
         _check_task_id(task_id)
         when = time.time() if now is None else now
         with self._failures(f"checkpoint for {task_id}"), self._locked() as fs_now:
-            scan = self._scan(fs_now, write=True)
+            scan = self._unchanged_scan() or self._scan(fs_now, write=True)
             return self._commit(scan, task_id, role, label, when)
 
     def tree_now(self) -> str:
@@ -245,17 +257,45 @@ class CheckpointStore:
         :meth:`_commit` then needs."""
         cache = self._valid_cache()
         writer = ObjectWriter(self._repo.object_store.path, self._repo.object_store.alternates)
+        watch = self._watch
+        if watch is not None:
+            watch.begin_walk()  # before anything is read: a later change is an event
+        depends = self._walk_depends()
         try:
             walker = Walker(str(self.root), self._rules(), writer, cache=cache.records,
                             racy_from_ns=fs_now, user_index=self._user_index, write=write,
-                            has_gitmodules=(self.root / ".gitmodules").exists())
+                            has_gitmodules=depends[2],
+                            before_listing=watch.watch if watch is not None else None)
             scan = walker.run()
         finally:
             writer.close()
         self.last_stats = scan.stats
         if scan.tree != cache.tree:
             scan.changed = True
+        if watch is not None:
+            if any(MODE_GITLINK in record[7] for record in scan.records.values()):
+                watch.distrust()  # a nested repository's HEAD moves where no watch sees
+            self._last_walk = ((scan.tree, *depends), scan.stats)
         return scan
+
+    def _walk_depends(self) -> tuple:
+        """What a walk's result depends on outside the watched directories."""
+        return (self._rules().key, _signature(self._repo.index_path()),
+                (self.root / ".gitmodules").exists())
+
+    def _unchanged_scan(self) -> Scan | None:
+        """The last walk's result, when the watch vouches that nothing changed
+        since it began and nothing it cannot see changed either; else None."""
+        watch, last = self._watch, self._last_walk
+        if watch is None or last is None or not watch.unchanged():
+            return None
+        cache = self._valid_cache()
+        if (cache.tree, *self._walk_depends()) != last[0]:
+            return None
+        self.last_stats = ScanStats(files=last[1].files, dirs=last[1].dirs, walked=False)
+        # Records are left out: a snapshot needs only the tree (unchanged, so
+        # the private index stays as it is); a rollback always walks.
+        return Scan(cache.tree, self.last_stats, {}, False, cache.records)
 
     def _commit(self, scan: Scan, task_id: str, role: str, label: str,
                 when: float) -> Checkpoint:

@@ -77,6 +77,7 @@ class ScanStats:
     hashed_bytes: int = 0
     seeded: int = 0  # files whose id came from the repository's own index
     written: int = 0  # objects written to the repository
+    walked: bool = True  # False: nothing changed (a watch said so), the last walk's tree reused
     skipped: list[str] = field(default_factory=list)  # unreadable, so left out
 
 
@@ -303,7 +304,8 @@ class Walker:
     def __init__(self, root: str, rules: RuleStack, writer: ObjectWriter, *,
                  cache: Records, racy_from_ns: int,
                  user_index: Callable[[], UserIndex], write: bool = True,
-                 has_gitmodules: bool = False) -> None:
+                 has_gitmodules: bool = False,
+                 before_listing: Callable[[bytes], None] | None = None) -> None:
         self._root = os.fsencode(root).rstrip(b"/") + b"/"
         self._rules = rules
         self._writer = writer
@@ -312,6 +314,8 @@ class Walker:
         self._load_index = user_index
         self._index: UserIndex | None = user_index() if has_gitmodules else None
         self._write = write
+        # Called with each directory's path before it is looked at (a watch).
+        self._before_listing = before_listing or _nothing
         self._nodes: list[_Node] = []
         self._repos: dict[bytes, Record] = {}  # nested repositories' records
         # (directory, entry slot, absolute path, lstat key) of files to read
@@ -338,6 +342,7 @@ class Walker:
         """Walk directory ``rel`` ("" or "a/b/"); ``rules`` None keeps only
         tracked entries (an excluded directory holding tracked files)."""
         absdir = self._root + rel
+        self._before_listing(rel)
         try:
             st = os.lstat(absdir)
             dstat = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
@@ -602,6 +607,10 @@ class Walker:
 
 
 _STATS_LOCK = threading.Lock()
+
+
+def _nothing(_rel: bytes) -> None:
+    """No watch."""
 
 
 def _listing(absdir: bytes) -> tuple[tuple, bytes]:

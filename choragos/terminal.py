@@ -51,6 +51,7 @@ class Snapshot:
     cols: int
     rows: int
     history_size: int
+    row_gens: tuple[int, ...] = ()  # per row: the generation it last changed in
 
 
 GAP_MARKER = "--- transcript gap ---"
@@ -64,30 +65,39 @@ class Terminal:
     ``on_scrolled(lines)`` receives, in order and once each, the text lines
     leaving the top of the main screen.  ``on_bell()`` is called after a feed
     that rang the bell at least once (``bells`` has the exact count).
-    ``fast_path=False`` turns off the block path for plain lines, for tests
-    and benchmarks that compare the two.
+    ``on_change()`` is called after a feed, resize or reset that changed what
+    the screen shows, but only once until :meth:`take_dirty` is called: a
+    flood of output wakes a reader once per frame it actually draws, and a
+    pane nobody draws costs its reader nothing.
+    ``fast_path=False`` turns off the block path for plain and coloured
+    lines, for tests and benchmarks that compare the two.
 
     Clearing the screen (``CSI 2 J``) does not push it into the history, as
     in xterm (tmux's ``scroll-on-clear`` does): an agent that repaints by
     clearing must not flood the transcript.  ``CSI 3 J`` empties the history
     as it would in a terminal; lines already given to ``on_scrolled`` stay given.
 
-    Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``lines_scrolled``
-    (how many lines ``on_scrolled`` has been given), ``fast_path``, and the
-    three callbacks, which may be replaced at any time.
+    Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``generation``
+    (bumped by every change; each row of a :class:`Snapshot` carries the
+    generation it last changed in, so a renderer redraws only those rows),
+    ``lines_scrolled`` (how many lines ``on_scrolled`` has been given),
+    ``fast_path``, and the four callbacks, which may be replaced at any time.
     """
 
     def __init__(self, cols: int = 120, rows: int = 40, *, scrollback: int = 5000,
                  reply: Callable[[bytes], None] | None = None,
                  on_scrolled: Callable[[list[str]], None] | None = None,
                  on_bell: Callable[[], None] | None = None,
+                 on_change: Callable[[], None] | None = None,
                  fast_path: bool = True) -> None:
         _check_size(cols, rows)
         self.reply = reply
         self.on_scrolled = on_scrolled
         self.on_bell = on_bell
+        self.on_change = on_change
         self.fast_path = fast_path
         self.dirty = False
+        self.generation = 0
         self.lines_scrolled = 0
         self._lock = threading.Lock()
         self._history: deque[str] = deque(maxlen=max(scrollback, 0))
@@ -104,6 +114,8 @@ class Terminal:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._texts: list[str | None] = [None] * rows
         self._runs: list[tuple[Run, ...] | None] = [None] * rows
+        self._row_gens: list[int] = [0] * rows
+        self._woke = False  # on_change was called and take_dirty has not been since
 
     # -- input -----------------------------------------------------------------
 
@@ -144,11 +156,15 @@ class Terminal:
             self._decoder.reset()
             self._replies.clear()
             self._forget_rows()
+            outputs = self._take_outputs(rang=False)
+        self._notify(*outputs)
 
     def take_dirty(self) -> bool:
-        """Whether the screen changed since the last call (read and clear)."""
+        """Whether the screen changed since the last call (read and clear);
+        also re-arms ``on_change``."""
         with self._lock:
             dirty, self.dirty = self.dirty, False
+            self._woke = False
             return dirty
 
     # -- the screen --------------------------------------------------------------
@@ -188,7 +204,7 @@ class Terminal:
                 mouse_tracking=self.mouse_tracking, mouse_sgr=self.mouse_sgr,
                 focus_events=self.focus_events, reverse_video=self.reverse_video,
                 title=screen.title, cols=screen.columns, rows=screen.lines,
-                history_size=len(self._history))
+                history_size=len(self._history), row_gens=tuple(self._row_gens))
 
     @property
     def cursor(self) -> tuple[int, int]:
@@ -310,18 +326,24 @@ class Terminal:
         touched = self._screen.dirty
         if touched:
             rows = len(self._texts)
+            self.generation += 1
+            gen, gens = self.generation, self._row_gens
             for y in touched:
                 if 0 <= y < rows:
                     self._texts[y] = self._runs[y] = None
+                    gens[y] = gen
             touched.clear()
             self.dirty = True
         elif self._state() != before:
+            self.generation += 1
             self.dirty = True
 
     def _forget_rows(self) -> None:
         rows = self._screen.lines
         self._texts = [None] * rows
         self._runs = [None] * rows
+        self.generation += 1
+        self._row_gens = [self.generation] * rows
         self._screen.dirty.clear()
         self.dirty = True
 
@@ -351,13 +373,15 @@ class Terminal:
             self._fresh.append(GAP_MARKER)
             self._gap_open = True
 
-    def _take_outputs(self, rang: bool) -> tuple[list[str], bytes, bool]:
+    def _take_outputs(self, rang: bool) -> tuple[list[str], bytes, bool, bool]:
         fresh, self._fresh = self._fresh, []
         replies = "".join(self._replies).encode()
         self._replies.clear()
-        return fresh, replies, rang
+        wake = self.dirty and not self._woke
+        self._woke |= wake
+        return fresh, replies, rang, wake
 
-    def _notify(self, fresh: list[str], replies: bytes, rang: bool) -> None:
+    def _notify(self, fresh: list[str], replies: bytes, rang: bool, wake: bool) -> None:
         # Replies first: a program may be blocked waiting for them.
         if replies and self.reply is not None:
             _safecall(self.reply, replies)
@@ -365,6 +389,8 @@ class Terminal:
             _safecall(self.on_scrolled, fresh)
         if rang and self.on_bell is not None:
             _safecall(self.on_bell)
+        if wake and self.on_change is not None:
+            _safecall(self.on_change)
 
 
 def _check_size(cols: int, rows: int) -> None:

@@ -5,9 +5,9 @@ of the sixteen palette names as pyte spells them (``"red"``, ``"brown"`` for
 yellow, ``"brightred"`` …) so a renderer can follow the user's theme, or
 ``"rrggbb"`` hex for 256-colour indexes 16–255 and for true colour.
 
-A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (plain ASCII in
-default colours, one character per cell, kept as text until something needs
-its cells), or None for a blank row.
+A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (ASCII, one
+character per cell, in default colours or in style spans, kept as text until
+something needs its cells), or None for a blank row.
 """
 
 from __future__ import annotations
@@ -26,10 +26,16 @@ BLANK = Char(" ")
 
 
 class TextRow(NamedTuple):
-    """A row drawn as plain ASCII in default colours: one character per cell."""
+    """A row drawn as ASCII, one character per cell.
+
+    ``styles`` are (first column, cell attributes) spans in column order, each
+    reaching to the next; empty when the whole row is in default colours.
+    A log line with colour escapes stays this small until it is shown.
+    """
 
     text: str
     tail: str = ""  # what a narrowing cut off the right (see ``whole_text``)
+    styles: tuple[tuple[int, Char], ...] = ()
 
 
 class Run(NamedTuple):
@@ -181,13 +187,31 @@ class Cells(dict):
 _PLAIN_CELLS = Cells(BLANK)
 
 
+_STYLED_CELLS: dict[Char, Cells] = {}
+
+
 def materialise(row: TextRow) -> Line:
-    """The cells of a TextRow (default colours, one cell per character)."""
+    """The cells of a TextRow (one cell per character)."""
     line = Line(BLANK)
-    line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text), strict=True))
+    if row.styles:
+        _styled_cells(line, row.text, row.styles)
+    else:
+        line.update(zip(range(len(row.text)), map(_PLAIN_CELLS.__getitem__, row.text),
+                        strict=True))
     if row.tail:
         line.tail, line.tail_at = row.tail, len(row.text)
     return line
+
+
+def _styled_cells(line: Line, text: str, styles: tuple[tuple[int, Char], ...]) -> None:
+    ends = [start for start, _ in styles[1:]] + [len(text)]
+    for (start, attrs), end in zip(styles, ends, strict=True):
+        cells = _STYLED_CELLS.get(attrs)
+        if cells is None:
+            if len(_STYLED_CELLS) > 256:
+                _STYLED_CELLS.clear()
+            cells = _STYLED_CELLS[attrs] = Cells(attrs)
+        line.update(zip(range(start, end), map(cells.__getitem__, text[start:end]), strict=True))
 
 
 _data = itemgetter(0)
@@ -225,6 +249,8 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
     if row is None:
         return ()
     if row.__class__ is TextRow:
+        if row.styles:
+            return row_runs(materialise(row), cols)
         text = row.text[:cols].rstrip()
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
@@ -239,6 +265,8 @@ def row_blank(row: Row) -> bool:
     if row is None:
         return True
     if row.__class__ is TextRow:
+        if row.styles:
+            return row_blank(materialise(row))
         return not row.text.strip()
     return all(cell == BLANK for cell in row.values())
 

@@ -49,10 +49,12 @@ _STRING_BROKEN, _STRING, _ESC = 8, 9, 11
 # Token kind -> the group that is empty (or a lone ESC) while the sequence is unfinished.
 _ENDS = {_CSI: 5, _OSC: 7, _STRING: 9, _ESC: 11}
 
-_PLAIN_BLOCK = re.compile(r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*")
+# Text, tabs, CRs and LFs, with the colour (SGR) and erase-to-end-of-line
+# sequences that test runners and build tools put on their lines.
+_PLAIN_BLOCK = re.compile(r"(?:[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
+                          r"|\x1b\[[0-9;:]*m|\x1b\[0?K)*")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _EXECUTED_IN_CSI = frozenset("\x07\x08\x09\x0a\x0b\x0c\x0d")
-_LINE_ENDS = frozenset(("\r", "\n", "\t"))
 
 _Action = tuple[Callable[..., None], tuple[object, ...]]
 
@@ -115,8 +117,10 @@ class VTParser:
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    if blocks and self._line_of_text(data, match):
-                        end = self._try_block(data, match.start())
+                    # A block can only start where a line does.
+                    start = match.start()
+                    if blocks and (start == 0 or data[start - 1] == "\n"):
+                        end = self._try_block(data, start)
                         if end is not None:
                             return data, end
                     draw(match.group(1))
@@ -125,6 +129,11 @@ class VTParser:
                     if control is not None:
                         control()
                 elif kind == _CSI:
+                    start = match.start()
+                    if blocks and (start == 0 or data[start - 1] == "\n") and match.group(5) == "m":
+                        end = self._try_block(data, start)
+                        if end is not None:
+                            return data, end
                     action = actions.get(match.group())
                     if action is None:
                         if not match.group(5):
@@ -157,24 +166,22 @@ class VTParser:
             self._truncated = False  # the string is over, finished or aborted
         return None
 
-    @staticmethod
-    def _line_of_text(data: str, match: re.Match[str]) -> bool:
-        """Whether a text token is a whole line, the only place a block can start.
-
-        Lines that carry escape sequences (a coloured log) never qualify, so
-        they do not pay for a block attempt each."""
-        start, end = match.span()
-        return (start == 0 or data[start - 1] == "\n") and data[end:end + 1] in _LINE_ENDS
-
     def _try_block(self, data: str, start: int) -> int | None:
+        """Take the run of log lines at ``start`` (a line's start) as one block.
+
+        A failed attempt marks the run it looked at (``_no_block_before``), so
+        the lines of a short run do not pay for an attempt each."""
         if start < self._no_block_before or not self.screen.block_ready():
             return None
         block = _PLAIN_BLOCK.match(data, start)
-        if block.group().count("\n") < BLOCK_MIN_LINES:
-            # Do not rescan this run for every piece of it.
+        text = block.group()
+        if text.count("\n") < BLOCK_MIN_LINES or ("\x1b" in text and not text.isascii()):
+            # Too short, or coloured lines the block could only take cell by
+            # cell anyway (its gain is ASCII kept as text).  Do not rescan
+            # this run for every piece of it.
             self._no_block_before = block.end()
             return None
-        self.screen.take_block(block.group())
+        self.screen.take_block(text)
         return block.end()
 
     def _hold(self, data: str, start: int) -> None:

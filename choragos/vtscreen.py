@@ -3,9 +3,9 @@
 pyte's ``Screen`` supplies the cell model and the less frequent operations.
 :class:`VTScreen` replaces the hot ones (drawing text, scrolling, erasing,
 SGR) with bulk versions, adds the alternate screen and the private modes
-agent CLIs use, bounds what pyte leaves unbounded, and takes runs of plain
-lines as one block (:meth:`VTScreen.take_block`), so a flood of log lines
-never turns into per-cell objects.
+agent CLIs use, bounds what pyte leaves unbounded, and takes runs of
+log lines, plain or coloured, as one block (:meth:`VTScreen.take_block`), so
+a flood of log lines never turns into per-cell objects.
 """
 
 from __future__ import annotations
@@ -473,14 +473,19 @@ class VTScreen(pyte.Screen):
     # -- attributes ----------------------------------------------------------
 
     def sgr(self, raw: str) -> None:
-        """``CSI raw m``; results are cached because agents repeat a few styles."""
-        key = (self.cursor.attrs, raw)
-        attrs = self._sgr_cache.get(key)
-        if attrs is None:
+        """``CSI raw m``."""
+        attrs = self._sgr_cache.get((self.cursor.attrs, raw))
+        self.cursor.attrs = attrs or self.sgr_of(self.cursor.attrs, raw)
+
+    def sgr_of(self, attrs: Char, raw: str) -> Char:
+        """``attrs`` after ``CSI raw m``; cached because agents repeat a few styles."""
+        key = (attrs, raw)
+        found = self._sgr_cache.get(key)
+        if found is None:
             if len(self._sgr_cache) > 4096:
                 self._sgr_cache.clear()
-            attrs = self._sgr_cache[key] = apply_sgr(self.cursor.attrs, raw)
-        self.cursor.attrs = attrs
+            found = self._sgr_cache[key] = apply_sgr(attrs, raw)
+        return found
 
     def select_graphic_rendition(self, *attrs: int) -> None:
         self.sgr(";".join(map(str, attrs)))
@@ -594,7 +599,8 @@ class VTScreen(pyte.Screen):
                 is charsets.LAT1_MAP)
 
     def take_block(self, block: str) -> None:
-        """Process printable text with tabs, CRs and LFs; ``block_ready()`` must hold.
+        """Process printable text with tabs, CRs, LFs, colours (SGR) and erases to
+        the end of the line (EL 0); ``block_ready()`` must hold.
 
         With the cursor on the bottom row every LF pushes one row towards the
         history, so the block is worked out on a one-row scratch screen (same
@@ -614,7 +620,10 @@ class VTScreen(pyte.Screen):
         self.on_scroll_rows(keep[:cut])
         self.buffer[:] = [*keep[cut:], None if fresh else _raw(scratch.buffer, 0)]
         self.cursor.x = scratch.cursor.x
+        self.cursor.attrs = scratch.cursor.attrs
         self._wide_seen |= scratch._wide_seen
+        if "\x1b" in block:
+            block = _SEQUENCE.sub("", block)
         self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
         self.dirty.update(range(self.lines))
 
@@ -633,15 +642,18 @@ class VTScreen(pyte.Screen):
     def _play_block(self, scratch: VTScreen, segments: list[str], pushed: list[Row],
                     fresh: bool) -> bool:
         """Run the segments on the scratch row; True when it ends on a fresh row."""
-        plain = self.cursor.attrs == BLANK
         last = len(segments) - 1
         cols = self.columns
+        cursor = scratch.cursor
         for i, segment in enumerate(segments):
-            if i < last and fresh and plain and scratch.cursor.x == 0:
-                rows, x = _text_rows(segment, cols)
+            if i < last and fresh and cursor.x == 0:
+                if cursor.attrs == BLANK and "\x1b" not in segment:
+                    rows, x = _text_rows(segment, cols)
+                else:
+                    rows, x = self._styled_rows(segment, cursor)
                 if rows:
                     pushed.extend(rows)
-                    scratch.cursor.x = x
+                    cursor.x = x
                     continue
             if segment:
                 scratch._plain_segment(segment)
@@ -651,17 +663,72 @@ class VTScreen(pyte.Screen):
                 fresh = True
         return fresh
 
+    def _styled_rows(self, segment: str, cursor: Any) -> tuple[list[Row], int]:
+        """Like :func:`_text_rows` for an ASCII line with colour escapes (and
+        erases to the end of the line, which leave nothing on a row drawn left
+        to right in default background): its rows as style spans; the style it
+        ends with goes to ``cursor``.  ([], 0) when it is not that simple."""
+        cr = segment.endswith("\r")
+        line = segment[:-1] if cr else segment
+        if not line.isascii() or "\r" in line or "\t" in line:
+            return [], 0
+        attrs = cursor.attrs
+        pieces: list[str] = []
+        spans: list[tuple[int, Char]] = []
+        width = 0
+        for match in _STYLED_PIECES.finditer(line):
+            kind = match.lastindex
+            if kind == 1:
+                if not spans or spans[-1][1] != attrs:
+                    spans.append((width, attrs))
+                pieces.append(match.group(1))
+                width += len(pieces[-1])
+            elif kind == 2:
+                attrs = self.sgr_of(attrs, match.group(2))
+            elif attrs.bg != "default":
+                return [], 0  # a coloured erase leaves cells behind: the scratch row does it
+        cursor.attrs = attrs
+        if not width:
+            return [None], 0
+        text = "".join(pieces)
+        cols = self.columns
+        rows: list[Row] = [TextRow(text[i:i + cols], styles=_slice_styles(spans, i, i + cols))
+                           for i in range(0, width, cols)]
+        return rows, 0 if cr else width - (len(rows) - 1) * cols
+
     def _plain_segment(self, segment: str) -> None:
         for match in _PLAIN_PIECES.finditer(segment):
-            if match.lastindex == 1:
+            kind = match.lastindex
+            if kind == 1:
                 self.draw(match.group())
-            elif match.lastindex == 2:
+            elif kind == 2:
                 self.tab()
-            else:
+            elif kind == 3:
                 self.carriage_return()
+            elif kind == 4:
+                self.sgr(match.group(4))
+            else:
+                self.erase_in_line(0)
 
 
-_PLAIN_PIECES = re.compile(r"([^\t\r]+)|(\t)|(\r)")
+_PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
+_SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
+_STYLED_PIECES = re.compile(r"([^\x1b]+)|\x1b\[([0-9;:]*)m|\x1b\[0?K")
+
+
+def _slice_styles(spans: list[tuple[int, Char]], start: int,
+                  end: int) -> tuple[tuple[int, Char], ...]:
+    """The spans covering columns [start, end), relative to ``start``; () when
+    all of it is in default colours."""
+    out: list[tuple[int, Char]] = []
+    for i, (first, attrs) in enumerate(spans):
+        stop = spans[i + 1][0] if i + 1 < len(spans) else end
+        if stop <= start or first >= end:
+            continue
+        out.append((max(first, start) - start, attrs))
+    if len(out) == 1 and out[0][1] == BLANK:
+        return ()
+    return tuple(out)
 
 
 def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
@@ -669,7 +736,7 @@ def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
     and the column it leaves the cursor at; ([], 0) when it is not that simple."""
     cr = segment.endswith("\r")
     text = segment[:-1] if cr else segment
-    if not text.isascii() or "\r" in text or "\t" in text:
+    if not text.isascii() or "\r" in text or "\t" in text or "\x1b" in text:
         return [], 0
     if not text:
         return [None], 0
@@ -690,8 +757,10 @@ def _truncate(rows: _Rows, columns: int, keep: bool) -> None:
             continue
         if row.__class__ is TextRow:
             if len(row.text) > columns:
-                rows[y] = TextRow(row.text[:columns], row.text[columns:] + row.tail
-                                  if keep else "")
+                rows[y] = row._replace(
+                    text=row.text[:columns],
+                    tail=row.text[columns:] + row.tail if keep else "",
+                    styles=tuple(s for s in row.styles if s[0] < columns))
             continue
         beyond = [x for x in row if x >= columns]
         if keep:

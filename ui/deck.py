@@ -56,12 +56,12 @@ from ui.theme import STATE_DOT, STATE_STYLE, TRUECOLOR, build_palette
 
 log = logging.getLogger("choragos.deck")
 
-TICK = 0.03             # how often shown panes are checked for new output
-FAST_TICK = 0.001       # ... right after a key was typed into one (echo latency)
+FRAME = 0.03            # new output of shown panes is drawn at most this often ...
+BUSY_FRAME = 0.1        # ... and of panes not typed into while the user types (keys first)
+FAST_WINDOW = 0.25      # a pane typed into is drawn at once for this long (echo latency)
 OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
 TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
              'prefix = "ctrl+a"')
-FAST_WINDOW = 0.25
 ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
 MESSAGE_TIME = 6.0
 AUTO_FOCUS_PAUSE = 20.0  # after the user touched a pane, auto-focus waits this long
@@ -134,8 +134,23 @@ class _Loop(urwid.MainLoop):
         if not deck.attached or not deck.dirty:
             return
         deck.dirty = False
+        size = self.screen.get_cols_rows()
+        plain = self.widget is deck.view and self.screen_size == size
+        if plain:
+            # No dialog over the panes: only the rows that changed are written.
+            frame = deck.render_base(*size, True)
+            if self.screen.paint(*frame, size):
+                deck.drawn()
+                return
+            deck.view.prepared = frame
         deck.view._invalidate()
         super().draw_screen()
+        # urwid draws nothing while a resize is pending: then no row is known.
+        whole = self.widget is deck.view and not self.screen._resized
+        drawn = deck.view.last if whole else None
+        self.screen.drawn_whole(drawn[0] if drawn else None, drawn[1] if drawn else None,
+                                self.screen_size or size)
+        deck.drawn()
 
 
 class DeckView(urwid.Widget):
@@ -147,10 +162,17 @@ class DeckView(urwid.Widget):
     def __init__(self, deck: Deck) -> None:
         super().__init__()
         self.deck = deck
+        self.prepared: tuple | None = None  # a frame render_base just made for this size
+        self.last: tuple | None = None  # the frame rendered last
 
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         cols, rows = size
-        lines, cursor = self.deck.render_base(cols, rows, focus)
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None and len(prepared[0]) == rows and focus:
+            lines, cursor = prepared
+        else:
+            lines, cursor = self.deck.render_base(cols, rows, focus)
+        self.last = (lines, cursor)
         return urwid.TextCanvas([line[0] for line in lines], [line[1] for line in lines],
                                 cursor=cursor, maxcol=cols, check_width=False)
 
@@ -193,11 +215,19 @@ class Deck:
         self._stopping = threading.Event()
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deck-cmd")
         self._flush_alarm: Any = None
-        self._tick_alarm: Any = None
-        self._overlay_due = 0.0
+        self._frame_alarm: Any = None
+        self._frame_due = False        # the frame budget is up: changed panes are drawn
+        self._last_frame = 0.0
+        self._changed: set[str] = set()  # shown panes with output not drawn yet
+        self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
+        self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
+        self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
-        self._typed: dict[str, float] = {}  # role -> until when it is watched closely
-        self._next_full = 0.0
+        self._bar_line = text_line(1, [("│", "bar")])
+        self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
+        self._side_memo: tuple | None = None  # (what the cards showed, their rows)
+        self.wakeups = 0               # times the loop woke up for us (tests count them)
+        self.frames = 0                # frames drawn
         self._user_active_until = 0.0
         self._board_selected: str | None = None
         self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
@@ -299,18 +329,24 @@ class Deck:
             log.exception("cannot write %s", self.crash_log)
 
     def _wake(self, _data: bytes) -> bool:
+        self.wakeups += 1
         with self._guard:
             self._wake_pending = False
             items = list(self._inbox)
             self._inbox.clear()
+        redraw = False
         for kind, payload in items:
-            self._handle(kind, payload)
-        self.dirty = True
+            redraw = self._handle(kind, payload) is not False or redraw
+        if redraw:
+            self.dirty = True
         return True
 
-    def _handle(self, kind: str, payload: Any) -> None:
+    def _handle(self, kind: str, payload: Any) -> bool | None:
+        """Act on one posted item; False when it needs no frame right now."""
         if kind == "stop":
             raise urwid.ExitMainLoop()
+        if kind == "pane":
+            return self._pane_changed(payload)
         if kind == "news":
             self._news(payload)
         elif kind == "input":
@@ -329,6 +365,7 @@ class Deck:
 
     def _later(self, seconds: float, callback: Callable[[], None]) -> Any:
         def fire(_loop: Any, _data: Any) -> None:
+            self.wakeups += 1
             callback()
             self.dirty = True
         return self.loop.set_alarm_in(seconds, fire)
@@ -348,9 +385,10 @@ class Deck:
             self.loop.screen_size = None
         self.attached = True
         self.dirty = True
+        self._changed.clear()
         self.relayout()
-        self._schedule_tick()
         self._maybe_show_gate()
+        self._schedule_overlay_refresh()
         self._tmux_prefix_hint(info)
 
     def _tmux_prefix_hint(self, info: ClientInfo) -> None:
@@ -360,62 +398,78 @@ class Deck:
                 or k.display_name(self.keymap.prefix_spelling) != "C-b"):
             return
         self._told_tmux = True
-        self.message = (TMUX_HINT, "status message", time.monotonic() + 2 * MESSAGE_TIME)
-        self.dirty = True
+        self.say(TMUX_HINT, seconds=2 * MESSAGE_TIME)
 
     def _detach(self) -> None:
         self.attached = False
         self.mode = "normal"
-        if self._tick_alarm is not None and self.loop is not None:
-            self.loop.remove_alarm(self._tick_alarm)
-            self._tick_alarm = None
+        for alarm in (self._frame_alarm, self._overlay_alarm):
+            if alarm is not None and self.loop is not None:
+                self.loop.remove_alarm(alarm)
+        self._frame_alarm = self._overlay_alarm = None
 
     def detach(self, reason: str = "detached") -> None:
         self._detach()
         self.on_detach(reason)
 
-    # -- ticking: new output in shown panes -----------------------------------------
+    # -- redraw on change: new output in shown panes -------------------------------
 
-    def _schedule_tick(self) -> None:
-        if self.loop is None or not self.attached:
+    def _watch(self, role: str, terminal: Terminal) -> None:
+        """Have ``terminal`` wake the loop when it changes (once per frame drawn)."""
+        if self._watched.get(role) is not terminal:
+            self._watched[role] = terminal
+            terminal.on_change = lambda: self.post("pane", role)
+
+    def _pane_changed(self, role: str) -> bool:
+        """A shown pane has new output: a pane typed into is drawn at once
+        (its echo is what the user waits for); the others wait for the frame
+        budget, a longer one while the user types, so a flood is coalesced
+        into few frames and never queues ahead of an echo."""
+        if not self.attached or role not in self.state.layout.visible():
+            return False  # not drawn: its terminal stays quiet until it is
+        now = time.monotonic()
+        if self._typed.get(role, 0) > now:
+            self._changed.discard(role)
+            return True
+        self._changed.add(role)
+        typing = any(until > now for until in self._typed.values())
+        self._schedule_frame(now, BUSY_FRAME if typing else FRAME)
+        return False
+
+    def _schedule_frame(self, now: float, budget: float) -> None:
+        if self._frame_alarm is not None or self.loop is None:
             return
-        if self._tick_alarm is not None:
-            self.loop.remove_alarm(self._tick_alarm)
-        now = time.monotonic()
-        fast = any(until > now for until in self._typed.values())
-        delay = FAST_TICK if fast else max(self._next_full - now, 0.0)
-        self._tick_alarm = self.loop.set_alarm_in(delay, self._tick)
+        self._frame_alarm = self.loop.set_alarm_in(max(self._last_frame + budget - now, 0.0),
+                                                   self._frame_up)
 
-    def _tick(self, _loop: Any = None, _data: Any = None) -> None:
-        """Look for new output: every shown pane each TICK, and right after a
-        key only the panes that got it (echo latency), so a pane flooding
-        output is still drawn at most once per TICK."""
-        self._tick_alarm = None
-        now = time.monotonic()
-        full = now >= self._next_full
-        if full:
-            self._next_full = now + TICK
-            roles = self.state.layout.visible()
-        else:
-            roles = [r for r in self.state.layout.visible() if self._typed.get(r, 0) > now]
-        self._typed = {r: until for r, until in self._typed.items() if until > now}
-        changed = False
-        for role in roles:
-            terminal = self.port.terminal(role)
-            if terminal is not None and terminal.take_dirty():
-                self.state.pane(role).generation += 1
-                changed = True
-        if self.editor is not None and self.editor.terminal.take_dirty():
-            changed = True
-        if self.message and self.message[2] < now:
-            self.message = None
-            changed = True
-        if full and now >= self._overlay_due:
-            self._overlay_due = now + OVERLAY_REFRESH
-            changed = self._refresh_overlay() or changed
-        if changed:
+    def _frame_up(self, _loop: Any = None, _data: Any = None) -> None:
+        self.wakeups += 1
+        self._frame_alarm = None
+        self._frame_due = True
+        self.dirty = True
+
+    def drawn(self) -> None:
+        """A frame went out (called by the loop)."""
+        self.frames += 1
+        self._last_frame = time.monotonic()
+        self._frame_due = False
+        self._typed = {r: until for r, until in self._typed.items() if until > self._last_frame}
+
+    def _schedule_overlay_refresh(self) -> None:
+        """While a dialog with clocks is open (and drawn), tick it once a second;
+        with no such dialog nothing ticks."""
+        if self._overlay_alarm is not None or self.loop is None:
+            return
+        if not self.attached or self.overlay_kind not in ("gate", "board"):
+            return
+        self._overlay_alarm = self.loop.set_alarm_in(OVERLAY_REFRESH, self._overlay_tick)
+
+    def _overlay_tick(self, _loop: Any = None, _data: Any = None) -> None:
+        self.wakeups += 1
+        self._overlay_alarm = None
+        if self.attached and self._refresh_overlay():
             self.dirty = True
-        self._schedule_tick()
+        self._schedule_overlay_refresh()
 
     def _refresh_overlay(self) -> bool:
         """Keep an open dialog's clocks running: the gate's waiting time, the board's ages."""
@@ -588,9 +642,16 @@ class Deck:
         if then is not None:
             then(ack)
 
-    def say(self, text: str, style: str = "status message") -> None:
-        self.message = (inert(text), style, time.monotonic() + MESSAGE_TIME)
+    def say(self, text: str, style: str = "status message",
+            seconds: float = MESSAGE_TIME) -> None:
+        message = self.message = (inert(text), style, time.monotonic() + seconds)
         self.dirty = True
+        if self.loop is not None:
+            def expire() -> None:
+                if self.message is message:
+                    self.message = None
+            with contextlib.suppress(Exception):  # a loop that is gone: drawn away later
+                self._later(seconds, expire)
 
     # -- geometry --------------------------------------------------------------------
 
@@ -646,6 +707,8 @@ class Deck:
         cursor = None
         colors = self.screen.colors
         numbers = {name: i for i, name in enumerate(layout.roster, 1)}
+        if self.message is not None and self.message[2] < time.monotonic():
+            self.message = None
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)
             focused = role == layout.focus
@@ -653,30 +716,67 @@ class Deck:
                                                      numbers.get(role, 0))))
             if rect.h <= 1:
                 continue
-            pane = self.state.pane(role)
-            lines, pane_cursor = pane.content(self.port.terminal(role), rect.w, rect.h - 1,
-                                              focused=focused and focus, colors=colors)
+            lines, pane_cursor = self._pane_lines(role, rect.w, rect.h - 1, focused and focus,
+                                                  colors)
             for dy, line in enumerate(lines):
                 grid[rect.y + 1 + dy].append((rect.x, line))
             if focused and pane_cursor is not None and self.mode == "normal":
                 cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
-        bar_line = text_line(1, [("│", "bar")])
+        bar_line = self._bar_line
         for bar in geometry.bars:
             for y in range(bar.y, bar.bottom):
                 grid[y].append((bar.x, bar_line))
         out: list[Line] = []
-        side_lines = sidebar.render(
-            [self.state.roles[n] for n in layout.roster if n in self.state.roles], side,
-            body_h, focus=layout.focus, shown=set(layout.shown()),
-            tasks=self._current_tasks(), spans=self._card_spans) if side else []
+        side_lines = self._sidebar(side, body_h) if side else []
+        memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
         for y in range(body_h):
-            row = _join(sorted(grid[y], key=lambda seg: seg[0]), body_w)
+            key = (sorted(grid[y], key=lambda seg: seg[0]), side_lines[y] if side else None,
+                   body_w)
+            held = memo[y]
+            if held is not None and held[0] == key:  # the same pieces: joined already
+                out.append(held[1])
+                continue
+            row = _join(key[0], body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
+            memo[y] = (key, row)
             out.append(row)
+        self._rows_memo = memo
         if rows:
             out.append(self._status_line(cols))
         return out, cursor
+
+    def _pane_lines(self, role: str, width: int, height: int, focused: bool,
+                    colors: int) -> tuple[list[Line], tuple[int, int] | None]:
+        """A pane's rows: as last drawn while its new output waits for the frame
+        budget (keys first), else from its terminal, re-arming its wake-up."""
+        pane = self.state.pane(role)
+        terminal = self.port.terminal(role)
+        if role in self._changed and not self._frame_due:
+            held = pane.cached(width, height, focused, colors, terminal)
+            if held is not None:
+                return held
+        self._changed.discard(role)
+        if terminal is not None:
+            self._watch(role, terminal)
+            terminal.take_dirty()
+        return pane.content(terminal, width, height, focused=focused, colors=colors)
+
+    def _sidebar(self, width: int, height: int) -> list[Line]:
+        """The cards, built again only when something they show changed."""
+        layout = self.state.layout
+        infos = [self.state.roles[n] for n in layout.roster if n in self.state.roles]
+        tasks = self._current_tasks()
+        # Copies: RoleInfo objects change in place.
+        key = (width, height, layout.focus, tuple(layout.shown()),
+               [(dict(vars(info)), repr(info.extra), repr(info.usage)) for info in infos],
+               repr(sorted(tasks.items())))
+        if self._side_memo is not None and self._side_memo[0] == key:
+            return self._side_memo[1]
+        lines = sidebar.render(infos, width, height, focus=layout.focus,
+                               shown=set(layout.shown()), tasks=tasks, spans=self._card_spans)
+        self._side_memo = (key, lines)
+        return lines
 
     def _title(self, role: str, width: int, focused: bool, number: int) -> Line:
         info = self.state.roles.get(role) or RoleInfo(role)
@@ -826,7 +926,6 @@ class Deck:
         for role in targets:
             if role is not None:
                 self._typed[role] = until
-        self._schedule_tick()
 
     def _after_prefix(self, token: k.Token) -> None:
         key = token.key
@@ -958,6 +1057,7 @@ class Deck:
         self.overlay, self.overlay_kind = widget, kind
         self.loop.widget = urwid.Overlay(widget, self.view, "center", width, "middle", height,
                                          min_width=40, min_height=8)
+        self._schedule_overlay_refresh()
 
     def _close_overlay(self) -> None:
         self.overlay, self.overlay_kind = None, ""

@@ -98,9 +98,25 @@ class PaneView:
     def __init__(self, role: str) -> None:
         self.role = role
         self.scroll: Scroll | None = None
-        self.generation = 0             # bumped whenever the terminal changed
+        self.generation = 0             # bumped whenever what the pane shows changed
+        self.rendered_rows = 0          # rows built afresh, ever (tests count these)
         self._cache_key: tuple | None = None
         self._cache: tuple[list[Line], tuple[int, int] | None] = ([], None)
+        # Live rows as last built: (width, colors) they were built for, and
+        # per row the terminal generation it was built from and the line.
+        self._rows_for: tuple[int, int, int] | None = None
+        self._rows: list[tuple[int, Line] | None] = []
+
+    def cached(self, width: int, height: int, focused: bool, colors: int,
+               terminal: Terminal | None) -> tuple[list[Line], tuple[int, int] | None] | None:
+        """What the pane showed last at this size, whatever its terminal did
+        since (None: not drawn like that)."""
+        key = self._cache_key
+        if key is None or key[:4] != (width, height, focused, colors):
+            return None
+        if key[4] != self.generation or key[5] != id(terminal):
+            return None
+        return self._cache
 
     # -- scrollback -----------------------------------------------------------
 
@@ -158,7 +174,8 @@ class PaneView:
     def content(self, terminal: Terminal | None, width: int, height: int, *,
                 focused: bool, colors: int) -> tuple[list[Line], tuple[int, int] | None]:
         """``height`` rows of ``width`` columns and the cursor (None: not shown)."""
-        key = (width, height, focused, colors, self.generation, id(terminal))
+        key = (width, height, focused, colors, self.generation, id(terminal),
+               terminal.generation if terminal is not None else 0)
         if key == self._cache_key:
             return self._cache
         if terminal is None:
@@ -167,21 +184,34 @@ class PaneView:
         elif self.scroll is not None:
             result = (self._scrolled(terminal, width, height), None)
         else:
-            result = self._live(terminal.snapshot(), width, height, focused, colors)
+            result = self._live(terminal.snapshot(), width, height, focused, colors,
+                                id(terminal))
         self._cache_key, self._cache = key, result
         return result
 
     def _live(self, snap: Snapshot, width: int, height: int, focused: bool,
-              colors: int) -> tuple[list[Line], tuple[int, int] | None]:
+              colors: int, source: int = 0) -> tuple[list[Line], tuple[int, int] | None]:
+        """The live screen, rebuilding only the rows whose generation moved."""
+        if self._rows_for != (width, colors, source):
+            self._rows_for, self._rows = (width, colors, source), []
+        cache = self._rows
+        if len(cache) < height:
+            cache.extend([None] * (height - len(cache)))
         lines: list[Line] = []
+        gens = snap.row_gens
         for y in range(height):
-            if y >= len(snap.runs) or not snap.runs[y]:
+            if y >= len(snap.runs):
                 lines.append(blank_line(width))
                 continue
-            row = RowBuilder(width)
-            for run in snap.runs[y]:
-                row.add(run.text, attr_of(run, colors))
-            lines.append(row.line())
+            gen = gens[y] if y < len(gens) else -1
+            held = cache[y]
+            if held is not None and held[0] == gen >= 0:
+                lines.append(held[1])
+                continue
+            line = _live_row(snap.runs[y], width, colors)
+            self.rendered_rows += 1
+            cache[y] = (gen, line)
+            lines.append(line)
         cursor = None
         x, y = snap.cursor
         if focused and snap.cursor_visible and x < width and y < height:
@@ -200,6 +230,15 @@ class PaneView:
         while len(lines) < height:
             lines.append(blank_line(width))
         return lines
+
+
+def _live_row(runs: tuple, width: int, colors: int) -> Line:
+    if not runs:
+        return blank_line(width)
+    row = RowBuilder(width)
+    for run in runs:
+        row.add(run.text, attr_of(run, colors))
+    return row.line()
 
 
 def _highlighted(text: str, query: str, width: int, current: bool) -> Line:

@@ -10,6 +10,10 @@ Input does not come through here: the deck takes the client's bytes itself
 (see :mod:`ui.keys`), so the screen watches no input and sends the terminal
 no queries (their answers would arrive mixed with the user's typing).
 Signals are left alone too: this runs on a thread that is not the main one.
+
+:meth:`PtyScreen.paint` is the deck's fast path for frames without a dialog:
+it writes only the rows that differ from the last frame, without building an
+urwid canvas, so a keystroke's echo costs one row, not a screen.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import struct
 import termios
 from typing import Any
 
-from urwid.display import raw
+from urwid.display import escape, raw
+
+Line = tuple[bytes, list[tuple[Any, int]]]
 
 
 class _NoInput:
@@ -44,6 +50,12 @@ class PtyScreen(raw.Screen):
         self.term = "xterm-256color"
         self.set_terminal_properties(colors=colors)
         self._set_winsize(cols, rows)
+        # What the client's terminal shows after our last frame, when we know
+        # it row by row (None: the next frame must be a full urwid draw).
+        self._painted: list[Line] | None = None
+        self._painted_size: tuple[int, int] | None = None
+        self._painted_cursor: tuple[int, int] | None = None
+        self.rows_written = 0  # rows sent by paint, ever (tests count them)
 
     # -- size ------------------------------------------------------------------
 
@@ -68,6 +80,60 @@ class PtyScreen(raw.Screen):
         self.screen_buf = None
         self._screen_buf_canvas = None
         self._drawn_rows = []
+        self._painted = None
+
+    # -- the fast path -------------------------------------------------------------
+
+    def drawn_whole(self, lines: list[Line] | None, cursor: tuple[int, int] | None,
+                    size: tuple[int, int]) -> None:
+        """urwid just drew a frame; ``lines`` is what it shows, when known
+        (None when a dialog was drawn over them)."""
+        self._painted = list(lines) if lines is not None else None
+        self._painted_size, self._painted_cursor = size, cursor
+
+    def paint(self, lines: list[Line], cursor: tuple[int, int] | None,
+              size: tuple[int, int]) -> bool:
+        """Write the rows of ``lines`` that differ from the last frame and place
+        the cursor; False (nothing written) when a full draw is needed."""
+        old = self._painted
+        if (old is None or not self._started or self._resized or size != self._painted_size
+                or len(lines) != len(old)):
+            return False
+        out: list[str] = []
+        attr: Any = object()
+        for y, line in enumerate(lines):
+            if line is old[y] or line == old[y]:
+                continue
+            out.append(escape.set_cursor_position(0, y))
+            raw_bytes, runs = line
+            pos, last = 0, len(runs) - 1
+            for i, (a, size_of_run) in enumerate(runs):
+                if a != attr:
+                    out.append(self._attr_to_escape(a))
+                    attr = a
+                text = raw_bytes[pos:pos + size_of_run].decode("utf-8", "replace")
+                pos += size_of_run
+                if i == last and a is None and text.endswith(" "):
+                    # Blanks in default colours to the end: erase them instead.
+                    text = text.rstrip(" ") + escape.ERASE_IN_LINE_RIGHT
+                out.append(text)
+            self.rows_written += 1
+        self._painted = list(lines)
+        if not out and cursor == self._painted_cursor:
+            return True
+        self._painted_cursor = cursor
+        # urwid's own record of the screen is stale now: its next draw is whole.
+        self.screen_buf = None
+        frame = escape.HIDE_CURSOR + self._attr_to_escape(None) + "".join(out)
+        if cursor is not None:
+            frame += escape.set_cursor_position(*cursor) + escape.SHOW_CURSOR
+            self._cy = cursor[1]
+        if self.modes.synchronized_output:
+            enable = escape.PrivateMode.SYNCHRONIZED_OUTPUT
+            frame = f"{enable.enable_seq}{frame}{enable.disable_seq}"
+        self.write(frame)
+        self.flush()
+        return True
 
     def bell(self) -> None:
         if self.started:

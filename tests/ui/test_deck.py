@@ -6,6 +6,7 @@ text, a recorder for what roles are told, and canned control-command acks.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -67,6 +68,16 @@ def deck(tmp_path):
 def screen_text(deck: Deck) -> list[str]:
     canvas = deck.loop.widget.render((120, 40), focus=True)
     return [row.decode("utf-8") for row in canvas.text]
+
+
+def drain(deck: Deck) -> bytes:
+    """Everything the deck wrote to its client since the last call."""
+    data = b""
+    while True:
+        try:
+            data += os.read(deck.screen.master, 65536)
+        except BlockingIOError:
+            return data
 
 
 def keys(deck: Deck, data: bytes) -> None:
@@ -271,20 +282,12 @@ def test_tiny_terminals_and_wide_characters_do_not_break_drawing(deck):
 
 
 def test_a_crash_of_the_loop_is_logged_and_the_deck_comes_back(tmp_path):
-    import os
     port = FakePort(tmp_path)
     made = Deck(port, 100, 30)
     made.start()
     try:
-        def drain() -> bytes:
-            data = b""
-            while True:
-                try:
-                    data += os.read(made.screen.master, 65536)
-                except BlockingIOError:
-                    return data
         made.client_attached(made.client)
-        wait_until(lambda: b"C-b ? help" in drain(), 5, message="a first frame")
+        wait_until(lambda: b"C-b ? help" in drain(made), 5, message="a first frame")
 
         def boom() -> None:
             raise RuntimeError("kaboom")
@@ -292,7 +295,7 @@ def test_a_crash_of_the_loop_is_logged_and_the_deck_comes_back(tmp_path):
         crash = tmp_path / ".choragos" / "logs" / "crash.log"
         wait_until(lambda: crash.exists() and "kaboom" in crash.read_text(), 5,
                    message="the crash log")
-        wait_until(lambda: b"the deck crashed and restarted" in drain(), 5,
+        wait_until(lambda: b"the deck crashed and restarted" in drain(made), 5,
                    message="the deck drawn again, saying what happened")
         made.feed_input(b"still here")
         wait_until(lambda: port.typed("orchestrator") == b"still here", 5,

@@ -519,6 +519,16 @@ def _observe(t: Terminal, scrolled: list[str]) -> tuple[object, ...]:
     return (t.display(), t.history(), scrolled, t.cursor, t.render_rows(), t.alternate_screen)
 
 
+def fed_in_pieces(data: bytes, cuts: list[int], cols: int, rows: int,
+                  fast: bool) -> tuple[Terminal, list[str]]:
+    """A terminal given ``data`` in pieces cut at ``cuts``, and what scrolled off it."""
+    scrolled: list[str] = []
+    t = Terminal(cols, rows, fast_path=fast, on_scrolled=scrolled.extend)
+    for piece in _cut(data, cuts):
+        t.feed(piece)
+    return t, scrolled
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_STREAM, st.lists(st.integers(0, 10**6), max_size=6), st.integers(3, 16),
        st.integers(1, 6))
@@ -527,16 +537,14 @@ def test_block_path_matches_cell_by_cell_emulation(stream: str, cuts: list[int],
     data = stream.encode()
     outcomes = []
     for fast in (True, False):
-        scrolled: list[str] = []
-        t = Terminal(cols, rows, fast_path=fast, on_scrolled=scrolled.extend)
-        for piece in _cut(data, cuts):
-            t.feed(piece)
+        t, scrolled = fed_in_pieces(data, cuts, cols, rows, fast)
         t.feed(b"\x1b[Hafter\x1b[2;3H\x1b[1Kz\x1b[L")  # work on whatever rows were left
         outcomes.append(_observe(t, scrolled))
     assert outcomes[0] == outcomes[1]
 
 
-def test_block_path_is_taken_and_agrees_on_a_long_log(monkeypatch: pytest.MonkeyPatch) -> None:
+def count_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lines of each block the screen takes from now on, in order."""
     blocks: list[int] = []
     take_block = VTScreen.take_block
 
@@ -545,6 +553,11 @@ def test_block_path_is_taken_and_agrees_on_a_long_log(monkeypatch: pytest.Monkey
         take_block(screen, block)
 
     monkeypatch.setattr(VTScreen, "take_block", counting)
+    return blocks
+
+
+def test_block_path_is_taken_and_agrees_on_a_long_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = count_blocks(monkeypatch)
     lines = [f"{i} " + "word " * (i % 13) for i in range(3000)]
     data = "".join(f"{line}\r\n" for line in lines).encode()
     results = []

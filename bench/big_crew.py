@@ -1,0 +1,179 @@
+"""A big crew: how long ``serve`` takes to the first frame, and what five
+roles' scrollback costs in memory, next to tmux doing the same in one run.
+
+* first frame: from starting the server (``choragos serve --detach``; ``tmux
+  new-session`` plus the splits) with ``--roles`` panes of the fixture agent
+  until an attached client shows every pane's prompt.
+* memory: ``--flooders`` roles each print ``--lines`` log lines (coloured,
+  test-runner style) and go quiet; the server's resident memory once all
+  output is taken, against the tmux server with the same panes and the same
+  history limit (5,000 lines, the pane scrollback choragos keeps).
+
+The keystroke latency of a big crew with floods is ``attach_latency.py
+--roles 12 --flooders 3``.  Not part of the test suite.
+
+    .venv/bin/python bench/big_crew.py [--roles 12] [--flooders 5] [--lines 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.attach_latency import AGENT, COLS, ROWS, Screen, environment  # noqa: E402
+from bench.common import (  # noqa: E402
+    emit,
+    need_tmux,
+    process_cpu,
+    process_rss_mb,
+    scratch,
+    tmux_tiled,
+)
+
+HISTORY = 5000
+LOGGER = r"""
+import os, sys
+lines = int(sys.argv[1])
+colours = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")
+batch = []
+for n in range(lines):
+    batch.append(f"tests/test_mod{n % 97}.py::test_case_{n} {colours[n % 3]} [{n % 100:3d}%]\n")
+    if len(batch) == 500:
+        os.write(1, "".join(batch).encode())
+        batch = []
+os.write(1, "".join(batch).encode())
+print("LOGGER-DONE", flush=True)
+import time
+time.sleep(3600)
+"""
+
+
+def quiet(pid: int, still: float = 1.0, timeout: float = 600) -> None:
+    """Wait until ``pid`` used (almost) no CPU for ``still`` seconds."""
+    end = time.monotonic() + timeout
+    before = process_cpu(pid)
+    while time.monotonic() < end:
+        time.sleep(still)
+        now = process_cpu(pid)
+        if now - before < 0.05 * still:
+            return
+        before = now
+    raise SystemExit(f"process {pid} never went quiet")
+
+
+def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, float]:
+    work = root / "w"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (root / "log.py").write_text(LOGGER)
+    python, agent = json.dumps(sys.executable), json.dumps(str(AGENT))
+    parts = [f'[[roles]]\nname = "r0"\ncommand = {python}\nargs = [{agent}]\nstart = true\n\n']
+    parts += [f'[[roles]]\nname = "r{i}"\ncommand = {python}\nargs = [{agent}]\n\n'
+              for i in range(1, roles)]
+    (work / ".choragos.toml").write_text(
+        "".join(parts) + "[ui]\nauto_focus = false\nsidebar = false\n"
+        "[checkpoints]\nenabled = false\n")
+    env = environment(root)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
+                          env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"choragos serve --detach failed: {done.stderr}")
+    screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
+    try:
+        screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
+        first_frame = time.perf_counter() - started
+    finally:
+        screen.close()
+    pid = int(json.loads((root / "s.json").read_text())["pid"])
+    subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
+                   capture_output=True, timeout=60)
+    memory = choragos_memory(root, flooders, lines)
+    return {"first_frame_s": first_frame, "pid": pid, **memory}
+
+
+def choragos_memory(root: Path, flooders: int, lines: int) -> dict[str, float]:
+    work = root / "m"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    python, logger = json.dumps(sys.executable), json.dumps(str(root / "log.py"))
+    (work / ".choragos.toml").write_text("".join(
+        f'[[roles]]\nname = "log{i}"\ncommand = {python}\nargs = [{logger}, "{lines}"]\n'
+        f"{'start = true' if i == 0 else ''}\n\n" for i in range(flooders))
+        + "[checkpoints]\nenabled = false\n")
+    env = environment(root)
+    subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"],
+                   cwd=work, env=env, capture_output=True, text=True, timeout=120, check=True)
+    try:
+        pid = int(json.loads((root / "s.json").read_text())["pid"])
+        quiet(pid)
+        return {"rss_mb": process_rss_mb(pid)}
+    finally:
+        subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
+                       capture_output=True, timeout=60)
+
+
+def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict[str, float]:
+    env = environment(root)
+    (root / "log.py").write_text(LOGGER)
+    server = [binary, "-L", f"crew-{os.getpid()}", "-f", "/dev/null"]
+    started = time.perf_counter()
+    tmux_tiled(server, env, [f"{sys.executable} {AGENT}"] * roles)
+    screen = Screen([*server, "attach"], env, root)
+    try:
+        screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
+        first_frame = time.perf_counter() - started
+    finally:
+        screen.close()
+        subprocess.run([*server, "kill-server"], env=env, capture_output=True)
+    logger = f"{sys.executable} {root / 'log.py'} {lines}"
+    server = [binary, "-L", f"crew-memory-{os.getpid()}", "-f", "/dev/null"]
+    subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "sleep 3600"],
+                   env=env, check=True)
+    subprocess.run([*server, "set-option", "-g", "history-limit", str(HISTORY)], env=env,
+                   check=True)
+    for _ in range(flooders):
+        subprocess.run([*server, "new-window", "-d", logger], env=env, check=True)
+    pid = int(subprocess.run([*server, "display-message", "-p", "#{pid}"], env=env, check=True,
+                             capture_output=True, text=True).stdout.strip())
+    try:
+        quiet(pid)
+        return {"first_frame_s": first_frame, "rss_mb": process_rss_mb(pid)}
+    finally:
+        subprocess.run([*server, "kill-server"], env=env, capture_output=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--roles", type=int, default=12)
+    parser.add_argument("--flooders", type=int, default=5)
+    parser.add_argument("--lines", type=int, default=100_000)
+    args = parser.parse_args()
+    binary = need_tmux()
+    results = {}
+    with scratch("chc-") as root:
+        results["choragos"] = choragos(root, args.roles, args.flooders, args.lines)
+    with scratch("chc-") as root:
+        results["tmux"] = tmux(root, args.roles, args.flooders, args.lines, binary)
+    ours, theirs = results["choragos"], results["tmux"]
+    print(f"a crew of {args.roles} panes; {args.flooders} roles x {args.lines} lines of log")
+    print(f"  {'':10} {'first frame s':>14} {'server RSS MB':>14}")
+    for name, found in results.items():
+        print(f"  {name:10} {found['first_frame_s']:14.2f} {found['rss_mb']:14.1f}")
+    emit("big_crew", {"first frame choragos/tmux": ours["first_frame_s"] / theirs["first_frame_s"],
+                      "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},
+         first_frame_s={k: round(v["first_frame_s"], 2) for k, v in results.items()},
+         rss_mb={k: round(v["rss_mb"], 1) for k, v in results.items()},
+         roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""What every bench shares: the machine it ran on, and its one JSON line.
+
+Each bench prints its tables for people and, last, one line of JSON for
+scripts (``make bench`` output can be grepped for ``{"bench":``), so figures
+can be compared run to run.  Ratios are against a reference measured in the
+same run (tmux, git, a bare client), because absolute times depend on the
+machine and on whatever else runs on it; the load average is recorded
+beside them for that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+COLS, ROWS = 160, 50
+
+
+def machine() -> dict[str, object]:
+    """CPU count, model and the load averages at the time of the call."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = []
+    return {"cpus": os.cpu_count(), "cpu": model, "load": load,
+            "python": platform.python_version()}
+
+
+def emit(bench: str, ratios: dict[str, float | None], **figures: object) -> None:
+    """Print the bench's machine-readable line: its ratios and raw figures."""
+    line = {"bench": bench,
+            "ratios": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in ratios.items()},
+            **figures, "machine": machine()}
+    print(json.dumps(line, sort_keys=False), flush=True)
+
+
+def need_tmux() -> str:
+    """tmux's path; the benches measure against it."""
+    found = shutil.which("tmux")
+    if found is None:
+        raise SystemExit("tmux is needed for the reference measurement")
+    return found
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temp directory under /tmp (short: unix socket paths), removed after."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def tmux_tiled(server: list[str], env: dict[str, str], commands: list[str]) -> int:
+    """A tmux session of COLS x ROWS with one tiled pane per command; the server's pid."""
+    subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
+                    commands[0]], env=env, check=True)
+    for command in commands[1:]:
+        subprocess.run([*server, "split-window", "-d", command], env=env, check=True)
+        subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
+    return int(subprocess.run([*server, "display-message", "-p", "#{pid}"], env=env,
+                              check=True, capture_output=True, text=True).stdout.strip())
+
+
+def process_cpu(pid: int) -> float:
+    """User+system CPU seconds of a process and its reaped children, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
