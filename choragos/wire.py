@@ -49,12 +49,14 @@ class WireError(Exception):
 class Unreachable(Exception):
     """The session could not be reached; ``reason`` says why, plainly.
     ``retry``: the request was never sent (a full accept queue, a refused
-    connect), so sending it again cannot duplicate anything."""
+    connect), so sending it again cannot duplicate anything.  ``alive``: the
+    session is there but saturated (its accept queue is full)."""
 
-    def __init__(self, reason: str, retry: bool = False) -> None:
+    def __init__(self, reason: str, retry: bool = False, alive: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry = retry
+        self.alive = alive
 
 
 # --- requests -------------------------------------------------------------
@@ -391,7 +393,7 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
                           retry=True) from None
     except BlockingIOError:
         raise Unreachable(f"the session at {sock} is not accepting connections fast "
-                          "enough (its queue is full)", retry=True) from None
+                          "enough (its queue is full)", retry=True, alive=True) from None
     except TimeoutError:
         raise Unreachable(f"timed out after {timeout:g}s waiting for the session") from None
     except PermissionError as exc:

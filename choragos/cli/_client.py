@@ -135,26 +135,37 @@ def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
     return ack
 
 
+# How long a verb keeps retrying a session that is alive but saturated (a
+# "busy" answer, a full accept queue): a burst of clients is worked through,
+# not failed.  A refused connect (no session listening) gives up after the
+# deadline as before, and every attempt has the whole deadline of its own.
+BUSY_PATIENCE = 30.0
+
+
 def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict[str, Any]:
     # "busy", a full accept queue and a refused connect all mean the session
-    # never handled the request, so sending it again cannot duplicate work;
-    # retry with back-off until the deadline rather than fail.
-    end = time.monotonic() + wire.DEADLINE
+    # never handled the request, so sending it again cannot duplicate work.
+    start = time.monotonic()
     pause = 0.02
     while True:
         try:
-            ack = wire.request(sock, payload, max(end - time.monotonic(), 0.05),
-                               workdir=workdir)
+            ack = wire.request(sock, payload, wire.DEADLINE, workdir=workdir)
         except wire.Unreachable as exc:
-            if not exc.retry or time.monotonic() + pause > end:
+            if not exc.retry or not _keep_trying(start, pause, exc.alive):
                 raise Failure(EXIT_UNREACHABLE, exc.reason) from None
         except wire.WireError as exc:
             raise Failure(EXIT_UNREACHABLE, exc.reason) from None
         else:
-            if ack.get("busy") is not True or time.monotonic() + pause > end:
+            if ack.get("busy") is not True or not _keep_trying(start, pause, alive=True):
                 return ack
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
+
+
+def _keep_trying(start: float, pause: float, alive: bool) -> bool:
+    """Whether one more attempt after ``pause`` still fits the retry window."""
+    window = BUSY_PATIENCE if alive else wire.DEADLINE
+    return time.monotonic() + pause <= start + window
 
 
 def existing_file(path: str, what: str) -> str:
