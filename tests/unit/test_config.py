@@ -620,16 +620,13 @@ def test_odd_key_names_are_quoted(tmp_path: Path) -> None:
     assert config.warnings == (f'{CONFIG_NAME}:"bad\\u001b[31mkey": unknown key, ignored',)
 
 
-ROLE_LATER = sorted(k.split(".", 1)[1] for k in NOT_BUILT if k.startswith("roles."))
-
-
-@pytest.mark.parametrize("key", ROLE_LATER)
-def test_not_built_role_keys_warn(tmp_path: Path, key: str) -> None:
-    value = dict((k, t) for k, t, _ in ROLE_VALUES)[key]
-    text = with_role(f"{key} = {value}" + ("\nworktree = true" if key == "merge" else ""))
-    expected = (f"{CONFIG_NAME}:roles[2].{key}: accepted but not built yet; "
+def test_a_key_listed_as_not_built_warns(tmp_path: Path, monkeypatch) -> None:
+    # Every key is built today; the table stays for the next one, so prove
+    # the warning with an entry put there for the test.
+    monkeypatch.setitem(NOT_BUILT, "roles.fresh", "not built yet")
+    expected = (f"{CONFIG_NAME}:roles[2].fresh: accepted but not built yet; "
                 "it has no effect in this version")
-    assert expected in load(tmp_path, text).warnings
+    assert expected in load(tmp_path, with_role("fresh = true")).warnings
 
 
 @pytest.mark.parametrize(("text", "where", "reason"), [
