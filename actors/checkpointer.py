@@ -1,4 +1,4 @@
-"""The checkpointer: snapshots the workspace before each delivery (K1, K4).
+"""The checkpointer: snapshots the workspace before each delivery.
 
 Snapshots run here, off the core's thread, in arrival order, so deliveries
 to one role keep their order.  A failure is reported, never raised into

@@ -1,4 +1,4 @@
-"""Timeout clocks (S2): wall-clock limits per delegation, as an actor.
+"""Timeout clocks: wall-clock limits per delegation, as an actor.
 
 A clock starts when a task is delivered (after any gate), stops at its
 work-done, and does not run while its role is paused.  When one runs out

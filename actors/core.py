@@ -67,9 +67,9 @@ class CoreState:
     on_shutdown: Callable[[], None] = lambda: None
     reloader: Any = None  # the Session, when the team came from a config file
     hooks: Any = None     # choragos.hooks.Hooks
-    clocks: Any = None    # the timeout clocks actor (S2)
+    clocks: Any = None    # the timeout clocks actor
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
-    tokens: Totals = field(default_factory=dict)   # latest scrape (G2)
+    tokens: Totals = field(default_factory=dict)   # latest scrape
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
     journal: Any = None   # choragos.journal.Journal, when the session is durable
     guard: GuardState = field(default_factory=GuardState)
@@ -308,7 +308,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
 
-    # -- delegate (T1, T2) -------------------------------------------------
+    # -- delegate -------------------------------------------------
 
     def _unknown_roles(self, names: list[str]) -> str:
         known = ", ".join(self.s.seats)
@@ -467,7 +467,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self.s.hooks.fire(hook, role=role, task=task.text if task else "",
                               task_id=task.id if task else "")
 
-    # -- the gateway (G1, G2) ------------------------------------------------
+    # -- the gateway ------------------------------------------------
 
     @handle.register
     def _gateway_health(self, msg: GatewayHealth) -> None:
@@ -509,7 +509,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     def _idle_check(self, msg: IdleCheck) -> None:
         self._on_idle_check(msg)
 
-    # -- timeouts (S2) -------------------------------------------------------
+    # -- timeouts -------------------------------------------------------
 
     def _start_clock(self, task: Task) -> None:
         seconds = self.s.config.role(task.role).timeout
@@ -608,7 +608,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                 self._fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
                                       f"before reporting work-done")
 
-    # -- work-done (T5) ------------------------------------------------------
+    # -- work-done ------------------------------------------------------
 
     def _cmd_work_done(self, request: dict) -> dict:
         task_id, summary = request["id"], request["task"]

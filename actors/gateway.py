@@ -1,4 +1,4 @@
-"""The gateway prober (G1, G2): health and token totals, every two seconds.
+"""The gateway prober: health and token totals, every two seconds.
 
 The HTTP fetch runs on this actor's own thread, so a slow gateway stalls
 nobody else; its timeouts keep even this actor's inbox moving.  Health is

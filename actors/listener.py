@@ -47,7 +47,7 @@ def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
                 log_event: Callable[..., None],
                 caller: Callable[[int | None], str | None] = lambda pid: None
                 ) -> ControlServer:
-    """Build the socket server; ``gate`` may refuse a request (P5) with a reason;
+    """Build the socket server; ``gate`` may refuse a request with a reason;
     ``caller`` names the role whose process tree a peer pid belongs to."""
 
     def dispatch(request: dict) -> dict:

@@ -89,7 +89,7 @@ class Restart:
 
 @dataclass(frozen=True)
 class Kill:
-    """SIGTERM the role and let its restart policy decide what follows (S2)."""
+    """SIGTERM the role and let its restart policy decide what follows."""
 
     reason: str
     grace: float = 3.0

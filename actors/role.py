@@ -326,7 +326,7 @@ class RoleActor(Actor):
         if self.s.child is not None:
             self.s.child.write(data)
 
-    # -- boot (T4) ---------------------------------------------------------
+    # -- boot ---------------------------------------------------------
 
     @handle.register
     def _boot_check(self, msg: m.BootCheck) -> None:
@@ -362,7 +362,7 @@ class RoleActor(Actor):
         return screen is RoleStatus.IDLE and (not markers
                                               or screenstatus.has_marker(lines, markers))
 
-    # -- injection (T3) ----------------------------------------------------
+    # -- injection ----------------------------------------------------
 
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
@@ -494,7 +494,7 @@ class RoleActor(Actor):
         self._arm_quiet_check(s.gen)
         self._publish()
 
-    # -- process exit and restarts (S1, S1b) -------------------------------
+    # -- process exit and restarts -------------------------------
 
     @handle.register
     def _exited(self, msg: m.Exited) -> None:
@@ -580,7 +580,7 @@ class RoleActor(Actor):
         child.close()
         s.gen += 1  # anything still in flight from the old process is stale
 
-    # -- pause (S3) and direct input ---------------------------------------
+    # -- pause and direct input ---------------------------------------
 
     @handle.register
     def _pause(self, msg: m.Pause) -> str:
@@ -643,7 +643,7 @@ class RoleActor(Actor):
         self._send_input(msg.data)
 
     def _send_input(self, data: bytes) -> None:
-        """An operator's keys; typed into a paused pane they wait for resume (S3)."""
+        """An operator's keys; typed into a paused pane they wait for resume."""
         s = self.s
         if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return

@@ -1,4 +1,4 @@
-"""Workspace checkpoints and rollback (spec K1-K4).
+"""Workspace checkpoints and rollback.
 
 A checkpoint is a parentless git commit of the work tree -- tracked files and
 untracked, non-ignored ones -- kept under

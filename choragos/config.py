@@ -691,7 +691,7 @@ _TOP: cs.Schema = {
 }
 
 
-# ---- the built-in team (C1) -----------------------------------------------------------
+# ---- the built-in team -----------------------------------------------------------
 
 # Variables that reach cloud accounts and code hosts.  The auditor reads
 # untrusted code for a living; it has no use for any of them.

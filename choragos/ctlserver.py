@@ -1,4 +1,4 @@
-"""The session's control socket: one request in, one ack out (spec P1/P2).
+"""The session's control socket: one request in, one ack out.
 
 The server owns the socket file and a lock file next to it.  The lock, not
 the socket, says whether a session is alive: whoever holds it may remove a

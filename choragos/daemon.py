@@ -1,4 +1,4 @@
-"""The session server in the background (D6): daemonizing and the sidecar file.
+"""The session server in the background: daemonizing and the sidecar file.
 
 :func:`spawn` double-forks and ``setsid``\\ s *before any thread exists* (a
 fork keeps only the calling thread, so threads must be born in the final

@@ -1,4 +1,4 @@
-"""The Sphragis gateway, seen from the session (C5, G1, G2, P5).
+"""The Sphragis gateway, seen from the session.
 
 Three pure pieces: whether the gateway is on (decided once, at start),
 what its ``/metrics`` body says about tokens, and what those tokens cost.
@@ -34,7 +34,7 @@ class GatewayMode:
     """What the session does about the gateway for its whole life."""
 
     on: bool
-    enforced: bool  # on and fail_closed: dispatch is refused while it is down (P5)
+    enforced: bool  # on and fail_closed: dispatch is refused while it is down
     reason: str
 
 
@@ -106,5 +106,5 @@ def role_tokens(models: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def role_cost(config: Config, models: dict[str, dict[str, int]]) -> float | None:
-    """USD for one role's tokens; None without telemetry or when a model has no price (C6)."""
+    """USD for one role's tokens; None without telemetry or when a model has no price."""
     return priced(models, config.price_for)

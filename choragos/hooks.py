@@ -1,4 +1,4 @@
-"""Hooks (S4): shell commands run when a human is needed.
+"""Hooks: shell commands run when a human is needed.
 
 ``on_gate``, ``on_input``, ``on_timeout``, ``on_budget``, ``on_exit``,
 ``on_idle`` and ``on_done`` (from ``[ui]``) run through

@@ -1,4 +1,4 @@
-"""Where a session keeps its control socket, lock and state (spec P1).
+"""Where a session keeps its control socket, lock and state.
 
 Standard library only: ``choragos delegate`` and ``work-done`` import this
 module on every call, so it must stay cheap to load.

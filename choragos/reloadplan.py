@@ -1,4 +1,4 @@
-"""Live reload (D7): converge the running team on an edited config.
+"""Live reload: converge the running team on an edited config.
 
 Roles are matched by name.  Added roles spawn, removed roles stop, a role
 whose process-defining keys changed respawns, and a role whose other keys

@@ -1,4 +1,4 @@
-"""What a session did, per role, read back from its event log (spec G3).
+"""What a session did, per role, read back from its event log.
 
 The log is the only input: ``choragos report`` works after the session has
 gone, on a copy of someone else's log, and on a log cut short by a crash.

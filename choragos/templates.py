@@ -1,4 +1,4 @@
-"""Starter ``.choragos.toml`` files for ``choragos init`` (spec I1).
+"""Starter ``.choragos.toml`` files for ``choragos init``.
 
 Each template is a team assembled from commented role blocks, so the file a
 user gets explains its own keys.  ``--auto`` adds one sentence to the briefs

@@ -1,4 +1,4 @@
-"""The emulated screen of one agent pane (T7): feed it the PTY's bytes, read
+"""The emulated screen of one agent pane: feed it the PTY's bytes, read
 what the agent really shows.
 
 One thread feeds (the role actor); others read (status checks, the deck).

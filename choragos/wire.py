@@ -1,6 +1,6 @@
 """The control protocol: request validation, ack builders, the client side.
 
-One JSON object per connection, one JSON ack back (spec P2/P3).  The server
+One JSON object per connection, one JSON ack back.  The server
 half lives in ``choragos.ctlserver``; this module is what the CLI verbs load,
 so it imports only the standard library.
 """
@@ -28,7 +28,7 @@ MAX_ACK = 64 * 1024 * 1024
 MAX_TARGETS = 64
 MAX_ID = 64
 
-# Commands the session still accepts while an enforced gateway is down (P5):
+# Commands the session still accepts while an enforced gateway is down:
 # they change or inspect the team, never hand out work.
 GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami"})
 GATEWAY_DOWN = "dispatch refused: gateway down"
@@ -320,7 +320,7 @@ def error(reason: str, **fields: Any) -> dict[str, Any]:
 
 
 def gateway_refusal(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The ack refusing ``request`` while an enforced gateway is down (P5).
+    """The ack refusing ``request`` while an enforced gateway is down.
 
     None means the command may proceed anyway.  Gate listings are read-only
     and pass; gate decisions release work and are refused.

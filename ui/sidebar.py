@@ -1,4 +1,4 @@
-"""The sidebar: one card per role (D2).
+"""The sidebar: one card per role.
 
 A card shows the role's number (its focus key), status dot and state, model,
 restart count, current task, token counts, cost and budget (only once the
@@ -79,7 +79,7 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
 
 
 def usage_text(usage: dict) -> str:
-    """``↑in ↓out $cost`` (G2); the cost is left out when the model is unpriced."""
+    """``↑in ↓out $cost``; the cost is left out when the model is unpriced."""
     tokens = usage.get("tokens", {})
     text = f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"
     cost = usage.get("cost")

@@ -1,4 +1,4 @@
-"""``choragos board``: the running session's task board (spec D4)."""
+"""``choragos board``: the running session's task board."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``choragos checkpoints``: list or prune workspace checkpoints (spec K2).
+"""``choragos checkpoints``: list or prune workspace checkpoints.
 
 Works on the git repository around the current directory, with or without a
 session running.  ``choragos rollback`` shares the helpers at the bottom.

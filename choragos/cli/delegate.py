@@ -1,4 +1,4 @@
-"""``choragos delegate``: hand a task to one or more roles (spec P4).
+"""``choragos delegate``: hand a task to one or more roles.
 
 Agents run this many times per session, so it loads only the standard
 library and the few choragos modules it needs.

@@ -1,4 +1,4 @@
-"""``choragos doctor``: check this directory's setup, one line per check (spec I2).
+"""``choragos doctor``: check this directory's setup, one line per check.
 
 Each check says OK, WARN or FAIL and a sentence.  The exit status is 1 when
 anything failed, so scripts can gate on it.  Nothing here changes anything.
@@ -216,7 +216,7 @@ def _term(env: Mapping[str, str]) -> Check:
 
 
 def _gateway(config: Config | None) -> Check:
-    """What the session would decide (C5), and whether the gateway answers now."""
+    """What the session would decide, and whether the gateway answers now."""
     settings = config.sphragis if config is not None else GatewaySettings()
     if config is not None and config.gateway.builtin:
         return Check("gateway", OK, f"gateway: built in; the session runs it on {settings.addr}")

@@ -1,4 +1,4 @@
-"""``choragos gate``: list, approve or reject gated delegations (spec D3).
+"""``choragos gate``: list, approve or reject gated delegations.
 
 The headless counterpart of the deck's approval overlay.
 """

@@ -1,4 +1,4 @@
-"""``choragos init``: write a commented starter ``.choragos.toml`` (spec I1).
+"""``choragos init``: write a commented starter ``.choragos.toml``.
 
 Beside it, the project settings each seat's CLI reads so that the protocol
 verbs run without a permission dialog (``choragos.seatsetup``); ``--seats``

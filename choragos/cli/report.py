@@ -1,4 +1,4 @@
-"""``choragos report [LOG] [--all] [--json]``: a per-role summary of a session (spec G3).
+"""``choragos report [LOG] [--all] [--json]``: a per-role summary of a session.
 
 Reads the event log only, so it needs no running session.  Every piece of
 log text that reaches the terminal goes through ``_client.inert``: the log

@@ -1,4 +1,4 @@
-"""``choragos restart|pause|resume ROLE``: one role's process (spec S1, S3).
+"""``choragos restart|pause|resume ROLE``: one role's process.
 
 One module serves the three verbs; ``main`` passes the verb it was run as.
 """

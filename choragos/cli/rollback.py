@@ -1,4 +1,4 @@
-"""``choragos rollback T3|REF``: restore the workspace to before a task (spec K3).
+"""``choragos rollback T3|REF``: restore the workspace to before a task.
 
 Shows what would change, warns when HEAD moved or a session may be writing,
 asks for confirmation (``--yes`` skips; without a terminal it refuses), then

@@ -1,4 +1,4 @@
-"""``choragos status``: every role's state in the running session (spec T6)."""
+"""``choragos status``: every role's state in the running session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``choragos work-done``: report a task back to the orchestrator (spec P4).
+"""``choragos work-done``: report a task back to the orchestrator.
 
 Run by agents at the end of every task: standard library only.
 """
