@@ -1,4 +1,4 @@
-"""The socket-talking CLI verbs, run as real subprocesses (spec P4, §11)."""
+"""The socket-talking CLI verbs, run as real subprocesses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The control socket over a real unix socket (spec P1, P2, §11)."""
+"""The control socket over a real unix socket."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``choragos doctor``: one OK / WARN / FAIL line per check (spec I2)."""
+"""``choragos doctor``: one OK / WARN / FAIL line per check."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``choragos init``: every template loads cleanly; --auto detection; --force (spec I1)."""
+"""``choragos init``: every template loads cleanly; --auto detection; --force."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Socket and state paths (spec P1) and role-name confinement (spec §11)."""
+"""Socket and state paths and role-name confinement."""
 
 from __future__ import annotations
 

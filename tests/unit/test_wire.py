@@ -1,4 +1,4 @@
-"""Request validation, ack builders and ack parsing (spec P2, P3, P5)."""
+"""Request validation, ack builders and ack parsing."""
 
 from __future__ import annotations
 
