@@ -13,8 +13,8 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from actors.base import Actor
 from choragos import changes, verify, worktrees
+from choragos.actors.base import Actor
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 from choragos.worktrees import MergeResult, WorktreeError
 

@@ -11,8 +11,8 @@ import time
 from functools import singledispatchmethod
 from typing import Any
 
-from actors import messages as m
-from actors.base import Actor
+from choragos.actors import messages as m
+from choragos.actors.base import Actor
 from choragos.checkpoints import CheckpointError, CheckpointStore
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import singledispatchmethod
 from typing import Any
 
-from actors.base import Actor
-from actors.timers import Timers
+from choragos.actors.base import Actor
+from choragos.actors.timers import Timers
 
 
 @dataclass(frozen=True)

@@ -19,21 +19,21 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from actors import durable
-from actors import messages as m
-from actors.aftercare import MergeDone, WorkChecked
-from actors.base import Actor
-from actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
-from actors.durable import Heartbeat, Restore, SaveLayout
-from actors.fresh import FreshContexts
-from actors.gateway import FlushTokens, GatewayHealth, TokenTotals
-from actors.guardrails import Guardrails, GuardState, IdleCheck
-from actors.holds import Holds
-from actors.isolationrestore import IsolationRestore
-from actors.judging import JudgeLoop
-from actors.mergeflow import MergeFlow
-from actors.workcheck import WorkChecks
 from choragos import __version__, authority, briefs, statedir, wire
+from choragos.actors import durable
+from choragos.actors import messages as m
+from choragos.actors.aftercare import MergeDone, WorkChecked
+from choragos.actors.base import Actor
+from choragos.actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
+from choragos.actors.durable import Heartbeat, Restore, SaveLayout
+from choragos.actors.fresh import FreshContexts
+from choragos.actors.gateway import FlushTokens, GatewayHealth, TokenTotals
+from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
+from choragos.actors.holds import Holds
+from choragos.actors.isolationrestore import IsolationRestore
+from choragos.actors.judging import JudgeLoop
+from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.workcheck import WorkChecks
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog

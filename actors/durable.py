@@ -14,8 +14,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from actors.clocks import PauseClocks, StartClock
 from choragos import briefs
+from choragos.actors.clocks import PauseClocks, StartClock
 from choragos.board import ARCHIVABLE, Board, Task, TaskState
 from choragos.journal import Image
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from actors import messages as m
+from choragos.actors import messages as m
 
 
 class FreshContexts:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import Any
 
-from actors.base import Actor
-from actors.timers import Timers
+from choragos.actors.base import Actor
+from choragos.actors.timers import Timers
 from choragos.gateway import MAX_BODY, Totals, parse_metrics
 
 PROBE_EVERY = 2.0

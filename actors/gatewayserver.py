@@ -31,9 +31,9 @@ from typing import Any
 
 import pykka
 
-from actors.base import Actor
-from actors.gateway import GatewayHealth, ProberState
 from choragos import statedir
+from choragos.actors.base import Actor
+from choragos.actors.gateway import GatewayHealth, ProberState
 from choragos.config import BuiltinGateway
 from choragos.envpolicy import build_env
 from choragos.gatewaycounts import whole_file

@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from actors import messages as m
 from choragos import briefs
+from choragos.actors import messages as m
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_tokens

@@ -14,7 +14,7 @@ from typing import Any
 
 import pykka
 
-from actors.base import Crashed
+from choragos.actors.base import Crashed
 
 
 class ActorGone(Exception):

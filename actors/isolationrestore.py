@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.holds import Hold
-from actors.judging import Judging
-from actors.mergeflow import MergeGate, merge_gate_view
+from choragos.actors.holds import Hold
+from choragos.actors.judging import Judging
+from choragos.actors.mergeflow import MergeGate, merge_gate_view
 
 
 class IsolationRestore:

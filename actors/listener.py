@@ -16,10 +16,10 @@ from typing import Any
 
 import pykka
 
-from actors import messages as m
-from actors.base import Actor
-from actors.handle import ActorCrashed, ActorGone
 from choragos import wire
+from choragos.actors import messages as m
+from choragos.actors.base import Actor
+from choragos.actors.handle import ActorCrashed, ActorGone
 from choragos.ctlserver import ControlServer
 
 log = logging.getLogger("choragos.listener")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actors.aftercare import MergeDone, MergeWork
 from choragos import briefs, changes, statedir, wire, worktrees
+from choragos.actors.aftercare import MergeDone, MergeWork
 from choragos.board import Task
 
 

@@ -18,10 +18,10 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from actors import messages as m
-from actors.base import Actor
-from actors.timers import Timers
 from choragos import briefs, screenstatus
+from choragos.actors import messages as m
+from choragos.actors.base import Actor
+from choragos.actors.timers import Timers
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild, Reader, SpawnError

@@ -21,20 +21,6 @@ from pathlib import Path
 
 import pykka
 
-from actors import messages as m
-from actors.aftercare import AftercareActor
-from actors.checkpointer import CheckpointerActor
-from actors.clocks import ClockActor, ClockState
-from actors.core import CoreActor, CoreState, Seat
-from actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore, durable_ack
-from actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
-from actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
-from actors.guardrails import budget_summary
-from actors.handle import Handle
-from actors.listener import ListenerActor, make_server
-from actors.role import RoleActor, RoleState, new_state
-from actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
-from actors.timers import Timers
 from choragos import (
     __version__,
     authority,
@@ -47,6 +33,20 @@ from choragos import (
     wire,
     worktrees,
 )
+from choragos.actors import messages as m
+from choragos.actors.aftercare import AftercareActor
+from choragos.actors.checkpointer import CheckpointerActor
+from choragos.actors.clocks import ClockActor, ClockState
+from choragos.actors.core import CoreActor, CoreState, Seat
+from choragos.actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore, durable_ack
+from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
+from choragos.actors.guardrails import budget_summary
+from choragos.actors.handle import Handle
+from choragos.actors.listener import ListenerActor, make_server
+from choragos.actors.role import RoleActor, RoleState, new_state
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
+from choragos.actors.timers import Timers
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer, ServerStartError
@@ -447,7 +447,7 @@ class Session:
         Returns the ``ui.uiactor.UI``; stop it before :meth:`stop` so an
         attached client is told the session ended before the roles go down.
         """
-        from ui.uiactor import start_ui
+        from choragos.ui.uiactor import start_ui
 
         return start_ui(self, ui_socket, cols, rows, on_client)
 

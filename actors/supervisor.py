@@ -19,8 +19,8 @@ from typing import Any
 
 import pykka
 
-from actors.base import Actor, ChildFailed
-from actors.handle import Handle
+from choragos.actors.base import Actor, ChildFailed
+from choragos.actors.handle import Handle
 
 log = logging.getLogger("choragos.supervisor")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actors.aftercare import CheckWork, WorkChecked
 from choragos import briefs, changes, ownership, statedir, worktrees
+from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
 

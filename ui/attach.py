@@ -25,7 +25,7 @@ import traceback
 import tty
 from pathlib import Path
 
-from ui import framing as f
+from choragos.ui import framing as f
 
 CONNECT_TIMEOUT = 5.0
 # Modes off, alternate screen left, attributes reset, cursor shown.

@@ -31,8 +31,8 @@ from typing import Any
 
 from choragos.authority import ancestors
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
-from ui import framing as f
-from ui.deck import ClientInfo, Deck, colors_for
+from choragos.ui import framing as f
+from choragos.ui.deck import ClientInfo, Deck, colors_for
 
 log = logging.getLogger("choragos.attach")
 

@@ -33,14 +33,14 @@ from typing import Any, Protocol
 
 import urwid
 
-from actors import messages as m
 from choragos import statedir
+from choragos.actors import messages as m
 from choragos.config import Config
 from choragos.terminal import Terminal
-from ui import keys as k
-from ui import sidebar
-from ui.layout import COLUMN, ROW, Layout, LayoutError
-from ui.overlays import (
+from choragos.ui import keys as k
+from choragos.ui import sidebar
+from choragos.ui.layout import COLUMN, ROW, Layout, LayoutError
+from choragos.ui.overlays import (
     BoardOverlay,
     ConfirmOverlay,
     GateOverlay,
@@ -49,10 +49,10 @@ from ui.overlays import (
     PromptOverlay,
     inert,
 )
-from ui.pane import Line, PaneView, RowBuilder, blank_line, text_line
-from ui.ptyscreen import PtyScreen
-from ui.sidebar import RoleInfo
-from ui.theme import STATE_DOT, STATE_STYLE, TRUECOLOR, build_palette
+from choragos.ui.pane import Line, PaneView, RowBuilder, blank_line, text_line
+from choragos.ui.ptyscreen import PtyScreen
+from choragos.ui.sidebar import RoleInfo
+from choragos.ui.theme import STATE_DOT, STATE_STYLE, TRUECOLOR, build_palette
 
 log = logging.getLogger("choragos.deck")
 

@@ -15,7 +15,7 @@ from typing import Any
 import urwid
 
 from choragos.cli._client import duration
-from ui.keys import ACTION_HELP, Keymap, display_name
+from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 
 _INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
 _INERT.update({cp: f"\\u{cp:04x}" for cp in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),

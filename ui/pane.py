@@ -15,7 +15,7 @@ from typing import Any
 from urwid import str_util
 
 from choragos.terminal import Snapshot, Terminal
-from ui.theme import attr_of
+from choragos.ui.theme import attr_of
 
 Attr = Any  # a palette name, an AttrSpec, or None
 Line = tuple[bytes, list[tuple[Attr, int]]]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from choragos.costs import cost_text
-from ui.overlays import inert
-from ui.pane import Line, blank_line, text_line
-from ui.theme import STATE_DOT, STATE_STYLE
+from choragos.ui.overlays import inert
+from choragos.ui.pane import Line, blank_line, text_line
+from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34
 

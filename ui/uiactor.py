@@ -21,14 +21,14 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from actors import messages as m
-from actors.base import Actor
-from actors.durable import SaveLayout
 from choragos import wire
+from choragos.actors import messages as m
+from choragos.actors.base import Actor
+from choragos.actors.durable import SaveLayout
 from choragos.config import Config
 from choragos.terminal import Terminal
-from ui.attachserver import AttachServer
-from ui.deck import COMMAND_TIMEOUT, Deck
+from choragos.ui.attachserver import AttachServer
+from choragos.ui.deck import COMMAND_TIMEOUT, Deck
 
 log = logging.getLogger("choragos.ui")
 
@@ -113,7 +113,7 @@ class UI:
 def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
              on_client: Any = None) -> UI:
     """Start the deck, bind its attach socket and subscribe it to the core."""
-    from actors.supervisor import ChildSpec, StartChild
+    from choragos.actors.supervisor import ChildSpec, StartChild
 
     access = SessionAccess(session)
     deck = Deck(access, cols, rows)

@@ -25,6 +25,6 @@ def _main(argv: list[str], verb: str) -> int:
                       help="take the deck over from the client attached now")
     args = made.parse_args(argv)
     control, workdir = _client.socket_for(args.sock)
-    from ui.attach import attach_to
+    from choragos.ui.attach import attach_to
 
     return attach_to(ui_path_for(Path(control)), force=args.force, workdir=workdir)

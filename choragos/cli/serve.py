@@ -183,15 +183,15 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
         print(f"choragos: session started in {workdir} (pid {info.get('pid', '?')}); "
               "`choragos attach` shows the deck")
         return 0
-    from ui.attach import attach_to
+    from choragos.ui.attach import attach_to
 
     return attach_to(Path(info["ui_socket"]), force=False, workdir=workdir)
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False) -> int:
-    from actors.session import Session, SessionOptions
     from choragos import daemon
+    from choragos.actors.session import Session, SessionOptions
     from choragos.ctlserver import ServerStartError
 
     if deck is not None:

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pykka
 import pytest
 
-from actors import messages as m
-from actors import role as role_module
-from actors.role import RoleActor, new_state
-from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from actors.timers import Timers
+from choragos.actors import messages as m
+from choragos.actors import role as role_module
+from choragos.actors.role import RoleActor, new_state
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos.actors.timers import Timers
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild
 from tests.conftest import pid_alive, wait_until

@@ -63,6 +63,10 @@ def test_the_wheel_runs_the_demo_to_the_first_delegation(short_tmp: Path) -> Non
     wheel = build_wheel(short_tmp)
     names = zipfile.ZipFile(wheel).namelist()
     assert "choragos/demo/demo.toml" in names and "choragos/demo/worker.py" in names
+    assert "choragos/actors/core.py" in names and "choragos/ui/deck.py" in names
+    packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(
+        (".dist-info", ".data"))}
+    assert packages == {"choragos"}, packages  # one top-level name in site-packages
     venv = fresh_venv(short_tmp, wheel)
     home = short_tmp / "home"
     home.mkdir()

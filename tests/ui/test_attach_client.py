@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from ptyprocess import PtyProcess
 
+from choragos.ui import framing as f
+from choragos.ui.attach import RESTORE
 from tests.conftest import wait_until
-from ui import framing as f
-from ui.attach import RESTORE
 
 ROOT = Path(__file__).resolve().parents[2]
 
 CLIENT = """
 import sys, termios
 from pathlib import Path
-import ui.attach as attach
+import choragos.ui.attach as attach
 if sys.argv[3] == "crash":
     def boom(self, kind, payload):
         raise RuntimeError("boom")
@@ -131,7 +131,7 @@ def test_no_session_is_a_plain_sentence(where):
 
 
 def test_only_a_pane_of_the_same_session_refuses_locally(where, monkeypatch):
-    from ui.attach import own_role
+    from choragos.ui.attach import own_role
 
     ui_sock = where / "s.ui.sock"
     monkeypatch.setenv("CHORAGOS_ROLE", "coder")

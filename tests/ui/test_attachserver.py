@@ -10,10 +10,10 @@ import time
 
 import pytest
 
+from choragos.ui import attachserver
+from choragos.ui import framing as f
+from choragos.ui.attachserver import AttachServer
 from tests.conftest import wait_until
-from ui import attachserver
-from ui import framing as f
-from ui.attachserver import AttachServer
 
 
 class FakeScreen:

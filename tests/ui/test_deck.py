@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import urwid
 
-from actors import messages as m
+from choragos.actors import messages as m
 from choragos.board import Task, TaskState
 from choragos.config import Config, Keys, RoleSpec, UISettings
 from choragos.terminal import Terminal
+from choragos.ui.deck import Deck, _Loop
+from choragos.ui.theme import build_palette
 from tests.conftest import wait_until
-from ui.deck import Deck, _Loop
-from ui.theme import build_palette
 
 ROLES = ("orchestrator", "coder", "release")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui import framing as f
+from choragos.ui import framing as f
 
 
 def test_round_trip_in_any_chunking():
@@ -59,7 +59,8 @@ def test_window_sizes_are_checked(value, size):
 def test_the_attach_client_loads_without_urwid():
     import subprocess
     import sys
-    code = ("import sys, ui.attach, choragos.cli.attach, choragos.cli.ls, choragos.cli.kill;"
+    code = ("import sys, choragos.ui.attach, choragos.cli.attach, choragos.cli.ls,"
+            " choragos.cli.kill;"
             "print('urwid' in sys.modules, 'pykka' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from choragos.config import KEY_ACTIONS, Keys
-from ui.keys import (
+from choragos.ui.keys import (
     PASTE_BEGIN,
     PASTE_END,
     PASTE_TEXT,

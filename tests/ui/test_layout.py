@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ui.layout import COLUMN, ROW, Layout, LayoutError, Rect, sizes
+from choragos.ui.layout import COLUMN, ROW, Layout, LayoutError, Rect, sizes
 
 TEAM = ["orchestrator", "coder", "reviewer", "auditor", "release"]
 

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from choragos.terminal import Terminal
+from choragos.ui.deck import FRAME, Deck
+from choragos.ui.pane import PaneView
 from tests.conftest import wait_until
 from tests.ui.test_deck import FakePort
 from tests.ui.test_deck import drain as _drain
-from ui.deck import FRAME, Deck
-from ui.pane import PaneView
 
 # -- the property: incremental == full -------------------------------------------------
 

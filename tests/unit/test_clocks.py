@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from actors.clocks import (
+from choragos.actors.clocks import (
     ClockActor,
     ClockState,
     ListClocks,
@@ -16,8 +16,8 @@ from actors.clocks import (
     StopClock,
     TimedOut,
 )
-from actors.handle import Handle
-from actors.timers import Timers
+from choragos.actors.handle import Handle
+from choragos.actors.timers import Timers
 from tests.conftest import wait_until
 
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pykka
 import pytest
 
-from actors import messages as m
-from actors.core import CoreActor, CoreState, Seat
-from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos.actors import messages as m
+from choragos.actors.core import CoreActor, CoreState, Seat
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.config import Config, RoleSpec
 from choragos.events import EventLog, read_events
 from tests.conftest import wait_until

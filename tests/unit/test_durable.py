@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import pykka
 import pytest
 
-from actors import messages as m
-from actors.core import CoreActor, CoreState, Seat
-from actors.durable import JournaledBoard, Restore
-from actors.gateway import FlushTokens, TokenTotals
-from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos import journal
+from choragos.actors import messages as m
+from choragos.actors.core import CoreActor, CoreState, Seat
+from choragos.actors.durable import JournaledBoard, Restore
+from choragos.actors.gateway import FlushTokens, TokenTotals
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.config import Config, RoleSpec
 from choragos.events import EventLog
 from tests.unit.test_core_actor import FakeRole, dispatch

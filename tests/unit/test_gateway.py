@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from actors.gateway import (
+from choragos.actors.gateway import (
     GatewayHealth,
     GatewayProber,
     Probe,
     ProberState,
     TokenTotals,
 )
-from actors.handle import Handle
-from actors.timers import Timers
+from choragos.actors.handle import Handle
+from choragos.actors.timers import Timers
 from choragos.config import Config, GatewaySettings, Price, builtin_config
 from choragos.gateway import MAX_BODY, MetricsError, decide, parse_metrics, role_cost
 from tests.conftest import wait_until

@@ -10,10 +10,10 @@ from typing import Any
 import pykka
 import pytest
 
-from actors.base import Actor
-from actors.handle import ActorCrashed, ActorGone
-from actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from actors.timers import Timers
+from choragos.actors.base import Actor
+from choragos.actors.handle import ActorCrashed, ActorGone
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos.actors.timers import Timers
 from tests.conftest import wait_until
 
 
