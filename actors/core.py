@@ -19,7 +19,7 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import __version__, authority, briefs, statedir, wire
+from choragos import __version__, authority, briefs, commands, statedir, wire
 from choragos.actors import durable
 from choragos.actors import messages as m
 from choragos.actors.aftercare import MergeDone, WorkChecked
@@ -169,7 +169,9 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if msg.expires is not None and time.monotonic() > msg.expires:
             return wire.error("the session core was too busy to take the request in time; "
                               "nothing was changed, try again", busy=True)
-        handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
+        # Each command names its handler in choragos/commands.py.
+        command = commands.COMMANDS.get(request["cmd"])
+        handler = getattr(self, command.handler, None) if command is not None else None
         if handler is None:
             return wire.error(f"command {request['cmd']!r} is not supported by this session")
         refused = self._refusal(request)
