@@ -73,6 +73,13 @@ def test_each_verb_has_a_module_with_run(verb: str) -> None:
     assert callable(module.run)
 
 
+def test_each_verb_is_in_the_cli_docs() -> None:
+    table = (ROOT / "docs" / "cli.md").read_text().split("\n## Verbs\n", 1)[1].split("\n## ")[0]
+    listed = {name for line in table.splitlines() if line.startswith("| `")
+              for name in re.findall(r"`([a-z-]+)`", line.split("|")[1])}
+    assert listed == set(commands.VERBS)
+
+
 def test_a_verb_that_sends_a_command_names_a_declared_one() -> None:
     sent = {verb.command for verb in commands.VERBS.values() if verb.command}
     assert sent <= set(commands.COMMANDS)
