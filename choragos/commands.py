@@ -71,15 +71,21 @@ class Field:
 
 
 class Verb:
-    """A CLI verb: ``choragos <name>`` runs ``run(argv, verb=name)`` in ``module``."""
+    """A CLI verb: ``choragos <name>`` runs ``run(argv, verb=name)`` in ``module``.
 
-    __slots__ = ("command", "help", "module", "name")
+    ``agent``: a protocol verb the agents in the panes run themselves; each
+    seat's CLI is told to trust it (choragos/seatsetup.py), so it never waits
+    on a permission dialog."""
 
-    def __init__(self, name: str, module: str, help: str, command: str | None = None) -> None:
+    __slots__ = ("agent", "command", "help", "module", "name")
+
+    def __init__(self, name: str, module: str, help: str, command: str | None = None, *,
+                 agent: bool = False) -> None:
         self.name = name
         self.module = module
         self.help = help
         self.command = command  # the control command it sends, if it has one of its own
+        self.agent = agent
 
 
 class Command:
@@ -128,8 +134,8 @@ def _applies(rule: bool | When, request: dict) -> bool:
     return rule.holds(request) if isinstance(rule, When) else rule
 
 
-def _verb(name: str, module: str, help: str) -> Verb:
-    return Verb(name, "choragos.cli." + module, help)
+def _verb(name: str, module: str, help: str, *, agent: bool = False) -> Verb:
+    return Verb(name, "choragos.cli." + module, help, agent=agent)
 
 
 ROLE_FIELD = Field("role", ROLE, required=True)
@@ -150,14 +156,15 @@ DECLARED: tuple[Command | Verb, ...] = (
         Field("task", TEXT, required=True),
         Field("brief", PATH),
         Field("require_live", FLAG, default=False),
-    ), verb=_verb("delegate", "delegate", "hand a task to one or more roles")),
+    ), verb=_verb("delegate", "delegate", "hand a task to one or more roles", agent=True)),
     Command("work-done", (
         Field("done", FLAG, default=False),
         Field("outcome", CHOICE, default="done", choices=OUTCOMES),
         Field("id", TASK_ID, required=True, limit=MAX_ID),
         Field("task", TEXT, required=True),
         Field("report", PATH),
-    ), verb=_verb("work-done", "workdone", "report a task back to the orchestrator")),
+    ), verb=_verb("work-done", "workdone", "report a task back to the orchestrator",
+                  agent=True)),
     Command("gate", (
         Field("action", CHOICE, default="list", choices=GATE_ACTIONS),
         Field("id", TASK_ID, required=True, limit=MAX_ID,

@@ -149,3 +149,15 @@ def test_a_new_declaration_is_validated_by_its_schema(monkeypatch: pytest.Monkey
         with pytest.raises(wire.WireError) as refused:
             parse(**fields)
         assert refused.value.reason == reason
+
+
+def test_the_agent_verbs_are_declared_and_trusted_in_each_seat() -> None:
+    from choragos import seatsetup
+
+    agent = [name for name, verb in commands.VERBS.items() if verb.agent]
+    assert agent == ["delegate", "work-done"]
+    assert seatsetup.VERBS == ("choragos delegate", "choragos work-done")
+    assert seatsetup.CLAUDE_RULES == ("Bash(choragos delegate:*)", "Bash(choragos work-done:*)")
+    # An agent verb an operator-only command would refuse from inside a role.
+    for name in agent:
+        assert commands.COMMANDS[commands.VERBS[name].command].operator is False
