@@ -15,7 +15,9 @@ core (``actors/core.py``), a verb module under ``choragos/cli/`` when it has
 a verb, and its row in docs/protocol.md.
 
 Only the standard library, and only cheap parts of it: every CLI verb,
-including the ones agents run many times a session, loads this module.
+including the ones agents run many times a session, loads this module.  So
+the declarations are plain slotted classes: ``dataclasses`` would pull in
+``inspect`` and add some 7 ms to every ``choragos delegate``.
 """
 
 from __future__ import annotations
