@@ -33,6 +33,7 @@ from choragos.actors.holds import Holds
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.workcheck import WorkChecks
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
@@ -95,7 +96,7 @@ class CoreState:
 
 
 class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
-                Guardrails, Actor):
+                Guardrails, RollbackCommand, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 # Verbs only a person outside every role's process tree may use.
 OPERATOR_COMMANDS = frozenset({"restart", "pause", "resume", "input", "reload", "shutdown",
-                               "handoff"})
+                               "handoff", "rollback"})
 GATE_DECISIONS = frozenset({"approve", "reject"})
 
 

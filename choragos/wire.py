@@ -30,7 +30,9 @@ MAX_ID = 64
 
 # Commands the session still accepts while an enforced gateway is down:
 # they change or inspect the team, never hand out work.
-GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami"})
+# rollback only restores files; it sends no agent any work.
+GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami",
+                            "rollback"})
 GATEWAY_DOWN = "dispatch refused: gateway down"
 # Set by the server on every parsed request, never read from the wire: the
 # peer's pid, and the role whose process tree it belongs to (None: operator).
@@ -212,6 +214,20 @@ def _board(obj: dict[str, Any]) -> dict[str, Any]:
     return {"archived": archived}
 
 
+MAX_ROLLBACK_TARGET = 200
+
+
+def _rollback(obj: dict[str, Any]) -> dict[str, Any]:
+    target = _text(obj, "target", "rollback", required=True)
+    if len(target) > MAX_ROLLBACK_TARGET or any(ch.isspace() for ch in target):
+        raise WireError('"target" must be a task id (T3), pre-rollback-T3 or a checkpoint '
+                        f"ref, not {_show(target)}")
+    dry_run = obj.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise WireError(f'"dry_run" must be true or false, not {_kind(dry_run)}')
+    return {"target": target, "dry_run": dry_run}
+
+
 _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "delegate": _delegate,
     "work-done": _work_done,
@@ -227,6 +243,7 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "status": _no_fields,
     "handoff": _handoff,
     "whoami": _no_fields,
+    "rollback": _rollback,
 }
 
 COMMANDS = frozenset(_COMMANDS)

@@ -119,71 +119,64 @@ class DeckBoard:
     # -- rollback (D4, issue 6 item 3) ---------------------------------------------------------
 
     def _plan_rollback(self, task: dict) -> None:
+        """A dry run of the core's ``rollback`` command, shown for confirmation."""
         if not task.get("checkpoint"):
             self.say(f"{task['id']} has no checkpoint (not taken yet, or checkpoints are off)")
             return
-        target = task["checkpoint"]
         self.say(f"planning the rollback to before {task['id']}…")
+        self.command({"cmd": "rollback", "target": task["checkpoint"], "dry_run": True},
+                     lambda plan: plan.get("status") == "ok"
+                     and self._confirm_rollback(task, plan))
 
-        def work() -> None:
-            from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
-            try:
-                with CheckpointStore(self.port.workdir) as store:
-                    plan = store.plan_rollback(target)
-                result: Any = plan
-            except (CheckpointError, NotARepository, OSError) as exc:
-                result = exc
-            self.post(lambda: self._confirm_rollback(task, result))
-        self._workers.submit(work)
-
-    def _confirm_rollback(self, task: dict, plan: Any) -> None:
-        if isinstance(plan, Exception):
-            self.say(f"cannot roll back: {plan}", "failed")
+    def _confirm_rollback(self, task: dict, plan: dict) -> None:
+        title = f"Roll back to before {task['id']}"
+        lines = rollback_lines(task, plan)
+        if plan["empty"] and not plan["conflicts"]:
+            self._open_overlay(ConfirmOverlay(title, lines, lambda yes: self._close_overlay(),
+                                              allow_yes=False),
+                               "confirm", ("relative", 80), ("relative", 60))
             return
-        lines: list[Any] = [f"checkpoint {plan.checkpoint.name} (before {task['id']} went to "
-                            f"{task['role']})", ""]
-        if plan.empty and not plan.conflicts:
-            lines.append("The files already match this checkpoint: nothing to roll back.")
-            self._open_overlay(ConfirmOverlay(f"Roll back to before {task['id']}", lines,
-                lambda yes: self._close_overlay(), allow_yes=False), "confirm",
-                ("relative", 80), ("relative", 60))
-            return
-        lines.append(f"{len(plan.restore)} file(s) to restore, {len(plan.delete)} to delete:")
-        lines += [f"  restore  {inert(p)}" for p in plan.restore[:200]]
-        lines += [f"  delete   {inert(p)}" for p in plan.delete[:200]]
-        if plan.head_moved:
-            lines += ["", ("waiting", f"HEAD moved since ({plan.head_then[:12]} -> "
-                                      f"{plan.head_now[:12]}); commits stay, only files change")]
-        lines += ["", ("waiting", "Agents of this session may be writing files right now."),
-                  f"The current state is saved first: undo with "
-                  f"`choragos rollback pre-rollback-{task['id']}`."]
-        if plan.conflicts:
-            lines += ["", ("failed", "In the way (rollback refuses until they are moved):")]
-            lines += [f"  {inert(p)}" for p in plan.conflicts[:50]]
 
         def answer(yes: bool) -> None:
             self._close_overlay()
             if yes:
-                self._rollback(task, plan)
-        self._open_overlay(ConfirmOverlay(f"Roll back to before {task['id']}?", lines, answer,
-                                          "y roll back", allow_yes=not plan.conflicts),
+                self._rollback(task, plan["checkpoint"])
+        self._open_overlay(ConfirmOverlay(f"{title}?", lines, answer, "y roll back",
+                                          allow_yes=not plan["conflicts"]),
                            "confirm", ("relative", 85), ("relative", 75))
 
-    def _rollback(self, task: dict, plan: Any) -> None:
-        def work() -> None:
-            from choragos.checkpoints import CheckpointError, CheckpointStore
-            try:
-                with CheckpointStore(self.port.workdir) as store:
-                    result = store.rollback(plan.checkpoint)
-                if result.saved is None:
-                    text = "the files already matched; nothing changed"
-                else:
-                    text = (f"rolled back to before {task['id']}: restored "
-                            f"{len(result.restored)}, deleted {len(result.deleted)}; undo: "
-                            f"choragos rollback {result.saved.task_id}")
-                style = "working"
-            except (CheckpointError, OSError) as exc:
-                text, style = f"rollback failed, nothing changed: {exc}", "failed"
-            self.post(lambda: self.say(text, style))
-        self._workers.submit(work)
+    def _rollback(self, task: dict, checkpoint: str) -> None:
+        """The confirmed checkpoint (its ref, not the task's newest), through the core."""
+        def done(ack: dict) -> None:
+            if ack.get("status") != "ok":
+                return
+            if ack.get("saved") is None:
+                self.say("the files already matched; nothing changed", "working")
+                return
+            self.say(f"rolled back to before {task['id']}: restored {ack['restored']}, "
+                     f"deleted {ack['deleted']}; undo: choragos rollback {ack['saved']}",
+                     "working")
+        self.command({"cmd": "rollback", "target": checkpoint}, done)
+
+
+def rollback_lines(task: dict, plan: dict) -> list[Any]:
+    """The confirmation dialog's text for a dry run's plan."""
+    lines: list[Any] = [f"checkpoint {plan['name']} (before {task['id']} went to "
+                        f"{task['role']})", ""]
+    if plan["empty"] and not plan["conflicts"]:
+        return [*lines, "The files already match this checkpoint: nothing to roll back."]
+    lines.append(f"{plan['restore_count']} file(s) to restore, {plan['delete_count']} to "
+                 "delete:")
+    lines += [f"  restore  {inert(p)}" for p in plan["restore"]]
+    lines += [f"  delete   {inert(p)}" for p in plan["delete"]]
+    if plan["head_moved"]:
+        lines += ["", ("waiting", f"HEAD moved since ({plan['head_then'][:12]} -> "
+                                  f"{plan['head_now'][:12]}); commits stay, only files change")]
+    lines += ["", ("waiting", "Agents of this session may be writing files right now."),
+              f"The current state is saved first: undo with "
+              f"`choragos rollback pre-rollback-{task['id']}`."]
+    if plan["conflicts"]:
+        lines += ["", ("failed", "In the way (rollback refuses until they are moved):")]
+        lines += [f"  {inert(p)}" for p in plan["conflicts"][:50]]
+    return lines
 
