@@ -4,6 +4,7 @@ match ``config.KEY_ACTIONS``).
 
 from __future__ import annotations
 
+from choragos.rolestatus import RoleStatus
 from choragos.ui import keys as k
 from choragos.ui.layout import COLUMN, ROW
 from choragos.ui.overlays import (
@@ -90,7 +91,7 @@ class DeckActions:
         if role is None:
             return
         info = self.state.roles.get(role)
-        action = "resume" if info is not None and info.status == "paused" else "pause"
+        action = "resume" if info is not None and info.status == RoleStatus.PAUSED else "pause"
         self.command({"cmd": action, "role": role},
                      lambda ack: ack.get("status") == "ok"
                      and self.say(f"{'resumed' if action == 'resume' else 'paused'} {role}"))

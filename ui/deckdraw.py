@@ -11,8 +11,7 @@ from typing import Any
 import urwid
 
 from choragos.actors import messages as m
-from choragos.ui import keys as k
-from choragos.ui import sidebar
+from choragos.ui import sidebar, statusline
 from choragos.ui.deckstate import RoleInfo
 from choragos.ui.layout import Layout, LayoutError
 from choragos.ui.overlays import inert
@@ -73,14 +72,23 @@ class DeckDraw:
         if self.editor is not None:
             return self.editor.render(cols, rows, self)
         body_w, body_h, side = self._areas(cols, rows)
+        if self.message is not None and self.message[2] < time.monotonic():
+            self.message = None
+        grid, cursor = self._place_tiles(self.state.layout.geometry(body_w, body_h), body_h,
+                                         focus)
+        out = self._join_rows(grid, body_w, side)
+        if rows:
+            out.append(self._status_line(cols))
+        return out, cursor
+
+    def _place_tiles(self, geometry: Any, body_h: int, focus: bool) -> tuple[
+            list[list[tuple[int, Line]]], tuple[int, int] | None]:
+        """Each body row's pieces (x, line): titles, pane rows, bars; and the cursor."""
         layout = self.state.layout
-        geometry = layout.geometry(body_w, body_h)
         grid: list[list[tuple[int, Line]]] = [[] for _ in range(body_h)]
         cursor = None
         colors = self.screen.colors
         numbers = {name: i for i, name in enumerate(layout.roster, 1)}
-        if self.message is not None and self.message[2] < time.monotonic():
-            self.message = None
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)
             focused = role == layout.focus
@@ -98,6 +106,12 @@ class DeckDraw:
         for bar in geometry.bars:
             for y in range(bar.y, bar.bottom):
                 grid[y].append((bar.x, bar_line))
+        return grid, cursor
+
+    def _join_rows(self, grid: list[list[tuple[int, Line]]], body_w: int,
+                   side: int) -> list[Line]:
+        """The body rows, with the sidebar; a row whose pieces did not change is reused."""
+        body_h = len(grid)
         out: list[Line] = []
         side_lines = self._sidebar(side, body_h) if side else []
         memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
@@ -114,9 +128,7 @@ class DeckDraw:
             memo[y] = (key, row)
             out.append(row)
         self._rows_memo = memo
-        if rows:
-            out.append(self._status_line(cols))
-        return out, cursor
+        return out
 
     def _pane_lines(self, role: str, width: int, height: int, focused: bool,
                     colors: int) -> tuple[list[Line], tuple[int, int] | None]:
@@ -190,43 +202,7 @@ class DeckDraw:
         return current
 
     def _status_line(self, cols: int) -> Line:
-        row = RowBuilder(cols)
-        tags = []
-        if self.mode == "prefix":
-            tags.append((" PREFIX ", "status accent"))
-        elif self.mode == "resize":
-            tags.append((" RESIZE  arrows/hjkl, Esc ends ", "status waiting"))
-        focus = self.state.layout.focus
-        pane = self.state.panes.get(focus) if focus else None
-        if pane is not None and pane.scroll is not None:
-            tags.append((" SCROLL  PgUp/PgDn / n N q ", "status scroll"))
-        if self.state.layout.zoomed:
-            tags.append((" ZOOM ", "status accent"))
-        if self.state.broadcast:
-            tags.append((" BROADCAST ", "status waiting"))
-        if self.editor is not None:
-            tags.append((" EDITOR ", "status accent"))
-        for text, attr in tags:
-            row.add(text, attr)
-        row.add(" choragos ", "status dim")
-        if focus:
-            info = self.state.roles.get(focus)
-            state = info.status if info else "?"
-            row.add(f"▸ {inert(focus)} ", "status")
-            row.add(f"({state}) ", "status dim")
-        if self.state.gateway is not None:
-            attr = "status waiting" if self.state.gateway == "down" else "status dim"
-            row.add(f" gateway {self.state.gateway} ", attr)
-        gates = len(self.state.gates)
-        if gates:
-            row.add(f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting")
-        if self.message is not None:
-            row.add(" " + self.message[0] + " ", "status message")
-        hint = f" {k.display_name(self.keymap.prefix_spelling)} ? help "
-        if row.col + len(hint) < cols:
-            row.add(" " * (cols - row.col - len(hint)), "status")
-            row.add(hint, "status dim")
-        return row.line("status")
+        return statusline.render(self, cols)
 
 
 

@@ -10,10 +10,8 @@ import time
 from collections.abc import Callable
 
 from choragos.news import News
-from choragos.rolestatus import RoleStatus
 from choragos.ui import reducer
 from choragos.ui.deckbase import MESSAGE_TIME
-from choragos.ui.deckstate import RoleInfo
 from choragos.ui.overlays import inert
 
 
@@ -23,7 +21,11 @@ class DeckNews:
     # -- news from the core ------------------------------------------------------------
 
     def _news(self, item: News) -> None:
-        self.state, effects = reducer.reduce(self.state, item)
+        self._apply(reducer.reduce(self.state, item))
+
+    def _apply(self, result: reducer.Result) -> None:
+        """Take the reducer's new state and carry out its effects."""
+        self.state, effects = result
         for effect in effects:
             self._effect(effect)
 
@@ -56,11 +58,6 @@ class DeckNews:
         if role in self.state.layout.shown() and self.overlay is None and self.mode == "normal":
             self.state.layout.focus = role
 
-    def _follow_roster(self, names: list[str]) -> None:
-        self.state.layout.set_roster(names)
-        for gone in [n for n in self.state.roles if n not in names]:
-            self.state.roles.pop(gone, None)
-
     def _sync(self) -> None:
         """Ask the core for the whole picture (at start and after a reload)."""
         asked = {name: info.news for name, info in self.state.roles.items()}
@@ -68,22 +65,9 @@ class DeckNews:
         def roles(ack: dict) -> None:
             if ack.get("status") != "ok":
                 return
-            names = []
-            for row in ack.get("roles", []):
-                name = row["name"]
-                names.append(name)
-                info = self.state.roles.setdefault(name, RoleInfo(name))
-                info.model, info.command = row.get("model", ""), row.get("command", "")
-                if info.news != asked.get(name, 0):
-                    continue  # a view published after we asked is fresher than this row
-                info.status = RoleStatus(row.get("state", info.status))
-                info.pid = row.get("pid")
-                info.restarts = row.get("restarts", 0)
-                info.preview = tuple(row.get("preview", ()))
-                info.profile = row.get("profile", info.profile)
-                info.detail = row.get("detail", "")
-            if names:
-                self._follow_roster(names)
+            result = reducer.merge_status(self.state, ack.get("roles", []), asked)
+            self._apply(result)
+            if result[1]:
                 self.relayout()
 
         def board(ack: dict) -> None:

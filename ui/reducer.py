@@ -168,3 +168,23 @@ def _marks(item: news.MarksChanged, state: DeckState) -> Result:
     roles = {name: replace(info, extra={**info.extra, "marks": tuple(item.marks.get(name, ()))})
              for name, info in state.roles.items()}
     return replace(state, roles=roles), []
+
+
+def merge_status(state: DeckState, rows: list[dict], asked: dict[str, int]) -> Result:
+    """A full ``status`` answer merged in.  ``asked`` is each role's count of
+    views when the question went out: a view published since is fresher than
+    the answer's row, which then only fills in the model and command."""
+    roles: dict[str, RoleInfo] = {}
+    for row in rows:
+        name = row["name"]
+        info = replace(state.roles.get(name) or RoleInfo(name), model=row.get("model", ""),
+                       command=row.get("command", ""))
+        if info.news == asked.get(name, 0):
+            info = replace(info, status=RoleStatus(row.get("state", info.status)),
+                           pid=row.get("pid"), restarts=row.get("restarts", 0),
+                           preview=tuple(row.get("preview", ())),
+                           profile=row.get("profile", info.profile), detail=row.get("detail", ""))
+        roles[name] = info
+    if not roles:
+        return state, []
+    return replace(state, roles=roles), [FollowRoster(tuple(roles))]

@@ -103,3 +103,23 @@ def test_anything_else_is_refused():
         assert "tuple" in str(exc)
     else:
         raise AssertionError("an untyped item was accepted")
+
+
+def test_a_full_status_fills_in_roles_but_never_overwrites_a_fresher_view():
+    s, _ = r.reduce(state(), news.RoleChanged(RoleView("coder", "working", pid=7)))
+    asked = {"orchestrator": 0, "coder": 0}  # asked before coder's view arrived
+    rows = [{"name": "orchestrator", "state": "idle", "pid": 3, "model": "big"},
+            {"name": "coder", "state": "booting", "pid": None, "model": "m2"}]
+    after, effects = r.merge_status(s, rows, asked)
+    assert after.roles["orchestrator"].status is RoleStatus.IDLE
+    assert after.roles["orchestrator"].pid == 3 and after.roles["orchestrator"].model == "big"
+    coder = after.roles["coder"]
+    assert (coder.status, coder.pid, coder.model) == (RoleStatus.WORKING, 7, "m2")
+    assert effects == [r.FollowRoster(("orchestrator", "coder"))]
+
+
+def test_a_full_status_drops_roles_the_session_no_longer_has():
+    after, effects = r.merge_status(state(), [{"name": "coder", "state": "idle"}], {})
+    assert list(after.roles) == ["coder"] and effects == [r.FollowRoster(("coder",))]
+    same, none = r.merge_status(state(), [], {})
+    assert none == [] and list(same.roles) == ["orchestrator", "coder"]
