@@ -24,6 +24,8 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
+import pykka
+
 from choragos import news, wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
@@ -61,8 +63,15 @@ class UIActor(Actor):
 
     def on_start(self) -> None:
         # The first start, or the restart after a crash: the loop runs again.
-        self.deck.on_loop_crash = lambda error: self.actor_ref.tell(DeckCrashed(error))
+        self.deck.on_loop_crash = self._loop_crashed
         self.deck.start()
+
+    def _loop_crashed(self, error: str) -> None:
+        """On the deck's thread: crash this actor with the loop."""
+        try:
+            self.actor_ref.tell(DeckCrashed(error))
+        except pykka.ActorDeadError:
+            log.error("the deck crashed after its UI actor stopped: %s", error)
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
