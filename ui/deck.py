@@ -20,10 +20,13 @@ a busy core never freezes the screen.  Keys typed at an agent go straight to
 its role actor as ``WriteInput``; a pane's size follows its tile with
 ``Resize``.
 
-The parts live in modules named for what they hold: the loop and mailbox
-(``deckloop``), news (``decknews``), drawing (``deckdraw``), input
-(``deckinput``), dialogs (``deckoverlays``), the task board (``deckboard``),
-the bound actions (``deckactions``) and the editor (``editor``).
+The parts live in modules named for what they hold: the state
+(``deckstate``) and its reducer (``reducer``), the loop and mailbox
+(``deckloop``), news and commands (``decknews``), drawing (``deckdraw``) and
+the status line (``statusline``), input (``deckinput``), dialogs
+(``deckoverlays``), the task board (``deckboard``), the bound actions
+(``deckactions``), the editor (``editor``) and what they share
+(``deckbase``).
 """
 
 from __future__ import annotations
