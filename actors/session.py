@@ -352,7 +352,7 @@ class Session:
             f"role:{spec.name}",
             lambda h: RoleActor.start(state, core, timers, sup, h))
         self.handles[spec.name] = handle
-        return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
+        return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
 
     def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
         """A resumed role keeps its restart budget and may continue its conversation

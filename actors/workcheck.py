@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from choragos import briefs, changes, ownership, statedir, worktrees
+from choragos import briefs, changes, news, ownership, statedir, worktrees
 from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
@@ -133,7 +133,7 @@ class WorkChecks:
         files = list(msg.changes)
         flagged = outcome == "done" and not files
         task = self.s.board.annotate(task.id, changes=msg.changes)
-        self._publish(("task", task))
+        self._publish(news.TaskChanged(task.as_dict()))
         self._event("changes", task=task.id, role=task.role, files=files,
                     headline=changes.headline(files), flagged=flagged)
         return NO_CHANGE if flagged else changes.headline(files)
@@ -168,7 +168,7 @@ class WorkChecks:
         changes_.setdefault("waiting", None)
         if task.state is state:
             task = self.s.board.annotate(task.id, **changes_)
-            self._publish(("task", task))
+            self._publish(news.TaskChanged(task.as_dict()))
             return task
         return self._move(task.id, state, **changes_)
 

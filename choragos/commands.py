@@ -28,6 +28,7 @@ MAX_ID = 64
 MAX_KEYS = 64
 MAX_INPUT_TEXT = 4096
 MAX_HANDOFF_WAIT = 3600
+MAX_ROLLBACK_TARGET = 200
 OUTCOMES = ("done", "failed", "blocked")
 GATE_ACTIONS = ("list", "approve", "reject")
 # Keys an operator may press into a role from the CLI (``choragos keys``),
@@ -207,6 +208,13 @@ DECLARED: tuple[Command | Verb, ...] = (
     _verb("gateway", "gateway", "run the built-in gateway (token counts per role)"),
     # Asked by verbs (``rollback``) and tools, never typed: it has no verb of its own.
     Command("whoami", gateway_exempt=True),
+    # The deck's rollback: restores files, hands no agent any work, so it
+    # still runs while an enforced gateway is down.  ``choragos rollback``
+    # works on the checkpoint store itself and needs no session.
+    Command("rollback", (
+        Field("target", TEXT, required=True, limit=MAX_ROLLBACK_TARGET),
+        Field("dry_run", FLAG, default=False),
+    ), operator=True, gateway_exempt=True),
 )
 
 COMMANDS: dict[str, Command] = {d.name: d for d in DECLARED if isinstance(d, Command)}

@@ -84,8 +84,8 @@ def test_a_verb_that_sends_a_command_names_a_declared_one() -> None:
     sent = {verb.command for verb in commands.VERBS.values() if verb.command}
     assert sent <= set(commands.COMMANDS)
     assert commands.VERBS["keys"].command == "input"
-    # Only whoami is asked by other verbs and tools rather than typed.
-    assert set(commands.COMMANDS) - sent == {"whoami"}
+    # whoami is asked by other verbs and tools, rollback by the deck.
+    assert set(commands.COMMANDS) - sent == {"whoami", "rollback"}
 
 
 def test_the_cli_verb_table_and_help_come_from_the_registry() -> None:
