@@ -68,6 +68,15 @@ def headline(changes: list[dict] | tuple[dict, ...]) -> str:
     return f"{files} changed (+{plus} -{minus})"
 
 
+def files_cell(task: dict) -> str:
+    """A board row's FILES cell: how many files the task changed, ``-`` when
+    not measured, ``0!`` for a done that changed none (it is flagged)."""
+    found = task.get("changes")
+    if not isinstance(found, list | tuple):
+        return "-"
+    return f"{len(found)}" if found or task.get("state") != "done" else "0!"
+
+
 def _git(root: Path, *args: str) -> bytes:
     """``git diff ARGS`` in ``root``; the last two arguments are the trees."""
     argv = ["git", "-C", str(root), "-c", "core.quotepath=off", "diff", "--no-renames",

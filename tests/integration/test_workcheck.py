@@ -46,6 +46,10 @@ def test_changed_files_match_git_diff_and_a_done_without_change_is_flagged(serve
     assert "[T2 from coder] finished T2 in the fixture (no files changed: the task claims " \
            "done without touching the tree)" in lines[1]
     assert s.board()["T2"]["changes"] == []
+    table = s.cli("board").stdout.splitlines()
+    files = table[0].split().index("FILES")
+    counts = {row.split()[0]: row.split()[files] for row in table[1:]}
+    assert counts == {"T1": "3", "T2": "0!"}  # the deck's FILES column, in the text board
     out = s.cli("report", "--json")
     assert out.returncode == 0, out.stderr
     records = {c["task"]: c for c in json.loads(out.stdout)["changes"]}
