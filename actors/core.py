@@ -83,6 +83,8 @@ class CoreState:
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
+    # role name -> the environment its agent process gets (verify runs with it)
+    role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
     @property
     def state_dir(self) -> Path:

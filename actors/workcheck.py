@@ -65,7 +65,8 @@ class WorkChecks:
             f"\n\nBrief: {task.brief}" if task.brief else "")
         self.s.aftercare.tell(CheckWork(task_id, checkpoint, tree or self.s.workdir,
                                         command, spec.verify_timeout if spec else 600.0,
-                                        branch, (parts[2], body)))
+                                        branch, (parts[2], body),
+                                        self.s.role_env(task.role) if command else None))
         return True
 
     def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
