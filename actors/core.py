@@ -378,7 +378,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if self.s.checkpointer is None:
             self._queue_task(task)
             return
-        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label))
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
+                                            tree=self.s.trees.get(task.role)))
 
     @handle.register
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:

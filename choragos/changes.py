@@ -45,9 +45,10 @@ def unified(root: Path, base: str, head: str, context_lines: int = 3) -> str:
 
 
 def since_checkpoint(workdir: Path, ref: str) -> str:
-    """The patch from checkpoint ``ref`` to the work tree now (untracked files too)."""
-    from choragos.checkpoints import CheckpointStore  # the store pulls in dulwich
-    with CheckpointStore(workdir) as store:
+    """The patch from checkpoint ``ref`` to its work tree now (untracked files
+    too): the main tree's, or the worktree's for a checkpoint taken there."""
+    from choragos.checkpointtrees import open_for  # the store pulls in dulwich
+    with open_for(workdir, ref) as store:
         base = store.resolve(ref).tree
         return unified(store.root, base, store.tree_now())
 
