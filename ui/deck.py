@@ -1407,9 +1407,10 @@ class Deck:
         self.say(f"planning the rollback to before {task['id']}…")
 
         def work() -> None:
-            from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+            from choragos.checkpoints import CheckpointError, NotARepository
+            from choragos.checkpointtrees import open_for
             try:
-                with CheckpointStore(self.port.workdir) as store:
+                with open_for(self.port.workdir, target) as store:  # its own tree's store
                     plan = store.plan_rollback(target)
                 result: Any = plan
             except (CheckpointError, NotARepository, OSError) as exc:
@@ -1452,9 +1453,10 @@ class Deck:
 
     def _rollback(self, task: dict, plan: Any) -> None:
         def work() -> None:
-            from choragos.checkpoints import CheckpointError, CheckpointStore
+            from choragos.checkpoints import CheckpointError, NotARepository
+            from choragos.checkpointtrees import open_for
             try:
-                with CheckpointStore(self.port.workdir) as store:
+                with open_for(self.port.workdir, plan.checkpoint) as store:
                     result = store.rollback(plan.checkpoint)
                 if result.saved is None:
                     text = "the files already matched; nothing changed"
@@ -1463,7 +1465,7 @@ class Deck:
                             f"{len(result.restored)}, deleted {len(result.deleted)}; undo: "
                             f"choragos rollback {result.saved.task_id}")
                 style = "working"
-            except (CheckpointError, OSError) as exc:
+            except (CheckpointError, NotARepository, OSError) as exc:
                 text, style = f"rollback failed, nothing changed: {exc}", "failed"
             self.post("call", lambda: self.say(text, style))
         self._workers.submit(work)
