@@ -76,3 +76,29 @@ def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
     d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s))
     d.keys("y")
     wait_until(lambda: (d.workdir / "notes.txt").exists(), 20, message="the merge")
+
+
+def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
+    team = (role_toml("orchestrator", start=True)
+            + role_toml("alice", "--worker", "--edit", worktree=True, merge="manual")
+            + "\n[ui]\nauto_focus = false\n")
+    d: TmuxDeck = deck(team)
+    d.serve()
+    d.wait_booted(["orchestrator", "alice"])
+    tree = d.workdir / ".choragos" / "worktrees" / "alice"
+    out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
+    assert out.returncode == 0, out.stderr
+    wait_until(lambda: (tree / "notes.txt").exists(), 30, message="alice to write notes.txt")
+    (d.workdir / "notes.txt").write_text("the main tree's own\n")
+    d.keys("C-b", "t")
+    d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done.*✓", s), 30)
+    d.keys("u")
+    screen = d.wait_screen("Roll back to before T1?")
+    assert "delete   notes.txt" in screen
+    d.keys("y")
+    wait_until(lambda: not (tree / "notes.txt").exists(), 10, message="the worktree rolled back")
+    d.wait_screen("rolled back to before T1")
+    assert (d.workdir / "notes.txt").read_text() == "the main tree's own\n"
+    undo = d.cli("rollback", "pre-rollback-T1", "--yes")
+    assert undo.returncode == 0, undo.stderr
+    assert (tree / "notes.txt").read_text() == "from alice\n"
