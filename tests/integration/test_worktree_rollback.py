@@ -98,3 +98,15 @@ def test_worktree_checkpoints_are_listed_and_rolled_back_after_a_kill_and_resume
     # the resumed session checkpoints the same worktree, under the same refs
     _delegate(s, "alice", "write b.txt two", "T2")
     assert s.board()["T2"]["checkpoint"].startswith("refs/choragos/wt/alice/checkpoints/")
+
+
+def test_a_worktree_task_reported_failed_is_measured_in_its_worktree(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("carol", "--worker", "--edit", "--outcome", "failed", worktree=True))
+    s.wait_booted(["orchestrator", "carol"])
+    (s.workdir / "main-only.txt").write_text("not carol's\n")
+    _delegate(s, "carol", "Half done.\nwrite half.txt one\\ntwo", "T1")
+    line = next(x for x in s.submitted("orchestrator") if "A worker reports: [T1 " in x)
+    assert "(1 file changed (+2 -0))" in line
+    assert s.board()["T1"]["changes"] == [
+        {"path": "half.txt", "kind": "added", "added": 2, "deleted": 0}]
