@@ -33,10 +33,10 @@ def test_board_counts_changed_files_and_d_shows_the_diff(deck):
     assert "+hi from T1" in screen and "hello.txt" in screen
 
 
-def _worktree_task(deck) -> TmuxDeck:
+def _worktree_task(deck, **keys: object) -> TmuxDeck:
     """A deck whose worktree role alice has been handed a task that writes notes.txt."""
     team = (role_toml("orchestrator", start=True)
-            + role_toml("alice", "--worker", "--edit", worktree=True)
+            + role_toml("alice", "--worker", "--edit", worktree=True, **keys)
             + "\n[ui]\nauto_focus = false\n")
     d: TmuxDeck = deck(team)
     d.serve()
@@ -79,15 +79,8 @@ def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
 
 
 def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
-    team = (role_toml("orchestrator", start=True)
-            + role_toml("alice", "--worker", "--edit", worktree=True, merge="manual")
-            + "\n[ui]\nauto_focus = false\n")
-    d: TmuxDeck = deck(team)
-    d.serve()
-    d.wait_booted(["orchestrator", "alice"])
+    d = _worktree_task(deck, merge="manual")
     tree = d.workdir / ".choragos" / "worktrees" / "alice"
-    out = d.cli("delegate", "--to", "alice", "--task", "Note.\nwrite notes.txt from alice")
-    assert out.returncode == 0, out.stderr
     wait_until(lambda: (tree / "notes.txt").exists(), 30, message="alice to write notes.txt")
     (d.workdir / "notes.txt").write_text("the main tree's own\n")
     d.keys("C-b", "t")

@@ -6,25 +6,13 @@ worktree only (and is undone), and all of it survives a kill -9 and
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 from tests.integration.harness import Serve, role_toml
+from tests.integration.test_worktree_checkpoints import files as _files
 
 TEAM = (role_toml("orchestrator", start=True)
         + role_toml("alice", "--worker", "--edit", worktree=True, merge="manual")
         + role_toml("bob", "--worker", "--edit", worktree=True, merge="manual"))
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    found = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in (".git", ".choragos")]
-        for name in names:
-            if name != ".git":
-                path = Path(folder, name)
-                found[str(path.relative_to(root))] = path.read_bytes()
-    return found
 
 
 def _delegate(s: Serve, role: str, task: str, task_id: str) -> None:
