@@ -198,3 +198,48 @@ def test_the_diff_of_a_worktree_checkpoint_is_taken_in_its_tree(repo: Path) -> N
     write(repo, "shared.txt", "changed in main\n")
     patch = changes.since_checkpoint(repo, ref)
     assert "+changed in alice" in patch and "main" not in patch
+
+
+class _Core:
+    """Stands in for the session core: records what the checkpointer tells it."""
+
+    def __init__(self) -> None:
+        self.told: list = []
+
+    def tell(self, message) -> None:
+        self.told.append(message)
+
+
+def test_the_checkpointer_snapshots_a_roles_task_in_its_worktree_pruned_on_first_use(
+        repo: Path, tmp_path: Path) -> None:
+    from choragos.actors import messages as m
+    from choragos.actors.checkpointer import CheckpointerActor
+    from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+    from choragos.events import EventLog, read_events
+    from tests.conftest import wait_until
+
+    alice = tree(repo, "alice")
+    with CheckpointStore(alice) as store:
+        old = [store.snapshot(f"T{n}", "alice", "old", now=1000.0 + n).ref for n in (1, 2, 3)]
+    events, core = EventLog(tmp_path / "events.jsonl"), _Core()
+    sup = Supervisor.start(on_event=events.write)
+    try:
+        main = CheckpointStore(repo, watch=True)
+        handle = sup.ask(StartChild(ChildSpec(
+            "checkpointer", lambda h: CheckpointerActor.start(main, core, events, sup))))
+        assert handle.ask(m.Prune(1)) == []  # the main tree has none; alice's is not open yet
+        handle.tell(m.Snapshot("T4", "alice", "new", tree=alice))
+        handle.tell(m.Snapshot("T5", "lead", "main"))
+        wait_until(lambda: len(core.told) == 2, 20, message="both checkpoints")
+    finally:
+        sup.ask(StopAll())
+        sup.stop()
+        events.close()
+    assert core.told[0].ref.startswith("refs/choragos/wt/alice/checkpoints/")
+    assert core.told[0].ref.endswith("-T4")
+    assert core.told[1].ref.startswith(REF_PREFIX) and core.told[1].ref.endswith("-T5")
+    with CheckpointStore(alice) as store:
+        assert [c.ref for c in store.list()] == [core.told[0].ref, old[2]]
+    pruned = [e for e in read_events(tmp_path / "events.jsonl")
+              if e["event"] == "checkpoints pruned"]
+    assert [(e["worktree"], e["removed"]) for e in pruned] == [("alice", 2)]
