@@ -85,6 +85,8 @@ class CoreState:
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
+    # role name -> the environment its agent process gets (verify runs with it)
+    role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
     @property
     def state_dir(self) -> Path:
@@ -380,7 +382,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if self.s.checkpointer is None:
             self._queue_task(task)
             return
-        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label))
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
+                                            tree=self.s.trees.get(task.role)))
 
     @handle.register
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:

@@ -229,6 +229,7 @@ class Snapshot:
     role: str
     label: str
     reply_to: Any = field(default=None, compare=False)
+    tree: Any = None  # the role's worktree (a Path); None: the main tree
 
 
 @dataclass(frozen=True)

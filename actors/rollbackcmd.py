@@ -3,7 +3,8 @@
 The deck's board sends it (first with ``dry_run`` to show the plan, then
 for the checkpoint ref the operator confirmed), so a rollback from the deck
 is one more control command: refused from inside a role, run through the
-core's registry and written to the event log.  The checkpoint store's lock
+core's registry and written to the event log.  A task done in a role's
+worktree rolls back in that worktree.  The checkpoint store's lock
 keeps it in order with the checkpointer's snapshots.
 """
 
@@ -12,12 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from choragos import wire
-from choragos.checkpoints import (
-    CheckpointError,
-    CheckpointStore,
-    NotARepository,
-    RollbackPlan,
-)
+from choragos.checkpoints import CheckpointError, NotARepository, RollbackPlan
+from choragos.checkpointtrees import open_for
 
 MAX_LISTED = 200  # paths per list in a plan's ack
 
@@ -31,7 +28,9 @@ class RollbackCommand:
         target, dry_run = request["target"], request["dry_run"]
         by = request.get(wire.CALLER) or "operator"
         try:
-            with CheckpointStore(self.s.workdir) as store:
+            # The store of the checkpoint's own tree: a worktree role's task
+            # rolls back in its worktree, never in the main tree.
+            with open_for(self.s.workdir, target) as store:
                 if dry_run:
                     return wire.ok(**plan_fields(store.plan_rollback(target)))
                 result = store.rollback(target)

@@ -213,6 +213,7 @@ class Session:
         self._start_gateway_server()
         self._start_prober(core_state)
         core_state.trees = self.trees
+        core_state.role_env = self._env_of
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
             self._carry_over(spec, self.role_states[spec.name])
@@ -334,6 +335,11 @@ class Session:
         # Last, so no env_allow or env_deny can cut a role off from choragos.
         return selfpath.prepend(role_env(spec, os.environ, inject),
                                 selfpath.bin_dir(self.workdir))
+
+    def _env_of(self, role: str) -> dict[str, str] | None:
+        """The environment ``role``'s process runs with now (a reload may change it)."""
+        state = self.role_states.get(role)
+        return dict(state.env) if state is not None else None
 
     def _process_spec(self, spec: RoleSpec) -> RoleSpec:
         """The spec the role's process starts from: with the gateway's arguments, if any."""
