@@ -123,8 +123,9 @@ class SupervisorState:
 class Supervisor(Actor):
     """Supervises the children in ``state``; ``parent`` hears its crash.
 
-    ``on_event(kind, **fields)`` is told "actor restarted", "actor exited",
-    "actor given up" and "supervisor gave up"; ``on_give_up(reason)`` is
+    ``on_event(kind, **fields)`` is told "actor restarted", "actor exited"
+    and "actor given up" (the child that took this supervisor over its
+    intensity, with ``supervisor`` and ``reason``); ``on_give_up(reason)`` is
     called when a supervisor without a parent gives up.
     """
 
@@ -241,8 +242,8 @@ class Supervisor(Actor):
         reason = (f"{crashed.spec.name} failed {len(self.s.restarts)} times within "
                   f"{self.s.period:g}s (intensity {self.s.intensity}); last: {error}")
         log.error("supervisor %s gives up: %s", self.s.name, reason)
-        self.on_event("supervisor gave up", supervisor=self.s.name,
-                      actor=crashed.spec.name, error=error, reason=reason)
+        self.on_event("actor given up", actor=crashed.spec.name, supervisor=self.s.name,
+                      error=error, reason=reason)
         self.s.restarts.clear()
         if self.supervisor is None:
             self.s.gave_up = reason
@@ -258,7 +259,7 @@ class Supervisor(Actor):
 
     def _drop(self, child: _Child, why: str) -> None:
         self.s.children.pop(child.spec.name, None)
-        child.handle.close(f"{child.spec.restart} child not restarted: {why}")
+        _close_tree(child, f"{child.spec.restart} child not restarted: {why}")
         self.on_event("actor exited", actor=child.spec.name, restart=child.spec.restart,
                       reason=why, supervisor=self.s.name)
 
@@ -282,6 +283,14 @@ def stop_children(state: SupervisorState, timeout: float) -> None:
     their state)."""
     for name in reversed(list(state.children)):
         _stop(state.children.pop(name), timeout)
+
+
+def _close_tree(child: _Child, why: str) -> None:
+    """Close the handles of ``child`` and, for a supervisor, of all below it."""
+    child.handle.close(why)
+    if child.spec.tree is not None:
+        for below in child.spec.tree.children.values():
+            _close_tree(below, why)
 
 
 def _retire(child: _Child) -> None:

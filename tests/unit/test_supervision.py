@@ -148,7 +148,7 @@ def _intensity_limit(supervisor):
         assert handle.ask(Total(), timeout=5) == 0
     assert state.starts == 3
     handle.tell(Boom())  # the third within the period: more than intensity allows
-    wait_until(lambda: seen("supervisor gave up") == 1, timeout=5, message="the give-up")
+    wait_until(lambda: seen("actor given up") == 1, timeout=5, message="the give-up")
     assert seen("actor restarted") == 2 and state.starts == 3
     with pytest.raises(ActorGone):
         handle.ask(Total(), timeout=5)

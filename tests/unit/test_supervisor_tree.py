@@ -153,7 +153,7 @@ def test_a_nested_supervisor_over_its_intensity_is_a_crash_its_parent_restarts(t
     wait_until(lambda: state.starts == 2, timeout=5, message="the first restart")
     worker.tell(Add(1))
     worker.tell(Boom())  # the second within the period: roles gives up
-    wait_until(lambda: t.seen("supervisor gave up") == 1, timeout=5, message="escalation")
+    wait_until(lambda: t.seen("actor given up") == 1, timeout=5, message="escalation")
     worker.tell(Add(3))  # buffered while the subtree is replaced
     assert worker.ask(Total(), timeout=5) == 4
     wait_until(lambda: any(e == "actor restarted" and f["actor"] == "roles"
@@ -170,7 +170,7 @@ def test_escalation_reaches_the_top_which_gives_up_once(tree):
     worker.tell(Boom())
     wait_until(lambda: t.gave_up, timeout=5, message="the top gave up")
     assert "supervisor session gave up: roles failed" in t.gave_up[0]
-    assert t.seen("supervisor gave up") == 2  # roles, then the session
+    assert t.seen("actor given up") == 2  # roles, then the session
     with pytest.raises(ActorGone, match="gave up"):
         sub.tell(StopAll())
     assert t.ref.is_alive()  # the top stays up so the session can stop cleanly
