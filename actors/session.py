@@ -51,7 +51,12 @@ from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
-from choragos.actors.listener import ListenerActor, ListenerState, bind_server
+from choragos.actors.listener import (
+    ListenerActor,
+    ListenerState,
+    bind_server,
+    install_fault_hook,
+)
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.supervisor import (
     TEMPORARY,
@@ -131,6 +136,7 @@ class Session:
         """Bind the socket first: a second session here must fail before it
         spawns anything or writes one line into the running session's log."""
         self.server = bind_server(self.options.socket, self.events.write)
+        install_fault_hook(self.server)
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")

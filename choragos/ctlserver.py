@@ -43,6 +43,8 @@ from choragos import wire
 MAX_PENDING = 1024
 # Connections the kernel queues before accept: sized for bursts of verbs.
 BACKLOG = 1024
+# The longest the accept loop blocks before looking at its socket again.
+CHECK_EVERY_MS = 500
 # What the wake pipe carries: stop the accept loop, or (a test hook) make it fail.
 _WAKE_STOP, _WAKE_FAULT = b"x", b"!"
 # accept() errors that mean the listening socket itself is gone.
@@ -148,6 +150,7 @@ class ControlServer:
             self._bind_listener()
             self._wake_r, self._wake_w = os.pipe()
             os.set_blocking(self._wake_w, False)
+            os.set_blocking(self._wake_r, False)
         except BaseException:
             self.close()
             raise
@@ -176,7 +179,7 @@ class ControlServer:
         """A new socket at the same path; the lock was held all along."""
         self._drop_listener()
         self._bind_listener()
-        with suppress(OSError):
+        with suppress(OSError):  # BlockingIOError once empty
             while os.read(self._wake_r, 512):  # a stale fault byte
                 pass
         self._emit("socket rebound", {"path": str(self.path)})
@@ -314,7 +317,8 @@ class ControlServer:
                 return
             except OSError as exc:
                 if exc.errno in _LISTENER_GONE:
-                    self._listener_lost = exc.errno == errno.EBADF
+                    # Its fd was closed under it and may be someone else's now.
+                    self._listener_lost = True
                     raise AcceptLoopDied(f"the listening socket is gone: {exc}") from exc
                 self._accept_failed(exc)
                 return
@@ -372,9 +376,11 @@ class ControlServer:
     def _next_timeout_ms(self) -> int:
         with self._guard:
             ends = [pending.end for pending in self._pending.values()]
+        # Never block for good: a listening fd closed under the loop does not
+        # wake a poll already waiting, but the next one reports it (POLLNVAL).
         if not ends:
-            return -1
-        return max(0, int((min(ends) - time.monotonic()) * 1000) + 1)
+            return CHECK_EVERY_MS
+        return min(CHECK_EVERY_MS, max(0, int((min(ends) - time.monotonic()) * 1000) + 1))
 
     def _expire(self, poller: select.poll) -> None:
         now = time.monotonic()
