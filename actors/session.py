@@ -50,7 +50,7 @@ from choragos.actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restor
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
-from choragos.actors.handle import Handle
+from choragos.actors.handle import ActorGone, Handle
 from choragos.actors.listener import (
     ListenerActor,
     ListenerState,
@@ -267,7 +267,10 @@ class Session:
     def _heartbeat(self) -> None:
         core = self.core
         while not self.stopped.wait(HEARTBEAT):
-            core.tell(Heartbeat())
+            try:
+                core.tell(Heartbeat())
+            except ActorGone:  # the core was given up: the session is stopping
+                return
 
     def _worktree(self, role: str, strict: bool) -> Path | None:
         """The role's tree: the one it left with unmerged work, or a new one from HEAD."""

@@ -170,25 +170,25 @@ class Supervisor(Actor):
 
     @handle.register
     def _child_failed(self, message: ChildFailed) -> None:
-        child = self._current(message.name, message.urn)
-        if child is None:
-            return
-        child.handle.detach()
-        if child.spec.restart == TEMPORARY:
-            self._drop(child, f"a temporary child crashed: {message.error}")
-            return
-        self._restart(child, message.error, message.leftovers)
+        self._ended(message.name, message.urn, message.error, message.leftovers,
+                    restart=lambda child: child.spec.restart != TEMPORARY)
 
     @handle.register
     def _child_exited(self, message: ChildExited) -> None:
-        child = self._current(message.name, message.urn)
+        self._ended(message.name, message.urn, "it finished its work", [],
+                    restart=lambda child: child.spec.restart == PERMANENT)
+
+    def _ended(self, name: str, urn: str, why: str, leftovers: list[Any],
+               restart: Callable[[_Child], bool]) -> None:
+        """A child's instance ended: replace it, or leave it down for good."""
+        child = self._current(name, urn)
         if child is None:
             return
         child.handle.detach()
-        if child.spec.restart != PERMANENT:
-            self._drop(child, "it finished its work")
-            return
-        self._restart(child, "a permanent child exited", [])
+        if restart(child):
+            self._restart(child, why, leftovers)
+        else:
+            self._drop(child, why)
 
     @handle.register
     def _stop_child(self, message: StopChild) -> None:

@@ -66,6 +66,12 @@ class Tree:
         spec = ChildSpec(name, lambda h: Worker.start(name, state, sup), restart=restart)
         return sup.ask(StartChild(spec), timeout=10)
 
+    def nested(self, name: str, intensity: int, state: Counter):
+        """A supervisor ``name`` under the top, with one worker under it."""
+        tree = SupervisorState(name=name, intensity=intensity, period=60)
+        sub = self.ref.ask(StartChild(supervisor_spec(tree, self.ref, self.event)), timeout=10)
+        return sub, self.add("w", state, under=sub)
+
     def close(self) -> None:
         self.ref.ask(StopAll(), timeout=30)
         self.ref.stop()
@@ -144,11 +150,8 @@ def test_rest_for_one_restarts_the_later_children_keeping_their_mail(tree):
 
 
 def test_a_nested_supervisor_over_its_intensity_is_a_crash_its_parent_restarts(tree):
-    t = tree(intensity=5)
-    roles = SupervisorState(name="roles", intensity=1, period=60)
-    sub = t.ref.ask(StartChild(supervisor_spec(roles, t.ref, t.event)), timeout=10)
-    state = Counter()
-    worker = t.add("w", state, under=sub)
+    t, state = tree(intensity=5), Counter()
+    _, worker = t.nested("roles", 1, state)
     worker.tell(Boom())
     wait_until(lambda: state.starts == 2, timeout=5, message="the first restart")
     worker.tell(Add(1))
@@ -162,11 +165,8 @@ def test_a_nested_supervisor_over_its_intensity_is_a_crash_its_parent_restarts(t
 
 
 def test_escalation_reaches_the_top_which_gives_up_once(tree):
-    t = tree(intensity=0)
-    roles = SupervisorState(name="roles", intensity=0, period=60)
-    sub = t.ref.ask(StartChild(supervisor_spec(roles, t.ref, t.event)), timeout=10)
-    state = Counter()
-    worker = t.add("w", state, under=sub)
+    t, state = tree(intensity=0), Counter()
+    sub, worker = t.nested("roles", 0, state)
     worker.tell(Boom())
     wait_until(lambda: t.gave_up, timeout=5, message="the top gave up")
     assert "supervisor session gave up: roles failed" in t.gave_up[0]
