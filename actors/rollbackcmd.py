@@ -1,8 +1,9 @@
 """The core's ``rollback`` command: restore the workspace to before a task.
 
 The deck's board sends it (first with ``dry_run`` to show the plan, then
-for the checkpoint ref the operator confirmed), so a rollback from the deck
-is one more control command: refused from inside a role, run through the
+for the checkpoint ref the operator confirmed), and ``choragos rollback``
+sends the ref it showed when a session runs, so a rollback is one more
+control command: refused from inside a role, run through the
 core's registry and written to the event log.  A task done in a role's
 worktree rolls back in that worktree.  The checkpoint store's lock
 keeps it in order with the checkpointer's snapshots.
@@ -43,7 +44,9 @@ class RollbackCommand:
                     task=result.checkpoint.task_id, restored=len(result.restored),
                     deleted=len(result.deleted), saved=saved, by=by)
         return wire.ok(checkpoint=result.checkpoint.ref, task=result.checkpoint.task_id,
-                       restored=len(result.restored), deleted=len(result.deleted), saved=saved)
+                       restored=len(result.restored), deleted=len(result.deleted), saved=saved,
+                       saved_ref=result.saved.ref if result.saved is not None else None,
+                       removed_dirs=len(result.removed_dirs))
 
 
 def plan_fields(plan: RollbackPlan) -> dict[str, Any]:

@@ -5,7 +5,9 @@ are its own); the main tree and other worktrees are left alone.
 
 Shows what would change, warns when HEAD moved or a session may be writing,
 asks for confirmation (``--yes`` skips; without a terminal it refuses), then
-rolls back after saving the current state as ``pre-rollback-<task>``.
+rolls back after saving the current state as ``pre-rollback-<task>``.  When a
+session answers for this directory, the rollback (of exactly the checkpoint
+shown) is the session's ``rollback`` command, so it is in its event log.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import os
 import sys
 import time
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from choragos import checkpointtrees, paths, wire
 from choragos.checkpoints import CheckpointStore, RollbackPlan, RollbackResult
@@ -47,25 +51,60 @@ def _main(argv: list[str], verb: str) -> int:
                                   "paths above aside (or delete them) and try again")
         if plan.empty or args.dry_run:
             return _client.EXIT_OK
-        _refuse_inside_role()
+        session = _operator_session()
         if not args.yes and not _confirmed():
             return _client.EXIT_REFUSED
-        result = guarded(lambda: store.rollback(plan.checkpoint))
-        _show_result(result)
+        if not session:
+            _show_result(_Done.of(guarded(lambda: store.rollback(plan.checkpoint))))
+            return _client.EXIT_OK
+    # Outside the store's ``with``: the session's rollback takes the store's
+    # lock itself.  Exactly the ref shown, so a checkpoint taken meanwhile for
+    # the same task cannot change what is restored.
+    _show_result(_Done.of_ack(_client.send(None, {
+        "cmd": "rollback", "target": plan.checkpoint.ref, "dry_run": False})))
     return _client.EXIT_OK
 
 
-def _refuse_inside_role() -> None:
-    """Rollback is an operator command: ask the session whether we run inside
-    one of its roles (by process ancestry); without a session there is no team."""
-    role = None
-    with suppress(_client.Failure, wire.Unreachable, wire.WireError):
+def _operator_session() -> bool:
+    """Whether a session answers for this directory, refusing inside one of
+    its roles (by process ancestry): rollback is an operator command.
+
+    With a session the rollback is its ``rollback`` command, so it is in
+    the event log; without one there is no team and the verb works on the
+    checkpoint store itself."""
+    try:
         sock, workdir = _client.socket_for(None)
-        role = wire.request(sock, {"cmd": "whoami"}, 2.0, workdir=workdir).get("role")
+        ack = wire.request(sock, {"cmd": "whoami"}, 2.0, workdir=workdir)
+    except (_client.Failure, wire.Unreachable, wire.WireError):
+        return False
+    role = ack.get("role")
     if role:
         raise _client.Failure(_client.EXIT_REFUSED, "rollback is an operator command and was "
                               f"run from inside the {role} role's process tree; nothing was "
                               "changed")
+    return True
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What a rollback did, from the store or from the session's ack."""
+
+    saved_task: str | None  # the undo point's name; None when nothing changed
+    saved_ref: str | None
+    restored: int
+    deleted: int
+    removed_dirs: int
+
+    @classmethod
+    def of(cls, result: RollbackResult) -> _Done:
+        saved = result.saved
+        return cls(saved.task_id if saved else None, saved.ref if saved else None,
+                   len(result.restored), len(result.deleted), len(result.removed_dirs))
+
+    @classmethod
+    def of_ack(cls, ack: dict[str, Any]) -> _Done:
+        return cls(ack.get("saved"), ack.get("saved_ref"), int(ack.get("restored", 0)),
+                   int(ack.get("deleted", 0)), int(ack.get("removed_dirs", 0)))
 
 
 def _show_plan(store: CheckpointStore, plan: RollbackPlan) -> None:
@@ -145,13 +184,12 @@ def _confirmed() -> bool:
     return False
 
 
-def _show_result(result: RollbackResult) -> None:
-    if result.saved is None:
+def _show_result(done: _Done) -> None:
+    if done.saved_task is None:
         print("the files already matched the checkpoint: nothing changed")
         return
-    print(f"saved the state before as {_client.inert(result.saved.task_id)} "
-          f"({_client.inert(result.saved.ref)})")
-    dirs = f", removed {len(result.removed_dirs)} empty director(ies)" \
-        if result.removed_dirs else ""
-    print(f"restored {len(result.restored)} file(s), deleted {len(result.deleted)}{dirs}")
-    print(f"undo with: choragos rollback {_client.inert(result.saved.task_id)}")
+    print(f"saved the state before as {_client.inert(done.saved_task)} "
+          f"({_client.inert(done.saved_ref or '')})")
+    dirs = f", removed {done.removed_dirs} empty director(ies)" if done.removed_dirs else ""
+    print(f"restored {done.restored} file(s), deleted {done.deleted}{dirs}")
+    print(f"undo with: choragos rollback {_client.inert(done.saved_task)}")
