@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,59 @@ def test_resume_args_let_claude_continue_its_conversation(
     earlier = json.dumps(request.body["messages"][:-1])
     assert "New task T1 from choragos" in earlier and "after lunch" in earlier
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+
+
+def test_two_claude_roles_each_continue_their_own_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    # Both roles are claudes in one directory, and the coder spoke last: the
+    # directory's most recent conversation (what --continue would take) is
+    # the coder's, so the orchestrator continuing its own proves the ids.
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude"))
+    fake_model.on(BRIEF.format(role="orchestrator"), text("Noted; my word is LIGHTHOUSE."))
+    fake_model.on(BRIEF.format(role="coder"), text("Noted; my word is MARMALADE."))
+    fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
+    s.wait_told("New task T1 from choragos", 40)
+    s.wait(lambda: s.status()["coder"]["state"] == "idle"
+           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    ids = {role: conversation_of(s, role) for role in ("orchestrator", "coder")}
+    assert ids["orchestrator"] != ids["coder"]
+    s.kill9()
+
+    handed_back = "The choragos session restarted; task T1 is still yours"
+    fake_model.on(handed_back, bash('choragos work-done --id T1 --done --task "1 2 3"',
+                                    "Report the task"))
+    seen = len(fake_model.message_requests())
+    s.start(args=("--resume",))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    s.wait_told(handed_back, 60)
+    for role in ("orchestrator", "coder"):
+        assert cmdline(s.status()[role]["pid"])[-2:] == ["--resume", ids[role]]
+        assert conversation_of(s, role) == ids[role]
+    coder = history_before(fake_model, seen, handed_back)
+    assert "MARMALADE" in coder and "after lunch" in coder and "LIGHTHOUSE" not in coder
+    rebriefed = history_before(fake_model, seen, BRIEF.format(role="orchestrator"))
+    assert "LIGHTHOUSE" in rebriefed and "MARMALADE" not in rebriefed
+    assert "New task T1" not in rebriefed
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+
+
+def conversation_of(s: ClaudeCrew, role: str) -> str:
+    """The id choragos keeps for ``role``, once the role was briefed into it."""
+    path = s.workdir / ".choragos" / "state" / "conversations" / f"{role}.json"
+    record = json.loads(path.read_text())
+    assert record["used"] is True, record
+    return record["id"]
+
+
+def history_before(model: FakeModel, after: int, said: str) -> str:
+    """The earlier messages of the first request (from the ``after``-th on)
+    whose last message says ``said``: the history the CLI carried."""
+    request = next(r for r in model.message_requests()[after:]
+                   if said in json.dumps(r.body["messages"][-1]))
+    return json.dumps(request.body["messages"][:-1])
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
