@@ -199,7 +199,7 @@ class RoleActor(Actor):
         """The command line; a resumed session's first spawn may continue the
         agent's conversation, and a Claude Code role gets one of its own."""
         s = self.s
-        resumed = "resume_args" in s.extra
+        resumed = "resume_args" in s.extra and not s.extra.pop("new_conversation", False)
         argv = s.spec.argv() + list(s.extra.pop("resume_args", ()))
         s.extra.pop("conversation", None)
         if s.profile.name == "claude" and not conversations.chooses_its_own(argv):

@@ -5,7 +5,8 @@ conversation, wrong when several Claude Code roles share a workspace.  So
 choragos names each Claude Code process's conversation itself: every start
 gets a new id, passed as ``--session-id <uuid>``, and the first start of a
 session resumed with ``serve --resume`` continues the id the role had, with
-``--resume <uuid>``.  A later restart (a crash, ``choragos restart``, a
+``--resume <uuid>`` (not after a ``handoff``: the new team starts afresh
+with the handoff document).  A later restart (a crash, ``choragos restart``, a
 ``fresh = true`` role's new process per task) starts a new conversation,
 as every other CLI's restart does.
 

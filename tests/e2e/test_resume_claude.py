@@ -98,7 +98,7 @@ def test_two_claude_roles_each_continue_their_own_conversation(
     s.wait(lambda: s.status()["coder"]["state"] == "idle"
            and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
     ids = {role: conversation_of(s, role) for role in ("orchestrator", "coder")}
-    assert ids["orchestrator"] != ids["coder"]
+    assert None not in ids.values() and ids["orchestrator"] != ids["coder"], ids
     s.kill9()
 
     handed_back = "The choragos session restarted; task T1 is still yours"
@@ -119,12 +119,14 @@ def test_two_claude_roles_each_continue_their_own_conversation(
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
 
 
-def conversation_of(s: ClaudeCrew, role: str) -> str:
-    """The id choragos keeps for ``role``, once the role was briefed into it."""
+def conversation_of(s: ClaudeCrew, role: str) -> str | None:
+    """The id choragos keeps for ``role`` once the role was briefed into it."""
     path = s.workdir / ".choragos" / "state" / "conversations" / f"{role}.json"
-    record = json.loads(path.read_text())
-    assert record["used"] is True, record
-    return record["id"]
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record["id"] if record["used"] is True else None
 
 
 def history_before(model: FakeModel, after: int, said: str) -> str:
@@ -137,3 +139,18 @@ def history_before(model: FakeModel, after: int, said: str) -> str:
 
 def cmdline(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+def test_after_a_handoff_a_claude_role_starts_a_new_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    s = crew(role_toml("lead", "--handoff", start=True) + claude_role("coder", "claude"))
+    s.wait_booted(["lead", "coder"], timeout=BOOT_TIMEOUT)
+    before = s.wait(lambda: conversation_of(s, "coder"), 20, "the coder's conversation")
+    out = s.cli("handoff", "--wait", "20", timeout=40)
+    assert out.returncode == 0, out.stderr
+    assert s.proc.wait(30) == 0
+    s.start(args=("--resume",))
+    s.wait_booted(["lead", "coder"], timeout=BOOT_TIMEOUT)
+    flag, after = cmdline(s.status()["coder"]["pid"])[-2:]
+    assert flag == "--session-id" and after != before
+    s.wait(lambda: conversation_of(s, "coder") == after, 20, "the new conversation briefed")
