@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 
 from choragos import wire
@@ -116,3 +117,25 @@ def test_the_cli_verb_is_refused_inside_a_role(serve):
     assert "orchestrator role's process tree" in ran["out"], ran
     assert (s.workdir / "README.md").read_text() == "wrecked\n"
     assert not [e for e in s.events() if e["event"].startswith("rollback")]
+
+
+def test_the_cli_plan_through_the_session_reads_as_without_one(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    checkpointed_task(s)
+    for i in range(25):  # more than the 20 paths listed
+        (s.workdir / f"new{i:02}.txt").write_text("x\n")
+    through = s.cli("rollback", "T1", "--dry-run")
+    alone = subprocess.run([sys.executable, "-m", "choragos", "rollback", "T1", "--dry-run"],
+                           cwd=s.workdir, capture_output=True, text=True, timeout=30,
+                           env={**s.env, "CHORAGOS_SOCK": str(s.sock) + ".none"})
+    assert through.returncode == alone.returncode == 0, (through.stderr, alone.stderr)
+    lines = through.stdout.splitlines()
+    assert "warning: a choragos session is running here" in through.stdout
+    assert "27 file(s) to restore" not in through.stdout and "  ... and 7 more" in lines
+    # The same lines but the checkpoint's age and the live-session warning.
+    assert [x for x in lines[1:] if "session is running" not in x] == \
+        alone.stdout.splitlines()[1:], (through.stdout, alone.stdout)
+    missing = s.cli("rollback", "T9", "--yes")
+    assert missing.returncode == 1 and "no checkpoint for" in missing.stderr, missing.stderr
+    assert [e["target"] for e in s.events() if e["event"].startswith("rollback")] == []
