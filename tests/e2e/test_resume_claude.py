@@ -65,10 +65,7 @@ def test_resume_args_let_claude_continue_its_conversation(
              + claude_role("coder", "claude", resume_args=["--continue"]))
     fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
-    s.wait_told("New task T1 from choragos", 40)
-    s.wait(lambda: s.status()["coder"]["state"] == "idle"
-           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    deliver_t1(s)
     s.kill9()
 
     handed_back = "The choragos session restarted; task T1 is still yours"
@@ -76,9 +73,7 @@ def test_resume_args_let_claude_continue_its_conversation(
                                     "Report the task"))
     s.start(args=("--resume",))
     s.wait_told(handed_back, 60)
-    request = next(r for r in fake_model.message_requests()
-                   if handed_back in json.dumps(r.body["messages"][-1]))
-    earlier = json.dumps(request.body["messages"][:-1])
+    earlier = history_before(fake_model, 0, handed_back)
     assert "New task T1 from choragos" in earlier and "after lunch" in earlier
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
 
@@ -93,10 +88,7 @@ def test_two_claude_roles_each_continue_their_own_conversation(
     fake_model.on(BRIEF.format(role="coder"), text("Noted; my word is MARMALADE."))
     fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
-    s.wait_told("New task T1 from choragos", 40)
-    s.wait(lambda: s.status()["coder"]["state"] == "idle"
-           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    deliver_t1(s)
     ids = {role: conversation_of(s, role) for role in ("orchestrator", "coder")}
     assert None not in ids.values() and ids["orchestrator"] != ids["coder"], ids
     s.kill9()
@@ -117,6 +109,14 @@ def test_two_claude_roles_each_continue_their_own_conversation(
     assert "LIGHTHOUSE" in rebriefed and "MARMALADE" not in rebriefed
     assert "New task T1" not in rebriefed
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+
+
+def deliver_t1(s: ClaudeCrew) -> None:
+    """T1 delegated to the coder, which takes it in and goes idle."""
+    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
+    s.wait_told("New task T1 from choragos", 40)
+    s.wait(lambda: s.status()["coder"]["state"] == "idle"
+           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
 
 
 def conversation_of(s: ClaudeCrew, role: str) -> str | None:
