@@ -18,7 +18,7 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import briefs, screenstatus
+from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.timers import Timers
@@ -173,8 +173,7 @@ class RoleActor(Actor):
         s.boot_attempts = 0
         s.exit = None
         s.terminal.reset()
-        # A resumed session's first spawn may continue the agent's conversation.
-        argv = s.spec.argv() + list(s.extra.pop("resume_args", ()))
+        argv = self._argv()
         try:
             s.child = PtyChild.spawn(argv, s.cwd or s.workdir, s.env,
                                      s.terminal.cols, s.terminal.rows)
@@ -195,6 +194,19 @@ class RoleActor(Actor):
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self._arm_stall_check(gen)
+
+    def _argv(self) -> list[str]:
+        """The command line; a resumed session's first spawn may continue the
+        agent's conversation, and a Claude Code role gets one of its own."""
+        s = self.s
+        resumed = "resume_args" in s.extra and not s.extra.pop("new_conversation", False)
+        argv = s.spec.argv() + list(s.extra.pop("resume_args", ()))
+        s.extra.pop("conversation", None)
+        if s.profile.name == "claude" and not conversations.chooses_its_own(argv):
+            flags = conversations.start_args(s.workdir, s.spec.name, resumed)
+            s.extra["conversation"] = flags[1]
+            argv += flags
+        return argv
 
     # -- output and status -------------------------------------------------
 
@@ -485,6 +497,8 @@ class RoleActor(Actor):
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
+            if ok and s.extra.get("conversation"):
+                conversations.mark_used(s.workdir, s.spec.name, s.extra["conversation"])
             if s.status is RoleStatus.BOOTING:
                 self._set_status(self._screen_status())
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail))

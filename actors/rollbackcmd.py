@@ -1,8 +1,9 @@
 """The core's ``rollback`` command: restore the workspace to before a task.
 
 The deck's board sends it (first with ``dry_run`` to show the plan, then
-for the checkpoint ref the operator confirmed), so a rollback from the deck
-is one more control command: refused from inside a role, run through the
+for the checkpoint ref the operator confirmed), and ``choragos rollback``
+sends the ref it showed when a session runs, so a rollback is one more
+control command: refused from inside a role, run through the
 core's registry and written to the event log.  A task done in a role's
 worktree rolls back in that worktree.  The checkpoint store's lock
 keeps it in order with the checkpointer's snapshots.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from choragos import wire
-from choragos.checkpoints import CheckpointError, NotARepository, RollbackPlan
+from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, RollbackPlan
 from choragos.checkpointtrees import open_for
 
 MAX_LISTED = 200  # paths per list in a plan's ack
@@ -32,7 +33,7 @@ class RollbackCommand:
             # rolls back in its worktree, never in the main tree.
             with open_for(self.s.workdir, target) as store:
                 if dry_run:
-                    return wire.ok(**plan_fields(store.plan_rollback(target)))
+                    return wire.ok(**plan_fields(store.plan_rollback(target), store))
                 result = store.rollback(target)
         except (CheckpointError, NotARepository, OSError) as exc:
             if not dry_run:
@@ -43,14 +44,22 @@ class RollbackCommand:
                     task=result.checkpoint.task_id, restored=len(result.restored),
                     deleted=len(result.deleted), saved=saved, by=by)
         return wire.ok(checkpoint=result.checkpoint.ref, task=result.checkpoint.task_id,
-                       restored=len(result.restored), deleted=len(result.deleted), saved=saved)
+                       restored=len(result.restored), deleted=len(result.deleted), saved=saved,
+                       saved_ref=result.saved.ref if result.saved is not None else None,
+                       removed_dirs=len(result.removed_dirs))
 
 
-def plan_fields(plan: RollbackPlan) -> dict[str, Any]:
-    """A rollback plan as the ack of a dry run carries it."""
-    return {"checkpoint": plan.checkpoint.ref, "name": plan.checkpoint.name,
-            "task": plan.checkpoint.task_id, "restore": plan.restore[:MAX_LISTED],
+def plan_fields(plan: RollbackPlan, store: CheckpointStore) -> dict[str, Any]:
+    """A rollback plan as the ack of a dry run carries it (with what
+    ``choragos rollback`` shows of the checkpoint and of its tree)."""
+    checkpoint = plan.checkpoint
+    return {"checkpoint": checkpoint.ref, "name": checkpoint.name,
+            "task": checkpoint.task_id, "role": checkpoint.role, "label": checkpoint.label,
+            "created": checkpoint.created, "root": str(store.root),
+            "worktree": store.worktree, "restore": plan.restore[:MAX_LISTED],
             "delete": plan.delete[:MAX_LISTED], "restore_count": len(plan.restore),
             "delete_count": len(plan.delete), "conflicts": plan.conflicts[:MAX_LISTED],
+            "conflicts_count": len(plan.conflicts),
+            "submodules": plan.submodules[:MAX_LISTED],
             "head_then": plan.head_then, "head_now": plan.head_now,
             "head_moved": plan.head_moved, "empty": plan.empty}

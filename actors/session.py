@@ -421,6 +421,9 @@ class Session:
         state.restarts_used = saved.get("restarts_used", 0)
         state.restarts_total = saved.get("restarts_total", 0)
         state.extra["resume_args"] = spec.resume_args
+        # After a handoff the new team starts new conversations: the handoff
+        # document carries what they need (see choragos.conversations).
+        state.extra["new_conversation"] = bool(self.restored.handoff)
 
     def _orchestrator_extra(self) -> str:
         parts = []

@@ -208,9 +208,9 @@ DECLARED: tuple[Command | Verb, ...] = (
     _verb("gateway", "gateway", "run the built-in gateway (token counts per role)"),
     # Asked by verbs (``rollback``) and tools, never typed: it has no verb of its own.
     Command("whoami", gateway_exempt=True),
-    # The deck's rollback: restores files, hands no agent any work, so it
-    # still runs while an enforced gateway is down.  ``choragos rollback``
-    # works on the checkpoint store itself and needs no session.
+    # The deck's and ``choragos rollback``'s (when a session runs; without one
+    # the verb works on the checkpoint store itself): restores files, hands no
+    # agent any work, so it still runs while an enforced gateway is down.
     Command("rollback", (
         Field("target", TEXT, required=True, limit=MAX_ROLLBACK_TARGET),
         Field("dry_run", FLAG, default=False),

@@ -25,6 +25,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import threading
 import time
 import zlib
@@ -38,6 +39,7 @@ VERSION = 1
 STATE_DIRNAME = "state"
 JOURNAL = "journal.log"
 SNAPSHOT = "snapshot.json"
+CONVERSATIONS = "conversations"  # choragos.conversations: one id per Claude Code role
 COMPACT_EVERY = 2000  # records between compactions
 
 
@@ -291,9 +293,12 @@ _APPLY = {"session": _session, "stop": _stop, "task": _task, "forget": _forget,
 # -- reading and writing -----------------------------------------------------------------
 
 def move_state(source: Path, target: Path) -> None:
-    """Move the journal's two files (only them: other state may share the directory)."""
+    """Move the journal's two files and the roles' conversation ids (only them:
+    other state may share the directory)."""
     ensure_private_dir(target)
-    for name in (JOURNAL, SNAPSHOT):
+    # A conversations folder left at the target belongs to a state not kept.
+    shutil.rmtree(target / CONVERSATIONS, ignore_errors=True)
+    for name in (JOURNAL, SNAPSHOT, CONVERSATIONS):
         with contextlib.suppress(FileNotFoundError):
             os.replace(source / name, target / name)
     fsync_dir(source)

@@ -5,7 +5,10 @@ are its own); the main tree and other worktrees are left alone.
 
 Shows what would change, warns when HEAD moved or a session may be writing,
 asks for confirmation (``--yes`` skips; without a terminal it refuses), then
-rolls back after saving the current state as ``pre-rollback-<task>``.
+rolls back after saving the current state as ``pre-rollback-<task>``.  When a
+session answers for this directory, the plan is the session's ``rollback``
+dry run and the rollback (of exactly the checkpoint shown) its ``rollback``
+command, so it is in its event log.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from contextlib import suppress
 from pathlib import Path
 
 from choragos import checkpointtrees, paths, wire
-from choragos.checkpoints import CheckpointStore, RollbackPlan, RollbackResult
 from choragos.cli import _client
 from choragos.cli.checkpoints import describe, guarded, open_store, parser
+from choragos.cli.rollbackview import Done, Plan
 
 _SHOWN = 20  # paths listed before "... and N more"
 
@@ -39,74 +42,101 @@ def _main(argv: list[str], verb: str) -> int:
     args = made.parse_args(argv)
     with open_store() as here:
         workdir = here.workdir
+    present, role = _session()
+    if present and not role:
+        return _through_session(args.target, args.dry_run, args.yes)
     with guarded(lambda: checkpointtrees.open_for(workdir, args.target)) as store:
-        plan = guarded(lambda: store.plan_rollback(args.target))
-        _show_plan(store, plan)
-        if plan.conflicts:
-            raise _client.Failure(_client.EXIT_REFUSED, "nothing was changed: move the "
-                                  "paths above aside (or delete them) and try again")
-        if plan.empty or args.dry_run:
-            return _client.EXIT_OK
-        _refuse_inside_role()
-        if not args.yes and not _confirmed():
-            return _client.EXIT_REFUSED
-        result = guarded(lambda: store.rollback(plan.checkpoint))
-        _show_result(result)
+        plan = Plan.of(store, guarded(lambda: store.plan_rollback(args.target)))
+        if not _go_ahead(plan, args.dry_run, args.yes, refused_as=role):
+            return _client.EXIT_OK if plan.empty or args.dry_run else _client.EXIT_REFUSED
+        _show_result(Done.of(guarded(lambda: store.rollback(plan.checkpoint))))
     return _client.EXIT_OK
 
 
-def _refuse_inside_role() -> None:
-    """Rollback is an operator command: ask the session whether we run inside
-    one of its roles (by process ancestry); without a session there is no team."""
-    role = None
-    with suppress(_client.Failure, wire.Unreachable, wire.WireError):
-        sock, workdir = _client.socket_for(None)
-        role = wire.request(sock, {"cmd": "whoami"}, 2.0, workdir=workdir).get("role")
-    if role:
+def _through_session(target: str, dry_run: bool, yes: bool) -> int:
+    """The session's ``rollback`` command: its dry run for the plan shown,
+    then the rollback of exactly the ref shown, written to its event log."""
+    plan = Plan.of_ack(_client.send(None, {"cmd": "rollback", "target": target,
+                                           "dry_run": True}))
+    if not _go_ahead(plan, dry_run, yes):
+        return _client.EXIT_OK if plan.empty or dry_run else _client.EXIT_REFUSED
+    _show_result(Done.of_ack(_client.send(None, {"cmd": "rollback",
+                                                 "target": plan.checkpoint.ref,
+                                                 "dry_run": False})))
+    return _client.EXIT_OK
+
+
+def _go_ahead(plan: Plan, dry_run: bool, yes: bool, refused_as: str | None = None) -> bool:
+    """Show the plan; True once the rollback may go ahead.  Content in the
+    way is a Failure; an empty plan, a dry run or a "no" answer is False."""
+    _show_plan(plan)
+    if plan.conflicts:
+        raise _client.Failure(_client.EXIT_REFUSED, "nothing was changed: move the "
+                              "paths above aside (or delete them) and try again")
+    if plan.empty or dry_run:
+        return False
+    if refused_as:
         raise _client.Failure(_client.EXIT_REFUSED, "rollback is an operator command and was "
-                              f"run from inside the {role} role's process tree; nothing was "
-                              "changed")
+                              f"run from inside the {refused_as} role's process tree; nothing "
+                              "was changed")
+    return yes or _confirmed()
 
 
-def _show_plan(store: CheckpointStore, plan: RollbackPlan) -> None:
+def _session() -> tuple[bool, str | None]:
+    """Whether a session answers for this directory, and the role (by process
+    ancestry) this verb runs inside, if any: rollback is an operator command.
+
+    With a session the rollback is its ``rollback`` command, so it is in
+    its event log; without one there is no team and the verb works on the
+    checkpoint store itself."""
+    try:
+        sock, workdir = _client.socket_for(None)
+        ack = wire.request(sock, {"cmd": "whoami"}, 2.0, workdir=workdir)
+    except (_client.Failure, wire.Unreachable, wire.WireError):
+        return False, None
+    return True, ack.get("role") or None
+
+
+def _show_plan(plan: Plan) -> None:
     print(f"checkpoint {describe(plan.checkpoint, time.time())}")
     print(f"  ref {_client.inert(plan.checkpoint.ref)}")
-    if store.worktree:
-        print(f"  in the worktree {_client.inert(store.worktree)} at "
-              f"{_client.inert(store.root)}; the main tree and other worktrees are left alone")
+    if plan.worktree:
+        print(f"  in the worktree {_client.inert(plan.worktree)} at "
+              f"{_client.inert(plan.root)}; the main tree and other worktrees are left alone")
     if plan.empty and not plan.conflicts:
         print("the files already match this checkpoint: nothing to roll back")
         return
-    print(f"{len(plan.restore)} file(s) to restore, {len(plan.delete)} to delete"
-          + _relative_note(store))
-    _list_paths([("restore", p) for p in plan.restore] + [("delete", p) for p in plan.delete])
-    for line in _warnings(store, plan):
+    print(f"{plan.restore_count} file(s) to restore, {plan.delete_count} to delete"
+          + _relative_note(plan.root))
+    _list_paths([("restore", p) for p in plan.restore] + [("delete", p) for p in plan.delete],
+                plan.restore_count + plan.delete_count)
+    for line in _warnings(plan):
         print(f"warning: {line}")
     if plan.conflicts:
         print("in the way (ignored or nested-repository content rollback will not touch):")
-        _list_paths([("blocked", p) for p in plan.conflicts])
+        _list_paths([("blocked", p) for p in plan.conflicts], plan.conflicts_count)
 
 
-def _relative_note(store: CheckpointStore) -> str:
+def _relative_note(root: Path) -> str:
     with suppress(OSError):  # best effort: a vanished cwd, say
-        if Path.cwd().resolve() != store.root.resolve():
-            return f" (paths relative to {_client.inert(store.root)})"
+        if Path.cwd().resolve() != root.resolve():
+            return f" (paths relative to {_client.inert(root)})"
     return ""
 
 
-def _list_paths(items: list[tuple[str, str]]) -> None:
+def _list_paths(items: list[tuple[str, str]], total: int) -> None:
     for action, path in items[:_SHOWN]:
         print(f"  {action:<8} {_client.inert(path)}")
-    if len(items) > _SHOWN:
-        print(f"  ... and {len(items) - _SHOWN} more")
+    if total > _SHOWN:
+        print(f"  ... and {total - _SHOWN} more")
 
 
-def _warnings(store: CheckpointStore, plan: RollbackPlan) -> list[str]:
+def _warnings(plan: Plan) -> list[str]:
     found = []
     if plan.head_moved:
         found.append(f"HEAD moved since this checkpoint ({_short(plan.head_then)} -> "
                      f"{_short(plan.head_now)}); commits made since stay, only files change")
-    live = _live_socket(store.root)
+    live = _live_socket(plan.root)
     if live is not None:
         found.append(f"a choragos session is running here ({_client.inert(live)}); its "
                      "agents may be writing files while you roll back")
@@ -145,13 +175,12 @@ def _confirmed() -> bool:
     return False
 
 
-def _show_result(result: RollbackResult) -> None:
-    if result.saved is None:
+def _show_result(done: Done) -> None:
+    if done.saved_task is None:
         print("the files already matched the checkpoint: nothing changed")
         return
-    print(f"saved the state before as {_client.inert(result.saved.task_id)} "
-          f"({_client.inert(result.saved.ref)})")
-    dirs = f", removed {len(result.removed_dirs)} empty director(ies)" \
-        if result.removed_dirs else ""
-    print(f"restored {len(result.restored)} file(s), deleted {len(result.deleted)}{dirs}")
-    print(f"undo with: choragos rollback {_client.inert(result.saved.task_id)}")
+    print(f"saved the state before as {_client.inert(done.saved_task)} "
+          f"({_client.inert(done.saved_ref or '')})")
+    dirs = f", removed {done.removed_dirs} empty director(ies)" if done.removed_dirs else ""
+    print(f"restored {done.restored} file(s), deleted {done.deleted}{dirs}")
+    print(f"undo with: choragos rollback {_client.inert(done.saved_task)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -64,10 +65,7 @@ def test_resume_args_let_claude_continue_its_conversation(
              + claude_role("coder", "claude", resume_args=["--continue"]))
     fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
-    s.wait_told("New task T1 from choragos", 40)
-    s.wait(lambda: s.status()["coder"]["state"] == "idle"
-           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    deliver_t1(s)
     s.kill9()
 
     handed_back = "The choragos session restarted; task T1 is still yours"
@@ -75,8 +73,84 @@ def test_resume_args_let_claude_continue_its_conversation(
                                     "Report the task"))
     s.start(args=("--resume",))
     s.wait_told(handed_back, 60)
-    request = next(r for r in fake_model.message_requests()
-                   if handed_back in json.dumps(r.body["messages"][-1]))
-    earlier = json.dumps(request.body["messages"][:-1])
+    earlier = history_before(fake_model, 0, handed_back)
     assert "New task T1 from choragos" in earlier and "after lunch" in earlier
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+
+
+def test_two_claude_roles_each_continue_their_own_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    # Both roles are claudes in one directory, and the coder spoke last: the
+    # directory's most recent conversation (what --continue would take) is
+    # the coder's, so the orchestrator continuing its own proves the ids.
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude"))
+    fake_model.on(BRIEF.format(role="orchestrator"), text("Noted; my word is LIGHTHOUSE."))
+    fake_model.on(BRIEF.format(role="coder"), text("Noted; my word is MARMALADE."))
+    fake_model.on("New task T1 from choragos", text("Noted T1; I will start after lunch."))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    deliver_t1(s)
+    ids = {role: conversation_of(s, role) for role in ("orchestrator", "coder")}
+    assert None not in ids.values() and ids["orchestrator"] != ids["coder"], ids
+    s.kill9()
+
+    handed_back = "The choragos session restarted; task T1 is still yours"
+    fake_model.on(handed_back, bash('choragos work-done --id T1 --done --task "1 2 3"',
+                                    "Report the task"))
+    seen = len(fake_model.message_requests())
+    s.start(args=("--resume",))
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    s.wait_told(handed_back, 60)
+    for role in ("orchestrator", "coder"):
+        assert cmdline(s.status()[role]["pid"])[-2:] == ["--resume", ids[role]]
+        assert conversation_of(s, role) == ids[role]
+    coder = history_before(fake_model, seen, handed_back)
+    assert "MARMALADE" in coder and "after lunch" in coder and "LIGHTHOUSE" not in coder
+    rebriefed = history_before(fake_model, seen, BRIEF.format(role="orchestrator"))
+    assert "LIGHTHOUSE" in rebriefed and "MARMALADE" not in rebriefed
+    assert "New task T1" not in rebriefed
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
+
+
+def deliver_t1(s: ClaudeCrew) -> None:
+    """T1 delegated to the coder, which takes it in and goes idle."""
+    assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
+    s.wait_told("New task T1 from choragos", 40)
+    s.wait(lambda: s.status()["coder"]["state"] == "idle"
+           and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+
+
+def conversation_of(s: ClaudeCrew, role: str) -> str | None:
+    """The id choragos keeps for ``role`` once the role was briefed into it."""
+    path = s.workdir / ".choragos" / "state" / "conversations" / f"{role}.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record["id"] if record["used"] is True else None
+
+
+def history_before(model: FakeModel, after: int, said: str) -> str:
+    """The earlier messages of the first request (from the ``after``-th on)
+    whose last message says ``said``: the history the CLI carried."""
+    request = next(r for r in model.message_requests()[after:]
+                   if said in json.dumps(r.body["messages"][-1]))
+    return json.dumps(request.body["messages"][:-1])
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+def test_after_a_handoff_a_claude_role_starts_a_new_conversation(
+        crew: Callable[..., ClaudeCrew], fake_model: FakeModel) -> None:
+    s = crew(role_toml("lead", "--handoff", start=True) + claude_role("coder", "claude"))
+    s.wait_booted(["lead", "coder"], timeout=BOOT_TIMEOUT)
+    before = s.wait(lambda: conversation_of(s, "coder"), 20, "the coder's conversation")
+    out = s.cli("handoff", "--wait", "20", timeout=40)
+    assert out.returncode == 0, out.stderr
+    assert s.proc.wait(30) == 0
+    s.start(args=("--resume",))
+    s.wait_booted(["lead", "coder"], timeout=BOOT_TIMEOUT)
+    flag, after = cmdline(s.status()["coder"]["pid"])[-2:]
+    assert flag == "--session-id" and after != before
+    s.wait(lambda: conversation_of(s, "coder") == after, 20, "the new conversation briefed")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 
 from choragos import wire
@@ -77,3 +78,64 @@ def test_a_role_may_not_roll_back(serve):
     assert "operator command" in ran["out"], ran
     assert (s.workdir / "README.md").read_text() == "wrecked\n"
     assert not [e for e in s.events() if e["event"] == "rollback"]
+
+
+def test_the_cli_verb_rolls_back_through_the_session_and_is_logged(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    before = (s.workdir / "README.md").read_text()
+    ref = checkpointed_task(s)
+    shown = s.cli("rollback", "T1", "--dry-run")
+    assert shown.returncode == 0 and f"ref {ref}" in shown.stdout, shown
+    assert not [e for e in s.events() if e["event"].startswith("rollback")]
+    done = s.cli("rollback", "T1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "restored 1 file(s), deleted 1" in done.stdout, done.stdout
+    assert "saved the state before as pre-rollback-T1 (refs/" in done.stdout, done.stdout
+    assert "undo with: choragos rollback pre-rollback-T1" in done.stdout
+    assert (s.workdir / "README.md").read_text() == before
+    (logged,) = [e for e in s.events() if e["event"] == "rollback"]
+    assert (logged["target"], logged["checkpoint"], logged["by"]) == (ref, ref, "operator")
+    assert (logged["restored"], logged["deleted"], logged["saved"]) == (1, 1, "pre-rollback-T1")
+    # The undo goes through the session as well.
+    assert s.cli("rollback", "pre-rollback-T1", "--yes").returncode == 0
+    assert (s.workdir / "README.md").read_text() == "wrecked\n"
+    assert [e["task"] for e in s.events() if e["event"] == "rollback"] == ["T1",
+                                                                         "pre-rollback-T1"]
+
+
+def test_the_cli_verb_is_refused_inside_a_role(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    checkpointed_task(s)
+    cli = f"{shlex.quote(sys.executable)} -m choragos rollback T1 --yes"
+    before = len(s.agents("ran", "orchestrator"))
+    assert s.cli("keys", "orchestrator", "--text", f"run: {cli}", "enter").returncode == 0
+    s.wait(lambda: len(s.agents("ran", "orchestrator")) > before, 20, message="the run")
+    ran = json.loads(s.agents("ran", "orchestrator")[before]["text"])
+    assert ran["rc"] == 1 and "operator command" in ran["out"], ran
+    assert "orchestrator role's process tree" in ran["out"], ran
+    assert (s.workdir / "README.md").read_text() == "wrecked\n"
+    assert not [e for e in s.events() if e["event"].startswith("rollback")]
+
+
+def test_the_cli_plan_through_the_session_reads_as_without_one(serve):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    checkpointed_task(s)
+    for i in range(25):  # more than the 20 paths listed
+        (s.workdir / f"new{i:02}.txt").write_text("x\n")
+    through = s.cli("rollback", "T1", "--dry-run")
+    alone = subprocess.run([sys.executable, "-m", "choragos", "rollback", "T1", "--dry-run"],
+                           cwd=s.workdir, capture_output=True, text=True, timeout=30,
+                           env={**s.env, "CHORAGOS_SOCK": str(s.sock) + ".none"})
+    assert through.returncode == alone.returncode == 0, (through.stderr, alone.stderr)
+    lines = through.stdout.splitlines()
+    assert "warning: a choragos session is running here" in through.stdout
+    assert "27 file(s) to restore" not in through.stdout and "  ... and 7 more" in lines
+    # The same lines but the checkpoint's age and the live-session warning.
+    assert [x for x in lines[1:] if "session is running" not in x] == \
+        alone.stdout.splitlines()[1:], (through.stdout, alone.stdout)
+    missing = s.cli("rollback", "T9", "--yes")
+    assert missing.returncode == 1 and "no checkpoint for" in missing.stderr, missing.stderr
+    assert [e["target"] for e in s.events() if e["event"].startswith("rollback")] == []
