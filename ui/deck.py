@@ -226,6 +226,7 @@ class Deck:
         self._bar_line = text_line(1, [("│", "bar")])
         self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
+        self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn
         self._user_active_until = 0.0
@@ -350,7 +351,7 @@ class Deck:
         if kind == "news":
             self._news(payload)
         elif kind == "input":
-            self._input(payload)
+            return self._input(payload)
         elif kind == "attach":
             self._attach(payload)
         elif kind == "detach":
@@ -432,14 +433,18 @@ class Deck:
             self._changed.discard(role)
             return True
         self._changed.add(role)
-        typing = any(until > now for until in self._typed.values())
-        self._schedule_frame(now, BUSY_FRAME if typing else FRAME)
+        # While the user types, the budget runs from the last key too: keys
+        # draw no frame of their own, and the echo must not share its frame.
+        last_key = max(self._typed.values(), default=0.0) - FAST_WINDOW
+        typing = last_key + FAST_WINDOW > now
+        self._schedule_frame(now, BUSY_FRAME if typing else FRAME,
+                             max(self._last_frame, last_key))
         return False
 
-    def _schedule_frame(self, now: float, budget: float) -> None:
+    def _schedule_frame(self, now: float, budget: float, since: float) -> None:
         if self._frame_alarm is not None or self.loop is None:
             return
-        self._frame_alarm = self.loop.set_alarm_in(max(self._last_frame + budget - now, 0.0),
+        self._frame_alarm = self.loop.set_alarm_in(max(since + budget - now, 0.0),
                                                    self._frame_up)
 
     def _frame_up(self, _loop: Any = None, _data: Any = None) -> None:
@@ -707,13 +712,14 @@ class Deck:
         cursor = None
         colors = self.screen.colors
         numbers = {name: i for i, name in enumerate(layout.roster, 1)}
+        tasks = self._current_tasks()
         if self.message is not None and self.message[2] < time.monotonic():
             self.message = None
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)
             focused = role == layout.focus
             grid[rect.y].append((rect.x, self._title(role, rect.w, focused,
-                                                     numbers.get(role, 0))))
+                                                     numbers.get(role, 0), tasks)))
             if rect.h <= 1:
                 continue
             lines, pane_cursor = self._pane_lines(role, rect.w, rect.h - 1, focused and focus,
@@ -730,13 +736,14 @@ class Deck:
         side_lines = self._sidebar(side, body_h) if side else []
         memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
         for y in range(body_h):
-            key = (sorted(grid[y], key=lambda seg: seg[0]), side_lines[y] if side else None,
-                   body_w)
+            # Tiles are placed in the same order every frame: the pieces need
+            # sorting only when the row is joined again.
+            key = (grid[y], side_lines[y] if side else None, body_w)
             held = memo[y]
             if held is not None and held[0] == key:  # the same pieces: joined already
                 out.append(held[1])
                 continue
-            row = _join(key[0], body_w)
+            row = _join(sorted(key[0], key=lambda seg: seg[0]), body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
             memo[y] = (key, row)
@@ -778,13 +785,30 @@ class Deck:
         self._side_memo = (key, lines)
         return lines
 
-    def _title(self, role: str, width: int, focused: bool, number: int) -> Line:
+    def _title(self, role: str, width: int, focused: bool, number: int,
+               tasks: dict[str, dict]) -> Line:
+        """A tile's title row, built again only when what it shows changed
+        (every frame draws every title; an echo frame must stay cheap)."""
         info = self.state.roles.get(role) or RoleInfo(role)
+        task = tasks.get(role)
+        pane = self.state.panes.get(role)
+        scroll = pane.scroll if pane is not None else None
+        key = (width, focused, number, info.status, task and (task["id"], task.get("label")),
+               scroll and (scroll.offset, scroll.query, scroll.current, len(scroll.matches)),
+               self.state.layout.zoomed)
+        held = self._title_memo.get(role)
+        if held is not None and held[0] == key:
+            return held[1]
+        line = self._build_title(role, width, focused, number, info, task)
+        self._title_memo[role] = (key, line)
+        return line
+
+    def _build_title(self, role: str, width: int, focused: bool, number: int,
+                     info: RoleInfo, task: dict | None) -> Line:
         base = "title focus" if focused else "title"
         style = base if focused else STATE_STYLE.get(info.status, "idle")
         pieces = [(f" {number} " if number else " ", base), (inert(role), base),
                   (f" {STATE_DOT.get(info.status, '●')} {info.status}", style)]
-        task = self._current_tasks().get(role)
         if task:
             pieces.append((f"  {task['id']} {inert(task.get('label', ''))}", base))
         pane = self.state.panes.get(role)
@@ -858,10 +882,15 @@ class Deck:
 
     # -- input ---------------------------------------------------------------------------
 
-    def _input(self, data: bytes) -> None:
+    def _input(self, data: bytes) -> bool | None:
+        """Act on the client's keys; False when they only went to agents: the
+        deck shows nothing new then, and the echo brings its own frame (drawing
+        one here would hold the interpreter while the echo is on its way)."""
+        typed_only = True
         for token in self.tokenizer.feed(data):
-            self._token(token)
+            typed_only = self._token(token) is True and typed_only
         self._arm_flush()
+        return False if typed_only and not self.tokenizer.pending else None
 
     def _arm_flush(self) -> None:
         if self._flush_alarm is not None:
@@ -875,7 +904,8 @@ class Deck:
                 self.dirty = True
             self._flush_alarm = self.loop.set_alarm_in(ESC_WAIT, flush)
 
-    def _token(self, token: k.Token) -> None:
+    def _token(self, token: k.Token) -> bool | None:
+        """Act on one key; True when it was only typed at the agents."""
         key = token.key
         if self.editor is not None:
             self.editor.send(token)
@@ -890,7 +920,7 @@ class Deck:
             return
         if self.tokenizer.in_paste or key in (k.PASTE_TEXT, "end paste", "begin paste"):
             self._to_agents(token)
-            return
+            return True
         if self.mode == "prefix":
             self.mode = "normal"
             self._after_prefix(token)
@@ -905,8 +935,9 @@ class Deck:
         pane = self.state.panes.get(focus) if focus else None
         if pane is not None and pane.scroll is not None:
             self._scroll_key(pane, key)
-            return
+            return None
         self._to_agents(token)
+        return True
 
     def _to_agents(self, token: k.Token) -> None:
         layout = self.state.layout
