@@ -28,6 +28,7 @@ class CheckWork:
     timeout: float = 600.0
     branch: str = ""            # a worktree role's branch: its work is committed there
     message: tuple[str, str] = ("", "")  # the commit's subject and body
+    env: dict[str, str] | None = None  # the role's environment, which verify runs with
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class AftercareActor(Actor):
             found, error = self._measure(msg)
         result = None
         if msg.verify:
-            result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout)
+            result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout,
+                                msg.env)
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
                                    round(time.monotonic() - began, 3), unmerged,
                                    error if msg.branch else ""))

@@ -6,6 +6,17 @@ and answers any ``BaseException`` by stopping *every* actor.  None of that
 is supervision.  Here every handler runs inside one guard: a failure is
 logged, reported to the supervisor with the unread inbox, and this instance
 stops; the supervisor starts a fresh one on the same state object.
+
+Three ways an instance ends, each told apart so the supervisor can apply the
+child's restart type (see :mod:`actors.supervisor`):
+
+- a crash (a handler raised): :class:`ChildFailed` goes to the supervisor;
+- a normal exit (the actor called :meth:`Actor.finish`): :class:`ChildExited`;
+- a retirement (the supervisor sent :class:`Retire` to replace the instance
+  without a shutdown, as a rest-for-one restart or an escalation does): the
+  state lives on, nothing is cleaned up, the unread inbox is handed back.
+
+A deliberate stop (``ref.stop()``) runs :meth:`Actor.on_shutdown`.
 """
 
 from __future__ import annotations
@@ -30,6 +41,21 @@ class ChildFailed:
     error: str
     trace: str
     leftovers: list[Any] = field(default_factory=list)
+    urn: str = ""  # which instance: a stale report about a replaced one is ignored
+
+
+@dataclass(frozen=True)
+class ChildExited:
+    """Sent to the supervisor by an actor that ended its work on purpose."""
+
+    name: str
+    urn: str = ""
+
+
+@dataclass(frozen=True)
+class Retire:
+    """From the supervisor: stop this instance without a shutdown; the answer
+    is the unread inbox (tells only), for the replacement."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +88,27 @@ class Actor(pykka.ThreadingActor):
         raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
     def on_receive(self, message: Any) -> Any:
+        if isinstance(message, Retire):
+            return self._retire()
         try:
             return self.handle(message)
         except BaseException as exc:
             return self._crashed(exc)
+
+    def finish(self) -> None:
+        """End this actor normally (a transient or temporary child then stays
+        down; a permanent one is started again)."""
+        self._stop()
+        _report(self.supervisor, ChildExited(self.name, self.actor_urn))
+
+    def on_retire(self) -> None:
+        """Hook: called before this instance is retired (a supervisor retires its children)."""
+
+    def _retire(self) -> list[Any]:
+        self._crashing = True  # not a shutdown: the state lives on
+        self.on_retire()
+        self._stop()
+        return self._drain_inbox()
 
     def _crashed(self, exc: BaseException) -> Crashed:
         error = f"{type(exc).__name__}: {exc}"
@@ -74,8 +117,8 @@ class Actor(pykka.ThreadingActor):
         self._crashing = True
         self._stop()
         leftovers = self._drain_inbox()
-        if self.supervisor is not None:
-            self.supervisor.tell(ChildFailed(self.name, error, trace, leftovers))
+        report = ChildFailed(self.name, error, trace, leftovers, self.actor_urn)
+        _report(self.supervisor, report)
         return Crashed(error)
 
     def _drain_inbox(self) -> list[Any]:
@@ -92,3 +135,14 @@ class Actor(pykka.ThreadingActor):
                 envelope.reply_to.set_exception(
                     exc_info=(pykka.ActorDeadError, pykka.ActorDeadError(
                         f"{self.name} crashed before answering"), None))
+
+
+def _report(supervisor: Any, report: Any) -> None:
+    """Tell the supervisor; one that is gone cannot act on it, so say so."""
+    if supervisor is None:
+        return
+    try:
+        supervisor.tell(report)
+    except Exception as exc:  # pykka.ActorDeadError, handle.ActorGone
+        log.error("actor %s: its supervisor is gone (%s); nobody restarts it",
+                  report.name, exc)

@@ -1,19 +1,22 @@
 """The checkpointer: snapshots the workspace before each delivery.
 
 Snapshots run here, off the core's thread, in arrival order, so deliveries
-to one role keep their order.  A failure is reported, never raised into
-the delegation: the task goes out unprotected and the event log says why.
+to one role keep their order.  A task for a ``worktree = true`` role is
+checkpointed in that role's worktree (its own store, its own refs), not in
+the main tree.  A failure is reported, never raised into the delegation:
+the task goes out unprotected and the event log says why.
 """
 
 from __future__ import annotations
 
 import time
 from functools import singledispatchmethod
+from pathlib import Path
 from typing import Any
 
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
-from choragos.checkpoints import CheckpointError, CheckpointStore
+from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 
 
 class CheckpointerActor(Actor):
@@ -23,9 +26,13 @@ class CheckpointerActor(Actor):
         self.store = store
         self.core = core
         self.events = events
+        self.trees: dict[Path, CheckpointStore] = {}  # the roles' worktrees, opened on use
+        self.keep: int | None = None  # the last prune's; a worktree is pruned when opened
 
     def on_shutdown(self) -> None:
         self.store.close()
+        for store in self.trees.values():
+            store.close()
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -35,8 +42,8 @@ class CheckpointerActor(Actor):
     def _snapshot(self, msg: m.Snapshot) -> None:
         began = time.monotonic()
         try:
-            checkpoint = self.store.snapshot(msg.task_id, msg.role, msg.label)
-        except (CheckpointError, OSError) as exc:
+            checkpoint = self._store(msg.tree).snapshot(msg.task_id, msg.role, msg.label)
+        except (CheckpointError, NotARepository, OSError) as exc:
             self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
             return
         self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
@@ -44,11 +51,31 @@ class CheckpointerActor(Actor):
 
     @handle.register
     def _prune(self, msg: m.Prune) -> list[str]:
+        self.keep = msg.keep
+        removed = self._prune_one(self.store)
+        for store in self.trees.values():
+            removed += self._prune_one(store)
+        return removed
+
+    def _prune_one(self, store: CheckpointStore) -> list[str]:
+        keep = self.keep if self.keep is not None else 0
+        where = {"worktree": store.worktree} if store.worktree else {}
         try:
-            removed = self.store.prune(msg.keep)
+            removed = store.prune(keep)
         except (CheckpointError, OSError) as exc:
-            self.events.write("checkpoint prune failed", error=str(exc))
+            self.events.write("checkpoint prune failed", error=str(exc), **where)
             return []
         if removed:
-            self.events.write("checkpoints pruned", keep=msg.keep, removed=len(removed))
+            self.events.write("checkpoints pruned", keep=keep, removed=len(removed), **where)
         return removed
+
+    def _store(self, tree: Path | None) -> CheckpointStore:
+        """The main tree's store, or the worktree's (long-lived, so it watches too)."""
+        if tree is None:
+            return self.store
+        if tree not in self.trees:
+            store = CheckpointStore(tree, watch=True)
+            self.trees[tree] = store
+            if self.keep is not None:
+                self._prune_one(store)
+        return self.trees[tree]

@@ -19,7 +19,7 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import __version__, authority, briefs, statedir, wire
+from choragos import __version__, authority, briefs, commands, news, statedir, wire
 from choragos.actors import durable
 from choragos.actors import messages as m
 from choragos.actors.aftercare import MergeDone, WorkChecked
@@ -33,11 +33,13 @@ from choragos.actors.holds import Holds
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.workcheck import WorkChecks
 from choragos.board import Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
 from choragos.gateway import Totals, role_cost, role_tokens
+from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.core")
 
@@ -83,6 +85,8 @@ class CoreState:
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
+    # role name -> the environment its agent process gets (verify runs with it)
+    role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
     @property
     def state_dir(self) -> Path:
@@ -94,7 +98,7 @@ class CoreState:
 
 
 class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
-                Guardrails, Actor):
+                Guardrails, RollbackCommand, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -141,7 +145,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
 
     def _event(self, event: str, **fields: Any) -> None:
         record = self.s.events.write(event, **fields)
-        self._publish(("event", record))
+        self._publish(news.EventLogged(record))
 
     def _publish(self, item: Any) -> None:
         for callback in list(self.s.subscribers):
@@ -155,11 +159,11 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         self.s.subscribers.append(msg.callback)
         # A late subscriber (the deck) would otherwise wait for the next change.
         if self.s.gateway is not None:
-            msg.callback(("gateway", self.s.gateway))
+            msg.callback(news.GatewayChanged(self.s.gateway))
         if self.s.tokens:
-            msg.callback(("tokens", self._usages()))
+            msg.callback(news.TokensChanged(self._usages()))
         if self.s.guard.marks:
-            msg.callback(("marks", dict(self.s.guard.marks)))
+            msg.callback(news.MarksChanged(dict(self.s.guard.marks)))
 
     # -- control requests --------------------------------------------------
 
@@ -169,7 +173,9 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if msg.expires is not None and time.monotonic() > msg.expires:
             return wire.error("the session core was too busy to take the request in time; "
                               "nothing was changed, try again", busy=True)
-        handler = getattr(self, "_cmd_" + request["cmd"].replace("-", "_"), None)
+        # Each command names its handler in choragos/commands.py.
+        command = commands.COMMANDS.get(request["cmd"])
+        handler = getattr(self, command.handler, None) if command is not None else None
         if handler is None:
             return wire.error(f"command {request['cmd']!r} is not supported by this session")
         refused = self._refusal(request)
@@ -287,7 +293,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         seat = self.s.seats.get(role)
         if seat is None:
             return wire.error(self._unknown_roles([role]))
-        if seat.view.status in ("exited", "failed"):
+        if seat.view.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return wire.error(f"{role} is {seat.view.status}; nothing can be typed into it")
         if seat.in_flight is not None:
             return wire.error(f"choragos is typing a delivery into {role} right now; "
@@ -295,7 +301,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         seat.handle.tell(m.TypeKeys(request["text"], tuple(request["keys"])))
         self._event("operator input", role=role, keys=request["keys"],
                     text=request["text"])
-        return wire.ok(role=role, held=seat.view.status == "paused")
+        return wire.ok(role=role, held=seat.view.status == RoleStatus.PAUSED)
 
     def _role_control(self, role: str, action: str) -> dict:
         seat = self.s.seats.get(role)
@@ -345,7 +351,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self.s.board.forget([task.id for task in created])
             raise
         for record in records:
-            self._publish(("event", record))
+            self._publish(news.EventLogged(record))
         return created
 
     def _route_task(self, task: Task) -> Task:
@@ -354,7 +360,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             task = self._move(task.id, TaskState.GATED)
             self.s.gates[task.id] = task
             self._event("delegate gated", task=task.id, role=role, label=task.label)
-            self._publish(("gate", task))
+            self._publish(news.GateOpened(task.as_dict()))
             self._alert("on_gate", role, task)
         else:
             self._checkpoint_then_queue(task)
@@ -368,7 +374,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
 
     def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
-        self._publish(("task", task))
+        self._publish(news.TaskChanged(task.as_dict()))
         self._guard_tasks()
         return task
 
@@ -376,14 +382,15 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if self.s.checkpointer is None:
             self._queue_task(task)
             return
-        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label))
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
+                                            tree=self.s.trees.get(task.role)))
 
     @handle.register
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
         task = self.s.board.get(msg.task_id)
         if msg.ref:
             task = self.s.board.annotate(task.id, checkpoint=msg.ref)
-            self._publish(("task", task))
+            self._publish(news.TaskChanged(task.as_dict()))
             self._event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
         else:
             # K4: a failed snapshot is logged and never blocks the delegation.
@@ -446,23 +453,23 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._event("role state", role=seat.name, state=msg.view.status,
                         was=before.status, detail=msg.view.detail)
             self._status_changed(seat.name, before.status, msg.view.status)
-        self._publish(("role", msg.view))
+        self._publish(news.RoleChanged(msg.view))
         durable.journal_role(self, msg.view)
         self._pump(seat)
         self._guard_view(before, msg.view)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
-        if now == "waiting":
+        if now == RoleStatus.WAITING:
             open_tasks = self.s.board.open_for(role)
             self._alert("on_input", role, open_tasks[0] if open_tasks else None)
-        if self.s.clocks is not None and "paused" in (was, now):
-            message = PauseClocks(role) if now == "paused" else ResumeClocks(role)
+        if self.s.clocks is not None and RoleStatus.PAUSED in (was, now):
+            message = PauseClocks(role) if now == RoleStatus.PAUSED else ResumeClocks(role)
             self.s.clocks.tell(message)
 
     def _alert(self, hook: str, role: str, task: Task | None) -> None:
         """A human is needed: ring (if [ui] bell) and run the hook, if any."""
         if self.s.config.ui.bell:
-            self._publish(("bell", role, hook))
+            self._publish(news.Bell(role, hook))
         if self.s.hooks is not None:
             self.s.hooks.fire(hook, role=role, task=task.text if task else "",
                               task_id=task.id if task else "")
@@ -473,7 +480,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     def _gateway_health(self, msg: GatewayHealth) -> None:
         self.s.gateway = "on" if msg.up else "down"
         self._event("gateway up" if msg.up else "gateway down", reason=msg.reason)
-        self._publish(("gateway", self.s.gateway))
+        self._publish(news.GatewayChanged(self.s.gateway))
 
     @handle.register
     def _token_totals(self, msg: TokenTotals) -> None:
@@ -481,7 +488,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             return
         self.s.tokens = msg.totals
         self._guard_budgets()
-        self._publish(("tokens", self._usages()))
+        self._publish(news.TokensChanged(self._usages()))
 
     def _usages(self) -> dict[str, dict]:
         return {role: self._usage(role) for role in self.s.tokens}
@@ -580,7 +587,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             task = self._move(task.id, TaskState.DELIVERED)
             self._event("delivered", task=task.id, role=task.role)
             self._start_clock(task)
-        elif seat.view.status in ("exited", "failed", "booting"):
+        elif seat.view.status in (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING):
             seat.queue.appendleft(injection)  # deliver after the role is back
         else:
             self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
@@ -631,9 +638,9 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
                 self.s.board.put_back(before)
-                self._publish(("task", before))
+                self._publish(news.TaskChanged(before.as_dict()))
             return wire.error(not_recorded(exc, "work-done"))
-        self._publish(("event", record))
+        self._publish(news.EventLogged(record))
         parts = (task_id, role, summary, report, note, outcome)
         if not self._hold_for_checks(task_id, parts, outcome, note):
             self._enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)
@@ -663,10 +670,10 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         target = TaskState(outcome)
         if self._verifies(task, outcome):  # it counts as done once its verify passes
             changes["checks"] = "verifying"
-            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+            self._publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
             return "", task.role
         if task.state is target:  # e.g. "failed" said again after its worker died on it
-            self._publish(("task", self.s.board.annotate(task_id, **changes)))
+            self._publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
         else:
             self._move(task_id, target, **changes)
         return "", task.role

@@ -18,6 +18,7 @@ from choragos import briefs
 from choragos.actors.clocks import PauseClocks, StartClock
 from choragos.board import ARCHIVABLE, Board, Task, TaskState
 from choragos.journal import Image
+from choragos.rolestatus import RoleStatus
 
 _TASK_FIELDS = frozenset(f.name for f in fields(Task))
 _DELIVERED = (TaskState.DELIVERED, TaskState.TIMED_OUT)
@@ -171,9 +172,10 @@ def journal_role(core: Any, view: Any) -> None:
         return
     known = journal.image.roles.get(view.name, {})
     now = {"restarts_used": view.budget_used, "restarts_total": view.restarts}
-    if view.status in ("paused", "idle", "working", "waiting"):
+    if view.status in (RoleStatus.PAUSED, RoleStatus.IDLE, RoleStatus.WORKING,
+                       RoleStatus.WAITING):
         # booting, exited and failed say nothing about an operator's pause
-        now["paused"] = view.status == "paused"
+        now["paused"] = view.status == RoleStatus.PAUSED
     if any(known.get(key) != value for key, value in now.items()):
         core._journal("role", role=view.name, **now)
 

@@ -17,16 +17,18 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from choragos import briefs
+from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_tokens
+from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.crew")
 
-DOWN = ("exited", "failed")
-BUSY = ("working", "booting", "waiting")  # a team with a role in one of these is not idle
+DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
+# a team with a role in one of these is not idle
+BUSY = (RoleStatus.WORKING, RoleStatus.BOOTING, RoleStatus.WAITING)
 HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"
@@ -71,7 +73,7 @@ class Guardrails:
     def _ring(self, hook: str, role: str, text: str, task_id: str = "",
               extra: dict[str, str] | None = None) -> None:
         if self.s.config.ui.bell:
-            self._publish(("bell", role, hook))
+            self._publish(news.Bell(role, hook))
         if self.s.hooks is not None:
             self.s.hooks.fire(hook, role=role, task=text, task_id=task_id, extra=extra)
 
@@ -80,7 +82,7 @@ class Guardrails:
         new = marks | {mark} if on else marks - {mark}
         if new != marks:
             self.s.guard.marks[role] = tuple(sorted(new))
-            self._publish(("marks", dict(self.s.guard.marks)))
+            self._publish(news.MarksChanged(dict(self.s.guard.marks)))
 
     def _held_task(self, role: str) -> Task | None:
         return next((t for t in self.s.board.open_for(role) if t.state in HELD), None)
@@ -96,10 +98,10 @@ class Guardrails:
 
     def _guard_status(self, view: m.RoleView) -> None:
         role = view.name
-        if view.status == "failed":
+        if view.status == RoleStatus.FAILED:
             log.error("%s failed and will not come back by itself: %s "
                       "(`choragos restart %s` tries again)", role, view.detail, role)
-        elif view.status == "waiting":
+        elif view.status == RoleStatus.WAITING:
             log.warning("%s is waiting for a human (a question or a permission dialog on "
                         "its screen); `choragos keys %s ...` answers it", role, role)
         if view.status not in DOWN:
@@ -292,10 +294,10 @@ class Guardrails:
         down = {}
         for name in names:
             view = self.s.seats[name].view
-            if view.status == "failed":
+            if view.status == RoleStatus.FAILED:
                 down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
                               f"come back by itself; `choragos restart {name}` tries again")
-            elif view.status == "exited":
+            elif view.status == RoleStatus.EXITED:
                 then = (f"nothing restarts it; `choragos restart {name}` does"
                         if name in self.s.guard.gone else "it is restarting")
                 down[name] = f"{name} has exited ({view.exit or view.detail}); {then}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from choragos import briefs, wire
+from choragos import briefs, news, wire
 from choragos.board import Task, TaskState
 
 
@@ -41,7 +41,7 @@ class Holds:
                             waiting={"kind": kind, "why": why, "line": line,
                                      "unmerged": unmerged, "file": hold.file})
         self._event("work held", task=task.id, role=task.role, kind=kind, why=why)
-        self._publish(("gate", {**task.as_dict(), "kind": kind, "diff": hold.file,
+        self._publish(news.GateOpened({**task.as_dict(), "kind": kind, "diff": hold.file,
                                 "label": f"{kind} gate: {why}"[:120],
                                 "created": hold.created}))
         self._alert("on_gate", task.role, task)
@@ -56,7 +56,7 @@ class Holds:
     def _close_gate(self, gates: dict, task_id: str) -> tuple[Any, Task]:
         """Take a merge gate or hold off its queue; the deck closes its dialog."""
         gate = gates.pop(task_id)
-        self._publish(("gate closed", task_id))
+        self._publish(news.GateClosed(task_id))
         return gate, self.s.board.get(gate.task_id)
 
     def _hold_decision(self, request: dict) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from choragos import news
 from choragos.actors.holds import Hold
 from choragos.actors.judging import Judging
 from choragos.actors.mergeflow import MergeGate, merge_gate_view
@@ -26,12 +27,12 @@ class IsolationRestore:
             if kind == "merge":
                 gate = MergeGate(task.id, task.role, waiting["branch"], waiting["diff"], now)
                 self.s.merges[task.id] = gate
-                self._publish(("gate", merge_gate_view(task, gate)))
+                self._publish(news.GateOpened(merge_gate_view(task, gate)))
             elif kind in ("judge", "owner"):
                 self.s.holds[task.id] = Hold(task.id, task.role, kind, waiting["why"],
                                              waiting["line"], waiting["unmerged"], now,
                                              waiting.get("file", ""))
-                self._publish(("gate", {**task.as_dict(), "kind": kind,
+                self._publish(news.GateOpened({**task.as_dict(), "kind": kind,
                                         "diff": waiting.get("file", ""),
                                         "label": f"{kind} gate: {waiting['why']}"[:120],
                                         "created": now}))

@@ -1,15 +1,28 @@
-"""The IPC listener: the control socket, as a supervised actor.
+"""The IPC listener: a supervised actor that owns the control server.
 
-The socket server accepts and parses on its own threads; each valid request
-is handed to the session core with an ``ask`` bounded by the wire deadline,
-so a slow core answers with an error rather than hanging a client.
+The session binds the socket first (so a second session in the same place
+fails before anything else starts, and early clients wait in the kernel's
+backlog); the listener actor starts the accept loop when it starts and stops
+it on a deliberate stop.  A dead accept loop is this actor's crash: the
+server tells it :class:`AcceptDied`, the handler raises, and the supervisor
+starts a fresh listener, which binds a new socket under the same lock and
+accepts again.
+
+The socket server reads and parses on its own threads; each valid request
+goes to the core actor as a :class:`~actors.messages.Dispatch` ``ask``,
+bounded by the wire deadline, so a slow core answers with an error rather
+than hanging a client.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
@@ -19,6 +32,7 @@ import pykka
 from choragos import wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
+from choragos.actors.durable import durable_ack
 from choragos.actors.handle import ActorCrashed, ActorGone
 from choragos.ctlserver import ControlServer
 
@@ -30,40 +44,92 @@ CORE_ANSWER_TIMEOUT = 4.0  # inside the client's 5 s deadline
 CORE_START_MARGIN = 1.0
 
 
+@dataclass(frozen=True)
+class AcceptDied:
+    """From the control server's dying accept thread."""
+
+    error: str
+
+
+class AcceptLoopCrash(Exception):
+    """The listener's crash when its accept loop died: the supervisor restarts it."""
+
+
+@dataclass
+class ListenerState:
+    """What a restarted listener carries on with: the bound server, the core's
+    handle, the gateway gate, who-is-calling, and the journal acks wait on."""
+
+    server: ControlServer
+    core: Any  # the core actor's Handle
+    gate: Callable[[dict], str | None] = lambda request: None
+    caller: Callable[[int | None], str | None] = lambda pid: None
+    journal: Any = None
+
+    def dispatch(self, request: dict) -> dict:
+        """One request from a socket thread, to the core as a message."""
+        request[wire.CALLER] = self.caller(request.pop(wire.PEER_PID, None))
+        refusal = self.gate(request)
+        if refusal:
+            return wire.error(refusal)
+        try:
+            expires = time.monotonic() + CORE_ANSWER_TIMEOUT - CORE_START_MARGIN
+            ack = self.core.ask(m.Dispatch(request, expires), timeout=CORE_ANSWER_TIMEOUT)
+        except pykka.Timeout:
+            return wire.error("the session core is busy; try again")
+        except (ActorCrashed, ActorGone) as exc:
+            return wire.error(f"the session could not handle the request: {exc}")
+        return durable_ack(self.journal, ack)
+
+
 class ListenerActor(Actor):
-    def __init__(self, server: ControlServer, supervisor: Any = None) -> None:
+    def __init__(self, state: ListenerState, me: Any, supervisor: Any = None) -> None:
         super().__init__("listener", supervisor)
-        self.server = server
+        self.s = state
+        self.me = me
+
+    def on_start(self) -> None:
+        server = self.s.server
+        server.handler = self.s.dispatch
+        server.on_died = self._died
+        server.serve()  # after a dead loop: a fresh socket, same lock
+
+    def _died(self, error: str) -> None:
+        """On the dying accept thread: make it this actor's crash."""
+        self.me.tell(AcceptDied(error))
 
     def on_shutdown(self) -> None:
-        self.server.close()
+        self.s.server.close()
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
+    @handle.register
+    def _accept_died(self, message: AcceptDied) -> None:
+        raise AcceptLoopCrash(f"the control socket's accept loop died: {message.error}")
 
-def make_server(path: Path, core: Any, gate: Callable[[dict], str | None],
-                log_event: Callable[..., None],
-                caller: Callable[[int | None], str | None] = lambda pid: None
-                ) -> ControlServer:
-    """Build the socket server; ``gate`` may refuse a request with a reason;
-    ``caller`` names the role whose process tree a peer pid belongs to."""
 
-    def dispatch(request: dict) -> dict:
-        request[wire.CALLER] = caller(request.pop(wire.PEER_PID, None))
-        refusal = gate(request)
-        if refusal:
-            return wire.error(refusal)
-        try:
-            expires = time.monotonic() + CORE_ANSWER_TIMEOUT - CORE_START_MARGIN
-            return core.ask(m.Dispatch(request, expires), timeout=CORE_ANSWER_TIMEOUT)
-        except pykka.Timeout:
-            return wire.error("the session core is busy; try again")
-        except (ActorCrashed, ActorGone) as exc:
-            return wire.error(f"the session could not handle the request: {exc}")
+FAULT_HOOK = "CHORAGOS_TEST_FAULTS"  # = "accept-loop": SIGUSR2 kills the accept loop
+
+
+def install_fault_hook(server: ControlServer) -> bool:
+    """Test hook, off unless the environment asks for it: SIGUSR2 makes the
+    accept loop raise, so a test can kill it for real in a running session."""
+    if os.environ.get(FAULT_HOOK) != "accept-loop":
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.signal(signal.SIGUSR2, lambda signum, frame: server.inject_fault())
+    return True
+
+
+def bind_server(path: Path, log_event: Callable[..., None]) -> ControlServer:
+    """Take the session lock and bind the control socket (no accepting yet)."""
 
     def on_socket_event(kind: str, fields: dict) -> None:
         log_event(f"socket: {kind}", **fields)
 
-    return ControlServer(path, dispatch, log=on_socket_event)
+    server = ControlServer(path, log=on_socket_event)
+    server.bind()
+    return server

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from choragos import briefs, changes, statedir, wire, worktrees
+from choragos import briefs, changes, news, statedir, wire, worktrees
 from choragos.actors.aftercare import MergeDone, MergeWork
 from choragos.board import Task
 
@@ -75,7 +75,7 @@ class MergeFlow:
                             waiting={"kind": "merge", "branch": branch, "diff": gate.diff})
         self._event("merge gated", task=task.id, role=task.role, branch=branch,
                     diff=gate.diff)
-        self._publish(("gate", merge_gate_view(task, gate)))
+        self._publish(news.GateOpened(merge_gate_view(task, gate)))
         self._alert("on_gate", task.role, task)
 
     def _merge_gate_list(self) -> list[dict]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from choragos.restartpolicy import ExitStatus
+from choragos.rolestatus import RoleStatus
 
 # --- to a role actor -------------------------------------------------------
 
@@ -150,7 +151,7 @@ class RoleView:
     """What everyone else may know about a role at one moment."""
 
     name: str
-    status: str
+    status: RoleStatus
     pid: int | None = None
     restarts: int = 0
     ready: bool = False
@@ -228,6 +229,7 @@ class Snapshot:
     role: str
     label: str
     reply_to: Any = field(default=None, compare=False)
+    tree: Any = None  # the role's worktree (a Path); None: the main tree
 
 
 @dataclass(frozen=True)

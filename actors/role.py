@@ -304,7 +304,7 @@ class RoleActor(Actor):
         lines = s.terminal.display()
         preview = screenstatus.activity_preview(lines, s.profile, s.spec.chrome_markers)
         return m.RoleView(
-            name=s.spec.name, status=str(s.status),
+            name=s.spec.name, status=s.status,
             pid=s.child.pid if s.child and s.status not in
             (RoleStatus.EXITED, RoleStatus.FAILED) else None,
             restarts=s.restarts_total, budget_used=s.restarts_used, ready=self._ready(),

@@ -1,10 +1,18 @@
 """Wires a session together: start in dependency order, stop in reverse.
 
-Order: event log → timers → supervisor → session core → checkpointer →
-built-in gateway (when configured; up before any role) → gateway prober →
-roles → listener.  Stopping runs the other way round, in a ``finally``, so
-the socket disappears first (no new work), then every role's process group
-is terminated in parallel, then the actors and the timer thread stop.
+Order: control socket bound (the lock) → event log → timers → the session
+supervisor → core → clocks → checkpointer → aftercare → built-in gateway
+(its own supervisor; up before any role) → gateway prober → the roles
+supervisor and one child per role → listener (accepting from now on).
+Stopping runs the other way round, in a ``finally``, so the socket
+disappears first (no new work), then every role's process group is
+terminated in parallel, then the actors and the timer thread stop.
+
+The tree, its restart types and strategies are drawn in docs/architecture.md.
+When the session supervisor gives up (a child failed more often than its
+intensity allows), the session stops the same clean way, logs what gave up
+and why, keeps its journal for ``serve --resume`` and :attr:`Session.failure`
+makes ``serve`` exit non-zero.
 """
 
 from __future__ import annotations
@@ -38,14 +46,29 @@ from choragos.actors.aftercare import AftercareActor
 from choragos.actors.checkpointer import CheckpointerActor
 from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState, Seat
-from choragos.actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore, durable_ack
+from choragos.actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
-from choragos.actors.handle import Handle
-from choragos.actors.listener import ListenerActor, make_server
+from choragos.actors.handle import ActorGone, Handle
+from choragos.actors.listener import (
+    ListenerActor,
+    ListenerState,
+    bind_server,
+    install_fault_hook,
+)
 from choragos.actors.role import RoleActor, RoleState, new_state
-from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, StopChild, Supervisor
+from choragos.actors.supervisor import (
+    TEMPORARY,
+    ChildSpec,
+    StartChild,
+    StopAll,
+    StopChild,
+    Supervisor,
+    SupervisorState,
+    stop_children,
+    supervisor_spec,
+)
 from choragos.actors.timers import Timers
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
@@ -62,6 +85,12 @@ from choragos.routing import routed, routing
 log = logging.getLogger("choragos.session")
 
 STOP_GRACE = 3.0
+# How many restarts each supervisor allows within PERIOD seconds before it
+# gives up.  The roles supervisor allows ROLE_INTENSITY per role.
+SESSION_INTENSITY = 5
+GATEWAY_INTENSITY = 5
+ROLE_INTENSITY = 5
+PERIOD = 60.0
 HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done")
 
 
@@ -87,7 +116,10 @@ class Session:
         self.handles: dict[str, Handle] = {}
         self.server: ControlServer | None = None
         self.timers: Timers | None = None
-        self.supervisor: pykka.ActorRef | None = None
+        self.supervisor: pykka.ActorRef | None = None  # the top of the tree
+        self.tree = SupervisorState("session", intensity=SESSION_INTENSITY, period=PERIOD)
+        self.roles: Handle | None = None  # the roles supervisor
+        self.failure: str | None = None  # why the tree gave up, if it did
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
@@ -103,9 +135,8 @@ class Session:
     def start(self) -> None:
         """Bind the socket first: a second session here must fail before it
         spawns anything or writes one line into the running session's log."""
-        self.server = make_server(self.options.socket, _LateHandle(self), self._gate,
-                                  self.events.write, self.caller_of)
-        self.server.start()
+        self.server = bind_server(self.options.socket, self.events.write)
+        install_fault_hook(self.server)
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
@@ -189,7 +220,8 @@ class Session:
 
     def _start_actors(self) -> None:
         self.timers = Timers()
-        self.supervisor = Supervisor.start(on_event=self.events.write)
+        self.supervisor = Supervisor.start(self.tree, on_event=self.events.write,
+                                           on_give_up=self._gave_up)
         sup = self.supervisor
         self.write_briefs(self.config)
         selfpath.write_shim(self.workdir)
@@ -213,12 +245,19 @@ class Session:
         self._start_gateway_server()
         self._start_prober(core_state)
         core_state.trees = self.trees
+        core_state.role_env = self._env_of
+        intensity = ROLE_INTENSITY * max(1, len(self.config.roles))
+        self.roles = self.supervisor.ask(StartChild(supervisor_spec(
+            SupervisorState("roles", intensity=intensity, period=PERIOD), sup,
+            self.events.write)), timeout=10)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
             self._carry_over(spec, self.role_states[spec.name])
         if self.restored is not None:
             self.core.ask(Restore(self.restored), timeout=30)
-        self._start_child("listener", lambda h: ListenerActor.start(self.server, sup))
+        listening = ListenerState(self.server, self.core, self._gate, self.caller_of,
+                                  self.journal)
+        self._start_child("listener", lambda h: ListenerActor.start(listening, h, sup))
         for handle in self.handles.values():
             handle.tell(m.Spawn())
         for name, role in (self.restored.roles if self.restored else {}).items():
@@ -229,7 +268,10 @@ class Session:
     def _heartbeat(self) -> None:
         core = self.core
         while not self.stopped.wait(HEARTBEAT):
-            core.tell(Heartbeat())
+            try:
+                core.tell(Heartbeat())
+            except ActorGone:  # the core was given up: the session is stopping
+                return
 
     def _worktree(self, role: str, strict: bool) -> Path | None:
         """The role's tree: the one it left with unmerged work, or a new one from HEAD."""
@@ -259,9 +301,15 @@ class Session:
             self.events.write("worktree pruned" if pruned else "worktree kept", role=name,
                               branch=worktrees.branch_of(name))
 
-    def _start_child(self, name: str, start) -> Handle:
-        spec = ChildSpec(name, start)
-        return self.supervisor.ask(StartChild(spec), timeout=10)
+    def _start_child(self, name: str, start, under=None) -> Handle:
+        return (under or self.supervisor).ask(StartChild(ChildSpec(name, start)), timeout=10)
+
+    def _gave_up(self, reason: str) -> None:
+        """The top of the tree gave up (on the supervisor's thread): stop cleanly."""
+        self.failure = reason
+        log.error("the session is stopping: %s", reason)
+        self.events.write("session gave up", reason=reason)
+        self.stopped.set()
 
     def _hooks(self) -> Hooks:
         ui = self.config.ui
@@ -302,9 +350,14 @@ class Session:
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
                             self.events.write, session_path(self.workdir))
-        sup, core = self.supervisor, self.core
+        # Its own supervisor, a temporary child: a gateway that keeps dying is
+        # given up on and the session carries on, fail-closed.
+        tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY, period=PERIOD)
+        sup = self.supervisor.ask(StartChild(supervisor_spec(
+            tree, self.supervisor, self.events.write, restart=TEMPORARY)), timeout=10)
+        core = self.core
         handle = self._start_child("gateway-server",
-                                   lambda h: GatewayRunner.start(state, core, sup))
+                                   lambda h: GatewayRunner.start(state, core, sup), sup)
         try:
             problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
         except Exception as exc:  # it crashed while starting, maybe for good
@@ -335,6 +388,11 @@ class Session:
         return selfpath.prepend(role_env(spec, os.environ, inject),
                                 selfpath.bin_dir(self.workdir))
 
+    def _env_of(self, role: str) -> dict[str, str] | None:
+        """The environment ``role``'s process runs with now (a reload may change it)."""
+        state = self.role_states.get(role)
+        return dict(state.env) if state is not None else None
+
     def _process_spec(self, spec: RoleSpec) -> RoleSpec:
         """The spec the role's process starts from: with the gateway's arguments, if any."""
         if not self.gateway.on:
@@ -347,12 +405,12 @@ class Session:
         if spec.worktree:
             state.cwd = self._worktree(spec.name, strict)
         self.role_states[spec.name] = state
-        sup, core, timers = self.supervisor, self.core, self.timers
+        roles, core, timers = self.roles, self.core, self.timers
         handle = self._start_child(
             f"role:{spec.name}",
-            lambda h: RoleActor.start(state, core, timers, sup, h))
+            lambda h: RoleActor.start(state, core, timers, roles, h), roles)
         self.handles[spec.name] = handle
-        return Seat(spec.name, handle, m.RoleView(spec.name, str(state.status)))
+        return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
 
     def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
         """A resumed role keeps its restart budget and may continue its conversation
@@ -416,7 +474,7 @@ class Session:
 
         def stop_all() -> None:
             for name in handles:
-                self.supervisor.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
+                self.roles.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
                 self.events.write("role removed", role=name)
 
         if handles:
@@ -473,11 +531,7 @@ class Session:
         self._stop_roles()
         self._prune_worktrees()
         if self.supervisor is not None:
-            try:
-                self.supervisor.ask(StopAll(), timeout=30)
-            finally:
-                self.supervisor.stop(timeout=5)
-                self.supervisor = None
+            self._stop_tree()
         if self.timers is not None:
             self.timers.stop()
             self.timers = None
@@ -490,6 +544,18 @@ class Session:
                 if t.name.startswith("pty-") and t.is_alive()]
         if left:
             log.warning("reader threads still running after stop: %s", ", ".join(left))
+
+    def _stop_tree(self) -> None:
+        try:
+            self.supervisor.ask(StopAll(), timeout=30)
+        except (pykka.ActorDeadError, pykka.Timeout) as exc:
+            # The top itself crashed or hangs: stop the children from its state.
+            log.error("the session supervisor did not stop its children (%s)", exc)
+            stop_children(self.tree, STOP_GRACE)
+        finally:
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                self.supervisor.stop(timeout=5)
+            self.supervisor = None
 
     def hard_stop(self) -> None:
         """The clean stop is stuck: dump every stack, kill the roles, leave."""
@@ -525,22 +591,28 @@ class Session:
                 futures.append((name, ref.ask(m.StopProcess(STOP_GRACE), block=False)))
             except pykka.ActorDeadError:
                 continue
+        orphans = [threading.Thread(target=self._stop_orphan, args=(name,), daemon=True)
+                   for name, handle in self.handles.items() if handle.current() is None]
+        for thread in orphans:
+            thread.start()
         for name, future in futures:
             try:
                 status = future.get(timeout=STOP_GRACE + 5)
                 self.events.write("role stopped", role=name, status=str(status))
             except Exception as exc:
                 log.warning("stopping %s: %s", name, exc)
+        for thread in orphans:
+            thread.join(timeout=STOP_GRACE + 5)
 
-
-class _LateHandle:
-    """The listener starts before the core exists; resolve the core lazily."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def ask(self, message, timeout: float):
-        core = self.session.core
-        if core is None:
-            raise pykka.Timeout("the session is still starting")
-        return durable_ack(self.session.journal, core.ask(message, timeout=timeout))
+    def _stop_orphan(self, name: str) -> None:
+        """A role whose actor is down (given up with its supervisor): its process
+        group is still ours to end."""
+        state = self.role_states.get(name)
+        child = state.child if state is not None else None
+        if child is None or child.poll() is not None:
+            return
+        state.stopping = True
+        status = child.terminate(STOP_GRACE)
+        if state.reader is not None:
+            state.reader.halt()
+        self.events.write("role stopped", role=name, status=str(status))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from choragos import briefs, changes, ownership, statedir, worktrees
+from choragos import briefs, changes, news, ownership, statedir, worktrees
 from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
@@ -57,15 +57,17 @@ class WorkChecks:
                 and task.id not in self.s.prints):
             return False
         self.s.held[task_id] = HeldReport(parts, outcome)
-        # A worktree role's work is committed (and so measured) only when done;
-        # the main tree's checkpoint says nothing about its tree.
+        # A worktree role's work is committed when done, and measured as what
+        # its branch would bring; otherwise it is measured in the role's tree
+        # against the checkpoint taken there.
         branch = worktrees.branch_of(task.role) if tree is not None and outcome == "done" else ""
-        checkpoint = task.checkpoint if tree is None else None
+        checkpoint = task.checkpoint
         body = f"Task: {task.id}\n\n{task.text.strip()}" + (
             f"\n\nBrief: {task.brief}" if task.brief else "")
         self.s.aftercare.tell(CheckWork(task_id, checkpoint, tree or self.s.workdir,
                                         command, spec.verify_timeout if spec else 600.0,
-                                        branch, (parts[2], body)))
+                                        branch, (parts[2], body),
+                                        self.s.role_env(task.role) if command else None))
         return True
 
     def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
@@ -133,7 +135,7 @@ class WorkChecks:
         files = list(msg.changes)
         flagged = outcome == "done" and not files
         task = self.s.board.annotate(task.id, changes=msg.changes)
-        self._publish(("task", task))
+        self._publish(news.TaskChanged(task.as_dict()))
         self._event("changes", task=task.id, role=task.role, files=files,
                     headline=changes.headline(files), flagged=flagged)
         return NO_CHANGE if flagged else changes.headline(files)
@@ -168,7 +170,7 @@ class WorkChecks:
         changes_.setdefault("waiting", None)
         if task.state is state:
             task = self.s.board.annotate(task.id, **changes_)
-            self._publish(("task", task))
+            self._publish(news.TaskChanged(task.as_dict()))
             return task
         return self._move(task.id, state, **changes_)
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Verbs only a person outside every role's process tree may use.
-OPERATOR_COMMANDS = frozenset({"restart", "pause", "resume", "input", "reload", "shutdown",
-                               "handoff"})
-GATE_DECISIONS = frozenset({"approve", "reject"})
+from choragos import commands
 
 
 def ancestors(pid: int, limit: int = 64) -> list[int]:
@@ -55,10 +52,11 @@ def refusal(request: dict, caller: str | None, may_delegate: bool) -> str | None
     if caller is None:
         return None
     cmd = request["cmd"]
-    operator_only = cmd in OPERATOR_COMMANDS or (
-        cmd == "gate" and request.get("action") in GATE_DECISIONS)
-    if operator_only:
-        what = f"gate {request['action']}" if cmd == "gate" else cmd
+    # Which commands only a person outside every role's process tree may use
+    # is declared with each command (``operator`` in choragos/commands.py).
+    command = commands.COMMANDS.get(cmd)
+    if command is not None and command.operator_only(request):
+        what = command.spoken_as(request)
         return (f"{what} is an operator command and was sent from inside the {caller} "
                 "role's process tree; run it from your own terminal")
     if cmd == "delegate" and not may_delegate:

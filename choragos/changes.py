@@ -45,9 +45,10 @@ def unified(root: Path, base: str, head: str, context_lines: int = 3) -> str:
 
 
 def since_checkpoint(workdir: Path, ref: str) -> str:
-    """The patch from checkpoint ``ref`` to the work tree now (untracked files too)."""
-    from choragos.checkpoints import CheckpointStore  # the store pulls in dulwich
-    with CheckpointStore(workdir) as store:
+    """The patch from checkpoint ``ref`` to its work tree now (untracked files
+    too): the main tree's, or the worktree's for a checkpoint taken there."""
+    from choragos.checkpointtrees import open_for  # the store pulls in dulwich
+    with open_for(workdir, ref) as store:
         base = store.resolve(ref).tree
         return unified(store.root, base, store.tree_now())
 
@@ -66,6 +67,15 @@ def headline(changes: list[dict] | tuple[dict, ...]) -> str:
     minus = sum(c.get("deleted") or 0 for c in changes)
     files = "1 file" if len(changes) == 1 else f"{len(changes)} files"
     return f"{files} changed (+{plus} -{minus})"
+
+
+def files_cell(task: dict) -> str:
+    """A board row's FILES cell: how many files the task changed, ``-`` when
+    not measured, ``0!`` for a done that changed none (it is flagged)."""
+    found = task.get("changes")
+    if not isinstance(found, list | tuple):
+        return "-"
+    return f"{len(found)}" if found or task.get("state") != "done" else "0!"
 
 
 def _git(root: Path, *args: str) -> bytes:

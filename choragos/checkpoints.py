@@ -2,7 +2,11 @@
 
 A checkpoint is a parentless git commit of the work tree -- tracked files and
 untracked, non-ignored ones -- kept under
-``refs/choragos/checkpoints/<epoch>-<task-id>``.  Writing one never touches
+``refs/choragos/checkpoints/<epoch>-<task-id>``, or, for a linked worktree
+(a role's ``.choragos/worktrees/<role>``), under
+``refs/choragos/wt/<worktree>/checkpoints/<epoch>-<task-id>``: refs live in
+the repository's shared git directory, so each work tree has its own
+namespace and never lists, resolves or prunes another's.  Writing one never touches
 the user's index, HEAD, branches, stash or files: objects go into the object
 store and one ref is added.  Repeated checkpoints are incremental through a
 private index (``<git dir>/choragos/index``, see :mod:`choragos.gitwalk`).
@@ -55,10 +59,11 @@ from choragos.gitwalk import (
 from choragos.treewatch import TreeWatch
 
 REF_PREFIX = "refs/choragos/checkpoints/"
+WORKTREE_REFS = "refs/choragos/wt/"  # + <worktree>/checkpoints/<epoch>-<task-id>
 UNBORN = "unborn"
-_REF_BASE = REF_PREFIX.rstrip("/").encode()
 _IDENTITY = b"choragos <choragos@localhost>"
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 _LOCK_WAIT = 30.0
 
@@ -81,11 +86,12 @@ class Checkpoint:
     head: str  # HEAD's commit id when the checkpoint was taken, or "unborn"
     commit: str
     tree: str
+    worktree: str = ""  # the linked worktree it was taken in; "" for the main tree
 
     @property
     def name(self) -> str:
         """The ref name without its prefix: ``<epoch>-<task-id>``."""
-        return self.ref.removeprefix(REF_PREFIX)
+        return self.ref.rpartition("/")[2]
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -150,6 +156,10 @@ class CheckpointStore:
         self._repo = _open_repo(self.workdir)
         self.root = Path(self._repo.path)
         self._state = Path(self._repo.controldir()) / "choragos"
+        self.common_dir = Path(os.path.realpath(self._repo.commondir()))
+        # A linked worktree shares the refs of its main tree: its own namespace.
+        self.worktree = worktree_name(self._repo.controldir(), self.common_dir)
+        self.ref_prefix = worktree_prefix(self.worktree) if self.worktree else REF_PREFIX
         self._ignore_memo: dict[bytes, IgnoreList] = {}
         self._cache_memo: tuple[tuple, Cache] | None = None
         self._index_memo: tuple[tuple, UserIndex] | None = None
@@ -201,8 +211,8 @@ class CheckpointStore:
         with self._failures("reading checkpoints"):
             refs = self._refs()
         if target.startswith("refs/"):
-            name = target.removeprefix(REF_PREFIX)
-            if not target.startswith(REF_PREFIX) or name not in refs:
+            name = target.removeprefix(self.ref_prefix)
+            if not target.startswith(self.ref_prefix) or name not in refs:
                 raise CheckpointError(f"no checkpoint ref named {target}")
             return self._describe(name, refs[name])
         if target in refs:
@@ -313,7 +323,7 @@ class CheckpointStore:
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             self._save_cache(Cache(commit.id, scan.tree, scan.previous.replaced_by(scan.records)))
-            self._cache_ref = REF_PREFIX + name
+            self._cache_ref = self.ref_prefix + name
         return self._describe(name, commit.id.decode())
 
     def _add_ref(self, epoch: int, task_id: str, commit_id: bytes) -> str:
@@ -321,15 +331,31 @@ class CheckpointStore:
         # which keeps ref names unique and ordered.
         for offset in range(1000):
             name = f"{epoch + offset}-{task_id}"
-            if self._repo.refs.add_if_new((REF_PREFIX + name).encode(), commit_id):
+            if self._repo.refs.add_if_new((self.ref_prefix + name).encode(), commit_id):
                 return name
         raise CheckpointError(f"could not find a free ref name for {task_id}")
 
     def _delete_ref(self, checkpoint: Checkpoint) -> None:
-        self._repo.refs.remove_if_equals(checkpoint.ref.encode(), checkpoint.commit.encode())
+        self._remove_ref(checkpoint.ref, checkpoint.commit)
+
+    def _remove_ref(self, ref: str, commit: str) -> None:
+        self._repo.refs.remove_if_equals(ref.encode(), commit.encode())
         # git keeps reflogs for such refs only with core.logAllRefUpdates=always.
         with suppress(FileNotFoundError):
-            os.unlink(os.path.join(self._repo.commondir(), "logs", checkpoint.ref))
+            os.unlink(os.path.join(self._repo.commondir(), "logs", ref))
+
+    def drop_namespace(self, name: str) -> list[str]:
+        """Delete every checkpoint of the linked worktree ``name`` (one that
+        was removed: there is nothing left to restore them into); returns the
+        refs removed."""
+        if not name or name.startswith(".") or _UNSAFE_REF.search(name):
+            raise CheckpointError(f"{clean_text(name, 60)!r} names no worktree")
+        prefix = worktree_prefix(name)
+        with self._failures("removing checkpoints"), self._locked():
+            found = self._repo.refs.as_dict(prefix.rstrip("/").encode())
+            for key, oid in found.items():
+                self._remove_ref(prefix + os.fsdecode(key), oid.decode())
+        return sorted(prefix + os.fsdecode(key) for key in found)
 
     def _holds(self, ref: str | None, commit: bytes) -> bool:
         """Whether ``ref`` exists and names ``commit``."""
@@ -345,8 +371,16 @@ class CheckpointStore:
         return self._repo.object_store.path
 
     def _refs(self) -> dict[str, str]:
-        found = self._repo.refs.as_dict(_REF_BASE)
+        found = self._repo.refs.as_dict(self.ref_prefix.rstrip("/").encode())
         return {os.fsdecode(k): v.decode() for k, v in found.items()}
+
+    def worktree_namespaces(self) -> list[str]:
+        """The linked worktrees that hold checkpoints in this repository
+        (whether or not the worktree is still there), by name."""
+        with self._failures("listing checkpoints"):
+            keys = self._repo.refs.keys(WORKTREE_REFS.rstrip("/").encode())
+        return sorted({os.fsdecode(k).partition("/")[0] for k in keys
+                       if os.fsdecode(k).partition("/")[2].startswith("checkpoints/")})
 
     def _describe(self, name: str, oid: str) -> Checkpoint:
         fields: dict[str, str] = {}
@@ -357,12 +391,18 @@ class CheckpointStore:
             fields = _trailers(commit.message.decode("utf-8", "replace"))
         epoch = name.partition("-")[0]
         created = _parse_time(fields.get("Time", "")) or float(epoch if epoch.isdigit() else 0)
-        return Checkpoint(REF_PREFIX + name, fields.get("Task", _task_of(name)),
+        return Checkpoint(self.ref_prefix + name, fields.get("Task", _task_of(name)),
                           fields.get("Role", ""), fields.get("Label", ""), created,
-                          fields.get("Head", ""), oid, tree)
+                          fields.get("Head", ""), oid, tree, self.worktree)
 
     def _target(self, target: str | Checkpoint) -> Checkpoint:
-        return target if isinstance(target, Checkpoint) else self.resolve(target)
+        if not isinstance(target, Checkpoint):
+            return self.resolve(target)
+        if not target.ref.startswith(self.ref_prefix):
+            # Another tree's files must never be restored into this one.
+            raise CheckpointError(f"{target.ref} is a checkpoint of another work tree, "
+                                  f"not of {self.root}; nothing was changed")
+        return target
 
     def _head(self) -> str:
         try:
@@ -541,6 +581,22 @@ def _open_repo(workdir: Path) -> Repo:
     if repo.bare:
         raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint.")
     return repo
+
+
+def worktree_prefix(name: str) -> str:
+    """Where the checkpoints of the linked worktree ``name`` are kept."""
+    return f"{WORKTREE_REFS}{name}/checkpoints/"
+
+
+def worktree_name(control_dir: str | Path, common_dir: str | Path) -> str:
+    """git's name of the linked worktree whose git directory is ``control_dir``
+    (``<common>/worktrees/<name>``; a role's worktree is named for the role),
+    made safe as one ref name component; "" for the main tree."""
+    control = os.path.realpath(control_dir)
+    if control == os.path.realpath(common_dir):
+        return ""
+    name = _UNSAFE_REF.sub("-", os.path.basename(control)).lstrip(".-")
+    return name.removesuffix(".lock") or "worktree"
 
 
 def _check_task_id(task_id: str) -> None:

@@ -9,6 +9,14 @@ thread), with a deadline on the whole exchange; each complete request is
 then handled on a thread of its own.  A silent or slow client therefore
 never holds up the others, and past ``max_pending`` open connections the
 oldest idle one is dropped.
+
+Lifecycle: :meth:`ControlServer.bind` takes the lock and binds the socket
+(connections queue in the kernel's backlog from then on);
+:meth:`ControlServer.serve` starts the accept loop.  If the accept loop dies
+(an unexpected error, or its socket closed under it), ``on_died(error)`` is
+called on the dying thread; a later :meth:`serve` binds a fresh socket at the
+same path, still under the lock, and accepts again.  The listener actor
+(``actors/listener.py``) owns these calls.
 """
 
 from __future__ import annotations
@@ -35,6 +43,12 @@ from choragos import wire
 MAX_PENDING = 1024
 # Connections the kernel queues before accept: sized for bursts of verbs.
 BACKLOG = 1024
+# The longest the accept loop blocks before looking at its socket again.
+CHECK_EVERY_MS = 500
+# What the wake pipe carries: stop the accept loop, or (a test hook) make it fail.
+_WAKE_STOP, _WAKE_FAULT = b"x", b"!"
+# accept() errors that mean the listening socket itself is gone.
+_LISTENER_GONE = (errno.EBADF, errno.ENOTSOCK, errno.EINVAL)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 Log = Callable[[str, dict[str, Any]], None]
@@ -57,6 +71,14 @@ class SessionRunning(ServerStartError):
                          "attach to it or stop it with `choragos shutdown`")
         self.pid = pid
         self.where = where
+
+
+class AcceptLoopDied(Exception):
+    """The accept loop cannot go on (its socket is gone, or a fault was injected)."""
+
+
+def _not_ready(request: dict[str, Any]) -> dict[str, Any]:
+    return wire.error("the session is still starting; try again")
 
 
 class _Refused(Exception):
@@ -85,12 +107,12 @@ class ControlServer:
     ``log(kind, fields)`` hears about every refusal: "peer refused",
     "busy", "request too large", "request timeout", "bad request",
     "shutting down", "handler error", plus "socket dir mode fixed",
-    "accept failed" and "send failed".
+    "accept failed", "send failed", "accept loop died" and "socket rebound".
     """
 
-    def __init__(self, path: Path, handler: Handler, *, max_bytes: int = wire.MAX_REQUEST,
-                 deadline: float = wire.DEADLINE, max_clients: int = 64,
-                 max_pending: int = MAX_PENDING, log: Log | None = None,
+    def __init__(self, path: Path, handler: Handler = _not_ready, *,
+                 max_bytes: int = wire.MAX_REQUEST, deadline: float = wire.DEADLINE,
+                 max_clients: int = 64, max_pending: int = MAX_PENDING, log: Log | None = None,
                  workdir: Path | None = None) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
@@ -109,32 +131,71 @@ class ControlServer:
         self._clients: dict[threading.Thread, socket.socket] = {}
         self._guard = threading.Lock()
         self._stopping = threading.Event()
+        self.on_died: Callable[[str], None] = lambda error: None
+        self._listener_lost = False  # its fd was closed under it: never close it again
 
     # --- lifecycle --------------------------------------------------------
 
     def start(self) -> None:
         """Take the lock, bind, listen and start accepting in the background."""
+        self.bind()
+        self.serve()
+
+    def bind(self) -> None:
+        """Take the lock and bind; a second session here fails now, with the holder's pid."""
         self._stopping.clear()
         _prepare_dir(self.path.parent, self._emit)
         self._lock_fd = _take_lock(self.lock_path, self._where())
         try:
-            _remove_stale(self.path)
-            self._listener = _bind(self.path)
+            self._bind_listener()
             self._wake_r, self._wake_w = os.pipe()
             os.set_blocking(self._wake_w, False)
+            os.set_blocking(self._wake_r, False)
         except BaseException:
             self.close()
             raise
-        self._accepter = threading.Thread(target=self._accept_loop, daemon=True,
+
+    def _bind_listener(self) -> None:
+        _remove_stale(self.path)
+        self._listener = _bind(self.path)
+        self._listener_lost = False
+
+    @property
+    def accepting(self) -> bool:
+        return self._accepter is not None and self._accepter.is_alive()
+
+    def serve(self) -> None:
+        """Start the accept loop; after a dead one, on a freshly bound socket."""
+        if self.accepting or self._lock_fd is None:
+            return
+        if self._accepter is not None:  # the previous loop died
+            self._accepter.join(timeout=2.0)
+            self._rebind()
+        self._accepter = threading.Thread(target=self._run_accept, daemon=True,
                                           name=f"ctl-accept {self.path.name}")
         self._accepter.start()
+
+    def _rebind(self) -> None:
+        """A new socket at the same path; the lock was held all along."""
+        self._drop_listener()
+        self._bind_listener()
+        with suppress(OSError):  # BlockingIOError once empty
+            while os.read(self._wake_r, 512):  # a stale fault byte
+                pass
+        self._emit("socket rebound", {"path": str(self.path)})
+
+    def inject_fault(self) -> None:
+        """Test hook: make the accept loop raise, as a real failure would."""
+        if self._wake_w >= 0:
+            with suppress(OSError):
+                os.write(self._wake_w, _WAKE_FAULT)
 
     def close(self) -> None:
         """Stop accepting, finish or cut open exchanges, remove our files."""
         self._stopping.set()
         if self._wake_w >= 0:
             with suppress(OSError):
-                os.write(self._wake_w, b"x")
+                os.write(self._wake_w, _WAKE_STOP)
         if self._accepter is not None:
             self._accepter.join(timeout=2.0)
             self._accepter = None
@@ -168,12 +229,18 @@ class ControlServer:
         for thread, _ in clients:
             thread.join(timeout=max(0.0, end - time.monotonic()))
 
-    def _release_files(self) -> None:
+    def _drop_listener(self) -> None:
         if self._listener is not None:
-            self._listener.close()
+            if self._listener_lost:
+                self._listener.detach()  # the fd number may be someone else's now
+            else:
+                self._listener.close()
             self._listener = None
             with suppress(FileNotFoundError):
                 self.path.unlink()
+
+    def _release_files(self) -> None:
+        self._drop_listener()
         for fd in (self._wake_r, self._wake_w):
             if fd >= 0:
                 os.close(fd)
@@ -193,6 +260,16 @@ class ControlServer:
         with self._guard:
             return len(self._pending) + len(self._clients)
 
+    def _run_accept(self) -> None:
+        try:
+            self._accept_loop()
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self._emit("accept loop died", {"error": error})
+            self._fail_pending()
+            with suppress(Exception):
+                self.on_died(error)
+
     def _accept_loop(self) -> None:
         listener = self._listener
         assert listener is not None
@@ -204,6 +281,8 @@ class ControlServer:
             events = poller.poll(self._next_timeout_ms())
             for fd, _ in events:
                 if fd == self._wake_r:
+                    if self._woken_to_fail():
+                        raise AcceptLoopDied("a fault was injected into the accept loop")
                     self._drop_all_pending(poller)
                     return
                 if fd == listener.fileno():
@@ -213,6 +292,22 @@ class ControlServer:
             self._expire(poller)
         self._drop_all_pending(poller)
 
+    def _fail_pending(self) -> None:
+        """The loop that was reading these is gone: tell them to try again."""
+        with self._guard:
+            everyone = list(self._pending.values())
+            self._pending.clear()
+        for pending in everyone:
+            _answer_and_close(pending.conn, wire.error(
+                "the control socket is restarting; try again"))
+
+    def _woken_to_fail(self) -> bool:
+        try:
+            data = os.read(self._wake_r, 512)
+        except OSError:
+            return False
+        return _WAKE_FAULT in data and not self._stopping.is_set()
+
     def _accept_all(self, listener: socket.socket, poller: select.poll) -> None:
         """Take every queued connection: a burst must not wait a poll round each."""
         while True:
@@ -221,6 +316,10 @@ class ControlServer:
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 return
             except OSError as exc:
+                if exc.errno in _LISTENER_GONE:
+                    # Its fd was closed under it and may be someone else's now.
+                    self._listener_lost = True
+                    raise AcceptLoopDied(f"the listening socket is gone: {exc}") from exc
                 self._accept_failed(exc)
                 return
             self._admit(conn, poller)
@@ -277,9 +376,11 @@ class ControlServer:
     def _next_timeout_ms(self) -> int:
         with self._guard:
             ends = [pending.end for pending in self._pending.values()]
+        # Never block for good: a listening fd closed under the loop does not
+        # wake a poll already waiting, but the next one reports it (POLLNVAL).
         if not ends:
-            return -1
-        return max(0, int((min(ends) - time.monotonic()) * 1000) + 1)
+            return CHECK_EVERY_MS
+        return min(CHECK_EVERY_MS, max(0, int((min(ends) - time.monotonic()) * 1000) + 1))
 
     def _expire(self, poller: select.poll) -> None:
         now = time.monotonic()

@@ -15,7 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-VERBS = ("choragos delegate", "choragos work-done")
+from choragos import commands
+
+# The protocol verbs the agents run (declared ``agent`` in choragos/commands.py).
+VERBS = tuple(f"choragos {verb.name}" for verb in commands.VERBS.values() if verb.agent)
 CLAUDE_SETTINGS = Path(".claude") / "settings.json"
 GEMINI_SETTINGS = Path(".gemini") / "settings.json"
 # Gemini CLI ignores a workspace's .gemini/policies/ (its "workspace tier" is

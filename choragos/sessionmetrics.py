@@ -24,12 +24,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 from prometheus_client.registry import Collector
 
+from choragos.rolestatus import RoleStatus
+
 log = logging.getLogger("choragos.metrics")
 
 # Seconds: a delivery is typed in within a second or two; a task takes minutes to hours.
 _FAST = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 _SLOW = (10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400)
-ROLE_STATES = ("booting", "working", "waiting", "idle", "paused", "exited", "failed")
+ROLE_STATES = tuple(RoleStatus)
 
 Ask = Callable[[dict], dict]  # a control command through the core, answered as an ack
 

@@ -41,7 +41,9 @@ def log_path(workdir: Path, task_id: str) -> Path:
 
 def run(command: str, cwd: Path, workdir: Path, task_id: str, timeout: float,
         env: dict[str, str] | None = None) -> VerifyResult:
-    """Run ``command`` in ``cwd``; its output is logged under ``workdir``."""
+    """Run ``command`` in ``cwd`` with ``env`` (the role's environment, the one
+    its agent process gets; None inherits ours); its output is logged under
+    ``workdir``."""
     began = time.monotonic()
     output, code, why = _execute(shlex.split(command), cwd, timeout, env)
     seconds = round(time.monotonic() - began, 3)

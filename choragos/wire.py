@@ -13,7 +13,7 @@ import socket
 import time
 from pathlib import Path
 
-from choragos import paths
+from choragos import commands, paths
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -25,12 +25,10 @@ MAX_REQUEST = 1024 * 1024
 DEADLINE = 5.0
 # Board and status answers grow with the session; this only stops a runaway.
 MAX_ACK = 64 * 1024 * 1024
-MAX_TARGETS = 64
-MAX_ID = 64
+# The commands and their schemas are declared in choragos/commands.py.
+COMMANDS = frozenset(commands.COMMANDS)
+KEY_NAMES = commands.KEY_NAMES
 
-# Commands the session still accepts while an enforced gateway is down:
-# they change or inspect the team, never hand out work.
-GATEWAY_EXEMPT = frozenset({"reload", "ping", "shutdown", "status", "board", "whoami"})
 GATEWAY_DOWN = "dispatch refused: gateway down"
 # Set by the server on every parsed request, never read from the wire: the
 # peer's pid, and the role whose process tree it belongs to (None: operator).
@@ -74,11 +72,11 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise WireError('the request has no "cmd" field')
     if not isinstance(cmd, str):
         raise WireError(f'"cmd" must be a string, not {_kind(cmd)}')
-    parser = _COMMANDS.get(cmd)
-    if parser is None:
-        known = ", ".join(sorted(_COMMANDS))
+    command = commands.COMMANDS.get(cmd)
+    if command is None:
+        known = ", ".join(sorted(COMMANDS))
         raise WireError(f"unknown command {_show(cmd)}; known commands: {known}")
-    return {"cmd": cmd, **parser(obj)}
+    return {"cmd": cmd, **_fields(command, obj)}
 
 
 def _decode_object(raw: bytes) -> dict[str, Any]:
@@ -112,136 +110,88 @@ def _json_reason(exc: ValueError) -> str:
     return str(exc)[:80]
 
 
-def _delegate(obj: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "to": _targets(obj.get("to")),
-        "task": _text(obj, "task", "delegate", required=True),
-        "brief": _abs_path(obj, "brief"),
-        "require_live": _flag(obj, "require_live"),
-    }
+def _fields(command: commands.Command, obj: dict[str, Any]) -> dict[str, Any]:
+    """Check ``obj`` against the command's declared fields, in their order."""
+    parsed: dict[str, Any] = {}
+    for field in command.fields:
+        if field.when is not None and not field.when.holds(parsed):
+            parsed[field.name] = field.default
+            continue
+        who = command.name if field.when is None else (
+            f"{command.name} {parsed[field.when.field]}")
+        parsed[field.name] = _CHECKS[field.kind](obj, field, who)
+    if command.one_of and not any(parsed[name] for name in command.one_of):
+        wanted = " or ".join(f'"{name}"' for name in command.one_of)
+        raise WireError(f"{command.name} needs {wanted}")
+    return parsed
 
 
-def _flag(obj: dict[str, Any], key: str) -> bool:
+def _flag(obj: dict[str, Any], field: commands.Field, who: str) -> bool:
+    key = field.name
     value = obj.get(key, False)
     if not isinstance(value, bool):
         raise WireError(f'"{key}" must be true or false, not {_kind(value)}')
     return value
 
 
-OUTCOMES = ("done", "failed", "blocked")
+def _choice(obj: dict[str, Any], field: commands.Field, who: str) -> str:
+    value = obj.get(field.name, field.default)
+    if value not in field.choices:
+        *most, last = (f'"{choice}"' for choice in field.choices)
+        raise WireError(f'"{field.name}" must be {", ".join(most)} or {last}, '
+                        f"not {_show(value)}")
+    return value
 
 
-def _work_done(obj: dict[str, Any]) -> dict[str, Any]:
-    done = _flag(obj, "done")
-    outcome = obj.get("outcome", "done")
-    if outcome not in OUTCOMES:
-        raise WireError(f'"outcome" must be "done", "failed" or "blocked", not {_show(outcome)}')
-    return {
-        "id": _task_id(obj, "work-done"),
-        "task": _text(obj, "task", "work-done", required=True),
-        "report": _abs_path(obj, "report"),
-        "done": done,
-        "outcome": outcome,
-    }
+def _seconds(obj: dict[str, Any], field: commands.Field, who: str) -> int | float:
+    value = obj.get(field.name, field.default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            1 <= value <= field.limit):
+        raise WireError(f'"{field.name}" must be a number of seconds from 1 to {field.limit}')
+    return value
 
 
-def _gate(obj: dict[str, Any]) -> dict[str, Any]:
-    action = obj.get("action", "list")
-    if action not in ("list", "approve", "reject"):
-        raise WireError(f'"action" must be "list", "approve" or "reject", not {_show(action)}')
-    task_id = _task_id(obj, f"gate {action}") if action != "list" else None
-    reason = _text(obj, "reason", "gate", required=False) if action == "reject" else ""
-    return {"action": action, "id": task_id, "reason": reason}
-
-
-MAX_HANDOFF_WAIT = 3600
-
-
-def _handoff(obj: dict[str, Any]) -> dict[str, Any]:
-    wait = obj.get("wait", 300)
-    if isinstance(wait, bool) or not isinstance(wait, int | float) or not (
-            1 <= wait <= MAX_HANDOFF_WAIT):
-        raise WireError(f'"wait" must be a number of seconds from 1 to {MAX_HANDOFF_WAIT}')
-    return {"config": _abs_path(obj, "config"), "wait": wait}
-
-
-def _role_command(obj: dict[str, Any]) -> dict[str, Any]:
-    role = obj.get("role")
+def _role(obj: dict[str, Any], field: commands.Field, who: str) -> str:
+    role = obj.get(field.name)
     if role is None:
-        raise WireError('this command needs "role": the name of a role')
+        raise WireError(f'this command needs "{field.name}": the name of a role')
     problem = paths.check_role_name(role)
     if problem:
         raise WireError(problem)
-    return {"role": role}
+    return role
 
 
-# Keys an operator may press into a role from the CLI (``choragos keys``),
-# enough to answer an agent's dialog without the deck.
-KEY_NAMES = ("enter", "esc", "tab", "space", "backspace", "up", "down", "left", "right",
-             "ctrl+c")
-MAX_KEYS = 64
-MAX_INPUT_TEXT = 4096
-
-
-def _input(obj: dict[str, Any]) -> dict[str, Any]:
-    request = _role_command(obj)
-    keys = obj.get("keys", [])
+def _keys(obj: dict[str, Any], field: commands.Field, who: str) -> list[str]:
+    keys = obj.get(field.name, [])
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise WireError('"keys" must be a list of key names')
-    if len(keys) > MAX_KEYS:
-        raise WireError(f'"keys" has {len(keys)} keys; the limit is {MAX_KEYS}')
-    unknown = [k for k in keys if k.lower() not in KEY_NAMES]
+        raise WireError(f'"{field.name}" must be a list of key names')
+    if len(keys) > field.limit:
+        raise WireError(f'"{field.name}" has {len(keys)} keys; the limit is {field.limit}')
+    unknown = [k for k in keys if k.lower() not in field.choices]
     if unknown:
-        raise WireError(f"unknown key {_show(unknown[0])}; use one of: {', '.join(KEY_NAMES)}")
-    text = _text(obj, "text", "input", required=False)
-    if len(text) > MAX_INPUT_TEXT:
-        raise WireError(f'"text" is {len(text)} characters; the limit is {MAX_INPUT_TEXT}')
-    if not keys and not text:
-        raise WireError('input needs "text" or "keys"')
-    return {**request, "text": text, "keys": [k.lower() for k in keys]}
+        raise WireError(f"unknown key {_show(unknown[0])}; use one of: "
+                        f"{', '.join(field.choices)}")
+    return [k.lower() for k in keys]
 
 
-def _no_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    return {}
+def _limited_text(obj: dict[str, Any], field: commands.Field, who: str) -> str:
+    text = _text(obj, field.name, who, required=field.required)
+    if field.limit is not None and len(text) > field.limit:
+        raise WireError(f'"{field.name}" is {len(text)} characters; the limit is {field.limit}')
+    return text
 
 
-def _board(obj: dict[str, Any]) -> dict[str, Any]:
-    archived = obj.get("archived", False)
-    if not isinstance(archived, bool):
-        raise WireError(f'"archived" must be true or false, not {_kind(archived)}')
-    return {"archived": archived}
-
-
-_COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "delegate": _delegate,
-    "work-done": _work_done,
-    "gate": _gate,
-    "restart": _role_command,
-    "pause": _role_command,
-    "resume": _role_command,
-    "input": _input,
-    "reload": _no_fields,
-    "ping": _no_fields,
-    "shutdown": _no_fields,
-    "board": _board,
-    "status": _no_fields,
-    "handoff": _handoff,
-    "whoami": _no_fields,
-}
-
-COMMANDS = frozenset(_COMMANDS)
-
-
-def _targets(value: object) -> list[str]:
+def _targets(obj: dict[str, Any], field: commands.Field, who: str) -> list[str]:
+    key, value = field.name, obj.get(field.name)
     if value is None:
-        raise WireError('delegate needs "to": the target role names')
+        raise WireError(f'{who} needs "{key}": the target role names')
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list):
-        raise WireError(f'"to" must be a list of role names, not {_kind(value)}')
+        raise WireError(f'"{key}" must be a list of role names, not {_kind(value)}')
     if not names:
-        raise WireError('"to" must name at least one role')
-    if len(names) > MAX_TARGETS:
-        raise WireError(f'"to" names {len(names)} roles; the limit is {MAX_TARGETS}')
+        raise WireError(f'"{key}" must name at least one role')
+    if len(names) > field.limit:
+        raise WireError(f'"{key}" names {len(names)} roles; the limit is {field.limit}')
     for name in names:
         problem = paths.check_role_name(name)
         if problem:
@@ -264,14 +214,16 @@ def _text(obj: dict[str, Any], key: str, cmd: str, *, required: bool) -> str:
     return value
 
 
-def _task_id(obj: dict[str, Any], cmd: str) -> str:
-    value = _text(obj, "id", cmd, required=True)
-    if len(value) > MAX_ID or any(ch.isspace() or not ch.isprintable() for ch in value):
-        raise WireError(f'"id" must be a short task id such as "T3", not {_show(value)}')
+def _task_id(obj: dict[str, Any], field: commands.Field, who: str) -> str:
+    value = _text(obj, field.name, who, required=True)
+    if len(value) > field.limit or any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise WireError(f'"{field.name}" must be a short task id such as "T3", '
+                        f"not {_show(value)}")
     return value
 
 
-def _abs_path(obj: dict[str, Any], key: str) -> str | None:
+def _abs_path(obj: dict[str, Any], field: commands.Field, who: str) -> str | None:
+    key = field.name
     value = obj.get(key)
     if value is None or value == "":
         return None
@@ -307,6 +259,20 @@ def _show(value: object) -> str:
     return text if len(text) <= 42 else text[:40] + "..."
 
 
+# How each kind of declared field is checked (kinds: choragos/commands.py).
+_CHECKS: dict[str, Callable[[dict[str, Any], commands.Field, str], Any]] = {
+    commands.TEXT: _limited_text,
+    commands.PATH: _abs_path,
+    commands.FLAG: _flag,
+    commands.CHOICE: _choice,
+    commands.TASK_ID: _task_id,
+    commands.ROLE: _role,
+    commands.ROLES: _targets,
+    commands.KEYS: _keys,
+    commands.SECONDS: _seconds,
+}
+
+
 # --- acks -----------------------------------------------------------------
 
 def ok(**fields: Any) -> dict[str, Any]:
@@ -322,11 +288,12 @@ def error(reason: str, **fields: Any) -> dict[str, Any]:
 def gateway_refusal(request: dict[str, Any]) -> dict[str, Any] | None:
     """The ack refusing ``request`` while an enforced gateway is down.
 
-    None means the command may proceed anyway.  Gate listings are read-only
-    and pass; gate decisions release work and are refused.
+    None means the command may proceed anyway: those that change or inspect
+    the team, never hand out work (declared ``gateway_exempt``).  Gate
+    listings are read-only and pass; gate decisions release work and are refused.
     """
-    cmd = request.get("cmd")
-    if cmd in GATEWAY_EXEMPT or (cmd == "gate" and request.get("action") == "list"):
+    command = commands.COMMANDS.get(request.get("cmd"))
+    if command is not None and command.exempt_while_gateway_down(request):
         return None
     return error(GATEWAY_DOWN)
 

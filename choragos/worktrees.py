@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,19 +156,42 @@ def catch_up(path: Path, workdir: Path) -> bool:
 
 def prune(workdir: Path, role: str) -> bool:
     """Remove the role's worktree and branch when everything on it is merged
-    and nothing is left uncommitted; True when removed."""
+    and nothing is left uncommitted, with the worktree's checkpoints (there
+    is nothing left to restore them into); True when removed."""
     path, branch = path_of(workdir, role), branch_of(role)
     if not (path / ".git").exists() or unmerged(workdir, branch):
         return False
     status = _run(path, "status", "--porcelain", "--", ".", EXCLUDE, check=False)
     if status.returncode != 0 or status.stdout.strip():
         return False
+    name = _checkpoint_name(path)
     link = path / ".choragos"
     if link.is_symlink():
         link.unlink()
     _run(workdir, "worktree", "remove", str(path))
     _run(workdir, "branch", "-q", "-d", branch, check=False)
+    if name:
+        _drop_checkpoints(workdir, name)
     return True
+
+
+def _checkpoint_name(path: Path) -> str:
+    """The name the worktree's checkpoints are kept under ("" if unknown)."""
+    from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+    try:
+        with CheckpointStore(path) as store:
+            return store.worktree
+    except (CheckpointError, NotARepository, OSError):
+        return ""
+
+
+def _drop_checkpoints(workdir: Path, name: str) -> None:
+    from choragos.checkpoints import CheckpointError, NotARepository
+    from choragos.checkpointtrees import drop_worktree
+    # Best effort: refs left behind only cost space, and `checkpoints prune`
+    # removes those of a worktree that is gone.
+    with suppress(CheckpointError, NotARepository, OSError):
+        drop_worktree(workdir, name)
 
 
 def _identity(path: Path) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import urwid
 
+from choragos.changes import files_cell
 from choragos.cli._client import duration
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 
@@ -197,14 +198,6 @@ class GateOverlay(Dialog):
 
 _BOARD_COLUMNS = (("ID", 5), ("ROLE", 14), ("STATE", 10), ("AGE", 7), ("TOOK", 7),
                   ("CK", 3), ("FILES", 6))
-
-
-def files_cell(task: dict) -> str:
-    """How many files the task changed; ``0!`` flags a done that changed none."""
-    found = task.get("changes")
-    if found is None:
-        return "-"
-    return f"{len(found)}" if found or task.get("state") != "done" else "0!"
 
 
 def changed_files(found: list[dict]) -> str:

@@ -9,34 +9,13 @@ activity (the role actor already left out the agent's chrome).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from choragos.costs import cost_text
+from choragos.ui.deckstate import RoleInfo
 from choragos.ui.overlays import inert
 from choragos.ui.pane import Line, blank_line, text_line
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34
-
-
-@dataclass
-class RoleInfo:
-    """What the deck knows about a role (from the core's published views)."""
-
-    name: str
-    status: str = "booting"
-    model: str = ""
-    command: str = ""
-    profile: str = ""  # the agent profile its screen is read with
-    pid: int | None = None
-    restarts: int = 0
-    detail: str = ""
-    preview: tuple[str, ...] = ()
-    approve: bool = False
-    start: bool = False
-    extra: dict = field(default_factory=dict)
-    usage: dict | None = None  # {"tokens": {...}, "cost": float | None} from the gateway
-    news: int = 0  # views received; a slower full sync must not overwrite a newer one
 
 
 def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,

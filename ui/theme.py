@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import urwid
 
+from choragos.rolestatus import RoleStatus
 from choragos.vtcells import Run, palette
 
 TRUECOLOR = 2 ** 24
@@ -120,11 +121,13 @@ def build_palette(theme: Mapping[str, int | str]) -> list[tuple]:
     return entries
 
 
-STATE_STYLE = {
-    "working": "working", "waiting": "waiting", "idle": "idle", "booting": "accent",
-    "paused": "scroll", "exited": "dim", "failed": "failed",
+STATE_STYLE: dict[RoleStatus, str] = {
+    RoleStatus.WORKING: "working", RoleStatus.WAITING: "waiting", RoleStatus.IDLE: "idle",
+    RoleStatus.BOOTING: "accent", RoleStatus.PAUSED: "scroll", RoleStatus.EXITED: "dim",
+    RoleStatus.FAILED: "failed",
 }
-STATE_DOT = {
-    "working": "●", "waiting": "●", "idle": "○", "booting": "◌", "paused": "‖",
-    "exited": "✕", "failed": "✕",
+STATE_DOT: dict[RoleStatus, str] = {
+    RoleStatus.WORKING: "●", RoleStatus.WAITING: "●", RoleStatus.IDLE: "○",
+    RoleStatus.BOOTING: "◌", RoleStatus.PAUSED: "‖", RoleStatus.EXITED: "✕",
+    RoleStatus.FAILED: "✕",
 }

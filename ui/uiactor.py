@@ -1,10 +1,13 @@
 """The UI actor: the deck's seat among the session's actors.
 
-The session core publishes every state change to its subscribers on its
-own thread.  The UI actor is that subscriber: the core ``tell``s it the
-news, and it hands each item to the deck, which wakes its urwid loop through
-one pipe.  The actor is supervised like every other; a crash replaces the
-actor and leaves the deck (and what it shows) untouched.
+The session core publishes every state change (typed news, see
+``choragos/news.py``) to its subscribers on its own thread.  The UI actor
+is that subscriber: the core ``tell``s it the news, and it hands each item
+to the deck, its view, whose urwid loop reduces it to a new state.  The
+actor owns the deck and starts its loop; a crash of the loop is a crash of
+this actor (the loop tells it :class:`DeckCrashed`), so the session's
+supervisor sees it, counts it against the actor's intensity and starts the
+actor (and with it the loop) again, on the same deck state.
 
 :func:`start_ui` wires deck, attach socket and actor into a running
 :class:`~actors.session.Session`; :class:`SessionAccess` is the narrow view
@@ -21,7 +24,9 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import wire
+import pykka
+
+from choragos import news, wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.durable import SaveLayout
@@ -35,15 +40,38 @@ log = logging.getLogger("choragos.ui")
 
 @dataclass(frozen=True)
 class News:
-    """One item the core published: ("role"|"task"|"gate"|"event", value)."""
+    """One item the core published (a ``choragos.news`` message)."""
 
-    item: Any
+    item: news.News
+
+
+@dataclass(frozen=True)
+class DeckCrashed:
+    """The deck's loop raised; the actor crashes with it."""
+
+    error: str
+
+
+class DeckLoopCrashed(Exception):
+    """Raised by the UI actor so its supervisor sees the deck's crash."""
 
 
 class UIActor(Actor):
     def __init__(self, deck: Deck, supervisor: Any = None) -> None:
         super().__init__("ui", supervisor)
         self.deck = deck
+
+    def on_start(self) -> None:
+        # The first start, or the restart after a crash: the loop runs again.
+        self.deck.on_loop_crash = self._loop_crashed
+        self.deck.start()
+
+    def _loop_crashed(self, error: str) -> None:
+        """On the deck's thread: crash this actor with the loop."""
+        try:
+            self.actor_ref.tell(DeckCrashed(error))
+        except pykka.ActorDeadError:
+            log.error("the deck crashed after its UI actor stopped: %s", error)
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -52,6 +80,10 @@ class UIActor(Actor):
     @handle.register
     def _news(self, message: News) -> None:
         self.deck.news(message.item)
+
+    @handle.register
+    def _deck_crashed(self, message: DeckCrashed) -> None:
+        raise DeckLoopCrashed(f"the deck crashed: {message.error}")
 
 
 class SessionAccess:
@@ -123,7 +155,6 @@ def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
                               f"deck: {kind}", **fields),
                           on_client=on_client)
     server.start()
-    deck.start()
     supervisor = session.supervisor
     handle = supervisor.ask(StartChild(ChildSpec("ui", lambda h: UIActor.start(deck, supervisor))),
                             timeout=10)

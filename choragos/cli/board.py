@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from choragos.changes import files_cell
 from choragos.cli import _client
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
@@ -10,7 +11,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _COLUMNS = [("id", "ID"), ("role", "ROLE"), ("state", "STATE"), ("age", "AGE"),
-            ("duration", "TOOK"), ("label", "TASK"), ("brief", "BRIEF"),
+            ("duration", "TOOK"), ("files", "FILES"), ("label", "TASK"), ("brief", "BRIEF"),
             ("report", "REPORT"), ("note", "NOTE")]
 
 
@@ -47,5 +48,6 @@ def _row(task: dict[str, Any]) -> dict[str, Any]:
     return {**task,
             "age": _client.duration(task.get("age")),
             "duration": _client.duration(task.get("duration")),
+            "files": files_cell(task),
             "brief": _client.short_path(task.get("brief")),
             "report": _client.short_path(task.get("report"))}

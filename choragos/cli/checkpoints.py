@@ -1,7 +1,9 @@
 """``choragos checkpoints``: list or prune workspace checkpoints.
 
 Works on the git repository around the current directory, with or without a
-session running.  ``choragos rollback`` shares the helpers at the bottom.
+session running: the main tree's checkpoints and those of every linked
+worktree (a ``worktree = true`` role's), each tree's kept apart.
+``choragos rollback`` shares the helpers at the bottom.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
+from choragos import checkpointtrees
 from choragos.checkpoints import (
     Checkpoint,
     CheckpointError,
@@ -29,6 +32,7 @@ _T = TypeVar("_T")
 
 DEFAULT_KEEP = 20
 _COLUMNS = [("task", "TASK"), ("age", "AGE"), ("role", "ROLE"), ("label", "LABEL")]
+_TREE = ("tree", "TREE")  # shown once any worktree holds checkpoints
 
 
 def run(argv: list[str], verb: str = "checkpoints") -> int:
@@ -52,15 +56,18 @@ def _main(argv: list[str], verb: str) -> int:
 
 
 def _list(store: CheckpointStore, *, as_json: bool) -> int:
-    found = guarded(store.list)
+    found, gone = guarded(lambda: checkpointtrees.list_all(store.workdir))
     now = time.time()
     if as_json:
         records = [{**c.to_json(), "age": max(0.0, now - c.created)} for c in found]
         return _client.print_json({"checkpoints": records})
     if not found:
-        return _client.say(f"no checkpoints yet in {_client.inert(store.root)}")
+        return _client.say(f"no checkpoints yet in {_client.inert(store.root)}"
+                           + _gone_note(gone))
     rows = [_row(c, now) for c in found]
-    text = _client.table(rows, _COLUMNS, {"label": 60})
+    columns = [*_COLUMNS[:3], _TREE, *_COLUMNS[3:]] if any(c.worktree for c in found) \
+        else _COLUMNS
+    text = _client.table(rows, columns, {"label": 60}) + _gone_note(gone)
     undo = next((c.task_id for c in found if is_undo_point(c.task_id)), None)
     if undo is not None:
         text += ("\n\n(undo) rows are undo points, the files a rollback replaced "
@@ -73,17 +80,27 @@ def _row(checkpoint: Checkpoint, now: float) -> dict[str, str]:
     undo = is_undo_point(checkpoint.task_id)
     return {"task": checkpoint.task_id, "age": age(now - checkpoint.created),
             "role": "(undo)" if undo else checkpoint.role or "-",
+            "tree": checkpoint.worktree or "main",
             "label": checkpoint.label or "-"}
+
+
+def _gone_note(gone: list[checkpointtrees.Tree]) -> str:
+    if not gone:
+        return ""
+    names = _client.inert(", ".join(tree.name for tree in gone))
+    return (f"\n\n(not listed: the checkpoints of worktree(s) {names}, which are gone; "
+            "`choragos checkpoints prune` removes them)")
 
 
 def _prune(store: CheckpointStore, keep: int | None) -> int:
     keep = configured_keep() if keep is None else keep
     if keep < 0:
         raise _client.Failure(_client.EXIT_USAGE, "--keep must be 0 or more")
-    removed = guarded(lambda: store.prune(keep))
+    removed = guarded(lambda: checkpointtrees.prune_all(store.workdir, keep))
     if not removed:
         return _client.say(f"nothing to prune: at most {keep} checkpoint(s) here")
-    return _client.say(f"removed {len(removed)} checkpoint(s), kept the newest {keep}")
+    return _client.say(f"removed {len(removed)} checkpoint(s), kept the newest {keep}"
+                       " (of each tree: the main tree and each role's worktree)")
 
 
 def configured_keep() -> int:

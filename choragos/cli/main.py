@@ -1,4 +1,4 @@
-"""The ``choragos`` command: a table of verbs, each in its own module.
+"""The ``choragos`` command: the verbs of choragos/commands.py, each in its own module.
 
 Only the standard library is imported here, and a verb's module is loaded
 only when that verb runs, so ``choragos delegate`` and ``choragos work-done``
@@ -10,38 +10,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-from choragos import __version__
+from choragos import __version__, commands
 
-# verb -> (module, one-line help).  Each module exposes ``run(argv) -> int``.
-VERBS: dict[str, tuple[str, str]] = {
-    "init": ("choragos.cli.init", "write a starter .choragos.toml"),
-    "doctor": ("choragos.cli.doctor", "check this directory's setup"),
-    "demo": ("choragos.cli.demo", "run the scripted demo team in a scratch repository "
-             "(no agent CLI needed)"),
-    "serve": ("choragos.cli.serve", "start the session and attach to its deck "
-              "(--detach: background, --headless: no deck)"),
-    "attach": ("choragos.cli.attach", "bring the running session's deck to this terminal"),
-    "ls": ("choragos.cli.ls", "list the running sessions, across projects"),
-    "kill": ("choragos.cli.kill", "stop this directory's session (--all: every session)"),
-    "delegate": ("choragos.cli.delegate", "hand a task to one or more roles"),
-    "work-done": ("choragos.cli.workdone", "report a task back to the orchestrator"),
-    "gate": ("choragos.cli.gate", "list, approve or reject gated delegations"),
-    "board": ("choragos.cli.board", "show the task board of the running session"),
-    "status": ("choragos.cli.status", "show every role's state in the running session"),
-    "restart": ("choragos.cli.rolectl", "restart a role (resets its restart budget)"),
-    "pause": ("choragos.cli.rolectl", "pause a role (SIGSTOP its process group)"),
-    "resume": ("choragos.cli.rolectl", "resume a paused role"),
-    "keys": ("choragos.cli.keys", "type text and press keys in a role's pane (headless)"),
-    "reload": ("choragos.cli.simple", "re-read the config and converge the roles"),
-    "ping": ("choragos.cli.simple", "check that a session answers"),
-    "shutdown": ("choragos.cli.simple", "stop the running session and its roles"),
-    "checkpoints": ("choragos.cli.checkpoints", "list or prune workspace checkpoints"),
-    "rollback": ("choragos.cli.rollback", "restore the workspace to before a task"),
-    "report": ("choragos.cli.report", "per-role summary of a session from its event log"),
-    "handoff": ("choragos.cli.handoff", "have the orchestrator write a handoff, then end "
-                "the session (serve --resume continues it)"),
-    "gateway": ("choragos.cli.gateway", "run the built-in gateway (token counts per role)"),
-}
+# verb -> (module, one-line help), derived from the one command registry
+# (choragos/commands.py).  Each module exposes ``run(argv, verb=...) -> int``.
+VERBS: dict[str, tuple[str, str]] = {name: (verb.module, verb.help)
+                                     for name, verb in commands.VERBS.items()}
 
 
 def usage() -> str:

@@ -1,5 +1,8 @@
 """``choragos rollback T3|REF``: restore the workspace to before a task.
 
+A task done in a role's worktree restores that worktree (its checkpoints
+are its own); the main tree and other worktrees are left alone.
+
 Shows what would change, warns when HEAD moved or a session may be writing,
 asks for confirmation (``--yes`` skips; without a terminal it refuses), then
 rolls back after saving the current state as ``pre-rollback-<task>``.
@@ -13,7 +16,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from choragos import paths, wire
+from choragos import checkpointtrees, paths, wire
 from choragos.checkpoints import CheckpointStore, RollbackPlan, RollbackResult
 from choragos.cli import _client
 from choragos.cli.checkpoints import describe, guarded, open_store, parser
@@ -34,7 +37,9 @@ def _main(argv: list[str], verb: str) -> int:
     made.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     made.add_argument("--dry-run", action="store_true", help="only show what would change")
     args = made.parse_args(argv)
-    with open_store() as store:
+    with open_store() as here:
+        workdir = here.workdir
+    with guarded(lambda: checkpointtrees.open_for(workdir, args.target)) as store:
         plan = guarded(lambda: store.plan_rollback(args.target))
         _show_plan(store, plan)
         if plan.conflicts:
@@ -66,6 +71,9 @@ def _refuse_inside_role() -> None:
 def _show_plan(store: CheckpointStore, plan: RollbackPlan) -> None:
     print(f"checkpoint {describe(plan.checkpoint, time.time())}")
     print(f"  ref {_client.inert(plan.checkpoint.ref)}")
+    if store.worktree:
+        print(f"  in the worktree {_client.inert(store.worktree)} at "
+              f"{_client.inert(store.root)}; the main tree and other worktrees are left alone")
     if plan.empty and not plan.conflicts:
         print("the files already match this checkpoint: nothing to roll back")
         return

@@ -251,5 +251,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             ui.stop()
         session.stop()
         sidecar.remove()
+    if session.failure:
+        # The supervision tree gave up: the state is kept for `serve --resume`.
+        log.error("session stopped: %s", session.failure)
+        return 1
     log.info("session stopped")
     return 0

@@ -170,6 +170,14 @@ def test_board_u_rolls_back_to_before_a_task_after_confirmation(deck):
     wait_until(lambda: readme.read_text() == before, 10, message="README restored")
     assert not (d.workdir / "stray.txt").exists()
     d.wait_screen("rolled back to before T1")
+    # the deck went through the core's rollback command: refused from a role
+    # like any operator command, and written to the event log
+    log = d.workdir / ".choragos" / "logs" / "events.jsonl"
+    rollbacks = [r for r in map(json.loads, log.read_text().splitlines())
+                 if r.get("event") == "rollback"]
+    assert len(rollbacks) == 1, rollbacks
+    assert rollbacks[0]["task"] == "T1" and rollbacks[0]["by"] == "operator"
+    assert rollbacks[0]["saved"] == "pre-rollback-T1" and rollbacks[0]["deleted"] == 1
     undo = d.cli("rollback", "pre-rollback-T1", "--yes")
     assert undo.returncode == 0, undo.stderr
     assert readme.read_text() == "wrecked by a worker\n"   # the undo of the undo

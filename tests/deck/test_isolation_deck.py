@@ -33,10 +33,10 @@ def test_board_counts_changed_files_and_d_shows_the_diff(deck):
     assert "+hi from T1" in screen and "hello.txt" in screen
 
 
-def _worktree_task(deck) -> TmuxDeck:
+def _worktree_task(deck, **keys: object) -> TmuxDeck:
     """A deck whose worktree role alice has been handed a task that writes notes.txt."""
     team = (role_toml("orchestrator", start=True)
-            + role_toml("alice", "--worker", "--edit", worktree=True)
+            + role_toml("alice", "--worker", "--edit", worktree=True, **keys)
             + "\n[ui]\nauto_focus = false\n")
     d: TmuxDeck = deck(team)
     d.serve()
@@ -76,3 +76,22 @@ def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
     d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s))
     d.keys("y")
     wait_until(lambda: (d.workdir / "notes.txt").exists(), 20, message="the merge")
+
+
+def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
+    d = _worktree_task(deck, merge="manual")
+    tree = d.workdir / ".choragos" / "worktrees" / "alice"
+    wait_until(lambda: (tree / "notes.txt").exists(), 30, message="alice to write notes.txt")
+    (d.workdir / "notes.txt").write_text("the main tree's own\n")
+    d.keys("C-b", "t")
+    d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done.*✓", s), 30)
+    d.keys("u")
+    screen = d.wait_screen("Roll back to before T1?")
+    assert "delete   notes.txt" in screen
+    d.keys("y")
+    wait_until(lambda: not (tree / "notes.txt").exists(), 10, message="the worktree rolled back")
+    d.wait_screen("rolled back to before T1")
+    assert (d.workdir / "notes.txt").read_text() == "the main tree's own\n"
+    undo = d.cli("rollback", "pre-rollback-T1", "--yes")
+    assert undo.returncode == 0, undo.stderr
+    assert (tree / "notes.txt").read_text() == "from alice\n"

@@ -208,7 +208,7 @@ def test_a_checkpoint_as_json_has_every_field(repo: Path) -> None:
     data = checkpoint.to_json()
     assert data == {"ref": checkpoint.ref, "task_id": "T1", "role": "coder", "label": "label",
                     "created": 1234.0, "head": "unborn", "commit": checkpoint.commit,
-                    "tree": checkpoint.tree}
+                    "tree": checkpoint.tree, "worktree": ""}
 
 
 # ---- what git's own index lends: seeded ids, gitlinks, v4 paths ----------------------

@@ -283,12 +283,17 @@ def test_board_table(cli: Env) -> None:
     cli.session.replies["board"] = wire.ok(tasks=[
         {"id": "T1", "role": "coder", "state": "done", "label": "fix parser", "age": 4000,
          "duration": 59, "brief": None, "report": str(cli.tmp / "r.md"), "checkpoint": "c1",
-         "note": ""}])
+         "note": "", "changes": [{"path": "a.py"}, {"path": "b.py"}, {"path": "c.py"}]},
+        {"id": "T2", "role": "coder", "state": "done", "label": "look", "changes": []},
+        {"id": "T3", "role": "coder", "state": "failed", "label": "try", "changes": []},
+        {"id": "T4", "role": "coder", "state": "delivered", "label": "new", "changes": None}])
     lines = cli.run("board").stdout.splitlines()
-    assert lines[0].split() == ["ID", "ROLE", "STATE", "AGE", "TOOK", "TASK", "BRIEF",
+    assert lines[0].split() == ["ID", "ROLE", "STATE", "AGE", "TOOK", "FILES", "TASK", "BRIEF",
                                 "REPORT", "NOTE"]
-    assert lines[1].split() == ["T1", "coder", "done", "1h06m", "59s", "fix", "parser", "-",
-                                "r.md", "-"]
+    assert lines[1].split() == ["T1", "coder", "done", "1h06m", "59s", "3", "fix", "parser",
+                                "-", "r.md", "-"]
+    # a done that changed nothing is flagged; unmeasured is a dash, like the deck's board
+    assert [line.split()[5] for line in lines[2:5]] == ["0!", "0", "-"]
 
 
 def test_board_empty_and_json(cli: Env) -> None:

@@ -46,6 +46,10 @@ def test_changed_files_match_git_diff_and_a_done_without_change_is_flagged(serve
     assert "[T2 from coder] finished T2 in the fixture (no files changed: the task claims " \
            "done without touching the tree)" in lines[1]
     assert s.board()["T2"]["changes"] == []
+    table = s.cli("board").stdout.splitlines()
+    files = table[0].split().index("FILES")
+    counts = {row.split()[0]: row.split()[files] for row in table[1:]}
+    assert counts == {"T1": "3", "T2": "0!"}  # the deck's FILES column, in the text board
     out = s.cli("report", "--json")
     assert out.returncode == 0, out.stderr
     records = {c["task"]: c for c in json.loads(out.stdout)["changes"]}
@@ -93,3 +97,22 @@ def test_verify_failing_out_of_rounds_fails_the_task(serve):
     assert len([x for x in s.submitted("coder") if "did not pass" in x]) == 1
     board = s.board()["T1"]
     assert board["state"] == "failed" and board["checks"] == "verify failed 2/1: out of rounds"
+
+
+def test_verify_runs_with_the_roles_environment_not_the_sessions(serve):
+    """The verify command sees what the role's agent sees: the variables the
+    session injects into the role, and nothing its env_deny removes."""
+    code = ("import os, sys; role = os.environ.get('CHORAGOS_ROLE'); "
+            "secret = os.environ.get('VERIFY_SECRET'); "
+            "print('role', role, 'secret', secret, 'shared', os.environ.get('VERIFY_SHARED')); "
+            "sys.exit(role != 'coder' or secret is not None)")
+    coder = role_toml("coder", "--worker", "--edit", env_deny=["VERIFY_SECRET"],
+                      verify=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+    s = serve(role_toml("orchestrator", start=True) + coder,
+              env={"VERIFY_SECRET": "leaked", "VERIFY_SHARED": "seen"})
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "write a.txt x").returncode == 0
+    line = s.wait(lambda: next(iter(_reports(s)), None), 30, message="the report")
+    assert "Its verify passed" in line
+    log = (s.workdir / ".choragos" / "reports" / "T1.verify.log").read_text()
+    assert "role coder secret None shared seen" in log

@@ -152,6 +152,8 @@ def test_a_worktree_with_unmerged_work_is_reused_and_pruned_once_merged(session)
         "worktree kept"]
     tree = s.workdir / ".choragos" / "worktrees" / "hand"
     assert (tree / "b.txt").read_text() == "kept\n"
+    assert _git(s.workdir, "for-each-ref", "--format=%(refname)", "refs/choragos/wt/"
+                ).startswith("refs/choragos/wt/hand/checkpoints/")
 
     again = Serve(s.workdir, config, sock=s.sock, git=False).start()
     try:
@@ -164,6 +166,8 @@ def test_a_worktree_with_unmerged_work_is_reused_and_pruned_once_merged(session)
     assert "worktree pruned" in [e["event"] for e in again.events()]
     assert not tree.exists()
     assert _git(s.workdir, "branch", "--list", "choragos/hand") == ""
+    # its checkpoints went with it: there is no tree left to restore them into
+    assert _git(s.workdir, "for-each-ref", "refs/choragos/wt/") == ""
 
 
 def test_a_worktree_path_in_the_way_stops_the_start_with_the_reason(short_tmp: Path):

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 import urwid
 
+from choragos import news
 from choragos.actors import messages as m
+from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.board import Task, TaskState
 from choragos.config import Config, Keys, RoleSpec, UISettings
 from choragos.terminal import Terminal
 from choragos.ui.deck import Deck, _Loop
 from choragos.ui.theme import build_palette
+from choragos.ui.uiactor import UIActor
 from tests.conftest import wait_until
 
 ROLES = ("orchestrator", "coder", "release")
@@ -143,7 +146,7 @@ def test_status_line_shows_the_prefix_mode(deck):
 
 def test_a_gate_opens_its_overlay_and_y_approves(deck):
     task = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
-    deck._news(("gate", task))
+    deck._news(news.GateOpened(task.as_dict()))
     text = "\n".join(screen_text(deck))
     assert "Approval needed: T4 for release" in text
     assert "1 gate waiting" in screen_text(deck)[-1]
@@ -154,7 +157,7 @@ def test_a_gate_opens_its_overlay_and_y_approves(deck):
 
 
 def test_n_rejects_with_a_reason(deck):
-    deck._news(("gate", Task("T5", "release", "Tag v3", state=TaskState.GATED)))
+    deck._news(news.GateOpened(Task("T5", "release", "Tag v3", state=TaskState.GATED).as_dict()))
     keys(deck, b"n")
     deck._workers.shutdown(wait=True)
     (request,) = [r for r in deck.port.requests if r.get("cmd") == "gate"]
@@ -163,8 +166,8 @@ def test_n_rejects_with_a_reason(deck):
 
 def test_gates_queue_in_arrival_order(deck):
     for number in (7, 8):
-        deck._news(("gate", Task(f"T{number}", "release", f"job {number}",
-                                 state=TaskState.GATED)))
+        deck._news(news.GateOpened(Task(f"T{number}", "release", f"job {number}",
+                                        state=TaskState.GATED).as_dict()))
     assert "T7 for release" in "\n".join(screen_text(deck))
     keys(deck, b"\x1b")  # later: T7 stays queued, T8 shows
     assert "T8 for release" in "\n".join(screen_text(deck))
@@ -172,8 +175,8 @@ def test_gates_queue_in_arrival_order(deck):
 
 
 def test_role_views_update_titles_and_cards(deck):
-    deck._news(("role", m.RoleView("coder", "waiting", pid=42, restarts=2,
-                                   preview=("Do you want to proceed?",))))
+    deck._news(news.RoleChanged(m.RoleView("coder", "waiting", pid=42, restarts=2,
+                                           preview=("Do you want to proceed?",))))
     text = "\n".join(screen_text(deck))
     assert "coder ● waiting" in text
     assert "waiting · m1 · ↻2 · pid 42" in text
@@ -265,7 +268,7 @@ def test_the_core_rings_and_the_deck_passes_it_on(deck):
             os.read(deck.screen.master, 65536)
         except BlockingIOError:
             break
-    deck._news(("bell", "release", "on_gate"))
+    deck._news(news.Bell("release", "on_gate"))
     assert b"\a" in os.read(deck.screen.master, 65536)
     deck.screen.stop()
 
@@ -281,26 +284,37 @@ def test_tiny_terminals_and_wide_characters_do_not_break_drawing(deck):
         keys(deck, b"q")
 
 
-def test_a_crash_of_the_loop_is_logged_and_the_deck_comes_back(tmp_path):
+def test_a_crash_of_the_loop_is_a_crash_of_the_supervised_ui_actor(tmp_path):
+    """The deck has no crash loop of its own: its crash reaches the session's
+    supervisor as the UI actor's, which starts the actor and the loop again."""
     port = FakePort(tmp_path)
     made = Deck(port, 100, 30)
-    made.start()
+    events: list = []
+    sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
     try:
+        sup.ask(StartChild(ChildSpec("ui", lambda h: UIActor.start(made, sup))))
         made.client_attached(made.client)
         wait_until(lambda: b"C-b ? help" in drain(made), 5, message="a first frame")
+        first = made._thread
 
         def boom() -> None:
             raise RuntimeError("kaboom")
-        made.post("call", boom)
+        made.post(boom)
         crash = tmp_path / ".choragos" / "logs" / "crash.log"
         wait_until(lambda: crash.exists() and "kaboom" in crash.read_text(), 5,
                    message="the crash log")
+        wait_until(lambda: any(name == "actor restarted" and f["actor"] == "ui"
+                               and "kaboom" in f["error"] for name, f in events), 5,
+                   message="the supervisor to restart the UI actor")
         wait_until(lambda: b"the deck crashed and restarted" in drain(made), 5,
                    message="the deck drawn again, saying what happened")
+        assert made._thread is not first and made.running
         made.feed_input(b"still here")
         wait_until(lambda: port.typed("orchestrator") == b"still here", 5,
                    message="keys to reach the agent after the restart")
     finally:
+        sup.ask(StopAll())
+        sup.stop()
         made.stop()
         made.screen.close()
 
@@ -310,8 +324,9 @@ def test_the_board_lists_tasks_with_their_files(deck):
                 finished=9.0, report="/w/.choragos/reports/T1.md", checkpoint="refs/x",
                 changes=({"path": "a.py", "kind": "modified", "added": 2, "deleted": 1},),
                 checks="verify passed")
-    deck._news(("task", done))
-    deck._news(("task", Task("T2", "release", "Ship", state=TaskState.QUEUED, created=3.0)))
+    deck._news(news.TaskChanged(done.as_dict()))
+    deck._news(news.TaskChanged(Task("T2", "release", "Ship", state=TaskState.QUEUED,
+                                         created=3.0).as_dict()))
     keys(deck, b"\x02t")
     text = "\n".join(screen_text(deck))
     assert "Task board (2)" in text
@@ -339,7 +354,7 @@ def test_cards_show_gateway_tokens_and_cost(deck):
     assert "↑" not in "\n".join(screen_text(deck))  # no telemetry, no made-up zeros
     usage = {"tokens": {"input": 12_345, "output": 678, "cache_read": 0,
                         "cache_creation": 0}, "cost": 0.0042}
-    deck._news(("tokens", {"coder": usage, "release": {**usage, "cost": None}}))
+    deck._news(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None}}))
     text = "\n".join(screen_text(deck))
     assert "↑12.3k ↓678 $0.0042" in text
     assert text.count("↑12.3k ↓678") == 2 and text.count("$0.0042") == 1  # release: unpriced
@@ -348,20 +363,20 @@ def test_cards_show_gateway_tokens_and_cost(deck):
 def test_cards_show_budgets_and_the_guardrails_marks(deck):
     usage = {"tokens": {"input": 1_200_000, "output": 0}, "cost": 1.2,
              "budget": {"usd": 1.0, "tokens": None, "over": True}}
-    deck._news(("tokens", {"coder": usage}))
-    deck._news(("marks", {"coder": ("over budget", "stalled")}))
+    deck._news(news.TokensChanged({"coder": usage}))
+    deck._news(news.MarksChanged({"coder": ("over budget", "stalled")}))
     text = "\n".join(screen_text(deck))
     assert "↑1.2M ↓0 $1.20/$1.00" in text
     assert "over budget · stalled" in text
-    deck._news(("marks", {"coder": ()}))
+    deck._news(news.MarksChanged({"coder": ()}))
     assert "over budget" not in "\n".join(screen_text(deck))
 
 
 def test_status_line_shows_the_gateway_state_only_when_configured(deck):
     assert "gateway" not in screen_text(deck)[-1]
-    deck._news(("gateway", "down"))
+    deck._news(news.GatewayChanged("down"))
     assert "gateway down" in screen_text(deck)[-1]
-    deck._news(("gateway", "on"))
+    deck._news(news.GatewayChanged("on"))
     assert "gateway on" in screen_text(deck)[-1]
 
 
@@ -371,7 +386,7 @@ def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
         {request["cmd"]: then})
     stale = {"status": "ok", "roles": [{"name": "coder", "state": "booting", "pid": 1}]}
     deck._sync()                                                # asked now ...
-    deck._news(("role", m.RoleView("coder", "working", pid=7)))  # ... news meanwhile
+    deck._news(news.RoleChanged(m.RoleView("coder", "working", pid=7)))  # ... news meanwhile
     answers["status"](stale)                                    # ... the answer last
     assert (deck.state.roles["coder"].status, deck.state.roles["coder"].pid) == ("working", 7)
     deck._sync()                                                # no news this time
@@ -380,6 +395,6 @@ def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
 
 
 def test_the_card_says_which_agent_profile_reads_the_role(deck):
-    deck._news(("role", m.RoleView("coder", "idle", pid=42, profile="gemini")))
+    deck._news(news.RoleChanged(m.RoleView("coder", "idle", pid=42, profile="gemini")))
     text = "\n".join(screen_text(deck))
     assert "idle · m1 · gemini · ↻0" in text, text

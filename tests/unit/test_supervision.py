@@ -12,7 +12,13 @@ import pytest
 
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorCrashed, ActorGone
-from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
+from choragos.actors.supervisor import (
+    ChildSpec,
+    StartChild,
+    StopAll,
+    Supervisor,
+    SupervisorState,
+)
 from choragos.actors.timers import Timers
 from tests.conftest import wait_until
 
@@ -76,8 +82,8 @@ def supervisor():
     assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
 
 
-def start_counter(sup, state, intensity=5):
-    spec = ChildSpec("counter", lambda h: CounterActor.start(state, sup), intensity=intensity)
+def start_counter(sup, state):
+    spec = ChildSpec("counter", lambda h: CounterActor.start(state, sup))
     return sup.ask(StartChild(spec))
 
 
@@ -115,9 +121,22 @@ def test_base_exception_does_not_stop_other_actors(supervisor):
     assert supervisor.is_alive()
 
 
-def test_intensity_limit_leaves_child_down(supervisor):
+def test_intensity_limit_at_the_top_closes_the_child_and_gives_up():
+    events, reasons = [], []
+    supervisor = Supervisor.start(SupervisorState(intensity=2), on_give_up=reasons.append,
+                                  on_event=lambda name, **f: events.append((name, f)))
+    supervisor.events = events
+    try:
+        _intensity_limit(supervisor)
+        assert reasons and "counter failed 3 times" in reasons[0]
+    finally:
+        supervisor.ask(StopAll())
+        supervisor.stop()
+
+
+def _intensity_limit(supervisor):
     state = Counter()
-    handle = start_counter(supervisor, state, intensity=2)
+    handle = start_counter(supervisor, state)
 
     def seen(name: str) -> int:
         return sum(e[0] == name for e in supervisor.events)

@@ -1,0 +1,222 @@
+"""Every command, declared once: its wire schema, its core handler, its CLI verb.
+
+A control command is a :class:`Command`: the fields its request carries
+(kind, required or optional, default, limit), whether only the operator may
+send it, whether it still runs while an enforced gateway is down, and the
+CLI verb that sends it.  A verb that never talks to the session (``init``,
+``serve``, ``report``, ...) is a :class:`Verb` alone.  Everything else is
+derived from this table: ``wire.parse_request`` validates by the schema,
+``choragos.cli.main`` builds its verb table and ``--help`` from it, the
+session core finds each command's handler by :attr:`Command.handler`, and
+``choragos.authority`` asks :meth:`Command.operator_only`.
+
+Adding a command is one declaration here, the ``_cmd_<name>`` method on the
+core (``actors/core.py``), a verb module under ``choragos/cli/`` when it has
+a verb, and its row in docs/protocol.md.
+
+Only the standard library, and only cheap parts of it: every CLI verb,
+including the ones agents run many times a session, loads this module.  So
+the declarations are plain slotted classes: ``dataclasses`` would pull in
+``inspect`` and add some 7 ms to every ``choragos delegate``.
+"""
+
+from __future__ import annotations
+
+# Limits of the wire schema (also quoted in the refusals and in docs/protocol.md).
+MAX_TARGETS = 64
+MAX_ID = 64
+MAX_KEYS = 64
+MAX_INPUT_TEXT = 4096
+MAX_HANDOFF_WAIT = 3600
+MAX_ROLLBACK_TARGET = 200
+OUTCOMES = ("done", "failed", "blocked")
+GATE_ACTIONS = ("list", "approve", "reject")
+# Keys an operator may press into a role from the CLI (``choragos keys``),
+# enough to answer an agent's dialog without the deck.
+KEY_NAMES = ("enter", "esc", "tab", "space", "backspace", "up", "down", "left", "right",
+             "ctrl+c")
+
+# The kinds of field ``wire`` knows how to check.
+TEXT, PATH, FLAG, CHOICE, TASK_ID, ROLE, ROLES, KEYS, SECONDS = (
+    "text", "path", "flag", "choice", "task id", "role", "roles", "keys", "seconds")
+
+
+class When:
+    """A condition on an earlier field of the same request: ``action`` is one of ``values``."""
+
+    __slots__ = ("field", "values")
+
+    def __init__(self, field: str, *values: str) -> None:
+        self.field = field
+        self.values = values
+
+    def holds(self, request: dict) -> bool:
+        return request.get(self.field) in self.values
+
+
+class Field:
+    """One field of a request.  ``when``: the field is read only when that
+    holds, and is ``default`` otherwise.  ``limit``: the most items,
+    characters or seconds, by kind."""
+
+    __slots__ = ("choices", "default", "kind", "limit", "name", "required", "when")
+
+    def __init__(self, name: str, kind: str, *, required: bool = False,
+                 default: object = None, choices: tuple = (), limit: int | None = None,
+                 when: When | None = None) -> None:
+        self.name = name
+        self.kind = kind
+        self.required = required
+        self.default = default
+        self.choices = choices
+        self.limit = limit
+        self.when = when
+
+
+class Verb:
+    """A CLI verb: ``choragos <name>`` runs ``run(argv, verb=name)`` in ``module``.
+
+    ``agent``: a protocol verb the agents in the panes run themselves; each
+    seat's CLI is told to trust it (choragos/seatsetup.py), so it never waits
+    on a permission dialog."""
+
+    __slots__ = ("agent", "command", "help", "module", "name")
+
+    def __init__(self, name: str, module: str, help: str, command: str | None = None, *,
+                 agent: bool = False) -> None:
+        self.name = name
+        self.module = module
+        self.help = help
+        self.command = command  # the control command it sends, if it has one of its own
+        self.agent = agent
+
+
+class Command:
+    """A control command: what the session accepts on its socket as ``{"cmd": name}``.
+
+    ``fields`` are checked in order, so the first broken one is the one
+    reported.  ``operator``: only the operator may send it (True, or a
+    :class:`When` for the requests that are, e.g. a gate decision).
+    ``gateway_exempt``: accepted while an enforced gateway is down (True or a
+    :class:`When`).  ``one_of``: at least one of these fields must be non-empty.
+    """
+
+    __slots__ = ("fields", "gateway_exempt", "name", "one_of", "operator", "verb")
+
+    def __init__(self, name: str, fields: tuple[Field, ...] = (), *,
+                 operator: bool | When = False, gateway_exempt: bool | When = False,
+                 one_of: tuple[str, ...] = (), verb: Verb | None = None) -> None:
+        self.name = name
+        self.fields = fields
+        self.operator = operator
+        self.gateway_exempt = gateway_exempt
+        self.one_of = one_of
+        self.verb = verb
+        if verb is not None:
+            verb.command = name
+
+    @property
+    def handler(self) -> str:
+        """The name of the session core's method that carries it out."""
+        return "_cmd_" + self.name.replace("-", "_")
+
+    def operator_only(self, request: dict) -> bool:
+        return _applies(self.operator, request)
+
+    def exempt_while_gateway_down(self, request: dict) -> bool:
+        return _applies(self.gateway_exempt, request)
+
+    def spoken_as(self, request: dict) -> str:
+        """How a refusal names this request: ``gate approve`` rather than ``gate``."""
+        if isinstance(self.operator, When):
+            return f"{self.name} {request.get(self.operator.field)}"
+        return self.name
+
+
+def _applies(rule: bool | When, request: dict) -> bool:
+    return rule.holds(request) if isinstance(rule, When) else rule
+
+
+def _verb(name: str, module: str, help: str, *, agent: bool = False) -> Verb:
+    return Verb(name, "choragos.cli." + module, help, agent=agent)
+
+
+ROLE_FIELD = Field("role", ROLE, required=True)
+
+# In the order ``choragos --help`` lists the verbs.
+DECLARED: tuple[Command | Verb, ...] = (
+    _verb("init", "init", "write a starter .choragos.toml"),
+    _verb("doctor", "doctor", "check this directory's setup"),
+    _verb("demo", "demo", "run the scripted demo team in a scratch repository "
+          "(no agent CLI needed)"),
+    _verb("serve", "serve", "start the session and attach to its deck "
+          "(--detach: background, --headless: no deck)"),
+    _verb("attach", "attach", "bring the running session's deck to this terminal"),
+    _verb("ls", "ls", "list the running sessions, across projects"),
+    _verb("kill", "kill", "stop this directory's session (--all: every session)"),
+    Command("delegate", (
+        Field("to", ROLES, required=True, limit=MAX_TARGETS),
+        Field("task", TEXT, required=True),
+        Field("brief", PATH),
+        Field("require_live", FLAG, default=False),
+    ), verb=_verb("delegate", "delegate", "hand a task to one or more roles", agent=True)),
+    Command("work-done", (
+        Field("done", FLAG, default=False),
+        Field("outcome", CHOICE, default="done", choices=OUTCOMES),
+        Field("id", TASK_ID, required=True, limit=MAX_ID),
+        Field("task", TEXT, required=True),
+        Field("report", PATH),
+    ), verb=_verb("work-done", "workdone", "report a task back to the orchestrator",
+                  agent=True)),
+    Command("gate", (
+        Field("action", CHOICE, default="list", choices=GATE_ACTIONS),
+        Field("id", TASK_ID, required=True, limit=MAX_ID,
+              when=When("action", "approve", "reject")),
+        Field("reason", TEXT, default="", when=When("action", "reject")),
+    ), operator=When("action", "approve", "reject"), gateway_exempt=When("action", "list"),
+        verb=_verb("gate", "gate", "list, approve or reject gated delegations")),
+    Command("board", (Field("archived", FLAG, default=False),), gateway_exempt=True,
+            verb=_verb("board", "board", "show the task board of the running session")),
+    Command("status", gateway_exempt=True,
+            verb=_verb("status", "status", "show every role's state in the running session")),
+    Command("restart", (ROLE_FIELD,), operator=True,
+            verb=_verb("restart", "rolectl", "restart a role (resets its restart budget)")),
+    Command("pause", (ROLE_FIELD,), operator=True,
+            verb=_verb("pause", "rolectl", "pause a role (SIGSTOP its process group)")),
+    Command("resume", (ROLE_FIELD,), operator=True,
+            verb=_verb("resume", "rolectl", "resume a paused role")),
+    Command("input", (
+        ROLE_FIELD,
+        Field("keys", KEYS, default=(), choices=KEY_NAMES, limit=MAX_KEYS),
+        Field("text", TEXT, default="", limit=MAX_INPUT_TEXT),
+    ), one_of=("text", "keys"), operator=True,
+        verb=_verb("keys", "keys", "type text and press keys in a role's pane (headless)")),
+    Command("reload", operator=True, gateway_exempt=True,
+            verb=_verb("reload", "simple", "re-read the config and converge the roles")),
+    Command("ping", gateway_exempt=True,
+            verb=_verb("ping", "simple", "check that a session answers")),
+    Command("shutdown", operator=True, gateway_exempt=True,
+            verb=_verb("shutdown", "simple", "stop the running session and its roles")),
+    _verb("checkpoints", "checkpoints", "list or prune workspace checkpoints"),
+    _verb("rollback", "rollback", "restore the workspace to before a task"),
+    _verb("report", "report", "per-role summary of a session from its event log"),
+    Command("handoff", (
+        Field("wait", SECONDS, default=300, limit=MAX_HANDOFF_WAIT),
+        Field("config", PATH),
+    ), operator=True, verb=_verb("handoff", "handoff", "have the orchestrator write a "
+                                 "handoff, then end the session (serve --resume continues it)")),
+    _verb("gateway", "gateway", "run the built-in gateway (token counts per role)"),
+    # Asked by verbs (``rollback``) and tools, never typed: it has no verb of its own.
+    Command("whoami", gateway_exempt=True),
+    # The deck's rollback: restores files, hands no agent any work, so it
+    # still runs while an enforced gateway is down.  ``choragos rollback``
+    # works on the checkpoint store itself and needs no session.
+    Command("rollback", (
+        Field("target", TEXT, required=True, limit=MAX_ROLLBACK_TARGET),
+        Field("dry_run", FLAG, default=False),
+    ), operator=True, gateway_exempt=True),
+)
+
+COMMANDS: dict[str, Command] = {d.name: d for d in DECLARED if isinstance(d, Command)}
+VERBS: dict[str, Verb] = {v.name: v for v in (
+    d.verb if isinstance(d, Command) else d for d in DECLARED) if v is not None}

@@ -1,0 +1,46 @@
+"""The session's own tree, in process: a role actor crashing past the roles
+supervisor's intensity escalates through the session supervisor, and the
+stop that follows still ends the agents whose actors are down."""
+
+from __future__ import annotations
+
+import pytest
+
+from choragos import journal
+from choragos.actors import session as session_module
+from choragos.actors.session import Session, SessionOptions
+from choragos.config import load_config
+from tests.conftest import pid_alive, wait_until
+from tests.integration.harness import git_init, role_toml
+
+
+@pytest.mark.timeout(90)
+def test_a_role_crash_past_both_intensities_stops_the_session_and_its_agents(
+        short_tmp, monkeypatch):
+    # No restart allowed at either level: the first crash goes to the top.
+    monkeypatch.setattr(session_module, "ROLE_INTENSITY", 0)
+    monkeypatch.setattr(session_module, "SESSION_INTENSITY", 0)
+    work = short_tmp / "work"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True)
+                                         + role_toml("coder", "--worker"))
+    session = Session(load_config(None, work),
+                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    session.start()
+    try:
+        wait_until(lambda: all(s.child is not None and s.child.poll() is None
+                               for s in session.role_states.values()), 20,
+                   message="both agents running")
+        pids = [s.child.pid for s in session.role_states.values()]
+        assert session.tree.children["roles"].spec.tree is not None
+        session.handles["coder"].tell("a message no handler knows")  # the actor crashes
+        assert session.wait(20), "the session did not start stopping"
+        assert "supervisor session gave up: roles failed" in session.failure
+        assert session.handles["coder"].current() is None  # its actor is down...
+        assert all(pid_alive(pid) for pid in pids)  # ...its agent is not, yet
+    finally:
+        session.stop()
+    wait_until(lambda: not [p for p in pids if pid_alive(p)], 10, message="agents gone")
+    assert not (short_tmp / "run" / "s.sock").exists()
+    assert journal.load(journal.state_dir(work)) is not None  # kept for --resume

@@ -1,0 +1,125 @@
+"""The deck's reducer: typed news -> a new deck state and effects, without urwid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from choragos import news
+from choragos.actors.messages import RoleView
+from choragos.config import Config, RoleSpec
+from choragos.rolestatus import RoleStatus
+from choragos.ui import reducer as r
+from choragos.ui.deckstate import initial_state
+
+
+def state():
+    config = Config(roles=(RoleSpec("orchestrator", "sh", start=True),
+                           RoleSpec("coder", "sh", model="m1")))
+    return initial_state(config, True)
+
+
+def test_the_reducer_and_the_news_import_no_urwid_and_no_pykka():
+    code = ("import sys; import choragos.ui.reducer, choragos.news; "
+            "print('urwid' in sys.modules, 'pykka' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_a_role_view_makes_a_new_state_and_leaves_the_old_one_alone():
+    before = state()
+    after, effects = r.reduce(before, news.RoleChanged(RoleView("coder", RoleStatus.WORKING,
+                                                                pid=7, restarts=1)))
+    assert before.roles["coder"].status is RoleStatus.BOOTING and before.roles["coder"].news == 0
+    info = after.roles["coder"]
+    assert (info.status, info.pid, info.restarts, info.news, info.model) == (
+        RoleStatus.WORKING, 7, 1, 1, "m1")
+    assert effects == []
+
+
+def test_a_role_starting_to_wait_asks_for_focus_once():
+    s, effects = r.reduce(state(), news.RoleChanged(RoleView("coder", "waiting")))
+    assert effects == [r.AutoFocus("coder")] and s.roles["coder"].status is RoleStatus.WAITING
+    s, effects = r.reduce(s, news.RoleChanged(RoleView("coder", "waiting", detail="still")))
+    assert effects == []
+
+
+def test_a_role_the_deck_never_saw_joins_the_roster():
+    s, effects = r.reduce(state(), news.RoleChanged(RoleView("tester", "idle")))
+    assert "tester" in s.roles
+    assert effects == [r.FollowRoster(("orchestrator", "coder", "tester"))]
+
+
+def test_a_gate_opens_and_its_task_news_closes_it():
+    gate = {"id": "T1", "role": "coder", "state": "gated", "label": "x"}
+    s, effects = r.reduce(state(), news.GateOpened(gate))
+    assert list(s.gates) == ["T1"] and s.tasks["T1"] == gate
+    assert effects == [r.RefreshBoard(), r.ShowGate()]
+    s = s.__class__(**{**vars(s), "dismissed": {"T1"}})
+    s, effects = r.reduce(s, news.TaskChanged({**gate, "state": "queued"}))
+    assert not s.gates and not s.dismissed
+    assert effects == [r.RefreshBoard(), r.CloseGate("T1")]
+
+
+def test_a_merge_gate_stays_until_it_is_closed_and_keeps_the_task_off_the_board():
+    gate = {"id": "T2", "role": "coder", "kind": "merge", "state": "done"}
+    s, _ = r.reduce(state(), news.GateOpened(gate))
+    assert "T2" not in s.tasks
+    s, _ = r.reduce(s, news.TaskChanged({"id": "T2", "role": "coder", "state": "done"}))
+    assert list(s.gates) == ["T2"]
+    s, effects = r.reduce(s, news.GateClosed("T2"))
+    assert not s.gates and effects == [r.CloseGate("T2")]
+
+
+def test_a_delivered_task_focuses_its_role():
+    _, effects = r.reduce(state(), news.TaskChanged({"id": "T3", "role": "coder",
+                                                     "state": "delivered"}))
+    assert r.AutoFocus("coder") in effects
+
+
+def test_events_bell_gateway_tokens_and_marks():
+    s = state()
+    assert r.reduce(s, news.EventLogged({"event": "reload"}))[1] == [r.Resync()]
+    assert r.reduce(s, news.EventLogged({"event": "work-done"}))[1] == [
+        r.AutoFocus("orchestrator")]
+    assert r.reduce(s, news.EventLogged({"event": "delegate"}))[1] == []
+    assert r.reduce(s, news.Bell("coder", "on_gate"))[1] == [r.Ring()]
+    assert r.reduce(s, news.GatewayChanged("down"))[0].gateway == "down"
+    usage = {"tokens": {"input": 5}, "cost": 0.1}
+    quiet = {"tokens": {"input": 0}, "cost": None}
+    after = r.reduce(s, news.TokensChanged({"coder": usage, "orchestrator": quiet}))[0]
+    assert after.roles["coder"].usage == usage and after.roles["orchestrator"].usage is None
+    marked = r.reduce(s, news.MarksChanged({"coder": ("stalled",)}))[0]
+    assert marked.roles["coder"].extra["marks"] == ("stalled",)
+    assert marked.roles["orchestrator"].extra["marks"] == ()
+    assert s.roles["coder"].extra == {}  # the old state is untouched
+
+
+def test_anything_else_is_refused():
+    try:
+        r.reduce(state(), ("role", None))
+    except TypeError as exc:
+        assert "tuple" in str(exc)
+    else:
+        raise AssertionError("an untyped item was accepted")
+
+
+def test_a_full_status_fills_in_roles_but_never_overwrites_a_fresher_view():
+    s, _ = r.reduce(state(), news.RoleChanged(RoleView("coder", "working", pid=7)))
+    asked = {"orchestrator": 0, "coder": 0}  # asked before coder's view arrived
+    rows = [{"name": "orchestrator", "state": "idle", "pid": 3, "model": "big"},
+            {"name": "coder", "state": "booting", "pid": None, "model": "m2"}]
+    after, effects = r.merge_status(s, rows, asked)
+    assert after.roles["orchestrator"].status is RoleStatus.IDLE
+    assert after.roles["orchestrator"].pid == 3 and after.roles["orchestrator"].model == "big"
+    coder = after.roles["coder"]
+    assert (coder.status, coder.pid, coder.model) == (RoleStatus.WORKING, 7, "m2")
+    assert effects == [r.FollowRoster(("orchestrator", "coder"))]
+
+
+def test_a_full_status_drops_roles_the_session_no_longer_has():
+    after, effects = r.merge_status(state(), [{"name": "coder", "state": "idle"}], {})
+    assert list(after.roles) == ["coder"] and effects == [r.FollowRoster(("coder",))]
+    same, none = r.merge_status(state(), [], {})
+    assert none == [] and list(same.roles) == ["orchestrator", "coder"]

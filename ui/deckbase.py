@@ -1,0 +1,74 @@
+"""What the parts of the deck share: its timings, its port into the
+session, the attached client's description, and small helpers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from choragos.config import Config
+from choragos.terminal import Terminal
+from choragos.ui.theme import TRUECOLOR
+
+log = logging.getLogger("choragos.deck")
+
+FRAME = 0.03            # new output of shown panes is drawn at most this often ...
+BUSY_FRAME = 0.1        # ... and of panes not typed into while the user types (keys first)
+FAST_WINDOW = 0.25      # a pane typed into is drawn at once for this long (echo latency)
+OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
+TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
+             'prefix = "ctrl+a"')
+ESC_WAIT = 0.03         # a lone ESC is the Escape key after this long
+MESSAGE_TIME = 6.0
+AUTO_FOCUS_PAUSE = 20.0  # after the user touched a pane, auto-focus waits this long
+COMMAND_TIMEOUT = 4.0
+MAX_CRASHES = 5
+
+
+class SessionPort(Protocol):
+    """What the deck needs from the session (see ui.uiactor.SessionAccess)."""
+
+    config: Config
+    workdir: Path
+
+    def dispatch(self, request: dict) -> dict: ...
+    def tell_role(self, role: str, message: Any) -> None: ...
+    def terminal(self, role: str) -> Terminal | None: ...
+
+
+@dataclass
+class ClientInfo:
+    pid: int = 0
+    cols: int = 160
+    rows: int = 48
+    term: str = "xterm-256color"
+    colors: int = 256
+    editor: str = ""
+    in_tmux: bool = False  # the client's terminal is a tmux pane
+
+
+
+
+def read_text(path: str, limit: int = 512 * 1024) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(limit + 1)
+    except OSError as exc:
+        return f"(cannot read {path}: {exc.strerror or exc})"
+    if len(text) > limit:
+        text = text[:limit] + "\n… (cut at 512 KiB)"
+    return text
+
+
+
+def colors_for(term: str, colorterm: str, no_color: bool = False) -> int:
+    """The colour depth to draw with for a client terminal; 1 (bold and
+    reverse video only) when its user set ``NO_COLOR``."""
+    if no_color:
+        return 1
+    if colorterm.lower() in ("truecolor", "24bit"):
+        return TRUECOLOR
+    return 256

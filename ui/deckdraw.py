@@ -1,0 +1,253 @@
+"""Drawing the deck: tiles, titles, the sidebar and the status line,
+row by row (rows whose pieces did not change are reused).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import urwid
+
+from choragos.actors import messages as m
+from choragos.ui import sidebar, statusline
+from choragos.ui.deckstate import RoleInfo
+from choragos.ui.layout import Layout, LayoutError
+from choragos.ui.overlays import inert
+from choragos.ui.pane import Line, RowBuilder, blank_line
+from choragos.ui.theme import STATE_DOT, STATE_STYLE
+
+log = logging.getLogger("choragos.deck")
+
+
+class DeckDraw:
+    """Mixed into Deck: geometry and the frame's rows."""
+
+    # -- geometry --------------------------------------------------------------------
+
+    def _areas(self, cols: int, rows: int) -> tuple[int, int, int]:
+        """(body width, body height, sidebar width)."""
+        side = sidebar.WIDTH if self.state.sidebar and cols >= 2 * sidebar.WIDTH else 0
+        return cols - side, max(rows - 1, 0), side
+
+    def _restore_layout(self) -> None:
+        """A resumed session shows the layout it had (ports without one: the default)."""
+        saved = getattr(self.port, "saved_layout", lambda: None)()
+        if saved:
+            try:
+                self.state.layout = Layout.from_dict(saved, self.state.layout.roster)
+            except LayoutError as exc:
+                log.warning("starting with the default layout: %s", exc)
+        self._saved_layout = self.state.layout.to_dict()
+
+    def _save_layout(self) -> None:
+        now = self.state.layout.to_dict()
+        save = getattr(self.port, "save_layout", None)
+        if now != self._saved_layout and save is not None:
+            self._saved_layout = now
+            save(now)
+
+    def relayout(self) -> None:
+        """Send every shown pane's size to its role, as the next frame will draw it."""
+        self._save_layout()
+        cols, rows = self.screen.get_cols_rows()
+        body_w, body_h, _ = self._areas(cols, rows)
+        geometry = self.state.layout.geometry(body_w, body_h)
+        for role, rect in geometry.tiles.items():
+            self._pane_size(role, rect.w, rect.h - 1)
+        if self.editor is not None:
+            self.editor.resize(cols, max(rows - 1, 1))
+
+    def _pane_size(self, role: str, width: int, height: int) -> None:
+        size = (max(width, 1), max(height, 1))
+        if self.state.sizes.get(role) != size:
+            self.state.sizes[role] = size
+            self.port.tell_role(role, m.Resize(*size))
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def render_base(self, cols: int, rows: int, focus: bool) -> tuple[list[Line],
+                                                                    tuple[int, int] | None]:
+        if self.editor is not None:
+            return self.editor.render(cols, rows, self)
+        body_w, body_h, side = self._areas(cols, rows)
+        if self.message is not None and self.message[2] < time.monotonic():
+            self.message = None
+        grid, cursor = self._place_tiles(self.state.layout.geometry(body_w, body_h), body_h,
+                                         focus)
+        out = self._join_rows(grid, body_w, side)
+        if rows:
+            out.append(self._status_line(cols))
+        return out, cursor
+
+    def _place_tiles(self, geometry: Any, body_h: int, focus: bool) -> tuple[
+            list[list[tuple[int, Line]]], tuple[int, int] | None]:
+        """Each body row's pieces (x, line): titles, pane rows, bars; and the cursor."""
+        layout = self.state.layout
+        grid: list[list[tuple[int, Line]]] = [[] for _ in range(body_h)]
+        cursor = None
+        colors = self.screen.colors
+        numbers = {name: i for i, name in enumerate(layout.roster, 1)}
+        tasks = self._current_tasks()
+        for role, rect in geometry.tiles.items():
+            self._pane_size(role, rect.w, rect.h - 1)
+            focused = role == layout.focus
+            grid[rect.y].append((rect.x, self._title(role, rect.w, focused,
+                                                     numbers.get(role, 0), tasks)))
+            if rect.h <= 1:
+                continue
+            lines, pane_cursor = self._pane_lines(role, rect.w, rect.h - 1, focused and focus,
+                                                  colors)
+            for dy, line in enumerate(lines):
+                grid[rect.y + 1 + dy].append((rect.x, line))
+            if focused and pane_cursor is not None and self.mode == "normal":
+                cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
+        bar_line = self._bar_line
+        for bar in geometry.bars:
+            for y in range(bar.y, bar.bottom):
+                grid[y].append((bar.x, bar_line))
+        return grid, cursor
+
+    def _join_rows(self, grid: list[list[tuple[int, Line]]], body_w: int,
+                   side: int) -> list[Line]:
+        """The body rows, with the sidebar; a row whose pieces did not change is reused."""
+        body_h = len(grid)
+        out: list[Line] = []
+        side_lines = self._sidebar(side, body_h) if side else []
+        memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
+        for y in range(body_h):
+            # Tiles are placed in the same order every frame: the pieces need
+            # sorting only when the row is joined again.
+            key = (grid[y], side_lines[y] if side else None, body_w)
+            held = memo[y]
+            if held is not None and held[0] == key:  # the same pieces: joined already
+                out.append(held[1])
+                continue
+            row = _join(sorted(key[0], key=lambda seg: seg[0]), body_w)
+            if side:
+                row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
+            memo[y] = (key, row)
+            out.append(row)
+        self._rows_memo = memo
+        return out
+
+    def _pane_lines(self, role: str, width: int, height: int, focused: bool,
+                    colors: int) -> tuple[list[Line], tuple[int, int] | None]:
+        """A pane's rows: as last drawn while its new output waits for the frame
+        budget (keys first), else from its terminal, re-arming its wake-up."""
+        pane = self.state.pane(role)
+        terminal = self.port.terminal(role)
+        if role in self._changed and not self._frame_due:
+            held = pane.cached(width, height, focused, colors, terminal)
+            if held is not None:
+                return held
+        self._changed.discard(role)
+        if terminal is not None:
+            self._watch(role, terminal)
+            terminal.take_dirty()
+        return pane.content(terminal, width, height, focused=focused, colors=colors)
+
+    def _sidebar(self, width: int, height: int) -> list[Line]:
+        """The cards, built again only when something they show changed."""
+        layout = self.state.layout
+        infos = [self.state.roles[n] for n in layout.roster if n in self.state.roles]
+        tasks = self._current_tasks()
+        # Copies: RoleInfo objects change in place.
+        key = (width, height, layout.focus, tuple(layout.shown()),
+               [(dict(vars(info)), repr(info.extra), repr(info.usage)) for info in infos],
+               repr(sorted(tasks.items())))
+        if self._side_memo is not None and self._side_memo[0] == key:
+            return self._side_memo[1]
+        lines = sidebar.render(infos, width, height, focus=layout.focus,
+                               shown=set(layout.shown()), tasks=tasks, spans=self._card_spans)
+        self._side_memo = (key, lines)
+        return lines
+
+    def _title(self, role: str, width: int, focused: bool, number: int,
+               tasks: dict[str, dict]) -> Line:
+        """A tile's title row, built again only when what it shows changed
+        (every frame draws every title; an echo frame must stay cheap)."""
+        info = self.state.roles.get(role) or RoleInfo(role)
+        task = tasks.get(role)
+        pane = self.state.panes.get(role)
+        scroll = pane.scroll if pane is not None else None
+        key = (width, focused, number, info.status, task and (task["id"], task.get("label")),
+               scroll and (scroll.offset, scroll.query, scroll.current, len(scroll.matches)),
+               self.state.layout.zoomed)
+        held = self._title_memo.get(role)
+        if held is not None and held[0] == key:
+            return held[1]
+        line = self._build_title(role, width, focused, number, info, task)
+        self._title_memo[role] = (key, line)
+        return line
+
+    def _build_title(self, role: str, width: int, focused: bool, number: int,
+                     info: RoleInfo, task: dict | None) -> Line:
+        base = "title focus" if focused else "title"
+        style = base if focused else STATE_STYLE.get(info.status, "idle")
+        pieces = [(f" {number} " if number else " ", base), (inert(role), base),
+                  (f" {STATE_DOT.get(info.status, '●')} {info.status}", style)]
+        if task:
+            pieces.append((f"  {task['id']} {inert(task.get('label', ''))}", base))
+        pane = self.state.panes.get(role)
+        right = []
+        if pane is not None and pane.scroll is not None:
+            scroll = pane.scroll
+            found = (f" {scroll.current + 1}/{len(scroll.matches)} “{inert(scroll.query)}”"
+                     if scroll.query else "")
+            right.append((f" ⇡{scroll.offset}{found} ", "status scroll"))
+        if self.state.layout.zoomed and focused:
+            right.append((" ZOOM ", "status accent"))
+        fill = base if focused else None
+        right_width = sum(len(text) for text, _ in right)
+        row = RowBuilder(max(width - right_width, 0))
+        for text, attr in pieces:
+            row.add(text, attr)
+        left = row.line(fill)
+        if not right or right_width >= width:
+            return _join([(0, left)], width)
+        tail = RowBuilder(right_width)
+        for text, attr in right:
+            tail.add(text, attr)
+        return _join([(0, left), (width - right_width, tail.line())], width)
+
+    def _current_tasks(self) -> dict[str, dict]:
+        """Each role's current task: the newest open one."""
+        current: dict[str, dict] = {}
+        for task in self.state.tasks.values():
+            if task.get("state") in ("queued", "delivered", "timed-out", "gated"):
+                current[task["role"]] = task
+        return current
+
+    def _status_line(self, cols: int) -> Line:
+        return statusline.render(self, cols)
+
+
+
+def _join(segments: list[tuple[int, Line]], width: int) -> Line:
+    data: list[bytes] = []
+    attrs: list[tuple[Any, int]] = []
+    col = 0
+    for x, (raw, runs) in segments:
+        if x > col:
+            gap = blank_line(x - col)
+            data.append(gap[0])
+            attrs += gap[1]
+            col = x
+        data.append(raw)
+        attrs += runs
+        col += _line_width(raw, runs)
+    if col < width:
+        gap = blank_line(width - col)
+        data.append(gap[0])
+        attrs += gap[1]
+    return b"".join(data), attrs
+
+
+def _line_width(raw: bytes, runs: list) -> int:
+    if raw.isascii():
+        return len(raw)
+    text = raw.decode("utf-8", "replace")
+    return urwid.str_util.calc_width(text, 0, len(text))
+

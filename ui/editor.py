@@ -1,0 +1,114 @@
+"""``$EDITOR`` over the deck, in a PTY of its own inside the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from choragos.terminal import Terminal
+from choragos.ui import keys as k
+from choragos.ui.overlays import inert
+from choragos.ui.pane import Line, PaneView, text_line
+
+
+class EditorPopup:
+    """``$EDITOR`` in a terminal of its own, drawn over the whole deck until it exits.
+
+    The editor runs inside the server like every pane, so it survives a
+    detach and is still there on the next attach.
+    """
+
+    def __init__(self, argv: list[str], path: str, cwd: Path, cols: int, rows: int,
+                 on_exit: Callable[[], None], on_output: Callable[[], None]) -> None:
+        from choragos.ptyproc import PtyChild, Reader
+
+        self.path = path
+        env = {**os.environ, "TERM": "xterm-256color"}
+        self.terminal = Terminal(cols, rows)
+        self.child = PtyChild.spawn(argv, cwd, env, cols, rows)
+        self.terminal.reply = self.child.write
+
+        def data(chunk: bytes) -> None:
+            self.terminal.feed(chunk)
+            on_output()
+
+        self.reader = Reader(self.child, data, lambda status: on_exit(), name="deck-editor")
+        self.reader.start()
+        self.view = PaneView("editor")
+
+    def send(self, token: k.Token) -> None:
+        data = k.to_agent(token, application_cursor=self.terminal.application_cursor,
+                          bracketed_paste=self.terminal.bracketed_paste)
+        if data:
+            self.child.write(data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        if (cols, rows) != (self.terminal.cols, self.terminal.rows):
+            self.terminal.resize(cols, rows)
+            self.child.resize(cols, rows)
+
+    def render(self, cols: int, rows: int, deck: Any) -> tuple[list[Line],
+                                                              tuple[int, int] | None]:
+        height = max(rows - 1, 1)
+        self.resize(cols, height)
+        self.view.generation += 1
+        lines, cursor = self.view.content(self.terminal, cols, height, focused=True,
+                                          colors=deck.screen.colors)
+        status = text_line(cols, [(" EDITOR ", "status accent"),
+                                  (f" {inert(self.path)}: the deck comes back when the editor "
+                                   "exits ", "status")], "status")
+        return [*lines, status][:rows], cursor
+
+    def kill(self) -> None:
+        self.reader.halt()
+        self.child.terminate(1.0)
+        self.child.close()
+
+
+
+class DeckEditor:
+    """Mixed into Deck: starting the editor and coming back from it."""
+
+    # -- the editor --------------------------------------------------------------------------
+
+    def _edit(self, path: str | None) -> None:
+        if not path:
+            self.say("nothing to edit")
+            return
+        command = (self.client.editor or os.environ.get("VISUAL") or os.environ.get("EDITOR")
+                   or "vi")
+        try:
+            argv = [*shlex.split(command), path]
+        except ValueError:
+            self.say(f"cannot parse the editor command {command!r}")
+            return
+        cols, rows = self.screen.get_cols_rows()
+        back = (self.overlay, self.overlay_kind)
+        self.overlay, self.overlay_kind = None, ""
+        self.loop.widget = self.view
+        try:
+            self.editor = EditorPopup(argv, path, self.port.workdir, cols, max(rows - 1, 1),
+                                      lambda: self.post(lambda: self._edit_done(back)),
+                                      lambda: self.post(lambda: None))
+        except Exception as exc:  # the deck goes on without it
+            self.editor = None
+            self.say(f"cannot start {argv[0]}: {exc}")
+            self._restore(back)
+
+    def _edit_done(self, back: tuple) -> None:
+        if self.editor is not None:
+            self.editor.kill()
+        self.editor = None
+        self._restore(back)
+        self.say("editor closed")
+
+    def _restore(self, back: tuple) -> None:
+        if back[0] is not None and back[1] not in ("gate", "pager"):
+            self._open_overlay(back[0], back[1], ("relative", 90), ("relative", 80))
+        else:
+            self._maybe_show_gate()
+

@@ -1,0 +1,190 @@
+"""The deck's reducer: news from the core -> a new deck state and effects.
+
+``reduce(state, item)`` never changes ``state``; it returns a new one (the
+layout and panes, which news never touches, are shared) and a list of
+effects: plain data saying what the view should do (ring the bell, open
+the gate dialog, focus a pane …).  The urwid view carries them out; the
+reducer is tested without urwid.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from functools import singledispatch
+from typing import Any
+
+from choragos import news
+from choragos.rolestatus import RoleStatus
+from choragos.ui.deckstate import DeckState, RoleInfo
+
+# -- effects ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ring:
+    """Ring the attached terminal's bell."""
+
+
+@dataclass(frozen=True)
+class AutoFocus:
+    """Focus this role's pane if the user is not busy elsewhere ([ui] auto_focus)."""
+
+    role: str
+
+
+@dataclass(frozen=True)
+class FollowRoster:
+    """The team changed: the layout shows these roles."""
+
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ShowGate:
+    """Open the gate dialog for the first waiting gate, if nothing else is open."""
+
+
+@dataclass(frozen=True)
+class CloseGate:
+    """The gate of this task was decided: close its dialog if it is open."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
+class RefreshBoard:
+    """Show the new tasks in the task board if it is open."""
+
+
+@dataclass(frozen=True)
+class Resync:
+    """Ask the core for the whole picture again (after a reload)."""
+
+
+Effect = Ring | AutoFocus | FollowRoster | ShowGate | CloseGate | RefreshBoard | Resync
+Result = tuple[DeckState, list[Effect]]
+
+
+def reduce(state: DeckState, item: news.News) -> Result:
+    """The deck state after ``item``, and what the view must do about it."""
+    return _reduce(item, state)
+
+
+@singledispatch
+def _reduce(item: Any, state: DeckState) -> Result:
+    raise TypeError(f"the deck has no reducer for {type(item).__name__}")
+
+
+@_reduce.register
+def _bell(item: news.Bell, state: DeckState) -> Result:
+    # The core rings when a human is needed and [ui] bell is on.
+    return state, [Ring()]
+
+
+@_reduce.register
+def _role(item: news.RoleChanged, state: DeckState) -> Result:
+    view = item.view
+    old = state.roles.get(view.name)
+    effects: list[Effect] = []
+    roles = dict(state.roles)
+    if old is None:
+        old = RoleInfo(view.name)
+        effects.append(FollowRoster((*state.roles, view.name)))
+    info = replace(old, news=old.news + 1, status=RoleStatus(view.status), pid=view.pid,
+                   restarts=view.restarts, detail=view.detail, preview=tuple(view.preview),
+                   profile=view.profile or old.profile)
+    roles[view.name] = info
+    if info.status is RoleStatus.WAITING and old.status != RoleStatus.WAITING:
+        effects.append(AutoFocus(view.name))
+    return replace(state, roles=roles), effects
+
+
+@_reduce.register
+def _task(item: news.TaskChanged, state: DeckState) -> Result:
+    task = item.task
+    state = replace(state, tasks={**state.tasks, task["id"]: task})
+    effects: list[Effect] = [RefreshBoard()]
+    gate = state.gates.get(task["id"])
+    if gate is not None and task.get("state") != "gated" and gate.get("kind") != "merge":
+        state, closed = _close_gate(state, task["id"])
+        effects += closed
+    if task.get("state") == "delivered":
+        effects.append(AutoFocus(task["role"]))
+    return state, effects
+
+
+@_reduce.register
+def _gate_opened(item: news.GateOpened, state: DeckState) -> Result:
+    gate = item.gate
+    tasks = state.tasks if gate.get("kind") == "merge" else {**state.tasks, gate["id"]: gate}
+    gates = OrderedDict(state.gates)
+    gates[gate["id"]] = gate
+    return replace(state, tasks=tasks, gates=gates), [RefreshBoard(), ShowGate()]
+
+
+@_reduce.register
+def _gate_closed(item: news.GateClosed, state: DeckState) -> Result:
+    return _close_gate(state, item.task_id)
+
+
+def _close_gate(state: DeckState, task_id: str) -> Result:
+    """Decided (here, from the CLI or the board): the dialog goes."""
+    gates = OrderedDict(state.gates)
+    gates.pop(task_id, None)
+    return (replace(state, gates=gates, dismissed=state.dismissed - {task_id}),
+            [CloseGate(task_id)])
+
+
+@_reduce.register
+def _event(item: news.EventLogged, state: DeckState) -> Result:
+    event = item.record.get("event")
+    if event == "reload":
+        return state, [Resync()]
+    if event == "work-done":
+        start = next((i.name for i in state.roles.values() if i.start), None)
+        if start:
+            return state, [AutoFocus(start)]
+    return state, []
+
+
+@_reduce.register
+def _gateway(item: news.GatewayChanged, state: DeckState) -> Result:
+    return replace(state, gateway=item.state), []
+
+
+@_reduce.register
+def _tokens(item: news.TokensChanged, state: DeckState) -> Result:
+    roles = dict(state.roles)
+    for role, usage in item.usages.items():
+        info = roles.get(role)
+        if info is not None and any(usage["tokens"].values()):
+            roles[role] = replace(info, usage=usage)
+    return replace(state, roles=roles), []
+
+
+@_reduce.register
+def _marks(item: news.MarksChanged, state: DeckState) -> Result:
+    roles = {name: replace(info, extra={**info.extra, "marks": tuple(item.marks.get(name, ()))})
+             for name, info in state.roles.items()}
+    return replace(state, roles=roles), []
+
+
+def merge_status(state: DeckState, rows: list[dict], asked: dict[str, int]) -> Result:
+    """A full ``status`` answer merged in.  ``asked`` is each role's count of
+    views when the question went out: a view published since is fresher than
+    the answer's row, which then only fills in the model and command."""
+    roles: dict[str, RoleInfo] = {}
+    for row in rows:
+        name = row["name"]
+        info = replace(state.roles.get(name) or RoleInfo(name), model=row.get("model", ""),
+                       command=row.get("command", ""))
+        if info.news == asked.get(name, 0):
+            info = replace(info, status=RoleStatus(row.get("state", info.status)),
+                           pid=row.get("pid"), restarts=row.get("restarts", 0),
+                           preview=tuple(row.get("preview", ())),
+                           profile=row.get("profile", info.profile), detail=row.get("detail", ""))
+        roles[name] = info
+    if not roles:
+        return state, []
+    return replace(state, roles=roles), [FollowRoster(tuple(roles))]
