@@ -241,6 +241,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="chg-bench-") as tmp:
         tmux = Tmux()
         ratios: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         rates: dict[str, dict[str, float]] = {}
         try:
             for name, data in streams.items():
@@ -249,11 +250,15 @@ def main() -> None:
                 ratios[name] = best["choragos"][0] / best["tmux"][0]
                 ratios[f"{name}, no block path"] = (best["choragos, no block path"][0]
                                                     / best["tmux"][0])
+                # CPU seconds (ours against the tmux server's) vary less with
+                # the machine's load than wall time does.
+                cpu[name] = best["choragos"][1] / max(best["tmux"][1], 1e-3)
                 rates[name] = {label: round(n / wall / 1e6, 2)
                                for label, (wall, _cpu, n) in best.items()}
         finally:
             tmux.close()
     emit("pane_throughput", {f"{k} (choragos/tmux wall)": v for k, v in ratios.items()},
+         cpu_ratios={f"{k} (choragos/tmux cpu)": round(v, 3) for k, v in cpu.items()},
          mb_per_s=rates, repeat=args.repeat)
 
 

@@ -234,6 +234,8 @@ def whole_text(row: Row, cols: int) -> str:
     """The text of a row as the program wrote it: the visible cells plus the
     ``tail`` a narrowing of the screen cut off (see ``VTScreen.resize``).
     What the history and the transcript keep."""
+    if row.__class__ is TextRow and not row.tail:  # a log line: every scrolled row of a flood
+        return row.text[:cols].rstrip()
     text = row_text(row, cols)
     tail = getattr(row, "tail", "") if row is not None else ""
     if not tail:

@@ -113,27 +113,28 @@ class VTParser:
         position had to change under the iterator, None when done."""
         draw = self.screen.draw
         actions = self._actions
+        # A block can only start where a line does: here, or after a LF.  Trying
+        # there, not at every token, keeps the block path free for the tokens of
+        # a screen being redrawn.
+        if blocks and (pos == 0 or data[pos - 1] == "\n"):
+            end = self._try_block(data, pos)
+            if end is not None:
+                return data, end
         for match in _TOKEN.finditer(data, pos):
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    # A block can only start where a line does.
-                    start = match.start()
-                    if blocks and (start == 0 or data[start - 1] == "\n"):
-                        end = self._try_block(data, start)
-                        if end is not None:
-                            return data, end
                     draw(match.group(1))
                 elif kind == _CONTROL:
-                    control = self._controls.get(match.group(2))
+                    char = match.group(2)
+                    control = self._controls.get(char)
                     if control is not None:
                         control()
-                elif kind == _CSI:
-                    start = match.start()
-                    if blocks and (start == 0 or data[start - 1] == "\n") and match.group(5) == "m":
-                        end = self._try_block(data, start)
+                    if blocks and char == "\n":
+                        end = self._try_block(data, match.end())
                         if end is not None:
                             return data, end
+                elif kind == _CSI:
                     action = actions.get(match.group())
                     if action is None:
                         if not match.group(5):

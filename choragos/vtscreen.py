@@ -612,8 +612,18 @@ class VTScreen(pyte.Screen):
         pushed: list[Row] = []
         scratch.on_scroll = pushed.append
         bottom = self.lines - 1
-        fresh = self._play_block(scratch, block.split("\n"), pushed,
-                                 _raw(self.buffer, bottom) is None)
+        fresh = _raw(self.buffer, bottom) is None
+        rest = block
+        if not fresh or scratch.cursor.x:
+            # A line begun by an earlier feed: finish it first, then the rest
+            # may start on a fresh row.
+            first = block.find("\n")
+            fresh = self._play_block(scratch, [block[:first], ""], pushed, fresh)
+            rest = block[first + 1:]
+        segments = None
+        if fresh and scratch.cursor.x == 0 and scratch.cursor.attrs == BLANK:
+            segments = _plain_lines(rest, self.columns, pushed)
+        fresh = self._play_block(scratch, segments or rest.split("\n"), pushed, fresh)
         scratch.on_scroll = _ignore
         keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
@@ -729,6 +739,31 @@ def _slice_styles(spans: list[tuple[int, Char]], start: int,
     if len(out) == 1 and out[0][1] == BLANK:
         return ()
     return tuple(out)
+
+
+def _plain_lines(block: str, cols: int, pushed: list[Row]) -> list[str] | None:
+    """The usual log block through a PTY -- ASCII lines in default colours, each
+    ended by CR LF, none wider than the screen -- taken in bulk: its rows go to
+    ``pushed`` and what follows the last LF is returned as the one segment left
+    to play; None (``pushed`` untouched) when the block is not that simple."""
+    cut = block.rfind("\n")
+    if cut < 0:
+        return None
+    body = block[:cut]
+    lines = body.count("\n") + 1
+    if (not body.endswith("\r") or body.count("\r") != lines or body.count("\r\n") != lines - 1
+            or not body.isascii() or "\x1b" in body or "\t" in body):
+        return None
+    texts = body[:-1].split("\r\n")
+    if max(map(len, texts)) <= cols:
+        pushed.extend([TextRow(text) if text else None for text in texts])
+    else:  # lines wider than the screen wrap onto further rows
+        for text in texts:
+            if len(text) <= cols:
+                pushed.append(TextRow(text) if text else None)
+            else:
+                pushed.extend([TextRow(text[i:i + cols]) for i in range(0, len(text), cols)])
+    return [block[cut + 1:]]
 
 
 def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import select
 import signal
@@ -28,6 +29,9 @@ from pathlib import Path
 from choragos.ui import framing as f
 
 CONNECT_TIMEOUT = 5.0
+# Screen bytes held for a terminal that is slower than the session: past
+# this the socket is not read, so the session sees the backlog.
+SCREEN_BACKLOG = 256 * 1024
 # Modes off, alternate screen left, attributes reset, cursor shown.
 RESTORE = (b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l"
            b"\x1b[?1004l\x1b[?1l\x1b>\x1b[0m\x1b[?1049l\x1b[?25h\x1b(B\x0f")
@@ -93,6 +97,8 @@ class Client:
         self.reason = ""
         self.code = f.DETACHED
         self._pending: list[tuple[bytes, bytes]] = []
+        self._screen = bytearray()  # for the terminal, not written yet
+        self._out_flags: int | None = None  # stdout's flags before the relay
         self._signals_r, self._signals_w = os.pipe()
         os.set_blocking(self._signals_r, False)
         os.set_blocking(self._signals_w, False)
@@ -169,6 +175,10 @@ class Client:
         self.saved = termios.tcgetattr(0)
         try:
             tty.setraw(0)
+            # The screen is written without blocking, so keys are read and sent
+            # while the terminal is still taking a big frame (keys first).
+            self._out_flags = fcntl.fcntl(1, fcntl.F_GETFL)
+            fcntl.fcntl(1, fcntl.F_SETFL, self._out_flags | os.O_NONBLOCK)
             self._relay()
         except BaseException:
             trace = traceback.format_exc()
@@ -188,21 +198,39 @@ class Client:
 
     def _relay(self) -> None:
         self.sock.setblocking(False)
+        try:
+            self._relay_loop()
+        finally:
+            with contextlib.suppress(OSError):
+                _write_all(1, bytes(self._screen))  # what the session said last
+            self._screen.clear()
+
+    def _relay_loop(self) -> None:
         for kind, payload in self._pending:
             if self._frame(kind, payload):
                 return
         outbox = bytearray()
         while True:
-            want = [0, self.sock, self._signals_r]
-            ready, _, _ = select.select(want, [self.sock] if outbox else [], [], 1.0)
+            want = [0, self._signals_r]
+            if len(self._screen) < SCREEN_BACKLOG:
+                want.append(self.sock)
+            writes = ([self.sock] if outbox else []) + ([1] if self._screen else [])
+            ready, writable, _ = select.select(want, writes, [], 1.0)
             if self._signals_r in ready and self._signals(outbox):
                 return
             if 0 in ready:
-                data = os.read(0, 1 << 16)
-                if not data:
+                try:
+                    data = os.read(0, 1 << 16)
+                except BlockingIOError:  # stdin may share stdout's non-blocking flag
+                    data = None
+                if data == b"":
                     self.reason = "the terminal closed"
                     return
-                outbox += f.encode_data(data)
+                if data:
+                    outbox += f.encode_data(data)
+                    _send_some(self.sock, outbox)  # keys go out before the screen is served
+            if 1 in writable:
+                self._write_screen()
             if self.sock in ready:
                 try:
                     data = self.sock.recv(1 << 18)
@@ -217,9 +245,7 @@ class Client:
                         if self._frame(kind, payload):
                             return
             if outbox:
-                with contextlib.suppress(BlockingIOError):
-                    sent = self.sock.send(outbox)
-                    del outbox[:sent]
+                _send_some(self.sock, outbox)
 
     def _signals(self, outbox: bytearray) -> bool:
         try:
@@ -236,9 +262,20 @@ class Client:
                 return True
         return False
 
+    def _write_screen(self) -> None:
+        try:
+            written = os.write(1, self._screen)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                return
+            raise
+        del self._screen[:written]
+
     def _frame(self, kind: bytes, payload: bytes) -> bool:
         if kind == f.DATA:
-            _write_all(1, payload)
+            self._screen += payload
             return False
         if kind == f.EXIT:
             value = f.decode_json(payload)
@@ -250,6 +287,10 @@ class Client:
     # -- leaving -------------------------------------------------------------------
 
     def _restore(self) -> None:
+        if self._out_flags is not None:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(1, fcntl.F_SETFL, self._out_flags)
+            self._out_flags = None
         if self.saved is None:
             return
         with contextlib.suppress(OSError):
@@ -280,6 +321,12 @@ def _size() -> tuple[int, int]:
         return max(size.columns, 1), max(size.lines, 1)
     except OSError:
         return 80, 24
+
+
+def _send_some(sock: socket.socket, outbox: bytearray) -> None:
+    with contextlib.suppress(BlockingIOError):
+        sent = sock.send(outbox)
+        del outbox[:sent]
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -7,8 +7,13 @@ one is refused and told the holder's pid, unless it asks to take over.  A
 client inside one of the session's own panes is refused (the deck would be
 drawn inside itself).
 
-One pump thread moves every byte.  It always drains the deck's PTY, so the
-deck never blocks on output; with nobody attached the bytes are dropped.  A
+The deck's frames reach the client without a relay: the deck's screen hands
+each frame to :meth:`AttachServer._frame_out` on the drawing thread, which
+sends it at once when the socket takes it (a keystroke's echo waits for no
+other thread); what the socket does not take waits in the client's outbox
+for the pump.  One pump thread moves every other byte: the client's keys,
+the outbox's rest, and whatever reaches the deck's PTY (a screen without a
+direct hand-over).  With nobody attached the bytes are dropped.  A
 client that stops reading is dropped too, once its backlog passes
 ``OUTBOX_LIMIT`` or it has made no progress for ``STALL_SECONDS``: a stalled
 SSH session must never hold up the crew.
@@ -70,6 +75,7 @@ class AttachServer:
         self._client: _Client | None = None
         self._requests: deque = deque()
         self._lock = threading.Lock()
+        self._out = threading.Lock()  # the client's outbox: the pump and the drawing thread
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -88,8 +94,14 @@ class AttachServer:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+        set_sink = getattr(self.deck.screen, "set_sink", None)
+        if set_sink is not None:
+            set_sink(self._frame_out)
 
     def close(self, reason: str = "the session ended") -> None:
+        set_sink = getattr(self.deck.screen, "set_sink", None)
+        if set_sink is not None:
+            set_sink(None)
         self._request("close", reason)
         self._stopping.set()
         if self._listener is not None:
@@ -213,6 +225,25 @@ class AttachServer:
                     self._client_event(events)
             self._check_stall()
 
+    def _frame_out(self, data: bytes) -> None:
+        """A frame from the deck, on its drawing thread: sent now if the socket
+        takes it, else left in the outbox and the pump woken to finish it."""
+        with self._out:
+            client = self._client
+            if client is None:
+                return
+            queued = bool(client.outbox)
+            client.outbox += f.encode_data(data)
+            if not queued:  # nothing waits ahead of it: the frame may go now
+                with contextlib.suppress(OSError):  # a broken socket is the pump's to see
+                    sent = client.sock.send(client.outbox)
+                    del client.outbox[:sent]
+                    client.progress = time.monotonic()
+            if not client.outbox:
+                return
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"!")  # the pump polls for POLLOUT now
+
     def _serve_requests(self) -> bool:
         with contextlib.suppress(OSError):
             os.read(self._wake_r, 4096)
@@ -230,10 +261,11 @@ class AttachServer:
     def _take(self, client: _Client) -> None:
         if self._client is not None:
             self._drop(f"taken over by pid {client.pid}", f.TAKEN_OVER)
-        with self._lock:
-            self._client = client
-        client.outbox += f.encode_json(f.ACCEPTED, {"pid": os.getpid(),
-                                                    "dir": str(self.workdir)})
+        with self._out:
+            client.outbox += f.encode_json(f.ACCEPTED, {"pid": os.getpid(),
+                                                        "dir": str(self.workdir)})
+            with self._lock:
+                self._client = client
         self.on_event("attached", pid=client.pid, cols=client.info.cols,
                       rows=client.info.rows)
         self.on_client(client.pid)
@@ -243,7 +275,7 @@ class AttachServer:
         client = self._client
         if client is None:
             return
-        with self._lock:
+        with self._out, self._lock:
             self._client = None
         client.outbox += f.encode_json(f.EXIT, {"reason": reason, "code": code})
         _flush(client, 1.0)
@@ -266,9 +298,10 @@ class AttachServer:
             if not chunk:
                 break
             taken += len(chunk)
-            client = self._client
-            if client is not None:
-                client.outbox += f.encode_data(chunk)
+            with self._out:
+                client = self._client
+                if client is not None:
+                    client.outbox += f.encode_data(chunk)
         client = self._client
         if client is not None and client.outbox:
             self._send(client)
@@ -308,14 +341,15 @@ class AttachServer:
 
     def _send(self, client: _Client) -> None:
         try:
-            sent = client.sock.send(client.outbox)
+            with self._out:
+                sent = client.sock.send(client.outbox)
+                del client.outbox[:sent]
         except BlockingIOError:
             return
         except OSError:
             self._drop("the client went away", f.DETACHED)
             return
         if sent:
-            del client.outbox[:sent]
             client.progress = time.monotonic()
 
     def _check_stall(self) -> None:
@@ -325,7 +359,8 @@ class AttachServer:
         stalled = time.monotonic() - client.progress > STALL_SECONDS
         if stalled or len(client.outbox) > OUTBOX_LIMIT:
             log.warning("dropping attach client pid %d: it stopped reading", client.pid)
-            client.outbox.clear()
+            with self._out:
+                client.outbox.clear()
             self._drop("dropped: the client stopped reading", f.DROPPED)
 
 

@@ -112,6 +112,7 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self._bar_line = text_line(1, [("│", "bar")])
         self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
+        self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn
         self._user_active_until = 0.0

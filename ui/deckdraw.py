@@ -89,11 +89,12 @@ class DeckDraw:
         cursor = None
         colors = self.screen.colors
         numbers = {name: i for i, name in enumerate(layout.roster, 1)}
+        tasks = self._current_tasks()
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)
             focused = role == layout.focus
             grid[rect.y].append((rect.x, self._title(role, rect.w, focused,
-                                                     numbers.get(role, 0))))
+                                                     numbers.get(role, 0), tasks)))
             if rect.h <= 1:
                 continue
             lines, pane_cursor = self._pane_lines(role, rect.w, rect.h - 1, focused and focus,
@@ -116,13 +117,14 @@ class DeckDraw:
         side_lines = self._sidebar(side, body_h) if side else []
         memo = self._rows_memo if len(self._rows_memo) == body_h else [None] * body_h
         for y in range(body_h):
-            key = (sorted(grid[y], key=lambda seg: seg[0]), side_lines[y] if side else None,
-                   body_w)
+            # Tiles are placed in the same order every frame: the pieces need
+            # sorting only when the row is joined again.
+            key = (grid[y], side_lines[y] if side else None, body_w)
             held = memo[y]
             if held is not None and held[0] == key:  # the same pieces: joined already
                 out.append(held[1])
                 continue
-            row = _join(key[0], body_w)
+            row = _join(sorted(key[0], key=lambda seg: seg[0]), body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
             memo[y] = (key, row)
@@ -162,13 +164,30 @@ class DeckDraw:
         self._side_memo = (key, lines)
         return lines
 
-    def _title(self, role: str, width: int, focused: bool, number: int) -> Line:
+    def _title(self, role: str, width: int, focused: bool, number: int,
+               tasks: dict[str, dict]) -> Line:
+        """A tile's title row, built again only when what it shows changed
+        (every frame draws every title; an echo frame must stay cheap)."""
         info = self.state.roles.get(role) or RoleInfo(role)
+        task = tasks.get(role)
+        pane = self.state.panes.get(role)
+        scroll = pane.scroll if pane is not None else None
+        key = (width, focused, number, info.status, task and (task["id"], task.get("label")),
+               scroll and (scroll.offset, scroll.query, scroll.current, len(scroll.matches)),
+               self.state.layout.zoomed)
+        held = self._title_memo.get(role)
+        if held is not None and held[0] == key:
+            return held[1]
+        line = self._build_title(role, width, focused, number, info, task)
+        self._title_memo[role] = (key, line)
+        return line
+
+    def _build_title(self, role: str, width: int, focused: bool, number: int,
+                     info: RoleInfo, task: dict | None) -> Line:
         base = "title focus" if focused else "title"
         style = base if focused else STATE_STYLE.get(info.status, "idle")
         pieces = [(f" {number} " if number else " ", base), (inert(role), base),
                   (f" {STATE_DOT.get(info.status, '●')} {info.status}", style)]
-        task = self._current_tasks().get(role)
         if task:
             pieces.append((f"  {task['id']} {inert(task.get('label', ''))}", base))
         pane = self.state.panes.get(role)

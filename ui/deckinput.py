@@ -27,10 +27,15 @@ class DeckInput:
 
     # -- input ---------------------------------------------------------------------------
 
-    def _input(self, data: bytes) -> None:
+    def _input(self, data: bytes) -> bool | None:
+        """Act on the client's keys; False when they only went to agents: the
+        deck shows nothing new then, and the echo brings its own frame (drawing
+        one here would hold the interpreter while the echo is on its way)."""
+        typed_only = True
         for token in self.tokenizer.feed(data):
-            self._token(token)
+            typed_only = self._token(token) is True and typed_only
         self._arm_flush()
+        return False if typed_only and not self.tokenizer.pending else None
 
     def _arm_flush(self) -> None:
         if self._flush_alarm is not None:
@@ -44,7 +49,8 @@ class DeckInput:
                 self.dirty = True
             self._flush_alarm = self.loop.set_alarm_in(ESC_WAIT, flush)
 
-    def _token(self, token: k.Token) -> None:
+    def _token(self, token: k.Token) -> bool | None:
+        """Act on one key; True when it was only typed at the agents."""
         key = token.key
         if self.editor is not None:
             self.editor.send(token)
@@ -59,7 +65,7 @@ class DeckInput:
             return
         if self.tokenizer.in_paste or key in (k.PASTE_TEXT, "end paste", "begin paste"):
             self._to_agents(token)
-            return
+            return True
         if self.mode == "prefix":
             self.mode = "normal"
             self._after_prefix(token)
@@ -74,8 +80,9 @@ class DeckInput:
         pane = self.state.panes.get(focus) if focus else None
         if pane is not None and pane.scroll is not None:
             self._scroll_key(pane, key)
-            return
+            return None
         self._to_agents(token)
+        return True
 
     def _to_agents(self, token: k.Token) -> None:
         layout = self.state.layout

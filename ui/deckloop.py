@@ -20,6 +20,7 @@ from choragos.terminal import Terminal
 from choragos.ui import keys as k
 from choragos.ui.deckbase import (
     BUSY_FRAME,
+    FAST_WINDOW,
     FRAME,
     MESSAGE_TIME,
     OVERLAY_REFRESH,
@@ -230,14 +231,18 @@ class DeckLoop:
             self._changed.discard(role)
             return True
         self._changed.add(role)
-        typing = any(until > now for until in self._typed.values())
-        self._schedule_frame(now, BUSY_FRAME if typing else FRAME)
+        # While the user types, the budget runs from the last key too: keys
+        # draw no frame of their own, and the echo must not share its frame.
+        last_key = max(self._typed.values(), default=0.0) - FAST_WINDOW
+        typing = last_key + FAST_WINDOW > now
+        self._schedule_frame(now, BUSY_FRAME if typing else FRAME,
+                             max(self._last_frame, last_key))
         return False
 
-    def _schedule_frame(self, now: float, budget: float) -> None:
+    def _schedule_frame(self, now: float, budget: float, since: float) -> None:
         if self._frame_alarm is not None or self.loop is None:
             return
-        self._frame_alarm = self.loop.set_alarm_in(max(self._last_frame + budget - now, 0.0),
+        self._frame_alarm = self.loop.set_alarm_in(max(since + budget - now, 0.0),
                                                    self._frame_up)
 
     def _frame_up(self, _loop: Any = None, _data: Any = None) -> None:

@@ -11,6 +11,12 @@ Input does not come through here: the deck takes the client's bytes itself
 no queries (their answers would arrive mixed with the user's typing).
 Signals are left alone too: this runs on a thread that is not the main one.
 
+:meth:`PtyScreen.set_sink` hands every frame straight to a consumer (the
+attach server, which sends it to the client from the drawing thread)
+instead of through the PTY: a keystroke's echo then crosses no PTY and
+waits for no relay thread.  The PTY stays the default, and it still carries
+the window size urwid reads.
+
 :meth:`PtyScreen.paint` is the deck's fast path for frames without a dialog:
 it writes only the rows that differ from the last frame, without building an
 urwid canvas, so a keystroke's echo costs one row, not a screen.
@@ -24,6 +30,7 @@ import os
 import pty
 import struct
 import termios
+from collections.abc import Callable
 from typing import Any
 
 from urwid.display import escape, raw
@@ -37,6 +44,8 @@ class _NoInput:
 
 class PtyScreen(raw.Screen):
     def __init__(self, cols: int = 160, rows: int = 48, colors: int = 256) -> None:
+        self._sink: Callable[[bytes], None] | None = None
+        self._held: list[str] = []  # written for the sink, not flushed yet
         self.master, slave = pty.openpty()
         os.set_blocking(self.master, False)
         # Output exactly as urwid writes it, with the usual tty post-processing.
@@ -56,6 +65,28 @@ class PtyScreen(raw.Screen):
         self._painted_size: tuple[int, int] | None = None
         self._painted_cursor: tuple[int, int] | None = None
         self.rows_written = 0  # rows sent by paint, ever (tests count them)
+
+    # -- where frames go ---------------------------------------------------------
+
+    def set_sink(self, sink: Callable[[bytes], None] | None) -> None:
+        """Give every flushed frame to ``sink`` (bytes, called on the drawing
+        thread) instead of the PTY; None goes back to the PTY."""
+        self.flush()
+        self._sink = sink
+
+    def write(self, data: str) -> None:
+        if self._sink is None:
+            super().write(data)
+        else:
+            self._held.append(data)
+
+    def flush(self) -> None:
+        if self._sink is None or not self._held:
+            super().flush()
+            return
+        data, self._held = "".join(self._held), []
+        # As the PTY's output processing would (ONLCR): a newline moves to column 0.
+        self._sink(data.encode("utf-8", "replace").replace(b"\n", b"\r\n"))
 
     # -- size ------------------------------------------------------------------
 

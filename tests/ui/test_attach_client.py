@@ -3,9 +3,11 @@ gives the terminal back -- after a detach and after a crash of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,69 @@ def test_only_a_pane_of_the_same_session_refuses_locally(where, monkeypatch):
     assert own_role(ui_sock) is None  # a pane of another session may attach here
     monkeypatch.delenv("CHORAGOS_ROLE")
     assert own_role(ui_sock) is None
+
+
+class FloodingServer:
+    """Accepts one client and sends it screen bytes without end (on a thread of
+    their own), recording the client's frames meanwhile."""
+
+    def __init__(self, path: Path) -> None:
+        self.dir = str(path.parent)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.received: list[tuple[bytes, bytes]] = []
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        decoder = f.Decoder()
+        conn.settimeout(10)
+        while not self.received:
+            self.received += decoder.feed(conn.recv(65536))
+        conn.sendall(f.encode_json(f.ACCEPTED, {"pid": 1, "dir": self.dir}))
+        threading.Thread(target=self._flood, args=(conn,), daemon=True).start()
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                self.received += decoder.feed(data)
+
+    def _flood(self, conn: socket.socket) -> None:
+        frame = f.encode_data(b"\x1b[31mflood line\x1b[0m\r\n" * 2000)
+        with contextlib.suppress(OSError):
+            while not self.stop.is_set():
+                conn.sendall(frame)
+            conn.sendall(f.encode_json(f.EXIT, {"reason": "test over", "code": f.DETACHED}))
+
+    def typed(self) -> bytes:
+        return b"".join(payload for kind, payload in list(self.received) if kind == f.DATA)
+
+
+def test_keys_go_out_while_the_terminal_is_behind(where):
+    """A terminal that takes the screen slower than it comes (here: not at all
+    until the key arrived) does not hold the keys back: they are read and sent
+    while the screen waits."""
+    sock, workdir = where / "u.sock", where
+    server = FloodingServer(sock)
+    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), "normal"],
+                            env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
+                                 "PATH": "/usr/bin:/bin"},
+                            cwd=str(workdir), dimensions=(30, 100))
+    try:
+        wait_until(lambda: server.received, 10, message="the hello")
+        time.sleep(0.5)  # the flood fills the terminal, which nobody reads yet
+        proc.write(b"k")
+        wait_until(lambda: b"k" in server.typed(), 10, message="the key despite the backlog")
+        server.stop.set()
+        output = bytearray()
+        while True:  # now the terminal is read: the screen and the exit arrive
+            try:
+                output += proc.read(65536)
+            except EOFError:
+                break
+        assert b"flood line" in output
+        assert b"exit=0 echo=on" in output
+    finally:
+        server.stop.set()
+        if proc.isalive():
+            proc.terminate(force=True)

@@ -173,3 +173,60 @@ def test_the_socket_is_private(served):
     server, _, _, _ = served
     assert (os.stat(server.path).st_mode & 0o777) == 0o600
     assert (os.stat(server.path.parent).st_mode & 0o777) == 0o700
+
+
+class DirectDeck(FakeDeck):
+    """A stand-in deck with the real screen: frames are handed over directly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from choragos.ui.ptyscreen import PtyScreen
+
+        self.screen = PtyScreen(80, 24)
+
+
+def _data_until(sock: socket.socket, decoder: f.Decoder, needle: bytes) -> bytes:
+    got = bytearray()
+
+    def arrived() -> bool:
+        for kind, payload in decoder.feed(sock.recv(65536)):
+            if kind == f.DATA:
+                got.extend(payload)
+        return needle in got
+    wait_until(arrived, 10, message=f"{needle!r} on the client")
+    return bytes(got)
+
+
+def test_frames_go_to_the_client_directly_not_through_the_pty(short_tmp):
+    deck = DirectDeck()
+    server = AttachServer(short_tmp / "s.ui.sock", deck, role_pids=list, workdir=short_tmp)
+    server.start()
+    try:
+        deck.screen.write("before anyone\n")  # nobody attached: dropped
+        deck.screen.flush()
+        sock, decoder, frames = connect(server)
+        assert frames[0][0] == f.ACCEPTED
+        wait_until(lambda: server.holder is not None, 5, message="attach")
+        deck.screen.write("\x1b[Hecho")
+        deck.screen.write(" line\n")
+        deck.screen.flush()
+        got = _data_until(sock, decoder, b"echo line\r\n")
+        assert got == b"\x1b[Hecho line\r\n"  # one frame, newline as a tty would send it
+        with pytest.raises(BlockingIOError):  # nothing went through the PTY
+            os.read(deck.screen.master, 4096)
+        # A client slower than the frames: the socket's rest waits in the
+        # outbox and the pump sends it, in order.
+        sock.setblocking(True)
+        big = "".join(f"row {i:06d}\n" for i in range(40000))
+        deck.screen.write(big)
+        deck.screen.flush()
+        deck.screen.write("the end")
+        deck.screen.flush()
+        sock.settimeout(5)
+        got = _data_until(sock, decoder, b"the end")
+        assert got == big.replace("\n", "\r\n").encode() + b"the end"
+        sock.close()
+    finally:
+        server.close()
+        deck.screen.close()
+    assert deck.screen._sink is None  # closed: back to the PTY

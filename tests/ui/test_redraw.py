@@ -272,3 +272,44 @@ def test_after_a_resize_the_client_shows_the_whole_new_frame(running):
                 and client.display() == [raw.decode().rstrip() for raw, _ in painted]
                 and "after the resize" in client.text())
     wait_until(shows_it, 10, message="the new size drawn on the client")
+
+
+def test_keys_typed_at_an_agent_draw_no_frame_of_their_own(running):
+    """Keys that only go to the focused agent change nothing the deck shows:
+    the frame comes with the echo, not before it (counted frames)."""
+    deck, port = running
+    frames = deck.frames
+    deck.feed_input(b"abc")
+    wait_until(lambda: port.typed("orchestrator") == b"abc", 10)
+    _settled(deck)
+    assert deck.frames == frames
+    assert _drain(deck) == b""
+    port.terminals["orchestrator"].feed(b"abc")  # the echo: one frame
+    wait_until(lambda: deck.frames > frames, 10, message="the echo drawn")
+    _settled(deck)
+    assert deck.frames - frames == 1
+    # A key the deck acts on (the prefix) still draws: the status line shows it.
+    deck.feed_input(b"\x02")
+    wait_until(lambda: deck.frames > frames + 1, 10, message="the prefix drawn")
+    deck.feed_input(b"\x1b")
+
+
+def test_titles_are_built_again_only_when_what_they_show_changed(tmp_path, monkeypatch):
+    deck = Deck(FakePort(tmp_path), 120, 40)
+    built: list[str] = []
+    build = deck._build_title
+    monkeypatch.setattr(deck, "_build_title", lambda role, *a: built.append(role)
+                        or build(role, *a))
+    try:
+        first = deck.render_base(120, 40, True)
+        tiles = len(built)
+        assert tiles >= 2
+        assert deck.render_base(120, 40, True) == first
+        assert len(built) == tiles  # nothing changed: no title built again
+        deck.state.roles["coder"].status = "working"
+        lines, _ = deck.render_base(120, 40, True)
+        assert built[tiles:] == ["coder"]
+        assert any(b"working" in line[0] for line in lines)
+    finally:
+        deck.stop()
+        deck.screen.close()

@@ -689,3 +689,32 @@ def test_widening_again_does_not_show_the_cut_text(style: str) -> None:
     assert t.whole_display()[0] == LONG  # the transcript still gets all of it
     t.feed(b"\x1b[A\x1b[70Gnew")  # written past the cut: the row is the program's again
     assert t.whole_display()[0] == LONG[:57] + " " * 12 + "new"
+
+
+def test_plain_crlf_lines_are_taken_in_bulk_and_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log as it comes through a PTY (every line ended by CR LF, some empty,
+    some wider than the screen, feeds cut mid-line) goes into rows in bulk,
+    and the screen and history are the same as cell by cell."""
+    from choragos import vtscreen
+
+    bulk: list[int] = []
+    plain_lines = vtscreen._plain_lines
+
+    def counting(block: str, cols: int, pushed: list) -> list[str] | None:
+        before = len(pushed)
+        segments = plain_lines(block, cols, pushed)
+        bulk.append(len(pushed) - before)
+        return segments
+
+    monkeypatch.setattr(vtscreen, "_plain_lines", counting)
+    lines = [("" if i % 7 == 0 else f"{i} " + "word " * (i % 11)) for i in range(2000)]
+    data = "".join(f"{line}\r\n" for line in lines).encode() + b"partial"
+    results = []
+    for fast in (True, False):
+        scrolled: list[str] = []
+        t = Terminal(30, 8, fast_path=fast, scrollback=10_000, on_scrolled=scrolled.extend)
+        for i in range(0, len(data), 1000):
+            t.feed(data[i:i + 1000])
+        results.append((t.display(), t.history(), scrolled, t.cursor, t.render_rows()))
+    assert results[0] == results[1]
+    assert sum(bulk) > 1900  # nearly every row came from the bulk path
