@@ -65,6 +65,11 @@ STEPS: list[tuple[str, Callable[[Path], None]]] = [
     ("a new directory with a file", lambda r: write(r, "c/d/new.txt", "new\n")),
     ("an ignored file added", lambda r: write(r, "b/noise.log", "ignored\n")),
     ("a tracked ignored file changed", lambda r: _replace(r / "kept.log", "tracked, edited\n")),
+    # The listing and the rules stay the same; only git's index says otherwise.
+    ("an ignored file taken into git", lambda r: git(r, "add", "-f", "b/noise.log")),
+    ("a tracked ignored file let go", lambda r: git(r, "rm", "-q", "--cached", "kept.log")),
+    ("a tracked ignored directory let go",
+     lambda r: git(r, "rm", "-r", "-q", "--cached", "build")),
     ("a rule ignoring a kept file", lambda r: write(r, "a/.gitignore", "one.txt\n")),
     ("the rule dropped", lambda r: (r / "a" / ".gitignore").unlink()),
     ("a whole directory removed", lambda r: shutil.rmtree(r / "c")),
@@ -76,7 +81,7 @@ STEPS: list[tuple[str, Callable[[Path], None]]] = [
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = init_repo(tmp_path / "repo")
-    write(root, ".gitignore", "*.log\n")
+    write(root, ".gitignore", "*.log\nbuild/\n")
     write(root, "top.txt", "top\n")
     write(root, "a/one.txt", "one\n")
     write(root, "a/two.txt", "two\n")
@@ -85,7 +90,8 @@ def repo(tmp_path: Path) -> Path:
     write(root, "kept.log", "tracked though ignored\n")
     (root / "link").symlink_to("top.txt")
     git(root, "add", "-A")
-    git(root, "add", "-f", "kept.log")
+    write(root, "build/out/bin.txt", "built\n")
+    git(root, "add", "-f", "kept.log", "build")
     git(root, "commit", "-q", "-m", "start")
     age_tree(root)
     return root
@@ -106,12 +112,12 @@ def test_an_unchanged_tree_is_walked_without_reading(repo: Path) -> None:
     with CheckpointStore(repo) as store:
         first = store.snapshot("T1", "coder", "first")
         assert (store.last_stats.hashed, store.last_stats.files) == (files, files)
-        assert store.last_stats.dirs == 4  # the root, a, b and b/deep
+        assert store.last_stats.dirs == 6  # the root, a, b, b/deep, build, build/out
         again = store.snapshot("T2", "coder", "again")
         stats = store.last_stats
     assert again.tree == first.tree
     assert (stats.hashed, stats.listed, stats.written) == (0, 0, 0)
-    assert (stats.files, stats.dirs, stats.skipped) == (files, 4, [])
+    assert (stats.files, stats.dirs, stats.skipped) == (files, 6, [])
 
 
 def test_a_new_store_trusts_the_private_index_of_the_last(repo: Path) -> None:
