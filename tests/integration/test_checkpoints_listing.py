@@ -78,3 +78,17 @@ def test_a_name_without_an_epoch_is_its_own_task_and_oldest(repo: Path) -> None:
         names = [(c.name, c.task_id, c.created) for c in store.list()]
         assert store.resolve("handmade").name == "handmade"
     assert names == [("1700000000-T1", "T1", 1_700_000_000.0), ("handmade", "handmade", 0.0)]
+
+
+def test_a_ref_to_a_blob_does_not_stop_the_cache_being_dropped(repo: Path) -> None:
+    write(repo, "a.txt", "a\n")
+    write(repo, "note.txt", "not a commit\n")
+    blob = git(repo, "hash-object", "-w", "note.txt").strip()
+    git(repo, "update-ref", f"{REF_PREFIX}9999999999-T9", blob)  # the newest, so kept
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "first")
+        assert store.prune(1) == [first.ref]
+        # The cache described T1, now gone, and no commit has its tree: dropped.
+        again = store.snapshot("T2", "coder", "again")
+        assert store.last_stats.hashed == 2
+    assert again.tree == git(repo, "rev-parse", f"{again.ref}^{{tree}}").strip()

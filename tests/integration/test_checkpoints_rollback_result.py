@@ -13,6 +13,7 @@ import pytest
 
 from choragos.checkpoints import CheckpointError, CheckpointStore
 from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+    add_submodule,
     git,
     init_repo,
     isolated_git,
@@ -109,3 +110,64 @@ def test_things_in_the_way_are_named_up_to_five(repo: Path, count: int, shown: s
     assert str(refused.value) == (
         f"rollback would overwrite ignored or untracked content in the way: {shown}; "
         "move it aside and try again (nothing was changed)")
+
+
+def test_undo_points_are_named_for_what_they_undo(repo: Path) -> None:
+    write(repo, "a.txt", "first\n")
+    with CheckpointStore(repo) as store:
+        target = store.snapshot("T1", "coder", "before")
+        write(repo, "a.txt", "second\n")
+        settle(repo)
+        undo = store.rollback(target).saved  # a checkpoint itself, not only its name
+        assert (undo.task_id, undo.role) == ("pre-rollback-T1", "choragos")
+        assert undo.label == f"before rolling back to {target.name}"
+        settle(repo)
+        redo = store.rollback(undo.task_id).saved
+        assert redo.task_id == "pre-undo-T1"
+        assert store.plan_rollback(redo).restore == ["a.txt"]
+    assert (repo / "a.txt").read_text() == "second\n"
+
+
+@pytest.mark.parametrize("blocker", ["a", "a/b"])
+def test_an_ignored_file_where_a_directory_must_go_is_in_the_way(repo: Path,
+                                                                 blocker: str) -> None:
+    write(repo, ".gitignore", f"/{blocker}\n")
+    write(repo, "a/b/c.txt", "tracked\n")
+    git(repo, "add", "-f", "a/b/c.txt")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        for path in ("a/b/c.txt", "a/b", "a")[: 3 - blocker.count("/")]:
+            target = repo / path
+            target.unlink() if target.is_file() else target.rmdir()
+        write(repo, blocker, "ignored, the user's own\n")
+        with pytest.raises(CheckpointError, match=f"in the way: {blocker};"):
+            store.rollback("T1")
+    assert (repo / blocker).read_text() == "ignored, the user's own\n"
+
+
+def test_a_directory_holding_an_ignored_symlink_is_in_the_way(repo: Path,
+                                                              tmp_path: Path) -> None:
+    write(repo, ".gitignore", "*.log\n")
+    write(repo, "d", "a file\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        (repo / "d").unlink()
+        (repo / "d").mkdir()
+        (repo / "d" / "link.log").symlink_to(empty)  # ignored: never deleted by rollback
+        with pytest.raises(CheckpointError, match="in the way: d;"):
+            store.rollback("T1")
+    assert (repo / "d" / "link.log").is_symlink()
+
+
+def test_a_submodule_at_another_commit_is_reported_not_restored(repo: Path,
+                                                                tmp_path: Path) -> None:
+    add_submodule(repo, tmp_path / "upstream")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "sub/inside.txt", "moved on\n")
+        git(repo / "sub", "commit", "-q", "-am", "moved on")
+        settle(repo)
+        plan = store.plan_rollback("T1")
+    assert (plan.restore, plan.delete, plan.submodules) == ([], [], ["sub"])
