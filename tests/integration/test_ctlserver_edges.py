@@ -124,3 +124,39 @@ def test_a_lock_file_that_is_a_symlink_is_refused(make: Make, sock_path: Path,
     assert "symbolic links" in refused.value.reason
     assert elsewhere.read_text() == "keep\n"
     assert not sock_path.exists()
+
+
+# --- limits at their edge -----------------------------------------------------------
+
+def test_a_request_of_exactly_the_limit_is_served(make: Make, sock_path: Path) -> None:
+    request = b'{"cmd": "ping", "pad": "' + b"x" * 100 + b'"}\n'
+    make(max_bytes=len(request))
+    assert raw_exchange(sock_path, request)["status"] == "ok"
+    too_big = request[:-3] + b'x"}\n'
+    assert raw_exchange(sock_path, too_big)["error"].startswith("request too large")
+
+
+def test_sixty_four_requests_are_handled_at_once_by_default(make: Make, sock_path: Path) -> None:
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def slow(request: dict[str, Any]) -> dict[str, Any]:
+        if request["cmd"] == "status":
+            entered.release()
+            release.wait(20)
+        return wire.ok()
+
+    make(handler=slow)
+    holders = [threading.Thread(target=wire.request, args=(sock_path, {"cmd": "status"}),
+                                kwargs={"timeout": 30}) for _ in range(64)]
+    try:
+        for holder in holders:
+            holder.start()
+        for _ in holders:
+            assert entered.acquire(timeout=10)  # all 64 are being handled
+        ack = raw_exchange(sock_path, b'{"cmd": "ping"}\n', timeout=5)
+        assert ack["error"] == "busy: the session is serving 64 requests; try again"
+    finally:
+        release.set()
+        for holder in holders:
+            holder.join(10)
