@@ -5,7 +5,9 @@ unknown value is quoted in an error."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 
 import pytest
 
@@ -77,3 +79,64 @@ def test_an_archived_flag_that_is_not_a_boolean_is_named_by_its_kind():
     with pytest.raises(wire.WireError) as caught:
         wire.parse_request(wire.encode({"cmd": "board", "archived": "yes"}))
     assert caught.value.reason == '"archived" must be true or false, not a string'
+
+
+def test_a_session_whose_queue_is_full_is_alive_and_worth_retrying(short_tmp):
+    sock = short_tmp / "full.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sock))
+        listener.listen(1)  # never accepts
+        queued = []
+        try:
+            while True:  # fill the kernel's queue
+                conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                conn.setblocking(False)
+                queued.append(conn)
+                conn.connect(str(sock))
+        except BlockingIOError:
+            pass
+        try:
+            failure = unreachable(sock)
+        finally:
+            for conn in queued:
+                conn.close()
+    assert failure.reason == (f"the session at {sock} is not accepting connections fast "
+                              "enough (its queue is full)")
+    assert (failure.retry, failure.alive) == (True, True)
+
+
+def serve_once(sock, answer: bytes) -> threading.Thread:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock))
+    listener.listen(1)
+
+    def run() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                with contextlib.suppress(OSError):
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def ack_of_size(size: int) -> bytes:
+    head = b'{"status": "ok", "pad": "'
+    return head + b"x" * (size - len(head) - 3) + b'"}\n'
+
+
+def test_an_answer_in_many_pieces_is_read_whole(short_tmp):
+    thread = serve_once(short_tmp / "big.sock", ack_of_size(1_000_000))
+    ack = wire.request(short_tmp / "big.sock", {"cmd": "ping"}, timeout=10)
+    thread.join(10)
+    assert ack["pad"] == "x" * (1_000_000 - 28)
+
+
+def test_an_answer_over_the_limit_is_refused(short_tmp):
+    thread = serve_once(short_tmp / "huge.sock", ack_of_size(wire.MAX_ACK + 1))
+    with pytest.raises(wire.WireError, match=r"^the session's answer is too large$"):
+        wire.request(short_tmp / "huge.sock", {"cmd": "ping"}, timeout=10)
+    thread.join(10)
