@@ -55,3 +55,29 @@ def test_forgetting_a_task_that_is_not_the_newest_keeps_the_numbering() -> None:
     board.forget([older.id])
     assert list(board.tasks) == ["T2"]
     assert board.create("coder", "next").id == "T3"  # never a second T2
+
+
+def test_forgetting_the_newest_task_gives_back_exactly_its_id() -> None:
+    board = make_board()
+    for text in ("a", "b", "c"):
+        board.create("coder", text)
+    board.forget(["T3"])
+    assert board.create("coder", "again").id == "T3"
+
+
+def test_forgetting_an_id_not_on_the_board_changes_nothing() -> None:
+    board = make_board()
+    board.create("coder", "kept")
+    board.forget(["T7"])
+    assert list(board.tasks) == ["T1"] and board.create("coder", "next").id == "T2"
+
+
+def test_putting_back_a_task_undoes_a_change_live_or_archived() -> None:
+    board = make_board()
+    task = board.create("coder", "fix it")
+    board.move(task.id, TaskState.DELIVERED)
+    board.put_back(task)  # live: the earlier version replaces the later one
+    assert board.get(task.id) == task and board.snapshot()[0]["state"] == "queued"
+    board.archive[task.id] = board.tasks.pop(task.id)  # as compaction leaves it
+    board.put_back(task)
+    assert task.id in board.tasks and task.id not in board.archive
