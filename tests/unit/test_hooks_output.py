@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import os
 
-from choragos.hooks import Hooks
-
-
-def make(tmp_path, commands, timeout=5.0):
-    failures = []
-    hooks = Hooks(commands, tmp_path, lambda **f: failures.append(f), timeout=timeout)
-    return hooks, failures
+from tests.unit.test_hooks_details import make
 
 
 def test_output_that_comes_in_pieces_is_quoted_whole(tmp_path):
