@@ -19,7 +19,6 @@ from choragos.checkpoints import CheckpointStore
 from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
     age_tree,
     git,
-    git_tree,
     init_repo,
     isolated_git,
     settle,
@@ -76,6 +75,23 @@ STEPS: list[tuple[str, Callable[[Path], None]]] = [
     ("an empty directory added", lambda r: (r / "empty").mkdir()),
     ("a file renamed", lambda r: os.rename(r / "a" / "one.txt", r / "a" / "uno.txt")),
 ]
+
+
+def git_tree(root: Path) -> str:
+    """What `git add -A` makes of the tree, from an empty index: a copy of the
+    user's index would let git trust stat data that a change made within the
+    same clock tick leaves equal, and the oracle, not the walk, would be wrong."""
+    index = root.parent / "oracle-index"
+    index.unlink(missing_ok=True)
+    env = {"GIT_INDEX_FILE": str(index)}
+    tracked_ignored = git(root, "ls-files", "-z", "-c", "-i", "--exclude-standard").split("\0")
+    git(root, "add", "-A", env=env)
+    kept = [p for p in tracked_ignored if p and os.path.lexists(root / p)]
+    if kept:
+        git(root, "add", "-f", "--", *kept, env=env)
+    tree = git(root, "write-tree", env=env).strip()
+    index.unlink()
+    return tree
 
 
 @pytest.fixture
