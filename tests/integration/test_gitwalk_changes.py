@@ -147,3 +147,17 @@ def test_a_new_store_trusts_the_private_index_of_the_last(repo: Path) -> None:
         stats = store.last_stats
     assert second.tree != first.tree and second.tree == git_tree(repo)
     assert (stats.hashed, stats.listed) == (1, 0)
+    assert stats.files == len(git(repo, "ls-files", "-c", "-o", "--exclude-standard").split())
+
+
+def test_big_files_changed_together_are_all_in_the_checkpoint(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "first")
+        for i in range(3):  # big enough to be hashed on threads, and a small one
+            write(repo, f"b/big{i}.bin", bytes([i]) * 300_000)
+        write(repo, "b/small.txt", "small\n")
+        settle(repo)
+        checkpoint = store.snapshot("T2", "coder", "big files")
+        stats = store.last_stats
+    assert checkpoint.tree == git_tree(repo)
+    assert (stats.hashed, stats.hashed_bytes) == (4, 900_006)
