@@ -13,7 +13,8 @@ CODEX := $(CODEX_DIR)/node_modules/.bin/codex
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean mutate
+.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean mutate mutate-git \
+	mutate-all mutate-clean
 
 venv: $(STAMP)
 
@@ -70,22 +71,44 @@ demo-clean:
 	rm -rf $(DEMO_DIR)
 
 # Mutation testing of the safety modules against their fast tests:
-# docs/mutation.md.  Starts from scratch each time; MUTANTS='choragos.wire*'
-# runs one module's mutants only.
+# docs/mutation.md.  Every mutant matching MUTANTS is judged afresh each time
+# (MUTANTS='choragos.wire*' runs one module's); mutmut's record of which
+# tests reach which function, and how long they take, is kept in mutants/
+# between runs (`make mutate-clean` drops it).  The children mostly wait on
+# sockets, git and sleeps, so there are more of them than cores.
 MUTATE_STAMP := $(VENV)/.mutate-installed
-MUTANTS ?=
+# `make mutate` judges every module whose tests run in-process; the two whose
+# tests run git for every mutant take far longer: `make mutate-git`, or
+# both with `make mutate-all`.
+MUTATE_FAST := choragos.envpolicy* choragos.restartpolicy* choragos.board* choragos.wire* \
+	choragos.ctlserver* choragos.paths* choragos.configschema* choragos.screenstatus* \
+	choragos.hooks*
+MUTATE_GIT := choragos.gitwalk* choragos.checkpoints*
+MUTANTS ?= $(MUTATE_FAST)
+MUTATE_JOBS ?= 6
 
 $(MUTATE_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
 	touch $(MUTATE_STAMP)
 
 mutate: $(MUTATE_STAMP)
-	rm -rf mutants
 	mkdir -p .cache
+	@# The record is only as good as the tests it was taken from.
+	@if [ -f mutants/mutmut-stats.json ] && [ -n "$$(find tests pyproject.toml -newer mutants/mutmut-stats.json -name '*.py' -o -newer mutants/mutmut-stats.json -name pyproject.toml | head -1)" ]; then \
+		echo "tests changed: mutmut records which tests reach what afresh"; rm -f mutants/mutmut-stats.json; fi
 	@start=$$(date +%s); \
-	nice $(BIN)/mutmut run --max-children 4 $(MUTANTS) > .cache/mutate.log 2>&1 || { tail -40 .cache/mutate.log; exit 1; }; \
-	echo "mutmut run: $$(( $$(date +%s) - start )) s wall (log: .cache/mutate.log)"
+	set -f; nice $(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS) > .cache/mutate.log 2>&1 || { tail -40 .cache/mutate.log; exit 1; }; \
+	echo "mutmut run: $$(( $$(date +%s) - start )) s wall, load average now $$(cut -d' ' -f1-3 /proc/loadavg) (log: .cache/mutate.log)"
 	$(BIN)/python tests/mutation_report.py
+
+mutate-git:
+	$(MAKE) mutate MUTANTS='$(MUTATE_GIT)'
+
+mutate-all:
+	$(MAKE) mutate MUTANTS='choragos.*'
+
+mutate-clean:
+	rm -rf mutants
 
 # Every bench, sized to finish in under ten minutes on a 2-core machine.  Each
 # prints its tables and one JSON line ({"bench": ...}) with ratios against a

@@ -109,9 +109,15 @@ def test_a_rollback_that_changes_nothing_saves_nothing(repo: Path) -> None:
         assert [c.task_id for c in store.list()] == ["T1"]
 
 
-def test_many_things_in_the_way_are_named_five_at_a_time(repo: Path) -> None:
+@pytest.mark.parametrize("count, shown", [
+    (5, "d0, d1, d2, d3, d4"),
+    (6, "d0, d1, d2, d3, d4 and 1 more"),
+    (7, "d0, d1, d2, d3, d4 and 2 more"),
+])
+def test_many_things_in_the_way_are_named_five_at_a_time(repo: Path, count: int,
+                                                         shown: str) -> None:
     write(repo, ".gitignore", "*.log\n")
-    names = [f"d{i}" for i in range(7)]
+    names = [f"d{i}" for i in range(count)]
     for name in names:
         write(repo, name, "file\n")
     with CheckpointStore(repo) as store:
@@ -122,8 +128,8 @@ def test_many_things_in_the_way_are_named_five_at_a_time(repo: Path) -> None:
         with pytest.raises(CheckpointError) as refused:
             store.rollback("T1")
     assert str(refused.value) == (
-        "rollback would overwrite ignored or untracked content in the way: "
-        "d0, d1, d2, d3, d4 and 2 more; move it aside and try again (nothing was changed)")
+        f"rollback would overwrite ignored or untracked content in the way: {shown}; "
+        "move it aside and try again (nothing was changed)")
 
 
 def test_a_directory_holding_only_what_rollback_deletes_is_not_in_the_way(repo: Path) -> None:
