@@ -166,12 +166,12 @@ def test_restart_budget_then_failed(serve):
     s.wait_event(lambda e: e["event"] == "role state" and e["role"] == "coder"
                  and e["state"] == "failed", 40, "coder failed")
 
-    def exits() -> list[dict]:
+    def coder_exits() -> list[dict]:
         return [e for e in s.events() if e["event"] == "role exited" and e["role"] == "coder"]
     # The role tells the core its new state and its exit in two messages; the
     # "failed" state may be logged before the last exit.
-    s.wait(lambda: len(exits()) >= 3, 10, message="the third exit logged")
-    exits = exits()
+    s.wait(lambda: len(coder_exits()) >= 3, 10, message="the third exit logged")
+    exits = coder_exits()
     assert len(exits) == 3
     assert [e["restarting"] for e in exits] == [True, True, False]
     assert "budget" in exits[-1]["reason"]
