@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from choragos import paths, wire
+from choragos import commands, paths, wire
 
 
 def unreachable(sock, **options) -> wire.Unreachable:
@@ -53,8 +53,8 @@ def test_a_refused_connection_is_worth_retrying_but_not_alive(short_tmp):
 
 
 @pytest.mark.parametrize("wait, ok", [
-    (1, True), (1.5, True), (wire.MAX_HANDOFF_WAIT, True),
-    (0.5, False), (wire.MAX_HANDOFF_WAIT + 1, False),
+    (1, True), (1.5, True), (commands.MAX_HANDOFF_WAIT, True),
+    (0.5, False), (commands.MAX_HANDOFF_WAIT + 1, False),
 ])
 def test_a_handoff_waits_from_one_second_to_the_maximum(wait, ok):
     data = wire.encode({"cmd": "handoff", "config": "/abs/choragos.toml", "wait": wait})
