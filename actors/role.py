@@ -9,6 +9,7 @@ All that must survive a crash of the actor itself lives in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
+from choragos.actors.handle import ActorGone
 from choragos.actors.timers import Timers
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
@@ -185,8 +187,8 @@ class RoleActor(Actor):
         s.spawned = s.last_output = time.monotonic()
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
-        s.reader = Reader(s.child, lambda data: self.me.tell(m.Output(gen, data)),
-                          lambda status: self.me.tell(m.Exited(gen, status)),
+        s.reader = Reader(s.child, lambda data: self._from_reader(m.Output(gen, data)),
+                          lambda status: self._from_reader(m.Exited(gen, status)),
                           name=f"pty-{s.spec.name}")
         s.reader.start()
         s.detail = ""
@@ -194,6 +196,16 @@ class RoleActor(Actor):
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self._arm_stall_check(gen)
+
+    def _from_reader(self, message: Any) -> None:
+        """The reader thread's way in.  Once this role's actor is given up the
+        session stops the process itself; the reader keeps draining the PTY
+        (so the agent never blocks on a full one) and drops what it reads,
+        rather than dying on a refusal per chunk."""
+        if self.me.closed:
+            return
+        with contextlib.suppress(ActorGone):  # given up between the check and the tell
+            self.me.tell(message)
 
     def _argv(self) -> list[str]:
         """The command line; a resumed session's first spawn may continue the
