@@ -1,8 +1,10 @@
 """One actor per role: the agent's PTY, its emulated screen, its state.
 
-The actor owns the process for the whole session: it spawns it, reads it
-(through a reader thread that tells it ``Output``), briefs it at boot,
-types injections into it, restarts it under the role's policy and stops it.
+The actor owns the process for the whole session: it spawns it, briefs it
+at boot, types injections into it, restarts it under the role's policy and
+stops it.  The PTY's output is fed to the terminal on the reader thread and
+the operator's keys are written from the deck's thread, neither waiting for
+the actor (see ``actors/roleio.py``); the actor gets a notice of new output.
 All that must survive a crash of the actor itself lives in
 :class:`RoleState`, which the supervisor hands to the replacement.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
+from choragos.actors import roleio
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.timers import Timers
@@ -110,6 +113,9 @@ class RoleState:
     last_view: m.RoleView | None = None
     extra: dict = field(default_factory=dict)
     cwd: Path | None = None  # where the process runs, when not the workspace (its worktree)
+    keys: roleio.KeyQueue = field(default_factory=roleio.KeyQueue)  # operator keys in wait
+    feed_lock: threading.Lock = field(default_factory=threading.Lock)  # gen vs. the reader's feed
+    output_noticed: bool = False  # an OutputSeen is on its way to the actor
 
 
 def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 120,
@@ -150,6 +156,12 @@ class RoleActor(Actor):
         term.on_scrolled = self.s.transcript.append_lines
         if self.s.typing is not None:  # we replaced a crashed instance mid-injection
             self._finish(False, "choragos restarted the role's actor during the injection")
+        # A notice the crashed instance never read must not silence the reader.
+        self.s.output_noticed = False
+        if self.s.child is not None and self.s.status not in roleio.GONE:
+            self._output_seen(roleio.OutputSeen(self.s.gen))
+        if self.s.keys.waiting:
+            self.me.tell(roleio.FlushKeys())
 
     def on_shutdown(self) -> None:
         self._terminate(3.0)
@@ -169,12 +181,13 @@ class RoleActor(Actor):
 
     def _start_process(self) -> None:
         s = self.s
-        s.gen += 1
+        with s.feed_lock:  # a late chunk of the old process is never fed after the reset
+            s.gen += 1
+            s.terminal.reset()
         s.stopping = False
         s.booted = False
         s.boot_attempts = 0
         s.exit = None
-        s.terminal.reset()
         argv = self._argv()
         try:
             s.child = PtyChild.spawn(argv, s.cwd or s.workdir, s.env,
@@ -187,7 +200,7 @@ class RoleActor(Actor):
         s.spawned = s.last_output = time.monotonic()
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
-        s.reader = Reader(s.child, lambda data: self._from_reader(m.Output(gen, data)),
+        s.reader = Reader(s.child, roleio.OutputFeed(s, self.me, gen).data,
                           lambda status: self._from_reader(m.Exited(gen, status)),
                           name=f"pty-{s.spec.name}")
         s.reader.start()
@@ -224,10 +237,19 @@ class RoleActor(Actor):
 
     @handle.register
     def _output(self, msg: m.Output) -> None:
+        """Output handed to the actor itself (the reader feeds the terminal directly)."""
         if msg.gen != self.s.gen:
             return
         self.s.last_output = time.monotonic()
         self.s.terminal.feed(msg.data)
+        self._output_seen(roleio.OutputSeen(msg.gen))
+
+    @handle.register
+    def _output_seen(self, msg: roleio.OutputSeen) -> None:
+        """The reader fed new output: classify it soon, and it is not a stall."""
+        self.s.output_noticed = False  # first: output fed from now on sends a new notice
+        if msg.gen != self.s.gen:
+            return
         self.s.extra["stalled"] = False  # published with the next classification
         self._arm_stall_check(msg.gen)
         if not self.s.classify_pending:
@@ -615,7 +637,8 @@ class RoleActor(Actor):
             return f"{s.spec.name} is not running"
         s.child.signal_group(signal.SIGSTOP)
         s.extra["before_pause"] = s.status
-        self._set_status(RoleStatus.PAUSED)
+        with s.keys.lock:  # keys typed from now on wait for the resume
+            self._set_status(RoleStatus.PAUSED)
         return "paused"
 
     @handle.register
@@ -624,11 +647,13 @@ class RoleActor(Actor):
         if s.status is not RoleStatus.PAUSED:
             return f"{s.spec.name} is not paused"
         s.child.signal_group(signal.SIGCONT)
-        self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
+        with s.keys.lock:  # held keys stay ahead of any typed after the resume
+            held = len(s.keys.waiting)
+            self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
         # Held keys go out one write at a time, ENTER_DELAY apart, so a
         # text-then-Enter pair is still typed rather than pasted.
-        for n, data in enumerate(s.extra.pop("held_input", [])):
-            self.timers.after(n * ENTER_DELAY, self.me, m.WriteInput(data))
+        for n in range(held):
+            self.timers.after(n * ENTER_DELAY, self.me, roleio.FlushKeys())
         if not s.booted:
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
@@ -668,12 +693,22 @@ class RoleActor(Actor):
     def _write_input(self, msg: m.WriteInput) -> None:
         self._send_input(msg.data)
 
+    @handle.register
+    def _flush_keys(self, msg: roleio.FlushKeys) -> None:
+        roleio.flush_one(self.s)
+
     def _send_input(self, data: bytes) -> None:
         """An operator's keys; typed into a paused pane they wait for resume."""
         s = self.s
         if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return
-        if s.status is RoleStatus.PAUSED:
-            s.extra.setdefault("held_input", []).append(data)
-        else:
+        with s.keys.lock:
+            if s.status is RoleStatus.PAUSED or s.keys.waiting:
+                s.keys.waiting.append(data)  # behind the keys already waiting
+                held = s.status is RoleStatus.PAUSED
+            else:
+                held = None
+        if held is None:
             s.child.write(data)
+        elif not held:
+            self.me.tell(roleio.FlushKeys())

@@ -50,6 +50,12 @@ class PtyChild:
         self.fd: int = proc.fd
         self._exit: ExitStatus | None = None
         self._lock = threading.Lock()
+        # Writes come from several threads (the role actor's injections, the
+        # deck's keys, the terminal's replies on the reader thread): one write
+        # at a time, so each call's bytes reach the agent contiguous, and
+        # never after close (the fd number may be another pane's by then).
+        self._write_lock = threading.Lock()
+        os.set_blocking(self.fd, False)
 
     @classmethod
     def spawn(cls, argv: Sequence[str], cwd: Path, env: Mapping[str, str],
@@ -67,17 +73,41 @@ class PtyChild:
         False when the PTY is gone: the reader reports the exit, so a write
         racing with it is not an error of its own.
         """
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self.fd, view)
-            except BlockingIOError:
-                select.select([], [self.fd], [], 1.0)
-                continue
-            except OSError:
+        with self._write_lock:
+            if self.proc.closed:
                 return False
-            view = view[written:]
-        return True
+            view = memoryview(data)
+            while view:
+                try:
+                    written = os.write(self.fd, view)
+                except BlockingIOError:
+                    select.select([], [self.fd], [], 1.0)
+                    if self._exit is not None or self.poll() is not None:
+                        return False  # nobody will ever read the rest
+                    continue
+                except OSError:
+                    return False
+                view = view[written:]
+            return True
+
+    def try_write(self, data: bytes) -> bytes | None:
+        """Write what the PTY takes now, never waiting: another thread's write
+        in progress or a full PTY leave the rest.  Returns the bytes not
+        written (empty when all went in), None when the PTY is gone."""
+        if not self._write_lock.acquire(blocking=False):
+            return data
+        try:
+            if self.proc.closed:
+                return None
+            try:
+                written = os.write(self.fd, data)
+            except BlockingIOError:
+                return data
+            except OSError:
+                return None
+            return data[written:]
+        finally:
+            self._write_lock.release()
 
     def signal_group(self, sig: int) -> bool:
         """Signal the whole process group; False when it is already gone."""
@@ -125,12 +155,13 @@ class PtyChild:
     def close(self) -> None:
         """Close our end once.  ptyprocess would close the same fd number again
         from ``__del__`` (by then perhaps another pane's PTY), so mark it closed."""
-        if self.proc.closed:
-            return
-        with contextlib.suppress(OSError):
-            self.proc.fileobj.close()
-        self.proc.closed = True
-        self.proc.fd = -1
+        with self._write_lock:  # a write in progress finishes on the fd it started on
+            if self.proc.closed:
+                return
+            with contextlib.suppress(OSError):
+                self.proc.fileobj.close()
+            self.proc.closed = True
+            self.proc.fd = -1
 
     def terminate(self, grace: float = 3.0) -> ExitStatus | None:
         """SIGHUP+SIGTERM the group, then SIGKILL after ``grace`` seconds."""
@@ -179,6 +210,8 @@ class Reader(threading.Thread):
                 continue
             try:
                 data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                continue
             except OSError as exc:
                 if exc.errno not in (errno.EIO, errno.EBADF):
                     raise

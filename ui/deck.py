@@ -16,9 +16,9 @@ reduced to a new state and effects by ``ui/reducer.py``.
 Every command the deck gives the session goes through the same ``Dispatch``
 registry as the control socket (``gate``, ``restart``, ``pause``, ``resume``,
 ``reload``, ``board``, ``status``, ``rollback``), run on a worker thread so
-a busy core never freezes the screen.  Keys typed at an agent go straight to
-its role actor as ``WriteInput``; a pane's size follows its tile with
-``Resize``.
+a busy core never freezes the screen.  Keys typed at an agent are written
+to its PTY on the deck's thread (``port.type_keys``: no hop through the role
+actor); a pane's size follows its tile with ``Resize``.
 
 The parts live in modules named for what they hold: the state
 (``deckstate``) and its reducer (``reducer``), the loop and mailbox

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from choragos.actors import messages as m
 from choragos.terminal import Terminal
 from choragos.ui import keys as k
 from choragos.ui.deckbase import (
@@ -96,7 +95,7 @@ class DeckInput:
             data = k.to_agent(token, application_cursor=terminal.application_cursor,
                               bracketed_paste=terminal.bracketed_paste)
             if data:
-                self.port.tell_role(role, m.WriteInput(data))
+                self.port.type_keys(role, data)
         self._user_active_until = time.monotonic() + AUTO_FOCUS_PAUSE
         until = time.monotonic() + FAST_WINDOW
         for role in targets:
@@ -155,7 +154,7 @@ class DeckInput:
             data = k.mouse_to_agent(name, button, x - rect.x, y - rect.y - 1,
                                     mode=terminal.mouse_tracking, sgr=terminal.mouse_sgr)
             if data:
-                self.port.tell_role(role, m.WriteInput(data))
+                self.port.type_keys(role, data)
             if "press" in name and button in (1, 2, 3):
                 self.state.layout.focus = role
             return

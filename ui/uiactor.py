@@ -28,6 +28,7 @@ import pykka
 
 from choragos import news, wire
 from choragos.actors import messages as m
+from choragos.actors import roleio
 from choragos.actors.base import Actor
 from choragos.actors.durable import SaveLayout
 from choragos.config import Config
@@ -115,6 +116,14 @@ class SessionAccess:
         handle = self.session.handles.get(role)
         if handle is not None:
             handle.tell(message)
+
+    def type_keys(self, role: str, data: bytes) -> None:
+        """The operator's keys, written to the role's PTY on the calling thread
+        (the deck's) when nothing waits ahead of them; see ``actors/roleio.py``."""
+        state = self.session.role_states.get(role)
+        handle = self.session.handles.get(role)
+        if state is not None and handle is not None:
+            roleio.type_keys(state, data, handle.tell)
 
     def terminal(self, role: str) -> Terminal | None:
         state = self.session.role_states.get(role)

@@ -47,6 +47,9 @@ class FakePort:
     def tell_role(self, role: str, message: object) -> None:
         self.told.append((role, message))
 
+    def type_keys(self, role: str, data: bytes) -> None:
+        self.told.append((role, m.WriteInput(data)))
+
     def terminal(self, role: str) -> Terminal | None:
         return self.terminals.get(role)
 

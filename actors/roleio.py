@@ -1,0 +1,133 @@
+"""A role's PTY traffic that does not wait for the role actor's thread.
+
+Two paths of a keystroke's echo used to cross the role actor: the
+operator's keys (deck -> actor -> PTY) and the agent's output (reader
+thread -> actor -> terminal).  Each hand-over between Python threads costs
+0.1-0.2 ms, more when the machine is busy, so both now skip the actor:
+
+* **Keys** typed in the deck are written to the PTY on the deck's thread
+  (:func:`type_keys`).  :class:`~choragos.ptyproc.PtyChild` serialises its
+  writes, so an injection's text (one write) never has a key land in the
+  middle of it.  Keys can still land between an injection's text and its
+  Enter, as they always could: typing into a pane that is being injected
+  into is the operator's call.  Keys the PTY does not take at once (full,
+  or another write in progress) and keys typed into a paused role wait in
+  :class:`KeyQueue`, in order, and the actor writes them (:class:`FlushKeys`);
+  while anything waits there, later keys queue behind it.
+* **Output** is fed to the role's terminal on the PTY reader's thread
+  (:class:`OutputFeed`); the terminal's own lock keeps renderers consistent
+  and its change callback wakes the deck from there.  The actor gets one
+  :class:`OutputSeen` notice per batch (not per chunk) and does what needs
+  its timers: status classification, quiet and stall checks, boot
+  readiness; echo waits of injections read the screen itself.
+
+Everything here lives on the role's state, never on an actor instance, so
+an actor the supervisor replaces takes over with the same queue and feed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from choragos.actors.handle import ActorGone
+from choragos.rolestatus import RoleStatus
+
+GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class FlushKeys:
+    """Write the oldest waiting keys (if the role is not paused)."""
+
+
+@dataclass(frozen=True)
+class OutputSeen:
+    """The reader fed output of process ``gen`` to the terminal since the last notice."""
+
+    gen: int
+
+
+@dataclass
+class KeyQueue:
+    """Operator keys waiting for the actor, oldest first.
+
+    ``lock`` also guards the paused state's changes (the actor pauses and
+    resumes under it), so a key is either written before a pause or held
+    until the resume, never written to a role the deck thinks is running
+    while the actor already holds its keys.
+    """
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    waiting: deque[bytes] = field(default_factory=deque)
+
+
+def type_keys(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
+    """The operator's keys for ``state``'s agent, from any thread: written
+    now when nothing waits ahead of them, else queued for the actor."""
+    queue: KeyQueue = state.keys
+    with queue.lock:
+        child = state.child
+        if child is None or state.status in GONE:
+            return
+        if state.status is RoleStatus.PAUSED:
+            queue.waiting.append(data)  # the resume sends them
+            return
+        if not queue.waiting:
+            rest = child.try_write(data)
+            if not rest:  # all written, or the PTY is gone (the reader reports the exit)
+                return
+            data = rest
+        queue.waiting.append(data)
+    with contextlib.suppress(ActorGone):
+        tell(FlushKeys())
+
+
+def flush_one(state: Any) -> None:
+    """On the actor: write the oldest waiting keys.  They leave the queue only
+    once written, so keys typed meanwhile queue behind them."""
+    queue: KeyQueue = state.keys
+    with queue.lock:
+        if not queue.waiting or state.status is RoleStatus.PAUSED:
+            return
+        data = queue.waiting[0]
+        child = state.child
+    if child is not None and state.status not in GONE:
+        child.write(data)
+    with queue.lock:
+        if queue.waiting and queue.waiting[0] is data:
+            queue.waiting.popleft()
+
+
+class OutputFeed:
+    """The reader thread's callbacks for one process of a role."""
+
+    def __init__(self, state: Any, me: Any, gen: int) -> None:
+        self.state = state
+        self.me = me
+        self.gen = gen
+
+    def data(self, data: bytes) -> None:
+        """Feed the terminal here; tell the actor only when no notice is pending.
+        Once the actor is given up the reader keeps draining the PTY (so the
+        agent never blocks on a full one) and drops what it reads."""
+        s = self.state
+        if self.me.closed:
+            return
+        with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
+            if self.gen != s.gen:
+                return
+            s.last_output = time.monotonic()
+            s.terminal.feed(data)
+        if s.output_noticed:
+            return
+        # The actor clears the flag before it reads the state, so output fed
+        # after that sends another notice, and output before it is covered.
+        s.output_noticed = True
+        with contextlib.suppress(ActorGone):
+            self.me.tell(OutputSeen(self.gen))
