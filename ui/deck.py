@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -57,6 +58,12 @@ from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
 from choragos.ui.editor import DeckEditor, EditorPopup
 from choragos.ui.pane import text_line
 from choragos.ui.ptyscreen import PtyScreen
+
+# How long a thread running Python code keeps the interpreter while another
+# waits for it (CPython's default: 5 ms).  A keystroke's echo crosses the
+# attach pump, the deck and the pane's reader thread; with flooding panes
+# parsing on their readers, each hand-over waited up to the full interval.
+SWITCH_INTERVAL = 0.0005
 
 __all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "EditorPopup",
            "RoleInfo", "SessionPort", "_Loop", "colors_for", "initial_state"]
@@ -161,6 +168,7 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5.0)  # the crashed loop has only its report left to do
         self._ended = False
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self._thread = threading.Thread(target=self._run, name="deck-ui", daemon=True)
         self._thread.start()
 
