@@ -123,6 +123,7 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn
         self._user_active_until = 0.0
+        self._inputs_waiting = 0  # client bytes posted to the loop, not acted on yet
         self._board_selected: str | None = None
         self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
 
@@ -145,7 +146,13 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self.post(lambda: self._news(item))
 
     def feed_input(self, data: bytes) -> None:
-        self.post(lambda: self._input(data))
+        """The client's bytes (on the attach pump's thread).  Plain typing for
+        the focused agent goes into its PTY from here; the rest is the deck's."""
+        if self._keys_direct(data):
+            return
+        with self._guard:
+            self._inputs_waiting += 1
+        self.post(lambda: self._posted_input(data))
 
     def client_attached(self, info: ClientInfo) -> None:
         self.post(lambda: self._attach(info))

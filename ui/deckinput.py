@@ -20,11 +20,61 @@ from choragos.ui.layout import LayoutError
 from choragos.ui.overlays import inert
 from choragos.ui.pane import PaneView
 
+# Bytes that are typed as themselves whatever the deck's state: printable
+# ASCII, Enter and Backspace (no escape sequence, no control key).
+_PLAIN = bytes([*range(0x20, 0x7f), 0x0d, 0x7f])
+_PLAIN_NAMES = {"enter": b"\r", "backspace": b"\x7f"}
+
 
 class DeckInput:
     """Mixed into Deck: input routing."""
 
     # -- input ---------------------------------------------------------------------------
+
+    def _keys_direct(self, data: bytes) -> bool:
+        """On the attach pump's thread: plain typing for the focused agent,
+        with nothing else going on in the deck (no dialog, prefix, scroll,
+        broadcast, key sequence or earlier input in progress), is written to
+        its PTY right here; the keystroke's echo then waits for no hand-over
+        to the deck's thread.  False: the deck's loop must act on ``data``."""
+        if not data or data.translate(None, _PLAIN):
+            return False
+        role = self._direct_target()
+        prefix = self.keymap.prefix
+        if role is None or _PLAIN_NAMES.get(prefix, prefix.encode()) in data:
+            return False
+        # Posted before the write, so it is acted on before the echo's wake-up:
+        # the echo is then drawn at once, as for keys typed through the loop.
+        self.post(lambda: self._typed_at(role))
+        self.port.type_keys(role, data)
+        return True
+
+    def _direct_target(self) -> str | None:
+        """The focused role when the deck would pass plain keys straight to it."""
+        with self._guard:
+            if self._inputs_waiting:
+                return None  # earlier bytes first
+        if (not self.attached or self.editor is not None or self.overlay is not None
+                or self.mode != "normal" or self.state.broadcast or self.tokenizer.pending
+                or self.tokenizer.in_paste):
+            return None
+        role = self.state.layout.focus
+        pane = self.state.panes.get(role) if role else None
+        if role is None or (pane is not None and pane.scroll is not None):
+            return None
+        return role if self.port.terminal(role) is not None else None
+
+    def _typed_at(self, role: str) -> bool:
+        """What typing through the loop notes, for keys written directly."""
+        self._note_typed([role])
+        return False
+
+    def _posted_input(self, data: bytes) -> bool | None:
+        try:
+            return self._input(data)
+        finally:
+            with self._guard:
+                self._inputs_waiting -= 1
 
     def _input(self, data: bytes) -> bool | None:
         """Act on the client's keys; False when they only went to agents: the
@@ -96,6 +146,10 @@ class DeckInput:
                               bracketed_paste=terminal.bracketed_paste)
             if data:
                 self.port.type_keys(role, data)
+        self._note_typed(targets)
+
+    def _note_typed(self, targets: list[str | None]) -> None:
+        """The user is typing into ``targets``: their echo is drawn at once."""
         self._user_active_until = time.monotonic() + AUTO_FOCUS_PAUSE
         until = time.monotonic() + FAST_WINDOW
         for role in targets:

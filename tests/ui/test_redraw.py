@@ -7,6 +7,7 @@ and bytes written to the client are the same on an idle or a loaded machine.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -313,3 +314,42 @@ def test_titles_are_built_again_only_when_what_they_show_changed(tmp_path, monke
     finally:
         deck.stop()
         deck.screen.close()
+
+
+# -- plain typing skips the deck's thread ------------------------------------------------
+
+def test_plain_keys_reach_the_agent_while_the_loop_is_busy(running):
+    """Typing for the focused agent is written on the thread that reads it
+    (the attach pump's), even while the deck's loop is busy; the echo is
+    still drawn at once, as a typed pane's."""
+    deck, port = running
+    release = threading.Event()
+    deck.post(lambda: release.wait(10) and False)  # the loop is busy with this
+    deck.feed_input(b"typed\r")
+    assert port.typed("orchestrator") == b"typed\r"  # here, not on the loop
+    release.set()
+    port.terminals["coder"].feed(b"flood that must wait\r\n")
+    port.terminals["orchestrator"].feed(b"typedQZX")  # the echo
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"typedQZX"), 10, message="the echo")
+    assert b"flood that must wait" not in sent.data  # drawn at once, alone
+
+
+def test_keys_the_deck_acts_on_keep_their_order_and_meaning(running):
+    deck, port = running
+    release = threading.Event()
+    deck.post(lambda: release.wait(10) and False)
+    deck.feed_input(b"\x1b[A")  # a cursor key: the loop's to translate
+    deck.feed_input(b"x")  # plain, but must not overtake the key before it
+    assert port.typed("orchestrator") == b""
+    release.set()
+    wait_until(lambda: port.typed("orchestrator") == b"\x1b[Ax", 10)
+    deck.feed_input(b"\x02")  # the prefix: what follows is the deck's
+    wait_until(lambda: deck.mode == "prefix", 10)
+    deck.feed_input(b"z")
+    _settled(deck)
+    assert port.typed("orchestrator") == b"\x1b[Ax"
+    deck.post(lambda: setattr(deck.state, "broadcast", True))  # typed into every pane
+    wait_until(lambda: deck.state.broadcast, 10)
+    deck.feed_input(b"b")
+    wait_until(lambda: port.typed("coder") == b"b", 10)
