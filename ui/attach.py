@@ -30,8 +30,9 @@ from choragos.ui import framing as f
 
 CONNECT_TIMEOUT = 5.0
 # Screen bytes held for a terminal that is slower than the session: past
-# this the socket is not read, so the session sees the backlog.
-SCREEN_BACKLOG = 256 * 1024
+# this the socket is not read, so the session sees the backlog (and holds
+# back the frames of panes not typed into until the terminal caught up).
+SCREEN_BACKLOG = 32 * 1024
 # Modes off, alternate screen left, attributes reset, cursor shown.
 RESTORE = (b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l"
            b"\x1b[?1004l\x1b[?1l\x1b>\x1b[0m\x1b[?1049l\x1b[?25h\x1b(B\x0f")

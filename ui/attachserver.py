@@ -22,10 +22,12 @@ SSH session must never hold up the crew.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import select
 import socket
+import termios
 import threading
 import time
 from collections import deque
@@ -45,6 +47,10 @@ HELLO_DEADLINE = 5.0
 OUTBOX_LIMIT = 8 << 20
 STALL_SECONDS = 10.0
 READ_BUDGET = 1 << 20  # PTY bytes taken per pass, so the client side gets its turn
+# A small socket buffer, so bytes the client has not taken show up as our
+# backlog (the deck then holds back neighbours' frames) instead of hiding in
+# the kernel ahead of the next echo.
+SEND_BUFFER = 64 * 1024
 
 
 @dataclass
@@ -97,6 +103,7 @@ class AttachServer:
         set_sink = getattr(self.deck.screen, "set_sink", None)
         if set_sink is not None:
             set_sink(self._frame_out)
+        self.deck.client_backlog = self.backlog
 
     def close(self, reason: str = "the session ended") -> None:
         set_sink = getattr(self.deck.screen, "set_sink", None)
@@ -185,6 +192,8 @@ class AttachServer:
                           in_tmux=hello.get("tmux") is True)
         conn.settimeout(None)
         conn.setblocking(False)
+        with contextlib.suppress(OSError):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         return _Client(conn, info.pid, info)
 
     def _inside_pane(self, pid: int, hello: dict) -> str | None:
@@ -224,6 +233,20 @@ class AttachServer:
                 elif self._client is not None and fd == self._client.fd:
                     self._client_event(events)
             self._check_stall()
+
+    def backlog(self) -> int:
+        """Bytes on their way to the client it has not read yet: the outbox
+        and what waits in the socket (0 with nobody attached)."""
+        with self._out:
+            client = self._client
+            if client is None:
+                return 0
+            queued = len(client.outbox)
+        try:
+            waiting = fcntl.ioctl(client.fd, termios.TIOCOUTQ, b"\0\0\0\0")
+        except OSError:
+            return queued
+        return queued + int.from_bytes(waiting, "little", signed=True)
 
     def _frame_out(self, data: bytes) -> None:
         """A frame from the deck, on its drawing thread: sent now if the socket

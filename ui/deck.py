@@ -124,6 +124,8 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self.frames = 0                # frames drawn
         self._user_active_until = 0.0
         self._inputs_waiting = 0  # client bytes posted to the loop, not acted on yet
+        # Bytes sent to the client it has not read yet (set by the attach server).
+        self.client_backlog: Callable[[], int] = lambda: 0
         self._board_selected: str | None = None
         self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
 

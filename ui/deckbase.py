@@ -18,6 +18,7 @@ log = logging.getLogger("choragos.deck")
 FRAME = 0.03            # new output of shown panes is drawn at most this often ...
 BUSY_FRAME = 0.1        # ... and of panes not typed into while the user types (keys first)
 FAST_WINDOW = 0.25      # a pane typed into is drawn at once for this long (echo latency)
+PACE_BACKLOG = 16 * 1024  # client bytes in flight past which neighbours' frames wait
 OVERLAY_REFRESH = 1.0   # an open dialog's clocks (waiting time, ages) tick this often
 TMUX_HINT = ("inside tmux: C-b is tmux's prefix too; press it twice, or set [keys] "
              'prefix = "ctrl+a"')

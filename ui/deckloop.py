@@ -24,6 +24,7 @@ from choragos.ui.deckbase import (
     FRAME,
     MESSAGE_TIME,
     OVERLAY_REFRESH,
+    PACE_BACKLOG,
     TMUX_HINT,
     ClientInfo,
 )
@@ -248,6 +249,12 @@ class DeckLoop:
     def _frame_up(self, _loop: Any = None, _data: Any = None) -> None:
         self.wakeups += 1
         self._frame_alarm = None
+        if self.client_backlog() > PACE_BACKLOG and self.loop is not None:
+            # The client is behind: its neighbours' output waits (and keeps
+            # coalescing) until it caught up, as tmux skips redrawing busy
+            # panes for a slow client; an echo never waits for this.
+            self._frame_alarm = self.loop.set_alarm_in(FRAME, self._frame_up)
+            return
         self._frame_due = True
         self.dirty = True
 

@@ -230,3 +230,24 @@ def test_frames_go_to_the_client_directly_not_through_the_pty(short_tmp):
         server.close()
         deck.screen.close()
     assert deck.screen._sink is None  # closed: back to the PTY
+
+
+def test_the_backlog_counts_what_the_client_has_not_read(short_tmp):
+    deck = DirectDeck()
+    server = AttachServer(short_tmp / "s.ui.sock", deck, role_pids=list, workdir=short_tmp)
+    server.start()
+    try:
+        assert deck.client_backlog() == 0  # nobody attached
+        sock, decoder, _ = connect(server)
+        wait_until(lambda: server.holder is not None, 5, message="attach")
+        deck.screen.write("x" * 200_000)  # the client reads none of it
+        deck.screen.flush()
+        backlog = deck.client_backlog()
+        assert backlog >= 200_000 - attachserver.SEND_BUFFER * 2
+        got = _data_until(sock, decoder, b"x" * 200_000)
+        assert len(got) == 200_000
+        wait_until(lambda: deck.client_backlog() == 0, 5, message="the backlog read")
+        sock.close()
+    finally:
+        server.close()
+        deck.screen.close()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from choragos.terminal import Terminal
 from choragos.ui.deck import FRAME, Deck
+from choragos.ui.deckbase import PACE_BACKLOG
 from choragos.ui.pane import PaneView
 from tests.conftest import wait_until
 from tests.ui.test_deck import FakePort
@@ -353,3 +354,19 @@ def test_keys_the_deck_acts_on_keep_their_order_and_meaning(running):
     wait_until(lambda: deck.state.broadcast, 10)
     deck.feed_input(b"b")
     wait_until(lambda: port.typed("coder") == b"b", 10)
+
+
+def test_neighbours_wait_while_the_client_is_behind_but_an_echo_does_not(running):
+    deck, port = running
+    behind = [10 * PACE_BACKLOG]
+    deck.client_backlog = lambda: behind[0]
+    sent = _Sent(deck)
+    port.terminals["coder"].feed(b"neighbour output\r\n")
+    time.sleep(5 * FRAME)  # budgets pass; the client is still behind
+    assert not sent.has(b"neighbour output")
+    deck.feed_input(b"e")
+    port.terminals["orchestrator"].feed(b"echoed e")
+    wait_until(lambda: sent.has(b"echoed e"), 10, message="the echo, client behind or not")
+    assert b"neighbour output" not in sent.data
+    behind[0] = 0  # the client caught up
+    wait_until(lambda: sent.has(b"neighbour output"), 10, message="the neighbour drawn")
