@@ -160,7 +160,7 @@ class RoleActor(Actor):
         self.s.output_noticed = False
         if self.s.child is not None and self.s.status not in roleio.GONE:
             self._output_seen(roleio.OutputSeen(self.s.gen))
-        if self.s.keys.waiting:
+        for _ in range(len(self.s.keys.waiting)):  # their flushes may have died with it
             self.me.tell(roleio.FlushKeys())
 
     def on_shutdown(self) -> None:

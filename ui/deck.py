@@ -131,12 +131,13 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
 
     # -- thread-safe entry points -------------------------------------------------
 
-    def post(self, work: Callable[[], bool | None]) -> None:
+    def post(self, work: Callable[[], bool | None], wake: bool = True) -> None:
         """Run ``work`` on the loop's thread (it returns False when it needs no
-        frame); a burst of posts costs one wake-up."""
+        frame); a burst of posts costs one wake-up.  ``wake=False``: run it
+        before whatever wakes the loop next, without waking it for this."""
         with self._guard:
             self._inbox.append(work)
-            if self._wake_pending or self._wake_fd is None:
+            if not wake or self._wake_pending or self._wake_fd is None:
                 return
             self._wake_pending = True
             fd = self._wake_fd

@@ -43,9 +43,10 @@ class DeckInput:
         prefix = self.keymap.prefix
         if role is None or _PLAIN_NAMES.get(prefix, prefix.encode()) in data:
             return False
-        # Posted before the write, so it is acted on before the echo's wake-up:
-        # the echo is then drawn at once, as for keys typed through the loop.
-        self.post(lambda: self._typed_at(role))
+        # Queued before the write, so it is acted on before the echo's wake-up
+        # (the echo is then drawn at once, as for keys typed through the loop),
+        # without a wake-up of its own competing with the echo's way back.
+        self.post(lambda: self._typed_at(role), wake=False)
         self.port.type_keys(role, data)
         return True
 
