@@ -245,6 +245,8 @@ class Client:
                     for kind, payload in self.decoder.feed(data):
                         if self._frame(kind, payload):
                             return
+                    if self._screen:  # at once: the terminal usually takes it now
+                        self._write_screen()
             if outbox:
                 _send_some(self.sock, outbox)
 
