@@ -65,22 +65,35 @@ def agent_env() -> dict[str, str]:
     return {}
 
 
-@pytest.fixture
-def role(tmp_path, agent_env):
-    spec = RoleSpec(name="coder", command=sys.executable, args=(str(AGENT),))
-    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"), **agent_env}
+def start_role(tmp_path, command: str, args: tuple[str, ...],
+               extra_env: dict[str, str] | None = None) -> SimpleNamespace:
+    """A role actor under a real supervisor, its agent spawned in a real PTY."""
+    spec = RoleSpec(name="coder", command=command, args=args)
+    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"),
+           **(extra_env or {})}
     state = new_state(spec, tmp_path, env)
     core, timers, events = Core(), Timers(), []
     sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
     handle = sup.ask(StartChild(ChildSpec(
         "role:coder", lambda h: RoleActor.start(state, core, timers, sup, h))))
     handle.tell(m.Spawn())
-    yield SimpleNamespace(handle=handle, state=state, core=core, events=events)
-    handle.ask(m.StopProcess(1.0), timeout=10)
-    sup.ask(StopAll())
-    sup.stop()
-    timers.stop()
+    return SimpleNamespace(handle=handle, state=state, core=core, events=events, sup=sup,
+                           timers=timers)
+
+
+def stop_role(role: SimpleNamespace) -> None:
+    role.handle.ask(m.StopProcess(1.0), timeout=10)
+    role.sup.ask(StopAll())
+    role.sup.stop()
+    role.timers.stop()
     assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+
+
+@pytest.fixture
+def role(tmp_path, agent_env):
+    started = start_role(tmp_path, sys.executable, (str(AGENT),), agent_env)
+    yield started
+    stop_role(started)
 
 
 def test_the_agent_survives_its_actor_crashing(role):

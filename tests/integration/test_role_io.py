@@ -10,45 +10,26 @@ import sys
 import threading
 from types import SimpleNamespace
 
-import pykka
 import pytest
 
 from choragos.actors import messages as m
 from choragos.actors import roleio
-from choragos.actors.role import RoleActor, new_state
-from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from choragos.actors.timers import Timers
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild
 from choragos.rolestatus import RoleStatus
 from choragos.terminal import Terminal
 from tests.conftest import wait_until
+from tests.integration import test_role_actor as role_actor
 from tests.integration.harness import AGENT, read_agent_log
-from tests.integration.test_role_actor import Core
+from tests.integration.test_role_actor import stop_role
 
 FLOOD = "i=0; while :; do i=$((i+1)); echo \"$1 line $i\"; sleep 0.002; done"
 
 
 def start_role(tmp_path, command: str, args: tuple[str, ...]) -> SimpleNamespace:
-    spec = RoleSpec(name="coder", command=command, args=args)
-    env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl")}
-    state = new_state(spec, tmp_path, env)
-    core, timers, events = Core(), Timers(), []
-    sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
-    handle = sup.ask(StartChild(ChildSpec(
-        "role:coder", lambda h: RoleActor.start(state, core, timers, sup, h))))
-    handle.tell(m.Spawn())
-    return SimpleNamespace(handle=handle, state=state, core=core, events=events, sup=sup,
-                           timers=timers, typed=lambda data: roleio.type_keys(
-                               state, data, handle.tell))
-
-
-def stop_role(role: SimpleNamespace) -> None:
-    role.handle.ask(m.StopProcess(1.0), timeout=10)
-    role.sup.ask(StopAll())
-    role.sup.stop()
-    role.timers.stop()
-    assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+    role = role_actor.start_role(tmp_path, command, args)
+    role.typed = lambda data: roleio.type_keys(role.state, data, role.handle.tell)
+    return role
 
 
 @pytest.fixture
