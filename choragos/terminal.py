@@ -1,7 +1,7 @@
 """The emulated screen of one agent pane: feed it the PTY's bytes, read
 what the agent really shows.
 
-One thread feeds (the role actor); others read (status checks, the deck).
+One thread feeds (the role's PTY reader); others read (status checks, the deck).
 Every method that touches the screen takes the lock.  Callbacks -- ``reply``,
 ``on_scrolled``, ``on_bell`` -- run after the lock is released, in the
 feeding thread, at most once each per feed, so a slow consumer never holds
