@@ -147,6 +147,11 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         record = self.s.events.write(event, **fields)
         self._publish(news.EventLogged(record))
 
+    @handle.register
+    def _announced(self, msg: m.Announce) -> None:
+        """An event another actor wrote (the checkpointer's rollback)."""
+        self._publish(news.EventLogged(msg.record))
+
     def _publish(self, item: Any) -> None:
         for callback in list(self.s.subscribers):
             try:
