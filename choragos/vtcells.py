@@ -252,7 +252,7 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
         return ()
     if row.__class__ is TextRow:
         if row.styles:
-            return row_runs(materialise(row), cols)
+            return _styled_runs(row, cols)
         text = row.text[:cols].rstrip()
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
@@ -260,6 +260,32 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
         cells.pop()
     return tuple(Run("".join(map(_data, group)), *style)
                  for style, group in groupby(cells, _style))
+
+
+def _styled_runs(row: TextRow, cols: int) -> tuple[Run, ...]:
+    """The runs of a TextRow with styles, without making its cells: what
+    ``row_runs`` gives for the same row as cells."""
+    text = row.text[:cols]
+    styles = row.styles
+    parts: list[tuple[str, Char]] = []
+    if styles[0][0] > 0:  # cells before the first span are blank
+        styles = ((0, BLANK), *styles)
+    for i, (start, attrs) in enumerate(styles):
+        end = styles[i + 1][0] if i + 1 < len(styles) else len(text)
+        piece = text[start:end]
+        if not piece:
+            continue
+        if parts and parts[-1][1][1:] == attrs[1:]:
+            parts[-1] = (parts[-1][0] + piece, parts[-1][1])
+        else:
+            parts.append((piece, attrs))
+    while parts and parts[-1][1] == BLANK:
+        piece = parts[-1][0].rstrip(" ")
+        if piece:
+            parts[-1] = (piece, BLANK)
+            break
+        parts.pop()
+    return tuple(Run(piece, *attrs[1:]) for piece, attrs in parts)
 
 
 def row_blank(row: Row) -> bool:

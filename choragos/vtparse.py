@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from choragos.vtcells import number
+from choragos.vtrows import RUN_PIECES as _RUN_PIECES
 from choragos.vtscreen import VTScreen
 
 log = logging.getLogger("choragos.terminal")
@@ -36,7 +37,7 @@ COLOUR_REPLIES = {"10": "rgb:d0d0/d0d0/d0d0", "11": "rgb:0000/0000/0000",
                   "12": "rgb:d0d0/d0d0/d0d0"}
 
 _TOKEN = re.compile(
-    r"([^\x00-\x1f\x7f-\x9f]+)"                               # 1 text
+    r"([^\x00-\x1f\x7f-\x9f]+(?:(?:\x1b\[[0-9;:]*m)+[^\x00-\x1f\x7f-\x9f]*)*)"  # 1 text, SGRs
     r"|([\x00-\x1a\x1c-\x1f\x7f-\x9f])"                       # 2 control, not ESC
     r"|\x1b\[([0-?]*)([ -/]*)([@-~]|\Z)?"                     # 3 params 4 inter 5 final
     r"|\x1b\]([^\x07\x18\x1a\x1b]*)(\x07|\x1b\\|\x1b?\Z)?"    # 6 payload 7 end
@@ -100,6 +101,7 @@ class VTParser:
 
     def feed(self, text: str, blocks: bool = True) -> None:
         """Parse ``text``; with ``blocks`` runs of plain lines may take the fast path."""
+        self.screen.text_rows = blocks
         data = self._pending + text if self._pending else text
         self._pending = ""
         self._no_block_before = 0
@@ -112,6 +114,7 @@ class VTParser:
         """Dispatch tokens from ``pos``; return where to resume when the data or
         position had to change under the iterator, None when done."""
         draw = self.screen.draw
+        rows = self.screen.text_rows
         actions = self._actions
         # A block can only start where a line does: here, or after a LF.  Trying
         # there, not at every token, keeps the block path free for the tokens of
@@ -124,7 +127,11 @@ class VTParser:
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    draw(match.group(1))
+                    text = match.group(1)
+                    if "\x1b" not in text:
+                        draw(text)
+                    elif not (rows and self.screen.draw_run(text)):
+                        self._run(text)
                 elif kind == _CONTROL:
                     char = match.group(2)
                     control = self._controls.get(char)
@@ -155,6 +162,18 @@ class VTParser:
             except Exception:
                 self._contain()
         return None
+
+    def _run(self, run: str) -> None:
+        """Text with colour sequences between its pieces, one piece at a time."""
+        screen = self.screen
+        for match in _RUN_PIECES.finditer(run):
+            try:
+                if match.lastindex == 1:
+                    screen.draw(match.group(1))
+                else:
+                    screen.sgr(match.group(2))
+            except Exception:
+                self._contain()
 
     def _rarer(self, data: str, match: re.Match[str], kind: int | None) -> tuple[str, int] | None:
         if kind == _CSI_BROKEN:

@@ -34,6 +34,7 @@ from choragos.vtcells import (
     materialise,
     row_blank,
 )
+from choragos.vtrows import appended, cut_at, parse_run
 
 _ALT_MODES = frozenset({47, 1047, 1049})
 _IRM = mo.IRM
@@ -94,6 +95,8 @@ class VTScreen(pyte.Screen):
         self._chars: Cells = Cells(BLANK)
         self._char_sets: dict[Char, Cells] = {}
         self._sgr_cache: dict[tuple[Char, str], Char] = {}
+        self._runs: dict[tuple[str, Char], tuple[Any, ...]] = {}
+        self.text_rows = True  # whether rows written left to right stay text
         self._wide_seen = False
         self._scratch: VTScreen | None = None
         super().__init__(columns, lines)
@@ -218,11 +221,22 @@ class VTScreen(pyte.Screen):
         cur = self.cursor
         x = cur.x
         end = x + len(text)
-        if end <= self.columns and not self._wide_seen:
+        if end > self.columns:
+            self._put_narrow_wrapping(text)
+            return
+        y = cur.y
+        line = _raw(self.buffer, y)
+        if line.__class__ is not Line and self.text_rows:
+            # A row being written left to right stays text (see vtrows).
+            row = appended(line, x, text, ((0, cur.attrs),))
+            if row is not None:
+                list.__setitem__(self.buffer, y, row)
+                cur.x = end
+                self.dirty.add(y)
+                return
+        if not self._wide_seen:
             # The usual case, kept short: it fits on the row and no wide
             # character can be cut.
-            y = cur.y
-            line = _raw(self.buffer, y)
             if line.__class__ is not Line:
                 line = self.buffer[y]
             cells = self._chars
@@ -233,6 +247,37 @@ class VTScreen(pyte.Screen):
             self.dirty.add(y)
             return
         self._put_narrow_wrapping(text)
+
+    def draw_run(self, run: str) -> bool:
+        """Text with colour (SGR) sequences between its pieces, as a row kept
+        as text: True when drawn, False when it must be played piece by piece
+        (it would wrap, a character is not one cell wide, the row has cells,
+        insert mode or a line-drawing charset is on)."""
+        if _IRM in self.mode or self.charset or self.g0_charset is not _LAT1:
+            return False
+        cur = self.cursor
+        key = (run, cur.attrs)
+        found = self._runs.get(key)
+        if found is None:
+            if len(self._runs) > 1024:
+                self._runs.clear()
+            found = self._runs[key] = parse_run(run, cur.attrs, self.sgr_of) or ()
+        if not found:
+            return False
+        text, spans, attrs = found
+        x = cur.x
+        if x + len(text) > self.columns:
+            return False
+        y = cur.y
+        row = appended(_raw(self.buffer, y), x, text, spans)
+        if row is None:
+            return False
+        list.__setitem__(self.buffer, y, row)
+        cur.x = x + len(text)
+        cur.attrs = attrs
+        self.last_char = text[-1]
+        self.dirty.add(y)
+        return True
 
     def _put_narrow_wrapping(self, text: str) -> None:
         cur = self.cursor
@@ -455,6 +500,9 @@ class VTScreen(pyte.Screen):
         self.dirty.add(y)
         if plain and start == 0 and end == self.columns:
             self.buffer[y] = None
+            return
+        if plain and end == self.columns and _raw(self.buffer, y).__class__ is TextRow:
+            list.__setitem__(self.buffer, y, cut_at(_raw(self.buffer, y), start))
             return
         line = self.buffer[y]
         if end == self.columns:

@@ -1,0 +1,96 @@
+"""Rows kept as text while an agent's TUI redraws them.
+
+An agent CLI redraws its live area line by line: erase the row, then write
+it left to right, colour escapes between the pieces.  Such a row never needs
+per-cell objects: it stays a :class:`~choragos.vtcells.TextRow` (text plus
+style spans) that grows at its end, and becomes cells only when something
+writes into its middle.  The functions here work out the new row; the
+screen decides when they apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pyte.screens import Char
+
+from choragos.vtcells import BLANK, NARROW, Row, TextRow
+
+Spans = tuple[tuple[int, Char], ...]
+
+# The pieces of a run of text with colour sequences between them.
+RUN_PIECES = re.compile(r"([^\x1b]+)|\x1b\[([0-9;:]*)m")
+
+_new_row = tuple.__new__  # TextRow without the Python-level __new__ namedtuple adds
+
+
+def text_row(text: str, styles: Spans) -> TextRow:
+    """A tail-less TextRow, built without keyword handling."""
+    return _new_row(TextRow, (text, "", styles))
+
+
+def parse_run(run: str, attrs: Char,
+              sgr_of: Callable[[Char, str], Char]) -> tuple[str, Spans, Char] | None:
+    """A run of text and SGR sequences as (text, spans relative to its start,
+    the style it ends with); None when some character does not take exactly
+    one cell (the run must then be drawn piece by piece)."""
+    pieces: list[str] = []
+    spans: list[tuple[int, Char]] = []
+    width = 0
+    for match in RUN_PIECES.finditer(run):
+        piece = match.group(1)
+        if piece is None:
+            attrs = sgr_of(attrs, match.group(2))
+            continue
+        if not spans or spans[-1][1] != attrs:
+            spans.append((width, attrs))
+        pieces.append(piece)
+        width += len(piece)
+    text = "".join(pieces)
+    if not (text.isascii() or NARROW.fullmatch(text)):
+        return None
+    return text, tuple(spans), attrs
+
+
+def appended(row: Row, x: int, text: str, spans: Spans) -> TextRow | None:
+    """``row`` with ``text`` written from column ``x`` in the styles of
+    ``spans`` (relative to ``x``), when the row is blank or a tail-less
+    TextRow ending at or before ``x`` (the gap is blank); else None.
+
+    The caller has checked that every character takes one cell and that
+    the text fits on the row."""
+    if row is None:
+        old, styles = "", ()
+    elif row.__class__ is TextRow and not row.tail:
+        old, styles = row.text, row.styles
+    else:
+        return None
+    length = len(old)
+    if x < length:
+        return None
+    if not styles and len(spans) == 1 and spans[0][1] == BLANK:
+        return text_row(old + " " * (x - length) + text if x > length else old + text, ())
+    out = list(styles) if styles else ([(0, BLANK)] if x else [])
+    if x > length:
+        if out and out[-1][1] != BLANK:
+            out.append((length, BLANK))
+        old += " " * (x - length)
+    for offset, attrs in spans:
+        if not out or out[-1][1] != attrs:
+            out.append((x + offset, attrs))
+    if len(out) == 1 and out[0][1] == BLANK:
+        return text_row(old + text, ())
+    return text_row(old + text, tuple(out))
+
+
+def cut_at(row: TextRow, start: int) -> Row:
+    """A TextRow erased from ``start`` to its end (and its hidden tail), in
+    default colours."""
+    text = row.text[:start]
+    if not text:
+        return None
+    styles = tuple(span for span in row.styles if span[0] < start)
+    if len(styles) == 1 and styles[0][1] == BLANK:
+        styles = ()
+    return text_row(text, styles)
