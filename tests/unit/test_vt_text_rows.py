@@ -111,3 +111,20 @@ def test_a_run_that_would_wrap_is_drawn_piece_by_piece() -> None:
     assert screen.draw_run("ab\x1b[31mcd")
     assert screen.cursor.x == 4 and screen.cursor.attrs.fg == "red"
     assert screen.row(0).__class__ is TextRow
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_ROW, _MOVES, _SGR, _TEXT), max_size=40), st.integers(3, 40),
+       st.integers(1, 8))
+def test_runs_of_sequences_act_as_the_same_sequences_one_by_one(pieces: list[str], cols: int,
+                                                                rows: int) -> None:
+    """Sequences in a row (erase, move up, ...) and text with colours between
+    its pieces are each taken as one token; fed one piece per feed, every
+    sequence is a token of its own."""
+    whole = Terminal(cols, rows)
+    whole.feed("".join(pieces).encode())
+    one_by_one = Terminal(cols, rows)
+    for piece in pieces:
+        one_by_one.feed(piece.encode())
+    assert _observe(whole, []) == _observe(one_by_one, [])
+    assert whole.whole_display() == one_by_one.whole_display()
