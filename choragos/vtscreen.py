@@ -34,7 +34,7 @@ from choragos.vtcells import (
     materialise,
     row_blank,
 )
-from choragos.vtrows import appended, cut_at, parse_run
+from choragos.vtrows import appended, cut_at, parse_run, text_row
 
 _ALT_MODES = frozenset({47, 1047, 1049})
 _IRM = mo.IRM
@@ -730,26 +730,30 @@ class VTScreen(pyte.Screen):
         line = segment[:-1] if cr else segment
         if not line.isascii() or "\r" in line or "\t" in line:
             return [], 0
+        parts = _STYLED_SPLIT.split(line)
         attrs = cursor.attrs
-        pieces: list[str] = []
-        spans: list[tuple[int, Char]] = []
-        width = 0
-        for match in _STYLED_PIECES.finditer(line):
-            kind = match.lastindex
-            if kind == 1:
-                if not spans or spans[-1][1] != attrs:
-                    spans.append((width, attrs))
-                pieces.append(match.group(1))
-                width += len(pieces[-1])
-            elif kind == 2:
-                attrs = self.sgr_of(attrs, match.group(2))
+        sgr_of = self.sgr_of
+        first = parts[0]
+        spans: list[tuple[int, Char]] = [(0, attrs)] if first else []
+        width = len(first)
+        for i in range(1, len(parts), 2):
+            sequence, piece = parts[i], parts[i + 1]
+            if sequence[-1] == "m":
+                attrs = sgr_of(attrs, sequence[:-1])
             elif attrs.bg != "default":
                 return [], 0  # a coloured erase leaves cells behind: the scratch row does it
+            if piece:
+                if not spans or spans[-1][1] != attrs:
+                    spans.append((width, attrs))
+                width += len(piece)
         cursor.attrs = attrs
         if not width:
             return [None], 0
-        text = "".join(pieces)
+        text = "".join(parts[::2])
         cols = self.columns
+        if width <= cols:  # the usual line: one row
+            styles = () if len(spans) == 1 and spans[0][1] == BLANK else tuple(spans)
+            return [text_row(text, styles)], 0 if cr else width
         rows: list[Row] = [TextRow(text[i:i + cols], styles=_slice_styles(spans, i, i + cols))
                            for i in range(0, width, cols)]
         return rows, 0 if cr else width - (len(rows) - 1) * cols
@@ -771,7 +775,9 @@ class VTScreen(pyte.Screen):
 
 _PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
 _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
-_STYLED_PIECES = re.compile(r"([^\x1b]+)|\x1b\[([0-9;:]*)m|\x1b\[0?K")
+# Splits a coloured line into text, sequence, text, ...: a sequence is its
+# SGR parameters followed by ``m``, or ``K``/``0K`` for an erase.
+_STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")
 
 
 def _slice_styles(spans: list[tuple[int, Char]], start: int,
