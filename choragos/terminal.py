@@ -20,7 +20,7 @@ from typing import Any
 
 from pyte import charsets
 
-from choragos.vtcells import Row, Run, row_runs, row_text, whole_text
+from choragos.vtcells import Row, Run, history_lines, row_runs, row_text, whole_text
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
 
@@ -350,11 +350,10 @@ class Terminal:
     def _scrolled(self, row: Row) -> None:
         self._keep([whole_text(row, self._screen.columns)])
 
-    def _scrolled_rows(self, rows: list[Row]) -> None:
+    def _scrolled_rows(self, rows: list[Row | str]) -> None:
         # Whole rows, with what a narrowing of the pane cut off: the history and
         # the transcript hold lines as the program wrote them, whatever the tile.
-        cols = self._screen.columns
-        self._keep([whole_text(row, cols) for row in rows])
+        self._keep(history_lines(rows, self._screen.columns))
 
     def _keep(self, lines: list[str]) -> None:
         self._history.extend(lines)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 from pyte.screens import Char, StaticDefaultDict, wcwidth
 
 Line = StaticDefaultDict
+_new_tuple = tuple.__new__  # builds a TextRow without namedtuple's Python-level __new__
 BLANK = Char(" ")
 
 
@@ -216,6 +217,27 @@ def _styled_cells(line: Line, text: str, styles: tuple[tuple[int, Char], ...]) -
 
 _data = itemgetter(0)
 _style = itemgetter(slice(1, None))
+
+
+def as_row(row: Row | str) -> Row:
+    """A row given as its plain text (a log line in bulk) as a row; any other row as is."""
+    if row.__class__ is str:
+        return TextRow(row) if row else None  # type: ignore[arg-type]
+    return row  # type: ignore[return-value]
+
+
+def as_rows(rows: list[Row | str]) -> list[Row]:
+    """``as_row`` of each, in one pass (the rows a block of log lines leaves)."""
+    return [(_new_tuple(TextRow, (row, "", ())) if row else None) if row.__class__ is str
+            else row for row in rows]  # type: ignore[misc]
+
+
+def history_lines(rows: list[Row | str], cols: int) -> list[str]:
+    """What the history keeps of rows leaving the screen (see ``whole_text``),
+    the plain rows of a flood of log lines without a call each."""
+    return [row.rstrip() if row.__class__ is str  # type: ignore[union-attr]
+            else row.text[:cols].rstrip() if row.__class__ is TextRow and not row.tail
+            else whole_text(row, cols) for row in rows]
 
 
 def row_text(row: Row, cols: int) -> str:

@@ -30,6 +30,8 @@ from choragos.vtcells import (
     Row,
     TextRow,
     apply_sgr,
+    as_row,
+    as_rows,
     erased,
     materialise,
     row_blank,
@@ -83,7 +85,8 @@ class VTScreen(pyte.Screen):
 
     def __init__(self, columns: int, lines: int) -> None:
         self.on_scroll: Callable[[Row], None] = _ignore
-        self.on_scroll_rows: Callable[[list[Row]], None] = self._scroll_each
+        # Rows leaving in bulk; a str among them is a plain text row (see take_block).
+        self.on_scroll_rows: Callable[[list[Row | str]], None] = self._scroll_each
         self.on_clear_history: Callable[[], None] = _ignore
         self.on_erase_screen: Callable[[], None] = _ignore
         self.private_modes: set[int] = set()
@@ -101,9 +104,9 @@ class VTScreen(pyte.Screen):
         self._scratch: VTScreen | None = None
         super().__init__(columns, lines)
 
-    def _scroll_each(self, rows: list[Row]) -> None:
+    def _scroll_each(self, rows: list[Row | str]) -> None:
         for row in rows:
-            self.on_scroll(row)
+            self.on_scroll(as_row(row))
 
     # -- state -------------------------------------------------------------
 
@@ -294,10 +297,15 @@ class VTScreen(pyte.Screen):
             x = cur.x
             part, text = text[:cols - x], text[cols - x:]
             end = x + len(part)
-            line = self.buffer[cur.y]
-            if self._wide_seen:
-                self._split_wide(line, x, end)
-            line.update(zip(range(x, end), map(cells.__getitem__, part), strict=True))
+            row = appended(_raw(self.buffer, cur.y), x, part, ((0, cur.attrs),)) \
+                if self.text_rows else None
+            if row is not None:
+                list.__setitem__(self.buffer, cur.y, row)
+            else:
+                line = self.buffer[cur.y]
+                if self._wide_seen:
+                    self._split_wide(line, x, end)
+                line.update(zip(range(x, end), map(cells.__getitem__, part), strict=True))
             cur.x = end
             self.dirty.add(cur.y)
 
@@ -657,7 +665,7 @@ class VTScreen(pyte.Screen):
         colours skips even the scratch screen and becomes a ``TextRow``.
         """
         scratch = self._scratch_for_block()
-        pushed: list[Row] = []
+        pushed: list[Row | str] = []  # a str: a plain text row, kept as its text
         scratch.on_scroll = pushed.append
         bottom = self.lines - 1
         fresh = _raw(self.buffer, bottom) is None
@@ -676,7 +684,7 @@ class VTScreen(pyte.Screen):
         keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
         self.on_scroll_rows(keep[:cut])
-        self.buffer[:] = [*keep[cut:], None if fresh else _raw(scratch.buffer, 0)]
+        self.buffer[:] = [*as_rows(keep[cut:]), None if fresh else _raw(scratch.buffer, 0)]
         self.cursor.x = scratch.cursor.x
         self.cursor.attrs = scratch.cursor.attrs
         self._wide_seen |= scratch._wide_seen
@@ -795,11 +803,12 @@ def _slice_styles(spans: list[tuple[int, Char]], start: int,
     return tuple(out)
 
 
-def _plain_lines(block: str, cols: int, pushed: list[Row]) -> list[str] | None:
+def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | None:
     """The usual log block through a PTY -- ASCII lines in default colours, each
-    ended by CR LF, none wider than the screen -- taken in bulk: its rows go to
-    ``pushed`` and what follows the last LF is returned as the one segment left
-    to play; None (``pushed`` untouched) when the block is not that simple."""
+    ended by CR LF -- taken in bulk: its rows go to ``pushed`` as their text
+    (a line wider than the screen as one piece per row) and what follows the
+    last LF is returned as the one segment left to play; None (``pushed``
+    untouched) when the block is not that simple."""
     cut = block.rfind("\n")
     if cut < 0:
         return None
@@ -810,13 +819,14 @@ def _plain_lines(block: str, cols: int, pushed: list[Row]) -> list[str] | None:
         return None
     texts = body[:-1].split("\r\n")
     if max(map(len, texts)) <= cols:
-        pushed.extend([TextRow(text) if text else None for text in texts])
+        pushed.extend(texts)
     else:  # lines wider than the screen wrap onto further rows
+        add, extend = pushed.append, pushed.extend
         for text in texts:
             if len(text) <= cols:
-                pushed.append(TextRow(text) if text else None)
+                add(text)
             else:
-                pushed.extend([TextRow(text[i:i + cols]) for i in range(0, len(text), cols)])
+                extend([text[i:i + cols] for i in range(0, len(text), cols)])
     return [block[cut + 1:]]
 
 
