@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from choragos.vtcells import number
-from choragos.vtrows import RUN_PIECES as _RUN_PIECES
+from choragos.vtrows import SGR_SPLIT
 from choragos.vtscreen import VTScreen
 
 log = logging.getLogger("choragos.terminal")
@@ -188,12 +188,12 @@ class VTParser:
     def _run(self, run: str) -> None:
         """Text with colour sequences between its pieces, one piece at a time."""
         screen = self.screen
-        for match in _RUN_PIECES.finditer(run):
+        for i, piece in enumerate(SGR_SPLIT.split(run)):
             try:
-                if match.lastindex == 1:
-                    screen.draw(match.group(1))
-                else:
-                    screen.sgr(match.group(2))
+                if i % 2:
+                    screen.sgr(piece)
+                elif piece:
+                    screen.draw(piece)
             except Exception:
                 self._contain()
 

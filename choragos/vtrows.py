@@ -19,8 +19,9 @@ from choragos.vtcells import BLANK, NARROW, Row, TextRow
 
 Spans = tuple[tuple[int, Char], ...]
 
-# The pieces of a run of text with colour sequences between them.
-RUN_PIECES = re.compile(r"([^\x1b]+)|\x1b\[([0-9;:]*)m")
+# Splits a run of text with colour sequences between its pieces into text,
+# SGR parameters, text, ...
+SGR_SPLIT = re.compile(r"\x1b\[([0-9;:]*)m")
 
 _new_row = tuple.__new__  # TextRow without the Python-level __new__ namedtuple adds
 
@@ -35,19 +36,18 @@ def parse_run(run: str, attrs: Char,
     """A run of text and SGR sequences as (text, spans relative to its start,
     the style it ends with); None when some character does not take exactly
     one cell (the run must then be drawn piece by piece)."""
-    pieces: list[str] = []
-    spans: list[tuple[int, Char]] = []
-    width = 0
-    for match in RUN_PIECES.finditer(run):
-        piece = match.group(1)
-        if piece is None:
-            attrs = sgr_of(attrs, match.group(2))
-            continue
-        if not spans or spans[-1][1] != attrs:
-            spans.append((width, attrs))
-        pieces.append(piece)
-        width += len(piece)
-    text = "".join(pieces)
+    parts = SGR_SPLIT.split(run)
+    first = parts[0]
+    spans: list[tuple[int, Char]] = [(0, attrs)] if first else []
+    width = len(first)
+    for i in range(1, len(parts), 2):
+        attrs = sgr_of(attrs, parts[i])
+        piece = parts[i + 1]
+        if piece:
+            if not spans or spans[-1][1] != attrs:
+                spans.append((width, attrs))
+            width += len(piece)
+    text = "".join(parts[::2])
     if not (text.isascii() or NARROW.fullmatch(text)):
         return None
     return text, tuple(spans), attrs
