@@ -70,7 +70,8 @@ class Terminal:
     flood of output wakes a reader once per frame it actually draws, and a
     pane nobody draws costs its reader nothing.
     ``fast_path=False`` turns off the block path for plain and coloured
-    lines, for tests and benchmarks that compare the two.
+    lines and the rows kept as text while a TUI redraws them, for tests and
+    benchmarks that compare the two.
 
     Clearing the screen (``CSI 2 J``) does not push it into the history, as
     in xterm (tmux's ``scroll-on-clear`` does): an agent that repaints by

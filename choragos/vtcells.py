@@ -5,9 +5,9 @@ of the sixteen palette names as pyte spells them (``"red"``, ``"brown"`` for
 yellow, ``"brightred"`` …) so a renderer can follow the user's theme, or
 ``"rrggbb"`` hex for 256-colour indexes 16–255 and for true colour.
 
-A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (ASCII, one
-character per cell, in default colours or in style spans, kept as text until
-something needs its cells), or None for a blank row.
+A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (characters
+that take one cell each, in default colours or in style spans, kept as text
+until something needs its cells), or None for a blank row.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ BLANK = Char(" ")
 
 
 class TextRow(NamedTuple):
-    """A row drawn as ASCII, one character per cell.
+    """A row of characters that take one cell each (ASCII from a log block;
+    box drawing, spinners and the like too when a TUI writes the row).
 
     ``styles`` are (first column, cell attributes) spans in column order, each
     reaching to the next; empty when the whole row is in default colours.

@@ -5,7 +5,8 @@ pyte's ``Screen`` supplies the cell model and the less frequent operations.
 SGR) with bulk versions, adds the alternate screen and the private modes
 agent CLIs use, bounds what pyte leaves unbounded, and takes runs of
 log lines, plain or coloured, as one block (:meth:`VTScreen.take_block`), so
-a flood of log lines never turns into per-cell objects.
+a flood of log lines never turns into per-cell objects, and keeps a row a TUI
+writes left to right as text (:mod:`choragos.vtrows`).
 """
 
 from __future__ import annotations
