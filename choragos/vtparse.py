@@ -174,7 +174,7 @@ class VTParser:
         its rows), their actions cached as one list."""
         found = self._sequences.get(sequences)
         if found is None:
-            if len(self._sequences) > 1024:
+            if len(self._sequences) > 256:
                 self._sequences.clear()
             found = self._sequences[sequences] = tuple(
                 self._csi_action(params, "", final)

@@ -263,7 +263,7 @@ class VTScreen(pyte.Screen):
         key = (run, cur.attrs)
         found = self._runs.get(key)
         if found is None:
-            if len(self._runs) > 1024:
+            if len(self._runs) > 256:  # a TUI repeats a few dozen lines a frame
                 self._runs.clear()
             found = self._runs[key] = parse_run(run, cur.attrs, self.sgr_of) or ()
         if not found:
