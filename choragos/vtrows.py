@@ -56,7 +56,7 @@ def parse_run(run: str, attrs: Char,
 def appended(row: Row, x: int, text: str, spans: Spans) -> TextRow | None:
     """``row`` with ``text`` written from column ``x`` in the styles of
     ``spans`` (relative to ``x``), when the row is blank or a tail-less
-    TextRow ending at or before ``x`` (the gap is blank); else None.
+    TextRow (a gap before ``x`` is blank); else None.
 
     The caller has checked that every character takes one cell and that
     the text fits on the row."""
@@ -68,7 +68,7 @@ def appended(row: Row, x: int, text: str, spans: Spans) -> TextRow | None:
         return None
     length = len(old)
     if x < length:
-        return None
+        return _overwritten(old, styles, x, text, spans)
     if not styles and len(spans) == 1 and spans[0][1] == BLANK:
         return text_row(old + " " * (x - length) + text if x > length else old + text, ())
     out = list(styles) if styles else ([(0, BLANK)] if x else [])
@@ -82,6 +82,28 @@ def appended(row: Row, x: int, text: str, spans: Spans) -> TextRow | None:
     if len(out) == 1 and out[0][1] == BLANK:
         return text_row(old + text, ())
     return text_row(old + text, tuple(out))
+
+
+def _overwritten(old: str, styles: Spans, x: int, text: str, spans: Spans) -> TextRow:
+    """A TextRow with ``text`` written over it from column ``x`` (a TUI
+    rewriting a row in place)."""
+    end = x + len(text)
+    written = old[:x] + text + old[end:]
+    if not styles and len(spans) == 1 and spans[0][1] == BLANK:
+        return text_row(written, ())
+    every = list(styles) if styles and styles[0][0] == 0 else [(0, BLANK), *styles]
+    out = [span for span in every if span[0] < x]
+    out += [(x + offset, attrs) for offset, attrs in spans]
+    if end < len(old):
+        out.append((end, [span for span in every if span[0] <= end][-1][1]))
+        out += [span for span in every if span[0] > end]
+    merged: list[tuple[int, Char]] = []
+    for span in out:
+        if not merged or merged[-1][1] != span[1]:
+            merged.append(span)
+    if len(merged) == 1 and merged[0][1] == BLANK:
+        return text_row(written, ())
+    return text_row(written, tuple(merged))
 
 
 def cut_at(row: TextRow, start: int) -> Row:

@@ -128,3 +128,21 @@ def test_runs_of_sequences_act_as_the_same_sequences_one_by_one(pieces: list[str
         one_by_one.feed(piece.encode())
     assert _observe(whole, []) == _observe(one_by_one, [])
     assert whole.whole_display() == one_by_one.whole_display()
+
+
+def test_a_row_rewritten_in_place_stays_text_and_agrees() -> None:
+    # A progress bar redrawn after a CR, and a status row rewritten from its
+    # first column without an erase: written over, not appended to.
+    frames = "".join(f"\r\x1b[32m{'#' * (i % 11)}\x1b[0m{' ' * (10 - i % 11)} {i:3d}%"
+                     f"\x1b[1;1H\x1b[2m{i % 7}\x1b[22m{'.' * (i % 5)}\x1b[3;1H"
+                     for i in range(60))
+    results = []
+    for fast in (True, False):
+        t = Terminal(20, 3, fast_path=fast)
+        t.feed(("\r\n\r\n" + frames).encode())
+        results.append((t.display(), t.render_rows(), t.cursor))
+        if fast:
+            assert t._screen.row(0).__class__ is TextRow
+            assert t._screen.row(2).__class__ is TextRow
+    assert results[0] == results[1]
+    assert results[0][0][2] == "####        59%"
