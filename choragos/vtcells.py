@@ -276,7 +276,9 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
     if row.__class__ is TextRow:
         if row.styles:
             return _styled_runs(row, cols)
-        text = row.text[:cols].rstrip()
+        # Only blanks go, as for cells: a no-break space (DEC graphics' "_")
+        # is a character drawn in the row.
+        text = row.text[:cols].rstrip(" ")
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
     while cells and cells[-1] == BLANK:
@@ -318,7 +320,7 @@ def row_blank(row: Row) -> bool:
     if row.__class__ is TextRow:
         if row.styles:
             return row_blank(materialise(row))
-        return not row.text.strip()
+        return not row.text.strip(" ")
     return all(cell == BLANK for cell in row.values())
 
 

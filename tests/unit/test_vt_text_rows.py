@@ -146,3 +146,18 @@ def test_a_row_rewritten_in_place_stays_text_and_agrees() -> None:
             assert t._screen.row(2).__class__ is TextRow
     assert results[0] == results[1]
     assert results[0][0][2] == "####        59%"
+
+
+@pytest.mark.parametrize("stream", [
+    "\x1b(0\r\n\r\n\r\n_\r\n",        # DEC graphics draws "_" as a no-break space
+    "\r\nx\u00a0\u00a0\x1b[31m\u202f",  # other non-blank spaces, plain and coloured
+])
+def test_spaces_that_are_not_blanks_are_kept_in_text_rows(stream: str) -> None:
+    results = []
+    for fast in (True, False):
+        t = Terminal(3, 4, fast_path=fast)
+        t.feed(stream.encode())
+        results.append((t.render_rows(), t.display()))
+        t.resize(3, 2)  # blank rows below the cursor go first
+        results.append((t.render_rows(), t.history()))
+    assert results[:2] == results[2:]
