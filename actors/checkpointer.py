@@ -1,7 +1,8 @@
 """The checkpointer: snapshots the workspace before each delivery.
 
 Snapshots run here, off the core's thread, in arrival order, so deliveries
-to one role keep their order.  A task for a ``worktree = true`` role is
+to one role keep their order; so do the rollbacks the operator asks for,
+between them.  A task for a ``worktree = true`` role is
 checkpointed in that role's worktree (its own store, its own refs), not in
 the main tree.  A failure is reported, never raised into the delegation:
 the task goes out unprotected and the event log says why.
@@ -16,6 +17,7 @@ from typing import Any
 
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
+from choragos.actors.rollbackcmd import run_rollback
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 
 
@@ -48,6 +50,16 @@ class CheckpointerActor(Actor):
             return
         self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
                                         seconds=round(time.monotonic() - began, 4)))
+
+    @handle.register
+    def _rollback(self, msg: m.Rollback) -> dict:
+        """A rollback the core decided on; the ack goes to whoever waits for it."""
+        return run_rollback(self.store.root, msg, self._log_event)
+
+    def _log_event(self, event: str, **fields: object) -> None:
+        # Written here, before the ack, so the log has it when the client
+        # hears; the core publishes it to the deck.
+        self.core.tell(m.Announce(self.events.write(event, **fields)))
 
     @handle.register
     def _prune(self, msg: m.Prune) -> list[str]:

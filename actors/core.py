@@ -147,6 +147,11 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         record = self.s.events.write(event, **fields)
         self._publish(news.EventLogged(record))
 
+    @handle.register
+    def _announced(self, msg: m.Announce) -> None:
+        """An event another actor wrote (the checkpointer's rollback)."""
+        self._publish(news.EventLogged(msg.record))
+
     def _publish(self, item: Any) -> None:
         for callback in list(self.s.subscribers):
             try:
@@ -232,7 +237,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                        archived=len(self.s.board.archive))
 
     def _cmd_reload(self, request: dict) -> dict:
-        """D7: converge the roles on the re-read config (see choragos/reloadplan.py)."""
+        """Live reload: converge the roles on the re-read config (see choragos/reloadplan.py)."""
         reloader = self.s.reloader
         if reloader is None:
             return wire.error("this session runs the built-in team, so there is no config "
@@ -393,7 +398,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._publish(news.TaskChanged(task.as_dict()))
             self._event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
         else:
-            # K4: a failed snapshot is logged and never blocks the delegation.
+            # A failed snapshot is logged and never blocks the delegation.
             self._event("checkpoint failed", task=task.id, error=msg.error)
         self._queue_task(task)
 

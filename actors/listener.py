@@ -79,7 +79,21 @@ class ListenerState:
             return wire.error("the session core is busy; try again")
         except (ActorCrashed, ActorGone) as exc:
             return wire.error(f"the session could not handle the request: {exc}")
-        return durable_ack(self.journal, ack)
+        return durable_ack(self.journal, settle(ack))
+
+
+def settle(ack: Any) -> Any:
+    """The ack itself, or, when the core handed the work on (``Deferred``),
+    the ack of the actor doing it, waited for on the caller's thread."""
+    if not isinstance(ack, m.Deferred):
+        return ack
+    try:
+        return ack.actor.ask(ack.message, timeout=ack.timeout)
+    except pykka.Timeout:
+        return wire.error(f"{type(ack.message).__name__.lower()} did not finish within "
+                          f"{ack.timeout:g}s; it may still complete: the event log will say")
+    except (ActorCrashed, ActorGone) as exc:
+        return wire.error(f"the session could not finish the request: {exc}")
 
 
 class ListenerActor(Actor):

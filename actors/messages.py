@@ -208,6 +208,25 @@ class Dispatch:
 
 
 @dataclass(frozen=True)
+class Deferred:
+    """The core's answer to a ``Dispatch`` whose work another actor does: the
+    dispatcher (on the socket's or the deck's worker thread, never the core's)
+    asks ``actor`` for the ack, waiting up to ``timeout`` seconds, so a long
+    job does not hold every other request behind it."""
+
+    actor: Any  # a Handle
+    message: Any
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Announce:
+    """An event another actor wrote to the event log, for the core to publish."""
+
+    record: dict
+
+
+@dataclass(frozen=True)
 class CheckpointDone:
     task_id: str
     ref: str | None = None
@@ -221,6 +240,15 @@ class Subscribe:
 
 
 # --- to the checkpointer ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """Restore a checkpoint (or plan it, ``dry_run``); the answer is the ack."""
+
+    target: str
+    dry_run: bool
+    by: str
 
 
 @dataclass(frozen=True)

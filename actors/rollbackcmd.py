@@ -1,23 +1,35 @@
-"""The core's ``rollback`` command: restore the workspace to before a task.
+"""The ``rollback`` command: restore the workspace to before a task.
 
 The deck's board sends it (first with ``dry_run`` to show the plan, then
 for the checkpoint ref the operator confirmed), and ``choragos rollback``
 sends the ref it showed when a session runs, so a rollback is one more
-control command: refused from inside a role, run through the
-core's registry and written to the event log.  A task done in a role's
-worktree rolls back in that worktree.  The checkpoint store's lock
-keeps it in order with the checkpointer's snapshots.
+control command: refused from inside a role, checked by the core's
+registry and written to the event log.  A task done in a role's worktree
+rolls back in that worktree.
+
+The core only decides: the restore itself runs on the checkpointer's
+thread (in order with the snapshots queued there), and the dispatcher
+waits for it there, so the core keeps answering every other request while
+a big tree is restored.  Without a checkpointer (checkpoints off) it runs
+on the core's thread; the checkpoint store's lock keeps it in order with a
+``choragos rollback`` run in a shell.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from choragos import wire
+from choragos import commands, wire
+from choragos.actors import messages as m
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, RollbackPlan
 from choragos.checkpointtrees import open_for
 
 MAX_LISTED = 200  # paths per list in a plan's ack
+# The checkpointer's answer arrives within the client's wait, so a client
+# told "it did not finish" has not stopped listening first.
+ANSWER_TIMEOUT = (commands.ROLLBACK_ANSWER_WITHIN or 0.0) - 10.0
 
 
 class RollbackCommand:
@@ -25,28 +37,37 @@ class RollbackCommand:
 
     s: Any
 
-    def _cmd_rollback(self, request: dict) -> dict:
-        target, dry_run = request["target"], request["dry_run"]
-        by = request.get(wire.CALLER) or "operator"
-        try:
-            # The store of the checkpoint's own tree: a worktree role's task
-            # rolls back in its worktree, never in the main tree.
-            with open_for(self.s.workdir, target) as store:
-                if dry_run:
-                    return wire.ok(**plan_fields(store.plan_rollback(target), store))
-                result = store.rollback(target)
-        except (CheckpointError, NotARepository, OSError) as exc:
-            if not dry_run:
-                self._event("rollback failed", target=target, error=str(exc), by=by)
-            return wire.error(f"cannot roll back to {target}: {exc}")
-        saved = result.saved.task_id if result.saved is not None else None
-        self._event("rollback", target=target, checkpoint=result.checkpoint.ref,
-                    task=result.checkpoint.task_id, restored=len(result.restored),
-                    deleted=len(result.deleted), saved=saved, by=by)
-        return wire.ok(checkpoint=result.checkpoint.ref, task=result.checkpoint.task_id,
-                       restored=len(result.restored), deleted=len(result.deleted), saved=saved,
-                       saved_ref=result.saved.ref if result.saved is not None else None,
-                       removed_dirs=len(result.removed_dirs))
+    def _cmd_rollback(self, request: dict) -> dict | m.Deferred:
+        order = m.Rollback(request["target"], request["dry_run"],
+                           request.get(wire.CALLER) or "operator")
+        if self.s.checkpointer is None:
+            return run_rollback(self.s.workdir, order, self._event)
+        return m.Deferred(self.s.checkpointer, order, ANSWER_TIMEOUT)
+
+
+def run_rollback(workdir: Path, order: m.Rollback,
+                 log_event: Callable[..., Any]) -> dict:
+    """Carry out ``order`` in the tree that holds its checkpoint; the ack."""
+    target, by = order.target, order.by
+    try:
+        # The store of the checkpoint's own tree: a worktree role's task
+        # rolls back in its worktree, never in the main tree.
+        with open_for(workdir, target) as store:
+            if order.dry_run:
+                return wire.ok(**plan_fields(store.plan_rollback(target), store))
+            result = store.rollback(target)
+    except (CheckpointError, NotARepository, OSError) as exc:
+        if not order.dry_run:
+            log_event("rollback failed", target=target, error=str(exc), by=by)
+        return wire.error(f"cannot roll back to {target}: {exc}")
+    saved = result.saved.task_id if result.saved is not None else None
+    log_event("rollback", target=target, checkpoint=result.checkpoint.ref,
+              task=result.checkpoint.task_id, restored=len(result.restored),
+              deleted=len(result.deleted), saved=saved, by=by)
+    return wire.ok(checkpoint=result.checkpoint.ref, task=result.checkpoint.task_id,
+                   restored=len(result.restored), deleted=len(result.deleted), saved=saved,
+                   saved_ref=result.saved.ref if result.saved is not None else None,
+                   removed_dirs=len(result.removed_dirs))
 
 
 def plan_fields(plan: RollbackPlan, store: CheckpointStore) -> dict[str, Any]:

@@ -170,7 +170,7 @@ class Session:
         self.journal.start()
 
     def _decide_gateway(self) -> None:
-        """C5: decided once; a reload does not turn the gateway on or off."""
+        """The gateway is decided once; a reload does not turn the gateway on or off."""
         self.gateway = decide_session(self.config)
         if self.gateway.on:
             self.events.write("gateway on", reason=self.gateway.reason,
@@ -382,7 +382,7 @@ class Session:
             # the socket and the role name are how the verbs work, so never.
             inject["CHORAGOS_DIR"] = str(self.workdir)
         if self.gateway.on:
-            # G1: route the role's model traffic through the gateway, attributed to it.
+            # Route the role's model traffic through the gateway, attributed to it.
             inject.update(routing(spec, self.config.sphragis.agent_url(spec.name))[0])
         # Last, so no env_allow or env_deny can cut a role off from choragos.
         return selfpath.prepend(role_env(spec, os.environ, inject),
@@ -490,7 +490,7 @@ class Session:
         return authority.caller_role(pid, pids)
 
     def _gate(self, request: dict) -> str | None:
-        """P5: fail closed while an enforced gateway is down (or not yet seen up)."""
+        """Fail closed while an enforced gateway is down (or not yet seen up)."""
         if not self.gateway.enforced or self.prober.health.up:
             return None
         refusal = wire.gateway_refusal(request)
@@ -572,7 +572,7 @@ class Session:
         os._exit(1)
 
     def _flush_tokens(self) -> None:
-        """G2: the last cumulative snapshot goes into the log on the way out."""
+        """The last cumulative snapshot goes into the log on the way out."""
         if self.core is None or not self.gateway.on:
             return
         try:

@@ -1,4 +1,4 @@
-"""Checkpoint speed against git plumbing on a temporary index (SPEC §10).
+"""Checkpoint speed against git plumbing on a temporary index.
 
 Builds two work trees in a temp dir -- 5,000 files / ~150 MB and 50,000
 small files -- each a git repository with most files committed (and packed),

@@ -1,4 +1,4 @@
-"""Pane ingestion (SPEC §10): how fast a choragos pane takes an agent's output,
+"""Pane ingestion: how fast a choragos pane takes an agent's output,
 against tmux taking the same bytes on the same machine in the same run.
 
 Three streams are generated: a plain log (timestamped lines, some wider than
@@ -10,7 +10,8 @@ a test-runner log with a colour escape on every line.
 Each stream goes through:
   * choragos -- a real PTY running ``cat FILE``, read by the role's own reader
     thread (``choragos.ptyproc.Reader``) and fed into a 120x40 Terminal;
-    once with the block path for plain lines, once without it;
+    once with its fast paths (the block path for log lines, rows kept as
+    text while a TUI redraws them), once without them ("no block path");
   * tmux -- a 120x40 pane of a detached server on its own socket running
     ``cat FILE; tmux wait-for -S done``, timed until the signal;
   * pyte alone (``ByteStream`` + ``Screen``, in memory, on a prefix): the

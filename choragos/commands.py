@@ -29,6 +29,10 @@ MAX_KEYS = 64
 MAX_INPUT_TEXT = 4096
 MAX_HANDOFF_WAIT = 3600
 MAX_ROLLBACK_TARGET = 200
+# A rollback restores files on the checkpointer's thread, after any snapshot
+# already queued there; a big tree can take minutes, so its client waits that
+# long rather than the socket's usual few seconds.
+ROLLBACK_ANSWER_WITHIN = 600.0
 OUTCOMES = ("done", "failed", "blocked")
 GATE_ACTIONS = ("list", "approve", "reject")
 # Keys an operator may press into a role from the CLI (``choragos keys``),
@@ -99,14 +103,19 @@ class Command:
     :class:`When` for the requests that are, e.g. a gate decision).
     ``gateway_exempt``: accepted while an enforced gateway is down (True or a
     :class:`When`).  ``one_of``: at least one of these fields must be non-empty.
+    ``answer_within``: how long a client waits for the ack, when the command's
+    work may take longer than the socket's usual deadline.
     """
 
-    __slots__ = ("fields", "gateway_exempt", "name", "one_of", "operator", "verb")
+    __slots__ = ("answer_within", "fields", "gateway_exempt", "name", "one_of", "operator",
+                 "verb")
 
     def __init__(self, name: str, fields: tuple[Field, ...] = (), *,
                  operator: bool | When = False, gateway_exempt: bool | When = False,
-                 one_of: tuple[str, ...] = (), verb: Verb | None = None) -> None:
+                 one_of: tuple[str, ...] = (), verb: Verb | None = None,
+                 answer_within: float | None = None) -> None:
         self.name = name
+        self.answer_within = answer_within
         self.fields = fields
         self.operator = operator
         self.gateway_exempt = gateway_exempt
@@ -214,7 +223,7 @@ DECLARED: tuple[Command | Verb, ...] = (
     Command("rollback", (
         Field("target", TEXT, required=True, limit=MAX_ROLLBACK_TARGET),
         Field("dry_run", FLAG, default=False),
-    ), operator=True, gateway_exempt=True),
+    ), operator=True, gateway_exempt=True, answer_within=ROLLBACK_ANSWER_WITHIN),
 )
 
 COMMANDS: dict[str, Command] = {d.name: d for d in DECLARED if isinstance(d, Command)}

@@ -1,4 +1,4 @@
-"""The configuration model and its loader (SPEC §2, C1-C8).
+"""The configuration model and its loader.
 
 ``load_config`` reads ``.choragos.toml`` (or the built-in team when there is
 none) into frozen dataclasses.  Every key is type-checked and defaulted; every
@@ -263,7 +263,7 @@ class Config:
 
 
 def role_env(spec: RoleSpec, base: Mapping[str, str], inject: Mapping[str, str]) -> dict[str, str]:
-    """The environment ``spec``'s process starts with (SPEC C8)."""
+    """The environment ``spec``'s process starts with."""
     return build_env(base, spec.env_allow, spec.env_deny, inject)
 
 

@@ -1,4 +1,4 @@
-"""Which environment variables a role's process gets (SPEC C8).
+"""Which environment variables a role's process gets .
 
 Two modes.  With no ``env_allow`` a role inherits the deck's environment.
 With a non-empty ``env_allow`` it gets only :data:`BASELINE` plus what is

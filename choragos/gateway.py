@@ -19,7 +19,7 @@ from choragos.costs import priced
 
 TOKENS_METRIC = "sphragis_tokens_total"
 DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
-MAX_BODY = 1 << 20  # G2: a metrics body larger than 1 MiB is refused, not parsed
+MAX_BODY = 1 << 20  # a metrics body larger than 1 MiB is refused, not parsed
 
 # role -> model -> direction -> cumulative count, as the gateway last reported it.
 Totals = dict[str, dict[str, dict[str, int]]]
@@ -40,7 +40,7 @@ class GatewayMode:
 
 def decide(settings: GatewaySettings, on_path: Callable[[str], bool] | None = None,
            listening: Callable[[str], bool] | None = None) -> GatewayMode:
-    """C5's soft default: an absent ``enabled`` means "on if it looks installed"."""
+    """The soft default: an absent ``enabled`` means "on if it looks installed"."""
     if settings.enabled is not None:
         how = "true" if settings.enabled else "false"
         return _mode(settings, settings.enabled, f"[sphragis] enabled = {how}")

@@ -80,6 +80,7 @@ class Report:
     session_budget: float | None = None
     changes: list[dict] = field(default_factory=list)  # per work-done: the files it changed
     session_over: bool = False
+    rollbacks: list[dict] = field(default_factory=list)  # every rollback asked for, in order
 
 
 def read_log(path: Path) -> LogRead:
@@ -154,7 +155,9 @@ def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
                                        if s.session_budget is not None), None),
                   session_over=any(s.session_over for s in summaries),
                   changes=[{"run": n, **c} for n, s in enumerate(summaries, 1)
-                           for c in s.changes])
+                           for c in s.changes],
+                  rollbacks=[{"run": n, **r} for n, s in enumerate(summaries, 1)
+                             for r in s.rollbacks])
 
 
 @dataclass
@@ -200,6 +203,7 @@ class _RunSummary:
         self.session_budget: float | None = None
         self.session_over = False
         self.changes: list[dict] = []
+        self.rollbacks: list[dict] = []
         self._fold(records)
         self._settle_tokens()
 
@@ -208,7 +212,8 @@ class _RunSummary:
                     "work-done": self._work_done, "gate rejected": self._rejected,
                     "task failed": self._task_failed, "budgets": self._budgets,
                     "over budget": self._over_budget,
-                    "tokens": self._tokens, "changes": self._changes}
+                    "tokens": self._tokens, "changes": self._changes,
+                    "rollback": self._rollback, "rollback failed": self._rollback}
         for record in records:
             self._touch(record)
             handler = handlers.get(record.get("event"))
@@ -266,6 +271,16 @@ class _RunSummary:
             stats.busy += record["t"] - (task.delivered if task.delivered is not None
                                          else task.delegated)
             stats.timed += 1
+
+    def _rollback(self, record: dict) -> None:
+        # Files put back are the operator's decision, so the report shows each
+        # one, failed or not, with who asked and how to undo it.
+        done = record.get("event") == "rollback"
+        self.rollbacks.append({
+            "t": record["t"], "ok": done, "task": record.get("task") if done else None,
+            "target": record.get("target"), "by": record.get("by"),
+            "restored": record.get("restored"), "deleted": record.get("deleted"),
+            "undo": record.get("saved"), "error": None if done else record.get("error")})
 
     def _changes(self, record: dict) -> None:
         files = record.get("files")

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyte import charsets
 
-from choragos.vtcells import Row, Run, row_runs, row_text, whole_text
+from choragos.vtcells import Row, Run, history_lines, row_runs, row_text, whole_text
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
 
@@ -70,7 +70,8 @@ class Terminal:
     flood of output wakes a reader once per frame it actually draws, and a
     pane nobody draws costs its reader nothing.
     ``fast_path=False`` turns off the block path for plain and coloured
-    lines, for tests and benchmarks that compare the two.
+    lines and the rows kept as text while a TUI redraws them, for tests and
+    benchmarks that compare the two.
 
     Clearing the screen (``CSI 2 J``) does not push it into the history, as
     in xterm (tmux's ``scroll-on-clear`` does): an agent that repaints by
@@ -350,11 +351,10 @@ class Terminal:
     def _scrolled(self, row: Row) -> None:
         self._keep([whole_text(row, self._screen.columns)])
 
-    def _scrolled_rows(self, rows: list[Row]) -> None:
+    def _scrolled_rows(self, rows: list[Row | str]) -> None:
         # Whole rows, with what a narrowing of the pane cut off: the history and
         # the transcript hold lines as the program wrote them, whatever the tile.
-        cols = self._screen.columns
-        self._keep([whole_text(row, cols) for row in rows])
+        self._keep(history_lines(rows, self._screen.columns))
 
     def _keep(self, lines: list[str]) -> None:
         self._history.extend(lines)

@@ -5,9 +5,9 @@ of the sixteen palette names as pyte spells them (``"red"``, ``"brown"`` for
 yellow, ``"brightred"`` …) so a renderer can follow the user's theme, or
 ``"rrggbb"`` hex for 256-colour indexes 16–255 and for true colour.
 
-A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (ASCII, one
-character per cell, in default colours or in style spans, kept as text until
-something needs its cells), or None for a blank row.
+A row is a pyte ``Line`` (column -> Char), a :class:`TextRow` (characters
+that take one cell each, in default colours or in style spans, kept as text
+until something needs its cells), or None for a blank row.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import NamedTuple
 from pyte.screens import Char, StaticDefaultDict, wcwidth
 
 Line = StaticDefaultDict
+_new_tuple = tuple.__new__  # builds a TextRow without namedtuple's Python-level __new__
 BLANK = Char(" ")
 
 
 class TextRow(NamedTuple):
-    """A row drawn as ASCII, one character per cell.
+    """A row of characters that take one cell each (ASCII from a log block;
+    box drawing, spinners and the like too when a TUI writes the row).
 
     ``styles`` are (first column, cell attributes) spans in column order, each
     reaching to the next; empty when the whole row is in default colours.
@@ -218,6 +220,27 @@ _data = itemgetter(0)
 _style = itemgetter(slice(1, None))
 
 
+def as_row(row: Row | str) -> Row:
+    """A row given as its plain text (a log line in bulk) as a row; any other row as is."""
+    if row.__class__ is str:
+        return TextRow(row) if row else None  # type: ignore[arg-type]
+    return row  # type: ignore[return-value]
+
+
+def as_rows(rows: list[Row | str]) -> list[Row]:
+    """``as_row`` of each, in one pass (the rows a block of log lines leaves)."""
+    return [(_new_tuple(TextRow, (row, "", ())) if row else None) if row.__class__ is str
+            else row for row in rows]  # type: ignore[misc]
+
+
+def history_lines(rows: list[Row | str], cols: int) -> list[str]:
+    """What the history keeps of rows leaving the screen (see ``whole_text``),
+    the plain rows of a flood of log lines without a call each."""
+    return [row.rstrip() if row.__class__ is str  # type: ignore[union-attr]
+            else row.text[:cols].rstrip() if row.__class__ is TextRow and not row.tail
+            else whole_text(row, cols) for row in rows]
+
+
 def row_text(row: Row, cols: int) -> str:
     """The visible text of a row, trailing blanks removed."""
     if row is None:
@@ -252,14 +275,42 @@ def row_runs(row: Row, cols: int) -> tuple[Run, ...]:
         return ()
     if row.__class__ is TextRow:
         if row.styles:
-            return row_runs(materialise(row), cols)
-        text = row.text[:cols].rstrip()
+            return _styled_runs(row, cols)
+        # Only blanks go, as for cells: a no-break space (DEC graphics' "_")
+        # is a character drawn in the row.
+        text = row.text[:cols].rstrip(" ")
         return (Run(text),) if text else ()
     cells = list(map(row.get, range(cols), repeat(BLANK)))
     while cells and cells[-1] == BLANK:
         cells.pop()
     return tuple(Run("".join(map(_data, group)), *style)
                  for style, group in groupby(cells, _style))
+
+
+def _styled_runs(row: TextRow, cols: int) -> tuple[Run, ...]:
+    """The runs of a TextRow with styles, without making its cells: what
+    ``row_runs`` gives for the same row as cells."""
+    text = row.text[:cols]
+    styles = row.styles
+    parts: list[tuple[str, Char]] = []
+    if styles[0][0] > 0:  # cells before the first span are blank
+        styles = ((0, BLANK), *styles)
+    for i, (start, attrs) in enumerate(styles):
+        end = styles[i + 1][0] if i + 1 < len(styles) else len(text)
+        piece = text[start:end]
+        if not piece:
+            continue
+        if parts and parts[-1][1][1:] == attrs[1:]:
+            parts[-1] = (parts[-1][0] + piece, parts[-1][1])
+        else:
+            parts.append((piece, attrs))
+    while parts and parts[-1][1] == BLANK:
+        piece = parts[-1][0].rstrip(" ")
+        if piece:
+            parts[-1] = (piece, BLANK)
+            break
+        parts.pop()
+    return tuple(Run(piece, *attrs[1:]) for piece, attrs in parts)
 
 
 def row_blank(row: Row) -> bool:
@@ -269,7 +320,7 @@ def row_blank(row: Row) -> bool:
     if row.__class__ is TextRow:
         if row.styles:
             return row_blank(materialise(row))
-        return not row.text.strip()
+        return not row.text.strip(" ")
     return all(cell == BLANK for cell in row.values())
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from choragos.vtcells import number
+from choragos.vtrows import SGR_SPLIT
 from choragos.vtscreen import VTScreen
 
 log = logging.getLogger("choragos.terminal")
@@ -36,18 +37,21 @@ COLOUR_REPLIES = {"10": "rgb:d0d0/d0d0/d0d0", "11": "rgb:0000/0000/0000",
                   "12": "rgb:d0d0/d0d0/d0d0"}
 
 _TOKEN = re.compile(
-    r"([^\x00-\x1f\x7f-\x9f]+)"                               # 1 text
-    r"|([\x00-\x1a\x1c-\x1f\x7f-\x9f])"                       # 2 control, not ESC
-    r"|\x1b\[([0-?]*)([ -/]*)([@-~]|\Z)?"                     # 3 params 4 inter 5 final
-    r"|\x1b\]([^\x07\x18\x1a\x1b]*)(\x07|\x1b\\|\x1b?\Z)?"    # 6 payload 7 end
-    r"|\x1b[P^_X]([^\x18\x1a\x1b]*)(\x1b\\|\x1b?\Z)?"         # 8 payload 9 end
-    r"|\x1b([ -/]*)([0-~]|\Z)"                                # 10 inter 11 final
-    r"|(\x1b)",                                               # 12 a stray ESC
+    r"([^\x00-\x1f\x7f-\x9f]+(?:(?:\x1b\[[0-9;:]*m)+[^\x00-\x1f\x7f-\x9f]*)*)"  # 1 text, SGRs
+    r"|((?:\x1b\[[0-?]*[@-~]){2,})"                            # 2 complete CSIs in a row
+    r"|([\x00-\x1a\x1c-\x1f\x7f-\x9f])"                       # 3 control, not ESC
+    r"|\x1b\[([0-?]*)([ -/]*)([@-~]|\Z)?"                     # 4 params 5 inter 6 final
+    r"|\x1b\]([^\x07\x18\x1a\x1b]*)(\x07|\x1b\\|\x1b?\Z)?"    # 7 payload 8 end
+    r"|\x1b[P^_X]([^\x18\x1a\x1b]*)(\x1b\\|\x1b?\Z)?"         # 9 payload 10 end
+    r"|\x1b([ -/]*)([0-~]|\Z)"                                # 11 inter 12 final
+    r"|(\x1b)",                                               # 13 a stray ESC
     re.S)
-_TEXT, _CONTROL, _CSI_BROKEN, _CSI, _OSC_BROKEN, _OSC = 1, 2, 4, 5, 6, 7
-_STRING_BROKEN, _STRING, _ESC = 8, 9, 11
+_TEXT, _CSIS, _CONTROL, _CSI_BROKEN, _CSI, _OSC_BROKEN, _OSC = 1, 2, 3, 5, 6, 7, 8
+_STRING_BROKEN, _STRING, _ESC = 9, 10, 12
 # Token kind -> the group that is empty (or a lone ESC) while the sequence is unfinished.
-_ENDS = {_CSI: 5, _OSC: 7, _STRING: 9, _ESC: 11}
+_ENDS = {_CSI: 6, _OSC: 8, _STRING: 10, _ESC: 12}
+# One CSI of a run of them (group 2 above): params and final.
+_ONE_CSI = re.compile(r"\x1b\[([0-?]*)([@-~])")
 
 # Text, tabs, CRs and LFs, with the colour (SGR) and erase-to-end-of-line
 # sequences that test runners and build tools put on their lines.
@@ -82,6 +86,7 @@ class VTParser:
         self._numbers: dict[str, tuple[int, ...]] = {}
         self._csi_table = self._build_csi_table()
         self._actions: dict[str, _Action] = {}
+        self._sequences: dict[str, tuple[_Action, ...]] = {}
         self._controls: dict[str, Callable[[], None]] = {
             "\n": screen.linefeed, "\x0b": screen.linefeed, "\x0c": screen.linefeed,
             "\r": screen.carriage_return, "\x08": screen.backspace, "\t": screen.tab,
@@ -100,6 +105,7 @@ class VTParser:
 
     def feed(self, text: str, blocks: bool = True) -> None:
         """Parse ``text``; with ``blocks`` runs of plain lines may take the fast path."""
+        self.screen.text_rows = blocks
         data = self._pending + text if self._pending else text
         self._pending = ""
         self._no_block_before = 0
@@ -112,6 +118,7 @@ class VTParser:
         """Dispatch tokens from ``pos``; return where to resume when the data or
         position had to change under the iterator, None when done."""
         draw = self.screen.draw
+        rows = self.screen.text_rows
         actions = self._actions
         # A block can only start where a line does: here, or after a LF.  Trying
         # there, not at every token, keeps the block path free for the tokens of
@@ -124,9 +131,15 @@ class VTParser:
             kind = match.lastindex
             try:
                 if kind == _TEXT:
-                    draw(match.group(1))
+                    text = match.group(1)
+                    if "\x1b" not in text:
+                        draw(text)
+                    elif not (rows and self.screen.draw_run(text)):
+                        self._run(text)
+                elif kind == _CSIS:
+                    self._play(match.group(2))
                 elif kind == _CONTROL:
-                    char = match.group(2)
+                    char = match.group(3)
                     control = self._controls.get(char)
                     if control is not None:
                         control()
@@ -137,10 +150,10 @@ class VTParser:
                 elif kind == _CSI:
                     action = actions.get(match.group())
                     if action is None:
-                        if not match.group(5):
+                        if not match.group(6):
                             self._hold(data, match.start())  # only ever the last token
                             return None
-                        action = self._csi_action(*match.group(3, 4, 5))
+                        action = self._csi_action(*match.group(4, 5, 6))
                         if len(actions) > 4096:
                             actions.clear()
                         actions[match.group()] = action
@@ -156,13 +169,41 @@ class VTParser:
                 self._contain()
         return None
 
+    def _play(self, sequences: str) -> None:
+        """Complete CSI sequences in a row (a TUI erasing and moving between
+        its rows), their actions cached as one list."""
+        found = self._sequences.get(sequences)
+        if found is None:
+            if len(self._sequences) > 256:
+                self._sequences.clear()
+            found = self._sequences[sequences] = tuple(
+                self._csi_action(params, "", final)
+                for params, final in _ONE_CSI.findall(sequences))
+        for function, args in found:
+            try:
+                function(*args)
+            except Exception:
+                self._contain()
+
+    def _run(self, run: str) -> None:
+        """Text with colour sequences between its pieces, one piece at a time."""
+        screen = self.screen
+        for i, piece in enumerate(SGR_SPLIT.split(run)):
+            try:
+                if i % 2:
+                    screen.sgr(piece)
+                elif piece:
+                    screen.draw(piece)
+            except Exception:
+                self._contain()
+
     def _rarer(self, data: str, match: re.Match[str], kind: int | None) -> tuple[str, int] | None:
         if kind == _CSI_BROKEN:
             return self._broken_csi(data, match)
         if kind == _OSC and not self._truncated:
-            self._osc(match.group(6), match.group(7))
+            self._osc(match.group(7), match.group(8))
         elif kind == _ESC:
-            self._esc(match.group(10), match.group(11))
+            self._esc(match.group(11), match.group(12))
         if kind in (_OSC, _STRING, _OSC_BROKEN, _STRING_BROKEN):
             self._truncated = False  # the string is over, finished or aborted
         return None
@@ -240,6 +281,8 @@ class VTParser:
     def _csi_action(self, params: str, inter: str, final: str) -> _Action:
         """What a CSI sequence does, as (callable, arguments), cached per sequence."""
         if inter or (params and params[0] in "<=>?"):
+            if not inter and params[0] == "?" and final in "hl":
+                return self.screen.set_private, (self.numbers(params[1:]), final == "h")
             return self._private_csi, (params, inter, final)
         name = _ONE_PARAM.get(final)
         if name is not None:

@@ -5,7 +5,8 @@ pyte's ``Screen`` supplies the cell model and the less frequent operations.
 SGR) with bulk versions, adds the alternate screen and the private modes
 agent CLIs use, bounds what pyte leaves unbounded, and takes runs of
 log lines, plain or coloured, as one block (:meth:`VTScreen.take_block`), so
-a flood of log lines never turns into per-cell objects.
+a flood of log lines never turns into per-cell objects, and keeps a row a TUI
+writes left to right as text (:mod:`choragos.vtrows`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ from choragos.vtcells import (
     Row,
     TextRow,
     apply_sgr,
+    as_row,
+    as_rows,
     erased,
     materialise,
     row_blank,
 )
+from choragos.vtrows import appended, cut_at, parse_run, text_row
 
 _ALT_MODES = frozenset({47, 1047, 1049})
 _IRM = mo.IRM
@@ -82,7 +86,8 @@ class VTScreen(pyte.Screen):
 
     def __init__(self, columns: int, lines: int) -> None:
         self.on_scroll: Callable[[Row], None] = _ignore
-        self.on_scroll_rows: Callable[[list[Row]], None] = self._scroll_each
+        # Rows leaving in bulk; a str among them is a plain text row (see take_block).
+        self.on_scroll_rows: Callable[[list[Row | str]], None] = self._scroll_each
         self.on_clear_history: Callable[[], None] = _ignore
         self.on_erase_screen: Callable[[], None] = _ignore
         self.private_modes: set[int] = set()
@@ -94,13 +99,15 @@ class VTScreen(pyte.Screen):
         self._chars: Cells = Cells(BLANK)
         self._char_sets: dict[Char, Cells] = {}
         self._sgr_cache: dict[tuple[Char, str], Char] = {}
+        self._runs: dict[tuple[str, Char], tuple[Any, ...]] = {}
+        self.text_rows = True  # whether rows written left to right stay text
         self._wide_seen = False
         self._scratch: VTScreen | None = None
         super().__init__(columns, lines)
 
-    def _scroll_each(self, rows: list[Row]) -> None:
+    def _scroll_each(self, rows: list[Row | str]) -> None:
         for row in rows:
-            self.on_scroll(row)
+            self.on_scroll(as_row(row))
 
     # -- state -------------------------------------------------------------
 
@@ -218,11 +225,22 @@ class VTScreen(pyte.Screen):
         cur = self.cursor
         x = cur.x
         end = x + len(text)
-        if end <= self.columns and not self._wide_seen:
+        if end > self.columns:
+            self._put_narrow_wrapping(text)
+            return
+        y = cur.y
+        line = _raw(self.buffer, y)
+        if line.__class__ is not Line and self.text_rows:
+            # A row being written left to right stays text (see vtrows).
+            row = appended(line, x, text, ((0, cur.attrs),))
+            if row is not None:
+                list.__setitem__(self.buffer, y, row)
+                cur.x = end
+                self.dirty.add(y)
+                return
+        if not self._wide_seen:
             # The usual case, kept short: it fits on the row and no wide
             # character can be cut.
-            y = cur.y
-            line = _raw(self.buffer, y)
             if line.__class__ is not Line:
                 line = self.buffer[y]
             cells = self._chars
@@ -233,6 +251,37 @@ class VTScreen(pyte.Screen):
             self.dirty.add(y)
             return
         self._put_narrow_wrapping(text)
+
+    def draw_run(self, run: str) -> bool:
+        """Text with colour (SGR) sequences between its pieces, as a row kept
+        as text: True when drawn, False when it must be played piece by piece
+        (it would wrap, a character is not one cell wide, the row has cells,
+        insert mode or a line-drawing charset is on)."""
+        if _IRM in self.mode or self.charset or self.g0_charset is not _LAT1:
+            return False
+        cur = self.cursor
+        key = (run, cur.attrs)
+        found = self._runs.get(key)
+        if found is None:
+            if len(self._runs) > 256:  # a TUI repeats a few dozen lines a frame
+                self._runs.clear()
+            found = self._runs[key] = parse_run(run, cur.attrs, self.sgr_of) or ()
+        if not found:
+            return False
+        text, spans, attrs = found
+        x = cur.x
+        if x + len(text) > self.columns:
+            return False
+        y = cur.y
+        row = appended(_raw(self.buffer, y), x, text, spans)
+        if row is None:
+            return False
+        list.__setitem__(self.buffer, y, row)
+        cur.x = x + len(text)
+        cur.attrs = attrs
+        self.last_char = text[-1]
+        self.dirty.add(y)
+        return True
 
     def _put_narrow_wrapping(self, text: str) -> None:
         cur = self.cursor
@@ -249,10 +298,15 @@ class VTScreen(pyte.Screen):
             x = cur.x
             part, text = text[:cols - x], text[cols - x:]
             end = x + len(part)
-            line = self.buffer[cur.y]
-            if self._wide_seen:
-                self._split_wide(line, x, end)
-            line.update(zip(range(x, end), map(cells.__getitem__, part), strict=True))
+            row = appended(_raw(self.buffer, cur.y), x, part, ((0, cur.attrs),)) \
+                if self.text_rows else None
+            if row is not None:
+                list.__setitem__(self.buffer, cur.y, row)
+            else:
+                line = self.buffer[cur.y]
+                if self._wide_seen:
+                    self._split_wide(line, x, end)
+                line.update(zip(range(x, end), map(cells.__getitem__, part), strict=True))
             cur.x = end
             self.dirty.add(cur.y)
 
@@ -456,6 +510,9 @@ class VTScreen(pyte.Screen):
         if plain and start == 0 and end == self.columns:
             self.buffer[y] = None
             return
+        if plain and end == self.columns and _raw(self.buffer, y).__class__ is TextRow:
+            list.__setitem__(self.buffer, y, cut_at(_raw(self.buffer, y), start))
+            return
         line = self.buffer[y]
         if end == self.columns:
             _drop_hidden(line)
@@ -609,7 +666,7 @@ class VTScreen(pyte.Screen):
         colours skips even the scratch screen and becomes a ``TextRow``.
         """
         scratch = self._scratch_for_block()
-        pushed: list[Row] = []
+        pushed: list[Row | str] = []  # a str: a plain text row, kept as its text
         scratch.on_scroll = pushed.append
         bottom = self.lines - 1
         fresh = _raw(self.buffer, bottom) is None
@@ -628,7 +685,7 @@ class VTScreen(pyte.Screen):
         keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
         self.on_scroll_rows(keep[:cut])
-        self.buffer[:] = [*keep[cut:], None if fresh else _raw(scratch.buffer, 0)]
+        self.buffer[:] = [*as_rows(keep[cut:]), None if fresh else _raw(scratch.buffer, 0)]
         self.cursor.x = scratch.cursor.x
         self.cursor.attrs = scratch.cursor.attrs
         self._wide_seen |= scratch._wide_seen
@@ -682,26 +739,30 @@ class VTScreen(pyte.Screen):
         line = segment[:-1] if cr else segment
         if not line.isascii() or "\r" in line or "\t" in line:
             return [], 0
+        parts = _STYLED_SPLIT.split(line)
         attrs = cursor.attrs
-        pieces: list[str] = []
-        spans: list[tuple[int, Char]] = []
-        width = 0
-        for match in _STYLED_PIECES.finditer(line):
-            kind = match.lastindex
-            if kind == 1:
-                if not spans or spans[-1][1] != attrs:
-                    spans.append((width, attrs))
-                pieces.append(match.group(1))
-                width += len(pieces[-1])
-            elif kind == 2:
-                attrs = self.sgr_of(attrs, match.group(2))
+        sgr_of = self.sgr_of
+        first = parts[0]
+        spans: list[tuple[int, Char]] = [(0, attrs)] if first else []
+        width = len(first)
+        for i in range(1, len(parts), 2):
+            sequence, piece = parts[i], parts[i + 1]
+            if sequence[-1] == "m":
+                attrs = sgr_of(attrs, sequence[:-1])
             elif attrs.bg != "default":
                 return [], 0  # a coloured erase leaves cells behind: the scratch row does it
+            if piece:
+                if not spans or spans[-1][1] != attrs:
+                    spans.append((width, attrs))
+                width += len(piece)
         cursor.attrs = attrs
         if not width:
             return [None], 0
-        text = "".join(pieces)
+        text = "".join(parts[::2])
         cols = self.columns
+        if width <= cols:  # the usual line: one row
+            styles = () if len(spans) == 1 and spans[0][1] == BLANK else tuple(spans)
+            return [text_row(text, styles)], 0 if cr else width
         rows: list[Row] = [TextRow(text[i:i + cols], styles=_slice_styles(spans, i, i + cols))
                            for i in range(0, width, cols)]
         return rows, 0 if cr else width - (len(rows) - 1) * cols
@@ -723,7 +784,9 @@ class VTScreen(pyte.Screen):
 
 _PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
 _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
-_STYLED_PIECES = re.compile(r"([^\x1b]+)|\x1b\[([0-9;:]*)m|\x1b\[0?K")
+# Splits a coloured line into text, sequence, text, ...: a sequence is its
+# SGR parameters followed by ``m``, or ``K``/``0K`` for an erase.
+_STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")
 
 
 def _slice_styles(spans: list[tuple[int, Char]], start: int,
@@ -741,11 +804,12 @@ def _slice_styles(spans: list[tuple[int, Char]], start: int,
     return tuple(out)
 
 
-def _plain_lines(block: str, cols: int, pushed: list[Row]) -> list[str] | None:
+def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | None:
     """The usual log block through a PTY -- ASCII lines in default colours, each
-    ended by CR LF, none wider than the screen -- taken in bulk: its rows go to
-    ``pushed`` and what follows the last LF is returned as the one segment left
-    to play; None (``pushed`` untouched) when the block is not that simple."""
+    ended by CR LF -- taken in bulk: its rows go to ``pushed`` as their text
+    (a line wider than the screen as one piece per row) and what follows the
+    last LF is returned as the one segment left to play; None (``pushed``
+    untouched) when the block is not that simple."""
     cut = block.rfind("\n")
     if cut < 0:
         return None
@@ -756,13 +820,14 @@ def _plain_lines(block: str, cols: int, pushed: list[Row]) -> list[str] | None:
         return None
     texts = body[:-1].split("\r\n")
     if max(map(len, texts)) <= cols:
-        pushed.extend([TextRow(text) if text else None for text in texts])
+        pushed.extend(texts)
     else:  # lines wider than the screen wrap onto further rows
+        add, extend = pushed.append, pushed.extend
         for text in texts:
             if len(text) <= cols:
-                pushed.append(TextRow(text) if text else None)
+                add(text)
             else:
-                pushed.extend([TextRow(text[i:i + cols]) for i in range(0, len(text), cols)])
+                extend([text[i:i + cols] for i in range(0, len(text), cols)])
     return [block[cut + 1:]]
 
 

@@ -31,6 +31,7 @@ from choragos.actors import messages as m
 from choragos.actors import roleio
 from choragos.actors.base import Actor
 from choragos.actors.durable import SaveLayout
+from choragos.actors.listener import settle
 from choragos.config import Config
 from choragos.terminal import Terminal
 from choragos.ui.attachserver import AttachServer
@@ -103,7 +104,7 @@ class SessionAccess:
         """A control command through the core's one registry, validated as the
         socket validates it."""
         parsed = wire.parse_request(json.dumps(request).encode())
-        return self.session.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT)
+        return settle(self.session.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT))
 
     def saved_layout(self) -> dict | None:
         restored = self.session.restored

@@ -14,7 +14,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from choragos import paths, wire
+from choragos import commands, paths, wire
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -142,6 +142,13 @@ def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
 BUSY_PATIENCE = 30.0
 
 
+def _deadline(payload: dict[str, Any]) -> float:
+    """The socket's deadline, or longer for a command whose work takes longer."""
+    command = commands.COMMANDS.get(payload.get("cmd", ""))
+    longer = command.answer_within if command is not None else None
+    return max(wire.DEADLINE, longer or 0.0)
+
+
 def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict[str, Any]:
     # "busy", a full accept queue and a refused connect all mean the session
     # never handled the request, so sending it again cannot duplicate work.
@@ -149,7 +156,7 @@ def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict
     pause = 0.02
     while True:
         try:
-            ack = wire.request(sock, payload, wire.DEADLINE, workdir=workdir)
+            ack = wire.request(sock, payload, _deadline(payload), workdir=workdir)
         except wire.Unreachable as exc:
             if not exc.retry or not _keep_trying(start, pause, exc.alive):
                 raise Failure(EXIT_UNREACHABLE, exc.reason) from None

@@ -134,7 +134,23 @@ def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> 
         lines.insert(1, f"session budget ${summary.session_budget:.2f}{crossed}")
     if summary.never_reported:
         lines.append(", ".join(_client.inert(t) for t in summary.never_reported))
+    if summary.rollbacks:
+        lines += ["", f"{len(summary.rollbacks)} rollback(s):"]
+        lines += [rollback_text(r) for r in summary.rollbacks]
     return "\n".join(lines)
+
+
+def rollback_text(rollback: dict) -> str:
+    """One rollback as a line: when, to before what, by whom, and its undo."""
+    who = _client.inert(str(rollback.get("by") or "?"))
+    if not rollback["ok"]:
+        return (f"  {_clock(rollback['t'])}  {_client.inert(str(rollback.get('target')))}"
+                f" by {who}: failed: {_client.inert(str(rollback.get('error')))}")
+    undo = rollback.get("undo")
+    undo_text = f"; undo: choragos rollback {_client.inert(str(undo))}" if undo else ""
+    return (f"  {_clock(rollback['t'])}  to before {_client.inert(str(rollback.get('task')))}"
+            f" by {who}: restored {rollback.get('restored')}, deleted "
+            f"{rollback.get('deleted')}{undo_text}")
 
 
 def _header(summary: report.Report) -> str:
@@ -194,6 +210,7 @@ def as_json(summary: report.Report,
             "damaged_after": summary.damaged_after,
             "roles": [_role_json(stats, price_for) for stats in summary.roles],
             "never_reported": summary.never_reported, "changes": summary.changes,
+            "rollbacks": summary.rollbacks,
             "session_budget": None if summary.session_budget is None else {
                 "usd": summary.session_budget, "over": summary.session_over}}
 

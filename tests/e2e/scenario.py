@@ -5,7 +5,7 @@ CLI verbs, event log and board helpers) with what a crew of real agents
 needs: an isolated HOME that takes every claude straight to its prompt, a
 trusted workspace with permission rules for the protocol verbs, and an
 environment built from scratch whose only model provider is the loopback
-fake.  ``choragos serve`` passes its environment on to the roles (C8), so
+fake.  ``choragos serve`` passes its environment on to the roles, so
 building the *serve* environment is what keeps every claude off the network.
 """
 

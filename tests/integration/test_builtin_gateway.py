@@ -236,7 +236,7 @@ def test_the_gateway_does_not_outlive_a_killed_session(short_tmp):
         s.proc.send_signal(signal.SIGKILL)
         s.proc.wait(10)
         # Its stdin is a pipe from the session: closed by the kernel, it is the cue to go.
-        wait_until(lambda: not _alive(started["pid"]), 10, message="the gateway to exit")
+        wait_until(lambda: not _alive(started["pid"]), 30, message="the gateway to exit")
     finally:
         for pid in s.agent_pids():
             if _alive(pid):

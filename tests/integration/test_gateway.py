@@ -1,4 +1,5 @@
-"""The gateway (G1, G2, P5) through a real ``serve --headless`` and a fake gateway."""
+"""The gateway (routing, token counts, fail-closed) through a real
+``serve --headless`` and a fake gateway."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Live reload (D7) through a real session: converge [[roles]] by name."""
+"""Live reload through a real session: converge [[roles]] by name."""
 
 from __future__ import annotations
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import shlex
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 from choragos import wire
 from tests.integration.harness import role_toml
@@ -139,3 +144,41 @@ def test_the_cli_plan_through_the_session_reads_as_without_one(serve):
     missing = s.cli("rollback", "T9", "--yes")
     assert missing.returncode == 1 and "no checkpoint for" in missing.stderr, missing.stderr
     assert [e["target"] for e in s.events() if e["event"].startswith("rollback")] == []
+
+
+def test_a_rollback_waiting_for_its_tree_holds_no_other_request(serve):
+    """The restore runs on the checkpointer's thread: while it waits for the
+    store's lock (held here, as a `choragos rollback` in a shell would), the
+    core still answers, and the rollback completes once the lock is free."""
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    before = (s.workdir / "README.md").read_text()
+    checkpointed_task(s)
+    lock_path = str(s.workdir / ".git" / "choragos" / "lock")
+    lock = os.open(lock_path, os.O_RDWR)
+    done: list[dict] = []
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        asking = threading.Thread(target=lambda: done.append(
+            ask(s, {"cmd": "rollback", "target": "T1"})))
+        asking.start()
+        # The rollback has reached the store once the session has the lock
+        # file open (it waits for the lock with it open).
+        s.wait(lambda: lock_path in opened_by(s.proc.pid), message="the rollback at the lock")
+        for cmd in ("ping", "status", "board"):  # the core's 4 s answer limit applies
+            assert ask(s, {"cmd": cmd})["status"] == "ok", cmd
+        assert not done and (s.workdir / "README.md").read_text() == "wrecked\n"
+    finally:
+        os.close(lock)
+    asking.join(20)
+    assert done and done[0]["status"] == "ok", done
+    assert (s.workdir / "README.md").read_text() == before
+    assert [e["task"] for e in s.events() if e["event"] == "rollback"] == ["T1"]
+
+
+def opened_by(pid: int) -> set[str]:
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            found.add(os.readlink(fd))
+    return found

@@ -21,7 +21,9 @@ _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[33m
 _WORD = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30)
 _ODD = st.sampled_from(["\t", "é", "漢", "\r", "\x1b[2K", "\x1b[A", "\x1b[?1049h", "\x1b[?1049l"])
 _LINE = st.lists(st.one_of(_WORD, _SGR, _SGR, _ODD), max_size=8).map("".join)
-_LOG = st.lists(_LINE, min_size=4, max_size=40).map(lambda lines: "\r\n".join(lines) + "\r\n")
+# Through a PTY lines end in CR LF; a program writing to a raw PTY sends bare LFs.
+_LOG = st.tuples(st.lists(_LINE, min_size=4, max_size=40), st.sampled_from(["\r\n", "\n"])).map(
+    lambda log: log[1].join(log[0]) + log[1])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -60,3 +62,15 @@ def test_a_test_runner_log_goes_through_the_block_path(monkeypatch: pytest.Monke
             assert not blocks
     assert results[0] == results[1]
     assert any(run.fg == "red" and run.bold for row in results[0][2] for run in row)
+
+
+def test_coloured_lines_ended_by_a_bare_lf_leave_the_cursor_where_they_end() -> None:
+    data = b"\r\n" * 3 + b"\x1b[31mab\nc\x1b[0md\nef\x1b[1m\ngh\nij\n" * 3
+    results = []
+    for fast in (True, False):
+        scrolled: list[str] = []
+        t = Terminal(10, 3, fast_path=fast, on_scrolled=scrolled.extend)
+        t.feed(data)
+        results.append((_observe(t, scrolled), t.render_rows()))
+    assert results[0] == results[1]
+    assert "  cd" in results[0][0][1]  # the second line starts where the first ended

@@ -1,4 +1,4 @@
-"""A role's environment holds exactly what SPEC C8 says."""
+"""A role's environment holds exactly what its policy allows."""
 
 from __future__ import annotations
 

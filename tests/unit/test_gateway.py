@@ -28,7 +28,7 @@ LINES = (
 )
 
 
-# ---- the soft default (C5) -------------------------------------------------------------
+# ---- the soft default ------------------------------------------------------------------
 
 def _decide(enabled: bool | None, on_path: bool = False, listening: bool = False,
             fail_closed: bool = True):
@@ -57,7 +57,7 @@ def test_fail_open_is_on_but_not_enforced() -> None:
     assert mode.on and not mode.enforced
 
 
-# ---- parsing (G2) ----------------------------------------------------------------------
+# ---- parsing ---------------------------------------------------------------------------
 
 def test_parse_keeps_token_lines_only() -> None:
     assert parse_metrics(LINES.encode()) == {"coder": {

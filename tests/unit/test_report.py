@@ -203,7 +203,7 @@ def test_json_shape(tmp_path, capsys):
     assert code == 0
     assert set(data) == {"ok", "verb", "runs", "start", "start_local", "wall", "dirs",
                          "damaged_after", "roles", "never_reported", "session_budget",
-                         "changes"}
+                         "changes", "rollbacks"}
     assert (data["ok"], data["verb"]) == (True, "report")
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
     dev = {r["role"]: r for r in data["roles"]}["dev"]
@@ -211,6 +211,42 @@ def test_json_shape(tmp_path, capsys):
                    "budget": None, "busy": 180.0, "avg": 90.0,
                    "first": T0 + 2, "last": T0 + 206, "tokens": None, "models": {},
                    "cost": None}
+
+
+def test_rollbacks_are_listed_with_who_asked_and_the_undo(tmp_path, capsys):
+    records = [
+        *two_role_run()[:-1],
+        ev(240, "rollback", target="refs/choragos/checkpoints/1-T1", task="T1",
+           checkpoint="refs/choragos/checkpoints/1-T1", restored=3, deleted=1,
+           saved="pre-rollback-T1", by="operator"),
+        ev(250, "rollback failed", target="T9", error="no checkpoint for 'T9'",
+           by="operator"),
+        ev(260, "rollback", target="x", task="pre-rollback-T1", checkpoint="x", restored=1,
+           deleted=0, saved=None, by="operator"),
+        ev(300, "deck stopped", pid=1)]
+    log = write_log(tmp_path / "events.jsonl", records)
+    code, out, _ = run_cli(capsys, log)
+    assert code == 0
+    tail = out.splitlines()[-4:]
+    assert tail == [
+        "3 rollback(s):",
+        f"  {hms(240)}  to before T1 by operator: restored 3, deleted 1; "
+        "undo: choragos rollback pre-rollback-T1",
+        f"  {hms(250)}  T9 by operator: failed: no checkpoint for 'T9'",
+        f"  {hms(260)}  to before pre-rollback-T1 by operator: restored 1, deleted 0"]
+    code, out, _ = run_cli(capsys, log, "--json")
+    first, failed, undo = json.loads(out)["rollbacks"]
+    assert first == {"run": 1, "t": T0 + 240, "ok": True, "task": "T1",
+                     "target": "refs/choragos/checkpoints/1-T1", "by": "operator",
+                     "restored": 3, "deleted": 1, "undo": "pre-rollback-T1", "error": None}
+    assert (failed["ok"], failed["target"], failed["error"]) == (False, "T9",
+                                                                 "no checkpoint for 'T9'")
+    assert (undo["task"], undo["undo"]) == ("pre-rollback-T1", None)
+
+
+def test_a_run_without_rollbacks_says_nothing_of_them(tmp_path, capsys):
+    code, out, _ = run_cli(capsys, write_log(tmp_path / "e.jsonl", two_role_run()))
+    assert code == 0 and "rollback" not in out
 
 
 def test_tokens_events_fill_the_column(tmp_path, capsys):

@@ -229,7 +229,7 @@ def test_parse_ack() -> None:
             wire.parse_ack(bad)
 
 
-# --- gateway refusals (P5) ----------------------------------------------------------
+# --- gateway refusals --------------------------------------------------------------
 
 @pytest.mark.parametrize("obj", [
     {"cmd": "reload"}, {"cmd": "ping"}, {"cmd": "shutdown"}, {"cmd": "status"},
