@@ -183,7 +183,11 @@ class PtyScreen(raw.Screen):
         return None
 
     def close(self) -> None:
-        for close in (self._slave.close, lambda: os.close(self.master)):
-            with contextlib.suppress(OSError):
+        # The master first: a drawing thread blocked writing a frame nobody
+        # reads (the buffer full) holds the slave file's lock, so closing the
+        # slave first would wait for it forever.  A closed master hangs the
+        # PTY up, and that write fails at once.
+        for close in (lambda: os.close(self.master), self._slave.close):
+            with contextlib.suppress(OSError, ValueError):
                 close()
 
