@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,11 +52,42 @@ def pid_alive(pid: int) -> bool:
 def pytest_collection_modifyitems(config, items) -> None:
     """Under `make mutate`, run a mutant's tests fastest first: it dies at its
     first failing test, so the order only changes how soon that comes."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-    if not mutant or mutant in ("stats", "fail", "list_all_tests"):
+    if not _judging_a_mutant():
         return
     durations = _test_durations()
     items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
+
+
+# Under `make mutate`, a test may take this many times its clean run plus
+# this many seconds (setup and a busy machine) before its mutant counts as
+# one that hangs.
+HANG_FACTOR, HANG_SLACK = 10.0, 5.0
+MUTMUT_TIMEOUT = 36  # the exit status mutmut reports as "timeout"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under `make mutate`, end a mutant's run as timed out as soon as one
+    test overruns its limit: a mutant that loops would otherwise hold a
+    worker (and a core) until mutmut's limit for the whole run, many times
+    longer."""
+    if not _judging_a_mutant():
+        yield
+        return
+    limit = HANG_SLACK + HANG_FACTOR * _test_durations().get(item.nodeid, 0.0)
+    timer = threading.Timer(limit, os._exit, (MUTMUT_TIMEOUT,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _judging_a_mutant() -> bool:
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    return bool(mutant) and mutant not in ("stats", "fail", "list_all_tests",
+                                           "mutant_generation")
 
 
 _DURATIONS: dict[str, float] | None = None

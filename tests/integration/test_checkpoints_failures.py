@@ -1,0 +1,131 @@
+"""A checkpoint operation that fails says which one failed and why, and a
+broken ref of someone else's does not stop the store; the names of undo
+points; the work tree's tree without a checkpoint."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from choragos import checkpoints
+from choragos.checkpoints import (
+    REF_PREFIX,
+    CheckpointError,
+    CheckpointStore,
+    is_undo_point,
+    undo_name,
+)
+from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+    git,
+    git_tree,
+    init_repo,
+    isolated_git,
+    write,
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = init_repo(tmp_path / "repo")
+    write(root, "a.txt", "a\n")
+    return root
+
+
+def broken(*_args: object, **_kwargs: object) -> None:
+    raise OSError(errno.EIO, "Input/output error")
+
+
+def test_a_failing_listing_is_named(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CheckpointStore(repo) as store:
+        monkeypatch.setattr(store._repo.refs, "as_dict", broken)
+        with pytest.raises(CheckpointError) as failed:
+            store.list()
+    assert str(failed.value) == "listing checkpoints failed: Input/output error"
+
+
+def test_a_failing_prune_is_named(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        monkeypatch.setattr(store._repo.refs, "remove_if_equals", broken)
+        with pytest.raises(CheckpointError) as failed:
+            store.prune(0)
+    assert str(failed.value) == "pruning checkpoints failed: Input/output error"
+
+
+@pytest.mark.parametrize(("call", "doing"), [
+    (lambda store: store.plan_rollback("T1"), "planning the rollback"),
+    (lambda store: store.rollback("T1"), "rollback"),
+    (lambda store: store.tree_now(), "reading the work tree"),
+    (lambda store: store.snapshot("T2", "coder", "two"), "checkpoint for T2"),
+])
+def test_a_failing_walk_is_named_for_what_it_was_for(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, call, doing: str) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        write(repo, "a.txt", "changed\n")
+        monkeypatch.setattr(checkpoints, "ObjectWriter", broken)
+        with pytest.raises(CheckpointError) as failed:
+            call(store)
+    assert str(failed.value) == f"{doing} failed: Input/output error"
+    assert (repo / "a.txt").read_text() == "changed\n"
+
+
+def test_a_checkpoint_whose_commit_is_gone_cannot_be_rolled_back_to(repo: Path) -> None:
+    missing = REF_PREFIX + "100-GONE"
+    write(repo, f".git/{missing}", "1" * 40 + "\n")
+    with CheckpointStore(repo) as store:
+        target = store.resolve("GONE")
+        assert (target.commit, target.tree) == ("1" * 40, "")
+        with pytest.raises(CheckpointError) as failed:
+            store.plan_rollback(target)
+    assert str(failed.value) == "the checkpoint's commit cannot be read"
+
+
+def test_refs_to_missing_or_malformed_commits_do_not_stop_a_snapshot(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "one")
+    git(repo, "update-ref", "-d", first.ref)  # the private index's checkpoint is gone
+    write(repo, f".git/{REF_PREFIX}100-GONE", "1" * 40 + "\n")
+    write(repo, f".git/{REF_PREFIX}101-JUNK", "z" * 40 + "\n")
+    with CheckpointStore(repo) as store:
+        second = store.snapshot("T2", "coder", "two")
+        assert store.last_stats.hashed == 1  # no checkpoint vouches for the cache
+    assert second.tree == git_tree(repo)
+
+
+def test_tree_now_stores_the_tree_and_adds_no_checkpoint(repo: Path) -> None:
+    write(repo, "b/c.txt", "c\n")
+    with CheckpointStore(repo) as store:
+        tree = store.tree_now()
+        assert store.list() == []
+    assert tree == git_tree(repo)
+    assert git(repo, "cat-file", "-t", tree).strip() == "tree"
+
+
+def test_undo_points_name_what_they_undo_without_stacking() -> None:
+    assert undo_name("T3") == "pre-rollback-T3"
+    assert undo_name("pre-rollback-T3") == "pre-undo-T3"
+    assert undo_name("pre-undo-T3") == "pre-rollback-T3"
+    assert [is_undo_point(t) for t in ("pre-rollback-T3", "pre-undo-T3", "T3", "x-pre-undo-")] \
+        == [True, True, False, False]
+
+
+def test_a_checkpoint_moved_by_another_process_while_pruning_stays(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CheckpointStore(repo) as store:
+        old = store.snapshot("T1", "coder", "one")
+        write(repo, "a.txt", "changed\n")
+        other = store.snapshot("T2", "coder", "two")
+        listed = store.list
+
+        def list_then_move() -> list:
+            found = listed()
+            git(repo, "update-ref", old.ref, other.commit)  # another process, meanwhile
+            return found
+
+        monkeypatch.setattr(store, "list", list_then_move)
+        store.prune(0)
+    assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", REF_PREFIX) \
+        == f"{old.ref} {other.commit}\n"
