@@ -1,0 +1,98 @@
+"""The walk when its cache names what is no longer there, and git's index
+with a path too long for the index's name-length field.
+
+A file or directory that vanishes between a directory's listing and its
+``lstat`` is a race; here the cache's listing names one that never existed,
+which the walk meets the same way: it trusts the cached listing (the
+directory's stat data is unchanged) and finds the entry gone."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from choragos.gitignore import RuleStack
+from choragos.gitobjects import ObjectWriter
+from choragos.gitwalk import Records, Scan, UserIndex, Walker, read_user_index
+from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+    age_tree,
+    git,
+    git_tree,
+    init_repo,
+    isolated_git,
+    write,
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = init_repo(tmp_path / "repo")
+    write(root, "a.txt", "a\n")
+    write(root, "sub/b.txt", "b\n")
+    age_tree(root)
+    return root
+
+
+def walk(root: Path, cache: Records) -> Scan:
+    writer = ObjectWriter(str(root / ".git/objects"), [])
+    try:
+        return Walker(str(root), RuleStack.root([b"", b""]), writer, cache=cache,
+                      racy_from_ns=time.time_ns(),
+                      user_index=lambda: UserIndex([], {}, 0)).run()
+    finally:
+        writer.close()
+
+
+def with_ghost(scan: Scan, name: bytes, kind: bytes, key: tuple | None) -> Records:
+    """The scan's records, with the root's listing naming ``name`` as well."""
+    stat, rules, oid, names, kinds, keys, ids, modes = scan.records[b""]
+    at = sorted((*names, name)).index(name)
+    record = (stat, rules, oid, (*names[:at], name, *names[at:]),
+              kinds[:at] + kind + kinds[at:], (*keys[:at], key, *keys[at:]),
+              (*ids[:at], b"\1" * 20, *ids[at:]), (*modes[:at], 0o100644, *modes[at:]))
+    return Records(decoded={**scan.records, b"": record})
+
+
+def test_a_cached_file_that_is_gone_is_left_out_and_the_listing_read_again(
+        repo: Path) -> None:
+    first = walk(repo, Records())
+    assert first.records[b""][0] is not None  # the root's stat data is trusted
+    ghost = with_ghost(first, b"gone.txt", b"f", (1, 2, 3, 4, 0o100644))
+    second = walk(repo, ghost)
+    assert second.tree == first.tree == bytes.fromhex(git_tree(repo))
+    assert b"gone.txt" not in second.files()
+    assert second.changed and second.records[b""][0] is None
+    assert second.stats.skipped == []
+    third = walk(repo, Records(decoded=second.records))
+    assert third.stats.listed == 1 and third.tree == first.tree
+
+
+def test_a_cached_directory_that_is_gone_is_left_out_and_the_listing_read_again(
+        repo: Path) -> None:
+    first = walk(repo, Records())
+    ghost = with_ghost(first, b"gone", b"d", None)
+    second = walk(repo, ghost)
+    assert second.tree == first.tree
+    assert not any(path.startswith(b"gone") for path in second.files())
+    assert second.changed and second.records[b""][0] is None
+    assert second.stats.skipped == [] and b"gone/" not in second.records
+
+
+def test_a_work_tree_that_cannot_be_read_is_an_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    with pytest.raises(OSError, match=f"cannot read the work tree at {gone}/"):
+        walk(gone, Records())
+
+
+def test_an_index_path_longer_than_its_length_field_is_read_whole(repo: Path) -> None:
+    long = "/".join(["d" * 200] * 24) + "/f.txt"  # 4829 bytes: the field says 0xFFF
+    blob = git(repo, "hash-object", "-w", "a.txt").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},zz.txt")
+    for version in ("2", "3"):
+        git(repo, "update-index", "--index-version", version)
+        index = read_user_index(str(repo / ".git/index"))
+        assert index.paths == [long.encode(), b"zz.txt"]
+        assert index.entries[b"zz.txt"][5].hex() == blob
