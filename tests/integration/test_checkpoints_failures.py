@@ -129,3 +129,62 @@ def test_a_checkpoint_moved_by_another_process_while_pruning_stays(
         store.prune(0)
     assert git(repo, "for-each-ref", "--format=%(refname) %(objectname)", REF_PREFIX) \
         == f"{old.ref} {other.commit}\n"
+
+
+def test_what_resolve_says_when_it_finds_nothing(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        with pytest.raises(CheckpointError) as unknown:
+            store.resolve("T9")
+        with pytest.raises(CheckpointError) as no_ref:
+            store.resolve(REF_PREFIX + "1-T9")
+        monkeypatch.setattr(store._repo.refs, "as_dict", broken)
+        with pytest.raises(CheckpointError) as failed:
+            store.resolve("T1")
+    assert str(unknown.value) == ("no checkpoint for 'T9'; "
+                                  "`choragos checkpoints` lists the ones there are")
+    assert str(no_ref.value) == f"no checkpoint ref named {REF_PREFIX}1-T9"
+    assert str(failed.value) == "reading checkpoints failed: Input/output error"
+
+
+def test_a_cache_whose_checkpoint_was_moved_elsewhere_is_not_trusted(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "one")
+        write(repo, "b.txt", "b\n")
+        other = git(repo, "commit-tree", git_tree(repo), "-m", "someone else's").strip()
+        git(repo, "update-ref", first.ref, other)  # another process, meanwhile
+        store.snapshot("T2", "coder", "two")
+        assert store.last_stats.hashed == 2  # nothing vouches for the cached ids
+
+
+def test_an_index_that_cannot_be_parsed_costs_only_what_it_would_tell(repo: Path) -> None:
+    write(repo, ".gitignore", "*.o\n")
+    write(repo, "build.o", "ignored\n")
+    for i in range(70):  # enough misses to look for ids in git's index
+        write(repo, f"many/f{i}.txt", f"{i}\n")
+    write(repo, ".git/index", b"DIRC\0\0\0\x63\0\0\0\0")  # version 99
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "one")
+        assert store.last_stats.seeded == 0
+    names = git(repo, "ls-tree", "-r", "--name-only", checkpoint.ref).split()
+    assert names == [".gitignore", "a.txt", *sorted(f"many/f{i}.txt" for i in range(70))]
+
+
+def test_checkpoints_of_one_second_sort_by_epoch_whatever_the_task_is_called(
+        repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        older = store.snapshot("fix-it", "coder", "one", now=999.0)
+        newer = store.snapshot("fix-it", "coder", "two", now=999.0)
+        assert (older.name, newer.name) == ("999-fix-it", "1000-fix-it")
+        assert [c.name for c in store.list()] == ["1000-fix-it", "999-fix-it"]
+        assert store.resolve("fix-it") == newer
+
+
+def test_a_new_store_does_not_trust_a_cache_whose_checkpoint_is_gone(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "one")
+    git(repo, "update-ref", "-d", first.ref)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T2", "coder", "two")
+        assert store.last_stats.hashed == 1
