@@ -58,9 +58,10 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
 
 
-# Under `make mutate`, a test may take this many times its clean run plus
-# this many seconds (setup and a busy machine) before its mutant counts as
-# one that hangs.
+# Under `make mutate`, a test may use this many times its clean run's time
+# plus this many seconds (setup, a slower machine) of CPU time before its
+# mutant counts as one that loops.  CPU time, not wall time: a test starved
+# by a busy machine uses none, a loop uses it all.
 HANG_FACTOR, HANG_SLACK = 10.0, 5.0
 MUTMUT_TIMEOUT = 36  # the exit status mutmut reports as "timeout"
 
@@ -69,19 +70,27 @@ MUTMUT_TIMEOUT = 36  # the exit status mutmut reports as "timeout"
 def pytest_runtest_protocol(item, nextitem):
     """Under `make mutate`, end a mutant's run as timed out as soon as one
     test overruns its limit: a mutant that loops would otherwise hold a
-    worker (and a core) until mutmut's limit for the whole run, many times
+    worker and a core until mutmut's limit for the whole run, many times
     longer."""
     if not _judging_a_mutant():
         yield
         return
     limit = HANG_SLACK + HANG_FACTOR * _test_durations().get(item.nodeid, 0.0)
-    timer = threading.Timer(limit, os._exit, (MUTMUT_TIMEOUT,))
-    timer.daemon = True
-    timer.start()
+    done = threading.Event()
+    watch = threading.Thread(target=_end_if_looping, args=(done, time.process_time() + limit),
+                             name="mutant-loop-watch", daemon=True)
+    watch.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
+        watch.join()
+
+
+def _end_if_looping(done: threading.Event, cpu_deadline: float) -> None:
+    while not done.wait(0.25):
+        if time.process_time() > cpu_deadline:
+            os._exit(MUTMUT_TIMEOUT)
 
 
 def _judging_a_mutant() -> bool:
