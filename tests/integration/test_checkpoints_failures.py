@@ -188,3 +188,32 @@ def test_a_new_store_does_not_trust_a_cache_whose_checkpoint_is_gone(repo: Path)
     with CheckpointStore(repo) as store:
         store.snapshot("T2", "coder", "two")
         assert store.last_stats.hashed == 1
+
+
+@pytest.mark.parametrize("name", ["", ".hidden", "a/b", "a..b"])
+def test_dropping_a_namespace_refuses_what_names_no_worktree(repo: Path, name: str) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        with pytest.raises(CheckpointError) as refused:
+            store.drop_namespace(name)
+        assert [c.task_id for c in store.list()] == ["T1"]
+    assert str(refused.value) == f"{name!r} names no worktree"
+
+
+def test_a_long_refused_namespace_is_shown_cut_short(repo: Path) -> None:
+    with CheckpointStore(repo) as store, pytest.raises(CheckpointError) as refused:
+        store.drop_namespace("a/" + "b" * 80)
+    assert str(refused.value) == "'a/" + "b" * 57 + "…' names no worktree"
+
+
+def test_failing_namespace_operations_are_named(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CheckpointStore(repo) as store:
+        monkeypatch.setattr(store._repo.refs, "as_dict", broken)
+        monkeypatch.setattr(store._repo.refs, "keys", broken)
+        with pytest.raises(CheckpointError) as dropping:
+            store.drop_namespace("alice")
+        with pytest.raises(CheckpointError) as listing:
+            store.worktree_namespaces()
+    assert str(dropping.value) == "removing checkpoints failed: Input/output error"
+    assert str(listing.value) == "listing checkpoints failed: Input/output error"
