@@ -8,6 +8,7 @@ directory's stat data is unchanged) and finds the entry gone."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -35,12 +36,13 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def walk(root: Path, cache: Records) -> Scan:
+def walk(root: Path, cache: Records, racy_from_ns: int | None = None) -> Scan:
     writer = ObjectWriter(str(root / ".git/objects"), [])
     try:
         return Walker(str(root), RuleStack.root([b"", b""]), writer, cache=cache,
-                      racy_from_ns=time.time_ns(),
-                      user_index=lambda: UserIndex([], {}, 0)).run()
+                      racy_from_ns=time.time_ns() if racy_from_ns is None else racy_from_ns,
+                      user_index=lambda: UserIndex([], {}, 0), write=True,
+                      has_gitmodules=False).run()
     finally:
         writer.close()
 
@@ -59,6 +61,7 @@ def test_a_cached_file_that_is_gone_is_left_out_and_the_listing_read_again(
         repo: Path) -> None:
     first = walk(repo, Records())
     assert first.records[b""][0] is not None  # the root's stat data is trusted
+    assert first.stats.listed == 2  # the root and sub/
     ghost = with_ghost(first, b"gone.txt", b"f", (1, 2, 3, 4, 0o100644))
     second = walk(repo, ghost)
     assert second.tree == first.tree == bytes.fromhex(git_tree(repo))
@@ -96,3 +99,38 @@ def test_an_index_path_longer_than_its_length_field_is_read_whole(repo: Path) ->
         index = read_user_index(str(repo / ".git/index"))
         assert index.paths == [long.encode(), b"zz.txt"]
         assert index.entries[b"zz.txt"][5].hex() == blob
+
+
+# ---- git's racy rule at its boundary, for files and directories ---------------------
+
+def file_key(scan: Scan) -> tuple | None:
+    record = scan.records[b"sub/"]
+    return record[5][record[3].index(b"b.txt")]
+
+
+@pytest.mark.parametrize("which", ["file", "dir"])
+def test_a_change_time_equal_to_the_walk_clock_is_racy(repo: Path, which: str) -> None:
+    """The file's or directory's modification time is old; only its change
+    time reaches the clock."""
+    target = repo / ("sub/b.txt" if which == "file" else "sub")
+    ctime = target.stat().st_ctime_ns
+    at, after = walk(repo, Records(), ctime), walk(repo, Records(), ctime + 1)
+    if which == "file":
+        assert file_key(at) is None and file_key(after) is not None
+    else:
+        assert (at.records[b"sub/"][0], after.records[b"sub/"][0]) == \
+            (None, (target.stat().st_mtime_ns, ctime, target.stat().st_ino))
+
+
+@pytest.mark.parametrize("which", ["file", "dir"])
+def test_a_modification_time_equal_to_the_walk_clock_is_racy(repo: Path, which: str) -> None:
+    """The modification time set ahead of the change time, to exactly the clock."""
+    target = repo / ("sub/b.txt" if which == "file" else "sub")
+    clock = time.time_ns() + 60 * 10**9
+    os.utime(target, ns=(clock, clock))
+    assert target.stat().st_ctime_ns < clock
+    at, after = walk(repo, Records(), clock), walk(repo, Records(), clock + 1)
+    if which == "file":
+        assert file_key(at) is None and file_key(after) is not None
+    else:
+        assert at.records[b"sub/"][0] is None and after.records[b"sub/"][0] is not None
