@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from choragos.checkpoints import CheckpointStore
 from choragos.gitignore import RuleStack
 from choragos.gitobjects import ObjectWriter
 from choragos.gitwalk import Records, Scan, UserIndex, Walker, read_user_index
@@ -23,6 +24,7 @@ from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture
     git_tree,
     init_repo,
     isolated_git,
+    settle,
     write,
 )
 
@@ -134,3 +136,107 @@ def test_a_modification_time_equal_to_the_walk_clock_is_racy(repo: Path, which: 
         assert file_key(at) is None and file_key(after) is not None
     else:
         assert at.records[b"sub/"][0] is None and after.records[b"sub/"][0] is not None
+
+
+# ---- what the cache must not hide ---------------------------------------------------
+
+def test_changed_ignore_rules_reclassify_an_unchanged_directory(repo: Path) -> None:
+    write(repo, ".gitignore", "*.o\n")
+    write(repo, "sub/x.o", "object\n")
+    age_tree(repo)
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "one")
+        (repo / ".gitignore").write_text("*.tmp\n")  # same listings, other rules
+        settle(repo)
+        second = store.snapshot("T2", "coder", "two")
+    assert first.tree == git_tree_of(repo, "*.o\n") and second.tree == git_tree(repo)
+    assert "sub/x.o" in git(repo, "ls-tree", "-r", "--name-only", second.ref).split()
+
+
+def git_tree_of(repo: Path, rules: str) -> str:
+    """git's tree of the work tree as it was under ``rules``."""
+    now = (repo / ".gitignore").read_text()
+    (repo / ".gitignore").write_text(rules)
+    try:
+        return git_tree(repo)
+    finally:
+        (repo / ".gitignore").write_text(now)
+
+
+def test_a_symlinked_ignore_file_is_not_followed(repo: Path, tmp_path: Path) -> None:
+    rules = write(tmp_path, "rules", "*.txt\n")
+    (repo / ".gitignore").symlink_to(rules)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "one")
+    assert checkpoint.tree == git_tree(repo)
+    assert "a.txt" in git(repo, "ls-tree", "-r", "--name-only", checkpoint.ref).split()
+
+
+def test_an_ignored_directory_keeps_only_its_tracked_files(repo: Path) -> None:
+    write(repo, ".gitignore", "build/\n")
+    write(repo, "build/tracked.txt", "tracked\n")
+    git(repo, "add", "-f", "build/tracked.txt")
+    write(repo, "build/untracked.txt", "ignored\n")
+    write(repo, "build/deeper/untracked.txt", "ignored\n")
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "one")
+    assert checkpoint.tree == git_tree(repo)
+    names = git(repo, "ls-tree", "-r", "--name-only", checkpoint.ref).split()
+    assert [n for n in names if n.startswith("build/")] == ["build/tracked.txt"]
+
+
+def test_only_the_owners_execute_bit_makes_a_file_executable(repo: Path) -> None:
+    write(repo, "others.sh", "#!/bin/sh\n", 0o645)
+    write(repo, "owner.sh", "#!/bin/sh\n", 0o744)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "one")
+    assert checkpoint.tree == git_tree(repo)
+    modes = git(repo, "ls-tree", checkpoint.ref, "others.sh", "owner.sh").split()
+    assert (modes[0], modes[4]) == ("100644", "100755")
+
+
+def test_an_empty_work_tree_is_the_empty_tree(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "empty")
+    with CheckpointStore(root) as store:
+        checkpoint = store.snapshot("T1", "coder", "nothing")
+    assert checkpoint.tree == git_tree(root) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    assert git(root, "cat-file", "-t", checkpoint.tree).strip() == "tree"
+
+
+def loose_objects(root: Path) -> set[str]:
+    return {p.parent.name + p.name for p in (root / ".git/objects").glob("??/*")}
+
+
+def test_planning_a_rollback_stores_no_object_for_a_new_link(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        (repo / "link").symlink_to("somewhere/new")
+        before = loose_objects(repo)
+        plan = store.plan_rollback("T1")
+    assert plan.delete == ["link"] and loose_objects(repo) == before
+
+
+def test_a_snapshot_of_an_unchanged_tree_leaves_the_private_index_alone(repo: Path) -> None:
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        cache = repo / ".git/choragos/index"
+        written = cache.stat().st_ino
+        store.snapshot("T2", "coder", "two")
+        assert (store.last_stats.listed, store.last_stats.hashed) == (0, 0)
+    assert cache.stat().st_ino == written
+
+
+def test_a_nested_repository_listed_again_is_remembered(repo: Path) -> None:
+    nested = init_repo(repo / "nested")
+    write(nested, "n.txt", "n\n")
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "nested")
+    age_tree(repo)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "one")
+        write(nested, "untracked-inside.txt", "not ours\n")  # only nested/ changes
+        settle(repo)
+        store.snapshot("T2", "coder", "two")
+        assert store.last_stats.listed == 1
+        store.snapshot("T3", "coder", "three")
+        assert store.last_stats.listed == 0
