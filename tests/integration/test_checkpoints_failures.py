@@ -217,3 +217,12 @@ def test_failing_namespace_operations_are_named(
             store.worktree_namespaces()
     assert str(dropping.value) == "removing checkpoints failed: Input/output error"
     assert str(listing.value) == "listing checkpoints failed: Input/output error"
+
+
+@pytest.mark.parametrize("task", ["a..b", "T1.", "T1.lock", "-T1", "T/1", ""])
+def test_a_task_id_git_could_not_take_as_a_ref_name_is_refused(repo: Path, task: str) -> None:
+    with CheckpointStore(repo) as store, pytest.raises(CheckpointError) as refused:
+        store.snapshot(task, "coder", "x")
+    assert str(refused.value) == (f"{task!r} cannot name a checkpoint: "
+                                  "use letters, digits, '.', '_' or '-'")
+    assert git(repo, "for-each-ref", REF_PREFIX) == ""
