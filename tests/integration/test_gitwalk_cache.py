@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from choragos import treewatch
 from choragos.checkpoints import CheckpointStore
 from choragos.gitignore import RuleStack
 from choragos.gitobjects import ObjectWriter
@@ -240,3 +241,15 @@ def test_a_nested_repository_listed_again_is_remembered(repo: Path) -> None:
         assert store.last_stats.listed == 1
         store.snapshot("T3", "coder", "three")
         assert store.last_stats.listed == 0
+
+
+@pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux inotify")
+def test_a_reused_walk_reports_what_the_walk_it_reuses_found(repo: Path) -> None:
+    with CheckpointStore(repo, watch=True) as store:
+        first = store.snapshot("T1", "coder", "one")
+        walked = store.last_stats
+        second = store.snapshot("T2", "coder", "two")
+        reused = store.last_stats
+    assert (walked.walked, reused.walked) == (True, False)
+    assert (reused.files, reused.dirs) == (walked.files, walked.dirs) == (2, 2)
+    assert second.tree == first.tree
