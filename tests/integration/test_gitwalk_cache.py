@@ -28,6 +28,7 @@ from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture
     settle,
     write,
 )
+from tests.integration.test_rollback_hazards import committed_nested
 
 
 @pytest.fixture
@@ -228,10 +229,7 @@ def test_a_snapshot_of_an_unchanged_tree_leaves_the_private_index_alone(repo: Pa
 
 
 def test_a_nested_repository_listed_again_is_remembered(repo: Path) -> None:
-    nested = init_repo(repo / "nested")
-    write(nested, "n.txt", "n\n")
-    git(nested, "add", "-A")
-    git(nested, "commit", "-q", "-m", "nested")
+    nested = committed_nested(repo)
     age_tree(repo)
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "one")
