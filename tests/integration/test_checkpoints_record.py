@@ -29,6 +29,7 @@ from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture
     isolated_git,
     write,
 )
+from tests.integration.test_rollback_hazards import shared_clone
 
 
 @pytest.fixture
@@ -185,11 +186,7 @@ def test_trees_sort_directories_as_git_does(repo: Path) -> None:
 
 
 def test_content_kept_in_a_shared_store_is_not_stored_again(tmp_path: Path) -> None:
-    upstream = init_repo(tmp_path / "upstream")
-    write(upstream, "a.txt", "from upstream\n")
-    git(upstream, "add", "-A")
-    git(upstream, "commit", "-q", "-m", "a")
-    git(tmp_path, "clone", "-q", "--shared", str(upstream), "clone")
+    upstream, _ = shared_clone(tmp_path)
     blob = git(upstream, "rev-parse", "HEAD:a.txt").strip()
     with CheckpointStore(tmp_path / "clone") as store:
         store.snapshot("T1", "coder", "x")

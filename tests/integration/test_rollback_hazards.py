@@ -126,14 +126,19 @@ def test_a_nested_repository_without_commits_is_left_out_as_git_leaves_it(repo: 
     assert names == ["a.txt"]
 
 
-def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> None:
+def shared_clone(tmp_path: Path) -> tuple[Path, Path]:
+    """A one-commit repository and a clone that borrows its objects."""
     upstream = init_repo(tmp_path / "upstream")
     write(upstream, "a.txt", "from upstream\n")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "a")
     git(tmp_path, "clone", "-q", "--shared", str(upstream), "clone")
-    clone = tmp_path / "clone"
-    assert (clone / ".git/objects/info/alternates").exists()
+    assert (tmp_path / "clone/.git/objects/info/alternates").exists()
+    return upstream, tmp_path / "clone"
+
+
+def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> None:
+    _, clone = shared_clone(tmp_path)
     with CheckpointStore(clone) as store:
         store.snapshot("T1", "coder", "before")
         write(clone, "a.txt", "changed\n")
