@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,11 +52,56 @@ def pid_alive(pid: int) -> bool:
 def pytest_collection_modifyitems(config, items) -> None:
     """Under `make mutate`, run a mutant's tests fastest first: it dies at its
     first failing test, so the order only changes how soon that comes."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-    if not mutant or mutant in ("stats", "fail", "list_all_tests"):
+    if os.environ.get("MUTANT_UNDER_TEST") == "":
+        # mutmut's clean run, in the process that forks every mutant's: the
+        # record is read once here instead of once per mutant.
+        _test_durations()
+        return
+    if not _judging_a_mutant():
         return
     durations = _test_durations()
     items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
+
+
+# Under `make mutate`, a test may use this many times its clean run's time
+# plus this many seconds (setup, a slower machine) of CPU time before its
+# mutant counts as one that loops.  CPU time, not wall time: a test starved
+# by a busy machine uses none, a loop uses it all.
+HANG_FACTOR, HANG_SLACK = 10.0, 5.0
+MUTMUT_TIMEOUT = 36  # the exit status mutmut reports as "timeout"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under `make mutate`, end a mutant's run as timed out as soon as one
+    test overruns its limit: a mutant that loops would otherwise hold a
+    worker and a core until mutmut's limit for the whole run, many times
+    longer."""
+    if not _judging_a_mutant():
+        yield
+        return
+    limit = HANG_SLACK + HANG_FACTOR * _test_durations().get(item.nodeid, 0.0)
+    done = threading.Event()
+    watch = threading.Thread(target=_end_if_looping, args=(done, time.process_time() + limit),
+                             name="mutant-loop-watch", daemon=True)
+    watch.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watch.join()
+
+
+def _end_if_looping(done: threading.Event, cpu_deadline: float) -> None:
+    while not done.wait(0.25):
+        if time.process_time() > cpu_deadline:
+            os._exit(MUTMUT_TIMEOUT)
+
+
+def _judging_a_mutant() -> bool:
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    return bool(mutant) and mutant not in ("stats", "fail", "list_all_tests",
+                                           "mutant_generation")
 
 
 _DURATIONS: dict[str, float] | None = None

@@ -7,6 +7,7 @@ must read, check and keep every checkpoint.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import stat
@@ -56,10 +57,25 @@ def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def init_repo(root: Path) -> Path:
+    """A new repository at ``root``: a copy of one made by ``git init`` once
+    per process (under `make mutate`, once in the parent, not per mutant)."""
     root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q")
-    git(root, "config", "gc.auto", "0")
+    shutil.copytree(_template() / ".git", root / ".git", symlinks=True)
     return root
+
+
+_TEMPLATE: list[Path] = []
+
+
+def _template() -> Path:
+    if not _TEMPLATE:
+        made = Path(tempfile.mkdtemp(prefix="choragos-git-template-"))
+        # Forked children leave by os._exit: only the process that made it removes it.
+        atexit.register(shutil.rmtree, made, True)
+        git(made, "init", "-q")
+        git(made, "config", "gc.auto", "0")
+        _TEMPLATE.append(made)
+    return _TEMPLATE[0]
 
 
 def write(root: Path, rel: str, data: bytes | str = b"x", mode: int = 0o644) -> Path:

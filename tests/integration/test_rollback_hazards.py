@@ -1,0 +1,146 @@
+"""What a rollback must get right around the files it writes and removes:
+the temporary file it writes through, the directories it empties, nested
+repositories, and objects kept in another repository's store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from choragos.checkpoints import CheckpointError, CheckpointStore, _tmp_name
+from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+    git,
+    init_repo,
+    isolated_git,
+    settle,
+    write,
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "repo")
+
+
+def committed_nested(repo: Path, name: str = "nested") -> Path:
+    """A repository inside ``repo`` with one commit: git records it as a gitlink."""
+    nested = init_repo(repo / name)
+    write(nested, "n.txt", "n\n")
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "nested")
+    return nested
+
+
+def test_the_temporary_file_sits_beside_its_target_with_a_bounded_name() -> None:
+    pid = os.getpid()
+    assert _tmp_name(b"/r/a/b.txt") == b"/r/a/.b.txt.choragos-%d" % pid
+    long = b"n" * 200  # a name near the 255-byte limit must leave room for the suffix
+    assert _tmp_name(b"/r/" + long) == b"/r/." + b"n" * 64 + b".choragos-%d" % pid
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_written_through(
+        repo: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path, "outside.txt", "theirs\n")
+    write(repo, ".gitignore", ".*.choragos-*\n")
+    write(repo, "a.txt", "mine\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "a.txt", "changed\n")
+        os.symlink(outside, repo / f".a.txt.choragos-{os.getpid()}")
+        with pytest.raises(CheckpointError, match="rollback failed"):
+            store.rollback("T1")
+    assert outside.read_text() == "theirs\n"
+
+
+def test_a_stale_temporary_file_is_truncated_not_written_over(repo: Path) -> None:
+    write(repo, ".gitignore", ".*.choragos-*\n")
+    write(repo, "a.txt", "short\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "a.txt", "changed\n")
+        write(repo, f".a.txt.choragos-{os.getpid()}", "a much longer leftover from a crash\n")
+        store.rollback("T1")
+    assert (repo / "a.txt").read_text() == "short\n"
+
+
+def test_every_directory_a_rollback_empties_goes_whatever_the_order(repo: Path) -> None:
+    write(repo, "a/b/f.txt", "kept\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        (repo / "a/b/f.txt").unlink()
+        write(repo, "a/b/new.txt", "new\n")  # its folder is restored into: kept
+        write(repo, "z/y/new.txt", "new\n")  # its folders are left empty: removed
+        settle(repo)
+        result = store.rollback("T1")
+    assert sorted(result.removed_dirs) == ["z", "z/y"]
+    assert not (repo / "z").exists() and (repo / "a/b/f.txt").read_text() == "kept\n"
+
+
+def test_a_directory_holding_ignored_files_stays_and_the_others_go(repo: Path) -> None:
+    write(repo, ".gitignore", "*.o\n")
+    write(repo, "top.txt", "t\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "d/e/new.txt", "new\n")
+        write(repo, "d/e/build.o", "ignored\n")
+        write(repo, "q/new.txt", "new\n")
+        settle(repo)
+        result = store.rollback("T1")
+    assert result.removed_dirs == ["q"]
+    assert (repo / "d/e/build.o").read_text() == "ignored\n" and not (repo / "q").exists()
+
+
+def test_a_nested_repository_added_since_is_reported_never_deleted(repo: Path) -> None:
+    write(repo, "a.txt", "a\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        committed_nested(repo)
+        write(repo, "a.txt", "changed\n")
+        settle(repo)
+        plan = store.plan_rollback("T1")
+        assert (plan.restore, plan.delete, plan.submodules) == (["a.txt"], [], ["nested"])
+        store.rollback("T1")
+    assert (repo / "nested/n.txt").read_text() == "n\n"
+
+
+def test_an_unmoved_nested_repository_is_not_reported(repo: Path) -> None:
+    committed_nested(repo)
+    write(repo, "a.txt", "a\n")
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "a.txt", "changed\n")
+        plan = store.plan_rollback("T1")
+    assert (plan.restore, plan.delete, plan.submodules) == (["a.txt"], [], [])
+
+
+def test_a_nested_repository_without_commits_is_left_out_as_git_leaves_it(repo: Path) -> None:
+    write(repo, "a.txt", "a\n")
+    init_repo(repo / "empty")
+    write(repo, "empty/inside.txt", "not ours\n")
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "before")
+    names = git(repo, "ls-tree", "-r", "--name-only", checkpoint.ref).split()
+    assert names == ["a.txt"]
+
+
+def shared_clone(tmp_path: Path) -> tuple[Path, Path]:
+    """A one-commit repository and a clone that borrows its objects."""
+    upstream = init_repo(tmp_path / "upstream")
+    write(upstream, "a.txt", "from upstream\n")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "a")
+    git(tmp_path, "clone", "-q", "--shared", str(upstream), "clone")
+    assert (tmp_path / "clone/.git/objects/info/alternates").exists()
+    return upstream, tmp_path / "clone"
+
+
+def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> None:
+    _, clone = shared_clone(tmp_path)
+    with CheckpointStore(clone) as store:
+        store.snapshot("T1", "coder", "before")
+        write(clone, "a.txt", "changed\n")
+        store.rollback("T1")
+    assert (clone / "a.txt").read_text() == "from upstream\n"
