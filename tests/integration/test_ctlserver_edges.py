@@ -126,8 +126,8 @@ def test_a_lock_file_that_is_a_symlink_is_refused(make: Make, sock_path: Path,
     lock.symlink_to(elsewhere)
     with pytest.raises(ServerStartError) as refused:
         make()
-    assert refused.value.reason.startswith(f"cannot open the lock file {lock}: ")
-    assert "symbolic links" in refused.value.reason
+    assert refused.value.reason == (f"cannot open the lock file {lock}: "
+                                    "Too many levels of symbolic links")
     assert elsewhere.read_text() == "keep\n"
     assert not sock_path.exists()
 

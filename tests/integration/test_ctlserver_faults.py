@@ -18,8 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from choragos import wire
-from choragos.ctlserver import ControlServer, _Pending
+from choragos.ctlserver import ControlServer, ServerStartError, _Pending
 from tests.conftest import wait_until
 from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     Make,
@@ -201,3 +203,144 @@ def test_a_handler_returning_no_dict_is_named(make: Make, sock_path: Path) -> No
     assert ping(sock_path) == wire.error(
         "internal error: TypeError: handler returned list, not a dict")
 
+
+
+# --- a server's own threads and descriptors --------------------------------------------
+
+
+def test_the_accept_loop_is_a_daemon_thread_named_for_the_socket(make: Make,
+                                                                sock_path: Path) -> None:
+    server = make()
+    assert server._accepter is not None
+    assert server._accepter.name == f"ctl-accept {sock_path.name}" and server._accepter.daemon
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def test_a_server_never_bound_neither_serves_nor_touches_descriptors(sock_path: Path) -> None:
+    before = _open_fds()
+    stdout = os.fstat(1)
+    server = ControlServer(sock_path)
+    server.serve()  # nothing bound: nothing to accept on
+    assert not server.accepting
+    server.inject_fault()
+    server.close()
+    assert _open_fds() - {0, 1, 2} <= before  # nothing new left open
+    assert os.fstat(1).st_ino == stdout.st_ino  # nor a standard stream written or closed
+    assert not sock_path.parent.exists()
+
+
+def test_a_closed_server_leaves_no_descriptor_open(sock_path: Path) -> None:
+    before = _open_fds()
+    server = ControlServer(sock_path, lambda request: wire.ok())
+    server.start()
+    try:
+        assert ping(sock_path)["status"] == "ok"
+        _kill_loop(server)
+        server.serve()  # a rebound socket is closed too
+        assert ping(sock_path)["status"] == "ok"
+    finally:
+        server.close()
+    wait_until(lambda: _open_fds() <= before, timeout=5,
+               message="every descriptor of the server closed")
+    assert not sock_path.exists() and not server.lock_path.exists()
+
+
+def test_close_tolerates_its_files_removed_by_hand(make: Make, sock_path: Path) -> None:
+    server = make()
+    sock_path.unlink()
+    server.lock_path.unlink()
+    server.close()
+    again = ControlServer(sock_path)
+    again.start()  # the lock was released all the same
+    again.close()
+
+
+def test_a_replaced_listening_descriptor_kills_the_loop_and_stays_the_owners(
+        make: Make, sock_path: Path) -> None:
+    server = make()
+    assert server._listener is not None
+    number = server._listener.fileno()
+    stand_in = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(stand_in, number)  # its descriptor closed under it and reused
+        died: list[str] = []
+        server.on_died = died.append
+        wait_until(lambda: died, timeout=10, message="the loop to notice")
+        assert died == ["AcceptLoopDied: the listening socket is gone: "
+                        "[Errno 88] Socket operation on non-socket"]
+        wait_until(lambda: not server.accepting, timeout=5, message="its thread to end")
+        server.serve()
+        assert ping(sock_path)["status"] == "ok"
+        # The number is someone else's now: the server let go of it without closing it.
+        assert os.path.samestat(os.fstat(number), os.fstat(stand_in))
+    finally:
+        os.close(stand_in)
+        server.close()
+        os.close(number)
+
+
+# --- close and the requests being handled ------------------------------------------------
+
+
+def _slow_exchange(make: Make, sock_path: Path, **options: Any) -> tuple[
+        ControlServer, threading.Event, threading.Thread]:
+    """A server whose handler waits for ``release``; one client in it."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(request: dict[str, Any]) -> dict[str, Any]:
+        entered.set()
+        release.wait(20)
+        return wire.ok()
+
+    server = make(handler=slow, **options)
+    client = threading.Thread(target=wire.request, args=(sock_path, {"cmd": "status"}),
+                              kwargs={"timeout": 20})
+    client.start()
+    assert entered.wait(10)
+    return server, release, client
+
+
+def test_close_gives_up_on_a_handler_that_does_not_finish(make: Make,
+                                                          sock_path: Path) -> None:
+    server, release, client = _slow_exchange(make, sock_path, deadline=0.5)
+    closer = threading.Thread(target=server.close)
+    try:
+        closer.start()
+        closer.join(10)
+        assert not closer.is_alive()
+    finally:
+        release.set()
+        client.join(10)
+        closer.join(10)
+
+
+# --- messages of a server that cannot start ---------------------------------------------
+
+
+def test_a_socket_dir_that_cannot_be_made_says_why(make: Make, short_tmp: Path) -> None:
+    (short_tmp / "file").write_text("")
+    with pytest.raises(ServerStartError) as refused:
+        make(path=short_tmp / "file" / "run" / "s.sock")
+    assert refused.value.reason == (f"cannot create the socket directory "
+                                    f"{short_tmp / 'file' / 'run'}: Not a directory")
+
+
+def test_a_session_started_from_a_removed_directory_names_its_socket(
+        sock_path: Path, short_tmp: Path) -> None:
+    gone = short_tmp / "gone"
+    gone.mkdir()
+    here = os.getcwd()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        server = ControlServer(sock_path)
+        server.start()
+    finally:
+        os.chdir(here)
+    try:
+        assert server.lock_path.read_text() == f"{os.getpid()}\n{sock_path}\n"
+    finally:
+        server.close()
