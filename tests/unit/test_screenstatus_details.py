@@ -15,6 +15,7 @@ from choragos.screenstatus import (
     find_input_box,
     input_landed,
     input_pending,
+    is_rule,
     squash,
 )
 from tests.unit.test_screenstatus import RULE
@@ -29,6 +30,12 @@ def test_a_border_on_one_side_only_is_dropped() -> None:
     assert box is not None and box.content == (" fix the tests", "and the docs")
     assert activity_preview(["│ left only", "right only │", "│ │ nested │ │"], AgentProfile(
         "plain")) == ["left only", "right only", "nested"]
+    assert activity_preview(["│Xenon lamp│"], AgentProfile("plain")) == ["Xenon lamp"]
+
+
+def test_a_rule_is_twenty_rule_characters_of_any_kind() -> None:
+    assert is_rule("─" * 20) and not is_rule("─" * 19)
+    assert is_rule("─━═╭╮╰╯" * 3)
 
 
 # -- where the agent's own area starts -------------------------------------------------
@@ -55,9 +62,8 @@ def test_a_box_without_its_bottom_rule_is_no_box() -> None:
 
 
 def test_a_profile_reads_the_box_with_its_own_prompt_glyphs() -> None:
-    guillemet = AgentProfile("boxed", idle_markers=("ready",), box_prompts=("»",),
-                             unmatched_status=WAITING)
-    lines = ["● Done.", RULE, "» ", RULE, "  ready"]
+    guillemet = AgentProfile("boxed", box_prompts=("»",), unmatched_status=WAITING)
+    lines = ["● Done.", RULE, "» ", RULE]
     assert classify(lines, guillemet) == IDLE  # read as its box, not as an unknown screen
     assert input_pending(["● Done.", RULE, "» hello", RULE], "hello", prompts=("»",))
     # Told there is no box, a boxed-looking screen is a line editor's.
