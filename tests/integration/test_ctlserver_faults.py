@@ -8,6 +8,7 @@ a request that reaches its thread once the server is closing."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import resource
@@ -15,6 +16,7 @@ import socket
 import stat
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +346,143 @@ def test_a_session_started_from_a_removed_directory_names_its_socket(
         assert server.lock_path.read_text() == f"{os.getpid()}\n{sock_path}\n"
     finally:
         server.close()
+
+
+# --- more edges of reading a request ----------------------------------------------------
+
+
+def test_blanks_sent_first_wait_for_the_request(make: Make, sock_path: Path) -> None:
+    make(deadline=30.0)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(5)
+        conn.connect(str(sock_path))
+        conn.sendall(b"  \t ")
+        wait_until(lambda: unread(conn) == 0, timeout=5, message="the blanks read")
+        conn.sendall(b'{"cmd": "ping"}\n')
+        assert wire.parse_ack(_read_until_eof(conn))["status"] == "ok"
+
+
+def test_bytes_that_are_not_utf8_are_answered_without_eof(make: Make, sock_path: Path) -> None:
+    make(deadline=30.0)
+    ack = raw_exchange(sock_path, b'{"cmd": "\xff"}', shut=False, timeout=5)
+    assert ack == wire.error("the request is not valid UTF-8")
+
+
+def test_a_deadline_is_kept_however_long_the_loop_may_sleep(
+        make: Make, sock_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import choragos.ctlserver as ctlserver
+
+    monkeypatch.setattr(ctlserver, "CHECK_EVERY_MS", 60_000)
+    make(deadline=0.3)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.settimeout(10)
+        silent.connect(str(sock_path))
+        ack = wire.parse_ack(_read_until_eof(silent))
+    assert ack == wire.error("timed out after 0.3s waiting for the request")
+
+
+# --- faults piling up, a dying loop's callback ------------------------------------------
+
+
+def test_faults_piling_up_while_the_loop_is_down_never_raise(make: Make,
+                                                             sock_path: Path) -> None:
+    # The fault hook runs in a signal handler: it must never block or raise.
+    server = make()
+    _kill_loop(server)
+    _pile_up_faults(server)
+    server.serve()  # drains them all before it accepts
+    assert ping(sock_path)["status"] == "ok" and server.accepting
+    _kill_loop(server)
+    _pile_up_faults(server)
+    server.close()  # its stop byte does not fit either
+    assert not sock_path.exists()
+
+
+def _pile_up_faults(server: ControlServer) -> None:
+    def inject() -> None:
+        for _ in range(70_000):  # more than a pipe holds
+            server.inject_fault()
+
+    injector = threading.Thread(target=inject, daemon=True)
+    injector.start()
+    injector.join(10)
+    blocked = injector.is_alive()
+    while injector.is_alive():  # let it finish, so that the server can still be closed
+        with suppress(OSError):
+            os.read(server._wake_r, 1 << 16)
+        injector.join(0.1)
+    assert not blocked, "a fault hook blocked on a full pipe"
+
+
+def test_a_failing_death_callback_is_contained(make: Make, sock_path: Path, rec: Recorder,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    escaped: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    server = make()
+
+    def broken(error: str) -> None:
+        raise RuntimeError("the supervisor is gone")
+
+    server.on_died = broken
+    server.inject_fault()
+    wait_until(lambda: not server.accepting, timeout=5, message="the loop to end")
+    assert "accept loop died" in rec.kinds() and escaped == []
+
+
+# --- the lock handed over at the worst moment -------------------------------------------
+
+
+class _FlockAfter:
+    """fcntl as the server sees it, but ``before`` runs once just ahead of the
+    first flock: the instant a previous holder lets go of the lock file."""
+
+    def __init__(self, before: Any) -> None:
+        self._before = before
+
+    def flock(self, fd: int, operation: int) -> None:
+        before, self._before = self._before, None
+        if before is not None:
+            before()
+        fcntl.flock(fd, operation)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(fcntl, name)
+
+
+def test_a_lock_file_let_go_between_open_and_lock_is_taken_afresh(
+        make: Make, sock_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import choragos.ctlserver as ctlserver
+
+    first = make()
+    monkeypatch.setattr(ctlserver, "fcntl", _FlockAfter(first.close))
+    second = make()  # opened the old file; it was unlinked and unlocked before the flock
+    monkeypatch.undo()
+    assert second.lock_path.read_text().startswith(f"{os.getpid()}\n")
+    assert second._lock_fd is not None
+    assert os.path.samestat(os.fstat(second._lock_fd), os.stat(second.lock_path))
+    assert ping(sock_path)["status"] == "ok"
+
+
+# --- close and a handler about to finish -------------------------------------------------
+
+
+def test_close_lets_a_handler_at_work_finish_its_answer(make: Make, sock_path: Path) -> None:
+    finished = threading.Event()
+    server: list[ControlServer] = []
+
+    def working(request: dict[str, Any]) -> dict[str, Any]:
+        assert server[0]._stopping.wait(10)  # close has begun
+        time.sleep(0.2)  # the rest of its work; close waits up to 2 s for it
+        finished.set()
+        return wire.ok()
+
+    server.append(make(handler=working, deadline=30.0))
+    client = threading.Thread(target=wire.request, args=(sock_path, {"cmd": "status"}),
+                              kwargs={"timeout": 20})
+    client.start()
+    wait_until(lambda: server[0].open_connections() == 1 and not server[0]._pending,
+               timeout=10, message="the request handed to its thread")
+    server[0].close()
+    assert finished.is_set()
+    client.join(10)
+
