@@ -36,12 +36,9 @@ from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     sock_path,
     unread,
 )
+from tests.integration.test_ctlserver_events import logged
 
 FAULT = "AcceptLoopDied: a fault was injected into the accept loop"
-
-
-def logged(rec: Recorder, kind: str) -> list[dict[str, Any]]:
-    return [fields for k, fields in rec.logs if k == kind]
 
 
 def test_a_server_without_a_handler_says_it_is_still_starting(sock_path: Path) -> None:
@@ -399,9 +396,14 @@ def test_faults_piling_up_while_the_loop_is_down_never_raise(make: Make,
 
 
 def _pile_up_faults(server: ControlServer) -> None:
+    raised: list[BaseException] = []
+
     def inject() -> None:
-        for _ in range(70_000):  # more than a pipe holds
-            server.inject_fault()
+        try:
+            for _ in range(70_000):  # more than a pipe holds
+                server.inject_fault()
+        except BaseException as exc:
+            raised.append(exc)
 
     injector = threading.Thread(target=inject, daemon=True)
     injector.start()
@@ -412,6 +414,7 @@ def _pile_up_faults(server: ControlServer) -> None:
             os.read(server._wake_r, 1 << 16)
         injector.join(0.1)
     assert not blocked, "a fault hook blocked on a full pipe"
+    assert raised == []
 
 
 def test_a_failing_death_callback_is_contained(make: Make, sock_path: Path, rec: Recorder,
