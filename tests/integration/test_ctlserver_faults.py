@@ -470,10 +470,11 @@ def test_a_lock_file_let_go_between_open_and_lock_is_taken_afresh(
 
 
 def test_close_lets_a_handler_at_work_finish_its_answer(make: Make, sock_path: Path) -> None:
-    finished = threading.Event()
+    entered, finished = threading.Event(), threading.Event()
     server: list[ControlServer] = []
 
     def working(request: dict[str, Any]) -> dict[str, Any]:
+        entered.set()
         assert server[0]._stopping.wait(10)  # close has begun
         time.sleep(0.2)  # the rest of its work; close waits up to 2 s for it
         finished.set()
@@ -483,8 +484,7 @@ def test_close_lets_a_handler_at_work_finish_its_answer(make: Make, sock_path: P
     client = threading.Thread(target=wire.request, args=(sock_path, {"cmd": "status"}),
                               kwargs={"timeout": 20})
     client.start()
-    wait_until(lambda: server[0].open_connections() == 1 and not server[0]._pending,
-               timeout=10, message="the request handed to its thread")
+    assert entered.wait(10)  # past the point where a closing server refuses it
     server[0].close()
     assert finished.is_set()
     client.join(10)
