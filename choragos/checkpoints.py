@@ -563,7 +563,7 @@ class CheckpointStore:
             yield
         except (CheckpointError, NotARepository):
             raise
-        except Exception as exc:  # K4: every failure becomes a reason, never a crash
+        except Exception as exc:  # every failure becomes a reason, never a crash
             raise CheckpointError(f"{doing} failed: {_reason(exc)}") from exc
 
 

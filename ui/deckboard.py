@@ -116,7 +116,7 @@ class DeckBoard:
             self._workers.submit(work)
 
 
-    # -- rollback (D4, issue 6 item 3) ---------------------------------------------------------
+    # -- rollback ---------------------------------------------------------------------------
 
     def _plan_rollback(self, task: dict) -> None:
         """A dry run of the core's ``rollback`` command, shown for confirmation."""

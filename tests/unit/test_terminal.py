@@ -1,4 +1,4 @@
-"""The pane emulator (T7, G5): queries answered, modes, colours, widths,
+"""The pane emulator: queries answered, modes, colours, widths,
 scrollback, the plain-line block path and robustness against any input."""
 
 from __future__ import annotations
