@@ -281,8 +281,10 @@ class Terminal:
             time.sleep(0.02)
         if self.proc.isalive():
             self._signal_group(signal.SIGKILL)
-        # Let the reader drain the last frames (exit messages) before the fd goes.
-        self._reader.join(timeout=2)
+        # Let the reader drain the last frames (exit messages) before the fd
+        # goes: it ends at the PTY's end of file, which comes once they are
+        # read; a loaded machine can take seconds to get there.
+        self._reader.join(timeout=15)
         self.proc.close(force=True)
         if self.proc.exitstatus is not None:
             return self.proc.exitstatus
