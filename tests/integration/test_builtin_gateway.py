@@ -190,8 +190,15 @@ def test_the_gateway_killed_mid_session_refuses_dispatch_until_it_is_back(serve)
         os.kill(second["pid"], signal.SIGKILL)
         s.wait_event(lambda e: e["event"] == "gateway exited" and e["pid"] == second["pid"],
                      message="second exit")
-        downs = [e for e in s.events() if e["event"] == "gateway down"]
-        assert len(downs) == 2, downs
+        # (A probe that times out on a loaded machine may close and reopen the
+        # gate in between; the close that counts is the one the exit causes.)
+        events = s.events()
+        exit_at = next(i for i, e in enumerate(events) if e["event"] == "gateway exited"
+                       and e["pid"] == second["pid"])
+        closed = s.wait(lambda: next((e for e in s.events()[exit_at:]
+                                      if e["event"] == "gateway down"), None),
+                        message="the gate closed by the exit")
+        assert closed["reason"] == "the built-in gateway exited (killed by signal 9)", closed
         s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on a third time")
         assert s.stop() == 0
     assert not _alive(second["pid"]) and not _alive(first["pid"])
