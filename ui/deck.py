@@ -50,6 +50,7 @@ from choragos.ui.deckactions import DeckActions
 from choragos.ui.deckbase import COMMAND_TIMEOUT, FRAME, ClientInfo, SessionPort, colors_for
 from choragos.ui.deckboard import DeckBoard
 from choragos.ui.deckdraw import DeckDraw
+from choragos.ui.deckecho import DeckEcho
 from choragos.ui.deckinput import DeckInput
 from choragos.ui.deckloop import DeckLoop, DeckView, _Loop
 from choragos.ui.decknews import DeckNews
@@ -69,8 +70,8 @@ __all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "Edito
            "RoleInfo", "SessionPort", "_Loop", "colors_for", "initial_state"]
 
 
-class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, DeckActions,
-           DeckEditor):
+class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard,
+           DeckActions, DeckEditor):
     """The deck application.  Thread-safe entry points: post, feed_input,
     client_attached, client_detached, resize, start, stop."""
 
@@ -114,6 +115,12 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self._changed: set[str] = set()  # shown panes with output not drawn yet
         self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
         self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
+        # The same, read by the echo lane on reader threads (written, never iterated).
+        self._echo_until: dict[str, float] = {}
+        self.drawing = threading.Lock()  # held by the loop's work and the echo lane
+        self.lane_open = False  # a frame was drawn for the attached client
+        self._echo_role: str | None = None  # the pane the echo lane draws
+        self.echo_frames = 0           # frames the echo lane drew
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])

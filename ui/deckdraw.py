@@ -135,10 +135,15 @@ class DeckDraw:
     def _pane_lines(self, role: str, width: int, height: int, focused: bool,
                     colors: int) -> tuple[list[Line], tuple[int, int] | None]:
         """A pane's rows: as last drawn while its new output waits for the frame
-        budget (keys first), else from its terminal, re-arming its wake-up."""
+        budget (keys first) or an echo is drawn elsewhere, else from its
+        terminal, re-arming its wake-up."""
         pane = self.state.pane(role)
         terminal = self.port.terminal(role)
-        if role in self._changed and not self._frame_due:
+        lane = self._echo_role
+        if (role in self._changed and not self._frame_due) or (lane is not None
+                                                               and role != lane):
+            # Waiting for the frame budget, or a neighbour of an echo drawn
+            # by the echo lane: as last drawn.
             held = pane.cached(width, height, focused, colors, terminal)
             if held is not None:
                 return held
