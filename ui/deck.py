@@ -22,7 +22,8 @@ actor); a pane's size follows its tile with ``Resize``.
 
 The parts live in modules named for what they hold: the state
 (``deckstate``) and its reducer (``reducer``), the loop and mailbox
-(``deckloop``), news and commands (``decknews``), drawing (``deckdraw``) and
+(``deckloop``), the echo lane (``deckecho``), news and commands
+(``decknews``), drawing (``deckdraw``) and
 the status line (``statusline``), input (``deckinput``), dialogs
 (``deckoverlays``), the task board (``deckboard``), the bound actions
 (``deckactions``), the editor (``editor``) and what they share
