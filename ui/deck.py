@@ -127,6 +127,7 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self._bar_line = text_line(1, [("│", "bar")])
         self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
+        self._status_memo: tuple | None = None  # (what the status line showed, the row)
         self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn

@@ -226,7 +226,13 @@ class DeckDraw:
         return current
 
     def _status_line(self, cols: int) -> Line:
-        return statusline.render(self, cols)
+        key = statusline.shown(self, cols)
+        held = self._status_memo
+        if held is not None and held[0] == key:
+            return held[1]
+        line = statusline.render(self, cols)
+        self._status_memo = (key, line)
+        return line
 
 
 
