@@ -121,7 +121,9 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self.drawing = threading.Lock()  # held by the loop's work and the echo lane
         self.lane_open = False  # a frame was drawn for the attached client
         self._echo_role: str | None = None  # the pane the echo lane draws
+        self._placed: dict[str, tuple] = {}  # role -> (tile, focused, its rows) as last drawn
         self.echo_frames = 0           # frames the echo lane drew
+        self.lane_rows = 0             # ... of them by joining only the typed pane's rows
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])

@@ -199,9 +199,16 @@ class PaneView:
             cache.extend([None] * (height - len(cache)))
         lines: list[Line] = []
         gens = snap.row_gens
+        blank = None
         for y in range(height):
             if y >= len(snap.runs):
-                lines.append(blank_line(width))
+                # Below a terminal shorter than the tile: the same blank row
+                # object each time, so a renderer sees it unchanged.
+                held = cache[y]
+                if held is None or held[0] != _BELOW:
+                    blank = blank or blank_line(width)
+                    held = cache[y] = (_BELOW, blank)
+                lines.append(held[1])
                 continue
             gen = gens[y] if y < len(gens) else -1
             held = cache[y]
@@ -230,6 +237,9 @@ class PaneView:
         while len(lines) < height:
             lines.append(blank_line(width))
         return lines
+
+
+_BELOW = -2  # the generation of a row below the terminal's last one
 
 
 def _live_row(runs: tuple, width: int, colors: int) -> Line:

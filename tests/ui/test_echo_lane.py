@@ -122,6 +122,7 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
             key = bytes([rng.choice(b"abcdefghij")])
             deck.feed_input(key)
             port.terminals["orchestrator"].feed(key + (b"\r\n" if i % 20 == 19 else b""))
+            client.feed(_drain(deck))  # a client that reads: the deck's PTY never fills
     finally:
         stop.set()
         flooder.join(10)
@@ -138,3 +139,25 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
     with deck.drawing:
         fresh, _ = deck.render_base(120, 40, True)
     assert [raw for raw, _ in fresh] == [raw for raw, _ in deck.screen._painted]
+
+
+def test_each_echo_frame_is_what_a_whole_render_gives(running):
+    """The lane joins only the typed pane's changed rows into the last frame;
+    every such frame equals the deck rendered whole."""
+    deck, port = running
+    rng = random.Random(11)
+    terminal = port.terminals["orchestrator"]
+    for i in range(80):
+        key = bytes([rng.choice(b"abcdefghij \xc3")])
+        deck.feed_input(key[:1] if key != b"\xc3" else b"e")
+        echo = {b"\xc3": "é".encode(), b" ": b" "}.get(key, key)
+        terminal.feed(echo + (b"\r\n" if i % 9 == 8 else b"")
+                      + (b"\x1b[31mred\x1b[0m" if i % 13 == 0 else b""))
+        _drain(deck)
+        with deck.drawing:
+            painted = [raw for raw, _ in deck.screen._painted]
+            whole, cursor = deck.render_base(120, 40, True)
+        assert painted == [raw for raw, _ in whole], i
+        assert deck.screen._painted_cursor == cursor, i
+    assert deck.echo_frames >= 80
+    assert deck.lane_rows >= 70  # joined row by row, not rendered whole
