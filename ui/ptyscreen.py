@@ -49,6 +49,7 @@ class PtyScreen(raw.Screen):
     def __init__(self, cols: int = 160, rows: int = 48, colors: int = 256) -> None:
         self._sink: Callable[[bytes], None] | None = None
         self._held: list[str] = []  # written for the sink, not flushed yet
+        self._cols_rows = (cols, rows)
         self.master, slave = pty.openpty()
         os.set_blocking(self.master, False)
         # Output exactly as urwid writes it, with the usual tty post-processing.
@@ -95,6 +96,12 @@ class PtyScreen(raw.Screen):
 
     def _set_winsize(self, cols: int, rows: int) -> None:
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self._cols_rows = (cols, rows)
+
+    def get_cols_rows(self) -> tuple[int, int]:
+        """The size last set: only :meth:`set_size` changes it, so no frame
+        needs to ask the PTY."""
+        return self._cols_rows
 
     def set_size(self, cols: int, rows: int) -> None:
         """The client's window changed: take its size and redraw."""
