@@ -14,7 +14,7 @@ import codecs
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,17 @@ class Snapshot:
     rows: int
     history_size: int
     row_gens: tuple[int, ...] = ()  # per row: the generation it last changed in
+
+
+@dataclass(frozen=True)
+class LiveRows:
+    """What a renderer holding some rows needs to draw the screen now: every
+    row's generation, the style runs of the rows it does not hold, the cursor."""
+
+    row_gens: tuple[int, ...]
+    runs: dict[int, tuple[Run, ...]]
+    cursor: tuple[int, int]
+    cursor_visible: bool
 
 
 GAP_MARKER = "--- transcript gap ---"
@@ -206,6 +217,18 @@ class Terminal:
                 focus_events=self.focus_events, reverse_video=self.reverse_video,
                 title=screen.title, cols=screen.columns, rows=screen.lines,
                 history_size=len(self._history), row_gens=tuple(self._row_gens))
+
+    def live_rows(self, held: Sequence[int]) -> LiveRows:
+        """The screen for a renderer that holds row ``y`` as of generation
+        ``held[y]``: runs only for rows that changed since (an echo frame
+        reads one row, not the screen)."""
+        with self._lock:
+            gens = tuple(self._row_gens)
+            kept = len(held)
+            runs = {y: self._row_runs(y) for y, gen in enumerate(gens)
+                    if y >= kept or held[y] != gen}
+            return LiveRows(row_gens=gens, runs=runs, cursor=self._cursor(),
+                            cursor_visible=self.cursor_visible)
 
     @property
     def cursor(self) -> tuple[int, int]:

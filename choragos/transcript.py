@@ -11,31 +11,87 @@ it could scroll off, and so is missing here.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from choragos import statedir
 
+# How often a kept transcript file is checked to still be the one at its path.
+RECHECK = 1.0
+
 
 class Transcript:
+    """Appends to one role's transcript file.
+
+    The file is opened once (never through a link, see ``statedir``) and
+    kept: a flooding pane scrolls lines off many times a second, and
+    opening the file safely each time cost more than parsing the flood.
+    Writes go to the file that was opened, so a link planted at its path
+    later is never written through; at most once a second the path is
+    checked to still name that file, alone, and the file is opened afresh
+    when it does not (deleted, replaced, or given a second name).
+    """
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self.error: OSError | None = None
+        self._file: BinaryIO | None = None
+        self._checked = 0.0
+        self.opened = 0  # times the file was opened (tests count them)
 
     def _append(self, lines: Iterable[str]) -> None:
         text = "".join(f"{line}\n" for line in lines)
         if not text:
             return
+        data = text.encode("utf-8", errors="replace")
         with self._lock:
             try:
-                with statedir.open_append(self.path, errors="replace") as handle:
-                    handle.write(text)
+                handle = self._current()
+                view = memoryview(data)
+                while view:
+                    view = view[handle.write(view):]
             except OSError as exc:
                 # A full disk or a planted link costs transcript lines, never the role.
                 self.error = exc
+                self._close()
+
+    def _current(self) -> BinaryIO:
+        now = time.monotonic()
+        if self._file is not None and now - self._checked >= RECHECK:
+            self._checked = now
+            if not self._still_ours(self._file):
+                self._close()
+        if self._file is None:
+            self._file = os.fdopen(statedir.append_fd(self.path), "ab", buffering=0)
+            self._checked = now
+            self.opened += 1
+        return self._file
+
+    def _still_ours(self, handle: BinaryIO) -> bool:
+        try:
+            mine = os.fstat(handle.fileno())
+            there = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (mine.st_nlink == 1 and (mine.st_dev, mine.st_ino)
+                == (there.st_dev, there.st_ino))
+
+    def _close(self) -> None:
+        handle, self._file = self._file, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
 
     def start_session(self, argv: Sequence[str], workdir: Path, pid: int) -> None:
         stamp = datetime.now().astimezone().isoformat(timespec="seconds")

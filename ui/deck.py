@@ -22,7 +22,8 @@ actor); a pane's size follows its tile with ``Resize``.
 
 The parts live in modules named for what they hold: the state
 (``deckstate``) and its reducer (``reducer``), the loop and mailbox
-(``deckloop``), news and commands (``decknews``), drawing (``deckdraw``) and
+(``deckloop``), the echo lane (``deckecho``), news and commands
+(``decknews``), drawing (``deckdraw``) and
 the status line (``statusline``), input (``deckinput``), dialogs
 (``deckoverlays``), the task board (``deckboard``), the bound actions
 (``deckactions``), the editor (``editor``) and what they share
@@ -50,6 +51,7 @@ from choragos.ui.deckactions import DeckActions
 from choragos.ui.deckbase import COMMAND_TIMEOUT, FRAME, ClientInfo, SessionPort, colors_for
 from choragos.ui.deckboard import DeckBoard
 from choragos.ui.deckdraw import DeckDraw
+from choragos.ui.deckecho import DeckEcho
 from choragos.ui.deckinput import DeckInput
 from choragos.ui.deckloop import DeckLoop, DeckView, _Loop
 from choragos.ui.decknews import DeckNews
@@ -69,8 +71,8 @@ __all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "Edito
            "RoleInfo", "SessionPort", "_Loop", "colors_for", "initial_state"]
 
 
-class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, DeckActions,
-           DeckEditor):
+class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard,
+           DeckActions, DeckEditor):
     """The deck application.  Thread-safe entry points: post, feed_input,
     client_attached, client_detached, resize, start, stop."""
 
@@ -114,11 +116,20 @@ class Deck(DeckLoop, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard, Dec
         self._changed: set[str] = set()  # shown panes with output not drawn yet
         self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
         self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
+        # The same, read by the echo lane on reader threads (written, never iterated).
+        self._echo_until: dict[str, float] = {}
+        self.drawing = threading.Lock()  # held by the loop's work and the echo lane
+        self.lane_open = False  # a frame was drawn for the attached client
+        self._echo_role: str | None = None  # the pane the echo lane draws
+        self._placed: dict[str, tuple] = {}  # role -> (tile, focused, its rows) as last drawn
+        self.echo_frames = 0           # frames the echo lane drew
+        self.lane_rows = 0             # ... of them by joining only the typed pane's rows
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])
         self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
+        self._status_memo: tuple | None = None  # (what the status line showed, the row)
         self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)
         self.wakeups = 0               # times the loop woke up for us (tests count them)
         self.frames = 0                # frames drawn

@@ -90,6 +90,7 @@ class DeckDraw:
         colors = self.screen.colors
         numbers = {name: i for i, name in enumerate(layout.roster, 1)}
         tasks = self._current_tasks()
+        placed: dict[str, tuple] = {}
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)
             focused = role == layout.focus
@@ -99,10 +100,12 @@ class DeckDraw:
                 continue
             lines, pane_cursor = self._pane_lines(role, rect.w, rect.h - 1, focused and focus,
                                                   colors)
+            placed[role] = (rect, focused and focus, lines)
             for dy, line in enumerate(lines):
                 grid[rect.y + 1 + dy].append((rect.x, line))
             if focused and pane_cursor is not None and self.mode == "normal":
                 cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
+        self._placed = placed  # what the echo lane changes in this frame
         bar_line = self._bar_line
         for bar in geometry.bars:
             for y in range(bar.y, bar.bottom):
@@ -124,7 +127,7 @@ class DeckDraw:
             if held is not None and held[0] == key:  # the same pieces: joined already
                 out.append(held[1])
                 continue
-            row = _join(sorted(key[0], key=lambda seg: seg[0]), body_w)
+            row = join_pieces(sorted(key[0], key=lambda seg: seg[0]), body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
             memo[y] = (key, row)
@@ -135,10 +138,15 @@ class DeckDraw:
     def _pane_lines(self, role: str, width: int, height: int, focused: bool,
                     colors: int) -> tuple[list[Line], tuple[int, int] | None]:
         """A pane's rows: as last drawn while its new output waits for the frame
-        budget (keys first), else from its terminal, re-arming its wake-up."""
+        budget (keys first) or an echo is drawn elsewhere, else from its
+        terminal, re-arming its wake-up."""
         pane = self.state.pane(role)
         terminal = self.port.terminal(role)
-        if role in self._changed and not self._frame_due:
+        lane = self._echo_role
+        if (role in self._changed and not self._frame_due) or (lane is not None
+                                                               and role != lane):
+            # Waiting for the frame budget, or a neighbour of an echo drawn
+            # by the echo lane: as last drawn.
             held = pane.cached(width, height, focused, colors, terminal)
             if held is not None:
                 return held
@@ -206,11 +214,11 @@ class DeckDraw:
             row.add(text, attr)
         left = row.line(fill)
         if not right or right_width >= width:
-            return _join([(0, left)], width)
+            return join_pieces([(0, left)], width)
         tail = RowBuilder(right_width)
         for text, attr in right:
             tail.add(text, attr)
-        return _join([(0, left), (width - right_width, tail.line())], width)
+        return join_pieces([(0, left), (width - right_width, tail.line())], width)
 
     def _current_tasks(self) -> dict[str, dict]:
         """Each role's current task: the newest open one."""
@@ -221,11 +229,17 @@ class DeckDraw:
         return current
 
     def _status_line(self, cols: int) -> Line:
-        return statusline.render(self, cols)
+        key = statusline.shown(self, cols)
+        held = self._status_memo
+        if held is not None and held[0] == key:
+            return held[1]
+        line = statusline.render(self, cols)
+        self._status_memo = (key, line)
+        return line
 
 
 
-def _join(segments: list[tuple[int, Line]], width: int) -> Line:
+def join_pieces(segments: list[tuple[int, Line]], width: int) -> Line:
     data: list[bytes] = []
     attrs: list[tuple[Any, int]] = []
     col = 0

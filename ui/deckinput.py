@@ -47,6 +47,7 @@ class DeckInput:
         # (the echo is then drawn at once, as for keys typed through the loop),
         # without a wake-up of its own competing with the echo's way back.
         self.post(lambda: self._typed_at(role), wake=False)
+        self._echo_until[role] = time.monotonic() + FAST_WINDOW
         self.port.type_keys(role, data)
         return True
 
@@ -156,6 +157,7 @@ class DeckInput:
         for role in targets:
             if role is not None:
                 self._typed[role] = until
+                self._echo_until[role] = until
 
     def _after_prefix(self, token: k.Token) -> None:
         key = token.key

@@ -38,7 +38,23 @@ class _Loop(urwid.MainLoop):
 
     deck: Any  # the Deck this loop draws
 
+    # Everything the loop runs for the deck holds the deck's drawing lock, so
+    # the echo lane (drawing from a pane's reader thread) never sees a state
+    # half changed.
+
+    def set_alarm_in(self, sec: float, callback: Callable[..., Any],
+                     user_data: Any = None) -> Any:
+        return super().set_alarm_in(sec, self.deck.locked(callback), user_data)
+
+    def watch_pipe(self, callback: Callable[[bytes], bool | None]) -> int:
+        return super().watch_pipe(self.deck.locked(callback))
+
     def draw_screen(self) -> None:
+        with self.deck.drawing:
+            self._draw()
+            self.deck.lane_open = self.deck.attached
+
+    def _draw(self) -> None:
         deck = self.deck
         if not deck.attached or not deck.dirty:
             return
@@ -129,6 +145,8 @@ class DeckLoop:
         try:
             self.loop.run()
         finally:
+            with self.drawing:
+                self.lane_open = False
             with self._guard:
                 fd, self._wake_fd = self._wake_fd, None
             if fd is not None:
@@ -202,6 +220,7 @@ class DeckLoop:
 
     def _detach(self) -> None:
         self.attached = False
+        self.lane_open = False
         self.mode = "normal"
         for alarm in (self._frame_alarm, self._overlay_alarm):
             if alarm is not None and self.loop is not None:
@@ -218,7 +237,14 @@ class DeckLoop:
         """Have ``terminal`` wake the loop when it changes (once per frame drawn)."""
         if self._watched.get(role) is not terminal:
             self._watched[role] = terminal
-            terminal.on_change = lambda: self.post(lambda: self._pane_changed(role))
+            terminal.on_change = lambda: self._pane_output(role)
+
+    def _pane_output(self, role: str) -> None:
+        """A watched terminal changed, on whichever thread fed it: the echo of
+        a key is drawn right there when it can be; anything else is the loop's."""
+        if self._echo_until.get(role, 0.0) > time.monotonic() and self.echo_lane(role):
+            return
+        self.post(lambda: self._pane_changed(role))
 
     def _pane_changed(self, role: str) -> bool:
         """A shown pane has new output: a pane typed into is drawn at once

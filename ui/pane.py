@@ -14,7 +14,7 @@ from typing import Any
 
 from urwid import str_util
 
-from choragos.terminal import Snapshot, Terminal
+from choragos.terminal import Terminal
 from choragos.ui.theme import attr_of
 
 Attr = Any  # a palette name, an AttrSpec, or None
@@ -184,37 +184,46 @@ class PaneView:
         elif self.scroll is not None:
             result = (self._scrolled(terminal, width, height), None)
         else:
-            result = self._live(terminal.snapshot(), width, height, focused, colors,
-                                id(terminal))
+            result = self._live(terminal, width, height, focused, colors)
         self._cache_key, self._cache = key, result
         return result
 
-    def _live(self, snap: Snapshot, width: int, height: int, focused: bool,
-              colors: int, source: int = 0) -> tuple[list[Line], tuple[int, int] | None]:
+    def _live(self, terminal: Terminal, width: int, height: int, focused: bool,
+              colors: int) -> tuple[list[Line], tuple[int, int] | None]:
         """The live screen, rebuilding only the rows whose generation moved."""
+        source = id(terminal)
         if self._rows_for != (width, colors, source):
             self._rows_for, self._rows = (width, colors, source), []
         cache = self._rows
         if len(cache) < height:
             cache.extend([None] * (height - len(cache)))
+        live = terminal.live_rows([held[0] if held is not None else -1
+                                   for held in cache[:height]])
+        gens = live.row_gens
         lines: list[Line] = []
-        gens = snap.row_gens
+        blank = None
         for y in range(height):
-            if y >= len(snap.runs):
-                lines.append(blank_line(width))
-                continue
-            gen = gens[y] if y < len(gens) else -1
-            held = cache[y]
-            if held is not None and held[0] == gen >= 0:
+            if y >= len(gens):
+                # Below a terminal shorter than the tile: the same blank row
+                # object each time, so a renderer sees it unchanged.
+                held = cache[y]
+                if held is None or held[0] != _BELOW:
+                    blank = blank or blank_line(width)
+                    held = cache[y] = (_BELOW, blank)
                 lines.append(held[1])
                 continue
-            line = _live_row(snap.runs[y], width, colors)
+            gen = gens[y]
+            held = cache[y]
+            if held is not None and held[0] == gen and y not in live.runs:
+                lines.append(held[1])
+                continue
+            line = _live_row(live.runs[y], width, colors)
             self.rendered_rows += 1
             cache[y] = (gen, line)
             lines.append(line)
         cursor = None
-        x, y = snap.cursor
-        if focused and snap.cursor_visible and x < width and y < height:
+        x, y = live.cursor
+        if focused and live.cursor_visible and x < width and y < height:
             cursor = (x, y)
         return lines, cursor
 
@@ -230,6 +239,9 @@ class PaneView:
         while len(lines) < height:
             lines.append(blank_line(width))
         return lines
+
+
+_BELOW = -2  # the generation of a row below the terminal's last one
 
 
 def _live_row(runs: tuple, width: int, colors: int) -> Line:

@@ -18,8 +18,9 @@ waits for no relay thread.  The PTY stays the default, and it still carries
 the window size urwid reads.
 
 :meth:`PtyScreen.paint` is the deck's fast path for frames without a dialog:
-it writes only the rows that differ from the last frame, without building an
-urwid canvas, so a keystroke's echo costs one row, not a screen.
+it writes only the rows that differ from the last frame -- of a row only the
+columns that changed, when bytes are columns -- without building an urwid
+canvas, so a keystroke's echo costs a few bytes, not a screen.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from typing import Any
 
 from urwid.display import escape, raw
 
+from choragos.ui.rowdiff import changed_span, runs_between
+
 Line = tuple[bytes, list[tuple[Any, int]]]
 
 
@@ -46,6 +49,7 @@ class PtyScreen(raw.Screen):
     def __init__(self, cols: int = 160, rows: int = 48, colors: int = 256) -> None:
         self._sink: Callable[[bytes], None] | None = None
         self._held: list[str] = []  # written for the sink, not flushed yet
+        self._cols_rows = (cols, rows)
         self.master, slave = pty.openpty()
         os.set_blocking(self.master, False)
         # Output exactly as urwid writes it, with the usual tty post-processing.
@@ -92,6 +96,12 @@ class PtyScreen(raw.Screen):
 
     def _set_winsize(self, cols: int, rows: int) -> None:
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self._cols_rows = (cols, rows)
+
+    def get_cols_rows(self) -> tuple[int, int]:
+        """The size last set: only :meth:`set_size` changes it, so no frame
+        needs to ask the PTY."""
+        return self._cols_rows
 
     def set_size(self, cols: int, rows: int) -> None:
         """The client's window changed: take its size and redraw."""
@@ -131,23 +141,19 @@ class PtyScreen(raw.Screen):
                 or len(lines) != len(old)):
             return False
         out: list[str] = []
-        attr: Any = object()
+        attr: Any = None  # the frame starts by resetting the attributes
         for y, line in enumerate(lines):
-            if line is old[y] or line == old[y]:
+            was = old[y]
+            if line is was or line == was:
                 continue
-            out.append(escape.set_cursor_position(0, y))
             raw_bytes, runs = line
-            pos, last = 0, len(runs) - 1
-            for i, (a, size_of_run) in enumerate(runs):
-                if a != attr:
-                    out.append(self._attr_to_escape(a))
-                    attr = a
-                text = raw_bytes[pos:pos + size_of_run].decode("utf-8", "replace")
-                pos += size_of_run
-                if i == last and a is None and text.endswith(" "):
-                    # Blanks in default colours to the end: erase them instead.
-                    text = text.rstrip(" ") + escape.ERASE_IN_LINE_RIGHT
-                out.append(text)
+            start, end, column = changed_span(was, line)
+            if start >= end:
+                continue  # the same text in the same attributes, split otherwise
+            runs = runs_between(runs, start, end)
+            out.append(escape.set_cursor_position(column, y))
+            attr = self._row_out(out, raw_bytes[start:end], runs, attr,
+                                 to_the_end=end == len(raw_bytes))
             self.rows_written += 1
         self._painted = list(lines)
         if not out and cursor == self._painted_cursor:
@@ -165,6 +171,23 @@ class PtyScreen(raw.Screen):
         self.write(frame)
         self.flush()
         return True
+
+    def _row_out(self, out: list[str], raw_bytes: bytes, runs: list[tuple[Any, int]],
+                 attr: Any, to_the_end: bool) -> Any:
+        """Escapes writing ``raw_bytes`` in ``runs`` at the cursor; returns the
+        attribute in force after them."""
+        pos, last = 0, len(runs) - 1
+        for i, (a, size_of_run) in enumerate(runs):
+            if a != attr:
+                out.append(self._attr_to_escape(a))
+                attr = a
+            text = raw_bytes[pos:pos + size_of_run].decode("utf-8", "replace")
+            pos += size_of_run
+            if to_the_end and i == last and a is None and text.endswith(" "):
+                # Blanks in default colours to the end: erase them instead.
+                text = text.rstrip(" ") + escape.ERASE_IN_LINE_RIGHT
+            out.append(text)
+        return attr
 
     def bell(self) -> None:
         if self.started:

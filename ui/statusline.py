@@ -37,6 +37,21 @@ def render(deck: Any, cols: int) -> Line:
     return row.line("status")
 
 
+def shown(deck: Any, cols: int) -> tuple:
+    """Everything :func:`render` reads: the line is built again only when
+    this changed (every frame has a status line; an echo frame must stay
+    cheap)."""
+    state = deck.state
+    focus = state.layout.focus
+    info = state.roles.get(focus) if focus else None
+    pane = state.panes.get(focus) if focus else None
+    return (cols, deck.mode, focus, info.status if info else None,
+            pane is not None and pane.scroll is not None, state.layout.zoomed,
+            state.broadcast, deck.editor is not None, state.gateway, len(state.gates),
+            deck.message[0] if deck.message is not None else None,
+            deck.keymap.prefix_spelling)
+
+
 def mode_tags(deck: Any) -> list[tuple[str, str]]:
     """What the keys do right now: prefix, resize, scroll, zoom, broadcast, editor."""
     tags = []

@@ -474,6 +474,21 @@ def test_snapshot_is_immutable_and_cheap_to_repeat() -> None:
     assert first.lines[0] == "hi" and t.snapshot().lines[0] == "hi!"
 
 
+def test_live_rows_gives_only_the_rows_a_renderer_does_not_hold() -> None:
+    t = term(20, 4)
+    t.feed(b"one\r\ntwo\r\nthree")
+    first = t.live_rows([])
+    assert sorted(first.runs) == [0, 1, 2, 3] and first.cursor == (5, 2)
+    assert first.runs[1] == (Run("two"),)
+    assert t.live_rows(list(first.row_gens)).runs == {}
+    t.feed(b"\x1b[2;1HTWO")
+    later = t.live_rows(list(first.row_gens))
+    assert list(later.runs) == [1] and later.runs[1] == (Run("TWO"),)
+    assert later.row_gens[0] == first.row_gens[0] != later.row_gens[1]
+    # A renderer holding fewer rows (the screen grew) gets the rest too.
+    assert sorted(t.live_rows(list(later.row_gens[:2])).runs) == [2, 3]
+
+
 def test_readers_on_other_threads_see_whole_screens() -> None:
     t = term(40, 10)
     stop = threading.Event()

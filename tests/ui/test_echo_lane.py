@@ -1,0 +1,163 @@
+"""The echo lane: a typed pane's echo is drawn by the thread that fed it,
+never while the loop is mid-change, and never over a dialog.
+
+Counted, not timed: the lane's frames, the loop's wake-ups, and what the
+client's terminal shows against what the deck painted.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from choragos.terminal import Terminal
+from tests.conftest import wait_until
+from tests.ui.test_deck import drain as _drain
+from tests.ui.test_redraw import _running_deck, _Sent, _settled
+
+
+@pytest.fixture
+def running(tmp_path):
+    deck, port = _running_deck(tmp_path)
+    yield deck, port
+    deck.stop()
+    deck.screen.close()
+
+
+def _client_shows_the_painted_frame(deck, client: Terminal) -> bool:
+    client.feed(_drain(deck))
+    painted = deck.screen._painted
+    if painted is None:
+        return False
+    cursor = deck.screen._painted_cursor
+    return (client.display() == [raw.decode("utf-8").rstrip() for raw, _ in painted]
+            and (cursor is None or client.cursor == cursor))
+
+
+def test_an_echo_is_drawn_before_the_feed_returns(running):
+    deck, port = running
+    deck.feed_input(b"k")
+    assert port.typed("orchestrator") == b"k"
+    wakeups, echoes = deck.wakeups, deck.echo_frames
+    port.terminals["orchestrator"].feed(b"kQZX")  # the echo, fed on this thread
+    assert deck.echo_frames == echoes + 1  # drawn right here ...
+    assert deck.wakeups == wakeups  # ... with no wake-up of the loop
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"kQZX"), 10, message="the echo on the client")
+    _settled(deck)
+    assert deck.echo_frames == echoes + 1
+
+
+def test_output_of_a_pane_not_typed_into_is_the_loops(running):
+    deck, port = running
+    echoes, frames = deck.echo_frames, deck.frames
+    port.terminals["orchestrator"].feed(b"no key was typed")
+    assert deck.echo_frames == echoes
+    wait_until(lambda: deck.frames > frames, 10, message="the loop's frame")
+    assert deck.echo_frames == echoes
+
+
+def test_the_lane_keeps_a_neighbours_waiting_output_for_its_frame(running):
+    deck, port = running
+    deck.feed_input(b"e")
+    port.terminals["coder"].feed(b"neighbour news\r\n")  # waits for the frame budget
+    port.terminals["orchestrator"].feed(b"eQZX")
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"eQZX"), 10, message="the echo")
+    assert b"neighbour news" not in sent.data.split(b"eQZX")[0]
+    # The neighbour is drawn all the same, by the loop, when its budget is up.
+    wait_until(lambda: sent.has(b"neighbour news"), 10, message="the neighbour's output")
+
+
+def test_an_open_dialog_leaves_the_echo_to_the_loop(running):
+    deck, port = running
+    deck.feed_input(b"t")  # typed at the agent: its echo would take the lane
+    deck.feed_input(b"\x02?")  # but the help dialog opens over the panes
+    wait_until(lambda: deck.overlay_kind == "help", 10)
+    echoes = deck.echo_frames
+    port.terminals["orchestrator"].feed(b"tQZX")
+    _settled(deck)
+    assert deck.echo_frames == echoes
+    assert deck.overlay_kind == "help"  # the dialog is still what the client sees
+    deck.feed_input(b"\x1b")
+    wait_until(lambda: deck.overlay is None, 10)
+
+
+def test_the_lane_is_closed_while_nobody_is_attached(running):
+    deck, port = running
+    deck.feed_input(b"d")
+    deck.client_detached()
+    wait_until(lambda: not deck.attached, 10)
+    echoes = deck.echo_frames
+    port.terminals["orchestrator"].feed(b"dQZX")
+    assert deck.echo_frames == echoes and not deck.lane_open
+
+
+def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(running):
+    """The lane and the loop draw from different threads; whatever their
+    interleaving, the client ends up showing exactly the deck's last frame,
+    and that frame is what a fresh render of the deck gives."""
+    deck, port = running
+    client = Terminal(120, 40, scrollback=0)
+    deck.client_attached(deck.client)  # a fresh client: a whole frame first
+    wait_until(lambda: _client_shows_the_painted_frame(deck, client), 10,
+               message="the first frame")
+    rng = random.Random(7)
+    stop = threading.Event()
+
+    def neighbours() -> None:
+        for i in range(400):
+            if stop.is_set():
+                return
+            port.terminals["coder"].feed(b"\x1b[3%dmflood %d\x1b[0m\r\n" % (i % 7, i))
+            deck.post(lambda: None)  # work for the loop: it holds the lock
+
+    flooder = threading.Thread(target=neighbours)
+    flooder.start()
+    try:
+        for i in range(150):
+            key = bytes([rng.choice(b"abcdefghij")])
+            deck.feed_input(key)
+            port.terminals["orchestrator"].feed(key + (b"\r\n" if i % 20 == 19 else b""))
+            client.feed(_drain(deck))  # a client that reads: the deck's PTY never fills
+    finally:
+        stop.set()
+        flooder.join(10)
+    assert deck.echo_frames > 0
+    # Quiet (the same frame count for a while), the client fed all along.
+    seen = [-1, 0.0]
+
+    def quiet_and_shown() -> bool:
+        shown = _client_shows_the_painted_frame(deck, client)
+        if deck.frames != seen[0]:
+            seen[:] = [deck.frames, time.monotonic()]
+        return shown and time.monotonic() - seen[1] > 0.3
+    wait_until(quiet_and_shown, 10, message="the client showing the deck's last frame")
+    with deck.drawing:
+        fresh, _ = deck.render_base(120, 40, True)
+    assert [raw for raw, _ in fresh] == [raw for raw, _ in deck.screen._painted]
+
+
+def test_each_echo_frame_is_what_a_whole_render_gives(running):
+    """The lane joins only the typed pane's changed rows into the last frame;
+    every such frame equals the deck rendered whole."""
+    deck, port = running
+    rng = random.Random(11)
+    terminal = port.terminals["orchestrator"]
+    for i in range(80):
+        key = bytes([rng.choice(b"abcdefghij \xc3")])
+        deck.feed_input(key[:1] if key != b"\xc3" else b"e")
+        echo = {b"\xc3": "é".encode(), b" ": b" "}.get(key, key)
+        terminal.feed(echo + (b"\r\n" if i % 9 == 8 else b"")
+                      + (b"\x1b[31mred\x1b[0m" if i % 13 == 0 else b""))
+        _drain(deck)
+        with deck.drawing:
+            painted = [raw for raw, _ in deck.screen._painted]
+            whole, cursor = deck.render_base(120, 40, True)
+        assert painted == [raw for raw, _ in whole], i
+        assert deck.screen._painted_cursor == cursor, i
+    assert deck.echo_frames >= 80
+    assert deck.lane_rows >= 70  # joined row by row, not rendered whole

@@ -1,0 +1,64 @@
+"""A role's transcript keeps its file open, and still never writes through
+a link planted at its path nor into a file that is no longer there."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from choragos import transcript as tr
+from choragos.transcript import Transcript
+
+
+@pytest.fixture
+def logs(tmp_path):
+    path = tmp_path / ".choragos" / "logs"
+    path.mkdir(parents=True)
+    return path
+
+
+def _recheck_now(monkeypatch) -> None:
+    monkeypatch.setattr(tr, "RECHECK", 0.0)
+
+
+def test_a_flood_of_appends_opens_the_file_once(logs):
+    t = Transcript(logs / "coder.log")
+    for i in range(500):
+        t.append_lines([f"line {i}"])
+    assert t.opened == 1
+    assert (logs / "coder.log").read_text().splitlines()[-1] == "line 499"
+    assert os.stat(logs / "coder.log").st_mode & 0o777 == 0o600
+
+
+def test_a_deleted_transcript_is_made_again(logs, monkeypatch):
+    t = Transcript(logs / "coder.log")
+    t.append_lines(["before"])
+    (logs / "coder.log").unlink()
+    _recheck_now(monkeypatch)
+    t.append_lines(["after"])
+    assert (logs / "coder.log").read_text() == "after\n" and t.opened == 2
+
+
+def test_a_link_planted_at_the_path_is_not_written_through(logs, tmp_path, monkeypatch):
+    victim = tmp_path / "victim.bashrc"
+    victim.write_text("export SAFE=1\n")
+    t = Transcript(logs / "coder.log")
+    t.append_lines(["first"])
+    (logs / "coder.log").unlink()
+    (logs / "coder.log").symlink_to(victim)
+    t.append_lines(["before the check"])  # still the file it opened
+    _recheck_now(monkeypatch)
+    t.append_lines(["after the check"])  # refused: the path is a link now
+    assert victim.read_text() == "export SAFE=1\n"
+    assert t.error is not None and "link" in str(t.error)
+
+
+def test_a_second_name_for_the_file_makes_it_opened_afresh(logs, tmp_path, monkeypatch):
+    t = Transcript(logs / "coder.log")
+    t.append_lines(["one"])
+    os.link(logs / "coder.log", tmp_path / "elsewhere")
+    _recheck_now(monkeypatch)
+    t.append_lines(["two"])  # the path now has two names: refused, not written
+    assert (tmp_path / "elsewhere").read_text() == "one\n"
+    assert t.error is not None and "hard links" in str(t.error)

@@ -1,0 +1,128 @@
+"""Where two renderings of one screen row differ.
+
+A row is ``(bytes, attribute runs)``: UTF-8 text and ``(attribute, byte
+count)`` pairs, the form the deck draws.  A keystroke's echo changes a few
+columns of a row that is as wide as the client's terminal (the typed pane,
+its neighbours, the sidebar); writing only the columns that changed keeps
+the frame a few bytes long, for the deck, the attach client and the user's
+terminal alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from urwid import str_util
+
+Line = tuple[bytes, list[tuple[Any, int]]]
+
+
+def changed_span(old: Line, new: Line) -> tuple[int, int, int]:
+    """``(start, end, column)``: the bytes ``new[start:end]``, written from
+    screen column ``column``, turn a terminal showing ``old`` into one
+    showing ``new`` (both rows are as wide as the screen).  Equal rows give
+    ``start == end``.
+
+    The range starts and ends on whole characters, and takes in the
+    combining marks that follow its last one (a terminal drops a cell's
+    marks when the cell is written); a mark of ``old`` that changes or goes
+    has its whole cell written again.  A new mark at its start needs
+    nothing more: a terminal adds it to the cell before the cursor.
+    """
+    old_raw, old_runs = old
+    raw, runs = new
+    size = len(raw)
+    start = min(_common_prefix(old_raw, raw), _attr_prefix(old_runs, runs))
+    if start >= size and len(old_raw) == size:
+        return size, size, 0
+    room = min(len(old_raw), size) - start  # the suffix may not reach into the prefix
+    tail = min(_common_prefix(old_raw[::-1], raw[::-1]),
+               _attr_prefix(old_runs[::-1], runs[::-1]), max(room, 0))
+    end = size - tail
+    start = _char_start(raw, start)
+    while 0 < start < len(old_raw) and _zero_width(old_raw, start):
+        start = _char_start(raw, start - 1)  # a mark goes: its cell is written again
+    end = _char_end(raw, end)
+    while end < size and _zero_width(raw, end):
+        end = _char_end(raw, end + 1)
+    return start, max(end, start), _width(raw[:start])
+
+
+def _char_start(raw: bytes, i: int) -> int:
+    """``i`` moved back to the first byte of the UTF-8 character it is in."""
+    while 0 < i < len(raw) and 0x80 <= raw[i] < 0xC0:
+        i -= 1
+    return i
+
+
+def _char_end(raw: bytes, i: int) -> int:
+    """``i`` moved on past the UTF-8 character it is in the middle of."""
+    while 0 < i < len(raw) and 0x80 <= raw[i] < 0xC0:
+        i += 1
+    return i
+
+
+def _zero_width(raw: bytes, i: int) -> bool:
+    """The character starting at byte ``i`` takes no column (a combining mark)."""
+    if raw[i] < 0x80:
+        return False
+    return _width(raw[i:_char_end(raw, i + 1)]) == 0
+
+
+def _width(raw: bytes) -> int:
+    if raw.isascii():
+        return len(raw)
+    text = raw.decode("utf-8", "replace")
+    return str_util.calc_width(text, 0, len(text))
+
+
+def runs_between(runs: list[tuple[Any, int]], start: int, end: int) -> list[tuple[Any, int]]:
+    """The attribute runs covering bytes ``[start, end)``, cut to fit."""
+    out = []
+    pos = 0
+    for attr, size in runs:
+        lo, hi = max(pos, start), min(pos + size, end)
+        if lo < hi:
+            out.append((attr, hi - lo))
+        pos += size
+        if pos >= end:
+            break
+    return out
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes ``a`` and ``b`` share (by halving: slices
+    compare in C, a loop over bytes would not)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _attr_prefix(a: list[tuple[Any, int]], b: list[tuple[Any, int]]) -> int:
+    """How many leading bytes have the same attribute in both run lists."""
+    i = j = pos = left_a = left_b = 0
+    attr_a = attr_b = None
+    while True:
+        if not left_a:
+            if i == len(a):
+                return pos
+            attr_a, left_a = a[i]
+            i += 1
+            continue
+        if not left_b:
+            if j == len(b):
+                return pos
+            attr_b, left_b = b[j]
+            j += 1
+            continue
+        if attr_a != attr_b:
+            return pos
+        step = min(left_a, left_b)
+        pos += step
+        left_a -= step
+        left_b -= step
