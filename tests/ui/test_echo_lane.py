@@ -11,20 +11,10 @@ import random
 import threading
 import time
 
-import pytest
-
 from choragos.terminal import Terminal
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain
-from tests.ui.test_redraw import _running_deck, _Sent, _settled
-
-
-@pytest.fixture
-def running(tmp_path):
-    deck, port = _running_deck(tmp_path)
-    yield deck, port
-    deck.stop()
-    deck.screen.close()
+from tests.ui.test_redraw import _Sent, _settled
 
 
 def _client_shows_the_painted_frame(deck, client: Terminal) -> bool:

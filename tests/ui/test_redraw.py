@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,15 +137,6 @@ def _running_deck(tmp_path) -> tuple[Deck, FakePort]:
     wait_until(lambda: len(port.requests) >= 3, 10, message="the first sync")
     _settled(deck)
     return deck, port
-
-
-@pytest.fixture
-def running(tmp_path):
-    """A started deck with a client attached, quiet; stopped afterwards."""
-    deck, port = _running_deck(tmp_path)
-    yield deck, port
-    deck.stop()
-    deck.screen.close()
 
 
 def test_an_idle_attached_deck_does_not_wake(running):
