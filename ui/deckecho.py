@@ -15,10 +15,13 @@ whole or not at all.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from choragos.ui.deckdraw import join_pieces
+
+log = logging.getLogger("choragos.deck")
 
 
 class DeckEcho:
@@ -45,6 +48,13 @@ class DeckEcho:
             return False
         try:
             return self._echo_frame(role)
+        except Exception:
+            # Never the reader's failure, never a pane left undrawn: the
+            # loop draws it (and crashes, supervised, if it fails there too);
+            # its next frame opens the lane again.
+            log.exception("the echo lane failed; the deck's loop draws instead")
+            self.lane_open = False
+            return False
         finally:
             self.drawing.release()
 

