@@ -169,6 +169,7 @@ class Terminal:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path,
                  rows: int = 40, cols: int = 120) -> None:
+        self.home = Path(env["HOME"])
         self.screen = pyte.Screen(cols, rows)
         self._stream = pyte.ByteStream(self.screen)
         self._lock = threading.Lock()
