@@ -8,14 +8,12 @@ import logging
 import time
 from typing import Any
 
-import urwid
-
 from choragos.actors import messages as m
 from choragos.ui import sidebar, statusline
 from choragos.ui.deckstate import RoleInfo
 from choragos.ui.layout import Layout, LayoutError
 from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, RowBuilder, blank_line
+from choragos.ui.pane import Line, RowBuilder, blank_line, bytes_width
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 log = logging.getLogger("choragos.deck")
@@ -251,17 +249,9 @@ def join_pieces(segments: list[tuple[int, Line]], width: int) -> Line:
             col = x
         data.append(raw)
         attrs += runs
-        col += _line_width(raw, runs)
+        col += bytes_width(raw)
     if col < width:
         gap = blank_line(width - col)
         data.append(gap[0])
         attrs += gap[1]
     return b"".join(data), attrs
-
-
-def _line_width(raw: bytes, runs: list) -> int:
-    if raw.isascii():
-        return len(raw)
-    text = raw.decode("utf-8", "replace")
-    return urwid.str_util.calc_width(text, 0, len(text))
-

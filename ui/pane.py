@@ -27,6 +27,14 @@ def text_width(text: str) -> int:
     return str_util.calc_width(text, 0, len(text))
 
 
+def bytes_width(raw: bytes) -> int:
+    """The columns UTF-8 text of a drawn row takes."""
+    if raw.isascii():
+        return len(raw)
+    text = raw.decode("utf-8", "replace")
+    return str_util.calc_width(text, 0, len(text))
+
+
 class RowBuilder:
     """Text in attribute runs, clipped and padded to exactly ``width`` columns."""
 

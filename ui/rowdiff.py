@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from urwid import str_util
-
-Line = tuple[bytes, list[tuple[Any, int]]]
+from choragos.ui.pane import Line, bytes_width
 
 
 def changed_span(old: Line, new: Line) -> tuple[int, int, int]:
@@ -45,7 +43,7 @@ def changed_span(old: Line, new: Line) -> tuple[int, int, int]:
     end = _char_end(raw, end)
     while end < size and _zero_width(raw, end):
         end = _char_end(raw, end + 1)
-    return start, max(end, start), _width(raw[:start])
+    return start, max(end, start), bytes_width(raw[:start])
 
 
 def _char_start(raw: bytes, i: int) -> int:
@@ -66,14 +64,7 @@ def _zero_width(raw: bytes, i: int) -> bool:
     """The character starting at byte ``i`` takes no column (a combining mark)."""
     if raw[i] < 0x80:
         return False
-    return _width(raw[i:_char_end(raw, i + 1)]) == 0
-
-
-def _width(raw: bytes) -> int:
-    if raw.isascii():
-        return len(raw)
-    text = raw.decode("utf-8", "replace")
-    return str_util.calc_width(text, 0, len(text))
+    return bytes_width(raw[i:_char_end(raw, i + 1)]) == 0
 
 
 def runs_between(runs: list[tuple[Any, int]], start: int, end: int) -> list[tuple[Any, int]]:
