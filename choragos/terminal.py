@@ -179,6 +179,13 @@ class Terminal:
             self._woke = False
             return dirty
 
+    def rearm(self) -> None:
+        """Call ``on_change`` again on the next change, though nothing took
+        the screen since the last call: for a watcher whose first try to
+        draw it missed and that wants the next feed's chance too."""
+        with self._lock:
+            self._woke = False
+
     # -- the screen --------------------------------------------------------------
 
     def display(self) -> list[str]:

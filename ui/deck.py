@@ -124,6 +124,7 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self._placed: dict[str, tuple] = {}  # role -> (tile, focused, its rows) as last drawn
         self.echo_frames = 0           # frames the echo lane drew
         self.lane_rows = 0             # ... of them by joining only the typed pane's rows
+        self.lane_missed = 0           # echoes left to the loop because it held the lock
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])

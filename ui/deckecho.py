@@ -45,6 +45,12 @@ class DeckEcho:
         done) when the loop must: it is busy, or the deck shows more than
         its panes (a dialog, the editor, a resize on its way)."""
         if not self.drawing.acquire(blocking=False):
+            # The loop is busy and will draw it, in turn; the next feed of
+            # this pane's echo tries the lane again rather than wait for it.
+            terminal = self.port.terminal(role)
+            if terminal is not None:
+                terminal.rearm()
+            self.lane_missed += 1
             return False
         try:
             return self._echo_frame(role)

@@ -234,7 +234,8 @@ class DeckLoop:
     # -- redraw on change: new output in shown panes -------------------------------
 
     def _watch(self, role: str, terminal: Terminal) -> None:
-        """Have ``terminal`` wake the loop when it changes (once per frame drawn)."""
+        """Have ``terminal`` wake the loop when it changes (once per frame
+        drawn, or per feed while its echo misses the lane)."""
         if self._watched.get(role) is not terminal:
             self._watched[role] = terminal
             terminal.on_change = lambda: self._pane_output(role)
