@@ -27,7 +27,12 @@ sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, Screen, environment  # noqa: E402
 from bench.common import (  # noqa: E402
-    emit, need_tmux, process_cpu, scratch, served, tmux_tiled,
+    emit,
+    need_tmux,
+    process_cpu,
+    scratch,
+    served,
+    tmux_tiled,
 )
 
 ROLES = 5
