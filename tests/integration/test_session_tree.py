@@ -47,3 +47,36 @@ def test_a_role_crash_past_both_intensities_stops_the_session_and_its_agents(
     wait_until(lambda: not [p for p in pids if pid_alive(p)], 10, message="agents gone")
     assert not (short_tmp / "run" / "s.sock").exists()
     assert journal.load(journal.state_dir(work)) is not None  # kept for --resume
+
+
+@pytest.mark.timeout(90)
+def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
+    """Keys first, wired through a real session: the deck's port announces a
+    key's echo, and another role's reader holds its output until it is drawn."""
+    from choragos.actors import roleio
+    from choragos.ui.uiactor import SessionAccess
+
+    work = short_tmp / "work"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True)
+                                         + role_toml("coder"))
+    session = Session(load_config(None, work),
+                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    session.start()
+    try:
+        wait_until(lambda: all(s.child is not None and s.child.poll() is None
+                               for s in session.role_states.values()), 20,
+                   message="both agents running")
+        assert all(s.echo_wait is session.echo_wait for s in session.role_states.values())
+        session.echo_wait.hold = 60
+        port = SessionAccess(session)
+        coder = session.role_states["coder"]
+        port.expect_echo("orchestrator")
+        roleio.type_keys(coder, b"neighbour", session.handles["coder"].tell)
+        wait_until(lambda: session.echo_wait.waiting == 1, 10, message="the coder held")
+        assert "neighbour" not in coder.terminal.text()
+        port.echo_drawn("orchestrator")
+        wait_until(lambda: "neighbour" in coder.terminal.text(), 10, message="fed after")
+    finally:
+        session.stop()

@@ -72,6 +72,45 @@ def test_an_echo_that_misses_the_lane_tries_it_again_on_the_next_feed(running):
     wait_until(lambda: sent.has(b"mn"), 10, message="the echo, drawn by the loop")
 
 
+def test_a_key_written_straight_to_the_agent_announces_its_echo_and_the_lane_ends_the_wait(
+        running):
+    """The other panes' output waits for the echo (keys first) from the
+    moment the key is written until the lane has drawn it."""
+    deck, port = running
+    port.echoes.clear()
+    deck.feed_input(b"w")
+    assert port.echoes == [("expect", "orchestrator")]
+    assert port.typed("orchestrator") == b"w"
+    port.terminals["orchestrator"].feed(b"w")
+    assert port.echoes == [("expect", "orchestrator"), ("drawn", "orchestrator")]
+
+
+def test_an_echo_left_to_the_loop_ends_the_wait_with_the_loops_frame(running):
+    deck, port = running
+    held, release = threading.Event(), threading.Event()
+
+    def busy_loop() -> None:
+        with deck.drawing:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=busy_loop)
+    holder.start()
+    try:
+        assert held.wait(10)
+        port.echoes.clear()
+        deck.feed_input(b"v")
+        port.terminals["orchestrator"].feed(b"vQZX")  # the lane misses: the loop's
+        assert port.echoes == [("expect", "orchestrator")]
+    finally:
+        release.set()
+        holder.join(10)
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"vQZX"), 10, message="the echo, drawn by the loop")
+    wait_until(lambda: ("drawn", "orchestrator") in port.echoes, 10,
+               message="the wait ended by the loop's frame")
+
+
 def test_output_of_a_pane_not_typed_into_is_the_loops(running):
     deck, port = running
     echoes, frames = deck.echo_frames, deck.frames
