@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,14 +172,21 @@ def choragos_screen(root: Path, crew: Crew) -> Iterator[Screen]:
         f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
     env = environment(root)
     with served(work, env):
-        screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
-        try:
-            # Probe only once the session has briefed the echo agent (typed into its line).
-            screen.wait_for(lambda text: "you said: You are the echo role" in text
-                            and ("compiling" in text or not crew.flooders), 60)
-            yield screen
-        finally:
-            screen.close()
+        # Probe only once the session has briefed the echo agent (typed into its line).
+        yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
+                             lambda text: "you said: You are the echo role" in text
+                             and ("compiling" in text or not crew.flooders), 60)
+
+
+def _attached(argv: list[str], env: dict[str, str], cwd: Path, ready: Callable[[str], bool],
+              timeout: float) -> Iterator[Screen]:
+    """The client ``argv`` on a screen of ours, once ``ready`` holds; closed after."""
+    screen = Screen(argv, env, cwd)
+    try:
+        screen.wait_for(ready, timeout)
+        yield screen
+    finally:
+        screen.close()
 
 
 @contextlib.contextmanager
@@ -195,13 +202,9 @@ def tmux_screen(root: Path, crew: Crew, tmux: str) -> Iterator[Screen]:
         for _name, argv in crew.others(flood):
             subprocess.run([*server, "split-window", "-d", " ".join(argv)], env=env, check=True)
             subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
-        screen = Screen([*server, "attach"], env, root)
-        try:
-            screen.wait_for(lambda text: "agent>" in text
-                            and ("compiling" in text or not crew.flooders), 30)
-            yield screen
-        finally:
-            screen.close()
+        yield from _attached([*server, "attach"], env, root,
+                             lambda text: "agent>" in text
+                             and ("compiling" in text or not crew.flooders), 30)
     finally:
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
 
