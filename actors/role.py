@@ -29,6 +29,7 @@ from choragos.actors.handle import ActorGone
 from choragos.actors.timers import Timers
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
+from choragos.echowait import EchoWait
 from choragos.ptyproc import PtyChild, Reader, SpawnError
 from choragos.restartpolicy import ExitStatus, decide
 from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
@@ -116,6 +117,7 @@ class RoleState:
     keys: roleio.KeyQueue = field(default_factory=roleio.KeyQueue)  # operator keys in wait
     feed_lock: threading.Lock = field(default_factory=threading.Lock)  # gen vs. the reader's feed
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
+    echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
 
 
 def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 120,

@@ -119,6 +119,8 @@ class OutputFeed:
         s = self.state
         if self.me.closed:
             return
+        if s.echo_wait is not None:
+            s.echo_wait.take_turn(s.spec.name)  # keys first: another pane's echo is on its way
         with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
             if self.gen != s.gen:
                 return

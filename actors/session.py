@@ -73,6 +73,7 @@ from choragos.actors.timers import Timers
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer, ServerStartError
+from choragos.echowait import EchoWait
 from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
@@ -113,6 +114,7 @@ class Session:
         self.stopped = threading.Event()
         self.events = EventLog(default_path(self.workdir))
         self.role_states: dict[str, RoleState] = {}
+        self.echo_wait = EchoWait()  # keys first: the deck's typed echo ahead of other output
         self.handles: dict[str, Handle] = {}
         self.server: ControlServer | None = None
         self.timers: Timers | None = None
@@ -404,6 +406,7 @@ class Session:
                           self.options.cols, self.options.rows)
         if spec.worktree:
             state.cwd = self._worktree(spec.name, strict)
+        state.echo_wait = self.echo_wait
         self.role_states[spec.name] = state
         roles, core, timers = self.roles, self.core, self.timers
         handle = self._start_child(

@@ -21,15 +21,16 @@ test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from ptyprocess import PtyProcess  # noqa: E402
 
-from bench.common import emit  # noqa: E402
+from bench.common import emit, scratch, served  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
@@ -155,7 +156,8 @@ class Crew:
         return out
 
 
-def start_choragos(root: Path, crew: Crew) -> Screen:
+@contextlib.contextmanager
+def choragos_screen(root: Path, crew: Crew) -> Iterator[Screen]:
     work = root / "w"
     work.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
@@ -169,45 +171,42 @@ def start_choragos(root: Path, crew: Crew) -> Screen:
         f'start = true\n\n{roles}'
         f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
     env = environment(root)
-    started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
-                             env=env, capture_output=True, text=True, timeout=60)
-    if started.returncode != 0:
-        raise SystemExit(f"choragos serve --detach failed: {started.stderr}")
-    screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
-    # Probe only once the session has briefed the echo agent (typed into its line).
-    screen.wait_for(lambda text: "you said: You are the echo role" in text
-                    and ("compiling" in text or not crew.flooders), 60)
-    return screen
+    with served(work, env):
+        # Probe only once the session has briefed the echo agent (typed into its line).
+        yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
+                             lambda text: "you said: You are the echo role" in text
+                             and ("compiling" in text or not crew.flooders), 60)
 
 
-def stop_choragos(root: Path, screen: Screen) -> None:
-    screen.close()
-    subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=root / "w",
-                   env=environment(root), capture_output=True, timeout=60)
+def _attached(argv: list[str], env: dict[str, str], cwd: Path, ready: Callable[[str], bool],
+              timeout: float) -> Iterator[Screen]:
+    """The client ``argv`` on a screen of ours, once ``ready`` holds; closed after."""
+    screen = Screen(argv, env, cwd)
+    try:
+        screen.wait_for(ready, timeout)
+        yield screen
+    finally:
+        screen.close()
 
 
-def start_tmux(root: Path, crew: Crew, tmux: str) -> Screen:
+@contextlib.contextmanager
+def tmux_screen(root: Path, crew: Crew, tmux: str) -> Iterator[Screen]:
     env = environment(root)
     flood = root / "flood.py"
     flood.write_text(FLOODER)
-    server = ["-L", f"bench-{os.getpid()}", "-f", "/dev/null"]
-    subprocess.run([tmux, *server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
-                    f"{sys.executable} {AGENT}"], env=env, check=True)
-    subprocess.run([tmux, *server, "set", "-g", "status", "off"], env=env, check=True)
-    for _name, argv in crew.others(flood):
-        subprocess.run([tmux, *server, "split-window", "-d", " ".join(argv)], env=env,
-                       check=True)
-        subprocess.run([tmux, *server, "select-layout", "tiled"], env=env, check=True)
-    screen = Screen([tmux, *server, "attach"], env, root)
-    screen.wait_for(lambda text: "agent>" in text and ("compiling" in text or not crew.flooders),
-                    30)
-    return screen
-
-
-def stop_tmux(tmux: str, screen: Screen, env: dict[str, str]) -> None:
-    screen.close()
-    subprocess.run([tmux, "-L", f"bench-{os.getpid()}", "kill-server"], env=env,
-                   capture_output=True)
+    server = [tmux, "-L", f"bench-{os.getpid()}", "-f", "/dev/null"]
+    try:
+        subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS),
+                        f"{sys.executable} {AGENT}"], env=env, check=True)
+        subprocess.run([*server, "set", "-g", "status", "off"], env=env, check=True)
+        for _name, argv in crew.others(flood):
+            subprocess.run([*server, "split-window", "-d", " ".join(argv)], env=env, check=True)
+            subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
+        yield from _attached([*server, "attach"], env, root,
+                             lambda text: "agent>" in text
+                             and ("compiling" in text or not crew.flooders), 30)
+    finally:
+        subprocess.run([*server, "kill-server"], env=env, capture_output=True)
 
 
 def summary(name: str, samples: list[float]) -> str:
@@ -236,24 +235,14 @@ def main() -> None:
     number = 0
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
-            root = Path(tempfile.mkdtemp(prefix="chb-", dir="/tmp"))
-            try:
-                if name == "choragos":
-                    screen = start_choragos(root, crew)
-                else:
-                    screen = start_tmux(root, crew, tmux)
-                time.sleep(1.0)  # let the flood get going
-                try:
+            with scratch("chb-") as root:
+                setup = choragos_screen(root, crew) if name == "choragos" else \
+                    tmux_screen(root, crew, tmux)
+                with setup as screen:
+                    time.sleep(1.0)  # let the flood get going
                     for _ in range(args.probes):
                         number += 1
                         results[name].append(probe(screen, number))
-                finally:
-                    if name == "choragos":
-                        stop_choragos(root, screen)
-                    else:
-                        stop_tmux(tmux, screen, environment(root))
-            finally:
-                shutil.rmtree(root, ignore_errors=True)
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"

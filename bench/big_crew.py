@@ -35,6 +35,7 @@ from bench.common import (  # noqa: E402
     process_cpu,
     process_rss_mb,
     scratch,
+    served,
     tmux_tiled,
 )
 
@@ -83,19 +84,14 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
         "[checkpoints]\nenabled = false\n")
     env = environment(root)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
-                          env=env, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise SystemExit(f"choragos serve --detach failed: {done.stderr}")
-    screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
-    try:
-        screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
-        first_frame = time.perf_counter() - started
-    finally:
-        screen.close()
-    pid = int(json.loads((root / "s.json").read_text())["pid"])
-    subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
-                   capture_output=True, timeout=60)
+    with served(work, env, timeout=120):
+        screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
+        try:
+            screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
+            first_frame = time.perf_counter() - started
+        finally:
+            screen.close()
+        pid = int(json.loads((root / "s.json").read_text())["pid"])
     memory = choragos_memory(root, flooders, lines)
     return {"first_frame_s": first_frame, "pid": pid, **memory}
 
@@ -110,15 +106,10 @@ def choragos_memory(root: Path, flooders: int, lines: int) -> dict[str, float]:
         f"{'start = true' if i == 0 else ''}\n\n" for i in range(flooders))
         + "[checkpoints]\nenabled = false\n")
     env = environment(root)
-    subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"],
-                   cwd=work, env=env, capture_output=True, text=True, timeout=120, check=True)
-    try:
+    with served(work, env, timeout=120):
         pid = int(json.loads((root / "s.json").read_text())["pid"])
         quiet(pid)
         return {"rss_mb": process_rss_mb(pid)}
-    finally:
-        subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
-                       capture_output=True, timeout=60)
 
 
 def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict[str, float]:

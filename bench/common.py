@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,23 @@ def scratch(prefix: str) -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def served(work: Path, env: dict[str, str], timeout: float = 60) -> Iterator[None]:
+    """A detached choragos session in ``work``, killed with its agents however
+    the block ends (a failed start, a probe timing out, Ctrl-C): a bench that
+    fails must not leave a flooding crew to load the machine's next run."""
+    try:
+        started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"],
+                                 cwd=work, env=env, capture_output=True, text=True,
+                                 timeout=timeout)
+        if started.returncode != 0:
+            raise SystemExit(f"choragos serve --detach failed: {started.stderr}")
+        yield
+    finally:
+        subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
+                       capture_output=True, timeout=60)
 
 
 def tmux_tiled(server: list[str], env: dict[str, str], commands: list[str]) -> int:

@@ -26,7 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, Screen, environment  # noqa: E402
-from bench.common import emit, need_tmux, process_cpu, scratch, tmux_tiled  # noqa: E402
+from bench.common import (  # noqa: E402
+    emit,
+    need_tmux,
+    process_cpu,
+    scratch,
+    served,
+    tmux_tiled,
+)
 
 ROLES = 5
 
@@ -48,23 +55,18 @@ def choragos_round(root: Path, window: float, settle: float) -> tuple[float, flo
     (work / ".choragos.toml").write_text(
         roles + "[ui]\nauto_focus = false\n[checkpoints]\nenabled = false\n")
     env = environment(root)
-    started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"], cwd=work,
-                             env=env, capture_output=True, text=True, timeout=60)
-    if started.returncode != 0:
-        raise SystemExit(f"choragos serve --detach failed: {started.stderr}")
-    pid = int(json.loads((root / "s.json").read_text())["pid"])
-    screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
-    try:
-        screen.wait_for(lambda text: text.count("agent>") >= ROLES
-                        and "you said: You are the r0 role" in text, 60)
+    with served(work, env):
+        pid = int(json.loads((root / "s.json").read_text())["pid"])
+        screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
+        try:
+            screen.wait_for(lambda text: text.count("agent>") >= ROLES
+                            and "you said: You are the r0 role" in text, 60)
+            time.sleep(settle)
+            attached = cpu_per_minute(pid, window)
+        finally:
+            screen.close()
         time.sleep(settle)
-        attached = cpu_per_minute(pid, window)
-    finally:
-        screen.close()
-    time.sleep(settle)
-    detached = cpu_per_minute(pid, window)
-    subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
-                   capture_output=True, timeout=60)
+        detached = cpu_per_minute(pid, window)
     return attached, detached
 
 

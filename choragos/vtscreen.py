@@ -763,8 +763,9 @@ class VTScreen(pyte.Screen):
         if width <= cols:  # the usual line: one row
             styles = () if len(spans) == 1 and spans[0][1] == BLANK else tuple(spans)
             return [text_row(text, styles)], 0 if cr else width
-        rows: list[Row] = [TextRow(text[i:i + cols], styles=_slice_styles(spans, i, i + cols))
-                           for i in range(0, width, cols)]
+        rows: list[Row] = [text_row(text[i:i + cols], styles)
+                           for i, styles in zip(range(0, width, cols),
+                                                _wrapped_styles(spans, width, cols), strict=True)]
         return rows, 0 if cr else width - (len(rows) - 1) * cols
 
     def _plain_segment(self, segment: str) -> None:
@@ -789,19 +790,31 @@ _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
 _STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")
 
 
-def _slice_styles(spans: list[tuple[int, Char]], start: int,
-                  end: int) -> tuple[tuple[int, Char], ...]:
-    """The spans covering columns [start, end), relative to ``start``; () when
-    all of it is in default colours."""
-    out: list[tuple[int, Char]] = []
-    for i, (first, attrs) in enumerate(spans):
-        stop = spans[i + 1][0] if i + 1 < len(spans) else end
-        if stop <= start or first >= end:
+def _wrapped_styles(spans: list[tuple[int, Char]], width: int,
+                    cols: int) -> list[tuple[tuple[int, Char], ...]]:
+    """The style spans of each row a line of ``width`` columns wraps onto,
+    relative to the row's start; () for a row all in default colours.  One
+    walk over the spans (their starts rise strictly, the first is 0): a
+    coloured log line in a narrow pane wraps onto several rows, and slicing
+    the spans again for each row was a good part of taking it."""
+    out: list[tuple[tuple[int, Char], ...]] = []
+    last = len(spans) - 1
+    j = 0  # the span the row starts in
+    for start in range(0, width, cols):
+        end = start + cols
+        while j < last and spans[j + 1][0] <= start:
+            j += 1
+        attrs = spans[j][1]
+        k = j + 1
+        if k > last or spans[k][0] >= end:  # one style across the row
+            out.append(() if attrs == BLANK else ((0, attrs),))
             continue
-        out.append((max(first, start) - start, attrs))
-    if len(out) == 1 and out[0][1] == BLANK:
-        return ()
-    return tuple(out)
+        row = [(0, attrs)]
+        while k <= last and spans[k][0] < end:
+            row.append((spans[k][0] - start, spans[k][1]))
+            k += 1
+        out.append(tuple(row))
+    return out
 
 
 def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | None:

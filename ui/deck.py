@@ -118,6 +118,7 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
         # The same, read by the echo lane on reader threads (written, never iterated).
         self._echo_until: dict[str, float] = {}
+        self._echo_owed: set[str] = set()  # typed panes whose echo the loop's next frame draws
         self.drawing = threading.Lock()  # held by the loop's work and the echo lane
         self.lane_open = False  # a frame was drawn for the attached client
         self._echo_role: str | None = None  # the pane the echo lane draws

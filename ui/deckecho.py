@@ -90,6 +90,7 @@ class DeckEcho:
         # keeps waiting, and the budget is not reset.
         self.frames += 1
         self.echo_frames += 1
+        self.port.echo_drawn(role)
         return True
 
     def _echo_rows(self, role: str, rows: int) -> tuple[list, tuple[int, int] | None] | None:

@@ -252,11 +252,15 @@ class DeckLoop:
         (its echo is what the user waits for); the others wait for the frame
         budget, a longer one while the user types, so a flood is coalesced
         into few frames and never queues ahead of an echo."""
-        if not self.attached or role not in self.state.layout.visible():
-            return False  # not drawn: its terminal stays quiet until it is
         now = time.monotonic()
-        if self._typed.get(role, 0) > now:
+        typed = self._typed.get(role, 0) > now
+        if not self.attached or role not in self.state.layout.visible():
+            if typed:
+                self.port.echo_drawn(role)  # never drawn: nothing for the others to wait for
+            return False  # not drawn: its terminal stays quiet until it is
+        if typed:
             self._changed.discard(role)
+            self._echo_owed.add(role)  # the other panes' output waits for this frame
             return True
         self._changed.add(role)
         # While the user types, the budget runs from the last key too: keys
@@ -291,6 +295,9 @@ class DeckLoop:
         self._last_frame = time.monotonic()
         self._frame_due = False
         self._typed = {r: until for r, until in self._typed.items() if until > self._last_frame}
+        for role in self._echo_owed:
+            self.port.echo_drawn(role)
+        self._echo_owed.clear()
 
     def _schedule_overlay_refresh(self) -> None:
         """While a dialog with clocks is open (and drawn), tick it once a second;

@@ -126,6 +126,14 @@ class SessionAccess:
         if state is not None and handle is not None:
             roleio.type_keys(state, data, handle.tell)
 
+    def expect_echo(self, role: str) -> None:
+        """Keys were written straight to ``role``: other roles' output waits
+        (briefly) for their echo."""
+        self.session.echo_wait.expect(role)
+
+    def echo_drawn(self, role: str) -> None:
+        self.session.echo_wait.drawn(role)
+
     def terminal(self, role: str) -> Terminal | None:
         state = self.session.role_states.get(role)
         return state.terminal if state is not None else None

@@ -162,3 +162,25 @@ def test_an_unknown_prompt_turns_idle_after_the_boot_reply_goes_quiet(slow_confi
     wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "idle", 10,
                message="idle once the screen has been quiet")
     assert role.handle.ask(m.GetView(), timeout=5).ready
+
+
+def test_output_held_for_another_roles_echo_is_fed_once_it_is_drawn(tmp_path):
+    """A real reader holds what it read while another role's echo is awaited,
+    then feeds all of it: nothing is dropped."""
+    from choragos.actors import roleio
+    from choragos.echowait import EchoWait
+
+    started = start_role(tmp_path, sys.executable, (str(AGENT),))
+    try:
+        wait_until(lambda: started.core.outcomes(), 15, message="the boot brief")
+        wait = started.state.echo_wait = EchoWait(hold=60)
+        wait.expect("orchestrator")  # the operator typed at another role
+        roleio.type_keys(started.state, b"held line", started.handle.tell)
+        wait_until(lambda: wait.waiting == 1, 10, message="the reader holding the echo")
+        assert "held line" not in started.state.terminal.text()
+        wait.drawn("orchestrator")
+        wait_until(lambda: "held line" in started.state.terminal.text(), 10,
+                   message="the held output fed")
+        assert wait.held >= 1
+    finally:
+        stop_role(started)

@@ -14,6 +14,26 @@ from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import git_init, role_toml
 
 
+def _started(short_tmp, coder: str) -> Session:
+    """A session started in process on an orchestrator and ``coder``, both
+    agents running."""
+    work = short_tmp / "work"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True) + coder)
+    session = Session(load_config(None, work),
+                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    session.start()
+    try:
+        wait_until(lambda: all(s.child is not None and s.child.poll() is None
+                               for s in session.role_states.values()), 20,
+                   message="both agents running")
+    except BaseException:
+        session.stop()
+        raise
+    return session
+
+
 # The agents' reader threads end after their role actors were given up: they
 # must end quietly, not die on the refusal.
 @pytest.mark.timeout(90)
@@ -23,18 +43,8 @@ def test_a_role_crash_past_both_intensities_stops_the_session_and_its_agents(
     # No restart allowed at either level: the first crash goes to the top.
     monkeypatch.setattr(session_module, "ROLE_INTENSITY", 0)
     monkeypatch.setattr(session_module, "SESSION_INTENSITY", 0)
-    work = short_tmp / "work"
-    work.mkdir()
-    git_init(work)
-    (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True)
-                                         + role_toml("coder", "--worker"))
-    session = Session(load_config(None, work),
-                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
-    session.start()
+    session = _started(short_tmp, role_toml("coder", "--worker"))
     try:
-        wait_until(lambda: all(s.child is not None and s.child.poll() is None
-                               for s in session.role_states.values()), 20,
-                   message="both agents running")
         pids = [s.child.pid for s in session.role_states.values()]
         assert session.tree.children["roles"].spec.tree is not None
         session.handles["coder"].tell("a message no handler knows")  # the actor crashes
@@ -46,4 +56,27 @@ def test_a_role_crash_past_both_intensities_stops_the_session_and_its_agents(
         session.stop()
     wait_until(lambda: not [p for p in pids if pid_alive(p)], 10, message="agents gone")
     assert not (short_tmp / "run" / "s.sock").exists()
-    assert journal.load(journal.state_dir(work)) is not None  # kept for --resume
+    assert journal.load(journal.state_dir(session.workdir)) is not None  # kept for --resume
+
+
+@pytest.mark.timeout(90)
+def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
+    """Keys first, wired through a real session: the deck's port announces a
+    key's echo, and another role's reader holds its output until it is drawn."""
+    from choragos.actors import roleio
+    from choragos.ui.uiactor import SessionAccess
+
+    session = _started(short_tmp, role_toml("coder"))
+    try:
+        assert all(s.echo_wait is session.echo_wait for s in session.role_states.values())
+        session.echo_wait.hold = 60
+        port = SessionAccess(session)
+        coder = session.role_states["coder"]
+        port.expect_echo("orchestrator")
+        roleio.type_keys(coder, b"neighbour", session.handles["coder"].tell)
+        wait_until(lambda: session.echo_wait.waiting == 1, 10, message="the coder held")
+        assert "neighbour" not in coder.terminal.text()
+        port.echo_drawn("orchestrator")
+        wait_until(lambda: "neighbour" in coder.terminal.text(), 10, message="fed after")
+    finally:
+        session.stop()

@@ -39,6 +39,7 @@ class FakePort:
             terminal.feed(f"hello from {name}\r\n{name}> ".encode())
         self.told: list[tuple[str, object]] = []
         self.requests: list[dict] = []
+        self.echoes: list[tuple[str, str]] = []  # expect_echo / echo_drawn, in order
 
     def dispatch(self, request: dict) -> dict:
         self.requests.append(request)
@@ -52,6 +53,12 @@ class FakePort:
 
     def terminal(self, role: str) -> Terminal | None:
         return self.terminals.get(role)
+
+    def expect_echo(self, role: str) -> None:
+        self.echoes.append(("expect", role))
+
+    def echo_drawn(self, role: str) -> None:
+        self.echoes.append(("drawn", role))
 
     def typed(self, role: str) -> bytes:
         return b"".join(msg.data for r, msg in self.told

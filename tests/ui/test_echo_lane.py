@@ -7,14 +7,37 @@ client's terminal shows against what the deck painted.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
+from collections.abc import Iterator
 
 from choragos.terminal import Terminal
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain
 from tests.ui.test_redraw import _Sent, _settled
+
+
+@contextlib.contextmanager
+def _loop_busy(deck) -> Iterator[None]:
+    """The deck's loop, as far as the lane can tell, busy for the block: its
+    drawing lock held by another thread."""
+    held, release = threading.Event(), threading.Event()
+
+    def busy_loop() -> None:
+        with deck.drawing:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=busy_loop)
+    holder.start()
+    try:
+        assert held.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join(10)
 
 
 def _client_shows_the_painted_frame(deck, client: Terminal) -> bool:
@@ -46,17 +69,7 @@ def test_an_echo_that_misses_the_lane_tries_it_again_on_the_next_feed(running):
     next feed still tries the lane (not silent until the loop caught up)."""
     deck, port = running
     terminal = port.terminals["orchestrator"]
-    held, release = threading.Event(), threading.Event()
-
-    def busy_loop() -> None:
-        with deck.drawing:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=busy_loop)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with _loop_busy(deck):
         missed, echoes = deck.lane_missed, deck.echo_frames
         deck.feed_input(b"m")
         terminal.feed(b"m")
@@ -65,11 +78,34 @@ def test_an_echo_that_misses_the_lane_tries_it_again_on_the_next_feed(running):
         terminal.feed(b"n")
         assert deck.lane_missed == missed + 2  # tried again, missed again
         assert deck.echo_frames == echoes
-    finally:
-        release.set()
-        holder.join(10)
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"mn"), 10, message="the echo, drawn by the loop")
+
+
+def test_a_key_written_straight_to_the_agent_announces_its_echo_and_the_lane_ends_the_wait(
+        running):
+    """The other panes' output waits for the echo (keys first) from the
+    moment the key is written until the lane has drawn it."""
+    deck, port = running
+    port.echoes.clear()
+    deck.feed_input(b"w")
+    assert port.echoes == [("expect", "orchestrator")]
+    assert port.typed("orchestrator") == b"w"
+    port.terminals["orchestrator"].feed(b"w")
+    assert port.echoes == [("expect", "orchestrator"), ("drawn", "orchestrator")]
+
+
+def test_an_echo_left_to_the_loop_ends_the_wait_with_the_loops_frame(running):
+    deck, port = running
+    with _loop_busy(deck):
+        port.echoes.clear()
+        deck.feed_input(b"v")
+        port.terminals["orchestrator"].feed(b"vQZX")  # the lane misses: the loop's
+        assert port.echoes == [("expect", "orchestrator")]
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"vQZX"), 10, message="the echo, drawn by the loop")
+    wait_until(lambda: ("drawn", "orchestrator") in port.echoes, 10,
+               message="the wait ended by the loop's frame")
 
 
 def test_output_of_a_pane_not_typed_into_is_the_loops(running):

@@ -74,3 +74,28 @@ def test_coloured_lines_ended_by_a_bare_lf_leave_the_cursor_where_they_end() -> 
         results.append((_observe(t, scrolled), t.render_rows()))
     assert results[0] == results[1]
     assert "  cd" in results[0][0][1]  # the second line starts where the first ended
+
+
+@pytest.mark.parametrize("cols", [7, 13, 29])
+def test_coloured_lines_wrapping_in_a_narrow_pane_keep_their_colours_on_every_row(
+        monkeypatch: pytest.MonkeyPatch, cols: int) -> None:
+    """A log line longer than a narrow pane wraps onto several rows on the
+    block path; each row carries the colours of its own columns, colour
+    changes inside a continued row included."""
+    blocks = count_blocks(monkeypatch)
+    lines = [f"\x1b[3{i % 7}m[{i:06d}]\x1b[0m compiling {'x' * (i % 11)}"
+             f"\x1b[1;3{(i + 2) % 7}m ok \x1b[0m{'.' * (i % 23)}\x1b[44mend\x1b[0m"
+             for i in range(400)]
+    data = "".join(f"{line}\r\n" for line in lines).encode()
+    results = []
+    for fast in (True, False):
+        blocks.clear()
+        t = Terminal(cols, 24, fast_path=fast)
+        for i in range(0, len(data), 1000):
+            t.feed(data[i:i + 1000])
+        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+        assert bool(blocks) == fast
+    assert results[0] == results[1]
+    rows = results[0][2]
+    # Some rows begin inside a line and change colour within themselves.
+    assert any(len({(run.fg, run.bg, run.bold) for run in row}) >= 2 for row in rows)

@@ -1,0 +1,69 @@
+"""Keys first: another role's output waits for a typed key's echo, and only
+as long as the echo takes or the hold allows."""
+
+from __future__ import annotations
+
+import threading
+
+from choragos.echowait import EchoWait
+from tests.conftest import wait_until
+
+
+def _reader(wait: EchoWait, role: str) -> threading.Thread:
+    """A reader thread about to feed ``role``'s output."""
+    thread = threading.Thread(target=wait.take_turn, args=(role,), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_nothing_awaited_holds_nobody():
+    wait = EchoWait(hold=30)
+    wait.take_turn("coder")
+    assert wait.held == 0
+
+
+def test_the_typed_role_itself_is_never_held():
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator")
+    wait.take_turn("orchestrator")
+    assert wait.held == 0
+
+
+def test_another_role_waits_for_the_echo_to_be_drawn():
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator")
+    reader = _reader(wait, "coder")
+    wait_until(lambda: wait.waiting == 1, 5, message="the coder's reader holding")
+    wait.drawn("reviewer")  # not the echo awaited: still held
+    reader.join(0.2)
+    assert reader.is_alive() and wait.waiting == 1
+    wait.drawn("orchestrator")
+    reader.join(5)
+    assert not reader.is_alive() and wait.waiting == 0 and wait.held == 1
+    wait.take_turn("coder")  # drawn: nothing awaited any more
+    assert wait.held == 1
+
+
+def test_the_hold_ends_by_itself_when_no_echo_comes():
+    wait = EchoWait(hold=0.2)
+    wait.expect("orchestrator")
+    reader = _reader(wait, "coder")
+    reader.join(10)
+    assert not reader.is_alive() and wait.held == 1
+    wait.take_turn("coder")  # the hold is over: no second wait for the same key
+    assert wait.held == 1
+
+
+def test_a_new_key_restarts_the_hold_and_drawn_without_a_role_releases_it():
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator")
+    wait.drawn()
+    wait.take_turn("coder")
+    assert wait.held == 0
+    wait.expect("orchestrator")
+    readers = [_reader(wait, "coder"), _reader(wait, "tester")]
+    wait_until(lambda: wait.waiting == 2, 5, message="both readers holding")
+    wait.drawn()
+    for reader in readers:
+        reader.join(5)
+        assert not reader.is_alive()
