@@ -64,19 +64,25 @@ def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
     """Keys first, wired through a real session: the deck's port announces a
     key's echo, and another role's reader holds its output until it is drawn."""
     from choragos.actors import roleio
+    from choragos.rolestatus import RoleStatus
     from choragos.ui.uiactor import SessionAccess
 
     session = _started(short_tmp, role_toml("coder"))
     try:
         assert all(s.echo_wait is session.echo_wait for s in session.role_states.values())
+        coder = session.role_states["coder"]
+        # Briefed and quiet: the coder's next output is the echo typed below.
+        wait_until(lambda: coder.booted and coder.typing is None
+                   and coder.status is RoleStatus.IDLE, 30, message="the coder briefed")
+        shown = "".join(coder.terminal.display())  # a wrapped line reads whole
         session.echo_wait.hold = 60
         port = SessionAccess(session)
-        coder = session.role_states["coder"]
         port.expect_echo("orchestrator")
         roleio.type_keys(coder, b"neighbour", session.handles["coder"].tell)
         wait_until(lambda: session.echo_wait.waiting == 1, 10, message="the coder held")
-        assert "neighbour" not in coder.terminal.text()
+        assert "".join(coder.terminal.display()) == shown
         port.echo_drawn("orchestrator")
-        wait_until(lambda: "neighbour" in coder.terminal.text(), 10, message="fed after")
+        wait_until(lambda: "neighbour" in "".join(coder.terminal.display()), 10,
+                   message="the held echo fed")
     finally:
         session.stop()
