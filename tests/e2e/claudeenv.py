@@ -121,6 +121,21 @@ def prepare_home(home: Path, workspace: Path, key: str = FAKE_KEY) -> Path:
     return home
 
 
+def saved_reply(home: Path, text: str) -> bool:
+    """Whether a conversation Claude saved under ``home`` (its
+    ``~/.claude/projects``) holds a reply of the model's containing ``text``
+    (as written in the file's JSON: ``'"ok"'`` for a reply that is "ok").
+    Claude writes the file after the reply is on its screen; a test that
+    kills Claude and then needs the conversation (its ``--resume`` hint, a
+    ``--continue``) waits for this first."""
+    for path in (home / ".claude" / "projects").glob("*/*.jsonl"):
+        with contextlib.suppress(OSError):
+            for line in path.read_text(errors="replace").splitlines():
+                if '"type":"assistant"' in line and text in line:
+                    return True
+    return False
+
+
 def prepare_workspace(path: Path, allow: Iterable[str] = DEFAULT_ALLOW) -> Path:
     """A fresh git repository whose ``.claude/settings.json`` allows ``allow``."""
     path.mkdir(parents=True, exist_ok=True)

@@ -72,6 +72,7 @@ class ClaudeCrew(Serve):
         # Untrusted: the HOME trusts a sibling folder, so claude asks about this
         # one (a trusted *parent* would skip the dialog and ignore the allow rules).
         home = prepare_home(root / "home", self.workdir if trusted else root / "elsewhere")
+        self.home = home
         self.env = self._environment(root, home)
 
     def _environment(self, root: Path, home: Path) -> dict[str, str]:

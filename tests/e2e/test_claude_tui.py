@@ -24,7 +24,7 @@ from choragos.screenstatus import (
     input_pending,
 )
 from tests.conftest import wait_until
-from tests.e2e.claudeenv import FAKE_KEY, Terminal, claude_version
+from tests.e2e.claudeenv import FAKE_KEY, Terminal, claude_version, saved_reply
 from tests.e2e.fakemodel import FakeModel, text, tool, turn_of
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(90)]
@@ -177,18 +177,10 @@ def test_sigterm_exits_143_and_restores_the_terminal(claude_tui: StartClaude,
     terminal.wait_for(lambda ls: "● ok" in activity_preview(ls, CLAUDE), 20, "the reply")
     # Claude names the way back only for a conversation it has saved, and on
     # a loaded machine the save can trail the reply on the screen.
-    wait_until(lambda: _saved_reply(terminal.home), 20, message="the conversation saved")
+    wait_until(lambda: saved_reply(terminal.home, '"ok"'), 20,
+               message="the conversation saved")
     status = terminal.close()
     assert status == 143
     assert not terminal.bracketed_paste
     # With a conversation to resume, it says how on its way out.
     assert any("claude --resume" in line for line in terminal.lines())
-
-
-def _saved_reply(home: Path) -> bool:
-    """Claude's saved conversation (under ``~/.claude/projects``) has the reply."""
-    for path in (home / ".claude" / "projects").glob("*/*.jsonl"):
-        for line in path.read_text(errors="replace").splitlines():
-            if '"type":"assistant"' in line and '"ok"' in line:
-                return True
-    return False

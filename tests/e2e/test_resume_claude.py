@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.claudeenv import saved_reply
 from tests.e2e.fakemodel import FakeModel, text, tool
 from tests.e2e.scenario import BRIEF, ClaudeCrew, claude_role
 from tests.e2e.test_scenarios import BOOT_TIMEOUT, bash, tool_said
@@ -91,6 +92,7 @@ def test_two_claude_roles_each_continue_their_own_conversation(
     deliver_t1(s)
     ids = {role: conversation_of(s, role) for role in ("orchestrator", "coder")}
     assert None not in ids.values() and ids["orchestrator"] != ids["coder"], ids
+    s.wait(lambda: saved_reply(s.home, "LIGHTHOUSE"), 20, "the orchestrator's reply saved")
     s.kill9()
 
     handed_back = "The choragos session restarted; task T1 is still yours"
@@ -112,11 +114,14 @@ def test_two_claude_roles_each_continue_their_own_conversation(
 
 
 def deliver_t1(s: ClaudeCrew) -> None:
-    """T1 delegated to the coder, which takes it in and goes idle."""
+    """T1 delegated to the coder, which takes it in, goes idle and has saved
+    its reply (a kill before the save would lose it from the conversation
+    that ``--continue`` and ``--resume`` read back)."""
     assert s.cli("delegate", "--to", "coder", "--task", "Count to three").returncode == 0
     s.wait_told("New task T1 from choragos", 40)
     s.wait(lambda: s.status()["coder"]["state"] == "idle"
            and s.board()["T1"]["state"] == "delivered", 30, "the coder idle with T1")
+    s.wait(lambda: saved_reply(s.home, "after lunch"), 20, "the coder's reply saved")
 
 
 def conversation_of(s: ClaudeCrew, role: str) -> str | None:
