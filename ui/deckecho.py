@@ -47,7 +47,7 @@ class DeckEcho:
         if not self.drawing.acquire(blocking=False):
             # The loop is busy and will draw it, in turn; the next feed of
             # this pane's echo tries the lane again rather than wait for it.
-            terminal = self.port.terminal(role)
+            terminal = self._watched.get(role)  # the terminal whose change called us
             if terminal is not None:
                 terminal.rearm()
             self.lane_missed += 1

@@ -29,10 +29,7 @@ def text_width(text: str) -> int:
 
 def bytes_width(raw: bytes) -> int:
     """The columns UTF-8 text of a drawn row takes."""
-    if raw.isascii():
-        return len(raw)
-    text = raw.decode("utf-8", "replace")
-    return str_util.calc_width(text, 0, len(text))
+    return len(raw) if raw.isascii() else text_width(raw.decode("utf-8", "replace"))
 
 
 class RowBuilder:
