@@ -678,8 +678,11 @@ class VTScreen(pyte.Screen):
             fresh = self._play_block(scratch, [block[:first], ""], pushed, fresh)
             rest = block[first + 1:]
         segments = None
-        if fresh and scratch.cursor.x == 0 and scratch.cursor.attrs == BLANK:
-            segments = _plain_lines(rest, self.columns, pushed)
+        if fresh and scratch.cursor.x == 0:
+            if scratch.cursor.attrs == BLANK:
+                segments = _plain_lines(rest, self.columns, pushed)
+            if segments is None:
+                segments = self._coloured_head(rest, scratch.cursor, pushed)
         fresh = self._play_block(scratch, segments or rest.split("\n"), pushed, fresh)
         scratch.on_scroll = _ignore
         keep = list(self.buffer)[:bottom] + pushed
@@ -693,6 +696,60 @@ class VTScreen(pyte.Screen):
             block = _SEQUENCE.sub("", block)
         self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
         self.dirty.update(range(self.lines))
+
+    def _coloured_head(self, block: str, cursor: Any, pushed: list[Row | str]) -> list[str] | None:
+        """A flood of coloured log lines, in bulk: the lines that leave the
+        screen within this block are only ever read again as text (history,
+        transcript), so their rows go to ``pushed`` as text and their colour
+        sequences are only followed for the style the rest starts in
+        (``cursor.attrs``).  Returned: the segments of the last lines, enough
+        to fill the screen (and what follows them), to be played with their
+        colours.  None, ``pushed``
+        untouched, when the block is no longer than that or its head
+        is not ASCII lines ended by CR LF with nothing but SGRs and erases to the
+        end of the line between."""
+        cut = self._head_end(block)
+        if cut is None:
+            return None
+        head = block[:cut]
+        lines = head.count("\n") + 1
+        if (not head.endswith("\r") or head.count("\r") != lines
+                or head.count("\r\n") != lines - 1 or not head.isascii() or "\t" in head):
+            return None
+        sequences = _STYLED_SPLIT.findall(head)
+        if head.count("\x1b") != len(sequences):
+            return None
+        # An erase to the end of the line only blanks cells the line has not
+        # drawn yet: the rows' text, all the history keeps, is the same.
+        cursor.attrs = self._after_sgrs(cursor.attrs, [s[:-1] for s in sequences if s[-1] == "m"])
+        _push_lines(_SEQUENCE.sub("", head[:-1]).split("\r\n"), self.columns, pushed)
+        return block[cut + 1:].split("\n")
+
+    def _head_end(self, block: str) -> int | None:
+        """The LF after which the lines start that may stay on the screen: the
+        last ones, counted back until they fill every row but the one the
+        block ends on (a line counts the rows it surely makes); None when
+        that takes the whole block."""
+        need = self.lines - 1
+        cut = block.rfind("\n")
+        cols = self.columns
+        while need > 0 and cut >= 0:
+            start = block.rfind("\n", 0, cut)
+            need -= _rows_made(block[start + 1:cut], cols)
+            cut = start
+        return cut if cut >= 0 else None
+
+    def _after_sgrs(self, attrs: Char, sequences: list[str]) -> Char:
+        """``attrs`` after the SGRs ``sequences`` (their parameters), applied
+        from the last full reset on: what came before it cannot matter."""
+        for i in range(len(sequences) - 1, -1, -1):
+            if sequences[i] in ("", "0"):
+                attrs, sequences = BLANK, sequences[i + 1:]
+                break
+        sgr_of = self.sgr_of
+        for raw in sequences:
+            attrs = sgr_of(attrs, raw)
+        return attrs
 
     def _scratch_for_block(self) -> VTScreen:
         scratch = self._scratch
@@ -831,17 +888,33 @@ def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | 
     if (not body.endswith("\r") or body.count("\r") != lines or body.count("\r\n") != lines - 1
             or not body.isascii() or "\x1b" in body or "\t" in body):
         return None
-    texts = body[:-1].split("\r\n")
+    _push_lines(body[:-1].split("\r\n"), cols, pushed)
+    return [block[cut + 1:]]
+
+
+def _rows_made(segment: str, cols: int) -> int:
+    """How many rows one line of a block makes at least: exactly, for ASCII
+    without tabs or CRs inside; else 1 (a line makes at least its own)."""
+    text = segment[:-1] if segment.endswith("\r") else segment
+    if "\x1b" in text:
+        text = _SEQUENCE.sub("", text)
+    if "\r" in text or "\t" in text or not text.isascii():
+        return 1
+    return max(1, -(-len(text) // cols))
+
+
+def _push_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> None:
+    """Plain lines as the text of the rows they fill, a line wider than the
+    screen as one piece per row."""
     if max(map(len, texts)) <= cols:
         pushed.extend(texts)
-    else:  # lines wider than the screen wrap onto further rows
-        add, extend = pushed.append, pushed.extend
-        for text in texts:
-            if len(text) <= cols:
-                add(text)
-            else:
-                extend([text[i:i + cols] for i in range(0, len(text), cols)])
-    return [block[cut + 1:]]
+        return
+    add, extend = pushed.append, pushed.extend
+    for text in texts:
+        if len(text) <= cols:
+            add(text)
+        else:
+            extend([text[i:i + cols] for i in range(0, len(text), cols)])
 
 
 def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
