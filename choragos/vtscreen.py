@@ -675,7 +675,7 @@ class VTScreen(pyte.Screen):
             # A line begun by an earlier feed: finish it first, then the rest
             # may start on a fresh row.
             first = block.find("\n")
-            fresh = self._play_block(scratch, [block[:first], ""], pushed, fresh)
+            fresh = self._finish_line(scratch, block[:first], pushed, fresh)
             rest = block[first + 1:]
         segments = None
         if fresh and scratch.cursor.x == 0:
@@ -696,6 +696,22 @@ class VTScreen(pyte.Screen):
             block = _SEQUENCE.sub("", block)
         self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
         self.dirty.update(range(self.lines))
+
+    def _finish_line(self, scratch: VTScreen, segment: str, pushed: list[Row | str],
+                     fresh: bool) -> bool:
+        """The rest of a line an earlier feed began (a flood read in pieces
+        cuts lines anywhere): appended to the row's text when the row is
+        text and the cursor stands at its end, else played on the scratch
+        row.  True: the line ended on a fresh row."""
+        lead = _raw(scratch.buffer, 0)
+        if lead.__class__ is TextRow and not lead.tail and len(lead.text) == scratch.cursor.x:
+            rows, x = self._styled_rows(segment, scratch.cursor, lead)
+            if rows:
+                pushed.extend(rows)
+                scratch.buffer[:] = [None]
+                scratch.cursor.x = x
+                return True
+        return self._play_block(scratch, [segment, ""], pushed, fresh)
 
     def _coloured_head(self, block: str, cursor: Any, pushed: list[Row | str]) -> list[str] | None:
         """A flood of coloured log lines, in bulk: the lines that leave the
@@ -787,11 +803,13 @@ class VTScreen(pyte.Screen):
                 fresh = True
         return fresh
 
-    def _styled_rows(self, segment: str, cursor: Any) -> tuple[list[Row], int]:
+    def _styled_rows(self, segment: str, cursor: Any,
+                     lead: TextRow | None = None) -> tuple[list[Row], int]:
         """Like :func:`_text_rows` for an ASCII line with colour escapes (and
         erases to the end of the line, which leave nothing on a row drawn left
         to right in default background): its rows as style spans; the style it
-        ends with goes to ``cursor``.  ([], 0) when it is not that simple."""
+        ends with goes to ``cursor``.  ``lead``: the row the line continues,
+        the cursor at its end.  ([], 0) when it is not that simple."""
         cr = segment.endswith("\r")
         line = segment[:-1] if cr else segment
         if not line.isascii() or "\r" in line or "\t" in line:
@@ -799,9 +817,11 @@ class VTScreen(pyte.Screen):
         parts = _STYLED_SPLIT.split(line)
         attrs = cursor.attrs
         sgr_of = self.sgr_of
-        first = parts[0]
-        spans: list[tuple[int, Char]] = [(0, attrs)] if first else []
-        width = len(first)
+        spans, text = _lead_spans(lead)
+        width = len(text)
+        if parts[0] and (not spans or spans[-1][1] != attrs):
+            spans.append((width, attrs))
+        width += len(parts[0])
         for i in range(1, len(parts), 2):
             sequence, piece = parts[i], parts[i + 1]
             if sequence[-1] == "m":
@@ -815,7 +835,7 @@ class VTScreen(pyte.Screen):
         cursor.attrs = attrs
         if not width:
             return [None], 0
-        text = "".join(parts[::2])
+        text += "".join(parts[::2])
         cols = self.columns
         if width <= cols:  # the usual line: one row
             styles = () if len(spans) == 1 and spans[0][1] == BLANK else tuple(spans)
@@ -890,6 +910,14 @@ def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | 
         return None
     _push_lines(body[:-1].split("\r\n"), cols, pushed)
     return [block[cut + 1:]]
+
+
+def _lead_spans(lead: TextRow | None) -> tuple[list[tuple[int, Char]], str]:
+    """The style spans and text a line continuing ``lead`` starts with (a
+    row's spans start at column 0; none means default colours throughout)."""
+    if lead is None or not lead.text:
+        return [], ""
+    return list(lead.styles) or [(0, BLANK)], lead.text
 
 
 def _rows_made(segment: str, cols: int) -> int:

@@ -188,3 +188,31 @@ def test_the_lines_kept_for_the_screen_are_counted_by_the_rows_they_make(
         results.append((t.display(), t.history(), t.render_rows()))
     assert heads
     assert results[0] == results[1]
+
+
+def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PTY hands a flood over in pieces that cut lines anywhere; the rest
+    of a cut line is appended to its row's text (not drawn cell by cell),
+    and the screen, its colours and the history end the same."""
+    finished: list[bool] = []
+    styled_rows = VTScreen._styled_rows
+
+    def counting(screen: VTScreen, segment: str, cursor: object, lead: object = None) -> object:
+        found = styled_rows(screen, segment, cursor, lead)
+        if lead is not None:
+            finished.append(bool(found[0]))
+        return found
+
+    monkeypatch.setattr(VTScreen, "_styled_rows", counting)
+    lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling \x1b[1mmodule_{i}\x1b[0m.py ok"
+             f"{'.' * (i % 50)}" for i in range(600)]
+    data = "".join(f"{line}\r\n" for line in lines).encode()
+    results = []
+    for fast in (True, False):
+        t = Terminal(39, 12, fast_path=fast, scrollback=10_000)
+        for i in range(0, len(data), 997):
+            t.feed(data[i:i + 997])
+        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+    assert results[0] == results[1]
+    assert finished.count(True) > 40  # nearly every piece finished its cut line as text
