@@ -665,6 +665,11 @@ class VTScreen(pyte.Screen):
         shifted through the screen line by line.  A plain ASCII line in default
         colours skips even the scratch screen and becomes a ``TextRow``.
         """
+        if "\r\r" in block:
+            # A program writing CR LF through a PTY that adds a CR to each LF
+            # sends CR CR LF; the second CR changes nothing, so the line takes
+            # the same paths as one ended by CR LF.
+            block = _CRS_BEFORE_LF.sub("\r\n", block)
         scratch = self._scratch_for_block()
         pushed: list[Row | str] = []  # a str: a plain text row, kept as its text
         scratch.on_scroll = pushed.append
@@ -781,20 +786,29 @@ class VTScreen(pyte.Screen):
 
     def _play_block(self, scratch: VTScreen, segments: list[str], pushed: list[Row],
                     fresh: bool) -> bool:
-        """Run the segments on the scratch row; True when it ends on a fresh row."""
+        """Run the segments on the scratch row; True when it ends on a fresh row.
+
+        The last segment is a line the block leaves unfinished (a flood read
+        in pieces cuts lines anywhere); it is kept as text too, so the next
+        piece can append to it (see :meth:`_finish_line`)."""
         last = len(segments) - 1
         cols = self.columns
         cursor = scratch.cursor
         for i, segment in enumerate(segments):
-            if i < last and fresh and cursor.x == 0:
+            if fresh and cursor.x == 0 and (i < last or segment):
                 if cursor.attrs == BLANK and "\x1b" not in segment:
                     rows, x = _text_rows(segment, cols)
                 else:
                     rows, x = self._styled_rows(segment, cursor)
-                if rows:
+                if rows and i < last:
                     pushed.extend(rows)
                     cursor.x = x
                     continue
+                if rows:  # the unfinished line: its last row stays on the scratch row
+                    pushed.extend(rows[:-1])
+                    scratch.buffer[:] = [rows[-1]]
+                    cursor.x = x
+                    return False
             if segment:
                 scratch._plain_segment(segment)
                 fresh = False
@@ -862,6 +876,7 @@ class VTScreen(pyte.Screen):
 
 _PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
 _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
+_CRS_BEFORE_LF = re.compile(r"\r+\n")
 # Splits a coloured line into text, sequence, text, ...: a sequence is its
 # SGR parameters followed by ``m``, or ``K``/``0K`` for an erase.
 _STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")

@@ -110,14 +110,14 @@ _CLEAN_LINE = st.lists(st.one_of(_WORD, _SGR, _SGR), max_size=8).flatmap(
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(_CLEAN_LINE, min_size=12, max_size=60), st.lists(st.integers(0, 10**6), max_size=3),
-       st.integers(3, 30), st.integers(1, 6))
+       st.integers(3, 30), st.integers(1, 6), st.sampled_from(["\r\n", "\r\r\n"]))
 def test_lines_that_scroll_off_within_a_block_are_taken_as_text_and_end_the_same(
         monkeypatch: pytest.MonkeyPatch, lines: list[str], cuts: list[int], cols: int,
-        rows: int) -> None:
+        rows: int, end: str) -> None:
     """A block longer than the screen: the lines it pushes out within itself
     skip their styled rows (only their text is kept); history, transcript,
     screen and the style the last screenful starts in must not change."""
-    data = "".join(f"{line}\r\n" for line in lines).encode()
+    data = "".join(f"{line}{end}" for line in lines).encode()
     outcomes = []
     with monkeypatch.context() as patch:  # undone after each example
         heads = _count_heads(patch)
@@ -146,15 +146,16 @@ def _count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return heads
 
 
+@pytest.mark.parametrize("end", ["\r\n", "\r\r\n"])
 def test_a_coloured_flood_in_a_narrow_pane_skips_the_rows_it_pushes_out(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, end: str) -> None:
     """The crew's shape: a 39-column pane taking 50 wrapping coloured lines
     per write.  Most rows leave the screen within their write and go out as
     text, yet every row left on it keeps its colours."""
     heads = _count_heads(monkeypatch)
     lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling module_{i}.py ... ok {'.' * (i % 60)}"
              for i in range(500)]
-    writes = ["".join(f"{line}\r\n" for line in lines[i:i + 50]).encode()
+    writes = ["".join(f"{line}{end}" for line in lines[i:i + 50]).encode()
               for i in range(0, len(lines), 50)]
     results = []
     for fast in (True, False):
@@ -190,8 +191,9 @@ def test_the_lines_kept_for_the_screen_are_counted_by_the_rows_they_make(
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("end", ["\r\n", "\r\r\n"])  # CR LF as written; through a PTY
 def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, end: str) -> None:
     """A PTY hands a flood over in pieces that cut lines anywhere; the rest
     of a cut line is appended to its row's text (not drawn cell by cell),
     and the screen, its colours and the history end the same."""
@@ -205,9 +207,17 @@ def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
         return found
 
     monkeypatch.setattr(VTScreen, "_styled_rows", counting)
+    cell_by_cell: list[str] = []
+    plain_segment = VTScreen._plain_segment
+
+    def drawn_by_cells(screen: VTScreen, segment: str) -> None:
+        cell_by_cell.append(segment)
+        plain_segment(screen, segment)
+
+    monkeypatch.setattr(VTScreen, "_plain_segment", drawn_by_cells)
     lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling \x1b[1mmodule_{i}\x1b[0m.py ok"
              f"{'.' * (i % 50)}" for i in range(600)]
-    data = "".join(f"{line}\r\n" for line in lines).encode()
+    data = "".join(f"{line}{end}" for line in lines).encode()
     results = []
     for fast in (True, False):
         t = Terminal(39, 12, fast_path=fast, scrollback=10_000)
@@ -216,3 +226,4 @@ def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
         results.append((t.display(), t.history(), t.render_rows(), t.cursor))
     assert results[0] == results[1]
     assert finished.count(True) > 40  # nearly every piece finished its cut line as text
+    assert len(cell_by_cell) < 5  # nor left the line it cut for the next one cell by cell
