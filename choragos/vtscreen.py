@@ -749,11 +749,22 @@ class VTScreen(pyte.Screen):
     def _head_end(self, block: str) -> int | None:
         """The LF after which the lines start that may stay on the screen: the
         last ones, counted back until they fill every row but the one the
-        block ends on (a line counts the rows it surely makes); None when
-        that takes the whole block."""
+        block ends on; None when that takes the whole block.  Each line makes
+        at least one row, so as many lines as rows will do, found in C; only
+        a block with fewer lines than that counts the rows each line makes
+        (a narrow pane, where log lines wrap)."""
+        cut = len(block)
+        for _ in range(self.lines):
+            cut = block.rfind("\n", 0, cut)
+            if cut < 0:
+                break
+        else:
+            return cut
         need = self.lines - 1
-        cut = block.rfind("\n")
         cols = self.columns
+        if block.count("\n") + len(block) // cols <= need:
+            return None  # even every line wrapping as much as it could would not do
+        cut = block.rfind("\n")
         while need > 0 and cut >= 0:
             start = block.rfind("\n", 0, cut)
             need -= _rows_made(block[start + 1:cut], cols)
