@@ -157,12 +157,7 @@ def test_a_coloured_flood_in_a_narrow_pane_skips_the_rows_it_pushes_out(
              for i in range(500)]
     writes = ["".join(f"{line}{end}" for line in lines[i:i + 50]).encode()
               for i in range(0, len(lines), 50)]
-    results = []
-    for fast in (True, False):
-        t = Terminal(39, 12, fast_path=fast, scrollback=10_000)
-        for write in writes:
-            t.feed(write)
-        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+    results = _fed_both_ways(writes, 39, 12)
     assert results[0] == results[1]
     assert sum(heads) > 0.6 * len(results[0][1])  # most scrolled rows skipped their styles
     assert any(run.fg != "default" for row in results[0][2] for run in row)
@@ -218,12 +213,18 @@ def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
     lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling \x1b[1mmodule_{i}\x1b[0m.py ok"
              f"{'.' * (i % 50)}" for i in range(600)]
     data = "".join(f"{line}{end}" for line in lines).encode()
-    results = []
-    for fast in (True, False):
-        t = Terminal(39, 12, fast_path=fast, scrollback=10_000)
-        for i in range(0, len(data), 997):
-            t.feed(data[i:i + 997])
-        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+    results = _fed_both_ways([data[i:i + 997] for i in range(0, len(data), 997)], 39, 12)
     assert results[0] == results[1]
     assert finished.count(True) > 40  # nearly every piece finished its cut line as text
     assert len(cell_by_cell) < 5  # nor left the line it cut for the next one cell by cell
+
+
+def _fed_both_ways(writes: list[bytes], cols: int, rows: int) -> list[tuple[object, ...]]:
+    """What a terminal shows after ``writes``, with its fast paths and without."""
+    results = []
+    for fast in (True, False):
+        t = Terminal(cols, rows, fast_path=fast, scrollback=10_000)
+        for write in writes:
+            t.feed(write)
+        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+    return results
