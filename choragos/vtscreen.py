@@ -665,6 +665,11 @@ class VTScreen(pyte.Screen):
         shifted through the screen line by line.  A plain ASCII line in default
         colours skips even the scratch screen and becomes a ``TextRow``.
         """
+        if "\r\r" in block:
+            # A program writing CR LF through a PTY that adds a CR to each LF
+            # sends CR CR LF; the second CR changes nothing, so the line takes
+            # the same paths as one ended by CR LF.
+            block = _CRS_BEFORE_LF.sub("\r\n", block)
         scratch = self._scratch_for_block()
         pushed: list[Row | str] = []  # a str: a plain text row, kept as its text
         scratch.on_scroll = pushed.append
@@ -675,11 +680,14 @@ class VTScreen(pyte.Screen):
             # A line begun by an earlier feed: finish it first, then the rest
             # may start on a fresh row.
             first = block.find("\n")
-            fresh = self._play_block(scratch, [block[:first], ""], pushed, fresh)
+            fresh = self._finish_line(scratch, block[:first], pushed, fresh)
             rest = block[first + 1:]
         segments = None
-        if fresh and scratch.cursor.x == 0 and scratch.cursor.attrs == BLANK:
-            segments = _plain_lines(rest, self.columns, pushed)
+        if fresh and scratch.cursor.x == 0:
+            if scratch.cursor.attrs == BLANK:
+                segments = _plain_lines(rest, self.columns, pushed)
+            if segments is None:
+                segments = self._coloured_head(rest, scratch.cursor, pushed)
         fresh = self._play_block(scratch, segments or rest.split("\n"), pushed, fresh)
         scratch.on_scroll = _ignore
         keep = list(self.buffer)[:bottom] + pushed
@@ -693,6 +701,87 @@ class VTScreen(pyte.Screen):
             block = _SEQUENCE.sub("", block)
         self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
         self.dirty.update(range(self.lines))
+
+    def _finish_line(self, scratch: VTScreen, segment: str, pushed: list[Row | str],
+                     fresh: bool) -> bool:
+        """The rest of a line an earlier feed began (a flood read in pieces
+        cuts lines anywhere): appended to the row's text when the row is
+        text and the cursor stands at its end, else played on the scratch
+        row.  True: the line ended on a fresh row."""
+        lead = _raw(scratch.buffer, 0)
+        if lead.__class__ is TextRow and not lead.tail and len(lead.text) == scratch.cursor.x:
+            rows, x = self._styled_rows(segment, scratch.cursor, lead)
+            if rows:
+                pushed.extend(rows)
+                scratch.buffer[:] = [None]
+                scratch.cursor.x = x
+                return True
+        return self._play_block(scratch, [segment, ""], pushed, fresh)
+
+    def _coloured_head(self, block: str, cursor: Any, pushed: list[Row | str]) -> list[str] | None:
+        """A flood of coloured log lines, in bulk: the lines that leave the
+        screen within this block are only ever read again as text (history,
+        transcript), so their rows go to ``pushed`` as text and their colour
+        sequences are only followed for the style the rest starts in
+        (``cursor.attrs``).  Returned: the segments of the last lines, enough
+        to fill the screen (and what follows them), to be played with their
+        colours.  None, ``pushed``
+        untouched, when the block is no longer than that or its head
+        is not ASCII lines ended by CR LF with nothing but SGRs and erases to the
+        end of the line between."""
+        cut = self._head_end(block)
+        if cut is None:
+            return None
+        head = block[:cut]
+        lines = head.count("\n") + 1
+        if (not head.endswith("\r") or head.count("\r") != lines
+                or head.count("\r\n") != lines - 1 or not head.isascii() or "\t" in head):
+            return None
+        sequences = _STYLED_SPLIT.findall(head)
+        if head.count("\x1b") != len(sequences):
+            return None
+        # An erase to the end of the line only blanks cells the line has not
+        # drawn yet: the rows' text, all the history keeps, is the same.
+        cursor.attrs = self._after_sgrs(cursor.attrs, [s[:-1] for s in sequences if s[-1] == "m"])
+        _push_lines(_SEQUENCE.sub("", head[:-1]).split("\r\n"), self.columns, pushed)
+        return block[cut + 1:].split("\n")
+
+    def _head_end(self, block: str) -> int | None:
+        """The LF after which the lines start that may stay on the screen: the
+        last ones, counted back until they fill every row but the one the
+        block ends on; None when that takes the whole block.  Each line makes
+        at least one row, so as many lines as rows will do, found in C; only
+        a block with fewer lines than that counts the rows each line makes
+        (a narrow pane, where log lines wrap)."""
+        cut = len(block)
+        for _ in range(self.lines):
+            cut = block.rfind("\n", 0, cut)
+            if cut < 0:
+                break
+        else:
+            return cut
+        need = self.lines - 1
+        cols = self.columns
+        if block.count("\n") + len(block) // cols <= need:
+            return None  # even every line wrapping as much as it could would not do
+        cut = block.rfind("\n")
+        while need > 0 and cut >= 0:
+            start = block.rfind("\n", 0, cut)
+            need -= _rows_made(block[start + 1:cut], cols)
+            cut = start
+        return cut if cut >= 0 else None
+
+    def _after_sgrs(self, attrs: Char, sequences: list[str]) -> Char:
+        """``attrs`` after the SGRs ``sequences`` (their parameters), applied
+        from the last full reset on: what came before it cannot matter."""
+        for i in range(len(sequences) - 1, -1, -1):
+            if sequences[i] in ("", "0"):
+                attrs, sequences = BLANK, sequences[i + 1:]
+                break
+        sgr_of = self.sgr_of
+        for raw in sequences:
+            attrs = sgr_of(attrs, raw)
+        return attrs
 
     def _scratch_for_block(self) -> VTScreen:
         scratch = self._scratch
@@ -708,20 +797,29 @@ class VTScreen(pyte.Screen):
 
     def _play_block(self, scratch: VTScreen, segments: list[str], pushed: list[Row],
                     fresh: bool) -> bool:
-        """Run the segments on the scratch row; True when it ends on a fresh row."""
+        """Run the segments on the scratch row; True when it ends on a fresh row.
+
+        The last segment is a line the block leaves unfinished (a flood read
+        in pieces cuts lines anywhere); it is kept as text too, so the next
+        piece can append to it (see :meth:`_finish_line`)."""
         last = len(segments) - 1
         cols = self.columns
         cursor = scratch.cursor
         for i, segment in enumerate(segments):
-            if i < last and fresh and cursor.x == 0:
+            if fresh and cursor.x == 0 and (i < last or segment):
                 if cursor.attrs == BLANK and "\x1b" not in segment:
                     rows, x = _text_rows(segment, cols)
                 else:
                     rows, x = self._styled_rows(segment, cursor)
-                if rows:
+                if rows and i < last:
                     pushed.extend(rows)
                     cursor.x = x
                     continue
+                if rows:  # the unfinished line: its last row stays on the scratch row
+                    pushed.extend(rows[:-1])
+                    scratch.buffer[:] = [rows[-1]]
+                    cursor.x = x
+                    return False
             if segment:
                 scratch._plain_segment(segment)
                 fresh = False
@@ -730,11 +828,13 @@ class VTScreen(pyte.Screen):
                 fresh = True
         return fresh
 
-    def _styled_rows(self, segment: str, cursor: Any) -> tuple[list[Row], int]:
+    def _styled_rows(self, segment: str, cursor: Any,
+                     lead: TextRow | None = None) -> tuple[list[Row], int]:
         """Like :func:`_text_rows` for an ASCII line with colour escapes (and
         erases to the end of the line, which leave nothing on a row drawn left
         to right in default background): its rows as style spans; the style it
-        ends with goes to ``cursor``.  ([], 0) when it is not that simple."""
+        ends with goes to ``cursor``.  ``lead``: the row the line continues,
+        the cursor at its end.  ([], 0) when it is not that simple."""
         cr = segment.endswith("\r")
         line = segment[:-1] if cr else segment
         if not line.isascii() or "\r" in line or "\t" in line:
@@ -742,9 +842,11 @@ class VTScreen(pyte.Screen):
         parts = _STYLED_SPLIT.split(line)
         attrs = cursor.attrs
         sgr_of = self.sgr_of
-        first = parts[0]
-        spans: list[tuple[int, Char]] = [(0, attrs)] if first else []
-        width = len(first)
+        spans, text = _lead_spans(lead)
+        width = len(text)
+        if parts[0] and (not spans or spans[-1][1] != attrs):
+            spans.append((width, attrs))
+        width += len(parts[0])
         for i in range(1, len(parts), 2):
             sequence, piece = parts[i], parts[i + 1]
             if sequence[-1] == "m":
@@ -758,7 +860,7 @@ class VTScreen(pyte.Screen):
         cursor.attrs = attrs
         if not width:
             return [None], 0
-        text = "".join(parts[::2])
+        text += "".join(parts[::2])
         cols = self.columns
         if width <= cols:  # the usual line: one row
             styles = () if len(spans) == 1 and spans[0][1] == BLANK else tuple(spans)
@@ -785,6 +887,7 @@ class VTScreen(pyte.Screen):
 
 _PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
 _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
+_CRS_BEFORE_LF = re.compile(r"\r+\n")
 # Splits a coloured line into text, sequence, text, ...: a sequence is its
 # SGR parameters followed by ``m``, or ``K``/``0K`` for an erase.
 _STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")
@@ -831,17 +934,41 @@ def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | 
     if (not body.endswith("\r") or body.count("\r") != lines or body.count("\r\n") != lines - 1
             or not body.isascii() or "\x1b" in body or "\t" in body):
         return None
-    texts = body[:-1].split("\r\n")
+    _push_lines(body[:-1].split("\r\n"), cols, pushed)
+    return [block[cut + 1:]]
+
+
+def _lead_spans(lead: TextRow | None) -> tuple[list[tuple[int, Char]], str]:
+    """The style spans and text a line continuing ``lead`` starts with (a
+    row's spans start at column 0; none means default colours throughout)."""
+    if lead is None or not lead.text:
+        return [], ""
+    return list(lead.styles) or [(0, BLANK)], lead.text
+
+
+def _rows_made(segment: str, cols: int) -> int:
+    """How many rows one line of a block makes at least: exactly, for ASCII
+    without tabs or CRs inside; else 1 (a line makes at least its own)."""
+    text = segment[:-1] if segment.endswith("\r") else segment
+    if "\x1b" in text:
+        text = _SEQUENCE.sub("", text)
+    if "\r" in text or "\t" in text or not text.isascii():
+        return 1
+    return max(1, -(-len(text) // cols))
+
+
+def _push_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> None:
+    """Plain lines as the text of the rows they fill, a line wider than the
+    screen as one piece per row."""
     if max(map(len, texts)) <= cols:
         pushed.extend(texts)
-    else:  # lines wider than the screen wrap onto further rows
-        add, extend = pushed.append, pushed.extend
-        for text in texts:
-            if len(text) <= cols:
-                add(text)
-            else:
-                extend([text[i:i + cols] for i in range(0, len(text), cols)])
-    return [block[cut + 1:]]
+        return
+    add, extend = pushed.append, pushed.extend
+    for text in texts:
+        if len(text) <= cols:
+            add(text)
+        else:
+            extend([text[i:i + cols] for i in range(0, len(text), cols)])
 
 
 def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:

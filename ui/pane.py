@@ -109,8 +109,11 @@ class PaneView:
         self._cache: tuple[list[Line], tuple[int, int] | None] = ([], None)
         # Live rows as last built: (width, colors) they were built for, and
         # per row the terminal generation it was built from and the line.
-        self._rows_for: tuple[int, int, int] | None = None
-        self._rows: list[tuple[int, Line] | None] = []
+        # The live screen as last built: for which (width, colours, terminal,
+        # height), the generation of each terminal row in it, its lines.
+        self._rows_for: tuple[int, int, int, int] | None = None
+        self._held: tuple[int, ...] = ()
+        self._lines: list[Line] = []
 
     def cached(self, width: int, height: int, focused: bool, colors: int,
                terminal: Terminal | None) -> tuple[list[Line], tuple[int, int] | None] | None:
@@ -195,42 +198,36 @@ class PaneView:
 
     def _live(self, terminal: Terminal, width: int, height: int, focused: bool,
               colors: int) -> tuple[list[Line], tuple[int, int] | None]:
-        """The live screen, rebuilding only the rows whose generation moved."""
-        source = id(terminal)
-        if self._rows_for != (width, colors, source):
-            self._rows_for, self._rows = (width, colors, source), []
-        cache = self._rows
-        if len(cache) < height:
-            cache.extend([None] * (height - len(cache)))
-        live = terminal.live_rows([held[0] if held is not None else -1
-                                   for held in cache[:height]])
-        gens = live.row_gens
-        lines: list[Line] = []
-        blank = None
-        for y in range(height):
-            if y >= len(gens):
-                # Below a terminal shorter than the tile: the same blank row
-                # object each time, so a renderer sees it unchanged.
-                held = cache[y]
-                if held is None or held[0] != _BELOW:
-                    blank = blank or blank_line(width)
-                    held = cache[y] = (_BELOW, blank)
-                lines.append(held[1])
-                continue
-            gen = gens[y]
-            held = cache[y]
-            if held is not None and held[0] == gen and y not in live.runs:
-                lines.append(held[1])
-                continue
-            line = _live_row(live.runs[y], width, colors)
-            self.rendered_rows += 1
-            cache[y] = (gen, line)
-            lines.append(line)
+        """The live screen, rebuilding only the rows whose generation moved.
+
+        A changed screen is a new list (a renderer holding the last one
+        compares row objects with it); an unchanged one is the same list."""
+        built_for = (width, colors, id(terminal), height)
+        if self._rows_for != built_for:
+            self._rows_for, self._held, self._lines = built_for, (), []
+        live = terminal.live_rows(self._held)
+        gens = live.row_gens[:height]
+        if live.runs or len(self._lines) != height:
+            self._lines = self._rebuilt(live, gens, width, height, colors)
+            self._held = gens
         cursor = None
         x, y = live.cursor
         if focused and live.cursor_visible and x < width and y < height:
             cursor = (x, y)
-        return lines, cursor
+        return self._lines, cursor
+
+    def _rebuilt(self, live: Any, gens: tuple[int, ...], width: int, height: int,
+                 colors: int) -> list[Line]:
+        lines = self._lines.copy() if len(self._lines) == height else [None] * height
+        if len(gens) != len(self._held) and len(gens) < height:
+            # Rows below a terminal shorter than the tile: one blank row
+            # object, kept while the size is, so a renderer sees them unchanged.
+            lines[len(gens):] = [blank_line(width)] * (height - len(gens))
+        for y, runs in live.runs.items():
+            if y < height:
+                lines[y] = _live_row(runs, width, colors)
+                self.rendered_rows += 1
+        return lines
 
     def _scrolled(self, terminal: Terminal, width: int, height: int) -> list[Line]:
         scroll = self.scroll
@@ -244,9 +241,6 @@ class PaneView:
         while len(lines) < height:
             lines.append(blank_line(width))
         return lines
-
-
-_BELOW = -2  # the generation of a row below the terminal's last one
 
 
 def _live_row(runs: tuple, width: int, colors: int) -> Line:

@@ -36,9 +36,11 @@ from typing import Any
 
 from urwid.display import escape, raw
 
+from choragos.ui.pane import bytes_width
 from choragos.ui.rowdiff import changed_span, runs_between
 
 Line = tuple[bytes, list[tuple[Any, int]]]
+_UNKNOWN = object()  # the pen of a terminal something else wrote to last
 
 
 class _NoInput:
@@ -68,6 +70,9 @@ class PtyScreen(raw.Screen):
         self._painted: list[Line] | None = None
         self._painted_size: tuple[int, int] | None = None
         self._painted_cursor: tuple[int, int] | None = None
+        # The attribute in force on the client's terminal after our last frame,
+        # when that frame was paint's and nothing was written since (see write).
+        self._pen: Any = _UNKNOWN
         self.rows_written = 0  # rows sent by paint, ever (tests count them)
 
     # -- where frames go ---------------------------------------------------------
@@ -79,6 +84,7 @@ class PtyScreen(raw.Screen):
         self._sink = sink
 
     def write(self, data: str) -> None:
+        self._pen = _UNKNOWN  # urwid draws: its pen and cursor are its own
         if self._sink is None:
             super().write(data)
         else:
@@ -141,7 +147,12 @@ class PtyScreen(raw.Screen):
                 or len(lines) != len(old)):
             return False
         out: list[str] = []
-        attr: Any = None  # the frame starts by resetting the attributes
+        # Where the client's cursor is and which attribute is in force, as
+        # our last frame left them; unknown after anything else was written.
+        known = self._pen is not _UNKNOWN
+        at = self._painted_cursor if known else None
+        attr = self._pen if known else _UNKNOWN
+        moved = False
         for y, line in enumerate(lines):
             was = old[y]
             if line is was or line == was:
@@ -151,43 +162,65 @@ class PtyScreen(raw.Screen):
             if start >= end:
                 continue  # the same text in the same attributes, split otherwise
             runs = runs_between(runs, start, end)
-            out.append(escape.set_cursor_position(column, y))
-            attr = self._row_out(out, raw_bytes[start:end], runs, attr,
-                                 to_the_end=end == len(raw_bytes))
+            if at != (column, y):
+                out.append(escape.set_cursor_position(column, y))
+                moved = True
+            attr, at = self._row_out(out, raw_bytes[start:end], runs, attr,
+                                     to_the_end=end == len(raw_bytes), at=(column, y))
             self.rows_written += 1
         self._painted = list(lines)
         if not out and cursor == self._painted_cursor:
             return True
+        if cursor is not None and at != cursor:
+            out.append(escape.set_cursor_position(*cursor))
+            moved = True
+        self.write(self._frame(out, cursor, hide=moved or not known
+                               or self._painted_cursor is None))
+        self.flush()
         self._painted_cursor = cursor
+        self._pen = attr
+        if cursor is not None:
+            self._cy = cursor[1]
         # urwid's own record of the screen is stale now: its next draw is whole.
         self.screen_buf = None
-        frame = escape.HIDE_CURSOR + self._attr_to_escape(None) + "".join(out)
-        if cursor is not None:
-            frame += escape.set_cursor_position(*cursor) + escape.SHOW_CURSOR
-            self._cy = cursor[1]
+        return True
+
+    def _frame(self, out: list[str], cursor: tuple[int, int] | None, hide: bool) -> str:
+        """The frame's escapes: a cursor that moves around is hidden while it
+        does (a keystroke's echo written where the cursor stands needs neither)."""
+        frame = "".join(out)
+        if hide or cursor is None:
+            frame = escape.HIDE_CURSOR + frame
+            if cursor is not None:
+                frame += escape.SHOW_CURSOR
         if self.modes.synchronized_output:
             enable = escape.PrivateMode.SYNCHRONIZED_OUTPUT
             frame = f"{enable.enable_seq}{frame}{enable.disable_seq}"
-        self.write(frame)
-        self.flush()
-        return True
+        return frame
 
     def _row_out(self, out: list[str], raw_bytes: bytes, runs: list[tuple[Any, int]],
-                 attr: Any, to_the_end: bool) -> Any:
-        """Escapes writing ``raw_bytes`` in ``runs`` at the cursor; returns the
-        attribute in force after them."""
+                 attr: Any, to_the_end: bool,
+                 at: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
+        """Escapes writing ``raw_bytes`` in ``runs`` from ``at``, the cursor;
+        returns the attribute in force after them and the column and row the
+        cursor is at then.  (At the right margin that column is one past the
+        last: a terminal keeps its cursor on the last column, wrap pending,
+        and no frame's cursor is ever taken to be there, so it is moved.)"""
         pos, last = 0, len(runs) - 1
+        shown = raw_bytes  # what moves the cursor
         for i, (a, size_of_run) in enumerate(runs):
-            if a != attr:
+            if a != attr:  # always, the first time, after something else wrote
                 out.append(self._attr_to_escape(a))
                 attr = a
             text = raw_bytes[pos:pos + size_of_run].decode("utf-8", "replace")
-            pos += size_of_run
             if to_the_end and i == last and a is None and text.endswith(" "):
                 # Blanks in default colours to the end: erase them instead.
-                text = text.rstrip(" ") + escape.ERASE_IN_LINE_RIGHT
+                text = text.rstrip(" ")
+                shown = raw_bytes[:pos] + text.encode("utf-8", "replace")
+                text += escape.ERASE_IN_LINE_RIGHT
+            pos += size_of_run
             out.append(text)
-        return attr
+        return attr, (at[0] + bytes_width(shown), at[1])
 
     def bell(self) -> None:
         if self.started:

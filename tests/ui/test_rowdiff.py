@@ -104,3 +104,109 @@ def test_a_span_never_splits_a_character_or_its_combining_mark():
     new = _line([("xa\u0301y", 0)])
     start, end, column = changed_span(old, new)
     assert new[0][start:end].decode() == "a\u0301" and column == 1
+
+
+def _painted(frames: list[tuple[list, tuple[int, int] | None]]) -> tuple[list[bytes], object]:
+    """What each of ``frames`` (rows, cursor) sent through one screen, and the screen."""
+    sent: list[bytes] = []
+    screen = PtyScreen(COLS, ROWS)
+    screen.set_sink(sent.append)
+    screen.start()
+    size = screen.get_cols_rows()
+    screen.drawn_whole([(b"", []) for _ in range(ROWS)], None, size)
+    out = []
+    for rows, cursor in frames:
+        before = len(sent)
+        assert screen.paint(rows, cursor, size)
+        out.append(b"".join(sent[before:]))
+    screen.close()
+    return out, screen
+
+
+_CURSOR = st.one_of(st.none(), st.tuples(st.integers(0, COLS - 1), st.integers(0, ROWS - 1)),
+                    st.just("where the next change starts"))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_ROW, min_size=ROWS, max_size=ROWS),
+       st.lists(st.tuples(st.lists(st.tuples(st.integers(0, ROWS - 1), st.integers(0, 7), _PIECE),
+                                   max_size=3), _CURSOR), min_size=1, max_size=6))
+def test_frames_that_trust_the_cursor_and_pen_they_left_show_every_frame(rows, steps):
+    """A frame leaves out the cursor move and the attributes its last one
+    left in place (as when typing at the cursor); the client's terminal must
+    still show every frame exactly, cursor included."""
+    pieces = list(rows)
+    frames = []
+    for changes, _ in steps:
+        for y, index, piece in changes:
+            pieces[y] = _edit(pieces[y], [(index, piece)])
+        frames.append([_line(p) for p in pieces])
+    cursors = []
+    for i, (_, cursor) in enumerate(steps):
+        if cursor == "where the next change starts":
+            cursor = _next_change(frames[i], frames[i + 1] if i + 1 < len(frames) else None)
+        cursors.append(cursor)
+    sent, _ = _painted([(_line_rows(rows), None), *zip(frames, cursors, strict=True)])
+    client = Terminal(COLS, ROWS, scrollback=0)
+    client.feed(sent[0])
+    for frame, cursor, data in zip(frames, cursors, sent[1:], strict=True):
+        client.feed(data)
+        whole = Terminal(COLS, ROWS, scrollback=0)
+        whole.feed(b"".join(_painted([(frame, cursor)])[0]))
+        assert (client.display(), client.render_rows()) == (whole.display(), whole.render_rows())
+        if cursor is not None:
+            assert client.cursor == cursor
+
+
+def _line_rows(rows):
+    return [_line(pieces) for pieces in rows]
+
+
+def _next_change(rows, following) -> tuple[int, int] | None:
+    """The column and row where ``following`` first differs from ``rows``."""
+    if following is None:
+        return None
+    for y, (old, new) in enumerate(zip(rows, following, strict=True)):
+        start, end, column = changed_span(old, new)
+        if start < end:
+            return (column, y) if column < COLS else None
+    return None
+
+
+def test_an_echo_typed_at_the_cursor_is_sent_as_its_text_alone():
+    old = _line([("agent>     ", 0), ("│", 1), ("neighbour", 2)])
+    new = _line([("agent> Q001", 0), ("│", 1), ("neighbour", 2)])
+    blank = _line([])
+    sent, _ = _painted([([old, blank, blank], (7, 0)), ([new, blank, blank], (11, 0))])
+    assert sent[1] == b"Q001"
+    # The cursor elsewhere: moved there and back, hidden meanwhile.
+    sent, _ = _painted([([old, blank, blank], (0, 2)), ([new, blank, blank], (11, 0))])
+    assert sent[1] == b"\x1b[?25l\x1b[1;8HQ001\x1b[?25h"
+    # The end of a line rubbed out: the blanks to the end of the row are
+    # erased, which leaves the cursor where the erase began.
+    full, cut = _line([("x" * COLS, 0)]), _line([("x" * 10, 0)])
+    sent, _ = _painted([([full, blank, blank], (10, 0)), ([cut, blank, blank], (10, 0))])
+    assert sent[1] == b"\x1b[K"
+
+
+def test_after_anything_else_wrote_the_next_frame_sets_its_attributes_again():
+    """urwid draws whole frames (dialogs) through the same screen, leaving
+    its own attributes in force: the frame after must not trust ours."""
+    red = _line([("red text", 1)])
+    redder = _line([("red text!", 1)])
+    blank = _line([])
+    sent: list[bytes] = []
+    screen = PtyScreen(COLS, ROWS)
+    screen.set_sink(sent.append)
+    screen.start()
+    size = screen.get_cols_rows()
+    screen.drawn_whole([blank] * ROWS, None, size)
+    assert screen.paint([red, blank, blank], (8, 0), size)
+    screen.write("\x1b[0m\x1b[3;1Hdialog")  # another writer, its pen reset
+    screen.flush()
+    screen.drawn_whole([red, blank, blank], (8, 0), size)
+    assert screen.paint([redder, blank, blank], (9, 0), size)
+    screen.close()
+    client = Terminal(COLS, ROWS, scrollback=0)
+    client.feed(b"".join(sent))
+    assert [run.fg for run in client.render_rows()[0] if "!" in run.text] == ["red"]

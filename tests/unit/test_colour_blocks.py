@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from choragos.terminal import Terminal
+from choragos.vtscreen import VTScreen
 from tests.unit.test_terminal import _observe, count_blocks, fed_in_pieces
 
 _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[33m", "\x1b[39m",
@@ -99,3 +100,131 @@ def test_coloured_lines_wrapping_in_a_narrow_pane_keep_their_colours_on_every_ro
     rows = results[0][2]
     # Some rows begin inside a line and change colour within themselves.
     assert any(len({(run.fg, run.bg, run.bold) for run in row}) >= 2 for row in rows)
+
+
+# Log lines with a sequence at the start of each, so no block of them is plain.
+_CLEAN_LINE = st.lists(st.one_of(_WORD, _SGR, _SGR), max_size=8).flatmap(
+    lambda parts: _SGR.map(lambda first: first + "".join(parts)))
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(_CLEAN_LINE, min_size=12, max_size=60), st.lists(st.integers(0, 10**6), max_size=3),
+       st.integers(3, 30), st.integers(1, 6), st.sampled_from(["\r\n", "\r\r\n"]))
+def test_lines_that_scroll_off_within_a_block_are_taken_as_text_and_end_the_same(
+        monkeypatch: pytest.MonkeyPatch, lines: list[str], cuts: list[int], cols: int,
+        rows: int, end: str) -> None:
+    """A block longer than the screen: the lines it pushes out within itself
+    skip their styled rows (only their text is kept); history, transcript,
+    screen and the style the last screenful starts in must not change."""
+    data = "".join(f"{line}{end}" for line in lines).encode()
+    outcomes = []
+    with monkeypatch.context() as patch:  # undone after each example
+        heads = _count_heads(patch)
+        for fast in (True, False):
+            t, scrolled = fed_in_pieces(data, cuts, cols, rows, fast)
+            t.feed(b"tail")
+            outcomes.append(_observe(t, scrolled))
+    assert outcomes[0] == outcomes[1]
+    if not cuts:
+        assert heads  # one whole block of more lines than rows has a head
+
+
+def _count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many rows each coloured head pushed, in order."""
+    heads: list[int] = []
+    coloured_head = VTScreen._coloured_head
+
+    def counting(screen: VTScreen, block: str, cursor: object, pushed: list[object]) -> object:
+        before = len(pushed)
+        found = coloured_head(screen, block, cursor, pushed)
+        if found is not None:
+            heads.append(len(pushed) - before)
+        return found
+
+    monkeypatch.setattr(VTScreen, "_coloured_head", counting)
+    return heads
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r\r\n"])
+def test_a_coloured_flood_in_a_narrow_pane_skips_the_rows_it_pushes_out(
+        monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+    """The crew's shape: a 39-column pane taking 50 wrapping coloured lines
+    per write.  Most rows leave the screen within their write and go out as
+    text, yet every row left on it keeps its colours."""
+    heads = _count_heads(monkeypatch)
+    lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling module_{i}.py ... ok {'.' * (i % 60)}"
+             for i in range(500)]
+    writes = ["".join(f"{line}{end}" for line in lines[i:i + 50]).encode()
+              for i in range(0, len(lines), 50)]
+    results = _fed_both_ways(writes, 39, 12)
+    assert results[0] == results[1]
+    assert sum(heads) > 0.6 * len(results[0][1])  # most scrolled rows skipped their styles
+    assert any(run.fg != "default" for row in results[0][2] for run in row)
+
+
+@pytest.mark.parametrize("last", [
+    "\x1b[3{i}m" + "x" * 10 + "\x1b[0m",             # exactly one row wide: one row, not two
+    "\x1b[3{i}m" + "a" * 20 + "\rbb\x1b[0m",         # a CR inside: back over its own rows
+])
+def test_the_lines_kept_for_the_screen_are_counted_by_the_rows_they_make(
+        monkeypatch: pytest.MonkeyPatch, last: str) -> None:
+    """The lines played with their colours must fill the screen: counting a
+    line as more rows than it makes would leave a row of the screen without
+    its colours."""
+    heads = _count_heads(monkeypatch)
+    lines = [f"\x1b[3{i % 7}mline {i}\x1b[0m" for i in range(12)]
+    lines += [last.format(i=i % 7) for i in range(2)]
+    data = "".join(f"{line}\r\n" for line in lines).encode()
+    results = []
+    for fast in (True, False):
+        t = Terminal(10, 4, fast_path=fast)
+        t.feed(b"\r\n" * 3)  # the cursor on the bottom row: the next write is one block
+        t.feed(data)
+        results.append((t.display(), t.history(), t.render_rows()))
+    assert heads
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r\r\n"])  # CR LF as written; through a PTY
+def test_a_flood_read_in_pieces_finishes_its_cut_lines_as_text(
+        monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+    """A PTY hands a flood over in pieces that cut lines anywhere; the rest
+    of a cut line is appended to its row's text (not drawn cell by cell),
+    and the screen, its colours and the history end the same."""
+    finished: list[bool] = []
+    styled_rows = VTScreen._styled_rows
+
+    def counting(screen: VTScreen, segment: str, cursor: object, lead: object = None) -> object:
+        found = styled_rows(screen, segment, cursor, lead)
+        if lead is not None:
+            finished.append(bool(found[0]))
+        return found
+
+    monkeypatch.setattr(VTScreen, "_styled_rows", counting)
+    cell_by_cell: list[str] = []
+    plain_segment = VTScreen._plain_segment
+
+    def drawn_by_cells(screen: VTScreen, segment: str) -> None:
+        cell_by_cell.append(segment)
+        plain_segment(screen, segment)
+
+    monkeypatch.setattr(VTScreen, "_plain_segment", drawn_by_cells)
+    lines = [f"\x1b[3{i % 7}m[{i:08d}]\x1b[0m compiling \x1b[1mmodule_{i}\x1b[0m.py ok"
+             f"{'.' * (i % 50)}" for i in range(600)]
+    data = "".join(f"{line}{end}" for line in lines).encode()
+    results = _fed_both_ways([data[i:i + 997] for i in range(0, len(data), 997)], 39, 12)
+    assert results[0] == results[1]
+    assert finished.count(True) > 40  # nearly every piece finished its cut line as text
+    assert len(cell_by_cell) < 5  # nor left the line it cut for the next one cell by cell
+
+
+def _fed_both_ways(writes: list[bytes], cols: int, rows: int) -> list[tuple[object, ...]]:
+    """What a terminal shows after ``writes``, with its fast paths and without."""
+    results = []
+    for fast in (True, False):
+        t = Terminal(cols, rows, fast_path=fast, scrollback=10_000)
+        for write in writes:
+            t.feed(write)
+        results.append((t.display(), t.history(), t.render_rows(), t.cursor))
+    return results
