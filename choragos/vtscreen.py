@@ -725,17 +725,14 @@ class VTScreen(pyte.Screen):
         sequences are only followed for the style the rest starts in
         (``cursor.attrs``).  Returned: the segments of the last lines, enough
         to fill the screen (and what follows them), to be played with their
-        colours.  None, ``pushed``
-        untouched, when the block is no longer than that or its head
-        is not ASCII lines ended by CR LF with nothing but SGRs and erases to the
-        end of the line between."""
+        colours.  None, ``pushed`` untouched, when the block is no longer
+        than that or its head is not ASCII lines ended by CR LF with nothing
+        but SGRs and erases to the end of the line between."""
         cut = self._head_end(block)
         if cut is None:
             return None
         head = block[:cut]
-        lines = head.count("\n") + 1
-        if (not head.endswith("\r") or head.count("\r") != lines
-                or head.count("\r\n") != lines - 1 or not head.isascii() or "\t" in head):
+        if not _crlf_lines(head):
             return None
         sequences = _STYLED_SPLIT.findall(head)
         if head.count("\x1b") != len(sequences):
@@ -811,14 +808,14 @@ class VTScreen(pyte.Screen):
                     rows, x = _text_rows(segment, cols)
                 else:
                     rows, x = self._styled_rows(segment, cursor)
-                if rows and i < last:
-                    pushed.extend(rows)
+                if rows:
                     cursor.x = x
-                    continue
-                if rows:  # the unfinished line: its last row stays on the scratch row
+                    if i < last:
+                        pushed.extend(rows)
+                        continue
+                    # The unfinished line: its last row stays on the scratch row.
                     pushed.extend(rows[:-1])
                     scratch.buffer[:] = [rows[-1]]
-                    cursor.x = x
                     return False
             if segment:
                 scratch._plain_segment(segment)
@@ -930,12 +927,18 @@ def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | 
     if cut < 0:
         return None
     body = block[:cut]
-    lines = body.count("\n") + 1
-    if (not body.endswith("\r") or body.count("\r") != lines or body.count("\r\n") != lines - 1
-            or not body.isascii() or "\x1b" in body or "\t" in body):
+    if not _crlf_lines(body) or "\x1b" in body:
         return None
     _push_lines(body[:-1].split("\r\n"), cols, pushed)
     return [block[cut + 1:]]
+
+
+def _crlf_lines(body: str) -> bool:
+    """Whether ``body`` (up to its last LF, left out) is ASCII lines without
+    tabs, each ended by CR LF and holding no other CR."""
+    lines = body.count("\n") + 1
+    return (body.endswith("\r") and body.count("\r") == lines
+            and body.count("\r\n") == lines - 1 and body.isascii() and "\t" not in body)
 
 
 def _lead_spans(lead: TextRow | None) -> tuple[list[tuple[int, Char]], str]:

@@ -107,8 +107,6 @@ class PaneView:
         self.rendered_rows = 0          # rows built afresh, ever (tests count these)
         self._cache_key: tuple | None = None
         self._cache: tuple[list[Line], tuple[int, int] | None] = ([], None)
-        # Live rows as last built: (width, colors) they were built for, and
-        # per row the terminal generation it was built from and the line.
         # The live screen as last built: for which (width, colours, terminal,
         # height), the generation of each terminal row in it, its lines.
         self._rows_for: tuple[int, int, int, int] | None = None

@@ -44,15 +44,22 @@ def _edit(pieces, changes):
     return out
 
 
-def _client_after(old_rows, new_rows, whole: bool):
+def _screen() -> tuple[PtyScreen, list[bytes], tuple[int, int]]:
+    """A started screen whose frames go to the list, its last frame taken to
+    be blank rows (unlike any row: the first paint writes every row whole)."""
     frames: list[bytes] = []
     screen = PtyScreen(COLS, ROWS)
+    screen.set_sink(frames.append)
+    screen.start()
+    size = screen.get_cols_rows()
+    screen.drawn_whole([(b"", []) for _ in range(ROWS)], None, size)
+    return screen, frames, size
+
+
+def _client_after(old_rows, new_rows, whole: bool):
+    screen, frames, size = _screen()
+    blank = [(b"", []) for _ in range(ROWS)]
     try:
-        screen.set_sink(frames.append)
-        screen.start()
-        size = screen.get_cols_rows()
-        blank = [(b"", []) for _ in range(ROWS)]  # differs from any row: written whole
-        screen.drawn_whole(blank, None, size)
         assert screen.paint(old_rows, None, size)
         if whole:
             screen.drawn_whole(blank, None, size)
@@ -106,21 +113,16 @@ def test_a_span_never_splits_a_character_or_its_combining_mark():
     assert new[0][start:end].decode() == "a\u0301" and column == 1
 
 
-def _painted(frames: list[tuple[list, tuple[int, int] | None]]) -> tuple[list[bytes], object]:
-    """What each of ``frames`` (rows, cursor) sent through one screen, and the screen."""
-    sent: list[bytes] = []
-    screen = PtyScreen(COLS, ROWS)
-    screen.set_sink(sent.append)
-    screen.start()
-    size = screen.get_cols_rows()
-    screen.drawn_whole([(b"", []) for _ in range(ROWS)], None, size)
+def _painted(frames: list[tuple[list, tuple[int, int] | None]]) -> list[bytes]:
+    """What each of ``frames`` (rows, cursor) sent through one screen."""
+    screen, sent, size = _screen()
     out = []
     for rows, cursor in frames:
         before = len(sent)
         assert screen.paint(rows, cursor, size)
         out.append(b"".join(sent[before:]))
     screen.close()
-    return out, screen
+    return out
 
 
 _CURSOR = st.one_of(st.none(), st.tuples(st.integers(0, COLS - 1), st.integers(0, ROWS - 1)),
@@ -146,20 +148,16 @@ def test_frames_that_trust_the_cursor_and_pen_they_left_show_every_frame(rows, s
         if cursor == "where the next change starts":
             cursor = _next_change(frames[i], frames[i + 1] if i + 1 < len(frames) else None)
         cursors.append(cursor)
-    sent, _ = _painted([(_line_rows(rows), None), *zip(frames, cursors, strict=True)])
+    sent = _painted([([_line(p) for p in rows], None), *zip(frames, cursors, strict=True)])
     client = Terminal(COLS, ROWS, scrollback=0)
     client.feed(sent[0])
     for frame, cursor, data in zip(frames, cursors, sent[1:], strict=True):
         client.feed(data)
         whole = Terminal(COLS, ROWS, scrollback=0)
-        whole.feed(b"".join(_painted([(frame, cursor)])[0]))
+        whole.feed(b"".join(_painted([(frame, cursor)])))
         assert (client.display(), client.render_rows()) == (whole.display(), whole.render_rows())
         if cursor is not None:
             assert client.cursor == cursor
-
-
-def _line_rows(rows):
-    return [_line(pieces) for pieces in rows]
 
 
 def _next_change(rows, following) -> tuple[int, int] | None:
@@ -177,15 +175,15 @@ def test_an_echo_typed_at_the_cursor_is_sent_as_its_text_alone():
     old = _line([("agent>     ", 0), ("│", 1), ("neighbour", 2)])
     new = _line([("agent> Q001", 0), ("│", 1), ("neighbour", 2)])
     blank = _line([])
-    sent, _ = _painted([([old, blank, blank], (7, 0)), ([new, blank, blank], (11, 0))])
+    sent = _painted([([old, blank, blank], (7, 0)), ([new, blank, blank], (11, 0))])
     assert sent[1] == b"Q001"
     # The cursor elsewhere: moved there and back, hidden meanwhile.
-    sent, _ = _painted([([old, blank, blank], (0, 2)), ([new, blank, blank], (11, 0))])
+    sent = _painted([([old, blank, blank], (0, 2)), ([new, blank, blank], (11, 0))])
     assert sent[1] == b"\x1b[?25l\x1b[1;8HQ001\x1b[?25h"
     # The end of a line rubbed out: the blanks to the end of the row are
     # erased, which leaves the cursor where the erase began.
     full, cut = _line([("x" * COLS, 0)]), _line([("x" * 10, 0)])
-    sent, _ = _painted([([full, blank, blank], (10, 0)), ([cut, blank, blank], (10, 0))])
+    sent = _painted([([full, blank, blank], (10, 0)), ([cut, blank, blank], (10, 0))])
     assert sent[1] == b"\x1b[K"
 
 
@@ -195,12 +193,7 @@ def test_after_anything_else_wrote_the_next_frame_sets_its_attributes_again():
     red = _line([("red text", 1)])
     redder = _line([("red text!", 1)])
     blank = _line([])
-    sent: list[bytes] = []
-    screen = PtyScreen(COLS, ROWS)
-    screen.set_sink(sent.append)
-    screen.start()
-    size = screen.get_cols_rows()
-    screen.drawn_whole([blank] * ROWS, None, size)
+    screen, sent, size = _screen()
     assert screen.paint([red, blank, blank], (8, 0), size)
     screen.write("\x1b[0m\x1b[3;1Hdialog")  # another writer, its pen reset
     screen.flush()
