@@ -47,13 +47,20 @@ $(CODEX):
 
 seats: claude gemini codex
 
+# The suite spends most of its time waiting on agents, sockets and git, not
+# on the CPU, so it runs in TEST_WORKERS processes (pytest-xdist); each test
+# has its own temp dir, sockets, tmux server and HOME, so none shares state
+# with another.  TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
+PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+
 test: venv
 	-$(MAKE) --no-print-directory seats
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -m 'not claude and not gemini and not codex and not slow'
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) -m 'not claude and not gemini and not codex and not slow'
 
 lint: venv
 	$(BIN)/ruff check .
