@@ -14,6 +14,7 @@ Three pieces, each usable on its own:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import getpass
 import json
 import os
@@ -77,6 +78,18 @@ def install_cli(target: str, binary: Path, what: str,
         return binary, ""
     if shutil.which("npm") is None:
         return None, f"npm is not installed, so {what} cannot be installed"
+    # The suite runs in several workers, each asking for the CLI at once:
+    # one installs it, the others wait and find it there.
+    lock = REPO / ".cache" / f"{target}.install-lock"
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if os.access(binary, os.X_OK):
+            return binary, ""
+        return _make_cli(target, binary, timeout)
+
+
+def _make_cli(target: str, binary: Path, timeout: float) -> tuple[Path | None, str]:
     try:
         done = subprocess.run(["make", "--no-print-directory", target], cwd=REPO,
                               capture_output=True, text=True, timeout=timeout, check=False)
