@@ -24,6 +24,9 @@ from ptyprocess import PtyProcess
 from choragos.restartpolicy import ExitStatus
 
 READ_CHUNK = 65536
+# Without a pidfd, how often a silent child is looked at for its exit; after
+# the exit, how long the PTY must be quiet before the reader ends.
+EXIT_CHECK = 0.25
 
 
 class SpawnError(Exception):
@@ -184,7 +187,14 @@ def _decode(status: int) -> ExitStatus:
 
 
 class Reader(threading.Thread):
-    """Reads a child's PTY until it exits; reports data and the exit status."""
+    """Reads a child's PTY until it exits; reports data and the exit status.
+
+    It sleeps until there is something to do: output to read, :meth:`halt`,
+    or the child's exit (a pidfd, where the system has them).  Without a
+    pidfd it looks for the exit every ``EXIT_CHECK`` seconds of silence.
+    After the exit it reads on until the PTY has been quiet that long, since
+    a grandchild may still hold it open and the last output may still come.
+    """
 
     def __init__(self, child: PtyChild, on_data: Callable[[bytes], None],
                  on_exit: Callable[[ExitStatus], None], name: str = "pty-reader") -> None:
@@ -193,33 +203,86 @@ class Reader(threading.Thread):
         self.on_data = on_data
         self.on_exit = on_exit
         self._halt = threading.Event()
+        self._wake_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        self.wakeups = 0  # times the loop woke with no output to read (tests count them)
 
     def halt(self) -> None:
         self._halt.set()
+        with self._wake_lock:  # never a write into a closed (perhaps reused) fd number
+            if self._wake_w >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_w, b"!")
 
     def run(self) -> None:
-        fd = self.child.fd
-        while not self._halt.is_set():
-            try:
-                ready, _, _ = select.select([fd], [], [], 0.25)
-            except (OSError, ValueError):
-                break  # closed under us: the pane is being torn down
-            if not ready:
-                if self.child.poll() is not None:
-                    break  # exited, though a grandchild may still hold the PTY
-                continue
-            try:
-                data = os.read(fd, READ_CHUNK)
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                if exc.errno not in (errno.EIO, errno.EBADF):
-                    raise
-                data = b""
-            if not data:
-                break
-            self.on_data(data)
+        exit_fd = _open_pidfd(self.child.pid)
+        try:
+            self._read_until_exit(exit_fd)
+        finally:
+            if exit_fd is not None:
+                os.close(exit_fd)
+            with self._wake_lock:
+                os.close(self._wake_r)
+                os.close(self._wake_w)
+                self._wake_r = self._wake_w = -1
         if self._halt.is_set():
             return
         status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)
         self.on_exit(status)
+
+    def _read_until_exit(self, exit_fd: int | None) -> None:
+        fd = self.child.fd
+        poller = select.poll()  # not select(): a big session's fds pass 1024
+        poller.register(fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        if exit_fd is not None:
+            poller.register(exit_fd, select.POLLIN)
+        exited = False
+        while not self._halt.is_set():
+            # A live child with a pidfd: no timeout at all, its exit wakes us.
+            waiting_on_exit = exit_fd is not None and not exited
+            events = dict(poller.poll(None if waiting_on_exit else EXIT_CHECK * 1000))
+            if self._halt.is_set():
+                return
+            if exit_fd is not None and exit_fd in events:
+                poller.unregister(exit_fd)
+                exited = True
+            ready = events.get(fd, 0)
+            if ready & select.POLLNVAL:
+                return  # closed under us: the pane is being torn down
+            if ready:
+                if not self._take(fd):
+                    return
+                continue
+            if events:
+                continue  # the exit just seen: read on until the PTY is quiet
+            self.wakeups += 1
+            if exited or self.child.poll() is not None:
+                return  # exited, and the PTY quiet (a grandchild may still hold it)
+
+    def _take(self, fd: int) -> bool:
+        """Read what is there and hand it on; False at the PTY's end."""
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EIO, errno.EBADF):
+                raise
+            return False
+        if not data:
+            return False
+        self.on_data(data)
+        return True
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when ``pid`` exits (Linux 5.3 and
+    later); None where there is none, or the child is already reaped."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None

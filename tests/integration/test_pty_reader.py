@@ -1,0 +1,117 @@
+"""The PTY reader sleeps until there is something to do -- output, a halt,
+the child's exit -- and still reports the exit of a child whose grandchild
+keeps the PTY open, with the last output first.  Real PTYs and processes."""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from choragos import ptyproc
+from choragos.ptyproc import PtyChild, Reader
+from choragos.restartpolicy import ExitStatus
+from tests.conftest import wait_until
+
+
+class Seen:
+    """What a reader handed on, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+        self.exited = threading.Event()
+
+    def data(self, data: bytes) -> None:
+        self.events.append(data)
+
+    def exit(self, status: ExitStatus) -> None:
+        self.events.append(status)
+        self.exited.set()
+
+    def output(self) -> bytes:
+        return b"".join(e for e in self.events if isinstance(e, bytes))
+
+
+def _spawn(tmp_path: Path, script: str) -> PtyChild:
+    return PtyChild.spawn(["/bin/sh", "-c", script], tmp_path, {"PATH": os.defpath})
+
+
+def _read(child: PtyChild) -> tuple[Reader, Seen]:
+    seen = Seen()
+    reader = Reader(child, seen.data, seen.exit)
+    reader.start()
+    return reader, seen
+
+
+def _finish(child: PtyChild, reader: Reader) -> None:
+    child.terminate(1.0)
+    reader.halt()
+    reader.join(5)
+    child.close()
+    assert not reader.is_alive()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfds (Linux 5.3+)")
+def test_a_silent_child_never_wakes_its_reader_and_a_halt_ends_it_at_once(tmp_path):
+    child = _spawn(tmp_path, "echo ready; exec sleep 60")
+    reader, seen = _read(child)
+    wait_until(lambda: b"ready" in seen.output(), 10, message="the child's first line")
+    time.sleep(1.2)  # the span watched: four wake-ups of the old 0.25 s poll
+    assert reader.wakeups == 0
+    halted = time.monotonic()
+    reader.halt()
+    reader.join(5)
+    assert not reader.is_alive() and time.monotonic() - halted < 0.5
+    assert not seen.exited.is_set()  # a halted reader reports no exit
+    _finish(child, reader)
+
+
+def test_without_pidfds_a_silent_child_is_looked_at_now_and_then(tmp_path, monkeypatch):
+    monkeypatch.setattr(ptyproc, "_open_pidfd", lambda pid: None)
+    child = _spawn(tmp_path, "echo ready; sleep 1; echo bye; exit 4")
+    reader, seen = _read(child)
+    assert seen.exited.wait(10)
+    assert reader.wakeups >= 2
+    assert seen.events[-1] == ExitStatus(code=4) and b"bye" in seen.output()
+    _finish(child, reader)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
+def test_an_exit_is_reported_once_after_the_last_output_though_a_grandchild_holds_the_pty(
+        tmp_path, monkeypatch, pidfd):
+    if not pidfd:
+        monkeypatch.setattr(ptyproc, "_open_pidfd", lambda pid: None)
+    # The background sleep keeps the PTY open: no end of file ever comes.
+    child = _spawn(tmp_path, "sleep 30 & echo last words; exit 3")
+    reader, seen = _read(child)
+    assert seen.exited.wait(5), seen.events
+    assert b"last words" in seen.output()
+    assert seen.events[-1] == ExitStatus(code=3)
+    assert sum(isinstance(e, ExitStatus) for e in seen.events) == 1
+    reader.join(5)
+    assert not reader.is_alive()
+    child.signal_group(9)
+    _finish(child, reader)
+
+
+def test_a_pty_past_descriptor_1024_is_read(tmp_path):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the descriptor limit ({hard}) leaves no room past 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    child = _spawn(tmp_path, "read line; echo got $line; exit 0")
+    high = os.dup2(child.fd, 1500)
+    try:
+        os.close(child.fd)
+        child.fd = child.proc.fd = high
+        reader, seen = _read(child)
+        assert child.write(b"hello\n")
+        assert seen.exited.wait(10), seen.events
+        assert b"got hello" in seen.output() and seen.events[-1] == ExitStatus(code=0)
+        _finish(child, reader)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
