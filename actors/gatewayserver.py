@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -36,6 +35,7 @@ from choragos.actors.base import Actor
 from choragos.actors.gateway import GatewayHealth, ProberState
 from choragos.config import BuiltinGateway
 from choragos.envpolicy import build_env
+from choragos.fdwait import wait_ready
 from choragos.gatewaycounts import whole_file
 
 READY_TIMEOUT = 15.0
@@ -203,8 +203,7 @@ def _await_ready(proc: subprocess.Popen, timeout: float) -> str:
         left = deadline - time.monotonic()
         if left <= 0:
             return f"no answer within {timeout:g}s"
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
+        if not wait_ready(fd, left):
             continue
         piece = os.read(fd, 4096)
         if not piece:

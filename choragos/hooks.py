@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from choragos.fdwait import wait_ready
 
 HOOK_TIMEOUT = 30.0
 KEEP_OUTPUT = 2000      # characters of output quoted in a "hook failed" event
@@ -91,7 +92,7 @@ def _read_tail(proc: subprocess.Popen, end: float) -> tuple[bytes, bool]:
     tail = bytearray()
     fd = proc.stdout.fileno()
     while (remaining := end - time.monotonic()) > 0:
-        if not select.select([fd], [], [], remaining)[0]:
+        if not wait_ready(fd, remaining):
             return bytes(tail), False
         chunk = os.read(fd, 65536)
         if not chunk:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import select
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnec
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from choragos.fdwait import wait_ready
 from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
 from choragos.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
 
@@ -406,10 +406,9 @@ def _stale(conn: HTTPConnection) -> bool:
     if conn.sock is None:
         return True
     try:
-        ready, _, _ = select.select([conn.sock], [], [], 0)
+        return wait_ready(conn.sock, 0)
     except (OSError, ValueError):
         return True
-    return bool(ready)
 
 
 def _show(target: SplitResult) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ptyprocess import PtyProcess
 
+from choragos.fdwait import wait_ready
 from choragos.restartpolicy import ExitStatus
 
 READ_CHUNK = 65536
@@ -84,7 +85,7 @@ class PtyChild:
                 try:
                     written = os.write(self.fd, view)
                 except BlockingIOError:
-                    select.select([], [self.fd], [], 1.0)
+                    wait_ready(self.fd, 1.0, write=True)
                     if self._exit is not None or self.poll() is not None:
                         return False  # nobody will ever read the rest
                     continue

@@ -38,6 +38,7 @@ from typing import Any
 
 from choragos.authority import ancestors
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
+from choragos.fdwait import wait_ready
 from choragos.ui import framing as f
 from choragos.ui.deck import ClientInfo, Deck, colors_for
 
@@ -140,8 +141,7 @@ class AttachServer:
     def _accept_loop(self) -> None:
         listener = self._listener
         while not self._stopping.is_set():
-            ready, _, _ = select.select([listener], [], [], 1.0)
-            if not ready or self._stopping.is_set():
+            if not wait_ready(listener, 1.0) or self._stopping.is_set():
                 continue
             try:
                 conn, _ = listener.accept()
@@ -421,8 +421,7 @@ def _flush(client: _Client, seconds: float) -> None:
     end = time.monotonic() + seconds
     with contextlib.suppress(OSError):
         while client.outbox and time.monotonic() < end:
-            _, ready, _ = select.select([], [client.sock], [], max(end - time.monotonic(), 0))
-            if not ready:
+            if not wait_ready(client.sock, max(end - time.monotonic(), 0), write=True):
                 return
             sent = client.sock.send(client.outbox)
             del client.outbox[:sent]
