@@ -141,7 +141,8 @@ class AttachServer:
     def _accept_loop(self) -> None:
         listener = self._listener
         while not self._stopping.is_set():
-            if not wait_ready(listener, 1.0) or self._stopping.is_set():
+            # No timeout: close() shuts the listener down, which wakes this.
+            if not wait_ready(listener, None) or self._stopping.is_set():
                 continue
             try:
                 conn, _ = listener.accept()
@@ -224,7 +225,10 @@ class AttachServer:
                     watched = client
                 else:
                     poller.modify(client.fd, mask)
-            for fd, events in poller.poll(1000):
+            # Asleep until something comes; only frames still waiting for the
+            # client need the clock, for its stall check.
+            waiting = client is not None and bool(client.outbox)
+            for fd, events in poller.poll(1000 if waiting else None):
                 if fd == self._wake_r:
                     if self._serve_requests():
                         return

@@ -251,3 +251,30 @@ def test_the_backlog_counts_what_the_client_has_not_read(short_tmp):
     finally:
         server.close()
         deck.screen.close()
+
+
+def _wakeups(thread: threading.Thread) -> int:
+    """How often ``thread`` has gone to sleep and woken again (the kernel's count)."""
+    with open(f"/proc/self/task/{thread.native_id}/status") as status:
+        for line in status:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches line")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="counts wake-ups in /proc")
+def test_with_a_client_attached_and_nothing_said_the_server_never_wakes(served):
+    server, deck, _, _ = served
+    sock, _, _ = connect(server)
+    wait_until(lambda: ("attached", os.getpid(), 100, 30) in deck.events, 5, message="attach")
+    wait_until(lambda: server.backlog() == 0, 5, message="the greeting sent")
+    threads = server._threads
+    before = [_wakeups(thread) for thread in threads]
+    time.sleep(2.2)  # the span watched: two wake-ups each of a 1 s poll
+    assert [_wakeups(thread) for thread in threads] == before
+    sock.close()
+    wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
+    closing = time.monotonic()
+    server.close()
+    assert not any(thread.is_alive() for thread in threads)
+    assert time.monotonic() - closing < 1.0  # the accept loop woken, not timed out
