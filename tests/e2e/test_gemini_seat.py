@@ -9,6 +9,7 @@ verbs run without a permission dialog.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -44,7 +45,9 @@ def test_boot_delegate_and_a_report_held_for_the_busy_turn(seat_crew: StartCrew,
     assert s.board()["T1"]["state"] == "done"
     s.wait(lambda: s.injections("orchestrator", "report"), 10, "the report's injection event")
     report = s.injections("orchestrator", "report")[0]
-    assert report["ok"] and "submitted after 1 enter(s)" in report["detail"], report
+    # The first Enter, or on a loaded machine the one retry after 1.5 s of
+    # Gemini still showing the text; never more.
+    assert report["ok"] and re.search(r"submitted after [12] enter\(s\)", report["detail"]), report
     assert all(r.headers.get("x-goog-api-key") == seats.FAKE_GEMINI_KEY
                for r in model.message_requests())
 
