@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ptyprocess import PtyProcess
-from wcwidth import wcswidth
+from wcwidth import wcwidth
 
 from choragos.terminal import Run, Terminal
 from choragos.vtparse import PRIMARY_DA, SECONDARY_DA
@@ -331,10 +331,17 @@ def test_escape_soup_never_raises(pieces: list[bytes], cols: int, rows: int) -> 
     assert t.display()[0] == "ok"
 
 
+def _cells(line: str) -> int:
+    """The cells ``line`` takes, one character at a time as a terminal counts
+    them (wcswidth measures some clusters wider: a space with a Tamil vowel
+    sign is 2 to it, 1 to a terminal)."""
+    return sum(max(wcwidth(char), 0) for char in line)
+
+
 def _check_invariants(t: Terminal) -> None:
     lines = t.display()
     assert len(lines) == t.rows
-    assert all(wcswidth(line) <= t.cols for line in lines if wcswidth(line) >= 0)
+    assert all(_cells(line) <= t.cols for line in lines)
     x, y = t.cursor
     assert 0 <= x < t.cols and 0 <= y < t.rows
     snap = t.snapshot()
@@ -733,3 +740,11 @@ def test_plain_crlf_lines_are_taken_in_bulk_and_agree(monkeypatch: pytest.Monkey
         results.append((t.display(), t.history(), scrolled, t.cursor, t.render_rows()))
     assert results[0] == results[1]
     assert sum(bulk) > 1900  # nearly every row came from the bulk path
+
+
+def test_a_spacing_mark_after_a_space_keeps_the_line_within_its_columns() -> None:
+    """A case the arbitrary-bytes property once found: a Tamil vowel sign
+    joins the space before it, so the row still takes 12 cells."""
+    t = fed(b"          \xe0\xaf\x81 !", cols=12, rows=4)
+    _check_invariants(t)
+    assert t.display()[0] == "          \u0bc1 !"
