@@ -50,14 +50,17 @@ seats: claude gemini codex
 # The suite spends most of its time waiting on agents, sockets and git, not
 # on the CPU, so it runs in TEST_WORKERS processes (pytest-xdist); each test
 # has its own temp dir, sockets, tmux server and HOME, so none shares state
-# with another.  TEST_WORKERS=0 runs it in one process.
+# with another.  TEST_WORKERS=0 runs it in one process.  The load tests
+# marked `alone` (hundreds of clients against one session, with the verbs'
+# real deadlines) run after the rest, one at a time.
 TEST_WORKERS ?= 3
 PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 test: venv
 	-$(MAKE) --no-print-directory seats
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) -m 'not alone'
+	$(BIN)/python -m pytest -q -m alone
 
 test-fast: venv
 	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) -m 'not claude and not gemini and not codex and not slow'

@@ -133,6 +133,7 @@ def rebuild(events: list[dict]) -> dict[str, str]:
     return states
 
 
+@pytest.mark.alone
 @pytest.mark.timeout(240)
 def test_kill9_at_random_moments_loses_nothing_acknowledged(serve):
     rng = random.Random(int(time.time()))

@@ -45,6 +45,7 @@ print(json.dumps(results))
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 @pytest.mark.timeout(400)
 def test_600_concurrent_delegations_from_200_processes_all_acked_and_delivered(serve):
     s = serve(TEAM)

@@ -11,6 +11,7 @@ import sys
 import time
 
 import ptyprocess
+import pytest
 
 from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import AGENT, role_toml
@@ -194,6 +195,7 @@ def test_stop_kills_an_agent_that_ignores_sigterm(serve):
     assert stopped and "signal 9" in stopped[0]["status"]
 
 
+@pytest.mark.alone
 def test_hundred_concurrent_delegations(serve):
     s = serve(role_toml("orchestrator", start=True) + role_toml("coder"))
     s.wait_booted(["coder"])
