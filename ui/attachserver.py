@@ -218,16 +218,16 @@ class AttachServer:
             if watched is not None and watched is not client:
                 _unregister(poller, watched.fd)
                 watched = None
+            # Frames still waiting for the client: watch for room to send them,
+            # and keep a clock for the stall check.  Else asleep until something comes.
+            waiting = client is not None and bool(client.outbox)
             if client is not None:
-                mask = select.POLLIN | (select.POLLOUT if client.outbox else 0)
+                mask = select.POLLIN | (select.POLLOUT if waiting else 0)
                 if watched is None:
                     poller.register(client.fd, mask)
                     watched = client
                 else:
                     poller.modify(client.fd, mask)
-            # Asleep until something comes; only frames still waiting for the
-            # client need the clock, for its stall check.
-            waiting = client is not None and bool(client.outbox)
             for fd, events in poller.poll(1000 if waiting else None):
                 if fd == self._wake_r:
                     if self._serve_requests():
