@@ -121,6 +121,7 @@ class OutputFeed:
             return
         if s.echo_wait is not None:
             s.echo_wait.take_turn(s.spec.name)  # keys first: another pane's echo is on its way
+            s.echo_wait.fed(s.spec.name, len(data))  # or this is that echo, or part of it
         with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
             if self.gen != s.gen:
                 return

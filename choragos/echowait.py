@@ -11,6 +11,15 @@ and when the echo is drawn (:meth:`EchoWait.drawn`); in between, every
 other role's reader holds the output it has just read
 (:meth:`EchoWait.take_turn`) -- a short while at most, so an agent that
 does not echo costs its neighbours no more than ``hold`` seconds per key.
+
+An echo may come in pieces: an agent that writes each character on its own
+is read a character at a time, and the first piece is drawn before the rest
+has arrived.  Releasing the neighbours then would let a flood's parsing in
+ahead of the rest of the echo.  So the typed role's reader counts what it
+feeds (:meth:`EchoWait.fed`), and a drawn echo releases the others only once
+at least as many bytes came back as were typed (an agent that redraws its
+input line answers a key with more than that; one that shows less, or
+nothing, is released by the hold's end).
 Nothing is dropped: a held reader feeds its output once released, and its
 agent meanwhile blocks on a full PTY as it would behind a slow terminal.
 """
@@ -31,22 +40,38 @@ class EchoWait:
         self._lock = threading.Lock()
         self._role: str | None = None
         self._until = 0.0
+        self._owed = 0  # bytes typed at the awaited role that have not come back yet
         self._released = threading.Event()
         self._released.set()
         self.waiting = 0  # readers holding their output now (tests watch it)
         self.held = 0  # times a reader held its output
 
-    def expect(self, role: str) -> None:
-        """Keys were just written to ``role``'s PTY: its echo is on its way."""
+    def expect(self, role: str, size: int = 1) -> None:
+        """``size`` bytes of keys were just written to ``role``'s PTY: their
+        echo is on its way."""
         with self._lock:
+            if self._role == role and not self._released.is_set():
+                self._owed += size  # typed again before the last echo was whole
+            else:
+                self._owed = size
             self._role = role
             self._until = time.monotonic() + self.hold
             self._released.clear()
 
-    def drawn(self, role: str | None = None) -> None:
-        """The echo awaited (of ``role``, or whichever is) is on the screen."""
+    def fed(self, role: str, size: int) -> None:
+        """``role``'s reader is about to feed ``size`` bytes of its output."""
+        if self._role != role:  # read without the lock: the common case costs nothing
+            return
         with self._lock:
-            if role is not None and role != self._role:
+            if self._role == role:
+                self._owed -= size
+
+    def drawn(self, role: str | None = None) -> None:
+        """The echo awaited (of ``role``, or whichever is) is on the screen;
+        with a role named, the others are released only once the echo is
+        whole (see above)."""
+        with self._lock:
+            if role is not None and (role != self._role or self._owed > 0):
                 return
             self._role = None
             self._released.set()

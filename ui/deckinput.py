@@ -48,7 +48,7 @@ class DeckInput:
         # without a wake-up of its own competing with the echo's way back.
         self.post(lambda: self._typed_at(role), wake=False)
         self._echo_until[role] = time.monotonic() + FAST_WINDOW
-        self.port.expect_echo(role)
+        self.port.expect_echo(role, len(data))
         self.port.type_keys(role, data)
         return True
 

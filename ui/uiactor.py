@@ -126,10 +126,10 @@ class SessionAccess:
         if state is not None and handle is not None:
             roleio.type_keys(state, data, handle.tell)
 
-    def expect_echo(self, role: str) -> None:
-        """Keys were written straight to ``role``: other roles' output waits
-        (briefly) for their echo."""
-        self.session.echo_wait.expect(role)
+    def expect_echo(self, role: str, size: int) -> None:
+        """``size`` bytes of keys were written straight to ``role``: other
+        roles' output waits (briefly) for their echo."""
+        self.session.echo_wait.expect(role, size)
 
     def echo_drawn(self, role: str) -> None:
         self.session.echo_wait.drawn(role)

@@ -178,6 +178,7 @@ def test_output_held_for_another_roles_echo_is_fed_once_it_is_drawn(tmp_path):
         roleio.type_keys(started.state, b"held line", started.handle.tell)
         wait_until(lambda: wait.waiting == 1, 10, message="the reader holding the echo")
         assert "held line" not in started.state.terminal.text()
+        wait.fed("orchestrator", 1)  # the awaited echo, whole
         wait.drawn("orchestrator")
         wait_until(lambda: "held line" in started.state.terminal.text(), 10,
                    message="the held output fed")

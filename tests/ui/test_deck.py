@@ -40,6 +40,7 @@ class FakePort:
         self.told: list[tuple[str, object]] = []
         self.requests: list[dict] = []
         self.echoes: list[tuple[str, str]] = []  # expect_echo / echo_drawn, in order
+        self.echo_sizes: list[int] = []  # the bytes typed, for each expect_echo
 
     def dispatch(self, request: dict) -> dict:
         self.requests.append(request)
@@ -54,8 +55,9 @@ class FakePort:
     def terminal(self, role: str) -> Terminal | None:
         return self.terminals.get(role)
 
-    def expect_echo(self, role: str) -> None:
+    def expect_echo(self, role: str, size: int) -> None:
         self.echoes.append(("expect", role))
+        self.echo_sizes.append(size)
 
     def echo_drawn(self, role: str) -> None:
         self.echoes.append(("drawn", role))

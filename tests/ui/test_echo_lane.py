@@ -93,6 +93,8 @@ def test_a_key_written_straight_to_the_agent_announces_its_echo_and_the_lane_end
     assert port.typed("orchestrator") == b"w"
     port.terminals["orchestrator"].feed(b"w")
     assert port.echoes == [("expect", "orchestrator"), ("drawn", "orchestrator")]
+    deck.feed_input(b"xyz")
+    assert port.echo_sizes[-1] == 3  # what the echo owes, for the neighbours' release
 
 
 def test_an_echo_left_to_the_loop_ends_the_wait_with_the_loops_frame(running):

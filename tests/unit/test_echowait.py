@@ -37,6 +37,7 @@ def test_another_role_waits_for_the_echo_to_be_drawn():
     wait.drawn("reviewer")  # not the echo awaited: still held
     reader.join(0.2)
     assert reader.is_alive() and wait.waiting == 1
+    wait.fed("orchestrator", 1)
     wait.drawn("orchestrator")
     reader.join(5)
     assert not reader.is_alive() and wait.waiting == 0 and wait.held == 1
@@ -67,3 +68,53 @@ def test_a_new_key_restarts_the_hold_and_drawn_without_a_role_releases_it():
     for reader in readers:
         reader.join(5)
         assert not reader.is_alive()
+
+
+def test_an_echo_drawn_in_pieces_holds_the_others_until_it_is_whole():
+    """Four keys typed, their echo read one byte first: drawing that byte
+    does not let the neighbours in ahead of the other three."""
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator", 4)
+    reader = _reader(wait, "coder")
+    wait_until(lambda: wait.waiting == 1, 5, message="the coder's reader holding")
+    wait.fed("coder", 4000)  # the neighbour's own output counts for nothing
+    wait.fed("orchestrator", 1)
+    wait.drawn("orchestrator")
+    reader.join(0.2)
+    assert reader.is_alive() and wait.waiting == 1
+    wait.fed("orchestrator", 3)
+    wait.drawn("orchestrator")
+    reader.join(5)
+    assert not reader.is_alive() and wait.waiting == 0
+
+
+def test_keys_typed_before_the_last_echo_came_back_add_to_what_is_owed():
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator", 2)
+    wait.fed("orchestrator", 1)
+    wait.expect("orchestrator", 2)  # one byte of the first echo and two more to come
+    wait.fed("orchestrator", 2)
+    wait.drawn("orchestrator")
+    reader = _reader(wait, "coder")
+    wait_until(lambda: wait.waiting == 1, 5, message="still held: one byte owed")
+    wait.fed("orchestrator", 1)
+    wait.drawn("orchestrator")
+    reader.join(5)
+    assert not reader.is_alive()
+
+
+def test_a_new_echo_owes_only_its_own_keys():
+    """Once an echo was whole, what the agent printed past it is not credit
+    for the next key."""
+    wait = EchoWait(hold=30)
+    wait.expect("orchestrator", 1)
+    wait.fed("orchestrator", 500)  # an agent redrawing its whole input line
+    wait.drawn("orchestrator")
+    wait.expect("orchestrator", 3)
+    wait.fed("orchestrator", 2)
+    wait.drawn("orchestrator")
+    reader = _reader(wait, "coder")
+    wait_until(lambda: wait.waiting == 1, 5, message="held: the new echo is not whole")
+    wait.drawn()  # no role named: released whatever is owed
+    reader.join(5)
+    assert not reader.is_alive()
