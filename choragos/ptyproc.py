@@ -208,6 +208,22 @@ class Reader(threading.Thread):
         self._wake_r, self._wake_w = os.pipe()
         self.wakeups = 0  # times the loop woke with no output to read (tests count them)
 
+    def start(self) -> None:
+        """Start reading; a thread that cannot start takes its pipe with it
+        (only ``run`` closes it otherwise)."""
+        try:
+            super().start()
+        except BaseException:
+            self._close_wake()
+            raise
+
+    def _close_wake(self) -> None:
+        with self._wake_lock:
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1
+
     def halt(self) -> None:
         self._halt.set()
         with self._wake_lock:  # never a write into a closed (perhaps reused) fd number
@@ -222,10 +238,7 @@ class Reader(threading.Thread):
         finally:
             if exit_fd is not None:
                 os.close(exit_fd)
-            with self._wake_lock:
-                os.close(self._wake_r)
-                os.close(self._wake_w)
-                self._wake_r = self._wake_w = -1
+            self._close_wake()
         if self._halt.is_set():
             return
         status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)

@@ -116,3 +116,25 @@ def test_a_pty_past_descriptor_1024_is_read(tmp_path):
     finally:
         os.close(high)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_reader_that_cannot_start_leaves_no_descriptor_open(tmp_path, monkeypatch):
+    """Out of threads: the start fails, and the reader's wake-up pipe goes with it."""
+    child = _spawn(tmp_path, "exec sleep 60")
+    try:
+        before = set(os.listdir("/proc/self/fd"))
+        reader = Reader(child, Seen().data, Seen().exit)
+        assert len(set(os.listdir("/proc/self/fd")) - before) == 2  # the pipe
+
+        def refuse(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+        monkeypatch.setattr(threading.Thread, "start", refuse)
+        with pytest.raises(RuntimeError):
+            reader.start()
+        monkeypatch.undo()
+        assert set(os.listdir("/proc/self/fd")) - before == set()
+        reader.halt()  # harmless on a reader that never ran
+    finally:
+        child.terminate(1.0)
+        child.close()
