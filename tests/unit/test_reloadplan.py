@@ -1,7 +1,7 @@
-from dataclasses import replace
+from dataclasses import fields, replace
 
-from choragos.config import CheckpointSettings, Config, RoleSpec
-from choragos.reloadplan import plan_reload
+from choragos.config import CheckpointSettings, Config, MetricsSettings, RoleSpec
+from choragos.reloadplan import SECTIONS, plan_reload
 
 ORCH = RoleSpec(name="orchestrator", command="claude", start=True)
 CODER = RoleSpec(name="coder", command="claude", model="opus")
@@ -55,3 +55,15 @@ def test_other_sections_need_a_restart():
     plan = plan_reload(config(ORCH), config(ORCH, checkpoints=CheckpointSettings(keep=3)),
                        busy=set())
     assert plan.notes == ["[checkpoints] changed; it applies after a restart"]
+
+
+def test_a_changed_metrics_listener_is_not_passed_over_in_silence():
+    new = config(ORCH, metrics=MetricsSettings(listen="127.0.0.1:9464"))
+    plan = plan_reload(config(ORCH), new, busy=set())
+    assert plan.notes == ["[metrics] changed; it applies after a restart"]
+
+
+def test_every_section_of_the_config_is_either_reloaded_or_said_to_need_a_restart():
+    """A section added to the config later cannot be left out of the reload's notes."""
+    converged = {"roles", "budget", "source", "warnings"}
+    assert {f.name for f in fields(Config)} - converged == set(SECTIONS)
