@@ -77,10 +77,11 @@ def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
         shown = "".join(coder.terminal.display())  # a wrapped line reads whole
         session.echo_wait.hold = 60
         port = SessionAccess(session)
-        port.expect_echo("orchestrator")
+        port.expect_echo("orchestrator", 1)
         roleio.type_keys(coder, b"neighbour", session.handles["coder"].tell)
         wait_until(lambda: session.echo_wait.waiting == 1, 10, message="the coder held")
         assert "".join(coder.terminal.display()) == shown
+        session.echo_wait.fed("orchestrator", 1)  # its reader took the one-byte echo
         port.echo_drawn("orchestrator")
         wait_until(lambda: "neighbour" in "".join(coder.terminal.display()), 10,
                    message="the held echo fed")
