@@ -177,8 +177,14 @@ def report_waits_for_the_busy_turn(s: SeatCrew, busy: Hold) -> None:
     """The orchestrator's turn is held: the report stays queued, then goes in."""
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 60, "work-done")
     s.wait(busy.reached.is_set, 15, "the orchestrator's held turn")
-    assert holds_for(lambda: (v := s.status()["orchestrator"])["state"] == "working"
-                     and v["queued"] == 1 and not s.injections("orchestrator", "report"), 1.5)
+    seen: list[tuple] = []
+
+    def report_queued() -> bool:
+        view = s.status()["orchestrator"]
+        seen.append((view["state"], view["queued"], len(s.injections("orchestrator", "report"))))
+        return seen[-1] == ("working", 1, 0)
+
+    assert holds_for(report_queued, 1.5), f"(state, queued, reports typed): {seen}"
     busy.release()
 
 
