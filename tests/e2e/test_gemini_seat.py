@@ -25,6 +25,15 @@ pytestmark = [pytest.mark.gemini, pytest.mark.timeout(120)]
 StartCrew = Callable[..., SeatCrew]
 
 
+def _delegate_answered(turn) -> bool:
+    """The orchestrator's turn after its delegate command.  Its output is
+    "delegated T1 to coder"; on a loaded machine Gemini CLI has handed the
+    model an empty output for it instead (the command ran: the delegation is
+    on the board), and no other shell command here prints nothing."""
+    said = turn.tool_text
+    return "delegated T1 to coder" in said or ("Output: (empty)" in said and "PGID" in said)
+
+
 def test_boot_delegate_and_a_report_held_for_the_busy_turn(seat_crew: StartCrew,
                                                            fakes: Fakes) -> None:
     s = seats.two_seats(seat_crew, "gemini")
@@ -32,7 +41,7 @@ def test_boot_delegate_and_a_report_held_for_the_busy_turn(seat_crew: StartCrew,
     model.on(BRIEF.format(role="orchestrator"),
              shell('choragos delegate --to coder --task "Read the task file and report"'))
     busy = s.hold(text("Waiting for the coder."))
-    model.on(tool_said("delegated T1 to coder"), busy)
+    model.on(_delegate_answered, busy)
     model.on("New task T1 from choragos",
              tool("read_file", {"file_path": str(s.workdir / ".choragos/tasks/T1.md")}))
     model.on(tool_said("Task T1 for coder"),
