@@ -177,6 +177,10 @@ def report_waits_for_the_busy_turn(s: SeatCrew, busy: Hold) -> None:
     """The orchestrator's turn is held: the report stays queued, then goes in."""
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 60, "work-done")
     s.wait(busy.reached.is_set, 15, "the orchestrator's held turn")
+    # The report is queued once the work-done's changes are read, a moment
+    # after the work-done event (under load, after the turn was held).
+    s.wait(lambda: s.status()["orchestrator"]["queued"] or s.injections("orchestrator", "report"),
+           15, "the report queued")
     seen: list[tuple] = []
 
     def report_queued() -> bool:
