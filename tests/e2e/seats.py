@@ -140,6 +140,9 @@ def dialog_holds_deliveries(s: SeatCrew, option: str, never_told: str) -> None:
     view = s.wait_state("coder", "waiting", 40)
     assert any(option in line for line in view["preview"]), view
     assert s.cli("delegate", "--to", "coder", "--task", "Second task").returncode == 0
+    # Queued once its checkpoint is taken, a moment after the acknowledgement.
+    s.wait(lambda: s.status()["coder"]["queued"] or s.times_told("New task T2"), 15,
+           "the second task queued")
     assert holds_for(lambda: (v := s.status()["coder"])["state"] == "waiting"
                      and v["queued"] == 1, 4)
     assert s.times_told("New task T2") == 0 and s.times_told(never_told) == 0

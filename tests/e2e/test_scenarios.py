@@ -136,6 +136,9 @@ def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None
 
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 45, "work-done")
     s.wait(busy.reached.is_set, 15, "the orchestrator's held turn")
+    # Queued once the work-done's changes are read, a moment after its event.
+    s.wait(lambda: s.status()["orchestrator"]["queued"] or s.injections("orchestrator"),
+           15, "the report queued")
     # A report for a working orchestrator waits in its queue, not in its input box.
     assert holds_for(lambda: (v := s.status()["orchestrator"])["state"] == "working"
                      and v["queued"] == 1 and not s.injections("orchestrator"), 1.5)
