@@ -41,11 +41,20 @@ def views(s) -> tuple[list, list]:
 
 def settled(s, port: int) -> tuple | None:
     """A scrape taken while nothing moved: roles change state on their own
-    (a report typed into the lead), so compare only a still moment."""
+    (a report typed into the lead), so compare only a still moment.  Equal
+    views before and after are not enough: the lead can turn working and
+    idle again between them (a report typed in and answered), the scrape
+    seeing it working -- so the scrape's role states must agree too, and a
+    scrape that never does times the wait out."""
     before = views(s)
     samples = scrape(port)
     after = views(s)
-    return (samples, *after) if before == after else None
+    if before != after:
+        return None
+    if any(value(samples, "choragos_role_state", role=r["name"], state=r["state"]) != 1.0
+           for r in after[1]):
+        return None
+    return (samples, *after)
 
 
 def test_metrics_match_the_board_and_the_roster(serve) -> None:
