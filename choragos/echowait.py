@@ -50,12 +50,13 @@ class EchoWait:
         """``size`` bytes of keys were just written to ``role``'s PTY: their
         echo is on its way."""
         with self._lock:
-            if self._role == role and not self._released.is_set():
+            now = time.monotonic()
+            if self._role == role and not self._released.is_set() and now < self._until:
                 self._owed += size  # typed again before the last echo was whole
             else:
-                self._owed = size
+                self._owed = size  # a hold that ran out owes nothing any more
             self._role = role
-            self._until = time.monotonic() + self.hold
+            self._until = now + self.hold
             self._released.clear()
 
     def fed(self, role: str, size: int) -> None:

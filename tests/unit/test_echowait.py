@@ -118,3 +118,18 @@ def test_a_new_echo_owes_only_its_own_keys():
     wait.drawn()  # no role named: released whatever is owed
     reader.join(5)
     assert not reader.is_alive()
+
+
+def test_an_echo_that_never_came_back_is_not_owed_by_the_next_key():
+    """The hold for a key that was never echoed ran out: the next key owes
+    only its own echo."""
+    wait = EchoWait(hold=0.05)
+    wait.expect("orchestrator", 5)  # an agent showing nothing for these
+    wait_until(lambda: (wait.take_turn("coder"), wait.held)[1] == 1, 5,
+               message="the first hold to run out")
+    wait.hold = 30
+    wait.expect("orchestrator", 1)
+    wait.fed("orchestrator", 1)
+    wait.drawn("orchestrator")
+    wait.take_turn("coder")  # released: nothing of the first keys is owed
+    assert wait.held == 1
