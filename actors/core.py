@@ -77,6 +77,7 @@ class CoreState:
     guard: GuardState = field(default_factory=GuardState)
     timers: Any = None  # actors.timers.Timers, for the idle alarm
     me: Any = None      # this core's own handle, the idle alarm's target
+    heartbeat: Any = None  # the pending "alive" timer, while a timeout clock runs
     aftercare: Any = None  # actors.aftercare: changes and verify after a work-done
     held: dict = field(default_factory=dict)  # report lines waiting for their checks
     trees: dict = field(default_factory=dict)   # worktree roles: name -> their worktree
@@ -125,6 +126,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                 self.s.journal.append(kind, **fields)
             except OSError as exc:
                 self._note_unsaved(exc)
+            if kind == "clock":
+                durable.arm_heartbeat(self)
 
     def _note_unsaved(self, exc: OSError) -> None:
         self._unsaved.append(exc.strerror or str(exc))

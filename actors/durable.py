@@ -157,12 +157,30 @@ def durable_ack(journal: Any, ack: Any) -> Any:
     return unsaved_ack(ack, error) if error else ack
 
 
+def arm_heartbeat(core: Any) -> None:
+    """While a timeout clock runs, an "alive" record every HEARTBEAT seconds;
+    with none running nothing is armed, so an idle session never wakes for it.
+    Called whenever a clock record is journaled."""
+    s = core.s
+    journal, timers = s.journal, s.timers
+    if journal is None or timers is None or s.me is None or not journal.image.clocks:
+        return
+    pending = s.heartbeat
+    # One that should have fired a beat ago was lost with a crashed core's
+    # mailbox: arm another.
+    if pending is not None and not pending.cancelled and pending.due > timers.clock() - HEARTBEAT:
+        return
+    s.heartbeat = timers.after(HEARTBEAT, s.me, Heartbeat())
+
+
 def heartbeat(core: Any) -> None:
+    core.s.heartbeat = None
     journal = core.s.journal
     if journal is not None and journal.image.clocks:
         # The time left on a clock is counted up to the last record, so a quiet
         # session that dies must still have written one lately.
         core._journal("alive")
+        arm_heartbeat(core)
 
 
 def journal_role(core: Any, view: Any) -> None:

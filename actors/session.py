@@ -46,11 +46,11 @@ from choragos.actors.aftercare import AftercareActor
 from choragos.actors.checkpointer import CheckpointerActor
 from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState, Seat
-from choragos.actors.durable import HEARTBEAT, Heartbeat, JournaledBoard, Restore
+from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
-from choragos.actors.handle import ActorGone, Handle
+from choragos.actors.handle import Handle
 from choragos.actors.listener import (
     ListenerActor,
     ListenerState,
@@ -82,6 +82,7 @@ from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.routing import routed, routing
+from choragos.stopflag import StopFlag
 
 log = logging.getLogger("choragos.session")
 
@@ -111,7 +112,7 @@ class Session:
         self.config = config
         self.options = options
         self.workdir = options.workdir
-        self.stopped = threading.Event()
+        self.stopped = StopFlag()
         self.events = EventLog(default_path(self.workdir))
         self.role_states: dict[str, RoleState] = {}
         self.echo_wait = EchoWait()  # keys first: the deck's typed echo ahead of other output
@@ -265,15 +266,6 @@ class Session:
         for name, role in (self.restored.roles if self.restored else {}).items():
             if role.get("paused") and name in self.handles:
                 self.handles[name].tell(m.Pause())
-        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
-
-    def _heartbeat(self) -> None:
-        core = self.core
-        while not self.stopped.wait(HEARTBEAT):
-            try:
-                core.tell(Heartbeat())
-            except ActorGone:  # the core was given up: the session is stopping
-                return
 
     def _worktree(self, role: str, strict: bool) -> Path | None:
         """The role's tree: the one it left with unmerged work, or a new one from HEAD."""
@@ -518,13 +510,11 @@ class Session:
     # -- run and stop ----------------------------------------------------------
 
     def wait(self, timeout: float | None = None) -> bool:
-        if timeout is not None:
+        """True once the session is stopping; with no timeout, on the main
+        thread, a signal's handler still runs at once (see choragos/stopflag.py)."""
+        if timeout is not None or threading.current_thread() is not threading.main_thread():
             return self.stopped.wait(timeout)
-        # A signal the kernel hands to another thread runs its Python handler only
-        # when the main thread next runs: never block it for long (SIGTERM was
-        # seen to go unanswered while the main thread slept in an untimed wait).
-        while not self.stopped.wait(0.25):
-            pass
+        self.stopped.sleep()
         return True
 
     def stop(self) -> None:

@@ -241,11 +241,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         elif deck is not None:
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
-        # Wake now and then: a signal the kernel hands to another thread only
-        # sets a flag, which the main thread reads when it runs, never while
-        # blocked without a timeout -- so SIGTERM could otherwise go unheard.
-        while not session.wait(0.5):
-            pass
+        session.wait()  # wakes for a stop or a signal, never on a clock
     finally:
         if ui is not None:
             ui.stop()

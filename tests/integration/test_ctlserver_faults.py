@@ -269,7 +269,7 @@ def test_a_replaced_listening_descriptor_kills_the_loop_and_stays_the_owners(
         os.dup2(stand_in, number)  # its descriptor closed under it and reused
         died: list[str] = []
         server.on_died = died.append
-        wait_until(lambda: died, timeout=10, message="the loop to notice")
+        wait_until(lambda: died, timeout=20, message="the loop to notice")
         assert died == ["AcceptLoopDied: the listening socket is gone: "
                         "[Errno 88] Socket operation on non-socket"]
         wait_until(lambda: not server.accepting, timeout=5, message="its thread to end")

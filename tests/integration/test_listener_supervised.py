@@ -123,7 +123,7 @@ def test_a_killed_accept_loop_is_restarted_while_clients_keep_connecting(session
         first = _accept_threads()
         os.close(s.server._listener.fileno())  # the accept loop's socket, gone under it
         killed = time.monotonic()
-        wait_until(lambda: s.count("socket: accept loop died") == 1, 10,
+        wait_until(lambda: s.count("socket: accept loop died") == 1, 20,
                    message="the loop's death seen")
         wait_until(lambda: any(e == "actor restarted" and f["actor"] == "listener"
                                for e, f in s.events), 10, message="the listener restarted")
