@@ -2,8 +2,12 @@
 roles' scrollback costs in memory, next to tmux doing the same in one run.
 
 * first frame: from starting the server (``choragos serve --detach``; ``tmux
-  new-session`` plus the splits) with ``--roles`` panes of the fixture agent
-  until an attached client shows every pane's prompt.
+  new-session`` plus the splits) with ``--roles`` roles running the fixture
+  agent until an attached client shows the prompt in every pane it shows.
+  tmux tiles all of them; the deck shows the start role and six more
+  stacked beside it and keeps the rest hidden (their agents run all the
+  same), so for 12 roles it waits for 7 prompts, taken before the agents
+  are briefed (a briefed agent shows a second prompt).
 * memory: ``--flooders`` roles each print ``--lines`` log lines (coloured,
   test-runner style) and go quiet; the server's resident memory once all
   output is taken, against the tmux server with the same panes and the same
@@ -38,6 +42,7 @@ from bench.common import (  # noqa: E402
     served,
     tmux_tiled,
 )
+from choragos.ui.layout import Layout  # noqa: E402
 
 HISTORY = 5000
 LOGGER = r"""
@@ -83,11 +88,13 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
         "".join(parts) + "[ui]\nauto_focus = false\nsidebar = false\n"
         "[checkpoints]\nenabled = false\n")
     env = environment(root)
+    shown = len(Layout.main_vertical(f"r{i}" for i in range(roles)).visible())
     started = time.perf_counter()
     with served(work, env, timeout=120):
         screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
         try:
-            screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
+            screen.wait_for(lambda text: text.count("agent>") >= shown
+                            and "you said" not in text, 120)
             first_frame = time.perf_counter() - started
         finally:
             screen.close()
