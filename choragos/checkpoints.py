@@ -274,7 +274,6 @@ class CheckpointStore:
         try:
             walker = Walker(str(self.root), self._rules(), writer, cache=cache.records,
                             racy_from_ns=fs_now, user_index=self._user_index, write=write,
-                            has_gitmodules=depends[2],
                             before_listing=watch.watch if watch is not None else None)
             scan = walker.run()
         finally:

@@ -304,7 +304,6 @@ class Walker:
     def __init__(self, root: str, rules: RuleStack, writer: ObjectWriter, *,
                  cache: Records, racy_from_ns: int,
                  user_index: Callable[[], UserIndex], write: bool = True,
-                 has_gitmodules: bool = False,
                  before_listing: Callable[[bytes], None] | None = None) -> None:
         self._root = os.fsencode(root).rstrip(b"/") + b"/"
         self._rules = rules
@@ -312,7 +311,7 @@ class Walker:
         self._old = cache
         self._racy = racy_from_ns
         self._load_index = user_index
-        self._index: UserIndex | None = user_index() if has_gitmodules else None
+        self._index: UserIndex | None = None  # read on first need (memoised by the caller)
         self._write = write
         # Called with each directory's path before it is looked at (a watch).
         self._before_listing = before_listing or _nothing
@@ -516,14 +515,17 @@ class Walker:
         return index.tracks(path)
 
     def _is_gitlink(self, rel: bytes) -> bool:
-        return self._index is not None and self._index.gitlink(rel[:-1]) is not None
+        # Asked of every directory: git keeps a gitlink for any directory at
+        # its path, repository or not (an uninitialised submodule, with or
+        # without a .gitmodules), and drops it only when the path is gone.
+        return self._user_index().gitlink(rel[:-1]) is not None
 
     def _gitlink(self, rel: bytes, parent: _Node | None, slot: int) -> None:
         """Record a nested repository as git does: its HEAD commit, never its files."""
         head = read_submodule_head(self._root + rel[:-1])
         oid = bytes.fromhex(head.decode()) if head else None
-        if oid is None and self._index is not None:
-            oid = self._index.gitlink(rel[:-1])
+        if oid is None:
+            oid = self._user_index().gitlink(rel[:-1])
         if parent is not None:
             if oid is None:
                 parent.clear(slot)

@@ -259,6 +259,34 @@ def test_a_submodule_not_checked_out_keeps_its_recorded_commit(repo: Path,
     assert checkpoint.tree == git_tree(repo)
 
 
+@pytest.mark.parametrize("inside", ["nothing", "files"])
+def test_a_gitlink_with_no_gitmodules_is_kept_for_any_directory_at_its_path(
+        repo: Path, inside: str) -> None:
+    """An embedded repository recorded without a .gitmodules and not cloned: git
+    keeps its gitlink whatever the directory holds, and never its files."""
+    write(repo, "a.txt", "a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},emb")
+    git(repo, "commit", "-qm", "an embedded repository")
+    (repo / "emb").mkdir()
+    if inside == "files":
+        write(repo, "emb/stray.txt", "not in any repository\n")
+    settle(repo)
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "gitlink")
+        assert ls_tree(repo, checkpoint.ref)["emb"] == "160000"
+        assert git(repo, "rev-parse", f"{checkpoint.ref}:emb").strip() == head
+        assert checkpoint.tree == git_tree(repo)
+        (repo / "emb" / "stray.txt").unlink(missing_ok=True)
+        (repo / "emb").rmdir()  # the path gone: git drops the gitlink, and so do we
+        settle(repo)
+        gone = store.snapshot("T2", "coder", "gitlink gone")
+    assert "emb" not in ls_tree(repo, gone.ref)
+    assert gone.tree == git_tree(repo)
+
+
 def test_index_v4_paths_that_drop_long_prefixes(repo: Path) -> None:
     names = ["a" * 150 + "/x", "b" * 140, "b" * 140 + "c", "c" * 200, "d"]
     for name in names:

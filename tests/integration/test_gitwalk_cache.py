@@ -45,8 +45,7 @@ def walk(root: Path, cache: Records, racy_from_ns: int | None = None) -> Scan:
     try:
         return Walker(str(root), RuleStack.root([b"", b""]), writer, cache=cache,
                       racy_from_ns=time.time_ns() if racy_from_ns is None else racy_from_ns,
-                      user_index=lambda: UserIndex([], {}, 0), write=True,
-                      has_gitmodules=False).run()
+                      user_index=lambda: UserIndex([], {}, 0), write=True).run()
     finally:
         writer.close()
 
