@@ -145,7 +145,7 @@ bench: venv
 	$(BIN)/python bench/idle_cpu.py --window 15
 	$(BIN)/python bench/big_crew.py
 	$(BIN)/python bench/flood_delay.py --runs 5
-	$(BIN)/python bench/board_growth.py --tasks 300 --levels 2 --window 5 --repeats 1
+	$(BIN)/python bench/board_growth.py --tasks 1000 --levels 2 --window 10 --repeats 1
 	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
 
 clean:

@@ -208,15 +208,19 @@ class CheckpointStore:
     def resolve(self, target: str) -> Checkpoint:
         """``T3`` (newest checkpoint for T3), ``pre-rollback-T3``, a full ref
         name, or ``<epoch>-<task>``."""
-        with self._failures("reading checkpoints"):
-            refs = self._refs()
+        # A ref or a name is read on its own: a session's checkpoints number
+        # one per task until the next prune, and every work-done resolves one.
         if target.startswith("refs/"):
             name = target.removeprefix(self.ref_prefix)
-            if not target.startswith(self.ref_prefix) or name not in refs:
+            oid = self._ref(name) if target.startswith(self.ref_prefix) else None
+            if oid is None:
                 raise CheckpointError(f"no checkpoint ref named {target}")
-            return self._describe(name, refs[name])
-        if target in refs:
-            return self._describe(target, refs[target])
+            return self._describe(name, oid)
+        oid = self._ref(target)
+        if oid is not None:
+            return self._describe(target, oid)
+        with self._failures("reading checkpoints"):
+            refs = self._refs()
         matches = [self._describe(n, oid) for n, oid in refs.items() if _task_of(n) == target]
         if not matches:
             raise CheckpointError(f"no checkpoint for {target!r}; "
@@ -373,6 +377,28 @@ class CheckpointStore:
         found = self._repo.refs.as_dict(self.ref_prefix.rstrip("/").encode())
         return {os.fsdecode(k): v.decode() for k, v in found.items()}
 
+    def _ref(self, name: str) -> str | None:
+        """The commit checkpoint ``name`` (``<epoch>-<task>``) names, or None."""
+        if not name or "/" in name or name.startswith("."):
+            return None  # not a checkpoint's name: never a path elsewhere under refs/
+        with self._failures("reading checkpoints"):
+            try:
+                return self._repo.refs[(self.ref_prefix + name).encode()].decode()
+            except (KeyError, ValueError):  # none, or a name git would not take
+                return None
+
+    def _ref_of(self, commit: bytes) -> str | None:
+        """The ref of checkpoint ``commit``, found from the commit's own time and
+        task (the name it was given) rather than by reading every ref."""
+        with suppress(KeyError, ValueError, AttributeError):
+            found = self._repo.object_store[commit]
+            task = _trailers(found.message.decode("utf-8", "replace")).get("Task", "")
+            for offset in range(3):  # a second checkpoint of a task within a second
+                ref = f"{self.ref_prefix}{found.commit_time + offset}-{task}"
+                if task and self._holds(ref, commit):
+                    return ref
+        return None
+
     def worktree_namespaces(self) -> list[str]:
         """The linked worktrees that hold checkpoints in this repository
         (whether or not the worktree is still there), by name."""
@@ -443,7 +469,11 @@ class CheckpointStore:
             cache = load_cache(path)
         if not cache.commit:
             return Cache()
-        if self._holds(self._cache_ref, cache.commit):
+        if not self._holds(self._cache_ref, cache.commit):
+            # A store that did not write the index itself (another actor's)
+            # finds its ref by name once.
+            self._cache_ref = self._ref_of(cache.commit)
+        if self._cache_ref is not None:
             # The usual case, without reading every checkpoint ref: their
             # number grows with the session until the next prune.
             self._cache_memo = (sig, cache)

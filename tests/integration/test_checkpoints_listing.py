@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import REF_PREFIX, CheckpointStore
+from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore
 from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
@@ -92,3 +92,39 @@ def test_a_ref_to_a_blob_does_not_stop_the_cache_being_dropped(repo: Path) -> No
         again = store.snapshot("T2", "coder", "again")
         assert store.last_stats.hashed == 2
     assert again.tree == git(repo, "rev-parse", f"{again.ref}^{{tree}}").strip()
+
+
+def test_a_work_check_reads_two_refs_however_many_checkpoints_there_are(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aftercare's store (not the one that took the checkpoints) resolves a
+    task's checkpoint and reads the tree now without listing every ref: a long
+    session holds one per task until the next prune."""
+    with CheckpointStore(repo) as taker:
+        for n in range(40):
+            write(repo, "a.txt", f"{n}\n")
+            last = taker.snapshot(f"T{n + 1}", "coder", "work", now=1_700_000_000 + n)
+    listings: list[int] = []
+    real = CheckpointStore._refs
+    monkeypatch.setattr(CheckpointStore, "_refs",
+                        lambda self: listings.append(1) or real(self))
+    write(repo, "a.txt", "changed\n")
+    with CheckpointStore(repo) as checker:
+        assert checker.resolve(last.ref) == last
+        assert checker.resolve(last.name) == last
+        tree = checker.tree_now()
+        assert tree != last.tree
+        assert checker.tree_now() == tree  # and the private index still serves
+    assert listings == []
+    with CheckpointStore(repo) as checker:  # a task id needs the listing, once
+        assert checker.resolve("T40") == last
+    assert listings == [1]
+
+
+def test_a_name_that_is_no_checkpoints_is_refused_without_reading_elsewhere(repo: Path) -> None:
+    write(repo, "a.txt", "a\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "work")
+        for target in ("refs/heads/main", f"{REF_PREFIX}../../heads/main", "../heads/main",
+                       "T9", f"{REF_PREFIX}nope"):
+            with pytest.raises(CheckpointError):
+                store.resolve(target)
