@@ -6,6 +6,11 @@ between them.  A task for a ``worktree = true`` role is
 checkpointed in that role's worktree (its own store, its own refs), not in
 the main tree.  A failure is reported, never raised into the delegation:
 the task goes out unprotected and the event log says why.
+
+Past ``[checkpoints] keep`` the oldest checkpoints are pruned at the
+session's start and then every PRUNE_EVERY snapshots, so a session left
+to run for hours holds a bounded number of refs; the checkpoint of a task
+still at work is never pruned (its changes are measured against it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from choragos.actors.base import Actor
 from choragos.actors.rollbackcmd import run_rollback
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 
+PRUNE_EVERY = 10  # snapshots of one tree between prunes while the session runs
+
 
 class CheckpointerActor(Actor):
     def __init__(self, store: CheckpointStore, core: Any, events: Any,
@@ -30,6 +37,8 @@ class CheckpointerActor(Actor):
         self.events = events
         self.trees: dict[Path, CheckpointStore] = {}  # the roles' worktrees, opened on use
         self.keep: int | None = None  # the last prune's; a worktree is pruned when opened
+        self.at_work: frozenset[str] = frozenset()  # the core's last word: tasks at work
+        self._taken: dict[Path | None, int] = {}  # snapshots per tree since its last prune
 
     def on_shutdown(self) -> None:
         self.store.close()
@@ -43,13 +52,22 @@ class CheckpointerActor(Actor):
     @handle.register
     def _snapshot(self, msg: m.Snapshot) -> None:
         began = time.monotonic()
+        store = None
         try:
-            checkpoint = self._store(msg.tree).snapshot(msg.task_id, msg.role, msg.label)
+            store = self._store(msg.tree)
+            checkpoint = store.snapshot(msg.task_id, msg.role, msg.label)
         except (CheckpointError, NotARepository, OSError) as exc:
             self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
             return
         self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
                                         seconds=round(time.monotonic() - began, 4)))
+        # Sent with the snapshot, so it names every task whose snapshot was
+        # asked for before (still on its way here or not) that is not settled.
+        self.at_work = msg.at_work | {msg.task_id}
+        taken = self._taken[msg.tree] = self._taken.get(msg.tree, 0) + 1
+        if self.keep is not None and taken >= PRUNE_EVERY:
+            self._taken[msg.tree] = 0
+            self._prune_one(store)
 
     @handle.register
     def _rollback(self, msg: m.Rollback) -> dict:
@@ -63,7 +81,7 @@ class CheckpointerActor(Actor):
 
     @handle.register
     def _prune(self, msg: m.Prune) -> list[str]:
-        self.keep = msg.keep
+        self.keep, self.at_work = msg.keep, msg.at_work
         removed = self._prune_one(self.store)
         for store in self.trees.values():
             removed += self._prune_one(store)
@@ -73,7 +91,7 @@ class CheckpointerActor(Actor):
         keep = self.keep if self.keep is not None else 0
         where = {"worktree": store.worktree} if store.worktree else {}
         try:
-            removed = store.prune(keep)
+            removed = store.prune(keep, self.at_work)
         except (CheckpointError, OSError) as exc:
             self.events.write("checkpoint prune failed", error=str(exc), **where)
             return []

@@ -35,7 +35,7 @@ from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.workcheck import WorkChecks
-from choragos.board import Board, BoardError, Task, TaskState
+from choragos.board import SETTLED_STATES, Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
 from choragos.gateway import Totals, role_cost, role_tokens
@@ -390,8 +390,10 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if self.s.checkpointer is None:
             self._queue_task(task)
             return
+        at_work = frozenset(t.id for t in self.s.board.tasks.values()
+                            if t.state not in SETTLED_STATES)
         self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
-                                            tree=self.s.trees.get(task.role)))
+                                            tree=self.s.trees.get(task.role), at_work=at_work))
 
     @handle.register
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:

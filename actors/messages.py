@@ -258,8 +258,10 @@ class Snapshot:
     label: str
     reply_to: Any = field(default=None, compare=False)
     tree: Any = None  # the role's worktree (a Path); None: the main tree
+    at_work: frozenset[str] = frozenset()  # ids of tasks whose checkpoints no prune may take
 
 
 @dataclass(frozen=True)
 class Prune:
     keep: int
+    at_work: frozenset[str] = frozenset()  # ids of tasks whose checkpoints no prune may take

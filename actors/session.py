@@ -70,6 +70,7 @@ from choragos.actors.supervisor import (
     supervisor_spec,
 )
 from choragos.actors.timers import Timers
+from choragos.board import SETTLED_STATES
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config, role_env
 from choragos.ctlserver import ControlServer, ServerStartError
@@ -328,7 +329,7 @@ class Session:
         events = self.events
         handle = self._start_child(
             "checkpointer", lambda h: CheckpointerActor.start(store, core, events, sup))
-        handle.tell(m.Prune(self.config.checkpoints.keep))
+        handle.tell(m.Prune(self.config.checkpoints.keep, _tasks_at_work(self.restored)))
         return handle
 
     def _gateway_label(self) -> str | None:
@@ -612,3 +613,13 @@ class Session:
         if state.reader is not None:
             state.reader.halt()
         self.events.write("role stopped", role=name, status=str(status))
+
+
+def _tasks_at_work(image: journal.Image | None) -> frozenset[str]:
+    """A resumed session's tasks still at work: the start's prune leaves
+    their checkpoints, as the running session's prunes do."""
+    if image is None:
+        return frozenset()
+    settled = {str(state) for state in SETTLED_STATES}
+    return frozenset(task_id for task_id, task in image.tasks.items()
+                     if task.get("state") not in settled)

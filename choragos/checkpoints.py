@@ -30,7 +30,7 @@ import re
 import stat
 import struct
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -227,12 +227,14 @@ class CheckpointStore:
                                   "`choragos checkpoints` lists the ones there are")
         return max(matches, key=_age_key)
 
-    def prune(self, keep: int) -> list[str]:
-        """Delete all but the newest ``keep`` checkpoints; returns the refs removed."""
+    def prune(self, keep: int, at_work: Collection[str] = ()) -> list[str]:
+        """Delete all but the newest ``keep`` checkpoints, and never one of a
+        task in ``at_work`` (ids: a task still at work is measured against
+        its checkpoint); returns the refs removed."""
         if keep < 0:
             raise CheckpointError("keep must be 0 or more")
         with self._failures("pruning checkpoints"), self._locked():
-            doomed = self.list()[keep:]
+            doomed = [c for c in self.list()[keep:] if c.task_id not in at_work]
             for checkpoint in doomed:
                 self._delete_ref(checkpoint)
         return [c.ref for c in doomed]

@@ -31,6 +31,16 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0,
         time.sleep(interval)
 
 
+class Told:
+    """Stands in for an actor's handle: records every message told to it."""
+
+    def __init__(self) -> None:
+        self.told: list = []
+
+    def tell(self, message) -> None:
+        self.told.append(message)
+
+
 @pytest.fixture
 def short_tmp(tmp_path_factory) -> Path:
     """A short temp dir: unix socket paths must stay under ~100 bytes."""

@@ -253,9 +253,13 @@ def test_a_submodule_not_checked_out_keeps_its_recorded_commit(repo: Path,
     assert (repo / "sub").is_dir() and not any((repo / "sub").iterdir())
     settle(repo)
     with CheckpointStore(repo) as store:
-        checkpoint = store.snapshot("T1", "coder", "deinit")
-    assert ls_tree(repo, checkpoint.ref)["sub"] == "160000"
-    assert git(repo, "rev-parse", f"{checkpoint.ref}:sub").strip() == head
+        _assert_gitlink(repo, store.snapshot("T1", "coder", "deinit"), "sub", head)
+
+
+def _assert_gitlink(repo: Path, checkpoint, path: str, commit: str) -> None:
+    """``checkpoint`` holds ``path`` as a gitlink to ``commit``, as git would."""
+    assert ls_tree(repo, checkpoint.ref)[path] == "160000"
+    assert git(repo, "rev-parse", f"{checkpoint.ref}:{path}").strip() == commit
     assert checkpoint.tree == git_tree(repo)
 
 
@@ -275,10 +279,7 @@ def test_a_gitlink_with_no_gitmodules_is_kept_for_any_directory_at_its_path(
         write(repo, "emb/stray.txt", "not in any repository\n")
     settle(repo)
     with CheckpointStore(repo) as store:
-        checkpoint = store.snapshot("T1", "coder", "gitlink")
-        assert ls_tree(repo, checkpoint.ref)["emb"] == "160000"
-        assert git(repo, "rev-parse", f"{checkpoint.ref}:emb").strip() == head
-        assert checkpoint.tree == git_tree(repo)
+        _assert_gitlink(repo, store.snapshot("T1", "coder", "gitlink"), "emb", head)
         (repo / "emb" / "stray.txt").unlink(missing_ok=True)
         (repo / "emb").rmdir()  # the path gone: git drops the gitlink, and so do we
         settle(repo)

@@ -200,28 +200,18 @@ def test_the_diff_of_a_worktree_checkpoint_is_taken_in_its_tree(repo: Path) -> N
     assert "+changed in alice" in patch and "main" not in patch
 
 
-class _Core:
-    """Stands in for the session core: records what the checkpointer tells it."""
-
-    def __init__(self) -> None:
-        self.told: list = []
-
-    def tell(self, message) -> None:
-        self.told.append(message)
-
-
 def test_the_checkpointer_snapshots_a_roles_task_in_its_worktree_pruned_on_first_use(
         repo: Path, tmp_path: Path) -> None:
     from choragos.actors import messages as m
     from choragos.actors.checkpointer import CheckpointerActor
     from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
     from choragos.events import EventLog, read_events
-    from tests.conftest import wait_until
+    from tests.conftest import Told, wait_until
 
     alice = tree(repo, "alice")
     with CheckpointStore(alice) as store:
         old = [store.snapshot(f"T{n}", "alice", "old", now=1000.0 + n).ref for n in (1, 2, 3)]
-    events, core = EventLog(tmp_path / "events.jsonl"), _Core()
+    events, core = EventLog(tmp_path / "events.jsonl"), Told()
     sup = Supervisor.start(on_event=events.write)
     try:
         main = CheckpointStore(repo, watch=True)

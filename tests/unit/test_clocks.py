@@ -18,7 +18,7 @@ from choragos.actors.clocks import (
 )
 from choragos.actors.handle import Handle
 from choragos.actors.timers import Timers
-from tests.conftest import wait_until
+from tests.conftest import Told, wait_until
 
 
 class FakeTime:
@@ -35,17 +35,9 @@ class FakeTime:
             self.now += seconds
 
 
-class Core:
-    def __init__(self) -> None:
-        self.told: list = []
-
-    def tell(self, message) -> None:
-        self.told.append(message)
-
-
 @pytest.fixture
 def rig():
-    fake, core = FakeTime(), Core()
+    fake, core = FakeTime(), Told()
     timers = Timers(clock=fake)
     handle = Handle("clocks")
     ref = ClockActor.start(ClockState({}), core, timers, handle, clock=fake)

@@ -12,17 +12,7 @@ from choragos.actors.core import CoreActor, CoreState, Seat
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.config import Config, RoleSpec
 from choragos.events import EventLog, read_events
-from tests.conftest import wait_until
-
-
-class FakeRole:
-    """Stands in for a role actor: records what the core tells it."""
-
-    def __init__(self) -> None:
-        self.told: list = []
-
-    def tell(self, message) -> None:
-        self.told.append(message)
+from tests.conftest import Told, wait_until
 
 
 @pytest.fixture
@@ -31,7 +21,7 @@ def core(tmp_path):
                            RoleSpec(name="coder", command="x")))
     events = EventLog(tmp_path / "events.jsonl")
     state = CoreState(config=config, workdir=tmp_path, events=events)
-    roles = {name: FakeRole() for name in ("orchestrator", "coder")}
+    roles = {name: Told() for name in ("orchestrator", "coder")}
     for name, role in roles.items():
         state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=True))
     sup = Supervisor.start(on_event=events.write)
