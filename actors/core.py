@@ -382,6 +382,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
 
     def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
+        if state in SETTLED_STATES:
+            self.s.prints.pop(task_id, None)  # no report of it is checked again
         self._publish(news.TaskChanged(task.as_dict()))
         self._guard_tasks()
         return task

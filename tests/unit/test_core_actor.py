@@ -16,21 +16,36 @@ from tests.conftest import Told, wait_until
 
 
 @pytest.fixture
-def core(tmp_path):
-    config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),
-                           RoleSpec(name="coder", command="x")))
-    events = EventLog(tmp_path / "events.jsonl")
-    state = CoreState(config=config, workdir=tmp_path, events=events)
-    roles = {name: Told() for name in ("orchestrator", "coder")}
-    for name, role in roles.items():
-        state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=True))
-    sup = Supervisor.start(on_event=events.write)
-    handle = sup.ask(StartChild(ChildSpec("core", lambda h: CoreActor.start(state, sup))))
-    yield SimpleNamespace(handle=handle, roles=roles, log=tmp_path / "events.jsonl")
-    sup.ask(StopAll())
-    sup.stop()
-    events.close()
+def start_core(tmp_path):
+    """``start_core(coder=RoleSpec keys)``: a supervised core, an orchestrator
+    and a coder whose role actors only record what they are told."""
+    started = []
+
+    def start(**coder: object) -> SimpleNamespace:
+        config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),
+                               RoleSpec(name="coder", command="x", **coder)))
+        events = EventLog(tmp_path / "events.jsonl")
+        state = CoreState(config=config, workdir=tmp_path, events=events)
+        roles = {name: Told() for name in ("orchestrator", "coder")}
+        for name, role in roles.items():
+            state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=True))
+        sup = Supervisor.start(on_event=events.write)
+        started.append((sup, events))
+        handle = sup.ask(StartChild(ChildSpec("core", lambda h: CoreActor.start(state, sup))))
+        return SimpleNamespace(handle=handle, roles=roles, log=tmp_path / "events.jsonl",
+                               state=state)
+
+    yield start
+    for sup, events in started:
+        sup.ask(StopAll())
+        sup.stop()
+        events.close()
     assert not [a for a in pykka.ActorRegistry.get_all() if a.is_alive()]
+
+
+@pytest.fixture
+def core(start_core):
+    return start_core()
 
 
 def dispatch(handle, **request):
@@ -116,3 +131,17 @@ def test_a_line_the_role_refused_untyped_is_held_not_failed(core):
     handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: len(roles["coder"].told) == 2, 5, message="the second attempt")
     assert roles["coder"].told[1].injection == first
+
+
+def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, tmp_path):
+    """The owned files are fingerprinted when a task goes out; once it is
+    settled nothing checks them again, and a long session must not keep one
+    per task."""
+    (tmp_path / "OWNED.md").write_text("mine\n")
+    core = start_core(owns_files=("OWNED.md",))
+    dispatch(core.handle, cmd="delegate", to=["coder"], task="one", brief=None)
+    assert set(core.state.prints) == {"T1"}
+    ack = dispatch(core.handle, cmd="work-done", id="T1", task="finished", done=True)
+    assert ack["status"] == "ok", ack
+    assert dispatch(core.handle, cmd="board")["tasks"][0]["state"] == "done"
+    assert core.state.prints == {}
