@@ -21,7 +21,8 @@ from choragos.actors.gateway import FlushTokens, TokenTotals
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.config import Config, RoleSpec
 from choragos.events import EventLog
-from tests.unit.test_core_actor import FakeRole, dispatch
+from tests.conftest import Told
+from tests.unit.test_core_actor import dispatch
 
 CONFIG = Config(roles=(RoleSpec(name="lead", command="x", start=True),
                        RoleSpec(name="coder", command="x"),
@@ -39,7 +40,7 @@ def generation(tmp_path):
         events = EventLog(tmp_path / f"events-{len(running)}.jsonl")
         state = CoreState(config=CONFIG, workdir=tmp_path, events=events,
                           board=JournaledBoard(journal=writer), journal=writer)
-        roles = {spec.name: FakeRole() for spec in CONFIG.roles}
+        roles = {spec.name: Told() for spec in CONFIG.roles}
         for name, role in roles.items():
             state.seats[name] = Seat(name, role, m.RoleView(name, "idle", ready=ready))
         sup = Supervisor.start(on_event=events.write)
