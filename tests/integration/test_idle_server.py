@@ -60,7 +60,7 @@ def test_an_idle_session_does_not_wake(serve):
 
 
 def test_the_heartbeat_beats_only_while_a_timeout_clock_runs(serve):
-    s = serve(role_toml("lead", start=True) + role_toml("slow", "--worker", "--work", "3",
+    s = serve(role_toml("lead", start=True) + role_toml("slow", "--worker", "--work", "5",
                                                         timeout="60s"))
     s.wait_booted(["slow"])
     out = s.cli("delegate", "--to", "slow", "--task", "take your time")
