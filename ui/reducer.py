@@ -15,6 +15,7 @@ from functools import singledispatch
 from typing import Any
 
 from choragos import news
+from choragos.board import ARCHIVABLE, KEEP_RESOLVED
 from choragos.rolestatus import RoleStatus
 from choragos.ui.deckstate import DeckState, RoleInfo
 
@@ -103,7 +104,10 @@ def _role(item: news.RoleChanged, state: DeckState) -> Result:
 @_reduce.register
 def _task(item: news.TaskChanged, state: DeckState) -> Result:
     task = item.task
-    state = replace(state, tasks={**state.tasks, task["id"]: task})
+    tasks = {**state.tasks, task["id"]: task}
+    if task.get("state") in _RESOLVED:
+        tasks = _live(tasks)
+    state = replace(state, tasks=tasks)
     effects: list[Effect] = [RefreshBoard()]
     gate = state.gates.get(task["id"])
     if gate is not None and task.get("state") != "gated" and gate.get("kind") != "merge":
@@ -112,6 +116,24 @@ def _task(item: news.TaskChanged, state: DeckState) -> Result:
     if task.get("state") == "delivered":
         effects.append(AutoFocus(task["role"]))
     return state, effects
+
+
+_RESOLVED = frozenset(str(s) for s in ARCHIVABLE)
+
+
+def _live(tasks: dict[str, dict]) -> dict[str, dict]:
+    """The deck's copy of the board, bounded as the core's live board is:
+    past KEEP_RESOLVED done or rejected tasks the oldest leave it, so a long
+    session's every change does not copy (and the board not list) them all."""
+    resolved = [tid for tid, t in tasks.items() if t.get("state") in _RESOLVED]
+    if len(resolved) <= KEEP_RESOLVED:
+        return tasks
+    old = set(sorted(resolved, key=_number)[:len(resolved) - KEEP_RESOLVED])
+    return {tid: t for tid, t in tasks.items() if tid not in old}
+
+
+def _number(task_id: str) -> int:
+    return int(task_id[1:]) if task_id[1:].isdigit() else 0
 
 
 @_reduce.register

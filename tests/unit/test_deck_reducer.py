@@ -123,3 +123,17 @@ def test_a_full_status_drops_roles_the_session_no_longer_has():
     assert list(after.roles) == ["coder"] and effects == [r.FollowRoster(("coder",))]
     same, none = r.merge_status(state(), [], {})
     assert none == [] and list(same.roles) == ["orchestrator", "coder"]
+
+
+def test_the_decks_board_keeps_as_many_resolved_tasks_as_the_cores():
+    from choragos.board import KEEP_RESOLVED
+
+    s = state()
+    s, _ = r.reduce(s, news.TaskChanged({"id": "T1", "role": "coder", "state": "delivered"}))
+    for n in range(2, KEEP_RESOLVED + 32):
+        s, _ = r.reduce(s, news.TaskChanged({"id": f"T{n}", "role": "coder", "state": "done"}))
+    resolved = sorted((tid for tid, t in s.tasks.items() if t["state"] == "done"),
+                      key=lambda tid: int(tid[1:]))
+    assert len(resolved) == KEEP_RESOLVED
+    assert resolved[0] == "T32" and resolved[-1] == f"T{KEEP_RESOLVED + 31}"
+    assert s.tasks["T1"]["state"] == "delivered"  # work in hand is never dropped
