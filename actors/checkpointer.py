@@ -52,7 +52,6 @@ class CheckpointerActor(Actor):
     @handle.register
     def _snapshot(self, msg: m.Snapshot) -> None:
         began = time.monotonic()
-        store = None
         try:
             store = self._store(msg.tree)
             checkpoint = store.snapshot(msg.task_id, msg.role, msg.label)

@@ -168,7 +168,7 @@ def arm_heartbeat(core: Any) -> None:
     pending = s.heartbeat
     # One that should have fired a beat ago was lost with a crashed core's
     # mailbox: arm another.
-    if pending is not None and not pending.cancelled and pending.due > timers.clock() - HEARTBEAT:
+    if pending is not None and pending.due > timers.clock() - HEARTBEAT:
         return
     s.heartbeat = timers.after(HEARTBEAT, s.me, Heartbeat())
 

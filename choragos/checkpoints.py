@@ -295,8 +295,7 @@ class CheckpointStore:
 
     def _walk_depends(self) -> tuple:
         """What a walk's result depends on outside the watched directories."""
-        return (self._rules().key, _signature(self._repo.index_path()),
-                (self.root / ".gitmodules").exists())
+        return (self._rules().key, _signature(self._repo.index_path()))
 
     def _unchanged_scan(self) -> Scan | None:
         """The last walk's result, when the watch vouches that nothing changed

@@ -13,6 +13,7 @@ from choragos.ui.overlays import (
     ConfirmOverlay,
     inert,
 )
+from choragos.ui.reducer import task_number
 
 
 class DeckBoard:
@@ -28,8 +29,7 @@ class DeckBoard:
         self.command({"cmd": "board"}, opened)
 
     def _sorted_tasks(self) -> list[dict]:
-        return sorted(self.state.tasks.values(), key=lambda t: int(t["id"][1:])
-                      if t["id"][1:].isdigit() else 0)
+        return sorted(self.state.tasks.values(), key=lambda t: task_number(t["id"]))
 
     def _show_board(self) -> None:
         self._open_overlay(BoardOverlay(self._sorted_tasks(), self._board_action,

@@ -128,11 +128,12 @@ def _live(tasks: dict[str, dict]) -> dict[str, dict]:
     resolved = [tid for tid, t in tasks.items() if t.get("state") in _RESOLVED]
     if len(resolved) <= KEEP_RESOLVED:
         return tasks
-    old = set(sorted(resolved, key=_number)[:len(resolved) - KEEP_RESOLVED])
+    old = set(sorted(resolved, key=task_number)[:len(resolved) - KEEP_RESOLVED])
     return {tid: t for tid, t in tasks.items() if tid not in old}
 
 
-def _number(task_id: str) -> int:
+def task_number(task_id: str) -> int:
+    """3 for ``T3``: the order tasks were created in (0 for an id of another shape)."""
     return int(task_id[1:]) if task_id[1:].isdigit() else 0
 
 
