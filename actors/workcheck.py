@@ -132,13 +132,14 @@ class WorkChecks:
         if msg.changes is None:
             self._event("changes unknown", task=task.id, role=task.role, reason=msg.error)
             return ""
-        files = list(msg.changes)
-        flagged = outcome == "done" and not files
-        task = self.s.board.annotate(task.id, changes=msg.changes)
+        counted = changes.totals(msg.changes)
+        listed = msg.changes[:changes.LISTED]
+        flagged = outcome == "done" and not msg.changes
+        task = self.s.board.annotate(task.id, changes=listed, changed=counted)
         self._publish(news.TaskChanged(task.as_dict()))
-        self._event("changes", task=task.id, role=task.role, files=files,
-                    headline=changes.headline(files), flagged=flagged)
-        return NO_CHANGE if flagged else changes.headline(files)
+        self._event("changes", task=task.id, role=task.role, files=list(listed),
+                    totals=counted, headline=changes.headline(counted), flagged=flagged)
+        return NO_CHANGE if flagged else changes.headline(counted)
 
     def _verify_passed(self, task: Task, msg: WorkChecked, line: str) -> None:
         result = msg.verify

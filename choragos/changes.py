@@ -14,6 +14,11 @@ from pathlib import Path
 
 _KINDS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
 
+# A task keeps this many file entries (the first by path) and counts the
+# rest in its totals: a code generator's ten thousand files would otherwise
+# ride in every journal record, board listing and news of that task.
+LISTED = 200
+
 
 class ChangesError(Exception):
     """git could not compare the two trees; the message says why."""
@@ -59,23 +64,37 @@ def branch_diff(workdir: Path, branch: str) -> str:
     return unified(workdir, merge_base(workdir, branch), branch)
 
 
-def headline(changes: list[dict] | tuple[dict, ...]) -> str:
+def totals(found: list[dict] | tuple[dict, ...]) -> dict[str, int]:
+    """How many files changed, and the lines added and deleted in all of them."""
+    return {"files": len(found), "added": sum(c.get("added") or 0 for c in found),
+            "deleted": sum(c.get("deleted") or 0 for c in found)}
+
+
+def headline(counted: dict[str, int]) -> str:
     """``3 files changed (+12 -4)``, as the orchestrator reads it."""
-    if not changes:
+    if not counted["files"]:
         return "no files changed"
-    plus = sum(c.get("added") or 0 for c in changes)
-    minus = sum(c.get("deleted") or 0 for c in changes)
-    files = "1 file" if len(changes) == 1 else f"{len(changes)} files"
-    return f"{files} changed (+{plus} -{minus})"
+    files = "1 file" if counted["files"] == 1 else f"{counted['files']} files"
+    return f"{files} changed (+{counted['added']} -{counted['deleted']})"
+
+
+def changed_count(task: dict) -> int | None:
+    """How many files ``task`` changed, ``None`` when not measured.  A journal
+    from before totals were kept has only the list, which was then whole."""
+    counted = task.get("changed")
+    if isinstance(counted, dict) and isinstance(counted.get("files"), int):
+        return counted["files"]
+    found = task.get("changes")
+    return len(found) if isinstance(found, list | tuple) else None
 
 
 def files_cell(task: dict) -> str:
     """A board row's FILES cell: how many files the task changed, ``-`` when
     not measured, ``0!`` for a done that changed none (it is flagged)."""
-    found = task.get("changes")
-    if not isinstance(found, list | tuple):
+    count = changed_count(task)
+    if count is None:
         return "-"
-    return f"{len(found)}" if found or task.get("state") != "done" else "0!"
+    return f"{count}" if count or task.get("state") != "done" else "0!"
 
 
 def _git(root: Path, *args: str) -> bytes:

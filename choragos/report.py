@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from choragos import changes
+
 __all__ = ["TOKEN_FIELDS", "LogRead", "Report", "RoleStats", "build", "read_log", "split_runs"]
 
 TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
@@ -285,8 +287,11 @@ class _RunSummary:
     def _changes(self, record: dict) -> None:
         files = record.get("files")
         if isinstance(files, list):
+            counted = record.get("totals")
             self.changes.append({"task": record.get("task"), "role": record.get("role"),
-                                 "files": files, "flagged": bool(record.get("flagged"))})
+                                 "files": files, "flagged": bool(record.get("flagged")),
+                                 "totals": counted if isinstance(counted, dict)
+                                 else _totals(files)})
 
     def _task_failed(self, record: dict) -> None:
         # The session failed it (its worker died, it could not be typed); a
@@ -353,3 +358,12 @@ def _token_values(record: dict) -> dict[str, int] | None:
            for v in values.values()):
         return values
     return None
+
+
+def _totals(files: list) -> dict[str, int]:
+    """An older log's ``changes`` event had no totals: its list was whole then."""
+    def lines(entry: object, key: str) -> int:
+        value = entry.get(key) if isinstance(entry, dict) else None
+        return value if isinstance(value, int) else 0
+    return changes.totals([{"added": lines(c, "added"), "deleted": lines(c, "deleted")}
+                           for c in files])

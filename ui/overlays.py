@@ -14,7 +14,7 @@ from typing import Any
 
 import urwid
 
-from choragos.changes import files_cell
+from choragos.changes import changed_count, files_cell
 from choragos.cli._client import duration
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 
@@ -50,14 +50,63 @@ def _lines(texts: Sequence[Any]) -> urwid.ListBox:
         [t if isinstance(t, urwid.Widget) else urwid.Text(t) for t in texts]))
 
 
+class LazyLines(urwid.ListWalker):
+    """A pager's lines, each made a widget only when the list box reaches it:
+    a diff of a hundred thousand lines opens at once instead of stalling the
+    deck while every line is built."""
+
+    _KEEP = 4096  # widgets kept for reuse; well past any screen
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.focus = 0
+        self._made: dict[int, urwid.Text] = {}
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @property
+    def built(self) -> int:
+        """How many lines are widgets now."""
+        return len(self._made)
+
+    def __getitem__(self, position: int) -> urwid.Text:
+        if not 0 <= position < len(self.lines):
+            raise IndexError(position)
+        made = self._made.get(position)
+        if made is None:
+            if len(self._made) >= self._KEEP:
+                self._made.clear()
+            made = self._made[position] = urwid.Text(inert(self.lines[position]))
+        return made
+
+    def next_position(self, position: int) -> int:
+        if position + 1 >= len(self.lines):
+            raise IndexError(position)
+        return position + 1
+
+    def prev_position(self, position: int) -> int:
+        if position <= 0:
+            raise IndexError(position)
+        return position - 1
+
+    def set_focus(self, position: int) -> None:
+        self[position]  # an out-of-range position raises, as a list's would
+        self.focus = position
+        self._modified()
+
+    def positions(self, reverse: bool = False) -> range:
+        return range(len(self.lines) - 1, -1, -1) if reverse else range(len(self.lines))
+
+
 class _Scrolling(Dialog):
     """A dialog whose body is a list the user scrolls with the usual keys."""
 
     CLOSE = ("esc", "q")
 
-    def __init__(self, title: str, lines: Sequence[Any], hint: str,
+    def __init__(self, title: str, lines: Sequence[Any] | urwid.ListBox, hint: str,
                  on_close: Callable[[], None]) -> None:
-        self.listbox = _lines(lines or [""])
+        self.listbox = lines if isinstance(lines, urwid.ListBox) else _lines(lines or [""])
         self.on_close = on_close
         super().__init__(title, self.listbox, hint)
 
@@ -105,7 +154,7 @@ class HelpOverlay(_Scrolling):
 
 class PagerOverlay(_Scrolling):
     def __init__(self, title: str, text: str, on_close: Callable[[], None]) -> None:
-        lines = [inert(line) for line in text.splitlines()] or ["(empty)"]
+        lines = urwid.ListBox(LazyLines(text.splitlines() or ["(empty)"]))
         super().__init__(inert(title), lines, "↑ ↓ PgUp PgDn g G scroll   q / Esc close",
                          on_close)
 
@@ -200,11 +249,18 @@ _BOARD_COLUMNS = (("ID", 5), ("ROLE", 14), ("STATE", 10), ("AGE", 7), ("TOOK", 7
                   ("CK", 3), ("FILES", 6))
 
 
-def changed_files(found: list[dict]) -> str:
+SHOWN_CHANGES = 12  # file entries the board's detail line names; it counts the rest
+
+
+def changed_files(task: dict) -> str:
+    """The detail line's ``changed``: the first files by path, then how many more."""
     def one(c: dict) -> str:
         counts = "binary" if c.get("added") is None else f"+{c['added']} -{c['deleted']}"
         return f"{c['path']} ({c['kind']}, {counts})"
-    return ", ".join(one(c) for c in found)
+    found = task["changes"]
+    line = ", ".join(one(c) for c in found[:SHOWN_CHANGES])
+    more = (changed_count(task) or 0) - min(len(found), SHOWN_CHANGES)
+    return f"{line} and {more} more" if more > 0 else line
 
 
 class _TaskRow(urwid.WidgetWrap):
@@ -292,7 +348,7 @@ class BoardOverlay(Dialog):
         if task.get("checks"):
             lines.append([("dim", "checks  "), inert(task["checks"])])
         if task.get("changes"):
-            lines.append([("dim", "changed "), inert(changed_files(task["changes"]))])
+            lines.append([("dim", "changed "), inert(changed_files(task))])
         self.detail.set_text([part for line in lines for part in (*line, "\n")][:-1])
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:

@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 
+from choragos import changes
 from tests.integration.harness import role_toml
 
 EDITS = "Make three changes.\nwrite notes/new.txt one\\ntwo\nappend README.md more\ndelete old.txt"
@@ -116,3 +117,24 @@ def test_verify_runs_with_the_roles_environment_not_the_sessions(serve):
     assert "Its verify passed" in line
     log = (s.workdir / ".choragos" / "reports" / "T1.verify.log").read_text()
     assert "role coder secret None shared seen" in log
+
+
+def test_a_task_that_changes_many_files_keeps_the_first_and_counts_them_all(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--worker", "--edit"))
+    s.wait_booted(["orchestrator", "coder"])
+    many = changes.LISTED + 50
+    assert s.cli("delegate", "--to", "coder", "--task", f"Generate.\nspawn gen {many}"
+                 ).returncode == 0
+    line = s.wait(lambda: next(iter(_reports(s)), None), 30, message="the report")
+    assert f"finished T1 in the fixture ({many} files changed (+{many} -0))" in line
+    task = s.board()["T1"]
+    assert task["changed"] == {"files": many, "added": many, "deleted": 0}
+    assert [c["path"] for c in task["changes"]] == [f"gen/f{n:06d}.txt"
+                                                     for n in range(changes.LISTED)]
+    table = s.cli("board").stdout.splitlines()
+    assert table[1].split()[table[0].split().index("FILES")] == str(many)
+    records = json.loads(s.cli("report", "--json").stdout)["changes"]
+    assert records[0]["totals"] == task["changed"] and len(records[0]["files"]) == changes.LISTED
+    # Each journal record of the task carries the kept entries, not all of them.
+    journal = (s.workdir / ".choragos" / "state" / "journal.log").read_text()
+    assert "gen/f000199.txt" in journal and "gen/f000200.txt" not in journal
