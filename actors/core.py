@@ -237,7 +237,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
 
     def _cmd_board(self, request: dict) -> dict:
         return wire.ok(tasks=self.s.board.snapshot(request.get("archived", False)),
-                       archived=len(self.s.board.archive))
+                       archived=len(self.s.board.archive),
+                       archived_by=self.s.board.archived_counts())
 
     def _cmd_reload(self, request: dict) -> dict:
         """Live reload: converge the roles on the re-read config (see choragos/reloadplan.py)."""

@@ -12,7 +12,7 @@ report`` reads the event log, which holds every task.)
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 
@@ -107,6 +107,7 @@ class Board:
     clock: object = time.time
     archive: dict[str, Task] = field(default_factory=dict)
     resolved: deque = field(default_factory=deque)  # ids, in the order they resolved
+    archived_by: Counter = field(default_factory=Counter)  # (role, state) -> archived tasks
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
         task = Task(id=f"T{self.next_number}", role=role, text=text, brief=brief,
@@ -127,7 +128,9 @@ class Board:
 
     def put_back(self, task: Task) -> None:
         """Undo a change: ``task`` as it was before (live, where changes happen)."""
-        self.archive.pop(task.id, None)
+        gone = self.archive.pop(task.id, None)
+        if gone is not None:
+            self.archived_by[(gone.role, str(gone.state))] -= 1
         self.tasks[task.id] = task
 
     def move(self, task_id: str, state: TaskState, **changes: object) -> Task:
@@ -152,6 +155,7 @@ class Board:
             old = self.tasks.get(self.resolved.popleft())
             if old is not None and old.state in ARCHIVABLE:
                 self.archive[old.id] = self.tasks.pop(old.id)
+                self.archived_by[(old.role, str(old.state))] += 1
 
     def annotate(self, task_id: str, **changes: object) -> Task:
         task = replace(self.get(task_id), **changes)
@@ -167,6 +171,11 @@ class Board:
 
     def open_for(self, role: str) -> list[Task]:
         return [t for t in self.tasks.values() if t.role == role and t.is_open]
+
+    def archived_counts(self) -> list[dict]:
+        """How many archived tasks each role has in each state, without listing them."""
+        return [{"role": role, "state": state, "count": count}
+                for (role, state), count in sorted(self.archived_by.items()) if count > 0]
 
     def snapshot(self, archived: bool = False) -> list[dict]:
         """The live board; with ``archived``, every task, in id order."""

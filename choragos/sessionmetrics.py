@@ -179,7 +179,7 @@ class _BoardCollector(Collector):
         up.add_metric([], 1.0 if board is not None and status is not None else 0.0)
         yield up
         if board is not None:
-            yield _tasks(board.get("tasks") or [])
+            yield _tasks(board.get("tasks") or [], board.get("archived_by") or [])
         if status is not None:
             yield from _roles(status.get("roles") or [])
 
@@ -192,13 +192,17 @@ class _BoardCollector(Collector):
         return ack if ack.get("status") == "ok" else None
 
 
-def _tasks(tasks: list[dict]) -> GaugeMetricFamily:
-    family = GaugeMetricFamily("choragos_tasks", "Tasks on the board, by role and state.",
+def _tasks(tasks: list[dict], archived: list[dict]) -> GaugeMetricFamily:
+    """The session's tasks, the live board's and the archive's counted together."""
+    family = GaugeMetricFamily("choragos_tasks", "Tasks of the session, by role and state.",
                                labels=["role", "state"])
     counts: dict[tuple[str, str], int] = {}
     for task in tasks:
         key = (str(task.get("role")), str(task.get("state")))
         counts[key] = counts.get(key, 0) + 1
+    for tally in archived:
+        key = (str(tally.get("role")), str(tally.get("state")))
+        counts[key] = counts.get(key, 0) + int(tally.get("count") or 0)
     for (role, state), count in sorted(counts.items()):
         family.add_metric([role, state], count)
     return family

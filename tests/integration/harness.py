@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -184,3 +185,14 @@ class Serve:
         assert not self.sock.exists(), "socket left behind"
 
 
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    """A session's ``/metrics``, read by prometheus-client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: dict, name: str, **labels: str) -> float | None:
+    return samples.get((name, tuple(sorted(labels.items()))))

@@ -6,13 +6,15 @@ import json
 
 from choragos import wire
 from choragos.board import KEEP_RESOLVED
-from tests.integration.harness import role_toml
+from tests.integration.gatewayfakes import free_port
+from tests.integration.harness import role_toml, scrape, value
 
 TEAM = role_toml("orchestrator", start=True) + role_toml("coder")
 
 
 def test_done_tasks_are_archived_and_still_listed_and_reported(serve):
-    s = serve(TEAM + "[checkpoints]\nenabled = false\n")
+    port = free_port()
+    s = serve(TEAM + f'[checkpoints]\nenabled = false\n[metrics]\nlisten = "127.0.0.1:{port}"\n')
     s.wait_booted(["orchestrator", "coder"])
     for role in ("orchestrator", "coder"):  # nothing typed: reports and tasks queue
         assert s.cli("pause", role).returncode == 0
@@ -25,6 +27,12 @@ def test_done_tasks_are_archived_and_still_listed_and_reported(serve):
         assert ack["status"] == "ok", ack
     live = json.loads(s.cli("board", "--json").stdout)
     assert len(live["tasks"]) == KEEP_RESOLVED and live["archived"] == 30
+    assert live["archived_by"] == [{"role": "coder", "state": "done", "count": 30}]
+    # The metrics and the "every task is settled" line count the whole session.
+    samples = scrape(port)
+    assert value(samples, "choragos_tasks", role="coder", state="done") == total
+    s.wait(lambda: f"every task is settled: {total} done, 0 failed, 0 rejected" in s.stderr(),
+           10, "the settled line")
     assert live["tasks"][0]["id"] == "T31"
     every = json.loads(s.cli("board", "--all", "--json").stdout)["tasks"]
     assert [t["id"] for t in every] == [f"T{n}" for n in range(1, total + 1)]

@@ -4,32 +4,14 @@ real session: the numbers agree with ``choragos board`` and ``status``."""
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.harness import role_toml
+from tests.integration.gatewayfakes import free_port
+from tests.integration.harness import role_toml, scrape, value
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def scrape(port: int) -> dict[tuple[str, tuple], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples: dict, name: str, **labels: str) -> float | None:
-    return samples.get((name, tuple(sorted(labels.items()))))
 
 
 def views(s) -> tuple[list, list]:

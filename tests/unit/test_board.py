@@ -88,5 +88,7 @@ def test_resolved_tasks_past_the_limit_move_to_the_archive() -> None:
     assert board.get("T2").state is TaskState.DONE
     assert len(board.snapshot()) == KEEP_RESOLVED + 1
     assert [t["id"] for t in board.snapshot(archived=True)][:3] == ["T1", "T2", "T3"]
+    assert board.archived_counts() == [{"role": "coder", "state": "done", "count": 5}]
     board.put_back(board.get("T2"))
     assert "T2" in board.tasks and "T2" not in board.archive
+    assert board.archived_counts() == [{"role": "coder", "state": "done", "count": 4}]

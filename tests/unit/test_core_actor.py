@@ -145,3 +145,18 @@ def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, 
     assert ack["status"] == "ok", ack
     assert dispatch(core.handle, cmd="board")["tasks"][0]["state"] == "done"
     assert core.state.prints == {}
+
+
+def test_every_task_settled_counts_the_archived_ones_too(start_core, monkeypatch):
+    """A long session's board keeps only the latest resolved tasks live; the
+    "every task is settled" counts are still the whole session's."""
+    monkeypatch.setattr("choragos.board.KEEP_RESOLVED", 2)
+    core = start_core()
+    for n in range(1, 6):
+        dispatch(core.handle, cmd="delegate", to=["coder"], task=f"task {n}", brief=None)
+        ack = dispatch(core.handle, cmd="work-done", id=f"T{n}", task="finished", done=True)
+        assert ack["status"] == "ok", ack
+    assert len(core.state.board.archive) == 3
+    settled = [r for r in read_events(core.log) if r["event"] == "all tasks settled"]
+    assert [(r["done"], r["failed"], r["rejected"]) for r in settled] == [
+        (n, 0, 0) for n in range(1, 6)]
