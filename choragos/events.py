@@ -98,11 +98,7 @@ class EventLog:
     def _rotate(self) -> None:
         os.close(self._fd)
         self._fd = None
-        for n in range(KEEP_ROTATED - 1, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{n}")
-            if older.exists():
-                statedir.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
-        statedir.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        statedir.rotate(self.path, KEEP_ROTATED)
         self._fd = statedir.append_fd(self.path)
         self._size = 0
 

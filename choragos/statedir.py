@@ -124,6 +124,16 @@ def replace(src: Path, dst: Path) -> None:
         os.close(src_parent)
 
 
+def rotate(path: Path, keep: int) -> None:
+    """``path`` becomes ``path.1``, an older ``path.1`` becomes ``path.2`` and so
+    on up to ``path.<keep>``; what was in ``path.<keep>`` is gone."""
+    for n in range(keep - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{n}")
+        if older.exists():
+            replace(older, path.with_name(f"{path.name}.{n + 1}"))
+    replace(path, path.with_name(f"{path.name}.1"))
+
+
 # -- opening directories -----------------------------------------------------------------
 
 def _anchor(path: Path) -> tuple[Path, tuple[str, ...]]:

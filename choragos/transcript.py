@@ -6,7 +6,8 @@ pane cut off (the emulator keeps it as the row's tail), so what lands here does
 not depend on the tile size the line was shown in.  Each spawn starts with a header line.  A
 ``--- transcript gap ---`` line (the terminal's GAP_MARKER, passed through
 with the scrolled lines) marks text that was cleared from the screen before
-it could scroll off, and so is missing here.
+it could scroll off, and so is missing here.  Past ``MAX_BYTES`` the file
+rotates, keeping the ``KEEP_ROTATED`` newest before it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from choragos import statedir
 
 # How often a kept transcript file is checked to still be the one at its path.
 RECHECK = 1.0
+# Past this size the transcript rotates to ``<role>.log.1`` (… ``.3``): a
+# pane flooding at 1 MB/s through a night would otherwise fill the disk,
+# and with it the journal the session's acks depend on.
+MAX_BYTES = 16 * 1024 * 1024
+KEEP_ROTATED = 3
 
 
 class Transcript:
@@ -38,8 +44,10 @@ class Transcript:
     when it does not (deleted, replaced, or given a second name).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
+        self.max_bytes = max_bytes
+        self._size = 0
         self._lock = threading.Lock()
         self.error: OSError | None = None
         self._file: BinaryIO | None = None
@@ -57,6 +65,11 @@ class Transcript:
                 view = memoryview(data)
                 while view:
                     view = view[handle.write(view):]
+                self._size += len(data)
+                if self._size > self.max_bytes:
+                    self._close()
+                    statedir.rotate(self.path, KEEP_ROTATED)
+                    self._current()  # the path names a file at all times, for tail -F
             except OSError as exc:
                 # A full disk or a planted link costs transcript lines, never the role.
                 self.error = exc
@@ -70,6 +83,7 @@ class Transcript:
                 self._close()
         if self._file is None:
             self._file = os.fdopen(statedir.append_fd(self.path), "ab", buffering=0)
+            self._size = os.fstat(self._file.fileno()).st_size
             self._checked = now
             self.opened += 1
         return self._file

@@ -62,3 +62,29 @@ def test_a_second_name_for_the_file_makes_it_opened_afresh(logs, tmp_path, monke
     t.append_lines(["two"])  # the path now has two names: refused, not written
     assert (tmp_path / "elsewhere").read_text() == "one\n"
     assert t.error is not None and "hard links" in str(t.error)
+
+
+def test_a_flooding_transcript_rotates_and_keeps_the_newest_lines(logs):
+    t = Transcript(logs / "coder.log", max_bytes=1000)
+    for i in range(400):
+        t.append_lines([f"line {i:04d} " + "x" * 40])  # 51 bytes a line
+    names = sorted(p.name for p in logs.iterdir())
+    assert names == ["coder.log", "coder.log.1", "coder.log.2", "coder.log.3"]
+    kept = [line for name in ("coder.log.3", "coder.log.2", "coder.log.1", "coder.log")
+            for line in (logs / name).read_text().splitlines()]
+    assert kept[-1].startswith("line 0399")  # the newest, in order, none twice
+    numbers = [int(line.split()[1]) for line in kept]
+    assert numbers == list(range(numbers[0], 400)) and len(numbers) == 60  # 3 full files
+    assert all((logs / name).stat().st_size <= 1000 + 51 for name in names)
+    assert all(os.stat(logs / name).st_mode & 0o777 == 0o600 for name in names)
+    assert t.error is None
+
+
+def test_a_transcript_carries_on_from_its_size_after_a_restart(logs):
+    (logs / "coder.log").write_bytes(b"y" * 990)
+    os.chmod(logs / "coder.log", 0o600)
+    t = Transcript(logs / "coder.log", max_bytes=1000)
+    t.append_lines(["the role's first line after its restart"])
+    assert (logs / "coder.log.1").read_bytes().endswith(b"after its restart\n")
+    t.append_lines(["next"])
+    assert (logs / "coder.log").read_text() == "next\n"
