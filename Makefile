@@ -13,7 +13,7 @@ CODEX := $(CODEX_DIR)/node_modules/.bin/codex
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench claude gemini codex seats clean mutate mutate-fast \
+.PHONY: venv test test-fast lint demo demo-clean bench soak claude gemini codex seats clean mutate mutate-fast \
 	mutate-git mutate-all mutate-clean
 
 venv: $(STAMP)
@@ -147,6 +147,11 @@ bench: venv
 	$(BIN)/python bench/flood_delay.py --runs 5
 	$(BIN)/python bench/board_growth.py --tasks 1000 --levels 2 --window 10 --repeats 1
 	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
+
+# A crew left alone with the three real CLIs for 300 tasks (about ten
+# minutes): what grows and what slows as its history does.
+soak: venv seats
+	$(BIN)/python bench/soak.py --rounds 150 --window 50
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

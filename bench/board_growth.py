@@ -26,7 +26,6 @@ numbers vary between machines, the ratio is the result.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -37,18 +36,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import emit  # noqa: E402
+from bench.common import emit, process_cpu  # noqa: E402
 from choragos import wire  # noqa: E402
 from tests.integration.harness import Serve, role_toml  # noqa: E402
 
 TEAM = (role_toml("orchestrator", start=True) + role_toml("worker", "--worker")
         + role_toml("backlog"))
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ask(s: Serve, payload: dict) -> dict:
@@ -74,7 +67,7 @@ def window(s: Serve, size: int) -> float:
     """CPU seconds of the server for ``size`` full-cycle delegations."""
     ids = [ask(s, {"cmd": "delegate", "to": ["worker"], "task": f"job {n}"})["tasks"][0]["id"]
            for n in range(size)]
-    before = cpu_seconds(s.proc.pid)
+    before = process_cpu(s.proc.pid)
     deadline = time.monotonic() + 60 + size * 3
     last = ids[-1]
     # Wait on the event log, not the board: asking for the board costs the
@@ -83,7 +76,7 @@ def window(s: Serve, size: int) -> float:
         if time.monotonic() > deadline:
             raise SystemExit(f"window did not finish: {s.diagnostics()}")
         time.sleep(0.2)
-    return cpu_seconds(s.proc.pid) - before
+    return process_cpu(s.proc.pid) - before
 
 
 def _ratio(last: float, first: float) -> float | None:

@@ -97,7 +97,7 @@ def tmux_tiled(server: list[str], env: dict[str, str], commands: list[str]) -> i
 
 
 def process_cpu(pid: int) -> float:
-    """User+system CPU seconds of a process and its reaped children, from /proc."""
+    """User+system CPU seconds of a process (not its children), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

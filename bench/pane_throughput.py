@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 import pyte  # noqa: E402  (needs the path set above)
 
-from bench.common import emit  # noqa: E402
+from bench.common import emit, process_cpu  # noqa: E402
 from choragos.ptyproc import PtyChild, Reader  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
@@ -126,12 +126,6 @@ def tui_stream(size: int, rng: random.Random) -> bytes:
 
 # -- the contestants ---------------------------------------------------------------
 
-def _cpu(pid: int) -> float:
-    """User+system CPU seconds of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def choragos_pane(path: Path, fast_path: bool) -> tuple[float, float]:
     """Wall and CPU seconds for a pane to take ``cat path`` through a real PTY."""
     terminal = Terminal(COLS, ROWS, fast_path=fast_path)
@@ -164,12 +158,12 @@ class Tmux:
                               text=True, timeout=600).stdout
 
     def pane(self, path: Path, name: str) -> tuple[float, float]:
-        cpu = _cpu(self.pid)
+        cpu = process_cpu(self.pid)
         started = time.perf_counter()
         self.run("new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS),
                  f"cat {path}; tmux -L {self.socket} wait-for -S {name}-done")
         self.run("wait-for", f"{name}-done")
-        return time.perf_counter() - started, _cpu(self.pid) - cpu
+        return time.perf_counter() - started, process_cpu(self.pid) - cpu
 
     def close(self) -> None:
         subprocess.run([*self.base, "kill-server"], capture_output=True, timeout=30)

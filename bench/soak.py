@@ -1,0 +1,208 @@
+"""A crew left alone: what grows, and what slows, over hundreds of tasks.
+
+A real ``choragos serve --headless`` runs the mixed-vendor recipe in a loop
+with the three real CLIs, each against its scripted fake server (the
+environment is built from nothing, as the end-to-end tests build it): Claude
+Code orchestrates, Codex writes ``r<N>.txt``, Gemini CLI reviews it, and the
+orchestrator starts the next round when the review is in.  Every
+``--window`` settled tasks the script samples the server: wall time and CPU
+per task, resident memory, threads, open files, child processes, the
+journal's and the event log's size and the checkpoint refs.
+
+The reference is the same session's first window: the ratios are the last
+window's time and CPU per task against the first's (a session that slows
+as its history grows shows > 1), and the memory the server gained per task
+after the first window, when its caches and scrollback are still filling.
+At the end every task must be done and the session must stop leaving no
+process behind.  Needs the CLIs (``make seats``); not part of the test
+suite, and not of ``make bench`` (it takes minutes): ``make soak``.
+
+    .venv/bin/python bench/soak.py [--rounds 150] [--window 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.common import emit, process_cpu, process_rss_mb  # noqa: E402
+from tests.e2e import fakegemini, fakeopenai  # noqa: E402
+from tests.e2e.claudeenv import CLAUDE_BIN  # noqa: E402
+from tests.e2e.fakegemini import FakeGemini  # noqa: E402
+from tests.e2e.fakemodel import Block, FakeModel, Turn, text, tool  # noqa: E402
+from tests.e2e.fakeopenai import FakeOpenAI  # noqa: E402
+from tests.e2e.scenario import BRIEF  # noqa: E402
+from tests.e2e.seats import CODEX_BIN, GEMINI_BIN, Fakes, SeatCrew, seat_role  # noqa: E402
+
+NEW_TASK = re.compile(r"New task T(\d+) from choragos")
+STUCK_AFTER = 180.0  # seconds without a task settling
+
+
+class Orchestrator:
+    """Claude's script: a round is a coder task, then a review of its file."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
+        self.round = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, turn: Turn) -> list[Block]:
+        with self._lock:
+            if self.round == 0 and BRIEF.format(role="orchestrator") in turn.text:
+                return self._next()
+            if re.search(r"\[T\d+ from coder\]", turn.text):
+                return _bash(f'choragos delegate --to reviewer --task "Review r{self.round}.txt"')
+            if re.search(r"\[T\d+ from reviewer\]", turn.text):
+                return self._next() if self.round < self.rounds else text("All rounds done.")
+            return text("Waiting for the team.")
+
+    def _next(self) -> list[Block]:
+        self.round += 1
+        return _bash(f'choragos delegate --to coder --task "Round {self.round}: '
+                     f'write r{self.round}.txt"')
+
+
+class Worker:
+    """A seat's script: do the task's one command, then report it done."""
+
+    def __init__(self, command: Callable[[str], str],
+                 shell: Callable[[str, Turn], list[Block]]) -> None:
+        self.command, self.shell = command, shell
+        self.current: str | None = None
+        self.reported: set[str] = set()
+
+    def __call__(self, turn: Turn) -> list[Block]:
+        found = NEW_TASK.search(turn.all_text)
+        if found and found.group(1) not in self.reported and found.group(1) != self.current:
+            self.current = found.group(1)
+            return self.shell(self.command(self.current), turn)
+        if self.current and self.current not in self.reported and turn.tool_text:
+            self.reported.add(self.current)
+            return self.shell(f'choragos work-done --id T{self.current} --done '
+                              f'--task "finished T{self.current}"', turn)
+        return text("Done.")
+
+
+def _bash(command: str) -> list[Block]:
+    return tool("Bash", {"command": command, "description": "Run a command"})
+
+
+def sample(s: SeatCrew, started: float, done: int) -> dict:
+    pid = s.proc.pid
+    state = s.workdir / ".choragos" / "state"
+    refs = s.workdir / ".git" / "refs" / "choragos"
+    return {"t": round(time.monotonic() - started, 1), "done": done,
+            "cpu": round(process_cpu(pid), 2), "rss_mb": round(process_rss_mb(pid), 1),
+            "threads": len(os.listdir(f"/proc/{pid}/task")),
+            "fds": len(os.listdir(f"/proc/{pid}/fd")), "children": _children(pid),
+            "journal_kb": _kb(state / "journal.log"),
+            "events_kb": _kb(s.workdir / ".choragos" / "logs" / "events.jsonl"),
+            "refs": sum(len(files) for _, _, files in os.walk(refs))}
+
+
+def _children(pid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text()
+                                            .rsplit(")", 1)[1].split()[1]) == pid:
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def _kb(path: Path) -> int:
+    return path.stat().st_size // 1024 if path.exists() else 0
+
+
+def settled(s: SeatCrew) -> tuple[int, dict[str, str]]:
+    tasks = json.loads(s.cli("board", "--json", "--all").stdout)["tasks"]
+    done = sum(t["state"] == "done" for t in tasks)
+    return done, {t["id"]: t["state"] for t in tasks if t["state"] not in ("done", "delivered",
+                                                                           "queued")}
+
+
+def run(s: SeatCrew, total: int, window: int) -> list[dict]:
+    s.wait_booted(["orchestrator", "coder", "reviewer"], timeout=90)
+    started = time.monotonic()
+    samples = [sample(s, started, 0)]
+    moved = time.monotonic()
+    while samples[-1]["done"] < total:
+        time.sleep(1.0)
+        done, odd = settled(s)
+        if odd:
+            raise SystemExit(f"a task went wrong: {odd}\n{s.diagnostics()}")
+        if done > samples[-1]["done"]:
+            moved = time.monotonic()
+        if done >= samples[-1]["done"] + window or done >= total:
+            samples.append(sample(s, started, done))
+            print(json.dumps(samples[-1]), flush=True)
+        if time.monotonic() - moved > STUCK_AFTER:
+            raise SystemExit(f"no task settled for {STUCK_AFTER:.0f} s\n{s.diagnostics()}")
+    return samples
+
+
+def per_task(a: dict, b: dict, key: str) -> float:
+    return (b[key] - a[key]) / max(b["done"] - a["done"], 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=150, help="coder + review pairs")
+    parser.add_argument("--window", type=int, default=50, help="tasks between samples")
+    args = parser.parse_args()
+    for binary in (CLAUDE_BIN, GEMINI_BIN, CODEX_BIN):
+        if not binary.exists():
+            raise SystemExit(f"{binary} is missing: run `make seats` first")
+    root = Path(tempfile.mkdtemp(prefix="chg-soak-", dir="/tmp"))
+    with FakeModel() as claude, FakeGemini() as gemini, FakeOpenAI() as openai:
+        claude.on(lambda turn: True, Orchestrator(args.rounds), once=False)
+        openai.on(lambda turn: True, Worker(lambda n: f"printf 'round {n}\\n' > r{n}.txt",
+                                            lambda c, t: fakeopenai.shell(c)(t)), once=False)
+        gemini.on(lambda turn: True, Worker(lambda n: "ls", lambda c, t: fakegemini.shell(c)),
+                  once=False)
+        team = (seat_role("orchestrator", "claude", start=True) + seat_role("coder", "codex")
+                + seat_role("reviewer", "gemini"))
+        s = SeatCrew(root, team, Fakes(claude, gemini, openai),
+                     {"claude": CLAUDE_BIN, "gemini": GEMINI_BIN, "codex": CODEX_BIN})
+        s.start()
+        try:
+            samples = run(s, 2 * args.rounds, args.window)
+        finally:
+            s.finish()  # raises if a process of the session is left behind
+    report(samples, args)
+
+
+def report(samples: list[dict], args: argparse.Namespace) -> None:
+    first, warm, last = samples[:2], samples[1], samples[-2:]
+    print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'rss MB':>7} {'threads':>8} "
+          f"{'fds':>4} {'journal KB':>11} {'refs':>5}")
+    for a, b in itertools.pairwise(samples):
+        print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
+              f"{b['rss_mb']:>7.1f} {b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} "
+              f"{b['refs']:>5}")
+    time_ratio = per_task(*last, "t") / per_task(*first, "t")
+    cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
+    grown = per_task(warm, samples[-1], "rss_mb") * 1024
+    emit("soak", {"time per task, last/first window": time_ratio,
+                  "cpu per task, last/first window": cpu_ratio},
+         rounds=args.rounds, tasks=samples[-1]["done"], rss_kb_per_task_after_warmup=round(
+             grown, 1), threads=[samples[0]["threads"], samples[-1]["threads"]],
+         fds=[samples[0]["fds"], samples[-1]["fds"]], samples=samples)
+
+
+if __name__ == "__main__":
+    main()
