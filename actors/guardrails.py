@@ -187,8 +187,10 @@ class Guardrails:
             self._guard_idle()
             return
         self.s.guard.done_fired = True
+        counts = Counter(str(t.state) for t in tasks)
         # The archive holds the older done and rejected tasks: the counts are the session's.
-        counts = Counter(str(t.state) for t in (*tasks, *self.s.board.archive.values()))
+        for (_, state), count in self.s.board.archived_by.items():
+            counts[state] += count
         text = ", ".join(f"{counts[s]} {s}" for s in ("done", "failed", "rejected"))
         log.info("every task is settled: %s", text)
         self._event("all tasks settled", **{s: counts[s] for s in ("done", "failed", "rejected")})
