@@ -253,14 +253,20 @@ SHOWN_CHANGES = 12  # file entries the board's detail line names; it counts the 
 
 
 def changed_files(task: dict) -> str:
-    """The detail line's ``changed``: the first files by path, then how many more."""
+    """The detail line's ``changed``: the files by path; past a few, their
+    count and lines first (the line is cut at the dialog's edge), then the
+    first few and how many more."""
     def one(c: dict) -> str:
         counts = "binary" if c.get("added") is None else f"+{c['added']} -{c['deleted']}"
         return f"{c['path']} ({c['kind']}, {counts})"
     found = task["changes"]
     line = ", ".join(one(c) for c in found[:SHOWN_CHANGES])
     more = (changed_count(task) or 0) - min(len(found), SHOWN_CHANGES)
-    return f"{line} and {more} more" if more > 0 else line
+    if more <= 0:
+        return line
+    counted = task.get("changed") or {}
+    return (f"{changed_count(task)} files (+{counted.get('added', '?')} "
+            f"-{counted.get('deleted', '?')}): {line} and {more} more")
 
 
 class _TaskRow(urwid.WidgetWrap):

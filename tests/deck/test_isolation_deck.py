@@ -95,3 +95,20 @@ def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
     undo = d.cli("rollback", "pre-rollback-T1", "--yes")
     assert undo.returncode == 0, undo.stderr
     assert (tree / "notes.txt").read_text() == "from alice\n"
+
+
+def test_a_task_that_made_many_files_shows_their_count_and_pages_its_whole_diff(deck):
+    d: TmuxDeck = deck(TEAM)
+    d.serve()
+    d.wait_booted(["orchestrator", "coder"])
+    out = d.cli("delegate", "--to", "coder", "--task", "Generate.\nspawn gen 3000")
+    assert out.returncode == 0, out.stderr
+    wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "coder")),
+               60, message="coder to do T1")
+    d.keys("C-b", "t")
+    d.wait_screen(lambda s: re.search(r"T1\s+coder\s+done\s+\S+\s+\S+\s+✓\s+3000\s+Gen", s), 30)
+    d.wait_screen("changed 3000 files (+3000 -0): gen/f000000.txt (added, +1 -0), ")
+    d.keys("d")
+    d.wait_screen("diff of T1 since its checkpoint", 20)
+    d.keys("G")  # the last of 3000 files' diffs, about 15,000 lines down
+    d.wait_screen("+file 2999", 10)

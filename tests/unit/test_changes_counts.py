@@ -36,6 +36,7 @@ def test_the_boards_detail_line_names_a_few_files_and_counts_the_rest():
     kept = [entry(n) for n in range(changes.LISTED)]
     line = changed_files({"changes": kept, "changed": {"files": 5000, "added": 1,
                                                         "deleted": 0}})
+    assert line.startswith("5000 files (+1 -0): f000.txt (added, +1 -0), ")
     assert line.count("(added, +1 -0)") == SHOWN_CHANGES
     assert line.endswith(f"f{SHOWN_CHANGES - 1:03d}.txt (added, +1 -0) and "
                          f"{5000 - SHOWN_CHANGES} more")
