@@ -30,7 +30,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from choragos import statedir
@@ -166,7 +166,10 @@ class Image:
         return max(0.0, clock["left"] - ran)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as they are, for ``json.dumps``: not a deep copy, which
+        (``asdict``) cost a compaction four times the dump at 10,000 tasks,
+        with the journal's lock held."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict) -> Image:

@@ -166,3 +166,20 @@ def test_group_commit_syncs_many_waiters_with_few_fsyncs(tmp_path, monkeypatch):
     assert len(calls) < 40, f"{len(calls)} fsyncs for 40 waiters"
     j.close()
     assert len(journal.load(tmp_path / "state").tasks) == 40
+
+
+def test_a_compaction_keeps_every_part_of_the_image(tmp_path):
+    home = tmp_path / "state"
+    image = Image(config="/p/.choragos.toml", pid=7, started=1.0, stopped=False,
+                          last_t=9.5, seq=4, runs=2, tasks={"T1": task("T1")}, next_number=2,
+                          queues={"coder": [{"id": 1, "text": "x", "kind": "task"}]},
+                          next_injection=2, roles={"coder": {"paused": True}},
+                          clocks={"T1": {"left": 30.0, "since": 5.0}},
+                          layout={"kind": "split", "children": [{"role": "coder"}]},
+                          tokens={"coder": {"m": {"input": 3}}}, handoff={"at": 2.0})
+    j = Journal(home, image=image)
+    j.compact()
+    j.close()
+    again = journal.load(home)
+    assert again.to_dict() == image.to_dict()
+    assert again.tasks["T1"] is not image.tasks["T1"]  # read back, not shared
