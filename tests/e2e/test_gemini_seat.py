@@ -70,6 +70,24 @@ def test_permission_dialog_is_waiting_and_never_typed_into(seat_crew: StartCrew,
     seats.dialog_holds_deliveries(s, "Allow once", never_told="needs-42")
 
 
+def test_loop_detection_dialog_is_waiting_and_never_typed_into(seat_crew: StartCrew,
+                                                               fakes: Fakes) -> None:
+    """Gemini CLI halts a turn that makes the same tool call five times in a
+    row and asks whether to keep loop detection on: a question like any other."""
+    s = seats.two_seats(seat_crew, "gemini")
+    same_read = tool("read_file", {"file_path": str(s.workdir / ".choragos/tasks/T1.md")})
+    started: list[bool] = []
+
+    def in_the_task(turn) -> bool:
+        if "New task T1 from choragos" in turn.all_text:
+            started.append(True)
+        return bool(started)
+
+    fakes.gemini.on(in_the_task, same_read, once=False)
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    seats.dialog_holds_deliveries(s, "Keep loop detection enabled", never_told="Second task")
+
+
 def test_untrusted_folder_dialog_is_waiting_and_never_typed_into(seat_crew: StartCrew,
                                                                  fakes: Fakes) -> None:
     seats.untrusted_folder_waits(seat_crew, fakes.gemini, "gemini", "Trust folder")
