@@ -21,10 +21,13 @@ TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
 
 @dataclass
 class LogRead:
-    """The records before the damage; ``damaged_after`` is the last good line, if any."""
+    """The records before the damage; ``damaged_after`` is the last good line of
+    the file ``damaged_in``, if any; ``files`` were read, oldest first."""
 
     records: list[dict]
     damaged_after: int | None = None
+    damaged_in: str | None = None
+    files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -79,25 +82,48 @@ class Report:
     roles: list[RoleStats]
     never_reported: list[str]
     damaged_after: int | None = None
+    damaged_in: str | None = None  # the file damaged_after counts the lines of
     session_budget: float | None = None
     changes: list[dict] = field(default_factory=list)  # per work-done: the files it changed
     session_over: bool = False
     rollbacks: list[dict] = field(default_factory=list)  # every rollback asked for, in order
 
 
+ROTATED_READ = 9  # rotated predecessors looked for: events.jsonl.1 … .9
+
+
 def read_log(path: Path) -> LogRead:
-    """Parse ``path`` up to its first damaged line; OSError if it cannot be read."""
+    """The records of ``path``, after those of its rotated predecessors
+    (``path.3`` … ``path.1``, oldest first), so a run that outlived a rotation
+    is read whole.  Each file is read up to its first damaged line, and the
+    next one carries on; OSError if ``path`` itself cannot be read."""
     read = LogRead([])
+    older = [path.with_name(f"{path.name}.{n}") for n in range(1, ROTATED_READ + 1)]
+    for part in [*reversed([p for p in older if p.is_file()]), path]:
+        try:
+            records, damaged_after = _read_file(part)
+        except OSError:
+            if part == path:
+                raise
+            continue  # a rotated file that went away: the newer ones still count
+        read.records.extend(records)
+        read.files.append(str(part))
+        if damaged_after is not None and read.damaged_after is None:
+            read.damaged_after, read.damaged_in = damaged_after, str(part)
+    return read
+
+
+def _read_file(path: Path) -> tuple[list[dict], int | None]:
+    records: list[dict] = []
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue  # an empty line carries no event and hides none
             record = _parse(line)
             if record is None:
-                read.damaged_after = number - 1
-                break
-            read.records.append(record)
-    return read
+                return records, number - 1
+            records.append(record)
+    return records, None
 
 
 def _parse(line: str) -> dict | None:
@@ -140,7 +166,8 @@ def _join_resumed(runs: list[list[dict]]) -> list[list[dict]]:
     return joined
 
 
-def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
+def build(runs: list[list[dict]], damaged_after: int | None = None,
+          damaged_in: str | None = None) -> Report:
     """Summarise ``runs`` (at least one) into one report, adding up their roles."""
     summaries = [_RunSummary(run) for run in runs]
     roles: dict[str, RoleStats] = {}
@@ -152,7 +179,7 @@ def build(runs: list[list[dict]], damaged_after: int | None = None) -> Report:
                   wall=sum(s.end - s.start for s in summaries), dirs=dirs,
                   roles=list(roles.values()),
                   never_reported=[t for s in summaries for t in s.never_reported()],
-                  damaged_after=damaged_after,
+                  damaged_after=damaged_after, damaged_in=damaged_in,
                   session_budget=next((s.session_budget for s in reversed(summaries)
                                        if s.session_budget is not None), None),
                   session_over=any(s.session_over for s in summaries),

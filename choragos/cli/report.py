@@ -34,13 +34,13 @@ def _main(argv: list[str], verb: str) -> int:
     read = _read(path)
     if read.damaged_after is not None:
         # stderr, so --json output stays one parseable document.
-        print(f"note: the log is damaged after line {read.damaged_after}; read up to there",
-              file=sys.stderr)
+        print(f"note: {_client.inert(read.damaged_in)} is damaged after line "
+              f"{read.damaged_after}; read up to there", file=sys.stderr)
     runs = report.split_runs(read.records)
     if not runs:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
     chosen = runs if args.all else runs[-1:]
-    summary = report.build(chosen, read.damaged_after)
+    summary = report.build(chosen, read.damaged_after, read.damaged_in)
     price_for = prices(args.config)
     if args.html is not None:
         write_page(args.html, summary, chosen, price_for)
@@ -207,7 +207,7 @@ def as_json(summary: report.Report,
     """The same summary with raw numbers: seconds, epoch times, token counts, USD."""
     return {"runs": summary.runs, "start": summary.start, "start_local": _local(summary.start),
             "wall": summary.wall, "dirs": summary.dirs,
-            "damaged_after": summary.damaged_after,
+            "damaged_after": summary.damaged_after, "damaged_in": summary.damaged_in,
             "roles": [_role_json(stats, price_for) for stats in summary.roles],
             "never_reported": summary.never_reported, "changes": summary.changes,
             "rollbacks": summary.rollbacks,

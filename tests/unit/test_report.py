@@ -170,7 +170,7 @@ def test_torn_last_line_reads_up_to_it_with_a_note(tmp_path, capsys):
     log = write_log(tmp_path / "e.jsonl", two_role_run(), tail='{"t": 1, "event": "deleg')
     code, out, err = run_cli(capsys, log)
     assert code == 0 and "1 task(s) never reported" in out
-    assert "damaged after line 12; read up to there" in err
+    assert f"{log} is damaged after line 12; read up to there" in err
 
 
 def test_garbage_middle_line_stops_the_reading(tmp_path, capsys):
@@ -183,9 +183,39 @@ def test_garbage_middle_line_stops_the_reading(tmp_path, capsys):
     assert read.damaged_after == 6 and len(read.records) == 6
     code, out, err = run_cli(capsys, log, "--json")
     data = json.loads(out)
-    assert code == 0 and data["damaged_after"] == 6
+    assert code == 0 and data["damaged_after"] == 6 and data["damaged_in"] == str(log)
     assert {r["role"]: r["done"] for r in data["roles"]}["dev"] == 1
     assert "damaged after line 6" in err
+
+
+def test_a_run_that_outlived_rotations_is_read_whole_oldest_file_first(tmp_path, capsys):
+    records = two_role_run()
+    log = tmp_path / "events.jsonl"
+    parts = {log.with_name("events.jsonl.2"): records[:4], log.with_name("events.jsonl.1"):
+             records[4:8], log: records[8:]}
+    for path, part in parts.items():
+        write_log(path, part)
+    read = read_log(log)
+    assert read.records == records and read.damaged_after is None
+    assert read.files == [str(p) for p in parts]
+    code, out, _ = run_cli(capsys, log, "--json")
+    assert code == 0 and json.loads(out)["runs"] == 1  # from its start in the oldest file
+    assert {r["role"]: r["tasks"] for r in json.loads(out)["roles"]}["dev"] == 3
+    # A rotated file named on its own is read alone.
+    assert read_log(log.with_name("events.jsonl.1")).records == records[4:8]
+
+
+def test_a_damaged_rotated_file_keeps_its_good_lines_and_the_newer_files(tmp_path, capsys):
+    records = two_role_run()
+    older = tmp_path / "events.jsonl.1"
+    older.write_text("".join(json.dumps(r) + "\n" for r in records[:5]) + "garbage\n"
+                     + json.dumps(records[5]) + "\n")
+    log = write_log(tmp_path / "events.jsonl", records[6:])
+    read = read_log(log)
+    assert read.records == records[:5] + records[6:]
+    assert (read.damaged_after, read.damaged_in) == (5, str(older))
+    code, _, err = run_cli(capsys, log)
+    assert code == 0 and f"{older} is damaged after line 5; read up to there" in err
 
 
 def test_missing_log_is_one_sentence_and_exit_1(tmp_path, capsys, monkeypatch):
@@ -202,7 +232,7 @@ def test_json_shape(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     assert set(data) == {"ok", "verb", "runs", "start", "start_local", "wall", "dirs",
-                         "damaged_after", "roles", "never_reported", "session_budget",
+                         "damaged_after", "damaged_in", "roles", "never_reported", "session_budget",
                          "changes", "rollbacks"}
     assert (data["ok"], data["verb"]) == (True, "report")
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
