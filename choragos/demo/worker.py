@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from choragos.demo.common import TASK_LINE, choragos, role
@@ -66,7 +67,11 @@ class Worker:
             return "added --version to app.py; tests pass", f"Added:\n\n```{VERSION_CODE}```\n"
         notes = Path("NOTES.md")
         self.tui.busy("writing NOTES.md", self.seconds * 0.7)
-        notes.write_text(f"# Notes\n\n{task}\n\n- the --version flag prints 0.2.0\n")
+        # Appended, so a second demo in the same scratch project (app.py
+        # already has the flag) still changes a file, as real work would.
+        with notes.open("a", encoding="utf-8") as handle:
+            handle.write(f"# Notes ({time.strftime('%Y-%m-%d %H:%M:%S')})\n\n{task}\n\n"
+                         "- the --version flag prints 0.2.0\n\n")
         return "wrote NOTES.md", f"Wrote NOTES.md for: {task}\n"
 
     def do_reviewer(self, task: str) -> tuple[str, str]:
