@@ -16,16 +16,25 @@ TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker", "
         + "\n[ui]\nauto_focus = false\n")
 
 
-def test_board_counts_changed_files_and_d_shows_the_diff(deck):
+def _board_after_t1(deck, task: str, files: str) -> TmuxDeck:
+    """A deck whose coder has done T1 (``task``), its board open on T1's row,
+    which counts ``files`` changed."""
     d: TmuxDeck = deck(TEAM)
     d.serve()
     d.wait_booted(["orchestrator", "coder"])
-    out = d.cli("delegate", "--to", "coder", "--task", "Greet.\nwrite hello.txt hi from T1")
+    out = d.cli("delegate", "--to", "coder", "--task", task)
     assert out.returncode == 0, out.stderr
     wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "coder")),
-               30, message="coder to do T1")
+               60, message="coder to do T1")
     d.keys("C-b", "t")
-    d.wait_screen(lambda s: re.search(r"T1\s+coder\s+done\s+\S+\s+\S+\s+✓\s+1\s+Greet", s), 20)
+    label = re.escape(task.split()[0][:3])
+    d.wait_screen(lambda s: re.search(rf"T1\s+coder\s+done\s+\S+\s+\S+\s+✓\s+{files}\s+{label}",
+                                      s), 30)
+    return d
+
+
+def test_board_counts_changed_files_and_d_shows_the_diff(deck):
+    d = _board_after_t1(deck, "Greet.\nwrite hello.txt hi from T1", "1")
     screen = d.wait_screen("changed hello.txt (added, +1 -0)")
     assert "FILES" in screen
     d.keys("d")
@@ -98,15 +107,7 @@ def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
 
 
 def test_a_task_that_made_many_files_shows_their_count_and_pages_its_whole_diff(deck):
-    d: TmuxDeck = deck(TEAM)
-    d.serve()
-    d.wait_booted(["orchestrator", "coder"])
-    out = d.cli("delegate", "--to", "coder", "--task", "Generate.\nspawn gen 3000")
-    assert out.returncode == 0, out.stderr
-    wait_until(lambda: any("T1 exit=0" in r["text"] for r in d.agents("work-done", "coder")),
-               60, message="coder to do T1")
-    d.keys("C-b", "t")
-    d.wait_screen(lambda s: re.search(r"T1\s+coder\s+done\s+\S+\s+\S+\s+✓\s+3000\s+Gen", s), 30)
+    d = _board_after_t1(deck, "Generate.\nspawn gen 3000", "3000")
     d.wait_screen("changed 3000 files (+3000 -0): gen/f000000.txt (added, +1 -0), ")
     d.keys("d")
     d.wait_screen("diff of T1 since its checkpoint", 20)
