@@ -70,7 +70,11 @@ class RoleSpec:
     budget: float | None = None          # USD
     budget_tokens: int | None = None     # all directions added up
     budget_action: str = "notify"
-    stall_after: float | None = None     # seconds of an unchanged screen while holding a task
+    # Seconds of an unchanged screen while holding a task.  On by default: a
+    # worker that went idle without reporting its task is otherwise silent
+    # while the rest of the crew is busy (every agent CLI redraws its timer
+    # while it works, so a screen this still is not working).
+    stall_after: float | None = 1800.0
     worktree: bool = False
     merge: str = "gate"
     judge: str = ""

@@ -184,7 +184,7 @@ def optional_duration(value: object) -> float | None:
         return None
     seconds = parse_duration(value)
     if seconds <= 0:
-        raise ValueError(f"{show(value)} is zero; leave the key out (or use \"\") for no limit")
+        raise ValueError(f"{show(value)} is zero; use \"\" for none")
     return seconds
 
 

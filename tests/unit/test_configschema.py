@@ -39,7 +39,7 @@ BAD = [
     (lambda: cs.choice("a", "b"), "c", '"c" is not one of "a", "b"'),
     (lambda: cs.choice("a"), 3, "expected a string, got integer 3"),
     (cs.optional_duration, 5, 'expected a duration string such as "45m", got integer 5'),
-    (cs.optional_duration, "0s", '"0s" is zero; leave the key out (or use "") for no limit'),
+    (cs.optional_duration, "0s", '"0s" is zero; use "" for none'),
     (lambda: cs.list_of(cs.word), "x", 'expected an array, got string "x"'),
     (lambda: cs.list_of(cs.word), ["ok", "", 3],
      'element 2: must not be empty; element 3: expected a string, got integer 3'),
