@@ -85,7 +85,11 @@ class Guardrails:
             self._publish(news.MarksChanged(dict(self.s.guard.marks)))
 
     def _held_task(self, role: str) -> Task | None:
-        return next((t for t in self.s.board.open_for(role) if t.state in HELD), None)
+        """The task ``role`` still owes a report on.  One it reported (its
+        checks running, or its work waiting at a merge gate) is out of its
+        hands: the role sitting still then is no stall."""
+        return next((t for t in self.s.board.open_for(role)
+                     if t.state in HELD and t.summary is None), None)
 
     # -- a role changed or exited ---------------------------------------------
 

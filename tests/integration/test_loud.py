@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 from tests.integration.harness import Serve, role_toml
 
@@ -109,6 +111,20 @@ def test_a_stalled_worker_is_marked_and_fires_on_input_once_per_stall(serve, sho
     s.wait(lambda: len(fired(short_tmp, "on_input")) == 2, 10, "the second stall")
     assert [e["event"] for e in s.events()].count("role stalled") == 2
     assert roles(s)["coder"]["marks"] == ["stalled"]
+
+
+def test_a_worker_that_reported_is_no_stall_while_its_checks_run(serve):
+    """The verify (or a merge gate) keeps the task open after the worker's
+    work-done; the worker sitting still meanwhile is not stalled."""
+    slow = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(4)'"
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", "--worker", stall_after="1s", verify=slow))
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "finish fast").returncode == 0
+    s.wait_event(lambda e: e["event"] == "work-done", 15, "the work-done")
+    s.wait_event(lambda e: e["event"] == "verify passed", 20, "the slow verify")
+    assert s.board()["T1"]["state"] == "done"
+    assert not [e for e in s.events() if e["event"] == "role stalled"]
 
 
 def test_a_role_waiting_on_a_human_gets_a_line(serve):
