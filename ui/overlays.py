@@ -14,7 +14,7 @@ from typing import Any
 
 import urwid
 
-from choragos.changes import changed_count, files_cell
+from choragos.changes import files_cell
 from choragos.cli._client import duration
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 
@@ -259,14 +259,13 @@ def changed_files(task: dict) -> str:
     def one(c: dict) -> str:
         counts = "binary" if c.get("added") is None else f"+{c['added']} -{c['deleted']}"
         return f"{c['path']} ({c['kind']}, {counts})"
-    found = task["changes"]
-    line = ", ".join(one(c) for c in found[:SHOWN_CHANGES])
-    more = (changed_count(task) or 0) - min(len(found), SHOWN_CHANGES)
-    if more <= 0:
+    shown = task["changes"][:SHOWN_CHANGES]
+    line = ", ".join(one(c) for c in shown)
+    counted = task.get("changed")  # absent in a journal from before totals: the list was whole
+    if not isinstance(counted, dict) or counted["files"] <= len(shown):
         return line
-    counted = task.get("changed") or {}
-    return (f"{changed_count(task)} files (+{counted.get('added', '?')} "
-            f"-{counted.get('deleted', '?')}): {line} and {more} more")
+    return (f"{counted['files']} files (+{counted['added']} -{counted['deleted']}): {line} "
+            f"and {counted['files'] - len(shown)} more")
 
 
 class _TaskRow(urwid.WidgetWrap):
