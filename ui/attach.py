@@ -1,8 +1,12 @@
 """``choragos attach``'s client: this terminal becomes the deck's screen.
 
-A thin relay, standard library only: the terminal goes into raw mode, keys
-go to the session as ``D`` frames, window-size changes as ``W`` frames,
-and whatever the deck draws comes back and is written out unchanged.
+Standard library only.  The terminal goes into raw mode and window-size
+changes go to the session as ``W`` frames.  When stdin and stdout are one
+terminal, its descriptor goes with the hello and the session reads the keys
+and writes the deck straight to it, as tmux does (``ui/attachtty.py``); the
+client then only waits for the end.  Otherwise it relays: keys go to the
+session as ``D`` frames, and whatever the deck draws comes back and is
+written out unchanged.
 
 The terminal is always given back as it was: raw mode off and the modes
 the deck turned on (alternate screen, mouse, bracketed paste, hidden
@@ -22,13 +26,16 @@ import signal
 import socket
 import sys
 import termios
+import time
 import traceback
 import tty
 from pathlib import Path
 
+from choragos.ui import attachtty
 from choragos.ui import framing as f
 
 CONNECT_TIMEOUT = 5.0
+LEAVE_TIMEOUT = 1.0  # served direct: how long a leaving client waits for the session to let go
 # Screen bytes held for a terminal that is slower than the session: past
 # this the socket is not read, so the session sees the backlog (and holds
 # back the frames of panes not typed into until the terminal caught up).
@@ -98,6 +105,7 @@ class Client:
         self.reason = ""
         self.code = f.DETACHED
         self._pending: list[tuple[bytes, bytes]] = []
+        self.direct = False  # the session uses this terminal itself
         self._screen = bytearray()  # for the terminal, not written yet
         self._out_flags: int | None = None  # stdout's flags before the relay
         self._signals_r, self._signals_w = os.pipe()
@@ -109,6 +117,7 @@ class Client:
         try:
             accepted = self._hello()
             self.workdir = Path(accepted.get("dir") or self.workdir or ".")
+            self.direct = accepted.get("direct") is True
             self._relay_guarded()
         finally:
             self.sock.close()
@@ -147,7 +156,9 @@ class Client:
                  "no_color": bool(os.environ.get("NO_COLOR")),
                  "tmux": bool(os.environ.get("TMUX")),
                  "force": self.force, "role": own_role(self.path)}
-        self.sock.sendall(f.encode_json(f.HELLO, hello))
+        terminal = attachtty.shared_terminal()
+        hello["tty"] = terminal is not None
+        attachtty.send_hello(self.sock, f.encode_json(f.HELLO, hello), terminal)
         while True:
             try:
                 data = self.sock.recv(1 << 16)
@@ -176,6 +187,9 @@ class Client:
         self.saved = termios.tcgetattr(0)
         try:
             tty.setraw(0)
+            if self.direct:
+                self._direct()
+                return
             # The screen is written without blocking, so keys are read and sent
             # while the terminal is still taking a big frame (keys first).
             self._out_flags = fcntl.fcntl(1, fcntl.F_GETFL)
@@ -196,6 +210,57 @@ class Client:
     def _on_signal(self, signum: int, frame: object) -> None:
         with contextlib.suppress(OSError):
             os.write(self._signals_w, bytes([signum]))
+
+    def _direct(self) -> None:
+        """The session reads and writes this terminal itself: pass on window
+        changes and wait for the end.  Leaving on our own (a signal), the
+        session is told by the socket's half-close and given a moment to let
+        go of the terminal before it is restored."""
+        self.sock.setblocking(False)
+        outbox = bytearray(f.encode(f.READY))
+        leave_by = None
+        while leave_by is None or time.monotonic() < leave_by:
+            if outbox and leave_by is None:
+                _send_some(self.sock, outbox)
+            if self._pending:
+                frames, self._pending = self._pending, []
+                if self._frames(frames):
+                    return
+            wait = 1.0 if leave_by is None else max(leave_by - time.monotonic(), 0)
+            ready, _, _ = select.select([self.sock, self._signals_r],
+                                        [self.sock] if outbox else [], [], wait)
+            if self._signals_r in ready and self._signals(outbox) and leave_by is None:
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_WR)
+                leave_by = time.monotonic() + LEAVE_TIMEOUT
+            if self.sock in ready and self._from_session(leaving=leave_by is not None):
+                return
+
+    def _from_session(self, leaving: bool) -> bool:
+        """What the session sent, when served direct; True at the end."""
+        try:
+            data = self.sock.recv(1 << 18)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if data == b"":
+            if not leaving:
+                self.reason = self.reason or "the session closed the connection"
+                self.code = f.ENDED
+            return True
+        if leaving:
+            return False  # its goodbye to a client that is going anyway
+        return self._frames(self.decoder.feed(data))
+
+    def _frames(self, frames: list[tuple[bytes, bytes]]) -> bool:
+        for kind, payload in frames:
+            if self._frame(kind, payload):
+                return True
+        if self._screen:  # not sent while served direct; written all the same
+            _write_all(1, bytes(self._screen))
+            self._screen.clear()
+        return False
 
     def _relay(self) -> None:
         self.sock.setblocking(False)

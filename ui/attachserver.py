@@ -7,16 +7,22 @@ one is refused and told the holder's pid, unless it asks to take over.  A
 client inside one of the session's own panes is refused (the deck would be
 drawn inside itself).
 
-The deck's frames reach the client without a relay: the deck's screen hands
-each frame to :meth:`AttachServer._frame_out` on the drawing thread, which
-sends it at once when the socket takes it (a keystroke's echo waits for no
-other thread); what the socket does not take waits in the client's outbox
-for the pump.  One pump thread moves every other byte: the client's keys,
-the outbox's rest, and whatever reaches the deck's PTY (a screen without a
-direct hand-over).  With nobody attached the bytes are dropped.  A
-client that stops reading is dropped too, once its backlog passes
-``OUTBOX_LIMIT`` or it has made no progress for ``STALL_SECONDS``: a stalled
-SSH session must never hold up the crew.
+A client that passed its terminal with the hello (``ui/attachtty.py``) is
+served *direct*: once it says its terminal is raw, the deck's frames are
+written to that terminal and the keys read from it here, and the socket
+carries only control frames.  Any other client is served through the relay:
+screen and keys in ``D`` frames.
+
+The deck's frames reach the client without a hand-over: the deck's screen
+gives each frame to :meth:`AttachServer._frame_out` on the drawing thread,
+which writes it at once when the terminal (or the socket) takes it (a
+keystroke's echo waits for no other thread); what is not taken waits in the
+client's outbox for the pump.  One pump thread moves every other byte: the
+client's keys, the outbox's rest, and whatever reaches the deck's PTY (a
+screen without a direct hand-over).  With nobody attached the bytes are
+dropped.  A client that stops reading is dropped too, once its backlog
+passes ``OUTBOX_LIMIT`` or it has made no progress for ``STALL_SECONDS``: a
+stalled SSH session must never hold up the crew.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Any
 from choragos.authority import ancestors
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
 from choragos.fdwait import wait_ready
+from choragos.ui import attachtty
 from choragos.ui import framing as f
 from choragos.ui.deck import ClientInfo, Deck, colors_for
 
@@ -60,11 +67,42 @@ class _Client:
     pid: int
     info: ClientInfo
     decoder: f.Decoder = field(default_factory=f.Decoder)
-    outbox: bytearray = field(default_factory=bytearray)
+    outbox: bytearray = field(default_factory=bytearray)  # for the terminal (or the socket)
     progress: float = field(default_factory=time.monotonic)
+    tty: int | None = None  # served direct: the session's own descriptor of its terminal
+    ready: bool = False  # direct: the client said its terminal is raw
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
+
+    def wrap(self, data: bytes) -> bytes:
+        """Screen bytes as they go out: as they are to the terminal, else framed."""
+        return data if self.tty is not None else f.encode_data(data)
+
+    def write(self) -> int:
+        """Write what the outbox holds as far as it goes (BlockingIOError:
+        nothing went); 0 while a direct client's terminal is not ready."""
+        if self.tty is None:
+            sent = self.sock.send(self.outbox)
+        elif not self.ready:
+            return 0
+        else:
+            sent = os.write(self.tty, self.outbox)
+        del self.outbox[:sent]
+        return sent
+
+    @property
+    def out_fd(self) -> int | None:
+        """What the outbox drains into, when it can be written now."""
+        if self.tty is None:
+            return self.fd
+        return self.tty if self.ready else None
+
+    def release_terminal(self) -> None:
+        if self.tty is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.tty)
+            self.tty = None
 
 
 class AttachServer:
@@ -171,7 +209,14 @@ class AttachServer:
         pid = creds[0] if creds else 0
         if creds is not None and creds[1] != os.getuid():
             raise _Refusal(f"uid {creds[1]} does not own this session", pid)
-        hello = _read_hello(conn)
+        hello, passed = _read_hello(conn)
+        try:
+            return self._accept(conn, pid, hello, passed)
+        finally:
+            attachtty.close_all(passed)  # the terminal, if used, was opened again
+
+    def _accept(self, conn: socket.socket, pid: int, hello: dict,
+                passed: list[int]) -> _Client:
         size = f.size_of(hello)
         if size is None:
             raise _Refusal("the client did not say its window size", pid)
@@ -195,7 +240,10 @@ class AttachServer:
         conn.setblocking(False)
         with contextlib.suppress(OSError):
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-        return _Client(conn, info.pid, info)
+        tty = attachtty.reopen(passed) if hello.get("tty") is True else None
+        if hello.get("tty") is True and tty is None:
+            log.info("attach client pid %d: its terminal cannot be used here; relaying", pid)
+        return _Client(conn, info.pid, info, tty=tty)
 
     def _inside_pane(self, pid: int, hello: dict) -> str | None:
         if hello.get("role"):
@@ -212,30 +260,24 @@ class AttachServer:
         poller = select.poll()
         poller.register(self.master, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
-        watched: _Client | None = None
+        watched: list[int] = []
         while True:
             client = self._client
-            if watched is not None and watched is not client:
-                _unregister(poller, watched.fd)
-                watched = None
             # Frames still waiting for the client: watch for room to send them,
             # and keep a clock for the stall check.  Else asleep until something comes.
             waiting = client is not None and bool(client.outbox)
-            if client is not None:
-                mask = select.POLLIN | (select.POLLOUT if waiting else 0)
-                if watched is None:
-                    poller.register(client.fd, mask)
-                    watched = client
-                else:
-                    poller.modify(client.fd, mask)
+            watched = _watch(poller, watched, client, waiting)
             for fd, events in poller.poll(1000 if waiting else None):
+                client = self._client
                 if fd == self._wake_r:
                     if self._serve_requests():
                         return
                 elif fd == self.master:
                     self._from_deck()
-                elif self._client is not None and fd == self._client.fd:
+                elif client is not None and fd == client.fd:
                     self._client_event(events)
+                elif client is not None and fd == client.tty:
+                    self._terminal_event(events)
             self._check_stall()
 
     def backlog(self) -> int:
@@ -246,8 +288,11 @@ class AttachServer:
             if client is None:
                 return 0
             queued = len(client.outbox)
+            fd = client.out_fd
+        if fd is None:
+            return queued
         try:
-            waiting = fcntl.ioctl(client.fd, termios.TIOCOUTQ, b"\0\0\0\0")
+            waiting = fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0")
         except OSError:
             return queued
         return queued + int.from_bytes(waiting, "little", signed=True)
@@ -260,13 +305,12 @@ class AttachServer:
             if client is None:
                 return
             queued = bool(client.outbox)
-            client.outbox += f.encode_data(data)
+            client.outbox += client.wrap(data)
             if not queued:  # nothing waits ahead of it: the frame may go now
                 with contextlib.suppress(OSError):  # a broken socket is the pump's to see
-                    sent = client.sock.send(client.outbox)
-                    del client.outbox[:sent]
-                    client.progress = time.monotonic()
-            if not client.outbox:
+                    if client.write():
+                        client.progress = time.monotonic()
+            if not client.outbox or client.out_fd is None:
                 return
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"!")  # the pump polls for POLLOUT now
@@ -288,13 +332,18 @@ class AttachServer:
     def _take(self, client: _Client) -> None:
         if self._client is not None:
             self._drop(f"taken over by pid {client.pid}", f.TAKEN_OVER)
+        accepted = f.encode_json(f.ACCEPTED, {"pid": os.getpid(), "dir": str(self.workdir),
+                                              "direct": client.tty is not None})
         with self._out:
-            client.outbox += f.encode_json(f.ACCEPTED, {"pid": os.getpid(),
-                                                        "dir": str(self.workdir)})
+            if client.tty is None:
+                client.outbox += accepted
+            else:  # the socket is new and empty: a small frame always fits
+                with contextlib.suppress(OSError):
+                    client.sock.sendall(accepted)
             with self._lock:
                 self._client = client
         self.on_event("attached", pid=client.pid, cols=client.info.cols,
-                      rows=client.info.rows)
+                      rows=client.info.rows, direct=client.tty is not None)
         self.on_client(client.pid)
         self.deck.client_attached(client.info)
 
@@ -304,6 +353,12 @@ class AttachServer:
             return
         with self._out, self._lock:
             self._client = None
+        if client.tty is not None:
+            # The terminal's last bytes, then it is the client's alone again
+            # before it hears the end (and restores the terminal).
+            _flush(client, 1.0)
+            client.release_terminal()
+            client.outbox.clear()
         client.outbox += f.encode_json(f.EXIT, {"reason": reason, "code": code})
         _flush(client, 1.0)
         with contextlib.suppress(OSError):
@@ -328,24 +383,21 @@ class AttachServer:
             with self._out:
                 client = self._client
                 if client is not None:
-                    client.outbox += f.encode_data(chunk)
+                    client.outbox += client.wrap(chunk)
         client = self._client
         if client is not None and client.outbox:
             self._send(client)
 
     def _client_event(self, events: int) -> None:
         client = self._client
-        if events & select.POLLOUT:
+        if events & select.POLLOUT and client.tty is None:
             self._send(client)
             if self._client is not client:
                 return
         if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
-            try:
-                data = client.sock.recv(1 << 16)
-            except BlockingIOError:
+            data = _read_some(client.sock.recv)
+            if data is None:
                 return
-            except OSError:
-                data = b""
             if not data:
                 self._drop("the client went away", f.DETACHED)
                 return
@@ -357,8 +409,27 @@ class AttachServer:
             for kind, payload in frames:
                 self._client_frame(kind, payload)
 
+    def _terminal_event(self, events: int) -> None:
+        """The direct client's terminal: room for the outbox, or keys."""
+        client = self._client
+        if events & select.POLLOUT:
+            self._send(client)
+            if self._client is not client:
+                return
+        if not events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+            return
+        data = _read_some(lambda size: os.read(client.tty, size))
+        if data is None:
+            return
+        if not data:
+            self._drop("the terminal closed", f.DETACHED)
+            return
+        self.deck.feed_input(data)
+
     def _client_frame(self, kind: bytes, payload: bytes) -> None:
-        if kind == f.DATA:
+        if kind == f.READY:
+            self._terminal_ready()
+        elif kind == f.DATA:
             self.deck.feed_input(payload)
         elif kind == f.WINDOW:
             with contextlib.suppress(f.FrameError):
@@ -366,11 +437,20 @@ class AttachServer:
                 if size is not None:
                     self.deck.resize(*size)
 
+    def _terminal_ready(self) -> None:
+        """The direct client's terminal is raw: what the deck drew meanwhile goes now."""
+        client = self._client
+        if client is None or client.tty is None or client.ready:
+            return
+        with self._out:
+            client.ready = True
+            client.progress = time.monotonic()
+        self._send(client)
+
     def _send(self, client: _Client) -> None:
         try:
             with self._out:
-                sent = client.sock.send(client.outbox)
-                del client.outbox[:sent]
+                sent = client.write()
         except BlockingIOError:
             return
         except OSError:
@@ -398,20 +478,28 @@ class _Refusal(Exception):
         self.pid = pid
 
 
-def _read_hello(conn: socket.socket) -> dict:
+def _read_hello(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The client's hello and the descriptors that came with it (the
+    caller's to close, also when this raises: none are then left)."""
     decoder = f.Decoder()
+    passed: list[int] = []
     end = time.monotonic() + HELLO_DEADLINE
-    while time.monotonic() < end:
-        data = conn.recv(4096)
-        if not data:
-            raise f.FrameError("the client left before saying hello")
-        for kind, payload in decoder.feed(data):
-            if kind != f.HELLO:
-                raise f.FrameError("the first frame must be a hello")
-            return f.decode_json(payload)
-        if decoder.buffered > 65536:
-            raise f.FrameError("the hello is too large")
-    raise f.FrameError("no hello within the deadline")
+    try:
+        while time.monotonic() < end:
+            data, fds = attachtty.receive(conn, 4096)
+            passed += fds
+            if not data:
+                raise f.FrameError("the client left before saying hello")
+            for kind, payload in decoder.feed(data):
+                if kind != f.HELLO:
+                    raise f.FrameError("the first frame must be a hello")
+                return f.decode_json(payload), passed
+            if decoder.buffered > 65536:
+                raise f.FrameError("the hello is too large")
+        raise f.FrameError("no hello within the deadline")
+    except BaseException:
+        attachtty.close_all(passed)
+        raise
 
 
 def _send_exit(conn: socket.socket, reason: str, code: int) -> None:
@@ -425,10 +513,46 @@ def _flush(client: _Client, seconds: float) -> None:
     end = time.monotonic() + seconds
     with contextlib.suppress(OSError):
         while client.outbox and time.monotonic() < end:
-            if not wait_ready(client.sock, max(end - time.monotonic(), 0), write=True):
+            fd = client.out_fd
+            if fd is None or not wait_ready(fd, max(end - time.monotonic(), 0), write=True):
                 return
-            sent = client.sock.send(client.outbox)
-            del client.outbox[:sent]
+            with contextlib.suppress(BlockingIOError):
+                client.write()
+
+
+def _read_some(read: Callable[[int], bytes]) -> bytes | None:
+    """What ``read`` gives: None when nothing is there yet, b"" at the end
+    (a failure included)."""
+    try:
+        return read(1 << 16)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _watch(poller: select.poll, watched: list[int], client: _Client | None,
+           waiting: bool) -> list[int]:
+    """Poll ``client``'s socket (control frames, or everything when relayed)
+    and its terminal (keys) when direct, for room too while bytes wait;
+    returns the descriptors now registered."""
+    masks: dict[int, int] = {}
+    if client is not None:
+        masks[client.fd] = select.POLLIN
+        if client.tty is not None:
+            masks[client.tty] = select.POLLIN
+        out = client.out_fd
+        if waiting and out is not None:
+            masks[out] |= select.POLLOUT
+    for fd in watched:
+        if fd not in masks:
+            _unregister(poller, fd)
+    for fd, mask in masks.items():
+        if fd in watched:
+            poller.modify(fd, mask)
+        else:
+            poller.register(fd, mask)
+    return list(masks)
 
 
 def _unregister(poller: select.poll, fd: int) -> None:

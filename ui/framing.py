@@ -7,16 +7,29 @@ kind byte, a four-byte big-endian length and the payload:
 kind   direction  payload
 =====  =========  ==========================================================
 ``H``  client     hello, JSON: ``pid``, ``cols``, ``rows``, ``term``,
-                  ``colorterm``, ``force``, ``role`` (``$CHORAGOS_ROLE``)
-``A``  server     accepted, JSON: ``pid`` and ``dir`` of the session
+                  ``colorterm``, ``force``, ``role`` (``$CHORAGOS_ROLE``),
+                  ``tty`` (the client's terminal rides along, see below)
+``A``  server     accepted, JSON: ``pid`` and ``dir`` of the session,
+                  ``direct`` (the session uses the terminal it was given)
 ``D``  both       terminal bytes: keys typed, or screen output
 ``W``  client     window size, JSON: ``cols``, ``rows``
+``R``  client     ready: the terminal is in raw mode, the session may use it
 ``X``  server     the end, JSON: ``reason`` (one sentence) and ``code``
                   (0 detached, 1 refused, 2 taken over, 3 session ended,
                   4 dropped)
 =====  =========  ==========================================================
 
 The client speaks first (``H``); the server answers ``A`` or ``X``.
+
+A client whose stdin and stdout are one terminal passes that terminal's
+descriptor with its hello (``SCM_RIGHTS``), as tmux's client does.  When the
+session can use it, it answers ``"direct": true`` and, once the client has
+put the terminal in raw mode and said ``R``, writes the deck's frames to the
+terminal and reads the keys from it itself: no ``D`` frames, and a
+keystroke's echo crosses no process but the agent's.  The socket then
+carries only the control frames, and the session closes its descriptor
+before it sends ``X``, so the client restores a terminal nobody else
+writes to.  Otherwise everything is relayed in ``D`` frames.
 """
 
 from __future__ import annotations
@@ -29,7 +42,8 @@ ACCEPTED = b"A"
 DATA = b"D"
 WINDOW = b"W"
 EXIT = b"X"
-KINDS = frozenset({HELLO, ACCEPTED, DATA, WINDOW, EXIT})
+READY = b"R"
+KINDS = frozenset({HELLO, ACCEPTED, DATA, WINDOW, EXIT, READY})
 
 MAX_PAYLOAD = 1 << 20
 CHUNK = 1 << 16  # data is sent in frames of at most this much

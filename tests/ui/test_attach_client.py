@@ -4,6 +4,8 @@ gives the terminal back -- after a detach and after a crash of its own."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import sys
 import threading
@@ -23,11 +25,18 @@ CLIENT = """
 import sys, termios
 from pathlib import Path
 import choragos.ui.attach as attach
+if sys.argv[3] == "split":  # stdout on a terminal of its own, printed back at the end
+    import os, pty
+    master, slave = pty.openpty()
+    saved = os.dup(1)
+    os.dup2(slave, 1)
 if sys.argv[3] == "crash":
     def boom(self, kind, payload):
         raise RuntimeError("boom")
     attach.Client._frame = boom
 code = attach.attach_to(Path(sys.argv[1]), force=False, workdir=Path(sys.argv[2]))
+if sys.argv[3] == "split":
+    os.dup2(saved, 1)
 echo = bool(termios.tcgetattr(0)[3] & termios.ECHO)
 print(f"exit={code} echo={'on' if echo else 'off'}")
 """
@@ -209,3 +218,108 @@ def test_keys_go_out_while_the_terminal_is_behind(where):
         server.stop.set()
         if proc.isalive():
             proc.terminate(force=True)
+
+
+class DirectServer:
+    """Takes the terminal the client passes with its hello, as the session
+    does: draws on it once the client says it is raw, reads the keys from
+    it, and lets go of it before it tells the client the end."""
+
+    def __init__(self, path: Path, leave: bool = True) -> None:
+        self.dir = str(path.parent)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.leave = leave  # False: wait for the client to go
+        self.hello: dict = {}
+        self.keys = bytearray()
+        self.ready = threading.Event()
+        self.client_left = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        conn.settimeout(10)
+        data, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+        decoder = f.Decoder()
+        self.hello = f.decode_json(decoder.feed(data)[0][1])
+        terminal = fds[0]
+        conn.sendall(f.encode_json(f.ACCEPTED, {"pid": 1, "dir": self.dir, "direct": True}))
+        while not any(kind == f.READY for kind, _ in decoder.feed(conn.recv(65536))):
+            pass
+        self.ready.set()
+        os.write(terminal, b"drawn by the session\r\n")
+        if not self.leave:
+            while conn.recv(65536):  # until the client half-closes
+                pass
+            self.client_left.set()
+            os.close(terminal)
+            conn.close()
+            return
+        while b"q" not in self.keys:
+            self.keys += os.read(terminal, 1024)
+        os.close(terminal)  # let go first, then say goodbye
+        conn.sendall(f.encode_json(f.EXIT, {"reason": "test over", "code": f.DETACHED}))
+        conn.close()
+
+
+@contextlib.contextmanager
+def _ready_client(server: DirectServer, sock: Path, workdir: Path):
+    """The client in a PTY of its own, once it has told ``server`` its
+    terminal is raw; never left running."""
+    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), "normal"],
+                            env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
+                                 "PATH": "/usr/bin:/bin"},
+                            cwd=str(workdir), dimensions=(30, 100))
+    try:
+        assert server.ready.wait(10), "the client never said its terminal is ready"
+        yield proc
+    finally:
+        if proc.isalive():
+            proc.terminate(force=True)
+
+
+def _rest(proc: PtyProcess) -> bytes:
+    output = bytearray()
+    while True:
+        try:
+            output += proc.read(65536)
+        except EOFError:
+            return bytes(output)
+
+
+def test_the_session_is_given_the_terminal_and_the_client_only_waits(where):
+    sock, workdir = where / "u.sock", where
+    server = DirectServer(sock)
+    with _ready_client(server, sock, workdir) as proc:
+        assert server.hello["tty"] is True
+        seen = bytearray()
+        while b"drawn by the session" not in seen:  # the test's timeout bounds it
+            seen += proc.read(65536)
+        # Keys typed are the session's to read, not the client's to relay.
+        proc.write(b"abc q")
+        output = bytes(seen) + _rest(proc)
+    assert bytes(server.keys).startswith(b"abc q")
+    assert output.index(b"drawn by the session") < output.index(RESTORE)
+    assert b"[detached from" in output and b"exit=0 echo=on" in output
+
+
+def test_a_client_leaving_on_a_signal_waits_for_the_session_to_let_go(where):
+    sock, workdir = where / "u.sock", where
+    server = DirectServer(sock, leave=False)
+    with _ready_client(server, sock, workdir) as proc:
+        proc.kill(signal.SIGTERM)
+        output = _rest(proc)
+    assert server.client_left.is_set()
+    assert b"stopped by signal 15" in output and b"exit=0 echo=on" in output
+
+
+def test_a_client_whose_output_is_another_terminal_is_relayed(where):
+    sock, workdir = where / "u.sock", where
+    server = ScriptedServer(sock, [f.encode_data(b"relayed screen"),
+                                   f.encode_json(f.EXIT, {"reason": "bye", "code": f.DETACHED})])
+    output, _ = run_client(sock, workdir, "split")
+    hello = f.decode_json(server.received[0][1])
+    assert hello["tty"] is False  # stdin's terminal is not stdout's: nothing to hand over
+    assert "exit=0" in output

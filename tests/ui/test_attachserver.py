@@ -3,10 +3,12 @@ client that stops reading is dropped while the deck's output keeps flowing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 import time
+import tty
 
 import pytest
 
@@ -57,11 +59,16 @@ def served(short_tmp):
     os.close(deck.screen.master)
 
 
-def connect(server: AttachServer, **hello) -> tuple[socket.socket, f.Decoder, list]:
+def connect(server: AttachServer, passing: list[int] | None = None,
+            **hello) -> tuple[socket.socket, f.Decoder, list]:
+    """A client; with ``passing``, one that passes those descriptors with its
+    hello, saying it brings its terminal."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(server.path))
-    sock.sendall(f.encode_json(f.HELLO, {"pid": os.getpid(), "cols": 100, "rows": 30,
-                                         **hello}))
+    if passing is not None:
+        hello["tty"] = True
+    frame = f.encode_json(f.HELLO, {"pid": os.getpid(), "cols": 100, "rows": 30, **hello})
+    socket.send_fds(sock, [frame], passing or [])
     decoder = f.Decoder()
     frames: list = []
     sock.settimeout(5)
@@ -289,3 +296,134 @@ def test_with_a_client_attached_and_nothing_said_the_server_never_wakes(served):
     wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
     server.close()  # joins each for 3 s at most: the accept loop must be woken
     assert not any(thread.is_alive() for thread in threads)
+
+
+# -- a client served on its own terminal -------------------------------------------------
+
+def _opened(path: str) -> int:
+    """How many of this process's descriptors are open on ``path``."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{name}") == path
+    return count
+
+
+@pytest.fixture
+def terminal():
+    """A terminal in raw mode, as the client leaves it: (master, slave, slave's path)."""
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    os.set_blocking(master, False)
+    yield master, slave, os.ttyname(slave)
+    os.close(master)
+    os.close(slave)
+
+
+def _read_until(fd: int, needle: bytes) -> bytes:
+    got = bytearray()
+
+    def arrived() -> bool:
+        with contextlib.suppress(BlockingIOError):
+            got.extend(os.read(fd, 65536))
+        return needle in got
+    wait_until(arrived, 10, message=f"{needle!r} on the terminal")
+    return bytes(got)
+
+
+def test_a_client_that_passes_its_terminal_is_served_on_it(served, terminal):
+    server, deck, logged, _ = served
+    master, slave, path = terminal
+    sock, decoder, frames = connect(server, [slave])
+    assert frames[0][0] == f.ACCEPTED and f.decode_json(frames[0][1])["direct"] is True
+    wait_until(lambda: ("attached", os.getpid(), 100, 30) in deck.events, 5, message="attach")
+    assert any(kind == "attached" and kw["direct"] for kind, kw in logged)
+    # The passed descriptor was closed at once; the server holds its own.
+    assert _opened(path) == 2
+    # Drawn before the client said its terminal is raw: held, then sent in order.
+    os.write(deck.screen.writer, b"\x1b[Hfirst frame\n")
+    wait_until(lambda: server.backlog() > 0, 5, message="the frame held")
+    with pytest.raises(BlockingIOError):
+        os.read(master, 4096)
+    sock.sendall(f.encode(f.READY))
+    os.write(deck.screen.writer, b"second")
+    assert _read_until(master, b"second") == b"\x1b[Hfirst frame\nsecond"  # as drawn, unframed
+    # Keys come from the terminal; the socket still carries the window size.
+    os.write(master, b"typed keys")
+    sock.sendall(f.window(120, 40))
+    wait_until(lambda: ("resize", 120, 40) in deck.events, 5, message="resize")
+    wait_until(lambda: b"typed keys" in b"".join(e[1] for e in deck.events if e[0] == "input"),
+               5, message="the keys")
+    assert not decoder.feed(_nothing_or(sock))  # no screen bytes on the socket
+    sock.close()
+    wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
+    wait_until(lambda: _opened(path) == 1, 5, message="the terminal let go")
+
+
+def _nothing_or(sock: socket.socket) -> bytes:
+    sock.setblocking(False)
+    try:
+        return sock.recv(65536)
+    except BlockingIOError:
+        return b""
+    finally:
+        sock.setblocking(True)
+
+
+def test_a_detach_lets_go_of_the_terminal_before_the_client_hears_it(served, terminal):
+    server, deck, _, _ = served
+    master, slave, path = terminal
+    sock, decoder, _ = connect(server, [slave])
+    sock.sendall(f.encode(f.READY))
+    wait_until(lambda: server.holder is not None, 5, message="attach")
+    os.write(deck.screen.writer, b"last words")
+    _read_until(master, b"last words")
+    deck.on_detach("you pressed detach")
+    frames: list = []
+    while not frames:
+        frames += decoder.feed(sock.recv(65536))
+    # By the time the client hears it, nothing of the session's writes to its
+    # terminal any more: it can restore the modes safely.
+    assert _opened(path) == 1
+    assert frames[0][0] == f.EXIT and f.decode_json(frames[0][1])["code"] == f.DETACHED
+    sock.close()
+
+
+def test_what_is_no_single_terminal_is_relayed_and_closed(served):
+    server, deck, _, _ = served
+    read_end, write_end = os.pipe()
+    pipe = os.readlink(f"/proc/self/fd/{read_end}")
+    sock, _, frames = connect(server, [read_end])
+    assert f.decode_json(frames[0][1])["direct"] is False
+    wait_until(lambda: server.holder is not None, 5, message="attach")
+    assert _opened(pipe) == 2  # ours only: the server closed what it was passed
+    sock.sendall(f.encode_data(b"relayed keys"))
+    wait_until(lambda: ("input", b"relayed keys") in deck.events, 5, message="the keys relayed")
+    sock.close()
+    wait_until(lambda: server.holder is None, 5, message="detach")
+    master, slave = os.openpty()
+    try:
+        # Two terminals at once is not one terminal either.
+        second, _, frames = connect(server, [slave, slave])
+        assert f.decode_json(frames[0][1])["direct"] is False
+        wait_until(lambda: _opened(os.ttyname(slave)) == 1, 5, message="both closed")
+        second.close()
+    finally:
+        for fd in (read_end, write_end, master, slave):
+            os.close(fd)
+
+
+def test_a_client_that_never_says_its_terminal_is_ready_is_dropped(served, terminal,
+                                                                   monkeypatch):
+    server, deck, logged, _ = served
+    monkeypatch.setattr(attachserver, "STALL_SECONDS", 1.0)
+    master, slave, path = terminal
+    sock, _, _ = connect(server, [slave])
+    wait_until(lambda: server.holder is not None, 5, message="attach")
+    os.write(deck.screen.writer, b"a frame nobody may see yet")
+    wait_until(lambda: server.holder is None, 10, message="the silent client dropped")
+    assert any(kind == "detached" and "stopped reading" in kw["reason"] for kind, kw in logged)
+    assert _opened(path) == 1
+    with pytest.raises(BlockingIOError):
+        os.read(master, 4096)  # never written to a terminal not said to be raw
+    sock.close()
