@@ -196,8 +196,7 @@ class DeckLoop:
         self.screen.set_size(info.cols, info.rows)
         # Start the screen afresh: the new terminal gets the alternate screen,
         # mouse and paste modes, then a full frame.
-        self.screen.stop()
-        self.screen.start()
+        self.screen.restart()
         self.screen.redraw_all()
         if self.loop is not None:
             self.loop.screen_size = None

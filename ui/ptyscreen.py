@@ -83,6 +83,21 @@ class PtyScreen(raw.Screen):
         self.flush()
         self._sink = sink
 
+    def restart(self) -> None:
+        """Start afresh for a newly attached terminal: alternate screen, modes,
+        then frames.  What stopping writes is for the terminal that left and
+        is dropped: leaving the alternate screen on a terminal that is not in
+        it restores a cursor saved by some earlier program, the switch that
+        follows would save that one, and the shell would come back there."""
+        self.flush()
+        sink, self._sink = self._sink, lambda data: None
+        try:
+            self.stop()
+            self.flush()
+        finally:
+            self._sink = sink
+        self.start()
+
     def write(self, data: str) -> None:
         self._pen = _UNKNOWN  # urwid draws: its pen and cursor are its own
         if self._sink is None:

@@ -363,3 +363,16 @@ def test_neighbours_wait_while_the_client_is_behind_but_an_echo_does_not(running
     assert b"neighbour output" not in sent.data
     behind[0] = 0  # the client caught up
     wait_until(lambda: sent.has(b"neighbour output"), 10, message="the neighbour drawn")
+
+
+def test_a_new_client_gets_the_alternate_screen_without_the_old_ones_goodbye(running):
+    """Leaving the alternate screen on a terminal that is not in it restores a
+    cursor some earlier program saved; the switch after it saves that one, and
+    the user's shell comes back at the wrong row when the client leaves."""
+    deck, _ = running
+    deck.client_detached()
+    deck.client_attached(deck.client)
+    sent = _Sent(deck)
+    wait_until(lambda: sent.has(b"C-b ? help"), 10, message="the new client's first frame")
+    assert b"\x1b[?1049h" in sent.data
+    assert b"\x1b[?1049l" not in sent.data
