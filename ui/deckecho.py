@@ -68,7 +68,7 @@ class DeckEcho:
         loop = self.loop
         if (not self.lane_open or not self.attached or loop is None
                 or loop.widget is not self.view or self.editor is not None
-                or role not in self.state.layout.visible()):
+                or not self._on_screen(role)):
             return False
         size = self.screen.get_cols_rows()
         if loop.screen_size != size:
@@ -92,6 +92,14 @@ class DeckEcho:
         self.echo_frames += 1
         self.port.echo_drawn(role)
         return True
+
+    def _on_screen(self, role: str) -> bool:
+        """``role``'s pane is drawn: in the last frame, when nothing changed
+        since (the common case, without walking the layout), else in the
+        layout as it is now."""
+        if not self.dirty:
+            return role in self._placed
+        return role in self.state.layout.visible()
 
     def _echo_rows(self, role: str, rows: int) -> tuple[list, tuple[int, int] | None] | None:
         """The last frame with ``role``'s changed rows put in; None when that

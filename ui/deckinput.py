@@ -43,13 +43,17 @@ class DeckInput:
         prefix = self.keymap.prefix
         if role is None or _PLAIN_NAMES.get(prefix, prefix.encode()) in data:
             return False
-        # Queued before the write, so it is acted on before the echo's wake-up
-        # (the echo is then drawn at once, as for keys typed through the loop),
-        # without a wake-up of its own competing with the echo's way back.
-        self.post(lambda: self._typed_at(role), wake=False)
-        self._echo_until[role] = time.monotonic() + FAST_WINDOW
+        # The neighbours are held first, so none of them takes the interpreter
+        # while the keys are written; the rest is noted while the agent works
+        # on its echo, which takes far longer than these lines.  (Should the
+        # echo win all the same, it is drawn by the loop: later, never lost.)
         self.port.expect_echo(role, len(data))
         self.port.type_keys(role, data)
+        self._echo_until[role] = time.monotonic() + FAST_WINDOW
+        # Acted on before the echo's wake-up (the echo is then drawn at once,
+        # as for keys typed through the loop), without a wake-up of its own
+        # competing with the echo's way back.
+        self.post(lambda: self._typed_at(role), wake=False)
         return True
 
     def _direct_target(self) -> str | None:

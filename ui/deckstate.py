@@ -57,10 +57,10 @@ class DeckState:
     gateway: str | None = None  # "on" | "down" | "off"; None: never configured
 
     def pane(self, role: str) -> PaneView:
-        from choragos.ui.pane import PaneView  # drawing code: not needed by the reducer
-
         view = self.panes.get(role)
         if view is None:
+            from choragos.ui.pane import PaneView  # drawing code: not needed by the reducer
+
             view = self.panes[role] = PaneView(role)
         return view
 
