@@ -197,6 +197,8 @@ class Client:
             self._relay()
         except BaseException:
             trace = traceback.format_exc()
+            if self.direct:
+                self._let_go()
             self._restore()
             where = _write_crash(self.workdir, trace)
             self.reason = (f"the attach client crashed: {sys.exc_info()[1]!r}; traceback in "
@@ -213,28 +215,36 @@ class Client:
 
     def _direct(self) -> None:
         """The session reads and writes this terminal itself: pass on window
-        changes and wait for the end.  Leaving on our own (a signal), the
-        session is told by the socket's half-close and given a moment to let
-        go of the terminal before it is restored."""
+        changes and wait for the end."""
         self.sock.setblocking(False)
         outbox = bytearray(f.encode(f.READY))
-        leave_by = None
-        while leave_by is None or time.monotonic() < leave_by:
-            if outbox and leave_by is None:
+        while True:
+            if outbox:
                 _send_some(self.sock, outbox)
             if self._pending:
                 frames, self._pending = self._pending, []
                 if self._frames(frames):
                     return
-            wait = 1.0 if leave_by is None else max(leave_by - time.monotonic(), 0)
             ready, _, _ = select.select([self.sock, self._signals_r],
-                                        [self.sock] if outbox else [], [], wait)
-            if self._signals_r in ready and self._signals(outbox) and leave_by is None:
-                with contextlib.suppress(OSError):
-                    self.sock.shutdown(socket.SHUT_WR)
-                leave_by = time.monotonic() + LEAVE_TIMEOUT
-            if self.sock in ready and self._from_session(leaving=leave_by is not None):
+                                        [self.sock] if outbox else [], [], 1.0)
+            if self._signals_r in ready and self._signals(outbox):
+                self._let_go()
                 return
+            if self.sock in ready and self._from_session(leaving=False):
+                return
+
+    def _let_go(self) -> None:
+        """Leaving on our own while served direct (a signal, a crash): tell
+        the session by half-closing the socket and wait, a second at most,
+        until it has let go of the terminal, so nothing it writes lands
+        after the terminal was restored."""
+        with contextlib.suppress(OSError, ValueError):
+            self.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LEAVE_TIMEOUT
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([self.sock], [], [], deadline - time.monotonic())
+                if ready and self._from_session(leaving=True):
+                    return
 
     def _from_session(self, leaving: bool) -> bool:
         """What the session sent, when served direct; True at the end."""

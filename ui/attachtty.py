@@ -25,7 +25,8 @@ MAX_FDS = 4  # more than a hello ever carries; the rest is closed, never used
 def receive(conn: socket.socket, size: int) -> tuple[bytes, list[int]]:
     """Bytes from ``conn`` and any descriptors that came with them (the
     caller owns them and must close them)."""
-    data, fds, _flags, _addr = socket.recv_fds(conn, size, MAX_FDS)
+    # Close-on-exec from the start: an agent spawned meanwhile never inherits them.
+    data, fds, _flags, _addr = socket.recv_fds(conn, size, MAX_FDS, socket.MSG_CMSG_CLOEXEC)
     return data, list(fds)
 
 

@@ -251,9 +251,11 @@ class DirectServer:
         self.ready.set()
         os.write(terminal, b"drawn by the session\r\n")
         if not self.leave:
+            conn.sendall(f.encode_data(b"a frame on the socket"))
             while conn.recv(65536):  # until the client half-closes
                 pass
             self.client_left.set()
+            os.write(terminal, b"the session's last words\r\n")
             os.close(terminal)
             conn.close()
             return
@@ -265,10 +267,10 @@ class DirectServer:
 
 
 @contextlib.contextmanager
-def _ready_client(server: DirectServer, sock: Path, workdir: Path):
+def _ready_client(server: DirectServer, sock: Path, workdir: Path, mode: str = "normal"):
     """The client in a PTY of its own, once it has told ``server`` its
     terminal is raw; never left running."""
-    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), "normal"],
+    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), mode],
                             env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
                                  "PATH": "/usr/bin:/bin"},
                             cwd=str(workdir), dimensions=(30, 100))
@@ -313,6 +315,18 @@ def test_a_client_leaving_on_a_signal_waits_for_the_session_to_let_go(where):
         output = _rest(proc)
     assert server.client_left.is_set()
     assert b"stopped by signal 15" in output and b"exit=0 echo=on" in output
+    # The session let go of the terminal before the client restored it.
+    assert output.index(b"the session's last words") < output.index(RESTORE)
+
+
+def test_a_client_crashing_while_served_direct_lets_the_session_go_first(where):
+    sock, workdir = where / "u.sock", where
+    server = DirectServer(sock, leave=False)
+    with _ready_client(server, sock, workdir, "crash") as proc:
+        output = _rest(proc)
+    assert server.client_left.is_set()
+    assert b"the attach client crashed" in output and b"echo=on" in output
+    assert output.index(b"the session's last words") < output.index(RESTORE)
 
 
 def test_a_client_whose_output_is_another_terminal_is_relayed(where):
