@@ -600,8 +600,13 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             task = self._move(task.id, TaskState.DELIVERED)
             self._event("delivered", task=task.id, role=task.role)
             self._start_clock(task)
+        elif msg.submitted:
+            # The Enter went in before the agent died: it may have begun the
+            # task, and typing it into the next process could do it twice.
+            self._fail_task(task, f"{msg.detail} after the task was submitted, before it "
+                                  f"was confirmed; not typed again")
         elif seat.view.status in (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING):
-            seat.queue.appendleft(injection)  # deliver after the role is back
+            seat.queue.appendleft(injection)  # never submitted: deliver after the role is back
         else:
             self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
 

@@ -182,6 +182,9 @@ class InjectionOutcome:
     detail: str = ""
     final: bool = True  # False: a retry follows
     untouched: bool = False  # nothing was typed: the role was not ready after all
+    # An Enter went in before the failure: the agent may have taken the text,
+    # so it must not be typed again.
+    submitted: bool = False
 
 
 @dataclass(frozen=True)

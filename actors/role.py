@@ -522,7 +522,7 @@ class RoleActor(Actor):
             return
         self._finish(False, f"{why} after {typing.attempts} attempts")
 
-    def _finish(self, ok: bool, detail: str) -> None:
+    def _finish(self, ok: bool, detail: str, submitted: bool = False) -> None:
         s = self.s
         typing = s.typing
         s.typing = None
@@ -537,7 +537,8 @@ class RoleActor(Actor):
                 conversations.mark_used(s.workdir, s.spec.name, s.extra["conversation"])
             if s.status is RoleStatus.BOOTING:
                 self._set_status(self._screen_status())
-        self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail))
+        self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail,
+                                          submitted=submitted))
         self._refresh_status()
         # The reply may have been classified already (while booting, when no
         # quiet check is armed): without one, an unmarked screen stays "working".
@@ -556,8 +557,9 @@ class RoleActor(Actor):
         if s.child is not None:
             s.child.close()
         self._set_status(RoleStatus.EXITED, msg.status.describe())
-        if s.typing is not None:  # after EXITED: the core then requeues, not fails, it
-            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})")
+        if s.typing is not None:  # after EXITED: the core then requeues it, unless submitted
+            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})",
+                         submitted=s.typing.enters > 0)
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:

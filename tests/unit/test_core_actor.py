@@ -133,6 +133,32 @@ def test_a_line_the_role_refused_untyped_is_held_not_failed(core):
     assert roles["coder"].told[1].injection == first
 
 
+def test_a_task_cut_off_by_an_exit_is_typed_again_only_if_never_submitted(core):
+    """The role died while the task was being typed: text never submitted is
+    delivered to the next process; text after its Enter may have been taken
+    by the dead one, so the task fails rather than run twice."""
+    handle, roles, log = core.handle, core.roles, core.log
+    for task in ("unsent", "sent"):
+        dispatch(handle, cmd="delegate", to=["coder"], task=task, brief=None)
+    wait_until(lambda: roles["coder"].told, 5, message="the first task typed")
+    first = roles["coder"].told[0].injection
+    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.InjectionOutcome("coder", first, False, "coder exited (exit code 3)"))
+    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    wait_until(lambda: len(roles["coder"].told) == 2, 5, message="T1 typed into the new process")
+    assert roles["coder"].told[1].injection == first
+    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.InjectionOutcome("coder", first, False, "coder exited (exit code 3)",
+                                   submitted=True))
+    wait_until(lambda: dispatch(handle, cmd="board")["tasks"][0]["state"] == "failed", 5,
+               message="T1 failed")
+    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    wait_until(lambda: len(roles["coder"].told) == 3, 5, message="T2 typed next")
+    assert [x.injection.task_id for x in roles["coder"].told] == ["T1", "T1", "T2"]
+    failed = next(r for r in read_events(log) if r["event"] == "task failed")
+    assert failed["task"] == "T1" and "not typed again" in failed["reason"]
+
+
 def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, tmp_path):
     """The owned files are fingerprinted when a task goes out; once it is
     settled nothing checks them again, and a long session must not keep one
