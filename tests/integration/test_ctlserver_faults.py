@@ -265,10 +265,11 @@ def test_a_replaced_listening_descriptor_kills_the_loop_and_stays_the_owners(
     assert server._listener is not None
     number = server._listener.fileno()
     stand_in = os.open(os.devnull, os.O_RDONLY)
+    # Listening before the swap: a loop between two looks sees it at once.
+    died: list[str] = []
+    server.on_died = died.append
     try:
         os.dup2(stand_in, number)  # its descriptor closed under it and reused
-        died: list[str] = []
-        server.on_died = died.append
         wait_until(lambda: died, timeout=20, message="the loop to notice")
         assert died == ["AcceptLoopDied: the listening socket is gone: "
                         "[Errno 88] Socket operation on non-socket"]
