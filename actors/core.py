@@ -14,7 +14,7 @@ import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,9 @@ from choragos.gateway import Totals, role_cost, role_tokens
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.core")
+# A role in these states has no process that read what was being typed:
+# a line cut off by the exit is for the next one.
+LOST_WITH_PROCESS = (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING)
 
 
 @dataclass
@@ -586,8 +589,11 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         seat.in_flight = None
         if injection.kind == "task":
             self._task_injected(seat, injection, msg)
+        elif (not msg.ok and seat.name == self.s.start_role
+              and seat.view.status in LOST_WITH_PROCESS):
+            self._line_again(seat, injection, msg)
         self._journal("injected", id=injection.id, role=msg.role,
-                      requeued=injection in seat.queue)
+                      requeued=any(queued.id == injection.id for queued in seat.queue))
         self._pump(seat)
         self._guard_idle()
 
@@ -605,10 +611,23 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             # task, and typing it into the next process could do it twice.
             self._fail_task(task, f"{msg.detail} after the task was submitted, before it "
                                   f"was confirmed; not typed again")
-        elif seat.view.status in (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING):
+        elif seat.view.status in LOST_WITH_PROCESS:
             seat.queue.appendleft(injection)  # never submitted: deliver after the role is back
         else:
             self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
+
+    def _line_again(self, seat: Seat, injection: m.Injection,
+                    msg: m.InjectionOutcome) -> None:
+        """A report or notice for the orchestrator cut off by its exit goes
+        to the next process: it must hear of every task, or the crew waits on
+        it for good.  One whose Enter went in is marked, in case the agent
+        goes on with what it had read.  (A worker's notices are about the
+        task its exit just failed.)"""
+        if msg.submitted:
+            text = briefs.repeated_line(injection.text, f"{seat.name} restarted while it "
+                                                        f"was typed")
+            injection = replace(injection, text=text)
+        seat.queue.appendleft(injection)
 
     def _fail_task(self, task: Task, reason: str) -> None:
         self._stop_clock(task.id)

@@ -156,8 +156,8 @@ def handback_line(task: Task, task_file: str) -> str:
             f"`choragos work-done --id {task.id}` when finished.")
 
 
-def repeated_line(text: str) -> str:
-    return f"(Repeated after the choragos session restarted; ignore it if you had it) {text}"
+def repeated_line(text: str, after: str = "the choragos session restarted") -> str:
+    return f"(Repeated after {after}; ignore it if you had it) {text}"
 
 
 def handoff_line(wait: float) -> str:

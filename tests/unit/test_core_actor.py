@@ -159,6 +159,33 @@ def test_a_task_cut_off_by_an_exit_is_typed_again_only_if_never_submitted(core):
     assert failed["task"] == "T1" and "not typed again" in failed["reason"]
 
 
+def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(core):
+    """Whatever the orchestrator was being told when it died is told to its
+    next process, marked as a repeat once its Enter had gone in."""
+    handle, roles = core.handle, core.roles
+    dispatch(handle, cmd="delegate", to=["coder"], task="dies on it", brief=None)
+    wait_until(lambda: roles["coder"].told, 5, message="T1 typed")
+    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.InjectionOutcome("coder", roles["coder"].told[0].injection, False,
+                                   "coder exited (exit code 3)", submitted=True))
+    lead = roles["orchestrator"]
+    wait_until(lambda: lead.told, 5, message="the failure told to the orchestrator")
+    notice = lead.told[0].injection
+    assert notice.task_id == "T1" and "T1" in notice.text
+    for submitted, told in ((False, 2), (True, 3)):
+        handle.tell(m.RoleChanged(m.RoleView("orchestrator", "exited", ready=False)))
+        handle.tell(m.InjectionOutcome("orchestrator", lead.told[-1].injection, False,
+                                       "orchestrator exited (exit code 1)",
+                                       submitted=submitted))
+        handle.tell(m.RoleChanged(m.RoleView("orchestrator", "idle", ready=True)))
+        wait_until(lambda: len(lead.told) == told, 5, message="the line typed again")
+    unsent, sent = lead.told[1].injection, lead.told[2].injection
+    assert unsent == notice
+    assert sent.id == notice.id and sent.text == (
+        "(Repeated after orchestrator restarted while it was typed; ignore it if you had "
+        "it) " + notice.text)
+
+
 def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, tmp_path):
     """The owned files are fingerprinted when a task goes out; once it is
     settled nothing checks them again, and a long session must not keep one
