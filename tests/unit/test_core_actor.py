@@ -178,7 +178,7 @@ def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(co
                                        "orchestrator exited (exit code 1)",
                                        submitted=submitted))
         handle.tell(m.RoleChanged(m.RoleView("orchestrator", "idle", ready=True)))
-        wait_until(lambda: len(lead.told) == told, 5, message="the line typed again")
+        wait_until(lambda n=told: len(lead.told) == n, 5, message="the line typed again")
     unsent, sent = lead.told[1].injection, lead.told[2].injection
     assert unsent == notice
     assert sent.id == notice.id and sent.text == (
