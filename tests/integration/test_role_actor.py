@@ -191,7 +191,8 @@ def test_an_agent_dying_on_its_enter_reports_the_text_submitted(tmp_path, monkey
     """The exit reaches the actor before the Enter's confirmation, as on a
     loaded machine: the outcome says the text went in, so it is not typed
     into the next process."""
-    monkeypatch.setattr(role_module, "CONFIRM_POLL", 1.0)
+    # The exit comes at once; the confirmation, polled this late, never first.
+    monkeypatch.setattr(role_module, "CONFIRM_POLL", 3.0)
     started = start_role(tmp_path, sys.executable, (str(AGENT), "--exit-on", "boom"))
     try:
         wait_until(lambda: started.core.outcomes(), 15, message="the boot brief")
