@@ -45,6 +45,9 @@ log = logging.getLogger("choragos.core")
 # A role in these states has no process that read what was being typed:
 # a line cut off by the exit is for the next one.
 LOST_WITH_PROCESS = (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING)
+# More rounds for a report or notice a live agent did not show: each is typed
+# (and retyped once) when the role is next ready, behind what came meanwhile.
+LINE_ROUNDS = 1
 
 
 @dataclass
@@ -89,6 +92,7 @@ class CoreState:
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
+    rounds: dict = field(default_factory=dict)  # injection id -> rounds a live agent missed
     # role name -> the environment its agent process gets (verify runs with it)
     role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
@@ -592,6 +596,10 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         elif (not msg.ok and seat.name == self.s.start_role
               and seat.view.status in LOST_WITH_PROCESS):
             self._line_again(seat, injection, msg)
+        elif not msg.ok and seat.view.status not in LOST_WITH_PROCESS:
+            self._line_not_taken(seat, injection, msg)
+        else:
+            self.s.rounds.pop(injection.id, None)
         self._journal("injected", id=injection.id, role=msg.role,
                       requeued=any(queued.id == injection.id for queued in seat.queue))
         self._pump(seat)
@@ -628,6 +636,30 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                                                         f"was typed")
             injection = replace(injection, text=text)
         seat.queue.appendleft(injection)
+
+    def _line_not_taken(self, seat: Seat, injection: m.Injection,
+                        msg: m.InjectionOutcome) -> None:
+        """A report or notice a live agent did not take.  One that never
+        showed goes to the back of its queue for another round; one left in
+        the agent's input (typing it again would double it), or out of
+        rounds, is the operator's to see to: it is logged, the bell rings
+        and ``on_input`` runs, since whoever waits on it would otherwise
+        wait in silence."""
+        missed = self.s.rounds.pop(injection.id, 0)
+        if not msg.left_in_input and missed < LINE_ROUNDS:
+            self.s.rounds[injection.id] = missed + 1
+            seat.queue.append(injection)
+            self._event("injection requeued", role=seat.name, kind=injection.kind,
+                        task=injection.task_id, detail=msg.detail)
+            return
+        where = ("is left in its input: press Enter in its pane" if msg.left_in_input
+                 else "was not typed: see the event log for its text")
+        log.warning("%s did not take a %s (%s); it %s", seat.name, injection.kind,
+                    msg.detail, where)
+        self._event("line not taken", role=seat.name, kind=injection.kind,
+                    task=injection.task_id, detail=msg.detail, text=injection.text)
+        task = self.s.board.lookup(injection.task_id) if injection.task_id else None
+        self._alert("on_input", seat.name, task)
 
     def _fail_task(self, task: Task, reason: str) -> None:
         self._stop_clock(task.id)

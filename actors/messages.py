@@ -185,6 +185,9 @@ class InjectionOutcome:
     # An Enter went in before the failure: the agent may have taken the text,
     # so it must not be typed again.
     submitted: bool = False
+    # The text stayed in the live agent's input through its Enters: typing
+    # it again would put it there twice.
+    left_in_input: bool = False
 
 
 @dataclass(frozen=True)

@@ -509,7 +509,7 @@ class RoleActor(Actor):
         elif typing.enters < 2:
             self._press_enter(typing)  # the one retry of T3
         else:
-            self._finish(False, "the agent did not take the Enter")
+            self._finish(False, "the agent did not take the Enter", left_in_input=True)
 
     def _retry_or_fail(self, typing: Typing, why: str) -> None:
         limit = BOOT_RETRIES + 1 if typing.boot else 2
@@ -522,7 +522,8 @@ class RoleActor(Actor):
             return
         self._finish(False, f"{why} after {typing.attempts} attempts")
 
-    def _finish(self, ok: bool, detail: str, submitted: bool = False) -> None:
+    def _finish(self, ok: bool, detail: str, submitted: bool = False,
+                left_in_input: bool = False) -> None:
         s = self.s
         typing = s.typing
         s.typing = None
@@ -538,7 +539,7 @@ class RoleActor(Actor):
             if s.status is RoleStatus.BOOTING:
                 self._set_status(self._screen_status())
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail,
-                                          submitted=submitted))
+                                          submitted=submitted, left_in_input=left_in_input))
         self._refresh_status()
         # The reply may have been classified already (while booting, when no
         # quiet check is armed): without one, an unmarked screen stays "working".

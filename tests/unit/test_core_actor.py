@@ -213,3 +213,24 @@ def test_every_task_settled_counts_the_archived_ones_too(start_core, monkeypatch
     settled = [r for r in read_events(core.log) if r["event"] == "all tasks settled"]
     assert [(r["done"], r["failed"], r["rejected"]) for r in settled] == [
         (n, 0, 0) for n in range(1, 6)]
+
+
+def test_a_line_a_live_orchestrator_never_shows_gets_one_more_round_then_is_loud(core):
+    handle, roles, log = core.handle, core.roles, core.log
+    dispatch(handle, cmd="delegate", to=["coder"], task="reported", brief=None)
+    ack = dispatch(handle, cmd="work-done", id="T1", task="all done", done=True)
+    assert ack["status"] == "ok", ack
+    lead = roles["orchestrator"]
+    wait_until(lambda: lead.told, 5, message="the report typed")
+    report = lead.told[0].injection
+    for told in (2, 3):
+        handle.tell(m.InjectionOutcome("orchestrator", lead.told[-1].injection, False,
+                                       "the text did not appear on the agent's screen"))
+        if told == 2:
+            wait_until(lambda: len(lead.told) == 2, 5, message="the report's second round")
+    wait_until(lambda: any(r["event"] == "line not taken" for r in read_events(log)), 5,
+               message="the report given up on")
+    assert [x.injection for x in lead.told] == [report, report]
+    lost = next(r for r in read_events(log) if r["event"] == "line not taken")
+    assert (lost["kind"], lost["task"], lost["text"]) == ("report", "T1", report.text)
+    assert core.state.rounds == {}

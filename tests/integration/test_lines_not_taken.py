@@ -1,0 +1,44 @@
+"""A report the live orchestrator does not take is tried again or made loud, never dropped
+in silence.  Through a real ``serve --headless`` with fixture agents in real PTYs."""
+
+from __future__ import annotations
+
+from tests.integration.harness import role_toml
+from tests.integration.test_loud import fired, hook_toml
+
+REPORT = "A worker reports: [T1"
+
+
+def test_a_report_that_never_showed_is_typed_again_in_another_round(serve):
+    s = serve(role_toml("orchestrator", "--drop-typed", REPORT, "--drops", "2", start=True)
+              + role_toml("coder", "--worker"))
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "report twice over").returncode == 0
+    s.wait(lambda: any(REPORT in line for line in s.submitted("orchestrator")), 40,
+           "the report submitted in its second round")
+    assert len(s.agents("dropped", "orchestrator")) == 2  # both typings of the first round
+    assert [line for line in s.submitted("orchestrator") if REPORT in line] == [
+        next(line for line in s.submitted("orchestrator") if REPORT in line)]
+    requeued = [e for e in s.events() if e["event"] == "injection requeued"]
+    assert [(e["role"], e["kind"], e["task"]) for e in requeued] == [
+        ("orchestrator", "report", "T1")]
+    assert not [e for e in s.events() if e["event"] == "line not taken"]
+
+
+def test_a_report_left_in_the_input_is_not_typed_again_and_rings(serve, short_tmp):
+    s = serve(role_toml("orchestrator", "--deaf-on", REPORT, start=True)
+              + role_toml("coder", "--worker") + hook_toml(short_tmp, "on_input"))
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "report into deaf ears").returncode == 0
+    s.wait(lambda: [e for e in s.events() if e["event"] == "line not taken"], 30,
+           "the report given up on")
+    lost = next(e for e in s.events() if e["event"] == "line not taken")
+    assert (lost["role"], lost["kind"], lost["task"]) == ("orchestrator", "report", "T1")
+    assert lost["text"].startswith(REPORT) and "did not take the Enter" in lost["detail"]
+    assert len(s.agents("deaf", "orchestrator")) == 2  # the Enter and its one retry
+    assert not [line for line in s.submitted("orchestrator") if REPORT in line]
+    assert "orchestrator did not take a report" in s.stderr()
+    assert "is left in its input: press Enter in its pane" in s.stderr()
+    s.wait(lambda: fired(short_tmp, "on_input"), 5, "the on_input hook")
+    assert fired(short_tmp, "on_input")[0].startswith("orchestrator|")
+    assert not [e for e in s.events() if e["event"] == "injection requeued"]
