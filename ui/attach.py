@@ -40,9 +40,7 @@ LEAVE_TIMEOUT = 1.0  # served direct: how long a leaving client waits for the se
 # this the socket is not read, so the session sees the backlog (and holds
 # back the frames of panes not typed into until the terminal caught up).
 SCREEN_BACKLOG = 32 * 1024
-# Modes off, alternate screen left, attributes reset, cursor shown.
-RESTORE = (b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l"
-           b"\x1b[?1004l\x1b[?1l\x1b>\x1b[0m\x1b[?1049l\x1b[?25h\x1b(B\x0f")
+RESTORE = attachtty.RESTORE  # what leaving writes before the terminal's settings
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

@@ -71,6 +71,8 @@ class _Client:
     progress: float = field(default_factory=time.monotonic)
     tty: int | None = None  # served direct: the session's own descriptor of its terminal
     ready: bool = False  # direct: the client said its terminal is raw
+    peer: int = 0  # the client's pid, as the socket's credentials give it
+    saved: list | None = None  # direct: the terminal's settings before the client made it raw
 
     def __post_init__(self) -> None:
         self.fd = self.sock.fileno()
@@ -243,7 +245,10 @@ class AttachServer:
         tty = attachtty.reopen(passed) if hello.get("tty") is True else None
         if hello.get("tty") is True and tty is None:
             log.info("attach client pid %d: its terminal cannot be used here; relaying", pid)
-        return _Client(conn, info.pid, info, tty=tty)
+        # The client waits for our answer before it makes the terminal raw:
+        # these are the settings to give back should it die without doing so.
+        saved = attachtty.modes(tty) if tty is not None else None
+        return _Client(conn, info.pid, info, tty=tty, peer=pid, saved=saved)
 
     def _inside_pane(self, pid: int, hello: dict) -> str | None:
         if hello.get("role"):
@@ -357,6 +362,11 @@ class AttachServer:
             # The terminal's last bytes, then it is the client's alone again
             # before it hears the end (and restores the terminal).
             _flush(client, 1.0)
+            if client.peer and attachtty.gone(client.peer):
+                # Killed (SIGKILL leaves it no say): nobody else will give the
+                # terminal back its settings, and its shell would type blind.
+                attachtty.restore(client.tty, client.saved)
+                self.on_event("terminal restored", pid=client.pid)
             client.release_terminal()
             client.outbox.clear()
         client.outbox += f.encode_json(f.EXIT, {"reason": reason, "code": code})

@@ -18,8 +18,16 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import termios
+from pathlib import Path
 
 MAX_FDS = 4  # more than a hello ever carries; the rest is closed, never used
+# Every mode the deck turns on, turned off: mouse, paste and focus reports,
+# application keys; then plain attributes, the main screen, a visible
+# cursor and the ASCII character set.
+RESTORE = (b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l"
+           b"\x1b[?1004l\x1b[?1l\x1b>\x1b[0m\x1b[?1049l\x1b[?25h\x1b(B\x0f")
+_PF_EXITING = 0x4  # the kernel's flag for a process inside exit(), in /proc/PID/stat
 
 
 def receive(conn: socket.socket, size: int) -> tuple[bytes, list[int]]:
@@ -78,3 +86,36 @@ def shared_terminal() -> int | None:
     except OSError:
         return None
     return 0 if (stdin.st_rdev, stdin.st_ino) == (stdout.st_rdev, stdout.st_ino) else None
+
+
+def modes(fd: int) -> list | None:
+    """The terminal's settings now (None when they cannot be read)."""
+    try:
+        return termios.tcgetattr(fd)
+    except (termios.error, OSError):
+        return None
+
+
+def restore(fd: int, saved: list | None) -> None:
+    """Put a terminal the deck drew on back as it was: its modes off, the
+    main screen, then ``saved`` settings (cooked input, echo).  Best effort:
+    a terminal that hung up takes none of it."""
+    with contextlib.suppress(OSError):  # a few bytes: a terminal's buffer takes them
+        os.write(fd, RESTORE)
+    if saved is not None:  # now, not after a drain a stuck terminal would never finish
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def gone(pid: int) -> bool:
+    """``pid`` has ended or is inside its exit (its descriptors close before
+    it becomes a zombie, so a closed socket can be seen before that)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    fields = stat[stat.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
+    try:
+        return fields[0] in ("Z", "X", "x") or bool(int(fields[6]) & _PF_EXITING)
+    except (IndexError, ValueError):
+        return False

@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import subprocess
+import sys
+import termios
 import threading
 import time
 import tty
@@ -15,6 +18,7 @@ import pytest
 from choragos.ui import attachserver
 from choragos.ui import framing as f
 from choragos.ui.attachserver import AttachServer
+from choragos.ui.attachtty import RESTORE
 from tests.conftest import wait_until
 
 
@@ -358,6 +362,7 @@ def test_a_client_that_passes_its_terminal_is_served_on_it(served, terminal):
     sock.close()
     wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
     wait_until(lambda: _opened(path) == 1, 5, message="the terminal let go")
+    assert not [kind for kind, _ in logged if kind == "terminal restored"]  # ours to restore
 
 
 def _nothing_or(sock: socket.socket) -> bytes:
@@ -427,3 +432,51 @@ def test_a_client_that_never_says_its_terminal_is_ready_is_dropped(served, termi
     with pytest.raises(BlockingIOError):
         os.read(master, 4096)  # never written to a terminal not said to be raw
     sock.close()
+
+
+CLIENT = r"""
+import os, socket, sys, time, tty
+from choragos.ui import framing as f
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(sys.argv[1])
+hello = f.encode_json(f.HELLO, {"pid": os.getpid(), "cols": 80, "rows": 24, "tty": True})
+socket.send_fds(sock, [hello], [0])
+decoder, frames = f.Decoder(), []
+while not frames:
+    frames += decoder.feed(sock.recv(65536))
+tty.setraw(0)  # as the real client does, once accepted
+sock.sendall(f.encode(f.READY))
+print("raw now", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_client_gets_its_terminal_back_from_the_session(served, short_tmp):
+    """SIGKILL gives the client no say; the session, which holds its
+    terminal, turns the deck's modes off and puts the settings back."""
+    server, deck, logged, _ = served
+    master, slave = os.openpty()  # cooked, as a shell leaves it
+    os.set_blocking(master, False)
+    cooked = termios.tcgetattr(slave)[3]
+    assert cooked & termios.ECHO and cooked & termios.ICANON
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, str(server.path)],
+                              stdin=slave, stdout=slave, stderr=slave)
+    try:
+        _read_until(master, b"raw now")
+        wait_until(lambda: server.holder is not None, 5, message="attach")
+        assert not termios.tcgetattr(slave)[3] & termios.ECHO
+        os.write(deck.screen.writer, b"deck frame")
+        _read_until(master, b"deck frame")
+        client.kill()
+        client.wait(5)
+        assert _read_until(master, RESTORE).endswith(RESTORE)
+        wait_until(lambda: any(kind == "terminal restored" for kind, _ in logged), 5,
+                   message="the terminal restored")
+        lflag = termios.tcgetattr(slave)[3]
+        assert lflag & termios.ECHO and lflag & termios.ICANON
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait(5)
+        os.close(master)
+        os.close(slave)
