@@ -130,6 +130,22 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
     return notices
 
 
+def kept_states(workdir: Path) -> list[tuple[Path, str]]:
+    """The states kept aside in ``workdir``, newest first, each with what it
+    holds ("3 tasks, 1 open", or why it cannot be read)."""
+    home = journal.state_dir(workdir)
+    found = []
+    for path in sorted(home.parent.glob(f"{home.name}.kept-*"), reverse=True):
+        if not path.is_dir() or not journal.exists(path):
+            continue
+        try:
+            words = _state_words(journal.load(path))
+        except (JournalError, OSError) as exc:
+            words = f"unreadable: {exc}"
+        found.append((path, words))
+    return found
+
+
 def _discard_empty(home: Path) -> None:
     """A state with no task and nothing queued holds nothing anyone was told about."""
     for name in (journal.JOURNAL, journal.SNAPSHOT):
@@ -147,7 +163,8 @@ def _unused(path: Path) -> Path:
 
 def _state_words(image: Image) -> str:
     open_tasks = sum(1 for t in image.tasks.values() if t["state"] in _OPEN)
-    return f"{len(image.tasks)} tasks, {open_tasks} open"
+    count = len(image.tasks)
+    return f"{count} task{'' if count == 1 else 's'}, {open_tasks} open"
 
 
 def _clock(t: float) -> str:

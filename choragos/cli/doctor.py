@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from choragos import __version__, paths, selfpath, wire
+from choragos import __version__, paths, resume, selfpath, wire
 from choragos.cli import _client
 from choragos.config import (
     CONFIG_NAME,
@@ -76,7 +76,7 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
                    for level, message in seat_findings(workdir, config.roles, env)]
         checks += _judges(config)
     checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
-               _gateway(config), _session(workdir, env)]
+               _gateway(config), _session(workdir, env), *_kept(workdir)]
     return checks
 
 
@@ -240,3 +240,18 @@ def _session(workdir: Path, env: Mapping[str, str]) -> Check:
     if ack.get("status") != "ok":
         return Check("session", WARN, f"a session answered but refused a ping: {ack.get('error')}")
     return Check("session", OK, f"a session is running (pid {ack.get('pid')})")
+
+
+def _kept(workdir: Path) -> list[Check]:
+    """Earlier states a plain ``serve`` kept aside: nothing deletes them, and
+    the tasks they hold were never finished by this session."""
+    kept = resume.kept_states(workdir)
+    if not kept:
+        return []
+    newest, words = kept[0]
+    where = os.path.relpath(newest, workdir)
+    more = f" ({len(kept)} in all, newest first)" if len(kept) > 1 else ""
+    return [Check("kept state", WARN,
+                  f"an earlier session's state is kept aside in {where} ({words}){more}: "
+                  f"`choragos serve --resume {where}` resumes it; delete it once it is not "
+                  f"needed")]

@@ -74,6 +74,11 @@ def test_serve_without_resume_keeps_the_old_state_aside_and_names_a_dead_server(
     assert s.board() == {}
     kept = [p for p in (s.workdir / ".choragos").iterdir() if p.name.startswith("state.kept-")]
     assert len(kept) == 1 and list(journal.load(kept[0]).tasks) == ["T1"]
+    doctor = s.cli("doctor").stdout.splitlines()
+    assert [line for line in doctor if "kept aside" in line] == [
+        f"WARN an earlier session's state is kept aside in .choragos/{kept[0].name} "
+        f"(1 task, 1 open): `choragos serve --resume .choragos/{kept[0].name}` resumes it; "
+        f"delete it once it is not needed"]
 
     # the way out the notice names: resume the state kept aside
     assert s.stop() == 0
@@ -206,7 +211,7 @@ def test_detach_names_the_dead_server_and_resumes_in_the_background(serve):
     s.kill9()
     out = s.cli("serve", "--detach", "--resume", timeout=60)
     assert out.returncode == 0, out.stderr
-    assert f"resuming the session that ran as pid {pid} (1 tasks, 1 open" in out.stderr
+    assert f"resuming the session that ran as pid {pid} (1 task, 1 open" in out.stderr
     assert s.board()[gated]["state"] == "gated"
     assert s.cli("shutdown").returncode == 0
     s.wait(lambda: not s.sock.exists(), 30, "the detached session to stop")

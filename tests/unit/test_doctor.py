@@ -219,3 +219,22 @@ def test_a_judge_running_the_same_command_and_model_warns(work: Path, bindir: Pa
     assert judge.message.startswith("role coder is judged by rev, which runs the same command "
                                     "(claude) with model m1")
     assert doctor.passed(checks)
+
+
+def test_states_kept_aside_are_named_newest_first_and_damage_is_said(work: Path, bindir: Path,
+                                                                      short_tmp: Path) -> None:
+    env = _env(bindir, short_tmp / "run")
+    assert not _by_name(doctor.diagnose(work, env), "kept state")  # none: no line at all
+    for stamp in ("20260101-090000", "20260102-090000"):
+        kept = work / ".choragos" / f"state.kept-{stamp}"
+        kept.mkdir(parents=True)
+        (kept / "snapshot.json").write_text("{not json")
+    (work / ".choragos" / "state.kept-20260103-090000").mkdir()  # no state in it: not one
+    [check] = _by_name(doctor.diagnose(work, env), "kept state")
+    assert check.level == doctor.WARN
+    assert check.message.startswith(
+        "an earlier session's state is kept aside in .choragos/state.kept-20260102-090000 "
+        "(unreadable: ")
+    assert "(2 in all, newest first)" in check.message
+    assert "`choragos serve --resume .choragos/state.kept-20260102-090000` resumes it" in (
+        check.message)
