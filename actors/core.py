@@ -652,7 +652,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._event("injection requeued", role=seat.name, kind=injection.kind,
                         task=injection.task_id, detail=msg.detail)
             return
-        where = ("is left in its input: press Enter in its pane" if msg.left_in_input
+        where = ("is left in its input: press Enter in its pane or clear it (nothing more "
+                 "is typed into it until then)" if msg.left_in_input
                  else "was not typed: see the event log for its text")
         log.warning("%s did not take a %s (%s); it %s", seat.name, injection.kind,
                     msg.detail, where)

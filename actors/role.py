@@ -54,6 +54,7 @@ ECHO_WAIT = 2.0
 ENTER_QUIET = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
+LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
 CLASSIFY_DELAY = 0.15
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
 
@@ -208,6 +209,7 @@ class RoleActor(Actor):
         s.reader.start()
         s.detail = ""
         s.extra["stalled"] = False
+        s.extra.pop("left_in_input", None)  # that process's input went with it
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self._arm_stall_check(gen)
@@ -361,10 +363,26 @@ class RoleActor(Actor):
             stalled=bool(s.extra.get("stalled")), profile=s.profile.name)
 
     def _ready(self) -> bool:
-        """Only an idle agent is typed into: keys typed into a dialog answer it."""
+        """Only an idle agent is typed into: keys typed into a dialog answer
+        it, and a line typed after one it did not take would join it."""
         s = self.s
         return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
-                and time.monotonic() >= s.extra.get("settle_until", 0.0))
+                and time.monotonic() >= s.extra.get("settle_until", 0.0)
+                and not self._input_held())
+
+    def _input_held(self) -> bool:
+        """The input still shows the line the agent did not take; once the
+        operator has sent or cleared it, the role takes lines again."""
+        s = self.s
+        left = s.extra.get("left_in_input")
+        if left is None:
+            return False
+        if self._shows_pending(left):
+            return True
+        del s.extra["left_in_input"]
+        if s.detail == LEFT_IN_INPUT:
+            s.detail = ""
+        return False
 
     @handle.register
     def _get_view(self, msg: m.GetView) -> m.RoleView:
@@ -484,9 +502,13 @@ class RoleActor(Actor):
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
 
     def _pending(self, typing: Typing) -> bool:
+        return self._shows_pending(typing.injection.text)
+
+    def _shows_pending(self, text: str) -> bool:
+        """``text`` is on the screen in the agent's input, not sent yet."""
         s = self.s
         lines, cursor = s.terminal.display(), s.terminal.cursor
-        text = briefs.one_line(typing.injection.text)
+        text = briefs.one_line(text)
         return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
                    for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))
 
@@ -509,6 +531,8 @@ class RoleActor(Actor):
         elif typing.enters < 2:
             self._press_enter(typing)  # the one retry of T3
         else:
+            self.s.extra["left_in_input"] = typing.injection.text
+            self.s.detail = LEFT_IN_INPUT
             self._finish(False, "the agent did not take the Enter", left_in_input=True)
 
     def _retry_or_fail(self, typing: Typing, why: str) -> None:

@@ -4,7 +4,7 @@ in silence.  Through a real ``serve --headless`` with fixture agents in real PTY
 from __future__ import annotations
 
 from tests.integration.harness import role_toml
-from tests.integration.test_loud import fired, hook_toml
+from tests.integration.test_loud import fired, hook_toml, roles
 
 REPORT = "A worker reports: [T1"
 
@@ -38,7 +38,27 @@ def test_a_report_left_in_the_input_is_not_typed_again_and_rings(serve, short_tm
     assert len(s.agents("deaf", "orchestrator")) == 2  # the Enter and its one retry
     assert not [line for line in s.submitted("orchestrator") if REPORT in line]
     assert "orchestrator did not take a report" in s.stderr()
-    assert "is left in its input: press Enter in its pane" in s.stderr()
+    assert "is left in its input: press Enter in its pane or clear it" in s.stderr()
     s.wait(lambda: fired(short_tmp, "on_input"), 5, "the on_input hook")
     assert fired(short_tmp, "on_input")[0].startswith("orchestrator|")
     assert not [e for e in s.events() if e["event"] == "injection requeued"]
+
+
+def test_nothing_is_typed_after_a_line_left_in_the_input_until_it_is_cleared(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", "--worker", "--deaf-on", "tasks/T1.md"))
+    s.wait_booted(["coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "stays in the box").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "failed", 30, "T1 failed: Enter not taken")
+    assert s.cli("delegate", "--to", "coder", "--task", "waits its turn").returncode == 0
+    coder = roles(s)["coder"]
+    assert (coder["ready"], coder["queued"]) == (False, 1)
+    assert "input holds a line it did not take" in coder["detail"]
+    assert not [r for r in s.agents(role="coder") if "tasks/T2.md" in r["text"]]
+    # The operator clears the input; the next line goes in on its own.
+    keys = s.cli("keys", "coder", "ctrl+c")
+    assert keys.returncode == 0, keys.stderr
+    assert "tasks/T1.md" in s.wait(lambda: s.agents("cleared", "coder"), 5, "the clear")[0]["text"]
+    s.wait(lambda: s.board()["T2"]["state"] == "done", 30, "T2 typed and done")
+    assert [line for line in s.submitted("coder") if "tasks/" in line] == [
+        next(line for line in s.submitted("coder") if "tasks/T2.md" in line)]
