@@ -33,6 +33,7 @@ HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"
 STALLED = "stalled"
+HELD = "input holds an untaken line"
 
 
 def budget_summary(config: Any) -> dict | None:
@@ -98,6 +99,8 @@ class Guardrails:
             self._guard_status(view)
         if before.stalled != view.stalled:
             self._guard_stall(view)
+        if before.held != view.held:
+            self._mark(view.name, HELD, view.held)
         self._guard_idle()
 
     def _guard_status(self, view: m.RoleView) -> None:

@@ -160,12 +160,14 @@ class RoleView:
     exit: str = ""
     budget_used: int = 0  # restarts counted against restart_retries
     stalled: bool = False  # no new output for the role's stall_after
+    held: bool = False  # its input still shows a line it did not take: nothing is typed
     profile: str = ""  # the agent profile its screen is read with
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
                 "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
+                "held": self.held,
                 "profile": self.profile}
 
 

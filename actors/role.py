@@ -360,7 +360,8 @@ class RoleActor(Actor):
             restarts=s.restarts_total, budget_used=s.restarts_used, ready=self._ready(),
             detail=s.detail,
             preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
-            stalled=bool(s.extra.get("stalled")), profile=s.profile.name)
+            stalled=bool(s.extra.get("stalled")), profile=s.profile.name,
+            held="left_in_input" in s.extra)
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer

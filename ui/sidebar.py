@@ -3,8 +3,9 @@
 A card shows the role's number (its focus key), status dot and state, model,
 restart count, current task, token counts, cost and budget (only once the
 gateway has counted something for the role: no made-up zeros), the marks
-the core's guardrails set ("over budget", "stalled"), and the last lines of
-activity (the role actor already left out the agent's chrome).
+the core's guardrails set ("over budget", "stalled", "input holds an
+untaken line"), and the last lines of activity (the role actor already
+left out the agent's chrome).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
         lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
     if info.usage is not None:
         lines.append(text_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
-    if info.extra.get("marks"):  # "over budget", "stalled": set by the core's guardrails
+    if info.extra.get("marks"):  # "over budget", "stalled"...: set by the core's guardrails
         lines.append(text_line(width, [("   ", None),
                                        (" · ".join(info.extra["marks"]), "waiting")]))
     if task is not None:

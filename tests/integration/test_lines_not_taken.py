@@ -54,11 +54,14 @@ def test_nothing_is_typed_after_a_line_left_in_the_input_until_it_is_cleared(ser
     coder = roles(s)["coder"]
     assert (coder["ready"], coder["queued"]) == (False, 1)
     assert "input holds a line it did not take" in coder["detail"]
+    assert coder["held"] and "input holds an untaken line" in coder["marks"]
     assert not [r for r in s.agents(role="coder") if "tasks/T2.md" in r["text"]]
     # The operator clears the input; the next line goes in on its own.
     keys = s.cli("keys", "coder", "ctrl+c")
     assert keys.returncode == 0, keys.stderr
     assert "tasks/T1.md" in s.wait(lambda: s.agents("cleared", "coder"), 5, "the clear")[0]["text"]
     s.wait(lambda: s.board()["T2"]["state"] == "done", 30, "T2 typed and done")
+    coder = roles(s)["coder"]
+    assert not coder["held"] and not coder["marks"] and not coder["detail"]
     assert [line for line in s.submitted("coder") if "tasks/" in line] == [
         next(line for line in s.submitted("coder") if "tasks/T2.md" in line)]
