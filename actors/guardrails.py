@@ -33,7 +33,7 @@ HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"
 STALLED = "stalled"
-HELD = "input holds an untaken line"
+INPUT_HELD = "input holds an untaken line"
 
 
 def budget_summary(config: Any) -> dict | None:
@@ -100,7 +100,7 @@ class Guardrails:
         if before.stalled != view.stalled:
             self._guard_stall(view)
         if before.held != view.held:
-            self._mark(view.name, HELD, view.held)
+            self._mark(view.name, INPUT_HELD, view.held)
         self._guard_idle()
 
     def _guard_status(self, view: m.RoleView) -> None:
