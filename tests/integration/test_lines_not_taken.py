@@ -17,8 +17,7 @@ def test_a_report_that_never_showed_is_typed_again_in_another_round(serve):
     s.wait(lambda: any(REPORT in line for line in s.submitted("orchestrator")), 40,
            "the report submitted in its second round")
     assert len(s.agents("dropped", "orchestrator")) == 2  # both typings of the first round
-    assert [line for line in s.submitted("orchestrator") if REPORT in line] == [
-        next(line for line in s.submitted("orchestrator") if REPORT in line)]
+    assert len([line for line in s.submitted("orchestrator") if REPORT in line]) == 1
     requeued = [e for e in s.events() if e["event"] == "injection requeued"]
     assert [(e["role"], e["kind"], e["task"]) for e in requeued] == [
         ("orchestrator", "report", "T1")]
@@ -63,5 +62,5 @@ def test_nothing_is_typed_after_a_line_left_in_the_input_until_it_is_cleared(ser
     s.wait(lambda: s.board()["T2"]["state"] == "done", 30, "T2 typed and done")
     coder = roles(s)["coder"]
     assert not coder["held"] and not coder["marks"] and not coder["detail"]
-    assert [line for line in s.submitted("coder") if "tasks/" in line] == [
-        next(line for line in s.submitted("coder") if "tasks/T2.md" in line)]
+    [task_line] = [line for line in s.submitted("coder") if "tasks/" in line]
+    assert "tasks/T2.md" in task_line  # T1 never went in, T2 went in alone
