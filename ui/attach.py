@@ -40,7 +40,6 @@ LEAVE_TIMEOUT = 1.0  # served direct: how long a leaving client waits for the se
 # this the socket is not read, so the session sees the backlog (and holds
 # back the frames of panes not typed into until the terminal caught up).
 SCREEN_BACKLOG = 32 * 1024
-RESTORE = attachtty.RESTORE  # what leaving writes before the terminal's settings
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -370,7 +369,7 @@ class Client:
         if self.saved is None:
             return
         with contextlib.suppress(OSError):
-            _write_all(1, RESTORE)
+            _write_all(1, attachtty.RESTORE)
         with contextlib.suppress(termios.error, OSError):
             termios.tcsetattr(0, termios.TCSADRAIN, self.saved)
         self.saved = None

@@ -16,7 +16,7 @@ import pytest
 from ptyprocess import PtyProcess
 
 from choragos.ui import framing as f
-from choragos.ui.attach import RESTORE
+from choragos.ui.attachtty import RESTORE
 from tests.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
