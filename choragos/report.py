@@ -8,9 +8,13 @@ Standard library only, like every CLI verb.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from choragos import changes
 
@@ -28,6 +32,7 @@ class LogRead:
     damaged_after: int | None = None
     damaged_in: str | None = None
     files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # rotated names not read, with why
 
 
 @dataclass
@@ -96,16 +101,23 @@ def read_log(path: Path) -> LogRead:
     """The records of ``path``, after those of its rotated predecessors
     (``path.3`` … ``path.1``, oldest first), so a run that outlived a rotation
     is read whole.  Each file is read up to its first damaged line, and the
-    next one carries on; OSError if ``path`` itself cannot be read."""
+    next one carries on; OSError if ``path`` itself cannot be read.
+
+    ``path`` is read wherever it leads (whoever ran the report named it), but
+    a predecessor is found by its name alone, in a directory the agents can
+    write to: one that is a link or not a regular file is skipped, never
+    followed, and said in ``skipped``."""
     read = LogRead([])
     older = [path.with_name(f"{path.name}.{n}") for n in range(1, ROTATED_READ + 1)]
-    for part in [*reversed([p for p in older if p.is_file()]), path]:
+    for part in [*reversed([p for p in older if os.path.lexists(p)]), path]:
         try:
-            records, damaged_after = _read_file(part)
-        except OSError:
+            records, damaged_after = _read_file(part, follow=part == path)
+        except OSError as exc:
             if part == path:
                 raise
-            continue  # a rotated file that went away: the newer ones still count
+            if exc.errno != errno.ENOENT:  # one that went away: the newer ones still count
+                read.skipped.append(f"{part} ({exc.strerror})")
+            continue
         read.records.extend(records)
         read.files.append(str(part))
         if damaged_after is not None and read.damaged_after is None:
@@ -113,9 +125,9 @@ def read_log(path: Path) -> LogRead:
     return read
 
 
-def _read_file(path: Path) -> tuple[list[dict], int | None]:
+def _read_file(path: Path, follow: bool = True) -> tuple[list[dict], int | None]:
     records: list[dict] = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with _open_log(path, follow) as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue  # an empty line carries no event and hides none
@@ -124,6 +136,24 @@ def _read_file(path: Path) -> tuple[list[dict], int | None]:
                 return records, number - 1
             records.append(record)
     return records, None
+
+
+def _open_log(path: Path, follow: bool) -> TextIO:
+    """``path`` for reading; unless ``follow``, only as a regular file that
+    is no link (OSError otherwise, its strerror saying which)."""
+    if follow:
+        return open(path, encoding="utf-8", errors="replace")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symbolic link; rotated logs are read only as "
+                                       "regular files") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    return open(fd, encoding="utf-8", errors="replace")
 
 
 def _parse(line: str) -> dict | None:

@@ -32,6 +32,8 @@ def _main(argv: list[str], verb: str) -> int:
     args = _parser(verb).parse_args(argv)
     path = Path(args.log) if args.log else events.default_path(Path.cwd())
     read = _read(path)
+    for skipped in read.skipped:
+        print(f"note: skipped {_client.inert(skipped)}", file=sys.stderr)
     if read.damaged_after is not None:
         # stderr, so --json output stays one parseable document.
         print(f"note: {_client.inert(read.damaged_in)} is damaged after line "

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 import time
@@ -216,6 +217,30 @@ def test_a_damaged_rotated_file_keeps_its_good_lines_and_the_newer_files(tmp_pat
     assert (read.damaged_after, read.damaged_in) == (5, str(older))
     code, _, err = run_cli(capsys, log)
     assert code == 0 and f"{older} is damaged after line 5; read up to there" in err
+
+
+def test_a_rotated_name_that_is_a_link_or_a_fifo_is_skipped_never_followed(tmp_path, capsys):
+    """Rotated logs are found by name in a directory agents can write to: a
+    link planted there (to a file of events from elsewhere, or anything)
+    is not read, and a FIFO does not hang the report."""
+    records = two_role_run()
+    outside = write_log(tmp_path / "elsewhere.jsonl", records[:4])
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "events.jsonl.2").symlink_to(outside)
+    os.mkfifo(logs / "events.jsonl.1")
+    log = write_log(logs / "events.jsonl", records[4:])
+    read = read_log(log)
+    assert read.records == records[4:] and read.files == [str(log)]
+    assert read.skipped == [f"{logs / 'events.jsonl.2'} (a symbolic link; rotated logs are "
+                            "read only as regular files)",
+                            f"{logs / 'events.jsonl.1'} (not a regular file)"]
+    code, _, err = run_cli(capsys, log)
+    assert code == 0 and err.count("note: skipped") == 2
+    # The log named on the command line is the reader's choice, link or not.
+    named = tmp_path / "named.jsonl"
+    named.symlink_to(outside)
+    assert read_log(named).records == records[:4]
 
 
 def test_missing_log_is_one_sentence_and_exit_1(tmp_path, capsys, monkeypatch):
