@@ -157,7 +157,14 @@ def handback_line(task: Task, task_file: str) -> str:
 
 
 def repeated_line(text: str, after: str = "the choragos session restarted") -> str:
-    return f"(Repeated after {after}; ignore it if you had it) {text}"
+    """``text`` marked as a line the agent may have had already.  A line cut
+    off again is marked once, with the latest cause: the marks of a line
+    repeated after every exit in a row would otherwise stack up, each
+    longer than the last, ahead of the line itself."""
+    return f"(Repeated after {after}; ignore it if you had it) {_REPEAT_MARK.sub('', text, 1)}"
+
+
+_REPEAT_MARK = re.compile(r"\A\(Repeated after [^;]*; ignore it if you had it\) ")
 
 
 def handoff_line(wait: float) -> str:

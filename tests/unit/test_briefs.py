@@ -47,3 +47,16 @@ def test_one_line_drops_bidi_controls():
 
     text = "a\u202eb\u202cc \u2066d\u2069 \u200ee\u200f \u061cf \u202ag\u202b"
     assert one_line(text) == "abc d e f g"
+
+
+def test_a_line_repeated_again_carries_one_mark_naming_the_latest_cause():
+    once = briefs.repeated_line("A worker reports: [T1] done", "lead restarted while it was typed")
+    twice = briefs.repeated_line(once, "the choragos session restarted")
+    assert twice == ("(Repeated after the choragos session restarted; ignore it if you had "
+                     "it) A worker reports: [T1] done")
+    assert briefs.repeated_line(twice) == twice
+
+
+def test_a_mark_inside_the_text_is_the_text_s_own():
+    text = "quote: (Repeated after x; ignore it if you had it) y"
+    assert briefs.repeated_line(text, "z").endswith(text)

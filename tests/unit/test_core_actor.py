@@ -172,7 +172,7 @@ def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(co
     wait_until(lambda: lead.told, 5, message="the failure told to the orchestrator")
     notice = lead.told[0].injection
     assert notice.task_id == "T1" and "T1" in notice.text
-    for submitted, told in ((False, 2), (True, 3)):
+    for submitted, told in ((False, 2), (True, 3), (True, 4)):
         handle.tell(m.RoleChanged(m.RoleView("orchestrator", "exited", ready=False)))
         handle.tell(m.InjectionOutcome("orchestrator", lead.told[-1].injection, False,
                                        "orchestrator exited (exit code 1)",
@@ -184,6 +184,8 @@ def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(co
     assert sent.id == notice.id and sent.text == (
         "(Repeated after orchestrator restarted while it was typed; ignore it if you had "
         "it) " + notice.text)
+    # Cut off again once its Enter went in: still one mark, not one per exit.
+    assert lead.told[3].injection.text == sent.text
 
 
 def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, tmp_path):
