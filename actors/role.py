@@ -329,6 +329,7 @@ class RoleActor(Actor):
 
     def _refresh_status(self) -> None:
         s = self.s
+        self._release_cleared_input()
         if s.status in SCREEN_STATES:
             self._set_status(self._screen_status())
         elif s.status is RoleStatus.BOOTING and self._screen_status() is RoleStatus.WAITING:
@@ -365,28 +366,29 @@ class RoleActor(Actor):
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer
-        it, and a line typed after one it did not take would join it."""
+        it, and a line typed after one it did not take would join it.  (A
+        pure question: whoever reads the screen first calls
+        :meth:`_release_cleared_input`.)"""
         s = self.s
         return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
                 and time.monotonic() >= s.extra.get("settle_until", 0.0)
-                and not self._input_held())
+                and "left_in_input" not in s.extra)
 
-    def _input_held(self) -> bool:
-        """The input still shows the line the agent did not take; once the
-        operator has sent or cleared it, the role takes lines again."""
+    def _release_cleared_input(self) -> None:
+        """A line the agent did not take holds the role until the operator
+        has sent or cleared it: once the input no longer shows it, the role
+        takes lines again."""
         s = self.s
         left = s.extra.get("left_in_input")
-        if left is None:
-            return False
-        if self._shows_pending(left):
-            return True
+        if left is None or self._shows_pending(left):
+            return
         del s.extra["left_in_input"]
         if s.detail == LEFT_IN_INPUT:
             s.detail = ""
-        return False
 
     @handle.register
     def _get_view(self, msg: m.GetView) -> m.RoleView:
+        self._release_cleared_input()
         return self.view()
 
     def _reply(self, data: bytes) -> None:
@@ -434,6 +436,7 @@ class RoleActor(Actor):
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
+        self._release_cleared_input()
         if self._ready() and self._screen_status() is not RoleStatus.IDLE:
             self._refresh_status()  # the screen moved on (a dialog opened) since last read
         if not self._ready():
