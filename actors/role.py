@@ -159,8 +159,9 @@ class RoleActor(Actor):
         term.on_scrolled = self.s.transcript.append_lines
         if self.s.typing is not None:  # we replaced a crashed instance mid-injection
             self._finish(False, "choragos restarted the role's actor during the injection")
-        # A notice the crashed instance never read must not silence the reader.
-        self.s.output_noticed = False
+        # A notice or classification the crashed instance never read must
+        # not silence the reader.
+        self.s.output_noticed = self.s.classify_pending = False
         if self.s.child is not None and self.s.status not in roleio.GONE:
             self._output_seen(roleio.OutputSeen(self.s.gen))
         for _ in range(len(self.s.keys.waiting)):  # their flushes may have died with it

@@ -127,7 +127,11 @@ class OutputFeed:
                 return
             s.last_output = time.monotonic()
             s.terminal.feed(data)
-        if s.output_noticed:
+        if s.output_noticed or s.classify_pending:
+            # A classification on its way reads the screen after it clears
+            # its flag, so it takes this output in too: a notice now would
+            # wake the actor to change nothing (for a flooding pane, once
+            # per chunk read).
             return
         # The actor clears the flag before it reads the state, so output fed
         # after that sends another notice, and output before it is covered.

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from choragos.actors import messages as m
+from choragos.actors import role as role_mod
 from choragos.actors import roleio
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild
@@ -162,6 +164,55 @@ def test_a_replaced_actor_takes_over_the_reader_mid_stream(flood):
     wait_until(lambda: flood.state.terminal.generation > gen + 20, 5)
     wait_until(lambda: any(isinstance(x, m.RoleChanged) for x in flood.core.told[seen:]), 5,
                message="a classification by the new actor")
+
+
+def test_a_flooding_role_wakes_its_actor_once_per_classification_not_per_chunk(
+        monkeypatch, flood):
+    """While a classification is on its way it will read everything fed so
+    far, so the reader tells the actor nothing more: counted, the notices
+    stay near one per classification however many chunks the flood is
+    read in."""
+    feeds, notices = [0], [0]
+    real_feed = Terminal.feed
+
+    def feed(terminal, data):
+        feeds[0] += 1
+        return real_feed(terminal, data)
+
+    class Seen(roleio.OutputSeen):
+        def __init__(self, gen: int) -> None:
+            notices[0] += 1
+            super().__init__(gen)
+
+    monkeypatch.setattr(Terminal, "feed", feed)
+    monkeypatch.setattr(roleio, "OutputSeen", Seen)
+    wait_until(lambda: feeds[0] >= 200, 20, message="200 chunks of the flood")
+    assert notices[0] <= feeds[0] / 4, (notices[0], feeds[0])
+    # The screen still moves on in the role's published view.
+    seen = len(flood.core.told)
+    wait_until(lambda: any(isinstance(x, m.RoleChanged) for x in flood.core.told[seen:]), 5,
+               message="a classification of the moving screen")
+
+
+@pytest.mark.parametrize("agent_args", [("--ask", "proceed")])
+def test_a_replaced_actor_classifies_even_when_its_predecessor_took_a_pending_one_with_it(
+        agent):
+    """A classification armed by the instance that crashed went with its
+    mailbox: the new instance must not take it for one still on its way,
+    or the role's status would never move again."""
+    wait_until(lambda: status(agent) is RoleStatus.IDLE, 5, message="idle after the brief")
+    # Quiet, and no classification of the brief's output still on its way.
+    wait_until(lambda: not agent.state.classify_pending
+               and time.monotonic() - agent.state.last_output > 2 * role_mod.CLASSIFY_DELAY, 5,
+               message="the screen settled")
+    agent.state.classify_pending = True  # armed, its message lost with the old instance
+    agent.handle.tell("not a message any handler knows")  # the handler raises
+    wait_until(lambda: agent.events, 5, message="the supervisor to replace the actor")
+    agent.typed(b"please proceed")
+    wait_until(lambda: "please proceed" in agent.state.terminal.text(), 5)
+    agent.typed(b"\r")
+    wait_until(lambda: status(agent) is RoleStatus.WAITING, 5,
+               message="the dialog classified by the new instance")
 
 
 def test_a_restart_mid_stream_shows_only_the_new_process(flood):
