@@ -13,7 +13,9 @@ until they are in the client's output.  The output is emulated only until
 the setup is ready; the probes search it as bytes (the emulator is Python,
 and with tmux relaying a flood at full rate it fell behind, so the probes
 queued behind the bench's own parsing: medians of 4-78 ms).  Every few
-probes the agent's line is erased, untimed.  Rounds alternate
+probes the agent's line is erased, untimed.  Beside each median it prints
+the server's CPU while the probes ran (the choragos session's, tmux's):
+a flood's cost to the machine the echo shares.  Rounds alternate
 between the two setups so machine noise hits both alike.  Absolute numbers
 vary between machines and runs; the ratio is the result.  Not part of the
 test suite.
@@ -42,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from ptyprocess import PtyProcess  # noqa: E402
 
-from bench.common import emit, scratch, served  # noqa: E402
+from bench.common import emit, process_cpu, scratch, served  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
@@ -93,6 +95,7 @@ class Screen:
         self._needle: bytes | None = None
         self._seen_at: float | None = None
         self.missed = 0  # probes whose marker never came as typed
+        self.server_pid: int | None = None  # the session's or tmux's server
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -220,16 +223,18 @@ def choragos_screen(root: Path, crew: Crew) -> Iterator[Screen]:
         f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
     env = environment(root)
     with served(work, env):
+        pid = int(json.loads((root / "s.json").read_text())["pid"])
         # Probe only once the session has briefed the echo agent (typed into its line).
         yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
                              lambda text: "you said: You are the echo role" in text
-                             and ("compiling" in text or not crew.flooders), 60)
+                             and ("compiling" in text or not crew.flooders), 60, pid)
 
 
 def _attached(argv: list[str], env: dict[str, str], cwd: Path, ready: Callable[[str], bool],
-              timeout: float) -> Iterator[Screen]:
+              timeout: float, server_pid: int) -> Iterator[Screen]:
     """The client ``argv`` on a screen of ours, once ``ready`` holds; closed after."""
     screen = Screen(argv, env, cwd)
+    screen.server_pid = server_pid
     try:
         screen.wait_for(ready, timeout)
         yield screen
@@ -250,9 +255,11 @@ def tmux_screen(root: Path, crew: Crew, tmux: str) -> Iterator[Screen]:
         for _name, argv in crew.others(flood):
             subprocess.run([*server, "split-window", "-d", " ".join(argv)], env=env, check=True)
             subprocess.run([*server, "select-layout", "tiled"], env=env, check=True)
+        pid = int(subprocess.run([*server, "display-message", "-p", "#{pid}"], env=env,
+                                 check=True, capture_output=True, text=True).stdout.strip())
         yield from _attached([*server, "attach"], env, root,
                              lambda text: "agent>" in text
-                             and ("compiling" in text or not crew.flooders), 30)
+                             and ("compiling" in text or not crew.flooders), 30, pid)
     finally:
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
 
@@ -280,6 +287,7 @@ def main() -> None:
     if tmux is None:
         raise SystemExit("tmux is needed for the reference measurement")
     results: dict[str, list[float]] = {"choragos": [], "tmux": []}
+    busy = {"choragos": [0.0, 0.0], "tmux": [0.0, 0.0]}  # server CPU s, wall s while probing
     number = 0
     missed = {"choragos": 0, "tmux": 0}
     for _ in range(args.rounds):
@@ -290,26 +298,30 @@ def main() -> None:
                 with setup as screen:
                     time.sleep(1.0)  # let the flood get going
                     screen.probing()
+                    cpu, wall = process_cpu(screen.server_pid), time.monotonic()
                     for _ in range(args.probes):
                         number += 1
                         elapsed = probe(screen, number)
                         if elapsed is not None:
                             results[name].append(elapsed)
+                    busy[name][0] += process_cpu(screen.server_pid) - cpu
+                    busy[name][1] += time.monotonic() - wall
                     missed[name] += screen.missed
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"
     print(f"keystroke-to-screen latency, {crew.roles} panes, {crew.flooders} neighbour(s) "
           f"flooding ({flood}), {COLS}x{ROWS}, {os.cpu_count()} CPUs")
+    server_pct = {name: round(100 * cpu / wall, 1) for name, (cpu, wall) in busy.items()}
     for name, samples in results.items():
-        print(summary(name, samples))
+        print(f"{summary(name, samples)}   server CPU {server_pct[name]:.0f}% of a core")
     ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
     emit("attach_latency", {"choragos/tmux": ratio},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
          median_ms={name: round(statistics.median(s) * 1000, 2) for name, s in results.items()},
-         probes=len(results["tmux"]), missed=missed)
+         probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct)
 
 
 if __name__ == "__main__":

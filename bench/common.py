@@ -15,9 +15,11 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,8 +73,32 @@ def scratch(prefix: str) -> Iterator[Path]:
 @contextlib.contextmanager
 def served(work: Path, env: dict[str, str], timeout: float = 60) -> Iterator[None]:
     """A detached choragos session in ``work``, killed with its agents however
-    the block ends (a failed start, a probe timing out, Ctrl-C): a bench that
-    fails must not leave a flooding crew to load the machine's next run."""
+    the block ends (a failed start, a probe timing out, Ctrl-C, SIGTERM from
+    ``timeout`` or a CI runner): a bench that fails must not leave a flooding
+    crew to load the machine's next run."""
+    with _term_unwinds():
+        yield from _served(work, env, timeout)
+
+
+@contextlib.contextmanager
+def _term_unwinds() -> Iterator[None]:
+    """SIGTERM raises SystemExit in the main thread for the block, so the
+    ``finally`` clauses run; by default it ends the process without them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _served(work: Path, env: dict[str, str], timeout: float) -> Iterator[None]:
     try:
         started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"],
                                  cwd=work, env=env, capture_output=True, text=True,
