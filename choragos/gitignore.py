@@ -135,9 +135,12 @@ class RuleStack:
     def push(self, base: bytes, text: bytes) -> RuleStack:
         """The stack of a directory ``base`` whose ``.gitignore`` holds ``text``."""
         digest = hashlib.sha1(text).digest()
-        rules = self.memo.get(digest)
+        # The memo outlives one setting of core.ignorecase (a session's store
+        # is kept for hours): the same text compiles to other rules under it.
+        compiled = digest + (b"i" if self.ignorecase else b"c")
+        rules = self.memo.get(compiled)
         if rules is None:
-            rules = self.memo[digest] = IgnoreList(text, self.ignorecase)
+            rules = self.memo[compiled] = IgnoreList(text, self.ignorecase)
         key = hashlib.sha1(self.key + digest).digest()
         return RuleStack(rules or None, base, self, key, self.ignorecase, self.memo)
 

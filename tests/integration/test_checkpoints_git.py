@@ -346,6 +346,30 @@ def test_ignore_rules_match_git(repo: Path) -> None:
         "kept.py"}
 
 
+def test_a_long_lived_store_sees_git_config_change_between_snapshots(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's store lives for hours and keeps what it read of git's
+    config: an excludesFile set in the repository and an ignorecase set in
+    the user's own config are both in force from the next snapshot on."""
+    write(repo, "old.bak", "x\n")
+    write(repo, ".gitignore", "*.log\n")
+    write(repo, "LOUD.LOG", "x\n")
+    user_config = repo.parent / "user.gitconfig"
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "before")
+        excludes = repo.parent / "global-ignore"
+        excludes.write_text("*.bak\n")
+        git(repo, "config", "core.excludesFile", str(excludes))
+        second = store.snapshot("T2", "coder", "excludesFile")
+        user_config.write_text("[core]\n\tignorecase = true\n")
+        third = store.snapshot("T3", "coder", "ignorecase")
+    assert {"old.bak", "LOUD.LOG"} <= set(ls_tree(repo, first.ref))
+    assert "old.bak" not in ls_tree(repo, second.ref) and "LOUD.LOG" in ls_tree(repo, second.ref)
+    assert "LOUD.LOG" not in ls_tree(repo, third.ref)
+    assert third.tree == git_tree(repo)
+
+
 def test_tracked_ignored_files_stay_and_choragos_dir_is_left_out(repo: Path) -> None:
     write(repo, ".gitignore", "*.log\n")
     write(repo, "tracked.log", "tracked though ignored\n")
