@@ -163,6 +163,7 @@ class CheckpointStore:
         self._ignore_memo: dict[bytes, IgnoreList] = {}
         self._cache_memo: tuple[tuple, Cache] | None = None
         self._index_memo: tuple[tuple, UserIndex] | None = None
+        self._settings_memo: tuple[tuple, tuple[str, bool]] | None = None
         self._cache_ref: str | None = None  # the ref holding the private index's commit
         self.last_stats: ScanStats | None = None
         self._watch = TreeWatch(self.root) if watch else None
@@ -439,12 +440,40 @@ class CheckpointStore:
     # ---- what a walk needs
 
     def _rules(self) -> RuleStack:
-        config = self._repo.get_config_stack()
         info = os.path.join(self._repo.commondir(), "info", "exclude")
-        user = os.path.expanduser(default_user_ignore_filter_path(config))
-        ignorecase = config.get_boolean((b"core",), b"ignorecase", False)
+        user, ignorecase = self._ignore_settings()
         return RuleStack.root([_read_or_empty(info), _read_or_empty(user)], ignorecase,
                               self._ignore_memo)
+
+    def _ignore_settings(self) -> tuple[str, bool]:
+        """The user's ignore file and ``core.ignorecase``.  Every snapshot asks,
+        and parsing git's config files cost more than the rest of an unchanged
+        tree's snapshot: they are read again only when one of them changed."""
+        key = tuple(_signature(path) for path in self._config_paths())
+        if self._settings_memo is None or self._settings_memo[0] != key:
+            config = self._repo.get_config_stack()
+            user = os.path.expanduser(default_user_ignore_filter_path(config))
+            self._settings_memo = (key, (user, config.get_boolean((b"core",), b"ignorecase",
+                                                                  False)))
+        return self._settings_memo[1]
+
+    def _config_paths(self) -> list[str]:
+        """The config files git reads for this repository, as git finds them
+        (an ``include`` inside one is not followed here: a file it names
+        that changes on its own goes unseen until one of these changes)."""
+        env = os.environ
+        paths = [os.path.join(self._repo.commondir(), "config"),
+                 os.path.join(self._repo.controldir(), "config.worktree")]
+        if "GIT_CONFIG_GLOBAL" in env:
+            paths.append(env["GIT_CONFIG_GLOBAL"])
+        else:
+            xdg = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+            paths += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config")]
+        if "GIT_CONFIG_SYSTEM" in env:
+            paths.append(env["GIT_CONFIG_SYSTEM"])
+        elif "GIT_CONFIG_NOSYSTEM" not in env:
+            paths.append("/etc/gitconfig")
+        return paths
 
     def _user_index(self) -> UserIndex:
         path = self._repo.index_path()
