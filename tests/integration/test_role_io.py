@@ -186,8 +186,13 @@ def test_a_flooding_role_wakes_its_actor_once_per_classification_not_per_chunk(
 
     monkeypatch.setattr(Terminal, "feed", feed)
     monkeypatch.setattr(roleio, "OutputSeen", Seen)
+    started = time.monotonic()
     wait_until(lambda: feeds[0] >= 200, 20, message="200 chunks of the flood")
-    assert notices[0] <= feeds[0] / 4, (notices[0], feeds[0])
+    # Each notice arms a classification, and none comes while one is armed:
+    # however slowly a loaded machine reads the flood, no more than one a
+    # CLASSIFY_DELAY (a few more for the brief's own classifications).
+    allowed = (time.monotonic() - started) / role_mod.CLASSIFY_DELAY + 3
+    assert notices[0] <= allowed < feeds[0], (notices[0], allowed, feeds[0])
     # The screen still moves on in the role's published view.
     seen = len(flood.core.told)
     wait_until(lambda: any(isinstance(x, m.RoleChanged) for x in flood.core.told[seen:]), 5,
