@@ -88,6 +88,7 @@ class Report:
     never_reported: list[str]
     damaged_after: int | None = None
     damaged_in: str | None = None  # the file damaged_after counts the lines of
+    skipped: list[str] = field(default_factory=list)  # rotated logs not read, with why
     session_budget: float | None = None
     changes: list[dict] = field(default_factory=list)  # per work-done: the files it changed
     session_over: bool = False
@@ -197,7 +198,7 @@ def _join_resumed(runs: list[list[dict]]) -> list[list[dict]]:
 
 
 def build(runs: list[list[dict]], damaged_after: int | None = None,
-          damaged_in: str | None = None) -> Report:
+          damaged_in: str | None = None, skipped: list[str] | None = None) -> Report:
     """Summarise ``runs`` (at least one) into one report, adding up their roles."""
     summaries = [_RunSummary(run) for run in runs]
     roles: dict[str, RoleStats] = {}
@@ -210,6 +211,7 @@ def build(runs: list[list[dict]], damaged_after: int | None = None,
                   roles=list(roles.values()),
                   never_reported=[t for s in summaries for t in s.never_reported()],
                   damaged_after=damaged_after, damaged_in=damaged_in,
+                  skipped=list(skipped or ()),
                   session_budget=next((s.session_budget for s in reversed(summaries)
                                        if s.session_budget is not None), None),
                   session_over=any(s.session_over for s in summaries),

@@ -42,7 +42,7 @@ def _main(argv: list[str], verb: str) -> int:
     if not runs:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
     chosen = runs if args.all else runs[-1:]
-    summary = report.build(chosen, read.damaged_after, read.damaged_in)
+    summary = report.build(chosen, read.damaged_after, read.damaged_in, read.skipped)
     price_for = prices(args.config)
     if args.html is not None:
         write_page(args.html, summary, chosen, price_for)
@@ -210,6 +210,7 @@ def as_json(summary: report.Report,
     return {"runs": summary.runs, "start": summary.start, "start_local": _local(summary.start),
             "wall": summary.wall, "dirs": summary.dirs,
             "damaged_after": summary.damaged_after, "damaged_in": summary.damaged_in,
+            "skipped": summary.skipped,
             "roles": [_role_json(stats, price_for) for stats in summary.roles],
             "never_reported": summary.never_reported, "changes": summary.changes,
             "rollbacks": summary.rollbacks,

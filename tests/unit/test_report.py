@@ -237,6 +237,8 @@ def test_a_rotated_name_that_is_a_link_or_a_fifo_is_skipped_never_followed(tmp_p
                             f"{logs / 'events.jsonl.1'} (not a regular file)"]
     code, _, err = run_cli(capsys, log)
     assert code == 0 and err.count("note: skipped") == 2
+    code, out, _ = run_cli(capsys, log, "--json")
+    assert code == 0 and json.loads(out)["skipped"] == read.skipped
     # The log named on the command line is the reader's choice, link or not.
     named = tmp_path / "named.jsonl"
     named.symlink_to(outside)
@@ -257,8 +259,8 @@ def test_json_shape(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0
     assert set(data) == {"ok", "verb", "runs", "start", "start_local", "wall", "dirs",
-                         "damaged_after", "damaged_in", "roles", "never_reported", "session_budget",
-                         "changes", "rollbacks"}
+                         "damaged_after", "damaged_in", "skipped", "roles", "never_reported",
+                         "session_budget", "changes", "rollbacks"}
     assert (data["ok"], data["verb"]) == (True, "report")
     assert data["dirs"] == ["/proj"] and data["damaged_after"] is None
     dev = {r["role"]: r for r in data["roles"]}["dev"]
