@@ -127,7 +127,8 @@ def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 12
     brief_file = f".choragos/briefs/{spec.name}.md"
     state = RoleState(
         spec=spec, workdir=workdir, env=env, profile=spec_profile(spec),
-        terminal=Terminal(cols, rows), transcript=transcript, brief_file=brief_file,
+        terminal=Terminal(cols, rows, hold=roleio.FLOOD_HOLD), transcript=transcript,
+        brief_file=brief_file,
         boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file))
     return state
 
@@ -204,9 +205,10 @@ class RoleActor(Actor):
         s.spawned = s.last_output = time.monotonic()
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
-        s.reader = Reader(s.child, roleio.OutputFeed(s, self.me, gen).data,
+        feed = roleio.OutputFeed(s, self.me, gen)
+        s.reader = Reader(s.child, feed.data,
                           lambda status: self._from_reader(m.Exited(gen, status)),
-                          name=f"pty-{s.spec.name}")
+                          name=f"pty-{s.spec.name}", on_lull=feed.lull)
         s.reader.start()
         s.detail = ""
         s.extra["stalled"] = False

@@ -40,6 +40,13 @@ from choragos.rolestatus import RoleStatus
 
 GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 
+# How long a pane's terminal may hold log lines back to draw them with the
+# next ones (see Terminal's ``hold``): a flood is read 4 KB at a time, and
+# drawing it in batches costs the session half the CPU.  Below the frame
+# budget of a neighbour pane's output, so nobody sees it; never while a
+# key's echo is on its way.
+FLOOD_HOLD = 0.025
+
 
 @dataclass(frozen=True)
 class FlushKeys:
@@ -112,29 +119,41 @@ class OutputFeed:
         self.me = me
         self.gen = gen
 
-    def data(self, data: bytes) -> None:
+    def data(self, data: bytes) -> float | None:
         """Feed the terminal here; tell the actor only when no notice is pending.
         Once the actor is given up the reader keeps draining the PTY (so the
-        agent never blocks on a full one) and drops what it reads."""
+        agent never blocks on a full one) and drops what it reads.
+        Returned: when the terminal holds log lines back, the seconds after
+        which :meth:`lull` must draw them if no more output came."""
         s = self.state
         if self.me.closed:
-            return
+            return None
+        eager = False
         if s.echo_wait is not None:
             s.echo_wait.take_turn(s.spec.name)  # keys first: another pane's echo is on its way
             s.echo_wait.fed(s.spec.name, len(data))  # or this is that echo, or part of it
+            eager = s.echo_wait.awaited(s.spec.name)
         with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
             if self.gen != s.gen:
-                return
+                return None
             s.last_output = time.monotonic()
-            s.terminal.feed(data)
+            due = s.terminal.feed(data, eager=eager)
         if s.output_noticed or s.classify_pending:
             # A classification on its way reads the screen after it clears
             # its flag, so it takes this output in too: a notice now would
             # wake the actor to change nothing (for a flooding pane, once
             # per chunk read).
-            return
+            return due
+        self._notice()
+        return due
+
+    def lull(self) -> None:
+        """The output stopped while log lines were held: draw them now."""
+        self.state.terminal.catch_up()
+
+    def _notice(self) -> None:
         # The actor clears the flag before it reads the state, so output fed
         # after that sends another notice, and output before it is covered.
-        s.output_noticed = True
+        self.state.output_noticed = True
         with contextlib.suppress(ActorGone):
             self.me.tell(OutputSeen(self.gen))

@@ -77,6 +77,12 @@ class EchoWait:
             self._role = None
             self._released.set()
 
+    def awaited(self, role: str) -> bool:
+        """Whether ``role``'s echo is on its way (its output must be drawn at
+        once).  Read without the lock: a stale answer costs one batch drawn
+        early, or held a batch's time."""
+        return self._role == role and not self._released.is_set()
+
     def take_turn(self, role: str) -> None:
         """Called by ``role``'s reader before it feeds what it read: returns at
         once unless another role's echo is awaited, else when it is drawn or

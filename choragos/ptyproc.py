@@ -16,6 +16,7 @@ import select
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -195,14 +196,22 @@ class Reader(threading.Thread):
     pidfd it looks for the exit every ``EXIT_CHECK`` seconds of silence.
     After the exit it reads on until the PTY has been quiet that long, since
     a grandchild may still hold it open and the last output may still come.
+
+    ``on_data`` may return a number of seconds: then, unless more output
+    comes first, ``on_lull`` is called once that long after (and before
+    ``on_exit``) -- for a consumer that holds output back to take it in
+    batches and must not keep the last batch once the output stops.
     """
 
-    def __init__(self, child: PtyChild, on_data: Callable[[bytes], None],
-                 on_exit: Callable[[ExitStatus], None], name: str = "pty-reader") -> None:
+    def __init__(self, child: PtyChild, on_data: Callable[[bytes], float | None],
+                 on_exit: Callable[[ExitStatus], None], name: str = "pty-reader",
+                 on_lull: Callable[[], None] | None = None) -> None:
         super().__init__(name=name, daemon=True)
         self.child = child
         self.on_data = on_data
         self.on_exit = on_exit
+        self.on_lull = on_lull
+        self._lull_at: float | None = None  # time.monotonic() on_lull is due at
         self._halt = threading.Event()
         self._wake_lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
@@ -239,6 +248,7 @@ class Reader(threading.Thread):
             if exit_fd is not None:
                 os.close(exit_fd)
             self._close_wake()
+            self._lull()
         if self._halt.is_set():
             return
         status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)
@@ -255,7 +265,11 @@ class Reader(threading.Thread):
         while not self._halt.is_set():
             # A live child with a pidfd: no timeout at all, its exit wakes us.
             waiting_on_exit = exit_fd is not None and not exited
-            events = dict(poller.poll(None if waiting_on_exit else EXIT_CHECK * 1000))
+            timeout = None if waiting_on_exit else EXIT_CHECK
+            if self._lull_at is not None:
+                due = max(self._lull_at - time.monotonic(), 0.0)
+                timeout = due if timeout is None else min(timeout, due)
+            events = dict(poller.poll(None if timeout is None else timeout * 1000))
             if self._halt.is_set():
                 return
             if exit_fd is not None and exit_fd in events:
@@ -270,6 +284,9 @@ class Reader(threading.Thread):
                 continue
             if events:
                 continue  # the exit just seen: read on until the PTY is quiet
+            if self._lull_at is not None and time.monotonic() >= self._lull_at - 0.001:
+                self._lull()
+                continue
             self.wakeups += 1
             if exited or self.child.poll() is not None:
                 return  # exited, and the PTY quiet (a grandchild may still hold it)
@@ -286,8 +303,16 @@ class Reader(threading.Thread):
             return False
         if not data:
             return False
-        self.on_data(data)
+        due = self.on_data(data)
+        if due is not None and self.on_lull is not None:
+            self._lull_at = time.monotonic() + due
         return True
+
+    def _lull(self) -> None:
+        """The output stopped (or the reading did): the consumer's turn."""
+        if self._lull_at is not None:
+            self._lull_at = None
+            self.on_lull()
 
 
 def _open_pidfd(pid: int) -> int | None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import codecs
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +69,10 @@ class LiveRows:
 
 GAP_MARKER = "--- transcript gap ---"
 
+# The most a feed holds back (characters): past it, the held lines are drawn
+# at once, so holding costs little memory and a batch little time to draw.
+HOLD_LIMIT = 65536
+
 
 class Terminal:
     """A VT emulator for one PTY: screen, modes, colours, replies and scrollback.
@@ -83,6 +89,15 @@ class Terminal:
     ``fast_path=False`` turns off the block path for plain and coloured
     lines and the rows kept as text while a TUI redraws them, for tests and
     benchmarks that compare the two.
+
+    ``hold`` (seconds, 0: off) lets a run of log lines that ends a feed wait
+    for the next feeds, up to that long or ``HOLD_LIMIT`` characters, so a
+    flood read in 4 KB pieces is drawn a batch at a time (the colours of the
+    lines that stay on the screen are worked out once per batch).  Nothing
+    is seen to change while output is held: no wake, no new generation.
+    Every read draws what is held first, so a reader never sees less than
+    was fed; a feeder that stops feeding calls :meth:`catch_up` once the
+    time ``feed`` returned has passed.
 
     Clearing the screen (``CSI 2 J``) does not push it into the history, as
     in xterm (tmux's ``scroll-on-clear`` does): an agent that repaints by
@@ -101,8 +116,9 @@ class Terminal:
                  on_scrolled: Callable[[list[str]], None] | None = None,
                  on_bell: Callable[[], None] | None = None,
                  on_change: Callable[[], None] | None = None,
-                 fast_path: bool = True) -> None:
+                 fast_path: bool = True, hold: float = 0.0) -> None:
         _check_size(cols, rows)
+        self.hold = hold
         self.reply = reply
         self.on_scrolled = on_scrolled
         self.on_bell = on_bell
@@ -128,28 +144,52 @@ class Terminal:
         self._runs: list[tuple[Run, ...] | None] = [None] * rows
         self._row_gens: list[int] = [0] * rows
         self._woke = False  # on_change was called and take_dirty has not been since
+        # Scrolled lines wait here for on_scrolled, which takes them in order
+        # whichever thread drew them (a read draws held output too).
+        self._outbox: deque[list[str]] = deque()
+        self._delivering = False
 
     # -- input -----------------------------------------------------------------
 
-    def feed(self, data: bytes) -> None:
-        """Apply the program's output.  Never raises, whatever the bytes."""
+    def feed(self, data: bytes, *, eager: bool = False) -> float | None:
+        """Apply the program's output.  Never raises, whatever the bytes.
+
+        Returned: None when everything fed is drawn, else the seconds after
+        which :meth:`catch_up` must draw what is held (see ``hold``);
+        ``eager`` holds nothing (a key's echo is on its way)."""
+        parser = self._parser
         with self._lock:
             before = self._state()
-            bells = self._parser.bells
+            bells = parser.bells
             try:
-                self._parser.feed(self._decoder.decode(data), self.fast_path)
+                parser.feed(self._decoder.decode(data), self.fast_path, self.hold > 0)
             except Exception:  # the parser contains its own; this is the last guard
                 self._own_errors += 1
-                self._parser.reset()
+                parser.reset()
                 log.debug("terminal feed failed; parser reset", exc_info=True)
+            due = None
+            if parser.held:
+                due = self.hold - (time.monotonic() - parser.held_since)
+                if eager or due <= 0 or parser.held_size >= HOLD_LIMIT:
+                    parser.flush()
+                    due = None
             self._settle(before)
-            outputs = self._take_outputs(rang=self._parser.bells != bells)
+            outputs = self._take_outputs(rang=parser.bells != bells)
         self._notify(*outputs)
+        return due
+
+    def catch_up(self) -> None:
+        """Draw the output a feed held, if any."""
+        with self._lock:
+            outputs = self._caught_up()
+        if outputs is not None:
+            self._notify(*outputs)
 
     def resize(self, cols: int, rows: int) -> None:
         """Change the size; rows cut from the top go to the history."""
         _check_size(cols, rows)
         with self._lock:
+            self._parser.flush()
             self._screen.resize(rows, cols)
             self._forget_rows()
             outputs = self._take_outputs(rang=False)
@@ -158,6 +198,7 @@ class Terminal:
     def reset(self) -> None:
         """Start afresh for a new process: the old main screen joins the history."""
         with self._lock:
+            self._parser.flush()
             cols = self._screen.columns
             kept = [whole_text(row, cols) for row in self._screen.main_rows()]
             while kept and not kept[-1]:
@@ -190,12 +231,12 @@ class Terminal:
 
     def display(self) -> list[str]:
         """The visible lines, trailing blanks removed."""
-        with self._lock:
+        with self._reading():
             return [self._text(y) for y in range(self._screen.lines)]
 
     def whole_display(self) -> list[str]:
         """The visible lines with the text a narrowed pane hides (for transcripts)."""
-        with self._lock:
+        with self._reading():
             cols = self._screen.columns
             return [whole_text(self._screen.row(y), cols) for y in range(self._screen.lines)]
 
@@ -205,12 +246,12 @@ class Terminal:
 
     def render_rows(self) -> tuple[tuple[Run, ...], ...]:
         """Each visible row as style runs (trailing default blanks left out)."""
-        with self._lock:
+        with self._reading():
             return tuple(self._row_runs(y) for y in range(self._screen.lines))
 
     def snapshot(self) -> Snapshot:
         """An immutable copy of lines, runs, cursor and modes."""
-        with self._lock:
+        with self._reading():
             screen = self._screen
             every = range(screen.lines)
             return Snapshot(
@@ -229,7 +270,7 @@ class Terminal:
         """The screen for a renderer that holds row ``y`` as of generation
         ``held[y]``: runs only for rows that changed since (an echo frame
         reads one row, not the screen)."""
-        with self._lock:
+        with self._reading():
             gens = tuple(self._row_gens)
             kept = len(held)
             runs = {y: self._row_runs(y) for y, gen in enumerate(gens)
@@ -240,7 +281,7 @@ class Terminal:
     @property
     def cursor(self) -> tuple[int, int]:
         """(x, y), 0-based, clamped to the screen."""
-        with self._lock:
+        with self._reading():
             return self._cursor()
 
     @property
@@ -255,12 +296,12 @@ class Terminal:
 
     def history(self) -> list[str]:
         """The lines scrolled off the main screen, oldest first, at most ``scrollback``."""
-        with self._lock:
+        with self._reading():
             return list(self._history)
 
     def search(self, query: str, *, ignore_case: bool = False) -> list[int]:
         """Indexes of the lines containing ``query`` in ``history() + display()``."""
-        with self._lock:
+        with self._reading():
             lines = [*self._history, *(self._text(y) for y in range(self._screen.lines))]
         if ignore_case:
             query = query.casefold()
@@ -330,6 +371,26 @@ class Terminal:
         return self._parser.bells
 
     # -- internals -----------------------------------------------------------------
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The lock, for a read: held output is drawn first (its callbacks
+        run once the lock is released)."""
+        with self._lock:
+            outputs = self._caught_up()
+            yield
+        if outputs is not None:
+            self._notify(*outputs)
+
+    def _caught_up(self) -> tuple[bytes, bool, bool] | None:
+        """Under the lock: draw what a feed held; the outputs to notify, None
+        when nothing was held."""
+        if not self._parser.held:
+            return None
+        before = self._state()
+        self._parser.flush()
+        self._settle(before)
+        return self._take_outputs(rang=False)
 
     def _cursor(self) -> tuple[int, int]:
         screen = self._screen
@@ -403,24 +464,43 @@ class Terminal:
             self._fresh.append(GAP_MARKER)
             self._gap_open = True
 
-    def _take_outputs(self, rang: bool) -> tuple[list[str], bytes, bool, bool]:
-        fresh, self._fresh = self._fresh, []
+    def _take_outputs(self, rang: bool) -> tuple[bytes, bool, bool]:
+        if self._fresh:
+            self._outbox.append(self._fresh)
+            self._fresh = []
         replies = "".join(self._replies).encode()
         self._replies.clear()
         wake = self.dirty and not self._woke
         self._woke |= wake
-        return fresh, replies, rang, wake
+        return replies, rang, wake
 
-    def _notify(self, fresh: list[str], replies: bytes, rang: bool, wake: bool) -> None:
+    def _notify(self, replies: bytes, rang: bool, wake: bool) -> None:
         # Replies first: a program may be blocked waiting for them.
         if replies and self.reply is not None:
             _safecall(self.reply, replies)
-        if fresh and self.on_scrolled is not None:
-            _safecall(self.on_scrolled, fresh)
+        if self._outbox:
+            self._deliver_scrolled()
         if rang and self.on_bell is not None:
             _safecall(self.on_bell)
         if wake and self.on_change is not None:
             _safecall(self.on_change)
+
+    def _deliver_scrolled(self) -> None:
+        """Hand the scrolled lines to ``on_scrolled`` in the order they left
+        the screen: one thread at a time takes them from the outbox, and
+        takes too what other threads put there meanwhile."""
+        while True:
+            with self._lock:
+                if self._delivering or not self._outbox:
+                    return
+                lines = self._outbox.popleft()
+                self._delivering = True
+            try:
+                if self.on_scrolled is not None:
+                    _safecall(self.on_scrolled, lines)
+            finally:
+                with self._lock:
+                    self._delivering = False
 
 
 def _check_size(cols: int, rows: int) -> None:

@@ -7,12 +7,21 @@ expression, so a whole escape sequence or run of text is one step, keeps an
 unfinished sequence for the next feed, and contains any failure to the token
 that caused it.  It also answers the queries CLIs block on (cursor position,
 device attributes, DECRQM, colours) through ``respond``.
+
+A run of log lines that ends a feed may be *held* instead of drawn
+(``feed(..., hold=True)``): a flood read in 4 KB pieces then reaches the
+screen as one block per batch of pieces, and the screen works out the
+colours of only the lines that stay on it once per batch, not once per
+piece.  Anything else the parser meets -- any other token, :meth:`flush`,
+:meth:`reset` -- draws what is held first, so the screen never sees the
+output out of order.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 
 from choragos.vtcells import number
@@ -57,6 +66,8 @@ _ONE_CSI = re.compile(r"\x1b\[([0-?]*)([@-~])")
 # sequences that test runners and build tools put on their lines.
 _PLAIN_BLOCK = re.compile(r"(?:[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
                           r"|\x1b\[[0-9;:]*m|\x1b\[0?K)*")
+# The start of a colour or erase sequence that a piece of output cut off.
+_SEQUENCE_BEGUN = re.compile(r"\x1b(?:\[[0-9;:]*)?\Z")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _EXECUTED_IN_CSI = frozenset("\x07\x08\x09\x0a\x0b\x0c\x0d")
 
@@ -83,6 +94,10 @@ class VTParser:
         self._pending = ""
         self._truncated = False
         self._no_block_before = 0
+        self._holding = False
+        self.held: list[str] = []  # runs of log lines taken but not drawn yet, in order
+        self.held_size = 0  # their characters
+        self.held_since = 0.0  # time.monotonic() of the first of them
         self._numbers: dict[str, tuple[int, ...]] = {}
         self._csi_table = self._build_csi_table()
         self._actions: dict[str, _Action] = {}
@@ -97,15 +112,18 @@ class VTParser:
             "c": screen.reset}
 
     def reset(self) -> None:
-        """Forget any half-received sequence."""
+        """Forget any half-received sequence (what is held is drawn first)."""
+        self.flush()
         self._pending = ""
         self._truncated = False
 
     # -- the token loop ----------------------------------------------------------
 
-    def feed(self, text: str, blocks: bool = True) -> None:
-        """Parse ``text``; with ``blocks`` runs of plain lines may take the fast path."""
+    def feed(self, text: str, blocks: bool = True, hold: bool = False) -> None:
+        """Parse ``text``; with ``blocks`` runs of plain lines may take the fast
+        path, and with ``hold`` a run that ends ``text`` waits in ``held``."""
         self.screen.text_rows = blocks
+        self._holding = hold
         data = self._pending + text if self._pending else text
         self._pending = ""
         self._no_block_before = 0
@@ -120,6 +138,8 @@ class VTParser:
         draw = self.screen.draw
         rows = self.screen.text_rows
         actions = self._actions
+        if pos >= len(data):
+            return None
         # A block can only start where a line does: here, or after a LF.  Trying
         # there, not at every token, keeps the block path free for the tokens of
         # a screen being redrawn.
@@ -127,6 +147,8 @@ class VTParser:
             end = self._try_block(data, pos)
             if end is not None:
                 return data, end
+        if self.held:
+            self.flush()
         for match in _TOKEN.finditer(data, pos):
             kind = match.lastindex
             try:
@@ -223,8 +245,32 @@ class VTParser:
             # this run for every piece of it.
             self._no_block_before = block.end()
             return None
-        self.screen.take_block(text)
-        return block.end()
+        if not self.held:
+            self.held_since = time.monotonic()
+        self.held.append(text)
+        self.held_size += len(text)
+        end = block.end()
+        if self._holding and _SEQUENCE_BEGUN.match(data, end):
+            # A piece of a flood ends anywhere, inside a colour sequence too:
+            # the rest of it comes with the next piece.
+            self._pending = data[end:]
+            return len(data)
+        if not (self._holding and end == len(data)):
+            self.flush()  # the next token draws on top of it
+        return end
+
+    def flush(self) -> bool:
+        """Draw the held runs, as one block; False when none were held."""
+        if not self.held:
+            return False
+        text = "".join(self.held)
+        self.held.clear()
+        self.held_size = 0
+        try:
+            self.screen.take_block(text)
+        except Exception:
+            self._contain()
+        return True
 
     def _hold(self, data: str, start: int) -> None:
         """Keep an unfinished sequence for the next feed, within bounds."""

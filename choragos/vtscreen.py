@@ -697,9 +697,7 @@ class VTScreen(pyte.Screen):
         self.cursor.x = scratch.cursor.x
         self.cursor.attrs = scratch.cursor.attrs
         self._wide_seen |= scratch._wide_seen
-        if "\x1b" in block:
-            block = _SEQUENCE.sub("", block)
-        self.last_char = block.rstrip("\t\r\n")[-1:] or self.last_char
+        self.last_char = _last_drawn(block) or self.last_char
         self.dirty.update(range(self.lines))
 
     def _finish_line(self, scratch: VTScreen, segment: str, pushed: list[Row | str],
@@ -734,12 +732,9 @@ class VTScreen(pyte.Screen):
         head = block[:cut]
         if not _crlf_lines(head):
             return None
-        sequences = _STYLED_SPLIT.findall(head)
-        if head.count("\x1b") != len(sequences):
-            return None
         # An erase to the end of the line only blanks cells the line has not
         # drawn yet: the rows' text, all the history keeps, is the same.
-        cursor.attrs = self._after_sgrs(cursor.attrs, [s[:-1] for s in sequences if s[-1] == "m"])
+        cursor.attrs = self._after_sgrs(cursor.attrs, head)
         _push_lines(_SEQUENCE.sub("", head[:-1]).split("\r\n"), self.columns, pushed)
         return block[cut + 1:].split("\n")
 
@@ -768,15 +763,17 @@ class VTScreen(pyte.Screen):
             cut = start
         return cut if cut >= 0 else None
 
-    def _after_sgrs(self, attrs: Char, sequences: list[str]) -> Char:
-        """``attrs`` after the SGRs ``sequences`` (their parameters), applied
-        from the last full reset on: what came before it cannot matter."""
-        for i in range(len(sequences) - 1, -1, -1):
-            if sequences[i] in ("", "0"):
-                attrs, sequences = BLANK, sequences[i + 1:]
-                break
+    def _after_sgrs(self, attrs: Char, text: str) -> Char:
+        """``attrs`` after the SGRs in ``text`` (which holds no other escape
+        but erases), applied from the last full reset on: what came before
+        it cannot matter, and a flood of log lines resets on every line."""
+        long_reset, short_reset = text.rfind("\x1b[0m"), text.rfind("\x1b[m")
+        if long_reset > short_reset:
+            attrs, text = BLANK, text[long_reset + 4:]
+        elif short_reset >= 0:
+            attrs, text = BLANK, text[short_reset + 3:]
         sgr_of = self.sgr_of
-        for raw in sequences:
+        for raw in _SGR_PARAMS.findall(text):
             attrs = sgr_of(attrs, raw)
         return attrs
 
@@ -885,6 +882,7 @@ class VTScreen(pyte.Screen):
 _PLAIN_PIECES = re.compile(r"([^\t\r\x1b]+)|(\t)|(\r)|\x1b\[([0-9;:]*)m|(\x1b\[0?K)")
 _SEQUENCE = re.compile(r"\x1b\[[0-9;:]*[mK]")
 _CRS_BEFORE_LF = re.compile(r"\r+\n")
+_SGR_PARAMS = re.compile(r"\x1b\[([0-9;:]*)m")
 # Splits a coloured line into text, sequence, text, ...: a sequence is its
 # SGR parameters followed by ``m``, or ``K``/``0K`` for an erase.
 _STYLED_SPLIT = re.compile(r"\x1b\[([0-9;:]*m|0?K)")
@@ -965,13 +963,24 @@ def _push_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> None:
     screen as one piece per row."""
     if max(map(len, texts)) <= cols:
         pushed.extend(texts)
-        return
-    add, extend = pushed.append, pushed.extend
-    for text in texts:
-        if len(text) <= cols:
-            add(text)
-        else:
-            extend([text[i:i + cols] for i in range(0, len(text), cols)])
+    else:  # an empty line still makes its row
+        pushed.extend([text[i:i + cols] for text in texts for i in range(0, len(text) or 1, cols)])
+
+
+def _last_drawn(block: str) -> str:
+    """The last character a block draws ('' if none): what REP repeats.
+    Read from the end, a line at a time; a flood ends with its last line."""
+    end = len(block)
+    while end > 0:
+        start = block.rfind("\n", 0, end) + 1
+        line = block[start:end]
+        if "\x1b" in line:
+            line = _SEQUENCE.sub("", line)
+        line = line.rstrip("\t\r")
+        if line:
+            return line[-1]
+        end = start - 1
+    return ""
 
 
 def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:

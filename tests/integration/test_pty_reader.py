@@ -138,3 +138,67 @@ def test_a_reader_that_cannot_start_leaves_no_descriptor_open(tmp_path, monkeypa
     finally:
         child.terminate(1.0)
         child.close()
+
+
+class Holding(Seen):
+    """A consumer that holds output back: it asks for a lull call ``hold``
+    seconds after each chunk, and records when it came."""
+
+    def __init__(self, hold: float | None) -> None:
+        super().__init__()
+        self.hold = hold
+        self.lulls: list[float] = []
+        self.last_data = 0.0
+
+    def data(self, data: bytes) -> float | None:
+        super().data(data)
+        self.last_data = time.monotonic()
+        return self.hold
+
+    def lull(self) -> None:
+        self.events.append("lull")
+        self.lulls.append(time.monotonic())
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
+def test_a_consumer_holding_output_is_called_once_the_output_stops(tmp_path, monkeypatch,
+                                                                    pidfd):
+    if not pidfd:
+        monkeypatch.setattr(ptyproc, "_open_pidfd", lambda pid: None)
+    child = _spawn(tmp_path, "for i in 1 2 3 4 5; do echo chunk $i; sleep 0.01; done;"
+                             " echo done; exec sleep 60")
+    seen = Holding(0.05)
+    reader = Reader(child, seen.data, seen.exit, on_lull=seen.lull)
+    reader.start()
+    try:
+        wait_until(lambda: seen.lulls, 10, message="the lull call")
+        assert b"done" in seen.output()
+        # One call, after the last chunk and not before the hold was over:
+        # chunks 10 ms apart put it off, the silence after them does not.
+        assert seen.events.count("lull") == 1 and seen.events[-1] == "lull"
+        assert seen.lulls[0] - seen.last_data >= 0.045
+        wakeups = reader.wakeups
+        time.sleep(0.3)  # nothing more is owed: no more calls, no more wake-ups
+        assert seen.events.count("lull") == 1 and (not pidfd or reader.wakeups == wakeups)
+    finally:
+        _finish(child, reader)
+
+
+def test_a_lull_owed_when_the_child_exits_comes_before_the_exit(tmp_path):
+    child = _spawn(tmp_path, "echo last words; exit 2")
+    seen = Holding(3600.0)  # never due: only the exit can bring it
+    reader = Reader(child, seen.data, seen.exit, on_lull=seen.lull)
+    reader.start()
+    assert seen.exited.wait(10), seen.events
+    assert seen.events[-2:] == ["lull", ExitStatus(code=2)]
+    _finish(child, reader)
+
+
+def test_a_consumer_that_holds_nothing_is_never_called(tmp_path):
+    child = _spawn(tmp_path, "echo hello; exit 0")
+    seen = Holding(None)
+    reader = Reader(child, seen.data, seen.exit, on_lull=seen.lull)
+    reader.start()
+    assert seen.exited.wait(10)
+    assert "lull" not in seen.events and b"hello" in seen.output()
+    _finish(child, reader)

@@ -69,9 +69,9 @@ class Threads:
             self.seen.append(("write", bytes(data)))
             return real_write(child, data)
 
-        def feed(terminal, data):
+        def feed(terminal, data, **kwargs):
             self.seen.append(("feed", threading.current_thread().name.encode()))
-            return real_feed(terminal, data)
+            return real_feed(terminal, data, **kwargs)
 
         self.writers: dict[bytes, str] = {}
         monkeypatch.setattr(PtyChild, "try_write", self._named(try_write))
@@ -175,9 +175,9 @@ def test_a_flooding_role_wakes_its_actor_once_per_classification_not_per_chunk(
     feeds, notices = [0], [0]
     real_feed = Terminal.feed
 
-    def feed(terminal, data):
+    def feed(terminal, data, **kwargs):
         feeds[0] += 1
-        return real_feed(terminal, data)
+        return real_feed(terminal, data, **kwargs)
 
     class Seen(roleio.OutputSeen):
         def __init__(self, gen: int) -> None:
@@ -256,3 +256,44 @@ def test_queued_keys_keep_their_order_when_the_pty_takes_only_part():
     for _ in told:
         roleio.flush_one(state)
     assert state.child.got == [b"ab", b"cd", b"ef"] and not state.keys.waiting
+
+
+COLOURED_FLOOD = """
+import sys, time
+out = sys.stdout.buffer
+for start in range(0, 6000, 300):
+    out.write("".join(f"\\x1b[3{i % 7}m[{i:06d}]\\x1b[0m compiling module_{i % 97}.py ... ok\\n"
+                      for i in range(start, start + 300)).encode())
+    out.flush()
+    time.sleep(0.002)
+time.sleep(60)
+"""
+
+
+def test_a_flood_held_back_in_batches_loses_no_line_and_is_drawn_when_it_stops(tmp_path):
+    """A real role floods coloured log lines and stops: its terminal holds
+    them back to draw a batch at a time, and still every line reaches the
+    transcript, once and in order, and the last one the screen, without
+    anybody reading the screen to draw it."""
+    role = start_role(tmp_path, sys.executable, ("-c", COLOURED_FLOOD))
+    term = role.state.terminal
+    held = []
+    real_feed = term.feed
+
+    def feed(data: bytes, **kwargs) -> float | None:
+        due = real_feed(data, **kwargs)
+        held.append(due is not None)
+        return due
+
+    term.feed = feed  # type: ignore[method-assign]
+    try:
+        wait_until(lambda: len(held) > 50 and not term._parser.held
+                   and time.monotonic() - role.state.last_output > 0.5, 20,
+                   message="the flood over and drawn")
+        assert sum(held) > len(held) / 2  # most pieces were held for the next ones
+        assert "[005999]" in term.display()[-2]
+        logged = (tmp_path / ".choragos" / "logs" / "coder.log").read_text().splitlines()
+        numbers = [int(line[1:7]) for line in logged if line.startswith("[")]
+        assert numbers == list(range(len(numbers))) and numbers[-1] >= 6000 - term.rows
+    finally:
+        stop_role(role)
