@@ -148,8 +148,12 @@ class OutputFeed:
         return due
 
     def lull(self) -> None:
-        """The output stopped while log lines were held: draw them now."""
-        self.state.terminal.catch_up()
+        """The output stopped while log lines were held: draw them now
+        (after another pane's echo, as a feed would)."""
+        s = self.state
+        if s.echo_wait is not None:
+            s.echo_wait.take_turn(s.spec.name)
+        s.terminal.catch_up()
 
     def _notice(self) -> None:
         # The actor clears the flag before it reads the state, so output fed

@@ -72,6 +72,9 @@ GAP_MARKER = "--- transcript gap ---"
 # The most a feed holds back (characters): past it, the held lines are drawn
 # at once, so holding costs little memory and a batch little time to draw.
 HOLD_LIMIT = 65536
+# The bytes a piece of output may hold to join held lines unparsed: printable
+# ASCII, tab, CR, LF and ESC (the escapes are checked when the lines are drawn).
+_HOLDABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n\x1b"
 
 
 class Terminal:
@@ -162,7 +165,12 @@ class Terminal:
             before = self._state()
             bells = parser.bells
             try:
-                parser.feed(self._decoder.decode(data), self.fast_path, self.hold > 0)
+                text = self._decoder.decode(data)
+                if (parser.held and not eager and text.isascii()
+                        and not data.translate(None, _HOLDABLE)):
+                    parser.hold_more(text)  # more of a flood: checked when drawn
+                else:
+                    parser.feed(text, self.fast_path, self.hold > 0)
             except Exception:  # the parser contains its own; this is the last guard
                 self._own_errors += 1
                 parser.reset()

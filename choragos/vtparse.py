@@ -66,6 +66,8 @@ _ONE_CSI = re.compile(r"\x1b\[([0-?]*)([@-~])")
 # sequences that test runners and build tools put on their lines.
 _PLAIN_BLOCK = re.compile(r"(?:[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
                           r"|\x1b\[[0-9;:]*m|\x1b\[0?K)*")
+# The escapes a block may hold: colours, and erases to the end of the line.
+_BLOCK_SEQUENCE = re.compile(r"\x1b\[[0-9;:]*m|\x1b\[0?K")
 # The start of a colour or erase sequence that a piece of output cut off.
 _SEQUENCE_BEGUN = re.compile(r"\x1b(?:\[[0-9;:]*)?\Z")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -98,6 +100,7 @@ class VTParser:
         self.held: list[str] = []  # runs of log lines taken but not drawn yet, in order
         self.held_size = 0  # their characters
         self.held_since = 0.0  # time.monotonic() of the first of them
+        self._unchecked = False  # whether some of them were held unparsed (hold_more)
         self._numbers: dict[str, tuple[int, ...]] = {}
         self._csi_table = self._build_csi_table()
         self._actions: dict[str, _Action] = {}
@@ -127,7 +130,9 @@ class VTParser:
         data = self._pending + text if self._pending else text
         self._pending = ""
         self._no_block_before = 0
-        blocks = blocks and data.count("\n") >= BLOCK_MIN_LINES
+        # What follows held lines joins them however short it is: a flood
+        # written in batches is read in 4 KB pieces and a short remainder.
+        blocks = blocks and (bool(self.held) or data.count("\n") >= BLOCK_MIN_LINES)
         resume: tuple[str, int] | None = (data, 0)
         while resume is not None:
             resume = self._scan(*resume, blocks)
@@ -239,7 +244,10 @@ class VTParser:
             return None
         block = _PLAIN_BLOCK.match(data, start)
         text = block.group()
-        if text.count("\n") < BLOCK_MIN_LINES or ("\x1b" in text and not text.isascii()):
+        if not text:
+            return None
+        if ((text.count("\n") < BLOCK_MIN_LINES and not (self.held and start == 0))
+                or ("\x1b" in text and not text.isascii())):
             # Too short, or coloured lines the block could only take cell by
             # cell anyway (its gain is ASCII kept as text).  Do not rescan
             # this run for every piece of it.
@@ -266,11 +274,37 @@ class VTParser:
         text = "".join(self.held)
         self.held.clear()
         self.held_size = 0
+        unchecked, self._unchecked = self._unchecked, False
+        if unchecked and text.count("\x1b") != len(_BLOCK_SEQUENCE.findall(text)):
+            # Some escape other than a colour or an erase came in unparsed, or
+            # a colour sequence is still cut off: parse it all, as if never held.
+            self._scan_all(text)
+            return True
         try:
             self.screen.take_block(text)
         except Exception:
             self._contain()
         return True
+
+    def hold_more(self, text: str) -> None:
+        """Add ``text`` to what is held without parsing it: the caller has
+        seen it is printable ASCII, tabs, CRs, LFs and escapes.  Whether
+        every escape is a colour or an erase is checked once, at
+        :meth:`flush`, for all of it (a flood's pieces then cost a copy)."""
+        if self._pending:
+            text, self._pending = self._pending + text, ""
+        self.held.append(text)
+        self.held_size += len(text)
+        self._unchecked = True
+
+    def _scan_all(self, text: str) -> None:
+        holding, self._holding = self._holding, False
+        try:
+            resume: tuple[str, int] | None = (text, 0)
+            while resume is not None:
+                resume = self._scan(*resume, True)
+        finally:
+            self._holding = holding
 
     def _hold(self, data: str, start: int) -> None:
         """Keep an unfinished sequence for the next feed, within bounds."""

@@ -925,7 +925,7 @@ def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | 
     if cut < 0:
         return None
     body = block[:cut]
-    if not _crlf_lines(body) or "\x1b" in body:
+    if "\x1b" in body or not _crlf_lines(body):
         return None
     _push_lines(body[:-1].split("\r\n"), cols, pushed)
     return [block[cut + 1:]]

@@ -28,14 +28,18 @@ def _pieces(data: bytes, size: int = 4095) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(_LOG, _STREAM), st.lists(st.integers(0, 10**6), max_size=8),
-       st.lists(st.booleans(), max_size=9), st.integers(3, 40), st.integers(1, 8))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_LOG, _STREAM), min_size=1, max_size=3).map("".join),
+       st.lists(st.integers(0, 10**6), max_size=8), st.lists(st.booleans(), max_size=9),
+       st.booleans(), st.integers(3, 40), st.integers(1, 8))
 def test_a_held_stream_reads_the_same_as_one_drawn_at_once(
-        stream: str, cuts: list[int], reads: list[bool], cols: int, rows: int) -> None:
+        stream: str, cuts: list[int], reads: list[bool], lead: bool, cols: int,
+        rows: int) -> None:
     """Reads between the pieces (or not), then more output on top: each read
-    and the end look the same with and without holding."""
-    pieces = _cut(stream.encode(), cuts)
+    and the end look the same with and without holding.  With ``lead`` a log
+    has filled the screen first, so the rest comes while lines are held."""
+    data = (_log(rows + 2) if lead else b"") + stream.encode()
+    pieces = _cut(data, cuts)
     outcomes = []
     for hold in (LONG, 0.0):
         scrolled: list[str] = []
@@ -108,12 +112,17 @@ def test_an_echo_awaited_is_drawn_at_once() -> None:
     assert not t._parser.held and t.take_dirty()
 
 
-def test_what_is_not_a_log_line_draws_the_held_lines_first() -> None:
+def test_what_is_not_a_log_line_is_drawn_after_the_held_lines() -> None:
     t = Terminal(40, 6, hold=LONG)
     assert t.feed(_log(50)) is not None
-    assert t.feed(b"\x1b[1;1Htop") is None  # a cursor move: everything drawn, in order
+    assert t.feed(b"\x08") is None  # a control character: everything drawn at once, in order
+    assert not t._parser.held and t.display()[-2].startswith("[000049]")
+    assert t.feed(_log(50, 50)) is not None
+    # An escape joins the held lines unparsed; drawing them finds it is no
+    # colour and parses the lot, in order.
+    assert t.feed(b"\x1b[1;1Htop") is not None
+    assert t.display()[0].startswith("top") and t.display()[-2].startswith("[000099]")
     assert not t._parser.held
-    assert t.display()[0].startswith("top") and t.display()[-2].startswith("[000049]")
 
 
 def test_scrolled_lines_keep_their_order_when_readers_draw_them(monkeypatch) -> None:
