@@ -10,8 +10,9 @@ a test-runner log with a colour escape on every line.
 Each stream goes through:
   * choragos -- a real PTY running ``cat FILE``, read by the role's own reader
     thread (``choragos.ptyproc.Reader``) and fed into a 120x40 Terminal;
-    once with its fast paths (the block path for log lines, rows kept as
-    text while a TUI redraws them), once without them ("no block path");
+    once with its fast paths (the block path for log lines, held back and
+    drawn a batch at a time as in a role's pane, rows kept as text while a
+    TUI redraws them), once without them ("no block path");
   * tmux -- a 120x40 pane of a detached server on its own socket running
     ``cat FILE; tmux wait-for -S done``, timed until the signal;
   * pyte alone (``ByteStream`` + ``Screen``, in memory, on a prefix): the
@@ -41,6 +42,7 @@ sys.path.insert(0, str(REPO))
 import pyte  # noqa: E402  (needs the path set above)
 
 from bench.common import emit, process_cpu  # noqa: E402
+from choragos.actors.roleio import FLOOD_HOLD  # noqa: E402
 from choragos.ptyproc import PtyChild, Reader  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
 
@@ -128,13 +130,16 @@ def tui_stream(size: int, rng: random.Random) -> bytes:
 
 def choragos_pane(path: Path, fast_path: bool) -> tuple[float, float]:
     """Wall and CPU seconds for a pane to take ``cat path`` through a real PTY."""
-    terminal = Terminal(COLS, ROWS, fast_path=fast_path)
+    # A role's terminal: with the fast paths it holds a flood's lines back
+    # to draw them a batch at a time, as the session's panes do.
+    terminal = Terminal(COLS, ROWS, fast_path=fast_path, hold=FLOOD_HOLD if fast_path else 0.0)
     done = threading.Event()
     env = {"PATH": os.environ.get("PATH", os.defpath), "TERM": "xterm-256color"}
     cpu = time.process_time()
     started = time.perf_counter()
     child = PtyChild.spawn(["cat", str(path)], path.parent, env, COLS, ROWS)
-    reader = Reader(child, terminal.feed, lambda status: done.set(), name="bench-pane")
+    reader = Reader(child, terminal.feed, lambda status: done.set(), name="bench-pane",
+                    on_lull=terminal.catch_up)
     reader.start()
     if not done.wait(600):
         raise SystemExit("the choragos pane did not finish in 10 minutes")

@@ -274,11 +274,14 @@ class Terminal:
                 title=screen.title, cols=screen.columns, rows=screen.lines,
                 history_size=len(self._history), row_gens=tuple(self._row_gens))
 
-    def live_rows(self, held: Sequence[int]) -> LiveRows:
+    def live_rows(self, held: Sequence[int], *, catch_up: bool = True) -> LiveRows:
         """The screen for a renderer that holds row ``y`` as of generation
         ``held[y]``: runs only for rows that changed since (an echo frame
-        reads one row, not the screen)."""
-        with self._reading():
+        reads one row, not the screen).  ``catch_up=False`` shows it as last
+        drawn, leaving held output to the feeder (which wakes ``on_change``
+        once it drew it): for the deck, whose frames must never wait for a
+        neighbour's flood to be drawn."""
+        with self._reading() if catch_up else self._lock:
             gens = tuple(self._row_gens)
             kept = len(held)
             runs = {y: self._row_runs(y) for y, gen in enumerate(gens)
@@ -368,6 +371,11 @@ class Terminal:
     @property
     def title(self) -> str:
         return self._screen.title
+
+    @property
+    def held(self) -> int:
+        """Characters of output held back, not drawn yet (see ``hold``)."""
+        return self._parser.held_size
 
     @property
     def errors(self) -> int:

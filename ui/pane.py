@@ -203,7 +203,9 @@ class PaneView:
         built_for = (width, colors, id(terminal), height)
         if self._rows_for != built_for:
             self._rows_for, self._held, self._lines = built_for, (), []
-        live = terminal.live_rows(self._held)
+        # As last drawn: held lines of a flood are drawn by the pane's reader
+        # within its hold, and that wakes the deck again.
+        live = terminal.live_rows(self._held, catch_up=False)
         gens = live.row_gens[:height]
         if live.runs or len(self._lines) != height:
             self._lines = self._rebuilt(live, gens, width, height, colors)

@@ -287,7 +287,7 @@ def test_a_flood_held_back_in_batches_loses_no_line_and_is_drawn_when_it_stops(t
 
     term.feed = feed  # type: ignore[method-assign]
     try:
-        wait_until(lambda: len(held) > 50 and not term._parser.held
+        wait_until(lambda: len(held) > 50 and not term.held
                    and time.monotonic() - role.state.last_output > 0.5, 20,
                    message="the flood over and drawn")
         assert sum(held) > len(held) / 2  # most pieces were held for the next ones

@@ -72,6 +72,9 @@ def test_a_flood_is_drawn_once_per_batch_and_nothing_shows_until_then(
     # Held: no block drawn, no wake, no new generation, nothing scrolled.
     assert blocks == [] and woke == [1] and t.generation == generation and scrolled == []
     assert all(due is not None and 0 < due <= LONG for due in dues)
+    # The deck reads the screen as last drawn: the flood stays held for its reader.
+    before = t.live_rows([], catch_up=False)
+    assert blocks == [] and t.held and "compiling" not in str(before.runs)
     t.catch_up()
     assert len(blocks) == 1  # eight pieces, one block
     assert woke == [1, 1] and t.generation > generation
@@ -98,31 +101,31 @@ def test_holding_is_bounded_by_the_limit_and_by_time() -> None:
     most = 0
     for piece in _pieces(_log(20_000)):
         t.feed(piece)
-        most = max(most, t._parser.held_size)
+        most = max(most, t.held)
     assert HOLD_LIMIT - 4095 <= most < HOLD_LIMIT
     quick = Terminal(80, 24, hold=0.0)
-    assert quick.feed(_log(100)) is None and not quick._parser.held
+    assert quick.feed(_log(100)) is None and not quick.held
     expired = Terminal(80, 24, hold=1e-9)
-    assert expired.feed(_log(100)) is None and not expired._parser.held
+    assert expired.feed(_log(100)) is None and not expired.held
 
 
 def test_an_echo_awaited_is_drawn_at_once() -> None:
     t = Terminal(80, 24, hold=LONG)
     assert t.feed(_log(100), eager=True) is None
-    assert not t._parser.held and t.take_dirty()
+    assert not t.held and t.take_dirty()
 
 
 def test_what_is_not_a_log_line_is_drawn_after_the_held_lines() -> None:
     t = Terminal(40, 6, hold=LONG)
     assert t.feed(_log(50)) is not None
     assert t.feed(b"\x08") is None  # a control character: everything drawn at once, in order
-    assert not t._parser.held and t.display()[-2].startswith("[000049]")
+    assert not t.held and t.display()[-2].startswith("[000049]")
     assert t.feed(_log(50, 50)) is not None
     # An escape joins the held lines unparsed; drawing them finds it is no
     # colour and parses the lot, in order.
     assert t.feed(b"\x1b[1;1Htop") is not None
     assert t.display()[0].startswith("top") and t.display()[-2].startswith("[000099]")
-    assert not t._parser.held
+    assert not t.held
 
 
 def test_scrolled_lines_keep_their_order_when_readers_draw_them(monkeypatch) -> None:
