@@ -71,7 +71,10 @@ GAP_MARKER = "--- transcript gap ---"
 
 # The most a feed holds back (characters): past it, the held lines are drawn
 # at once, so holding costs little memory and a batch little time to draw.
-HOLD_LIMIT = 65536
+HOLD_LIMIT = 32768
+# The smallest piece of output that starts holding: a PTY hands out at most
+# 4 KB a read, so a flood comes in pieces of about that size.
+HOLD_FROM = 2048
 # The bytes a piece of output may hold to join held lines unparsed: printable
 # ASCII, tab, CR, LF and ESC (the escapes are checked when the lines are drawn).
 _HOLDABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n\x1b"
@@ -93,9 +96,10 @@ class Terminal:
     lines and the rows kept as text while a TUI redraws them, for tests and
     benchmarks that compare the two.
 
-    ``hold`` (seconds, 0: off) lets a run of log lines that ends a feed wait
-    for the next feeds, up to that long or ``HOLD_LIMIT`` characters, so a
-    flood read in 4 KB pieces is drawn a batch at a time (the colours of the
+    ``hold`` (seconds, 0: off) lets a run of log lines that ends a feed of
+    at least ``HOLD_FROM`` bytes wait for the next feeds, up to that long or
+    ``HOLD_LIMIT`` characters, so a flood read in 4 KB pieces is drawn a
+    batch at a time (the colours of the
     lines that stay on the screen are worked out once per batch).  Nothing
     is seen to change while output is held: no wake, no new generation.
     Every read draws what is held first, so a reader never sees less than
@@ -170,7 +174,11 @@ class Terminal:
                         and not data.translate(None, _HOLDABLE)):
                     parser.hold_more(text)  # more of a flood: checked when drawn
                 else:
-                    parser.feed(text, self.fast_path, self.hold > 0)
+                    # Only a big piece starts holding (output coming faster
+                    # than it is read); a prompt or a short reply is drawn
+                    # at once.  What follows held lines joins them.
+                    hold = self.hold > 0 and (bool(parser.held) or len(data) >= HOLD_FROM)
+                    parser.feed(text, self.fast_path, hold)
             except Exception:  # the parser contains its own; this is the last guard
                 self._own_errors += 1
                 parser.reset()

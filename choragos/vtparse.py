@@ -127,6 +127,10 @@ class VTParser:
         path, and with ``hold`` a run that ends ``text`` waits in ``held``."""
         self.screen.text_rows = blocks
         self._holding = hold
+        if self._unchecked:
+            # Held unparsed and followed by what cannot join it: parse it all
+            # now, in order (its last escape may be finished by ``text``).
+            text = self._take_held() + text
         data = self._pending + text if self._pending else text
         self._pending = ""
         self._no_block_before = 0
@@ -136,6 +140,8 @@ class VTParser:
         resume: tuple[str, int] | None = (data, 0)
         while resume is not None:
             resume = self._scan(*resume, blocks)
+        if not self.held:
+            self.held_since = 0.0
 
     def _scan(self, data: str, pos: int, blocks: bool) -> tuple[str, int] | None:
         """Dispatch tokens from ``pos``; return where to resume when the data or
@@ -253,7 +259,7 @@ class VTParser:
             # this run for every piece of it.
             self._no_block_before = block.end()
             return None
-        if not self.held:
+        if not self.held_since:
             self.held_since = time.monotonic()
         self.held.append(text)
         self.held_size += len(text)
@@ -271,10 +277,9 @@ class VTParser:
         """Draw the held runs, as one block; False when none were held."""
         if not self.held:
             return False
-        text = "".join(self.held)
-        self.held.clear()
-        self.held_size = 0
-        unchecked, self._unchecked = self._unchecked, False
+        unchecked = self._unchecked
+        text = self._take_held()
+        self.held_since = 0.0
         if unchecked and text.count("\x1b") != len(_BLOCK_SEQUENCE.findall(text)):
             # Some escape other than a colour or an erase came in unparsed, or
             # a colour sequence is still cut off: parse it all, as if never held.
@@ -285,6 +290,15 @@ class VTParser:
         except Exception:
             self._contain()
         return True
+
+    def _take_held(self) -> str:
+        """What is held, as one text, taken out (``held_since`` stays: it
+        dates whatever is held next from the same output)."""
+        text = "".join(self.held)
+        self.held.clear()
+        self.held_size = 0
+        self._unchecked = False
+        return text
 
     def hold_more(self, text: str) -> None:
         """Add ``text`` to what is held without parsing it: the caller has

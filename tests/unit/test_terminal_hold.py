@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from choragos import terminal as terminal_mod
-from choragos.terminal import HOLD_LIMIT, Terminal
+from choragos.terminal import HOLD_FROM, HOLD_LIMIT, Terminal
 from tests.unit.test_colour_blocks import _LOG
 from tests.unit.test_terminal import _STREAM, _cut, _observe, count_blocks
 
@@ -40,20 +40,26 @@ def test_a_held_stream_reads_the_same_as_one_drawn_at_once(
     has filled the screen first, so the rest comes while lines are held."""
     data = (_log(rows + 2) if lead else b"") + stream.encode()
     pieces = _cut(data, cuts)
-    outcomes = []
-    for hold in (LONG, 0.0):
-        scrolled: list[str] = []
-        t = Terminal(cols, rows, hold=hold, on_scrolled=scrolled.extend, scrollback=10_000)
-        seen = []
-        for i, piece in enumerate(pieces):
-            t.feed(piece)
-            if i < len(reads) and reads[i]:
-                seen.append(_observe(t, scrolled))
-        t.resize(cols + 1, rows)
-        t.feed(b"tail\x1b[Hafter\x1b[2;3H\x1b[1Kz\x1b[L")
-        seen.append(_observe(t, scrolled))
-        outcomes.append(seen)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(terminal_mod, "HOLD_FROM", 0)  # any piece may start holding
+        outcomes = [_read_along(pieces, reads, cols, rows, hold) for hold in (LONG, 0.0)]
     assert outcomes[0] == outcomes[1]
+
+
+def _read_along(pieces: list[bytes], reads: list[bool], cols: int, rows: int,
+                hold: float) -> list[tuple[object, ...]]:
+    """What reads between the pieces see, and the end after more output."""
+    scrolled: list[str] = []
+    t = Terminal(cols, rows, hold=hold, on_scrolled=scrolled.extend, scrollback=10_000)
+    seen = []
+    for i, piece in enumerate(pieces):
+        t.feed(piece)
+        if i < len(reads) and reads[i]:
+            seen.append(_observe(t, scrolled))
+    t.resize(cols + 1, rows)
+    t.feed(b"tail\x1b[Hafter\x1b[2;3H\x1b[1Kz\x1b[L")
+    seen.append(_observe(t, scrolled))
+    return seen
 
 
 def test_a_flood_is_drawn_once_per_batch_and_nothing_shows_until_then(
@@ -107,6 +113,16 @@ def test_holding_is_bounded_by_the_limit_and_by_time() -> None:
     assert quick.feed(_log(100)) is None and not quick.held
     expired = Terminal(80, 24, hold=1e-9)
     assert expired.feed(_log(100)) is None and not expired.held
+
+
+def test_only_a_big_piece_starts_holding_and_what_follows_joins_it() -> None:
+    t = Terminal(80, 24, hold=LONG)
+    t.feed(b"\r\n" * 30)  # the cursor on the bottom row
+    assert t.feed(b"banner\r\n" * 5 + b"agent> ") is None  # a prompt: drawn at once
+    assert t.display()[-1] == "agent>"
+    log = _log(200)
+    assert t.feed(log[:HOLD_FROM]) is not None  # a piece of a flood: held
+    assert t.feed(b"tail\r\n" * 5 + b"$ ") is not None and t.display()[-1] == "$"
 
 
 def test_an_echo_awaited_is_drawn_at_once() -> None:
