@@ -81,6 +81,18 @@ def _narrow_pattern() -> re.Pattern[str]:
 
 NARROW = _narrow_pattern()
 NARROW_OR_ONE = re.compile(f"({NARROW.pattern})|(.)", re.S)
+# Log lines whose every character takes one cell: narrow text, tabs, CRs,
+# LFs, colours and erases to the end of the line (a test runner's ✓ and ✗).
+# Possessive: a run that fails at its end must not be tried again split in
+# every possible way (that takes exponential time).
+NARROW_LOG = re.compile(f"(?:[{NARROW.pattern[1:-2]}\t\r\n]++|\x1b\\[[0-9;:]*+m|\x1b\\[0?K)*+")
+
+
+def one_cell_each(text: str) -> bool:
+    """Whether every printable character of ``text`` takes exactly one cell:
+    ASCII at once, anything else in one C pass (for a text that is not
+    ASCII, only log lines as ``NARROW_LOG`` has them pass)."""
+    return text.isascii() or NARROW_LOG.fullmatch(text) is not None
 
 _NAMES = ("black", "red", "green", "brown", "blue", "magenta", "cyan", "white")
 _LEVELS = (0, 95, 135, 175, 215, 255)

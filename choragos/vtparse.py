@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Callable
 
-from choragos.vtcells import number
+from choragos.vtcells import number, one_cell_each
 from choragos.vtrows import SGR_SPLIT
 from choragos.vtscreen import VTScreen
 
@@ -253,7 +253,7 @@ class VTParser:
         if not text:
             return None
         if ((text.count("\n") < BLOCK_MIN_LINES and not (self.held and start == 0))
-                or ("\x1b" in text and not text.isascii())):
+                or ("\x1b" in text and not one_cell_each(text))):
             # Too short, or coloured lines the block could only take cell by
             # cell anyway (its gain is ASCII kept as text).  Do not rescan
             # this run for every piece of it.

@@ -35,6 +35,7 @@ from choragos.vtcells import (
     as_rows,
     erased,
     materialise,
+    one_cell_each,
     row_blank,
 )
 from choragos.vtrows import appended, cut_at, parse_run, text_row
@@ -831,7 +832,7 @@ class VTScreen(pyte.Screen):
         the cursor at its end.  ([], 0) when it is not that simple."""
         cr = segment.endswith("\r")
         line = segment[:-1] if cr else segment
-        if not line.isascii() or "\r" in line or "\t" in line:
+        if "\r" in line or "\t" in line or not one_cell_each(line):
             return [], 0
         parts = _STYLED_SPLIT.split(line)
         attrs = cursor.attrs
@@ -936,7 +937,7 @@ def _crlf_lines(body: str) -> bool:
     tabs, each ended by CR LF and holding no other CR."""
     lines = body.count("\n") + 1
     return (body.endswith("\r") and body.count("\r") == lines
-            and body.count("\r\n") == lines - 1 and body.isascii() and "\t" not in body)
+            and body.count("\r\n") == lines - 1 and "\t" not in body and one_cell_each(body))
 
 
 def _lead_spans(lead: TextRow | None) -> tuple[list[tuple[int, Char]], str]:
@@ -953,7 +954,7 @@ def _rows_made(segment: str, cols: int) -> int:
     text = segment[:-1] if segment.endswith("\r") else segment
     if "\x1b" in text:
         text = _SEQUENCE.sub("", text)
-    if "\r" in text or "\t" in text or not text.isascii():
+    if "\r" in text or "\t" in text or not one_cell_each(text):
         return 1
     return max(1, -(-len(text) // cols))
 
@@ -988,7 +989,7 @@ def _text_rows(segment: str, cols: int) -> tuple[list[Row], int]:
     and the column it leaves the cursor at; ([], 0) when it is not that simple."""
     cr = segment.endswith("\r")
     text = segment[:-1] if cr else segment
-    if not text.isascii() or "\r" in text or "\t" in text or "\x1b" in text:
+    if "\r" in text or "\t" in text or "\x1b" in text or not one_cell_each(text):
         return [], 0
     if not text:
         return [None], 0

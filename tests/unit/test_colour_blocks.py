@@ -228,3 +228,26 @@ def _fed_both_ways(writes: list[bytes], cols: int, rows: int) -> list[tuple[obje
             t.feed(write)
         results.append((t.display(), t.history(), t.render_rows(), t.cursor))
     return results
+
+
+def test_coloured_lines_of_accented_text_and_test_marks_take_the_block_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test runner's ✓ and ✗ (and accented names) take one cell each: the
+    lines go through the block path like ASCII ones, and end the same."""
+    blocks = count_blocks(monkeypatch)
+    marks = ("\x1b[32m✓\x1b[0m", "\x1b[31m✗\x1b[0m", "\x1b[33m–\x1b[0m")
+    data = "".join(f"  {marks[i % 3]} tëst_{i} › renders · {'é' * (i % 50)}\r\n"
+                   for i in range(2000)).encode()
+    results = _fed_both_ways([data[i:i + 4095] for i in range(0, len(data), 4095)], 50, 12)
+    assert results[0] == results[1]
+    assert sum(blocks) > 1900
+
+
+@pytest.mark.timeout(30)
+def test_a_long_narrow_run_ending_in_a_wide_character_is_refused_at_once() -> None:
+    """Whether a block's characters take one cell each is one regex pass; a
+    run that fails only at its end must not be retried split every way
+    (exponential time: hostile output would freeze the session)."""
+    line = "\x1b[32m" + "é" * 20_000 + "漢\x1b[0m\r\n"
+    results = _fed_both_ways([line.encode() * 5], 80, 10)
+    assert results[0] == results[1]
