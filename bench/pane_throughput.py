@@ -1,11 +1,12 @@
 """Pane ingestion: how fast a choragos pane takes an agent's output,
 against tmux taking the same bytes on the same machine in the same run.
 
-Three streams are generated: a plain log (timestamped lines, some wider than
+Four streams are generated: a plain log (timestamped lines, some wider than
 the pane), a synthesised agent-TUI redraw stream (ink-style erase-and-redraw
 frames: cursor up, erase line, 256/true-colour SGR, spinner, box drawing,
 synchronised-output markers, a growing transcript above the live area), and
-a test-runner log with a colour escape on every line.
+a test-runner log with a colour escape on every line, once with pytest's
+words and once with the marks (✓ ○ ✕) other runners print.
 
 Each stream goes through:
   * choragos -- a real PTY running ``cat FILE``, read by the role's own reader
@@ -66,9 +67,13 @@ def plain_log(size: int, rng: random.Random) -> bytes:
     return "".join(lines).encode()
 
 
-def coloured_log(size: int, rng: random.Random) -> bytes:
-    """Test-runner style output: a colour escape on every line, so no block path."""
-    levels = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")
+# pytest's outcome words, and the marks jest, mocha and vitest put in their place.
+WORD_LEVELS = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")
+MARK_LEVELS = ("\x1b[32m✓\x1b[39m", "\x1b[33m○\x1b[39m", "\x1b[31m✕\x1b[39m")
+
+
+def coloured_log(size: int, rng: random.Random, levels: tuple[str, ...] = WORD_LEVELS) -> bytes:
+    """Test-runner style output: a colour escape on every line."""
     lines = []
     total = n = 0
     while total < size:
@@ -235,7 +240,8 @@ def main() -> None:
     rng = random.Random(20250101)
     streams = {"plain log": plain_log(int(args.plain_mb * 1e6), rng),
                "agent TUI redraw": tui_stream(int(args.tui_mb * 1e6), rng),
-               "coloured test log": coloured_log(int(args.colour_mb * 1e6), rng)}
+               "coloured test log": coloured_log(int(args.colour_mb * 1e6), rng),
+               "marked test log": coloured_log(int(args.colour_mb * 1e6), rng, MARK_LEVELS)}
     print(f"pane {COLS}x{ROWS}; best of {args.repeat} interleaved runs; MB/s is megabytes "
           "of the file per wall second; tmux/x > 1 means slower than tmux")
     with tempfile.TemporaryDirectory(prefix="chg-bench-") as tmp:
