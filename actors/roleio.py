@@ -42,9 +42,9 @@ GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 
 # How long a pane's terminal may hold log lines back to draw them with the
 # next ones (see Terminal's ``hold``): a flood is read 4 KB at a time, and
-# drawing it in batches costs the session half the CPU.  Below the frame
-# budget of a neighbour pane's output, so nobody sees it; never while a
-# key's echo is on its way.
+# drawing it in batches cuts what it costs the session by a third or more.
+# Below the frame budget of a neighbour pane's output, so nobody sees it;
+# never while a key's echo is on its way.
 FLOOD_HOLD = 0.025
 
 

@@ -284,6 +284,7 @@ class Reader(threading.Thread):
                 continue
             if events:
                 continue  # the exit just seen: read on until the PTY is quiet
+            # poll() counts whole milliseconds: a wake-up a fraction early is the lull's.
             if self._lull_at is not None and time.monotonic() >= self._lull_at - 0.001:
                 self._lull()
                 continue

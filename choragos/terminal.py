@@ -99,9 +99,9 @@ class Terminal:
     ``hold`` (seconds, 0: off) lets a run of log lines that ends a feed of
     at least ``HOLD_FROM`` bytes wait for the next feeds, up to that long or
     ``HOLD_LIMIT`` characters, so a flood read in 4 KB pieces is drawn a
-    batch at a time (the colours of the
-    lines that stay on the screen are worked out once per batch).  Nothing
-    is seen to change while output is held: no wake, no new generation.
+    batch at a time (the colours of the lines that stay on the screen are
+    worked out once per batch).  Nothing is seen to change while output is
+    held: no wake, no new generation.
     Every read draws what is held first, so a reader never sees less than
     was fed; a feeder that stops feeding calls :meth:`catch_up` once the
     time ``feed`` returned has passed.

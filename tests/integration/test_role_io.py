@@ -273,8 +273,8 @@ time.sleep(60)
 def test_a_flood_held_back_in_batches_loses_no_line_and_is_drawn_when_it_stops(tmp_path):
     """A real role floods coloured log lines and stops: its terminal holds
     them back to draw a batch at a time, and still every line reaches the
-    transcript, once and in order, and the last one the screen, without
-    anybody reading the screen to draw it."""
+    transcript, once and in order, and nothing stays held once the flood
+    stopped (the reader's lull, or the actor's classification, drew it)."""
     role = start_role(tmp_path, sys.executable, ("-c", COLOURED_FLOOD))
     term = role.state.terminal
     held = []
