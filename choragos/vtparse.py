@@ -127,13 +127,22 @@ class VTParser:
         path, and with ``hold`` a run that ends ``text`` waits in ``held``."""
         self.screen.text_rows = blocks
         self._holding = hold
+        self._no_block_before = 0
+        if text.isprintable() and text and not (self._pending or self.held or self._unchecked):
+            # A key's echo, or any text without a control or an escape: drawn
+            # as the token loop would draw it, without the loop.
+            try:
+                self.screen.draw(text)
+            except Exception:
+                self._contain()
+            self.held_since = 0.0
+            return
         if self._unchecked:
             # Held unparsed and followed by what cannot join it: parse it all
             # now, in order (its last escape may be finished by ``text``).
             text = self._take_held() + text
         data = self._pending + text if self._pending else text
         self._pending = ""
-        self._no_block_before = 0
         # What follows held lines joins them however short it is: a flood
         # written in batches is read in 4 KB pieces and a short remainder.
         blocks = blocks and (bool(self.held) or data.count("\n") >= BLOCK_MIN_LINES)

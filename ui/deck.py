@@ -129,7 +129,8 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._bar_line = text_line(1, [("│", "bar")])
-        self._rows_memo: list[tuple | None] = []  # per body row: (its pieces, joined)
+        # Per body row: (its pieces, the row joined, where each piece went in it).
+        self._rows_memo: list[tuple | None] = []
         self._side_memo: tuple | None = None  # (what the cards showed, their rows)
         self._status_memo: tuple | None = None  # (what the status line showed, the row)
         self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)

@@ -125,10 +125,10 @@ class DeckDraw:
             if held is not None and held[0] == key:  # the same pieces: joined already
                 out.append(held[1])
                 continue
-            row = join_pieces(sorted(key[0], key=lambda seg: seg[0]), body_w)
+            row, where = placed_pieces(sorted(key[0], key=lambda seg: seg[0]), body_w)
             if side:
                 row = (row[0] + side_lines[y][0], row[1] + side_lines[y][1])
-            memo[y] = (key, row)
+            memo[y] = (key, row, where)
             out.append(row)
         self._rows_memo = memo
         return out
@@ -238,20 +238,34 @@ class DeckDraw:
 
 
 def join_pieces(segments: list[tuple[int, Line]], width: int) -> Line:
+    """Pieces placed at their columns, in column order, as one row ``width``
+    wide (blanks between and after them)."""
+    return placed_pieces(segments, width)[0]
+
+
+def placed_pieces(segments: list[tuple[int, Line]], width: int
+                  ) -> tuple[Line, dict[int, tuple[int, int]]]:
+    """The joined row, and where each piece went in it: its column mapped to
+    the offset of its first byte and of its first attribute run (runs are
+    never merged across pieces, so a piece can be replaced in place)."""
     data: list[bytes] = []
     attrs: list[tuple[Any, int]] = []
-    col = 0
+    where: dict[int, tuple[int, int]] = {}
+    col = size = 0
     for x, (raw, runs) in segments:
         if x > col:
             gap = blank_line(x - col)
             data.append(gap[0])
             attrs += gap[1]
+            size += len(gap[0])
             col = x
+        where[x] = (size, len(attrs))
         data.append(raw)
         attrs += runs
+        size += len(raw)
         col += bytes_width(raw)
     if col < width:
         gap = blank_line(width - col)
         data.append(gap[0])
         attrs += gap[1]
-    return b"".join(data), attrs
+    return (b"".join(data), attrs), where

@@ -19,8 +19,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from choragos.ui.deckdraw import join_pieces
-
 log = logging.getLogger("choragos.deck")
 
 
@@ -80,11 +78,11 @@ class DeckEcho:
         if frame is None:
             self._echo_role = role
             try:
-                frame = self.render_base(*size, True)
+                frame = (*self.render_base(*size, True), None)
             finally:
                 self._echo_role = None
-        lines, cursor = frame
-        if not self.screen.paint(lines, cursor, size):
+        lines, cursor, only = frame
+        if not self.screen.paint(lines, cursor, size, only):
             return False
         # Not a frame of the loop's: neighbours' output waiting for its budget
         # keeps waiting, and the budget is not reset.
@@ -101,9 +99,11 @@ class DeckEcho:
             return role in self._placed
         return role in self.state.layout.visible()
 
-    def _echo_rows(self, role: str, rows: int) -> tuple[list, tuple[int, int] | None] | None:
-        """The last frame with ``role``'s changed rows put in; None when that
-        frame is not known row by row (the caller renders it whole)."""
+    def _echo_rows(self, role: str, rows: int
+                   ) -> tuple[list, tuple[int, int] | None, list[int]] | None:
+        """The last frame with ``role``'s changed rows put in, the cursor and
+        the screen rows changed; None when that frame is not known row by row
+        (the caller renders it whole)."""
         placed = self._placed.get(role)
         painted = self.screen._painted
         terminal = self.port.terminal(role)
@@ -120,37 +120,41 @@ class DeckEcho:
         if len(lines) != len(old):
             return None
         frame = list(painted)
-        for dy, line in enumerate(lines):
-            if line is not old[dy] and not self._swap_row(frame, rect.y + 1 + dy, rect.x,
-                                                          old[dy], line):
+        top = rect.y + 1
+        # The pane's rows that are new objects: an echo makes one.
+        changed = [top + dy for dy, line in enumerate(lines) if line is not old[dy]]
+        for y in changed:
+            if not self._swap_row(frame, y, rect.x, old[y - top], lines[y - top]):
                 return None
         self._placed[role] = (rect, focused, lines)
         self.lane_rows += 1
         cursor = None
         if pane_cursor is not None:
             cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
-        return frame, cursor
+        return frame, cursor, changed
 
     def _swap_row(self, frame: list, y: int, x: int, was: Any, line: Any) -> bool:
         """Put ``line`` where the tile at column ``x`` showed ``was`` in screen
-        row ``y``, joined with the rest of that row as the last frame had it."""
+        row ``y``: the rest of that row stays as the last frame had it.  The
+        two are as wide, so the new piece's bytes and runs replace the old
+        ones in place, and the pieces after it only move in the byte count."""
         memo = self._rows_memo
         held = memo[y] if y < len(memo) else None
         if held is None or frame[y] is not held[1]:
             return False
-        pieces, side, body_w = held[0]
-        swapped, hit = [], False
-        for px, piece in pieces:
-            if not hit and px == x and piece is was:
-                swapped.append((px, line))
-                hit = True
-            else:
-                swapped.append((px, piece))
-        if not hit:
+        (pieces, side, body_w), (raw, runs), where = held
+        at = where.get(x)
+        if at is None or (x, was) not in pieces:
             return False
-        row = join_pieces(sorted(swapped, key=lambda seg: seg[0]), body_w)
-        if side is not None:
-            row = (row[0] + side[0], row[1] + side[1])
-        memo[y] = ((swapped, side, body_w), row)
+        swapped = [(px, line if px == x else piece) for px, piece in pieces]
+        byte, run = at
+        new_raw, new_runs = line
+        row = (raw[:byte] + new_raw + raw[byte + len(was[0]):],
+               runs[:run] + new_runs + runs[run + len(was[1]):])
+        grown, more = len(new_raw) - len(was[0]), len(new_runs) - len(was[1])
+        if grown or more:
+            where = {px: (b + grown, r + more) if px > x else (b, r)
+                     for px, (b, r) in where.items()}
+        memo[y] = ((swapped, side, body_w), row, where)
         frame[y] = row
         return True

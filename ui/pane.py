@@ -246,6 +246,17 @@ class PaneView:
 def _live_row(runs: tuple, width: int, colors: int) -> Line:
     if not runs:
         return blank_line(width)
+    if len(runs) == 1:
+        # A prompt and what is typed at it: one run of plain text, padded as
+        # RowBuilder would pad it, without building a row.
+        text = runs[0].text
+        pad = width - len(text)
+        if text and pad >= 0 and text.isascii() and text.isprintable():
+            attr = attr_of(runs[0], colors)
+            if attr is None:
+                return text.encode() + b" " * pad, [(None, width)]
+            return text.encode() + b" " * pad, [(attr, len(text)), (None, pad)] if pad else \
+                [(attr, len(text))]
     row = RowBuilder(width)
     for run in runs:
         row.add(run.text, attr_of(run, colors))

@@ -154,9 +154,11 @@ class PtyScreen(raw.Screen):
         self._painted_size, self._painted_cursor = size, cursor
 
     def paint(self, lines: list[Line], cursor: tuple[int, int] | None,
-              size: tuple[int, int]) -> bool:
+              size: tuple[int, int], only: list[int] | None = None) -> bool:
         """Write the rows of ``lines`` that differ from the last frame and place
-        the cursor; False (nothing written) when a full draw is needed."""
+        the cursor; False (nothing written) when a full draw is needed.
+        ``only``: the rows that may differ, when the caller knows (an echo
+        changes one), in top-to-bottom order."""
         old = self._painted
         if (old is None or not self._started or self._resized or size != self._painted_size
                 or len(lines) != len(old)):
@@ -168,8 +170,8 @@ class PtyScreen(raw.Screen):
         at = self._painted_cursor if known else None
         attr = self._pen if known else _UNKNOWN
         moved = False
-        for y, line in enumerate(lines):
-            was = old[y]
+        for y in range(len(lines)) if only is None else only:
+            line, was = lines[y], old[y]
             if line is was or line == was:
                 continue
             raw_bytes, runs = line

@@ -30,12 +30,17 @@ def changed_span(old: Line, new: Line) -> tuple[int, int, int]:
     old_raw, old_runs = old
     raw, runs = new
     size = len(raw)
-    start = min(_common_prefix(old_raw, raw), _attr_prefix(old_runs, runs))
+    # An echo changes text, seldom attributes: equal runs are one C compare.
+    same_runs = old_runs == runs
+    start = _common_prefix(old_raw, raw)
+    if not same_runs:
+        start = min(start, _attr_prefix(old_runs, runs))
     if start >= size and len(old_raw) == size:
         return size, size, 0
     room = min(len(old_raw), size) - start  # the suffix may not reach into the prefix
-    tail = min(_common_prefix(old_raw[::-1], raw[::-1]),
-               _attr_prefix(old_runs[::-1], runs[::-1]), max(room, 0))
+    tail = min(_common_suffix(old_raw, raw), max(room, 0))
+    if not same_runs:
+        tail = min(tail, _attr_prefix(old_runs[::-1], runs[::-1]))
     end = size - tail
     start = _char_start(raw, start)
     while 0 < start < len(old_raw) and _zero_width(old_raw, start):
@@ -82,16 +87,21 @@ def runs_between(runs: list[tuple[Any, int]], start: int, end: int) -> list[tupl
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
-    """How many leading bytes ``a`` and ``b`` share (by halving: slices
-    compare in C, a loop over bytes would not)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """How many leading bytes ``a`` and ``b`` share.  The two read as one
+    big-endian number each: their XOR's highest bit is in the first byte
+    that differs (a few C calls, where a loop over bytes would be Python)."""
+    n = min(len(a), len(b))
+    differ = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
+    return n - (differ.bit_length() + 7) // 8
+
+
+def _common_suffix(a: bytes, b: bytes) -> int:
+    """How many trailing bytes ``a`` and ``b`` share (as above, little-endian)."""
+    n = min(len(a), len(b))
+    if not n:
+        return 0
+    differ = int.from_bytes(a[-n:], "little") ^ int.from_bytes(b[-n:], "little")
+    return n - (differ.bit_length() + 7) // 8
 
 
 def _attr_prefix(a: list[tuple[Any, int]], b: list[tuple[Any, int]]) -> int:

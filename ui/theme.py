@@ -81,8 +81,8 @@ def run_attr(fg: str, bg: str, bold: bool, italic: bool, underline: bool,
 
 
 def attr_of(run: Run, colors: int = 256) -> urwid.AttrSpec | None:
-    return run_attr(run.fg, run.bg, run.bold, run.italic, run.underline,
-                    run.strikethrough, run.reverse, run.blink, colors)
+    # A run is its text and then run_attr's arguments, in their order.
+    return run_attr(*run[1:], colors)
 
 
 def build_palette(theme: Mapping[str, int | str]) -> list[tuple]:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 from choragos.terminal import Terminal
+from choragos.ui.deckdraw import join_pieces
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain
 from tests.ui.test_redraw import _Sent, _settled
@@ -206,8 +207,9 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
 
 
 def test_each_echo_frame_is_what_a_whole_render_gives(running):
-    """The lane joins only the typed pane's changed rows into the last frame;
-    every such frame equals the deck rendered whole."""
+    """The lane puts only the typed pane's changed rows into the last frame;
+    every such frame equals the deck rendered whole, text and colours (an é
+    typed on the left moves the bytes of the panes to its right)."""
     deck, port = running
     rng = random.Random(11)
     terminal = port.terminals["orchestrator"]
@@ -219,9 +221,9 @@ def test_each_echo_frame_is_what_a_whole_render_gives(running):
                       + (b"\x1b[31mred\x1b[0m" if i % 13 == 0 else b""))
         _drain(deck)
         with deck.drawing:
-            painted = [raw for raw, _ in deck.screen._painted]
+            painted = list(deck.screen._painted)
             whole, cursor = deck.render_base(120, 40, True)
-        assert painted == [raw for raw, _ in whole], i
+        assert painted == whole, i
         assert deck.screen._painted_cursor == cursor, i
     assert deck.echo_frames >= 80
     assert deck.lane_rows >= 70  # joined row by row, not rendered whole
@@ -241,3 +243,32 @@ def test_a_failing_lane_leaves_the_echo_to_the_loop(running, monkeypatch, caplog
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"fQZX"), 10, message="the echo, drawn by the loop")
     wait_until(lambda: deck.lane_open, 10, message="the lane open again after a frame")
+
+
+
+def test_a_row_swapped_piece_by_piece_equals_the_row_joined_whole(running):
+    """The lane replaces a pane's piece of a screen row in place; a piece
+    that takes more bytes than the one it replaced moves the pieces right of
+    it, and those are found where they moved to."""
+    deck, _ = running
+    with deck.drawing:
+        deck.render_base(120, 40, True)
+        y = next(y for y, held in enumerate(deck._rows_memo)
+                 if held is not None and len(held[0][0]) >= 3)
+        (pieces, side, width), _, _ = deck._rows_memo[y]
+        frame = list(deck.screen._painted)
+        swapped = 0
+        for n, (x, was) in enumerate(sorted(pieces, key=lambda piece: piece[0])):
+            raw, runs = was
+            if not runs or runs[0][1] <= n + 1 or not raw[:n + 1].isascii():
+                continue  # no room for the text in its first run
+            text = ("é" * (n + 1)).encode()  # wider in bytes, as wide in columns
+            line = (text + raw[n + 1:], [("typed", len(text)), *runs[1:]])
+            assert deck._swap_row(frame, y, x, was, line)
+            pieces = [(px, line if px == x else piece) for px, piece in pieces]
+            row = join_pieces(sorted(pieces, key=lambda piece: piece[0]), width)
+            if side is not None:
+                row = (row[0] + side[0], row[1] + side[1])
+            assert frame[y] == row, n
+            swapped += 1
+    assert swapped >= 2

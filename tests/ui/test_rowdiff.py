@@ -203,3 +203,41 @@ def test_after_anything_else_wrote_the_next_frame_sets_its_attributes_again():
     client = Terminal(COLS, ROWS, scrollback=0)
     client.feed(b"".join(sent))
     assert [run.fg for run in client.render_rows()[0] if "!" in run.text] == ["red"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40), st.binary(max_size=40), st.binary(max_size=6))
+def test_shared_ends_are_counted_to_the_byte(head: bytes, tail: bytes, shared: bytes) -> None:
+    from choragos.ui.rowdiff import _common_prefix, _common_suffix
+
+    def naive(a: bytes, b: bytes) -> int:
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+    for a, b in ((shared + head, shared + tail), (head + shared, tail + shared), (head, tail)):
+        assert _common_prefix(a, b) == naive(a, b)
+        assert _common_suffix(a, b) == naive(a[::-1], b[::-1])
+
+
+_RUN_TEXT = st.text(st.sampled_from("ab z~é─漢\u0301\x01"), max_size=14)
+_STYLE = st.fixed_dictionaries({"fg": st.sampled_from(["default", "red", "d7875f"]),
+                                "bold": st.booleans(), "reverse": st.booleans()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_RUN_TEXT, _STYLE), max_size=3), st.integers(0, 16),
+       st.sampled_from([1, 16, 256]))
+def test_a_pane_row_is_built_as_the_row_builder_builds_it(runs, width: int, colors: int) -> None:
+    """A prompt's one run of plain text is padded without a RowBuilder; any
+    row comes out as the builder makes it."""
+    from choragos.ui.pane import _live_row
+    from choragos.ui.theme import attr_of
+    from choragos.vtcells import Run
+
+    styled = tuple(Run(text, **style) for text, style in runs)
+    row = RowBuilder(width)
+    for run in styled:
+        row.add(run.text, attr_of(run, colors))
+    want = row.line() if styled else (b" " * width, [(None, width)] if width else [])
+    assert _live_row(styled, width, colors) == want

@@ -161,3 +161,42 @@ def test_spaces_that_are_not_blanks_are_kept_in_text_rows(stream: str) -> None:
         t.resize(3, 2)  # blank rows below the cursor go first
         results.append((t.render_rows(), t.history()))
     assert results[:2] == results[2:]
+
+
+def _token_loop_only(t: Terminal) -> None:
+    """Send every feed of ``t`` through the parser's token loop: text the
+    loop-free path would draw gets a NUL, a control the loop ignores."""
+    parser = t._parser
+    feed = parser.feed
+
+    def looped(text: str, blocks: bool = True, hold: bool = False) -> None:
+        if text.isprintable() and text and not (parser._pending or parser.held
+                                                 or parser._unchecked):
+            text += "\x00"
+        feed(text, blocks, hold)
+    parser.feed = looped
+
+
+_TYPED = st.text(st.sampled_from("ab z~é─漢👍\u0301\u00a0"), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_TYPED, _TYPED, _TYPED, _MOVES, _SGR, _ODD), max_size=40),
+       st.integers(3, 20), st.integers(1, 6), st.booleans())
+def test_plain_text_drawn_without_the_token_loop_is_drawn_the_same(
+        pieces: list[str], cols: int, rows: int, insert: bool) -> None:
+    """Typed keys come back as plain text, one feed each: drawn straight, as
+    the token loop would draw them (wide, combining and no-break characters,
+    insert mode, line drawing, a sequence cut between feeds included)."""
+    outcomes = []
+    for straight in (True, False):
+        scrolled: list[str] = []
+        t = Terminal(cols, rows, on_scrolled=scrolled.extend)
+        if not straight:
+            _token_loop_only(t)
+        if insert:
+            t.feed(b"\x1b[4h")
+        for piece in pieces:
+            t.feed(piece.encode())
+        outcomes.append(_observe(t, scrolled))
+    assert outcomes[0] == outcomes[1]
