@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyte import charsets
 
@@ -56,10 +56,10 @@ class Snapshot:
     row_gens: tuple[int, ...] = ()  # per row: the generation it last changed in
 
 
-@dataclass(frozen=True)
-class LiveRows:
+class LiveRows(NamedTuple):
     """What a renderer holding some rows needs to draw the screen now: every
-    row's generation, the style runs of the rows it does not hold, the cursor."""
+    row's generation, the style runs of the rows it does not hold, the cursor.
+    (A tuple: made on every echo, where a frozen dataclass's setters cost.)"""
 
     row_gens: tuple[int, ...]
     runs: dict[int, tuple[Run, ...]]
@@ -169,7 +169,10 @@ class Terminal:
             before = self._state()
             bells = parser.bells
             try:
-                text = self._decoder.decode(data)
+                decoder = self._decoder
+                # ASCII with no character begun before it needs no decoder.
+                text = (data.decode("ascii") if not decoder.buffer and data.isascii()
+                        else decoder.decode(data))
                 if (parser.held and not eager and text.isascii()
                         and not data.translate(None, _HOLDABLE)):
                     parser.hold_more(text)  # more of a flood: checked when drawn
@@ -294,8 +297,7 @@ class Terminal:
             kept = len(held)
             runs = {y: self._row_runs(y) for y, gen in enumerate(gens)
                     if y >= kept or held[y] != gen}
-            return LiveRows(row_gens=gens, runs=runs, cursor=self._cursor(),
-                            cursor_visible=self.cursor_visible)
+            return LiveRows(gens, runs, self._cursor(), self.cursor_visible)
 
     @property
     def cursor(self) -> tuple[int, int]:
