@@ -128,11 +128,8 @@ class OutputFeed:
         s = self.state
         if self.me.closed:
             return None
-        eager = False
-        if s.echo_wait is not None:
-            s.echo_wait.take_turn(s.spec.name)  # keys first: another pane's echo is on its way
-            s.echo_wait.fed(s.spec.name, len(data))  # or this is that echo, or part of it
-            eager = s.echo_wait.awaited(s.spec.name)
+        # Keys first: another pane's echo is on its way, or this is that echo.
+        eager = s.echo_wait is not None and s.echo_wait.reading(s.spec.name, len(data))
         with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
             if self.gen != s.gen:
                 return None

@@ -83,6 +83,19 @@ class EchoWait:
         early, or held a batch's time."""
         return self._role == role and not self._released.is_set()
 
+    def reading(self, role: str, size: int) -> bool:
+        """``role``'s reader is about to feed ``size`` bytes: its turn taken
+        (:meth:`take_turn`), an echo's bytes counted (:meth:`fed`); returns
+        whether this output is the awaited echo (:meth:`awaited`).  One call
+        for every piece read, and next to nothing while no echo is awaited."""
+        awaited = self._role  # read without the lock, as awaited() does
+        if awaited is None:
+            return False
+        if awaited != role:
+            self.take_turn(role)
+        self.fed(role, size)
+        return self.awaited(role)
+
     def take_turn(self, role: str) -> None:
         """Called by ``role``'s reader before it feeds what it read: returns at
         once unless another role's echo is awaited, else when it is drawn or

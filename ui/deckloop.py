@@ -6,6 +6,7 @@ coalesced into frames; a pane typed into is drawn at once).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -237,7 +238,8 @@ class DeckLoop:
         drawn, or per feed while its echo misses the lane)."""
         if self._watched.get(role) is not terminal:
             self._watched[role] = terminal
-            terminal.on_change = lambda: self._pane_output(role)
+            # A partial, not a lambda: one Python frame fewer on an echo's way.
+            terminal.on_change = functools.partial(self._pane_output, role)
 
     def _pane_output(self, role: str) -> None:
         """A watched terminal changed, on whichever thread fed it: the echo of

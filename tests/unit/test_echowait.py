@@ -133,3 +133,21 @@ def test_an_echo_that_never_came_back_is_not_owed_by_the_next_key():
     wait.drawn("orchestrator")
     wait.take_turn("coder")  # released: nothing of the first keys is owed
     assert wait.held == 1
+
+
+def test_a_readers_one_call_takes_its_turn_counts_the_echo_and_says_whose_it_is():
+    wait = EchoWait(hold=30)
+    assert wait.reading("coder", 4096) is False  # nothing awaited: no wait, no echo
+    wait.expect("orchestrator", 2)
+    assert wait.reading("orchestrator", 1) is True  # half of the echo
+    wait.drawn("orchestrator")  # not whole yet: the others stay held
+    result: list[bool] = []
+    reader = threading.Thread(target=lambda: result.append(wait.reading("coder", 4096)),
+                              daemon=True)
+    reader.start()
+    wait_until(lambda: wait.waiting == 1, 5, message="the coder's reader holding")
+    assert wait.reading("orchestrator", 1) is True  # the rest of the echo
+    wait.drawn("orchestrator")
+    reader.join(5)
+    assert result == [False] and wait.held == 1
+    assert wait.reading("orchestrator", 1) is False  # drawn: not awaited any more
