@@ -244,13 +244,14 @@ def join_pieces(segments: list[tuple[int, Line]], width: int) -> Line:
 
 
 def placed_pieces(segments: list[tuple[int, Line]], width: int
-                  ) -> tuple[Line, dict[int, tuple[int, int]]]:
+                  ) -> tuple[Line, dict[int, tuple[int, int] | None]]:
     """The joined row, and where each piece went in it: its column mapped to
     the offset of its first byte and of its first attribute run (runs are
-    never merged across pieces, so a piece can be replaced in place)."""
+    never merged across pieces, so a piece can be replaced in place); None
+    for a column two pieces start at (neither is found by it)."""
     data: list[bytes] = []
     attrs: list[tuple[Any, int]] = []
-    where: dict[int, tuple[int, int]] = {}
+    where: dict[int, tuple[int, int] | None] = {}
     col = size = 0
     for x, (raw, runs) in segments:
         if x > col:
@@ -259,7 +260,7 @@ def placed_pieces(segments: list[tuple[int, Line]], width: int
             attrs += gap[1]
             size += len(gap[0])
             col = x
-        where[x] = (size, len(attrs))
+        where[x] = (size, len(attrs)) if x not in where else None
         data.append(raw)
         attrs += runs
         size += len(raw)

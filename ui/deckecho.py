@@ -153,8 +153,8 @@ class DeckEcho:
                runs[:run] + new_runs + runs[run + len(was[1]):])
         grown, more = len(new_raw) - len(was[0]), len(new_runs) - len(was[1])
         if grown or more:
-            where = {px: (b + grown, r + more) if px > x else (b, r)
-                     for px, (b, r) in where.items()}
+            where = {px: (spot[0] + grown, spot[1] + more) if spot and px > x else spot
+                     for px, spot in where.items()}
         memo[y] = ((swapped, side, body_w), row, where)
         frame[y] = row
         return True

@@ -272,3 +272,11 @@ def test_a_row_swapped_piece_by_piece_equals_the_row_joined_whole(running):
             assert frame[y] == row, n
             swapped += 1
     assert swapped >= 2
+
+
+def test_where_each_piece_of_a_row_went_and_a_column_two_pieces_share():
+    from choragos.ui.deckdraw import placed_pieces
+    row, where = placed_pieces([(0, (b"ab", [(None, 2)])), (0, (b"cd", [("x", 2)])),
+                                (5, ("é".encode(), [("y", 2)]))], 8)
+    assert row == (b"abcd \xc3\xa9  ", [(None, 2), ("x", 2), (None, 1), ("y", 2), (None, 2)])
+    assert where == {0: None, 5: (5, 3)}  # two pieces at column 0: found by neither
