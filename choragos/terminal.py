@@ -22,7 +22,15 @@ from typing import Any, NamedTuple
 
 from pyte import charsets
 
-from choragos.vtcells import Row, Run, history_lines, row_runs, row_text, whole_text
+from choragos.vtcells import (
+    Row,
+    Run,
+    TextRow,
+    history_lines,
+    row_runs,
+    row_text,
+    whole_text,
+)
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
 
@@ -68,6 +76,17 @@ class LiveRows(NamedTuple):
 
 
 GAP_MARKER = "--- transcript gap ---"
+
+_UNSEEN = object()  # a row not settled yet: the same as nothing
+
+
+def _same_row(row: Row, was: object) -> bool:
+    """Whether ``row`` shows what ``was`` showed.  Blanks and rows kept as
+    text are values; a row of cells changes in place, so it is never the
+    same as it was."""
+    if row is None:
+        return was is None
+    return row.__class__ is TextRow and was.__class__ is TextRow and row == was
 
 # The most a feed holds back (characters): past it, the held lines are drawn
 # at once, so holding costs little memory and a batch little time to draw.
@@ -150,6 +169,7 @@ class Terminal:
         self._texts: list[str | None] = [None] * rows
         self._runs: list[tuple[Run, ...] | None] = [None] * rows
         self._row_gens: list[int] = [0] * rows
+        self._shown: list[object] = [_UNSEEN] * rows  # each row as last settled
         self._woke = False  # on_change was called and take_dirty has not been since
         # Scrolled lines wait here for on_scrolled, which takes them in order
         # whichever thread drew them (a read draws held output too).
@@ -440,19 +460,28 @@ class Terminal:
         return cursor.x, cursor.y, cursor.hidden, screen.modes_serial, screen.title
 
     def _settle(self, before: tuple[Any, ...]) -> None:
-        """Drop cached rows the feed touched; note whether anything changed."""
+        """Drop cached rows the feed changed; note whether anything changed.
+
+        A row written again as it was (a TUI redrawing its whole frame for
+        one changed line, an agent's input box on every key) keeps its
+        generation, so no reader builds it again."""
         touched = self._screen.dirty
+        changed = False
         if touched:
             rows = len(self._texts)
-            self.generation += 1
-            gen, gens = self.generation, self._row_gens
+            gen, gens, shown, row_of = self.generation + 1, self._row_gens, self._shown, \
+                self._screen.row
             for y in touched:
                 if 0 <= y < rows:
+                    row = row_of(y)
+                    if _same_row(row, shown[y]):
+                        continue
+                    shown[y] = row
                     self._texts[y] = self._runs[y] = None
                     gens[y] = gen
+                    changed = True
             touched.clear()
-            self.dirty = True
-        elif self._state() != before:
+        if changed or self._state() != before:
             self.generation += 1
             self.dirty = True
 
@@ -460,6 +489,7 @@ class Terminal:
         rows = self._screen.lines
         self._texts = [None] * rows
         self._runs = [None] * rows
+        self._shown = [_UNSEEN] * rows
         self.generation += 1
         self._row_gens = [self.generation] * rows
         self._screen.dirty.clear()

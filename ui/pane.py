@@ -16,6 +16,7 @@ from urwid import str_util
 
 from choragos.terminal import Terminal
 from choragos.ui.theme import attr_of
+from choragos.vtcells import NARROW
 
 Attr = Any  # a palette name, an AttrSpec, or None
 Line = tuple[bytes, list[tuple[Attr, int]]]
@@ -47,7 +48,9 @@ class RowBuilder:
         room = self.width - self.col
         if room <= 0 or not text:
             return
-        if text.isascii() and text.isprintable():
+        if text.isprintable() and (text.isascii() or NARROW.fullmatch(text)):
+            # One cell a character (ASCII, an agent's box drawing and marks),
+            # checked in C: no width looked up character by character.
             text = text[:room]
             used = len(text)
         else:

@@ -241,3 +241,40 @@ def test_a_pane_row_is_built_as_the_row_builder_builds_it(runs, width: int, colo
         row.add(run.text, attr_of(run, colors))
     want = row.line() if styled else (b" " * width, [(None, width)] if width else [])
     assert _live_row(styled, width, colors) == want
+
+
+def _added_char_by_char(width: int, pieces: list[tuple[str, object]]):
+    """A row built as RowBuilder builds one, every width looked up."""
+    from urwid import str_util
+    parts, attrs, col = [], [], 0
+    # The pieces, then the fill to the width (twice: after a wide character
+    # that did not fit, the gap it leaves).
+    for text, attr in [*pieces, (" " * width, None), (" ", None)]:
+        room = width - col
+        if room <= 0 or not text:
+            continue
+        text = "".join(c if c.isprintable() else " " for c in text)
+        pos, used = str_util.calc_text_pos(text, 0, len(text), room)
+        data = text[:pos].encode()
+        if not data:
+            continue
+        parts.append(data)
+        col += used
+        if attrs and attrs[-1][0] == attr:
+            attrs[-1] = (attr, attrs[-1][1] + len(data))
+        else:
+            attrs.append((attr, len(data)))
+    return b"".join(parts), attrs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text(st.sampled_from("ab ─│╭╮⏺·é中\u0301\u00a0\x07"), max_size=12),
+                          st.integers(0, len(_ATTRS) - 1)), max_size=4),
+       st.integers(0, 30))
+def test_box_drawing_is_added_as_one_cell_a_character(pieces, width: int) -> None:
+    """Text of one-cell characters (an agent's box drawing) is added without
+    a width looked up per character, and comes out the same."""
+    row = RowBuilder(width)
+    for text, attr in pieces:
+        row.add(text, _ATTRS[attr])
+    assert row.line() == _added_char_by_char(width, [(text, _ATTRS[a]) for text, a in pieces])

@@ -496,6 +496,29 @@ def test_live_rows_gives_only_the_rows_a_renderer_does_not_hold() -> None:
     assert sorted(t.live_rows(list(later.row_gens[:2])).runs) == [2, 3]
 
 
+def test_a_row_written_again_as_it_was_keeps_its_generation() -> None:
+    """A TUI redraws its whole box for one changed line: only that line is
+    new to a renderer, and a frame drawn again unchanged wakes nobody."""
+    box = ("\x1b[H\x1b[2K\x1b[36m+----+\x1b[0m\r\n\x1b[2K\x1b[36m|\x1b[0m {} \x1b[36m|\x1b[0m"
+           "\r\n\x1b[2K\x1b[36m+----+\x1b[0m")
+    t = term(20, 4)
+    t.feed(box.format("ab").encode())
+    before = t.live_rows([])
+    t.take_dirty()
+    t.feed(box.format("ac").encode())
+    after = t.live_rows(list(before.row_gens))
+    assert list(after.runs) == [1] and after.row_gens[0] == before.row_gens[0]
+    assert t.take_dirty()
+    generation = t.generation
+    t.feed(box.format("ac").encode())  # the same frame again, cursor where it was
+    assert t.generation == generation and not t.take_dirty()
+    # A row of cells changes in place: written again, it counts as changed.
+    t.feed(b"\x1b[4;1H\x1b[4h12\x1b[4l")  # insert mode keeps cells, not text
+    cells = t.live_rows(list(t.live_rows([]).row_gens))
+    t.feed(b"\x1b[4;1H12")
+    assert 3 in t.live_rows(list(cells.row_gens)).runs
+
+
 def test_readers_on_other_threads_see_whole_screens() -> None:
     t = term(40, 10)
     stop = threading.Event()
