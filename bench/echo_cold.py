@@ -5,9 +5,12 @@ other programs) has had the caches, so its Python runs several times
 slower than the same code run in a loop.  This bench feeds echoes to a
 real deck in-process (real terminals, the echo lane, the row diff, the
 frame handed to a sink), and before each one evicts the caches by writing
-a buffer larger than them; it times the whole feed and each part.  Its
-reference is one hop of the kernel after the same eviction: a byte written
-to a PTY and read back on the other side.
+a buffer larger than them; it times the whole feed and each part.  Two
+kinds of echo: a character typed at a prompt (a shell, the benches' echo
+agent), and an agent's input box drawn again for every key, as Claude
+Code, Gemini CLI and Codex draw theirs (rows erased, a coloured box, a
+hint under it).  Its reference is one hop of the kernel after the same
+eviction: a byte written to a PTY and read back on the other side.
 
     .venv/bin/python bench/echo_cold.py [--echoes 150]
 """
@@ -67,7 +70,37 @@ def _timed(spent: dict[str, int], name: str, method: Callable) -> Callable:
     return run
 
 
-def echoes(count: int, evict: Callable[[], None] | None, parts: bool) -> dict[str, list[float]]:
+_GREY, _PLAIN = "\x1b[38;2;153;153;153m", "\x1b[39m"
+
+
+def _box(typed: str) -> bytes:
+    """An agent's input box with ``typed`` in it, drawn over the last one."""
+    rows = [f"{_GREY}╭{'─' * 60}╮{_PLAIN}",
+            f"{_GREY}│{_PLAIN} > {typed:<57}{_GREY}│{_PLAIN}",
+            f"{_GREY}╰{'─' * 60}╯{_PLAIN}", f"  {_GREY}? for shortcuts{_PLAIN}"]
+    return ("\x1b[2K\x1b[1A" * 3 + "\x1b[2K\x1b[G" + "\r\n".join(rows)).encode()
+
+
+def _prompt_echo(terminal: Terminal, deck, i: int) -> bytes:
+    """The next key typed at a prompt, its line erased every seventh key."""
+    if i % 7 == 0:
+        deck.feed_input(b"\x7f" * 7)
+        terminal.feed(b"\x08 \x08" * 7)
+    return b"abcdefg"[i % 7:i % 7 + 1]
+
+
+def _box_echo(terminal: Terminal, deck, i: int) -> bytes:
+    """The box drawn again with one more key typed in it."""
+    if i == 0:
+        terminal.feed(b"\r\n" * 3 + _box(""))
+    return _box("abcdefghijklmnopqrstuvwxyz"[:i % 26 + 1])
+
+
+KINDS = {"prompt": _prompt_echo, "agent box": _box_echo}
+
+
+def echoes(count: int, evict: Callable[[], None] | None, parts: bool,
+           kind: str = "prompt") -> dict[str, list[float]]:
     """Microseconds per echo fed to the focused pane of a running deck: the
     whole feed, and with ``parts`` each part of it."""
     spent: dict[str, int] = {}
@@ -82,16 +115,13 @@ def echoes(count: int, evict: Callable[[], None] | None, parts: bool) -> dict[st
         deck.screen.set_sink(lambda frame: None)  # as the attach server takes frames
         out: dict[str, list[float]] = {"feed": []}
         for i in range(count + SKIP):
-            key = b"abcdefg"[i % 7:i % 7 + 1]
-            if i % 7 == 0:  # keep the prompt's line short: erase what was typed
-                deck.feed_input(b"\x7f" * 7)
-                terminal.feed(b"\x08 \x08" * 7)
-            deck.feed_input(key)
+            echo = KINDS[kind](terminal, deck, i)
+            deck.feed_input(b"k")
             if evict is not None:
                 evict()
             spent.clear()
             started = time.perf_counter_ns()
-            terminal.feed(key)
+            terminal.feed(echo)
             if i >= SKIP:
                 out["feed"].append((time.perf_counter_ns() - started) / 1000)
                 for name, ns in spent.items():
@@ -132,25 +162,25 @@ def main() -> None:
     parser.add_argument("--echoes", type=int, default=150)
     args = parser.parse_args()
     evict = Evictor()
-    cold = echoes(args.echoes, evict, parts=False)["feed"]
-    warm = echoes(args.echoes, None, parts=False)["feed"]
-    parts = echoes(args.echoes, evict, parts=True)
-    hop = pty_hops(args.echoes, evict)
     median = statistics.median
+    hop = median(pty_hops(args.echoes, evict))
     print(f"an echo fed to a running deck, {args.echoes} echoes, caches evicted before each")
-    print(f"  whole feed, cold   median {median(cold):7.1f} us")
-    print(f"  whole feed, warm   median {median(warm):7.1f} us")
-    print("  parts, cold (timed apart; they nest: the lane holds the rest):")
-    for name in ("parse", "lane", "pane rows", "row swap", "paint"):
-        print(f"    {name:10s} median {median(parts[name]):7.1f} us")
-    print(f"  reference: a PTY hop, cold   median {median(hop):7.1f} us")
-    print(f"ratio (cold echo / cold PTY hop): {median(cold) / median(hop):.2f}")
-    emit("echo_cold", {"echo/pty_hop": median(cold) / median(hop),
-                       "cold/warm": median(cold) / median(warm)},
-         median_us={"cold": round(median(cold), 1), "warm": round(median(warm), 1),
-                    "pty_hop": round(median(hop), 1),
-                    **{name: round(median(parts[name]), 1) for name, _, _ in PARTS}},
-         echoes=args.echoes)
+    ratios, figures = {}, {"pty_hop": round(hop, 1)}
+    for kind in KINDS:
+        cold = median(echoes(args.echoes, evict, parts=False, kind=kind)["feed"])
+        warm = median(echoes(args.echoes, None, parts=False, kind=kind)["feed"])
+        parts = echoes(args.echoes, evict, parts=True, kind=kind)
+        print(f"  {kind}: whole feed, cold median {cold:7.1f} us, warm {warm:7.1f} us")
+        print("    parts, cold (timed apart; they nest: the lane holds the rest):")
+        for name, _, _ in PARTS:
+            print(f"      {name:10s} median {median(parts[name]):7.1f} us")
+        ratios[f"{kind}: echo/pty_hop"] = cold / hop
+        ratios[f"{kind}: cold/warm"] = cold / warm
+        figures[kind] = {"cold": round(cold, 1), "warm": round(warm, 1),
+                         **{name: round(median(parts[name]), 1) for name, _, _ in PARTS}}
+    print(f"  reference: a PTY hop, cold median {hop:7.1f} us")
+    print(f"ratio (cold echo at a prompt / cold PTY hop): {ratios['prompt: echo/pty_hop']:.2f}")
+    emit("echo_cold", ratios, median_us=figures, echoes=args.echoes)
 
 
 if __name__ == "__main__":
