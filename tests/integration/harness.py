@@ -93,7 +93,9 @@ class Serve:
             cwd=self.workdir,
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
-        wait_until(lambda: self.proc.poll() is not None or self._answers(), 15,
+        # 30 s: on a saturated machine (two suites side by side on two cores)
+        # the interpreter's start alone was seen to pass 15.
+        wait_until(lambda: self.proc.poll() is not None or self._answers(), 30,
                    message="the session to answer on its socket")
         assert self.proc.poll() is None, self.stderr()
         return self
