@@ -469,8 +469,8 @@ class Terminal:
         changed = False
         if touched:
             rows = len(self._texts)
-            gen, gens, shown, row_of = self.generation + 1, self._row_gens, self._shown, \
-                self._screen.row
+            gen, gens, shown = self.generation + 1, self._row_gens, self._shown
+            row_of = self._screen.row
             for y in touched:
                 if 0 <= y < rows:
                     row = row_of(y)

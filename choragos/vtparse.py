@@ -128,7 +128,7 @@ class VTParser:
         self.screen.text_rows = blocks
         self._holding = hold
         self._no_block_before = 0
-        if text.isprintable() and text and not (self._pending or self.held or self._unchecked):
+        if text and text.isprintable() and not (self._pending or self.held or self._unchecked):
             # A key's echo, or any text without a control or an escape: drawn
             # as the token loop would draw it, without the loop.
             try:
