@@ -77,6 +77,15 @@ class LiveRows(NamedTuple):
 
 GAP_MARKER = "--- transcript gap ---"
 
+# The most a feed holds back (characters): past it, the held lines are drawn
+# at once, so holding costs little memory and a batch little time to draw.
+HOLD_LIMIT = 32768
+# The smallest piece of output that starts holding: a PTY hands out at most
+# 4 KB a read, so a flood comes in pieces of about that size.
+HOLD_FROM = 2048
+# The bytes a piece of output may hold to join held lines unparsed: printable
+# ASCII, tab, CR, LF and ESC (the escapes are checked when the lines are drawn).
+_HOLDABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n\x1b"
 _UNSEEN = object()  # a row not settled yet: the same as nothing
 
 
@@ -87,16 +96,6 @@ def _same_row(row: Row, was: object) -> bool:
     if row is None:
         return was is None
     return row.__class__ is TextRow and was.__class__ is TextRow and row == was
-
-# The most a feed holds back (characters): past it, the held lines are drawn
-# at once, so holding costs little memory and a batch little time to draw.
-HOLD_LIMIT = 32768
-# The smallest piece of output that starts holding: a PTY hands out at most
-# 4 KB a read, so a flood comes in pieces of about that size.
-HOLD_FROM = 2048
-# The bytes a piece of output may hold to join held lines unparsed: printable
-# ASCII, tab, CR, LF and ESC (the escapes are checked when the lines are drawn).
-_HOLDABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n\x1b"
 
 
 class Terminal:

@@ -256,10 +256,12 @@ def _live_row(runs: tuple, width: int, colors: int) -> Line:
         pad = width - len(text)
         if text and pad >= 0 and text.isascii() and text.isprintable():
             attr = attr_of(runs[0], colors)
+            padded = text.encode() + b" " * pad
             if attr is None:
-                return text.encode() + b" " * pad, [(None, width)]
-            return text.encode() + b" " * pad, [(attr, len(text)), (None, pad)] if pad else \
-                [(attr, len(text))]
+                return padded, [(None, width)]
+            if not pad:
+                return padded, [(attr, width)]
+            return padded, [(attr, len(text)), (None, pad)]
     row = RowBuilder(width)
     for run in runs:
         row.add(run.text, attr_of(run, colors))
