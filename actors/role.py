@@ -54,6 +54,9 @@ ECHO_WAIT = 2.0
 ENTER_QUIET = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
+# How long typed input the agent has not read yet is waited on (a starved
+# agent on a busy machine) before the usual retries and failure apply.
+STARVED_WAIT = 30.0
 LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
 CLASSIFY_DELAY = 0.15
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
@@ -78,6 +81,7 @@ class Typing:
     boot: bool = False
     pasted: bool = False
     first_enter: float = 0.0
+    began: float = field(default_factory=time.monotonic)
 
     def summary(self) -> str:
         """How the text went in, for the injection's event."""
@@ -498,15 +502,25 @@ class RoleActor(Actor):
                                       or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
-        if s.child.stopped():
-            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
-            # terminal's input queue, so the echo comes once it runs again.
+        if s.child.stopped() or self._unread(typing):
+            # Stopped from outside (SIGSTOP, a debugger), or starved of CPU on
+            # a busy machine: the text waits in the terminal's input queue,
+            # so the echo comes once the agent runs again.  Typing it again
+            # meanwhile would put it in twice.
             typing.started = time.monotonic()
         if time.monotonic() - typing.started < ECHO_WAIT:
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
             return
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+
+    def _unread(self, typing: Typing) -> bool:
+        """The agent has not read all that was typed, and has not been
+        waited on for that longer than STARVED_WAIT (one that never reads
+        again is hung, and its line fails loudly as any other)."""
+        if time.monotonic() - typing.began > STARVED_WAIT:
+            return False
+        return self.s.child.unread_input() > 0
 
     def _pending(self, typing: Typing) -> bool:
         return self._shows_pending(typing.injection.text)
@@ -529,10 +543,17 @@ class RoleActor(Actor):
                           m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
 
     def _step_confirm(self, typing: Typing) -> None:
-        """Poll until the input box no longer holds the text (the Enter was taken)."""
+        """Poll until the input box no longer holds the text (the Enter was taken).
+
+        The agent's time to take the Enter counts from when it read it: one
+        the machine has not run since the Enter went in is slow, not deaf.
+        """
         if not self._pending(typing):
             self._finish(True, typing.summary())
-        elif time.monotonic() - typing.entered < CONFIRM_WINDOW:
+            return
+        if self._unread(typing):
+            typing.entered = time.monotonic()
+        if time.monotonic() - typing.entered < CONFIRM_WINDOW:
             self.timers.after(CONFIRM_POLL, self.me,
                               m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
         elif typing.enters < 2:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import select
 import shutil
 import signal
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +32,7 @@ READ_CHUNK = 65536
 # Without a pidfd, how often a silent child is looked at for its exit; after
 # the exit, how long the PTY must be quiet before the reader ends.
 EXIT_CHECK = 0.25
+TIOCGPTN = 0x80045430  # Linux: the number of a master's /dev/pts end (not in termios)
 
 
 class SpawnError(Exception):
@@ -60,6 +64,7 @@ class PtyChild:
         # at a time, so each call's bytes reach the agent contiguous, and
         # never after close (the fd number may be another pane's by then).
         self._write_lock = threading.Lock()
+        self._slave = _slave_path(self.fd)
         os.set_blocking(self.fd, False)
 
     @classmethod
@@ -130,6 +135,27 @@ class PtyChild:
         except (OSError, IndexError):
             return False
 
+    def unread_input(self) -> int:
+        """Bytes written to the agent that it has not read yet (0 when unknown).
+
+        Asked of the terminal's own end: a process starved of CPU, or
+        stopped, leaves what was typed there, where a deaf one has read it.
+        The end is opened for the question only, since holding it open would
+        keep the terminal alive after the agent has gone.
+        """
+        if self._slave is None or self.proc.closed:
+            return 0  # closed, the number may be another terminal's by now
+        try:
+            fd = os.open(self._slave, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError:
+            return 0
+        try:
+            return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+        except OSError:
+            return 0
+        finally:
+            os.close(fd)
+
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
             self.proc.setwinsize(rows, cols)
@@ -180,6 +206,15 @@ class PtyChild:
             self.signal_group(signal.SIGKILL)
             status = self.wait(2.0)
         return status
+
+
+def _slave_path(master: int) -> str | None:
+    """The agent's end of the terminal whose controlling end is ``master``."""
+    try:
+        number = struct.unpack("I", fcntl.ioctl(master, TIOCGPTN, b"\0" * 4))[0]
+    except OSError:
+        return None
+    return f"/dev/pts/{number}"
 
 
 def _decode(status: int) -> ExitStatus:

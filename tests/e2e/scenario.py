@@ -133,11 +133,12 @@ class ClaudeCrew(Serve):
 
     def diagnostics(self) -> str:
         told = "\n".join(m[:200] for m in self.model.user_messages()[-12:])
-        return f"{super().diagnostics()}\n--- the model was told (tail) ---\n{told}"
+        return (f"{super().diagnostics()}\n--- the model was told (tail) ---\n{told}\n"
+                f"--- what each role's screen showed last ---\n{self.transcripts(1200)}")
 
-    def transcripts(self) -> str:
+    def transcripts(self, last: int = 2500) -> str:
         logs = self.workdir / ".choragos" / "logs"
-        return "\n".join(f"--- {path.name} ---\n{path.read_text(errors='replace')[-2500:]}"
+        return "\n".join(f"--- {path.name} ---\n{path.read_text(errors='replace')[-last:]}"
                          for path in sorted(logs.glob("*.log")) if path.name != "server.log")
 
     def finish(self) -> None:

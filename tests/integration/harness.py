@@ -20,6 +20,9 @@ from tests.conftest import pid_alive, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "tests" / "fixtures" / "agent.py"
+# What a failed wait shows from the whole log, beside its tail.
+DIAGNOSTIC_EVENTS = frozenset({"role state", "boot injection", "boot injection retry",
+                               "injection", "injection retry", "injection held", "role exited"})
 
 
 def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -138,10 +141,16 @@ class Serve:
             raise AssertionError(f"{exc}\n{self.diagnostics()}") from None
 
     def diagnostics(self) -> str:
-        events = "\n".join(json.dumps(e)[:300] for e in self.events()[-25:])
+        records = self.events()
+        tail = records[-25:]
+        # Boots and typing outcomes come early and decide most failures:
+        # shown whole even when the tail has moved past them.
+        early = [e for e in records[:-25] if e["event"] in DIAGNOSTIC_EVENTS][-40:]
+        events = "\n".join(json.dumps(e)[:300] for e in early + tail)
         agents = "\n".join(json.dumps(r)[:300] for r in self.agents()[-15:])
         return (f"--- serve stderr (tail) ---\n{self.stderr()[-3000:]}\n"
-                f"--- events (tail) ---\n{events}\n--- agents (tail) ---\n{agents}")
+                f"--- events (typing outcomes, then the tail) ---\n{events}\n"
+                f"--- agents (tail) ---\n{agents}")
 
     def agents(self, kind: str | None = None, role: str | None = None) -> list[dict]:
         return read_agent_log(self.agent_log, kind, role)

@@ -1,0 +1,36 @@
+"""What was typed into an agent's terminal and not read yet is known, so a
+busy machine's slow agent is told from a deaf one.  Real PTYs and processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from choragos.ptyproc import PtyChild, Reader
+from tests.conftest import wait_until
+from tests.integration.test_pty_reader import Seen
+
+# Raw mode, then no read until the test says so; then five bytes read.
+SCRIPT = ("stty raw -echo; echo ready; while [ ! -e go ]; do sleep 0.02; done; "
+          "head -c 5 >/dev/null; echo taken; exec sleep 60")
+
+
+def test_typed_input_counts_as_unread_until_the_child_reads_it(tmp_path: Path) -> None:
+    child = PtyChild.spawn(["/bin/sh", "-c", SCRIPT], tmp_path, {"PATH": os.defpath})
+    seen = Seen()
+    reader = Reader(child, seen.data, seen.exit)
+    reader.start()
+    try:
+        wait_until(lambda: b"ready" in seen.output(), 10, message="the child's raw mode")
+        assert child.unread_input() == 0
+        assert child.write(b"hello")
+        wait_until(lambda: child.unread_input() == 5, 10, message="five unread bytes")
+        (tmp_path / "go").touch()
+        wait_until(lambda: b"taken" in seen.output(), 10, message="the child's read")
+        assert child.unread_input() == 0
+    finally:
+        child.terminate(1.0)
+        reader.halt()
+        reader.join(5)
+        child.close()
+    assert child.unread_input() == 0  # gone: nothing is waiting for it
