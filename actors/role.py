@@ -502,25 +502,29 @@ class RoleActor(Actor):
                                       or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
-        if s.child.stopped() or self._unread(typing):
-            # Stopped from outside (SIGSTOP, a debugger), or starved of CPU on
-            # a busy machine: the text waits in the terminal's input queue,
-            # so the echo comes once the agent runs again.  Typing it again
-            # meanwhile would put it in twice.
-            typing.started = time.monotonic()
-        if time.monotonic() - typing.started < ECHO_WAIT:
+        if s.child.stopped():
+            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
+            # terminal's input queue, so the echo comes once it runs again.
+            typing.started = now
+        elif now - typing.started >= ECHO_WAIT and self._slow(typing):
+            # Starved of CPU on a busy machine: the text is unread, or the
+            # agent is still at work on it.  Typing it again would put it in
+            # twice; it gets the whole wait again once it has run.
+            typing.started = now
+        if now - typing.started < ECHO_WAIT:
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
             return
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
 
-    def _unread(self, typing: Typing) -> bool:
-        """The agent has not read all that was typed, and has not been
-        waited on for that longer than STARVED_WAIT (one that never reads
-        again is hung, and its line fails loudly as any other)."""
+    def _slow(self, typing: Typing) -> bool:
+        """The agent has not read all that was typed, or is still at work on
+        it, and has not been waited on for that longer than STARVED_WAIT (one
+        that never reads or never rests is hung, and its line fails loudly as
+        any other)."""
         if time.monotonic() - typing.began > STARVED_WAIT:
             return False
-        return self.s.child.unread_input() > 0
+        return self.s.child.unread_input() > 0 or self.s.child.running()
 
     def _pending(self, typing: Typing) -> bool:
         return self._shows_pending(typing.injection.text)
@@ -545,15 +549,17 @@ class RoleActor(Actor):
     def _step_confirm(self, typing: Typing) -> None:
         """Poll until the input box no longer holds the text (the Enter was taken).
 
-        The agent's time to take the Enter counts from when it read it: one
-        the machine has not run since the Enter went in is slow, not deaf.
+        The agent's time to take the Enter counts from when it read it and
+        came to rest: one the machine has not run since the Enter went in,
+        or has not finished running, is slow, not deaf.
         """
         if not self._pending(typing):
             self._finish(True, typing.summary())
             return
-        if self._unread(typing):
-            typing.entered = time.monotonic()
-        if time.monotonic() - typing.entered < CONFIRM_WINDOW:
+        now = time.monotonic()
+        if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
+            typing.entered = now  # the whole window again once it has run
+        if now - typing.entered < CONFIRM_WINDOW:
             self.timers.after(CONFIRM_POLL, self.me,
                               m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
         elif typing.enters < 2:

@@ -156,6 +156,22 @@ class PtyChild:
         finally:
             os.close(fd)
 
+    def running(self) -> bool:
+        """A thread of the agent's process is on a CPU or waiting for one
+        (state R): it is at work on what it read, not ignoring it."""
+        try:
+            threads = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return False
+        for thread in threads:
+            try:
+                with open(f"/proc/{self.pid}/task/{thread}/stat", "rb") as handle:
+                    if handle.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                        return True
+            except (OSError, IndexError):
+                continue
+        return False
+
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
             self.proc.setwinsize(rows, cols)

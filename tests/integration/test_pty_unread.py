@@ -34,3 +34,18 @@ def test_typed_input_counts_as_unread_until_the_child_reads_it(tmp_path: Path) -
         reader.join(5)
         child.close()
     assert child.unread_input() == 0  # gone: nothing is waiting for it
+
+
+def test_a_child_at_work_reads_as_running_and_a_resting_one_does_not(tmp_path: Path) -> None:
+    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass\n"
+    busy = PtyChild.spawn(["python3", "-c", spin], tmp_path, {"PATH": os.defpath})
+    resting = PtyChild.spawn(["/bin/sh", "-c", "exec sleep 60"], tmp_path, {"PATH": os.defpath})
+    try:
+        wait_until(busy.running, 10, message="the spinning child on a CPU")
+        # A sleeping one is never seen running once it has settled.
+        wait_until(lambda: not resting.running(), 10, message="the sleeper at rest")
+        assert not any(resting.running() for _ in range(20))
+    finally:
+        for child in (busy, resting):
+            child.terminate(1.0)
+            child.close()
