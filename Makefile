@@ -138,10 +138,10 @@ bench: venv
 	$(BIN)/python bench/pane_throughput.py --plain-mb 5 --tui-mb 3 --colour-mb 3 --repeat 2 \
 		--reference-mb 0.5
 	$(BIN)/python bench/checkpoint.py --no-big --rounds 3 --first-rounds 1
-	$(BIN)/python bench/attach_latency.py --rate 1 --rounds 1 --probes 15
-	$(BIN)/python bench/attach_latency.py --idle --rounds 1 --probes 15
+	$(BIN)/python bench/attach_latency.py --rate 1 --rounds 3 --probes 20
+	$(BIN)/python bench/attach_latency.py --idle --rounds 3 --probes 20
 	$(BIN)/python bench/attach_latency.py --rounds 1 --probes 15
-	$(BIN)/python bench/attach_latency.py --rate 1 --roles 12 --flooders 3 --rounds 1 --probes 10
+	$(BIN)/python bench/attach_latency.py --rate 1 --roles 12 --flooders 3 --rounds 3 --probes 15
 	$(BIN)/python bench/echo_cold.py --echoes 100
 	$(BIN)/python bench/idle_cpu.py --window 15
 	$(BIN)/python bench/big_crew.py
