@@ -31,7 +31,7 @@ CODEX_BIN = REPO / ".cache" / "codex" / "node_modules" / ".bin" / "codex"
 FAKE_GEMINI_KEY = "fake-gemini-key-000"
 FAKE_OPENAI_KEY = "sk-fake-openai-000"
 FAKE_OPENAI_MODEL = "gpt-fake"
-BOOT_TIMEOUT = 45  # Gemini draws nothing for ~3 s, more on two busy cores
+BOOT_TIMEOUT = 60  # Gemini draws nothing for ~3 s, far more on two busy cores
 
 
 @dataclass
