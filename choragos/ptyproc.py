@@ -157,20 +157,12 @@ class PtyChild:
             os.close(fd)
 
     def running(self) -> bool:
-        """A thread of the agent's process is on a CPU or waiting for one
-        (state R): it is at work on what it read, not ignoring it."""
-        try:
-            threads = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            return False
-        for thread in threads:
-            try:
-                with open(f"/proc/{self.pid}/task/{thread}/stat", "rb") as handle:
-                    if handle.read().rsplit(b")", 1)[1].split()[0] == b"R":
-                        return True
-            except (OSError, IndexError):
-                continue
-        return False
+        """A thread of the agent, or of a process it started in its session,
+        is on a CPU or waiting for one (state R): it is at work on what it
+        read, not ignoring it.  The whole session counts because a CLI may be
+        a wrapper whose child does the work (Codex's launcher runs its
+        native binary so)."""
+        return any(_thread_running(pid) for pid in _session_members(self.pid))
 
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
@@ -377,3 +369,35 @@ def _open_pidfd(pid: int) -> int | None:
         return opener(pid)
     except OSError:
         return None
+
+
+def _session_members(session: int) -> list[int]:
+    """The processes of a session: its leader, then every other one whose
+    stat names it (read when asked, as processes come and go)."""
+    members = [session]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == session:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+        if len(fields) > 3 and fields[3] == str(session).encode():
+            members.append(int(entry))
+    return members
+
+
+def _thread_running(pid: int) -> bool:
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                    return True
+        except (OSError, IndexError):
+            continue
+    return False

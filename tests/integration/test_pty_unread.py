@@ -36,9 +36,11 @@ def test_typed_input_counts_as_unread_until_the_child_reads_it(tmp_path: Path) -
     assert child.unread_input() == 0  # gone: nothing is waiting for it
 
 
+SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass\n"
+
+
 def test_a_child_at_work_reads_as_running_and_a_resting_one_does_not(tmp_path: Path) -> None:
-    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass\n"
-    busy = PtyChild.spawn(["python3", "-c", spin], tmp_path, {"PATH": os.defpath})
+    busy = PtyChild.spawn(["python3", "-c", SPIN], tmp_path, {"PATH": os.defpath})
     resting = PtyChild.spawn(["/bin/sh", "-c", "exec sleep 60"], tmp_path, {"PATH": os.defpath})
     try:
         wait_until(busy.running, 10, message="the spinning child on a CPU")
@@ -49,3 +51,16 @@ def test_a_child_at_work_reads_as_running_and_a_resting_one_does_not(tmp_path: P
         for child in (busy, resting):
             child.terminate(1.0)
             child.close()
+
+
+def test_a_resting_wrapper_whose_child_is_at_work_reads_as_running(tmp_path: Path) -> None:
+    # As Codex's launcher: the process on the terminal waits, its child works.
+    wrapper = PtyChild.spawn(["/bin/sh", "-c", 'python3 -c "$0"; exit 0', SPIN], tmp_path,
+                             {"PATH": os.defpath})
+    try:
+        wait_until(wrapper.running, 10, message="the wrapper's spinning child on a CPU")
+        with open(f"/proc/{wrapper.pid}/stat", "rb") as handle:
+            assert handle.read().rsplit(b")", 1)[1].split()[0] != b"R"  # the shell waits
+    finally:
+        wrapper.terminate(1.0)
+        wrapper.close()
