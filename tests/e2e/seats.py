@@ -133,12 +133,20 @@ def two_seats(start: Callable[..., SeatCrew], cli: str, **coder: object) -> Seat
     return start(seat_role("orchestrator", cli, start=True) + seat_role("coder", cli, **coder))
 
 
+def waits_at_dialog(s: SeatCrew, role: str, option: str, timeout: float) -> None:
+    """``role`` is *waiting* with the dialog offering ``option`` on screen.  It
+    is judged waiting once the dialog's first lines are drawn: a loaded
+    machine may show the state before the options are drawn."""
+    s.wait(lambda: (view := s.status()[role])["state"] == "waiting"
+           and any(option in line for line in view["preview"]), timeout,
+           f"{role} waiting at the dialog offering {option!r}")
+
+
 def dialog_holds_deliveries(s: SeatCrew, option: str, never_told: str) -> None:
     """With the coder's first task stuck at a dialog: *waiting*, and a second task
     stays queued, untyped; ``never_told`` never reached the model."""
     assert s.cli("delegate", "--to", "coder", "--task", "Run the check").returncode == 0
-    view = s.wait_state("coder", "waiting", 40)
-    assert any(option in line for line in view["preview"]), view
+    waits_at_dialog(s, "coder", option, 40)
     assert s.cli("delegate", "--to", "coder", "--task", "Second task").returncode == 0
     # Queued once its checkpoint is taken, a moment after the acknowledgement.
     s.wait(lambda: s.status()["coder"]["queued"] or s.times_told("New task T2"), 15,
@@ -152,8 +160,7 @@ def untrusted_folder_waits(start: Callable[..., SeatCrew], fake: FakeModel, cli:
                            option: str) -> None:
     """The trust dialog at start: *waiting*, no brief typed, no model asked."""
     s = start(seat_role("orchestrator", cli, start=True), trusted=False)
-    view = s.wait_state("orchestrator", "waiting", BOOT_TIMEOUT)
-    assert any(option in line for line in view["preview"]), view
+    waits_at_dialog(s, "orchestrator", option, BOOT_TIMEOUT)
     assert holds_for(lambda: s.state("orchestrator") == "waiting", 4)
     assert not s.boot_injections("orchestrator") and not fake.message_requests()
 
