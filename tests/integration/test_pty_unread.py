@@ -58,9 +58,14 @@ def test_a_resting_wrapper_whose_child_is_at_work_reads_as_running(tmp_path: Pat
     wrapper = PtyChild.spawn(["/bin/sh", "-c", 'python3 -c "$0"; exit 0', SPIN], tmp_path,
                              {"PATH": os.defpath})
     try:
-        wait_until(wrapper.running, 10, message="the wrapper's spinning child on a CPU")
-        with open(f"/proc/{wrapper.pid}/stat", "rb") as handle:
-            assert handle.read().rsplit(b")", 1)[1].split()[0] != b"R"  # the shell waits
+        # Once the shell has forked and sleeps in wait(), only its child works.
+        wait_until(lambda: _state(wrapper.pid) == b"S" and wrapper.running(), 10,
+                   message="the wrapper at rest and its spinning child on a CPU")
     finally:
         wrapper.terminate(1.0)
         wrapper.close()
+
+
+def _state(pid: int) -> bytes:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()[0]
