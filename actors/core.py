@@ -575,6 +575,11 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                   "detail": msg.detail, "task": injection.task_id}
         if injection.kind == "boot":
             self._event("boot injection" if msg.final else "boot injection retry", **fields)
+            if msg.final and not msg.ok:
+                # A role that never read its brief waits for work it cannot
+                # take: the operator must hear of it.
+                log.warning("%s did not take its brief (%s)", msg.role, msg.detail)
+                self._alert("on_input", msg.role, None)
             return
         if not msg.final:
             self._event("injection retry", **fields)

@@ -387,7 +387,9 @@ class RoleActor(Actor):
         takes lines again."""
         s = self.s
         left = s.extra.get("left_in_input")
-        if left is None or self._shows_pending(left):
+        # Still unread in the terminal, the line is not on the screen yet.
+        if (left is None or self._shows_pending(left)
+                or (s.child is not None and s.child.unread_input() > 0)):
             return
         del s.extra["left_in_input"]
         if s.detail == LEFT_IN_INPUT:
@@ -515,6 +517,12 @@ class RoleActor(Actor):
             self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
                                                           "wait-echo"))
             return
+        if s.child.unread_input() > 0:
+            # Unread through the whole starved wait: typed again, it would go
+            # in twice the moment the agent reads.
+            self._leave_in_input(typing, f"the agent has not read the text in "
+                                         f"{STARVED_WAIT:g}s; not typed again")
+            return
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
 
     def _slow(self, typing: Typing) -> bool:
@@ -562,12 +570,22 @@ class RoleActor(Actor):
         if now - typing.entered < CONFIRM_WINDOW:
             self.timers.after(CONFIRM_POLL, self.me,
                               m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
+        elif self.s.child.unread_input() > 0:
+            # The Enter itself is still unread: a second one would be read
+            # after it, by whatever the first one opens.
+            self._leave_in_input(typing, f"the agent has not read the Enter in "
+                                         f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
         elif typing.enters < 2:
             self._press_enter(typing)  # the one retry of T3
         else:
-            self.s.extra["left_in_input"] = typing.injection.text
-            self.s.detail = LEFT_IN_INPUT
-            self._finish(False, "the agent did not take the Enter", left_in_input=True)
+            self._leave_in_input(typing, "the agent did not take the Enter")
+
+    def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
+        """Give up on a line that is (or will be) in the agent's input: the
+        role takes no line until it has been sent or cleared."""
+        self.s.extra["left_in_input"] = typing.injection.text
+        self.s.detail = LEFT_IN_INPUT
+        self._finish(False, why, submitted=submitted, left_in_input=True)
 
     def _retry_or_fail(self, typing: Typing, why: str) -> None:
         limit = BOOT_RETRIES + 1 if typing.boot else 2
