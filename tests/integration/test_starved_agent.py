@@ -50,9 +50,10 @@ def _held(s) -> bool:
 
 @pytest.mark.timeout(120)
 def test_a_brief_unread_past_the_starved_wait_is_left_to_the_operator(serve, short_tmp):
-    # Starved longer than the wait: the brief is given up on, never typed
-    # again, and the operator hears of it.
-    s = serve(role_toml("orchestrator", "--paste-mode", "--starve-on", "boot", "--starve", "34",
+    # Starved well past the wait (30 s from the typing, which comes a few
+    # seconds into the starving on a loaded machine): the brief is given up
+    # on, never typed again, and the operator hears of it.
+    s = serve(role_toml("orchestrator", "--paste-mode", "--starve-on", "boot", "--starve", "48",
                         start=True) + hooks_toml(short_tmp))
     boot = s.wait_event(lambda e: e["event"] == "boot injection", 60, "the boot's outcome")
     assert not boot["ok"] and "not typed again" in boot["detail"], boot
@@ -63,7 +64,7 @@ def test_a_brief_unread_past_the_starved_wait_is_left_to_the_operator(serve, sho
     assert "orchestrator did not take its brief" in s.stderr()
     # Once it reads, the brief sits in its input once, unsent, and the role
     # still takes no line; the operator's Enter sends it and frees the role.
-    s.wait(lambda: s.agents("paste", "orchestrator"), 30, "the agent reading the brief")
+    s.wait(lambda: s.agents("paste", "orchestrator"), 40, "the agent reading the brief")
     assert [p["text"].count(BRIEF) for p in s.agents("paste", "orchestrator")] == [1]
     assert holds_for(lambda: _held(s) and not s.submitted("orchestrator"), 1.0)
     assert s.cli("keys", "orchestrator", "Enter").returncode == 0
@@ -74,7 +75,7 @@ def test_a_brief_unread_past_the_starved_wait_is_left_to_the_operator(serve, sho
 @pytest.mark.timeout(120)
 def test_an_enter_unread_past_the_starved_wait_gets_no_second_enter(serve):
     s = serve(role_toml("orchestrator", start=True)
-              + role_toml("coder", "--worker", "--starve-on", "tasks/T1.md", "--starve", "34"))
+              + role_toml("coder", "--worker", "--starve-on", "tasks/T1.md", "--starve", "45"))
     s.wait_booted(["orchestrator", "coder"], timeout=40)
     assert s.cli("delegate", "--to", "coder", "--task", "slow to take").returncode == 0
     typed = s.wait_event(lambda e: e["event"] == "injection" and e["role"] == "coder",
@@ -83,5 +84,5 @@ def test_an_enter_unread_past_the_starved_wait_gets_no_second_enter(serve):
     assert "not typed again" in s.board()["T1"]["note"]
     # One Enter waited in the terminal: read alone, it submits the line.  (Two
     # read together would be taken as pasted newlines, not a submission.)
-    s.wait(lambda: s.submitted("coder")[1:], 30, "the task submitted once the agent reads")
+    s.wait(lambda: s.submitted("coder")[1:], 40, "the task submitted once the agent reads")
     assert len([line for line in s.submitted("coder") if "tasks/T1.md" in line]) == 1
