@@ -38,7 +38,7 @@ from choragos.transcript import Transcript
 
 log = logging.getLogger("choragos.role")
 
-# T3/T4 timings.  The Enter goes in its own write because agent TUIs read
+# Typing and boot timings.  The Enter goes in its own write because agent TUIs read
 # text+Enter arriving together as a paste, which never submits.  These are
 # floors: a profile may ask for more (``enter_delay``, ``boot_quiet``).
 ENTER_DELAY = 0.2
@@ -421,7 +421,7 @@ class RoleActor(Actor):
             self.timers.after(0.1, self.me, m.BootCheck(msg.gen))
 
     def _boot_ready(self, now: float) -> bool:
-        """T4: 1 s after spawn, output quiet for 1.2 s, and no dialog on screen.
+        """Ready to brief: 1 s after spawn, output quiet for 1.2 s, and no dialog on screen.
 
         An agent whose screen never looks idle (an unknown TUI) is briefed
         anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
@@ -576,7 +576,7 @@ class RoleActor(Actor):
             self._leave_in_input(typing, f"the agent has not read the Enter in "
                                          f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
         elif typing.enters < 2:
-            self._press_enter(typing)  # the one retry of T3
+            self._press_enter(typing)  # the one second Enter
         else:
             self._leave_in_input(typing, "the agent did not take the Enter")
 
@@ -764,7 +764,7 @@ class RoleActor(Actor):
         cursor_keys = CURSOR_KEYS_APP if self.s.terminal.application_cursor else CURSOR_KEYS
         keys = b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in msg.keys)
         text = briefs.one_line(msg.text).encode()
-        if text and keys:  # as in T3: keys after text in a write of their own
+        if text and keys:  # as in typing: keys after text in a write of their own
             self._send_input(text)
             self.timers.after(ENTER_DELAY, self.me, m.WriteInput(keys))
         else:

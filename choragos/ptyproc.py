@@ -129,32 +129,17 @@ class PtyChild:
 
     def stopped(self) -> bool:
         """The process is stopped (SIGSTOP, SIGTSTP, a tracer), as /proc says."""
-        try:
-            with open(f"/proc/{self.pid}/stat", encoding="ascii", errors="replace") as handle:
-                return handle.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-        except (OSError, IndexError):
-            return False
+        return process_state(self.pid) in (b"T", b"t")
 
     def unread_input(self) -> int:
         """Bytes written to the agent that it has not read yet (0 when unknown).
 
         Asked of the terminal's own end: a process starved of CPU, or
         stopped, leaves what was typed there, where a deaf one has read it.
-        The end is opened for the question only, since holding it open would
-        keep the terminal alive after the agent has gone.
         """
         if self._slave is None or self.proc.closed:
             return 0  # closed, the number may be another terminal's by now
-        try:
-            fd = os.open(self._slave, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
-        except OSError:
-            return 0
-        try:
-            return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
-        except OSError:
-            return 0
-        finally:
-            os.close(fd)
+        return unread_bytes(self._slave)
 
     def running(self) -> bool:
         """A thread of the agent, or of a process it started in its session,
@@ -162,7 +147,7 @@ class PtyChild:
         read, not ignoring it.  The whole session counts because a CLI may be
         a wrapper whose child does the work (Codex's launcher runs its
         native binary so)."""
-        return any(_thread_running(pid) for pid in _session_members(self.pid))
+        return any(_thread_running(pid) for pid in session_members(self.pid))
 
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
@@ -371,20 +356,38 @@ def _open_pidfd(pid: int) -> int | None:
         return None
 
 
-def _session_members(session: int) -> list[int]:
+def unread_bytes(tty: str) -> int:
+    """Bytes waiting to be read at the terminal end ``tty`` (0 when unknown).
+    The end is opened for the question only, since holding it open would
+    keep the terminal alive after its process has gone."""
+    try:
+        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:
+        return 0
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def process_state(pid: int, thread: int | str | None = None) -> bytes:
+    """The one-letter state /proc gives a process (or one of its threads),
+    b"" when it is gone or unreadable."""
+    fields = _stat_fields(pid, thread)
+    return fields[0] if fields else b""
+
+
+def session_members(session: int) -> list[int]:
     """The processes of a session: its leader, then every other one whose
     stat names it (read when asked, as processes come and go)."""
     members = [session]
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == session:
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile, or not ours to read
-        if len(fields) > 3 and fields[3] == str(session).encode():
-            members.append(int(entry))
+        if entry.isdigit() and int(entry) != session:
+            fields = _stat_fields(int(entry))
+            if len(fields) > 3 and fields[3] == str(session).encode():
+                members.append(int(entry))
     return members
 
 
@@ -393,11 +396,15 @@ def _thread_running(pid: int) -> bool:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
-    for thread in threads:
-        try:
-            with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
-                if handle.read().rsplit(b")", 1)[1].split()[0] == b"R":
-                    return True
-        except (OSError, IndexError):
-            continue
-    return False
+    return any(process_state(pid, thread) == b"R" for thread in threads)
+
+
+def _stat_fields(pid: int, thread: int | str | None = None) -> list[bytes]:
+    """The fields of /proc's stat after the command's name (which may hold
+    spaces and parentheses itself); [] when it cannot be read."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []  # gone meanwhile, or not ours to read

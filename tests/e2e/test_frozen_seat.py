@@ -5,41 +5,29 @@ for seconds: what choragos typed stays unread, and its echo and its Enter
 come late.  Typing the text again, or a second Enter, would reach the
 agent's next line or a question.  Here the reader is frozen outright
 (SIGSTOP) while a task is delivered, for longer than the echo wait, then let
-go.  Codex's npm launcher on this Node spawns its native binary and waits
-for it, so only the binary is frozen and the agent itself is not seen as
-stopped: exactly a starved agent.  Claude Code and Gemini CLI read their
-terminal themselves and are frozen whole.
+go.  Codex's npm launcher on a Node without ``process.execve`` (20 here)
+spawns its native binary and waits for it, so only the binary is frozen and
+the agent itself is not seen as stopped: exactly a starved agent.  Claude
+Code and Gemini CLI (and Codex on a newer Node) read their terminal
+themselves and are frozen whole.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
-import struct
-import termios
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from choragos.ptyproc import session_members, unread_bytes
 from tests.e2e.fakemodel import text
 from tests.e2e.scenario import BRIEF, holds_for
 from tests.e2e.seats import BOOT_TIMEOUT, Fakes, SeatCrew, two_seats
 
 pytestmark = pytest.mark.timeout(180)
 FROZEN_FOR = 5.0  # well past the echo wait (2 s) and the Enter's window (1.5 s)
-
-
-def session_members(leader: int) -> list[int]:
-    members = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError, IndexError), \
-                open(f"/proc/{entry}/stat", "rb") as handle:
-            if int(handle.read().rsplit(b")", 1)[1].split()[3]) == leader:
-                members.append(int(entry))
-    return members
 
 
 def comm(pid: int) -> str:
@@ -56,12 +44,7 @@ def terminal_readers(leader: int) -> list[int]:
 
 def unread(leader: int) -> int:
     """Bytes typed into the agent's terminal that nobody has read yet."""
-    fd = os.open(os.readlink(f"/proc/{leader}/fd/0"),
-                 os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
-    try:
-        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
-    finally:
-        os.close(fd)
+    return unread_bytes(os.readlink(f"/proc/{leader}/fd/0"))
 
 
 @contextlib.contextmanager
@@ -90,16 +73,14 @@ def test_a_task_typed_while_the_agent_is_frozen_goes_in_once(
            "the coder idle after its brief's turn")
     leader = s.status()["coder"]["pid"]
     readers = terminal_readers(leader)
-    if cli == "codex":
+    if cli == "codex":  # the starved case this test is for, on this machine's Node
         assert leader not in readers, "Codex's launcher was expected to run a native child"
     with frozen(readers):
         assert s.cli("delegate", "--to", "coder", "--task", "Frozen while typed").returncode == 0
         typed = s.wait(lambda: unread(leader), 30, "the task typed into the frozen agent")
-        began = time.monotonic()
         # Nothing typed again, nothing given up on, for as long as it is frozen.
         assert holds_for(lambda: unread(leader) == typed and not s.injections("coder", "task"),
                          FROZEN_FOR)
-        assert time.monotonic() - began >= FROZEN_FOR
     s.wait(lambda: s.injections("coder", "task"), 60, "the task's injection outcome")
     [task] = s.injections("coder", "task")
     assert task["ok"] and "submitted after 1 enter(s)" in task["detail"], task

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from choragos.ptyproc import PtyChild, Reader
+from choragos.ptyproc import PtyChild, Reader, process_state
 from tests.conftest import wait_until
 from tests.integration.test_pty_reader import Seen
 
@@ -59,13 +59,9 @@ def test_a_resting_wrapper_whose_child_is_at_work_reads_as_running(tmp_path: Pat
                              {"PATH": os.defpath})
     try:
         # Once the shell has forked and sleeps in wait(), only its child works.
-        wait_until(lambda: _state(wrapper.pid) == b"S" and wrapper.running(), 10,
+        wait_until(lambda: process_state(wrapper.pid) == b"S" and wrapper.running(), 10,
                    message="the wrapper at rest and its spinning child on a CPU")
     finally:
         wrapper.terminate(1.0)
         wrapper.close()
 
-
-def _state(pid: int) -> bytes:
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        return handle.read().rsplit(b")", 1)[1].split()[0]
