@@ -30,6 +30,7 @@ from choragos.actors.timers import Timers
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
+from choragos.launch import Launch
 from choragos.ptyproc import PtyChild, Reader, SpawnError
 from choragos.restartpolicy import ExitStatus, decide
 from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
@@ -125,15 +126,16 @@ class RoleState:
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
 
 
-def new_state(spec: RoleSpec, workdir: Path, env: dict[str, str], cols: int = 120,
-              rows: int = 40) -> RoleState:
+def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
+    spec = launched.spec
     transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
     brief_file = f".choragos/briefs/{spec.name}.md"
     state = RoleState(
-        spec=spec, workdir=workdir, env=env, profile=spec_profile(spec),
+        spec=spec, workdir=workdir, env=launched.env, profile=launched.profile,
         terminal=Terminal(cols, rows, hold=roleio.FLOOD_HOLD), transcript=transcript,
         brief_file=brief_file,
-        boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file))
+        boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file),
+        cwd=launched.cwd if launched.cwd != workdir else None)
     return state
 
 

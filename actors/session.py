@@ -72,17 +72,16 @@ from choragos.actors.supervisor import (
 from choragos.actors.timers import Timers
 from choragos.board import SETTLED_STATES
 from choragos.checkpoints import CheckpointStore, NotARepository
-from choragos.config import Config, RoleSpec, load_config, role_env
+from choragos.config import Config, RoleSpec, load_config
 from choragos.ctlserver import ControlServer, ServerStartError
 from choragos.echowait import EchoWait
-from choragos.envpolicy import matches
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
 from choragos.gatewaycounts import session_path
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
+from choragos.launch import Launch, LaunchContext, launch
 from choragos.reloadplan import ReloadPlan, plan_reload
-from choragos.routing import routed, routing
 from choragos.stopflag import StopFlag
 
 log = logging.getLogger("choragos.session")
@@ -370,35 +369,20 @@ class Session:
         handle.tell(Probe())
         timers.after(30.0, handle, FlushTick())
 
-    def _role_env(self, spec: RoleSpec) -> dict[str, str]:
-        inject = {"CHORAGOS_SOCK": str(self.options.socket), "CHORAGOS_ROLE": spec.name}
-        if not matches("CHORAGOS_DIR", spec.env_deny):
-            # A convenience (the project directory), so env_deny may drop it;
-            # the socket and the role name are how the verbs work, so never.
-            inject["CHORAGOS_DIR"] = str(self.workdir)
-        if self.gateway.on:
-            # Route the role's model traffic through the gateway, attributed to it.
-            inject.update(routing(spec, self.config.sphragis.agent_url(spec.name))[0])
-        # Last, so no env_allow or env_deny can cut a role off from choragos.
-        return selfpath.prepend(role_env(spec, os.environ, inject),
-                                selfpath.bin_dir(self.workdir))
+    def _launch(self, spec: RoleSpec, worktree: Path | None = None) -> Launch:
+        gateway_url = self.config.sphragis.agent_url if self.gateway.on else None
+        ctx = LaunchContext(self.workdir, self.options.socket, os.environ, gateway_url)
+        return launch(spec, ctx, worktree)
 
     def _env_of(self, role: str) -> dict[str, str] | None:
         """The environment ``role``'s process runs with now (a reload may change it)."""
         state = self.role_states.get(role)
         return dict(state.env) if state is not None else None
 
-    def _process_spec(self, spec: RoleSpec) -> RoleSpec:
-        """The spec the role's process starts from: with the gateway's arguments, if any."""
-        if not self.gateway.on:
-            return spec
-        return routed(spec, self.config.sphragis.agent_url(spec.name))
-
     def _start_role(self, spec: RoleSpec, strict: bool = True) -> Seat:
-        state = new_state(self._process_spec(spec), self.workdir, self._role_env(spec),
+        tree = self._worktree(spec.name, strict) if spec.worktree else None
+        state = new_state(self._launch(spec, tree), self.workdir,
                           self.options.cols, self.options.rows)
-        if spec.worktree:
-            state.cwd = self._worktree(spec.name, strict)
         state.echo_wait = self.echo_wait
         self.role_states[spec.name] = state
         roles, core, timers = self.roles, self.core, self.timers
@@ -459,7 +443,8 @@ class Session:
         return seat
 
     def update_role(self, spec: RoleSpec) -> None:
-        self.handles[spec.name].tell(m.UpdateSpec(self._process_spec(spec), self._role_env(spec)))
+        launched = self._launch(spec)
+        self.handles[spec.name].tell(m.UpdateSpec(launched.spec, launched.env))
 
     def respawn_role(self, spec: RoleSpec) -> None:
         self.update_role(spec)

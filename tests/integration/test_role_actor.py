@@ -13,10 +13,11 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors import role as role_module
-from choragos.actors.role import RoleActor, new_state
+from choragos.actors.role import RoleActor, new_state, spec_profile
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.actors.timers import Timers
 from choragos.config import RoleSpec
+from choragos.launch import Launch
 from choragos.ptyproc import PtyChild
 from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import AGENT, read_agent_log
@@ -71,7 +72,7 @@ def start_role(tmp_path, command: str, args: tuple[str, ...],
     spec = RoleSpec(name="coder", command=command, args=args)
     env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"),
            **(extra_env or {})}
-    state = new_state(spec, tmp_path, env)
+    state = new_state(Launch(spec, env, tmp_path, spec_profile(spec)), tmp_path)
     core, timers, events = Core(), Timers(), []
     sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
     handle = sup.ask(StartChild(ChildSpec(
