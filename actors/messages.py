@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from choragos.news import RoleView
 from choragos.restartpolicy import ExitStatus
-from choragos.rolestatus import RoleStatus
 
 # --- to a role actor -------------------------------------------------------
 
@@ -144,31 +144,6 @@ class GetView:
 
 
 # --- from roles to the session core ----------------------------------------
-
-
-@dataclass(frozen=True)
-class RoleView:
-    """What everyone else may know about a role at one moment."""
-
-    name: str
-    status: RoleStatus
-    pid: int | None = None
-    restarts: int = 0
-    ready: bool = False
-    detail: str = ""
-    preview: tuple[str, ...] = ()
-    exit: str = ""
-    budget_used: int = 0  # restarts counted against restart_retries
-    stalled: bool = False  # no new output for the role's stall_after
-    held: bool = False  # its input still shows a line it did not take: nothing is typed
-    profile: str = ""  # the agent profile its screen is read with
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "state": self.status, "pid": self.pid,
-                "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
-                "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
-                "held": self.held,
-                "profile": self.profile}
 
 
 @dataclass(frozen=True)

@@ -481,18 +481,6 @@ class Session:
                           reason=self.prober.health.reason)
         return refusal["error"]
 
-    # -- the deck (owned by ui/; started by `choragos serve` in deck mode) -----
-
-    def start_deck(self, ui_socket: Path, cols: int, rows: int, on_client=None):
-        """Start the UI actor, the deck and its attach socket, after start().
-
-        Returns the ``ui.uiactor.UI``; stop it before :meth:`stop` so an
-        attached client is told the session ended before the roles go down.
-        """
-        from choragos.ui.uiactor import start_ui
-
-        return start_ui(self, ui_socket, cols, rows, on_client)
-
     # -- run and stop ----------------------------------------------------------
 
     def wait(self, timeout: float | None = None) -> bool:

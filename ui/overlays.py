@@ -15,7 +15,7 @@ from typing import Any
 import urwid
 
 from choragos.changes import files_cell
-from choragos.cli._client import duration
+from choragos.durations import format_duration
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 
 _INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
@@ -232,7 +232,7 @@ class GateOverlay(Dialog):
     def refresh(self) -> None:
         """Redraw the heading, so the waiting time keeps counting while it is open."""
         gate = self.gate
-        age = duration(time.time() - gate["created"]) if gate.get("created") else "-"
+        age = format_duration(int(time.time() - gate["created"])) if gate.get("created") else "-"
         position, total = self.place
         self.heading.set_text([("waiting bold", "Approval needed: "),
                                ("bold", f"{inert(gate['id'])} for {inert(gate['role'])}"),
@@ -277,8 +277,8 @@ class _TaskRow(urwid.WidgetWrap):
                  "delivered": "accent"}.get(state)
         took = task.get("duration")
         cells = [inert(task["id"]), inert(task["role"]), state,
-                 duration(now - task["created"]) if task.get("created") else "-",
-                 duration(took) if took is not None else "-",
+                 format_duration(int(now - task["created"])) if task.get("created") else "-",
+                 format_duration(int(took)) if took is not None else "-",
                  "✓" if task.get("checkpoint") else "·", files_cell(task)]
         markup: list[Any] = []
         for (_, width), cell in zip(_BOARD_COLUMNS, cells, strict=True):

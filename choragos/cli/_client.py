@@ -15,6 +15,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from choragos import commands, paths, wire
+from choragos.durations import format_duration
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -249,15 +250,10 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]],
 
 
 def duration(value: object) -> str:
-    """Seconds as a compact duration (``45s``, ``12m``, ``1h05m``); text as is."""
+    """Seconds as a compact duration (``45s``, ``12m5s``, ``1h5m``); text as is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return inert(value) if value not in (None, "") else "-"
-    seconds = int(value)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return format_duration(int(value))
 
 
 def short_path(value: object) -> str:

@@ -222,9 +222,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     ui = None
     try:
         if deck is not None:
+            from choragos.ui.uiactor import start_ui
+
             try:
-                ui = session.start_deck(daemon.ui_path_for(control), *deck,
-                                        on_client=sidecar.attached)
+                ui = start_ui(session, daemon.ui_path_for(control), *deck,
+                              on_client=sidecar.attached)
             except ServerStartError as exc:
                 if ready is not None:
                     ready.fail(f"the deck could not start: {exc}")

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 from choragos import news
-from choragos.actors.messages import RoleView
 from choragos.config import Config, RoleSpec
+from choragos.news import RoleView
 from choragos.rolestatus import RoleStatus
 from choragos.ui import reducer as r
 from choragos.ui.deckstate import initial_state
