@@ -3,7 +3,8 @@
 Order: control socket bound (the lock) → event log → timers → the session
 supervisor → core → clocks → checkpointer → aftercare → built-in gateway
 (its own supervisor; up before any role) → gateway prober → the roles
-supervisor and one child per role → listener (accepting from now on).
+supervisor and one child per role → listener (accepting from now on) →
+web view, when ``[web] listen`` is set.
 Stopping runs the other way round, in a ``finally``, so the socket
 disappears first (no new work), then every role's process group is
 terminated in parallel, then the actors and the timer thread stop.
@@ -70,6 +71,8 @@ from choragos.actors.supervisor import (
     supervisor_spec,
 )
 from choragos.actors.timers import Timers
+from choragos.actors.websession import install_fault_hook as install_web_fault_hook
+from choragos.actors.websession import start_web
 from choragos.board import SETTLED_STATES
 from choragos.checkpoints import CheckpointStore, NotARepository
 from choragos.config import Config, RoleSpec, load_config
@@ -83,6 +86,8 @@ from choragos.hooks import Hooks
 from choragos.launch import Launch, LaunchContext, launch
 from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.stopflag import StopFlag
+from choragos.webaccess import clear_addr
+from choragos.webnews import NewsHub
 
 log = logging.getLogger("choragos.session")
 
@@ -132,6 +137,9 @@ class Session:
         self.prober_handle: Handle | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
         self.trees: dict[str, Path] = {}  # worktree roles: name -> their git worktree
+        self.listening: ListenerState | None = None  # the control path the web view shares
+        self.news_hub = NewsHub()  # the web view's event streams
+        self.web = None  # the web actor's state, when [web] listen is served
 
     # -- start ---------------------------------------------------------------
 
@@ -140,6 +148,7 @@ class Session:
         spawns anything or writes one line into the running session's log."""
         self.server = bind_server(self.options.socket, self.events.write)
         install_fault_hook(self.server)
+        install_web_fault_hook(self)
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
@@ -261,6 +270,8 @@ class Session:
         listening = ListenerState(self.server, self.core, self._gate, self.caller_of,
                                   self.journal)
         self._start_child("listener", lambda h: ListenerActor.start(listening, h, sup))
+        self.listening = listening
+        self.web = start_web(self, self.news_hub)
         for handle in self.handles.values():
             handle.tell(m.Spawn())
         for name, role in (self.restored.roles if self.restored else {}).items():
@@ -497,6 +508,9 @@ class Session:
             self.server.close()
         if self.metrics is not None:
             self.metrics.close()
+        if self.web is not None:  # no new work from a browser either
+            self.web.server.close()
+            clear_addr(self.workdir)
         self._flush_tokens()
         self._stop_roles()
         self._prune_worktrees()

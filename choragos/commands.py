@@ -209,6 +209,7 @@ DECLARED: tuple[Command | Verb, ...] = (
     _verb("checkpoints", "checkpoints", "list or prune workspace checkpoints"),
     _verb("rollback", "rollback", "restore the workspace to before a task"),
     _verb("report", "report", "per-role summary of a session from its event log"),
+    _verb("web", "web", "print the web view's address with its access token (and a QR code)"),
     Command("handoff", (
         Field("wait", SECONDS, default=300, limit=MAX_HANDOFF_WAIT),
         Field("config", PATH),

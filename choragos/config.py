@@ -158,6 +158,24 @@ class MetricsSettings:
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    """``[web]``: the crew's web view and API; ``listen = ""`` is off."""
+
+    listen: str = ""
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """``[notify]``: push a short message when a person is needed; ``url = ""`` is off."""
+
+    url: str = ""
+    kind: str = "ntfy"  # "ntfy": a text body and headers; "webhook": a JSON body
+    link: str = ""  # the page's address as the phone reaches it ("": the [web] address)
+    token_in_link: bool = False  # the web token in the link: only to a service you trust
+    every: float = 20.0  # seconds between two messages at most; what comes between is merged
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens in each direction."""
 
@@ -242,6 +260,8 @@ class Config:
     keys: Keys = field(default_factory=Keys)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    web: WebSettings = field(default_factory=WebSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -329,9 +349,22 @@ def _build(data: dict, target: Path, shown: str) -> Config:
         report.error("roles", "no [[roles]] table; a config file must define the team")
     _warn_not_built(data, "", "", report)
     _join_gateways(values, data, report)
+    _warn_web(values, report)
     report.raise_if_errors()
     _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
+
+
+def _warn_web(values: dict, report: cs.Report) -> None:
+    """The web view beyond loopback, or notifications that lead nowhere."""
+    listen = getattr(values.get("web"), "listen", "")
+    if listen and not is_loopback(listen):
+        report.warn("web.listen", f"the web view listens on {cs.show(listen)}, beyond this "
+                    "machine: anyone who reaches it and holds the token acts as you; prefer "
+                    "127.0.0.1 with an ssh tunnel or a tailnet (see docs/web.md)")
+    notify = values.get("notify")
+    if notify is not None and notify.token_in_link and not notify.url:
+        report.warn("notify.token_in_link", "has no effect without [notify] url")
 
 
 def _warn_unenforceable(values: dict, report: cs.Report) -> None:
@@ -560,6 +593,23 @@ def _addr(value: object) -> str:
     return text
 
 
+def web_listen(value: object) -> str:
+    """``[web] listen``: "host:port", or a bare port on loopback; port 0 takes a free one."""
+    text = cs.string(value).strip()
+    if text.isascii() and text.isdigit():
+        text = f"127.0.0.1:{text}"
+    host, _, port = text.rpartition(":")
+    if port == "0" and host:
+        return _addr(f"{host}:1")[:-1] + "0"
+    return _addr(text)
+
+
+def is_loopback(addr: str) -> bool:
+    """Whether ``host:port`` stays on this machine."""
+    host = addr.rpartition(":")[0]
+    return host in ("localhost", "[::1]") or host.startswith("127.")
+
+
 def _is_host(host: str) -> bool:
     if host.startswith("[") and host.endswith("]"):
         try:
@@ -692,6 +742,11 @@ _TOP: cs.Schema = {
     "keys": cs.Nested(_read_keys),
     "budget": _BUDGET,
     "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
+    "web": _settings(WebSettings, {"listen": lambda v: web_listen(v) if v != "" else ""}),
+    "notify": _settings(NotifySettings, {
+        "url": lambda v: upstream_url(v) if v != "" else "",
+        "kind": cs.choice("ntfy", "webhook"), "link": lambda v: upstream_url(v) if v != "" else "",
+        "token_in_link": cs.boolean, "every": cs.positive_duration}),
 }
 
 

@@ -285,6 +285,17 @@ def error(reason: str, **fields: Any) -> dict[str, Any]:
     return {"status": "error", "error": reason, **fields}
 
 
+def envelope(verb: str, payload: dict[str, Any], *, error: str | None = None,
+             code: int = 0) -> dict[str, Any]:
+    """The ``--json`` answer of the CLI (docs/cli.md), which the web API shares:
+    ``ok`` and ``verb`` first, the fields beside them, ``error`` and ``exit``
+    (the CLI's exit status) when it failed."""
+    fields = {k: v for k, v in payload.items() if k not in ("status", "ok", "verb")}
+    if error is None:
+        return {"ok": True, "verb": verb, **fields}
+    return {"ok": False, "verb": verb, **fields, "error": error, "exit": code}
+
+
 def gateway_refusal(request: dict[str, Any]) -> dict[str, Any] | None:
     """The ack refusing ``request`` while an enforced gateway is down.
 

@@ -217,10 +217,7 @@ def envelope(payload: dict[str, Any], *, error: str | None = None,
              code: int = EXIT_OK) -> dict[str, Any]:
     """Every ``--json`` answer: ``ok`` and ``verb`` first, the verb's fields
     beside them, and ``error`` and ``exit`` when it failed (docs/cli.md)."""
-    fields = {k: v for k, v in payload.items() if k not in ("status", "ok", "verb")}
-    if error is None:
-        return {"ok": True, "verb": _Run.verb, **fields}
-    return {"ok": False, "verb": _Run.verb, **fields, "error": error, "exit": code}
+    return wire.envelope(_Run.verb, payload, error=error, code=code)
 
 
 def print_json(ack: dict[str, Any], *, error: str | None = None, code: int = EXIT_OK) -> int:

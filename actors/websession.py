@@ -1,0 +1,121 @@
+"""The web view wired into a running session (``[web] listen``).
+
+:class:`WebAccess` is the narrow view of the session the web server gets:
+commands go through the listener's own path (the registry, the caller's
+authority from the peer's process, the gateway's gate), panes are read as
+the deck reads them, the timeline from the event log as the report reads it.
+:func:`start_web` binds once (a taken port: the session runs without it,
+loudly), subscribes the news hub to the core and starts the supervised
+web actor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from choragos import events, report, tcppeer, timeline, webaccess, wire
+from choragos.actors import messages as m
+from choragos.actors.listener import FAULT_HOOK
+from choragos.actors.supervisor import ChildSpec, StartChild
+from choragos.actors.web import WebActor, WebState
+from choragos.terminal import Snapshot
+from choragos.webnews import NewsHub
+from choragos.webserver import WebServer
+
+log = logging.getLogger("choragos.web")
+DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
+
+
+class WebAccess:
+    """What the web server may do in the session; looked up on every call."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.workdir = session.workdir
+
+    def dispatch(self, parsed: dict, peer_pid: int | None) -> dict:
+        """A request ``wire.parse_request`` checked, with the caller's pid, through
+        the listener's path (authority, the gateway's gate, the journal's ack)."""
+        parsed[wire.PEER_PID] = peer_pid
+        listening = self.session.listening
+        if listening is None:
+            return wire.error("the session is still starting; try again")
+        return listening.dispatch(parsed)
+
+    def snapshot(self, role: str) -> Snapshot | None:
+        state = self.session.role_states.get(role)
+        return state.terminal.snapshot() if state is not None else None
+
+    def timeline(self) -> dict:
+        try:
+            runs = report.split_runs(report.read_log(events.default_path(self.workdir)).records)
+        except OSError:
+            runs = []
+        if not runs:
+            return {"t0": 0, "t1": 0, "roles": [], "bars": [], "marks": [], "spans": [],
+                    "cost": []}
+        roles = [spec.name for spec in self.session.config.roles]
+        line = timeline.build(runs[-1], roles, self.session.config.price_for)
+        return dataclasses.asdict(line)
+
+
+
+    def document(self, path: str) -> str | None:
+        """Only files under the session's own ``.choragos`` are read, and only so much."""
+        state = (self.workdir / ".choragos").resolve()
+        try:
+            target = (self.workdir / path).resolve()
+            if not target.is_relative_to(state) or not target.is_file():
+                return None
+            with open(target, encoding="utf-8", errors="replace") as handle:
+                return handle.read(DOCUMENT_LIMIT)
+        except OSError:
+            return None
+
+
+def install_fault_hook(session: Any) -> bool:
+    """Test hook, off unless the environment asks for it (``CHORAGOS_TEST_FAULTS=web``):
+    SIGUSR2 makes the web server's loop die, so a test can see it restarted."""
+    if os.environ.get(FAULT_HOOK) != "web":
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+
+    def fault(signum: int, frame: Any) -> None:
+        if session.web is not None:
+            session.web.server.inject_fault()
+
+    signal.signal(signal.SIGUSR2, fault)
+    return True
+
+
+def start_web(session: Any, hub: NewsHub) -> WebState | None:
+    """Serve ``[web] listen``; the web actor's state, or None when it could not bind."""
+    listen = session.config.web.listen
+    if not listen:
+        return None
+    access = WebAccess(session)
+
+    def make() -> WebServer:
+        return WebServer(access, hub, peer_pid=tcppeer.peer_pid)
+
+    server = make()
+    try:
+        webaccess.ensure_token(session.workdir)
+        addr = server.start(listen)
+    except OSError as exc:
+        session.events.write("web off", listen=listen, reason=str(exc))
+        log.warning("web: cannot listen on %s: %s", listen, exc)
+        return None
+    webaccess.write_addr(session.workdir, addr)
+    session.events.write("web on", addr=addr)
+    session.core.tell(m.Subscribe(hub.publish))
+    state = WebState(server, make, addr, on_event=session.events.write)
+    sup = session.supervisor
+    sup.ask(StartChild(ChildSpec("web", lambda h: WebActor.start(state, h, sup))), timeout=10)
+    return state
