@@ -85,6 +85,7 @@ class WebServer:
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Future | None = None
         self._stopping = False
+        self._queues: set[asyncio.Queue] = set()  # this server's open event streams
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -122,7 +123,8 @@ class WebServer:
 
     async def _serve(self, host: str, port: int, ready: dict,
                      started: threading.Event) -> None:
-        runner = web.AppRunner(self._app(), handle_signals=False, access_log=None)
+        runner = web.AppRunner(self._app(), handle_signals=False, access_log=None,
+                               shutdown_timeout=2.0)
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port, reuse_address=True)
@@ -134,6 +136,8 @@ class WebServer:
             started.set()
             await self._stop
         finally:
+            for queue in list(self._queues):  # open event streams end now, not at a timeout
+                queue.put_nowait(CUT)
             await runner.cleanup()
 
     def close(self) -> None:
@@ -305,6 +309,7 @@ class WebServer:
         queue: asyncio.Queue[str] = asyncio.Queue()
         stream = Stream(asyncio.get_running_loop(), queue)
         self.hub.add(stream)
+        self._queues.add(queue)
         try:
             await response.write(frame("hello", {"retry": 2000}).encode())
             while True:
@@ -319,6 +324,7 @@ class WebServer:
             pass
         finally:
             self.hub.remove(stream)
+            self._queues.discard(queue)
         return response
 
 
