@@ -170,6 +170,7 @@ class WebServer:
         app.router.add_get("/", self._page)
         app.router.add_get("/app.js", self._page)
         app.router.add_get("/app.css", self._page)
+        app.router.add_get("/favicon.ico", _no_icon)
         app.router.add_get("/api/status", self._simple("status"))
         app.router.add_get("/api/board", self._board)
         app.router.add_get("/api/gates", self._gates)
@@ -337,6 +338,10 @@ def _settle(future: asyncio.Future, error: BaseException | None) -> None:
         future.set_result(None)
     else:
         future.set_exception(error)
+
+
+async def _no_icon(request: web.Request) -> web.Response:
+    return web.Response(status=204)
 
 
 def _verb_of(payload: dict) -> str:

@@ -27,8 +27,8 @@ async function api(path, body) {
   };
   const response = await fetch(path, { credentials: "same-origin", ...init });
   let ack;
-  try { ack = await response.json(); } catch (e) { ack = { status: "error", error: response.statusText }; }
-  if (ack.status !== "ok") throw new Error(ack.error || ("HTTP " + response.status));
+  try { ack = await response.json(); } catch (e) { ack = { ok: false, error: response.statusText }; }
+  if (!ack.ok) throw new Error(ack.error || ("HTTP " + response.status));
   return ack;
 }
 
@@ -80,7 +80,8 @@ function renderCrew() {
     const budget = r.budget && r.budget.usd ? " of " + money(r.budget.usd) : "";
     return el("div", { class: "card", id: "role-" + name },
       el("h3", {}, el("span", {}, name), el("span", { class: "state " + r.state }, r.state)),
-      el("div", { class: "row muted" }, [r.command, r.model].filter(Boolean).join(" · ")),
+      el("div", { class: "row muted" },
+        [(r.command || "").split("/").pop(), r.model, r.profile].filter(Boolean).join(" · ")),
       el("div", { class: "row" }, task ? task.id + " " + task.label : "no task"),
       (tokens || cost) ? el("div", { class: "row muted" },
         (tokens ? tokens.toLocaleString() + " tokens " : "") + cost + budget) : null,

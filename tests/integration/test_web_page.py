@@ -1,0 +1,102 @@
+"""The web view's page in real headless Chromium (Debian's, driven by Selenium
+through Debian's chromedriver), against a real session: the crew and a
+waiting gate drawn, the approve button on screen at a phone's and a
+desktop's size, a click that delivers the task, a board that follows the
+session without a reload."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration import browser
+from tests.integration.harness import role_toml
+from tests.integration.webclient import WEB, Web
+from tests.pngread import read_png
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not browser.available(), reason="chromium, chromedriver or selenium "
+                       "is not installed here (.ci/run installs them, so CI always runs this)"),
+]
+
+TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", approve=True)
+        + role_toml("writer") + WEB)
+APPROVE_LIGHT, APPROVE_DARK = "#1a7f37", "#3fb950"  # app.css: --ok
+
+
+def text_of(driver, css: str) -> str:
+    found = driver.find_elements("css selector", css)
+    return found[0].text if found else ""
+
+
+def approve_in_view(driver) -> dict:
+    """The approve button's box and whether all of it lies inside the viewport."""
+    return driver.execute_script("""
+        const b = document.querySelector('#gate-T1 button.approve');
+        if (!b) return null;
+        const r = b.getBoundingClientRect();
+        return {x: r.x, y: r.y, w: r.width, h: r.height, vw: innerWidth, vh: innerHeight,
+                inside: r.left >= 0 && r.top >= 0 && r.right <= innerWidth
+                        && r.bottom <= innerHeight && r.width > 0 && r.height > 0};
+    """)
+
+
+def close(rgb: tuple[int, int, int], colour: str, slack: int = 10) -> bool:
+    want = bytes.fromhex(colour.lstrip("#"))
+    return all(abs(a - b) <= slack for a, b in zip(rgb, want, strict=True))
+
+
+def check_shot(driver, path, width: int, height: int, colour: str) -> None:
+    """The screenshot is the viewport, and the approve button shows in it, in its colour."""
+    box = approve_in_view(driver)
+    assert box is not None and box["inside"], box
+    assert (box["vw"], box["vh"]) == (width, height), box
+    assert driver.save_screenshot(str(path))
+    image = read_png(path)
+    assert (image.width, image.height) == (width, height)
+    # A point inside the button, clear of its label's glyphs: its fill.
+    pixel = image.pixel(round(box["x"] + 4), round(box["y"] + box["h"] / 2))
+    assert close(pixel, colour), (pixel, colour, box)
+
+
+def test_the_page_approves_a_gate_and_follows_the_board_live(serve, short_tmp):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder", "writer"])
+    web = Web(s)
+    driver = browser.start(short_tmp / "profile")
+    try:
+        driver.get(web.url)
+        assert "token=" not in driver.current_url  # signed in, the token dropped from the URL
+        s.wait(lambda: text_of(driver, "#conn") == "live", 15, "the page's event stream")
+        s.wait(lambda: "coder" in text_of(driver, "#role-coder"), 10, "the crew drawn")
+        assert "writer" in text_of(driver, "#crew")
+        driver.execute_script("window.stillThisPage = true")
+
+        assert s.cli("delegate", "--to", "coder", "--task", "release the kraken").returncode == 0
+        s.wait(lambda: "release the kraken" in text_of(driver, "#gate-T1"), 10,
+               "the gate drawn, live")
+        assert "T1" in text_of(driver, "#task-T1") and "gated" in text_of(driver, "#task-T1")
+
+        browser.viewport(driver, 375, 812, mobile=True)
+        browser.dark(driver, False)
+        check_shot(driver, short_tmp / "phone.png", 375, 812, APPROVE_LIGHT)
+        browser.viewport(driver, 1400, 900)
+        browser.dark(driver, True)
+        s.wait(lambda: driver.execute_script(
+            "return getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)",
+            5, "the dark scheme")
+        check_shot(driver, short_tmp / "desktop.png", 1400, 900, APPROVE_DARK)
+
+        driver.find_element("css selector", "#gate-T1 button.approve").click()
+        s.wait(lambda: any(".choragos/tasks/T1.md" in line for line in s.submitted("coder")),
+               15, "T1 typed into the coder")
+        s.wait(lambda: "delivered" in text_of(driver, "#task-T1"), 10, "the board says delivered")
+        s.wait(lambda: not driver.find_elements("css selector", "#gate-T1"), 5, "the gate gone")
+
+        assert s.cli("delegate", "--to", "writer", "--task", "write it down").returncode == 0
+        s.wait(lambda: "delivered" in text_of(driver, "#task-T2"), 15, "T2 on the board, live")
+        assert driver.execute_script("return window.stillThisPage === true")  # no reload
+        logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
+        assert not [entry for entry in logs if entry.get("level") == "SEVERE"], logs
+    finally:
+        driver.quit()
