@@ -58,6 +58,7 @@ from choragos.actors.listener import (
     bind_server,
     install_fault_hook,
 )
+from choragos.actors.notifier import start_notifier
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.supervisor import (
     TEMPORARY,
@@ -246,6 +247,7 @@ class Session:
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.timers, core_state.me = self.timers, self.core
         core_state.hooks = self._hooks()
+        start_notifier(self, core_state.hooks)
         clock_state = ClockState({})
         core, timers = self.core, self.timers
         core_state.clocks = self._start_child(

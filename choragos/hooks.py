@@ -37,10 +37,17 @@ class Hooks:
         self.timeout = timeout
         self.base_env = base_env
         self._threads: list[threading.Thread] = []
+        # Told of every hook that fires, configured or not: the push notifier.
+        self.heard: list[Callable[[str, str, str, str], None]] = []
 
     def fire(self, hook: str, role: str, task: str = "", task_id: str = "",
              extra: Mapping[str, str] | None = None) -> bool:
         """Start ``hook`` if configured; False when there is nothing to run."""
+        for listener in list(self.heard):
+            try:
+                listener(hook, role, task, task_id)
+            except Exception as exc:  # a listener must never cost the hook
+                self.on_failure(hook=hook, role=role, reason=f"listener failed: {exc}")
         command = self.commands.get(hook)
         if command is None:
             return False

@@ -71,6 +71,14 @@ def clear_addr(workdir: Path) -> None:
         os.unlink(addr_path(workdir))
 
 
+def page_url(addr: str) -> str:
+    """The page's base URL for ``host:port``; a wildcard bind is reached by this host's name."""
+    host, _, port = addr.rpartition(":")
+    if host in ("0.0.0.0", "[::]"):
+        return f"http://{os.uname().nodename}:{port}"
+    return f"http://{addr}"
+
+
 def same_token(given: str, token: str) -> bool:
     """Constant-time comparison, so the answer's timing does not spell the token."""
     return bool(token) and hmac.compare_digest(given.encode(), token.encode())

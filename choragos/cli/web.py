@@ -9,7 +9,6 @@ token: every browser signed in with the old one must open the new link.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from choragos import webaccess
@@ -38,7 +37,7 @@ def _web(argv: list[str], verb: str) -> int:
         raise _client.Failure(_client.EXIT_REFUSED, f"cannot keep the access token under "
                                                     f"{workdir}/.choragos/state: "
                                                     f"{exc.strerror or exc}") from None
-    url = f"http://{_reachable(addr)}/?token={token}"
+    url = f"{webaccess.page_url(addr)}/?token={token}"
     if args.json:
         return _client.print_json({"url": url, "token": token, "addr": addr,
                                    "running": running, "rotated": args.rotate})
@@ -90,14 +89,6 @@ def _configured(workdir: Path) -> str:
         raise _client.Failure(_client.EXIT_REFUSED, "[web] listen takes any free port and no "
                                                     "session is running to say which; start it")
     return listen
-
-
-def _reachable(addr: str) -> str:
-    """An address a browser can open: a wildcard bind is reached by this host's name."""
-    host, _, port = addr.rpartition(":")
-    if host in ("0.0.0.0", "[::]"):
-        return f"{os.uname().nodename}:{port}"
-    return addr
 
 
 def _qr(url: str) -> str:

@@ -1,0 +1,122 @@
+"""The push notifier (``[notify]``): a supervised actor that sends the messages.
+
+It hears every hook the core fires (``Hooks.heard``), keeps the ones a
+person is needed for, and lets the :class:`~choragos.notify.Coalescer`
+say when to send; a timer brings it back for the held ones.  Sending
+blocks this actor's thread only (up to the send timeout): the core never
+waits on a push service.  A message that could not be sent is logged
+(``notify failed``), never retried into a flood.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from typing import Any
+
+from choragos import notify, webaccess
+from choragos.actors.base import Actor
+from choragos.actors.supervisor import ChildSpec, StartChild
+from choragos.config import NotifySettings
+
+log = logging.getLogger("choragos.notify")
+
+
+@dataclass(frozen=True)
+class Flush:
+    """The timer's: send what is due."""
+
+
+@dataclass
+class NotifyState:
+    settings: NotifySettings
+    base: Callable[[], str]  # the page's URL as the reader reaches it ("" while unknown)
+    token: Callable[[], str | None]  # the token, only when it may travel in the link
+    on_event: Callable[..., None]
+    coalescer: notify.Coalescer = field(init=False)
+    timer_due: float | None = None
+    sent: int = 0
+
+    def __post_init__(self) -> None:
+        self.coalescer = notify.Coalescer(self.settings.every)
+
+
+class NotifierActor(Actor):
+    def __init__(self, state: NotifyState, timers: Any, me: Any, supervisor: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__("notifier", supervisor)
+        self.s = state
+        self.timers = timers
+        self.me = me
+        self.clock = clock
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _alert(self, alert: notify.Alert) -> None:
+        now = self.clock()
+        due = self.s.coalescer.add(alert, now)
+        if due <= now:
+            self._send(now)
+        elif self.s.timer_due is None:
+            self.s.timer_due = due
+            self.timers.after(due - now, self.me, Flush())
+
+    @handle.register
+    def _flush(self, message: Flush) -> None:
+        self.s.timer_due = None
+        self._send(self.clock())
+
+    def _send(self, now: float) -> None:
+        batch = self.s.coalescer.take(now)
+        if not batch:
+            return
+        settings = self.s.settings
+        message = notify.compose(batch, self.s.base(), self.s.token())
+        try:
+            notify.send(settings.url, settings.kind, message)
+        except (OSError, ValueError) as exc:
+            log.warning("notify: could not send to the push service: %s", exc)
+            self.s.on_event("notify failed", items=len(batch), reason=str(exc))
+            return
+        self.s.sent += 1
+        self.s.on_event("notified", items=len(batch), hooks=sorted({a.hook for a in batch}))
+
+
+def hear(handle: Any) -> Callable[[str, str, str, str], None]:
+    """The ``Hooks.heard`` listener that tells the notifier of the hooks it sends for."""
+
+    def listener(hook: str, role: str, task: str, task_id: str) -> None:
+        if hook in notify.NOTIFIED:
+            handle.tell(notify.Alert(hook, role, task_id, task))
+
+    return listener
+
+
+def start_notifier(session: Any, hooks: Any) -> Any:
+    """Start the notifier under the session's supervisor when ``[notify] url`` is set."""
+    settings = session.config.notify
+    if not settings.url:
+        return None
+
+    def base() -> str:
+        if settings.link:
+            return settings.link
+        return webaccess.page_url(session.web.addr) if session.web is not None else ""
+
+    def token() -> str | None:
+        return webaccess.read_token(session.workdir) or None if settings.token_in_link else None
+
+    state = NotifyState(settings, base, token, session.events.write)
+    sup, timers = session.supervisor, session.timers
+    handle = sup.ask(StartChild(ChildSpec(
+        "notifier", lambda h: NotifierActor.start(state, timers, h, sup))), timeout=10)
+    hooks.heard.append(hear(handle))
+    session.events.write("notify on", kind=settings.kind, every=settings.every,
+                         token_in_link=settings.token_in_link)
+    return handle

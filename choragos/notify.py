@@ -1,0 +1,133 @@
+"""Push messages when a person is needed (``[notify]``), with a link back to the web view.
+
+The hooks that say a person is needed (a gate, a question, a budget, a role
+gone for good, the crew finished) are heard as :class:`Alert`\\ s.  The
+:class:`Coalescer` decides when a message goes out: the first at once, then
+at most one per ``every`` seconds, each carrying everything that came
+meanwhile, so a burst of gates is one buzz, not twenty.  It is a pure policy
+(inject ``now``); the notifier actor carries its answers out.
+
+Two shapes: ``ntfy`` (the text is the body; ``Title``, ``Click`` and
+``Tags`` headers, as ntfy and its look-alikes read them) and ``webhook`` (a
+JSON body).  The link names the item on the page (``#gate-T3``); the access
+token goes into it only with ``token_in_link = true``: by default a message
+that passes through someone else's service carries no key to the crew.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+NOTIFIED = ("on_gate", "on_input", "on_budget", "on_exit", "on_done")
+_TITLES = {"on_gate": "gate", "on_input": "question", "on_budget": "budget",
+           "on_exit": "role stopped", "on_done": "crew finished"}
+SEND_TIMEOUT = 10.0
+MAX_ITEMS = 20  # lines in one message; the rest are counted
+MAX_TEXT = 120  # characters of a task's text in a line
+
+
+@dataclass(frozen=True)
+class Alert:
+    hook: str
+    role: str
+    task_id: str = ""
+    text: str = ""
+
+    def anchor(self) -> str:
+        """The page item it is about."""
+        if self.hook == "on_gate" and self.task_id:
+            return f"gate-{self.task_id}"
+        if self.hook == "on_input":
+            return f"question-{self.role}"
+        if self.hook == "on_done":
+            return "board-h"
+        return f"role-{self.role}"
+
+    def line(self) -> str:
+        text = self.text.strip().splitlines()[0][:MAX_TEXT] if self.text.strip() else ""
+        head = f"{_TITLES.get(self.hook, self.hook)}: {self.role}"
+        head += f" {self.task_id}" if self.task_id else ""
+        return f"{head} — {text}" if text else head
+
+
+@dataclass
+class Coalescer:
+    """When to send: at most one message per ``every`` seconds."""
+
+    every: float
+    held: list[Alert] = field(default_factory=list)
+    last_sent: float | None = None
+
+    def add(self, alert: Alert, now: float) -> float:
+        """Hold ``alert``; returns the time the held alerts are due."""
+        if alert not in self.held:
+            self.held.append(alert)
+        return self.due_at(now)
+
+    def due_at(self, now: float) -> float:
+        return now if self.last_sent is None else max(now, self.last_sent + self.every)
+
+    def take(self, now: float) -> list[Alert]:
+        """The alerts due now (all held ones), or none before their time."""
+        if not self.held or self.due_at(now) > now:
+            return []
+        batch, self.held = self.held, []
+        self.last_sent = now
+        return batch
+
+
+@dataclass(frozen=True)
+class Message:
+    title: str
+    body: str
+    link: str
+    items: tuple[Alert, ...]
+
+
+def compose(batch: list[Alert], base: str, token: str | None) -> Message:
+    """One message for ``batch``: a title, a line per alert, a link to the first one's item."""
+    shown = batch[:MAX_ITEMS]
+    lines = [alert.line() for alert in shown]
+    if len(batch) > len(shown):
+        lines.append(f"… and {len(batch) - len(shown)} more")
+    title = ("choragos: " + _TITLES.get(batch[0].hook, batch[0].hook) if len(batch) == 1
+             else f"choragos: {len(batch)} things need you")
+    query = f"?token={quote(token)}" if token else ""
+    link = f"{base.rstrip('/')}/{query}#{batch[0].anchor()}" if base else ""
+    return Message(title, "\n".join(lines), link, tuple(batch))
+
+
+def request(url: str, kind: str, message: Message) -> urllib.request.Request:
+    """The HTTP request that delivers ``message`` to ``url`` in the ``kind`` shape."""
+    if kind == "webhook":
+        body = {"title": message.title, "message": message.body, "link": message.link,
+                "items": [{"hook": a.hook, "role": a.role, "task_id": a.task_id,
+                           "text": a.text[:MAX_TEXT]} for a in message.items]}
+        return urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                      headers={"Content-Type": "application/json"})
+    headers = {"Title": _header(message.title), "Tags": "bell",
+               "Content-Type": "text/plain; charset=utf-8"}
+    if message.link:
+        headers["Click"] = message.link
+    return urllib.request.Request(url, data=message.body.encode(), method="POST",
+                                  headers=headers)
+
+
+def send(url: str, kind: str, message: Message, timeout: float = SEND_TIMEOUT) -> None:
+    """Deliver ``message``; raises OSError (urllib's errors included) when it did not go."""
+    with urllib.request.urlopen(request(url, kind, message), timeout=timeout) as answer:
+        answer.read(1024)
+
+
+def _header(text: str) -> str:
+    # HTTP headers are Latin-1: ntfy reads RFC 2047 for anything else.
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        import base64
+
+        return "=?UTF-8?B?" + base64.b64encode(text.encode()).decode() + "?="
+    return text
