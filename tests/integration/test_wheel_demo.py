@@ -64,6 +64,9 @@ def test_the_wheel_runs_the_demo_to_the_first_delegation(short_tmp: Path) -> Non
     names = zipfile.ZipFile(wheel).namelist()
     assert "choragos/demo/demo.toml" in names and "choragos/demo/worker.py" in names
     assert "choragos/actors/core.py" in names and "choragos/ui/deck.py" in names
+    # the web view's page is served from the package itself
+    assert {"choragos/webpage/index.html", "choragos/webpage/app.js",
+            "choragos/webpage/app.css"} <= set(names)
     packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(
         (".dist-info", ".data"))}
     assert packages == {"choragos"}, packages  # one top-level name in site-packages
