@@ -717,3 +717,28 @@ def test_an_owned_file_has_exactly_one_owner(tmp_path: Path) -> None:
             + '[[roles]]\nname = "w"\ncommand = "sh"\nowns_files = ["notes.md", "./plan.md"]\n')
     assert_one(fail(tmp_path, text), "roles[2].owns_files: ")
     assert '"plan.md" is already owned by roles[1]' in fail(tmp_path, text)[0]
+
+
+# ---- [web] and [notify] ----------------------------------------------------------------
+
+def test_web_listen_takes_a_bare_port_on_loopback_and_warns_beyond_it(tmp_path: Path) -> None:
+    assert load(tmp_path, LEAD + "[web]\nlisten = \"8787\"\n").web.listen == "127.0.0.1:8787"
+    assert load(tmp_path, LEAD).web.listen == ""  # off unless asked for
+    config = load(tmp_path, LEAD + "[web]\nlisten = \"127.0.0.1:0\"\n")
+    assert config.web.listen == "127.0.0.1:0" and config.warnings == ()
+    wide = load(tmp_path, LEAD + "[web]\nlisten = \"0.0.0.0:8787\"\n")
+    assert len(wide.warnings) == 1 and "web.listen" in wide.warnings[0]
+    assert "beyond this machine" in wide.warnings[0]
+    assert_one(fail(tmp_path, LEAD + "[web]\nlisten = \"here\"\n"), "web.listen")
+
+
+def test_notify_checks_its_url_kind_and_period(tmp_path: Path) -> None:
+    config = load(tmp_path, LEAD + '[notify]\nurl = "https://ntfy.example.org/crew"\n'
+                                   'kind = "webhook"\nevery = "1m"\n')
+    assert config.notify.url == "https://ntfy.example.org/crew"
+    assert config.notify.kind == "webhook" and config.notify.every == 60
+    assert not config.notify.token_in_link
+    assert_one(fail(tmp_path, LEAD + '[notify]\nkind = "smoke"\n'), "notify.kind")
+    assert_one(fail(tmp_path, LEAD + '[notify]\nurl = "ftp://x"\n'), "notify.url")
+    lonely = load(tmp_path, LEAD + "[notify]\ntoken_in_link = true\n")
+    assert any("notify.token_in_link" in w for w in lonely.warnings)
