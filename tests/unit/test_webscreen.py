@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from choragos import news
-from choragos.actors.messages import RoleView
+from choragos.news import RoleView
 from choragos.rolestatus import RoleStatus
 from choragos.webnews import as_event, frame
 from choragos.webscreen import answers
