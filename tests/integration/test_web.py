@@ -4,9 +4,11 @@ server restarted by its supervisor after it is killed."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
+import sys
 import time
 
 from tests.integration.harness import role_toml
@@ -170,3 +172,32 @@ def test_a_killed_web_server_is_restarted_by_its_supervisor(serve):
     finally:
         again.close()
     assert s.proc.poll() is None and restarted["t"] >= killed - 1
+
+
+POSTER = """\
+import http.client, sys
+host, port = sys.argv[1].rsplit(":", 1)
+token = open(".choragos/state/web-token").read().strip()
+conn = http.client.HTTPConnection(host, int(port), timeout=10)
+conn.request("POST", sys.argv[2], body=b"{}", headers={"Authorization": "Bearer " + token})
+answer = conn.getresponse()
+print(answer.status, answer.read().decode())
+"""
+
+
+def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serve, short_tmp):
+    s = serve(role_toml("orchestrator", "--shell", start=True)
+              + role_toml("coder", approve=True) + WEB)
+    s.wait_booted(["orchestrator", "coder"])
+    web = Web(s)
+    poster = short_tmp / "poster.py"
+    poster.write_text(POSTER)
+    assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
+    s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    line = f"run: {sys.executable} {poster} {web.addr} /api/gates/T1/approve"
+    assert s.cli("keys", "orchestrator", "--text", line, "enter").returncode == 0
+    ran = s.wait(lambda: s.agents("ran", "orchestrator"), 20, "the agent's request")
+    out = json.loads(ran[0]["text"])["out"]
+    assert out.startswith("409 ") and "operator command" in out and "orchestrator" in out, out
+    assert s.board()["T1"]["state"] == "gated"
+    assert web.post("/api/gates/T1/approve").status == 200  # the operator, from outside
