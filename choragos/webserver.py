@@ -238,8 +238,11 @@ class WebServer:
         except wire.WireError as exc:
             return wire.error(exc.reason, **{_USAGE: True})
         transport = request.transport
-        peer = transport.get_extra_info("peername") if transport else None
-        local = transport.get_extra_info("sockname") if transport else None
+        # Who is asking matters only for a change (a read is the same for anyone
+        # holding the token), and finding out walks /proc: reads skip it.
+        asks_who = transport is not None and request.method not in _SAFE_METHODS
+        peer = transport.get_extra_info("peername") if asks_who else None
+        local = transport.get_extra_info("sockname") if asks_who else None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, self._dispatch, parsed, peer, local)
 
