@@ -77,7 +77,8 @@ function renderCrew() {
     const task = r.task ? S.tasks[r.task] : null;
     const tokens = r.tokens ? Object.values(r.tokens).reduce((a, b) => a + (b || 0), 0) : 0;
     const cost = r.cost !== undefined && r.cost !== null ? money(r.cost) : "";
-    const budget = r.budget && r.budget.usd ? " of " + money(r.budget.usd) : "";
+    const budget = !r.budget ? "" : r.budget.usd ? " of " + money(r.budget.usd)
+      : r.budget.tokens ? " of " + r.budget.tokens.toLocaleString() : "";
     return el("div", { class: "card", id: "role-" + name },
       el("h3", {}, el("span", {}, name), el("span", { class: "state " + r.state }, r.state)),
       el("div", { class: "row muted" },
@@ -134,7 +135,8 @@ async function loadQuestion(name) {
   try {
     const screen = await api("/api/roles/" + encodeURIComponent(name) + "/screen");
     if (!S.roles[name] || S.roles[name].state !== "waiting") return;
-    S.questions[name] = { lines: screen.lines.filter((l) => l.trim()).slice(-12), answers: screen.answers };
+    // The question is at the bottom of the pane: its last lines, shown whole.
+    S.questions[name] = { lines: screen.lines.filter((l) => l.trim()).slice(-10), answers: screen.answers };
     renderAttention();
   } catch (e) { toast(e.message); }
 }
@@ -154,9 +156,10 @@ function renderQuestion(name, q) {
     button.addEventListener("click", act(button, async () => { await send({ keys: [key] }); button.disabled = false; }));
     return button;
   });
+  const screen = el("pre", {}, q.lines.join("\n"));
   return el("div", { class: "question", id: "question-" + name },
     el("h3", {}, name + " asks"),
-    el("pre", {}, q.lines.join("\n")),
+    screen,
     el("div", { class: "actions" }, ...answerButtons),
     el("div", { class: "actions" }, text, typed, ...keys));
 }

@@ -100,3 +100,27 @@ def test_the_page_approves_a_gate_and_follows_the_board_live(serve, short_tmp):
         assert not [entry for entry in logs if entry.get("level") == "SEVERE"], logs
     finally:
         driver.quit()
+
+
+def test_a_question_is_answered_by_a_click_on_its_option(serve, short_tmp):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--menu", "New task")
+              + WEB)
+    s.wait_booted(["coder"])
+    web = Web(s)
+    driver = browser.start(short_tmp / "profile")
+    try:
+        driver.get(web.url)
+        s.wait(lambda: text_of(driver, "#conn") == "live", 15, "the page's event stream")
+        s.cli("delegate", "--to", "coder", "--task", "needs a yes")
+        s.wait(lambda: "Do you want to proceed?" in text_of(driver, "#question-coder"), 15,
+               "the question drawn with its screen")
+        options = driver.find_elements("css selector", "#question-coder button.approve")
+        assert [b.text for b in options] == ["1. Yes", "2. No"]
+        assert not s.agents("answer", "coder")  # nothing typed until a person chooses
+        options[0].click()
+        s.wait(lambda: [a["text"] for a in s.agents("answer", "coder")] == ["1"], 10,
+               "the option's key typed")
+        s.wait(lambda: not driver.find_elements("css selector", "#question-coder"), 10,
+               "the question gone once the agent goes on")
+    finally:
+        driver.quit()
