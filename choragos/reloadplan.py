@@ -19,7 +19,8 @@ from choragos.config import Config, RoleSpec
 # Changing one of these means a different process: the role respawns.
 PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny",
                 "base_url_env")
-SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics")
+SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics", "web",
+            "notify")
 
 
 @dataclass
