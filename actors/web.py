@@ -19,6 +19,7 @@ from typing import Any
 import pykka
 
 from choragos.actors.base import Actor
+from choragos.actors.handle import ActorGone
 from choragos.webserver import WebServer
 
 log = logging.getLogger("choragos.web")
@@ -54,18 +55,21 @@ class WebActor(Actor):
         self.me = me
 
     def on_start(self) -> None:
+        # Told of a death first, then looked at: a server that died before this
+        # actor watched it is served again here rather than missed.
+        self.s.server.on_died = self._died
         if not self.s.server.serving:  # a restart after the old server died
             self.s.server = self.s.make()
+            self.s.server.on_died = self._died
             self.s.server.start(self.s.addr)
             self.s.on_event("web restarted", addr=self.s.addr)
         self.s.starts += 1
-        self.s.server.on_died = self._died
 
     def _died(self, error: str) -> None:
         """On the dying loop thread: make it this actor's crash."""
         try:
             self.me.tell(WebDied(error))
-        except pykka.ActorDeadError:
+        except (pykka.ActorDeadError, ActorGone):
             log.error("the web server died after its actor stopped: %s", error)
 
     def on_shutdown(self) -> None:
