@@ -119,6 +119,8 @@ class WebServer:
                 log.error("the web server's loop died: %s", error)
                 self.on_died(error)
         finally:
+            with contextlib.suppress(Exception):  # the executor's idle threads end with it
+                loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
 
     async def _serve(self, host: str, port: int, ready: dict,
