@@ -201,3 +201,33 @@ def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serv
     assert out.startswith("409 ") and "operator command" in out and "orchestrator" in out, out
     assert s.board()["T1"]["state"] == "gated"
     assert web.post("/api/gates/T1/approve").status == 200  # the operator, from outside
+
+
+def test_roles_paused_resumed_and_restarted_and_the_timeline_read_through_the_api(serve):
+    s = serve(role_toml("orchestrator", start=True) + role_toml("coder") + WEB)
+    s.wait_booted(["coder"])
+    web = Web(s)
+
+    def state() -> str:
+        roles = web.get("/api/status").json()["roles"]
+        return next(r["state"] for r in roles if r["name"] == "coder")
+
+    paused = web.post("/api/roles/coder/pause", origin=web.origin)
+    assert paused.status == 200 and paused.json() == {"ok": True, "verb": "pause",
+                                                      "role": "coder", "action": "pause"}
+    s.wait(lambda: state() == "paused", 10, "coder paused")
+    assert web.post("/api/roles/coder/resume", origin=web.origin).status == 200
+    s.wait(lambda: state() != "paused", 10, "coder resumed")
+    assert web.post("/api/roles/coder/restart", origin=web.origin).status == 200
+    s.wait(lambda: len(s.agents("start", "coder")) == 2, 15, "a new coder process")
+    missing = web.post("/api/roles/nobody/pause", origin=web.origin)
+    assert missing.status == 409 and "unknown role nobody" in missing.json()["error"]
+
+    s.cli("delegate", "--to", "coder", "--task", "on the timeline")
+    s.wait(lambda: s.board().get("T1", {}).get("state") == "delivered", 15, "T1 delivered")
+    line = web.get("/api/timeline").json()
+    assert line["verb"] == "timeline" and line["roles"] == ["orchestrator", "coder"]
+    assert [(b["role"], b["task"], b["outcome"]) for b in line["bars"]] == [
+        ("coder", "T1", "open")]
+    board = web.get("/api/board?archived=1").json()
+    assert [t["id"] for t in board["tasks"]] == ["T1"] and board["archived"] == 0
