@@ -82,7 +82,9 @@ function renderCrew() {
     return el("div", { class: "card", id: "role-" + name },
       el("h3", {}, el("span", {}, name), el("span", { class: "state " + r.state }, r.state)),
       el("div", { class: "row muted" },
-        [(r.command || "").split("/").pop(), r.model, r.profile].filter(Boolean).join(" · ")),
+        // The host: a remote seat's (when status names one), else this machine.
+        [(r.command || "").split("/").pop(), r.model, r.profile, "on " + (r.host || "this machine")]
+          .filter(Boolean).join(" · ")),
       el("div", { class: "row" }, task ? task.id + " " + task.label : "no task"),
       (tokens || cost) ? el("div", { class: "row muted" },
         (tokens ? tokens.toLocaleString() + " tokens " : "") + cost + budget) : null,
