@@ -97,6 +97,7 @@ def install_fault_hook(session: Any) -> bool:
 def start_web(session: Any, hub: NewsHub) -> WebState | None:
     """Serve ``[web] listen``; the web actor's state, or None when it could not bind."""
     listen = session.config.web.listen
+    webaccess.clear_addr(session.workdir)  # a crashed run's address is no one's now
     if not listen:
         return None
     access = WebAccess(session)

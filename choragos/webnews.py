@@ -108,13 +108,11 @@ class NewsHub:
     def __init__(self) -> None:
         self._streams: set[Stream] = set()
         self._guard = threading.Lock()
-        self.published = 0
 
     def publish(self, item: Any) -> None:
         """From the core's thread: never blocks, never raises into the core."""
         with self._guard:
             streams = list(self._streams)
-        self.published += 1
         if not streams:
             return
         try:
@@ -133,8 +131,3 @@ class NewsHub:
     def remove(self, stream: Stream) -> None:
         with self._guard:
             self._streams.discard(stream)
-
-    @property
-    def open_streams(self) -> int:
-        with self._guard:
-            return len(self._streams)
