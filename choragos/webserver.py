@@ -317,7 +317,8 @@ class WebServer:
         self.hub.add(stream)
         self._queues.add(queue)
         try:
-            await response.write(frame("hello", {"retry": 2000}).encode())
+            # ``retry``: a page whose server restarted is back within two seconds.
+            await response.write(("retry: 2000\n" + frame("hello", {"retry": 2000})).encode())
             while True:
                 try:
                     text = await asyncio.wait_for(queue.get(), self.keepalive)
