@@ -15,6 +15,7 @@ from typing import Any
 
 from choragos import changes, verify, worktrees
 from choragos.actors.base import Actor
+from choragos.authority import Behalf
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 from choragos.worktrees import MergeResult, WorktreeError
 
@@ -29,6 +30,7 @@ class CheckWork:
     branch: str = ""            # a worktree role's branch: its work is committed there
     message: tuple[str, str] = ("", "")  # the commit's subject and body
     env: dict[str, str] | None = None  # the role's environment, which verify runs with
+    role: str = ""              # whose work it is: verify runs with that role's authority
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class MergeWork:
     branch: str
     tree: Path                  # the role's worktree, brought up to date after a merge
     message: str
+    commit: str = ""            # what to merge (a merge gate's pinned commit); "": the branch
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,12 @@ class MergeDone:
 
 
 class AftercareActor(Actor):
-    def __init__(self, workdir: Path, core: Any, supervisor: Any = None) -> None:
+    def __init__(self, workdir: Path, core: Any, supervisor: Any = None,
+                 behalf: Behalf | None = None) -> None:
         super().__init__("aftercare", supervisor)
         self.workdir = workdir
         self.core = core
+        self.behalf = behalf or Behalf()
         self._stores: dict[Path, CheckpointStore] = {}
 
     def on_shutdown(self) -> None:
@@ -86,7 +91,7 @@ class AftercareActor(Actor):
         result = None
         if msg.verify:
             result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout,
-                                msg.env)
+                                msg.env, self.behalf.acting_for(msg.role))
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
                                    round(time.monotonic() - began, 3), unmerged,
                                    error if msg.branch else ""))
@@ -113,7 +118,7 @@ class AftercareActor(Actor):
         except (CheckpointError, NotARepository, OSError) as exc:
             error = str(exc)
         try:
-            result = worktrees.merge(self.workdir, msg.branch, msg.message)
+            result = worktrees.merge(self.workdir, msg.branch, msg.message, msg.commit)
             if result.merged:
                 worktrees.catch_up(msg.tree, self.workdir)
         except WorktreeError as exc:

@@ -141,6 +141,7 @@ class Session:
         self.listening: ListenerState | None = None  # the control path the web view shares
         self.news_hub = NewsHub()  # the web view's event streams
         self.web = None  # the web actor's state, when [web] listen is served
+        self.behalf = authority.Behalf()  # what runs for a role (its verify) counts as it
 
     # -- start ---------------------------------------------------------------
 
@@ -253,9 +254,9 @@ class Session:
         core_state.clocks = self._start_child(
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
-        workdir = self.workdir
+        workdir, behalf = self.workdir, self.behalf
         core_state.aftercare = self._start_child(
-            "aftercare", lambda h: AftercareActor.start(workdir, core, sup))
+            "aftercare", lambda h: AftercareActor.start(workdir, core, sup, behalf))
         self._start_gateway_server()
         self._start_prober(core_state)
         core_state.trees = self.trees
@@ -478,10 +479,10 @@ class Session:
             threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
 
     def caller_of(self, pid: int | None) -> str | None:
-        """The role whose process tree holds ``pid`` (on a socket thread)."""
+        """Whom ``pid`` acts for (on a socket thread): see choragos/authority.py."""
         pids = {state.child.pid: name for name, state in list(self.role_states.items())
                 if state.child is not None and state.child.poll() is None}
-        return authority.caller_role(pid, pids)
+        return authority.caller_role(pid, {**self.behalf.pids(), **pids}, os.getpid())
 
     def _gate(self, request: dict) -> str | None:
         """Fail closed while an enforced gateway is down (or not yet seen up)."""

@@ -67,7 +67,8 @@ class WorkChecks:
         self.s.aftercare.tell(CheckWork(task_id, checkpoint, tree or self.s.workdir,
                                         command, spec.verify_timeout if spec else 600.0,
                                         branch, (parts[2], body),
-                                        self.s.role_env(task.role) if command else None))
+                                        self.s.role_env(task.role) if command else None,
+                                        task.role))
         return True
 
     def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:

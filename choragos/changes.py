@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from choragos import safeexec
+
 _KINDS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
 
 # A task keeps this many file entries (the first by path) and counts the
@@ -99,11 +101,12 @@ def files_cell(task: dict) -> str:
 
 def _git(root: Path, *args: str) -> bytes:
     """``git diff ARGS`` in ``root``; the last two arguments are the trees."""
-    argv = ["git", "-C", str(root), "-c", "core.quotepath=off", "diff", "--no-renames",
-            "--no-ext-diff", "--no-textconv", *args]
+    argv = safeexec.git_argv(root, "-c", "core.quotepath=off", "diff", "--no-renames",
+                             "--no-ext-diff", "--no-textconv", *args)
     try:
         done = subprocess.run(argv, capture_output=True, timeout=60, check=False,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL,
+                              env=safeexec.trusted_env(None, safeexec.workspace_of(root)))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ChangesError(f"could not run git diff: {exc}") from None
     if done.returncode != 0:

@@ -2,8 +2,10 @@
 
 ``on_gate``, ``on_input``, ``on_timeout``, ``on_budget``, ``on_exit``,
 ``on_idle`` and ``on_done`` (from ``[ui]``) run through
-``sh -c`` in the background, in their own process group, with the
-``serve`` environment plus ``CHORAGOS_*`` variables.  Task text reaches a
+``/bin/sh -c`` in the background, in their own process group, with the
+``serve`` environment plus ``CHORAGOS_*`` variables; its PATH leaves out the
+folders an agent can write (choragos/safeexec.py).  A hook runs inside the
+session, so operator commands from it are refused (choragos/authority.py).  Task text reaches a
 hook only through ``$CHORAGOS_TASK``, never spliced into the command
 string, so a task cannot inject shell code.  A hook that fails or outlives
 its time limit is killed and reported; the deck never waits for one.
@@ -20,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from choragos import safeexec
 from choragos.fdwait import wait_ready
 
 HOOK_TIMEOUT = 30.0
@@ -52,6 +55,7 @@ class Hooks:
         if command is None:
             return False
         env = dict(os.environ if self.base_env is None else self.base_env)
+        env = safeexec.trusted_env(env, self.workdir)
         env.update({"CHORAGOS_HOOK": hook, "CHORAGOS_ROLE": role, "CHORAGOS_TASK": task,
                     "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir),
                     **(extra or {})})
@@ -63,7 +67,7 @@ class Hooks:
 
     def _run(self, hook: str, command: str, env: dict[str, str], role: str) -> None:
         try:
-            proc = subprocess.Popen(["sh", "-c", command], cwd=self.workdir, env=env,
+            proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workdir, env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:

@@ -20,6 +20,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from choragos import safeexec
+
 BRANCH_PREFIX = "choragos/"
 EXCLUDE = ":(exclude).choragos"
 IDENTITY = ("-c", "user.name=choragos", "-c", "user.email=choragos@localhost")
@@ -113,6 +115,12 @@ def head(path: Path) -> str:
     return _run(path, "rev-parse", "HEAD").stdout.strip()
 
 
+def tip(workdir: Path, branch: str) -> str:
+    """The commit ``branch`` points at now."""
+    return _run(workdir, "rev-parse", "--verify", "-q",
+                f"refs/heads/{branch}^{{commit}}").stdout.strip()
+
+
 def merge_base(workdir: Path, branch: str) -> str:
     return _run(workdir, "merge-base", "HEAD", branch).stdout.strip()
 
@@ -123,17 +131,20 @@ def unmerged(workdir: Path, branch: str) -> bool:
     return done.returncode != 0
 
 
-def merge(workdir: Path, branch: str, message: str) -> MergeResult:
-    """Merge ``branch`` into the main checkout, or change nothing at all."""
+def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeResult:
+    """Merge ``commit`` (else ``branch``'s head) into the main checkout, or
+    change nothing at all.  A commit, not the branch's name: what the branch
+    points at may have moved since the operator saw its diff."""
+    what = commit or branch
     dirty = _run(workdir, "status", "--porcelain", "--untracked-files=no").stdout
     files = [line[3:] for line in dirty.splitlines() if line.strip()]
     if files:
         return MergeResult(False, why="the main checkout has uncommitted changes ("
                            + ", ".join(files[:5]) + ("…" if len(files) > 5 else "") + ")")
-    if not unmerged(workdir, branch):
+    if not unmerged(workdir, what):
         return MergeResult(False, why=f"{branch} holds nothing that is not merged already")
     trial = _run(workdir, "merge-tree", "--write-tree", "--name-only", "--no-messages",
-                 "HEAD", branch, check=False)
+                 "HEAD", what, check=False)
     if trial.returncode == 1:
         conflicts = tuple(dict.fromkeys(line for line in trial.stdout.splitlines()[1:] if line))
         return MergeResult(False, conflicts=conflicts,
@@ -141,7 +152,7 @@ def merge(workdir: Path, branch: str, message: str) -> MergeResult:
     if trial.returncode != 0:
         return MergeResult(False, why="git merge-tree failed: " + trial.stderr.strip())
     done = _run(workdir, *_identity(workdir), "merge", "--no-ff", "--no-edit", "-q", "-m",
-                message, branch, check=False)
+                message, what, check=False)
     if done.returncode != 0:
         _run(workdir, "merge", "--abort", check=False)
         return MergeResult(False, why="git merge failed: " + (done.stderr or done.stdout).strip())
@@ -207,8 +218,9 @@ def _has_branch(workdir: Path, branch: str) -> bool:
 
 def _run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(safeexec.git_argv(cwd, *args), capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL, check=False,
+                              env=safeexec.trusted_env(None, safeexec.workspace_of(cwd)))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WorktreeError(f"could not run git {args[0]}: {exc}") from None
     if check and done.returncode != 0:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from choragos.authority import ancestors
+from choragos import authority
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
 from choragos.fdwait import wait_ready
 from choragos.ui import attachtty
@@ -253,11 +253,11 @@ class AttachServer:
     def _inside_pane(self, pid: int, hello: dict) -> str | None:
         if hello.get("role"):
             return str(hello["role"])[:32]
-        roles = set(self.role_pids())
-        for ancestor in ancestors(pid):
-            if ancestor in roles:
-                return f"pid {ancestor}"
-        return None
+        # An ancestry that cannot be read to its end is never let in.
+        found = authority.trace(pid, set(self.role_pids()))
+        if found.holder is not None:
+            return f"pid {found.holder}"
+        return None if found.complete else "an ancestry too deep to trace"
 
     # -- the pump -------------------------------------------------------------------------
 

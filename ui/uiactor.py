@@ -144,7 +144,7 @@ class SessionAccess:
             child = state.child
             if child is not None and child.poll() is None:
                 pids.append(child.pid)
-        return pids
+        return pids + list(self.session.behalf.pids())
 
 
 @dataclass
