@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from choragos import commands
+from choragos.ptyproc import stat_fields
 
 # How many ancestors a walk reads before it gives up.  Deeper chains exist
 # only when built on purpose, and a walk that gives up is never the operator.
@@ -67,13 +68,7 @@ def trace(pid: int, holders: Container[int], limit: int | None = None) -> Trace:
 
 def _stat(pid: int) -> tuple[int, int] | None:
     """``pid``'s parent and session, or None when /proc cannot tell."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The command name may hold spaces and parentheses: split after the last ")".
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat_fields(pid)
     if len(fields) < 4 or not (fields[1].isdigit() and fields[3].isdigit()):
         return None
     return int(fields[1]), int(fields[3])

@@ -375,7 +375,7 @@ def unread_bytes(tty: str) -> int:
 def process_state(pid: int, thread: int | str | None = None) -> bytes:
     """The one-letter state /proc gives a process (or one of its threads),
     b"" when it is gone or unreadable."""
-    fields = _stat_fields(pid, thread)
+    fields = stat_fields(pid, thread)
     return fields[0] if fields else b""
 
 
@@ -385,7 +385,7 @@ def session_members(session: int) -> list[int]:
     members = [session]
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != session:
-            fields = _stat_fields(int(entry))
+            fields = stat_fields(int(entry))
             if len(fields) > 3 and fields[3] == str(session).encode():
                 members.append(int(entry))
     return members
@@ -399,7 +399,7 @@ def _thread_running(pid: int) -> bool:
     return any(process_state(pid, thread) == b"R" for thread in threads)
 
 
-def _stat_fields(pid: int, thread: int | str | None = None) -> list[bytes]:
+def stat_fields(pid: int, thread: int | str | None = None) -> list[bytes]:
     """The fields of /proc's stat after the command's name (which may hold
     spaces and parentheses itself); [] when it cannot be read."""
     path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
