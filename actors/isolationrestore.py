@@ -25,7 +25,8 @@ class IsolationRestore:
             waiting = task.waiting or {}
             kind = waiting.get("kind")
             if kind == "merge":
-                gate = MergeGate(task.id, task.role, waiting["branch"], waiting["diff"], now)
+                gate = MergeGate(task.id, task.role, waiting["branch"], waiting["diff"], now,
+                                 waiting.get("commit", ""))
                 self.s.merges[task.id] = gate
                 self._publish(news.GateOpened(merge_gate_view(task, gate)))
             elif kind in ("judge", "owner"):

@@ -4,6 +4,9 @@ A mixin of the session core.  Once a worktree role's work-done has passed
 its checks (its work is committed on ``choragos/<role>``), the role's
 ``merge`` decides: ``gate`` holds it at a merge gate showing the diff,
 ``auto`` merges when clean, ``manual`` (or ``never``) leaves the branch.
+A gate is pinned to the commit its diff was made from, and an approval
+merges exactly that commit: a branch the worker moved since reopens the
+gate with the new diff, and nothing is merged until the operator has seen it.
 The merging itself runs in the aftercare actor, after a checkpoint of the
 main tree; a conflict or a dirty main tree changes nothing and both the
 orchestrator and the worker are told.
@@ -26,6 +29,7 @@ class MergeGate:
     branch: str
     diff: str       # the patch, as a file under .choragos/reports/
     created: float
+    commit: str = ""  # the branch's head the diff shows: what an approval merges
 
 
 class MergeFlow:
@@ -61,36 +65,51 @@ class MergeFlow:
         self._enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
                       "for the operator; you will hear the decision.", "report", task.id)
 
-    def _open_merge_gate(self, task: Task, branch: str) -> None:
+    def _open_merge_gate(self, task: Task, branch: str, event: str = "merge gated",
+                         **fields: str) -> None:
+        gate = self._pin(task, branch)
+        self.s.merges[task.id] = gate
+        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate",
+                            waiting={"kind": "merge", "branch": branch, "diff": gate.diff,
+                                     "commit": gate.commit})
+        self._event(event, task=task.id, role=task.role, branch=branch, diff=gate.diff,
+                    commit=gate.commit or None, **fields)
+        self._publish(news.GateOpened(merge_gate_view(task, gate)))
+        self._alert("on_gate", task.role, task)
+
+    def _pin(self, task: Task, branch: str) -> MergeGate:
+        """A gate for the branch's head now, with the diff of exactly that commit."""
         diff_file = self.s.state_dir / "reports" / f"{task.id}.merge.diff"
+        commit = ""
         try:
-            patch = changes.branch_diff(self.s.workdir, branch)
+            commit = worktrees.tip(self.s.workdir, branch)
+            patch = changes.branch_diff(self.s.workdir, commit)
             statedir.make_dir(diff_file.parent)
             statedir.write_text(diff_file, patch)
         except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
             self._event("merge diff failed", task=task.id, error=str(exc))
-        gate = MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock())
-        self.s.merges[task.id] = gate
-        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate",
-                            waiting={"kind": "merge", "branch": branch, "diff": gate.diff})
-        self._event("merge gated", task=task.id, role=task.role, branch=branch,
-                    diff=gate.diff)
-        self._publish(news.GateOpened(merge_gate_view(task, gate)))
-        self._alert("on_gate", task.role, task)
+        return MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock(),
+                         commit)
 
     def _merge_gate_list(self) -> list[dict]:
         now = self.s.board.clock()
         return [{"id": g.task_id, "role": g.role, "kind": "merge",
                  "label": f"merge {g.branch}: {self.s.board.get(g.task_id).label}",
-                 "brief": g.diff, "age": round(now - g.created, 1), "file": g.diff}
+                 "brief": g.diff, "age": round(now - g.created, 1), "file": g.diff,
+                 "commit": g.commit}
                 for g in self.s.merges.values()]
 
     def _merge_gate_decision(self, request: dict) -> dict:
+        if request["action"] == "approve":
+            moved = self._moved(self.s.merges[request["id"]])
+            if moved:
+                return moved
         gate, task = self._close_gate(self.s.merges, request["id"])
         if request["action"] == "approve":
-            self._event("merge approved", task=task.id, role=task.role, branch=gate.branch)
+            self._event("merge approved", task=task.id, role=task.role, branch=gate.branch,
+                        commit=gate.commit)
             self._settle(task, task.state, checks=f"merging {gate.branch}")
-            self._start_merge(task)
+            self._start_merge(task, gate.commit)
             return wire.ok(id=task.id, state="merging")
         reason = request.get("reason") or ""
         self._event("merge declined", task=task.id, role=task.role, branch=gate.branch,
@@ -100,11 +119,29 @@ class MergeFlow:
                       "notice", task.id)
         return wire.ok(id=task.id, state="declined")
 
-    def _start_merge(self, task: Task) -> None:
+    def _moved(self, gate: MergeGate) -> dict | None:
+        """An approval of a diff that is no longer the branch's head merges
+        nothing: the gate reopens with the new diff (the refusal, or None)."""
+        try:
+            now = worktrees.tip(self.s.workdir, gate.branch)
+        except worktrees.WorktreeError as exc:
+            return wire.error(f"{gate.branch} cannot be read, so nothing was merged: {exc}")
+        if gate.commit and now == gate.commit:
+            return None
+        task = self._close_gate(self.s.merges, gate.task_id)[1]
+        self._open_merge_gate(task, gate.branch, "merge gate reopened",
+                              was=gate.commit or "unknown")
+        return wire.error(f"{gate.branch} moved since the diff you approved "
+                          f"({gate.commit[:10] or 'unknown'} is now {now[:10]}); nothing was "
+                          f"merged, and the gate shows the new diff ({gate.diff}): read it "
+                          "and decide again")
+
+    def _start_merge(self, task: Task, commit: str = "") -> None:
+        """Merge ``commit`` (a gate's pinned one), else the branch's head now."""
         branch = worktrees.branch_of(task.role)
         message = f"Merge {branch}: {task.id} {briefs.one_line(task.summary or task.label, 200)}"
         self.s.aftercare.tell(MergeWork(task.id, task.role, task.label, branch,
-                                        self.s.trees[task.role], message))
+                                        self.s.trees[task.role], message, commit))
 
     def _merge_done(self, msg: MergeDone) -> None:
         task = self.s.board.lookup(msg.task_id)
@@ -132,4 +169,5 @@ class MergeFlow:
 def merge_gate_view(task: Task, gate: MergeGate) -> dict:
     """What the deck's gate dialog shows for a merge gate."""
     return {**task.as_dict(), "kind": "merge", "branch": gate.branch, "diff": gate.diff,
-            "label": f"merge {gate.branch}: {task.label}", "created": gate.created}
+            "commit": gate.commit, "label": f"merge {gate.branch}: {task.label}",
+            "created": gate.created}

@@ -192,3 +192,35 @@ def test_the_state_link_never_shows_in_the_worktrees_git_status(session):
     assert (tree / ".choragos" / "briefs" / "w.md").exists()  # the link reaches the state
     assert _git(tree, "status", "--porcelain") == ""
     assert _git(s.workdir, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_merge_gate_merges_the_commit_the_operator_saw_and_reopens_when_it_moved(session):
+    s = session(ORCH + role_toml("coder", "--worker", "--edit", worktree=True),
+                {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "write a.txt seen").returncode == 0
+    gate = s.wait(lambda: _gates(s).get("T1"), 40, message="the merge gate")
+    seen = _git(s.workdir, "rev-parse", "choragos/coder").strip()
+    assert "+seen" in Path(gate["file"]).read_text()
+    # The worker adds a commit to its branch after the diff was shown.
+    tree = s.workdir / ".choragos" / "worktrees" / "coder"
+    (tree / "b.txt").write_text("never shown\n")
+    _git(tree, "add", "b.txt")
+    _git(tree, "commit", "-qm", "sneaked in")
+    head = _git(s.workdir, "rev-parse", "HEAD")
+    out = s.cli("gate", "approve", "T1")
+    assert out.returncode != 0 and "choragos/coder moved since the diff you approved" in (
+        out.stdout + out.stderr), out
+    reopened = s.wait_event(lambda e: e["event"] == "merge gate reopened", 10, "the reopening")
+    assert reopened["was"] == seen and reopened["commit"] != seen
+    assert _git(s.workdir, "rev-parse", "HEAD") == head  # nothing merged
+    assert not (s.workdir / "a.txt").exists() and not (s.workdir / "b.txt").exists()
+    assert gate["commit"] == seen
+    gate = _gates(s)["T1"]
+    assert gate["commit"] == reopened["commit"] and "+never shown" in Path(
+        gate["file"]).read_text()
+    # Approving what is shown now merges exactly that.
+    assert s.cli("gate", "approve", "T1").returncode == 0
+    merged = s.wait_event(lambda e: e["event"] == "merged", 20, "the merge")
+    assert _git(s.workdir, "rev-parse", f"{merged['commit']}^2").strip() == gate["commit"]
+    assert (s.workdir / "b.txt").read_text() == "never shown\n"
