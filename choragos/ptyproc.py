@@ -14,7 +14,6 @@ import errno
 import fcntl
 import os
 import select
-import shutil
 import signal
 import struct
 import termios
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from ptyprocess import PtyProcess
 
+from choragos import safeexec
 from choragos.fdwait import wait_ready
 from choragos.restartpolicy import ExitStatus
 
@@ -39,16 +39,18 @@ class SpawnError(Exception):
     """The agent could not be started; the message says why in one sentence."""
 
 
-def resolve_command(command: str, env: Mapping[str, str]) -> str:
-    """Find ``command`` on the role's own PATH, the one it will really run with."""
+def resolve_command(command: str, env: Mapping[str, str], workspace: Path) -> str:
+    """Find ``command`` on the role's own PATH, the one it will really run
+    with, minus the folders inside ``workspace`` (agents write there: one
+    worker's ``.choragos/bin/claude`` would become every role's agent)."""
     if os.sep in command:
         if os.access(command, os.X_OK) and not os.path.isdir(command):
             return command
         raise SpawnError(f"{command} is not an executable file")
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    found = safeexec.which(command, env, workspace)
     if found is None:
-        raise SpawnError(f"command {command!r} was not found on PATH; install it or fix "
-                         f"`command` in .choragos.toml")
+        raise SpawnError(f"command {command!r} was not found on PATH outside the workspace; "
+                         f"install it or fix `command` in .choragos.toml")
     return found
 
 
@@ -70,7 +72,7 @@ class PtyChild:
     @classmethod
     def spawn(cls, argv: Sequence[str], cwd: Path, env: Mapping[str, str],
               cols: int = 120, rows: int = 40) -> PtyChild:
-        argv = [resolve_command(argv[0], env), *argv[1:]]
+        argv = [resolve_command(argv[0], env, safeexec.workspace_of(cwd)), *argv[1:]]
         try:
             proc = PtyProcess.spawn(argv, cwd=str(cwd), env=dict(env), dimensions=(rows, cols))
         except OSError as exc:

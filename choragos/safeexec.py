@@ -13,6 +13,7 @@ filesystem monitor: a worker can commit hook files and set
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +37,11 @@ def trusted_env(env: Mapping[str, str] | None, workspace: Path) -> dict[str, str
     """``env`` (None: ours) with its PATH made :func:`trusted_path`."""
     base = dict(os.environ if env is None else env)
     return {**base, "PATH": trusted_path(base.get("PATH"), workspace)}
+
+
+def which(command: str, env: Mapping[str, str], workspace: Path) -> str | None:
+    """Where ``command`` is on ``env``'s PATH outside ``workspace``, if anywhere."""
+    return shutil.which(command, path=trusted_path(env.get("PATH"), workspace))
 
 
 def git_argv(cwd: Path, *args: str) -> list[str]:

@@ -10,14 +10,12 @@ settings that let the protocol verbs run unasked are in place
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from choragos import seatsetup
+from choragos import safeexec, seatsetup
 from choragos.agentprofiles import profile_for
 from choragos.config import RoleSpec
 
@@ -38,7 +36,7 @@ def seat_findings(workdir: Path, roles: tuple[RoleSpec, ...],
         check = _CHECKS.get(agent)
         if check is None:
             continue
-        findings += _version(role, agent, env)
+        findings += _version(role, agent, env, workdir)
         if agent == "codex":
             findings += _codex_args(role)
         if agent not in seen:
@@ -47,8 +45,9 @@ def seat_findings(workdir: Path, roles: tuple[RoleSpec, ...],
     return findings
 
 
-def _version(role: RoleSpec, agent: str, env: Mapping[str, str]) -> list[Finding]:
-    found = shutil.which(role.command, path=env.get("PATH", os.defpath))
+def _version(role: RoleSpec, agent: str, env: Mapping[str, str],
+             workdir: Path) -> list[Finding]:
+    found = safeexec.which(role.command, env, workdir)
     if found is None:
         return []  # doctor's command check already says so, with its fix
     try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from choragos import __version__, paths, resume, selfpath, wire
+from choragos import __version__, paths, resume, safeexec, selfpath, wire
 from choragos.cli import _client
 from choragos.config import (
     CONFIG_NAME,
@@ -71,7 +71,7 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     """Every check for ``workdir`` as seen with environment ``env``."""
     config, checks = _config(workdir, config_path)
     if config is not None:
-        checks += [_seat(config, role, env) for role in config.roles]
+        checks += [_seat(config, role, env, workdir) for role in config.roles]
         checks += [Check("seat", level, message)
                    for level, message in seat_findings(workdir, config.roles, env)]
         checks += _judges(config)
@@ -99,12 +99,12 @@ def _config_ok(config: Config) -> Check:
     return Check("config", OK, f"{config.source} loads: {len(config.roles)} roles ({names})")
 
 
-def _seat(config: Config, role: RoleSpec, env: Mapping[str, str]) -> Check:
+def _seat(config: Config, role: RoleSpec, env: Mapping[str, str], workdir: Path) -> Check:
     """A role's program.  With no config file, a missing worker CLI only warns:
     nobody chose the built-in team's mix of CLIs, the rest of the team still
     works, and an empty directory must not look broken.  A file the user wrote
     asked for that program, so there it fails, as does a missing orchestrator."""
-    check = _binary(role.name, role.command, env)
+    check = _binary(role.name, role.command, env, workdir)
     if check.level != FAIL or config.source is not None or role.start:
         return check
     return Check("command", WARN, f"role {role.name} of the built-in team: {role.command} is "
@@ -127,11 +127,12 @@ def _judges(config: Config) -> list[Check]:
     return found
 
 
-def _binary(role: str, command: str, env: Mapping[str, str]) -> Check:
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
+def _binary(role: str, command: str, env: Mapping[str, str], workdir: Path) -> Check:
+    # Where the session will find it: a folder inside the workspace does not count.
+    found = safeexec.which(command, env, workdir)
     if found is None:
-        return Check("command", FAIL, f"role {role}: {command} is not on PATH (install it, or "
-                                       "change the role's command)")
+        return Check("command", FAIL, f"role {role}: {command} is not on PATH outside the "
+                                       "workspace (install it, or change the role's command)")
     return Check("command", OK, f"role {role}: {command} is {found}")
 
 

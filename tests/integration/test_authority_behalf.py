@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import wait_until
 from tests.integration.harness import role_toml
 
 ORCH = role_toml("orchestrator", start=True)
@@ -80,3 +83,24 @@ def test_git_hooks_a_worker_configured_never_run_in_the_sessions_own_git(serve):
     assert (s.workdir / "a.txt").read_text() == "x\n"
     assert not marker.exists()
     assert s.board()["T1"]["state"] == "gated"
+
+
+def test_a_roles_program_planted_in_the_workspace_is_never_the_one_started(tmp_path: Path):
+    """`.choragos/bin` leads every role's PATH: a worker's `.choragos/bin/claude`
+    would otherwise become the next agent of every role that restarts."""
+    from choragos.ptyproc import PtyChild, SpawnError
+
+    work, outside, ran = tmp_path / "work", tmp_path / "bin", tmp_path / "ran"
+    planted = work / ".choragos" / "bin"
+    for folder, word in ((planted, "planted"), (outside, "installed")):
+        folder.mkdir(parents=True)
+        (folder / "agentx").write_text(f"#!/bin/sh\necho {word} >> {ran}\n")
+        (folder / "agentx").chmod(0o755)
+    child = PtyChild.spawn(["agentx"], work, {"PATH": f"{planted}:{outside}:/usr/bin:/bin"})
+    try:
+        wait_until(lambda: child.poll() is not None, 10, message="agentx to exit")
+    finally:
+        child.close()
+    assert ran.read_text() == "installed\n"
+    with pytest.raises(SpawnError, match="not found on PATH outside the workspace"):
+        PtyChild.spawn(["agentx"], work, {"PATH": str(planted)})

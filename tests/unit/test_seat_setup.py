@@ -148,9 +148,15 @@ def test_seat_checks_report_the_installed_version(tmp_path: Path) -> None:
     program = bindir / "gemini"
     program.write_text("#!/bin/sh\necho 0.61.0\n")
     program.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    findings = seat_findings(work, (role("gemini"),), {"PATH": str(bindir),
+                                                        "HOME": str(tmp_path)})
+    assert (OK, "role r-gemini: gemini seat, 0.61.0") in findings
+    # A program inside the workspace, where agents write, is never run.
     findings = seat_findings(tmp_path, (role("gemini"),), {"PATH": str(bindir),
                                                             "HOME": str(tmp_path)})
-    assert (OK, "role r-gemini: gemini seat, 0.61.0") in findings
+    assert not [message for _, message in findings if "0.61.0" in message]
 
 
 def test_unknown_programs_get_no_seat_checks(tmp_path: Path) -> None:
