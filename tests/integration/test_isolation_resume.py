@@ -14,7 +14,7 @@ def test_a_merge_gate_and_a_judge_hold_survive_a_resume(serve):
               + role_toml("rev", "--worker", "--verdict", "x"))
     s.wait_booted(["lead", "alice", "coder", "rev"])
     assert s.cli("delegate", "--to", "alice", "--task", "write a.txt A").returncode == 0
-    s.wait_event(lambda e: e["event"] == "merge gated", 30, "the merge gate")
+    gated = s.wait_event(lambda e: e["event"] == "merge gated", 30, "the merge gate")
     assert s.cli("delegate", "--to", "coder", "--task", "write b.txt B").returncode == 0
     s.wait_event(lambda e: e["event"] == "work held", 30, "the judge hold")
     s.kill9()
@@ -22,6 +22,7 @@ def test_a_merge_gate_and_a_judge_hold_survive_a_resume(serve):
     s.start(args=("--resume",))
     gates = json.loads(s.cli("gate", "list", "--json").stdout)["gates"]
     assert [(g["id"], g["kind"]) for g in gates] == [("T1", "merge"), ("T2", "judge")]
+    assert gates[0]["commit"] == gated["commit"]  # still pinned to the diff it shows
     assert s.board()["T2"]["waiting"]["kind"] == "judge"
     assert s.cli("gate", "approve", "T1").returncode == 0
     s.wait(lambda: (s.workdir / "a.txt").exists(), 20, message="the merge after the resume")
