@@ -42,6 +42,7 @@ class WorkChecked:
     seconds: float = 0.0
     unmerged: bool = False      # a worktree role's branch holds work to merge
     commit_error: str = ""      # why a worktree role's work could not be committed
+    commit: str = ""            # a worktree role's branch head once committed: what was checked
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,9 @@ class AftercareActor(Actor):
     @handle.register
     def _check(self, msg: CheckWork) -> None:
         began = time.monotonic()
-        unmerged = False
+        unmerged, commit = False, ""
         if msg.branch:
-            found, error, unmerged = self._commit(msg)
+            found, error, unmerged, commit = self._commit(msg)
         else:
             found, error = self._measure(msg)
         result = None
@@ -94,19 +95,20 @@ class AftercareActor(Actor):
                                 msg.env, self.behalf.acting_for(msg.role))
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
                                    round(time.monotonic() - began, 3), unmerged,
-                                   error if msg.branch else ""))
+                                   error if msg.branch else "", commit))
 
-    def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool]:
-        """Commit the worker's tree on its branch; the changes are what the
-        branch holds beyond the main checkout (what a merge would bring)."""
+    def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool, str]:
+        """Commit the worker's tree on its branch; the changes are what that
+        commit holds beyond the main checkout (what merging it would bring)."""
         try:
             worktrees.commit_work(msg.cwd, *msg.message)
-            unmerged = worktrees.unmerged(self.workdir, msg.branch)
-            base = worktrees.merge_base(self.workdir, msg.branch)
-            found = changes.diff_trees(self.workdir, base, msg.branch)
+            commit = worktrees.tip(self.workdir, msg.branch)
+            unmerged = worktrees.unmerged(self.workdir, commit)
+            base = worktrees.merge_base(self.workdir, commit)
+            found = changes.diff_trees(self.workdir, base, commit)
         except (WorktreeError, changes.ChangesError) as exc:
-            return None, str(exc), False
-        return tuple(change.as_dict() for change in found), "", unmerged
+            return None, str(exc), False, ""
+        return tuple(change.as_dict() for change in found), "", unmerged, commit
 
     @handle.register
     def _merge(self, msg: MergeWork) -> None:

@@ -90,6 +90,7 @@ class CoreState:
     merges: OrderedDict = field(default_factory=OrderedDict)  # merge gates, by task id
     holds: OrderedDict = field(default_factory=OrderedDict)   # work held for a person
     verdicts: dict = field(default_factory=dict)  # judge task id -> what it judges
+    checked: dict = field(default_factory=dict)  # task id -> the branch commit its checks saw
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
     rounds: dict = field(default_factory=dict)  # injection id -> rounds a live agent missed

@@ -67,7 +67,9 @@ class JudgeLoop:
     def _diff_of(self, task: Task) -> str:
         try:
             if task.role in self.s.trees:
-                return changes.branch_diff(self.s.workdir, worktrees.branch_of(task.role))
+                # the commit its checks saw, which is what a merge takes
+                return changes.branch_diff(self.s.workdir, self.s.checked.get(task.id)
+                                           or worktrees.branch_of(task.role))
             if task.checkpoint:
                 return changes.since_checkpoint(self.s.workdir, task.checkpoint)
         except Exception as exc:  # the judge is told, and judges without it

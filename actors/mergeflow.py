@@ -47,6 +47,7 @@ class MergeFlow:
         """The report line goes on with what happens to the branch."""
         branch = worktrees.branch_of(task.role)
         mode = self._merge_mode(task.role)
+        checked = self.s.checked.pop(task.id, "")
         if not unmerged:
             self._enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
             return
@@ -59,15 +60,15 @@ class MergeFlow:
         if mode == "auto":
             self._enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
                           "will hear how it went.", "report", task.id)
-            self._start_merge(task)
+            self._start_merge(task, checked)
             return
-        self._open_merge_gate(task, branch)
+        self._open_merge_gate(task, branch, commit=checked)
         self._enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
                       "for the operator; you will hear the decision.", "report", task.id)
 
     def _open_merge_gate(self, task: Task, branch: str, event: str = "merge gated",
-                         **fields: str) -> None:
-        gate = self._pin(task, branch)
+                         commit: str = "", **fields: str) -> None:
+        gate = self._pin(task, branch, commit)
         self.s.merges[task.id] = gate
         task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate",
                             waiting={"kind": "merge", "branch": branch, "diff": gate.diff,
@@ -77,17 +78,18 @@ class MergeFlow:
         self._publish(news.GateOpened(merge_gate_view(task, gate)))
         self._alert("on_gate", task.role, task)
 
-    def _pin(self, task: Task, branch: str) -> MergeGate:
-        """A gate for the branch's head now, with the diff of exactly that commit."""
+    def _pin(self, task: Task, branch: str, commit: str = "") -> MergeGate:
+        """A gate for ``commit`` (the one the work's checks saw), else the
+        branch's head now, with the diff of exactly that commit."""
         diff_file = self.s.state_dir / "reports" / f"{task.id}.merge.diff"
-        commit = ""
         try:
-            commit = worktrees.tip(self.s.workdir, branch)
+            commit = commit or worktrees.tip(self.s.workdir, branch)
             patch = changes.branch_diff(self.s.workdir, commit)
             statedir.make_dir(diff_file.parent)
             statedir.write_text(diff_file, patch)
         except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
             self._event("merge diff failed", task=task.id, error=str(exc))
+            commit = ""  # nothing shown, nothing pinned: an approval reopens the gate
         return MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock(),
                          commit)
 

@@ -118,6 +118,8 @@ class WorkChecks:
         if held is None or task is None:
             return
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
+        if msg.commit:  # what its verify and judge see is what a merge may take
+            self.s.checked[task.id] = msg.commit
         if msg.commit_error:
             self._event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
             line += (f" Its work could not be committed on {worktrees.branch_of(task.role)} "

@@ -224,3 +224,23 @@ def test_a_merge_gate_merges_the_commit_the_operator_saw_and_reopens_when_it_mov
     merged = s.wait_event(lambda e: e["event"] == "merged", 20, "the merge")
     assert _git(s.workdir, "rev-parse", f"{merged['commit']}^2").strip() == gate["commit"]
     assert (s.workdir / "b.txt").read_text() == "never shown\n"
+
+
+def test_an_auto_merge_takes_the_commit_that_was_judged_not_one_added_meanwhile(session):
+    s = session(ORCH + role_toml("coder", "--worker", "--edit", worktree=True, merge="auto",
+                                 judge="rev")
+                + role_toml("rev", "--worker", "--verdict", "9", "--work", "3"),
+                {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "coder", "rev"])
+    assert s.cli("delegate", "--to", "coder", "--task", "write a.txt judged").returncode == 0
+    s.wait_event(lambda e: e["event"] == "judging", 30, "the judge to get the work")
+    judged = _git(s.workdir, "rev-parse", "choragos/coder").strip()
+    tree = s.workdir / ".choragos" / "worktrees" / "coder"
+    (tree / "b.txt").write_text("never judged\n")
+    _git(tree, "add", "b.txt")
+    _git(tree, "commit", "-qm", "sneaked in while judged")
+    merged = s.wait_event(lambda e: e["event"] == "merged", 30, "the auto merge")
+    assert _git(s.workdir, "rev-parse", f"{merged['commit']}^2").strip() == judged
+    assert (s.workdir / "a.txt").read_text() == "judged\n"
+    assert not (s.workdir / "b.txt").exists()  # still on the branch, for the next check
+    assert _git(s.workdir, "show", "choragos/coder:b.txt") == "never judged\n"
