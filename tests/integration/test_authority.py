@@ -14,10 +14,11 @@ TEAM = (role_toml("orchestrator", "--shell", start=True)
 CLI = f"{shlex.quote(sys.executable)} -m choragos"
 
 
-def run_inside(s, role: str, args: str) -> dict:
-    """Have ``role``'s agent run ``choragos ARGS`` from its own pane; its result."""
+def run_inside(s, role: str, args: str, through: str = "") -> dict:
+    """Have ``role``'s agent run ``choragos ARGS`` from its own pane (``through``
+    another command line, if given); its result."""
     before = len(s.agents("ran", role))
-    out = s.cli("keys", role, "--text", f"run: {CLI} {args}", "enter")
+    out = s.cli("keys", role, "--text", f"run: {through}{CLI} {args}", "enter")
     assert out.returncode == 0, out.stderr
     s.wait(lambda: len(s.agents("ran", role)) > before, 20, message=f"{role} to run {args}")
     return json.loads(s.agents("ran", role)[before]["text"])
@@ -86,3 +87,17 @@ def test_only_roles_that_can_delegate_may(serve):
     ran = run_inside(s, "orchestrator", "delegate --to coder --task 'from the top'")
     assert ran["rc"] == 0, ran
     assert [t["role"] for t in s.board().values()] == ["coder", "coder"]
+
+
+def test_gate_approve_from_the_bottom_of_a_deep_chain_inside_a_role_is_refused(serve):
+    """Seventy nested shells between the agent and the verb: the old walk gave
+    up after 64 ancestors and took the caller for the operator."""
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder", "reviewer"])
+    assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
+    (s.workdir / "deep.sh").write_text(
+        'n=$1; shift\nif [ "$n" -gt 0 ]; then /bin/sh "$0" $((n - 1)) "$@"; exit $?; fi\n'
+        'exec "$@"\n')
+    ran = run_inside(s, "orchestrator", "gate approve T1", through="/bin/sh deep.sh 70 ")
+    assert ran["rc"] == 1 and "operator command" in ran["out"], ran
+    assert s.board()["T1"]["state"] == "gated"
