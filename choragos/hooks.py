@@ -5,9 +5,9 @@
 ``/bin/sh -c`` in the background, in their own process group, with the
 ``serve`` environment plus ``CHORAGOS_*`` variables; its PATH leaves out the
 folders an agent can write (choragos/safeexec.py).  A hook runs inside the
-session, so operator commands from it are refused (choragos/authority.py).  Task text reaches a
-hook only through ``$CHORAGOS_TASK``, never spliced into the command
-string, so a task cannot inject shell code.  A hook that fails or outlives
+session, so operator commands from it are refused (choragos/authority.py).
+Task text reaches a hook only through ``$CHORAGOS_TASK``, never spliced into
+the command string, so a task cannot inject shell code.  A hook that fails or outlives
 its time limit is killed and reported; the deck never waits for one.
 """
 
@@ -54,8 +54,7 @@ class Hooks:
         command = self.commands.get(hook)
         if command is None:
             return False
-        env = dict(os.environ if self.base_env is None else self.base_env)
-        env = safeexec.trusted_env(env, self.workdir)
+        env = safeexec.trusted_env(self.base_env, self.workdir)
         env.update({"CHORAGOS_HOOK": hook, "CHORAGOS_ROLE": role, "CHORAGOS_TASK": task,
                     "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir),
                     **(extra or {})})

@@ -32,6 +32,23 @@ def test_documented_environment(tmp_path):
     assert env["PATH"] == os.environ["PATH"]  # inherits the serve environment
 
 
+def test_a_hook_never_finds_its_programs_in_the_workspace(tmp_path):
+    """``sh`` and what the hook runs are looked up outside the workspace, where
+    agents cannot plant them: a planted ``sh`` or ``notify-send`` never runs."""
+    work, ran = tmp_path / "work", tmp_path / "ran"
+    planted = work / ".choragos" / "bin"
+    planted.mkdir(parents=True)
+    for name in ("sh", "notify-send"):
+        (planted / name).write_text(f"#!/bin/sh\necho planted {name} >> {ran}\n")
+        (planted / name).chmod(0o755)
+    failures = []
+    hooks = Hooks({"on_gate": f"notify-send hi 2>/dev/null; echo \"$PATH\" >> {ran}"}, work,
+                  lambda **f: failures.append(f), base_env={"PATH": f"{planted}:.:/usr/bin:/bin"})
+    assert hooks.fire("on_gate", role="coder")
+    hooks.wait()
+    assert ran.read_text() == "/usr/bin:/bin\n" and failures == []
+
+
 def test_failing_hook_is_reported(tmp_path):
     hooks, failures = make(tmp_path, {"on_input": "echo nope >&2; exit 7"})
     hooks.fire("on_input", role="coder")
