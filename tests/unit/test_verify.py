@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from choragos import verify
@@ -48,3 +50,26 @@ def test_a_timeout_kills_the_group_and_fails(tmp_path: Path) -> None:
 def test_a_missing_program_fails_with_the_reason(tmp_path: Path) -> None:
     result = verify.run("no-such-program-here --x", tmp_path, tmp_path, "T5", 5)
     assert not result.ok and result.why.startswith("could not start: ")
+
+
+def test_what_a_verify_leaves_running_is_killed_and_it_counts_as_its_role_meanwhile(
+        tmp_path: Path) -> None:
+    """A process left behind would be orphaned out of the role's tree (and
+    taken for the operator); the tracker holds the pid exactly while it runs."""
+    from choragos import authority
+    from tests.conftest import pid_alive, wait_until
+
+    pidfile, behalf, seen = tmp_path / "left.pid", authority.Behalf(), []
+
+    @contextmanager
+    def tracker(pid: int) -> Iterator[None]:
+        with behalf.acting_for("coder")(pid):
+            seen.append(behalf.pids())
+            yield
+
+    command = f"/bin/sh -c 'sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}'"
+    result = verify.run(command, tmp_path, tmp_path, "T5", 30, None, tracker)
+    assert result.ok and [list(p.values()) for p in seen] == [["coder"]]
+    assert behalf.pids() == {}
+    left = int(pidfile.read_text())
+    wait_until(lambda: not pid_alive(left), 5, message="the left-over sleep to be killed")
