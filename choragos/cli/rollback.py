@@ -76,9 +76,12 @@ def _go_ahead(plan: Plan, dry_run: bool, yes: bool, refused_as: str | None = Non
     if plan.empty or dry_run:
         return False
     if refused_as:
+        # "(session)" and "(untraced)" are no role's name (see choragos/authority.py).
+        where = (f"from a process the session counts as {refused_as}"
+                 if refused_as.startswith("(") else
+                 f"from inside the {refused_as} role's process tree")
         raise _client.Failure(_client.EXIT_REFUSED, "rollback is an operator command and was "
-                              f"run from inside the {refused_as} role's process tree; nothing "
-                              "was changed")
+                              f"run {where}; nothing was changed")
     return yes or _confirmed()
 
 
