@@ -143,6 +143,20 @@ def test_attaching_from_inside_a_pane_is_refused(served):
     assert [kind for kind, _ in logged].count("attach refused") == 2
 
 
+def test_a_client_whose_ancestry_cannot_be_traced_is_refused(served, monkeypatch):
+    """A walk that gives up before init may have stopped short of a pane."""
+    from choragos import authority
+
+    server = served[0]
+    monkeypatch.setattr(authority, "MAX_DEPTH", 1)  # this process has parents above it
+    _, _, frames = connect(server)
+    assert frames[0][0] == f.EXIT and "too deep to trace" in f.decode_json(frames[0][1])["reason"]
+    monkeypatch.setattr(authority, "MAX_DEPTH", 1024)
+    sock, _, frames = connect(server)
+    assert frames[0][0] == f.ACCEPTED
+    sock.close()
+
+
 def test_a_client_that_stops_reading_is_dropped_and_nothing_blocks(served, monkeypatch):
     server, deck, logged, _ = served
     monkeypatch.setattr(attachserver, "STALL_SECONDS", 1.0)
