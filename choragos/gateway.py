@@ -7,9 +7,10 @@ The prober actor (actors/gateway.py) does the fetching.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -19,7 +20,12 @@ from choragos.costs import priced
 
 TOKENS_METRIC = "sphragis_tokens_total"
 DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
-MAX_BODY = 1 << 20  # a metrics body larger than 1 MiB is refused, not parsed
+# A metrics body larger than this is refused, not parsed.  Far above what the built-in
+# gateway can serve (its labels are bounded): the limit guards the session's memory, and
+# a gateway that also serves many other series must not be taken for down.
+MAX_BODY = 16 << 20
+_TOKEN_LINES = ("sphragis_tokens", "# HELP sphragis_tokens", "# TYPE sphragis_tokens")
+_ANY_LINE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*[{ \t]|#|\s*$")  # how a line of the format starts
 
 # role -> model -> direction -> cumulative count, as the gateway last reported it.
 Totals = dict[str, dict[str, dict[str, int]]]
@@ -76,11 +82,15 @@ def is_listening(addr: str, timeout: float = 0.3) -> bool:
 
 
 def parse_metrics(body: bytes) -> Totals:
-    """The token counters in a Prometheus text body; other metrics are ignored."""
+    """The token counters in a Prometheus text body; other metrics are ignored.
+
+    Only the token family's lines are handed to the parser: the rest of a
+    large page (requests, errors, another exporter's series) costs a scan.
+    """
     if len(body) > MAX_BODY:
         raise MetricsError(f"metrics body over {MAX_BODY} bytes")
     try:
-        text = body.decode("utf-8")
+        text = "".join(_token_lines(body.decode("utf-8")))
         samples = [s for family in text_string_to_metric_families(text)
                    for s in family.samples]
     except Exception as exc:  # the parser raises several types on garbage
@@ -89,6 +99,14 @@ def parse_metrics(body: bytes) -> Totals:
     for sample in samples:
         _add_sample(totals, sample.name, sample.labels, sample.value)
     return totals
+
+
+def _token_lines(text: str) -> Iterator[str]:
+    for line in text.splitlines(keepends=True):
+        if line.startswith(_TOKEN_LINES):
+            yield line
+        elif not _ANY_LINE.match(line):
+            raise MetricsError(f"not Prometheus text: {line[:60]!r}")
 
 
 def _add_sample(totals: Totals, name: str, labels: dict[str, str], value: float) -> None:

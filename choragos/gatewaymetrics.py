@@ -6,7 +6,9 @@ process's counters (``restore``, from its counts file; ``seed``, from the
 totals the session last read) and keep them on disk as it goes
 (``store``, a journal: see :mod:`choragos.gatewaycounts`): the numbers the session
 reads are cumulative per session.  The exposition is prometheus-client's, with the
-token family named exactly as the session's prober parses it.
+token family named exactly as the session's prober parses it.  Every key is
+bounded by :class:`~choragos.gatewaylabels.Labels` on its way in, restored
+ones too, so no request can grow the page without end.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily
 
 from choragos.gateway import DIRECTIONS, Totals
 from choragos.gatewaycounts import FAMILIES, Counts, CountsFile
+from choragos.gatewaylabels import Labels
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -34,12 +37,17 @@ class Tally:
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.errors: Counter[tuple[str, str, str]] = Counter()
         self._added: Counts = {}  # since the store last took it: the next journal line
+        self.labels = Labels()
 
     def restore(self, counts: Counts) -> None:
-        """Start from a previous gateway's counters, as its counts file kept them."""
+        """Start from a previous gateway's counters, as its counts file kept them
+        (bounded as live counts are: a file full of made-up roles is folded)."""
         with self._lock:
             for family in FAMILIES:
-                getattr(self, family).update(counts.get(family, {}))
+                found = getattr(self, family)
+                for key, value in counts.get(family, {}).items():
+                    if family != "tokens" or key[2] in DIRECTIONS:
+                        found[self.labels.key(family, key, found)] += value
 
     def seed(self, totals: Totals) -> None:
         """Raise each token count to at least the session's last reading of it.
@@ -52,7 +60,8 @@ class Tally:
                 for model, counts in (models.items() if isinstance(models, dict) else ()):
                     for direction, value in (counts.items() if isinstance(counts, dict) else ()):
                         if direction in DIRECTIONS and type(value) is int and value > 0:
-                            key = (str(agent), str(model), direction)
+                            key = self.labels.key("tokens", (agent, model, direction),
+                                                  self.tokens)
                             self.tokens[key] = max(self.tokens[key], value)
 
     def counts(self) -> Counts:
@@ -77,7 +86,9 @@ class Tally:
 
     def _add(self, family: str, key: tuple[str, str, str], value: int) -> None:
         """Count ``value`` more (the caller holds the lock)."""
-        getattr(self, family)[key] += value
+        found = getattr(self, family)
+        key = self.labels.key(family, key, found)
+        found[key] += value
         added = self._added.setdefault(family, {})
         added[key] = added.get(key, 0) + value
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from choragos.gatewaylabels import UNKNOWN
 from tests.conftest import wait_until
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse, text
@@ -194,7 +195,7 @@ def test_unknown_paths_get_a_clear_404_and_count_as_errors():
             message = json.loads(body)["error"]["message"]
             assert "choragos gateway: no API at" in message and "/v1/messages" in message
         assert metric(gw, "sphragis_errors_total", agent="coder", kind="not_found") == 1
-        assert metric(gw, "sphragis_errors_total", agent="", kind="not_found") == 2
+        assert metric(gw, "sphragis_errors_total", agent=UNKNOWN, kind="not_found") == 2
         assert request(base_url(gw) + "/healthz", "GET")[0] == 200
         # Claude Code checks its base URL with a HEAD before the first request.
         assert request(base_url(gw) + "/agent/coder", "HEAD")[0] == 200

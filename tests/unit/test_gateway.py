@@ -140,3 +140,24 @@ def _next(answers: list):
     if isinstance(answer, Exception):
         raise answer
     return answer
+
+
+def test_a_big_page_of_other_series_is_read_not_refused() -> None:
+    """The prober reads the token lines of a page past the old 1 MiB limit; the
+    other series on it (another exporter's, a flood of request counts) are
+    skipped, not a reason to call the gateway down."""
+    from choragos.actors.gateway import fetch_metrics
+    from tests.integration.metricsserver import ScriptedGateway
+
+    noise = "".join(f'sphragis_requests_total{{agent="r{n}",api="anthropic",code="404"}} 1\n'
+                    for n in range(40_000))
+    gateway = ScriptedGateway()
+    try:
+        gateway.set("coder", "m-1", input=10)
+        gateway.body = noise.encode() + gateway.body
+        assert len(gateway.body) > 2 << 20
+        got = parse_metrics(fetch_metrics(f"http://127.0.0.1:{gateway.port}/metrics"))
+        assert got == {"coder": {"m-1": {"input": 10, "output": 0, "cache_read": 0,
+                                          "cache_creation": 0}}}
+    finally:
+        gateway.down()

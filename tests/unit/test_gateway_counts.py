@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -146,3 +147,23 @@ def test_a_failed_write_is_reported_once_and_the_next_good_one_holds_everything(
 
 def test_the_session_keeps_its_file_in_the_state_directory(tmp_path):
     assert session_path(tmp_path) == tmp_path / ".choragos" / "state" / "gateway-counts.jsonl"
+
+
+def test_a_counts_file_full_of_made_up_roles_is_restored_bounded(tmp_path):
+    """Counts the gateway once kept for thousands of made-up roles (a file written
+    before labels were bounded, or tampered with) must not come back as thousands
+    of /metrics lines: the restored tally is bounded like a live one."""
+    from choragos.gatewaylabels import MAX_AGENTS, UNKNOWN
+    from choragos.gatewaymetrics import exposition
+
+    rows = [[f"made-up-{n}", "anthropic", "404", 1] for n in range(10_000)]
+    tokens = [[f"made-up-{n}", f"model-{n}", "input", 5] for n in range(10_000)]
+    path = tmp_path / "counts.jsonl"
+    path.write_text(HEADER + "\n" + json.dumps({"requests": rows, "tokens": tokens}) + "\n")
+    tally = Tally()
+    tally.restore(load(path))
+    agents = {key[0] for key in tally.requests}
+    assert len(agents) == MAX_AGENTS + 1 and UNKNOWN in agents
+    assert sum(tally.requests.values()) == 10_000  # folded, not dropped
+    assert sum(tally.tokens.values()) == 50_000
+    assert len(exposition(tally)) < 32 << 10
