@@ -72,6 +72,7 @@ class ServerState:
     log_path: Path
     events: Any  # EventLog.write
     counts_path: Path | None = None  # the gateway's counts file (None: counts die with it)
+    key: bytes = b""  # the session's gateway key: the roles' keys derive from it
     proc: subprocess.Popen | None = None
     problem: str = "not started yet"
     spawned: int = 0  # processes started for this session
@@ -145,9 +146,11 @@ class GatewayRunner(Actor):
                                     start_new_session=True)
         finally:
             os.close(log)
-        # The session's last totals (a floor under the counts file), then stdin stays
-        # open: its end is the child's cue to go.
-        proc.stdin.write((json.dumps(s.prober.totals) + "\n").encode())
+        # The session's key (on a pipe: never in the argv other users can read) and its
+        # last totals (a floor under the counts file); then stdin stays open: its end
+        # is the child's cue to go.
+        line = {"key": s.key.hex(), "totals": s.prober.totals}
+        proc.stdin.write((json.dumps(line) + "\n").encode())
         proc.stdin.flush()
         return proc
 

@@ -82,6 +82,7 @@ from choragos.echowait import EchoWait
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
 from choragos.gatewaycounts import session_path
+from choragos.gatewayroles import new_session_key, role_key
 from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.launch import Launch, LaunchContext, launch
@@ -132,6 +133,9 @@ class Session:
         self.core: Handle | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
+        # The built-in gateway charges a request to a role only with that role's key;
+        # a new one each session, held in memory and by the gateway process only.
+        self.gateway_key = new_session_key() if config.gateway.builtin else b""
         self.journal: journal.Journal | None = None
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
@@ -357,7 +361,7 @@ class Session:
             return
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write, session_path(self.workdir))
+                            self.events.write, session_path(self.workdir), self.gateway_key)
         # Its own supervisor, a temporary child: a gateway that keeps dying is
         # given up on and the session carries on, fail-closed.
         tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY, period=PERIOD)
@@ -385,8 +389,13 @@ class Session:
 
     def _launch(self, spec: RoleSpec, worktree: Path | None = None) -> Launch:
         gateway_url = self.config.sphragis.agent_url if self.gateway.on else None
-        ctx = LaunchContext(self.workdir, self.options.socket, os.environ, gateway_url)
+        ctx = LaunchContext(self.workdir, self.options.socket, os.environ, gateway_url,
+                            self._role_key if self.gateway_key else None)
         return launch(spec, ctx, worktree)
+
+    def _role_key(self, role: str) -> str:
+        """``role``'s key to the built-in gateway: only it can charge that role."""
+        return role_key(self.gateway_key, role)
 
     def _env_of(self, role: str) -> dict[str, str] | None:
         """The environment ``role``'s process runs with now (a reload may change it)."""

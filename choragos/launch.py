@@ -8,7 +8,8 @@ machine, a container) starts from the same recipe:
   arguments its CLI needs to send its model traffic through the gateway;
 - the environment is the role's env policy applied to the session's, plus
   what the verbs need (the socket, the role's name, the project directory)
-  and the gateway's base URL, with the session's own ``choragos`` first on
+  and the gateway's base URL (with the role's key, for the session's own
+  gateway), with the session's own ``choragos`` first on
   PATH;
 - the working directory is the role's worktree, or the project directory.
 
@@ -40,6 +41,8 @@ class LaunchContext:
     base_env: Mapping[str, str]
     # The base URL a role's model traffic goes to, when the gateway is on.
     gateway_url: Callable[[str], str] | None = None
+    # A role's key to the session's own gateway (see choragos.gatewayroles).
+    role_key: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,15 @@ class Launch:
 def launch(spec: RoleSpec, ctx: LaunchContext, worktree: Path | None = None) -> Launch:
     """The recipe for ``spec``'s process; ``worktree`` is its tree, when it has one."""
     url = ctx.gateway_url(spec.name) if ctx.gateway_url is not None else None
-    return Launch(spec=routed(spec, url) if url else spec,
-                  env=_environment(spec, ctx, url),
+    key = ctx.role_key(spec.name) if url and ctx.role_key is not None else ""
+    return Launch(spec=routed(spec, url, key) if url else spec,
+                  env=_environment(spec, ctx, url, key),
                   cwd=worktree or ctx.workdir,
                   profile=profile_for(spec.command, spec.args, spec.agent))
 
 
-def _environment(spec: RoleSpec, ctx: LaunchContext, url: str | None) -> dict[str, str]:
+def _environment(spec: RoleSpec, ctx: LaunchContext, url: str | None,
+                 key: str) -> dict[str, str]:
     inject = {"CHORAGOS_SOCK": str(ctx.socket), "CHORAGOS_ROLE": spec.name}
     if not matches("CHORAGOS_DIR", spec.env_deny):
         # A convenience (the project directory), so env_deny may drop it;
@@ -73,7 +78,7 @@ def _environment(spec: RoleSpec, ctx: LaunchContext, url: str | None) -> dict[st
         inject["CHORAGOS_DIR"] = str(ctx.workdir)
     if url:
         # Route the role's model traffic through the gateway, attributed to it.
-        inject.update(routing(spec, url)[0])
+        inject.update(routing(spec, url, key)[0])
     # Last, so no env_allow or env_deny can cut a role off from choragos.
     return selfpath.prepend(role_env(spec, ctx.base_env, inject),
                             selfpath.bin_dir(ctx.workdir))

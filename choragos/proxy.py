@@ -1,6 +1,9 @@
 """The built-in gateway: a streaming reverse proxy that counts tokens per role.
 
-Agents reach it at ``http://<addr>/agent/<role>/<api path>``.  The request
+Agents reach it at ``http://<addr>/agent/<role>/<key>/<api path>`` (a
+session's gateway; :mod:`choragos.gatewayroles` says whom a request is
+charged to) or ``http://<addr>/agent/<role>/<api path>`` (one run on its
+own).  The request
 goes to the vendor's endpoint for that path with the agent's own headers
 (its key included: the gateway keeps and logs none of them), and the answer
 streams back as it arrives, one socket write per piece read.  On the way
@@ -12,7 +15,7 @@ What is changed on the way, and why:
 - hop-by-hop headers (``Connection``, ``Keep-Alive``, ``Transfer-Encoding``,
   ``TE``, ``Upgrade``, ``Proxy-*``) belong to one connection, not to the
   request, so each side gets its own;
-- ``Host`` names the upstream;
+- ``Host`` names the upstream; the role key header is the gateway's own;
 - ``Accept-Encoding`` keeps only encodings the meter can read (gzip,
   deflate), so a brotli body never hides its usage;
 - a body of unknown length is re-framed with chunked encoding for the agent.
@@ -35,7 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from choragos.fdwait import wait_ready
+from choragos.gatewaylabels import UNKNOWN
 from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
+from choragos.gatewayroles import KEY_HEADER, Caller, Roles
 from choragos.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
 
 log = logging.getLogger("choragos.gateway")
@@ -54,7 +59,7 @@ DEFAULT_UPSTREAMS: Mapping[str, str] = {
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
                   "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"})
 _READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
-_AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
+_OWN = frozenset({"host", "content-length", "accept-encoding", KEY_HEADER.lower()})
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,11 @@ class GatewayServer(ThreadingHTTPServer):
 
     def __init__(self, addr: tuple[str, int], upstreams: Mapping[str, str], tally: Tally,
                  timeout: float = READ_TIMEOUT,
-                 record: Callable[[str], None] | None = None) -> None:
+                 record: Callable[[str], None] | None = None,
+                 roles: Roles | None = None) -> None:
         self.upstreams = {api: urlsplit(url) for api, url in upstreams.items()}
         self.tally = tally
+        self.roles = roles or Roles()
         self.read_timeout = timeout
         self.record = record or (lambda line: None)
         if ":" in addr[0]:
@@ -126,6 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
     _upstream: HTTPConnection | None = None
     _upstream_key: tuple[str, str] | None = None
     _body_started = False  # part of the request body was read: no draining it any more
+    _shown = ""  # the request's path as logged: never with a role key in it
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: one line per proxied request goes to ``server.record`` instead."""
@@ -150,24 +158,34 @@ class _Handler(BaseHTTPRequestHandler):
         if split.path == "/healthz":
             self._answer(200, b'{"status":"ok"}', "application/json")
             return
-        agent = _AGENT.fullmatch(split.path)
-        role, rest = (agent[1], agent[2] or "/") if agent else ("", split.path)
-        if agent and rest == "/" and self.command in ("GET", "HEAD"):
+        caller = self.server.roles.caller(split.path, self.headers.get(KEY_HEADER))
+        self._shown = caller.shown if caller else split.path
+        if caller is None:
+            self._refuse(UNKNOWN, "", _Failure(
+                404, "not_found", f"choragos gateway: no API at {split.path}; requests go "
+                f"to /agent/<role>/<api path>; it serves {SERVED}"))
+            return
+        if caller.refusal:
+            self._refuse(caller.role, "", _Failure(403, "permission_error", caller.refusal))
+            return
+        if caller.rest == "/" and self.command in ("GET", "HEAD"):
             # A CLI checking that its base URL answers (Claude Code sends HEAD).
             self._answer(200, b'{"status":"ok"}', "application/json")
             return
-        route = route_for(rest) if agent else None
+        self._route(caller, split.query)
+
+    def _route(self, caller: Caller, query: str) -> None:
+        route = route_for(caller.rest)
         if route is None:
-            where = "" if agent else "; requests go to /agent/<role>/<api path>"
-            self._refuse(role, "", _Failure(404, "not_found",
-                                            f"choragos gateway: no API at {rest}{where}; "
-                                            f"it serves {SERVED}"))
+            self._refuse(caller.role, "", _Failure(
+                404, "not_found", f"choragos gateway: no API at {caller.rest}; "
+                f"it serves {SERVED}"))
             return
         try:
-            self._forward(role, route, rest, split.query)
+            self._forward(caller.role, route, caller.rest, query)
         except _Failure as failure:
             self._drop_upstream()
-            self._refuse(role, route.api, failure)
+            self._refuse(caller.role, route.api, failure)
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
@@ -182,8 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.tally.add_request(role, api, failure.status)
         self.server.tally.add_error(role, api, failure.kind)
         self.server.tally.persist()
-        self.server.record(f"{role or '-'} {api or '-'} {self.command} "
-                           f"{urlsplit(self.path).path} -> {failure.status} {failure.kind}")
+        self.server.record(f"{role} {api or '-'} {self.command} {self._shown} -> "
+                           f"{failure.status} {failure.kind}")
         self._answer(failure.status, error_body(failure.status, failure.kind, failure.message),
                      "application/json")
 
@@ -252,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
         conn.putheader("Host", target.netloc)
         for name, value in self.headers.items():
             lower = name.lower()
-            if lower in _HOP or lower in ("host", "content-length", "accept-encoding"):
+            if lower in _HOP or lower in _OWN:
                 continue
             conn.putheader(name, value)
         encodings = _readable_encodings(self.headers.get_all("Accept-Encoding") or [])
@@ -392,7 +410,7 @@ class _Handler(BaseHTTPRequestHandler):
         # whole answer finds its tokens kept, whatever happens to this process next.
         tally.persist()
         elapsed = (time.monotonic() - began) * 1000
-        self.server.record(f"{role} {route.api} {self.command} {urlsplit(self.path).path} -> "
+        self.server.record(f"{role} {route.api} {self.command} {self._shown} -> "
                            f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
 
 

@@ -3,9 +3,10 @@
 Standalone it serves any number of sessions (each pointing ``[sphragis]
 addr`` at it); with ``--state FILE`` its counters outlive it.  A session
 with ``[gateway] builtin = true`` runs this same verb as its child with
-``--session --state .choragos/state/gateway-counts.jsonl``: the child starts
-from that file, raised to the session's last token totals (one JSON line
-on stdin), prints ``listening <addr>`` on stdout once it accepts
+``--session --state .choragos/state/gateway-counts.jsonl``: the child reads
+one JSON line on stdin, the session's key (the roles' keys derive from it:
+see :mod:`choragos.gatewayroles`) and its last token totals; it starts from
+the counts file raised to those totals, prints ``listening <addr>`` on stdout once it accepts
 connections, and exits when its stdin closes (the session ended, however
 it ended).
 """
@@ -16,6 +17,7 @@ import json
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 
 from choragos.cli import _client
 
@@ -61,14 +63,16 @@ def _arguments(verb: str):
 
 def _gateway(argv: list[str], verb: str) -> int:
     args = _arguments(verb).parse_args(argv)
+    from choragos.gatewayroles import Roles
     from choragos.proxy import GatewayServer
 
-    tally = _tally(args.state, args.session)
+    session = _read_session() if args.session else None
+    tally = _tally(args.state, session)
     host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
         server = GatewayServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
-                               record=_record)
+                               record=_record, roles=Roles(session.key if session else None))
     except OSError as exc:
         raise _client.Failure(1, f"cannot listen on {args.addr}: {exc.strerror or exc}") \
             from None
@@ -83,7 +87,7 @@ def _gateway(argv: list[str], verb: str) -> int:
     return 0
 
 
-def _tally(state: str | None, session: bool):
+def _tally(state: str | None, session: _Session | None):
     """The counters to start from: the counts file, then the session's totals.
 
     A standalone gateway refuses a counts file it cannot read (and leaves
@@ -112,18 +116,29 @@ def _tally(state: str | None, session: bool):
         if counts is not None:
             tally.restore(counts)
     if session:
-        tally.seed(_read_seed())
+        tally.seed(session.totals)
     tally.persist(whole=True)  # the journal compacted, and known writable, at start
     return tally
 
 
-def _read_seed() -> dict:
-    line = sys.stdin.readline()
+@dataclass(frozen=True)
+class _Session:
+    key: bytes    # the session's key: each role's key derives from it
+    totals: dict  # the session's last token totals, a floor under the counts
+
+
+def _read_session() -> _Session:
+    """The session's line on stdin; without a key no request could be charged to a role."""
     try:
-        seed = json.loads(line) if line.strip() else {}
-    except ValueError:
-        seed = {}
-    return seed if isinstance(seed, dict) else {}
+        given = json.loads(sys.stdin.readline() or "{}")
+        key = bytes.fromhex(given["key"])
+    except (ValueError, KeyError, TypeError):
+        key = b""
+    if len(key) < 16:
+        raise _client.Failure(1, "--session: the first line on stdin must be the session's "
+                              'JSON {"key": <hex>, "totals": {...}}')
+    totals = given.get("totals")
+    return _Session(key, totals if isinstance(totals, dict) else {})
 
 
 def _stop_on(server, session: bool) -> None:

@@ -10,6 +10,7 @@ role that spent them, in ``/metrics``, ``choragos status`` and ``choragos report
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -48,7 +49,9 @@ def test_the_loop_through_the_builtin_gateway_counts_every_token(crew, fake_mode
                        "Report the task"))
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
     for role, view in s.status().items():
-        assert environ(view["pid"])["ANTHROPIC_BASE_URL"] == f"{gateway}/agent/{role}"
+        # Each role's base URL carries its own key: only it can charge that role.
+        url = environ(view["pid"])["ANTHROPIC_BASE_URL"]
+        assert re.fullmatch(f"{gateway}/agent/{role}/[0-9a-f]{{32}}", url), url
 
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 60, "work-done")
     s.wait_told("A worker reports: [T1 from coder] Wrote hello.txt")

@@ -1,10 +1,10 @@
 """The real Codex and Gemini CLIs routed through the built-in gateway the way a seat is.
 
 Each CLI runs once, non-interactively, with exactly the variables and
-arguments choragos/routing.py gives its seat, against the project's fake
-API server behind a real gateway; the test checks that every request went
-through the gateway with the CLI's own key and that the usage was counted
-for the role, per model.
+arguments choragos/routing.py gives its seat (its role key included), against
+the project's fake API server behind a real gateway that holds a session key;
+the test checks that every request went through the gateway with the CLI's
+own API key and that the usage was counted for the role, per model.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from choragos.config import RoleSpec
+from choragos.gatewayroles import Roles, new_session_key, role_key
 from choragos.routing import routing
 from tests.e2e.claudeenv import base_env
 from tests.e2e.fakegemini import FakeGemini
@@ -40,8 +41,10 @@ def _run(fake: FakeModel, api: str, command: str, argv_tail: list[str], extra: d
     """Run the CLI as a seat named ``coder`` would run, through a gateway to ``fake``."""
     fake.default = text(ANSWER)
     fake.title = ANSWER  # a request that offers no tools gets the side reply
-    with running_gateway({api: fake.base_url}) as gateway:
-        env_add, args = routing(RoleSpec("coder", command), f"{base_url(gateway)}/agent/coder")
+    session_key = new_session_key()
+    with running_gateway({api: fake.base_url}, roles=Roles(session_key)) as gateway:
+        env_add, args = routing(RoleSpec("coder", command), f"{base_url(gateway)}/agent/coder",
+                                role_key(session_key, "coder"))
         env = {**base_env(home), **extra, **env_add}
         done = subprocess.run([command, *args, *argv_tail], env=env, cwd=cwd, text=True,
                               capture_output=True, timeout=150, stdin=subprocess.DEVNULL)

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from choragos.gateway import Totals, parse_metrics
 from choragos.gatewaymetrics import Tally
+from choragos.gatewayroles import Roles
 from choragos.proxy import GatewayServer
 
 UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
@@ -31,9 +32,10 @@ UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
 
 @contextlib.contextmanager
 def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
-                    tally: Tally | None = None) -> Iterator[GatewayServer]:
+                    tally: Tally | None = None, roles: Roles | None = None,
+                    record=None) -> Iterator[GatewayServer]:
     full = {"anthropic": UNUSED, "openai": UNUSED, "gemini": UNUSED, **upstreams}
-    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout)
+    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

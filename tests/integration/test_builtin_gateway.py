@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from choragos.gatewaycounts import session_path, whole_file
+from choragos.gatewayroles import KEY_ENV, KEY_HEADER
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse
 from tests.e2e.fakeopenai import FakeOpenAI
@@ -98,13 +100,19 @@ def test_a_mixed_team_is_routed_and_counted_in_metrics_status_and_report(serve, 
 
         roles = _roles(s)
         coder_url = _environ(roles["coder"]["pid"])["ANTHROPIC_BASE_URL"]
-        assert coder_url == f"{gateway}/agent/coder"
+        assert re.fullmatch(f"{gateway}/agent/coder/[0-9a-f]{{32}}", coder_url)
         reviewer_env = _environ(roles["reviewer"]["pid"])
-        assert reviewer_env["GOOGLE_GEMINI_BASE_URL"] == f"{gateway}/agent/reviewer"
+        assert re.fullmatch(f"{gateway}/agent/reviewer/[0-9a-f]{{32}}",
+                            reviewer_env["GOOGLE_GEMINI_BASE_URL"])
         assert "ANTHROPIC_BASE_URL" not in reviewer_env
+        # Codex's command line is readable by anyone: its key travels in a header, from
+        # a variable only its own user can read.
+        tester_key = _environ(roles["tester"]["pid"])[KEY_ENV]
         codex_args = (bindir / "codex.args").read_text().splitlines()
         provider = f'base_url = "{gateway}/agent/tester/v1"'
         assert codex_args[0] == "-c" and provider in codex_args[1]
+        assert f'env_http_headers = {{ "{KEY_HEADER}" = "{KEY_ENV}" }}' in codex_args[1]
+        assert tester_key not in "".join(codex_args)
         assert codex_args[2:] == ["-c", 'model_provider="choragos"']
 
         # Each "agent" talks to the URL its seat was given.
@@ -115,7 +123,8 @@ def test_a_mixed_team_is_routed_and_counted_in_metrics_status_and_report(serve, 
                                "?alt=sse", body={"contents": []})
         assert status == 200
         status, _, _ = request(f"{gateway}/agent/tester/v1/responses",
-                               body={"model": "gpt-test", "stream": True, "input": []})
+                               body={"model": "gpt-test", "stream": True, "input": []},
+                               headers={KEY_HEADER: tester_key})
         assert status == 200
 
         claude_counts = {"input": 2400, "output": 600, "cache_read": 100, "cache_creation": 80}
@@ -145,8 +154,9 @@ def test_a_mixed_team_is_routed_and_counted_in_metrics_status_and_report(serve, 
                                 "cache_creation": 120, "total": 4770}
     assert by_role["tester"]["total"] == 800 + 70 + 100
     log = (s.workdir / ".choragos" / "logs" / "gateway.log").read_text()
-    assert "coder anthropic POST /agent/coder/v1/messages -> 200" in log
-    assert "sk-ant-test-000" not in log
+    assert "coder anthropic POST /agent/coder/…/v1/messages -> 200" in log
+    assert "sk-ant-test-000" not in log and coder_url.rsplit("/", 1)[1] not in log
+    assert tester_key not in log
     assert not _alive(started["pid"]), "the gateway outlived its session"
 
 
@@ -158,7 +168,7 @@ def test_the_gateway_killed_mid_session_refuses_dispatch_until_it_is_back(serve)
         s.wait_booted(["orchestrator", "coder"])
         first = s.wait_event(lambda e: e["event"] == "gateway started", message="gateway")
         s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
-        url = f"http://127.0.0.1:{port}/agent/coder"
+        url = _environ(_roles(s)["coder"]["pid"])["ANTHROPIC_BASE_URL"]
         _messages(url)
         s.wait(lambda: _roles(s)["coder"]["tokens"]["input"] == 1200, message="first tokens")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -116,7 +117,8 @@ def test_a_sessions_gateway_with_an_unreadable_file_starts_from_the_sessions_tot
                             cwd=ROOT, env=base_env(), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        proc.stdin.write('{"coder": {"m": {"input": 700}}}\n')
+        proc.stdin.write(json.dumps({"key": "ab" * 32,
+                                     "totals": {"coder": {"m": {"input": 700}}}}) + "\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == f"listening 127.0.0.1:{port}\n"
         assert tokens(f"http://127.0.0.1:{port}") == {

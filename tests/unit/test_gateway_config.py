@@ -90,3 +90,35 @@ def test_doctor_says_the_session_runs_a_builtin_gateway(tmp_path: Path) -> None:
     check = _gateway(load(tmp_path, LEAD + '[gateway]\nbuiltin = true\n'))
     assert check.level == "OK"
     assert check.message == "gateway: built in; the session runs it on 127.0.0.1:8787"
+
+
+def test_with_a_role_key_the_url_carries_it_and_codex_takes_it_from_a_variable() -> None:
+    key = "0123456789abcdef" * 2
+    env, args = routing(RoleSpec("r", "claude"), URL, key)
+    assert env == {"ANTHROPIC_BASE_URL": f"{URL}/{key}"} and args == ()
+    env, args = routing(RoleSpec("r", "x", base_url_env=("A", "B")), URL, key)
+    assert env == {"A": f"{URL}/{key}", "B": f"{URL}/{key}"}
+    env, args = routing(RoleSpec("r", "codex"), URL, key)
+    # Not in the arguments, which every local user can read in /proc.
+    assert env == {"CHORAGOS_GATEWAY_KEY": key} and key not in "".join(args)
+    assert (f'base_url = "{URL}/v1", wire_api = "responses", env_key = "OPENAI_API_KEY", '
+            'env_http_headers = { "X-Choragos-Key" = "CHORAGOS_GATEWAY_KEY" } }') in args[1]
+    # An external gateway knows no keys: the documented URL shape, unchanged.
+    assert routing(RoleSpec("r", "claude"), URL) == ({"ANTHROPIC_BASE_URL": URL}, ())
+    assert "env_http_headers" not in routing(RoleSpec("r", "codex"), URL)[1][1]
+
+
+def test_a_role_key_is_made_from_the_session_key_and_the_role_only() -> None:
+    from choragos.gatewayroles import Roles, role_key
+
+    one, two = bytes(32), bytes(range(32))
+    assert role_key(one, "coder") == role_key(one, "coder") != role_key(two, "coder")
+    assert role_key(one, "coder") != role_key(one, "reviewer")
+    roles = Roles(one)
+    good = roles.caller(f"/agent/coder/{role_key(one, 'coder')}/v1/messages", None)
+    assert (good.role, good.rest, good.shown, good.refusal) == (
+        "coder", "/v1/messages", "/agent/coder/…/v1/messages", "")
+    assert roles.caller("/agent/coder/v1/messages", role_key(one, "coder")).refusal == ""
+    assert roles.caller("/agent/coder/v1/messages", role_key(one, "x")).role == "(unknown)"
+    assert roles.caller("/v1/messages", None) is None
+    assert Roles().caller("/agent/anyone/v1/messages", None).role == "anyone"
