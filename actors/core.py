@@ -38,7 +38,7 @@ from choragos.actors.workcheck import WorkChecks
 from choragos.board import SETTLED_STATES, Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
-from choragos.gateway import Totals, role_cost, role_tokens
+from choragos.gateway import Totals, role_cost, role_estimated, role_tokens
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.core")
@@ -241,6 +241,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     def _usage(self, role: str) -> dict:
         models = self.s.tokens.get(role, {})
         return {"tokens": role_tokens(models), "cost": role_cost(self.s.config, models),
+                "estimated": role_estimated(self.s.config, models),
                 "budget": self._budget_of(role)}
 
     def _cmd_board(self, request: dict) -> dict:
@@ -505,11 +506,15 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
 
     @handle.register
     def _token_totals(self, msg: TokenTotals) -> None:
-        if msg.totals == self.s.tokens:
-            return
+        changed = msg.totals != self.s.tokens
         self.s.tokens = msg.totals
+        # Every reading, not only a changed one: a role over budget at the first
+        # reading (resumed with its totals, or read before its seat existed) is
+        # flagged now, not when its tokens next move.  Each alarm fires once.
         self._guard_budgets()
-        self._publish(news.TokensChanged(self._usages()))
+        if changed:
+            self._guard_prices()
+            self._publish(news.TokensChanged(self._usages()))
 
     def _usages(self) -> dict[str, dict]:
         return {role: self._usage(role) for role in self.s.tokens}

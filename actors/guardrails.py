@@ -21,7 +21,7 @@ from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.durations import format_duration
-from choragos.gateway import role_cost, role_tokens
+from choragos.gateway import role_cost, role_estimated, role_tokens
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.crew")
@@ -62,6 +62,7 @@ class GuardState:
     gone: set[str] = field(default_factory=set)  # exited or failed, and no restart coming
     marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     budget_fired: dict[str, tuple] = field(default_factory=dict)  # key -> cap it fired at
+    unpriced: set[tuple[str, str]] = field(default_factory=set)  # (role, model) said so
 
 
 class Guardrails:
@@ -224,6 +225,9 @@ class Guardrails:
         costs = (role_cost(self.s.config, models) for models in self.s.tokens.values())
         return sum(cost for cost in costs if cost is not None)
 
+    def _crew_estimated(self) -> bool:
+        return any(role_estimated(self.s.config, m) for m in self.s.tokens.values())
+
     def _budgets_changed(self, before: Any) -> None:
         summary = budget_summary(self.s.config)
         if summary != budget_summary(before):
@@ -237,13 +241,27 @@ class Guardrails:
                 self._guard_role_budget(spec)
         self._guard_session_budget()
 
+    def _guard_prices(self) -> None:
+        """Say once per role and model that its cost is an estimate, never silently."""
+        for role, models in self.s.tokens.items():
+            for model in role_estimated(self.s.config, models):
+                if (role, model) in self.s.guard.unpriced:
+                    continue
+                self.s.guard.unpriced.add((role, model))
+                log.warning("%s used %s, which [pricing] does not list: its cost is estimated "
+                            "at the highest prices [pricing] has", role, model)
+                self._event("cost estimated", role=role, model=model,
+                            reason="no [pricing] entry; priced at the highest known prices")
+
     def _guard_role_budget(self, spec: Any) -> None:
         models = self.s.tokens.get(spec.name, {})
         cost = role_cost(self.s.config, models)
         tokens = sum(role_tokens(models).values())
+        guess = role_estimated(self.s.config, models)
         text = None
         if spec.budget is not None and cost is not None and cost >= spec.budget:
-            text = f"${cost:.2f} of ${spec.budget:.2f}"
+            text = f"{'~' if guess else ''}${cost:.2f} of ${spec.budget:.2f}" + (
+                f" (estimated: {', '.join(guess)} not in [pricing])" if guess else "")
         elif spec.budget_tokens is not None and tokens >= spec.budget_tokens:
             text = f"{tokens} tokens of {spec.budget_tokens}"
         if not self._crossed(spec.name, (spec.budget, spec.budget_tokens), text):
@@ -252,7 +270,8 @@ class Guardrails:
         log.warning("%s is over its budget: %s%s", spec.name, text,
                     "; pausing it" if pause else "")
         self._event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
-                    tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action)
+                    tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action,
+                    estimated=guess)
         self._ring("on_budget", spec.name, text)
         if pause:
             self._budget_pause(spec.name)
@@ -261,7 +280,8 @@ class Guardrails:
     def _guard_session_budget(self) -> None:
         cap = self.s.config.budget.session
         cost = self._crew_cost()
-        text = f"${cost:.2f} of ${cap:.2f}" if cap is not None and cost >= cap else None
+        guess = "~" if self._crew_estimated() else ""
+        text = f"{guess}${cost:.2f} of ${cap:.2f}" if cap is not None and cost >= cap else None
         if not self._crossed(SESSION, (cap,), text):
             return
         log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; pausing every role", text)

@@ -183,6 +183,7 @@ class Price:
     output: float = 0.0
     cache_read: float = 0.0
     cache_creation: float = 0.0
+    estimated: bool = False  # a model [pricing] lacks, priced at the highest prices it has
 
 
 DEFAULT_THEME: Mapping[str, int | str] = MappingProxyType({
@@ -281,9 +282,19 @@ class Config:
         return next((role for role in self.roles if role.name == name), None)
 
     def price_for(self, model: str) -> Price | None:
-        """The price of the longest ``[pricing]`` prefix of ``model``, if any."""
+        """The price of the longest ``[pricing]`` prefix of ``model``.
+
+        A model the table lacks is priced at the table's highest price in each
+        direction, marked ``estimated``: never cheaper than it may be, so it
+        stays inside every USD budget.  None only without a table.
+        """
         hits = [prefix for prefix in self.pricing if model.startswith(prefix)]
-        return self.pricing[max(hits, key=len)] if hits else None
+        if hits:
+            return self.pricing[max(hits, key=len)]
+        if not self.pricing:
+            return None
+        return Price(**{d: max(getattr(p, d) for p in self.pricing.values())
+                        for d in PRICED_DIRECTIONS}, estimated=True)
 
 
 def role_env(spec: RoleSpec, base: Mapping[str, str], inject: Mapping[str, str]) -> dict[str, str]:
@@ -684,7 +695,8 @@ def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
     values["gateway"] = replace(builtin, addr=addr)
 
 
-_PRICE_SCHEMA: cs.Schema = {key: cs.number() for key in (f.name for f in fields(Price))}
+PRICED_DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
+_PRICE_SCHEMA: cs.Schema = {key: cs.number() for key in PRICED_DIRECTIONS}
 _PRICE = _settings(Price, _PRICE_SCHEMA)
 
 

@@ -34,6 +34,14 @@ def priced(models: Mapping[str, Mapping[str, int]],
     return total
 
 
-def cost_text(cost: float) -> str:
-    """Dollars; sub-cent costs keep four decimals so early spending is visible."""
-    return f"${cost:.4f}" if cost < 0.01 else f"${cost:.2f}"
+def estimated(models: Mapping[str, Mapping[str, int]],
+              price_for: Callable[[str], _Price | None]) -> list[str]:
+    """The models among ``models`` priced by estimate (``[pricing]`` has no entry)."""
+    return sorted(m for m in models if getattr(price_for(m), "estimated", False))
+
+
+def cost_text(cost: float, estimate: bool = False) -> str:
+    """Dollars; sub-cent costs keep four decimals so early spending is visible.
+    An estimate reads ``~$1.20``."""
+    text = f"${cost:.4f}" if cost < 0.01 else f"${cost:.2f}"
+    return "~" + text if estimate else text

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from choragos.config import Config, GatewaySettings
-from choragos.costs import priced
+from choragos.costs import estimated, priced
 
 TOKENS_METRIC = "sphragis_tokens_total"
 DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
@@ -124,5 +124,11 @@ def role_tokens(models: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def role_cost(config: Config, models: dict[str, dict[str, int]]) -> float | None:
-    """USD for one role's tokens; None without telemetry or when a model has no price."""
+    """USD for one role's tokens (a model ``[pricing]`` lacks at its highest prices);
+    None without telemetry or without a ``[pricing]`` table."""
     return priced(models, config.price_for)
+
+
+def role_estimated(config: Config, models: dict[str, dict[str, int]]) -> list[str]:
+    """The role's models whose cost is an estimate: ``[pricing]`` has no entry for them."""
+    return estimated(models, config.price_for)

@@ -59,11 +59,11 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
 
 
 def usage_text(usage: dict) -> str:
-    """``↑in ↓out $cost``; the cost is left out when the model is unpriced."""
+    """``↑in ↓out $cost`` (``~$cost``: an estimate); no cost without a ``[pricing]`` table."""
     tokens = usage.get("tokens", {})
     text = f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"
     cost = usage.get("cost")
-    text = text if cost is None else f"{text} {cost_text(cost)}"
+    text = text if cost is None else f"{text} {cost_text(cost, bool(usage.get('estimated')))}"
     return text + budget_text(usage.get("budget"))
 
 

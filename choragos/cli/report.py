@@ -87,7 +87,7 @@ def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
 
     records = [record for run in runs for record in run]
     line = timeline.build(records, [stats.name for stats in summary.roles], price_for)
-    rows = [_row(stats, role_cost(stats, price_for)) for stats in summary.roles]
+    rows = [_row(stats, price_for) for stats in summary.roles]
     page = reportpage.render(line, _header(summary), rows, _COLUMNS)
     partial = path.with_name(f".{path.name}.partial")
     try:
@@ -128,7 +128,7 @@ def _read(path: Path) -> report.LogRead:
 
 def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> str:
     """The header, the role table and the never-reported count, as text."""
-    rows = [_row(stats, role_cost(stats, price_for)) for stats in summary.roles]
+    rows = [_row(stats, price_for) for stats in summary.roles]
     lines = [_header(summary), "", _client.table(rows, _COLUMNS), "",
              f"{len(summary.never_reported)} task(s) never reported work-done"]
     if summary.session_budget is not None:
@@ -161,10 +161,11 @@ def _header(summary: report.Report) -> str:
     return f"{runs} {_local(summary.start)} · wall {format_duration(summary.wall)} · {where}"
 
 
-def _row(stats: report.RoleStats, cost: float | None) -> dict[str, object]:
+def _row(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object]:
     # A role that was never handed work (the orchestrator) has no task numbers.
     idle = stats.tasks == 0 and stats.done + stats.failed + stats.blocked == 0
     avg = stats.avg
+    cost, guess = role_cost(stats, price_for), costs.estimated(stats.models, price_for)
     return {"role": stats.name,
             "tasks": "-" if idle else stats.tasks,
             "done": "-" if idle else stats.done,
@@ -175,7 +176,7 @@ def _row(stats: report.RoleStats, cost: float | None) -> dict[str, object]:
             "avg": "-" if avg is None else format_duration(avg),
             "first": _clock(stats.first), "last": _clock(stats.last),
             "tokens": tokens_text(stats.tokens),
-            "cost": "n/a" if cost is None else costs.cost_text(cost)}
+            "cost": "n/a" if cost is None else costs.cost_text(cost, bool(guess))}
 
 
 def budget_text(budget: dict | None, over: bool) -> str:
@@ -226,7 +227,8 @@ def _role_json(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object
             "budget": None if stats.budget is None else {**stats.budget,
                                                           "over": stats.over_budget},
             "busy": stats.busy, "avg": stats.avg, "first": stats.first, "last": stats.last,
-            "tokens": tokens, "models": stats.models, "cost": role_cost(stats, price_for)}
+            "tokens": tokens, "models": stats.models, "cost": role_cost(stats, price_for),
+            "estimated": costs.estimated(stats.models, price_for)}
 
 
 def _local(t: float) -> str:

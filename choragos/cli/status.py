@@ -48,6 +48,8 @@ def _row(role: dict[str, Any]) -> dict[str, Any]:
     state = ", ".join([str(role.get("state")), *(marks if isinstance(marks, list) else [])])
     budget = role.get("budget") if isinstance(role.get("budget"), dict) else {}
     spent = _money(role.get("cost")) if role.get("cost") is not None else ""
+    if spent and role.get("estimated"):
+        spent = "~" + spent  # a model [pricing] lacks, priced at its highest prices
     if budget.get("usd") is not None:
         spent = f"{spent or '$?'}/{_money(budget['usd'])}"
     elif budget.get("tokens"):

@@ -117,3 +117,39 @@ def test_a_budget_without_a_gateway_warns_that_it_cannot_be_enforced(serve):
     warning = s.wait_event(lambda e: e["event"] == "config warning", 5, "the warning")
     assert warning["message"].startswith("budgets cannot be enforced: the gateway is off")
     assert "budgets cannot be enforced" in s.stderr()
+
+
+def test_an_unpriced_model_is_priced_at_the_highest_price_and_fires_the_usd_budget(
+        serve, gateway, short_tmp):
+    """Before, a model missing from [pricing] made the role's cost unknown and took
+    it out of every USD budget: $1.20 spent against a $1.00 cap, and no alarm."""
+    s = serve(_config(gateway.port, short_tmp, session="5.00"))
+    s.wait_booted(["orchestrator", "coder", "tester"])
+    s.wait_event(lambda e: e["event"] == "gateway up", message="gateway up")
+    gateway.set("coder", "not-in-pricing", input=int(1.2 * MILLION))
+    said = s.wait_event(lambda e: e["event"] == "cost estimated", 10, "the estimate said")
+    assert said["role"] == "coder" and said["model"] == "not-in-pricing"
+    s.wait(lambda: fired(short_tmp, "on_budget"), 10, "on_budget for coder")
+    assert fired(short_tmp, "on_budget") == [
+        "coder|~$1.20 of $1.00 (estimated: not-in-pricing not in [pricing])"]
+    coder = _roles(s)["coder"]
+    assert coder["cost"] == pytest.approx(1.2) and coder["estimated"] == ["not-in-pricing"]
+    assert "~$1.20/$1.00" in s.cli("status").stdout
+    status = json.loads(s.cli("status", "--json").stdout)
+    assert status["budget"]["cost"] == pytest.approx(1.2)  # in the session total too
+    assert "which [pricing] does not list" in s.stderr()
+
+
+def test_a_role_already_over_budget_at_the_first_reading_is_flagged(gateway, short_tmp):
+    """The counts are over the cap before the session reads them once: the alarm must
+    not wait for the tokens to change again."""
+    gateway.set("tester", MODEL, input=int(0.6 * MILLION))
+    work = short_tmp / "work"
+    work.mkdir()
+    s = Serve(work, _config(gateway.port, short_tmp), sock=short_tmp / "s.sock").start()
+    try:
+        over = s.wait_event(lambda e: e["event"] == "over budget", 15, "over budget")
+        assert over["role"] == "tester" and over["spent"] == "$0.60 of $0.50"
+        s.wait(lambda: _roles(s)["tester"]["state"] == "paused", 15, "tester paused")
+    finally:
+        assert s.stop() == 0, s.stderr()

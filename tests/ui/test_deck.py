@@ -366,10 +366,12 @@ def test_cards_show_gateway_tokens_and_cost(deck):
     assert "↑" not in "\n".join(screen_text(deck))  # no telemetry, no made-up zeros
     usage = {"tokens": {"input": 12_345, "output": 678, "cache_read": 0,
                         "cache_creation": 0}, "cost": 0.0042}
-    deck._news(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None}}))
+    deck._news(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None},
+                                   "orchestrator": {**usage, "estimated": ["mystery"]}}))
     text = "\n".join(screen_text(deck))
     assert "↑12.3k ↓678 $0.0042" in text
-    assert text.count("↑12.3k ↓678") == 2 and text.count("$0.0042") == 1  # release: unpriced
+    assert "↑12.3k ↓678 ~$0.0042" in text  # a model [pricing] lacks: estimated
+    assert text.count("↑12.3k ↓678") == 3 and text.count("$0.0042") == 2  # release: no table
 
 
 def test_cards_show_budgets_and_the_guardrails_marks(deck):

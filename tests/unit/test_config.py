@@ -450,7 +450,8 @@ def test_pricing_parses_and_omitted_directions_cost_zero(tmp_path: Path) -> None
     ("claude-opus-4.1-20250805", Price(output=75.0)),
     ("claude-opus-4-5", Price(5.0, 25.0, 0.5, 6.25)),
     ("claude-sonnet-4", Price(input=1.0)),
-    ("gpt-5", None),
+    # Not listed: the highest price in each direction, marked as an estimate.
+    ("gpt-5", Price(5.0, 75.0, 0.5, 6.25, estimated=True)),
 ])
 def test_price_for_longest_prefix(tmp_path: Path, model: str, price: Price | None) -> None:
     assert load(tmp_path, PRICING).price_for(model) == price

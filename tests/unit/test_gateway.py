@@ -14,7 +14,14 @@ from choragos.actors.gateway import (
 from choragos.actors.handle import Handle
 from choragos.actors.timers import Timers
 from choragos.config import Config, GatewaySettings, Price, builtin_config
-from choragos.gateway import MAX_BODY, MetricsError, decide, parse_metrics, role_cost
+from choragos.gateway import (
+    MAX_BODY,
+    MetricsError,
+    decide,
+    parse_metrics,
+    role_cost,
+    role_estimated,
+)
 from tests.conftest import wait_until
 
 LINES = (
@@ -72,13 +79,19 @@ def test_garbage_is_a_metrics_error(body: bytes) -> None:
         parse_metrics(body)
 
 
-def test_cost_uses_the_longest_prefix_and_is_none_when_unpriced() -> None:
+def test_cost_uses_the_longest_prefix_and_an_unpriced_model_the_highest_prices() -> None:
     config = Config(roles=builtin_config().roles,
-                    pricing={"m": Price(input=1.0), "m-1": Price(input=2.0, output=10.0)})
-    counts = {"input": 1000, "output": 100, "cache_read": 0, "cache_creation": 0}
+                    pricing={"m": Price(input=1.0, cache_read=0.5),
+                             "m-1": Price(input=2.0, output=10.0)})
+    counts = {"input": 1000, "output": 100, "cache_read": 1000, "cache_creation": 0}
     assert role_cost(config, {"m-1": counts}) == pytest.approx(0.003)
-    assert role_cost(config, {"other": counts}) is None
+    assert role_estimated(config, {"m-1": counts}) == []
+    # Not in [pricing]: each direction at the highest price the table has, and said so.
+    assert role_cost(config, {"other": counts, "m-1": counts}) == pytest.approx(0.0065)
+    assert role_estimated(config, {"other": counts, "m-1": counts}) == ["other"]
     assert role_cost(config, {}) is None
+    # Without a table nothing can be priced (the config warns about a USD budget then).
+    assert role_cost(Config(roles=builtin_config().roles), {"other": counts}) is None
 
 
 # ---- the prober ------------------------------------------------------------------------

@@ -267,7 +267,7 @@ def test_json_shape(tmp_path, capsys):
     assert dev == {"role": "dev", "tasks": 3, "done": 2, "failed": 0, "blocked": 0,
                    "budget": None, "busy": 180.0, "avg": 90.0,
                    "first": T0 + 2, "last": T0 + 206, "tokens": None, "models": {},
-                   "cost": None}
+                   "cost": None, "estimated": []}
 
 
 def test_rollbacks_are_listed_with_who_asked_and_the_undo(tmp_path, capsys):
@@ -340,12 +340,15 @@ def test_tokens_are_priced_per_model_with_the_pricing_table(tmp_path, capsys):
     rows = {line.split()[0]: line.split() for line in out.splitlines()[3:5]}
     # opus: 15 + 0.1 * 75 + 2 * 1.5 = 25.50; haiku: 2 * 1 + 0.2 * 5 = 3.00
     assert rows["dev"][-1] == "$28.50"
-    assert rows["lead"][-1] == "n/a"  # a model without a price: no partial sum
+    # A model [pricing] lacks: each direction at the highest price the table has
+    # (15 + 0.1 * 75 + 2 * 1.5 per million of 10), marked an estimate.
+    assert rows["lead"][-1] == "~$0.0003"
     _, as_json, _ = run_cli(capsys, log, "--config", config, "--json")
     roles = {r["role"]: r for r in json.loads(as_json)["roles"]}
     assert roles["dev"]["cost"] == pytest.approx(28.5)
     assert roles["dev"]["models"]["haiku"]["input"] == 2_000_000
-    assert roles["lead"]["cost"] is None
+    assert roles["lead"]["cost"] == pytest.approx(255e-6)
+    assert roles["lead"]["estimated"] == ["mystery"] and roles["dev"]["estimated"] == []
 
 
 def test_escape_sequences_from_the_log_are_never_printed_raw(tmp_path, capsys):
