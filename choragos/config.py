@@ -361,6 +361,7 @@ def _build(data: dict, target: Path, shown: str) -> Config:
     _warn_not_built(data, "", "", report)
     _join_gateways(values, data, report)
     _warn_web(values, report)
+    _warn_metrics(values, report)
     report.raise_if_errors()
     _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
@@ -369,7 +370,7 @@ def _build(data: dict, target: Path, shown: str) -> Config:
 def _warn_web(values: dict, report: cs.Report) -> None:
     """The web view beyond loopback, or notifications that lead nowhere."""
     listen = getattr(values.get("web"), "listen", "")
-    if listen and not is_loopback(listen):
+    if listen and beyond_loopback(listen):
         report.warn("web.listen", f"the web view listens on {cs.show(listen)}, beyond this "
                     "machine: anyone who reaches it and holds the token acts as you; prefer "
                     "127.0.0.1 with an ssh tunnel or a tailnet (see docs/web.md)")
@@ -615,12 +616,6 @@ def web_listen(value: object) -> str:
     return _addr(text)
 
 
-def is_loopback(addr: str) -> bool:
-    """Whether ``host:port`` stays on this machine."""
-    host = addr.rpartition(":")[0]
-    return host in ("localhost", "[::1]") or host.startswith("127.")
-
-
 def _is_host(host: str) -> bool:
     if host.startswith("[") and host.endswith("]"):
         try:
@@ -671,6 +666,20 @@ _GATEWAY = _settings(BuiltinGateway, {
 })
 
 
+def beyond_loopback(addr: str) -> bool:
+    """Whether a listener on ``addr`` (host:port) is reachable from other machines."""
+    host = addr.rpartition(":")[0]
+    return host not in ("localhost", "[::1]") and not host.startswith("127.")
+
+
+def _warn_metrics(values: dict, report: cs.Report) -> None:
+    listen = getattr(values.get("metrics"), "listen", "")
+    if listen and beyond_loopback(listen):
+        report.warn("metrics.listen", f"the session's metrics listen on {cs.show(listen)}, "
+                    "beyond this machine: anyone who reaches it can read the crew's roles, "
+                    "tasks, tokens and costs")
+
+
 def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
     """A built-in gateway is the session's gateway: on, at its address, fail-closed as set."""
     builtin = values.get("gateway")
@@ -686,8 +695,7 @@ def _join_gateways(values: dict, data: dict, report: cs.Report) -> None:
                      f"{cs.show(sphragis.addr)}; the session scrapes the gateway where it "
                      "listens, so set the address in one place")
     addr = builtin.addr or sphragis.addr
-    host = addr.rpartition(":")[0]
-    if host not in ("localhost", "[::1]") and not host.startswith("127."):
+    if beyond_loopback(addr):
         report.warn("gateway.addr" if builtin.addr else "sphragis.addr",
                     f"the built-in gateway listens on {cs.show(addr)}, beyond this machine: "
                     "anyone who reaches it can use it as a proxy and read its /metrics")

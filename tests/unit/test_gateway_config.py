@@ -37,6 +37,16 @@ def test_a_builtin_gateway_beyond_loopback_warns(tmp_path: Path) -> None:
                                          'listens on "0.0.0.0:8787", beyond this machine')
 
 
+def test_metrics_beyond_loopback_warn_as_the_gateway_does(tmp_path: Path) -> None:
+    config = load(tmp_path, LEAD + '[metrics]\nlisten = "0.0.0.0:9464"\n')
+    assert config.warnings == (
+        '.choragos.toml:metrics.listen: the session\'s metrics listen on "0.0.0.0:9464", '
+        "beyond this machine: anyone who reaches it can read the crew's roles, tasks, "
+        "tokens and costs",)
+    for local in ("127.0.0.1:9464", "localhost:9464", "[::1]:9464"):
+        assert not load(tmp_path, LEAD + f'[metrics]\nlisten = "{local}"\n').warnings
+
+
 @pytest.mark.parametrize("text,where,message", [
     ('[sphragis]\nenabled = false\n[gateway]\nbuiltin = true\n', "gateway.builtin",
      "conflicts with [sphragis] enabled = false"),
