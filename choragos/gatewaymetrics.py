@@ -14,7 +14,7 @@ ones too, so no request can grow the page without end.
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -25,6 +25,7 @@ from choragos.gatewaycounts import FAMILIES, Counts, CountsFile
 from choragos.gatewaylabels import Labels
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+REMEMBERED = 4096  # answer ids counted, so one read back again is not counted twice
 
 
 class Tally:
@@ -38,6 +39,7 @@ class Tally:
         self.errors: Counter[tuple[str, str, str]] = Counter()
         self._added: Counts = {}  # since the store last took it: the next journal line
         self.labels = Labels()
+        self._counted: OrderedDict[str, None] = OrderedDict()
 
     def restore(self, counts: Counts) -> None:
         """Start from a previous gateway's counters, as its counts file kept them
@@ -97,6 +99,17 @@ class Tally:
             for direction, value in counts.items():
                 if direction in DIRECTIONS and isinstance(value, int) and value > 0:
                     self._add("tokens", (agent, model, direction), value)
+
+    def first_time(self, answer_id: str) -> bool:
+        """True the first time ``answer_id`` is counted (an OpenAI response can be
+        read again, or read later in background mode: its usage counts once)."""
+        with self._lock:
+            if answer_id in self._counted:
+                return False
+            self._counted[answer_id] = None
+            if len(self._counted) > REMEMBERED:
+                self._counted.popitem(last=False)
+            return True
 
     def add_request(self, agent: str, api: str, code: int) -> None:
         with self._lock:

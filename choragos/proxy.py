@@ -65,18 +65,23 @@ _OWN = frozenset({"host", "content-length", "accept-encoding", KEY_HEADER.lower(
 @dataclass(frozen=True)
 class Route:
     api: str
-    counts: bool       # a successful answer carries usage
-    model: str = ""    # from the path (Gemini names the model there)
+    counts: bool        # a successful answer may carry usage
+    model: str = ""     # from the path (Gemini names the model there)
+    expected: bool = True  # an answer without usage is an error
 
 
-_ROUTES: tuple[tuple[re.Pattern[str], str, bool], ...] = (
-    (re.compile(r"/v1/messages"), ANTHROPIC, True),
-    (re.compile(r"/v1/messages/count_tokens"), ANTHROPIC, False),
-    (re.compile(r"/v1/responses"), OPENAI, True),
-    (re.compile(r"/v1/responses/.+"), OPENAI, False),
-    (re.compile(r"/v1/chat/completions"), OPENAI, True),
-    (re.compile(r"/v1beta/models/([^/:]+):(?:stream)?[gG]enerateContent"), GEMINI, True),
-    (re.compile(r"/v1beta/models/([^/:]+):countTokens"), GEMINI, False),
+# (pattern, API, counted, usage expected).  An OpenAI response read back by its id
+# (background mode: the POST answers "queued", the usage comes with the result) is
+# counted there, once per response id (see Tally.first_time).
+_ROUTES: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
+    (re.compile(r"/v1/messages"), ANTHROPIC, True, True),
+    (re.compile(r"/v1/messages/count_tokens"), ANTHROPIC, False, False),
+    (re.compile(r"/v1/responses"), OPENAI, True, True),
+    (re.compile(r"/v1/responses/[^/]+"), OPENAI, True, False),
+    (re.compile(r"/v1/responses/.+"), OPENAI, False, False),
+    (re.compile(r"/v1/chat/completions"), OPENAI, True, True),
+    (re.compile(r"/v1beta/models/([^/:]+):(?:stream)?[gG]enerateContent"), GEMINI, True, True),
+    (re.compile(r"/v1beta/models/([^/:]+):countTokens"), GEMINI, False, False),
 )
 
 SERVED = ("/v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
@@ -85,12 +90,23 @@ SERVED = ("/v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/comp
 
 def route_for(path: str) -> Route | None:
     """Which API serves ``path`` (the part after ``/agent/<role>``), if any."""
-    for pattern, api, counts in _ROUTES:
+    for pattern, api, counts, expected in _ROUTES:
         found = pattern.fullmatch(path)
         if found:
             model = unquote(found.group(1)) if found.groups() else ""
-            return Route(api, counts, model)
+            return Route(api, counts, model, expected)
     return None
+
+
+def dot_segment(path: str) -> bool:
+    """Whether ``path`` has a segment an upstream may resolve away (``.``, ``..``,
+    percent-encoded or with a backslash or an encoded slash in it): such a path can
+    reach another API than the one it names here, uncounted."""
+    for segment in path.split("/"):
+        plain = unquote(segment)
+        if plain in (".", "..") or "/" in plain or "\\" in plain:
+            return True
+    return False
 
 
 def error_body(status: int, kind: str, message: str) -> bytes:
@@ -175,6 +191,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._route(caller, split.query)
 
     def _route(self, caller: Caller, query: str) -> None:
+        if dot_segment(caller.rest):
+            self._refuse(caller.role, "", _Failure(
+                400, "bad_request", "choragos gateway: a path with '.' or '..' segments (or "
+                "an encoded slash) is refused; send the API path as it is"))
+            return
         route = route_for(caller.rest)
         if route is None:
             self._refuse(caller.role, "", _Failure(
@@ -344,7 +365,8 @@ class _Handler(BaseHTTPRequestHandler):
         meter = None
         if has_body and route.counts and 200 <= status < 300:
             meter = UsageMeter(route.api, response.getheader("Content-Type") or "",
-                               response.getheader("Content-Encoding") or "", route.model)
+                               response.getheader("Content-Encoding") or "", route.model,
+                               route.expected)
         settled: list[str] = []
 
         def settle(kind: str) -> None:
@@ -374,6 +396,11 @@ class _Handler(BaseHTTPRequestHandler):
             except (OSError, HTTPException):
                 self.close_connection = True  # the agent sees the stream end unfinished
                 return "upstream_broken"
+            if not data and not chunked and response.length:
+                # Closed before its Content-Length: closing ours too ends the agent's
+                # wait at once, where the length we passed on would keep it waiting.
+                self.close_connection = True
+                return "upstream_broken"
             last = not data or (not chunked and response.length == 0)
             if meter is not None and data and last:
                 meter.feed(data)
@@ -401,8 +428,14 @@ class _Handler(BaseHTTPRequestHandler):
         note = f"{status}"
         if meter is not None:
             reading = meter.close()
-            tally.add_tokens(role, reading.model, reading.counts)
-            if reading.problem:
+            # An answer read again (an OpenAI response fetched by its id) counts once.
+            if not (reading.counts and reading.once) or tally.first_time(reading.once):
+                tally.add_tokens(role, reading.model, reading.counts)
+            else:
+                note += " (counted before)"
+            if reading.clamped:
+                tally.add_error(role, route.api, "usage_clamped")
+            elif reading.problem:
                 tally.add_error(role, route.api, "usage_unreadable")
             note += f" {reading.model} {reading.counts}" + (f" ({reading.problem})"
                                                            if reading.problem else "")

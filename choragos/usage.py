@@ -4,8 +4,13 @@ A :class:`UsageMeter` is fed the response body piece by piece, exactly as
 the bytes go on to the agent, and never holds a whole stream: event streams
 are cut into lines (one line is kept at most, up to :data:`MAX_LINE`) and
 only the lines that mention usage are parsed.  A plain JSON body is kept up
-to :data:`MAX_JSON` and parsed at its end.  Every API reports cumulative
-counts within one response, so the last value seen for each direction wins.
+to :data:`MAX_JSON` and parsed at its end.  A compressed body is inflated
+:data:`INFLATE_PIECE` bytes at a time and read up to :data:`MAX_INFLATED`, so
+a small answer that inflates to gigabytes costs neither memory nor much
+time.  Every API reports cumulative counts within one response, so the
+last value seen for each direction wins; a count above :data:`MAX_TOKENS`
+is taken as that (and said so): no answer holds more, and a forged one
+must not make a role's cost absurd.
 
 Directions follow the Messages API: ``input`` excludes cached input, which
 is ``cache_read`` (and ``cache_creation`` when the API reports it).  OpenAI
@@ -23,6 +28,10 @@ from typing import Any
 
 MAX_LINE = 8 << 20   # one SSE line: OpenAI's response.completed repeats the whole output
 MAX_JSON = 16 << 20  # a non-streamed body
+INFLATE_PIECE = 1 << 16
+MAX_INFLATED = 256 << 20
+MAX_TOKENS = 100_000_000  # per direction in one answer: far above any context window
+_PENDING = frozenset({"queued", "in_progress"})  # an OpenAI background response: usage later
 
 ANTHROPIC, OPENAI, GEMINI = "anthropic", "openai", "gemini"
 
@@ -37,6 +46,8 @@ class Reading:
     model: str
     counts: Counts
     problem: str = ""  # why the usage could not be read, for the error metric
+    clamped: bool = False  # a count was above MAX_TOKENS and taken as MAX_TOKENS
+    once: str = ""  # an id counted once however often the answer is read (OpenAI responses)
 
 
 def _int(value: object) -> int:
@@ -114,6 +125,10 @@ class UsageMeter:
     _skipping: bool = False
     _dead: bool = False  # nothing more can be read from this body
     _decoder: Any = None
+    _inflated: int = 0
+    clamped: bool = False
+    once: str = ""
+    pending: bool = False  # the answer says its usage comes later (a background response)
 
     def __post_init__(self) -> None:
         self._read = READERS[self.api]
@@ -126,14 +141,26 @@ class UsageMeter:
             self._fail(f"cannot read a {encoding}-encoded body")
 
     def feed(self, data: bytes) -> None:
-        if self._dead:
+        if self._decoder is None:
+            self._plain(data)
             return
-        if self._decoder is not None:
+        while data and not self._dead:
             try:
-                data = self._decoder.decompress(data)
+                piece = self._decoder.decompress(data, INFLATE_PIECE)
             except zlib.error as exc:
                 self._fail(f"undecodable body: {exc}")
                 return
+            data = self._decoder.unconsumed_tail
+            self._inflated += len(piece)
+            if self._inflated > MAX_INFLATED:
+                self._fail(f"the body inflates past {MAX_INFLATED} bytes; its usage was not "
+                           "read")
+                return
+            self._plain(piece)
+
+    def _plain(self, data: bytes) -> None:
+        if self._dead:
+            return
         if self._sse:
             self._lines(data)
         elif len(self._partial) + len(data) <= MAX_JSON:
@@ -194,7 +221,22 @@ class UsageMeter:
         model, counts = self._read(obj)
         if isinstance(model, str) and model:
             self.model = model
-        self.counts.update(counts)
+        self._note_response(obj)
+        for direction, value in counts.items():
+            if value > MAX_TOKENS:
+                self.clamped, value = True, MAX_TOKENS
+                self.problem = self.problem or (f"a usage count above {MAX_TOKENS} was taken "
+                                                f"as {MAX_TOKENS}")
+            self.counts[direction] = value
+
+    def _note_response(self, obj: dict) -> None:
+        """An OpenAI response object: its id (counted once) and whether usage is to come."""
+        inner = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+        if self.api != OPENAI or inner.get("object") != "response":
+            return
+        if isinstance(inner.get("id"), str):
+            self.once = inner["id"][:200]
+        self.pending = inner.get("status") in _PENDING
 
     def _fail(self, problem: str) -> None:
         self.problem = self.problem or problem
@@ -216,7 +258,7 @@ class UsageMeter:
         if self._partial and not self._dead:
             self._last_piece(bytes(self._partial))
         self._partial.clear()
-        if self.expect_usage and not self.counts and not self.problem:
+        if self.expect_usage and not self.counts and not self.problem and not self.pending:
             self.problem = "no usage in the response"
         return Reading(self.model or self.fallback_model or "unknown", dict(self.counts),
-                       self.problem)
+                       self.problem, self.clamped, self.once)

@@ -18,6 +18,7 @@ import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -196,3 +197,65 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@dataclass
+class Canned:
+    """One canned answer: ``body`` under ``headers``; ``short_by`` bytes of it are never
+    sent (the connection closes first, its Content-Length promised them)."""
+
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    short_by: int = 0
+
+
+class CannedUpstream:
+    """An HTTP/1.1 server answering each ``(method, path)`` with its :class:`Canned`."""
+
+    def __init__(self, answers: dict[tuple[str, str], Canned]) -> None:
+        self.answers = answers
+        self.seen: list[tuple[str, str]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream.seen.append((self.command, self.path))
+                canned = upstream.answers.get((self.command, self.path))
+                if canned is None:
+                    canned = Canned(b'{"error":"no such thing"}')
+                    self.send_response(404)
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Type", canned.content_type)
+                self.send_header("Content-Length", str(len(canned.body)))
+                for name, value in canned.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(canned.body[:len(canned.body) - canned.short_by])
+                if canned.short_by:
+                    self.wfile.flush()
+                    self.close_connection = True
+
+            do_POST = do_DELETE = do_GET
+
+        return Handler
