@@ -337,3 +337,37 @@ def test_tokens_answered_just_before_the_gateway_is_killed_are_all_kept(short_tm
     report = s.cli("report", "--json")
     by_role = {r["role"]: r["tokens"] for r in json.loads(report.stdout)["roles"]}
     assert by_role["coder"]["total"] == 3600 + 900 + 150 + 120
+
+
+def test_a_flood_of_made_up_roles_does_not_close_the_fail_closed_gate(serve):
+    """The attack that stopped a crew: ~7,000 requests for made-up roles, from anyone
+    who can reach the port. Before, each made a /metrics series; past 1 MiB the probe
+    refused the page, the gateway counted as down, and fail-closed refused all work."""
+    import http.client
+
+    port = free_port()
+    with FakeModel(usage=CLAUDE_USAGE) as claude:
+        s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+                  + _gateway(port, anthropic=claude.base_url))
+        s.wait_booted(["orchestrator", "coder"])
+        s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        try:
+            for n in range(7_000):
+                conn.request("POST", f"/agent/made-up-{n}/nothing", body=b"{}")
+                response = conn.getresponse()
+                response.read()
+                assert response.status in (403, 404)  # refused: no key for such a role
+        finally:
+            conn.close()
+        # A real answer after the flood: once the session shows its tokens, a probe
+        # has read the page since.
+        _messages(_environ(_roles(s)["coder"]["pid"])["ANTHROPIC_BASE_URL"])
+        s.wait(lambda: _roles(s)["coder"]["tokens"]["input"] == 1200, 20, "a probe after it")
+        assert _status(s)["gateway"] == "on"
+        assert not [e for e in s.events() if e["event"] == "gateway down"
+                    and "metrics" in e.get("reason", "")]
+        out = s.cli("delegate", "--to", "coder", "--task", "still at work")
+        assert out.returncode == 0, out.stderr
+        assert metric(f"http://127.0.0.1:{port}", "sphragis_requests_total",
+                      agent="(unknown)", code="403") == 7_000
