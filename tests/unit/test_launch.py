@@ -70,3 +70,17 @@ def test_launch_is_pure() -> None:
     assert launch(spec, context) == launch(spec, context)
     assert BASE == {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "SECRET_TOKEN": "s3cret",
                     "LANG": "C"}
+
+
+def test_with_the_sessions_gateway_each_role_carries_its_own_key() -> None:
+    keyed = LaunchContext(WORKDIR, SOCK, BASE, lambda role: f"http://127.0.0.1:9/agent/{role}",
+                          lambda role: f"key-of-{role}")
+    got = launch(RoleSpec(name="r1", command="claude"), keyed)
+    assert got.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/agent/r1/key-of-r1"
+    # Codex: never on its command line, which any local user can read.
+    got = launch(RoleSpec(name="r2", command="codex"), keyed)
+    assert got.env["CHORAGOS_GATEWAY_KEY"] == "key-of-r2"
+    assert not any("key-of-r2" in arg for arg in got.argv)
+    # env_deny cannot cut a role off from its key.
+    got = launch(RoleSpec(name="r2", command="codex", env_deny=("CHORAGOS_*",)), keyed)
+    assert got.env["CHORAGOS_GATEWAY_KEY"] == "key-of-r2"
