@@ -36,6 +36,7 @@ HEADER = '{"choragos":"gateway counts","version":1}'
 FAMILIES = ("tokens", "requests", "errors")
 COMPACT_AT = 1 << 20   # journal bytes after which the totals are rewritten as one line
 MAX_SIZE = 16 << 20    # far above any journal this module writes; a larger file is not ours
+MAX_COUNT = 10**15     # no count this gateway keeps gets near it: a row above is junk
 
 # family -> {(label, label, label): count}
 Counts = dict[str, dict[tuple[str, str, str], int]]
@@ -66,7 +67,9 @@ def decode(text: str) -> Counts:
     """The sum of a journal's lines.
 
     A line that is not a JSON object (the last one, cut short by a crash in
-    mid-write) and rows that are not three strings and a count are skipped.
+    mid-write) and rows that are not three strings and a count (above 0, at
+    most :data:`MAX_COUNT`) are skipped.  The labels are bounded by the tally
+    that restores them.
     """
     first, _, rest = text.partition("\n")
     if first.strip() != HEADER:
@@ -87,7 +90,7 @@ def _rows(rows: object) -> Counter[tuple[str, str, str]]:
     found: Counter[tuple[str, str, str]] = Counter()
     for row in rows if isinstance(rows, list) else ():
         if (isinstance(row, list) and len(row) == 4 and all(isinstance(x, str) for x in row[:3])
-                and type(row[3]) is int and row[3] > 0):
+                and type(row[3]) is int and 0 < row[3] <= MAX_COUNT):
             found[row[0], row[1], row[2]] += row[3]
     return found
 

@@ -92,7 +92,9 @@ def test_a_link_is_not_read_through(tmp_path):
 
 def test_a_line_cut_short_and_bad_rows_are_skipped_good_ones_kept():
     text = (HEADER + '\n{"tokens":[["a","m","input",5],["a","m","output",-1],["a","m",3,4],'
-            '["a","m","input"],["b","m","input",true],"x"],"requests":7}\n[1]\n'
+            '["a","m","input"],["b","m","input",true],["a","m","input",1e40],'
+            '["a","m","output",10000000000000000000000000000000000000000],"x"],"requests":7}\n'
+            '[1]\n'
             '{"tokens":[["a","m","input",2]]}\n{"tokens":[["a","m","inp')
     assert decode(text) == {"tokens": {("a", "m", "input"): 7}, "requests": {}, "errors": {}}
 
