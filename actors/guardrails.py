@@ -63,6 +63,7 @@ class GuardState:
     marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     budget_fired: dict[str, tuple] = field(default_factory=dict)  # key -> cap it fired at
     unpriced: set[tuple[str, str]] = field(default_factory=set)  # (role, model) said so
+    pause_pending: set[str] = field(default_factory=set)  # over budget before it was up
 
 
 class Guardrails:
@@ -115,6 +116,8 @@ class Guardrails:
         if view.status not in DOWN:
             self.s.guard.gone.discard(role)
             self._guard_alive()
+            if role in self.s.guard.pause_pending:
+                self._budget_pause(role)
 
     def _guard_exited(self, msg: m.RoleExited) -> None:
         status = msg.status.describe()
@@ -301,6 +304,11 @@ class Guardrails:
             if key in fired and fired[key] != cap:
                 del fired[key]
                 self._mark(key, OVER, False)
+                # No pause is owed any more for a role that has not come up yet.
+                if key == SESSION:
+                    self.s.guard.pause_pending.clear()
+                else:
+                    self.s.guard.pause_pending.discard(key)
             return False
         if fired.get(key) == cap:
             return False
@@ -310,7 +318,13 @@ class Guardrails:
 
     def _budget_pause(self, role: str) -> None:
         seat = self.s.seats.get(role)
-        if seat is not None and seat.view.status not in DOWN:
+        if seat is not None and seat.view.status in DOWN:
+            # Not started yet (over budget at the first reading) or between restarts:
+            # paused as soon as it is up, so it does no work over its budget.
+            self.s.guard.pause_pending.add(role)
+            return
+        self.s.guard.pause_pending.discard(role)
+        if seat is not None:
             seat.handle.tell(m.Pause())
             # Not ready from now on, before the role says it is paused: a notice
             # queued next must wait for the resume, not be typed into a stopped pane.
