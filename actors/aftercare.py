@@ -8,6 +8,7 @@ keeps its own checkpoint store, as stores are one per thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
@@ -17,6 +18,7 @@ from choragos import changes, verify, worktrees
 from choragos.actors.base import Actor
 from choragos.authority import Behalf
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+from choragos.remote.seat import SeatError
 from choragos.worktrees import MergeResult, WorktreeError
 
 
@@ -66,11 +68,14 @@ class MergeDone:
 
 class AftercareActor(Actor):
     def __init__(self, workdir: Path, core: Any, supervisor: Any = None,
-                 behalf: Behalf | None = None) -> None:
+                 behalf: Behalf | None = None,
+                 fetchers: Callable[[], Mapping[str, Callable[[str], None]]] = dict) -> None:
         super().__init__("aftercare", supervisor)
         self.workdir = workdir
         self.core = core
         self.behalf = behalf or Behalf()
+        # A remote role's branch -> how its work comes back from its host first.
+        self.fetchers = fetchers
         self._stores: dict[Path, CheckpointStore] = {}
 
     def on_shutdown(self) -> None:
@@ -101,12 +106,15 @@ class AftercareActor(Actor):
         """Commit the worker's tree on its branch; the changes are what that
         commit holds beyond the main checkout (what merging it would bring)."""
         try:
+            fetch = self.fetchers().get(msg.branch)
+            if fetch is not None:
+                fetch(msg.message[0])
             worktrees.commit_work(msg.cwd, *msg.message)
             commit = worktrees.tip(self.workdir, msg.branch)
             unmerged = worktrees.unmerged(self.workdir, commit)
             base = worktrees.merge_base(self.workdir, commit)
             found = changes.diff_trees(self.workdir, base, commit)
-        except (WorktreeError, changes.ChangesError) as exc:
+        except (WorktreeError, changes.ChangesError, SeatError) as exc:
             return None, str(exc), False, ""
         return tuple(change.as_dict() for change in found), "", unmerged, commit
 

@@ -692,7 +692,14 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if msg.role == self.s.start_role:
             return  # reports wait in its queue for the next orchestrator
         for task in self.s.board.open_for(msg.role):
-            if task.state in (TaskState.DELIVERED, TaskState.TIMED_OUT):
+            if task.state not in (TaskState.DELIVERED, TaskState.TIMED_OUT):
+                continue
+            if msg.redeliver and msg.restarting:
+                self._event("task redelivered", task=task.id, role=msg.role,
+                            reason=msg.status.describe())
+                self._enqueue(task.role, briefs.task_line(task, f".choragos/tasks/{task.id}.md"),
+                              "task", task.id, front=True)
+            else:
                 self._fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
                                       f"before reporting work-done")
 
@@ -708,6 +715,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                       "a role may only report its own tasks")
             self._event("request refused", cmd="work-done", caller=caller, reason=reason)
             return wire.error(reason)
+        if request.get("report_text") and before is not None:
+            report = self._keep_report(task_id, request["report_text"]) or report
         outcome = request.get("outcome", "done")
         note, role = self._resolve(task_id, summary, report, request.get("done", False),
                                    outcome)
@@ -729,6 +738,18 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
         return wire.ok(**ack)
+
+    def _keep_report(self, task_id: str, text: str) -> str | None:
+        """A report that came with its work-done (from a role on another
+        machine), kept where local reports go; None if it cannot be written."""
+        path = self.s.state_dir / "reports" / f"{task_id}.md"
+        try:
+            statedir.make_dir(path.parent)
+            _write_text(path, text)
+        except OSError as exc:
+            self._event("report not kept", task=task_id, error=exc.strerror or str(exc))
+            return None
+        return str(path)
 
     def _resolve(self, task_id: str, summary: str, report: str | None,
                  done: bool, outcome: str = "done") -> tuple[str, str]:

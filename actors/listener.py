@@ -68,7 +68,15 @@ class ListenerState:
 
     def dispatch(self, request: dict) -> dict:
         """One request from a socket thread, to the core as a message."""
-        request[wire.CALLER] = self.caller(request.pop(wire.PEER_PID, None))
+        return self._dispatch(request, self.caller(request.pop(wire.PEER_PID, None)))
+
+    def dispatch_as(self, role: str, request: dict) -> dict:
+        """One request from a socket that only ``role`` reaches (a remote seat's)."""
+        request.pop(wire.PEER_PID, None)
+        return self._dispatch(request, role)
+
+    def _dispatch(self, request: dict, caller: str | None) -> dict:
+        request[wire.CALLER] = caller
         refusal = self.gate(request)
         if refusal:
             return wire.error(refusal)

@@ -37,7 +37,7 @@ class MergeFlow:
 
     def _worktree_role(self, role: str) -> bool:
         spec = self.s.config.role(role)
-        return spec is not None and spec.worktree and role in self.s.trees
+        return spec is not None and bool(spec.worktree or spec.host) and role in self.s.trees
 
     def _merge_mode(self, role: str) -> str:
         mode = self.s.config.role(role).merge

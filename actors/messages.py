@@ -173,6 +173,9 @@ class RoleExited:
     status: ExitStatus
     restarting: bool
     reason: str = ""
+    # The agent may be well but out of reach (a remote seat's connection
+    # dropped): its delivered task is typed again after the restart.
+    redeliver: bool = False
 
 
 # --- to the session core ----------------------------------------------------

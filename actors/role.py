@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import signal
 import threading
 import time
@@ -32,6 +33,7 @@ from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
 from choragos.launch import Launch
 from choragos.ptyproc import PtyChild, Reader, SpawnError
+from choragos.remote.seat import RemoteRole, SeatError
 from choragos.restartpolicy import ExitStatus, decide
 from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
 from choragos.terminal import Terminal
@@ -124,6 +126,7 @@ class RoleState:
     feed_lock: threading.Lock = field(default_factory=threading.Lock)  # gen vs. the reader's feed
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
+    seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
@@ -199,6 +202,8 @@ class RoleActor(Actor):
         s.booted = False
         s.boot_attempts = 0
         s.exit = None
+        if s.seat is not None and not self._seat_ready():
+            return
         argv = self._argv()
         try:
             s.child = PtyChild.spawn(argv, s.cwd or s.workdir, s.env,
@@ -223,6 +228,15 @@ class RoleActor(Actor):
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self._arm_stall_check(gen)
 
+    def _seat_ready(self) -> bool:
+        """A remote seat connected and up to date; its failure is an exit like any."""
+        try:
+            self.s.seat.prepare()
+        except SeatError as exc:
+            self._exited(m.Exited(self.s.gen, ExitStatus(code=255, cause=str(exc))))
+            return False
+        return True
+
     def _from_reader(self, message: Any) -> None:
         """The reader thread's way in.  Once this role's actor is given up the
         session stops the process itself; the reader keeps draining the PTY
@@ -244,6 +258,8 @@ class RoleActor(Actor):
             flags = conversations.start_args(s.workdir, s.spec.name, resumed)
             s.extra["conversation"] = flags[1]
             argv += flags
+        if s.seat is not None:  # the launcher adds the words after the role's own
+            return s.seat.argv + [shlex.quote(word) for word in argv[len(s.spec.argv()):]]
         return argv
 
     # -- output and status -------------------------------------------------
@@ -455,6 +471,13 @@ class RoleActor(Actor):
                                               f"{s.spec.name} is {s.status}, not ready",
                                               untouched=True))
             return
+        if s.seat is not None and msg.injection.kind == "task" and msg.injection.task_id:
+            try:
+                s.seat.before_task(msg.injection.task_id)
+            except SeatError as exc:
+                self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False, str(exc),
+                                                  untouched=True))
+                return
         self._begin_typing(msg.injection)
 
     def _begin_typing(self, injection: m.Injection, boot: bool = False,
@@ -631,14 +654,19 @@ class RoleActor(Actor):
         s = self.s
         if msg.gen != s.gen:
             return
+        lost = s.seat is not None and s.seat.lost(msg.status)
+        if s.seat is not None:
+            msg = m.Exited(msg.gen, s.seat.explain(msg.status))
+            s.seat.after_exit()
         s.exit = msg.status
         s.transcript.flush_screen(s.terminal.whole_display())
         if s.child is not None:
             s.child.close()
         self._set_status(RoleStatus.EXITED, msg.status.describe())
         if s.typing is not None:  # after EXITED: the core then requeues it, unless submitted
+            # A lost connection took the agent that read it: the next one types it afresh.
             self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})",
-                         submitted=s.typing.enters > 0)
+                         submitted=s.typing.enters > 0 and not lost)
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:
@@ -650,7 +678,7 @@ class RoleActor(Actor):
             self._set_status(RoleStatus.FAILED, f"{msg.status.describe()}; {decision.reason}")
         self._publish()
         self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
-                                    decision.reason))
+                                    decision.reason, redeliver=lost))
 
     @handle.register
     def _restart(self, msg: m.Restart) -> None:
@@ -710,6 +738,8 @@ class RoleActor(Actor):
             self._finish(False, f"{s.spec.name} was stopped mid-injection")
         child.close()
         s.gen += 1  # anything still in flight from the old process is stale
+        if s.seat is not None:
+            s.seat.after_exit()
 
     # -- pause and direct input ---------------------------------------
 

@@ -59,6 +59,7 @@ from choragos.actors.listener import (
     install_fault_hook,
 )
 from choragos.actors.notifier import start_notifier
+from choragos.actors.remoteseats import RemoteSeats
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.supervisor import (
     TEMPORARY,
@@ -146,6 +147,8 @@ class Session:
         self.news_hub = NewsHub()  # the web view's event streams
         self.web = None  # the web actor's state, when [web] listen is served
         self.behalf = authority.Behalf()  # what runs for a role (its verify) counts as it
+        self.remote: RemoteSeats | None = None  # roles on other machines, when there are
+        self.dispatch_as = None  # the listener's way in for a socket only one role reaches
 
     # -- start ---------------------------------------------------------------
 
@@ -259,8 +262,12 @@ class Session:
             "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
         core_state.checkpointer = self._start_checkpointer(core_state)
         workdir, behalf = self.workdir, self.behalf
+
+        def fetchers() -> dict:
+            return self.remote.by_branch() if self.remote is not None else {}
+
         core_state.aftercare = self._start_child(
-            "aftercare", lambda h: AftercareActor.start(workdir, core, sup, behalf))
+            "aftercare", lambda h: AftercareActor.start(workdir, core, sup, behalf, fetchers))
         self._start_gateway_server()
         self._start_prober(core_state)
         core_state.trees = self.trees
@@ -276,6 +283,9 @@ class Session:
             self.core.ask(Restore(self.restored), timeout=30)
         listening = ListenerState(self.server, self.core, self._gate, self.caller_of,
                                   self.journal)
+        self.dispatch_as = listening.dispatch_as
+        if self.remote is not None:
+            self.remote.dispatch = listening.dispatch_as
         self._start_child("listener", lambda h: ListenerActor.start(listening, h, sup))
         self.listening = listening
         self.web = start_web(self, self.news_hub)
@@ -403,9 +413,14 @@ class Session:
         return dict(state.env) if state is not None else None
 
     def _start_role(self, spec: RoleSpec, strict: bool = True) -> Seat:
-        tree = self._worktree(spec.name, strict) if spec.worktree else None
-        state = new_state(self._launch(spec, tree), self.workdir,
-                          self.options.cols, self.options.rows)
+        # A remote role works from a worktree here too: the mirror of its checkout there.
+        tree = self._worktree(spec.name, strict) if spec.worktree or spec.host else None
+        launched, seat = self._launch(spec, tree), None
+        if spec.host and tree is not None:
+            gateway = self.config.sphragis.base_url if self.gateway.on else ""
+            launched, seat = self._remote_seats().seat(spec, launched, tree, gateway)
+        state = new_state(launched, self.workdir, self.options.cols, self.options.rows)
+        state.seat = seat
         state.echo_wait = self.echo_wait
         self.role_states[spec.name] = state
         roles, core, timers = self.roles, self.core, self.timers
@@ -414,6 +429,14 @@ class Session:
             lambda h: RoleActor.start(state, core, timers, roles, h), roles)
         self.handles[spec.name] = handle
         return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
+
+    def _remote_seats(self) -> RemoteSeats:
+        """Made with the first remote role (at start, or added by a reload)."""
+        if self.remote is None:
+            self.remote = RemoteSeats(self.config, self.workdir, self.options.socket,
+                                      self.events.write)
+            self.remote.dispatch = self.dispatch_as
+        return self.remote
 
     def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
         """A resumed role keeps its restart budget and may continue its conversation
@@ -525,6 +548,8 @@ class Session:
             clear_addr(self.workdir)
         self._flush_tokens()
         self._stop_roles()
+        if self.remote is not None:
+            self.remote.close()
         self._prune_worktrees()
         if self.supervisor is not None:
             self._stop_tree()

@@ -27,6 +27,8 @@ MAX_TARGETS = 64
 MAX_ID = 64
 MAX_KEYS = 64
 MAX_INPUT_TEXT = 4096
+# A remote role's report travels in its work-done (its file is on another machine).
+MAX_REPORT_TEXT = 256 * 1024
 MAX_HANDOFF_WAIT = 3600
 MAX_ROLLBACK_TARGET = 200
 # A rollback restores files on the checkpointer's thread, after any snapshot
@@ -175,6 +177,7 @@ DECLARED: tuple[Command | Verb, ...] = (
         Field("id", TASK_ID, required=True, limit=MAX_ID),
         Field("task", TEXT, required=True),
         Field("report", PATH),
+        Field("report_text", TEXT, limit=MAX_REPORT_TEXT),
     ), verb=_verb("work-done", "workdone", "report a task back to the orchestrator",
                   agent=True)),
     Command("gate", (

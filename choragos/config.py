@@ -23,6 +23,7 @@ from choragos import configschema as cs
 from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
+from choragos.remote.hosts import HostSpec, check_roles, read_hosts
 
 __all__ = [
     "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
@@ -88,6 +89,7 @@ class RoleSpec:
     resume_args: tuple[str, ...] = ()  # added to the first spawn of a resumed session
     can_delegate: bool | None = None  # None: only the start role may
     agent: str = ""  # the agent profile by name; empty: chosen from the command
+    host: str = ""  # a [hosts.<name>] table: the role runs there, over ssh
 
     @property
     def may_delegate(self) -> bool:
@@ -263,6 +265,7 @@ class Config:
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     web: WebSettings = field(default_factory=WebSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
+    hosts: Mapping[str, HostSpec] = field(default_factory=dict)
     source: Path | None = None  # None: the built-in team
     warnings: tuple[str, ...] = ()
 
@@ -362,6 +365,9 @@ def _build(data: dict, target: Path, shown: str) -> Config:
     _join_gateways(values, data, report)
     _warn_web(values, report)
     _warn_metrics(values, report)
+    check_roles([(f"roles[{n}]", role.host, role.worktree)
+                 for n, role in enumerate(values.get("roles", ()), 1)],
+                values.get("hosts", {}), report)
     report.raise_if_errors()
     _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
@@ -485,6 +491,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "resume_args": cs.list_of(cs.argv_string),
     "can_delegate": cs.boolean,
     "agent": cs.choice("", *AGENT_NAMES),
+    "host": cs.word,
 }
 
 
@@ -761,6 +768,7 @@ _TOP: cs.Schema = {
     "ui": _UI,
     "keys": cs.Nested(_read_keys),
     "budget": _BUDGET,
+    "hosts": cs.Nested(read_hosts),
     "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
     "web": _settings(WebSettings, {"listen": lambda v: web_listen(v) if v != "" else ""}),
     "notify": _settings(NotifySettings, {

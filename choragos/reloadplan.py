@@ -20,7 +20,7 @@ from choragos.config import Config, RoleSpec
 PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny",
                 "base_url_env")
 SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics", "web",
-            "notify")
+            "notify", "hosts")
 
 
 @dataclass

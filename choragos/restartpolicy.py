@@ -18,12 +18,18 @@ BACKOFF_CAP = 30.0
 class ExitStatus:
     code: int | None = None
     signal: int | None = None
+    cause: str = ""  # what the exit means, when known better than its number
 
     @property
     def failed(self) -> bool:
         return self.signal is not None or (self.code or 0) != 0
 
     def describe(self) -> str:
+        if self.cause:
+            return f"{self.cause} ({self._number()})"
+        return self._number()
+
+    def _number(self) -> str:
         if self.signal is not None:
             return f"killed by signal {self.signal}"
         return f"exit status {self.code}"

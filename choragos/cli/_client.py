@@ -176,6 +176,16 @@ def _keep_trying(start: float, pause: float, alive: bool) -> bool:
     return time.monotonic() + pause <= start + window
 
 
+def file_text(path: str, what: str, limit: int) -> str:
+    """The first ``limit`` characters of the text file ``path``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError as exc:
+        raise Failure(EXIT_USAGE, f"cannot read the {what} file {path}: "
+                                  f"{exc.strerror}") from None
+
+
 def existing_file(path: str, what: str) -> str:
     """The absolute form of ``path``, which must be a non-empty regular file."""
     absolute = os.path.abspath(path)

@@ -25,6 +25,7 @@ from choragos.config import (
     load_config,
 )
 from choragos.gateway import decide, is_listening
+from choragos.remote.checks import host_findings
 from choragos.seatchecks import seat_findings
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -73,8 +74,10 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
     if config is not None:
         checks += [_seat(config, role, env, workdir) for role in config.roles]
         checks += [Check("seat", level, message)
-                   for level, message in seat_findings(workdir, config.roles, env)]
+                   for level, message in seat_findings(
+                       workdir, tuple(r for r in config.roles if not r.host), env)]
         checks += _judges(config)
+        checks += [Check("host", level, message) for level, message in host_findings(config)]
     checks += [_reach(workdir, env), *_socket(workdir, env), _git(workdir, config), _term(env),
                _gateway(config), _session(workdir, env), *_kept(workdir)]
     return checks
@@ -104,7 +107,10 @@ def _seat(config: Config, role: RoleSpec, env: Mapping[str, str], workdir: Path)
     nobody chose the built-in team's mix of CLIs, the rest of the team still
     works, and an empty directory must not look broken.  A file the user wrote
     asked for that program, so there it fails, as does a missing orchestrator."""
-    check = _binary(role.name, role.command, env, workdir)
+    if role.host:
+        return Check("command", OK, f"role {role.name} runs on host {role.host} "
+                                    "(its program is checked there)")
+        check = _binary(role.name, role.command, env, workdir)
     if check.level != FAIL or config.source is not None or role.start:
         return check
     return Check("command", WARN, f"role {role.name} of the built-in team: {role.command} is "

@@ -58,7 +58,15 @@ def _dispatch(args: list[str]) -> int:
         print(f"choragos: unknown command {verb!r}; run `choragos --help` for the list.",
               file=sys.stderr)
         return 2
-    module = importlib.import_module(VERBS[verb][0])
+    try:
+        module = importlib.import_module(VERBS[verb][0])
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("choragos."):
+            raise
+        # The agent verbs' copy on a remote seat's host holds only those.
+        print(f"choragos: {verb} is not available here (a remote seat has the agent "
+              "verbs only); run it on the machine the session runs on.", file=sys.stderr)
+        return 2
     return int(module.run(args[1:], verb=verb) or 0)
 
 

@@ -5,8 +5,10 @@ Run by agents at the end of every task: standard library only.
 
 from __future__ import annotations
 
+import os
 from argparse import ArgumentParser
 
+from choragos import commands
 from choragos.cli import _client
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
@@ -32,6 +34,10 @@ def _work_done(argv: list[str], verb: str) -> int:
         payload["outcome"] = args.outcome
     if args.report is not None:
         payload["report"] = _client.existing_file(args.report, "report")
+        if os.environ.get("CHORAGOS_REMOTE"):
+            # On another machine than the session: the report travels along.
+            payload["report_text"] = _client.file_text(payload["report"], "report",
+                                                       commands.MAX_REPORT_TEXT)
     ack = _client.send(args.sock, payload)
     return _client.say(summary(ack, payload["id"]))
 

@@ -182,7 +182,14 @@ def test_work_done_reports(cli: Env) -> None:
     assert one_line(done.stdout) == "reported T3 (done)"
     assert cli.session.requests == [{"cmd": "work-done", "id": "T3", "task": "tests pass",
                                      "report": str(cli.tmp / "report.md"), "done": True,
-                                     "outcome": "done"}]
+                                     "outcome": "done", "report_text": ""}]
+
+
+def test_work_done_on_a_remote_seat_sends_the_report_along(cli: Env) -> None:
+    (cli.tmp / "report.md").write_text("all green\n")
+    cli.run("work-done", "--id", "T3", "--done", "--task", "tests pass", "--report", "report.md",
+            env=cli.env(CHORAGOS_REMOTE="1"))
+    assert cli.session.requests[0]["report_text"] == "all green\n"
 
 
 def test_work_done_failed_and_blocked_send_an_outcome(cli: Env) -> None:
@@ -290,7 +297,7 @@ def test_board_table(cli: Env) -> None:
     lines = cli.run("board").stdout.splitlines()
     assert lines[0].split() == ["ID", "ROLE", "STATE", "AGE", "TOOK", "FILES", "TASK", "BRIEF",
                                 "REPORT", "NOTE"]
-    assert lines[1].split() == ["T1", "coder", "done", "1h06m", "59s", "3", "fix", "parser",
+    assert lines[1].split() == ["T1", "coder", "done", "1h6m", "59s", "3", "fix", "parser",
                                 "-", "r.md", "-"]
     # a done that changed nothing is flagged; unmeasured is a dash, like the deck's board
     assert [line.split()[5] for line in lines[2:5]] == ["0!", "0", "-"]

@@ -123,6 +123,7 @@ ROLE_DEFAULTS = {
     "budget_tokens": None, "stall_after": 1800.0,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
     "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
+    "host": "",
     "verify": "", "verify_rounds": 3, "verify_timeout": 600.0,
 }
 
@@ -171,6 +172,7 @@ ROLE_VALUES = [
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
     ("agent", '"gemini"', "gemini"),
+    ("host", '"box"', "box"),
 ]
 
 
@@ -187,6 +189,8 @@ def test_value_table_covers_every_role_key() -> None:
 @pytest.mark.parametrize(("key", "toml", "value"), ROLE_VALUES)
 def test_role_valid_values(tmp_path: Path, key: str, toml: str, value: object) -> None:
     text = with_role(f"{key} = {toml}" + ("\nworktree = true" if key == "merge" else ""))
+    if key == "host":
+        text += '\n[hosts.box]\nssh = "me@box"\n'
     role = load(tmp_path, text).roles[1]
     assert getattr(role, key) == value
 

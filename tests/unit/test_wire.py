@@ -55,7 +55,7 @@ def test_task_text_is_carried_byte_exact() -> None:
 def test_work_done_normalised() -> None:
     assert parse({"cmd": "work-done", "id": "T3", "task": "did it"}) == {
         "cmd": "work-done", "id": "T3", "task": "did it", "report": None, "done": False,
-        "outcome": "done"}
+        "outcome": "done", "report_text": ""}
     got = parse({"cmd": "work-done", "id": "T3", "task": "s", "report": "/r.md", "done": True})
     assert got["report"] == "/r.md" and got["done"] is True
     assert parse({"cmd": "work-done", "id": "T3", "task": "s", "outcome": "blocked"})[

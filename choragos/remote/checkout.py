@@ -1,0 +1,74 @@
+"""A remote role's checkout, kept in step with its branch here.
+
+Here, a remote role has a worktree of its own like a ``worktree = true``
+role (``.choragos/worktrees/<role>`` on branch ``choragos/<role>``): the
+mirror its work is committed, checked, gated and merged from, by the same
+code as a local worktree's.  There, a checkout on the same branch name.
+Git moves the commits both ways over the host's ssh connection:
+
+- :func:`send` pushes the mirror's commit before a task is typed (the
+  checkout there takes it with ``receive.denyCurrentBranch=updateInstead``,
+  so its files follow) and copies the task's file to the same relative path;
+- :func:`bring_back` commits what the role changed there and fast-forwards
+  the mirror to it when the role reports, before its work is checked.
+
+Nothing comes into the main checkout but through the merge.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from choragos import worktrees
+from choragos.remote.link import HostLink, RemoteSeat
+from choragos.remote.ssh import SshError
+
+__all__ = ["bring_back", "ensure", "send", "send_file"]
+
+IDENTITY = ("-c", "user.name=choragos", "-c", "user.email=choragos@localhost")
+
+
+def ensure(link: HostLink, seat: RemoteSeat) -> None:
+    """A git repository at the seat's checkout whose pushed branch updates its files."""
+    branch = worktrees.branch_of(seat.role)
+    link.ssh.run(["sh", "-c", 'mkdir -p "$1" && cd "$1" && { [ -d .git ] || git init -q; } && '
+                  'git config receive.denyCurrentBranch updateInstead && '
+                  'git symbolic-ref HEAD "refs/heads/$2" && mkdir -p .choragos/tasks '
+                  '.choragos/reports .choragos/briefs', "sh", seat.checkout, branch],
+                 what="preparing the checkout")
+
+
+def send(link: HostLink, seat: RemoteSeat, mirror: Path) -> None:
+    """The mirror's branch to the host; its checkout's files follow."""
+    branch = worktrees.branch_of(seat.role)
+    _git(link, mirror, "push", "-q", "--force", f"{link.host.ssh}:{seat.checkout}",
+         f"HEAD:refs/heads/{branch}")
+
+
+def send_file(link: HostLink, seat: RemoteSeat, local: Path, relative: str) -> None:
+    """A file of the session (a brief, a task) to the same place in the checkout there."""
+    link.write(f"{seat.checkout}/{relative}", local.read_bytes())
+
+
+def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> None:
+    """Commit the role's work there and fast-forward the mirror to it."""
+    branch = worktrees.branch_of(seat.role)
+    link.ssh.run(["sh", "-c", 'cd "$1" && git add -A -- . ":!.choragos" && '
+                  '{ git diff --cached --quiet || git -c user.name=choragos '
+                  '-c user.email=choragos@localhost commit -q -m "$2"; }',
+                  "sh", seat.checkout, subject], what="committing the remote work")
+    _git(link, mirror, "fetch", "-q", f"{link.host.ssh}:{seat.checkout}",
+         f"refs/heads/{branch}")
+    _git(link, mirror, "merge", "-q", "--ff-only", "FETCH_HEAD")
+
+
+def _git(link: HostLink, cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_SSH_COMMAND": link.ssh.git_ssh_command(),
+           "GIT_TERMINAL_PROMPT": "0"}
+    done = subprocess.run(["git", *IDENTITY, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+    if done.returncode != 0:
+        raise SshError(f"git {args[0]} with {link.host.name} failed: "
+                       f"{done.stderr.strip() or done.returncode}")

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""One remote role's program, started and stopped on its host.
+
+``seat.py run DIR ROLE [ARG ...]`` reads ``DIR/ROLE.json`` (written by the
+session over its ssh connection: the command line, the environment the
+role's env policy gives it, its checkout), records its own pid and runs the
+program in its place.  The environment's machine-bound variables (PATH,
+HOME, the user, the temp dir, ssh's own) are this host's; the role's own
+ones come from the file, never from a command line.
+
+``seat.py stop DIR ROLE`` ends every process of that role's login session
+(what the agent started too), TERM first, then KILL; ``ROLE`` ``--all``
+stops every role of the session directory.
+
+Standard library only, and Python 3.6 or newer: this file is all the host
+gets of choragos besides the agent verbs.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+
+# This host's own values win for these: the sending machine's mean nothing here.
+MACHINE = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MAIL", "PWD", "OLDPWD",
+           "TERM", "DISPLAY")
+MACHINE_PREFIXES = ("SSH_", "XDG_")
+GRACE = 3.0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "run":
+        return run(argv[1], argv[2], argv[3:])
+    if len(argv) == 3 and argv[0] == "stop":
+        return stop(argv[1], argv[2])
+    sys.stderr.write("usage: seat.py run DIR ROLE [ARG ...] | seat.py stop DIR ROLE|--all\n")
+    return 2
+
+
+def run(folder, role, extra):
+    with open(os.path.join(folder, role + ".json"), encoding="utf-8") as handle:
+        recipe = json.load(handle)
+    env = environment(recipe["env"], os.environ, os.path.join(folder, "bin"))
+    argv = list(recipe["argv"]) + list(extra)
+    with open(os.path.join(folder, role + ".pid"), "w", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+    try:
+        os.chdir(recipe["cwd"])
+    except OSError as exc:
+        sys.stderr.write("choragos: cannot enter {}: {}\n".format(recipe["cwd"], exc.strerror))
+        return 126
+    program = shutil.which(argv[0], path=env["PATH"])
+    if program is None:
+        sys.stderr.write(f"choragos: {argv[0]} is not on the PATH of this host\n")
+        return 127
+    os.execve(program, argv, env)
+    return 0
+
+
+def environment(sent, here, bin_dir):
+    """The role's variables, with this host's machine-bound ones."""
+    env = {key: value for key, value in sent.items() if not bound(key)}
+    env.update({key: value for key, value in here.items() if bound(key)})
+    env["PATH"] = bin_dir + os.pathsep + here.get("PATH", os.defpath)
+    env["CHORAGOS_REMOTE"] = "1"
+    return env
+
+
+def bound(key):
+    return key in MACHINE or key.startswith(MACHINE_PREFIXES)
+
+
+def stop(folder, role):
+    names = [name[:-4] for name in os.listdir(folder) if name.endswith(".pid")]
+    targets = names if role == "--all" else [role]
+    sessions = set()
+    for name in targets:
+        path = os.path.join(folder, name + ".pid")
+        try:
+            with open(path, encoding="ascii") as handle:
+                sessions.add(os.getsid(int(handle.read().strip() or 0)))
+        except (OSError, ValueError):
+            pass
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    sessions.discard(os.getsid(0))  # never this very login
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not signal_sessions(sessions, sig):
+            return 0
+        end = time.monotonic() + GRACE
+        while time.monotonic() < end and members(sessions):
+            time.sleep(0.05)
+    return 0
+
+
+def signal_sessions(sessions, sig):
+    """Signal every process of ``sessions``; False when none is left."""
+    found = members(sessions)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+    return bool(found)
+
+
+def members(sessions):
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) in sessions:
+                    pids.append(int(entry))
+            except OSError:
+                pass
+    if not os.path.isdir("/proc"):  # no /proc (macOS): the sessions' process groups
+        for sid in sessions:
+            try:
+                os.killpg(sid, 0)
+                pids.append(-sid)
+            except OSError:
+                pass
+    return pids
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

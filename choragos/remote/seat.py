@@ -1,0 +1,146 @@
+"""A role's launch turned into its remote one.
+
+The role's own recipe (:func:`choragos.launch.launch`) is computed as for a
+local role; here it becomes what this machine runs: ``ssh -tt`` through the
+host's master connection, running the launcher there by role name.  The
+recipe itself (command line, environment) goes to the host in a file, before
+every start (:meth:`RemoteRole.prepare`), so no secret and no task text is
+ever part of a command line.  The role actor calls the hooks of
+:class:`RemoteRole` at its own moments: before a start, before a task is
+typed, and after the process ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from choragos.launch import Launch
+from choragos.remote import checkout
+from choragos.remote.link import HostLink, RemoteSeat
+from choragos.remote.ssh import KEEPALIVE, SshError
+from choragos.restartpolicy import ExitStatus
+
+__all__ = ["RemoteRole", "SeatError", "seat_argv", "ssh_env"]
+
+log = logging.getLogger("choragos.remote")
+
+# What ssh itself needs from this machine's environment; nothing of the role's.
+SSH_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SSH_AUTH_SOCK", "TERM", "LANG", "TZ")
+SSH_FAILED = 255  # ssh's own status when the connection failed or dropped
+NOT_FOUND = 127   # the launcher's when the program is not on the host's PATH
+
+
+class SeatError(Exception):
+    """A remote seat could not be made ready; the message says why."""
+
+
+def seat_argv(role: str, link: HostLink) -> list[str]:
+    """What this machine runs for ``role``: ``ssh -tt`` to the launcher, by role name.
+
+    The session's folder is named relative to the remote home, which the
+    remote shell expands: the command line holds no secret and no task text.
+    """
+    folder = f'"$HOME"/.choragos-remote/{shlex.quote(link.session)}'
+    text = f"exec python3 {folder}/seat.py run {folder} {shlex.quote(role)}"
+    return [*link.ssh.options(), "-tt", *KEEPALIVE, link.host.ssh, "--", text]
+
+
+def ssh_env(env: dict[str, str]) -> dict[str, str]:
+    """What ssh itself needs of this machine's environment; nothing of the role's."""
+    return {key: value for key, value in env.items() if key in SSH_ENV}
+
+
+@dataclass
+class RemoteRole:
+    """The hooks a remote role's actor runs, with what they need."""
+
+    link: HostLink | None  # None: a host added by a reload, unknown until a restart
+    local: Launch          # the role's own recipe, as for a local role
+    workdir: Path          # the project here
+    mirror: Path           # the role's worktree here
+    control_socket: Path   # this machine's end of the role's control socket
+    gateway: str = ""  # the gateway's base URL here, when it is on
+
+    @property
+    def argv(self) -> list[str]:
+        return seat_argv(self.role, self.link)
+
+    @property
+    def role(self) -> str:
+        return self.local.spec.name
+
+    def prepare(self) -> None:
+        """Connect, forward, install, and bring the checkout up to the mirror
+        (after ending what an earlier run of the role may have left there)."""
+        if self.link is None:
+            raise SeatError(f"its host {self.local.spec.host} was added by a reload; "
+                            "[hosts] apply after a restart of the session")
+        try:
+            self.link.stop_role(self.role)
+            seat = self.link.prepare(self.role, self.local.argv, self.local.env,
+                                     self.control_socket, self.gateway)
+            self._program_there(seat)
+            checkout.ensure(self.link, seat)
+            checkout.send(self.link, seat, self.mirror)
+            brief = Path(".choragos") / "briefs" / f"{self.role}.md"
+            if (self.workdir / brief).is_file():
+                checkout.send_file(self.link, seat, self.workdir / brief, brief.as_posix())
+        except (SshError, OSError) as exc:
+            raise SeatError(str(exc)) from None
+
+    def _program_there(self, seat: RemoteSeat) -> None:
+        program = self.local.argv[0]
+        found = self.link.ssh.run(["sh", "-c", 'command -v "$1" || true', "sh", program],
+                                  what="looking for the program").strip()
+        if not found:
+            raise SeatError(f"{program} is not on the PATH of {self.link.host.name} "
+                            f"({self.link.host.ssh}); install it there or name it by "
+                            "its full path in command")
+
+    def before_task(self, task_id: str) -> None:
+        """The task's file where the typed line says, and the mirror's latest commit."""
+        relative = Path(".choragos") / "tasks" / f"{task_id}.md"
+        try:
+            seat = self.link.seat(self.role)
+            checkout.send(self.link, seat, self.mirror)
+            checkout.send_file(self.link, seat, self.workdir / relative, relative.as_posix())
+        except (SshError, OSError) as exc:
+            raise SeatError(f"the task could not be sent to {self.link.host.name}: {exc}") \
+                from None
+
+    def bring_back(self, subject: str) -> None:
+        """What the role changed there, committed onto the mirror's branch."""
+        try:
+            checkout.bring_back(self.link, self.link.seat(self.role), self.mirror, subject)
+        except SshError as exc:
+            raise SeatError(str(exc)) from None
+
+    def explain(self, status: ExitStatus) -> ExitStatus:
+        """An exit as the operator should read it on the card."""
+        if self.link is None:
+            return status
+        host = f"{self.link.host.name} ({self.link.host.ssh})"
+        if status.cause:
+            return status
+        if status.code == SSH_FAILED:
+            return replace(status, cause=f"the connection to {host} was lost")
+        if status.code == NOT_FOUND:
+            return replace(status, cause=f"{self.local.argv[0]} is not on the PATH of {host}")
+        return status
+
+    @staticmethod
+    def lost(status: ExitStatus) -> bool:
+        """The exit was the connection's, not the agent's."""
+        return status.code == SSH_FAILED
+
+    def after_exit(self) -> None:
+        """Nothing of the role left running there."""
+        if self.link is None:
+            return
+        try:
+            self.link.stop_role(self.role)
+        except (SshError, OSError) as exc:
+            log.warning("stopping what %s left on %s: %s", self.role, self.link.host.name, exc)

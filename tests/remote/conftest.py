@@ -1,0 +1,63 @@
+"""A private sshd and a project whose roles run on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import AGENT
+from tests.remote import sshd
+
+
+@pytest.fixture
+def ssh_server(short_tmp: Path) -> Iterator[sshd.Server]:
+    """An sshd on a loopback port for an account of its own; skips, saying
+    why, where this machine cannot host one (CI runs as root: it runs these)."""
+    # An account per test process: what one test's agents run there is
+    # never seen (or removed) by a test running beside it.
+    account = f"{sshd.ACCOUNT}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    try:
+        server = sshd.start(short_tmp / "sshd", account)
+    except sshd.Unavailable as exc:
+        pytest.skip(str(exc))
+    server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work ~/agent.py")
+    copied = server.run("sh", "-c", "cat > ~/agent.py", stdin=AGENT.read_text())
+    assert copied.returncode == 0, copied.stderr
+    yield server
+    server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work", timeout=20)
+    server.stop()
+
+
+@pytest.fixture
+def shared_log() -> Iterator[Path]:
+    """An agent log both accounts can append to (the fixture agents' record)."""
+    folder = Path(tempfile.mkdtemp(prefix="chg-log-", dir="/tmp"))
+    folder.chmod(0o777)
+    log = folder / "agents.jsonl"
+    log.touch()
+    log.chmod(0o666)
+    yield log
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+
+
+def host_toml(server: sshd.Server, name: str = "box") -> str:
+    return (f"[hosts.{name}]\nssh = {server.destination!r}\n"
+            f"ssh_args = [\"-F\", {str(server.config)!r}]\n").replace("'", '"')
+
+
+def remote_role(server: sshd.Server, name: str, *flags: str, host: str = "box",
+                **keys: object) -> str:
+    """A fixture agent run on ``server``'s account (its copy in that home)."""
+    lines = ["[[roles]]", f'name = "{name}"', 'command = "python3"',
+             f"args = {json.dumps([str(server.home / 'agent.py'), *flags])}",
+             f'host = "{host}"']
+    lines += [f"{key} = {json.dumps(value)}" for key, value in keys.items()]
+    return "\n".join(lines) + "\n"
+

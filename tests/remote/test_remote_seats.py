@@ -1,0 +1,163 @@
+"""Roles on another machine, for real: an sshd on loopback, another account.
+
+The remote role is the fixture agent run by that account over ``ssh -tt``;
+it reports with the plain ``choragos work-done`` the session installed
+there, through the forwarded control socket, and its work comes back
+through the merge gate.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import Serve, base_env, role_toml
+from tests.remote.conftest import host_toml, remote_role
+
+pytestmark = pytest.mark.timeout(240)
+
+ORCH = role_toml("orchestrator", start=True)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _gates(s: Serve) -> dict[str, dict]:
+    out = s.cli("gate", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    return {g["id"]: g for g in json.loads(out.stdout)["gates"]}
+
+
+@pytest.fixture
+def remote_session(short_tmp: Path, ssh_server, shared_log):
+    made: list[Serve] = []
+
+    def make(roles: str) -> Serve:
+        work = short_tmp / "work"
+        work.mkdir()
+        s = Serve(work, host_toml(ssh_server) + ORCH + roles, sock=short_tmp / "s.sock")
+        s.agent_log = shared_log
+        s.env["AGENT_LOG"] = str(shared_log)
+        made.append(s)
+        return s.start()
+
+    yield make
+    for one in made:
+        assert one.stop() == 0, one.stderr()
+        one.assert_no_leftovers()
+    assert ssh_server.processes() == [], "processes left on the remote host"
+
+
+def test_a_remote_worker_does_the_task_and_its_work_merges_only_after_the_gate(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
+                                   "choragos"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "write made.txt from afar").returncode == 0
+    gates = s.wait(lambda: _gates(s), 60, message="the merge gate")
+    assert gates["T1"]["kind"] == "merge"
+    assert "made.txt" in Path(gates["T1"]["file"]).read_text()
+    assert not (s.workdir / "made.txt").exists(), "merged before the operator decided"
+    assert s.cli("gate", "approve", "T1").returncode == 0
+    s.wait(lambda: (s.workdir / "made.txt").exists(), 30, message="the merge")
+    assert (s.workdir / "made.txt").read_text().strip() == "from afar"
+    done = s.wait(lambda: s.board()["T1"]["state"] == "done" and s.board()["T1"], 30)
+    assert done["role"] == "coder"
+    # The report travelled with the work-done and is readable here.
+    report = Path(done["report"])
+    assert report.is_relative_to(s.workdir / ".choragos") and report.read_text()
+
+
+
+def _ran(s: Serve, role: str) -> list[dict]:
+    return [json.loads(r["text"]) for r in s.agents("ran", role)]
+
+
+FORGED_APPROVE = ("run: python3 -c \"import json,os,socket; c=socket.socket(socket.AF_UNIX); "
+                  "c.connect(os.environ['CHORAGOS_SOCK']); c.sendall(json.dumps({'cmd': 'gate', "
+                  "'action': 'approve', 'id': 'T1'}).encode()); c.shutdown(socket.SHUT_WR); "
+                  "print(c.recv(65536).decode())\"")
+
+
+def test_a_remote_worker_cannot_act_as_the_operator_or_report_another_roles_task(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell")
+                       + role_toml("alice", approve=True))
+    s.wait_booted(["orchestrator", "coder", "alice"], timeout=60)
+    assert s.cli("delegate", "--to", "alice", "--task", "held at the gate").returncode == 0
+    s.wait(lambda: "T1" in _gates(s), 20, message="the approve gate")
+    lines = ("run: choragos gate approve T1", FORGED_APPROVE,
+             "run: choragos work-done --id T1 --done --task stolen")
+    for count, line in enumerate(lines, 1):
+        assert s.cli("keys", "coder", "--text", line).returncode == 0
+        assert s.cli("keys", "coder", "enter").returncode == 0
+        s.wait(lambda n=count: len(_ran(s, "coder")) == n, 30, message=f"attempt {count}")
+    verb, forged, report = _ran(s, "coder")
+    assert verb["rc"] != 0 and "operator command" in verb["out"], verb
+    assert '"status":"error"' in forged["out"] and "operator command" in forged["out"], forged
+    assert report["rc"] != 0 and "belongs to alice" in report["out"], report
+    assert s.board()["T1"]["state"] == "gated"
+    refused = [e for e in s.events() if e["event"] == "request refused"]
+    assert refused and {e.get("caller") for e in refused} == {"coder"}, refused
+
+
+def test_a_dropped_connection_restarts_the_role_and_types_its_task_again(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "4", "--cli",
+                                   "choragos", restart="on-failure"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "a long one").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30,
+           message="the task to reach the remote agent")
+    control = s.sock.with_name(f"{s.sock.stem}.box.ssh")
+    masters = subprocess.run(["pgrep", "-f", f"{control} -M"],
+                             capture_output=True, text=True).stdout.split()
+    assert len(masters) == 1, masters
+    subprocess.run(["kill", "-9", masters[0]], check=True)
+    lost = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 30)
+    assert "connection to box" in lost["status"] and lost["restarting"], lost
+    s.wait_event(lambda e: e["event"] == "task redelivered" and e["task"] == "T1", 30)
+    done = s.wait(lambda: s.board()["T1"]["state"] == "done", 90, message="T1 done after all")
+    assert done
+    typed = [line for line in s.submitted("coder") if "T1.md" in line]
+    assert len(typed) == 2, typed
+
+
+def test_a_program_missing_on_the_host_is_named_on_the_card(remote_session, ssh_server):
+    s = remote_session('[[roles]]\nname = "coder"\ncommand = "no-such-agent"\n'
+                       'host = "box"\n')
+    s.wait_booted(["orchestrator"], timeout=60)
+    exited = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 60)
+    assert "no-such-agent is not on the PATH of box" in exited["status"], exited
+    status = json.loads(s.cli("status", "--json").stdout)
+    coder = next(r for r in status["roles"] if r["name"] == "coder")
+    assert "no-such-agent is not on the PATH of box" in coder["detail"], coder
+
+
+def test_doctor_checks_each_host(short_tmp: Path, ssh_server):
+    work = short_tmp / "proj"
+    work.mkdir()
+    (work / ".choragos.toml").write_text(
+        # "gone": an address nothing answers ssh on (its config names only .1).
+        host_toml(ssh_server) + host_toml(ssh_server, "gone").replace("@127.0.0.1", "@127.0.0.2")
+        + ORCH + remote_role(ssh_server, "coder") + remote_role(ssh_server, "tester")
+        + '[[roles]]\nname = "ghost"\ncommand = "no-such-agent"\nhost = "box"\n'
+        + '[[roles]]\nname = "far"\ncommand = "python3"\nhost = "gone"\n')
+    out = subprocess.run([sys.executable, "-m", "choragos", "doctor", "--json"], cwd=work,
+                         env=base_env(), capture_output=True, text=True, timeout=120)
+    hosts = [c for c in json.loads(out.stdout)["checks"] if c["name"] == "host"]
+    said = {(c["level"], c["message"].split(": ", 1)[1].split(" (")[0]) for c in hosts}
+    assert ("OK", "reachable, with python3 and git") in said, hosts
+    assert any(c["level"] == "OK" and "python3 is" in c["message"] and "coder, tester"
+               in c["message"] for c in hosts), hosts
+    assert any(c["level"] == "FAIL" and "no-such-agent is not on its PATH" in c["message"]
+               for c in hosts), hosts
+    assert any(c["level"] == "FAIL" and c["message"].startswith("host gone")
+               and "without a password prompt" in c["message"] for c in hosts), hosts
+    assert out.returncode == 1
