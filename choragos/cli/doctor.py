@@ -110,7 +110,7 @@ def _seat(config: Config, role: RoleSpec, env: Mapping[str, str], workdir: Path)
     if role.host:
         return Check("command", OK, f"role {role.name} runs on host {role.host} "
                                     "(its program is checked there)")
-        check = _binary(role.name, role.command, env, workdir)
+    check = _binary(role.name, role.command, env, workdir)
     if check.level != FAIL or config.source is not None or role.start:
         return check
     return Check("command", WARN, f"role {role.name} of the built-in team: {role.command} is "
