@@ -13,7 +13,7 @@ CODEX := $(CODEX_DIR)/node_modules/.bin/codex
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench soak claude gemini codex seats clean mutate mutate-fast \
+.PHONY: venv test test-fast lint demo demo-clean bench soak soak-fixtures claude gemini codex seats clean mutate mutate-fast \
 	mutate-git mutate-all mutate-clean
 
 venv: $(STAMP)
@@ -154,6 +154,11 @@ bench: venv
 # minutes): what grows and what slows as its history does.
 soak: venv seats
 	$(BIN)/python bench/soak.py --rounds 150 --window 50
+
+# The report path left alone for ten minutes with fixture agents (no real
+# CLI): three workers, three-digit task ids, every report typed once?
+soak-fixtures: venv
+	$(BIN)/python bench/soak.py --fixtures --minutes 10 --every 0.6
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

@@ -10,6 +10,7 @@ delivery queues and the clocks from a journal image.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -19,6 +20,8 @@ from choragos.actors.clocks import PauseClocks, StartClock
 from choragos.board import ARCHIVABLE, Board, Task, TaskState
 from choragos.journal import Image
 from choragos.rolestatus import RoleStatus
+
+log = logging.getLogger("choragos.durable")
 
 _TASK_FIELDS = frozenset(f.name for f in fields(Task))
 _DELIVERED = (TaskState.DELIVERED, TaskState.TIMED_OUT)
@@ -252,7 +255,10 @@ def _hand_back(core: Any, image: Image) -> set[str]:
 
 
 def _requeue(core: Any, image: Image, handed: set[str]) -> set[str]:
-    """Every queued line goes back in its order; a line maybe typed is marked repeated."""
+    """Every queued line goes back in its order, as the board tells it: the
+    journal's own text is never typed, since whoever can write the journal
+    could have written it (see :func:`_line_from_board`).  A line maybe typed
+    is marked repeated."""
     requeued = set()
     for role, queue in image.queues.items():
         if role not in core.s.seats:
@@ -264,13 +270,42 @@ def _requeue(core: Any, image: Image, handed: set[str]) -> set[str]:
                 if task is None or task.id in handed or task.state is not TaskState.QUEUED:
                     continue
                 requeued.add(task_id)
-                text = injection["text"]
+                text = _task_line(task, injection["text"])
             else:
-                text = injection["text"]
+                text = _line_from_board(core, role, injection)
+                if text is None:
+                    continue
                 if injection.get("sent"):
                     text = briefs.repeated_line(text)
             core._enqueue(role, text, what, task_id)
     return requeued
+
+
+def _task_line(task: Task, journalled: str) -> str:
+    """The task's line as the session writes it: handed back when that is
+    what was queued (an earlier resume's), else the plain delivery."""
+    lines = (briefs.task_line(task, _task_file(task)),
+             briefs.handback_line(task, _task_file(task)))
+    return journalled if journalled in lines else lines[0]
+
+
+def _line_from_board(core: Any, role: str, injection: dict) -> str | None:
+    """A queued report or notice written afresh from its task on the board:
+    a report as the worker's work-done gave it, any other notice as where
+    its task stands.  One about no task (a budget or team notice, a handoff
+    request) was about the session that stopped: it is logged, not typed."""
+    task = core.s.board.lookup(injection["task"]) if injection["task"] else None
+    if task is None:
+        core._event("queued line not restored", role=role, kind=injection["what"],
+                    task=injection["task"], text=injection["text"])
+        log.warning("a %s queued for %s before the restart is not typed again (it "
+                    "names no task on the board); it is in the event log",
+                    injection["what"], role)
+        return None
+    if injection["what"] == "report" and task.summary is not None:
+        return briefs.report_line(task.id, task.role, task.summary, task.report,
+                                  outcome=str(task.state))
+    return briefs.resumed_notice_line(task)
 
 
 def _queue_undelivered(core: Any, image: Image, queued: set[str]) -> None:

@@ -482,9 +482,15 @@ class RoleActor(Actor):
 
     def _begin_typing(self, injection: m.Injection, boot: bool = False,
                       attempts: int = 1) -> None:
+        """Type the text, unless the input already holds it (an earlier
+        attempt, or round, that showed late): typed again it would go in
+        twice, so it only gets its Enter."""
         s = self.s
         s.typing = Typing(injection, time.monotonic(), attempts=attempts, boot=boot)
-        s.typing.pasted = self._type_text(injection.text)
+        if self._shows_pending(injection.text):
+            log.info("%s: the text is already in its input; not typed again", s.spec.name)
+        else:
+            s.typing.pasted = self._type_text(injection.text)
         delay = max(ENTER_DELAY, s.profile.enter_delay)
         self.timers.after(delay, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
 
@@ -514,9 +520,10 @@ class RoleActor(Actor):
             self._retype(typing)
 
     def _retype(self, typing: Typing) -> None:
-        """Never type the same text twice: if it reached the screen after all,
-        or the agent is stopped with it still unread, wait for it instead."""
-        if self._pending(typing) or self.s.child.stopped():
+        """Never type the same text twice: the agent stopped with it still
+        unread is waited for, and text that reached its input after all is
+        not typed again (:meth:`_begin_typing` looks first)."""
+        if self.s.child.stopped():
             typing.started = time.monotonic()
             self._step_wait_echo(typing)
             return
@@ -565,7 +572,9 @@ class RoleActor(Actor):
     def _shows_pending(self, text: str) -> bool:
         """``text`` is on the screen in the agent's input, not sent yet."""
         s = self.s
-        lines, cursor = s.terminal.display(), s.terminal.cursor
+        # Where the typed text ends, not the cursor: a line that fills its
+        # row to the last column leaves the cursor on that column.
+        lines, cursor = s.terminal.display(), s.terminal.typed_end
         text = briefs.one_line(text)
         return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
                    for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))

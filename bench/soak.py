@@ -18,6 +18,12 @@ process behind.  Needs the CLIs (``make seats``); not part of the test
 suite, and not of ``make bench`` (it takes minutes): ``make soak``.
 
     .venv/bin/python bench/soak.py [--rounds 150] [--window 50]
+
+``--fixtures`` runs the report path's soak instead, with fixture agents and
+no real CLI (``bench/fixture_soak.py``): three workers, three-digit task
+ids, every report typed into the orchestrator exactly once?
+
+    .venv/bin/python bench/soak.py --fixtures [--minutes 10] [--every 0.5]
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import emit, process_cpu, process_rss_mb  # noqa: E402
+from bench.common import emit, process_cpu, process_rss_mb, scratch  # noqa: E402
 from tests.e2e import fakegemini, fakeopenai  # noqa: E402
 from tests.e2e.claudeenv import CLAUDE_BIN  # noqa: E402
 from tests.e2e.fakegemini import FakeGemini  # noqa: E402
@@ -168,7 +174,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=150, help="coder + review pairs")
     parser.add_argument("--window", type=int, default=50, help="tasks between samples")
+    parser.add_argument("--fixtures", action="store_true",
+                        help="the report path with fixture agents (no real CLI)")
+    parser.add_argument("--minutes", type=float, default=10.0, help="--fixtures: how long "
+                        "the orchestrator delegates")
+    parser.add_argument("--every", type=float, default=0.5, help="--fixtures: seconds "
+                        "between delegations")
+    parser.add_argument("--work", type=float, default=0.2, help="--fixtures: seconds a "
+                        "job takes")
+    parser.add_argument("--window-s", type=float, default=60.0, help="--fixtures: seconds "
+                        "a window lasts")
+    parser.add_argument("--drain", type=float, default=180.0, help="--fixtures: seconds the "
+                        "reports in flight get once delegating stops")
     args = parser.parse_args()
+    if args.fixtures:
+        fixtures(args)
+        return
     for binary in (CLAUDE_BIN, GEMINI_BIN, CODEX_BIN):
         if not binary.exists():
             raise SystemExit(f"{binary} is missing: run `make seats` first")
@@ -189,6 +210,14 @@ def main() -> None:
         finally:
             s.finish()  # raises if a process of the session is left behind
     report(samples, args)
+
+
+def fixtures(args: argparse.Namespace) -> None:
+    from bench import fixture_soak
+    args.window = args.window_s
+    with scratch("chg-soak-") as root:
+        result = fixture_soak.run(root, args)
+    fixture_soak.report(result, args)
 
 
 def report(samples: list[dict], args: argparse.Namespace) -> None:

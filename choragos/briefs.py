@@ -156,6 +156,15 @@ def handback_line(task: Task, task_file: str) -> str:
             f"`choragos work-done --id {task.id}` when finished.")
 
 
+def resumed_notice_line(task: Task) -> str:
+    """A notice about ``task`` queued when the session stopped, told again
+    from the board after ``serve --resume``."""
+    note = f" ({one_line(task.note, 400)})" if task.note.strip() else ""
+    return (f"The choragos session restarted with a notice about task {task.id} to "
+            f"{task.role} still queued; the task is now {task.state}{note}. "
+            f"`choragos board` shows the rest.")
+
+
 def repeated_line(text: str, after: str = "the choragos session restarted") -> str:
     """``text`` marked as a line the agent may have had already.  A line cut
     off again is marked once, with the latest cause: the marks of a line

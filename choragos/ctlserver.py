@@ -7,8 +7,12 @@ holder's pid.  One thread reads every connection's request without
 blocking (an idle connection costs a descriptor and a buffer, never a
 thread), with a deadline on the whole exchange; each complete request is
 then handled on a thread of its own.  A silent or slow client therefore
-never holds up the others, and past ``max_pending`` open connections the
-oldest idle one is dropped.
+never holds up the others.  A connection closed before it sent anything is
+closed in turn, unanswered and uncounted; past ``max_pending`` open
+connections the server first reads every one that has something to read
+(a connect-and-close storm leaves thousands closed), and only then drops
+the one idle the longest -- never one whose request is waiting, unless
+nothing else is left to drop.
 
 Lifecycle: :meth:`ControlServer.bind` takes the lock and binds the socket
 (connections queue in the kernel's backlog from then on);
@@ -41,6 +45,10 @@ from choragos import wire
 
 # Connections being read at once; past it the oldest idle one is dropped.
 MAX_PENDING = 1024
+# Connections taken from the kernel's queue per poll round: a burst is not
+# accepted a round at a time, and a storm of connects cannot keep the loop
+# accepting for good while the connections it took wait to be read.
+ACCEPT_BATCH = 256
 # Connections the kernel queues before accept: sized for bursts of verbs.
 BACKLOG = 1024
 # The longest the accept loop blocks before looking at its socket again.  A
@@ -311,8 +319,8 @@ class ControlServer:
         return _WAKE_FAULT in data and not self._stopping.is_set()
 
     def _accept_all(self, listener: socket.socket, poller: select.poll) -> None:
-        """Take every queued connection: a burst must not wait a poll round each."""
-        while True:
+        """Take the queued connections, up to a round's worth (``ACCEPT_BATCH``)."""
+        for _ in range(ACCEPT_BATCH):
             try:
                 conn, _ = listener.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
@@ -338,11 +346,34 @@ class ControlServer:
             self._pending[conn.fileno()] = _Pending(conn, pid, time.monotonic() + self.deadline)
         poller.register(conn, select.POLLIN)
         if len(self._pending) > self.max_pending:
-            oldest = next(iter(self._pending.values()))
-            self._emit("idle dropped", {"pending": len(self._pending)})
-            self._unpend(oldest, poller, wire.error(
-                f"dropped: {self.max_pending} connections were open and this one had "
-                "sent nothing for the longest; try again"))
+            self._make_room(poller)
+
+    def _make_room(self, poller: select.poll) -> None:
+        """Over the cap: read whatever has something to read first (a closed
+        connection goes, a whole request is handled), then drop the
+        connection idle the longest; one with part of its request read only
+        when none is idle."""
+        self._read_ready(poller)
+        if len(self._pending) <= self.max_pending:
+            return
+        with self._guard:
+            waiting = list(self._pending.values())
+        victim = next((p for p in waiting if not p.buf), waiting[0])
+        self._emit("idle dropped", {"pending": len(waiting)})
+        self._unpend(victim, poller, wire.error(
+            f"dropped: {self.max_pending} connections were open and this one had "
+            "sent nothing for the longest; try again", dropped=True))
+
+    def _read_ready(self, poller: select.poll) -> None:
+        """Read every pending connection that has data or was closed, now."""
+        probe = select.poll()
+        with self._guard:
+            for fd in self._pending:
+                probe.register(fd, select.POLLIN)
+        for fd, _ in probe.poll(0):
+            pending = self._pending.get(fd)
+            if pending is not None:
+                self._readable(pending, poller)
 
     def _accept_failed(self, exc: OSError) -> None:
         self._emit("accept failed", {"error": exc.strerror or str(exc)})
@@ -362,6 +393,11 @@ class ControlServer:
             reason = f"request too large (limit {_size(self.max_bytes)})"
             self._emit("request too large", {"reason": reason})
             self._unpend(pending, poller, wire.error(reason))
+        elif not chunk and not pending.buf and _hung_up(pending.conn):
+            # Closed both ways having sent nothing: nobody to answer, nothing
+            # to handle or log (a half-closed client still gets its error).
+            self._unpend(pending, poller)
+            pending.conn.close()
         elif not chunk or _request_ended(pending.buf, chunk):
             self._unpend(pending, poller)
             self._dispatch(pending)
@@ -630,6 +666,15 @@ def _answer_and_close(conn: socket.socket, ack: dict[str, Any]) -> None:
         conn.setblocking(False)
         with suppress(OSError):
             conn.send(wire.encode(ack))
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """The peer closed both ways, not only its writing side.  Asked afresh:
+    a poll round's answer may be about an earlier connection that had the
+    same descriptor number."""
+    probe = select.poll()
+    probe.register(conn, 0)  # hang-ups are reported whatever is asked for
+    return any(revents & select.POLLHUP for _, revents in probe.poll(0))
 
 
 def _unregister(poller: select.poll, conn: socket.socket) -> None:

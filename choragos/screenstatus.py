@@ -244,8 +244,10 @@ def input_pending(lines: Sequence[str], text: str,
 
     Without a box, a line editor is assumed: with the ``cursor`` known, the
     text is pending when it ends right where the cursor stands (a submitted
-    line may still be echoed above, so "visible" is not enough); without
-    it, the last lines of the screen stand for the prompt line.  Claude
+    line may still be echoed above, so "visible" is not enough), across
+    as many rows as it wrapped onto; a cursor column one past the last
+    (a row filled to its end, its wrap pending) takes the whole row in.
+    Without it, the last lines of the screen stand for the prompt line.  Claude
     shows input over 800 characters (or long pastes) as a "[Pasted text #N
     +K lines]" placeholder, which counts when K matches.
     """

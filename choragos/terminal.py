@@ -325,6 +325,17 @@ class Terminal:
             return self._cursor()
 
     @property
+    def typed_end(self) -> tuple[int, int]:
+        """(x, y) where the text typed so far ends: the cursor, except on a row
+        filled to its last column.  There the cursor stays on that column
+        with the wrap pending (the next character starts the next row), so
+        the text ends past it, at ``x == cols``; :attr:`cursor` would cut
+        the row's last character off."""
+        with self._reading():
+            screen = self._screen
+            return min(screen.cursor.x, screen.columns), screen.cursor.y
+
+    @property
     def cols(self) -> int:
         return self._screen.columns
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -356,7 +357,7 @@ def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
 
 
 def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | None) -> None:
-    conn.settimeout(timeout)
+    _wait_in_line(conn, timeout)
     try:
         conn.connect(os.fspath(sock))
     except FileNotFoundError:
@@ -381,6 +382,22 @@ def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | No
         raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc} on {sock})") from None
     except OSError as exc:
         raise Unreachable(f"cannot connect to {sock}: {exc.strerror or exc}") from None
+
+
+def _wait_in_line(conn: socket.socket, timeout: float) -> None:
+    """Make a connect to a full accept queue wait up to ``timeout`` for a
+    place, in line with every other client.  A timed socket is non-blocking
+    underneath, and its connect fails at once when the queue is full: under
+    a storm of connects it loses every race for the place the session frees,
+    however often it tries."""
+    conn.setblocking(True)
+    seconds = max(int(timeout), 0)
+    micros = int((max(timeout, 0.0) - seconds) * 1_000_000)
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                        struct.pack("ll", seconds, micros))
+    except OSError:
+        conn.settimeout(timeout)  # where a send timeout cannot be set: fail fast as before
 
 
 # Agent CLIs often run their shell commands in a sandbox (seccomp, Landlock,

@@ -138,8 +138,9 @@ def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
 
 # How long a verb keeps retrying a session that is alive but saturated (a
 # "busy" answer, a full accept queue): a burst of clients is worked through,
-# not failed.  A refused connect (no session listening) gives up after the
-# deadline as before, and every attempt has the whole deadline of its own.
+# not failed.  A refused connect (no session listening) and a "dropped"
+# answer (the session had too many connections open) give up after the
+# deadline, and every attempt has the whole deadline of its own.
 BUSY_PATIENCE = 30.0
 
 
@@ -151,8 +152,8 @@ def _deadline(payload: dict[str, Any]) -> float:
 
 
 def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict[str, Any]:
-    # "busy", a full accept queue and a refused connect all mean the session
-    # never handled the request, so sending it again cannot duplicate work.
+    # "busy", "dropped", a full accept queue and a refused connect all mean the
+    # session never handled the request, so sending it again cannot duplicate work.
     start = time.monotonic()
     pause = 0.02
     while True:
@@ -164,10 +165,17 @@ def _exchange(sock: Path, payload: dict[str, Any], workdir: Path | None) -> dict
         except wire.WireError as exc:
             raise Failure(EXIT_UNREACHABLE, exc.reason) from None
         else:
-            if ack.get("busy") is not True or not _keep_trying(start, pause, alive=True):
+            if not _retry_answer(ack, start, pause):
                 return ack
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
+
+
+def _retry_answer(ack: dict[str, Any], start: float, pause: float) -> bool:
+    """Whether a refusal that left the request unread is sent again."""
+    if ack.get("busy") is True:
+        return _keep_trying(start, pause, alive=True)
+    return ack.get("dropped") is True and _keep_trying(start, pause, alive=False)
 
 
 def _keep_trying(start: float, pause: float, alive: bool) -> bool:

@@ -19,7 +19,12 @@ def short_deadline(monkeypatch):
     monkeypatch.setattr(_client, "BUSY_PATIENCE", 5.0)
 
 
-def _busy_then_ok(path: str, busy_for: float) -> threading.Thread:
+BUSY = wire.error("busy: try again", busy=True)
+DROPPED = wire.error("dropped: 1024 connections were open and this one had sent nothing "
+                     "for the longest; try again", dropped=True)
+
+
+def _busy_then_ok(path: str, busy_for: float, refusal: dict = BUSY) -> threading.Thread:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)
@@ -31,12 +36,9 @@ def _busy_then_ok(path: str, busy_for: float) -> threading.Thread:
                 conn, _ = listener.accept()
                 with conn:
                     conn.recv(65536)
-                    if time.monotonic() < until:
-                        ack = wire.error("busy: try again", busy=True)
-                    else:
-                        ack = wire.ok(done=True)
+                    ack = refusal if time.monotonic() < until else wire.ok(done=True)
                     conn.sendall(json.dumps(ack).encode() + b"\n")
-                    if not ack.get("busy"):
+                    if ack["status"] == "ok":
                         return
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -64,3 +66,22 @@ def test_a_refused_connect_gives_up_at_the_deadline(short_tmp, short_deadline):
     assert time.monotonic() - started < 2.0  # the 0.3 s deadline, not the 5 s patience
     assert "refused" in failure.value.message
     dead.close()
+
+
+@pytest.mark.timeout(20)
+def test_a_dropped_connection_is_retried_within_the_deadline(short_tmp, short_deadline):
+    path = str(short_tmp / "s.sock")
+    server = _busy_then_ok(path, busy_for=0.05, refusal=DROPPED)  # well within the 0.3 s deadline
+    ack = _client._exchange(short_tmp / "s.sock", {"cmd": "ping"}, None)
+    assert ack["status"] == "ok" and ack["done"] is True
+    server.join(5)
+
+
+@pytest.mark.timeout(20)
+def test_dropped_past_the_deadline_is_the_answer(short_tmp, short_deadline):
+    path = str(short_tmp / "s.sock")
+    _busy_then_ok(path, busy_for=60, refusal=DROPPED)
+    started = time.monotonic()
+    ack = _client._exchange(short_tmp / "s.sock", {"cmd": "ping"}, None)
+    assert time.monotonic() - started < 2.0  # the 0.3 s deadline, not the 5 s patience
+    assert ack["status"] == "error" and ack["error"].startswith("dropped")
