@@ -735,6 +735,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         if not self._hold_for_checks(task_id, parts, outcome, note):
             self._enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)
         ack = {"id": task_id, "state": outcome if not note else "unmatched"}
+        if role == "unknown":
+            ack["unknown"] = True  # the verb exits non-zero: the id matched no task
         if note:
             ack["warning"] = f"{note}; the report was still passed to the orchestrator"
         return wire.ok(**ack)

@@ -9,6 +9,7 @@ next team (the new config's, when given) with the recap and the handoff.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -34,13 +35,18 @@ def _handoff(argv: list[str], verb: str) -> int:
         payload["config"] = _valid_config(Path(args.config))
     asked = time.time()
     ack = _client.send(args.sock, payload)
+    # The wait can be minutes: say what it is for, so it is not taken for a hang.
+    print(f"asked the orchestrator to write .choragos/handoff.md; waiting up to "
+          f"{args.wait:g}s for it, then the session shuts down", file=sys.stderr, flush=True)
     written = _wait_for(Path(ack["file"]), asked, args.wait)
     _client.send(args.sock, {"cmd": "shutdown"})
     if written:
         return _client.say("the orchestrator wrote .choragos/handoff.md; the session is "
                            "shutting down; `choragos serve --resume` continues it")
-    return _client.say(f"no .choragos/handoff.md within {args.wait:g}s; the session is "
-                       "shutting down anyway; `choragos serve --resume` continues it")
+    raise _client.Failure(_client.EXIT_REFUSED,
+                          f"no .choragos/handoff.md within {args.wait:g}s, so no handoff "
+                          "was made; the session is shutting down anyway; `choragos serve "
+                          "--resume` continues it without one")
 
 
 def _valid_config(path: Path) -> str:

@@ -39,6 +39,10 @@ def _work_done(argv: list[str], verb: str) -> int:
             payload["report_text"] = _client.file_text(payload["report"], "report",
                                                        commands.MAX_REPORT_TEXT)
     ack = _client.send(args.sock, payload)
+    if ack.get("unknown"):
+        # Passed on all the same (nothing acknowledged is lost), but the
+        # caller named no task of this session: a script must hear that.
+        raise _client.Failure(_client.EXIT_REFUSED, summary(ack, payload["id"]))
     return _client.say(summary(ack, payload["id"]))
 
 

@@ -209,6 +209,27 @@ def test_work_done_refused_by_the_session(cli: Env) -> None:
     assert line == "choragos work-done: the session refused: unknown task id T99"
 
 
+def test_work_done_for_an_unknown_id_exits_non_zero_with_the_reason(cli: Env) -> None:
+    # The session passes the report on all the same, and says the id matched nothing.
+    cli.session.replies["work-done"] = wire.ok(
+        id="T99", state="unmatched", unknown=True,
+        warning="unknown task id T99; the report was still passed to the orchestrator")
+    line = refused_with(cli.run("work-done", "--id", "T99", "--task", "x"), 1)
+    assert line == ("choragos work-done: reported T99 (unmatched); note: unknown task id "
+                    "T99; the report was still passed to the orchestrator")
+
+
+def test_handoff_says_what_it_waits_for_and_fails_without_a_handoff(cli: Env) -> None:
+    cli.session.replies["handoff"] = wire.ok(file=str(cli.tmp / "handoff.md"), wait=1)
+    out = cli.run("handoff", "--wait", "1")
+    assert out.returncode == 1 and out.stdout == ""
+    waiting, failed = out.stderr.splitlines()
+    assert "waiting up to 1s for it" in waiting
+    assert failed.startswith("choragos handoff: no .choragos/handoff.md within 1s, so no "
+                             "handoff was made")
+    assert [r["cmd"] for r in cli.session.requests] == ["handoff", "shutdown"]
+
+
 @pytest.mark.parametrize("args", [
     ["--task", "x"],
     ["--id", "T3"],

@@ -89,7 +89,8 @@ def test_unknown_work_done_is_passed_on_not_dropped(serve):
     s = serve(TEAM)
     s.wait_booted(["orchestrator"])
     out = s.cli("work-done", "--id", "T42", "--task", "stray report")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr
+    assert "unknown task id T42" in out.stderr and "passed to the orchestrator" in out.stderr
     s.wait(lambda: any("T42" in line and "unknown task id" in line
                            for line in s.submitted("orchestrator")), 15,
                message="the stray report reaching the orchestrator")
