@@ -39,6 +39,7 @@ from choragos import (
     resume,
     selfpath,
     statedir,
+    taskids,
     wire,
     worktrees,
 )
@@ -250,7 +251,9 @@ class Session:
                                on_shutdown=self.stopped.set,
                                reloader=self if self.config.source else None,
                                gateway=self._gateway_label(),
-                               board=JournaledBoard(journal=self.journal),
+                               board=JournaledBoard(
+                                   journal=self.journal,
+                                   next_number=taskids.first_free(self.workdir)),
                                journal=self.journal)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.timers, core_state.me = self.timers, self.core

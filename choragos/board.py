@@ -103,7 +103,9 @@ class Task:
 
 @dataclass
 class Board:
-    """Tasks in creation order, with ids ``T1``, ``T2``… unique per session."""
+    """Tasks in creation order, with ids ``T1``, ``T2``…: a new session
+    starts at :func:`choragos.taskids.first_free`, so ids are unique per
+    directory across sessions."""
 
     tasks: dict[str, Task] = field(default_factory=dict)
     next_number: int = 1

@@ -401,6 +401,14 @@ class CheckpointStore:
                     return ref
         return None
 
+    def names_everywhere(self) -> list[str]:
+        """The name (``<epoch>-<task>``) of every checkpoint of every tree of
+        the repository, read from the refs alone: what task ids were used."""
+        with self._failures("listing checkpoints"):
+            keys = self._repo.refs.keys(b"refs/choragos")
+        return [os.fsdecode(key).rpartition("/")[2] for key in keys
+                if b"checkpoints/" in b"/" + key]
+
     def worktree_namespaces(self) -> list[str]:
         """The linked worktrees that hold checkpoints in this repository
         (whether or not the worktree is still there), by name."""

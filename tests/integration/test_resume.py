@@ -87,6 +87,26 @@ def test_serve_without_resume_keeps_the_old_state_aside_and_names_a_dead_server(
     assert not kept[0].exists()
 
 
+def test_a_new_session_continues_the_task_ids_of_the_directory(serve):
+    s = serve(TEAM)
+    s.wait_booted(["lead", "tester"])
+    first = delegate(s, "tester", "first session's job")
+    s.wait(lambda: s.board()[first]["state"] == "done", 20, "the first session's work-done")
+    task_file = s.workdir / ".choragos" / "tasks" / f"{first}.md"
+    kept = task_file.read_text()
+    assert s.stop() == 0
+
+    s.start()  # not a resume: a new session in the same directory
+    s.wait_booted(["lead", "tester"])
+    second = delegate(s, "tester", "second session's job")
+    assert int(second[1:]) == int(first[1:]) + 1
+    s.wait(lambda: s.board()[second]["state"] == "done", 20, "the second session's work-done")
+    assert task_file.read_text() == kept  # the earlier session's task file is untouched
+    listed = json.loads(s.cli("checkpoints", "--json").stdout)["checkpoints"]
+    tasks = [c["task_id"] for c in listed if c["task_id"] in (first, second)]
+    assert sorted(tasks) == sorted([first, second])
+
+
 def serve_fails(s, *args: str) -> str:
     """Run a ``serve`` that must refuse to start; return what it said."""
     done = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless", *args],
