@@ -5,9 +5,10 @@ work-done the report to the orchestrator is held while the aftercare actor
 measures what changed since the task's checkpoint and runs the role's
 ``verify`` command.  The changes go on the board, into the event log (which
 ``report`` reads) and into the orchestrator's report line; a done with no
-change at all is flagged.  A failed check sends the task back to its worker
-with the output's tail, up to ``verify_rounds`` times; the orchestrator
-hears only the pass, or that the rounds ran out.
+change at all is flagged (for a role with ``writes = false``, any change
+is).  A failed check sends the task back to its worker with the output's
+tail, up to ``verify_rounds`` times; the orchestrator hears only the pass,
+or that the rounds ran out.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from choragos.board import Task, TaskState
 from choragos.verify import VerifyResult
 
 NO_CHANGE = "no files changed: the task claims done without touching the tree"
+READ_ONLY_CHANGED = "{headline} although the role is read-only (writes = false)"
 
 
 @dataclass
@@ -137,12 +139,19 @@ class WorkChecks:
             return ""
         counted = changes.totals(msg.changes)
         listed = msg.changes[:changes.LISTED]
-        flagged = outcome == "done" and not msg.changes
-        task = self.s.board.annotate(task.id, changes=listed, changed=counted)
+        spec = self.s.config.role(task.role)
+        writes = spec.writes if spec is not None else True
+        # A writer's done that changed nothing is suspect; so is any change
+        # at all by a role declared read-only.
+        flagged = (outcome == "done" and not msg.changes) if writes else bool(msg.changes)
+        task = self.s.board.annotate(task.id, changes=listed, changed=counted, flagged=flagged)
         self._publish(news.TaskChanged(task.as_dict()))
+        headline = changes.headline(counted)
         self._event("changes", task=task.id, role=task.role, files=list(listed),
-                    totals=counted, headline=changes.headline(counted), flagged=flagged)
-        return NO_CHANGE if flagged else changes.headline(counted)
+                    totals=counted, headline=headline, flagged=flagged, writes=writes)
+        if not flagged:
+            return headline
+        return NO_CHANGE if writes else READ_ONLY_CHANGED.format(headline=headline)
 
     def _verify_passed(self, task: Task, msg: WorkChecked, line: str) -> None:
         result = msg.verify

@@ -73,6 +73,7 @@ class Task:
     note: str = ""
     changes: tuple[dict, ...] | None = None  # files changed since the checkpoint, when measured
     changed: dict | None = None  # their totals (files, added, deleted); the list keeps the first
+    flagged: bool | None = None  # the changes are suspect (none for a writer, any for a reader)
     checks: str = ""   # where its verify (or judge) stands, e.g. "verify failed 1/3"
     rounds: int = 0    # failed checks so far
     waiting: dict | None = None  # what its work waits on (a merge gate, a hold, a judge)

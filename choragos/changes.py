@@ -92,11 +92,15 @@ def changed_count(task: dict) -> int | None:
 
 def files_cell(task: dict) -> str:
     """A board row's FILES cell: how many files the task changed, ``-`` when
-    not measured, ``0!`` for a done that changed none (it is flagged)."""
+    not measured, a ``!`` after the count when it is flagged (``0!``: a done
+    that changed nothing; ``2!``: a read-only role that changed files)."""
     count = changed_count(task)
     if count is None:
         return "-"
-    return f"{count}" if count or task.get("state") != "done" else "0!"
+    flagged = task.get("flagged")
+    if flagged is None:  # measured before the flag was kept: a done with no change
+        flagged = not count and task.get("state") == "done"
+    return f"{count}!" if flagged else f"{count}"
 
 
 def _git(root: Path, *args: str) -> bytes:

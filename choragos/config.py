@@ -86,6 +86,9 @@ class RoleSpec:
     verify: str = ""                     # a command run in the role's tree after each work-done
     verify_rounds: int = 3               # fix attempts before the orchestrator hears it failed
     verify_timeout: float = 600.0
+    # False: the role only reads (a reviewer, a tester); a done without a
+    # change is expected, and a change is what gets flagged.
+    writes: bool = True
     resume_args: tuple[str, ...] = ()  # added to the first spawn of a resumed session
     can_delegate: bool | None = None  # None: only the start role may
     agent: str = ""  # the agent profile by name; empty: chosen from the command
@@ -488,6 +491,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "verify": _verify_command,
     "verify_rounds": cs.integer(1),
     "verify_timeout": cs.positive_duration,
+    "writes": cs.boolean,
     "resume_args": cs.list_of(cs.argv_string),
     "can_delegate": cs.boolean,
     "agent": cs.choice("", *AGENT_NAMES),
@@ -813,6 +817,7 @@ _BUILTIN_ROLES = (
     ),
     RoleSpec(
         name="reviewer", command="gemini", base_url_env=("GOOGLE_GEMINI_BASE_URL",),
+        writes=False,
         prompt_template=(
             "You review changes and never edit files. Read the diff and the code around "
             "it; look for bugs, unhandled cases, missing tests and unclear code; report "
@@ -820,7 +825,7 @@ _BUILTIN_ROLES = (
     ),
     RoleSpec(
         name="auditor", command="claude", model="sonnet", args=_WORKER_ARGS,
-        env_deny=_CLOUD_CREDENTIALS,
+        env_deny=_CLOUD_CREDENTIALS, writes=False,
         prompt_template=(
             "You audit changes for security problems: injection, leaked or logged "
             "secrets, unsafe defaults, risky dependencies, unchecked input. Report each "

@@ -98,6 +98,9 @@ _CLOUD_DENY = """env_deny = [
     "AWS_*", "AZURE_*", "GCP_*", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_*",
     "GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN",
 ]"""
+# A reviewer or auditor reads: a report that changed nothing is expected,
+# and a change it does make is what the board flags.
+_READS = "writes = false  # read-only: a change it makes is flagged"
 _DENY_NOTE = ("If your claude signs in through AWS Bedrock or Google Vertex, take those "
               "entries out of env_deny.")
 
@@ -127,7 +130,7 @@ def _claude_reviewer(detected: Detected | None) -> str:
     return _role(
         "The reviewer reads and reports. env_deny keeps credentials it has no use for "
         "out of its environment; a deny always wins. " + _DENY_NOTE,
-        "reviewer", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY)
+        "reviewer", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY, _READS)
 
 
 def _gemini_reviewer(detected: Detected | None) -> str:
@@ -140,7 +143,7 @@ def _gemini_reviewer(detected: Detected | None) -> str:
         "names the variable that points a non-Anthropic CLI at a gateway.",
         "reviewer", "gemini", brief,
         'env_allow = ["GEMINI_API_KEY", "GOOGLE_*"]  # GOOGLE_* is a prefix match',
-        'base_url_env = ["GOOGLE_GEMINI_BASE_URL"]')
+        'base_url_env = ["GOOGLE_GEMINI_BASE_URL"]', _READS)
 
 
 def _auditor(detected: Detected | None) -> str:
@@ -151,7 +154,7 @@ def _auditor(detected: Detected | None) -> str:
     return _role(
         "The auditor reads untrusted code for a living, so cloud and code-host "
         "credentials are denied to it. " + _DENY_NOTE,
-        "auditor", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY)
+        "auditor", "claude", brief, 'model = "sonnet"', _WORKER_ARGS, _CLOUD_DENY, _READS)
 
 
 def _release() -> str:

@@ -58,6 +58,25 @@ def test_changed_files_match_git_diff_and_a_done_without_change_is_flagged(serve
     assert {c["path"] for c in records["T1"]["files"]} == set(expected)
 
 
+def test_a_read_only_role_is_flagged_for_a_change_not_for_none(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("reviewer", "--worker", "--edit", writes=False))
+    s.wait_booted(["orchestrator", "reviewer"])
+    assert s.cli("delegate", "--to", "reviewer", "--task", "Read it all").returncode == 0
+    line = s.wait(lambda: next(iter(_reports(s)), None), 30, message="the first report")
+    assert "(no files changed)" in line and "claims done" not in line
+    assert s.cli("delegate", "--to", "reviewer", "--task", "Oops.\nwrite x.txt 1"
+                 ).returncode == 0
+    lines = s.wait(lambda: len(got := _reports(s)) == 2 and got, 30, message="second report")
+    assert ("(1 file changed (+1 -0) although the role is read-only (writes = false))"
+            in lines[1])
+    table = s.cli("board").stdout.splitlines()
+    files = table[0].split().index("FILES")
+    assert {row.split()[0]: row.split()[files] for row in table[1:]} == {"T1": "0", "T2": "1!"}
+    flags = {e["task"]: e["flagged"] for e in s.events() if e["event"] == "changes"}
+    assert flags == {"T1": False, "T2": True}
+
+
 def _verify_toml(rounds: int) -> str:
     code = ("import sys; t = open('ok.txt').read().strip(); print('ok.txt says', t); "
             "sys.exit(t != 'good')")

@@ -32,6 +32,12 @@ def test_the_files_cell_reads_the_totals_before_the_kept_list():
     assert changes.files_cell({"state": "delivered", "changes": None}) == "-"
 
 
+def test_the_files_cell_follows_the_flag_the_session_set():
+    # A read-only role: nothing changed is fine, a change is what is flagged.
+    assert changes.files_cell({"state": "done", "changes": [], "flagged": False}) == "0"
+    assert changes.files_cell({"state": "done", "changes": [entry(0)], "flagged": True}) == "1!"
+
+
 def test_the_boards_detail_line_names_a_few_files_and_counts_the_rest():
     kept = [entry(n) for n in range(changes.LISTED)]
     line = changed_files({"changes": kept, "changed": {"files": 5000, "added": 1,

@@ -124,7 +124,7 @@ ROLE_DEFAULTS = {
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
     "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
     "host": "",
-    "verify": "", "verify_rounds": 3, "verify_timeout": 600.0,
+    "verify": "", "verify_rounds": 3, "verify_timeout": 600.0, "writes": True,
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -168,6 +168,7 @@ ROLE_VALUES = [
     ("verify", '"pytest -q \'tests/a b\'"', "pytest -q 'tests/a b'"),
     ("verify_rounds", "1", 1),
     ("verify_timeout", '"2m"', 120.0),
+    ("writes", "false", False),
     ("resume_args", '["--continue"]', ("--continue",)),
     ("can_delegate", "true", True),
     ("can_delegate", "false", False),
