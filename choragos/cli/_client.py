@@ -130,6 +130,29 @@ def socket_for(option: str | None) -> tuple[Path, Path | None]:
 def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
     """Send ``payload`` and return an ok ack; anything else is a Failure."""
     sock, workdir = socket_for(option)
+    try:
+        return send_to(sock, workdir, payload)
+    except Failure as failure:
+        if failure.code == EXIT_UNREACHABLE and not sock.exists():
+            failure.message = _running_elsewhere(failure.message)
+        raise
+
+
+def _running_elsewhere(message: str) -> str:
+    """``message``, naming the sessions that do run when there are any: "start
+    one" is the wrong advice when ``choragos ls`` shows one."""
+    from choragos.cli.ls import find_sessions
+
+    dirs = [inert(s["dir"]) for s in find_sessions() if s.get("dir")]
+    if not dirs:
+        return message
+    head = message.partition("; start one with")[0]
+    return (f"{head}; a session runs in {', '.join(dirs)} (`choragos ls`): run the verb "
+            "there, or name its socket with --sock")
+
+
+def send_to(sock: Path, workdir: Path | None, payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`send` to a socket already chosen (``-t/--target``)."""
     ack = _exchange(sock, payload, workdir)
     if ack["status"] != "ok":
         raise Failure(EXIT_REFUSED, f"the session refused: {ack['error']}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from choragos.cli import _client
+from choragos.cli import _client, _target
 from choragos.daemon import ui_path_for
 
 
@@ -23,8 +23,9 @@ def _main(argv: list[str], verb: str) -> int:
                                 "(the nearest one up from this directory).")
     made.add_argument("--force", action="store_true",
                       help="take the deck over from the client attached now")
+    _target.add_option(made)
     args = made.parse_args(argv)
-    control, workdir = _client.socket_for(args.sock)
+    control, workdir = _target.session(args, verb)
     from choragos.ui.attach import attach_to
 
     return attach_to(ui_path_for(Path(control)), force=args.force, workdir=workdir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from choragos.changes import files_cell
-from choragos.cli import _client
+from choragos.cli import _client, _target
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -25,8 +25,9 @@ def _board(argv: list[str], verb: str) -> int:
     made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
     made.add_argument("--all", action="store_true",
                       help="include the archive: the older done and rejected tasks")
+    _target.add_option(made)
     args = made.parse_args(argv)
-    ack = _client.send(args.sock, {"cmd": "board", "archived": args.all})
+    ack = _client.send_to(*_target.session(args, verb), {"cmd": "board", "archived": args.all})
     return _client.print_json(ack) if args.json else _client.say(render(ack, args.all))
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from choragos import costs, events, report
-from choragos.cli import _client
+from choragos.cli import _client, _target
 from choragos.durations import format_duration
 
 _COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("failed", "FAILED"),
@@ -30,7 +30,7 @@ def run(argv: list[str], verb: str = "report") -> int:
 
 def _main(argv: list[str], verb: str) -> int:
     args = _parser(verb).parse_args(argv)
-    path = Path(args.log) if args.log else events.default_path(Path.cwd())
+    path = Path(args.log) if args.log else _default_log(args, verb)
     read = _read(path)
     for skipped in read.skipped:
         print(f"note: skipped {_client.inert(skipped)}", file=sys.stderr)
@@ -53,6 +53,14 @@ def _main(argv: list[str], verb: str) -> int:
     return _client.say(render(summary, price_for))
 
 
+def _default_log(args: argparse.Namespace, verb: str) -> Path:
+    """The target's log; else this directory's; else the only running session's."""
+    here = Path.cwd()
+    if args.target is None and events.default_path(here).exists():
+        return events.default_path(here)
+    return events.default_path(_target.directory(args, verb, here))
+
+
 def _parser(verb: str) -> argparse.ArgumentParser:
     made = _client.bare_parser(verb, "Summarise a session per role from its event log.")
     made.add_argument("log", nargs="?", metavar="LOG",
@@ -66,6 +74,7 @@ def _parser(verb: str) -> argparse.ArgumentParser:
     made.add_argument("--config", type=Path, metavar="FILE",
                       help="price tokens with this file's [pricing] (default: "
                            ".choragos.toml here)")
+    _target.add_option(made)
     return made
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from choragos.cli import _client
+from choragos.cli import _client, _target
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -22,8 +22,9 @@ def run(argv: list[str], verb: str = "status") -> int:
 def _status(argv: list[str], verb: str) -> int:
     made = _client.parser(verb, "Show every role's state in the running session.")
     made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
+    _target.add_option(made)
     args = made.parse_args(argv)
-    ack = _client.send(args.sock, {"cmd": "status"})
+    ack = _client.send_to(*_target.session(args, verb), {"cmd": "status"})
     return _client.print_json(ack) if args.json else _client.say(render(ack))
 
 
