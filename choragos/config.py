@@ -10,6 +10,7 @@ The checking machinery lives in :mod:`choragos.configschema`.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import shlex
 import tomllib
@@ -20,6 +21,7 @@ from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from choragos import configschema as cs
+from choragos import userconfig
 from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
@@ -270,6 +272,7 @@ class Config:
     notify: NotifySettings = field(default_factory=NotifySettings)
     hosts: Mapping[str, HostSpec] = field(default_factory=dict)
     source: Path | None = None  # None: the built-in team
+    user_source: Path | None = None  # the user's own file, when one was read
     warnings: tuple[str, ...] = ()
 
     @property
@@ -310,17 +313,59 @@ def role_env(spec: RoleSpec, base: Mapping[str, str], inject: Mapping[str, str])
 
 # ---- loading --------------------------------------------------------------------------
 
-def load_config(path: Path | None = None, cwd: Path | None = None) -> Config:
-    """Load ``path``, or ``<cwd>/.choragos.toml``, or the built-in team when neither exists.
+def load_config(path: Path | None = None, cwd: Path | None = None,
+                env: Mapping[str, str] = os.environ) -> Config:
+    """Load ``path``, or ``<cwd>/.choragos.toml``, or the built-in team when neither
+    exists, over the user's own file (:mod:`choragos.userconfig`) when there is one.
 
     Raises :class:`ConfigError` listing every problem found.
     """
     base = Path.cwd() if cwd is None else Path(cwd)
     target = _locate(path, base)
+    user = _read_user(userconfig.path(env))
     if target is None:
-        return builtin_config()
+        config = builtin_config()
+        if user is None:
+            return config
+        return replace(config, **user.values, user_source=user.path, warnings=user.warnings)
     shown = CONFIG_NAME if path is None else str(path)  # as the user would write it
-    return _build(_parse(target, shown), target, shown)
+    data = _parse(target, shown)
+    if user is None:
+        return _build(data, target, shown)
+    config = _build(userconfig.merge_under(user.raw, data), target, shown)
+    return replace(config, user_source=user.path,
+                   warnings=(*user.warnings, *config.warnings))
+
+
+@dataclass(frozen=True)
+class _UserLayer:
+    path: Path
+    raw: dict       # its sections, keys the schema knows only: merged under the project's
+    values: dict    # the same, checked and built
+    warnings: tuple[str, ...]
+
+
+def _read_user(target: Path) -> _UserLayer | None:
+    """The user's file, checked on its own so each problem names that file."""
+    if not target.is_file():
+        return None
+    shown = str(target)
+    data = _parse(target, shown)
+    report = cs.Report(shown)
+    for key in data:
+        if key not in userconfig.SECTIONS:
+            report.error(key, "only [keys] and [ui] belong in the user configuration; "
+                              f"the team and the rest go in a project's {CONFIG_NAME}")
+    schema = {key: _TOP[key] for key in userconfig.SECTIONS}
+    raw = {k: v for k, v in data.items() if k in userconfig.SECTIONS}
+    values = cs.read_table(raw, schema, "", report)
+    report.raise_if_errors()
+    known = {"keys": _KEY_SCHEMA, "ui": _UI_SCHEMA}
+    # Unknown keys were warned about here, with this file's name; they stay out
+    # of the merge so the project's check does not warn again under its name.
+    raw = {section: {k: v for k, v in table.items() if k in known[section]}
+           for section, table in raw.items() if isinstance(table, dict)}
+    return _UserLayer(target, raw, values, tuple(report.warnings))
 
 
 def _locate(path: Path | None, base: Path) -> Path | None:
@@ -730,13 +775,14 @@ def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str
     return {**DEFAULT_THEME, **cs.read_table(raw, schema, where, report)}
 
 
-_UI = _settings(UISettings, {
+_UI_SCHEMA: cs.Schema = {
     "bell": cs.boolean, "sidebar": cs.boolean, "mouse": cs.boolean, "auto_focus": cs.boolean,
     "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
     "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
     "on_done": cs.string, "idle_after": cs.positive_duration,
     "theme": cs.Nested(_read_theme),
-})
+}
+_UI = _settings(UISettings, _UI_SCHEMA)
 _BUDGET = _settings(BudgetSettings, {"session": cs.money})
 _KEY_SCHEMA: cs.Schema = {"prefix": cs.prefix_key, **{a: cs.key_name for a in KEY_ACTIONS}}
 

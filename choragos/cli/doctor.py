@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from choragos import __version__, paths, resume, safeexec, selfpath, wire
+from choragos import __version__, paths, resume, safeexec, selfpath, userconfig, wire
 from choragos.cli import _client
 from choragos.config import (
     CONFIG_NAME,
@@ -70,7 +70,7 @@ def passed(checks: list[Check]) -> bool:
 
 def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = None) -> list[Check]:
     """Every check for ``workdir`` as seen with environment ``env``."""
-    config, checks = _config(workdir, config_path)
+    config, checks = _config(workdir, config_path, env)
     if config is not None:
         checks += [_seat(config, role, env, workdir) for role in config.roles]
         checks += [Check("seat", level, message)
@@ -85,13 +85,26 @@ def diagnose(workdir: Path, env: Mapping[str, str], config_path: Path | None = N
 
 # ---- the config and its roles ---------------------------------------------------------
 
-def _config(workdir: Path, config_path: Path | None) -> tuple[Config | None, list[Check]]:
+def _config(workdir: Path, config_path: Path | None,
+            env: Mapping[str, str]) -> tuple[Config | None, list[Check]]:
     try:
-        config = load_config(config_path, workdir)
+        config = load_config(config_path, workdir, env)
     except ConfigError as exc:
         return None, [*(Check("config", FAIL, error) for error in exc.errors),
                       *(Check("config", WARN, warning) for warning in exc.warnings)]
-    return config, [_config_ok(config), *(Check("config", WARN, w) for w in config.warnings)]
+    return config, [_config_ok(config), _files_read(config, env),
+                    *(Check("config", WARN, w) for w in config.warnings)]
+
+
+def _files_read(config: Config, env: Mapping[str, str]) -> Check:
+    """Which files made the config: a setting that surprises is traced to its file."""
+    read = [str(f) for f in (config.source, config.user_source) if f is not None]
+    user = (f"your own settings ([keys], [ui]) from {config.user_source}, under the "
+            "project's" if config.user_source is not None else
+            f"no user configuration at {userconfig.path(env)} (optional: [keys] and [ui] "
+            "for every project)")
+    files = ", ".join(read) if read else "no file (the built-in team)"
+    return Check("config", OK, f"read {files}; {user}")
 
 
 def _config_ok(config: Config) -> Check:

@@ -1,0 +1,88 @@
+"""The user's own configuration, merged under each project's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from choragos import userconfig
+from choragos.cli import doctor
+from choragos.config import CONFIG_NAME, ConfigError, load_config
+
+LEAD = '[[roles]]\nname = "lead"\ncommand = "claude"\nstart = true\n'
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "xdg" / "choragos").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+
+
+def user_file(env: dict[str, str], text: str) -> Path:
+    path = Path(env["XDG_CONFIG_HOME"]) / "choragos" / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_file_lives_under_xdg_config_home_else_under_home() -> None:
+    assert userconfig.path({"XDG_CONFIG_HOME": "/x"}) == Path("/x/choragos/config.toml")
+    assert userconfig.path({"HOME": "/h"}) == Path("/h/.config/choragos/config.toml")
+    # a relative XDG value is ignored, as the XDG rules say
+    assert userconfig.path({"XDG_CONFIG_HOME": "rel", "HOME": "/h"}) == Path(
+        "/h/.config/choragos/config.toml")
+
+
+def test_the_project_wins_key_by_key(home: dict[str, str], tmp_path: Path) -> None:
+    path = user_file(home, '[keys]\nprefix = "ctrl+a"\nzoom = "Z"\n'
+                           '[ui]\nbell = false\non_gate = "notify-send gate"\n')
+    work = tmp_path / "work"
+    (work / CONFIG_NAME).write_text(LEAD + '[keys]\nzoom = "z"\n[ui]\non_gate = "echo here"\n')
+    config = load_config(cwd=work, env=home)
+    assert config.keys.prefix == "ctrl+a"            # only the user set it
+    assert config.keys.zoom == "z"                   # both did: the project's
+    assert config.ui.bell is False
+    assert config.ui.on_gate == "echo here"
+    assert config.user_source == path and config.source == work / CONFIG_NAME
+
+
+def test_the_built_in_team_takes_the_users_settings_too(home: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    user_file(home, '[keys]\nprefix = "ctrl+t"\n')
+    config = load_config(cwd=tmp_path / "work", env=home)
+    assert config.source is None and config.keys.prefix == "ctrl+t"
+    assert [r.name for r in config.roles][:2] == ["orchestrator", "coder"]
+
+
+def test_a_team_in_the_user_file_is_an_error_naming_that_file(home: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    path = user_file(home, LEAD + '[keys]\nprefix = "x"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(cwd=tmp_path / "work", env=home)
+    assert caught.value.errors == [
+        f"{path}:roles: only [keys] and [ui] belong in the user configuration; the team and "
+        f"the rest go in a project's {CONFIG_NAME}",
+        f'{path}:keys.prefix: "x": the prefix must be ctrl+<letter> or f1..f12, so ordinary '
+        "typing still reaches the agents"]
+
+
+def test_an_unknown_user_key_warns_once_under_the_users_file(home: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    path = user_file(home, "[ui]\nbel = false\n")
+    (tmp_path / "work" / CONFIG_NAME).write_text(LEAD)
+    config = load_config(cwd=tmp_path / "work", env=home)
+    assert config.warnings == (f'{path}:ui.bel: unknown key, ignored (did you mean "bell"?)',)
+
+
+def test_doctor_names_the_files_it_read(home: dict[str, str], tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / CONFIG_NAME).write_text(LEAD)
+    env = {**home, "PATH": "/nonexistent", "XDG_RUNTIME_DIR": str(tmp_path)}
+    without = [c.message for c in doctor.diagnose(work, env) if c.message.startswith("read ")]
+    assert without == [f"read {work / CONFIG_NAME}; no user configuration at "
+                       f"{userconfig.path(home)} (optional: [keys] and [ui] for every project)"]
+    path = user_file(home, "[ui]\nbell = false\n")
+    found = [c.message for c in doctor.diagnose(work, env) if c.message.startswith("read ")]
+    assert found == [f"read {work / CONFIG_NAME}, {path}; your own settings ([keys], [ui]) "
+                     f"from {path}, under the project's"]
