@@ -166,7 +166,8 @@ class RoleActor(Actor):
     def on_start(self) -> None:
         term = self.s.terminal
         term.reply = self._reply
-        term.on_scrolled = self.s.transcript.append_lines
+        transcript = self.s.transcript
+        term.on_scrolled = lambda lines: transcript.append_lines(lines, term.cols)
         if self.s.typing is not None:  # we replaced a crashed instance mid-injection
             self._finish(False, "choragos restarted the role's actor during the injection")
         # A notice or classification the crashed instance never read must
@@ -668,7 +669,7 @@ class RoleActor(Actor):
             msg = m.Exited(msg.gen, s.seat.explain(msg.status))
             s.seat.after_exit()
         s.exit = msg.status
-        s.transcript.flush_screen(s.terminal.whole_display())
+        s.transcript.flush_screen(s.terminal.whole_display(), s.terminal.cols)
         if s.child is not None:
             s.child.close()
         self._set_status(RoleStatus.EXITED, msg.status.describe())
@@ -741,7 +742,7 @@ class RoleActor(Actor):
                 reader.join(timeout=1.0)
         if s.status not in (RoleStatus.EXITED, RoleStatus.FAILED):
             s.exit = status
-            s.transcript.flush_screen(s.terminal.whole_display())
+            s.transcript.flush_screen(s.terminal.whole_display(), s.terminal.cols)
             self._set_status(RoleStatus.EXITED, status.describe() if status else "stopped")
         if s.typing is not None:  # the core holds the injection in flight until told
             self._finish(False, f"{s.spec.name} was stopped mid-injection")

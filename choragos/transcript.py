@@ -3,7 +3,10 @@
 Lines are appended as they scroll off the emulated screen; the live screen
 is flushed when the pane closes.  A line keeps the text a narrowing of the
 pane cut off (the emulator keeps it as the row's tail), so what lands here does
-not depend on the tile size the line was shown in.  Each spawn starts with a header line.  A
+not depend on the tile size the line was shown in.  A line the program
+wrote wider than its terminal, which the terminal wrapped onto several rows,
+is written as the one line it was (see :func:`logical_lines`), so a grep
+finds its words.  Each spawn starts with a header line.  A
 ``--- transcript gap ---`` line (the terminal's GAP_MARKER, passed through
 with the scrolled lines) marks text that was cleared from the screen before
 it could scroll off, and so is missing here.  Past ``MAX_BYTES`` the file
@@ -21,7 +24,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from pyte.screens import wcwidth
+
 from choragos import statedir
+from choragos.terminal import GAP_MARKER as GAP  # never joined to a row
 
 # How often a kept transcript file is checked to still be the one at its path.
 RECHECK = 1.0
@@ -30,6 +36,39 @@ RECHECK = 1.0
 # and with it the journal the session's acks depend on.
 MAX_BYTES = 16 * 1024 * 1024
 KEEP_ROTATED = 3
+
+
+def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[list[str], str]:
+    """Rows as they left a ``width``-column screen, joined back into the lines
+    the program wrote: a row that fills the width exactly was wrapped by the
+    terminal, so the next row continues it.  Returned: the finished lines and
+    the text still waiting for its continuation (the next call's ``carry``).
+
+    A row of box drawing (an agent's frame, a rule) is never joined: it fills
+    the width by design."""
+    out: list[str] = []
+    for raw in rows:
+        row = raw.rstrip()
+        if carry and (row == GAP or _boxed(row[:1])):
+            out.append(carry)
+            carry = ""
+        text = carry + row
+        carry = ""
+        if row != GAP and _fills(row, width):
+            carry = text
+        else:
+            out.append(text)
+    return out, carry
+
+
+def _fills(row: str, width: int) -> bool:
+    if not row or _boxed(row[-1]):
+        return False
+    return sum(max(wcwidth(char), 0) for char in row) == width
+
+
+def _boxed(char: str) -> bool:
+    return bool(char) and "\u2500" <= char <= "\u259f"
 
 
 class Transcript:
@@ -53,6 +92,8 @@ class Transcript:
         self._file: BinaryIO | None = None
         self._checked = 0.0
         self.opened = 0  # times the file was opened (tests count them)
+        self._carry = ""  # a wrapped row waiting for the row that continues it
+        self._carry_lock = threading.Lock()
 
     def _append(self, lines: Iterable[str]) -> None:
         text = "".join(f"{line}\n" for line in lines)
@@ -109,14 +150,28 @@ class Transcript:
 
     def start_session(self, argv: Sequence[str], workdir: Path, pid: int) -> None:
         stamp = datetime.now().astimezone().isoformat(timespec="seconds")
-        self._append([f"=== {stamp} pid {pid} in {workdir}: {' '.join(argv)} ==="])
+        self._append([*self._take_carry(),
+                      f"=== {stamp} pid {pid} in {workdir}: {' '.join(argv)} ==="])
 
-    def append_lines(self, lines: Sequence[str]) -> None:
-        self._append(line.rstrip() for line in lines)
+    def append_lines(self, lines: Sequence[str], width: int | None = None) -> None:
+        """Rows that scrolled off a ``width``-column screen (joined where the
+        terminal wrapped them); without ``width``, lines written as they are."""
+        if width is None:
+            self._append([*self._take_carry(), *(line.rstrip() for line in lines)])
+            return
+        with self._carry_lock:
+            done, self._carry = logical_lines(lines, width, self._carry)
+        self._append(done)
 
-    def flush_screen(self, lines: Sequence[str]) -> None:
+    def flush_screen(self, lines: Sequence[str], width: int | None = None) -> None:
         """Write the visible screen, minus trailing blank lines."""
         trimmed = list(lines)
         while trimmed and not trimmed[-1].strip():
             trimmed.pop()
-        self._append(line.rstrip() for line in trimmed)
+        self.append_lines(trimmed, width)
+        self._append(self._take_carry())  # the screen's last line ends here
+
+    def _take_carry(self) -> list[str]:
+        with self._carry_lock:
+            carry, self._carry = self._carry, ""
+        return [carry] if carry else []

@@ -8,7 +8,8 @@ import os
 import pytest
 
 from choragos import transcript as tr
-from choragos.transcript import Transcript
+from choragos.terminal import GAP_MARKER
+from choragos.transcript import Transcript, logical_lines
 
 
 @pytest.fixture
@@ -88,3 +89,36 @@ def test_a_transcript_carries_on_from_its_size_after_a_restart(logs):
     assert (logs / "coder.log.1").read_bytes().endswith(b"after its restart\n")
     t.append_lines(["next"])
     assert (logs / "coder.log").read_text() == "next\n"
+
+
+def test_rows_the_terminal_wrapped_are_joined_back_into_their_line() -> None:
+    rows = ["the quick brown fox jum", "ped over the lazy dog", "short", "exactly ten",
+            "0123456789", "abc"]
+    lines, carry = logical_lines(rows, 10)
+    # only a row filling the width exactly continues on the next one
+    assert lines == ["the quick brown fox jum", "ped over the lazy dog", "short",
+                     "exactly ten", "0123456789abc"]
+    assert carry == ""
+    lines, carry = logical_lines(["a" * 10, "b" * 10], 10)
+    assert (lines, carry) == ([], "a" * 10 + "b" * 10)  # waits for the row that ends it
+    lines, carry = logical_lines(["c", GAP_MARKER], 10, carry)
+    assert (lines, carry) == (["a" * 10 + "b" * 10 + "c", GAP_MARKER], "")
+
+
+def test_frames_and_gaps_are_never_joined() -> None:
+    frame = ["╭" + "─" * 8 + "╮", "│ > hi   │", "╰" + "─" * 8 + "╯"]
+    assert logical_lines(frame, 10) == (frame, "")
+    assert logical_lines(["x" * 10, "│ framed │"], 10) == (["x" * 10, "│ framed │"], "")
+    assert logical_lines(["x" * 10, GAP_MARKER], 10) == (["x" * 10, GAP_MARKER], "")
+    # wide characters count two cells
+    assert logical_lines(["漢字漢字漢", "tail"], 10) == (["漢字漢字漢tail"], "")
+
+
+def test_a_wrapped_line_lands_whole_in_the_file(tmp_path) -> None:
+    t = Transcript(tmp_path / "role.log")
+    t.append_lines(["a long line that the termi", "nal wrapped"], 26)
+    t.flush_screen(["the screen's last row wraps", "its end", ""], 27)
+    t.close()
+    assert (tmp_path / "role.log").read_text().splitlines() == [
+        "a long line that the terminal wrapped",
+        "the screen's last row wrapsits end"]
