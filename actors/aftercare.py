@@ -19,6 +19,7 @@ from choragos.actors.base import Actor
 from choragos.authority import Behalf
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 from choragos.remote.seat import SeatError
+from choragos.taskdiff import done_name
 from choragos.worktrees import MergeResult, WorktreeError
 
 
@@ -33,6 +34,7 @@ class CheckWork:
     message: tuple[str, str] = ("", "")  # the commit's subject and body
     env: dict[str, str] | None = None  # the role's environment, which verify runs with
     role: str = ""              # whose work it is: verify runs with that role's authority
+    label: str = ""             # the task's first line, for the snapshot taken at its report
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,15 @@ class WorkChecked:
     unmerged: bool = False      # a worktree role's branch holds work to merge
     commit_error: str = ""      # why a worktree role's work could not be committed
     commit: str = ""            # a worktree role's branch head once committed: what was checked
+
+
+@dataclass(frozen=True)
+class Announced:
+    """To the core: something went wrong off its thread that the log must hold."""
+
+    event: str
+    task_id: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,19 @@ class AftercareActor(Actor):
             found = changes.diff_trees(self.workdir, base, commit)
         except (WorktreeError, changes.ChangesError, SeatError) as exc:
             return None, str(exc), False, ""
+        if msg.checkpoint:
+            # What this task alone changed, kept for `choragos diff` after the merge.
+            try:
+                self._snapshot_done(msg)
+            except (CheckpointError, NotARepository, OSError) as exc:
+                self.core.tell(Announced("snapshot failed", msg.task_id, str(exc)))
         return tuple(change.as_dict() for change in found), "", unmerged, commit
+
+    def _snapshot_done(self, msg: CheckWork) -> str:
+        """The tree as the task reported it, saved next to its checkpoint: the
+        pair is exactly what the task changed (choragos/taskdiff.py)."""
+        label = f"at the report of {msg.task_id}: {msg.label}"
+        return self._store(msg.cwd).snapshot(done_name(msg.task_id), msg.role, label).tree
 
     @handle.register
     def _merge(self, msg: MergeWork) -> None:
@@ -141,7 +164,7 @@ class AftercareActor(Actor):
         try:
             store = self._store(msg.cwd)
             base = store.resolve(msg.checkpoint).tree
-            now = store.tree_now()
+            now = self._snapshot_done(msg)
             found = changes.diff_trees(store.root, base, now)
         except (CheckpointError, NotARepository, changes.ChangesError, OSError) as exc:
             return None, str(exc)

@@ -70,7 +70,7 @@ class WorkChecks:
                                         command, spec.verify_timeout if spec else 600.0,
                                         branch, (parts[2], body),
                                         self.s.role_env(task.role) if command else None,
-                                        task.role))
+                                        task.role, task.label))
         return True
 
     def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:

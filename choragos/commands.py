@@ -213,6 +213,8 @@ DECLARED: tuple[Command | Verb, ...] = (
     _verb("rollback", "rollback", "restore the workspace to before a task"),
     _verb("report", "report", "per-role summary of a session from its event log"),
     _verb("web", "web", "print the web view's address with its access token (and a QR code)"),
+    _verb("diff", "diff", "show exactly what one task changed"),
+    _verb("logs", "logs", "print a role's transcript (-f: follow it)"),
     Command("handoff", (
         Field("wait", SECONDS, default=300, limit=MAX_HANDOFF_WAIT),
         Field("config", PATH),

@@ -68,31 +68,19 @@ class DeckBoard:
             self._show_diff(task)
 
     def _show_diff(self, task: dict) -> None:
-        """The task's changes against its checkpoint, paged (worked out off the UI thread)."""
-        from choragos import worktrees
+        """Exactly what the task changed, as ``choragos diff`` shows it, paged
+        (worked out off the UI thread)."""
+        from choragos.taskdiff import TaskDiffError, task_diff
         workdir = self.port.workdir
-        branched = (worktrees.path_of(workdir, task["role"]) / ".git").exists()
-        if not branched and not task.get("checkpoint"):
-            self.say(f"{task['id']} has no checkpoint to compare with")
-            return
 
         def work() -> None:
-            from choragos.changes import ChangesError, branch_diff, since_checkpoint
-            from choragos.checkpoints import CheckpointError, NotARepository
-            if branched:
-                title = f"diff of {worktrees.branch_of(task['role'])} (unmerged work)"
-            else:
-                title = f"diff of {task['id']} since its checkpoint"
             try:
-                text = (branch_diff(workdir, worktrees.branch_of(task["role"])) if branched
-                        else since_checkpoint(workdir, task["checkpoint"]))
-            except (ChangesError, CheckpointError, NotARepository, OSError,
-                    worktrees.WorktreeError) as exc:
+                found = task_diff(workdir, task["id"])
+            except TaskDiffError as exc:
                 why = f"cannot show the diff: {exc}"
                 self.post(lambda: self.say(why, "failed"))
                 return
-            self.post(lambda: self._page(
-                title, text or "No file differs."))
+            self.post(lambda: self._page(found.title, found.patch or "No file differs."))
         with contextlib.suppress(RuntimeError):  # shutting down
             self._workers.submit(work)
 

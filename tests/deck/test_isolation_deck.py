@@ -37,9 +37,11 @@ def test_board_counts_changed_files_and_d_shows_the_diff(deck):
     d = _board_after_t1(deck, "Greet.\nwrite hello.txt hi from T1", "1")
     screen = d.wait_screen("changed hello.txt (added, +1 -0)")
     assert "FILES" in screen
+    (d.workdir / "later.txt").write_text("changed after T1 reported\n")
     d.keys("d")
-    screen = d.wait_screen("diff of T1 since its checkpoint")
+    screen = d.wait_screen("what T1 changed (its checkpoint to its report)")
     assert "+hi from T1" in screen and "hello.txt" in screen
+    assert "later.txt" not in screen  # the task's own diff, not the tree's since
 
 
 def _worktree_task(deck, **keys: object) -> TmuxDeck:
@@ -79,7 +81,7 @@ def test_d_on_a_worktree_task_pages_its_branch_and_y_on_the_board_merges(deck):
     d.keys("C-b", "t")
     d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s), 20)
     d.keys("d")
-    screen = d.wait_screen("diff of choragos/alice (unmerged work)")
+    screen = d.wait_screen("what T1 changed (its checkpoint to its report)")
     assert "+from alice" in screen
     d.keys("q")
     d.wait_screen(lambda s: re.search(r"T1\s+alice\s+done", s))
@@ -110,6 +112,6 @@ def test_a_task_that_made_many_files_shows_their_count_and_pages_its_whole_diff(
     d = _board_after_t1(deck, "Generate.\nspawn gen 3000", "3000")
     d.wait_screen("changed 3000 files (+3000 -0): gen/f000000.txt (added, +1 -0), ")
     d.keys("d")
-    d.wait_screen("diff of T1 since its checkpoint", 20)
+    d.wait_screen("what T1 changed", 20)
     d.keys("G")  # the last of 3000 files' diffs, about 15,000 lines down
     d.wait_screen("+file 2999", 10)
