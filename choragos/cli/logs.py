@@ -42,9 +42,10 @@ def _main(argv: list[str], verb: str) -> int:
     if not path.exists() and not args.follow:
         raise _client.Failure(_client.EXIT_REFUSED, f"{role} has no transcript at {path} "
                                                     "(the role never ran here?)")
-    _print_lines(_read(path, args.all), args.lines)
+    older, current = _read(path, args.all)
+    _print_lines(older + current, args.lines)
     if args.follow:
-        return _follow(path)
+        return _follow(path, len(current))
     return _client.EXIT_OK
 
 
@@ -58,18 +59,21 @@ def _transcript(args: object, verb: str, role: str) -> Path:
     return _target.directory(args, verb, here) / name  # type: ignore[arg-type]
 
 
-def _read(path: Path, with_rotated: bool) -> bytes:
+def _read(path: Path, with_rotated: bool) -> tuple[bytes, bytes]:
+    """The rotated transcripts (when asked for), oldest first, and the current one."""
     older = [Path(f"{path}.{n}") for n in range(_ROTATED, 0, -1)] if with_rotated else []
-    chunks = []
-    for each in (*older, path):
-        try:
-            chunks.append(each.read_bytes())
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise _client.Failure(_client.EXIT_REFUSED,
-                                  f"cannot read {each}: {exc.strerror or exc}") from None
-    return b"".join(chunks)
+    chunks = [_whole(each) for each in (*older, path)]
+    return b"".join(chunks[:-1]), chunks[-1]
+
+
+def _whole(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise _client.Failure(_client.EXIT_REFUSED,
+                              f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _print_lines(data: bytes, last: int | None) -> None:
@@ -81,9 +85,10 @@ def _print_lines(data: bytes, last: int | None) -> None:
     sys.stdout.flush()
 
 
-def _follow(path: Path) -> int:
-    """Print what is appended to ``path``; a rotated file is left for the new one."""
-    at, ident = _where(path)
+def _follow(path: Path, at: int) -> int:
+    """Print what is appended to ``path`` past ``at`` (what was printed); a
+    rotated file is left for the new one."""
+    ident = _where(path)[1]
     partial = b""
     try:
         while True:
