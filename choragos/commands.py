@@ -84,17 +84,19 @@ class Verb:
 
     ``agent``: a protocol verb the agents in the panes run themselves; each
     seat's CLI is told to trust it (choragos/seatsetup.py), so it never waits
-    on a permission dialog."""
+    on a permission dialog.  ``examples``: command lines shown under its
+    ``--help`` and in the man page."""
 
-    __slots__ = ("agent", "command", "help", "module", "name")
+    __slots__ = ("agent", "command", "examples", "help", "module", "name")
 
     def __init__(self, name: str, module: str, help: str, command: str | None = None, *,
-                 agent: bool = False) -> None:
+                 agent: bool = False, examples: tuple[str, ...] = ()) -> None:
         self.name = name
         self.module = module
         self.help = help
         self.command = command  # the control command it sends, if it has one of its own
         self.agent = agent
+        self.examples = examples
 
 
 class Command:
@@ -148,29 +150,36 @@ def _applies(rule: bool | When, request: dict) -> bool:
     return rule.holds(request) if isinstance(rule, When) else rule
 
 
-def _verb(name: str, module: str, help: str, *, agent: bool = False) -> Verb:
-    return Verb(name, "choragos.cli." + module, help, agent=agent)
+def _verb(name: str, module: str, help: str, *example: str, agent: bool = False) -> Verb:
+    return Verb(name, "choragos.cli." + module, help, agent=agent, examples=example)
 
 
 ROLE_FIELD = Field("role", ROLE, required=True)
 
 # In the order ``choragos --help`` lists the verbs.
 DECLARED: tuple[Command | Verb, ...] = (
-    _verb("init", "init", "write a starter .choragos.toml"),
-    _verb("doctor", "doctor", "check this directory's setup"),
+    _verb("init", "init", "write a starter .choragos.toml",
+          "choragos init --auto"),
+    _verb("doctor", "doctor", "check this directory's setup", "choragos doctor"),
     _verb("demo", "demo", "run the scripted demo team in a scratch repository "
-          "(no agent CLI needed)"),
+          "(no agent CLI needed)", "choragos demo"),
     _verb("serve", "serve", "start the session and attach to its deck "
-          "(--detach: background, --headless: no deck)"),
-    _verb("attach", "attach", "bring the running session's deck to this terminal"),
-    _verb("ls", "ls", "list the running sessions, across projects"),
-    _verb("kill", "kill", "stop this directory's session (--all: every session)"),
+          "(--detach: background, --headless: no deck)",
+          "choragos serve", "choragos serve --detach"),
+    _verb("attach", "attach", "bring the running session's deck to this terminal",
+          "choragos attach", "choragos attach -t myproject"),
+    _verb("ls", "ls", "list the running sessions, across projects",
+          "choragos ls"),
+    _verb("kill", "kill", "stop this directory's session (--all: every session)",
+          "choragos kill"),
     Command("delegate", (
         Field("to", ROLES, required=True, limit=MAX_TARGETS),
         Field("task", TEXT, required=True),
         Field("brief", PATH),
         Field("require_live", FLAG, default=False),
-    ), verb=_verb("delegate", "delegate", "hand a task to one or more roles", agent=True)),
+    ), verb=_verb("delegate", "delegate", "hand a task to one or more roles",
+                                "choragos delegate --to coder --task 'Add a --version flag'",
+                                agent=True)),
     Command("work-done", (
         Field("done", FLAG, default=False),
         Field("outcome", CHOICE, default="done", choices=OUTCOMES),
@@ -179,6 +188,7 @@ DECLARED: tuple[Command | Verb, ...] = (
         Field("report", PATH),
         Field("report_text", TEXT, limit=MAX_REPORT_TEXT),
     ), verb=_verb("work-done", "workdone", "report a task back to the orchestrator",
+                  "choragos work-done --id T3 --done --task 'added --version; tests pass'",
                   agent=True)),
     Command("gate", (
         Field("action", CHOICE, default="list", choices=GATE_ACTIONS),
@@ -186,41 +196,63 @@ DECLARED: tuple[Command | Verb, ...] = (
               when=When("action", "approve", "reject")),
         Field("reason", TEXT, default="", when=When("action", "reject")),
     ), operator=When("action", "approve", "reject"), gateway_exempt=When("action", "list"),
-        verb=_verb("gate", "gate", "list, approve or reject gated delegations")),
+        verb=_verb("gate", "gate", "list, approve or reject gated delegations",
+                      "choragos gate", "choragos gate approve T4")),
     Command("board", (Field("archived", FLAG, default=False),), gateway_exempt=True,
-            verb=_verb("board", "board", "show the task board of the running session")),
+            verb=_verb("board", "board", "show the task board of the running session",
+                          "choragos board", "choragos board -t myproject")),
     Command("status", gateway_exempt=True,
-            verb=_verb("status", "status", "show every role's state in the running session")),
+            verb=_verb("status", "status", "show every role's state in the running session",
+                          "choragos status")),
     Command("restart", (ROLE_FIELD,), operator=True,
-            verb=_verb("restart", "rolectl", "restart a role (resets its restart budget)")),
+            verb=_verb("restart", "rolectl", "restart a role (resets its restart budget)",
+                          "choragos restart coder")),
     Command("pause", (ROLE_FIELD,), operator=True,
-            verb=_verb("pause", "rolectl", "pause a role (SIGSTOP its process group)")),
+            verb=_verb("pause", "rolectl", "pause a role (SIGSTOP its process group)",
+                          "choragos pause coder")),
     Command("resume", (ROLE_FIELD,), operator=True,
-            verb=_verb("resume", "rolectl", "resume a paused role")),
+            verb=_verb("resume", "rolectl", "resume a paused role",
+                          "choragos resume coder")),
     Command("input", (
         ROLE_FIELD,
         Field("keys", KEYS, default=(), choices=KEY_NAMES, limit=MAX_KEYS),
         Field("text", TEXT, default="", limit=MAX_INPUT_TEXT),
     ), one_of=("text", "keys"), operator=True,
-        verb=_verb("keys", "keys", "type text and press keys in a role's pane (headless)")),
+        verb=_verb("keys", "keys", "type text and press keys in a role's pane (headless)",
+                      "choragos keys coder --text 'yes' enter")),
     Command("reload", operator=True, gateway_exempt=True,
-            verb=_verb("reload", "simple", "re-read the config and converge the roles")),
+            verb=_verb("reload", "simple", "re-read the config and converge the roles",
+                          "choragos reload")),
     Command("ping", gateway_exempt=True,
-            verb=_verb("ping", "simple", "check that a session answers")),
+            verb=_verb("ping", "simple", "check that a session answers",
+                          "choragos ping")),
     Command("shutdown", operator=True, gateway_exempt=True,
-            verb=_verb("shutdown", "simple", "stop the running session and its roles")),
-    _verb("checkpoints", "checkpoints", "list or prune workspace checkpoints"),
-    _verb("rollback", "rollback", "restore the workspace to before a task"),
-    _verb("report", "report", "per-role summary of a session from its event log"),
-    _verb("web", "web", "print the web view's address with its access token (and a QR code)"),
-    _verb("diff", "diff", "show exactly what one task changed"),
-    _verb("logs", "logs", "print a role's transcript (-f: follow it)"),
+            verb=_verb("shutdown", "simple", "stop the running session and its roles",
+                          "choragos shutdown")),
+    _verb("checkpoints", "checkpoints", "list or prune workspace checkpoints",
+          "choragos checkpoints", "choragos checkpoints prune --keep 10"),
+    _verb("rollback", "rollback", "restore the workspace to before a task",
+          "choragos rollback T3"),
+    _verb("report", "report", "per-role summary of a session from its event log",
+          "choragos report", "choragos report --html report.html"),
+    _verb("web", "web", "print the web view's address with its access token (and a QR code)",
+          "choragos web", "choragos web --rotate"),
+    _verb("diff", "diff", "show exactly what one task changed", "choragos diff T3"),
+    _verb("logs", "logs", "print a role's transcript (-f: follow it)",
+          "choragos logs coder -f"),
     Command("handoff", (
         Field("wait", SECONDS, default=300, limit=MAX_HANDOFF_WAIT),
         Field("config", PATH),
     ), operator=True, verb=_verb("handoff", "handoff", "have the orchestrator write a "
-                                 "handoff, then end the session (serve --resume continues it)")),
-    _verb("gateway", "gateway", "run the built-in gateway (token counts per role)"),
+                                 "handoff, then end the session (serve --resume continues it)",
+                                 "choragos handoff", "choragos handoff --config next.toml")),
+    _verb("completion", "completion", "print the shell completion script for bash, zsh or fish",
+          'eval "$(choragos completion bash)"',
+          "choragos completion fish > ~/.config/fish/completions/choragos.fish"),
+    _verb("man", "man", "print the manual page (roff), made from these declarations",
+          "choragos man | man -l -"),
+    _verb("gateway", "gateway", "run the built-in gateway (token counts per role)",
+          "choragos gateway"),
     # Asked by verbs (``rollback``) and tools, never typed: it has no verb of its own.
     Command("whoami", gateway_exempt=True),
     # The deck's and ``choragos rollback``'s (when a session runs; without one

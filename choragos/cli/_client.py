@@ -45,13 +45,43 @@ class Failure(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit status 2."""
+    """argparse, but a usage error is one line and exit status 2, with a
+    "did you mean" for a mistyped option or choice."""
+
+    words: Sequence[str] = ()
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self.words = list(sys.argv[1:] if args is None else args)  # for error's suggestion
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        raise Failure(EXIT_USAGE, f"{message} (see `{self.prog} --help`)")
+        raise Failure(EXIT_USAGE, f"{message}{_did_you_mean(self, message)} "
+                                  f"(see `{self.prog} --help`)")
 
 
-class _Formatter(argparse.HelpFormatter):
+def _did_you_mean(made: _Parser, message: str) -> str:
+    """`` (did you mean --task?)`` for a mistyped option (whatever argparse
+    complained of first, a missing required one included) or choice."""
+    options = list(made._option_string_actions)
+    unknown = [w.split("=", 1)[0] for w in made.words
+               if w.startswith("-") and w.split("=", 1)[0] not in options]
+    if "invalid choice: " in message:
+        unknown = [message.split("invalid choice: ", 1)[1].split(" (", 1)[0].strip("'")]
+        options = [c for a in made._actions for c in (a.choices or ()) if isinstance(c, str)]
+    if not unknown:
+        return ""
+    import difflib  # only on the error path: the agents' verbs start fast
+
+    for word in unknown:
+        close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+        if close:
+            return f" ({word}: did you mean {close[0]}?)"
+    return ""
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
     """Help text sized without shutil, which argparse would import otherwise
     on every run (help or not) just to ask for the terminal width."""
 
@@ -68,9 +98,14 @@ def _columns() -> int:
 
 
 def bare_parser(verb: str, description: str) -> argparse.ArgumentParser:
-    """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`."""
-    return _Parser(prog=f"choragos {verb}", description=description,
-                   formatter_class=_Formatter)
+    """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`,
+    its examples (choragos/commands.py) under its ``--help``."""
+    declared = commands.VERBS.get(verb)
+    examples = declared.examples if declared is not None else ()
+    epilog = ("example" + "s" * (len(examples) > 1) + ":\n"
+              + "".join(f"  {line}\n" for line in examples)) if examples else None
+    return _Parser(prog=f"choragos {verb}", description=description, epilog=epilog,
+                   formatter_class=Formatter)
 
 
 def parser(verb: str, description: str) -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ refused.
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client, _target
@@ -18,13 +19,18 @@ def run(argv: list[str], verb: str = "attach") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Attach this terminal to the deck of the running session "
                                 "(the nearest one up from this directory).")
     made.add_argument("--force", action="store_true",
                       help="take the deck over from the client attached now")
     _target.add_option(made)
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     control, workdir = _target.session(args, verb)
     from choragos.ui.attach import attach_to
 

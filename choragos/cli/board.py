@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+
 from choragos.changes import files_cell
 from choragos.cli import _client, _target
 
@@ -20,13 +22,18 @@ def run(argv: list[str], verb: str = "board") -> int:
     return _client.guard(verb, lambda: _board(argv, verb), json="--json" in argv)
 
 
-def _board(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Show the task board of the running session.")
     made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
     made.add_argument("--all", action="store_true",
                       help="include the archive: the older done and rejected tasks")
     _target.add_option(made)
-    args = made.parse_args(argv)
+    return made
+
+
+def _board(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     ack = _client.send_to(*_target.session(args, verb), {"cmd": "board", "archived": args.all})
     return _client.print_json(ack) if args.json else _client.say(render(ack, args.all))
 

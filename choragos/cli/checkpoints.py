@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from argparse import ArgumentParser
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,7 +41,8 @@ def run(argv: list[str], verb: str = "checkpoints") -> int:
     return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = parser(verb, "List this repository's checkpoints, newest first, or prune old ones.")
     made.add_argument("action", nargs="?", choices=["list", "prune"], default="list",
                       help="list (the default) or prune")
@@ -48,7 +50,11 @@ def _main(argv: list[str], verb: str) -> int:
     made.add_argument("--keep", type=int, metavar="N",
                       help="prune: how many of the newest to keep (default: [checkpoints] "
                            f"keep in .choragos.toml, else {DEFAULT_KEEP})")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     with open_store() as store:
         if args.action == "prune":
             return _prune(store, args.keep)

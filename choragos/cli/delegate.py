@@ -26,7 +26,7 @@ def run(argv: list[str], verb: str = "delegate") -> int:
 
 
 def _delegate(argv: list[str], verb: str) -> int:
-    args = _arguments(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     payload: dict[str, Any] = {
         "cmd": "delegate",
         "to": _targets(args.to),
@@ -48,7 +48,7 @@ def warn(ack: dict[str, Any], verb: str) -> None:
         print(f"choragos {verb}: warning: {_client.inert(text)}", file=sys.stderr)
 
 
-def _arguments(verb: str) -> ArgumentParser:
+def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "Hand a task to one or more roles of the running session.")
     made.add_argument("--to", action="append", required=True, metavar="ROLE[,ROLE]",
                       help="target role(s); repeat or separate with commas")

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from argparse import ArgumentParser
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +25,8 @@ def run(argv: list[str], verb: str = "demo") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Run the scripted demo team (no agent CLI needed) in a "
                                      "scratch git repository.")
     made.add_argument("--dir", type=Path, default=None,
@@ -32,7 +34,11 @@ def _main(argv: list[str], verb: str) -> int:
     mode = made.add_mutually_exclusive_group()
     mode.add_argument("--detach", action="store_true", help="start it in the background")
     mode.add_argument("--headless", action="store_true", help="run it with no deck")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     workdir = prepare(args.dir or default_dir(os.environ))
     print(f"choragos demo: the team works in {workdir}", file=sys.stderr)
     os.chdir(workdir)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client
@@ -25,11 +26,16 @@ def run(argv: list[str], verb: str = "diff") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Show exactly what one task changed: its checkpoint "
                                      "against the snapshot taken when it reported.")
     made.add_argument("id", metavar="ID", help="the task, such as T3")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     if not _TASK_ID.fullmatch(args.id):
         raise _client.Failure(_client.EXIT_USAGE, f"{_client.inert(args.id)!s} is not a task "
                                                   "id (such as T3)")

@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import sys
+from argparse import ArgumentParser
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,11 +49,16 @@ def run(argv: list[str], verb: str = "doctor") -> int:
     return _client.guard(verb, lambda: _doctor(argv, verb), json="--json" in argv)
 
 
-def _doctor(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Check this directory's choragos setup.")
     made.add_argument("--config", type=Path, help=f"config file (default ./{CONFIG_NAME})")
     made.add_argument("--json", action="store_true", help="print the checks as JSON")
-    args = made.parse_args(argv)
+    return made
+
+
+def _doctor(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     checks = diagnose(Path.cwd(), os.environ, args.config)
     code = 0 if passed(checks) else 1
     if args.json:

@@ -24,7 +24,7 @@ def run(argv: list[str], verb: str = "gate") -> int:
 
 
 def _gate(argv: list[str], verb: str) -> int:
-    args = _arguments(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     payload = _payload(args)
     ack = _client.send(args.sock, payload)
     if args.json:
@@ -35,7 +35,7 @@ def _gate(argv: list[str], verb: str) -> int:
     return _client.say(f"{verb_done} {_client.inert(ack.get('id') or args.id)}")
 
 
-def _arguments(verb: str) -> ArgumentParser:
+def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "List, approve or reject delegations waiting for approval.")
     made.add_argument("action", nargs="?", default="list", choices=("list", "approve", "reject"))
     made.add_argument("id", nargs="?", help="the gated task id (approve, reject)")

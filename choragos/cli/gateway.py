@@ -29,7 +29,7 @@ def run(argv: list[str], verb: str = "gateway") -> int:
     return _client.guard(verb, lambda: _gateway(argv, verb))
 
 
-def _arguments(verb: str):
+def arguments(verb: str):
     from choragos import configschema as cs
     from choragos.config import Upstreams, parse_addr, upstream_url
 
@@ -42,8 +42,7 @@ def _arguments(verb: str):
         return check
 
     # Not _client.parser: this verb talks to no session, so it has no --sock.
-    made = _client._Parser(prog=f"choragos {verb}", description=_ABOUT,
-                           formatter_class=_client._Formatter)
+    made = _client.bare_parser(verb, _ABOUT)
     made.add_argument("--addr", default="127.0.0.1:8787", type=checked(parse_addr, "--addr"),
                       help="host:port to listen on (default 127.0.0.1:8787)")
     defaults = Upstreams()
@@ -62,7 +61,7 @@ def _arguments(verb: str):
 
 
 def _gateway(argv: list[str], verb: str) -> int:
-    args = _arguments(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     from choragos.gatewayroles import Roles
     from choragos.proxy import GatewayServer
 

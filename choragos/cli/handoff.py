@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client
@@ -22,14 +23,19 @@ def run(argv: list[str], verb: str = "handoff") -> int:
     return _client.guard(verb, lambda: _handoff(argv, verb))
 
 
-def _handoff(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Ask the orchestrator to write .choragos/handoff.md, "
                                 "then end the session; `choragos serve --resume` continues it.")
     made.add_argument("--config", metavar="NEW",
                       help="the config the next team runs with (roles it drops become history)")
     made.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
                       help="how long the orchestrator has to write the handoff (default 300)")
-    args = made.parse_args(argv)
+    return made
+
+
+def _handoff(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     payload: dict = {"cmd": "handoff", "wait": args.wait}
     if args.config:
         payload["config"] = _valid_config(Path(args.config))

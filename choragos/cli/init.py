@@ -24,10 +24,9 @@ def run(argv: list[str], verb: str = "init") -> int:
     return _client.guard(verb, lambda: _init(argv, verb))
 
 
-def _parser(verb: str) -> argparse.ArgumentParser:
-    made = argparse.ArgumentParser(
-        prog=f"choragos {verb}",
-        description=f"Write a commented {CONFIG_NAME} in the current directory.")
+def arguments(verb: str) -> argparse.ArgumentParser:
+    made = _client.bare_parser(verb, f"Write a commented {CONFIG_NAME} in the current "
+                                     "directory.")
     made.add_argument("--template", choices=list(templates.TEMPLATES), default="starter",
                       help="the team to start from (default: starter)")
     made.add_argument("--auto", action="store_true",
@@ -42,7 +41,7 @@ def _parser(verb: str) -> argparse.ArgumentParser:
 
 
 def _init(argv: list[str], verb: str) -> int:
-    args = _parser(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     workdir = Path.cwd()
     if args.seats:
         return _seats(workdir)

@@ -8,6 +8,8 @@ keys in order.
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+
 from choragos import wire
 from choragos.cli import _client
 
@@ -16,13 +18,18 @@ def run(argv: list[str], verb: str = "keys") -> int:
     return _client.guard(verb, lambda: _keys(argv, verb))
 
 
-def _keys(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Type text and press named keys in a role's pane.")
     made.add_argument("role", help="the role's name")
     made.add_argument("keys", nargs="*", metavar="KEY",
                       help=f"key names: {', '.join(wire.KEY_NAMES)} (any case)")
     made.add_argument("--text", default="", help="text to type before the keys")
-    args = made.parse_intermixed_args(argv)  # keys may come before or after --text
+    return made
+
+
+def _keys(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_intermixed_args(argv)  # keys may come before or after --text
     role = _client.role_name(args.role)
     keys = [key.lower() for key in args.keys]
     bad = [key for key in keys if key not in wire.KEY_NAMES]

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos import daemon, wire
@@ -23,12 +24,17 @@ def run(argv: list[str], verb: str = "kill") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Stop this directory's session, or every session (--all).")
     made.add_argument("--all", action="store_true", help="stop every running session")
     made.add_argument("--wait", type=float, default=20.0, metavar="SECONDS",
                       help="how long to wait for each session to stop (default 20)")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     if args.all:
         targets = [(Path(s["socket"]), s["pid"], s["dir"]) for s in find_sessions(args.sock)]
         if not targets:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client, _target
@@ -24,7 +25,8 @@ def run(argv: list[str], verb: str = "logs") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Print a role's transcript (.choragos/logs/ROLE.log).")
     made.add_argument("role", metavar="ROLE", help="the role, as `choragos status` names it")
     made.add_argument("-f", "--follow", action="store_true",
@@ -34,7 +36,11 @@ def _main(argv: list[str], verb: str) -> int:
     made.add_argument("--all", action="store_true",
                       help="the rotated older transcripts first, then the current one")
     _target.add_option(made)
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     role = _client.role_name(args.role)
     if args.lines is not None and args.lines < 0:
         raise _client.Failure(_client.EXIT_USAGE, "-n must be 0 or more")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos import daemon, paths, wire
@@ -20,10 +21,15 @@ def run(argv: list[str], verb: str = "ls") -> int:
     return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "List the running choragos sessions.")
     made.add_argument("--json", action="store_true", help="print JSON")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     sessions = find_sessions(args.sock)
     if args.json:
         return _client.print_json({"sessions": sessions})

@@ -8,6 +8,7 @@ only when that verb runs, so ``choragos delegate`` and ``choragos work-done``
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from choragos import __version__, commands
@@ -32,6 +33,9 @@ EXIT_PIPE = 128 + 13
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for a completion
+        from choragos.cli.completion import complete
+        complete()
     args = sys.argv[1:] if argv is None else argv
     try:
         code = _dispatch(args)
@@ -55,8 +59,8 @@ def _dispatch(args: list[str]) -> int:
         return 0
     verb = args[0]
     if verb not in VERBS:
-        print(f"choragos: unknown command {verb!r}; run `choragos --help` for the list.",
-              file=sys.stderr)
+        print(f"choragos: unknown command {verb!r}{_did_you_mean(verb)}; run `choragos "
+              "--help` for the list.", file=sys.stderr)
         return 2
     try:
         module = importlib.import_module(VERBS[verb][0])
@@ -68,6 +72,13 @@ def _dispatch(args: list[str]) -> int:
               "verbs only); run it on the machine the session runs on.", file=sys.stderr)
         return 2
     return int(module.run(args[1:], verb=verb) or 0)
+
+
+def _did_you_mean(verb: str) -> str:
+    import difflib  # only on this error path: the agents' verbs start fast
+
+    close = difflib.get_close_matches(verb, list(VERBS), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _silence_stdout() -> None:

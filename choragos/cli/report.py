@@ -29,7 +29,7 @@ def run(argv: list[str], verb: str = "report") -> int:
 
 
 def _main(argv: list[str], verb: str) -> int:
-    args = _parser(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     path = Path(args.log) if args.log else _default_log(args, verb)
     read = _read(path)
     for skipped in read.skipped:
@@ -61,7 +61,7 @@ def _default_log(args: argparse.Namespace, verb: str) -> Path:
     return events.default_path(_target.directory(args, verb, here))
 
 
-def _parser(verb: str) -> argparse.ArgumentParser:
+def arguments(verb: str) -> argparse.ArgumentParser:
     made = _client.bare_parser(verb, "Summarise a session per role from its event log.")
     made.add_argument("log", nargs="?", metavar="LOG",
                       help="event log (default: .choragos/logs/events.jsonl here)")

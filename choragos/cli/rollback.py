@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from argparse import ArgumentParser
 from contextlib import suppress
 from pathlib import Path
 
@@ -32,14 +33,19 @@ def run(argv: list[str], verb: str = "rollback") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
 
 
-def _main(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = parser(verb, "Restore the files of a checkpoint (the newest one for a task id, "
                         "or a full ref name) and delete files created since. Ignored files, "
                         "HEAD, branches, the index and the stash are left alone.")
     made.add_argument("target", help="a task id (T3), pre-rollback-T3, or a ref name")
     made.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     made.add_argument("--dry-run", action="store_true", help="only show what would change")
-    args = made.parse_args(argv)
+    return made
+
+
+def _main(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     with open_store() as here:
         workdir = here.workdir
     present, role = _session()

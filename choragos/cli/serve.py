@@ -27,13 +27,18 @@ import threading
 from pathlib import Path
 
 from choragos import __version__, statedir, worktrees
+from choragos.cli import _client
 from choragos.config import ConfigError, load_config
 from choragos.paths import socket_path
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="choragos serve",
-                                     description="Run a choragos session in this directory.")
+    return arguments("serve").parse_args(argv)
+
+
+def arguments(verb: str) -> argparse.ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
+    parser = _client.bare_parser(verb, "Run a choragos session in this directory.")
     parser.add_argument("--config", type=Path, help="config file (default ./.choragos.toml)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--detach", action="store_true",
@@ -49,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         metavar="STATE",
                         help="continue the saved session (.choragos/state, or a state "
                              "kept aside) instead of starting afresh")
-    return parser.parse_args(argv)
+    return parser
 
 
 def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
@@ -90,7 +95,13 @@ def install_signals(stop, hard_stop=None) -> None:
 
 
 def run(argv: list[str], verb: str = "serve") -> int:
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except _client.Failure as failure:  # a usage error, said as every verb says one
+        print(f"choragos {verb}: {failure.message}", file=sys.stderr)
+        return failure.code
+    except SystemExit as leaving:  # --help
+        return leaving.code if isinstance(leaving.code, int) else _client.EXIT_USAGE
     workdir = (args.dir or Path.cwd()).resolve()
     if isinstance(args.resume, Path):
         args.resume = workdir / args.resume  # as the kept-aside notice names it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+
 from choragos.cli import _client
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
@@ -21,10 +23,15 @@ def run(argv: list[str], verb: str = "ping") -> int:
     return _client.guard(verb, lambda: _simple(argv, verb))
 
 
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
+    return _client.parser(verb, _ABOUT[verb])
+
+
 def _simple(argv: list[str], verb: str) -> int:
     if verb not in _ABOUT:
         raise _client.Failure(_client.EXIT_USAGE, f"unknown session command {verb!r}")
-    args = _client.parser(verb, _ABOUT[verb]).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     ack = _client.send(args.sock, {"cmd": verb})
     return _client.say(summary(verb, ack))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+
 from choragos.cli import _client, _target
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
@@ -19,11 +21,16 @@ def run(argv: list[str], verb: str = "status") -> int:
     return _client.guard(verb, lambda: _status(argv, verb), json="--json" in argv)
 
 
-def _status(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Show every role's state in the running session.")
     made.add_argument("--json", action="store_true", help="print the session's answer as JSON")
     _target.add_option(made)
-    args = made.parse_args(argv)
+    return made
+
+
+def _status(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     ack = _client.send_to(*_target.session(args, verb), {"cmd": "status"})
     return _client.print_json(ack) if args.json else _client.say(render(ack))
 

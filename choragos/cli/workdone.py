@@ -23,7 +23,7 @@ def run(argv: list[str], verb: str = "work-done") -> int:
 
 
 def _work_done(argv: list[str], verb: str) -> int:
-    args = _arguments(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     payload: dict[str, Any] = {
         "cmd": "work-done",
         "id": _client.non_empty(args.id, "--id").strip(),
@@ -46,7 +46,7 @@ def _work_done(argv: list[str], verb: str) -> int:
     return _client.say(summary(ack, payload["id"]))
 
 
-def _arguments(verb: str) -> ArgumentParser:
+def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "Report a task's outcome to the orchestrator.")
     made.add_argument("--id", required=True, metavar="ID",
                       help="the task id from the delegation, such as T3")
