@@ -41,11 +41,17 @@ def session(args: argparse.Namespace, verb: str) -> tuple[Path, Path | None]:
     return Path(only["socket"]), Path(only["dir"])
 
 
-def directory(args: argparse.Namespace, verb: str, here: Path) -> Path:
-    """The directory whose files a verb reads (``report``): the target's,
-    else the only running session's, else ``here``."""
+def directory(args: argparse.Namespace, verb: str, holding: str) -> Path:
+    """The project whose files a verb reads (``report``, ``logs``, ``diff``):
+    the target's; else this directory or the nearest parent holding
+    ``holding`` (a relative path); else the only running session's; else
+    this directory."""
+    here = Path.cwd()
     if args.target:
         return _named(args.target)[1] or here
+    for folder in (here, *here.parents):
+        if (folder / holding).exists():
+            return folder
     only = _only_running(verb, here)
     return Path(only["dir"]) if only is not None else here
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 import sys
 from argparse import ArgumentParser
-from pathlib import Path
 
-from choragos.cli import _client
+from choragos.cli import _client, _target
 from choragos.taskdiff import TaskDiffError, task_diff
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -31,6 +30,7 @@ def arguments(verb: str) -> ArgumentParser:
     made = _client.bare_parser(verb, "Show exactly what one task changed: its checkpoint "
                                      "against the snapshot taken when it reported.")
     made.add_argument("id", metavar="ID", help="the task, such as T3")
+    _target.add_option(made)
     return made
 
 
@@ -40,7 +40,7 @@ def _main(argv: list[str], verb: str) -> int:
         raise _client.Failure(_client.EXIT_USAGE, f"{_client.inert(args.id)!s} is not a task "
                                                   "id (such as T3)")
     try:
-        found = task_diff(Path.cwd(), args.id)
+        found = task_diff(_target.directory(args, verb, ".choragos"), args.id)
     except TaskDiffError as exc:
         raise _client.Failure(_client.EXIT_REFUSED, str(exc)) from None
     if not found.reported:

@@ -9,6 +9,7 @@ needed to read it.  Standard library only.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -55,14 +56,9 @@ def _main(argv: list[str], verb: str) -> int:
     return _client.EXIT_OK
 
 
-def _transcript(args: object, verb: str, role: str) -> Path:
-    name = Path(".choragos") / "logs" / f"{role}.log"
-    here = Path.cwd()
-    if getattr(args, "target", None) is None:
-        for folder in (here, *here.parents):
-            if (folder / name).exists():
-                return folder / name
-    return _target.directory(args, verb, here) / name  # type: ignore[arg-type]
+def _transcript(args: argparse.Namespace, verb: str, role: str) -> Path:
+    name = f".choragos/logs/{role}.log"
+    return _target.directory(args, verb, name) / name
 
 
 def _read(path: Path, with_rotated: bool) -> tuple[bytes, bytes]:

@@ -54,11 +54,8 @@ def _main(argv: list[str], verb: str) -> int:
 
 
 def _default_log(args: argparse.Namespace, verb: str) -> Path:
-    """The target's log; else this directory's; else the only running session's."""
-    here = Path.cwd()
-    if args.target is None and events.default_path(here).exists():
-        return events.default_path(here)
-    return events.default_path(_target.directory(args, verb, here))
+    """The target's log; else this project's; else the only running session's."""
+    return events.default_path(_target.directory(args, verb, ".choragos/logs/events.jsonl"))
 
 
 def arguments(verb: str) -> argparse.ArgumentParser:

@@ -65,6 +65,11 @@ def test_the_read_verbs_reach_the_only_session_and_say_so(machine):
     report = cli("report")
     assert report.returncode == 0, report.stderr
     assert f"using the one running in {work}" in report.stderr and "orchestrator" in report.stdout
+    logs = cli("logs", "orchestrator")
+    assert logs.returncode == 0 and f"using the one running in {work}" in logs.stderr
+    assert "=== " in logs.stdout  # the transcript's header line
+    diff = cli("diff", "T1")  # no task yet: the session's repository is the one asked
+    assert diff.returncode == 1 and "no checkpoint for T1" in diff.stderr
     attach = cli("attach")  # no terminal here, but the session it would reach is named
     assert f"using the one running in {work}" in attach.stderr
     # A verb that changes something never picks another directory's session,
