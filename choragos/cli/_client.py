@@ -182,8 +182,9 @@ def _running_elsewhere(message: str) -> str:
     if not dirs:
         return message
     head = message.partition("; start one with")[0]
-    return (f"{head}; a session runs in {', '.join(dirs)} (`choragos ls`): run the verb "
-            "there, or name its socket with --sock")
+    where = "a session runs in " if len(dirs) == 1 else "sessions run in "
+    return (f"{head}; {where}{', '.join(dirs)} (`choragos ls`): run the verb in that "
+            "directory; this verb never picks another directory's session by itself")
 
 
 def send_to(sock: Path, workdir: Path | None, payload: dict[str, Any]) -> dict[str, Any]:
