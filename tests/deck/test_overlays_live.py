@@ -54,3 +54,15 @@ def test_inside_tmux_the_deck_says_once_how_to_change_the_prefix(deck):
     d.shell("clear; choragos attach")
     screen = d.wait_screen("C-b ? help", 30)
     assert "tmux's prefix" not in screen  # once a session, not at every attach
+
+
+def test_a_prefix_set_in_the_users_own_file_drives_the_deck(deck):
+    d: TmuxDeck = deck()
+    config = d.root / "xdg" / "choragos"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[keys]\nprefix = "ctrl+a"\n')
+    d.shell(f"export XDG_CONFIG_HOME={d.root / 'xdg'}")
+    d.shell("choragos serve")
+    d.wait_screen("C-a ? help", 30)
+    d.keys("C-a", "t")
+    d.wait_screen("Task board")
