@@ -17,9 +17,8 @@ from typing import Any
 from choragos import changes, verify, worktrees
 from choragos.actors.base import Actor
 from choragos.authority import Behalf
-from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, done_name
 from choragos.remote.seat import SeatError
-from choragos.taskdiff import done_name
 from choragos.worktrees import MergeResult, WorktreeError
 
 

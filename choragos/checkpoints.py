@@ -235,7 +235,14 @@ class CheckpointStore:
         if keep < 0:
             raise CheckpointError("keep must be 0 or more")
         with self._failures("pruning checkpoints"), self._locked():
-            doomed = [c for c in self.list()[keep:] if c.task_id not in at_work]
+            listed = self.list()
+            points = [c for c in listed if not is_done_point(c.task_id)]
+            doomed = [c for c in points[keep:] if c.task_id not in at_work]
+            # A snapshot taken at a report is half of its task's diff: it goes
+            # with the task's checkpoint, and does not count towards ``keep``.
+            kept = {c.task_id for c in points} - {c.task_id for c in doomed}
+            doomed += [c for c in listed if is_done_point(c.task_id)
+                       and c.task_id.removeprefix(DONE_PREFIX) not in kept]
             for checkpoint in doomed:
                 self._delete_ref(checkpoint)
         return [c.ref for c in doomed]
@@ -916,6 +923,16 @@ def _write_link(target: bytes, data: bytes) -> None:
 
 UNDO_PREFIX = "pre-rollback-"
 REDO_PREFIX = "pre-undo-"
+DONE_PREFIX = "done-"  # the snapshot taken when a task reported (choragos/taskdiff.py)
+
+
+def done_name(task_id: str) -> str:
+    """What the snapshot taken at ``task_id``'s report is saved under."""
+    return DONE_PREFIX + task_id
+
+
+def is_done_point(task_id: str) -> bool:
+    return task_id.startswith(DONE_PREFIX)
 
 
 def undo_name(task_id: str) -> str:

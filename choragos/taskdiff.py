@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from choragos import changes
+from choragos.checkpoints import done_name
 
-DONE_PREFIX = "done-"
 _REFS = "refs/choragos/"
 
 
@@ -45,11 +45,6 @@ class _Point:
     @property
     def namespace(self) -> str:
         return self.ref.rpartition("/")[0]
-
-
-def done_name(task_id: str) -> str:
-    """What the snapshot taken at ``task_id``'s report is saved under."""
-    return DONE_PREFIX + task_id
 
 
 def task_diff(workdir: Path, task_id: str) -> TaskDiff:

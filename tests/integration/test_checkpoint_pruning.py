@@ -79,3 +79,17 @@ def test_a_session_keeps_the_checkpoint_of_a_long_task_while_it_prunes(serve):
     refs = _checkpoint_refs(s.workdir)
     assert held in refs
     assert len(refs) < PRUNE_EVERY + 3  # 13 taken
+
+
+def test_a_snapshot_taken_at_a_report_goes_with_its_tasks_checkpoint(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with CheckpointStore(repo) as store:
+        for n in range(1, 4):
+            write(repo, "work.txt", f"{n}\n")
+            store.snapshot(f"T{n}", "coder", "work", now=1000.0 + 10 * n)
+            write(repo, "work.txt", f"{n} done\n")
+            store.snapshot(f"done-T{n}", "coder", "reported", now=1005.0 + 10 * n)
+        removed = store.prune(2)  # the two newest tasks, each with its report's snapshot
+        left = sorted(c.task_id for c in store.list())
+    assert left == ["T2", "T3", "done-T2", "done-T3"]
+    assert sorted(ref.rpartition("-")[2] for ref in removed) == ["T1", "T1"]
