@@ -44,8 +44,8 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
     terminal, so the next row continues it.  Returned: the finished lines and
     the text still waiting for its continuation (the next call's ``carry``).
 
-    A row of box drawing (an agent's frame, a rule) is never joined: it fills
-    the width by design."""
+    A row of box drawing (an agent's frame) or of one repeated character (a
+    rule) is never joined: it fills the width by design."""
     out: list[str] = []
     for raw in rows:
         row = raw.rstrip()
@@ -62,7 +62,7 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
 
 
 def _fills(row: str, width: int) -> bool:
-    if not row or _boxed(row[-1]):
+    if not row or _boxed(row[-1]) or len(set(row)) == 1:  # a frame or a rule ("-----")
         return False
     return sum(max(wcwidth(char), 0) for char in row) == width
 

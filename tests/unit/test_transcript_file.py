@@ -99,10 +99,10 @@ def test_rows_the_terminal_wrapped_are_joined_back_into_their_line() -> None:
     assert lines == ["the quick brown fox jum", "ped over the lazy dog", "short",
                      "exactly ten", "0123456789abc"]
     assert carry == ""
-    lines, carry = logical_lines(["a" * 10, "b" * 10], 10)
-    assert (lines, carry) == ([], "a" * 10 + "b" * 10)  # waits for the row that ends it
-    lines, carry = logical_lines(["c", GAP_MARKER], 10, carry)
-    assert (lines, carry) == (["a" * 10 + "b" * 10 + "c", GAP_MARKER], "")
+    lines, carry = logical_lines(["abcde fghi", "jk lmnopqr"], 10)
+    assert (lines, carry) == ([], "abcde fghijk lmnopqr")  # waits for the row that ends it
+    lines, carry = logical_lines(["s", GAP_MARKER], 10, carry)
+    assert (lines, carry) == (["abcde fghijk lmnopqrs", GAP_MARKER], "")
 
 
 def test_frames_and_gaps_are_never_joined() -> None:
@@ -110,6 +110,7 @@ def test_frames_and_gaps_are_never_joined() -> None:
     assert logical_lines(frame, 10) == (frame, "")
     assert logical_lines(["x" * 10, "│ framed │"], 10) == (["x" * 10, "│ framed │"], "")
     assert logical_lines(["x" * 10, GAP_MARKER], 10) == (["x" * 10, GAP_MARKER], "")
+    assert logical_lines(["-" * 10, "after a rule"], 10) == (["-" * 10, "after a rule"], "")
     # wide characters count two cells
     assert logical_lines(["漢字漢字漢", "tail"], 10) == (["漢字漢字漢tail"], "")
 
