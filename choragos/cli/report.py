@@ -30,7 +30,8 @@ def run(argv: list[str], verb: str = "report") -> int:
 
 def _main(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
-    path = Path(args.log) if args.log else _default_log(args, verb)
+    project = Path.cwd() if args.log else _project(args, verb)
+    path = Path(args.log) if args.log else events.default_path(project)
     read = _read(path)
     for skipped in read.skipped:
         print(f"note: skipped {_client.inert(skipped)}", file=sys.stderr)
@@ -43,7 +44,7 @@ def _main(argv: list[str], verb: str) -> int:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
     chosen = runs if args.all else runs[-1:]
     summary = report.build(chosen, read.damaged_after, read.damaged_in, read.skipped)
-    price_for = prices(args.config)
+    price_for = prices(args.config, project)
     if args.html is not None:
         write_page(args.html, summary, chosen, price_for)
         if not args.json:
@@ -53,9 +54,9 @@ def _main(argv: list[str], verb: str) -> int:
     return _client.say(render(summary, price_for))
 
 
-def _default_log(args: argparse.Namespace, verb: str) -> Path:
-    """The target's log; else this project's; else the only running session's."""
-    return events.default_path(_target.directory(args, verb, ".choragos/logs/events.jsonl"))
+def _project(args: argparse.Namespace, verb: str) -> Path:
+    """Whose log: the target's; else this project's; else the only running session's."""
+    return _target.directory(args, verb, ".choragos/logs/events.jsonl")
 
 
 def arguments(verb: str) -> argparse.ArgumentParser:
@@ -105,12 +106,13 @@ def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
                               f"{_client.inert(exc.strerror or exc)}") from None
 
 
-def prices(path: Path | None) -> PriceFor:
-    """The ``[pricing]`` lookup of the configuration; without one, nothing is priced."""
+def prices(path: Path | None, project: Path | None = None) -> PriceFor:
+    """The ``[pricing]`` lookup of the project's configuration (``path`` when
+    given); without one, nothing is priced."""
     from choragos.config import ConfigError, load_config
 
     try:
-        return load_config(path, Path.cwd()).price_for
+        return load_config(path, project or Path.cwd()).price_for
     except ConfigError as exc:
         first = exc.errors[0] if exc.errors else str(exc)
         print(f"note: no prices ({_client.inert(first)}); COST reads n/a", file=sys.stderr)
