@@ -112,7 +112,7 @@ def prices(path: Path | None, project: Path | None = None) -> PriceFor:
     from choragos.config import ConfigError, load_config
 
     try:
-        return load_config(path, project or Path.cwd()).price_for
+        return load_config(path and path.absolute(), project or Path.cwd()).price_for
     except ConfigError as exc:
         first = exc.errors[0] if exc.errors else str(exc)
         print(f"note: no prices ({_client.inert(first)}); COST reads n/a", file=sys.stderr)
