@@ -249,7 +249,7 @@ DECLARED: tuple[Command | Verb, ...] = (
     _verb("completion", "completion", "print the shell completion script for bash, zsh or fish",
           'eval "$(choragos completion bash)"',
           "choragos completion fish > ~/.config/fish/completions/choragos.fish"),
-    _verb("man", "man", "print the manual page (roff), made from these declarations",
+    _verb("man", "man", "print the manual page (roff)",
           "choragos man | man -l -"),
     _verb("gateway", "gateway", "run the built-in gateway (token counts per role)",
           "choragos gateway"),
