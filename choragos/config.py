@@ -354,13 +354,13 @@ def _read_user(target: Path) -> _UserLayer | None:
     report = cs.Report(shown)
     for key in data:
         if key not in userconfig.SECTIONS:
-            report.error(key, "only [keys] and [ui] belong in the user configuration; "
+            report.error(key, "only [keys], [ui] and [notify] belong in the user configuration; "
                               f"the team and the rest go in a project's {CONFIG_NAME}")
     schema = {key: _TOP[key] for key in userconfig.SECTIONS}
     raw = {k: v for k, v in data.items() if k in userconfig.SECTIONS}
     values = cs.read_table(raw, schema, "", report)
     report.raise_if_errors()
-    known = {"keys": _KEY_SCHEMA, "ui": _UI_SCHEMA}
+    known = {"keys": _KEY_SCHEMA, "ui": _UI_SCHEMA, "notify": _NOTIFY_SCHEMA}
     # Unknown keys were warned about here, with this file's name; they stay out
     # of the merge so the project's check does not warn again under its name.
     raw = {section: {k: v for k, v in table.items() if k in known[section]}
@@ -809,6 +809,10 @@ def _check_bindings(values: dict, where: str, report: cs.Report) -> None:
         owner.setdefault(key, action)
 
 
+_NOTIFY_SCHEMA: cs.Schema = {
+    "url": lambda v: upstream_url(v) if v != "" else "",
+    "kind": cs.choice("ntfy", "webhook"), "link": lambda v: upstream_url(v) if v != "" else "",
+    "token_in_link": cs.boolean, "every": cs.positive_duration}
 _TOP: cs.Schema = {
     "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])"),
     "checkpoints": _CHECKPOINTS,
@@ -821,10 +825,7 @@ _TOP: cs.Schema = {
     "hosts": cs.Nested(read_hosts),
     "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
     "web": _settings(WebSettings, {"listen": lambda v: web_listen(v) if v != "" else ""}),
-    "notify": _settings(NotifySettings, {
-        "url": lambda v: upstream_url(v) if v != "" else "",
-        "kind": cs.choice("ntfy", "webhook"), "link": lambda v: upstream_url(v) if v != "" else "",
-        "token_in_link": cs.boolean, "every": cs.positive_duration}),
+    "notify": _settings(NotifySettings, _NOTIFY_SCHEMA),
 }
 
 

@@ -2,8 +2,9 @@
 
 It holds what follows a person from project to project rather than what a
 project's team needs: the deck's keys (a tmux user's prefix), ``[ui]``
-settings and hooks.  A project's ``.choragos.toml`` is merged over it key
-by key, so the project wins wherever both set something.
+settings and hooks, and ``[notify]`` (where your phone is pushed).  A
+project's ``.choragos.toml`` is merged over it key by key, so the project
+wins wherever both set something.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 # The sections a user file may hold; the team, gateways, budgets and
 # checkpoints belong to a project.
-SECTIONS = ("keys", "ui")
+SECTIONS = ("keys", "ui", "notify")
 
 
 def path(env: Mapping[str, str] = os.environ) -> Path:

@@ -105,9 +105,9 @@ def _config(workdir: Path, config_path: Path | None,
 def _files_read(config: Config, env: Mapping[str, str]) -> Check:
     """Which files made the config: a setting that surprises is traced to its file."""
     read = [str(f) for f in (config.source, config.user_source) if f is not None]
-    user = (f"your own settings ([keys], [ui]) from {config.user_source}, under the "
+    user = (f"your own settings ([keys], [ui], [notify]) from {config.user_source}, under the "
             "project's" if config.user_source is not None else
-            f"no user configuration at {userconfig.path(env)} (optional: [keys] and [ui] "
+            f"no user configuration at {userconfig.path(env)} (optional: [keys], [ui], [notify] "
             "for every project)")
     files = ", ".join(read) if read else "no file (the built-in team)"
     return Check("config", OK, f"read {files}; {user}")

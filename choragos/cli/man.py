@@ -22,7 +22,7 @@ _EXIT = (("0", "done"),
          ("3", "no usable answer: no session runs here, or it did not answer in time"))
 _FILES = ((".choragos.toml", "the project's team and settings"),
           ("$XDG_CONFIG_HOME/choragos/config.toml",
-           "your own [keys] and [ui], under every project's (default ~/.config)"),
+           "your own [keys], [ui] and [notify], under every project's (default ~/.config)"),
           (".choragos/", "a session's state: task files, reports, logs, journal"))
 
 

@@ -9,6 +9,7 @@ token: every browser signed in with the old one must open the new link.
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos import webaccess
@@ -26,7 +27,7 @@ def run(argv: list[str], verb: str = "web") -> int:
 
 
 def _web(argv: list[str], verb: str) -> int:
-    args = _arguments(verb).parse_args(argv)
+    args = arguments(verb).parse_args(argv)
     workdir, running = _session_dir(args)
     addr = webaccess.read_addr(workdir) if running else ""
     if not addr:
@@ -51,7 +52,8 @@ def _web(argv: list[str], verb: str) -> int:
     return _client.EXIT_OK
 
 
-def _arguments(verb: str):
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Print the web view's address with its access token, and a "
                                 "QR code of it for a phone.")
     made.add_argument("--rotate", action="store_true",

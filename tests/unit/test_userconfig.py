@@ -47,6 +47,13 @@ def test_the_project_wins_key_by_key(home: dict[str, str], tmp_path: Path) -> No
     assert config.user_source == path and config.source == work / CONFIG_NAME
 
 
+def test_notify_is_the_users_too(home: dict[str, str], tmp_path: Path) -> None:
+    user_file(home, '[notify]\nurl = "https://ntfy.example/me"\nevery = "1m"\n')
+    (tmp_path / "work" / CONFIG_NAME).write_text(LEAD + '[notify]\nevery = "30s"\n')
+    config = load_config(cwd=tmp_path / "work", env=home)
+    assert (config.notify.url, config.notify.every) == ("https://ntfy.example/me", 30.0)
+
+
 def test_the_built_in_team_takes_the_users_settings_too(home: dict[str, str],
                                                         tmp_path: Path) -> None:
     user_file(home, '[keys]\nprefix = "ctrl+t"\n')
@@ -61,8 +68,8 @@ def test_a_team_in_the_user_file_is_an_error_naming_that_file(home: dict[str, st
     with pytest.raises(ConfigError) as caught:
         load_config(cwd=tmp_path / "work", env=home)
     assert caught.value.errors == [
-        f"{path}:roles: only [keys] and [ui] belong in the user configuration; the team and "
-        f"the rest go in a project's {CONFIG_NAME}",
+        f"{path}:roles: only [keys], [ui] and [notify] belong in the user configuration; the "
+        f"team and the rest go in a project's {CONFIG_NAME}",
         f'{path}:keys.prefix: "x": the prefix must be ctrl+<letter> or f1..f12, so ordinary '
         "typing still reaches the agents"]
 
@@ -81,8 +88,9 @@ def test_doctor_names_the_files_it_read(home: dict[str, str], tmp_path: Path) ->
     env = {**home, "PATH": "/nonexistent", "XDG_RUNTIME_DIR": str(tmp_path)}
     without = [c.message for c in doctor.diagnose(work, env) if c.message.startswith("read ")]
     assert without == [f"read {work / CONFIG_NAME}; no user configuration at "
-                       f"{userconfig.path(home)} (optional: [keys] and [ui] for every project)"]
+                       f"{userconfig.path(home)} (optional: [keys], [ui], [notify] for every "
+                       "project)"]
     path = user_file(home, "[ui]\nbell = false\n")
     found = [c.message for c in doctor.diagnose(work, env) if c.message.startswith("read ")]
-    assert found == [f"read {work / CONFIG_NAME}, {path}; your own settings ([keys], [ui]) "
-                     f"from {path}, under the project's"]
+    assert found == [f"read {work / CONFIG_NAME}, {path}; your own settings ([keys], [ui], "
+                     f"[notify]) from {path}, under the project's"]
