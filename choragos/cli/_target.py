@@ -3,8 +3,9 @@ session of this directory (or the nearest parent), or, when there is none
 here and exactly one runs, that one (said on stderr, so nobody is misled).
 
 Only the verbs that read or show (``attach``, ``status``, ``board``,
-``report``) fall back to the only session running: a verb that changes
-something never acts on another directory's session unless told to.
+``report``, ``logs``, ``diff``) fall back to the only session running: a
+verb that changes something never acts on another directory's session
+unless told to.
 Standard library only.
 """
 
@@ -28,10 +29,12 @@ def add_option(made: argparse.ArgumentParser) -> None:
 
 def session(args: argparse.Namespace, verb: str) -> tuple[Path, Path | None]:
     """The control socket to use and the directory it serves (when known)."""
-    if getattr(args, "sock", None) or os.environ.get(paths.SOCK_ENV):
-        return _client.socket_for(getattr(args, "sock", None))
-    if args.target:
+    if getattr(args, "sock", None):
+        return _client.socket_for(args.sock)
+    if args.target:  # said on this command line: it wins over $CHORAGOS_SOCK
         return _named(args.target)
+    if os.environ.get(paths.SOCK_ENV):
+        return _client.socket_for(None)
     sock, workdir = _client.socket_for(None)
     if sock.exists():
         return sock, workdir
