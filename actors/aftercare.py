@@ -49,7 +49,7 @@ class WorkChecked:
 
 
 @dataclass(frozen=True)
-class Announced:
+class AftercareFailed:
     """To the core: something went wrong off its thread that the log must hold."""
 
     event: str
@@ -131,7 +131,7 @@ class AftercareActor(Actor):
             try:
                 self._snapshot_done(msg)
             except (CheckpointError, NotARepository, OSError) as exc:
-                self.core.tell(Announced("snapshot failed", msg.task_id, str(exc)))
+                self.core.tell(AftercareFailed("snapshot failed", msg.task_id, str(exc)))
         return tuple(change.as_dict() for change in found), "", unmerged, commit
 
     def _snapshot_done(self, msg: CheckWork) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from choragos import __version__, authority, briefs, commands, news, statedir, wire
 from choragos.actors import durable
 from choragos.actors import messages as m
-from choragos.actors.aftercare import Announced, MergeDone, WorkChecked
+from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
 from choragos.actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from choragos.actors.durable import Heartbeat, Restore, SaveLayout
@@ -539,7 +539,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         self._merge_done(msg)
 
     @handle.register
-    def _aftercare_failed(self, msg: Announced) -> None:
+    def _aftercare_failed(self, msg: AftercareFailed) -> None:
         self._event(msg.event, task=msg.task_id, error=msg.error)
 
     @handle.register
