@@ -33,3 +33,9 @@ def root_parser(only: str | None = None) -> argparse.ArgumentParser:
                          epilog=parents[0].epilog if parents else None,
                          formatter_class=_client.Formatter)
     return root
+
+
+def verbs_of(root: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The verbs' parsers under :func:`root_parser`'s ``root``."""
+    return [parser for action in root._subparsers._group_actions  # type: ignore[union-attr]
+            for parser in action.choices.values()]

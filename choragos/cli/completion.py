@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import sys
 from argparse import ArgumentParser
+from pathlib import Path
 from types import ModuleType
 
 from choragos import commands
 from choragos.cli import _client, _parsers
 
 SHELLS = ("bash", "zsh", "fish")
+ROLE_ARGUMENTS = ("role", "to")  # completed with the team's role names
 
 
 def run(argv: list[str], verb: str = "completion") -> int:
@@ -49,8 +51,23 @@ def complete() -> None:
         sys.exit(1)
     words = os.environ.get("COMP_LINE", "").split()
     current = words[1] if len(words) > 1 and words[1] in commands.VERBS else ""
-    argcomplete.autocomplete(_parsers.root_parser(only=current))
+    root = _parsers.root_parser(only=current)
+    for verb in _parsers.verbs_of(root):
+        for action in verb._actions:
+            if action.dest in ROLE_ARGUMENTS:
+                action.completer = _role_names  # type: ignore[attr-defined]
+    argcomplete.autocomplete(root)
     sys.exit(1)  # autocomplete returns only when it was not asked to complete
+
+
+def _role_names(**_: object) -> list[str]:
+    """The roles of this directory's team (its .choragos.toml, or the built-in one)."""
+    from choragos.config import ConfigError, load_config
+
+    try:
+        return [role.name for role in load_config(None, Path.cwd()).roles]
+    except ConfigError:
+        return []
 
 
 def _argcomplete() -> ModuleType:

@@ -58,12 +58,17 @@ complete_line() {
 complete_line "choragos stat"
 complete_line "choragos logs --fo"
 complete_line "choragos gate appr"
+complete_line "choragos logs co"
+complete_line "choragos delegate --to "
 '''
+    (tmp_path / ".choragos.toml").write_text(
+        '[[roles]]\nname = "lead"\ncommand = "claude"\nstart = true\n'
+        '[[roles]]\nname = "coder"\ncommand = "claude"\n')
     env = base_env({"PATH": f"{BIN}:{os.environ['PATH']}"})
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=30)
-    assert done.stdout.replace(" ", "").split() == ["status|", "--follow|", "approve|"], \
-        done.stderr
+    assert done.stdout.replace(" ", "").split() == [
+        "status|", "--follow|", "approve|", "coder|", "lead|coder|"], done.stderr
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
