@@ -61,9 +61,9 @@ def directory(args: argparse.Namespace, verb: str, holding: str) -> Path:
 
 def _named(target: str) -> tuple[Path, Path | None]:
     folder = Path(target).expanduser()
-    if folder.is_dir():
-        return paths.find_socket(folder.resolve(), os.environ), folder.resolve()
     sessions = _running()
+    if folder.is_dir():
+        return _of_directory(folder.resolve(), sessions)
     matches = [s for s in sessions if target in (s["dir"], Path(s["dir"]).name)]
     if len(matches) == 1:
         return Path(matches[0]["socket"]), Path(matches[0]["dir"])
@@ -75,6 +75,18 @@ def _named(target: str) -> tuple[Path, Path | None]:
     raise _client.Failure(_client.EXIT_UNREACHABLE,
                           f"no directory and no running session is named "
                           f"{_client.inert(target)}; `choragos ls` lists the running ones")
+
+
+def _of_directory(folder: Path, sessions: list[dict]) -> tuple[Path, Path]:
+    """The session of ``folder`` or its nearest parent: one ``ls`` lists (it
+    may use a socket of its own), else the default socket path there."""
+    for candidate in (folder, *folder.parents):
+        found = [s for s in sessions if Path(s["dir"]) == candidate]
+        if found:
+            return Path(found[0]["socket"]), candidate
+    # $CHORAGOS_SOCK names another session: the directory asked for wins.
+    env = {k: v for k, v in os.environ.items() if k != paths.SOCK_ENV}
+    return paths.find_socket(folder, env), folder
 
 
 def _only_running(verb: str, here: Path | None) -> dict | None:

@@ -99,3 +99,18 @@ def test_target_names_a_session_by_directory_or_name(machine):
     # this directory's own session still comes first
     here = cli("status", cwd=beta)
     assert here.returncode == 0 and here.stderr == ""
+
+
+def test_attach_by_name_from_another_directory_brings_the_deck(deck):
+    from tests.deck.conftest import TmuxDeck
+
+    d: TmuxDeck = deck()
+    d.serve()
+    d.keys("C-b", "d")
+    d.wait_screen("[detached from")
+    elsewhere = d.root / "elsewhere"
+    elsewhere.mkdir()
+    assert d.ls()[0]["attached"] is None
+    d.shell(f"clear; cd {elsewhere} && choragos attach -t {d.workdir.name}")
+    d.wait_screen("C-b ? help", 30)
+    assert d.ls()[0]["attached"]  # this terminal's client holds the deck
