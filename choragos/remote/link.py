@@ -42,7 +42,7 @@ log = logging.getLogger("choragos.remote")
 CLIENT_VERBS = ("delegate", "workdone", "status", "gate")
 CLIENT_MODULES = (
     "__init__.py", "commands.py", "durations.py", "paths.py", "wire.py",
-    "cli/__init__.py", "cli/main.py", "cli/_client.py",
+    "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )
 CONNECT_TIMEOUT = 30.0
