@@ -113,6 +113,7 @@ class SessionOptions:
     cols: int = 120
     rows: int = 40
     resume: Path | bool = False  # True: this directory's saved session; a path: that one
+    salvage: bool = False  # resume a damaged journal from its readable records
     compact_every: int = journal.COMPACT_EVERY
 
 
@@ -178,7 +179,7 @@ class Session:
         """After the socket is ours, so a live session's state is never touched."""
         try:
             opened = resume.open_state(self.workdir, self.config, self.options.resume,
-                                       self.options.compact_every)
+                                       self.options.compact_every, self.options.salvage)
         except (resume.ResumeRefused, journal.JournalError, OSError) as exc:
             raise ServerStartError(str(exc)) from None
         self.journal, self.restored, self.notices = (opened.journal, opened.restore,

@@ -5,7 +5,12 @@
 - ``journal.log``: append-only records, one a line, each framed as
   ``<length hex> <crc32 hex> <json>``.  A record is complete only when its
   length and checksum match, so the torn tail a ``kill -9`` or a power cut
-  leaves is detected, dropped, and cut off before the next append.
+  leaves is detected, dropped, and cut off before the next append.  An
+  unreadable record with whole records after it is no torn tail but damage
+  (a disk error, an edit): it is refused (:class:`JournalDamaged`) and
+  nothing is cut; :func:`load_readable` is the explicit way past it.
+  A record that is whole but not what choragos writes counts as damage too
+  (see ``choragos.journalcheck``).
 - ``snapshot.json``: the folded state up to a sequence number, written
   atomically (temp file, fsync, rename, directory fsync).  Compaction writes
   a snapshot and starts an empty journal; records at or below the snapshot's
@@ -16,7 +21,12 @@ Folding records into an :class:`Image` is pure (:func:`fold`); the server
 keeps the image current as it appends, so a compaction only dumps it.
 Every file is opened without following a link, created 0600: the journal
 and the directory through ``choragos.statedir``, reads and the snapshot's
-temporary file through :func:`open_private`.
+temporary file through :func:`open_private`, which also refuses anything
+that is not a regular file (a FIFO there would block a read for ever).
+
+Callbacks run once records are durable (:meth:`Journal.after_sync`) run on
+the fsync thread, guarded: one that raises is logged and reported through
+``on_callback_error``, and the thread goes on.
 """
 
 from __future__ import annotations
@@ -24,16 +34,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import shutil
+import stat
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from choragos import statedir
+from choragos import journalcheck, statedir
+
+log = logging.getLogger("choragos.journal")
 
 VERSION = 1
 STATE_DIRNAME = "state"
@@ -47,6 +61,32 @@ class JournalError(Exception):
     """A state that cannot be read as a journal of this version."""
 
 
+class NotAFile(JournalError):
+    """A state file that is not a regular file (a FIFO, a device, a directory)."""
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One unreadable record: where it starts, its line number, and why."""
+
+    offset: int
+    number: int
+    why: str
+    forged: bool = False  # whole and checksummed, but not what choragos writes
+
+
+class JournalDamaged(JournalError):
+    """Damage before the end of the journal: not a torn tail, so not cut."""
+
+    def __init__(self, path: Path, damage: list[Damage], whole_after: int) -> None:
+        self.path, self.damage, self.whole_after = path, damage, whole_after
+        first = damage[0]
+        more = f" and {len(damage) - 1} more" if len(damage) > 1 else ""
+        super().__init__(f"{path} is damaged at byte {first.offset} (record {first.number}: "
+                         f"{first.why}{more}), with {whole_after} whole record"
+                         f"{'' if whole_after == 1 else 's'} after it")
+
+
 def state_dir(workdir: Path) -> Path:
     return Path(workdir) / ".choragos" / STATE_DIRNAME
 
@@ -54,8 +94,24 @@ def state_dir(workdir: Path) -> Path:
 # -- private files ------------------------------------------------------------------
 
 def open_private(path: Path, flags: int) -> int:
-    """Open a state file without following a symlink; created 0600."""
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    """Open a state file without following a symlink; created 0600.  NotAFile
+    for anything but a regular file (opened without blocking, so a FIFO is
+    refused rather than waited on)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotAFile(f"{path} is {_file_kind(mode)}, not a regular file: choragos keeps "
+                       f"its state there; remove it and start again")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -112,6 +168,44 @@ def unframe(data: bytes) -> tuple[list[dict], int]:
         records.append(record)
         good = end + 1
     return records, good
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """Each line's offset, its bytes, and whether a newline ends it."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        whole = end >= 0
+        end = end if whole else len(data)
+        yield start, data[start:end], whole
+        start = end + 1
+
+
+Line = tuple[int, int, dict]  # a record's offset, its line number, the record
+
+
+def scan(data: bytes) -> tuple[list[Line], list[Damage]]:
+    """Every whole record choragos could have written, and every line that
+    is not one (a torn record, garbage, a forged record)."""
+    records, damage = [], []
+    for number, (offset, line, whole) in enumerate(_lines(data), 1):
+        record = _parse(line) if whole else None
+        if record is None:
+            why = "its length or checksum does not match" if whole else "it is cut short"
+            damage.append(Damage(offset, number, why))
+        elif (why := journalcheck.record_problem(record)) is not None:
+            damage.append(Damage(offset, number, why, forged=True))
+        else:
+            records.append((offset, number, record))
+    return records, damage
+
+
+def torn_tail(records: list[Line], damage: list[Damage]) -> bool:
+    """Whether the damage is what a crash leaves: unreadable bytes after the
+    last whole record and nothing else (a whole record that choragos would
+    not write is an edit, never a crash)."""
+    last = records[-1][0] if records else -1
+    return all(d.offset > last and not d.forged for d in damage)
 
 
 def _parse(line: bytes) -> dict | None:
@@ -308,26 +402,87 @@ def move_state(source: Path, target: Path) -> None:
     fsync_dir(target)
 
 
+def copy_state(source: Path, target: Path) -> None:
+    """Copy the journal's two files as they are (a damaged state kept aside
+    before a salvage rewrites it)."""
+    ensure_private_dir(target)
+    for name in (JOURNAL, SNAPSHOT):
+        with contextlib.suppress(FileNotFoundError):
+            write_atomic(target / name, read_private(source / name))
+
+
 def exists(directory: Path) -> bool:
     return (directory / JOURNAL).exists() or (directory / SNAPSHOT).exists()
 
 
 def load(directory: Path) -> Image:
-    """The image a state directory holds; JournalError when it cannot be trusted."""
-    image = Image()
-    snapshot = directory / SNAPSHOT
-    if snapshot.exists():
+    """The image a state directory holds; JournalError when it cannot be
+    trusted (JournalDamaged for damage before the journal's end)."""
+    return _load(directory, salvage=False)[0]
+
+
+def load_readable(directory: Path) -> tuple[Image, list[Damage]]:
+    """The image folded from every readable record, past damage, and the
+    damage skipped; the files are not changed."""
+    return _load(directory, salvage=True)
+
+
+def _load(directory: Path, salvage: bool) -> tuple[Image, list[Damage]]:
+    image = _load_snapshot(directory / SNAPSHOT)
+    path = directory / JOURNAL
+    records, damage = _read(path, salvage)
+    for offset, number, record in records:
+        if record["kind"] == "session":
+            _check_version(record.get("version"), path)
         try:
-            data = json.loads(read_private(snapshot))
-        except (OSError, ValueError) as exc:
-            raise JournalError(f"{snapshot} cannot be read: {exc}") from None
-        _check_version(data.get("version"), snapshot)
-        image = Image.from_dict(data)
-    records = read_records(directory / JOURNAL)
-    for record in records:
-        if record.get("kind") == "session":
-            _check_version(record.get("version"), directory / JOURNAL)
-    return fold(records, image)
+            apply(image, record)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            why = f"it cannot be applied ({exc!r})"
+            raise JournalDamaged(path, [Damage(offset, number, why, forged=True)],
+                                 0) from None
+    why = journalcheck.image_problem(image.tasks)
+    if why is not None:
+        raise JournalError(f"{directory} cannot be trusted: {why}")
+    _counters_past(image)
+    return image, damage
+
+
+def _load_snapshot(snapshot: Path) -> Image:
+    try:
+        data = json.loads(read_private(snapshot))
+    except FileNotFoundError:
+        return Image()
+    except (OSError, ValueError) as exc:
+        raise JournalError(f"{snapshot} cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise JournalError(f"{snapshot} cannot be read: it holds no object")
+    _check_version(data.get("version"), snapshot)
+    why = journalcheck.snapshot_problem(data)
+    if why is not None:
+        raise JournalError(f"{snapshot} cannot be trusted: {why}")
+    return Image.from_dict(data)
+
+
+def _read(path: Path, salvage: bool) -> tuple[list[Line], list[Damage]]:
+    try:
+        data = read_private(path)
+    except FileNotFoundError:
+        return [], []
+    records, damage = scan(data)
+    if not damage or torn_tail(records, damage):
+        return records, []  # a torn tail is no damage: the writer cuts it
+    if not salvage:
+        first = damage[0].offset
+        raise JournalDamaged(path, damage, sum(1 for line in records if line[0] > first))
+    return records, damage
+
+
+def _counters_past(image: Image) -> None:
+    """Never hand out an id twice, whatever a record said the counter was."""
+    numbers = [int(task_id[1:]) for task_id in image.tasks]
+    image.next_number = max([image.next_number, *(n + 1 for n in numbers)])
+    ids = [i["id"] for queue in image.queues.values() for i in queue]
+    image.next_injection = max([image.next_injection, *(n + 1 for n in ids)])
 
 
 def _check_version(version: object, where: Path) -> None:
@@ -337,11 +492,25 @@ def _check_version(version: object, where: Path) -> None:
 
 
 def read_records(path: Path) -> list[dict]:
+    """The whole records of ``path`` (every readable one, past any damage)."""
     try:
         data = read_private(path)
     except FileNotFoundError:
         return []
-    return unframe(data)[0]
+    return [record for _, _, record in scan(data)[0]]
+
+
+def rewrite(directory: Path, image: Image) -> int:
+    """``image`` as the snapshot and an empty journal after it (a compaction);
+    returns the new journal's descriptor, open for appending."""
+    write_atomic(directory / SNAPSHOT,
+                 json.dumps({**image.to_dict(), "version": VERSION}, default=str).encode())
+    empty = directory / (JOURNAL + ".new")
+    fd = open_private(empty, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+    os.fsync(fd)
+    os.replace(empty, directory / JOURNAL)
+    fsync_dir(directory)
+    return fd
 
 
 class Journal:
@@ -370,13 +539,25 @@ class Journal:
         self._error = ""  # why the last fsync failed; "" once one succeeds
         self._callbacks: list[tuple[int, Callable[[], None]]] = []
         self._syncer: threading.Thread | None = None
+        # Told (on the fsync thread) when an after-sync callback raised.
+        self.on_callback_error: Callable[[str], None] | None = None
         self._fd = self._open_clean()
 
     def _open_clean(self) -> int:
-        """Open for append, first cutting off a torn tail so new records follow whole ones."""
-        fd = statedir.append_fd(self.path)  # 0600; no link, no hard link
-        data = read_private(self.path)
-        records, good = unframe(data)
+        """Open for append, first cutting off a torn tail so new records follow
+        whole ones; JournalDamaged, with nothing cut, for damage before the end."""
+        fd = statedir.append_fd(self.path)  # 0600; no link, no hard link; no FIFO
+        try:
+            data = read_private(self.path)
+            records, damage = scan(data)
+            if damage and not torn_tail(records, damage):
+                first = damage[0].offset
+                raise JournalDamaged(self.path, damage,
+                                     sum(1 for line in records if line[0] > first))
+        except BaseException:
+            os.close(fd)
+            raise
+        good = damage[0].offset if damage else len(data)
         if good < len(data):
             os.ftruncate(fd, good)
             os.fsync(fd)
@@ -427,7 +608,7 @@ class Journal:
                 self._dirty = False
             ready = self._synced_to(target, "")
             self._maybe_compact(raising=True)
-        _run(ready)
+        self._run(ready)
 
     def wait_synced(self, timeout: float = 5.0) -> str:
         """Block until what was appended so far is on disk; why not, or ""."""
@@ -448,13 +629,13 @@ class Journal:
         """Run ``callback`` once what was appended so far is on disk (at once if it is)."""
         if self._syncer is None:
             self.sync()
-            callback()
+            self._run([callback])
             return
         with self._lock:
             if self._synced < self._appended and self._fd >= 0:
                 self._callbacks.append((self._appended, callback))
                 return
-        callback()
+        self._run([callback])
 
     def _sync_loop(self) -> None:
         while True:
@@ -471,7 +652,7 @@ class Journal:
             with self._lock:
                 ready = self._synced_to(target, error)
                 self._maybe_compact(raising=False)
-            _run(ready)
+            self._run(ready)
 
     def _synced_to(self, target: int, error: str) -> list[Callable[[], None]]:
         self._synced, self._error = max(self._synced, target), error
@@ -485,7 +666,7 @@ class Journal:
             return
         try:
             self._compact()
-        except OSError:
+        except (OSError, JournalError):  # JournalError: a FIFO planted as a temporary file
             self._since_compact = 0  # try again after as many records
             if raising:
                 raise
@@ -495,14 +676,7 @@ class Journal:
             self._compact()
 
     def _compact(self) -> None:
-        write_atomic(self.directory / SNAPSHOT,
-                     json.dumps({**self.image.to_dict(), "version": VERSION},
-                                default=str).encode())
-        empty = self.path.with_name(JOURNAL + ".new")
-        fd = open_private(empty, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
-        os.fsync(fd)
-        os.replace(empty, self.path)
-        fsync_dir(self.directory)
+        fd = rewrite(self.directory, self.image)
         os.close(self._fd)
         self._fd = fd
         self._since_compact = 0
@@ -521,9 +695,22 @@ class Journal:
             os.close(fd)
             with self._lock:
                 ready = self._synced_to(self._appended, "")
-            _run(ready)
+            self._run(ready)
 
+    def _run(self, callbacks: list[Callable[[], None]]) -> None:
+        """Run each callback; one that raises (a tell to a role a reload just
+        closed) is logged and reported, and never stops the fsync thread."""
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception as exc:
+                log.exception("a callback after the journal's fsync failed")
+                self._report(f"{type(exc).__name__}: {exc}")
 
-def _run(callbacks: list[Callable[[], None]]) -> None:
-    for callback in callbacks:
-        callback()
+    def _report(self, error: str) -> None:
+        if self.on_callback_error is None:
+            return
+        try:
+            self.on_callback_error(error)
+        except Exception:
+            log.exception("reporting a failed journal callback failed too")

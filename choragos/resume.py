@@ -22,6 +22,7 @@ from choragos.config import Config
 from choragos.journal import Image, Journal, JournalError
 
 RECAP_LIMIT = 40        # tasks listed per section of the recap
+TASKS = "tasks"         # .choragos/tasks: one file per task of the session
 HANDOFF_LIMIT = 20_000  # characters of handoff.md put into the brief
 
 
@@ -41,40 +42,74 @@ def config_label(config: Config) -> str:
 
 
 def open_state(workdir: Path, config: Config, resume: Path | bool,
-               compact_every: int = journal.COMPACT_EVERY) -> Opened:
-    """The journal this server writes, and the image to restore when resuming."""
+               compact_every: int = journal.COMPACT_EVERY, salvage: bool = False) -> Opened:
+    """The journal this server writes, and the image to restore when resuming
+    (with ``salvage``, from every readable record of a damaged journal)."""
     home = journal.state_dir(workdir)
     if resume:
         source = home if resume is True else Path(resume).resolve()
-        return _resume(home, source, config, compact_every)
+        return _resume(home, source, config, compact_every, salvage)
     notices = _keep_aside(home, workdir)
     return Opened(Journal(home, compact_every=compact_every), None, notices)
 
 
-def _resume(home: Path, source: Path, config: Config, compact_every: int) -> Opened:
+def _resume(home: Path, source: Path, config: Config, compact_every: int,
+            salvage: bool) -> Opened:
     if not journal.exists(source):
         if source != home:
             raise ResumeRefused(f"there is no saved session in {source}")
         return Opened(Journal(home, compact_every=compact_every), None,
                       ["there was no saved session to resume; this one starts afresh"])
-    try:
-        image = journal.load(source)
-    except (JournalError, OSError) as exc:
-        raise ResumeRefused(f"cannot resume: {exc}. Run `choragos serve` without --resume "
-                            f"to start afresh (the old state is kept aside, not deleted)") \
-            from None
+    image, damage = _load(home, source, salvage)
     reason = refusal(image, config)
     if reason:
         raise ResumeRefused(reason)
+    notices = [_salvaged(home, source, image, damage)] if damage else []
     if source != home:
         _keep_aside(home, home.parent.parent)
         journal.move_state(source, home)
+        _move_tasks(source / TASKS, home.parent / TASKS)
         with contextlib.suppress(OSError):
             source.rmdir()  # only when nothing else was kept there
     saved = copy.deepcopy(image)
-    notices = [f"resuming the session that ran as pid {image.pid} "
-               f"({_state_words(image)}, last written at {_clock(image.last_t)})"]
+    notices.insert(0, f"resuming the session that ran as pid {image.pid} "
+                      f"({_state_words(image)}, last written at {_clock(image.last_t)})")
     return Opened(Journal(home, image, compact_every=compact_every), saved, notices)
+
+
+def _load(home: Path, source: Path, salvage: bool) -> tuple[Image, list[journal.Damage]]:
+    """The image to resume, or ResumeRefused with the way out; nothing is written."""
+    fresh = ("Run `choragos serve` without --resume to start afresh (the old state is "
+             "kept aside, not deleted)")
+    try:
+        if salvage:
+            return journal.load_readable(source)
+        return journal.load(source), []
+    except journal.NotAFile as exc:
+        raise ResumeRefused(f"cannot resume: {exc}") from None
+    except journal.JournalDamaged as exc:
+        where = "" if source == home else f" {os.path.relpath(source, home.parent.parent)}"
+        raise ResumeRefused(
+            f"cannot resume: {exc}, so it is no torn tail and nothing was cut or changed. "
+            f"Run `choragos serve --resume{where} --salvage` to continue from every "
+            f"readable record (the damaged journal is kept aside as it is), or "
+            f"{fresh[4:]}") from None
+    except (JournalError, OSError) as exc:
+        raise ResumeRefused(f"cannot resume: {exc}. {fresh}") from None
+
+
+def _salvaged(home: Path, source: Path, image: Image, damage: list[journal.Damage]) -> str:
+    """Keep the damaged state as it is, then start its journal afresh from
+    the readable records (a snapshot of them): the next start finds no damage."""
+    workdir = home.parent.parent
+    kept = _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
+    journal.copy_state(source, kept)
+    os.close(journal.rewrite(source, image))
+    first = damage[0]
+    count = len(damage)
+    return (f"{count} damaged record{'' if count == 1 else 's'} of {source / journal.JOURNAL} "
+            f"skipped (the first at byte {first.offset}: {first.why}); the state as it was "
+            f"is kept in {os.path.relpath(kept, workdir)}")
 
 
 def refusal(image: Image, config: Config) -> str | None:
@@ -105,11 +140,14 @@ _OPEN = frozenset(str(state) for state in OPEN_STATES)
 
 
 def _keep_aside(home: Path, workdir: Path) -> list[str]:
-    """Rename a leftover state out of the way; say where it went and why."""
+    """Rename a leftover state out of the way, with its task files (a new
+    session numbers its tasks from T1 again); say where it went and why."""
     if not journal.exists(home):
         return []
     try:
         image = journal.load(home)
+    except journal.NotAFile:
+        raise  # no session's state: nothing to keep, and nothing to start on
     except (JournalError, OSError) as exc:
         image, damaged = None, str(exc)
     else:
@@ -123,6 +161,7 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
         return []
     kept = _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
     journal.move_state(home, kept)
+    _move_tasks(home.parent / TASKS, kept / TASKS)
     where = os.path.relpath(kept, workdir)
     what = f"unreadable: {damaged}" if damaged else _state_words(image)
     notices.append(f"a previous session's state ({what}) was kept in {where}, not applied; "
@@ -144,6 +183,18 @@ def kept_states(workdir: Path) -> list[tuple[Path, str]]:
             words = f"unreadable: {exc}"
         found.append((path, words))
     return found
+
+
+def _move_tasks(source: Path, target: Path) -> None:
+    """A state's task files go where it goes; a file of the state moved wins."""
+    if not source.is_dir() or source.is_symlink():
+        return
+    if not target.exists():
+        os.replace(source, target)
+        return
+    for item in source.iterdir():
+        os.replace(item, target / item.name)
+    source.rmdir()
 
 
 def _discard_empty(home: Path) -> None:
@@ -213,7 +264,7 @@ def handoff_section(workdir: Path) -> str:
     path = Path(workdir) / ".choragos" / "handoff.md"
     try:  # never through a link: an agent wrote this file
         text = journal.read_private(path).decode("utf-8", errors="replace")
-    except OSError:
+    except (OSError, JournalError):  # JournalError: not a regular file
         return ""
     if len(text) > HANDOFF_LIMIT:
         text = text[:HANDOFF_LIMIT] + "\n\n(cut here; read .choragos/handoff.md for the rest)"

@@ -11,7 +11,8 @@
 - ``serve --foreground``: the server with its deck, in the foreground and
   without a terminal of its own (for service managers); attach from elsewhere.
 - ``serve --resume [STATE]``: continue the session saved in ``.choragos/state``
-  (or in a state kept aside), with any of the modes above.
+  (or in a state kept aside), with any of the modes above; ``--salvage``
+  continues a damaged journal from every readable record.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ from choragos.paths import socket_path
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    return arguments("serve").parse_args(argv)
+    parser = arguments("serve")
+    args = parser.parse_args(argv)
+    if args.salvage and not args.resume:
+        parser.error("--salvage goes with --resume")
+    return args
 
 
 def arguments(verb: str) -> argparse.ArgumentParser:
@@ -54,6 +59,9 @@ def arguments(verb: str) -> argparse.ArgumentParser:
                         metavar="STATE",
                         help="continue the saved session (.choragos/state, or a state "
                              "kept aside) instead of starting afresh")
+    parser.add_argument("--salvage", action="store_true",
+                        help="with --resume: continue a damaged journal from every readable "
+                             "record (the damaged state is kept aside as it is)")
     return parser
 
 
@@ -126,12 +134,13 @@ def run(argv: list[str], verb: str = "serve") -> int:
         with statedir.open_append(log_path) as dump:
             # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
             faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-            return _serve(config, workdir, resume=args.resume)
+            return _serve(config, workdir, resume=args.resume, salvage=args.salvage)
     cols, rows = _terminal_size()
     if args.foreground:
-        return _serve(config, workdir, deck=(cols, rows), resume=args.resume)
+        return _serve(config, workdir, deck=(cols, rows), resume=args.resume,
+                      salvage=args.salvage)
     return _start_background(config, workdir, cols, rows, attach=interactive,
-                             resume=args.resume)
+                             resume=args.resume, salvage=args.salvage)
 
 
 def _handed_off_config(resume: Path | bool, workdir: Path) -> Path | None:
@@ -174,14 +183,14 @@ def _terminal_size() -> tuple[int, int]:
 
 
 def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
-                      resume: Path | bool = False) -> int:
+                      resume: Path | bool = False, salvage: bool = False) -> int:
     from choragos import daemon
 
     log_path = workdir / ".choragos" / "logs" / "server.log"
 
     def server(ready: daemon.Ready) -> int:
         return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False,
-                      resume=resume)
+                      resume=resume, salvage=salvage)
 
     started = daemon.spawn(server, workdir, log_path)
     if not started.ok:
@@ -200,7 +209,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
-           to_stderr: bool = True, resume: Path | bool = False) -> int:
+           to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False) -> int:
     from choragos import daemon
     from choragos.actors.session import Session, SessionOptions
     from choragos.ctlserver import ServerStartError
@@ -217,7 +226,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
     control = socket_path(workdir)
     options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=resume,
-                             compact_every=_compact_every())
+                             salvage=salvage, compact_every=_compact_every())
     session = Session(config, options)
     install_signals(session.stopped.set, session.hard_stop)
     try:

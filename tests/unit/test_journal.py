@@ -172,9 +172,11 @@ def test_a_compaction_keeps_every_part_of_the_image(tmp_path):
     home = tmp_path / "state"
     image = Image(config="/p/.choragos.toml", pid=7, started=1.0, stopped=False,
                           last_t=9.5, seq=4, runs=2, tasks={"T1": task("T1")}, next_number=2,
-                          queues={"coder": [{"id": 1, "text": "x", "kind": "task"}]},
+                          queues={"coder": [{"id": 1, "role": "coder", "text": "x",
+                                             "what": "task", "task": "T1"}]},
                           next_injection=2, roles={"coder": {"paused": True}},
-                          clocks={"T1": {"left": 30.0, "since": 5.0}},
+                          clocks={"T1": {"role": "coder", "seconds": 60, "left": 30.0,
+                                         "since": 5.0}},
                           layout={"kind": "split", "children": [{"role": "coder"}]},
                           tokens={"coder": {"m": {"input": 3}}}, handoff={"at": 2.0})
     j = Journal(home, image=image)
