@@ -102,3 +102,42 @@ def test_a_fifo_in_place_of_the_journal_is_refused_not_waited_on(serve):
                 if p.name.startswith("state.kept-")]
     path.unlink()
     s.start()
+
+
+def test_a_forged_record_is_refused_in_a_sentence(serve):
+    s = serve(TEAM)
+    seven_gated_tasks(s)
+    s.kill9()
+    path = journal.state_dir(s.workdir) / journal.JOURNAL
+    forged = journal.frame({"kind": "task", "seq": 10_000, "t": 1.0,
+                            "task": {"id": "../../escape", "role": "reviewer",
+                                     "text": "x", "state": "queued"}})
+    with open(path, "ab") as out:
+        out.write(forged)
+    before = path.read_bytes()
+    err = serve_fails(s, "--resume")
+    assert "is not a task id (T1, T2, ...)" in err and "Traceback" not in err, err
+    assert path.read_bytes() == before
+    s.start(args=("--resume", "--salvage"))
+    assert len(s.board()) == 7
+
+
+def test_a_plain_serve_after_a_kill_keeps_the_old_task_files_with_the_old_state(serve):
+    s = serve(TEAM)
+    s.wait_booted(["lead"])
+    assert s.cli("delegate", "--to", "reviewer", "--task", "the old task").returncode == 0
+    s.kill9()
+    s.start()
+    tasks = s.workdir / ".choragos" / "tasks"
+    assert s.cli("delegate", "--to", "reviewer", "--task", "the new task").returncode == 0
+    kept = next(p for p in (s.workdir / ".choragos").iterdir()
+                if p.name.startswith("state.kept-"))
+    assert "the old task" in (kept / "tasks" / "T1.md").read_text()
+    assert "the new task" in (tasks / "T1.md").read_text()
+
+    assert s.stop() == 0
+    s.start(args=("--resume", f".choragos/{kept.name}"))
+    assert "the old task" in (tasks / "T1.md").read_text()  # back with its state
+    again = next(p for p in (s.workdir / ".choragos").iterdir()
+                 if p.name.startswith("state.kept-"))
+    assert "the new task" in (again / "tasks" / "T1.md").read_text()
