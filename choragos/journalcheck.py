@@ -78,7 +78,11 @@ def optional(inner: Check) -> Check:
 
 
 def one_of(values: frozenset[str]) -> Check:
-    return lambda value: None if value in values else f"is not one of {', '.join(sorted(values))}"
+    def check(value: Any) -> str | None:
+        if isinstance(value, str) and value in values:
+            return None
+        return f"is not one of {', '.join(sorted(values))}"
+    return check
 
 
 def list_of(inner: Check) -> Check:
