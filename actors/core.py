@@ -9,6 +9,7 @@ subscribers (the UI actor later) and written to the event log.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -356,21 +357,41 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                               for t in created], **(extra if down else {}))
 
     def _record_tasks(self, targets: list[str], request: dict) -> list[Task]:
-        """Write every task file and its event first; on a failure the board
-        forgets them all, so a refused delegation changes nothing."""
+        """Journal every task (in one write: all or none) with its file, then
+        its event; on a failure the board forgets them all and their files go,
+        so a refused delegation leaves nothing behind."""
         created: list[Task] = []
+        journaled = False
         try:
-            for role in targets:
-                created.append(self.s.board.create(role, request["task"], request.get("brief")))
-                self._write_task_file(created[-1])
+            with self._journal_batch():
+                for role in targets:
+                    created.append(self.s.board.create(role, request["task"],
+                                                       request.get("brief")))
+                    self._write_task_file(created[-1])
+            journaled = True
             records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
                                             brief=t.brief, text=t.text) for t in created]
         except OSError:
-            self.s.board.forget([task.id for task in created])
+            self._unrecord(created, journaled)
             raise
         for record in records:
             self._publish(news.EventLogged(record))
         return created
+
+    def _journal_batch(self) -> contextlib.AbstractContextManager:
+        journal = self.s.journal
+        return journal.batch() if journal is not None else contextlib.nullcontext()
+
+    def _unrecord(self, tasks: list[Task], journaled: bool) -> None:
+        board = self.s.board
+        ids = [task.id for task in tasks]
+        if isinstance(board, durable.JournaledBoard):
+            board.forget(ids, journaled=journaled)
+        else:
+            board.forget(ids)
+        for task_id in ids:
+            with contextlib.suppress(FileNotFoundError):
+                (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()
 
     def _route_task(self, task: Task) -> Task:
         role = task.role

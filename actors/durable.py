@@ -62,7 +62,12 @@ class JournaledBoard(Board):
     on_unsaved: Any = None  # Callable[[OSError], None]
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
-        return self._record(super().create(role, text, brief))
+        task = super().create(role, text, brief)
+        try:
+            return self._record(task)
+        except OSError:
+            super().forget([task.id])  # never on the board, its id free again
+            raise
 
     def move(self, task_id: str, state: TaskState, **changes: object) -> Task:
         return self._lenient(super().move(task_id, state, **changes))
@@ -84,9 +89,12 @@ class JournaledBoard(Board):
         super().put_back(task)
         self._record(task, undo=True)
 
-    def forget(self, task_ids: list[str]) -> None:
+    def forget(self, task_ids: list[str], journaled: bool = True) -> None:
+        """Undo :meth:`create`; ``journaled=False`` when the creations never
+        reached the journal (their batch was not written)."""
         super().forget(task_ids)
-        self._undo("forget", ids=task_ids, next_number=self.next_number)
+        if journaled:
+            self._undo("forget", ids=task_ids, next_number=self.next_number)
 
     def restore(self, tasks: list[Task]) -> None:
         """Load a journal's tasks; the oldest resolved ones go to the archive as live."""

@@ -539,6 +539,8 @@ class Journal:
         self._error = ""  # why the last fsync failed; "" once one succeeds
         self._callbacks: list[tuple[int, Callable[[], None]]] = []
         self._syncer: threading.Thread | None = None
+        self._batch: list[dict] | None = None  # see batch()
+        self._batch_thread: int | None = None
         # Told (on the fsync thread) when an after-sync callback raised.
         self.on_callback_error: Callable[[str], None] | None = None
         self._fd = self._open_clean()
@@ -572,18 +574,44 @@ class Journal:
         self._syncer.start()
 
     def append(self, kind: str, **fields: object) -> dict:
-        with self._lock:
-            record = {"kind": kind, "seq": self.image.seq + 1,
-                      "t": round(time.time(), 3), **fields}
-            if self._fd < 0:
-                return record
-            self._write(frame(record))
-            apply(self.image, record)
-            self._appended = record["seq"]
-            self._dirty = True
-            self._since_compact += 1
-            self._appended_more.notify()
+        record = {"kind": kind, "seq": 0, "t": round(time.time(), 3), **fields}
+        if self._batch is not None and self._batch_thread == threading.get_ident():
+            self._batch.append(record)  # numbered and written when the batch ends
+            return record
+        self._commit([record])
         return record
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Records this thread appends inside go to disk in one write as the
+        block ends: all of them or none (OSError).  An exception inside
+        drops them, and the journal is as it was."""
+        if self._batch is not None and self._batch_thread == threading.get_ident():
+            yield  # part of the batch around it
+            return
+        self._batch, self._batch_thread = [], threading.get_ident()
+        try:
+            yield
+            pending = self._batch
+        finally:
+            self._batch, self._batch_thread = None, None
+        self._commit(pending)
+
+    def _commit(self, records: list[dict]) -> None:
+        if not records:
+            return
+        with self._lock:
+            for n, record in enumerate(records, self.image.seq + 1):
+                record["seq"] = n
+            if self._fd < 0:
+                return
+            self._write(b"".join(frame(record) for record in records))
+            for record in records:
+                apply(self.image, record)
+            self._appended = records[-1]["seq"]
+            self._dirty = True
+            self._since_compact += len(records)
+            self._appended_more.notify()
 
     def _write(self, data: bytes) -> None:
         """Append whole or not at all: a failed write (a full disk) is cut off again,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from types import SimpleNamespace
 
 import pykka
@@ -188,3 +189,38 @@ def test_queued_lines_come_back_from_the_board_never_as_the_journal_wrote_them(g
     events = [json.loads(line) for line in second.events.path.read_text().splitlines()]
     [lost] = [e for e in events if e["event"] == "queued line not restored"]
     assert (lost["role"], lost["kind"], lost["task"]) == ("coder", "notice", None)
+def short_writes_to(fd: int, monkeypatch) -> None:
+    """The disk takes only part of each write to ``fd`` (a file size limit,
+    a nearly full disk): os.write returns a short count."""
+    real_write = os.write
+
+    def short(target, data):
+        if target == fd:
+            return real_write(target, bytes(data)[:len(data) // 2])
+        return real_write(target, data)
+
+    monkeypatch.setattr(journal.os, "write", short)
+
+
+@pytest.mark.parametrize("roles", [["coder"], ["coder", "lead"]])
+def test_a_delegation_refused_by_a_short_write_leaves_nothing_behind(generation, monkeypatch,
+                                                                     roles):
+    first = generation.start(ready=False)
+    size = (generation.home / journal.JOURNAL).stat().st_size
+    short_writes_to(first.journal._fd, monkeypatch)
+    ack = dispatch(first.handle, cmd="delegate", to=roles, task="lost", brief=None)
+    assert ack["status"] == "error"
+    assert "short write to the journal: the delegation was not recorded" in ack["error"]
+    assert dispatch(first.handle, cmd="board")["tasks"] == []
+    assert all(not seat.queue for seat in first.state.seats.values())
+    assert not list((first.state.state_dir / "tasks").glob("*.md"))
+    assert (generation.home / journal.JOURNAL).stat().st_size == size
+    monkeypatch.undo()
+    ack = dispatch(first.handle, cmd="delegate", to=["coder"], task="kept", brief=None)
+    assert ack["tasks"][0]["id"] == "T1"
+    generation.crash(first)
+
+    second = generation.start(ready=False)
+    board = dispatch(second.handle, cmd="board")["tasks"]
+    assert [(t["id"], t["text"]) for t in board] == [("T1", "kept")]
+    assert [i.task_id for i in second.state.seats["coder"].queue] == ["T1"]
