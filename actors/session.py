@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from choragos import (
     worktrees,
 )
 from choragos.actors import messages as m
+from choragos.actors import threadhook
 from choragos.actors.aftercare import AftercareActor
 from choragos.actors.checkpointer import CheckpointerActor
 from choragos.actors.clocks import ClockActor, ClockState
@@ -151,6 +153,7 @@ class Session:
         self.behalf = authority.Behalf()  # what runs for a role (its verify) counts as it
         self.remote: RemoteSeats | None = None  # roles on other machines, when there are
         self.dispatch_as = None  # the listener's way in for a socket only one role reaches
+        self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
 
     # -- start ---------------------------------------------------------------
 
@@ -160,6 +163,7 @@ class Session:
         self.server = bind_server(self.options.socket, self.events.write)
         install_fault_hook(self.server)
         install_web_fault_hook(self)
+        self._unhook = threadhook.install(self._thread_died)
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
                           config=str(self.config.source) if self.config.source else "built-in")
@@ -186,11 +190,26 @@ class Session:
                                                      opened.notices)
         for notice in self.notices:
             self.events.write("session state", message=notice)
+        self.journal.on_callback_error = self._journal_callback_failed
         self.journal.append("session", version=journal.VERSION,
                             config=resume.config_label(self.config), pid=os.getpid(),
                             resumed=self.restored is not None)
         self.journal.sync()
         self.journal.start()
+
+    def _journal_callback_failed(self, error: str) -> None:
+        """On the fsync thread, which goes on: say what was not carried out."""
+        self.events.write("journal callback failed", error=error)
+
+    def _thread_died(self, died: threadhook.ThreadDied) -> None:
+        """A stray thread's death goes to the top of the tree, or straight to
+        the event log when the tree is not up."""
+        top = self.supervisor
+        if top is not None:
+            with contextlib.suppress(pykka.ActorDeadError):
+                top.tell(died)
+                return
+        self.events.write("thread died", thread=died.thread, error=died.error)
 
     def _decide_gateway(self) -> None:
         """The gateway is decided once; a reload does not turn the gateway on or off."""
@@ -564,6 +583,7 @@ class Session:
             self.journal.append("stop", pid=os.getpid())
             self.journal.close()
         self.events.write("deck stopped", pid=os.getpid())
+        self._unhook()
         self.events.close()
         left = [t.name for t in threading.enumerate()
                 if t.name.startswith("pty-") and t.is_alive()]

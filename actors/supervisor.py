@@ -46,6 +46,7 @@ import pykka
 
 from choragos.actors.base import Actor, ChildExited, ChildFailed, Retire
 from choragos.actors.handle import Handle
+from choragos.actors.threadhook import ThreadDied
 
 log = logging.getLogger("choragos.supervisor")
 
@@ -123,9 +124,10 @@ class SupervisorState:
 class Supervisor(Actor):
     """Supervises the children in ``state``; ``parent`` hears its crash.
 
-    ``on_event(kind, **fields)`` is told "actor restarted", "actor exited"
-    and "actor given up" (the child that took this supervisor over its
-    intensity, with ``supervisor`` and ``reason``); ``on_give_up(reason)`` is
+    ``on_event(kind, **fields)`` is told "actor restarted", "actor exited",
+    "actor given up" (the child that took this supervisor over its
+    intensity, with ``supervisor`` and ``reason``) and "thread died" (a
+    :class:`ThreadDied` told to it); ``on_give_up(reason)`` is
     called when a supervisor without a parent gives up.
     """
 
@@ -199,6 +201,12 @@ class Supervisor(Actor):
     @handle.register
     def _stop_all(self, message: StopAll) -> None:
         stop_children(self.s, message.timeout)
+
+    @handle.register
+    def _thread_died(self, message: ThreadDied) -> None:
+        """A thread outside the tree died (see ``threadhook``): said, not restarted."""
+        self.on_event("thread died", thread=message.thread, error=message.error,
+                      supervisor=self.s.name)
 
     # -- restarts ------------------------------------------------------------
 

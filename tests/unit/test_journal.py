@@ -11,7 +11,9 @@ import time
 import pytest
 
 from choragos import journal
+from choragos.actors.handle import Handle
 from choragos.journal import Image, Journal, JournalError, fold, frame, unframe
+from tests.conftest import wait_until
 
 
 def task(tid: str, state: str = "queued", role: str = "coder") -> dict:
@@ -185,3 +187,33 @@ def test_a_compaction_keeps_every_part_of_the_image(tmp_path):
     again = journal.load(home)
     assert again.to_dict() == image.to_dict()
     assert again.tasks["T1"] is not image.tasks["T1"]  # read back, not shared
+
+
+def test_a_callback_that_meets_a_closed_handle_does_not_kill_the_fsync_thread(tmp_path):
+    """The core types a line once its record is durable: the tell runs on the
+    fsync thread, and a role a reload removed in the window has a closed
+    handle.  The fsync thread must go on, or every later ack waits out its
+    timeout."""
+    gone = Handle("coder")
+    gone.close("removed by a reload")
+    j = Journal(tmp_path / "state")
+    reported: list[str] = []
+    j.on_callback_error = reported.append
+    j.start()
+    try:
+        called = threading.Event()
+
+        def type_line() -> None:
+            called.set()
+            gone.tell("type this")
+
+        j.append("inflight", id=1, role="coder")
+        j.after_sync(type_line)
+        assert called.wait(5)
+        j.append("alive")  # a later ack's records
+        assert j.wait_synced(timeout=3) == ""  # not "the journal was not on disk within 3s"
+        assert j._syncer.is_alive()
+        wait_until(lambda: reported, 5, message="the failed callback reported")
+        assert "ActorGone" in reported[0] and "removed by a reload" in reported[0]
+    finally:
+        j.close()
