@@ -2,7 +2,9 @@
 
 The log is the only input: ``choragos report`` works after the session has
 gone, on a copy of someone else's log, and on a log cut short by a crash.
-Reading stops at the first damaged line, and the summary says where.
+A damaged line (torn by a crash, garbage, a record whose time no clock
+shows) is skipped and the reading carries on; the summary says where the
+first one was and how many there were.
 Standard library only, like every CLI verb.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -25,12 +28,15 @@ TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
 
 @dataclass
 class LogRead:
-    """The records before the damage; ``damaged_after`` is the last good line of
-    the file ``damaged_in``, if any; ``files`` were read, oldest first."""
+    """The readable records; ``damaged_after`` is the line before the first
+    damaged one, in the file ``damaged_in``, if any; ``damaged_lines`` how
+    many were skipped (over all files); ``files`` were read, oldest first."""
 
     records: list[dict]
     damaged_after: int | None = None
     damaged_in: str | None = None
+    damaged_lines: int = 0
+    torn_tail: bool = False  # the only damage is the last line of its file
     files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # rotated names not read, with why
 
@@ -112,7 +118,7 @@ def read_log(path: Path) -> LogRead:
     older = [path.with_name(f"{path.name}.{n}") for n in range(1, ROTATED_READ + 1)]
     for part in [*reversed([p for p in older if os.path.lexists(p)]), path]:
         try:
-            records, damaged_after = _read_file(part, follow=part == path)
+            records, damaged, lines = _read_file(part, follow=part == path)
         except OSError as exc:
             if part == path:
                 raise
@@ -121,22 +127,31 @@ def read_log(path: Path) -> LogRead:
             continue
         read.records.extend(records)
         read.files.append(str(part))
-        if damaged_after is not None and read.damaged_after is None:
-            read.damaged_after, read.damaged_in = damaged_after, str(part)
+        if damaged and read.damaged_after is None:
+            read.damaged_after, read.damaged_in = damaged[0] - 1, str(part)
+            read.torn_tail = damaged == [lines]
+        elif damaged:
+            read.torn_tail = False
+        read.damaged_lines += len(damaged)
     return read
 
 
-def _read_file(path: Path, follow: bool = True) -> tuple[list[dict], int | None]:
+def _read_file(path: Path, follow: bool = True) -> tuple[list[dict], list[int], int]:
+    """The readable records of ``path``, the numbers of its damaged lines,
+    and how many lines it has."""
     records: list[dict] = []
+    damaged: list[int] = []
+    number = 0
     with _open_log(path, follow) as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue  # an empty line carries no event and hides none
             record = _parse(line)
             if record is None:
-                return records, number - 1
-            records.append(record)
-    return records, None
+                damaged.append(number)
+            else:
+                records.append(record)
+    return records, damaged, number
 
 
 def _open_log(path: Path, follow: bool) -> TextIO:
@@ -167,8 +182,14 @@ def _parse(line: str) -> dict | None:
     return record
 
 
+MAX_TIME = 2.0**34  # seconds since the epoch (the year 2514): past it, a forged time
+
+
 def _is_time(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A time every clock can show (a forged 1e300 made the report crash)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return math.isfinite(value) and 0 <= value <= MAX_TIME
 
 
 def split_runs(records: list[dict]) -> list[list[dict]]:

@@ -37,8 +37,7 @@ def _main(argv: list[str], verb: str) -> int:
         print(f"note: skipped {_client.inert(skipped)}", file=sys.stderr)
     if read.damaged_after is not None:
         # stderr, so --json output stays one parseable document.
-        print(f"note: {_client.inert(read.damaged_in)} is damaged after line "
-              f"{read.damaged_after}; read up to there", file=sys.stderr)
+        print(f"note: {_damage_note(read)}", file=sys.stderr)
     runs = report.split_runs(read.records)
     if not runs:
         raise _client.Failure(_client.EXIT_REFUSED, f"{_client.inert(path)} holds no events")
@@ -241,6 +240,15 @@ def _role_json(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object
 
 def _local(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _damage_note(read: report.LogRead) -> str:
+    where = _client.inert(read.damaged_in)
+    if read.torn_tail:
+        return f"{where} is damaged after line {read.damaged_after}; read up to there"
+    count = read.damaged_lines
+    return (f"{where} is damaged after line {read.damaged_after}: {count} damaged "
+            f"line{'' if count == 1 else 's'} skipped, every other line read")
 
 
 def _clock(t: float | None) -> str:

@@ -174,19 +174,31 @@ def test_torn_last_line_reads_up_to_it_with_a_note(tmp_path, capsys):
     assert f"{log} is damaged after line 12; read up to there" in err
 
 
-def test_garbage_middle_line_stops_the_reading(tmp_path, capsys):
+def test_garbage_middle_lines_are_skipped_and_the_rest_is_read(tmp_path, capsys):
     records = two_role_run()
+    clean = write_log(tmp_path / "clean.jsonl", records)
+    _, whole, _ = run_cli(capsys, clean, "--json")
     lines = [json.dumps(r) for r in records[:6]] + ["\x00\x01 not json"]
-    lines += [json.dumps(r) for r in records[6:]]
+    lines += [json.dumps(r) for r in records[6:9]] + ['{"t": 1e300, "event": "delegate"}']
+    lines += [json.dumps(r) for r in records[9:]]
     log = tmp_path / "e.jsonl"
     log.write_text("\n".join(lines) + "\n")
     read = read_log(log)
-    assert read.damaged_after == 6 and len(read.records) == 6
+    assert read.damaged_after == 6 and read.records == records and read.damaged_lines == 2
     code, out, err = run_cli(capsys, log, "--json")
     data = json.loads(out)
     assert code == 0 and data["damaged_after"] == 6 and data["damaged_in"] == str(log)
-    assert {r["role"]: r["done"] for r in data["roles"]}["dev"] == 1
-    assert "damaged after line 6" in err
+    assert data["roles"] == json.loads(whole)["roles"]  # nothing after the garbage lost
+    assert "damaged after line 6: 2 damaged lines skipped, every other line read" in err
+
+
+def test_a_forged_timestamp_is_a_damaged_line_not_a_crash(tmp_path, capsys):
+    records = two_role_run()
+    records[3] = {**records[3], "t": 1e300}
+    log = write_log(tmp_path / "e.jsonl", records)
+    code, out, err = run_cli(capsys, log)
+    assert code == 0 and "dev" in out
+    assert "damaged after line 3: 1 damaged line skipped" in err
 
 
 def test_a_run_that_outlived_rotations_is_read_whole_oldest_file_first(tmp_path, capsys):
@@ -213,10 +225,10 @@ def test_a_damaged_rotated_file_keeps_its_good_lines_and_the_newer_files(tmp_pat
                      + json.dumps(records[5]) + "\n")
     log = write_log(tmp_path / "events.jsonl", records[6:])
     read = read_log(log)
-    assert read.records == records[:5] + records[6:]
+    assert read.records == records
     assert (read.damaged_after, read.damaged_in) == (5, str(older))
     code, _, err = run_cli(capsys, log)
-    assert code == 0 and f"{older} is damaged after line 5; read up to there" in err
+    assert code == 0 and f"{older} is damaged after line 5: 1 damaged line skipped" in err
 
 
 def test_a_rotated_name_that_is_a_link_or_a_fifo_is_skipped_never_followed(tmp_path, capsys):
