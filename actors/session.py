@@ -87,7 +87,6 @@ from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
 from choragos.gatewaycounts import session_path
 from choragos.gatewayroles import new_session_key, role_key
-from choragos.gitobjects import remove_stale_temporaries
 from choragos.hooks import Hooks
 from choragos.launch import Launch, LaunchContext, launch
 from choragos.reloadplan import ReloadPlan, plan_reload
@@ -372,7 +371,7 @@ class Session:
             self.events.write("checkpoints off", reason=str(exc))
             log.warning("checkpoints are off: %s", exc)
             return None
-        removed = remove_stale_temporaries(store.objects_dir())
+        removed = store.remove_stale_temporaries()
         if removed:
             self.events.write("checkpoint temporaries removed", count=removed)
         sup, core = self.supervisor, self.core

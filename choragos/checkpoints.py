@@ -42,7 +42,7 @@ from dulwich.objects import Commit
 from dulwich.repo import Repo
 
 from choragos.gitignore import IgnoreList, RuleStack
-from choragos.gitobjects import ObjectWriter
+from choragos.gitobjects import ObjectWriter, remove_stale_temporaries
 from choragos.gitwalk import (
     MODE_GITLINK,
     MODE_LINK,
@@ -170,6 +170,7 @@ class CheckpointStore:
         # What the last walk depended on besides the files: (tree, ignore
         # rules outside the tree, the user's index, .gitmodules), and its stats.
         self._last_walk: tuple[tuple, ScanStats] | None = None
+        self._swept = False  # stale temporaries removed (remove_stale_temporaries)
 
     def close(self) -> None:
         """Release the repository's open files (pack maps) and the watch."""
@@ -191,6 +192,8 @@ class CheckpointStore:
         _check_task_id(task_id)
         when = time.time() if now is None else now
         with self._failures(f"checkpoint for {task_id}"), self._locked() as fs_now:
+            if not self._swept:  # once per store: the first checkpoint after a kill
+                self.remove_stale_temporaries()
             scan = self._unchanged_scan() or self._scan(fs_now, write=True)
             return self._commit(scan, task_id, role, label, when)
 
@@ -330,13 +333,29 @@ class CheckpointStore:
         commit.author_time = commit.commit_time = int(when)
         commit.author_timezone = commit.commit_timezone = 0
         commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head)
-        self._repo.object_store.add_object(commit)
+        self._store_commit(commit)
         name = self._add_ref(int(when), task_id, commit.id)
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             self._save_cache(Cache(commit.id, scan.tree, scan.previous.replaced_by(scan.records)))
             self._cache_ref = self.ref_prefix + name
         return self._describe(name, commit.id.decode())
+
+    def _store_commit(self, commit: Commit) -> None:
+        """Through a temporary named for this process (dulwich's own lock file
+        carries no owner), so what a kill leaves is swept at the next start."""
+        writer = ObjectWriter(self.objects_dir(), packs=False)
+        try:
+            writer.put(b"commit", commit.as_raw_string())
+            writer.finish()
+        finally:
+            writer.close()
+
+    def remove_stale_temporaries(self) -> int:
+        """What a killed checkpoint left (temporary objects, packs, the private
+        index's temporary), for a process that no longer runs; how many went."""
+        self._swept = True
+        return remove_stale_temporaries(self.objects_dir(), self._state)
 
     def _add_ref(self, epoch: int, task_id: str, commit_id: bytes) -> str:
         # Two checkpoints of one task within a second get successive epochs,

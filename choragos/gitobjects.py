@@ -40,6 +40,7 @@ _PACK_MIN_BYTES = 8 << 20
 _PACK_MAX_OBJECT = 1 << 20  # bigger objects gain nothing from packing: loose
 _FANOUT = struct.Struct(">256I")
 _EMPTY_TREE = hashlib.sha1(b"tree 0\0").digest()
+_TMP_NUMBERS = itertools.count()  # temporary names: tmp_obj_choragos_<pid>_<n>
 
 
 class ChangedWhileReading(OSError):
@@ -187,12 +188,13 @@ class ObjectWriter:
     """
 
     def __init__(self, objects_dir: str | os.PathLike[str],
-                 alternates: Iterable[object] = ()) -> None:
+                 alternates: Iterable[object] = (), *, packs: bool = True) -> None:
         self._dir = os.fsencode(objects_dir)
-        self._packs = _load_packs(Path(os.fsdecode(self._dir)) / "pack")
+        # Without ``packs``, for an object no pack can hold yet (a new commit).
+        self._packs = _load_packs(Path(os.fsdecode(self._dir)) / "pack") if packs else []
         self._alternates = list(alternates)
         self._made: set[bytes] = set()
-        self._tmp = itertools.count()
+        self._tmp = _TMP_NUMBERS  # one sequence per process: two writers never collide
         self._lock = threading.Lock()  # hashing may run on a few threads
         self._held: list[_Held] = []  # new objects not yet in a pack or loose
         self._held_bytes = 0
@@ -393,29 +395,39 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 _TEMPORARY = re.compile(rb"tmp_(?:obj|pack)_choragos_(\d+)_\d+(?:\.idx)?")
+_INDEX_TEMPORARY = re.compile(rb"index\.tmp(\d+)")  # the private index's (gitwalk)
 
 
-def remove_stale_temporaries(objects_dir: str | bytes) -> int:
-    """Delete the temporary object and pack files a crashed writer left in
-    ``objects_dir``: those named for a process that no longer runs.  Returns
-    how many went."""
+def remove_stale_temporaries(objects_dir: str | bytes,
+                             state_dir: str | os.PathLike[str] | None = None) -> int:
+    """Delete the temporary files a killed writer left: object and pack files
+    in ``objects_dir``, and the private index's in ``state_dir``, those named
+    for a process that no longer runs.  Returns how many went."""
     base = os.fsencode(objects_dir)
-    removed = 0
     try:
         folders = [e.path for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
     except OSError:
+        folders = []
+    removed = sum(_remove_dead(folder, _TEMPORARY) for folder in folders)
+    if state_dir is not None:
+        removed += _remove_dead(os.fsencode(state_dir), _INDEX_TEMPORARY)
+    return removed
+
+
+def _remove_dead(folder: bytes, names: re.Pattern) -> int:
+    """Remove the files of ``folder`` whose name matches ``names`` with the
+    pid of a process that no longer runs."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
         return 0
-    for folder in folders:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            match = _TEMPORARY.fullmatch(entry.name)
-            if match and not _running(int(match.group(1))):
-                with suppress(OSError):
-                    os.unlink(entry.path)
-                    removed += 1
+    removed = 0
+    for entry in entries:
+        match = names.fullmatch(entry.name)
+        if match and not _running(int(match.group(1))):
+            with suppress(OSError):
+                os.unlink(entry.path)
+                removed += 1
     return removed
 
 
