@@ -579,7 +579,11 @@ class Session:
             self.timers.stop()
             self.timers = None
         if self.journal is not None:
-            self.journal.append("stop", pid=os.getpid())
+            try:
+                self.journal.append("stop", pid=os.getpid())
+            except OSError as exc:  # a full disk: the next start reads it as a crash
+                log.error("the journal's stop record was not written: %s", exc)
+                self.events.write("journal write failed", error=exc.strerror or str(exc))
             self.journal.close()
         self.events.write("deck stopped", pid=os.getpid())
         self._unhook()

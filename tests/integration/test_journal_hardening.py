@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from choragos import journal
-from tests.integration.harness import role_toml
+from tests.integration.harness import Serve, role_toml
 
 TEAM = role_toml("lead", start=True) + role_toml("reviewer", approve=True)
 
@@ -141,3 +141,45 @@ def test_a_plain_serve_after_a_kill_keeps_the_old_task_files_with_the_old_state(
     again = next(p for p in (s.workdir / ".choragos").iterdir()
                  if p.name.startswith("state.kept-"))
     assert "the new task" in (again / "tasks" / "T1.md").read_text()
+
+
+# Runs choragos under a file size limit (RLIMIT_FSIZE): a write that
+# crosses it is cut short, as a nearly full quota or disk does.
+LIMITED = """
+import os, resource, runpy, sys
+limit = int(os.environ["FSIZE_LIMIT"])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+sys.argv = ["choragos", *sys.argv[1:]]
+runpy.run_module("choragos", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_delegations_refused_by_a_short_journal_write_leave_nothing_behind(short_tmp):
+    work = short_tmp / "work"
+    work.mkdir()
+    s = Serve(work, TEAM, sock=short_tmp / "s.sock")
+    # Each delegation writes its long text twice to the journal (created,
+    # then gated) and once to the event log: the journal reaches the limit first.
+    s.env["FSIZE_LIMIT"] = str(48 * 1024)
+    s.start(command=[sys.executable, "-c", LIMITED])
+    try:
+        s.wait_booted(["lead"])
+        acked, refused = [], []
+        for n in range(32):
+            out = s.cli("delegate", "--to", "reviewer", "--task", f"part {n} " + "x" * 3000)
+            if out.returncode == 0:
+                acked.append(out.stdout.split()[1])
+            else:
+                assert "the delegation was not recorded" in out.stderr, out.stderr
+                refused.append(out.stderr)
+        assert acked and refused, (acked, refused)
+        assert any("short write to the journal" in err for err in refused), refused
+        board = s.board()
+        assert sorted(board) == sorted(acked), "a refused delegation left a task"
+        assert {t["state"] for t in board.values()} == {"gated"}
+        files = {p.stem for p in (work / ".choragos" / "tasks").glob("*.md")}
+        assert files == set(acked), "a refused delegation left its task file"
+    finally:
+        code = s.stop(timeout=30)
+    assert code == 0, s.stderr()  # its "stop" record is refused too: said, not fatal
+    s.assert_no_leftovers()
