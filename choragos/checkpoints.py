@@ -192,8 +192,6 @@ class CheckpointStore:
         _check_task_id(task_id)
         when = time.time() if now is None else now
         with self._failures(f"checkpoint for {task_id}"), self._locked() as fs_now:
-            if not self._swept:  # once per store: the first checkpoint after a kill
-                self.remove_stale_temporaries()
             scan = self._unchanged_scan() or self._scan(fs_now, write=True)
             return self._commit(scan, task_id, role, label, when)
 
@@ -325,6 +323,8 @@ class CheckpointStore:
     def _commit(self, scan: Scan, task_id: str, role: str, label: str,
                 when: float) -> Checkpoint:
         _check_task_id(task_id)
+        if not self._swept:  # once per store: its first checkpoint (or undo point)
+            self.remove_stale_temporaries()
         head = self._head()
         commit = Commit()
         commit.tree = scan.tree.hex().encode()
