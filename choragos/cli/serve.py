@@ -114,7 +114,8 @@ def run(argv: list[str], verb: str = "serve") -> int:
     if isinstance(args.resume, Path):
         args.resume = workdir / args.resume  # as the kept-aside notice names it
     try:
-        config = load_config(args.config or _handed_off_config(args.resume, workdir), workdir)
+        config = load_config(args.config or _handed_off_config(args.resume, workdir,
+                                                               args.salvage), workdir)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -143,15 +144,17 @@ def run(argv: list[str], verb: str = "serve") -> int:
                              resume=args.resume, salvage=args.salvage)
 
 
-def _handed_off_config(resume: Path | bool, workdir: Path) -> Path | None:
+def _handed_off_config(resume: Path | bool, workdir: Path,
+                       salvage: bool = False) -> Path | None:
     """After ``handoff --config NEW``, a plain ``serve --resume`` runs the new team."""
     if not resume:
         return None
     from choragos import journal
 
     source = journal.state_dir(workdir) if resume is True else Path(resume)
+    read = (lambda path: journal.load_readable(path)[0]) if salvage else journal.load
     try:
-        image = journal.load(source) if journal.exists(source) else None
+        image = read(source) if journal.exists(source) else None
     except (journal.JournalError, OSError):
         return None  # the resume itself says what is wrong with it
     config = (image.handoff or {}).get("config") if image else None
