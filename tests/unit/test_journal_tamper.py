@@ -182,3 +182,33 @@ def test_any_tampered_field_loads_cleanly_or_is_refused(tmp_path, records):
     assert journalcheck.snapshot_problem(image.to_dict()) is None
     for data in image.tasks.values():
         task_from(data)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0))
+def test_a_journal_cut_anywhere_is_a_torn_tail_and_loads_its_whole_records(tmp_path, cut):
+    home = tmp_path / "state"
+    data = write(home, good_records())
+    cut %= len(data) + 1
+    (home / journal.JOURNAL).write_bytes(data[:cut])
+    image = journal.load(home)
+    whole = data[:cut].count(b"\n")
+    assert image.seq == whole
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(at=st.integers(min_value=0), flip=st.integers(min_value=1, max_value=255))
+def test_any_byte_changed_before_the_last_record_is_refused_not_cut(tmp_path, at, flip):
+    home = tmp_path / "state"
+    data = bytearray(write(home, good_records()))
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1
+    at %= last
+    data[at] ^= flip
+    (home / journal.JOURNAL).write_bytes(bytes(data))
+    with pytest.raises(JournalDamaged):
+        journal.load(home)
+    with pytest.raises(JournalDamaged):
+        journal.Journal(home)
+    assert (home / journal.JOURNAL).read_bytes() == bytes(data)
