@@ -361,18 +361,16 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         its event; on a failure the board forgets them all and their files go,
         so a refused delegation leaves nothing behind."""
         created: list[Task] = []
-        journaled = False
         try:
             with self._journal_batch():
                 for role in targets:
                     created.append(self.s.board.create(role, request["task"],
                                                        request.get("brief")))
                     self._write_task_file(created[-1])
-            journaled = True
             records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
                                             brief=t.brief, text=t.text) for t in created]
         except OSError:
-            self._unrecord(created, journaled)
+            self._unrecord(created)
             raise
         for record in records:
             self._publish(news.EventLogged(record))
@@ -382,13 +380,9 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         journal = self.s.journal
         return journal.batch() if journal is not None else contextlib.nullcontext()
 
-    def _unrecord(self, tasks: list[Task], journaled: bool) -> None:
-        board = self.s.board
+    def _unrecord(self, tasks: list[Task]) -> None:
         ids = [task.id for task in tasks]
-        if isinstance(board, durable.JournaledBoard):
-            board.forget(ids, journaled=journaled)
-        else:
-            board.forget(ids)
+        self.s.board.forget(ids)
         for task_id in ids:
             with contextlib.suppress(FileNotFoundError):
                 (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()

@@ -89,11 +89,11 @@ class JournaledBoard(Board):
         super().put_back(task)
         self._record(task, undo=True)
 
-    def forget(self, task_ids: list[str], journaled: bool = True) -> None:
-        """Undo :meth:`create`; ``journaled=False`` when the creations never
-        reached the journal (their batch was not written)."""
+    def forget(self, task_ids: list[str]) -> None:
+        """Undo :meth:`create`, in the journal too when a creation reached it
+        (a batch that was not written left nothing there to undo)."""
         super().forget(task_ids)
-        if journaled:
+        if self.journal is not None and any(t in self.journal.image.tasks for t in task_ids):
             self._undo("forget", ids=task_ids, next_number=self.next_number)
 
     def restore(self, tasks: list[Task]) -> None:
