@@ -22,6 +22,7 @@ from choragos.board import TaskState
 Check = Callable[[Any], "str | None"]
 
 MAX_COUNT = 2**53          # ids, counters, sequence numbers: JSON-safe, never reached
+MAX_PID = 2**22            # Linux's highest pid_max
 MAX_TIME = 2.0**34         # seconds since the epoch (the year 2514)
 MAX_SECONDS = 10.0**9      # a timeout clock's length
 _TASK_ID = re.compile(r"T[0-9]{1,15}")
@@ -36,11 +37,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def count(lo: int = 0) -> Check:
+def count(lo: int = 0, hi: int = MAX_COUNT) -> Check:
     def check(value: Any) -> str | None:
         if not isinstance(value, int) or isinstance(value, bool):
             return "is not a whole number"
-        return None if lo <= value <= MAX_COUNT else f"is out of range ({lo} to 2**53)"
+        return None if lo <= value <= hi else f"is out of range ({lo} to {hi})"
     return check
 
 
@@ -178,7 +179,7 @@ _ROLE_STATE = fields({}, {"restarts_used": count(), "restarts_total": count(),
 
 # kind -> (required fields, optional fields); "seq", "t" and "kind" are common
 _RECORDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
-    "session": ({"config": text, "pid": optional(count())}, {}),
+    "session": ({"config": text, "pid": optional(count(1, MAX_PID))}, {}),
     "stop": ({}, {}),
     "task": ({"task": task}, {}),
     "forget": ({"ids": list_of(task_id), "next_number": count(1)}, {}),
@@ -217,7 +218,7 @@ def record_problem(record: dict) -> str | None:
 
 _SNAPSHOT = fields(
     {"seq": count(), "tasks": dict_of(task_id, task), "next_number": count(1)},
-    {"config": text, "pid": optional(count()), "started": moment, "stopped": flag,
+    {"config": text, "pid": optional(count(1, MAX_PID)), "started": moment, "stopped": flag,
      "last_t": moment, "runs": count(), "queues": dict_of(role, list_of(_INJECTION)),
      "next_injection": count(1), "roles": dict_of(role, _ROLE_STATE),
      "clocks": dict_of(task_id, _CLOCK), "layout": optional(mapping),

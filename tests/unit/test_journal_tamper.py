@@ -73,6 +73,7 @@ def test_the_untampered_session_loads():
     (2, {"id": 10**40}, "'id' that is out of range"),
     (4, {"seq": 10**30}, "'seq' that is out of range"),
     (5, {"t": 1e300}, "'t' that is out of range"),
+    (0, {"pid": 2**40}, "'pid' that is out of range"),
     (6, {"seconds": float("inf")}, "'seconds' that is out of range"),
     (1, {"task": {**task("T1"), "id": "../../etc/passwd"}}, "is not a task id"),
     (1, {"task": {**task("T1"), "id": "T" + "9" * 5000}}, "is not a task id"),
