@@ -132,20 +132,11 @@ moment = number(MAX_TIME)
 seconds = number(MAX_SECONDS)
 
 
-def relative_path(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return "is not a string"
-    if value.startswith("/") or ".." in value.split("/"):
-        return "is not a path inside the workspace"
-    return None
-
-
 # -- the shapes choragos writes -----------------------------------------------------
 
 _WAITING = {
-    "merge": fields({"branch": matching(_BRANCH, "a role's branch"), "diff": relative_path}),
-    "judge": fields({"why": text, "line": text, "unmerged": flag},
-                    {"file": relative_path}),
+    "merge": fields({"branch": matching(_BRANCH, "a role's branch"), "diff": text}),
+    "judge": fields({"why": text, "line": text, "unmerged": flag}, {"file": text}),
     "judging": fields({"judge_task": task_id, "line": text, "unmerged": flag}),
 }
 _WAITING["owner"] = _WAITING["judge"]
