@@ -5,10 +5,11 @@
 - ``journal.log``: append-only records, one a line, each framed as
   ``<length hex> <crc32 hex> <json>``.  A record is complete only when its
   length and checksum match, so the torn tail a ``kill -9`` or a power cut
-  leaves is detected, dropped, and cut off before the next append.  An
-  unreadable record with whole records after it is no torn tail but damage
-  (a disk error, an edit): it is refused (:class:`JournalDamaged`) and
-  nothing is cut; :func:`load_readable` is the explicit way past it.
+  leaves (a last record whose line never ended) is detected, dropped, and
+  cut off before the next append.  Any other unreadable record is no torn
+  tail but damage (a disk error, an edit): it is refused
+  (:class:`JournalDamaged`) and nothing is cut; :func:`load_readable` is
+  the explicit way past it.
   A record that is whole but not what choragos writes counts as damage too
   (see ``choragos.journalcheck``).
 - ``snapshot.json``: the folded state up to a sequence number, written
@@ -72,7 +73,7 @@ class Damage:
     offset: int
     number: int
     why: str
-    forged: bool = False  # whole and checksummed, but not what choragos writes
+    cut: bool = False  # no line end: a record a crash cut short
 
 
 class JournalDamaged(JournalError):
@@ -190,22 +191,22 @@ def scan(data: bytes) -> tuple[list[Line], list[Damage]]:
     records, damage = [], []
     for number, (offset, line, whole) in enumerate(_lines(data), 1):
         record = _parse(line) if whole else None
-        if record is None:
-            why = "its length or checksum does not match" if whole else "it is cut short"
-            damage.append(Damage(offset, number, why))
+        if not whole:
+            damage.append(Damage(offset, number, "it is cut short", cut=True))
+        elif record is None:
+            damage.append(Damage(offset, number, "its length or checksum does not match"))
         elif (why := journalcheck.record_problem(record)) is not None:
-            damage.append(Damage(offset, number, why, forged=True))
+            damage.append(Damage(offset, number, why))
         else:
             records.append((offset, number, record))
     return records, damage
 
 
-def torn_tail(records: list[Line], damage: list[Damage]) -> bool:
-    """Whether the damage is what a crash leaves: unreadable bytes after the
-    last whole record and nothing else (a whole record that choragos would
-    not write is an edit, never a crash)."""
-    last = records[-1][0] if records else -1
-    return all(d.offset > last and not d.forged for d in damage)
+def torn_tail(damage: list[Damage]) -> bool:
+    """Whether the damage is what a crash leaves: one record cut short at
+    the end (every record ends its line, so anything else unreadable, or a
+    whole record choragos would not write, is no crash's doing)."""
+    return len(damage) == 1 and damage[0].cut
 
 
 def _parse(line: bytes) -> dict | None:
@@ -438,8 +439,7 @@ def _load(directory: Path, salvage: bool) -> tuple[Image, list[Damage]]:
             apply(image, record)
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             why = f"it cannot be applied ({exc!r})"
-            raise JournalDamaged(path, [Damage(offset, number, why, forged=True)],
-                                 0) from None
+            raise JournalDamaged(path, [Damage(offset, number, why)], 0) from None
     why = journalcheck.image_problem(image.tasks)
     if why is not None:
         raise JournalError(f"{directory} cannot be trusted: {why}")
@@ -469,7 +469,7 @@ def _read(path: Path, salvage: bool) -> tuple[list[Line], list[Damage]]:
     except FileNotFoundError:
         return [], []
     records, damage = scan(data)
-    if not damage or torn_tail(records, damage):
+    if not damage or torn_tail(damage):
         return records, []  # a torn tail is no damage: the writer cuts it
     if not salvage:
         first = damage[0].offset
@@ -552,7 +552,7 @@ class Journal:
         try:
             data = read_private(self.path)
             records, damage = scan(data)
-            if damage and not torn_tail(records, damage):
+            if damage and not torn_tail(damage):
                 first = damage[0].offset
                 raise JournalDamaged(self.path, damage,
                                      sum(1 for line in records if line[0] > first))

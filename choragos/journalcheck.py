@@ -156,8 +156,9 @@ task = fields(
     {"id": task_id, "role": role, "text": text, "state": one_of(_STATES)},
     {"brief": optional(text), "created": moment, "delivered": optional(moment),
      "finished": optional(moment), "report": optional(text),
-     "summary": optional(text), "checkpoint": optional(text), "note": text,
-     "changes": optional(list_of(mapping)), "changed": optional(mapping), "checks": text,
+     "summary": optional(text), "checkpoint": optional(text), "note": optional(text),
+     "changes": optional(list_of(mapping)), "changed": optional(mapping),
+     "checks": optional(text),
      "rounds": count(), "waiting": optional(waiting)})
 
 _TOKENS = dict_of(text, dict_of(text, dict_of(text, count())))
@@ -185,7 +186,7 @@ _RECORDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
               {"role": role, "seconds": seconds, "left": seconds}),
     "layout": ({"layout": mapping}, {}),
     "tokens": ({"totals": _TOKENS}, {}),
-    "handoff": ({}, {"done": flag, "config": text, "wait": seconds}),
+    "handoff": ({}, {"done": flag, "config": optional(text), "wait": optional(seconds)}),
     "reload": ({}, {}),
     "alive": ({}, {}),
 }
