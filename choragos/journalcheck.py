@@ -8,6 +8,10 @@ id or role name) is named by :func:`record_problem`, a snapshot by
 :func:`snapshot_problem`, and a task filed under another id by
 :func:`image_problem`.  Each answer is a short phrase, or None: the journal
 turns it into a refusal, never a traceback at load or on the core's thread.
+
+A new kind of record, a new field that may be null, or a new kind of
+waiting must be declared here, or a resume refuses the journals that hold
+it (the durable and resume tests load journals real sessions wrote).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ MAX_COUNT = 2**53          # ids, counters, sequence numbers: JSON-safe, never r
 MAX_PID = 2**22            # Linux's highest pid_max
 MAX_TIME = 2.0**34         # seconds since the epoch (the year 2514)
 MAX_SECONDS = 10.0**9      # a timeout clock's length
-_TASK_ID = re.compile(r"T[0-9]{1,15}")
+_TASK_ID = re.compile(r"T[0-9]{1,16}")  # up to MAX_COUNT
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # as the config allows
 _BRANCH = re.compile(r"choragos/[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _STATES = frozenset(str(state) for state in TaskState)
