@@ -150,8 +150,9 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
         raise  # no session's state: nothing to keep, and nothing to start on
     except (JournalError, OSError) as exc:
         image, damaged = None, str(exc)
+        salvage = " --salvage" if isinstance(exc, journal.JournalDamaged) else ""
     else:
-        damaged = ""
+        damaged = salvage = ""
     notices = []
     if image is not None and not image.stopped and image.pid and not daemon.alive(image.pid):
         notices.append(f"the session that ran as pid {image.pid} died at "
@@ -165,7 +166,8 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
     where = os.path.relpath(kept, workdir)
     what = f"unreadable: {damaged}" if damaged else _state_words(image)
     notices.append(f"a previous session's state ({what}) was kept in {where}, not applied; "
-                   f"to resume it, stop this session and run `choragos serve --resume {where}`")
+                   f"to resume it, stop this session and run "
+                   f"`choragos serve --resume {where}{salvage}`")
     return notices
 
 

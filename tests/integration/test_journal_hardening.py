@@ -75,6 +75,23 @@ def test_damage_in_the_middle_is_refused_with_the_way_out_and_salvaged_on_reques
     journal.load(journal.state_dir(s.workdir))  # the rewritten journal reads whole
 
 
+def test_a_plain_serve_keeps_a_damaged_state_aside_uncut_and_names_the_salvage(serve):
+    s = serve(TEAM)
+    seven_gated_tasks(s)
+    s.kill9()
+    path = journal.state_dir(s.workdir) / journal.JOURNAL
+    damage_first_record_of(path, "T3")
+    damaged = path.read_bytes()
+    s.start()
+    err = s.wait(lambda: "choragos serve --resume" in s.stderr() and s.stderr(), 10,
+                 "the notices")
+    kept = next(p for p in (s.workdir / ".choragos").iterdir()
+                if p.name.startswith("state.kept-"))
+    assert (kept / journal.JOURNAL).read_bytes() == damaged
+    assert f"choragos serve --resume .choragos/{kept.name} --salvage" in err
+    assert s.board() == {}
+
+
 def test_a_torn_tail_is_still_cut_and_resumed_without_a_word(serve):
     s = serve(TEAM)
     ids = seven_gated_tasks(s)
