@@ -298,7 +298,8 @@ class _RunSummary:
                     "rollback": self._rollback, "rollback failed": self._rollback}
         for record in records:
             self._touch(record)
-            handler = handlers.get(record.get("event"))
+            event = record.get("event")
+            handler = handlers.get(event) if isinstance(event, str) else None
             if handler is not None:
                 handler(record)
 

@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from choragos.cli import report as cli
 from choragos.report import build, read_log, split_runs
@@ -412,3 +414,23 @@ def test_a_resumed_run_continues_its_session_and_counts_each_task_once():
     dev = next(r for r in summary.roles if r.name == "dev")
     assert (dev.tasks, dev.done) == (3, 3)
     assert summary.never_reported == []
+
+
+FORGED = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**40, max_value=10**40),
+                   st.floats(), st.text(max_size=5), st.lists(st.integers(), max_size=2),
+                   st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_forged_field_of_any_type_is_never_a_crash(tmp_path, capsys, data):
+    """An agent can write the event log: whatever one field of one record
+    holds, the report (table, JSON and page) ends with a status, not a traceback."""
+    records = two_role_run()
+    record = data.draw(st.sampled_from(records))
+    record[data.draw(st.sampled_from([*sorted(record), "extra"]))] = data.draw(FORGED)
+    log = write_log(tmp_path / "e.jsonl", records)
+    for extra in ((), ("--json",), ("--html", str(tmp_path / "page.html"))):
+        code, _, _ = run_cli(capsys, log, *extra)
+        assert code in (0, 1)
