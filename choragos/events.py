@@ -116,7 +116,7 @@ def read_events(path: Path) -> Iterator[dict]:
         for line in handle:
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return
             if isinstance(record, dict):
                 yield record

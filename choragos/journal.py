@@ -220,7 +220,7 @@ def _parse(line: bytes) -> dict | None:
         return None
     try:
         record = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return None
     return record if isinstance(record, dict) else None
 
@@ -452,7 +452,7 @@ def _load_snapshot(snapshot: Path) -> Image:
         data = json.loads(read_private(snapshot))
     except FileNotFoundError:
         return Image()
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise JournalError(f"{snapshot} cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise JournalError(f"{snapshot} cannot be read: it holds no object")

@@ -175,7 +175,7 @@ def _open_log(path: Path, follow: bool) -> TextIO:
 def _parse(line: str) -> dict | None:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return None
     if not isinstance(record, dict) or not _is_time(record.get("t")):
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -213,3 +214,19 @@ def test_any_byte_changed_before_the_last_record_is_refused_not_cut(tmp_path, at
     with pytest.raises(JournalDamaged):
         journal.Journal(home)
     assert (home / journal.JOURNAL).read_bytes() == bytes(data)
+
+
+def test_a_record_nested_past_the_parsers_depth_is_damage_not_a_crash(tmp_path):
+    home = tmp_path / "state"
+    records = good_records()
+    data = bytearray(write(home, records[:3]))
+    payload = b"[" * 100_000 + b"]" * 100_000
+    data += b"%08x %08x " % (len(payload), zlib.crc32(payload)) + payload + b"\n"
+    data += b"".join(frame(r) for r in records[3:])
+    (home / journal.JOURNAL).write_bytes(bytes(data))
+    with pytest.raises(JournalDamaged, match="record 4"):
+        journal.load(home)
+    (home / journal.JOURNAL).unlink()
+    (home / journal.SNAPSHOT).write_bytes(payload)
+    with pytest.raises(JournalError, match="cannot be read"):
+        journal.load(home)

@@ -434,3 +434,12 @@ def test_a_forged_field_of_any_type_is_never_a_crash(tmp_path, capsys, data):
     for extra in ((), ("--json",), ("--html", str(tmp_path / "page.html"))):
         code, _, _ = run_cli(capsys, log, *extra)
         assert code in (0, 1)
+
+
+def test_a_line_nested_past_the_parsers_depth_is_a_damaged_line(tmp_path, capsys):
+    records = two_role_run()
+    log = tmp_path / "e.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records[:4]) + "[" * 100_000 + "\n"
+                   + "".join(json.dumps(r) + "\n" for r in records[4:]))
+    code, _, err = run_cli(capsys, log)
+    assert code == 0 and "damaged after line 4: 1 damaged line skipped" in err
