@@ -37,6 +37,7 @@ import errno
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import threading
@@ -209,14 +210,14 @@ def torn_tail(damage: list[Damage]) -> bool:
     return len(damage) == 1 and damage[0].cut
 
 
+_HEADER = re.compile(rb"[0-9a-f]{8} [0-9a-f]{8} ")  # exactly as frame() writes it
+
+
 def _parse(line: bytes) -> dict | None:
-    try:
-        length, crc, payload = int(line[:8], 16), int(line[9:17], 16), line[18:]
-    except ValueError:
-        return None
-    if line[8:9] != b" " or line[17:18] != b" " or len(payload) != length:
-        return None
-    if zlib.crc32(payload) != crc:
+    if not _HEADER.match(line):
+        return None  # (int() alone would take " 65", "+65" or "6_5" for 0x65)
+    length, crc, payload = int(line[:8], 16), int(line[9:17], 16), line[18:]
+    if len(payload) != length or zlib.crc32(payload) != crc:
         return None
     try:
         record = json.loads(payload)

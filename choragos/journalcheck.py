@@ -29,6 +29,7 @@ MAX_COUNT = 2**53          # ids, counters, sequence numbers: JSON-safe, never r
 MAX_PID = 2**22            # Linux's highest pid_max
 MAX_TIME = 2.0**34         # seconds since the epoch (the year 2514)
 MAX_SECONDS = 10.0**9      # a timeout clock's length
+MAX_DEPTH = 64             # a layout's nesting (a deck shows a few dozen tiles at most)
 _TASK_ID = re.compile(r"T[0-9]{1,16}")  # up to MAX_COUNT
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # as the config allows
 _BRANCH = re.compile(r"choragos/[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
@@ -69,6 +70,18 @@ def flag(value: Any) -> str | None:
 
 def mapping(value: Any) -> str | None:
     return None if isinstance(value, dict) else "is not an object"
+
+
+def shallow(value: Any, depth: int = 0) -> str | None:
+    """An object nested at most MAX_DEPTH deep (the deck walks a layout
+    recursively; a deeper one would end its thread in a RecursionError)."""
+    if depth == 0 and not isinstance(value, dict):
+        return "is not an object"
+    if depth > MAX_DEPTH:
+        return f"is nested more than {MAX_DEPTH} deep"
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
+        else ()
+    return next((why for item in items if (why := shallow(item, depth + 1)) is not None), None)
 
 
 def matching(pattern: re.Pattern, what: str) -> Check:
@@ -188,7 +201,7 @@ _RECORDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
                               "paused": flag}),
     "clock": ({"action": one_of(frozenset({"start", "stop"})), "task": task_id},
               {"role": role, "seconds": seconds, "left": seconds}),
-    "layout": ({"layout": mapping}, {}),
+    "layout": ({"layout": shallow}, {}),
     "tokens": ({"totals": _TOKENS}, {}),
     "handoff": ({}, {"done": flag, "config": optional(text), "wait": optional(seconds)}),
     "reload": ({}, {}),
@@ -217,7 +230,7 @@ _SNAPSHOT = fields(
     {"config": text, "pid": optional(count(1, MAX_PID)), "started": moment, "stopped": flag,
      "last_t": moment, "runs": count(), "queues": dict_of(role, list_of(_INJECTION)),
      "next_injection": count(1), "roles": dict_of(role, _ROLE_STATE),
-     "clocks": dict_of(task_id, _CLOCK), "layout": optional(mapping),
+     "clocks": dict_of(task_id, _CLOCK), "layout": optional(shallow),
      "tokens": _TOKENS, "handoff": optional(mapping)})
 
 

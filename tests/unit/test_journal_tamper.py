@@ -82,6 +82,7 @@ def test_the_untampered_session_loads():
     (1, {"task": {**task("T1"), "waiting": {"kind": "merge", "branch": "--upload-pack=x",
                                             "diff": "d"}}}, "is not a role's branch"),
     (8, {"totals": {"coder": {"m1": {"input": -1}}}}, "out of range"),
+    (9, {"layout": json.loads('{"a":' * 200 + "1" + "}" * 200)}, "nested more than 64"),
     (2, {"task": ["T1"]}, "'task' that is not a task id"),
 ])
 def test_each_tampered_record_is_a_refusal_naming_it(tmp_path, where, change, said):
