@@ -90,7 +90,7 @@ def _load(home: Path, source: Path, salvage: bool) -> tuple[Image, list[journal.
     except journal.JournalDamaged as exc:
         where = "" if source == home else f" {os.path.relpath(source, home.parent.parent)}"
         raise ResumeRefused(
-            f"cannot resume: {exc}, so it is no torn tail and nothing was cut or changed. "
+            f"cannot resume: {exc}, which no crash leaves, so nothing was cut or changed. "
             f"Run `choragos serve --resume{where} --salvage` to continue from every "
             f"readable record (the damaged journal is kept aside as it is), or "
             f"{fresh[4:]}") from None

@@ -1,7 +1,7 @@
 """A damaged journal on a real server: refused with the way out, never cut.
 
 A record damaged in the middle of ``journal.log`` (a disk error, an edit)
-is no torn tail: ``serve --resume`` refuses it and changes nothing;
+is not what a crash leaves: ``serve --resume`` refuses it and changes nothing;
 ``--salvage`` continues from every readable record and keeps the damaged
 state aside.  A FIFO in place of the journal is refused, not waited on.
 """
