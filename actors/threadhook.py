@@ -27,7 +27,9 @@ class ThreadDied:
 
 def install(report: Callable[[ThreadDied], None]) -> Callable[[], None]:
     """Set ``threading.excepthook`` to log and ``report`` a thread's death;
-    returns what puts the previous hook back."""
+    returns what puts the previous hook back.  A previous hook someone set
+    (a test runner's) is called too; Python's own, which only prints the
+    traceback again, is not."""
     previous = threading.excepthook
 
     def hook(args: threading.ExceptHookArgs) -> None:
@@ -40,6 +42,8 @@ def install(report: Callable[[ThreadDied], None]) -> Callable[[], None]:
             report(ThreadDied(name, f"{args.exc_type.__name__}: {args.exc_value}"))
         except Exception:
             log.exception("reporting the death of thread %s failed", name)
+        if previous is not threading.__excepthook__:
+            previous(args)
 
     threading.excepthook = hook
 

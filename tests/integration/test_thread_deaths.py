@@ -40,6 +40,7 @@ def events(session: Session, name: str) -> list[dict]:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_stray_thread_death_is_logged_and_reported_to_the_top_of_the_tree(session, caplog):
     def duty() -> None:
         raise RuntimeError("the pump lost its socket")
