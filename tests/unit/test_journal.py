@@ -217,3 +217,29 @@ def test_a_callback_that_meets_a_closed_handle_does_not_kill_the_fsync_thread(tm
         assert "ActorGone" in reported[0] and "removed by a reload" in reported[0]
     finally:
         j.close()
+
+
+def test_a_batch_goes_to_disk_in_one_write_all_or_none(tmp_path, monkeypatch):
+    j = Journal(tmp_path / "state")
+    j.append("task", task=task("T1"))
+    size, seq = j.path.stat().st_size, j.image.seq
+    with pytest.raises(RuntimeError), j.batch():  # an error inside: nothing written
+        j.append("task", task=task("T2"))
+        raise RuntimeError("the task file could not be written")
+    real_write = os.write
+    monkeypatch.setattr(journal.os, "write", lambda fd, data: real_write(fd, data[:10]))
+    with pytest.raises(OSError, match="short write"), j.batch():
+        j.append("task", task=task("T2"))
+        j.append("task", task=task("T3"))
+    assert (j.path.stat().st_size, j.image.seq, list(j.image.tasks)) == (size, seq, ["T1"])
+    monkeypatch.undo()
+    writes = []
+    monkeypatch.setattr(journal.os, "write", lambda fd, data: writes.append(1) or
+                        real_write(fd, data))
+    with j.batch():
+        j.append("task", task=task("T2"))
+        j.append("task", task=task("T3"))
+    j.close()
+    assert writes == [1]
+    assert [r["seq"] for r in journal.read_records(j.path)] == [seq, seq + 1, seq + 2]
+    assert list(journal.load(j.directory).tasks) == ["T1", "T2", "T3"]
