@@ -79,8 +79,8 @@ def _resume(home: Path, source: Path, config: Config, compact_every: int,
 
 def _load(home: Path, source: Path, salvage: bool) -> tuple[Image, list[journal.Damage]]:
     """The image to resume, or ResumeRefused with the way out; nothing is written."""
-    fresh = ("Run `choragos serve` without --resume to start afresh (the old state is "
-             "kept aside, not deleted)")
+    fresh = ("`choragos serve` without --resume to start afresh (the old state is kept "
+             "aside, not deleted)")
     try:
         if salvage:
             return journal.load_readable(source)
@@ -92,24 +92,23 @@ def _load(home: Path, source: Path, salvage: bool) -> tuple[Image, list[journal.
         raise ResumeRefused(
             f"cannot resume: {exc}, which no crash leaves, so nothing was cut or changed. "
             f"Run `choragos serve --resume{where} --salvage` to continue from every "
-            f"readable record (the damaged journal is kept aside as it is), or "
-            f"{fresh[4:]}") from None
+            f"readable record (the damaged journal is kept aside as it is), or {fresh}"
+        ) from None
     except (JournalError, OSError) as exc:
-        raise ResumeRefused(f"cannot resume: {exc}. {fresh}") from None
+        raise ResumeRefused(f"cannot resume: {exc}. Run {fresh}") from None
 
 
 def _salvaged(home: Path, source: Path, image: Image, damage: list[journal.Damage]) -> str:
     """Keep the damaged state as it is, then start its journal afresh from
     the readable records (a snapshot of them): the next start finds no damage."""
-    workdir = home.parent.parent
-    kept = _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
+    kept = _kept_path(home)
     journal.copy_state(source, kept)
     os.close(journal.rewrite(source, image))
     first = damage[0]
     count = len(damage)
     return (f"{count} damaged record{'' if count == 1 else 's'} of {source / journal.JOURNAL} "
             f"skipped (the first at byte {first.offset}: {first.why}); the state as it was "
-            f"is kept in {os.path.relpath(kept, workdir)}")
+            f"is kept in {os.path.relpath(kept, home.parent.parent)}")
 
 
 def refusal(image: Image, config: Config) -> str | None:
@@ -160,7 +159,7 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
     if image is not None and image.empty and not notices:
         _discard_empty(home)
         return []
-    kept = _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
+    kept = _kept_path(home)
     journal.move_state(home, kept)
     _move_tasks(home.parent / TASKS, kept / TASKS)
     where = os.path.relpath(kept, workdir)
@@ -204,6 +203,11 @@ def _discard_empty(home: Path) -> None:
     for name in (journal.JOURNAL, journal.SNAPSHOT):
         with contextlib.suppress(FileNotFoundError):
             (home / name).unlink()
+
+
+def _kept_path(home: Path) -> Path:
+    """A new name beside ``home`` for a state kept aside: state.kept-<date>-<time>."""
+    return _unused(home.with_name(f"{home.name}.kept-{time.strftime('%Y%m%d-%H%M%S')}"))
 
 
 def _unused(path: Path) -> Path:
