@@ -470,12 +470,18 @@ def _read(path: Path, salvage: bool) -> tuple[list[Line], list[Damage]]:
     except FileNotFoundError:
         return [], []
     records, damage = scan(data)
-    if not damage or torn_tail(damage):
-        return records, []  # a torn tail is no damage: the writer cuts it
+    if torn_tail(damage):
+        return records, []  # no damage: the writer cuts it
     if not salvage:
+        refuse_damage(path, records, damage)
+    return records, damage
+
+
+def refuse_damage(path: Path, records: list[Line], damage: list[Damage]) -> None:
+    """JournalDamaged for any damage that is not a torn tail."""
+    if damage and not torn_tail(damage):
         first = damage[0].offset
         raise JournalDamaged(path, damage, sum(1 for line in records if line[0] > first))
-    return records, damage
 
 
 def _counters_past(image: Image) -> None:
@@ -553,10 +559,7 @@ class Journal:
         try:
             data = read_private(self.path)
             records, damage = scan(data)
-            if damage and not torn_tail(damage):
-                first = damage[0].offset
-                raise JournalDamaged(self.path, damage,
-                                     sum(1 for line in records if line[0] > first))
+            refuse_damage(self.path, records, damage)
         except BaseException:
             os.close(fd)
             raise
