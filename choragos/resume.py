@@ -22,7 +22,6 @@ from choragos.config import Config
 from choragos.journal import Image, Journal, JournalError
 
 RECAP_LIMIT = 40        # tasks listed per section of the recap
-TASKS = "tasks"         # .choragos/tasks: one file per task of the session
 HANDOFF_LIMIT = 20_000  # characters of handoff.md put into the brief
 
 
@@ -68,7 +67,6 @@ def _resume(home: Path, source: Path, config: Config, compact_every: int,
     if source != home:
         _keep_aside(home, home.parent.parent)
         journal.move_state(source, home)
-        _move_tasks(source / TASKS, home.parent / TASKS)
         with contextlib.suppress(OSError):
             source.rmdir()  # only when nothing else was kept there
     saved = copy.deepcopy(image)
@@ -139,8 +137,9 @@ _OPEN = frozenset(str(state) for state in OPEN_STATES)
 
 
 def _keep_aside(home: Path, workdir: Path) -> list[str]:
-    """Rename a leftover state out of the way, with its task files (a new
-    session numbers its tasks from T1 again); say where it went and why."""
+    """Rename a leftover state out of the way; say where it went and why.
+    Its task files stay where they are: a new session numbers its tasks on
+    from the directory's highest id, so it never writes over one of them."""
     if not journal.exists(home):
         return []
     try:
@@ -161,7 +160,6 @@ def _keep_aside(home: Path, workdir: Path) -> list[str]:
         return []
     kept = _kept_path(home)
     journal.move_state(home, kept)
-    _move_tasks(home.parent / TASKS, kept / TASKS)
     where = os.path.relpath(kept, workdir)
     what = f"unreadable: {damaged}" if damaged else _state_words(image)
     notices.append(f"a previous session's state ({what}) was kept in {where}, not applied; "
@@ -184,18 +182,6 @@ def kept_states(workdir: Path) -> list[tuple[Path, str]]:
             words = f"unreadable: {exc}"
         found.append((path, words))
     return found
-
-
-def _move_tasks(source: Path, target: Path) -> None:
-    """A state's task files go where it goes; a file of the state moved wins."""
-    if not source.is_dir() or source.is_symlink():
-        return
-    if not target.exists():
-        os.replace(source, target)
-        return
-    for item in source.iterdir():
-        os.replace(item, target / item.name)
-    source.rmdir()
 
 
 def _discard_empty(home: Path) -> None:

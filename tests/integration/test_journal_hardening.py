@@ -139,25 +139,25 @@ def test_a_forged_record_is_refused_in_a_sentence(serve):
     assert len(s.board()) == 7
 
 
-def test_a_plain_serve_after_a_kill_keeps_the_old_task_files_with_the_old_state(serve):
+def test_a_plain_serve_after_a_kill_never_writes_over_the_old_task_files(serve):
     s = serve(TEAM)
     s.wait_booted(["lead"])
     assert s.cli("delegate", "--to", "reviewer", "--task", "the old task").returncode == 0
     s.kill9()
     s.start()
     tasks = s.workdir / ".choragos" / "tasks"
-    assert s.cli("delegate", "--to", "reviewer", "--task", "the new task").returncode == 0
+    made = s.cli("delegate", "--to", "reviewer", "--task", "the new task")
+    assert "T2" in made.stdout, made.stdout
+    assert "the old task" in (tasks / "T1.md").read_text()
+    assert "the new task" in (tasks / "T2.md").read_text()
     kept = next(p for p in (s.workdir / ".choragos").iterdir()
                 if p.name.startswith("state.kept-"))
-    assert "the old task" in (kept / "tasks" / "T1.md").read_text()
-    assert "the new task" in (tasks / "T1.md").read_text()
 
     assert s.stop() == 0
     s.start(args=("--resume", f".choragos/{kept.name}"))
-    assert "the old task" in (tasks / "T1.md").read_text()  # back with its state
-    again = next(p for p in (s.workdir / ".choragos").iterdir()
-                 if p.name.startswith("state.kept-"))
-    assert "the new task" in (again / "tasks" / "T1.md").read_text()
+    assert s.board()["T1"]["text"] == "the old task"
+    assert "the old task" in (tasks / "T1.md").read_text()
+    assert "the new task" in (tasks / "T2.md").read_text()
 
 
 # Runs choragos under a file size limit (RLIMIT_FSIZE): a write that
