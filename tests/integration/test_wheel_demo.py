@@ -67,6 +67,8 @@ def test_the_wheel_runs_the_demo_to_the_first_delegation(short_tmp: Path) -> Non
     # the web view's page is served from the package itself
     assert {"choragos/webpage/index.html", "choragos/webpage/app.js",
             "choragos/webpage/app.css"} <= set(names)
+    # what a remote seat's host is sent comes from the installed package too
+    assert {"choragos/remote/link.py", "choragos/remote/client/seat.py"} <= set(names)
     packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(
         (".dist-info", ".data"))}
     assert packages == {"choragos"}, packages  # one top-level name in site-packages
