@@ -47,14 +47,16 @@ def session(args: argparse.Namespace, verb: str) -> tuple[Path, Path | None]:
 def directory(args: argparse.Namespace, verb: str, holding: str) -> Path:
     """The project whose files a verb reads (``report``, ``logs``, ``diff``):
     the target's; else this directory or the nearest parent holding
-    ``holding`` (a relative path); else the only running session's; else
-    this directory."""
+    ``holding`` (a relative path); else, unless $CHORAGOS_SOCK names a
+    session, the only running session's; else this directory."""
     here = Path.cwd()
     if args.target:
         return _named(args.target)[1] or here
     for folder in (here, *here.parents):
         if (folder / holding).exists():
             return folder
+    if os.environ.get(paths.SOCK_ENV):  # a session named by its socket: no guessing
+        return here
     only = _only_running(verb, here)
     return Path(only["dir"]) if only is not None else here
 
