@@ -17,6 +17,7 @@ import shlex
 import signal
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from pathlib import Path
@@ -127,6 +128,7 @@ class RoleState:
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
+    typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
@@ -483,15 +485,18 @@ class RoleActor(Actor):
 
     def _begin_typing(self, injection: m.Injection, boot: bool = False,
                       attempts: int = 1) -> None:
-        """Type the text, unless the input already holds it (an earlier
-        attempt, or round, that showed late): typed again it would go in
-        twice, so it only gets its Enter."""
+        """Type the text.  A retry, or a line typed in an earlier round, first
+        looks whether the input holds it already (it showed late): typed
+        again it would go in twice, so it only gets its Enter.  (A first
+        typing does not look: what an input holds then is someone else's.)"""
         s = self.s
         s.typing = Typing(injection, time.monotonic(), attempts=attempts, boot=boot)
-        if self._shows_pending(injection.text):
+        again = attempts > 1 or injection.id in s.typed
+        if again and self._shows_pending(injection.text):
             log.info("%s: the text is already in its input; not typed again", s.spec.name)
         else:
             s.typing.pasted = self._type_text(injection.text)
+            s.typed.append(injection.id)
         delay = max(ENTER_DELAY, s.profile.enter_delay)
         self.timers.after(delay, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
 
