@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import TextIO
 
 from choragos import changes
+from choragos.inert import inert
 
-__all__ = ["TOKEN_FIELDS", "LogRead", "Report", "RoleStats", "build", "read_log", "split_runs"]
+__all__ = ["TOKEN_FIELDS", "LogRead", "Report", "ReportError", "RoleStats", "build",
+           "read_log", "read_or_say", "split_runs"]
 
 TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
 
@@ -134,6 +136,20 @@ def read_log(path: Path) -> LogRead:
             read.torn_tail = False
         read.damaged_lines += len(damaged)
     return read
+
+
+class ReportError(Exception):
+    """What keeps a report from being read or written, as one sentence."""
+
+
+def read_or_say(path: Path) -> LogRead:
+    """:func:`read_log`, a log that cannot be read a :class:`ReportError`."""
+    try:
+        return read_log(path)
+    except FileNotFoundError:
+        raise ReportError(f"there is no event log at {inert(path)}") from None
+    except OSError as exc:
+        raise ReportError(f"cannot read {inert(path)}: {inert(exc.strerror or exc)}") from None
 
 
 def _read_file(path: Path, follow: bool = True) -> tuple[list[dict], list[int], int]:

@@ -11,8 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from html import escape
+from pathlib import Path
 
+from choragos import events, report, reporttable, timeline
 from choragos.durations import format_duration
+from choragos.inert import inert
+from choragos.reporttable import PriceFor
 from choragos.timeline import OUTCOMES, Bar, Mark, Span, Timeline
 
 HEADER = 56  # px: the page header's fixed height; the timeline starts below it
@@ -60,6 +64,32 @@ def x_of(line: Timeline, t: float) -> float:
 def lane_top(index: int) -> int:
     """The y (px, in the timeline's SVG) where lane ``index`` begins."""
     return AXIS + index * LANE
+
+
+def session_page(workdir: Path, path: Path, price_for: PriceFor) -> None:
+    """The page for the last run in ``workdir``'s event log (the deck's board
+    writes it); a :class:`~choragos.report.ReportError` says why not."""
+    runs = report.split_runs(report.read_or_say(events.default_path(workdir)).records)
+    if not runs:
+        raise report.ReportError("the event log holds no events")
+    write(path, report.build(runs[-1:]), runs[-1:], price_for)
+
+
+def write(path: Path, summary: report.Report, runs: list[list[dict]],
+          price_for: PriceFor) -> None:
+    """The page for ``runs`` at ``path``, whole or not at all."""
+    records = [record for run in runs for record in run]
+    line = timeline.build(records, [stats.name for stats in summary.roles], price_for)
+    rows = [reporttable.row(stats, price_for) for stats in summary.roles]
+    page = render(line, reporttable.header(summary), rows, reporttable.COLUMNS)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise report.ReportError(f"cannot write {inert(path)}: "
+                                 f"{inert(exc.strerror or exc)}") from None
 
 
 def render(line: Timeline, title: str, rows: Sequence[dict[str, object]],

@@ -92,7 +92,7 @@ class DeckBoard:
         target = workdir / ".choragos" / "report.html"
 
         def work() -> None:
-            from choragos.cli.report import session_page
+            from choragos.reportpage import session_page
             try:
                 session_page(workdir, target, price_for)
                 said = (f"wrote {target}: open it in a browser", "status message")

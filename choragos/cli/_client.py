@@ -16,6 +16,7 @@ from pathlib import Path
 
 from choragos import commands, paths, wire
 from choragos.durations import format_duration
+from choragos.inert import inert  # the verbs say _client.inert
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -27,13 +28,6 @@ EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
-
-# Bidi overrides and isolates can make a line read differently than it is.
-_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
-_INERT.update({cp: f"\\u{cp:04x}" for cp in _BIDI})
-_INERT.update({ord("\t"): "\\t", ord("\n"): "\\n", ord("\r"): "\\r"})
-
 
 class Failure(Exception):
     """End the verb with ``code`` after printing ``message`` on stderr."""
@@ -115,11 +109,6 @@ def parser(verb: str, description: str) -> argparse.ArgumentParser:
                       help="control socket (default: $CHORAGOS_SOCK, else this "
                            "directory's or the nearest parent's session)")
     return made
-
-
-def inert(text: object) -> str:
-    """``text`` with every control, escape and bidi character made visible."""
-    return str(text).translate(_INERT)
 
 
 class _Run:

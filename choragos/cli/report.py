@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from choragos import costs, events, report
 from choragos.cli import _client, _target
-from choragos.durations import format_duration
-
-_COLUMNS = [("role", "ROLE"), ("tasks", "TASKS"), ("done", "DONE"), ("failed", "FAILED"),
-            ("blocked", "BLOCKED"), ("budget", "BUDGET"), ("busy", "BUSY"),
-            ("avg", "AVG"), ("first", "FIRST"), ("last", "LAST"), ("tokens", "TOKENS"),
-            ("cost", "COST")]
+from choragos.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 
 
 def run(argv: list[str], verb: str = "report") -> int:
@@ -75,34 +68,15 @@ def arguments(verb: str) -> argparse.ArgumentParser:
     return made
 
 
-PriceFor = Callable[[str], object]
-
-
-def session_page(workdir: Path, path: Path, price_for: PriceFor) -> None:
-    """The page for the last run in ``workdir``'s event log (the deck's board writes it)."""
-    runs = report.split_runs(_read(events.default_path(workdir)).records)
-    if not runs:
-        raise _client.Failure(_client.EXIT_REFUSED, "the event log holds no events")
-    write_page(path, report.build(runs[-1:]), runs[-1:], price_for)
-
-
 def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
                price_for: PriceFor) -> None:
     """The self-contained HTML page (timeline, table, cost curve) at ``path``."""
-    from choragos import reportpage, timeline
+    from choragos import reportpage  # only --html pays for the page's imports
 
-    records = [record for run in runs for record in run]
-    line = timeline.build(records, [stats.name for stats in summary.roles], price_for)
-    rows = [_row(stats, price_for) for stats in summary.roles]
-    page = reportpage.render(line, _header(summary), rows, _COLUMNS)
-    partial = path.with_name(f".{path.name}.partial")
     try:
-        partial.write_text(page, encoding="utf-8")
-        partial.replace(path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise _client.Failure(_client.EXIT_REFUSED, f"cannot write {_client.inert(path)}: "
-                              f"{_client.inert(exc.strerror or exc)}") from None
+        reportpage.write(path, summary, runs, price_for)
+    except report.ReportError as exc:
+        raise _client.Failure(_client.EXIT_REFUSED, str(exc)) from None
 
 
 def prices(path: Path | None, project: Path | None = None) -> PriceFor:
@@ -118,25 +92,17 @@ def prices(path: Path | None, project: Path | None = None) -> PriceFor:
         return lambda model: None
 
 
-def role_cost(stats: report.RoleStats, price_for: PriceFor) -> float | None:
-    return costs.priced(stats.models, price_for)
-
-
 def _read(path: Path) -> report.LogRead:
     try:
-        return report.read_log(path)
-    except FileNotFoundError:
-        raise _client.Failure(_client.EXIT_REFUSED,
-                              f"there is no event log at {_client.inert(path)}") from None
-    except OSError as exc:
-        raise _client.Failure(_client.EXIT_REFUSED, f"cannot read {_client.inert(path)}: "
-                              f"{_client.inert(exc.strerror or exc)}") from None
+        return report.read_or_say(path)
+    except report.ReportError as exc:
+        raise _client.Failure(_client.EXIT_REFUSED, str(exc)) from None
 
 
 def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> str:
     """The header, the role table and the never-reported count, as text."""
-    rows = [_row(stats, price_for) for stats in summary.roles]
-    lines = [_header(summary), "", _client.table(rows, _COLUMNS), "",
+    rows = [row(stats, price_for) for stats in summary.roles]
+    lines = [header(summary), "", _client.table(rows, COLUMNS), "",
              f"{len(summary.never_reported)} task(s) never reported work-done"]
     if summary.session_budget is not None:
         crossed = "; crossed: every role was paused" if summary.session_over else ""
@@ -153,69 +119,19 @@ def rollback_text(rollback: dict) -> str:
     """One rollback as a line: when, to before what, by whom, and its undo."""
     who = _client.inert(str(rollback.get("by") or "?"))
     if not rollback["ok"]:
-        return (f"  {_clock(rollback['t'])}  {_client.inert(str(rollback.get('target')))}"
+        return (f"  {clock(rollback['t'])}  {_client.inert(str(rollback.get('target')))}"
                 f" by {who}: failed: {_client.inert(str(rollback.get('error')))}")
     undo = rollback.get("undo")
     undo_text = f"; undo: choragos rollback {_client.inert(str(undo))}" if undo else ""
-    return (f"  {_clock(rollback['t'])}  to before {_client.inert(str(rollback.get('task')))}"
+    return (f"  {clock(rollback['t'])}  to before {_client.inert(str(rollback.get('task')))}"
             f" by {who}: restored {rollback.get('restored')}, deleted "
             f"{rollback.get('deleted')}{undo_text}")
-
-
-def _header(summary: report.Report) -> str:
-    runs = "run" if summary.runs == 1 else f"{summary.runs} runs from"
-    where = ", ".join(_client.inert(d) for d in summary.dirs) or "directory unknown"
-    return f"{runs} {_local(summary.start)} · wall {format_duration(summary.wall)} · {where}"
-
-
-def _row(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object]:
-    # A role that was never handed work (the orchestrator) has no task numbers.
-    idle = stats.tasks == 0 and stats.done + stats.failed + stats.blocked == 0
-    avg = stats.avg
-    cost, guess = role_cost(stats, price_for), costs.estimated(stats.models, price_for)
-    return {"role": stats.name,
-            "tasks": "-" if idle else stats.tasks,
-            "done": "-" if idle else stats.done,
-            "failed": "-" if idle else stats.failed,
-            "blocked": "-" if idle else stats.blocked,
-            "budget": budget_text(stats.budget, stats.over_budget),
-            "busy": "-" if idle else format_duration(stats.busy),
-            "avg": "-" if avg is None else format_duration(avg),
-            "first": _clock(stats.first), "last": _clock(stats.last),
-            "tokens": tokens_text(stats.tokens),
-            "cost": "n/a" if cost is None else costs.cost_text(cost, bool(guess))}
-
-
-def budget_text(budget: dict | None, over: bool) -> str:
-    """``$1.00``, ``$1.00 over`` (crossed during the run), or ``-`` without a budget."""
-    if not budget:
-        return "-"
-    caps = [f"${budget['usd']:.2f}" if _is_number(budget.get("usd")) else "",
-            f"{tokens_text({'input': budget['tokens']})} tok"
-            if _is_number(budget.get("tokens")) else ""]
-    return "/".join(c for c in caps if c) + (" over" if over else "")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def tokens_text(tokens: dict[str, int] | None) -> str:
-    """All tokens a role's models handled, compactly: ``950``, ``184.2k``, ``1.4M``."""
-    if tokens is None:
-        return "n/a"
-    total = sum(tokens.values())
-    if total < 1000:
-        return str(total)
-    if total < 1_000_000:
-        return f"{total / 1000:.1f}k"
-    return f"{total / 1_000_000:.1f}M"
 
 
 def as_json(summary: report.Report,
             price_for: PriceFor = lambda model: None) -> dict[str, object]:
     """The same summary with raw numbers: seconds, epoch times, token counts, USD."""
-    return {"runs": summary.runs, "start": summary.start, "start_local": _local(summary.start),
+    return {"runs": summary.runs, "start": summary.start, "start_local": local_time(summary.start),
             "wall": summary.wall, "dirs": summary.dirs,
             "damaged_after": summary.damaged_after, "damaged_in": summary.damaged_in,
             "skipped": summary.skipped,
@@ -238,10 +154,6 @@ def _role_json(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object
             "estimated": costs.estimated(stats.models, price_for)}
 
 
-def _local(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-
-
 def _damage_note(read: report.LogRead) -> str:
     where = _client.inert(read.damaged_in)
     if read.torn_tail:
@@ -249,7 +161,3 @@ def _damage_note(read: report.LogRead) -> str:
     count = read.damaged_lines
     return (f"{where} is damaged after line {read.damaged_after}: {count} damaged "
             f"line{'' if count == 1 else 's'} skipped, every other line read")
-
-
-def _clock(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%H:%M:%S", time.localtime(t))

@@ -41,7 +41,7 @@ log = logging.getLogger("choragos.remote")
 # (tests/remote/test_client.py checks the verbs run with these alone).
 CLIENT_VERBS = ("delegate", "workdone", "status", "gate")
 CLIENT_MODULES = (
-    "__init__.py", "commands.py", "durations.py", "paths.py", "wire.py",
+    "__init__.py", "commands.py", "durations.py", "inert.py", "paths.py", "wire.py",
     "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )

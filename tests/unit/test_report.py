@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from choragos import reporttable
 from choragos.cli import report as cli
 from choragos.report import build, read_log, split_runs
 
@@ -333,8 +334,8 @@ def test_tokens_events_fill_the_column(tmp_path, capsys):
     dev = next(line for line in out.splitlines() if line.startswith("dev"))
     # (160_000 + 16_000) + (20_000 + 2_000) + (1_000 + 100)
     assert dev.split()[-2:] == ["199.1k", "n/a"]  # no [pricing] here
-    assert cli.tokens_text({"input": 1_400_000}) == "1.4M"
-    assert cli.tokens_text({"input": 950}) == "950"
+    assert reporttable.tokens_text({"input": 1_400_000}) == "1.4M"
+    assert reporttable.tokens_text({"input": 950}) == "950"
 
 
 def test_tokens_are_priced_per_model_with_the_pricing_table(tmp_path, capsys):
