@@ -67,6 +67,7 @@ from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.supervisor import (
     TEMPORARY,
     ChildSpec,
+    SetIntensity,
     StartChild,
     StopAll,
     StopChild,
@@ -98,7 +99,8 @@ log = logging.getLogger("choragos.session")
 
 STOP_GRACE = 3.0
 # How many restarts each supervisor allows within PERIOD seconds before it
-# gives up.  The roles supervisor allows ROLE_INTENSITY per role.
+# gives up.  The roles supervisor allows ROLE_INTENSITY per role, counted
+# again whenever a reload adds or removes roles.
 SESSION_INTENSITY = 5
 GATEWAY_INTENSITY = 5
 ROLE_INTENSITY = 5
@@ -294,10 +296,9 @@ class Session:
         self._start_prober(core_state)
         core_state.trees = self.trees
         core_state.role_env = self._env_of
-        intensity = ROLE_INTENSITY * max(1, len(self.config.roles))
         self.roles = self.supervisor.ask(StartChild(supervisor_spec(
-            SupervisorState("roles", intensity=intensity, period=PERIOD), sup,
-            self.events.write)), timeout=10)
+            SupervisorState("roles", intensity=role_intensity(len(self.config.roles)),
+                            period=PERIOD), sup, self.events.write)), timeout=10)
         for spec in self.config.roles:
             core_state.seats[spec.name] = self._start_role(spec)
             self._carry_over(spec, self.role_states[spec.name])
@@ -508,6 +509,7 @@ class Session:
     def add_role(self, spec: RoleSpec) -> Seat:
         seat = self._start_role(spec, strict=False)
         seat.handle.tell(m.Spawn())
+        self._follow_role_count()
         return seat
 
     def update_role(self, spec: RoleSpec) -> None:
@@ -523,6 +525,7 @@ class Session:
         handles = {name: self.handles.pop(name) for name in names if name in self.handles}
         for name in handles:
             self.role_states.pop(name, None)
+        self._follow_role_count()
 
         def stop_all() -> None:
             for name in handles:
@@ -531,6 +534,10 @@ class Session:
 
         if handles:
             threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
+
+    def _follow_role_count(self) -> None:
+        """The roles supervisor's allowance is per role: a reload moves it."""
+        self.roles.tell(SetIntensity(role_intensity(len(self.handles))))
 
     def caller_of(self, pid: int | None) -> str | None:
         """Whom ``pid`` acts for (on a socket thread): see choragos/authority.py."""
@@ -664,6 +671,11 @@ class Session:
         if state.reader is not None:
             state.reader.halt()
         self.events.write("role stopped", role=name, status=str(status))
+
+
+def role_intensity(roles: int) -> int:
+    """The restarts the roles supervisor allows within PERIOD, for ``roles`` roles."""
+    return ROLE_INTENSITY * max(1, roles)
 
 
 def _tasks_at_work(image: journal.Image | None) -> frozenset[str]:

@@ -29,7 +29,9 @@ handle closed, so messages to it fail loudly.
 
 The API the rest of the code relies on is small: ``Supervisor.start(...)``,
 ``ask(StartChild(spec))`` → the child's :class:`Handle`, ``ask(StopChild(name))``,
-``ask(StopAll())``, and :func:`supervisor_spec` to nest a supervisor as a child.
+``ask(StopAll())``, ``tell(SetIntensity(n))`` (a supervisor whose children
+come and go, the roles', keeps its allowance per child), and
+:func:`supervisor_spec` to nest a supervisor as a child.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class StopChild:
 @dataclass(frozen=True)
 class StopAll:
     timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class SetIntensity:
+    """The restarts allowed within the period from now on (restarts already
+    counted stay counted)."""
+
+    intensity: int
 
 
 @dataclass
@@ -201,6 +211,10 @@ class Supervisor(Actor):
     @handle.register
     def _stop_all(self, message: StopAll) -> None:
         stop_children(self.s, message.timeout)
+
+    @handle.register
+    def _set_intensity(self, message: SetIntensity) -> None:
+        self.s.intensity = message.intensity
 
     @handle.register
     def _thread_died(self, message: ThreadDied) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from choragos import journal
+from choragos import journal, wire
+from choragos.actors import messages as m
 from choragos.actors import session as session_module
+from choragos.actors.listener import settle
 from choragos.actors.session import Session, SessionOptions
 from choragos.config import load_config
 from tests.conftest import pid_alive, wait_until
@@ -85,5 +87,22 @@ def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
         port.echo_drawn("orchestrator")
         wait_until(lambda: "neighbour" in "".join(coder.terminal.display()), 10,
                    message="the held echo fed")
+    finally:
+        session.stop()
+
+
+@pytest.mark.timeout(90)
+def test_a_reload_that_adds_roles_raises_the_roles_supervisors_intensity(short_tmp):
+    session = _started(short_tmp, role_toml("coder", "--worker"))
+    try:
+        roles = session.tree.children["roles"].spec.tree
+        assert roles.intensity == session_module.role_intensity(2)
+        (session.workdir / ".choragos.toml").write_text(
+            role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+            + role_toml("reviewer", "--worker") + role_toml("tester", "--worker"))
+        reload = m.Dispatch(wire.parse_request(b'{"cmd": "reload"}'))
+        assert settle(session.core.ask(reload, timeout=30))["status"] == "ok"
+        wait_until(lambda: roles.intensity == session_module.role_intensity(4), 10,
+                   message="the intensity of four roles")
     finally:
         session.stop()

@@ -17,6 +17,7 @@ from choragos.actors.supervisor import (
     TEMPORARY,
     TRANSIENT,
     ChildSpec,
+    SetIntensity,
     StartChild,
     StopAll,
     Supervisor,
@@ -174,3 +175,12 @@ def test_escalation_reaches_the_top_which_gives_up_once(tree):
     with pytest.raises(ActorGone, match="gave up"):
         sub.tell(StopAll())
     assert t.ref.is_alive()  # the top stays up so the session can stop cleanly
+
+
+def test_a_raised_intensity_lets_the_next_crash_be_restarted(tree):
+    t, state = tree(intensity=5), Counter()
+    sub, worker = t.nested("roles", 0, state)  # no restart allowed yet
+    sub.tell(SetIntensity(1))
+    worker.tell(Boom())
+    wait_until(lambda: state.starts == 2, timeout=5, message="the restart")
+    assert t.seen("actor given up") == 0
