@@ -23,6 +23,11 @@ screen without a direct hand-over).  With nobody attached the bytes are
 dropped.  A client that stops reading is dropped too, once its backlog
 passes ``OUTBOX_LIMIT`` or it has made no progress for ``STALL_SECONDS``: a
 stalled SSH session must never hold up the crew.
+
+The accept loop and the pump are the attach actor's (``attachactor.py``):
+one that dies is said (``relay died``) and told to ``on_died``, which makes
+it the actor's crash; the restarted actor's :meth:`AttachServer.serve`
+starts it again on the socket still bound.
 """
 
 from __future__ import annotations
@@ -128,25 +133,64 @@ class AttachServer:
         os.set_blocking(self._wake_w, False)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._closed = False
+        # Told (on the dying thread) when the accept loop or the pump dies.
+        self.on_died: Callable[[str], None] | None = None
         deck.on_detach = lambda reason: self._request("detach", reason)
         deck.on_crash = lambda reason: self.on_event("deck crashed", reason=reason)
 
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
+        """Bind the socket and start its threads (see :meth:`bind`, :meth:`serve`)."""
+        self.bind()
+        self.serve()
+
+    def bind(self) -> None:
+        """The private directory and the socket; raises ServerStartError."""
         _prepare_dir(self.path.parent, lambda kind, fields: self.on_event(kind, **fields))
         _remove_stale(self.path)
         self._listener = _bind(self.path)
-        for target, name in ((self._accept_loop, "attach-accept"), (self._pump, "attach-pump")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
         set_sink = getattr(self.deck.screen, "set_sink", None)
         if set_sink is not None:
             set_sink(self._frame_out)
         self.deck.client_backlog = self.backlog
 
+    def serve(self) -> None:
+        """Start the accept loop and the pump, or the one of them that died."""
+        if self._stopping.is_set():
+            return
+        self._threads = [t for t in self._threads if t.is_alive()]
+        running = {t.name for t in self._threads}
+        for target, name in ((self._accept_loop, "attach-accept"), (self._pump, "attach-pump")):
+            if name not in running:
+                thread = threading.Thread(target=self._guarded, args=(target, name),
+                                          name=name, daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _guarded(self, duty: Callable[[], None], name: str) -> None:
+        """A thread's duty; its death is said and handed to ``on_died`` (the
+        attach actor's crash, see ``ui/attachactor.py``), never silent."""
+        try:
+            duty()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.error("%s died", name, exc_info=True)
+            if duty == self._pump:
+                # The client it served may be what killed it: sent away, so the
+                # pump that replaces this one starts clean.
+                with contextlib.suppress(Exception):
+                    self._drop(f"the deck's relay failed ({error}); attach again", f.DROPPED)
+            self.on_event("relay died", thread=name, error=error)
+            if self.on_died is None:
+                raise  # nobody owns this thread: the session's thread hook reports it
+            self.on_died(f"{name}: {error}")
+
     def close(self, reason: str = "the session ended") -> None:
+        if self._closed:  # the UI's stop, then the attach actor's shutdown
+            return
+        self._closed = True
         set_sink = getattr(self.deck.screen, "set_sink", None)
         if set_sink is not None:
             set_sink(None)

@@ -9,7 +9,8 @@ this actor (the loop tells it :class:`DeckCrashed`), so the session's
 supervisor sees it, counts it against the actor's intensity and starts the
 actor (and with it the loop) again, on the same deck state.
 
-:func:`start_ui` wires deck, attach socket and actor into a running
+:func:`start_ui` wires deck, attach socket (owned by its own actor, see
+``attachactor.py``) and this actor into a running
 :class:`~actors.session.Session`; :class:`SessionAccess` is the narrow view
 of the session the deck gets (terminals to read, roles to type into, the
 control commands).
@@ -34,6 +35,7 @@ from choragos.actors.durable import SaveLayout
 from choragos.actors.listener import settle
 from choragos.config import Config
 from choragos.terminal import Terminal
+from choragos.ui.attachactor import AttachActor
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import COMMAND_TIMEOUT, Deck
 
@@ -172,8 +174,10 @@ def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
                           on_event=lambda kind, **fields: session.events.write(
                               f"deck: {kind}", **fields),
                           on_client=on_client)
-    server.start()
+    server.bind()
     supervisor = session.supervisor
+    supervisor.ask(StartChild(ChildSpec(
+        "attach", lambda h: AttachActor.start(server, h, supervisor))), timeout=10)
     handle = supervisor.ask(StartChild(ChildSpec("ui", lambda h: UIActor.start(deck, supervisor))),
                             timeout=10)
     session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
