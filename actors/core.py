@@ -480,7 +480,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
                         error=exc.strerror or str(exc))
 
     @handle.register
-    def _role_changed(self, msg: m.RoleChanged) -> None:
+    def _role_changed(self, msg: m.RoleReported) -> None:
         seat = self.s.seats.get(msg.view.name)
         if seat is None:
             return

@@ -22,12 +22,6 @@ class Spawn:
 
 
 @dataclass(frozen=True)
-class Output:
-    gen: int
-    data: bytes
-
-
-@dataclass(frozen=True)
 class Exited:
     gen: int
     status: ExitStatus
@@ -138,16 +132,14 @@ class Resize:
     rows: int
 
 
-@dataclass(frozen=True)
-class GetView:
-    pass
-
-
 # --- from roles to the session core ----------------------------------------
 
 
 @dataclass(frozen=True)
-class RoleChanged:
+class RoleReported:
+    """A role actor's new view, to the core (which publishes it to the
+    subscribers as ``choragos.news.RoleChanged``)."""
+
     view: RoleView
 
 

@@ -268,15 +268,6 @@ class RoleActor(Actor):
     # -- output and status -------------------------------------------------
 
     @handle.register
-    def _output(self, msg: m.Output) -> None:
-        """Output handed to the actor itself (the reader feeds the terminal directly)."""
-        if msg.gen != self.s.gen:
-            return
-        self.s.last_output = time.monotonic()
-        self.s.terminal.feed(msg.data)
-        self._output_seen(roleio.OutputSeen(msg.gen))
-
-    @handle.register
     def _output_seen(self, msg: roleio.OutputSeen) -> None:
         """The reader fed new output: classify it soon, and it is not a stall."""
         self.s.output_noticed = False  # first: output fed from now on sends a new notice
@@ -376,7 +367,7 @@ class RoleActor(Actor):
         view = self.view()
         if view != self.s.last_view:
             self.s.last_view = view
-            self.core.tell(m.RoleChanged(view))
+            self.core.tell(m.RoleReported(view))
 
     def view(self) -> m.RoleView:
         s = self.s
@@ -415,11 +406,6 @@ class RoleActor(Actor):
         del s.extra["left_in_input"]
         if s.detail == LEFT_IN_INPUT:
             s.detail = ""
-
-    @handle.register
-    def _get_view(self, msg: m.GetView) -> m.RoleView:
-        self._release_cleared_input()
-        return self.view()
 
     def _reply(self, data: bytes) -> None:
         if self.s.child is not None:

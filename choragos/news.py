@@ -42,7 +42,8 @@ class RoleView:
 
 @dataclass(frozen=True)
 class RoleChanged:
-    """A role's published view changed (status, pid, preview …)."""
+    """A role's published view changed (status, pid, preview …): the news
+    the core makes of a role actor's ``RoleReported``."""
 
     view: RoleView
 

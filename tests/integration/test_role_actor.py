@@ -30,6 +30,11 @@ class Core:
     def tell(self, message) -> None:
         self.told.append(message)
 
+    def view(self) -> m.RoleView | None:
+        """The role's view as the core last heard it (what the session publishes)."""
+        reports = [x for x in self.told if isinstance(x, m.RoleReported)]
+        return reports[-1].view if reports else None
+
     def outcomes(self) -> list[m.InjectionOutcome]:
         return [x for x in self.told if isinstance(x, m.InjectionOutcome) and x.final]
 
@@ -107,8 +112,9 @@ def test_the_agent_survives_its_actor_crashing(role):
     role.handle.tell(m.Inject(m.Injection(1, "coder", "still listening", "notice")))
     wait_until(lambda: len(role.core.outcomes()) == 2, 10, message="an injection afterwards")
     assert role.core.outcomes()[-1].ok
-    view = role.handle.ask(m.GetView(), timeout=5)
-    assert view.status == "idle" and view.pid == pid
+    view = wait_until(lambda: role.core.view().status == "idle" and role.core.view(), 10,
+                      message="idle after the injection")
+    assert view.pid == pid
 
 
 def submitted(role) -> list[str]:
@@ -140,13 +146,11 @@ def test_hostile_operator_input_reaches_the_agent_inert(writes, role):
 
 def test_an_exited_role_is_not_ready(role):
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
-    assert role.handle.ask(m.GetView(), timeout=5).ready
+    wait_until(lambda: role.core.view().ready, 10, message="ready after the boot brief")
     os.kill(role.state.child.pid, signal.SIGKILL)
-    wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "exited", 10,
-               message="the exit")
-    view = role.handle.ask(m.GetView(), timeout=5)
+    wait_until(lambda: role.core.view().status == "exited", 10, message="the exit")
+    view = role.core.view()
     assert not view.ready and view.pid is None
-    assert [x for x in role.core.told if isinstance(x, m.RoleChanged)][-1].view.ready is False
 
 
 @pytest.fixture
@@ -160,9 +164,9 @@ def slow_confirm(monkeypatch) -> None:
 def test_an_unknown_prompt_turns_idle_after_the_boot_reply_goes_quiet(slow_confirm, role):
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
     assert role.core.outcomes()[0].ok
-    wait_until(lambda: role.handle.ask(m.GetView(), timeout=5).status == "idle", 10,
+    wait_until(lambda: role.core.view().status == "idle", 10,
                message="idle once the screen has been quiet")
-    assert role.handle.ask(m.GetView(), timeout=5).ready
+    assert role.core.view().ready
 
 
 def test_output_held_for_another_roles_echo_is_fed_once_it_is_drawn(tmp_path):

@@ -99,8 +99,9 @@ def test_keys_go_in_on_the_typing_thread_and_the_echo_is_fed_by_the_reader(
     assert not agent.state.keys.waiting
 
 
-def status(role: SimpleNamespace) -> RoleStatus:
-    return role.handle.ask(m.GetView(), timeout=5).status
+def status(role: SimpleNamespace) -> RoleStatus | None:
+    view = role.core.view()
+    return view.status if view is not None else None
 
 
 @pytest.mark.parametrize("agent_args", [("--ask", "proceed")])
@@ -162,7 +163,7 @@ def test_a_replaced_actor_takes_over_the_reader_mid_stream(flood):
     # The reader kept feeding, and the new actor still gets notices: it
     # classifies and publishes the moving screen.
     wait_until(lambda: flood.state.terminal.generation > gen + 20, 5)
-    wait_until(lambda: any(isinstance(x, m.RoleChanged) for x in flood.core.told[seen:]), 5,
+    wait_until(lambda: any(isinstance(x, m.RoleReported) for x in flood.core.told[seen:]), 5,
                message="a classification by the new actor")
 
 
@@ -195,7 +196,7 @@ def test_a_flooding_role_wakes_its_actor_once_per_classification_not_per_chunk(
     assert notices[0] <= allowed < feeds[0], (notices[0], allowed, feeds[0])
     # The screen still moves on in the role's published view.
     seen = len(flood.core.told)
-    wait_until(lambda: any(isinstance(x, m.RoleChanged) for x in flood.core.told[seen:]), 5,
+    wait_until(lambda: any(isinstance(x, m.RoleReported) for x in flood.core.told[seen:]), 5,
                message="a classification of the moving screen")
 
 

@@ -82,11 +82,11 @@ def test_one_injection_in_flight_per_role_in_order(core):
 
 def test_a_role_that_is_not_ready_gets_nothing(core):
     handle, roles, _log = core.handle, core.roles, core.log
-    handle.tell(m.RoleChanged(m.RoleView("coder", "waiting", ready=False)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "waiting", ready=False)))
     dispatch(handle, cmd="delegate", to=["coder"], task="wait for me", brief=None)
     assert dispatch(handle, cmd="status")["roles"][1]["queued"] == 1
     assert roles["coder"].told == []
-    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: roles["coder"].told, 5, message="delivery once idle")
 
 
@@ -121,14 +121,14 @@ def test_a_line_the_role_refused_untyped_is_held_not_failed(core):
     dispatch(handle, cmd="delegate", to=["coder"], task="hold me", brief=None)
     wait_until(lambda: roles["coder"].told, 5, message="the first attempt")
     first = roles["coder"].told[0].injection
-    handle.tell(m.RoleChanged(m.RoleView("coder", "working", ready=False)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "working", ready=False)))
     handle.tell(m.InjectionOutcome("coder", first, False, "coder is working, not ready",
                                    untouched=True))
     wait_until(lambda: any(r["event"] == "injection held" for r in read_events(log)), 5,
                message="the hold")
     assert dispatch(handle, cmd="board")["tasks"][0]["state"] == "queued"
     assert dispatch(handle, cmd="status")["roles"][1]["queued"] == 1
-    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: len(roles["coder"].told) == 2, 5, message="the second attempt")
     assert roles["coder"].told[1].injection == first
 
@@ -142,17 +142,17 @@ def test_a_task_cut_off_by_an_exit_is_typed_again_only_if_never_submitted(core):
         dispatch(handle, cmd="delegate", to=["coder"], task=task, brief=None)
     wait_until(lambda: roles["coder"].told, 5, message="the first task typed")
     first = roles["coder"].told[0].injection
-    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "exited", ready=False)))
     handle.tell(m.InjectionOutcome("coder", first, False, "coder exited (exit code 3)"))
-    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: len(roles["coder"].told) == 2, 5, message="T1 typed into the new process")
     assert roles["coder"].told[1].injection == first
-    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "exited", ready=False)))
     handle.tell(m.InjectionOutcome("coder", first, False, "coder exited (exit code 3)",
                                    submitted=True))
     wait_until(lambda: dispatch(handle, cmd="board")["tasks"][0]["state"] == "failed", 5,
                message="T1 failed")
-    handle.tell(m.RoleChanged(m.RoleView("coder", "idle", ready=True)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "idle", ready=True)))
     wait_until(lambda: len(roles["coder"].told) == 3, 5, message="T2 typed next")
     assert [x.injection.task_id for x in roles["coder"].told] == ["T1", "T1", "T2"]
     failed = next(r for r in read_events(log) if r["event"] == "task failed")
@@ -165,7 +165,7 @@ def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(co
     handle, roles = core.handle, core.roles
     dispatch(handle, cmd="delegate", to=["coder"], task="dies on it", brief=None)
     wait_until(lambda: roles["coder"].told, 5, message="T1 typed")
-    handle.tell(m.RoleChanged(m.RoleView("coder", "exited", ready=False)))
+    handle.tell(m.RoleReported(m.RoleView("coder", "exited", ready=False)))
     handle.tell(m.InjectionOutcome("coder", roles["coder"].told[0].injection, False,
                                    "coder exited (exit code 3)", submitted=True))
     lead = roles["orchestrator"]
@@ -173,11 +173,11 @@ def test_a_line_for_the_orchestrator_cut_off_by_its_exit_reaches_the_next_one(co
     notice = lead.told[0].injection
     assert notice.task_id == "T1" and "T1" in notice.text
     for submitted, told in ((False, 2), (True, 3), (True, 4)):
-        handle.tell(m.RoleChanged(m.RoleView("orchestrator", "exited", ready=False)))
+        handle.tell(m.RoleReported(m.RoleView("orchestrator", "exited", ready=False)))
         handle.tell(m.InjectionOutcome("orchestrator", lead.told[-1].injection, False,
                                        "orchestrator exited (exit code 1)",
                                        submitted=submitted))
-        handle.tell(m.RoleChanged(m.RoleView("orchestrator", "idle", ready=True)))
+        handle.tell(m.RoleReported(m.RoleView("orchestrator", "idle", ready=True)))
         wait_until(lambda n=told: len(lead.told) == n, 5, message="the line typed again")
     unsent, sent = lead.told[1].injection, lead.told[2].injection
     assert unsent == notice

@@ -8,6 +8,7 @@ import logging
 from types import SimpleNamespace
 
 from choragos.actors import messages as m
+from choragos.actors import roleio
 from choragos.actors.handle import Handle
 from choragos.actors.role import RoleActor
 
@@ -18,7 +19,7 @@ def test_output_and_exit_for_a_given_up_role_are_dropped_without_raising(caplog)
     role = SimpleNamespace(me=me)
     with caplog.at_level(logging.WARNING):
         for _ in range(100):
-            RoleActor._from_reader(role, m.Output(1, b"flood\n"))
+            RoleActor._from_reader(role, roleio.OutputSeen(1))
         RoleActor._from_reader(role, m.Exited(1, None))
     # Dropped before the handle: no refusal logged per chunk of a flood.
     assert [r for r in caplog.records if "not delivered" in r.getMessage()] == []
@@ -31,4 +32,4 @@ def test_a_handle_closed_during_the_tell_is_not_a_crash_of_the_reader():
             super().tell(message)
 
     RoleActor._from_reader(SimpleNamespace(me=ClosesOnTell("role:coder")),
-                           m.Output(1, b"x"))
+                           roleio.OutputSeen(1))
