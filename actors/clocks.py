@@ -54,11 +54,6 @@ class TimedOut:
     seconds: float
 
 
-@dataclass(frozen=True)
-class ListClocks:
-    pass
-
-
 @dataclass
 class Clock:
     task_id: str
@@ -129,12 +124,6 @@ class ClockActor(Actor):
             return
         del self.s.clocks[msg.task_id]
         self.core.tell(TimedOut(clock.task_id, clock.role, clock.seconds))
-
-    @handle.register
-    def _on_list(self, msg: ListClocks) -> dict[str, float]:
-        now = self.now()
-        return {c.task_id: (c.remaining if c.remaining is not None else c.deadline - now)
-                for c in self.s.clocks.values()}
 
     def _of(self, role: str) -> list[Clock]:
         return [clock for clock in self.s.clocks.values() if clock.role == role]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -9,7 +10,6 @@ import pytest
 from choragos.actors.clocks import (
     ClockActor,
     ClockState,
-    ListClocks,
     PauseClocks,
     ResumeClocks,
     StartClock,
@@ -35,12 +35,39 @@ class FakeTime:
             self.now += seconds
 
 
+class Clocks(Handle):
+    """The clock actor's handle, with what a test reads of the actor's state."""
+
+    markers = itertools.count()
+
+    def __init__(self, state: ClockState, fake: FakeTime) -> None:
+        super().__init__("clocks")
+        self.state, self.fake = state, fake
+
+    def settled(self) -> None:
+        """Every message told so far is handled: the actor takes its mail in
+        order, so once a marker clock told after them has started, they are
+        done.  (The marker stops with the next message handled.)"""
+        marker = f"marker {next(self.markers)}"
+        self.tell(StartClock(marker, "marker", 1e9))
+        wait_until(lambda: marker in self.state.clocks, 5, message="the clock actor")
+        self.tell(StopClock(marker))
+
+    def left(self) -> dict[str, float]:
+        """Seconds left per running clock, after :meth:`settled`."""
+        self.settled()
+        now = self.fake()
+        return {c.task_id: (c.remaining if c.remaining is not None else c.deadline - now)
+                for c in list(self.state.clocks.values()) if c.role != "marker"}
+
+
 @pytest.fixture
 def rig():
     fake, core = FakeTime(), Told()
     timers = Timers(clock=fake)
-    handle = Handle("clocks")
-    ref = ClockActor.start(ClockState({}), core, timers, handle, clock=fake)
+    state = ClockState({})
+    handle = Clocks(state, fake)
+    ref = ClockActor.start(state, core, timers, handle, clock=fake)
     handle.attach(ref)
     yield fake, core, handle, timers
     ref.stop()
@@ -58,21 +85,21 @@ class Probe:
 def expire(fake, timers, seconds, handle) -> None:
     """Move the fake clock on, then wait until the timer thread has told
     everything now due and the clock actor has handled it: a probe due now
-    fires after every earlier timer, and an ask is answered after the
-    actor's earlier messages.  So "nothing told" below is a real answer."""
+    fires after every earlier timer, and the actor handles its mail in
+    order.  So "nothing told" below is a real answer."""
     fake.advance(seconds)
     probe = Probe()
     timers.after(0, probe, "probe")
     assert probe.told.wait(5), "the timer thread never reached the probe"
-    handle.ask(ListClocks())
+    handle.settled()
 
 
 def test_expires_after_its_time(rig):
     fake, core, handle, timers = rig
     handle.tell(StartClock("T1", "coder", 60))
-    assert handle.ask(ListClocks()) == {"T1": 60}
+    assert handle.left() == {"T1": 60}
     expire(fake, timers, 59, handle)
-    assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
+    assert handle.left()["T1"] == pytest.approx(1)
     assert core.told == []
     expire(fake, timers, 2, handle)
     wait_until(lambda: core.told, 5, message="TimedOut")
@@ -82,17 +109,17 @@ def test_expires_after_its_time(rig):
 def test_paused_time_does_not_count(rig):
     fake, core, handle, timers = rig
     handle.tell(StartClock("T1", "coder", 60))
-    handle.ask(ListClocks())  # asks are answered in order: the start is done
+    handle.settled()  # the start is done
     expire(fake, timers, 30, handle)
     handle.tell(PauseClocks("coder"))
-    handle.ask(ListClocks())
+    handle.settled()
     expire(fake, timers, 600, handle)
-    assert handle.ask(ListClocks()) == {"T1": 30}
+    assert handle.left() == {"T1": 30}
     assert core.told == []
     handle.tell(ResumeClocks("coder"))
-    handle.ask(ListClocks())
+    handle.settled()
     expire(fake, timers, 29, handle)
-    assert handle.ask(ListClocks())["T1"] == pytest.approx(1)
+    assert handle.left()["T1"] == pytest.approx(1)
     expire(fake, timers, 2, handle)
     wait_until(lambda: core.told, 5, message="TimedOut after resume")
 
@@ -103,8 +130,8 @@ def test_stop_cancels_and_other_roles_are_not_paused(rig):
     handle.tell(StartClock("T2", "reviewer", 10))
     handle.tell(StopClock("T1"))
     handle.tell(PauseClocks("coder"))
-    handle.ask(ListClocks())
+    handle.settled()
     expire(fake, timers, 11, handle)
     wait_until(lambda: core.told, 5, message="T2 to expire")
     assert core.told == [TimedOut("T2", "reviewer", 10)]
-    assert handle.ask(ListClocks()) == {}
+    assert handle.left() == {}
