@@ -19,23 +19,31 @@ VERBS = [verb if verb != "workdone" else "work-done" for verb in CLIENT_VERBS]
 def unpacked(tmp_path: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(client_archive(str(tmp_path))), mode="r") as archive:
         archive.extractall(tmp_path, filter="data")
+    # The copy's python3 without site-packages: this checkout's editable
+    # install would otherwise supply any module the copy lacks.
+    bare = tmp_path / "python"
+    bare.mkdir()
+    (bare / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    (bare / "python3").chmod(0o700)
     return tmp_path
+
+
+def _env(unpacked: Path) -> dict[str, str]:
+    return {"PATH": f"{unpacked / 'python'}:/usr/bin:/bin"}
 
 
 @pytest.mark.parametrize("verb", VERBS)
 def test_each_verb_of_the_copy_runs_with_the_copied_modules_alone(unpacked: Path,
                                                                   verb: str) -> None:
     done = subprocess.run([str(unpacked / "bin" / "choragos"), verb, "--help"],
-                          capture_output=True, text=True, timeout=30,
-                          env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+                          capture_output=True, text=True, timeout=30, env=_env(unpacked))
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout
 
 
 def test_a_verb_the_copy_lacks_is_named_not_a_traceback(unpacked: Path) -> None:
     done = subprocess.run([str(unpacked / "bin" / "choragos"), "rollback", "T1"],
-                          capture_output=True, text=True, timeout=30,
-                          env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+                          capture_output=True, text=True, timeout=30, env=_env(unpacked))
     assert done.returncode == 2
     assert "rollback is not available here" in done.stderr
     assert "Traceback" not in done.stderr
