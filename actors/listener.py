@@ -6,7 +6,8 @@ backlog); the listener actor starts the accept loop when it starts and stops
 it on a deliberate stop.  A dead accept loop is this actor's crash: the
 server tells it :class:`AcceptDied`, the handler raises, and the supervisor
 starts a fresh listener, which binds a new socket under the same lock and
-accepts again.
+accepts again.  A remote role's own control socket is served the same way,
+by a listener of its own (``socket:<role>``, see ``remoteseats.py``).
 
 The socket server reads and parses on its own threads; each valid request
 goes to the core actor as a :class:`~actors.messages.Dispatch` ``ask``,
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pykka
 
@@ -104,9 +105,19 @@ def settle(ack: Any) -> Any:
         return wire.error(f"the session could not finish the request: {exc}")
 
 
+class Served(Protocol):
+    """What a listener serves: a bound control server and who answers it
+    (the session's :class:`ListenerState`, or a remote role's socket)."""
+
+    server: ControlServer
+
+    def dispatch(self, request: dict) -> dict: ...
+
+
 class ListenerActor(Actor):
-    def __init__(self, state: ListenerState, me: Any, supervisor: Any = None) -> None:
-        super().__init__("listener", supervisor)
+    def __init__(self, state: Served, me: Any, supervisor: Any = None,
+                 name: str = "listener") -> None:
+        super().__init__(name, supervisor)
         self.s = state
         self.me = me
 

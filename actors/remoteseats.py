@@ -5,7 +5,9 @@ host's connection forwards to a private socket there.  Every request that
 arrives on it is that role's: the kernel's peer (the ssh process) says
 nothing about who is calling, so the socket itself does, and no request on
 it is ever the operator's.  A remote worker can report its own tasks, and
-nothing an operator decides.
+nothing an operator decides.  Each role socket is bound here and served by
+a listener actor of its own in the session's tree (``supervise``), so an
+accept loop that dies is a crash that is restarted on a fresh socket.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 import re
 import socket
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from choragos import wire
@@ -25,11 +27,27 @@ from choragos.launch import Launch
 from choragos.remote.link import HostLink
 from choragos.remote.seat import RemoteRole, ssh_env
 
-__all__ = ["RemoteSeats", "session_id"]
+__all__ = ["RemoteSeats", "RoleSocket", "session_id"]
 
 log = logging.getLogger("choragos.remote")
 
 Dispatch = Callable[[str, dict], dict]
+
+
+@dataclass
+class RoleSocket:
+    """A remote role's control socket, as its listener actor serves it."""
+
+    server: ControlServer
+    role: str
+    seats: RemoteSeats
+
+    def dispatch(self, request: dict) -> dict:
+        return self.seats.answer(self.role, request)
+
+
+# Serve a role's socket under the session's tree: (child name, what to serve).
+Supervise = Callable[[str, RoleSocket], None]
 
 
 def session_id(workdir: Path) -> str:
@@ -42,8 +60,9 @@ class RemoteSeats:
     """Links, role sockets and seats of the session's remote roles."""
 
     def __init__(self, config: Config, workdir: Path, control: Path,
-                 log_event: Callable[..., None]) -> None:
+                 log_event: Callable[..., None], supervise: Supervise) -> None:
         self.config = config
+        self.supervise = supervise
         self.workdir = workdir
         self.control = control  # the session's own control socket
         self.log_event = log_event
@@ -89,13 +108,15 @@ class RemoteSeats:
         def on_socket_event(kind: str, fields: dict) -> None:
             self.log_event(f"socket: {kind}", role=role, **fields)
 
-        server = ControlServer(path, lambda request: self._dispatch(role, request),
+        server = ControlServer(path, lambda request: self.answer(role, request),
                                log=on_socket_event)
-        server.start()
+        server.bind()
         self.servers[role] = server
+        self.supervise(f"socket:{role}", RoleSocket(server, role, self))
         return path
 
-    def _dispatch(self, role: str, request: dict) -> dict:
+    def answer(self, role: str, request: dict) -> dict:
+        """A request that arrived on ``role``'s socket, as that role's."""
         request.pop(wire.PEER_PID, None)  # the ssh process: says nothing about the caller
         if self.dispatch is None:
             return wire.error("the session is still starting; try again")

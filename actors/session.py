@@ -62,7 +62,7 @@ from choragos.actors.listener import (
     install_fault_hook,
 )
 from choragos.actors.notifier import start_notifier
-from choragos.actors.remoteseats import RemoteSeats
+from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.supervisor import (
     TEMPORARY,
@@ -456,8 +456,13 @@ class Session:
     def _remote_seats(self) -> RemoteSeats:
         """Made with the first remote role (at start, or added by a reload)."""
         if self.remote is None:
+            sup = self.supervisor
+
+            def supervise(name: str, served: RoleSocket) -> None:
+                self._start_child(name, lambda h: ListenerActor.start(served, h, sup, name))
+
             self.remote = RemoteSeats(self.config, self.workdir, self.options.socket,
-                                      self.events.write)
+                                      self.events.write, supervise)
             self.remote.dispatch = self.dispatch_as
         return self.remote
 
