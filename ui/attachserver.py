@@ -210,6 +210,10 @@ class AttachServer:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    def inject_fault(self) -> None:
+        """Test hook: make the pump raise, as a real failure would."""
+        self._request("fault")
+
     @property
     def holder(self) -> int | None:
         with self._lock:
@@ -376,6 +380,8 @@ class AttachServer:
             elif kind == "close":
                 self._drop(value, f.ENDED)
                 return True
+            elif kind == "fault":
+                raise RuntimeError("a fault was injected into the attach pump")
         return False
 
     def _take(self, client: _Client) -> None:

@@ -35,7 +35,7 @@ from choragos.actors.durable import SaveLayout
 from choragos.actors.listener import settle
 from choragos.config import Config
 from choragos.terminal import Terminal
-from choragos.ui.attachactor import AttachActor
+from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import COMMAND_TIMEOUT, Deck
 
@@ -175,6 +175,7 @@ def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
                               f"deck: {kind}", **fields),
                           on_client=on_client)
     server.bind()
+    install_fault_hook(server)
     supervisor = session.supervisor
     supervisor.ask(StartChild(ChildSpec(
         "attach", lambda h: AttachActor.start(server, h, supervisor))), timeout=10)
