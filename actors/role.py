@@ -129,12 +129,14 @@ class RoleState:
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
+    tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
     spec = launched.spec
     transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
     brief_file = f".choragos/briefs/{spec.name}.md"
+    cols, rows = max(cols, spec.terminal_floor[0]), max(rows, spec.terminal_floor[1])
     state = RoleState(
         spec=spec, workdir=workdir, env=launched.env, profile=launched.profile,
         terminal=Terminal(cols, rows, hold=roleio.FLOOD_HOLD), transcript=transcript,
@@ -780,17 +782,27 @@ class RoleActor(Actor):
         s.profile = spec_profile(msg.spec)
         self._arm_stall_check(s.gen)
         s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
+        self._fit_terminal()  # a reload may have moved the floor
         self._publish()
 
     @handle.register
     def _resize(self, msg: m.Resize) -> None:
-        """The pane's tile changed size: the agent's PTY follows it."""
+        """The pane's tile changed size: the agent's PTY follows it, never
+        below the role's floor (a smaller tile shows part of it)."""
+        self.s.tile = (msg.cols, msg.rows)
+        self._fit_terminal()
+
+    def _fit_terminal(self) -> None:
         s = self.s
-        if (msg.cols, msg.rows) == (s.terminal.cols, s.terminal.rows):
+        if s.tile is None:
             return
-        s.terminal.resize(msg.cols, msg.rows)
+        floor_cols, floor_rows = s.spec.terminal_floor
+        cols, rows = max(s.tile[0], floor_cols), max(s.tile[1], floor_rows)
+        if (cols, rows) == (s.terminal.cols, s.terminal.rows):
+            return
+        s.terminal.resize(cols, rows)
         if s.child is not None:
-            s.child.resize(msg.cols, msg.rows)
+            s.child.resize(cols, rows)
 
     @handle.register
     def _type_keys(self, msg: m.TypeKeys) -> None:

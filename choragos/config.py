@@ -28,7 +28,7 @@ from choragos.envpolicy import build_env
 from choragos.remote.hosts import HostSpec, check_roles, read_hosts
 
 __all__ = [
-    "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "NOT_BUILT",
+    "CONFIG_NAME", "DEFAULT_THEME", "KEY_ACTIONS", "MIN_TERMINAL", "NOT_BUILT",
     "BudgetSettings", "BuiltinGateway", "CheckpointSettings", "Config", "ConfigError",
     "GatewaySettings", "Keys", "Price",
     "RoleSpec", "UISettings", "Upstreams", "builtin_config", "load_config", "role_env",
@@ -48,6 +48,11 @@ NOT_BUILT: dict[str, str] = {
 
 
 # ---- the model ------------------------------------------------------------------------
+
+# The smallest terminal a role's program gets unless configured otherwise:
+# the classic size every terminal program is laid out for.
+MIN_TERMINAL = (80, 24)
+
 
 @dataclass(frozen=True)
 class RoleSpec:
@@ -95,6 +100,15 @@ class RoleSpec:
     can_delegate: bool | None = None  # None: only the start role may
     agent: str = ""  # the agent profile by name; empty: chosen from the command
     host: str = ""  # a [hosts.<name>] table: the role runs there, over ssh
+    # The smallest terminal the program gets, whatever its tile: an agent
+    # laid out for 22 columns is unusable, and typing is checked on its
+    # screen.  None: [ui] min_terminal (the loader fills it in).
+    min_terminal: tuple[int, int] | None = None
+
+    @property
+    def terminal_floor(self) -> tuple[int, int]:
+        """(cols, rows) the role's PTY never goes below."""
+        return self.min_terminal or MIN_TERMINAL
 
     @property
     def may_delegate(self) -> bool:
@@ -212,6 +226,7 @@ class UISettings:
     on_idle: str = ""
     on_done: str = ""
     idle_after: float = 600.0
+    min_terminal: tuple[int, int] = MIN_TERMINAL
     theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
 
 
@@ -417,6 +432,7 @@ def _build(data: dict, target: Path, shown: str) -> Config:
                  for n, role in enumerate(values.get("roles", ()), 1)],
                 values.get("hosts", {}), report)
     report.raise_if_errors()
+    _floor_terminals(values)
     _warn_unenforceable(values, report)
     return Config(**values, source=target.resolve(), warnings=tuple(report.warnings))
 
@@ -431,6 +447,17 @@ def _warn_web(values: dict, report: cs.Report) -> None:
     notify = values.get("notify")
     if notify is not None and notify.token_in_link and not notify.url:
         report.warn("notify.token_in_link", "has no effect without [notify] url")
+
+
+def _floor_terminals(values: dict) -> None:
+    floor = getattr(values.get("ui"), "min_terminal", MIN_TERMINAL)
+    values["roles"] = floored(values.get("roles", ()), floor)
+
+
+def floored(roles: tuple[RoleSpec, ...], floor: tuple[int, int]) -> tuple[RoleSpec, ...]:
+    """Each role without its own ``min_terminal`` given ``floor`` (the ``[ui]`` one)."""
+    return tuple(role if role.min_terminal else replace(role, min_terminal=floor)
+                 for role in roles)
 
 
 def _warn_unenforceable(values: dict, report: cs.Report) -> None:
@@ -541,6 +568,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "can_delegate": cs.boolean,
     "agent": cs.choice("", *AGENT_NAMES),
     "host": cs.word,
+    "min_terminal": cs.terminal_size,
 }
 
 
@@ -780,6 +808,7 @@ _UI_SCHEMA: cs.Schema = {
     "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
     "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
     "on_done": cs.string, "idle_after": cs.positive_duration,
+    "min_terminal": cs.terminal_size,
     "theme": cs.Nested(_read_theme),
 }
 _UI = _settings(UISettings, _UI_SCHEMA)
@@ -844,7 +873,7 @@ _WORKER_ARGS = ("--strict-mcp-config",)
 
 def builtin_config() -> Config:
     """The five-role team used when there is no config file."""
-    return Config(roles=_BUILTIN_ROLES)
+    return Config(roles=floored(_BUILTIN_ROLES, MIN_TERMINAL))
 
 
 _BUILTIN_ROLES = (

@@ -196,6 +196,21 @@ def positive_duration(value: object) -> float:
     return seconds
 
 
+_SIZE = re.compile(r"(\d{1,4})x(\d{1,4})")
+
+
+def terminal_size(value: object) -> tuple[int, int]:
+    """``"COLSxROWS"``, such as ``"80x24"``: a terminal size, at most 1000 each way."""
+    text = string(value)
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise ValueError(f'{show(text)} is not a size written COLSxROWS, such as "80x24"')
+    cols, rows = int(match[1]), int(match[2])
+    if not (20 <= cols <= 1000 and 5 <= rows <= 1000):
+        raise ValueError(f"{show(text)}: a terminal takes 20 to 1000 columns and 5 to 1000 rows")
+    return cols, rows
+
+
 def money(value: object) -> float:
     """USD above zero, as a number or a decimal string (``"20.00"``)."""
     if isinstance(value, str):

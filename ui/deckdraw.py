@@ -27,7 +27,18 @@ class DeckDraw:
     def _areas(self, cols: int, rows: int) -> tuple[int, int, int]:
         """(body width, body height, sidebar width)."""
         side = sidebar.WIDTH if self.state.sidebar and cols >= 2 * sidebar.WIDTH else 0
+        if side and self._zoom_needs_room(cols - side):
+            side = 0
         return cols - side, max(rows - 1, 0), side
+
+    def _zoom_needs_room(self, body_w: int) -> bool:
+        """A zoomed pane shows its terminal whole where the screen allows:
+        the sidebar makes way when the terminal is wider than the body."""
+        layout = self.state.layout
+        if not layout.zoomed or layout.focus is None:
+            return False
+        terminal = self.port.terminal(layout.focus)
+        return terminal is not None and terminal.cols > body_w
 
     def _restore_layout(self) -> None:
         """A resumed session shows the layout it had (ports without one: the default)."""

@@ -115,6 +115,7 @@ class PaneView:
         self._rows_for: tuple[int, int, int, int] | None = None
         self._held: tuple[int, ...] = ()
         self._lines: list[Line] = []
+        self.origin = (0, 0)  # the live screen's cell at the tile's top left
 
     def cached(self, width: int, height: int, focused: bool, colors: int,
                terminal: Terminal | None) -> tuple[list[Line], tuple[int, int] | None] | None:
@@ -201,6 +202,8 @@ class PaneView:
               colors: int) -> tuple[list[Line], tuple[int, int] | None]:
         """The live screen, rebuilding only the rows whose generation moved.
 
+        A terminal bigger than the tile (a role's terminal has a floor, see
+        ``min_terminal``) is shown through a viewport that follows the cursor.
         A changed screen is a new list (a renderer holding the last one
         compares row objects with it); an unchanged one is the same list."""
         built_for = (width, colors, id(terminal), height)
@@ -209,27 +212,40 @@ class PaneView:
         # As last drawn: held lines of a flood are drawn by the pane's reader
         # within its hold, and that wakes the deck again.
         live = terminal.live_rows(self._held, catch_up=False)
-        gens = live.row_gens[:height]
-        if live.runs or len(self._lines) != height:
-            self._lines = self._rebuilt(live, gens, width, height, colors)
-            self._held = gens
+        origin = self._follow(live.cursor, terminal.cols, len(live.row_gens), width, height)
+        if origin != self.origin:
+            # The viewport moved: every row it shows is another one.
+            self.origin, self._held, self._lines = origin, (), []
+            live = terminal.live_rows((), catch_up=False)
+        ox, oy = origin
+        shown = {y - oy: runs for y, runs in live.runs.items() if oy <= y < oy + height}
+        if shown or len(self._lines) != height:
+            self._lines = self._rebuilt(shown, len(live.row_gens) - oy, width, height,
+                                        colors, ox)
+            self._held = live.row_gens[:oy + height]
         cursor = None
-        x, y = live.cursor
-        if focused and live.cursor_visible and x < width and y < height:
+        x, y = live.cursor[0] - ox, live.cursor[1] - oy
+        if focused and live.cursor_visible and 0 <= x < width and 0 <= y < height:
             cursor = (x, y)
         return self._lines, cursor
 
-    def _rebuilt(self, live: Any, gens: tuple[int, ...], width: int, height: int,
-                 colors: int) -> list[Line]:
+    def _follow(self, cursor: tuple[int, int], cols: int, rows: int, width: int,
+                height: int) -> tuple[int, int]:
+        """The viewport's top-left cell: where it was, moved as little as
+        brings the cursor into it."""
+        return (_follow_axis(self.origin[0], cursor[0], cols, width),
+                _follow_axis(self.origin[1], cursor[1], rows, height))
+
+    def _rebuilt(self, shown: dict[int, tuple], rows: int, width: int, height: int,
+                 colors: int, skip: int) -> list[Line]:
         lines = self._lines.copy() if len(self._lines) == height else [None] * height
-        if len(gens) != len(self._held) and len(gens) < height:
+        if rows < height and len(self._held) != rows:
             # Rows below a terminal shorter than the tile: one blank row
             # object, kept while the size is, so a renderer sees them unchanged.
-            lines[len(gens):] = [blank_line(width)] * (height - len(gens))
-        for y, runs in live.runs.items():
-            if y < height:
-                lines[y] = _live_row(runs, width, colors)
-                self.rendered_rows += 1
+            lines[rows:] = [blank_line(width)] * (height - rows)
+        for y, runs in shown.items():
+            lines[y] = _live_row(runs, width, colors, skip)
+            self.rendered_rows += 1
         return lines
 
     def _scrolled(self, terminal: Terminal, width: int, height: int) -> list[Line]:
@@ -246,7 +262,43 @@ class PaneView:
         return lines
 
 
-def _live_row(runs: tuple, width: int, colors: int) -> Line:
+def _follow_axis(start: int, at: int, total: int, room: int) -> int:
+    """One axis of a viewport ``room`` cells long onto ``total``, kept at
+    ``start`` while ``at`` (the cursor) is inside it."""
+    if total <= room:
+        return 0
+    if at < start:
+        start = at
+    elif at >= start + room:
+        start = at - room + 1
+    return max(0, min(start, total - room))
+
+
+def _skip_columns(runs: tuple, skip: int) -> list:
+    """``runs`` without their first ``skip`` columns (a wide character cut
+    in half leaves a blank)."""
+    kept = []
+    for run in runs:
+        if skip <= 0:
+            kept.append(run)
+            continue
+        used = text_width(run.text)
+        if used <= skip:
+            skip -= used
+            continue
+        pos, cut = str_util.calc_text_pos(run.text, 0, len(run.text), skip)
+        pad = ""
+        if cut < skip:  # a wide character straddles the edge: its visible half blank
+            pad = " " * (cut + text_width(run.text[pos]) - skip)
+            pos += 1
+        kept.append(run._replace(text=pad + run.text[pos:]))
+        skip = 0
+    return kept
+
+
+def _live_row(runs: tuple, width: int, colors: int, skip: int = 0) -> Line:
+    if skip:
+        runs = tuple(_skip_columns(runs, skip))
     if not runs:
         return blank_line(width)
     if len(runs) == 1:

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pykka
@@ -207,3 +208,22 @@ def test_an_agent_dying_on_its_enter_reports_the_text_submitted(tmp_path, monkey
         assert not outcome.ok and outcome.submitted and "exited" in outcome.detail
     finally:
         stop_role(started)
+
+
+def test_a_small_tile_never_shrinks_the_agents_terminal_below_its_floor(role):
+    wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+
+    def sizes() -> tuple[tuple[int, int], tuple[int, int]]:
+        rows, cols = role.state.child.proc.getwinsize()  # what the agent sees
+        return (cols, rows), (role.state.terminal.cols, role.state.terminal.rows)
+    role.handle.ask(m.Resize(22, 4), timeout=5)
+    assert sizes() == ((80, 24), (80, 24))  # the default floor, whatever the tile
+    role.handle.ask(m.Resize(130, 10), timeout=5)
+    assert sizes() == ((130, 24), (130, 24))  # each direction on its own
+    spec = role.state.spec
+    role.handle.ask(m.UpdateSpec(replace(spec, min_terminal=(150, 40)), role.state.env),
+                    timeout=5)
+    assert sizes() == ((150, 40), (150, 40))  # a reload moves the floor at once
+    role.handle.tell(m.Inject(m.Injection(7, "coder", "x" * 300, "notice")))
+    wait_until(lambda: len(role.core.outcomes()) == 2, 15, message="a long notice")
+    assert role.core.outcomes()[-1].ok, role.core.outcomes()[-1]

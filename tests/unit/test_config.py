@@ -125,6 +125,7 @@ ROLE_DEFAULTS = {
     "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
     "host": "",
     "verify": "", "verify_rounds": 3, "verify_timeout": 600.0, "writes": True,
+    "min_terminal": (80, 24),  # the [ui] floor, filled in by the loader
 }
 
 # key -> (TOML value, parsed value); every RoleSpec field appears at least once.
@@ -174,6 +175,7 @@ ROLE_VALUES = [
     ("can_delegate", "false", False),
     ("agent", '"gemini"', "gemini"),
     ("host", '"box"', "box"),
+    ("min_terminal", '"132x43"', (132, 43)),
 ]
 
 
@@ -711,6 +713,8 @@ def test_builtin_team_passes_its_own_checks(tmp_path: Path) -> None:
 
 
 def _toml(value: object) -> str:
+    if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
+        return '"{}x{}"'.format(*value)  # a terminal size
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple):
@@ -748,3 +752,17 @@ def test_notify_checks_its_url_kind_and_period(tmp_path: Path) -> None:
     assert_one(fail(tmp_path, LEAD + '[notify]\nurl = "ftp://x"\n'), "notify.url")
     lonely = load(tmp_path, LEAD + "[notify]\ntoken_in_link = true\n")
     assert any("notify.token_in_link" in w for w in lonely.warnings)
+def test_min_terminal_from_ui_unless_a_role_sets_its_own(tmp_path: Path) -> None:
+    text = (LEAD + '[[roles]]\nname = "wide"\ncommand = "claude"\nmin_terminal = "120x40"\n'
+            '[ui]\nmin_terminal = "100x30"\n')
+    config = load(tmp_path, text)
+    assert config.ui.min_terminal == (100, 30)
+    assert [r.terminal_floor for r in config.roles] == [(100, 30), (120, 40)]
+    assert load(tmp_path, LEAD).roles[0].terminal_floor == (80, 24)
+    assert builtin_config().roles[0].terminal_floor == (80, 24)
+
+
+@pytest.mark.parametrize("value", ['"80*24"', '"10x24"', '"80x2"', "80", '"x24"', '"1001x24"'])
+def test_min_terminal_errors(tmp_path: Path, value: str) -> None:
+    errors = fail(tmp_path, LEAD + f"min_terminal = {value}\n")
+    assert len(errors) == 1 and errors[0].startswith(f"{CONFIG_NAME}:roles[1].min_terminal: ")

@@ -1,0 +1,81 @@
+"""A tile smaller than its role's terminal shows a viewport onto it that
+follows the cursor; the zoom makes room to show it whole."""
+
+from __future__ import annotations
+
+from choragos.terminal import Terminal
+from choragos.ui.deck import Deck, _Loop
+from choragos.ui.pane import PaneView
+from choragos.ui.theme import build_palette
+from tests.ui.test_deck import FakePort, keys
+
+
+def texts(lines: list) -> list[str]:
+    return [raw.decode("utf-8") for raw, _ in lines]
+
+
+def numbered(terminal: Terminal, rows: int) -> None:
+    """Rows ``row 0`` … with the cursor left at the end of the last one."""
+    terminal.feed("\r\n".join(f"row {y:<2}" + "." * 60 + f"|{y}" for y in range(rows)).encode())
+
+
+def test_a_small_tile_shows_the_rows_and_columns_around_the_cursor():
+    terminal = Terminal(80, 24)
+    numbered(terminal, 24)
+    lines, cursor = PaneView("r").content(terminal, 22, 4, focused=True, colors=256)
+    # The cursor is after "|23" at column 69 of row 23: the last 4 rows, the
+    # columns ending just past it.
+    assert [line.rstrip() for line in texts(lines)] == [
+        "." * 18 + f"|{y}" for y in range(20, 24)]
+    assert cursor == (21, 3)
+
+
+def test_the_viewport_stays_put_while_the_cursor_is_inside_it():
+    terminal = Terminal(80, 24)
+    numbered(terminal, 24)
+    view = PaneView("r")
+    view.content(terminal, 30, 6, focused=True, colors=256)
+    was = view.origin
+    terminal.feed(b"\x1b[22;60H")  # up a little, still inside the viewport
+    lines, cursor = view.content(terminal, 30, 6, focused=True, colors=256)
+    assert view.origin == was
+    assert cursor == (59 - was[0], 21 - was[1])
+    terminal.feed(b"\x1b[1;1H")  # the top-left corner: the viewport moves there
+    lines, cursor = view.content(terminal, 30, 6, focused=True, colors=256)
+    assert view.origin == (0, 0) and cursor == (0, 0)
+    assert texts(lines)[0].startswith("row 0 ")
+
+
+def test_a_tile_as_big_as_its_terminal_shows_it_all_from_the_corner():
+    terminal = Terminal(40, 5)
+    terminal.feed(b"\r\n".join(b"row %d" % y for y in range(5)))
+    lines, _ = PaneView("r").content(terminal, 40, 8, focused=True, colors=256)
+    assert [text.rstrip() for text in texts(lines)] == [f"row {y}" for y in range(5)] + [""] * 3
+
+
+def test_a_wide_character_cut_by_the_left_edge_leaves_its_visible_half_blank():
+    terminal = Terminal(80, 24)
+    terminal.feed("a中bc".encode() + b" " * 40 + b"\x1b[1;45H")
+    view = PaneView("r")
+    view.origin = (2, 0)  # column 2 is the second half of the wide character
+    lines, _ = view.content(terminal, 43, 4, focused=True, colors=256)
+    assert texts(lines)[0].startswith(" bc"), texts(lines)[0]
+    assert all(len(text) == 43 for text in texts(lines))
+
+
+def test_the_zoom_hides_the_sidebar_when_the_terminal_needs_the_width(tmp_path):
+    port = FakePort(tmp_path)  # every terminal is 80 columns
+    deck = Deck(port, 100, 30)
+    deck.loop = _Loop(deck.view, build_palette(deck.ui.theme), screen=deck.screen)
+    deck.loop.deck = deck
+    deck.loop.screen_size = (100, 30)
+    deck.attached = True
+    try:
+        assert deck._areas(100, 30)[2] == 34  # the sidebar, unzoomed
+        keys(deck, b"\x02z")
+        assert deck._areas(100, 30) == (100, 29, 0)
+        port.terminals["orchestrator"] = Terminal(60, 24)  # fits beside the sidebar
+        assert deck._areas(100, 30)[2] == 34
+    finally:
+        deck.stop()
+        deck.screen.close()
