@@ -54,7 +54,7 @@ from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
-from choragos.actors.handle import Handle
+from choragos.actors.handle import ActorCrashed, ActorGone, Handle
 from choragos.actors.listener import (
     ListenerActor,
     ListenerState,
@@ -64,6 +64,7 @@ from choragos.actors.listener import (
 from choragos.actors.notifier import start_notifier
 from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
+from choragos.actors.startwatch import StartReport, watch_start
 from choragos.actors.supervisor import (
     TEMPORARY,
     ChildSpec,
@@ -90,6 +91,7 @@ from choragos.gatewaycounts import session_path
 from choragos.gatewayroles import new_session_key, role_key
 from choragos.hooks import Hooks
 from choragos.launch import Launch, LaunchContext, launch
+from choragos.news import RoleView
 from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.stopflag import StopFlag
 from choragos.webaccess import clear_addr
@@ -560,6 +562,21 @@ class Session:
         self.events.write(wire.GATEWAY_DOWN, cmd=request.get("cmd"),
                           reason=self.prober.health.reason)
         return refusal["error"]
+
+    def watch_start(self, timeout: float) -> StartReport:
+        """How the roles came up: waits for the orchestrator to boot or fail
+        (at most ``timeout`` s; a stop ends the wait)."""
+        return watch_start(self._look, self.config.start_role.name,
+                           [spec.name for spec in self.config.roles], self.stopped, timeout)
+
+    def _look(self, name: str) -> RoleView | None:
+        handle = self.handles.get(name)
+        if handle is None:
+            return None
+        try:
+            return handle.ask(m.GetView(), timeout=5)
+        except (ActorGone, ActorCrashed, pykka.Timeout):
+            return None  # being replaced or going down: looked at again
 
     # -- run and stop ----------------------------------------------------------
 

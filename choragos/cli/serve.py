@@ -3,8 +3,8 @@
 - ``serve``: start the session server in the background (it owns the agents'
   PTYs, the actors and the deck) and attach this terminal to it, like tmux.
   Detaching (``prefix d``) leaves it running; ``choragos attach`` comes back.
-- ``serve --detach``: start it and return once its sockets are bound, or
-  say why it could not start.
+- ``serve --detach``: start it and return once its orchestrator has booted,
+  or say why it could not start (exit 1, the session stopped).
 - ``serve --headless``: run in the foreground without a deck (servers, tests,
   CI), logging to stderr and ``.choragos/logs/server.log``, until SIGTERM,
   SIGINT or ``choragos shutdown``.
@@ -193,7 +193,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
 
     def server(ready: daemon.Ready) -> int:
         return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False,
-                      resume=resume, salvage=salvage)
+                      resume=resume, salvage=salvage, wait_boot=not attach)
 
     started = daemon.spawn(server, workdir, log_path)
     if not started.ok:
@@ -211,8 +211,35 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
     return attach_to(Path(info["ui_socket"]), force=False, workdir=workdir)
 
 
+BOOT_WAIT = 40.0  # what --detach waits for the orchestrator, within daemon.READY_TIMEOUT
+
+
+def _boot_refusal(session, log: logging.Logger) -> str | None:
+    """Why the session must not say it started (its orchestrator did not,
+    or it was stopped meanwhile); None when it may.  Other roles' troubles
+    become notices."""
+    report = session.watch_start(BOOT_WAIT)
+    start = session.config.start_role.name
+    if session.stopped.is_set():
+        return "the session was stopped while it was starting"
+    if start in report.failed:
+        who = start if start == "orchestrator" else f"{start} (the orchestrator)"
+        reason = f"{who} did not start: {report.failed[start]}"
+        log.error("%s; stopping the session", reason)
+        return f"{reason}; the session was stopped"
+    for name, why in report.failed.items():
+        session.notices.append(f"{name} did not start: {why}")
+    if start in report.waiting:
+        session.notices.append(f"{start} is showing a question: `choragos attach` to answer it")
+    elif start in report.booting:
+        session.notices.append(f"{start} is still starting; `choragos status` says when it "
+                               "is up")
+    return None
+
+
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
-           to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False) -> int:
+           to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
+           wait_boot: bool = False) -> int:
     from choragos import daemon
     from choragos.actors.session import Session, SessionOptions
     from choragos.ctlserver import ServerStartError
@@ -260,6 +287,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
                  os.getpid(), mode)
+        if ready is not None and wait_boot:
+            refusal = _boot_refusal(session, log)
+            if refusal is not None:
+                ready.fail(refusal)
+                return 1
         if ready is not None:
             ready.ok(pid=os.getpid(), dir=str(workdir), socket=str(control),
                      ui_socket=str(daemon.ui_path_for(control)), notices=session.notices)

@@ -42,12 +42,25 @@ def render(ack: dict[str, Any]) -> str:
         return "the session has no roles"
     rows = [_row(role) for role in roles if isinstance(role, dict)]
     table = _client.table(rows, _COLUMNS, {"task": 40, "command": 32})
+    table += "".join(f"\n{line}" for line in _reasons(roles))
     session = ack.get("budget")
     if isinstance(session, dict):
         over = " (over: every role was paused)" if session.get("over") else ""
         table += (f"\nsession budget: {_money(session.get('cost'))} of "
                   f"{_money(session.get('usd'))}{over}")
     return table
+
+
+def _reasons(roles: list) -> list[str]:
+    """Why each failed or exited role is down: the table has no room for it."""
+    lines = []
+    for role in roles:
+        if not isinstance(role, dict) or role.get("state") not in ("failed", "exited"):
+            continue
+        why = role.get("detail") or role.get("exit")
+        if why:
+            lines.append(f"{role.get('name')} {role.get('state')}: {_client.inert(str(why))}")
+    return lines
 
 
 def _row(role: dict[str, Any]) -> dict[str, Any]:

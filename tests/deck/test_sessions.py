@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import pid_alive, wait_until
 from tests.deck.conftest import TEAM
-from tests.integration.harness import base_env, git_init
+from tests.integration.harness import AGENT, base_env, git_init, read_agent_log
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -102,3 +102,55 @@ def test_kill_stops_the_session_and_its_agents(project):
     assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
     events = (work / ".choragos/logs/events.jsonl").read_text()
     assert '"deck stopped"' in events
+
+
+def submitted(root: Path, role: str) -> list[str]:
+    return [r["text"] for r in read_agent_log(root / "agents.jsonl", "submit", role)]
+
+
+def test_detach_returns_once_the_orchestrator_has_taken_its_brief(project):
+    root, _, cli = project
+    assert cli("serve", "--detach").returncode == 0
+    assert any("choragos team" in line for line in submitted(root, "orchestrator"))
+
+
+def test_detach_fails_naming_the_orchestrator_and_why_and_stops_what_it_started(project):
+    root, work, cli = project
+    team = TEAM.replace(f"command = {json.dumps(sys.executable)}",
+                        'command = "no-such-agent-cli"', 1)
+    (work / ".choragos.toml").write_text(team)
+    out = cli("serve", "--detach")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "orchestrator did not start: command 'no-such-agent-cli' was not found on PATH" \
+        in out.stderr
+    assert "session started" not in out.stdout
+    assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
+    assert not (root / "s.sock").exists() and not (root / "s.ui.sock").exists()
+    # The workers it had started are stopped again (the fixture waits for them).
+    assert "orchestrator did not start" in (work / ".choragos/logs/server.log").read_text()
+
+
+def test_detach_says_when_the_orchestrator_exits_at_once(project):
+    _, work, cli = project
+    team = TEAM.replace(f"args = {json.dumps([str(AGENT)])}",
+                        'args = ["-c", "raise SystemExit(3)"]', 1)
+    (work / ".choragos.toml").write_text(team)
+    out = cli("serve", "--detach")
+    assert out.returncode == 1
+    assert "orchestrator did not start: it exited (exit status 3)" in out.stderr, out.stderr
+    assert ".choragos/logs/orchestrator.log" in out.stderr
+
+
+def test_a_worker_that_cannot_start_is_named_and_status_says_why(project):
+    _, work, cli = project
+    team = TEAM.replace('name = "coder"\ncommand = ' + json.dumps(sys.executable),
+                        'name = "coder"\ncommand = "no-such-agent-cli"')
+    assert team != TEAM
+    (work / ".choragos.toml").write_text(team)
+    out = cli("serve", "--detach")
+    assert out.returncode == 0, out.stderr
+    assert "choragos: coder did not start: command 'no-such-agent-cli'" in out.stderr
+    status = cli("status")
+    assert status.returncode == 0
+    assert ("coder failed: command 'no-such-agent-cli' was not found on PATH; install it or "
+            "fix `command` in .choragos.toml") in status.stdout
