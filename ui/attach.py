@@ -180,7 +180,8 @@ class Client:
 
     def _relay_guarded(self) -> None:
         previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP, signal.SIGCONT)}
+                    for sig in (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP, signal.SIGCONT,
+                                signal.SIGINT)}
         self.saved = termios.tcgetattr(0)
         try:
             tty.setraw(0)
@@ -333,7 +334,9 @@ class Client:
                     tty.setraw(0)
                 outbox += f.window(*_size())
             else:
-                self.reason = f"stopped by signal {signum}"
+                # SIGINT too: a ctrl-c from outside the deck (the deck's own
+                # terminal is raw, so one typed there is a key) detaches.
+                self.reason = f"stopped by {signal.Signals(signum).name}"
                 return True
         return False
 
@@ -377,8 +380,8 @@ class Client:
     def _report(self) -> int:
         where = f" from {self.workdir}" if self.workdir else ""
         if self.code == f.DETACHED:
-            print(f"[detached{where}: {self.reason or 'detached'}; "
-                  "`choragos attach` brings the deck back]")
+            why = f": {self.reason}" if self.reason not in ("", "detached") else ""
+            print(f"[detached{where}{why}; `choragos attach` brings the deck back]")
             return EXIT_OK
         if self.code == f.ENDED:
             print(f"[the session{where.replace(' from', ' in')} ended]")

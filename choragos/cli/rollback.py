@@ -176,7 +176,8 @@ def _confirmed() -> bool:
                               "there is no terminal to ask on; rerun with --yes to confirm")
     try:
         answer = input("roll back now? [y/N] ")
-    except EOFError:
+    except (EOFError, KeyboardInterrupt):  # end of input or ctrl-c: the default, no
+        print()
         answer = ""
     if answer.strip().lower() in ("y", "yes"):
         return True

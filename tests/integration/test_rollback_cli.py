@@ -232,3 +232,20 @@ def _read_until(child: PtyProcessUnicode, marker: str | None, timeout: float = 3
                 return seen
             break
     raise AssertionError(f"no {marker!r} in time; saw {seen!r}")
+
+
+def test_ctrl_c_at_the_prompt_answers_no(repo: Path, env: dict[str, str]) -> None:
+    snapshot(repo, "T1")
+    (repo / "a.txt").write_text("changed\n")
+    child = PtyProcessUnicode.spawn([PYTHON, "-m", "choragos", "rollback", "T1"],
+                                    cwd=str(repo), env=env, dimensions=(24, 200))
+    try:
+        _read_until(child, "[y/N]")
+        child.write("\x03")  # ctrl-c, as the terminal sends it: SIGINT
+        seen = _read_until(child, None)
+        child.wait()
+    finally:
+        child.terminate(force=True)
+    assert "rollback cancelled; nothing changed" in seen and "Traceback" not in seen, seen
+    assert child.exitstatus == 1  # as for a "n": not rolled back
+    assert (repo / "a.txt").read_text() == "changed\n"

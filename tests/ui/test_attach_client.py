@@ -100,7 +100,8 @@ def test_a_detach_restores_the_terminal(where):
     output, _ = run_client(where / "u.sock", where, "plain")
     assert "DECK" in output
     assert RESTORE.decode() in output
-    assert f"[detached from {where}: detached;" in output
+    assert f"[detached from {where}; `choragos attach` brings the deck back]" in output
+    assert "detached: detached" not in output
     assert "exit=0 echo=on" in output
     hello = f.decode_json(server.received[0][1])
     assert (hello["cols"], hello["rows"]) == (100, 30) and hello["force"] is False
@@ -307,14 +308,19 @@ def test_the_session_is_given_the_terminal_and_the_client_only_waits(where):
     assert b"[detached from" in output and b"exit=0 echo=on" in output
 
 
-def test_a_client_leaving_on_a_signal_waits_for_the_session_to_let_go(where):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_client_leaving_on_a_signal_waits_for_the_session_to_let_go(where, signum):
     sock, workdir = where / "u.sock", where
     server = DirectServer(sock, leave=False)
     with _ready_client(server, sock, workdir) as proc:
-        proc.kill(signal.SIGTERM)
+        proc.kill(signum)
         output = _rest(proc)
     assert server.client_left.is_set()
-    assert b"stopped by signal 15" in output and b"exit=0 echo=on" in output
+    name = signal.Signals(signum).name.encode()
+    assert b"[detached from %s: stopped by %s;" % (str(workdir).encode(), name) in output
+    assert b"exit=0 echo=on" in output
+    assert b"crashed" not in output and b"Traceback" not in output
+    assert not (where / ".choragos" / "logs" / "crash.log").exists()
     # The session let go of the terminal before the client restored it.
     assert output.index(b"the session's last words") < output.index(RESTORE)
 
