@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import sys
 import time
 import traceback
@@ -66,6 +67,13 @@ class Ready:
     def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
 
+    def announce(self) -> None:
+        """The server's pid, ahead of its answer: a start interrupted before
+        the answer can still stop the server it began."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._fd, f"pid {os.getpid()}\n".encode())
+
     def ok(self, **info: object) -> None:
         self._say("ok " + json.dumps(info))
 
@@ -91,6 +99,38 @@ class Started:
     ok: bool
     reason: str = ""
     info: dict | None = None
+    interrupted: bool = False  # ctrl-c while waiting: the server was stopped again
+
+
+STOP_WAIT = 60.0  # for an interrupted start's server to stop (longer than a stop takes)
+
+
+class _Answer:
+    """The server's lines on the readiness pipe as they come: its pid, then
+    ``ok {json}`` or ``error reason``."""
+
+    def __init__(self, reader: int) -> None:
+        self.reader = reader
+        self.pid: int | None = None
+        self.line: str | None = None
+        self._buffer = b""
+
+    def read(self, timeout: float) -> bool:
+        """Take what arrived within ``timeout``; False at end of file."""
+        ready, _, _ = select.select([self.reader], [], [], max(timeout, 0.0))
+        if not ready:
+            return True
+        chunk = os.read(self.reader, 4096)
+        self._buffer += chunk
+        while b"\n" in self._buffer and self.line is None:
+            raw, self._buffer = self._buffer.split(b"\n", 1)
+            text = raw.decode("utf-8", "replace")
+            word, _, rest = text.partition(" ")
+            if word == "pid" and rest.isdigit():
+                self.pid = int(rest)
+            else:
+                self.line = text
+        return bool(chunk)
 
 
 def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
@@ -110,8 +150,39 @@ def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
         finally:
             os._exit(1)
     os.close(writer)
-    os.waitpid(pid, 0)
-    return _wait_ready(reader, timeout, log_path)
+    answer = _Answer(reader)
+    try:
+        os.waitpid(pid, 0)
+        return _wait_ready(answer, timeout, log_path)
+    except KeyboardInterrupt:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)  # the first child, if not reaped yet: it leaves at once
+        return _stop_interrupted(answer)
+    finally:
+        os.close(reader)
+
+
+def _stop_interrupted(answer: _Answer) -> Started:
+    """Ctrl-C while the server was starting: it is stopped again, whatever
+    it had started (roles included), before the interrupt is reported."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ctrl-c waits too
+    try:
+        deadline = time.monotonic() + STOP_WAIT
+        while answer.pid is None and time.monotonic() < deadline:
+            if not answer.read(deadline - time.monotonic()):
+                break  # gone before it said who it was
+        if answer.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(answer.pid, signal.SIGTERM)
+            while alive(answer.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if alive(answer.pid):
+                return Started(False, f"interrupted; the server (pid {answer.pid}) is still "
+                                      "stopping", interrupted=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Started(False, "interrupted; the session it was starting was stopped",
+                   interrupted=True)
 
 
 def _become_daemon(run: Callable[[Ready], int], ready: Ready, workdir: Path,
@@ -119,6 +190,7 @@ def _become_daemon(run: Callable[[Ready], int], ready: Ready, workdir: Path,
     code = 1
     try:
         _redirect(log_path)
+        ready.announce()
         code = run(ready)
     except BaseException:
         trace = traceback.format_exc()
@@ -144,26 +216,16 @@ def _redirect(log_path: Path) -> None:
     os.close(out)
 
 
-def _wait_ready(reader: int, timeout: float, log_path: Path) -> Started:
+def _wait_ready(answer: _Answer, timeout: float, log_path: Path) -> Started:
     end = time.monotonic() + timeout
-    buffer = b""
-    try:
-        while b"\n" not in buffer:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                return Started(False, f"the server did not get ready within {timeout:g}s; "
-                                      f"see {log_path}")
-            ready, _, _ = select.select([reader], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(reader, 4096)
-            if not chunk:
-                return Started(False, f"the server exited before it was ready; see {log_path}")
-            buffer += chunk
-    finally:
-        os.close(reader)
-    line = buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
-    word, _, rest = line.partition(" ")
+    while answer.line is None:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return Started(False, f"the server did not get ready within {timeout:g}s; "
+                                  f"see {log_path}")
+        if not answer.read(remaining) and answer.line is None:
+            return Started(False, f"the server exited before it was ready; see {log_path}")
+    word, _, rest = answer.line.partition(" ")
     if word == "ok":
         try:
             info = json.loads(rest)

@@ -30,6 +30,7 @@ def usage() -> str:
 # A reader that stops early (``choragos report | head``) is not an error:
 # end quietly with the status a program killed by SIGPIPE would have.
 EXIT_PIPE = 128 + 13
+EXIT_INTERRUPTED = 128 + 2  # SIGINT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE
+    except KeyboardInterrupt:
+        # Ctrl-C where a verb has nothing of its own to undo: one line, the
+        # status a shell gives a program the interrupt ended, no traceback.
+        verb = f" {args[0]}" if args else ""
+        print(f"\nchoragos{verb}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -81,6 +81,7 @@ def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     return path
 
 
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # as a shell reports a program ctrl-c ended
 HARD_STOP_AFTER = 60.0  # longer than a clean stop ever takes (3 s grace, 30 s actors)
 
 
@@ -198,7 +199,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
     started = daemon.spawn(server, workdir, log_path)
     if not started.ok:
         print(f"choragos serve: {started.reason}", file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED if started.interrupted else 1
     info = started.info or {}
     for notice in info.get("notices") or []:
         print(f"choragos: {notice}", file=sys.stderr)

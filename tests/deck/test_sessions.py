@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -154,3 +155,55 @@ def test_a_worker_that_cannot_start_is_named_and_status_says_why(project):
     assert status.returncode == 0
     assert ("coder failed: command 'no-such-agent-cli' was not found on PATH; install it or "
             "fix `command` in .choragos.toml") in status.stdout
+
+
+def test_ctrl_c_while_serve_waits_stops_the_session_it_started(project):
+    root, work, cli = project
+    # An orchestrator that never shows a prompt: the start waits on its boot.
+    team = TEAM.replace(f"command = {json.dumps(sys.executable)}", 'command = "sleep"', 1)
+    team = team.replace(f"args = {json.dumps([str(AGENT)])}", 'args = ["300"]', 1)
+    (work / ".choragos.toml").write_text(team)
+    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"),
+                    "XDG_RUNTIME_DIR": str(root / "run"),
+                    "AGENT_LOG": str(root / "agents.jsonl")})
+    serving = subprocess.Popen([sys.executable, "-m", "choragos", "serve", "--detach"],
+                               cwd=work, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: json.loads(cli("ls", "--json").stdout)["sessions"], 30,
+                   message="the session to be up")
+        (session,) = json.loads(cli("ls", "--json").stdout)["sessions"]
+        roles = json.loads(cli("status", "--json").stdout)["roles"]
+        pids = [role["pid"] for role in roles if role.get("pid")]
+        assert len(pids) == 3 and serving.poll() is None  # still waiting on the boot
+        serving.send_signal(signal.SIGINT)
+        out, err = serving.communicate(timeout=90)
+    finally:
+        if serving.poll() is None:
+            serving.kill()
+    assert serving.returncode == 130, err
+    assert "interrupted; the session it was starting was stopped" in err
+    assert "Traceback" not in err + out and "session started" not in out
+    assert not pid_alive(session["pid"])
+    assert not [pid for pid in pids if pid_alive(pid)]  # the sleep too
+    assert not (root / "s.sock").exists()
+    assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
+
+
+def test_ctrl_c_in_any_verb_is_one_line_without_a_traceback(project):
+    _, work, _ = project
+    env = base_env({"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    # A verb busy (here: `ls`, made to sleep) when the interrupt comes.
+    waiting = subprocess.Popen([sys.executable, "-c",
+                                "import sys, time; from choragos.cli import main; "
+                                "sys.argv=['choragos', 'ls']; "
+                                "import choragos.cli.ls as ls; "
+                                "ls.run = lambda argv, verb: time.sleep(60); "
+                                "print('ready', flush=True); sys.exit(main.main())"],
+                               cwd=work, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert waiting.stdout.readline() == "ready\n"
+    waiting.send_signal(signal.SIGINT)
+    _, err = waiting.communicate(timeout=30)
+    assert waiting.returncode == 130
+    assert err.strip() == "choragos ls: interrupted"
