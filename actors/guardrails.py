@@ -22,6 +22,7 @@ from choragos.actors import messages as m
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_estimated, role_tokens
+from choragos.plural import counted
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.crew")
@@ -184,9 +185,10 @@ class Guardrails:
         guard.idle_fired = True
         ids = [t.id for t in self._unsettled()]
         after = format_duration(self.s.config.ui.idle_after)
-        text = f"{len(ids)} open task(s): {', '.join(ids)}; the team has been idle for {after}"
-        log.error("THE CREW IS STUCK: the whole team has been idle for %s with %d open "
-                  "task(s) (%s)", after, len(ids), ", ".join(ids))
+        text = (f"{counted(len(ids), 'open task')}: {', '.join(ids)}; the team has been idle "
+                f"for {after}")
+        log.error("THE CREW IS STUCK: the whole team has been idle for %s with %s (%s)",
+                  after, counted(len(ids), "open task"), ", ".join(ids))
         self._event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
         self._ring("on_idle", self.s.start_role, text)
 

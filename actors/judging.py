@@ -19,6 +19,7 @@ from typing import Any
 
 from choragos import briefs, changes, statedir, worktrees
 from choragos.board import Task, TaskState
+from choragos.plural import counted
 
 VERDICT = re.compile(r"\s*VERDICT:\s*(\d{1,2})\s*/\s*10\s*")
 REPORT_LIMIT = 200_000
@@ -106,7 +107,7 @@ class JudgeLoop:
         if rounds >= spec.judge_rounds:
             task = self._settle(task, task.state, rounds=rounds)
             self._hold(task, "judge", f"judged {score}/10, below {spec.judge_pass}, after "
-                       f"{rounds} round(s)", judging.line, judging.unmerged, report)
+                       f"{counted(rounds, 'round')}", judging.line, judging.unmerged, report)
             return
         task = self._settle(task, TaskState.FAILED, rounds=rounds,
                             checks=f"judged {score}/10 (pass {spec.judge_pass}): retrying")

@@ -33,6 +33,7 @@ from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
 from choragos.launch import Launch
+from choragos.plural import counted
 from choragos.ptyproc import PtyChild, Reader, SpawnError
 from choragos.remote.seat import RemoteRole, SeatError
 from choragos.restartpolicy import ExitStatus, decide
@@ -91,7 +92,7 @@ class Typing:
         """How the text went in, for the injection's event."""
         how = "pasted (bracketed paste)" if self.pasted else "typed"
         return (f"{how}, Enter {self.first_enter:.2f}s after the text, "
-                f"submitted after {self.enters} enter(s)")
+                f"submitted after {counted(self.enters, 'enter')}")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any
 from choragos import briefs, changes, news, ownership, statedir, worktrees
 from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.board import Task, TaskState
+from choragos.plural import counted
 from choragos.verify import VerifyResult
 
 NO_CHANGE = "no files changed: the task claims done without touching the tree"
@@ -157,7 +158,7 @@ class WorkChecks:
         result = msg.verify
         self._event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
                     log=result.log)
-        checks = "verify passed" + (f" after {task.rounds} fix(es)" if task.rounds else "")
+        checks = "verify passed" + (f" after {counted(task.rounds, 'fix')}" if task.rounds else "")
         task = self._settle(task, task.state, checks=checks)
         self._checks_passed(task, f"{line} Its verify passed ({result.log}).", msg.unmerged,
                             "done")

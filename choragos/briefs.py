@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Sequence
 
 from choragos.board import Task
+from choragos.plural import counted
 
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -87,7 +88,7 @@ def verify_failed_section(why: str, tail: str, log: str, round_: int, rounds: in
 
 def verify_out_of_rounds_line(task: Task, why: str, log: str, rounds: int) -> str:
     return (f"A worker reports: [{task.id} from {task.role}] FAILED: its verify still fails "
-            f"({one_line(why, 120)}) after {rounds} fix round(s); the output is in "
+            f"({one_line(why, 120)}) after {counted(rounds, 'fix round')}; the output is in "
             f"{one_line(log, 200)}. Decide whether to delegate it again.")
 
 

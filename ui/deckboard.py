@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from choragos.plural import counted
 from choragos.ui.deckbase import read_text
 from choragos.ui.overlays import (
     BoardOverlay,
@@ -153,7 +154,7 @@ def rollback_lines(task: dict, plan: dict) -> list[Any]:
                         f"{task['role']})", ""]
     if plan["empty"] and not plan["conflicts"]:
         return [*lines, "The files already match this checkpoint: nothing to roll back."]
-    lines.append(f"{plan['restore_count']} file(s) to restore, {plan['delete_count']} to "
+    lines.append(f"{counted(plan['restore_count'], 'file')} to restore, {plan['delete_count']} to "
                  "delete:")
     lines += [f"  restore  {inert(p)}" for p in plan["restore"]]
     lines += [f"  delete   {inert(p)}" for p in plan["delete"]]

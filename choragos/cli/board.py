@@ -6,6 +6,7 @@ from argparse import ArgumentParser
 
 from choragos.changes import files_cell
 from choragos.cli import _client, _target
+from choragos.plural import counted
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -47,7 +48,7 @@ def render(ack: dict[str, Any], with_archive: bool = False) -> str:
     table = _client.table(rows, _COLUMNS, {"label": 40, "note": 32})
     archived = ack.get("archived")
     if isinstance(archived, int) and archived and not with_archive:
-        table += (f"\n({archived} older done or rejected task(s) archived: "
+        table += (f"\n({counted(archived, 'older done or rejected task')} archived: "
                   "`choragos board --all` lists them)")
     return table
 

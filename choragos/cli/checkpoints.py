@@ -23,6 +23,7 @@ from choragos.checkpoints import (
     is_undo_point,
 )
 from choragos.cli import _client
+from choragos.plural import counted
 
 # typing is needed for annotations only.
 TYPE_CHECKING = False
@@ -104,8 +105,8 @@ def _prune(store: CheckpointStore, keep: int | None) -> int:
         raise _client.Failure(_client.EXIT_USAGE, "--keep must be 0 or more")
     removed = guarded(lambda: checkpointtrees.prune_all(store.workdir, keep))
     if not removed:
-        return _client.say(f"nothing to prune: at most {keep} checkpoint(s) here")
-    return _client.say(f"removed {len(removed)} checkpoint(s), kept the newest {keep}"
+        return _client.say(f"nothing to prune: at most {counted(keep, 'checkpoint')} here")
+    return _client.say(f"removed {counted(len(removed), 'checkpoint')}, kept the newest {keep}"
                        " (of each tree: the main tree and each role's worktree)")
 
 

@@ -26,6 +26,7 @@ from choragos.config import (
     load_config,
 )
 from choragos.gateway import decide, is_listening
+from choragos.plural import counted
 from choragos.remote.checks import host_findings
 from choragos.seatchecks import seat_findings
 
@@ -64,7 +65,7 @@ def _doctor(argv: list[str], verb: str) -> int:
     if args.json:
         failed = sum(c.level == FAIL for c in checks)
         return _client.print_json({"checks": [asdict(c) for c in checks]}, code=code,
-                                  error=f"{failed} check(s) failed" if failed else None)
+                                  error=f"{counted(failed, 'check')} failed" if failed else None)
     print("\n".join(f"{c.level:<4} {_client.inert(c.message)}" for c in checks))
     return code
 
@@ -118,7 +119,8 @@ def _config_ok(config: Config) -> Check:
     if config.source is None:
         return Check("config", OK, f"no {CONFIG_NAME} here: the built-in team runs ({names}); "
                                    "`choragos init` writes a file to edit")
-    return Check("config", OK, f"{config.source} loads: {len(config.roles)} roles ({names})")
+    roles = counted(len(config.roles), "role")
+    return Check("config", OK, f"{config.source} loads: {roles} ({names})")
 
 
 def _seat(config: Config, role: RoleSpec, env: Mapping[str, str], workdir: Path) -> Check:

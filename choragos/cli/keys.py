@@ -12,6 +12,7 @@ from argparse import ArgumentParser
 
 from choragos import wire
 from choragos.cli import _client
+from choragos.plural import counted
 
 
 def run(argv: list[str], verb: str = "keys") -> int:
@@ -39,5 +40,5 @@ def _keys(argv: list[str], verb: str) -> int:
     if not keys and not args.text:
         raise _client.Failure(_client.EXIT_USAGE, "give some keys or --text to type")
     _client.send(args.sock, {"cmd": "input", "role": role, "text": args.text, "keys": keys})
-    typed = f"{len(args.text)} character(s) and " if args.text else ""
-    return _client.say(f"sent {typed}{len(keys)} key(s) to {role}")
+    typed = f"{counted(len(args.text), 'character')} and " if args.text else ""
+    return _client.say(f"sent {typed}{counted(len(keys), 'key')} to {role}")

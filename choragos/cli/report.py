@@ -13,6 +13,7 @@ from pathlib import Path
 
 from choragos import costs, events, report
 from choragos.cli import _client, _target
+from choragos.plural import counted
 from choragos.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 
 
@@ -103,14 +104,14 @@ def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> 
     """The header, the role table and the never-reported count, as text."""
     rows = [row(stats, price_for) for stats in summary.roles]
     lines = [header(summary), "", _client.table(rows, COLUMNS), "",
-             f"{len(summary.never_reported)} task(s) never reported work-done"]
+             f"{counted(len(summary.never_reported), 'task')} never reported work-done"]
     if summary.session_budget is not None:
         crossed = "; crossed: every role was paused" if summary.session_over else ""
         lines.insert(1, f"session budget ${summary.session_budget:.2f}{crossed}")
     if summary.never_reported:
         lines.append(", ".join(_client.inert(t) for t in summary.never_reported))
     if summary.rollbacks:
-        lines += ["", f"{len(summary.rollbacks)} rollback(s):"]
+        lines += ["", f"{counted(len(summary.rollbacks), 'rollback')}:"]
         lines += [rollback_text(r) for r in summary.rollbacks]
     return "\n".join(lines)
 

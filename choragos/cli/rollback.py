@@ -24,6 +24,7 @@ from choragos import checkpointtrees, paths, wire
 from choragos.cli import _client
 from choragos.cli.checkpoints import describe, guarded, open_store, parser
 from choragos.cli.rollbackview import Done, Plan
+from choragos.plural import counted
 
 _SHOWN = 20  # paths listed before "... and N more"
 
@@ -115,7 +116,7 @@ def _show_plan(plan: Plan) -> None:
     if plan.empty and not plan.conflicts:
         print("the files already match this checkpoint: nothing to roll back")
         return
-    print(f"{plan.restore_count} file(s) to restore, {plan.delete_count} to delete"
+    print(f"{counted(plan.restore_count, 'file')} to restore, {plan.delete_count} to delete"
           + _relative_note(plan.root))
     _list_paths([("restore", p) for p in plan.restore] + [("delete", p) for p in plan.delete],
                 plan.restore_count + plan.delete_count)
@@ -191,6 +192,6 @@ def _show_result(done: Done) -> None:
         return
     print(f"saved the state before as {_client.inert(done.saved_task)} "
           f"({_client.inert(done.saved_ref or '')})")
-    dirs = f", removed {done.removed_dirs} empty director(ies)" if done.removed_dirs else ""
-    print(f"restored {done.restored} file(s), deleted {done.deleted}{dirs}")
+    dirs = f", removed {counted(done.removed_dirs, 'empty directory')}" if done.removed_dirs else ""
+    print(f"restored {counted(done.restored, 'file')}, deleted {done.deleted}{dirs}")
     print(f"undo with: choragos rollback {_client.inert(done.saved_task)}")

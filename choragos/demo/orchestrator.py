@@ -14,6 +14,7 @@ import time
 
 from choragos.demo.common import FAILED_LINE, REJECTED_LINE, REPORT_LINE, choragos, role
 from choragos.demo.tui import PromptTUI, paint
+from choragos.plural import counted
 
 STEPS = [
     [("coder", "Add a --version flag to app.py that prints the version")],
@@ -87,7 +88,7 @@ class Orchestrator:
             if code == 0 and output.split()[1:2]:
                 self.waiting.add(output.split()[1])
             time.sleep(0.3)
-        self.tui.say(paint(f"waiting for {len(self.waiting)} report(s)", dim=True))
+        self.tui.say(paint(f"waiting for {counted(len(self.waiting), 'report')}", dim=True))
 
 
 def run() -> None:

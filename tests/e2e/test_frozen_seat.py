@@ -83,7 +83,7 @@ def test_a_task_typed_while_the_agent_is_frozen_goes_in_once(
                          FROZEN_FOR)
     s.wait(lambda: s.injections("coder", "task"), 60, "the task's injection outcome")
     [task] = s.injections("coder", "task")
-    assert task["ok"] and "submitted after 1 enter(s)" in task["detail"], task
+    assert task["ok"] and "submitted after 1 enter" in task["detail"], task
     s.wait_told("New task T1 from choragos", 60)
     s.wait_state("coder", "idle", 60)
     told = [said.count("New task T1 from choragos") for said in s.model.user_messages()]

@@ -75,7 +75,7 @@ def test_a_stuck_crew_fires_on_idle_once_and_a_finished_one_on_done(serve, short
     assert s.cli("delegate", "--to", "coder", "--task", "never reported").returncode == 0
     s.wait(lambda: fired(short_tmp, "on_idle"), 20, "on_idle")
     line = fired(short_tmp, "on_idle")[0]
-    assert line.startswith("orchestrator|1 open task(s): T1; the team has been idle for 1s")
+    assert line.startswith("orchestrator|1 open task: T1; the team has been idle for 1s")
     assert "THE CREW IS STUCK" in s.stderr()
     assert fired(short_tmp, "on_done") == []
 

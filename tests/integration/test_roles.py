@@ -96,7 +96,7 @@ def test_waiting_for_input_fires_on_input_and_holds_deliveries(serve, short_tmp)
     assert not s.agents("answer", "coder")  # nothing was typed into the question
     assert s.board()["T2"]["state"] == "queued"
     out = s.cli("keys", "coder", "--text", "y")  # the operator answers, headless
-    assert out.returncode == 0 and out.stdout.strip() == "sent 1 character(s) and 0 key(s) to coder"
+    assert out.returncode == 0 and out.stdout.strip() == "sent 1 character and 0 keys to coder"
     s.wait(lambda: s.board()["T2"]["state"] == "delivered", 10, "T2 after the answer")
     assert [a["text"] for a in s.agents("answer", "coder")] == ["y"]
 

@@ -123,7 +123,7 @@ def test_dry_run_then_yes_then_undo(repo: Path) -> None:
     (repo / "junk" / "new.txt").write_text("created by the agent\n")
     dry = choragos(repo, "rollback", "T1", "--dry-run")
     assert dry.returncode == 0
-    assert "1 file(s) to restore, 1 to delete" in dry.stdout
+    assert "1 file to restore, 1 to delete" in dry.stdout
     assert (repo / "junk" / "new.txt").exists()
     done = choragos(repo, "rollback", "T1", "--yes")
     assert done.returncode == 0, done.stderr

@@ -95,7 +95,7 @@ def test_the_cli_verb_rolls_back_through_the_session_and_is_logged(serve):
     assert not [e for e in s.events() if e["event"].startswith("rollback")]
     done = s.cli("rollback", "T1", "--yes")
     assert done.returncode == 0, done.stderr
-    assert "restored 1 file(s), deleted 1" in done.stdout, done.stdout
+    assert "restored 1 file, deleted 1" in done.stdout, done.stdout
     assert "saved the state before as pre-rollback-T1 (refs/" in done.stdout, done.stdout
     assert "undo with: choragos rollback pre-rollback-T1" in done.stdout
     assert (s.workdir / "README.md").read_text() == before
@@ -137,7 +137,7 @@ def test_the_cli_plan_through_the_session_reads_as_without_one(serve):
     assert through.returncode == alone.returncode == 0, (through.stderr, alone.stderr)
     lines = through.stdout.splitlines()
     assert "warning: a choragos session is running here" in through.stdout
-    assert "27 file(s) to restore" not in through.stdout and "  ... and 7 more" in lines
+    assert "27 files to restore" not in through.stdout and "  ... and 7 more" in lines
     # The same lines but the checkpoint's age and the live-session warning.
     assert [x for x in lines[1:] if "session is running" not in x] == \
         alone.stdout.splitlines()[1:], (through.stdout, alone.stdout)

@@ -101,7 +101,7 @@ def test_verify_fails_then_passes_after_the_workers_fix(serve):
     assert "(1 file changed (+1 -0))" in line
     assert len(_reports(s)) == 1  # the failed round never reached the orchestrator
     board = s.board()["T1"]
-    assert board["state"] == "done" and board["checks"] == "verify passed after 1 fix(es)"
+    assert board["state"] == "done" and board["checks"] == "verify passed after 1 fix"
     log = (s.workdir / ".choragos" / "reports" / "T1.verify.log").read_text()
     assert "ok.txt says good" in log
 
@@ -111,7 +111,7 @@ def test_verify_failing_out_of_rounds_fails_the_task(serve):
     s.wait_booted(["orchestrator", "coder"])
     assert s.cli("delegate", "--to", "coder", "--task", "write ok.txt bad").returncode == 0
     line = s.wait(lambda: next(iter(_reports(s)), None), 40, message="the failure report")
-    assert "[T1 from coder] FAILED: its verify still fails (exit 1) after 1 fix round(s)" in line
+    assert "[T1 from coder] FAILED: its verify still fails (exit 1) after 1 fix round" in line
     fails = [e for e in s.events() if e["event"] == "verify failed"]
     assert [e["round"] for e in fails] == [1, 2]
     assert len([x for x in s.submitted("coder") if "did not pass" in x]) == 1

@@ -238,3 +238,10 @@ def test_states_kept_aside_are_named_newest_first_and_damage_is_said(work: Path,
     assert "(2 in all, newest first)" in check.message
     assert "`choragos serve --resume .choragos/state.kept-20260102-090000` resumes it" in (
         check.message)
+
+
+def test_a_team_of_one_is_one_role(work: Path, bindir: Path, short_tmp: Path) -> None:
+    (work / CONFIG_NAME).write_text('[[roles]]\nname = "solo"\ncommand = "claude"\n'
+                                    "start = true\n")
+    checks = doctor.diagnose(work, _env(bindir, short_tmp))
+    assert "loads: 1 role (solo)" in _by_name(checks, "config")[0].message

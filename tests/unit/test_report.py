@@ -79,7 +79,7 @@ def test_two_role_run_table(tmp_path, capsys):
                            "n/a", "n/a"]
     assert rows["lead"] == ["lead", "-", "-", "-", "-", "-", "-", "-", hms(1), hms(230), "n/a",
                             "n/a"]
-    assert lines[5:] == ["", "1 task(s) never reported work-done", "T3"]
+    assert lines[5:] == ["", "1 task never reported work-done", "T3"]
 
 
 def test_busy_avg_and_first_last_numbers(tmp_path):
@@ -173,7 +173,7 @@ def test_last_run_by_default_and_all_adds_up(tmp_path, capsys):
 def test_torn_last_line_reads_up_to_it_with_a_note(tmp_path, capsys):
     log = write_log(tmp_path / "e.jsonl", two_role_run(), tail='{"t": 1, "event": "deleg')
     code, out, err = run_cli(capsys, log)
-    assert code == 0 and "1 task(s) never reported" in out
+    assert code == 0 and "1 task never reported" in out
     assert f"{log} is damaged after line 12; read up to there" in err
 
 
@@ -301,7 +301,7 @@ def test_rollbacks_are_listed_with_who_asked_and_the_undo(tmp_path, capsys):
     assert code == 0
     tail = out.splitlines()[-4:]
     assert tail == [
-        "3 rollback(s):",
+        "3 rollbacks:",
         f"  {hms(240)}  to before T1 by operator: restored 3, deleted 1; "
         "undo: choragos rollback pre-rollback-T1",
         f"  {hms(250)}  T9 by operator: failed: no checkpoint for 'T9'",
@@ -388,7 +388,7 @@ def test_cli_as_a_real_subprocess(tmp_path):
     done = subprocess.run([sys.executable, "-m", "choragos", "report", str(log)],
                           cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("run ") and "1 task(s) never reported work-done" in done.stdout
+    assert done.stdout.startswith("run ") and "1 task never reported work-done" in done.stdout
     missing = subprocess.run([sys.executable, "-m", "choragos", "report"],
                              cwd=tmp_path, capture_output=True, text=True, timeout=30,
                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
