@@ -17,6 +17,7 @@ import urwid
 from choragos.changes import files_cell
 from choragos.durations import format_duration
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
+from choragos.ui.pane import fitted
 
 _INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
 _INERT.update({cp: f"\\u{cp:04x}" for cp in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
@@ -31,12 +32,38 @@ def inert(text: object) -> str:
 
 
 
+HINT_GAP = "   "  # between the key groups of a hint line ("y approve   n reject")
+
+
+class KeyHint(urwid.Text):
+    """A dialog's key line: on as many rows as it needs, broken only between
+    key groups, so no key is cut off at the dialog's edge."""
+
+    def __init__(self, hint: str) -> None:
+        self.groups = hint.split(HINT_GAP)
+        self._fitted_to: int | None = None
+        super().__init__(hint, wrap="clip")
+
+    def _fit(self, cols: int) -> None:
+        if cols != self._fitted_to:
+            self._fitted_to = cols
+            self.set_text("\n".join(fitted(self.groups, cols, HINT_GAP)))
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        self._fit(size[0])
+        return super().rows(size, focus)
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        self._fit(size[0])
+        return super().render(size, focus)
+
+
 class Dialog(urwid.WidgetWrap):
     """A bordered box with a title and a key hint line."""
 
     def __init__(self, title: str, body: urwid.Widget, hint: str) -> None:
         self.body = body
-        frame = urwid.Frame(body, footer=urwid.AttrMap(urwid.Text(hint, wrap="clip"), "dim"))
+        frame = urwid.Frame(body, footer=urwid.AttrMap(KeyHint(hint), "dim"))
         self.box = urwid.LineBox(urwid.AttrMap(frame, "overlay"), title=f" {title} ",
                                  title_attr="overlay title")
         super().__init__(urwid.AttrMap(self.box, "overlay border"))

@@ -28,6 +28,19 @@ def text_width(text: str) -> int:
     return str_util.calc_width(text, 0, len(text))
 
 
+def fitted(pieces: list[str], room: int, sep: str) -> list[str]:
+    """``pieces`` joined by ``sep`` into rows of ``room`` columns, each piece
+    whole on one row (one wider than a row is left for the row to cut)."""
+    rows: list[str] = []
+    for piece in pieces:
+        joined = f"{rows[-1]}{sep}{piece}" if rows else piece
+        if rows and text_width(joined) <= room:
+            rows[-1] = joined
+        else:
+            rows.append(piece)
+    return rows
+
+
 def bytes_width(raw: bytes) -> int:
     """The columns UTF-8 text of a drawn row takes."""
     return len(raw) if raw.isascii() else text_width(raw.decode("utf-8", "replace"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from choragos.costs import cost_text
 from choragos.ui.deckstate import RoleInfo
 from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, blank_line, text_line, text_width
+from choragos.ui.pane import Line, blank_line, fitted, text_line
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34
@@ -42,7 +42,8 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     facts.append(f"↻{info.restarts}")
     if info.pid:
         facts.append(f"pid {info.pid}")
-    for row in fitted(facts, width - 3):
+    # A fact is never cut across two rows: a pid cut short names another process.
+    for row in fitted(facts, width - 3, " · "):
         lines.append(text_line(width, [("   ", None), (row, style)]))
     if info.status in ("exited", "failed") and info.detail:
         lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
@@ -57,19 +58,6 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     for text in list(info.preview)[-preview_lines:] if preview_lines else []:
         lines.append(text_line(width, [("   › ", "dim"), (inert(text), "idle")]))
     return lines
-
-
-def fitted(facts: list[str], room: int) -> list[str]:
-    """``facts`` joined by `` · `` into rows of ``room`` columns, a fact
-    never cut across two (a pid cut short names another process)."""
-    rows: list[str] = []
-    for fact in facts:
-        joined = f"{rows[-1]} · {fact}" if rows else fact
-        if rows and text_width(joined) <= room:
-            rows[-1] = joined
-        else:
-            rows.append(fact)
-    return rows
 
 
 def usage_text(usage: dict) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from choragos.rolestatus import RoleStatus
 from choragos.ui import sidebar
 from choragos.ui.deckstate import RoleInfo
+from choragos.ui.pane import fitted
 
 
 def card_text(info: RoleInfo) -> list[str]:
@@ -28,5 +29,5 @@ def test_facts_that_fit_stay_on_one_row():
 
 
 def test_fitted_keeps_each_fact_whole():
-    assert sidebar.fitted(["a", "bb", "ccc"], 6) == ["a · bb", "ccc"]
-    assert sidebar.fitted(["toolongforit"], 4) == ["toolongforit"]  # cut by the row itself
+    assert fitted(["a", "bb", "ccc"], 6, " · ") == ["a · bb", "ccc"]
+    assert fitted(["toolongforit"], 4, " · ") == ["toolongforit"]  # cut by the row itself
