@@ -29,7 +29,7 @@ from choragos.actors import roleio
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.timers import Timers
-from choragos.agentprofiles import AgentProfile, profile_for
+from choragos.agentprofiles import AgentProfile, profile_for, typed_form
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
 from choragos.launch import Launch
@@ -80,6 +80,7 @@ class Typing:
 
     injection: m.Injection
     started: float
+    text: str = ""  # the injection's text as typed (inert for a shell: see typed_form)
     attempts: int = 1
     enters: int = 0
     entered: float = 0.0
@@ -479,12 +480,13 @@ class RoleActor(Actor):
         again it would go in twice, so it only gets its Enter.  (A first
         typing does not look: what an input holds then is someone else's.)"""
         s = self.s
-        s.typing = Typing(injection, time.monotonic(), attempts=attempts, boot=boot)
+        text = typed_form(s.profile, briefs.one_line(injection.text))
+        s.typing = Typing(injection, time.monotonic(), text, attempts=attempts, boot=boot)
         again = attempts > 1 or injection.id in s.typed
-        if again and self._shows_pending(injection.text):
+        if again and self._shows_pending(text):
             log.info("%s: the text is already in its input; not typed again", s.spec.name)
         else:
-            s.typing.pasted = self._type_text(injection.text)
+            s.typing.pasted = self._type_text(text)
             s.typed.append(injection.id)
         delay = max(ENTER_DELAY, s.profile.enter_delay)
         self.timers.after(delay, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
@@ -562,7 +564,7 @@ class RoleActor(Actor):
         return self.s.child.unread_input() > 0 or self.s.child.running()
 
     def _pending(self, typing: Typing) -> bool:
-        return self._shows_pending(typing.injection.text)
+        return self._shows_pending(typing.text)
 
     def _shows_pending(self, text: str) -> bool:
         """``text`` is on the screen in the agent's input, not sent yet."""
@@ -612,7 +614,7 @@ class RoleActor(Actor):
     def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
         """Give up on a line that is (or will be) in the agent's input: the
         role takes no line until it has been sent or cleared."""
-        self.s.extra["left_in_input"] = typing.injection.text
+        self.s.extra["left_in_input"] = typing.text
         self.s.detail = LEFT_IN_INPUT
         self._finish(False, why, submitted=submitted, left_in_input=True)
 

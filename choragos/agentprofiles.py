@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from choragos.agentwrappers import program_names
+from choragos.agentwrappers import interactive_shell, program_names
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,11 @@ class AgentProfile:
     submit_settle: float = 0.0
     # Input longer than this is shown as a placeholder, not as text.
     inline_input_limit: int | None = None
+    # How choragos's own lines (the brief, task notices, reports) are typed:
+    # "text" as they are; "comment" after "# " and "quoted" as ": '…'", so a
+    # shell shows them and runs nothing of them (a brief's `backticks` would
+    # run as a command).  Operator keys are always typed as they are.
+    typed_as: str = "text"
     # Whether the markers were checked against the real program.
     verified: bool = False
 
@@ -119,6 +124,23 @@ GENERIC = AgentProfile(
     needs_split_enter=True,
     verified=True,
 )
+
+# An interactive shell (a seat for a person, or a scripted one): read like
+# any prompt, but what choragos types in is a comment.  Interactive bash,
+# sh, dash, ksh and fish take "# …" as one; zsh only with interactivecomments
+# set, so there it is the argument of the null command ":", single-quoted.
+SHELL = replace(GENERIC, name="shell", typed_as="comment")
+ZSH = replace(GENERIC, name="zsh", typed_as="quoted")
+
+
+def typed_form(profile: AgentProfile, line: str) -> str:
+    """``line`` (one line already) as choragos types it into ``profile``'s program."""
+    if profile.typed_as == "comment":
+        return f"# {line}"
+    if profile.typed_as == "quoted":
+        return ": '" + line.replace("'", "'\\''") + "'"
+    return line
+
 
 # A highlighted option of a numbered menu, bordered or not: "│ ● 1. Allow once"
 # (Gemini), "› 1. Yes, proceed" (Codex), "❯ 1. Yes" (Claude), "> 1. Sign in".
@@ -209,15 +231,16 @@ _BY_NAME: dict[str, AgentProfile] = {
     "aider": AIDER,
 }
 
-PROFILES: tuple[AgentProfile, ...] = (CLAUDE, GEMINI, CODEX, AIDER, GENERIC)
+PROFILES: tuple[AgentProfile, ...] = (CLAUDE, GEMINI, CODEX, AIDER, GENERIC, SHELL, ZSH)
 
 
-AGENT_NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "aider", "generic")
+AGENT_NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "aider", "generic", "shell",
+                                "zsh")
 
 
 def profile_named(name: str) -> AgentProfile:
     """The profile an ``agent = "..."`` key names (``generic`` for anything else)."""
-    return _BY_NAME.get(name.lower(), GENERIC)
+    return {**_BY_NAME, "shell": SHELL, "zsh": ZSH}.get(name.lower(), GENERIC)
 
 
 def profile_for(command: str, args: tuple[str, ...] | list[str] = (),
@@ -232,6 +255,9 @@ def profile_for(command: str, args: tuple[str, ...] | list[str] = (),
     for name in program_names(command, tuple(args)):
         if name in _BY_NAME:
             return _BY_NAME[name]
+    shell = interactive_shell(command, tuple(args))
+    if shell is not None:
+        return ZSH if shell == "zsh" else SHELL
     return GENERIC
 
 

@@ -38,11 +38,36 @@ _MAX_DEPTH = 6
 
 def program_names(command: str, args: tuple[str, ...] = ()) -> list[str]:
     """The programs a role's command line runs, outermost first (normalised names)."""
+    return list(dict.fromkeys(_walk(_split(command, args), 0)))
+
+
+# Shell options whose value is the next word (not a script to run).
+_SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def interactive_shell(command: str, args: tuple[str, ...] = ()) -> str | None:
+    """The shell a command line starts for someone to type at (``bash``,
+    ``zsh -l``, ``env TERM=dumb bash --norc``); None when it runs a script or
+    a command string (``bash run.sh``, ``sh -c …``) or is no shell."""
+    argv = _split(command, args)
+    while argv and normalise(argv[0]) in _PREFIXES:
+        argv = _after_prefix(normalise(argv[0]), argv[1:])
+    if not argv or normalise(argv[0]) not in _SHELLS:
+        return None
+    words = iter(argv[1:])
+    for word in words:
+        if word in _SHELL_VALUED:
+            next(words, None)
+        elif not word.startswith(("-", "+")) or (not word.startswith("--") and "c" in word[1:]):
+            return None
+    return normalise(argv[0])
+
+
+def _split(command: str, args: tuple[str, ...]) -> list[str]:
     try:
-        argv = [*shlex.split(command), *args]
+        return [*shlex.split(command), *args]
     except ValueError:
-        argv = [*command.split(), *args]
-    return list(dict.fromkeys(_walk(argv, 0)))
+        return [*command.split(), *args]
 
 
 def normalise(word: str) -> str:

@@ -73,9 +73,9 @@ def agent_env() -> dict[str, str]:
 
 
 def start_role(tmp_path, command: str, args: tuple[str, ...],
-               extra_env: dict[str, str] | None = None) -> SimpleNamespace:
+               extra_env: dict[str, str] | None = None, **spec_keys) -> SimpleNamespace:
     """A role actor under a real supervisor, its agent spawned in a real PTY."""
-    spec = RoleSpec(name="coder", command=command, args=args)
+    spec = RoleSpec(name="coder", command=command, args=args, **spec_keys)
     env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"),
            **(extra_env or {})}
     state = new_state(Launch(spec, env, tmp_path, spec_profile(spec)), tmp_path)

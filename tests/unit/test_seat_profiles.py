@@ -20,7 +20,9 @@ from choragos.agentprofiles import (
     PROFILES,
     AgentProfile,
     profile_for,
+    profile_named,
     question_markers,
+    typed_form,
 )
 from choragos.agentwrappers import program_names
 from choragos.screenstatus import (
@@ -193,8 +195,15 @@ def test_a_never_drawn_screen_is_never_idle() -> None:
     ("timeout", ("30m", "nice", "-n", "5", "codex"), "codex"),
     ("python3", ("-m", "aider"), "aider"),
     ("python3", ("/home/u/claude/agent.py",), "generic"),
-    ("bash", (), "generic"),
+    ("bash", (), "shell"),
     ("env", ("FOO=1",), "generic"),
+    ("bash", ("--norc", "--noprofile", "-o", "vi"), "shell"),
+    ("env", ("TERM=dumb", "/bin/sh", "-i"), "shell"),
+    ("zsh", ("-l",), "zsh"),
+    ("fish", (), "shell"),
+    ("bash", ("run.sh",), "generic"),
+    ("sh", ("-c", "python3 agent.py"), "generic"),
+    ("sh", ("-ec", "python3 agent.py"), "generic"),
 ])
 def test_wrappers_are_seen_through(command: str, args: tuple[str, ...], name: str) -> None:
     assert profile_for(command, args).name == name
@@ -216,3 +225,10 @@ def test_gemini_and_codex_profiles_are_verified_and_split_the_enter() -> None:
     for profile in (GEMINI, CODEX):
         assert profile.verified and profile.needs_split_enter
     assert CODEX.enter_delay == 0.2 and GEMINI.enter_delay == 0.5
+
+
+def test_a_shell_is_typed_comments_and_zsh_a_quoted_null_command() -> None:
+    assert typed_form(GENERIC, "run `x`") == "run `x`"
+    assert typed_form(profile_named("shell"), "run `x`") == "# run `x`"
+    assert typed_form(profile_named("zsh"), "it's `x`") == ": 'it'\\''s `x`'"
+    assert profile_for("claude", agent="shell").typed_as == "comment"
