@@ -261,8 +261,9 @@ def test_any_screen_gets_a_status_and_a_short_preview(lines: list[str], profile)
     ("gemini", "gemini"),
     ("codex", "codex"),
     ("aider", "aider"),
-    ("bash", "generic"),
-    ("/bin/sh", "generic"),
+    ("bash", "shell"),
+    ("/bin/sh", "shell"),
+    ("/bin/sh script.sh", "generic"),
     ("", "generic"),
 ])
 def test_profile_for_picks_by_basename(command: str, name: str) -> None:
