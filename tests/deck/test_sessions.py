@@ -198,8 +198,8 @@ def test_ctrl_c_in_any_verb_is_one_line_without_a_traceback(project):
                                 "import sys, time; from choragos.cli import main; "
                                 "sys.argv=['choragos', 'ls']; "
                                 "import choragos.cli.ls as ls; "
-                                "ls.run = lambda argv, verb: time.sleep(60); "
-                                "print('ready', flush=True); sys.exit(main.main())"],
+                                "ls.run = lambda argv, verb: (print('ready', flush=True), "
+                                "time.sleep(60)); sys.exit(main.main())"],
                                cwd=work, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     assert waiting.stdout.readline() == "ready\n"
