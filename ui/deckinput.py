@@ -213,7 +213,10 @@ class DeckInput:
         terminal = self.port.terminal(role)
         inside = y > rect.y
         if terminal is not None and inside and terminal.mouse_tracking:
-            data = k.mouse_to_agent(name, button, x - rect.x, y - rect.y - 1,
+            # Where the click is on the agent's terminal: the tile may show a
+            # part of it (a viewport, see PaneView.origin).
+            ox, oy = self.state.pane(role).origin
+            data = k.mouse_to_agent(name, button, x - rect.x + ox, y - rect.y - 1 + oy,
                                     mode=terminal.mouse_tracking, sgr=terminal.mouse_sgr)
             if data:
                 self.port.type_keys(role, data)

@@ -79,3 +79,23 @@ def test_the_zoom_hides_the_sidebar_when_the_terminal_needs_the_width(tmp_path):
     finally:
         deck.stop()
         deck.screen.close()
+
+
+def test_a_click_reaches_the_agent_where_it_is_on_its_terminal(tmp_path):
+    port = FakePort(tmp_path)
+    deck = Deck(port, 120, 40)
+    deck.loop = _Loop(deck.view, build_palette(deck.ui.theme), screen=deck.screen)
+    deck.loop.deck = deck
+    deck.loop.screen_size = (120, 40)
+    deck.attached = True
+    try:
+        port.terminals["coder"].feed(b"\x1b[?1000h\x1b[?1006h\x1b[3;71H")  # cursor at column 70
+        deck.loop.widget.render((120, 40), focus=True)
+        rect = deck.state.layout.geometry(120 - 34, 39).tiles["coder"]
+        ox = 70 - (rect.w - 1)  # the viewport ends at the cursor's column
+        assert deck.state.pane("coder").origin == (ox, 0)
+        keys(deck, f"\x1b[<0;{rect.x + 5};{rect.y + 3}M".encode())
+        assert port.typed("coder") == f"\x1b[<0;{5 + ox};2M".encode()
+    finally:
+        deck.stop()
+        deck.screen.close()
