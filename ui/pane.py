@@ -242,12 +242,12 @@ class PaneView:
             cursor = (x, y)
         return self._lines, cursor
 
-    def _follow(self, cursor: tuple[int, int], cols: int, rows: int, width: int,
+    @staticmethod
+    def _follow(cursor: tuple[int, int], cols: int, rows: int, width: int,
                 height: int) -> tuple[int, int]:
-        """The viewport's top-left cell: where it was, moved as little as
-        brings the cursor into it."""
-        return (_follow_axis(self.origin[0], cursor[0], cols, width),
-                _follow_axis(self.origin[1], cursor[1], rows, height))
+        """The viewport's top-left cell: the terminal's, or as near it as
+        keeps the cursor in view."""
+        return _follow_axis(cursor[0], cols, width), _follow_axis(cursor[1], rows, height)
 
     def _rebuilt(self, shown: dict[int, tuple], rows: int, width: int, height: int,
                  colors: int, skip: int) -> list[Line]:
@@ -275,16 +275,13 @@ class PaneView:
         return lines
 
 
-def _follow_axis(start: int, at: int, total: int, room: int) -> int:
-    """One axis of a viewport ``room`` cells long onto ``total``, kept at
-    ``start`` while ``at`` (the cursor) is inside it."""
+def _follow_axis(at: int, total: int, room: int) -> int:
+    """Where a viewport ``room`` cells long onto ``total`` starts so that
+    ``at`` (the cursor) is in it: at 0 whenever it can be (text starts at the
+    left, a screen at its top), else just far enough to show it at the edge."""
     if total <= room:
         return 0
-    if at < start:
-        start = at
-    elif at >= start + room:
-        start = at - room + 1
-    return max(0, min(start, total - room))
+    return max(0, min(at - room + 1, total - room))
 
 
 def _skip_columns(runs: tuple, skip: int) -> list:

@@ -30,20 +30,19 @@ def test_a_small_tile_shows_the_rows_and_columns_around_the_cursor():
     assert cursor == (21, 3)
 
 
-def test_the_viewport_stays_put_while_the_cursor_is_inside_it():
+def test_the_viewport_keeps_the_top_left_whenever_the_cursor_is_in_view_from_there():
     terminal = Terminal(80, 24)
     numbered(terminal, 24)
     view = PaneView("r")
     view.content(terminal, 30, 6, focused=True, colors=256)
-    was = view.origin
-    terminal.feed(b"\x1b[22;60H")  # up a little, still inside the viewport
+    assert view.origin == (69 - 29, 23 - 5)  # the cursor at the bottom right edge
+    terminal.feed(b"\x1b[4;10H")  # back near the top left: the corner is shown again
     lines, cursor = view.content(terminal, 30, 6, focused=True, colors=256)
-    assert view.origin == was
-    assert cursor == (59 - was[0], 21 - was[1])
-    terminal.feed(b"\x1b[1;1H")  # the top-left corner: the viewport moves there
-    lines, cursor = view.content(terminal, 30, 6, focused=True, colors=256)
-    assert view.origin == (0, 0) and cursor == (0, 0)
+    assert view.origin == (0, 0) and cursor == (9, 3)
     assert texts(lines)[0].startswith("row 0 ")
+    terminal.feed(b"\x1b[8;31H")  # one row and one column past the tile
+    lines, cursor = view.content(terminal, 30, 6, focused=True, colors=256)
+    assert view.origin == (1, 2) and cursor == (29, 5)
 
 
 def test_a_tile_as_big_as_its_terminal_shows_it_all_from_the_corner():
