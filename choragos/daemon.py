@@ -171,18 +171,22 @@ def _stop_interrupted(answer: _Answer) -> Started:
         while answer.pid is None and time.monotonic() < deadline:
             if not answer.read(deadline - time.monotonic()):
                 break  # gone before it said who it was
-        if answer.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(answer.pid, signal.SIGTERM)
-            while alive(answer.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if alive(answer.pid):
-                return Started(False, f"interrupted; the server (pid {answer.pid}) is still "
-                                      "stopping", interrupted=True)
+        reason = stop_started(answer.pid, deadline) if answer.pid is not None else None
     finally:
         signal.signal(signal.SIGINT, previous)
-    return Started(False, "interrupted; the session it was starting was stopped",
+    return Started(False, f"interrupted; {reason or 'the session it was starting was stopped'}",
                    interrupted=True)
+
+
+def stop_started(pid: int, deadline: float) -> str | None:
+    """Stop a server this process started (SIGTERM: a clean stop, roles
+    included) and wait for it until ``deadline``; None once it is gone,
+    else what to tell the user."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)  # not our child: nothing to wait on but its pid
+    return f"the server (pid {pid}) is still stopping" if alive(pid) else None
 
 
 def _become_daemon(run: Callable[[Ready], int], ready: Ready, workdir: Path,

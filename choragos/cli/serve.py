@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from choragos import __version__, statedir, worktrees
@@ -209,7 +210,16 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
         return 0
     from choragos.ui.attach import attach_to
 
-    return attach_to(Path(info["ui_socket"]), force=False, workdir=workdir)
+    try:
+        return attach_to(Path(info["ui_socket"]), force=False, workdir=workdir)
+    except KeyboardInterrupt:
+        # Before the deck showed (once it does, ctrl-c is a key for the
+        # agents): still the start, so what it started is stopped.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        left = daemon.stop_started(info["pid"], time.monotonic() + daemon.STOP_WAIT)
+        print(f"\nchoragos serve: interrupted; "
+              f"{left or 'the session it was starting was stopped'}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 BOOT_WAIT = 40.0  # what --detach waits for the orchestrator, within daemon.READY_TIMEOUT

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from ptyprocess import PtyProcess
 
 from tests.conftest import pid_alive, wait_until
 from tests.deck.conftest import TEAM
@@ -207,3 +208,33 @@ def test_ctrl_c_in_any_verb_is_one_line_without_a_traceback(project):
     _, err = waiting.communicate(timeout=30)
     assert waiting.returncode == 130
     assert err.strip() == "choragos ls: interrupted"
+
+
+def test_ctrl_c_before_the_deck_shows_stops_the_session_serve_started(project):
+    root, work, cli = project
+    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"),
+                    "XDG_RUNTIME_DIR": str(root / "run"),
+                    "AGENT_LOG": str(root / "agents.jsonl")})
+    # The interrupt lands as the client starts to attach (before raw mode).
+    script = ("import sys\n"
+              "import choragos.ui.attach as attach\n"
+              "def interrupted(*args, **kwargs):\n"
+              "    raise KeyboardInterrupt\n"
+              "attach.attach_to = interrupted\n"
+              "from choragos.cli.main import main\n"
+              "sys.exit(main(['serve']))\n")
+    child = PtyProcess.spawn([sys.executable, "-c", script], cwd=str(work), env=env,
+                             dimensions=(40, 160))
+    output = b""
+    while True:
+        try:
+            output += child.read(65536)
+        except EOFError:
+            break
+    child.wait()
+    text = output.decode(errors="replace")
+    assert child.exitstatus == 130, text
+    assert "choragos serve: interrupted; the session it was starting was stopped" in text
+    assert "Traceback" not in text
+    assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
+    assert not (root / "s.sock").exists()
