@@ -216,7 +216,8 @@ class PaneView:
         """The live screen, rebuilding only the rows whose generation moved.
 
         A terminal bigger than the tile (a role's terminal has a floor, see
-        ``min_terminal``) is shown through a viewport that follows the cursor.
+        ``min_terminal``) is shown through a viewport that keeps the cursor in
+        view (see ``_follow``).
         A changed screen is a new list (a renderer holding the last one
         compares row objects with it); an unchanged one is the same list."""
         built_for = (width, colors, id(terminal), height)
@@ -225,7 +226,8 @@ class PaneView:
         # As last drawn: held lines of a flood are drawn by the pane's reader
         # within its hold, and that wakes the deck again.
         live = terminal.live_rows(self._held, catch_up=False)
-        origin = self._follow(live.cursor, terminal.cols, len(live.row_gens), width, height)
+        origin = self._follow(live.cursor, terminal.cols, len(live.row_gens), width, height,
+                              focused)
         if origin != self.origin:
             # The viewport moved: every row it shows is another one.
             self.origin, self._held, self._lines = origin, (), []
@@ -243,11 +245,14 @@ class PaneView:
         return self._lines, cursor
 
     @staticmethod
-    def _follow(cursor: tuple[int, int], cols: int, rows: int, width: int,
-                height: int) -> tuple[int, int]:
+    def _follow(cursor: tuple[int, int], cols: int, rows: int, width: int, height: int,
+                focused: bool) -> tuple[int, int]:
         """The viewport's top-left cell: the terminal's, or as near it as
-        keeps the cursor in view."""
-        return _follow_axis(cursor[0], cols, width), _follow_axis(cursor[1], rows, height)
+        keeps the cursor's row in view, and its column too in the focused
+        pane (where it is typed at; elsewhere the start of lines reads better
+        than the end of a spinner's)."""
+        x = _follow_axis(cursor[0], cols, width) if focused else 0
+        return x, _follow_axis(cursor[1], rows, height)
 
     def _rebuilt(self, shown: dict[int, tuple], rows: int, width: int, height: int,
                  colors: int, skip: int) -> list[Line]:

@@ -89,6 +89,7 @@ def test_a_click_reaches_the_agent_where_it_is_on_its_terminal(tmp_path):
     deck.attached = True
     try:
         port.terminals["coder"].feed(b"\x1b[?1000h\x1b[?1006h\x1b[3;71H")  # cursor at column 70
+        deck.state.layout.focus = "coder"  # the focused pane follows the cursor's column
         deck.loop.widget.render((120, 40), focus=True)
         rect = deck.state.layout.geometry(120 - 34, 39).tiles["coder"]
         ox = 70 - (rect.w - 1)  # the viewport ends at the cursor's column
@@ -98,3 +99,13 @@ def test_a_click_reaches_the_agent_where_it_is_on_its_terminal(tmp_path):
     finally:
         deck.stop()
         deck.screen.close()
+
+
+def test_a_pane_not_focused_shows_the_start_of_its_lines():
+    terminal = Terminal(80, 24)
+    numbered(terminal, 24)
+    view = PaneView("r")
+    lines, cursor = view.content(terminal, 22, 4, focused=False, colors=256)
+    assert view.origin == (0, 20) and cursor is None
+    assert [text.rstrip() for text in texts(lines)] == [
+        f"row {y:<2}" + "." * 16 for y in range(20, 24)]
