@@ -199,7 +199,8 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
 
     started = daemon.spawn(server, workdir, log_path)
     if not started.ok:
-        print(f"choragos serve: {started.reason}", file=sys.stderr)
+        fresh_line = "\n" if started.interrupted else ""  # after the terminal's "^C"
+        print(f"{fresh_line}choragos serve: {started.reason}", file=sys.stderr)
         return EXIT_INTERRUPTED if started.interrupted else 1
     info = started.info or {}
     for notice in info.get("notices") or []:
