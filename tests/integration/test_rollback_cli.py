@@ -16,6 +16,8 @@ from ptyprocess import PtyProcessUnicode
 
 from choragos import paths
 from choragos.checkpoints import CheckpointStore
+from choragos.ptyproc import process_state
+from tests.conftest import wait_until
 
 PYTHON = sys.executable
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -241,6 +243,11 @@ def test_ctrl_c_at_the_prompt_answers_no(repo: Path, env: dict[str, str]) -> Non
                                     cwd=str(repo), env=env, dimensions=(24, 200))
     try:
         _read_until(child, "[y/N]")
+        # Once it sleeps reading its answer: a SIGINT in the instant before
+        # the read begins waits for the next key in CPython (no person is
+        # that fast), which is the interpreter's race, not the prompt's.
+        wait_until(lambda: process_state(child.pid) == b"S", 10,
+                   message="the prompt to wait for its answer")
         child.write("\x03")  # ctrl-c, as the terminal sends it: SIGINT
         seen = _read_until(child, None)
         child.wait()
