@@ -23,7 +23,7 @@ from choragos.checkpoints import (
     is_undo_point,
 )
 from choragos.cli import _client
-from choragos.plural import counted
+from choragos.plural import counted, plural
 
 # typing is needed for annotations only.
 TYPE_CHECKING = False
@@ -95,7 +95,8 @@ def _gone_note(gone: list[checkpointtrees.Tree]) -> str:
     if not gone:
         return ""
     names = _client.inert(", ".join(tree.name for tree in gone))
-    return (f"\n\n(not listed: the checkpoints of worktree(s) {names}, which are gone; "
+    worktrees = plural("worktree", len(gone))
+    return (f"\n\n(not listed: the checkpoints of {worktrees} {names}, which are gone; "
             "`choragos checkpoints prune` removes them)")
 
 
