@@ -54,7 +54,7 @@ from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
-from choragos.actors.handle import ActorCrashed, ActorGone, Handle
+from choragos.actors.handle import Handle
 from choragos.actors.listener import (
     ListenerActor,
     ListenerState,
@@ -570,13 +570,9 @@ class Session:
                            [spec.name for spec in self.config.roles], self.stopped, timeout)
 
     def _look(self, name: str) -> RoleView | None:
-        handle = self.handles.get(name)
-        if handle is None:
-            return None
-        try:
-            return handle.ask(m.GetView(), timeout=5)
-        except (ActorGone, ActorCrashed, pykka.Timeout):
-            return None  # being replaced or going down: looked at again
+        """The view the role last published (a frozen value, safe to read here)."""
+        state = self.role_states.get(name)
+        return state.last_view if state is not None else None
 
     # -- run and stop ----------------------------------------------------------
 
