@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 from collections.abc import Callable, Iterator
 
@@ -83,7 +84,9 @@ def test_a_task_typed_while_the_agent_is_frozen_goes_in_once(
                          FROZEN_FOR)
     s.wait(lambda: s.injections("coder", "task"), 60, "the task's injection outcome")
     [task] = s.injections("coder", "task")
-    assert task["ok"] and "submitted after 1 enter" in task["detail"], task
+    # One Enter while frozen; a loaded machine may need a second once the
+    # agent runs again (an Enter, never the text: the model hears it once).
+    assert task["ok"] and re.search(r"submitted after [12] enter", task["detail"]), task
     s.wait_told("New task T1 from choragos", 60)
     s.wait_state("coder", "idle", 60)
     told = [said.count("New task T1 from choragos") for said in s.model.user_messages()]

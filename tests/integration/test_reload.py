@@ -56,7 +56,7 @@ def test_reload_respawns_on_changed_args_but_not_with_work_in_flight(serve):
 def test_reload_with_a_broken_config_changes_nothing(serve):
     orch = role_toml("orchestrator", start=True)
     s = serve(orch + role_toml("coder"))
-    s.wait_booted(["coder"])
+    s.wait_booted(["orchestrator", "coder"])
     (s.workdir / ".choragos.toml").write_text(orch + role_toml("coder", timeout="45x"))
     out = s.cli("reload")
     assert out.returncode == 1
