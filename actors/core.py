@@ -33,6 +33,7 @@ from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos.actors.holds import Holds
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop
+from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.workcheck import WorkChecks
@@ -95,6 +96,8 @@ class CoreState:
     used: set = field(default_factory=set)  # fresh roles given a task since they started
     prints: dict = field(default_factory=dict)  # task id -> owned files when it went out
     rounds: dict = field(default_factory=dict)  # injection id -> rounds a live agent missed
+    limits: Any = None  # choragos.limits.LimitWatch: the provider limits roles wait out
+    limit_continue: set = field(default_factory=set)  # roles set going after a limit
     # role name -> the environment its agent process gets (verify runs with it)
     role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
@@ -108,7 +111,7 @@ class CoreState:
 
 
 class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
-                Guardrails, RollbackCommand, Actor):
+                Guardrails, LimitFlow, RollbackCommand, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -274,6 +277,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         self._event("reload", **plan.summary())
         self._journal("reload", **plan.summary())
         self._budgets_changed(before)
+        self._limits_reconfigured()
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
             self._enqueue(self.s.start_role, briefs.team_changed_line(
@@ -290,6 +294,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         seat = self.s.seats.pop(name, None)
         if seat is None:
             return
+        self._limits().forget(name)
         self._journal("drop queue", role=name)
         for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
             task = self.s.gates.pop(task_id)
@@ -494,13 +499,16 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         durable.journal_role(self, msg.view)
         self._pump(seat)
         self._guard_view(before, msg.view)
+        self._after_limit(seat, before)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:
         if now == RoleStatus.WAITING:
             open_tasks = self.s.board.open_for(role)
             self._alert("on_input", role, open_tasks[0] if open_tasks else None)
-        if self.s.clocks is not None and RoleStatus.PAUSED in (was, now):
-            message = PauseClocks(role) if now == RoleStatus.PAUSED else ResumeClocks(role)
+        # A task's clock does not run while its role is held (paused, or waiting out a limit).
+        held = (RoleStatus.PAUSED, RoleStatus.LIMITED)
+        if self.s.clocks is not None and (was in held) != (now in held):
+            message = PauseClocks(role) if now in held else ResumeClocks(role)
             self.s.clocks.tell(message)
 
     def _alert(self, hook: str, role: str, task: Task | None) -> None:
@@ -560,6 +568,22 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     @handle.register
     def _idle_check(self, msg: IdleCheck) -> None:
         self._on_idle_check(msg)
+
+    @handle.register
+    def _limit_reported(self, msg: m.LimitReported) -> None:
+        self._limit_seen(msg.role, msg.limit)
+
+    @handle.register
+    def _limit_screen(self, msg: m.LimitOnScreen) -> None:
+        self._limit_on_screen(msg)
+
+    @handle.register
+    def _limit_due(self, msg: m.LimitWake) -> None:
+        self._limit_wake(msg)
+
+    @handle.register
+    def _limit_over(self, msg: m.LimitLifted) -> None:
+        self._limit_lifted(msg)
 
     # -- timeouts -------------------------------------------------------
 

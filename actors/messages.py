@@ -132,6 +132,15 @@ class Resize:
     rows: int
 
 
+@dataclass(frozen=True)
+class Limited:
+    """A provider's limit holds the role until ``until`` (wall clock), or,
+    with ``until`` None, no longer does: the screen says its state again."""
+
+    until: float | None
+    detail: str = ""
+
+
 # --- from roles to the session core ----------------------------------------
 
 
@@ -157,6 +166,37 @@ class InjectionOutcome:
     # The text stayed in the live agent's input through its Enters: typing
     # it again would put it there twice.
     left_in_input: bool = False
+
+
+@dataclass(frozen=True)
+class LimitOnScreen:
+    """The agent's own screen says it hit a provider's limit (``line`` says so)."""
+
+    role: str
+    line: str
+
+
+@dataclass(frozen=True)
+class LimitReported:
+    """The gateway saw a provider answer ``role`` with a limit (a choragos.limits.Limit)."""
+
+    role: str
+    limit: Any
+
+
+@dataclass(frozen=True)
+class LimitLifted:
+    """The gateway saw a provider answer ``role`` again after a limit."""
+
+    role: str
+
+
+@dataclass(frozen=True)
+class LimitWake:
+    """A limited role's wait is over (``token`` names the wait that is current)."""
+
+    role: str
+    token: int
 
 
 @dataclass(frozen=True)

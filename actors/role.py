@@ -65,6 +65,7 @@ STARVED_WAIT = 30.0
 LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
 CLASSIFY_DELAY = 0.15
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
+HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
 
 
 NAMED_KEYS = {"enter": b"\r", "esc": b"\x1b", "tab": b"\t", "space": b" ",
@@ -231,6 +232,7 @@ class RoleActor(Actor):
         s.detail = ""
         s.extra["stalled"] = False
         s.extra.pop("left_in_input", None)  # that process's input went with it
+        s.extra.pop("limited_until", None)  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self._arm_stall_check(gen)
@@ -325,8 +327,8 @@ class RoleActor(Actor):
             self._arm_stall_check(s.gen)
             return
         quiet = time.monotonic() - s.last_output
-        if s.status is RoleStatus.PAUSED or quiet < s.spec.stall_after:
-            s.extra["stall_check"] = True  # a paused role is held, not stalled
+        if s.status in HELD_STILL or quiet < s.spec.stall_after:
+            s.extra["stall_check"] = True  # a paused or limited role is held, not stalled
             wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
             self.timers.after(max(0.05, wait), self.me, m.StallCheck(msg.gen))
             return
@@ -355,6 +357,7 @@ class RoleActor(Actor):
         self._release_cleared_input()
         if s.status in SCREEN_STATES:
             self._set_status(self._screen_status())
+            self._notice_limit()
         elif s.status is RoleStatus.BOOTING and self._screen_status() is RoleStatus.WAITING:
             self._set_status(RoleStatus.WAITING)  # a dialog at startup needs a human
         else:
@@ -385,7 +388,7 @@ class RoleActor(Actor):
             detail=s.detail,
             preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
             stalled=bool(s.extra.get("stalled")), profile=s.profile.name,
-            held="left_in_input" in s.extra)
+            held="left_in_input" in s.extra, limited_until=s.extra.get("limited_until"))
 
     def _ready(self) -> bool:
         """Only an idle agent is typed into: keys typed into a dialog answer
@@ -410,6 +413,42 @@ class RoleActor(Actor):
         del s.extra["left_in_input"]
         if s.detail == LEFT_IN_INPUT:
             s.detail = ""
+
+    # -- provider limits ------------------------------------------------
+
+    def _notice_limit(self) -> None:
+        """Tell the session when the agent's own screen shows a limit, once per
+        notice: one still on the screen after the wait is not a new one."""
+        s = self.s
+        if s.status is RoleStatus.WORKING:
+            s.extra.pop("limit_line", None)  # it went on: the next notice is a new one
+        if s.status is not RoleStatus.IDLE:
+            return
+        line = screenstatus.limit_notice(s.terminal.display(), s.profile)
+        if line is not None and line != s.extra.get("limit_line"):
+            self.core.tell(m.LimitOnScreen(s.spec.name, line))
+        s.extra["limit_line"] = line
+
+    @handle.register
+    def _limited(self, msg: m.Limited) -> None:
+        s = self.s
+        if s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        if msg.until is None:
+            s.extra.pop("limited_until", None)
+            if s.extra.get("before_pause") is RoleStatus.LIMITED:
+                s.extra["before_pause"] = RoleStatus.IDLE  # the resume reads the screen
+            elif s.status is RoleStatus.LIMITED:
+                s.detail = ""
+                self._set_status(self._screen_status())
+            self._publish()
+            return
+        s.extra["limited_until"] = msg.until
+        if s.status is RoleStatus.PAUSED:
+            s.extra["before_pause"] = RoleStatus.LIMITED
+            self._publish()
+        else:
+            self._set_status(RoleStatus.LIMITED, msg.detail)
 
     def _reply(self, data: bytes) -> None:
         if self.s.child is not None:

@@ -107,7 +107,8 @@ SESSION_INTENSITY = 5
 GATEWAY_INTENSITY = 5
 ROLE_INTENSITY = 5
 PERIOD = 60.0
-HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done")
+HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done",
+             "on_limit")
 
 
 @dataclass

@@ -63,6 +63,9 @@ class AgentProfile:
     # shell shows them and runs nothing of them (a brief's `backticks` would
     # run as a command).  Operator keys are always typed as they are.
     typed_as: str = "text"
+    # A provider's limit stopped the agent: the CLI's own notice, as regular
+    # expressions matched (case-insensitively) against the lines above its input.
+    limit_patterns: tuple[str, ...] = ()
     # Whether the markers were checked against the real program.
     verified: bool = False
 
@@ -103,6 +106,10 @@ CLAUDE = AgentProfile(
         r"^[╭╰│]",                             # the welcome box
     ),
     box_prompts=("❯", ">"),
+    # "API Error: 429 …" once its own retries are spent; a subscription's
+    # "Claude usage limit reached … resets 3am" / "5-hour limit reached ∙ resets 3am".
+    limit_patterns=(r"^\s*[●⎿]?\s*API Error: (429|529)\b", r"usage limit reached",
+                    r"\blimit reached\b.*\bresets?\b"),
     unmatched_status="waiting",
     boot_quiet=1.2,
     needs_split_enter=True,
@@ -169,6 +176,8 @@ GEMINI = AgentProfile(
                     "be specific for the best results", "true color", "visual experience",
                     "to expand pasted text", "skipping project agents"),
     chrome_patterns=(_ART, r"^\s*[⠁-⣿]\s+\S.*\(esc to cancel"),
+    limit_patterns=(r"\bstatus 429\b", r"RESOURCE_EXHAUSTED", r"quota exceeded",
+                    r"reached your .*\b(quota|limit)\b", r"rate limit(ed)?\b.*retry"),
     unmatched_status="working",
     tail_lines=12,
     boot_quiet=1.5,
@@ -203,6 +212,8 @@ CODEX = AgentProfile(
                     "could not create path aliases", "helper binaries under"),
     chrome_patterns=(_ART, r"^\s*>_ ", r"^\s*\S+ \S+ · /", r"^\s*Worked for \d",
                      r"^\s*/\S*$"),
+    limit_patterns=(r"hit your usage limit", r"exceeded retry limit, last status: 429",
+                    r"\b429 Too Many Requests\b", r"quota exceeded"),
     unmatched_status="working",
     tail_lines=12,
     boot_quiet=1.5,

@@ -325,3 +325,22 @@ def worker_brief(name: str, template: str) -> str:
         "Until a task arrives, wait.",
         "",
     ])
+
+
+def continue_line(task_id: str) -> str:
+    """Typed into an agent idle at its prompt once a provider's limit is over."""
+    return (f"Continue: the provider's limit that stopped you is over. Carry on with task "
+            f"{task_id} where you left off.")
+
+
+def nudge_line(task_id: str) -> str:
+    """Typed into an agent idle at its prompt while it holds a task it stopped on."""
+    return (f"Continue with task {task_id}, or report it with `choragos work-done --id "
+            f"{task_id}` (--failed or --blocked if you cannot finish it).")
+
+
+def limit_line(role: str, what: str, until: str, rerouted: Sequence[str]) -> str:
+    """Tells the orchestrator that a role waits out a provider's limit."""
+    moved = f"; its queued task(s) went to {', '.join(rerouted)}" if rerouted else ""
+    return (f"Limit: {role} hit a provider's {one_line(what, 80)} and waits until {until}; "
+            f"choragos sets it going again then{moved}.")

@@ -77,7 +77,11 @@ class RoleSpec:
     restart_retries: int = 3
     budget: float | None = None          # USD
     budget_tokens: int | None = None     # all directions added up
-    budget_action: str = "notify"
+    budget_action: str = "notify"        # notify | pause | block | cut
+    # What a provider's limit does to the role's queued work: it waits, or
+    # goes to an idle role running the same agent CLI.
+    limit_action: str = "wait"
+    stall_action: str = "notify"         # notify | nudge | restart
     # Seconds of an unchanged screen while holding a task.  On by default: a
     # worker that went idle without reporting its task is otherwise silent
     # while the rest of the crew is busy (every agent CLI redraws its timer
@@ -227,6 +231,11 @@ class UISettings:
     on_done: str = ""
     idle_after: float = 600.0
     min_terminal: tuple[int, int] = MIN_TERMINAL
+    on_limit: str = ""
+    # How long a role waits when a provider's limit does not say until when
+    # (and the first step of the back-off when it comes straight back).
+    limit_wait: float = 60.0
+    limit_give_up: float = 8 * 3600.0  # a limit lasting longer fails the work it holds
     theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
 
 
@@ -551,8 +560,10 @@ _ROLE_SCHEMA: cs.Schema = {
     "restart_retries": cs.integer(0),
     "budget": cs.money,
     "budget_tokens": cs.integer(1),
-    "budget_action": cs.choice("notify", "pause"),
+    "budget_action": cs.choice("notify", "pause", "block", "cut"),
+    "limit_action": cs.choice("wait", "reroute"),
     "stall_after": cs.optional_duration,
+    "stall_action": cs.choice("notify", "nudge", "restart"),
     "worktree": cs.boolean,
     "merge": cs.choice("gate", "auto", "manual", "never"),
     "judge": _judge,
@@ -809,6 +820,8 @@ _UI_SCHEMA: cs.Schema = {
     "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
     "on_done": cs.string, "idle_after": cs.positive_duration,
     "min_terminal": cs.terminal_size,
+    "on_done": cs.string, "idle_after": cs.positive_duration, "on_limit": cs.string,
+    "limit_wait": cs.positive_duration, "limit_give_up": cs.positive_duration,
     "theme": cs.Nested(_read_theme),
 }
 _UI = _settings(UISettings, _UI_SCHEMA)

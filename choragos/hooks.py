@@ -1,7 +1,7 @@
 """Hooks: shell commands run when a human is needed.
 
 ``on_gate``, ``on_input``, ``on_timeout``, ``on_budget``, ``on_exit``,
-``on_idle`` and ``on_done`` (from ``[ui]``) run through
+``on_idle``, ``on_done`` and ``on_limit`` (from ``[ui]``) run through
 ``/bin/sh -c`` in the background, in their own process group, with the
 ``serve`` environment plus ``CHORAGOS_*`` variables; its PATH leaves out the
 folders an agent can write (choragos/safeexec.py).  A hook runs inside the

@@ -31,12 +31,13 @@ class RoleView:
     stalled: bool = False  # no new output for the role's stall_after
     held: bool = False  # its input still shows a line it did not take: nothing is typed
     profile: str = ""  # the agent profile its screen is read with
+    limited_until: float | None = None  # wall clock: when a provider's limit is waited out
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
                 "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
-                "held": self.held,
+                "held": self.held, "limited_until": self.limited_until,
                 "profile": self.profile}
 
 

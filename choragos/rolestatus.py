@@ -1,7 +1,8 @@
 """A role's state machine: the states, and which may follow which.
 
 The screen decides between working, waiting and idle; the process decides
-booting, paused, exited and failed.  A dead process is never shown as idle
+booting, paused, exited and failed; a provider's limit makes a live role
+``limited`` until the session sets it going again.  A dead process is never shown as idle
 or working: every live state leads to ``exited`` and only a new spawn leads
 out of it.
 """
@@ -17,19 +18,22 @@ class RoleStatus(StrEnum):
     WAITING = "waiting"   # blocked on a human: a permission dialog, a question
     IDLE = "idle"
     PAUSED = "paused"
+    LIMITED = "limited"   # a provider's rate or usage limit: nothing is typed until it lifts
     EXITED = "exited"
     FAILED = "failed"     # could not start, or the restart budget is spent
 
 
 SCREEN_STATES = frozenset({RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE})
-LIVE_STATES = SCREEN_STATES | {RoleStatus.BOOTING, RoleStatus.PAUSED}
+LIVE_STATES = SCREEN_STATES | {RoleStatus.BOOTING, RoleStatus.PAUSED, RoleStatus.LIMITED}
 
 ALLOWED: dict[RoleStatus, frozenset[RoleStatus]] = {
-    RoleStatus.BOOTING: SCREEN_STATES | {RoleStatus.PAUSED, RoleStatus.EXITED},
+    RoleStatus.BOOTING: SCREEN_STATES | {RoleStatus.PAUSED, RoleStatus.LIMITED,
+                                         RoleStatus.EXITED},
     RoleStatus.WORKING: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
     RoleStatus.WAITING: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
     RoleStatus.IDLE: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
     RoleStatus.PAUSED: LIVE_STATES | {RoleStatus.EXITED},
+    RoleStatus.LIMITED: LIVE_STATES - {RoleStatus.BOOTING} | {RoleStatus.EXITED},
     RoleStatus.EXITED: frozenset({RoleStatus.BOOTING, RoleStatus.FAILED}),
     RoleStatus.FAILED: frozenset({RoleStatus.BOOTING}),
 }

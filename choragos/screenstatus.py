@@ -160,6 +160,26 @@ def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, 
     return profile.unmatched_status
 
 
+# The agent's latest lines above its input, where its limit notice is looked
+# for: further up, it is an old one the agent has since gone on from.
+LIMIT_TAIL = 4
+
+
+def limit_notice(lines: Sequence[str], profile: AgentProfile) -> str | None:
+    """The agent's own notice that a provider's limit stopped it, if its
+    latest lines show one (and the agent rests at its prompt)."""
+    if not profile.limit_patterns:
+        return None
+    screen = [line.rstrip() for line in lines]
+    box = find_input_box(screen, profile.box_prompts) if profile.box_prompts else None
+    above = screen[:box.top] if box is not None else screen
+    patterns = [re.compile(p, re.IGNORECASE) for p in profile.limit_patterns]
+    for line in reversed(_last_nonblank(above, LIMIT_TAIL)):
+        if any(p.search(line) for p in patterns):
+            return line.strip()
+    return None
+
+
 def shows_question(lines: Sequence[str]) -> bool:
     """The last lines ask something, in any CLI's words: never type into them."""
     tail = _last_nonblank(list(lines), QUESTION_TAIL)

@@ -45,7 +45,7 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     # A fact is never cut across two rows: a pid cut short names another process.
     for row in fitted(facts, width - 3, " · "):
         lines.append(text_line(width, [("   ", None), (row, style)]))
-    if info.status in ("exited", "failed") and info.detail:
+    if info.status in ("exited", "failed", "limited") and info.detail:
         lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
     if info.usage is not None:
         lines.append(text_line(width, [("   ", None), (usage_text(info.usage), "dim")]))

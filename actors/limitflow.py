@@ -1,0 +1,172 @@
+"""Provider limits in the session core: hold the role, wait, set it going.
+
+Mixed into the core like the guardrails, on the core's thread.  A limit
+comes from the gateway (an upstream's 429/529 for a role) or from the
+role's own screen (its CLI's limit notice).  :class:`~choragos.limits.LimitWatch`
+decides; this carries it out: the role is marked ``limited`` until its wake
+time (nothing is typed into it meanwhile: it is not ready), the event, the
+``on_limit`` hook and the orchestrator's notice come once per limit, and
+with ``limit_action = "reroute"`` its queued tasks go to an idle role
+running the same agent CLI.  At the wake time the role is set going again:
+a short "continue" is typed only if it then rests idle at its prompt
+holding a task (a queued task is simply delivered then), and a limit that
+lasted past ``[ui] limit_give_up`` fails the work it holds instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+from choragos import briefs
+from choragos.actors import messages as m
+from choragos.board import TaskState
+from choragos.durations import format_duration
+from choragos.limits import Limit, LimitWatch, read_screen
+from choragos.rolestatus import RoleStatus
+
+log = logging.getLogger("choragos.crew")
+
+DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
+
+
+def new_watch(config: Any) -> LimitWatch:
+    return LimitWatch(default_wait=config.ui.limit_wait, give_up=config.ui.limit_give_up)
+
+
+def clock(when: float) -> str:
+    """A wake time as people read it: local time, with the date when not today."""
+    local = time.localtime(when)
+    same_day = time.localtime()[:3] == local[:3]
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
+
+
+class LimitFlow:
+    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+
+    s: Any
+
+    def _limits(self) -> LimitWatch:
+        if self.s.limits is None:
+            self.s.limits = new_watch(self.s.config)
+        return self.s.limits
+
+    def _limits_reconfigured(self) -> None:
+        """A reload's new wait and give-up apply to the next limit."""
+        watch = self._limits()
+        watch.default_wait = self.s.config.ui.limit_wait
+        watch.give_up = self.s.config.ui.limit_give_up
+
+    def _limit_on_screen(self, msg: m.LimitOnScreen) -> None:
+        self._limit_seen(msg.role, read_screen(msg.line, time.time()))
+
+    def _limit_seen(self, role: str, limit: Limit) -> None:
+        seat = self.s.seats.get(role)
+        if seat is None or seat.view.status in DOWN:
+            return
+        now = time.time()
+        seen = self._limits().seen(role, limit, now)
+        if seen is None:
+            return
+        episode = seen.episode
+        until = clock(episode.wake)
+        detail = f"{limit.kind} ({limit.source}) until {until}"
+        seat.handle.tell(m.Limited(episode.wake, detail))
+        # Not ready from now on, before the role says it is limited: nothing
+        # queued meanwhile may be typed into it.
+        seat.view = replace(seat.view, ready=False)
+        if self.s.timers is not None:
+            self.s.timers.after(episode.wake - now, self.s.me, m.LimitWake(role, episode.token))
+        fields = {"role": role, "kind": limit.kind, "source": limit.source,
+                  "until": round(episode.wake, 3), "repeats": episode.repeats,
+                  "said": limit.detail}
+        if not seen.new:
+            self._event("role limit extended", **fields)
+            return
+        log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
+                    until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
+        self._event("role limited", **fields)
+        self._ring("on_limit", role, detail, extra={
+            "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
+            "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
+                                                  time.localtime(episode.wake))})
+        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
+        if role != self.s.start_role:
+            self._enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
+                          "notice")
+
+    def _limit_wake(self, msg: m.LimitWake) -> None:
+        woke = self._limits().wake(msg.role, msg.token, time.time())
+        seat = self.s.seats.get(msg.role)
+        if woke is None or seat is None:
+            return
+        seat.handle.tell(m.Limited(None))
+        lasted = format_duration(round(woke.lasted))
+        if woke.give_up:
+            give_up = format_duration(self.s.config.ui.limit_give_up)
+            log.error("%s has been held by a provider's limit for %s, past [ui] limit_give_up "
+                      "(%s): the work it holds is failed", msg.role, lasted, give_up)
+            self._event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
+            for task in self.s.board.open_for(msg.role):
+                if task.state is not TaskState.GATED:
+                    self._fail_task(task, f"{msg.role} was held by a provider's limit for "
+                                          f"{lasted}, past [ui] limit_give_up ({give_up})")
+            return
+        self._event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
+        self.s.limit_continue.add(msg.role)
+
+    def _limit_lifted(self, msg: m.LimitLifted) -> None:
+        """The provider answered the role again before its wait was over: its
+        agent went on by itself (its own retry), so nothing is typed."""
+        episode = self._limits().lifted(msg.role)
+        seat = self.s.seats.get(msg.role)
+        if episode is None or seat is None:
+            return
+        seat.handle.tell(m.Limited(None))
+        self._event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
+                    by="answered")
+
+    def _after_limit(self, seat: Any, before: m.RoleView) -> None:
+        """Once the role no longer shows ``limited``: continue it if it rests idle."""
+        if before.status is not RoleStatus.LIMITED or seat.view.status is RoleStatus.LIMITED:
+            return
+        if seat.name not in self.s.limit_continue:
+            return
+        self.s.limit_continue.discard(seat.name)
+        task = self._held_task(seat.name)
+        if seat.view.status is RoleStatus.IDLE and task is not None:
+            self._event("limit continue", role=seat.name, task=task.id)
+            self._enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
+                          front=True)
+
+    # -- reroute ------------------------------------------------------------------
+
+    def _reroute(self, role: str) -> list[str]:
+        """Queued tasks of ``role`` go to an idle role running the same agent CLI."""
+        seat = self.s.seats[role]
+        sibling = self._sibling(seat)
+        tasks = [i for i in seat.queue if i.kind == "task"]
+        if sibling is None or not tasks:
+            return []
+        moved = []
+        for injection in tasks:
+            seat.queue.remove(injection)
+            self._journal("injected", id=injection.id, role=role, requeued=False)
+            task = self.s.board.annotate(injection.task_id, role=sibling.name)
+            self._write_task_file(task)
+            self._event("task rerouted", task=task.id, role=sibling.name, was=role,
+                        reason="limit")
+            self._queue_task(task)
+            moved.append(f"{task.id} to {sibling.name}")
+        return moved
+
+    def _sibling(self, seat: Any) -> Any:
+        for other in self.s.seats.values():
+            if (other.name != seat.name and other.name != self.s.start_role
+                    and other.view.profile == seat.view.profile
+                    and other.view.status is RoleStatus.IDLE
+                    and self._limits().limited(other.name) is None):
+                return other
+        return None

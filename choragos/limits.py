@@ -1,0 +1,293 @@
+"""Provider limits: reading them from an API's answer, and waiting them out.
+
+Every vendor says "not now" its own way.  Anthropic answers 429 (a rate
+limit) or 529 (overloaded) with ``retry-after`` and an
+``anthropic-ratelimit-<kind>-reset`` timestamp per limit it keeps; OpenAI
+answers 429 with ``retry-after``/``retry-after-ms`` and
+``x-ratelimit-reset-<kind>`` durations (Go-style, ``6m0s``); Gemini answers
+429 ``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` detail whose
+``retryDelay`` says how long.  :func:`read_answer` turns any of them into
+one :class:`Limit` with the wall-clock time it lifts, when the answer says.
+
+:class:`LimitWatch` is the policy the session follows once a role hit a
+limit: one episode per limit (so one event and one hook), the time to set
+the role going again (the reset plus a little jitter, or a capped back-off
+when the limit comes straight back), and whether it has lasted past the
+give-up.  It owns only its own state and is handed ``now``, so it is tested
+with a table, no clock.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from choragos.durations import parse_duration
+
+LIMIT_STATUSES = frozenset({429, 529})
+BODY_KEEP = 64 * 1024  # an error answer is read for its retry delay up to this
+BACKOFF_CAP = 1800.0   # a limit that keeps coming back is retried at least this often
+JITTER_SHARE = 0.05    # of the wait, added at random so a crew does not wake as one
+JITTER_MAX = 30.0
+# A limit seen again this soon after the role was set going counts as the same
+# one coming back: the wait doubles.
+REPEAT_WINDOW = 600.0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A provider said "not now" to a role."""
+
+    kind: str           # "rate limit" | "overloaded" | "quota" | "usage limit"
+    source: str         # the API ("anthropic", "openai", "gemini") or "screen"
+    until: float | None  # wall-clock seconds when it lifts; None: not said
+    detail: str = ""    # what the provider said, shortened
+
+    def describe(self) -> str:
+        return f"{self.kind} ({self.source})" + (f": {self.detail}" if self.detail else "")
+
+
+def read_answer(api: str, status: int, headers: Mapping[str, str], body: bytes,
+                now: float) -> Limit | None:
+    """The limit an upstream answer reports, or None for any other answer.
+
+    ``headers`` keys must be lower case; ``body`` may be cut short (only
+    the start of an error answer is kept).
+    """
+    error = _error_object(body)
+    exhausted = str(error.get("status", "")).upper() == "RESOURCE_EXHAUSTED"
+    if status not in LIMIT_STATUSES and not exhausted:
+        return None
+    code = str(error.get("code") or error.get("type") or "")
+    if status == 529 or "overloaded" in code:
+        kind = "overloaded"
+    elif "quota" in code or "billing" in code:
+        kind = "quota"
+    else:
+        kind = "rate limit"
+    said = [w for w in (_retry_after(headers, now), _gemini_delay(error, now)) if w]
+    spent, every = _vendor_resets(headers, now)
+    waits = said + spent or every  # a limit not spent does not hold the role
+    until = max(waits) if waits else None
+    message = str(error.get("message") or "").strip().splitlines()
+    return Limit(kind, api, until, message[0][:200] if message else f"HTTP {status}")
+
+
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b",
+                   re.IGNORECASE)
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_IN = re.compile(r"\b(?:in|after)\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)",
+                 re.IGNORECASE)
+_AT = re.compile(r"\b(?:resets?|reset at|try again at|retry at)\s+(?:at\s+)?"
+                 r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b", re.IGNORECASE)
+
+
+def read_screen(line: str, now: float) -> Limit:
+    """The limit an agent CLI's own notice describes: "resets 3am", "try
+    again in 2 hours 5 minutes", "retry in 37.5s"; the time is the machine's
+    local time, as the CLI shows it."""
+    kind = "usage limit" if re.search(r"usage|quota", line, re.IGNORECASE) else "rate limit"
+    return Limit(kind, "screen", _screen_until(line, now), line[:200])
+
+
+def _screen_until(line: str, now: float) -> float | None:
+    span = _IN.search(line)
+    if span:
+        parts = _SPAN.findall(span.group(1))
+        if parts:
+            return now + sum(float(n) * _UNIT_SECONDS[unit[0].lower()] for n, unit in parts)
+    clock = _AT.search(line)
+    if clock is None:
+        return None
+    hour, minute = int(clock.group(1)), int(clock.group(2) or 0)
+    half = (clock.group(3) or "").lower()
+    if (half and not 1 <= hour <= 12) or hour > 23 or minute > 59:
+        return None
+    hour = hour % 12 + (12 if half == "pm" else 0) if half else hour
+    today = datetime.fromtimestamp(now).replace(hour=hour, minute=minute, second=0,
+                                                 microsecond=0)
+    when = today.timestamp()
+    return when if when > now else (today + timedelta(days=1)).timestamp()
+
+
+def _error_object(body: bytes) -> dict:
+    try:
+        data = json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return {}
+    if isinstance(data, list) and data:  # Gemini's streaming endpoint wraps it in a list
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    millis = _number(headers.get("retry-after-ms", ""))
+    if millis is not None:
+        return now + millis / 1000
+    raw = headers.get("retry-after", "").strip()
+    seconds = _number(raw)
+    if seconds is not None:
+        return now + seconds
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.timestamp() if when is not None else None
+
+
+def _vendor_resets(headers: Mapping[str, str], now: float) -> tuple[list[float], list[float]]:
+    """The resets of the limits that are spent, and of every limit named."""
+    resets: dict[str, float] = {}  # the header saying what is left -> when it resets
+    for name, value in headers.items():
+        if name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
+            when, left = _timestamp(value), name[:-len("reset")] + "remaining"
+        elif name.startswith("x-ratelimit-reset-"):
+            when = _after(value, now)
+            left = "x-ratelimit-remaining-" + name[len("x-ratelimit-reset-"):]
+        else:
+            continue
+        if when is not None:
+            resets[left] = when
+    spent = [when for left, when in resets.items() if headers.get(left, "").strip() == "0"]
+    return spent, list(resets.values())
+
+
+def _gemini_delay(error: dict, now: float) -> float | None:
+    for detail in error.get("details") or ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            wait = _after(str(detail.get("retryDelay", "")), now)
+            if wait is not None:
+                return wait
+    return None
+
+
+def _after(text: str, now: float) -> float | None:
+    try:
+        return now + parse_duration(text.strip())
+    except ValueError:
+        return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _timestamp(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+# ---- waiting a limit out ------------------------------------------------------------
+
+
+@dataclass
+class Episode:
+    """One role's limit, from the first "not now" until it is over."""
+
+    limit: Limit
+    first: float          # when it was first seen
+    wake: float           # when the role is set going again
+    repeats: int = 0      # how often it came straight back
+    token: int = 0        # names the wake-up timer that is current
+    woke: float | None = None  # when the role was last set going
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the session does with a limit just reported."""
+
+    episode: Episode
+    new: bool  # first report of this limit: the event, the hook, the card
+
+
+@dataclass(frozen=True)
+class Wake:
+    """What the session does at an episode's wake-up time."""
+
+    give_up: bool  # the limit lasted past the give-up: a failure, not a wait
+    lasted: float
+
+
+@dataclass
+class LimitWatch:
+    """The limits the crew's roles are under, one episode per role."""
+
+    default_wait: float = 60.0   # when the provider does not say for how long
+    give_up: float = 8 * 3600.0
+    rng: Callable[[], float] = field(default=random.random)
+    episodes: dict[str, Episode] = field(default_factory=dict)
+    _tokens: int = 0
+
+    def seen(self, role: str, limit: Limit, now: float) -> Seen | None:
+        """A limit reported for ``role``; None when it adds nothing (a retry
+        hitting the same limit before its reset)."""
+        episode = self.episodes.get(role)
+        if episode is not None and episode.woke is None:
+            later = self._wake(limit, now, episode.repeats, episode.first)
+            if later <= episode.wake + 1.0:
+                return None
+            episode.wake, episode.limit = later, limit
+            episode.token = self._token()
+            return Seen(episode, new=False)
+        repeats = 0
+        first = now
+        if episode is not None and episode.woke is not None and now - episode.woke < REPEAT_WINDOW:
+            repeats, first = episode.repeats + 1, episode.first
+        episode = Episode(limit, first, self._wake(limit, now, repeats, first), repeats,
+                          self._token())
+        self.episodes[role] = episode
+        return Seen(episode, new=True)
+
+    def wake(self, role: str, token: int, now: float) -> Wake | None:
+        """The wake-up timer ``token`` is due; None when it is stale."""
+        episode = self.episodes.get(role)
+        if episode is None or episode.token != token or episode.woke is not None:
+            return None
+        episode.woke = now
+        lasted = now - episode.first
+        if lasted >= self.give_up:
+            del self.episodes[role]
+            return Wake(give_up=True, lasted=lasted)
+        return Wake(give_up=False, lasted=lasted)
+
+    def lifted(self, role: str) -> Episode | None:
+        """The provider answered the role again before the wake-up: it is over."""
+        episode = self.episodes.get(role)
+        if episode is None or episode.woke is not None:
+            return None
+        episode.woke = episode.wake
+        episode.token = self._token()
+        return episode
+
+    def forget(self, role: str) -> None:
+        self.episodes.pop(role, None)
+
+    def limited(self, role: str) -> Episode | None:
+        episode = self.episodes.get(role)
+        return episode if episode is not None and episode.woke is None else None
+
+    def _wake(self, limit: Limit, now: float, repeats: int, first: float) -> float:
+        wait = limit.until - now if limit.until is not None else self.default_wait
+        if repeats:
+            wait = max(wait, min(self.default_wait * 2 ** repeats, BACKOFF_CAP))
+        wait = max(wait, 0.0)
+        # Never past the give-up by more than the jitter: a limit that will
+        # outlast it is reported when the give-up comes, not hours later.
+        wait = min(wait, max(self.give_up - (now - first), 0.0))
+        return now + wait + min(wait * JITTER_SHARE, JITTER_MAX) * self.rng()
+
+    def _token(self) -> int:
+        self._tokens += 1
+        return self._tokens
