@@ -31,12 +31,15 @@ from typing import Any
 import pykka
 
 from choragos import statedir
+from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.gateway import GatewayHealth, ProberState
+from choragos.actors.handle import ActorGone
 from choragos.config import BuiltinGateway
 from choragos.envpolicy import build_env
 from choragos.fdwait import wait_ready
 from choragos.gatewaycounts import whole_file
+from choragos.gatewaywatch import limit_of, read_news
 
 READY_TIMEOUT = 15.0
 STOP_GRACE = 3.0
@@ -110,6 +113,8 @@ class GatewayRunner(Actor):
         s.events("gateway started", pid=s.proc.pid, addr=s.settings.addr)
         threading.Thread(target=self._watch, args=(s.proc,), name="gateway-watch",
                          daemon=True).start()
+        threading.Thread(target=self._read_news, args=(s.proc,), name="gateway-news",
+                         daemon=True).start()
 
     @handle.register
     def _ready(self, msg: Ready) -> str:
@@ -177,6 +182,16 @@ class GatewayRunner(Actor):
         with contextlib.suppress(pykka.ActorDeadError):
             self.actor_ref.tell(Exited(proc.pid, _status(code)))
 
+    def _read_news(self, proc: subprocess.Popen) -> None:
+        """The gateway's news (limits seen, limits over), passed to the core as it comes."""
+        try:
+            for line in proc.stdout:
+                message = _news_message(line)
+                if message is not None:
+                    self.core.tell(message)
+        except (OSError, ValueError, ActorGone):
+            return  # the pipe was closed: the process is being ended
+
     def _end_process(self) -> None:
         proc, self.s.proc = self.s.proc, None
         if proc is None:
@@ -214,6 +229,18 @@ def _await_ready(proc: subprocess.Popen, timeout: float) -> str:
             return f"it exited ({_status(proc.returncode)}); see the gateway log"
         seen += piece
     return "" if seen.startswith(b"listening ") else f"unexpected output {seen[:80]!r}"
+
+
+def _news_message(line: bytes) -> Any:
+    news = read_news(line)
+    if news is None:
+        return None
+    limit = limit_of(news)
+    if limit is not None:
+        return m.LimitReported(*limit)
+    if isinstance(news.get("lifted"), str):
+        return m.LimitLifted(news["lifted"])
+    return None
 
 
 def _status(code: int) -> str:

@@ -41,6 +41,8 @@ from choragos.fdwait import wait_ready
 from choragos.gatewaylabels import UNKNOWN
 from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
 from choragos.gatewayroles import KEY_HEADER, Caller, Roles
+from choragos.gatewaywatch import AnswerWatch
+from choragos.limits import BODY_KEEP
 from choragos.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
 
 log = logging.getLogger("choragos.gateway")
@@ -123,12 +125,14 @@ class GatewayServer(ThreadingHTTPServer):
     def __init__(self, addr: tuple[str, int], upstreams: Mapping[str, str], tally: Tally,
                  timeout: float = READ_TIMEOUT,
                  record: Callable[[str], None] | None = None,
-                 roles: Roles | None = None) -> None:
+                 roles: Roles | None = None,
+                 watch: AnswerWatch | None = None) -> None:
         self.upstreams = {api: urlsplit(url) for api, url in upstreams.items()}
         self.tally = tally
         self.roles = roles or Roles()
         self.read_timeout = timeout
         self.record = record or (lambda line: None)
+        self.watch = watch  # reads each answer for a provider's limit
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
@@ -368,6 +372,8 @@ class _Handler(BaseHTTPRequestHandler):
                                response.getheader("Content-Encoding") or "", route.model,
                                route.expected)
         settled: list[str] = []
+        watch = self.server.watch
+        kept = bytearray() if watch is not None and watch.keeps_body(status) else None
 
         def settle(kind: str) -> None:
             if not settled:
@@ -377,13 +383,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.tally.add_error(role, route.api, kind)
                 self.server.tally.persist()
 
-        kind = self._stream(response, chunked, meter, settle) if has_body else ""
+        kind = self._stream(response, chunked, meter, settle, kept) if has_body else ""
         if kind or response.will_close or not response.isclosed():
             self._drop_upstream()
         settle(kind)
+        if watch is not None:
+            watch.answered(role, route.api, status, dict(response.getheaders()),
+                           bytes(kept or b""))
 
     def _stream(self, response: HTTPResponse, chunked: bool, meter: UsageMeter | None,
-                settle: Callable[[str], None]) -> str:
+                settle: Callable[[str], None], kept: bytearray | None = None) -> str:
         """Copy the body piece by piece; the kind of error that cut it short, or ''.
 
         Each piece is written before it is read for usage; only the end waits
@@ -402,6 +411,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return "upstream_broken"
             last = not data or (not chunked and response.length == 0)
+            if kept is not None and len(kept) < BODY_KEEP:
+                kept += data[:BODY_KEEP - len(kept)]
             if meter is not None and data and last:
                 meter.feed(data)
             if last:

@@ -63,15 +63,20 @@ def arguments(verb: str):
 def _gateway(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
     from choragos.gatewayroles import Roles
+    from choragos.gatewaywatch import AnswerWatch, stdout_emitter
     from choragos.proxy import GatewayServer
 
     session = _read_session() if args.session else None
     tally = _tally(args.state, session)
+    # A session reads the news on stdout; a standalone gateway only logs it.
+    watch = AnswerWatch(stdout_emitter(_record) if args.session
+                        else lambda news: _record(f"seen: {json.dumps(news, sort_keys=True)}"))
     host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
         server = GatewayServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
-                               record=_record, roles=Roles(session.key if session else None))
+                               record=_record, roles=Roles(session.key if session else None),
+                               watch=watch)
     except OSError as exc:
         raise _client.Failure(1, f"cannot listen on {args.addr}: {exc.strerror or exc}") \
             from None

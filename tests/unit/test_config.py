@@ -120,6 +120,7 @@ ROLE_DEFAULTS = {
     "approve": False, "env_allow": (), "env_deny": (), "base_url_env": None,
     "input_prompts": (), "chrome_markers": (), "timeout": None, "timeout_action": "notify",
     "restart": "", "restart_retries": 3, "budget": None, "budget_action": "notify",
+    "limit_action": "wait", "stall_action": "notify",
     "budget_tokens": None, "stall_after": 1800.0,
     "worktree": False, "merge": "gate", "judge": "", "judge_pass": 7, "judge_rounds": 3,
     "owns_files": (), "fresh": False, "resume_args": (), "can_delegate": None, "agent": "",
@@ -155,6 +156,11 @@ ROLE_VALUES = [
     ("budget", "3", 3.0),
     ("budget", '"2.50"', 2.5),
     ("budget_action", '"pause"', "pause"),
+    ("budget_action", '"block"', "block"),
+    ("budget_action", '"cut"', "cut"),
+    ("limit_action", '"reroute"', "reroute"),
+    ("stall_action", '"nudge"', "nudge"),
+    ("stall_action", '"restart"', "restart"),
     ("budget_tokens", "500000", 500000),
     ("stall_after", '"5m"', 300.0),
     ("stall_after", '""', None),
@@ -504,10 +510,12 @@ waiting = "179"
 idle = 0
 """
     text = text.replace("[ui.theme]", 'on_exit = "d"\non_idle = "e"\non_done = "f"\n'
-                        'idle_after = "90s"\n[ui.theme]')
+                        'idle_after = "90s"\non_limit = "g"\nlimit_wait = "5s"\n'
+                        'limit_give_up = "8h"\n[ui.theme]')
     ui = load(tmp_path, text).ui
     assert ui == UISettings(False, False, False, False, 'notify "$CHORAGOS_ROLE"', "a", "b", "c",
                             on_exit="d", on_idle="e", on_done="f", idle_after=90.0,
+                            on_limit="g", limit_wait=5.0, limit_give_up=8 * 3600.0,
                             theme={**DEFAULT_THEME, "accent": "#7aa2f7", "waiting": 179,
                                    "idle": 0})
 

@@ -1,0 +1,172 @@
+"""Provider limits waited out, through a real session and its built-in gateway.
+
+The upstream is scripted: it answers a role's model calls with each
+vendor's limit answer, then with a normal one.  The worker is the fixture
+agent in ``--model`` mode: it asks the model before each task, and on an
+error answer prints it and waits at its prompt with the task, as a CLI
+that gave up does; a "Continue" line makes it ask again.  Reset times are
+a few seconds, so the real wake-up timers run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.integration.gatewayfakes import free_port
+from tests.integration.harness import role_toml
+
+pytestmark = pytest.mark.timeout(120)
+
+OK = (200, {}, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-1",
+                "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10, "output_tokens": 2}})
+RATE = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+
+
+class Upstream:
+    """Answers each request with the next scripted (status, headers, body); the
+    last answer repeats.  ``seen`` holds the wall time of every request."""
+
+    def __init__(self, script: list) -> None:
+        self.script, self.seen = list(script), []
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream.seen.append(time.time())
+                status, headers, body = upstream.next()
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def next(self) -> tuple:
+        """The next answer; a callable is asked for it when the request comes."""
+        answer = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        return answer() if callable(answer) else answer
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Upstream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _crew(upstream: Upstream, hook_file, api: str = "anthropic", **ui: str) -> str:
+    port = free_port()
+    settings = {"limit_wait": "1s", "on_limit": f'env | grep ^CHORAGOS_ >> "{hook_file}"',
+                **ui}
+    return (role_toml("orchestrator", start=True)
+            + role_toml("coder", "--worker", "--model", "--model-api", api, stall_after="")
+            + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n'
+            + f'[gateway.upstream]\n{api} = "{upstream.url}"\n'
+            + "[ui]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))
+
+
+def _coder(s) -> dict:
+    out = s.cli("status", "--json")
+    assert out.returncode == 0, out.stderr
+    return next(r for r in json.loads(out.stdout)["roles"] if r["name"] == "coder")
+
+
+def _iso(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Limit:
+    """A limit answer made when the request comes: it lifts ``wait`` s later."""
+
+    def __init__(self, headers, wait: float = 5.0, body: dict = RATE, status: int = 429):
+        self.headers, self.wait, self.body, self.status = headers, wait, body, status
+        self.until = 0.0
+
+    def __call__(self) -> tuple:
+        self.until = float(int(time.time() + self.wait))  # whole seconds: headers say no more
+        return self.status, self.headers(self.until), self.body
+
+
+def _waits_out(s, upstream: Upstream, limit: Limit, hook_file,
+               source: str = "anthropic") -> None:
+    """The role is limited until ``until``, nothing is typed meanwhile, then it
+    is continued and finishes its task."""
+    s.wait_booted(["orchestrator", "coder"])
+    s.cli("delegate", "--to", "coder", "--task", "build it")
+    limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
+    until = limit.until
+    assert limited["limited_until"] == pytest.approx(until, abs=1.5)
+    assert limited["ready"] is False
+    event = s.wait_event(lambda e: e["event"] == "role limited", message="limit event")
+    assert event["role"] == "coder" and event["source"] == source
+    typed_before = len(s.submitted("coder"))
+    s.wait(lambda: any(r["text"].startswith("Continue") for r in s.agents("submit", "coder")),
+           timeout=30, message="a continue line after the reset")
+    continued = [r for r in s.agents("submit", "coder")]
+    # Nothing was typed into it while it was limited but the continue line.
+    assert [r["text"][:8] for r in continued[typed_before:]] == ["Continue"]
+    assert time.time() >= until - 0.5
+    s.wait(lambda: [r for r in s.agents("work-done", "coder")], message="task finished")
+    assert len(upstream.seen) == 2 and upstream.seen[1] >= until - 0.5
+    hooks = hook_file.read_text().splitlines()
+    assert sum(1 for line in hooks if line.startswith("CHORAGOS_HOOK=on_limit")) == 1
+    assert f"CHORAGOS_LIMIT_SOURCE={source}" in hooks
+
+
+def test_anthropic_reset_headers_hold_the_role_until_the_reset(serve, short_tmp):
+    limit = Limit(lambda until: {"anthropic-ratelimit-requests-remaining": "0",
+                                 "anthropic-ratelimit-requests-reset": _iso(until),
+                                 "anthropic-ratelimit-tokens-remaining": "9000",
+                                 "anthropic-ratelimit-tokens-reset": _iso(until + 3600)})
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([limit, OK]) as upstream:
+        s = serve(_crew(upstream, hook_file))
+        _waits_out(s, upstream, limit, hook_file)
+        assert any(e["event"] == "limit over" and e["by"] == "reset" for e in s.events())
+
+
+def test_openai_reset_durations_hold_the_role_until_the_reset(serve, short_tmp):
+    # Requests are spent (reset in 5 s); tokens are not (their reset is ignored).
+    limit = Limit(lambda until: {"x-ratelimit-remaining-requests": "0",
+                                 "x-ratelimit-reset-requests": f"{until - time.time():.3f}s",
+                                 "x-ratelimit-remaining-tokens": "4000",
+                                 "x-ratelimit-reset-tokens": "6m0s"},
+                  body={"error": {"message": "Rate limit reached", "type": "requests",
+                                  "code": "rate_limit_exceeded"}})
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([limit, OK]) as upstream:
+        s = serve(_crew(upstream, hook_file, api="openai"))
+        _waits_out(s, upstream, limit, hook_file, source="openai")
+
+
+def test_gemini_retry_delay_holds_the_role_until_the_reset(serve, short_tmp):
+    body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Quota exceeded",
+                      "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                   "retryDelay": "5s"}]}}
+    limit = Limit(lambda until: {}, body=body)
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([limit, OK]) as upstream:
+        s = serve(_crew(upstream, hook_file, api="gemini"))
+        _waits_out(s, upstream, limit, hook_file, source="gemini")
