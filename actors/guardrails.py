@@ -152,8 +152,15 @@ class Guardrails:
         after = self.s.config.role(view.name).stall_after or 0
         log.warning("%s stalled: its screen has not changed for %s while it holds %s",
                     view.name, format_duration(after), task.id)
-        self._event("role stalled", role=view.name, task=task.id, after=after)
+        action = self.s.config.role(view.name).stall_action
+        self._event("role stalled", role=view.name, task=task.id, after=after, action=action)
         self._alert("on_input", view.name, task)
+        if action == "nudge":
+            # Queued like any line: typed only once the agent rests idle at its prompt.
+            self._enqueue(view.name, briefs.nudge_line(task.id), "notice", task.id)
+        elif action == "restart":
+            log.warning("%s is restarted for its stall (stall_action = \"restart\")", view.name)
+            self.s.seats[view.name].handle.tell(m.Restart())
 
     # -- the whole team: idle, done -------------------------------------------
 

@@ -132,3 +132,29 @@ def test_a_role_waiting_on_a_human_gets_a_line(serve):
     s.wait_booted(["coder"])
     s.cli("delegate", "--to", "coder", "--task", "deploy it")
     s.wait(lambda: "coder is waiting for a human" in s.stderr(), 15, "the waiting line")
+
+
+def test_stall_action_nudge_types_a_line_only_into_the_idle_agent(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", stall_after="1s", stall_action="nudge"))
+    s.wait_booted(["orchestrator", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "stare at the wall").returncode == 0
+    event = s.wait_event(lambda e: e["event"] == "role stalled", 15, "the stall")
+    assert event["action"] == "nudge"
+    nudged = s.wait(lambda: [t for t in s.submitted("coder") if t.startswith("Continue with")],
+                    10, "the nudge typed")
+    assert "T1" in nudged[0]
+    injection = s.wait_event(lambda e: e["event"] == "injection" and e["kind"] == "notice"
+                             and e["role"] == "coder", 10, "the nudge's outcome")
+    assert injection["ok"] is True
+
+
+def test_stall_action_restart_restarts_the_role_and_fails_its_task(serve):
+    s = serve(role_toml("orchestrator", start=True)
+              + role_toml("coder", stall_after="1s", stall_action="restart"))
+    s.wait_booted(["orchestrator", "coder"])
+    first = roles(s)["coder"]["pid"]
+    assert s.cli("delegate", "--to", "coder", "--task", "stare at the wall").returncode == 0
+    s.wait_event(lambda e: e["event"] == "role stalled", 15, "the stall")
+    s.wait(lambda: s.board()["T1"]["state"] == "failed", 15, "T1 failed by the restart")
+    s.wait(lambda: roles(s)["coder"]["pid"] not in (None, first), 15, "a new coder process")
