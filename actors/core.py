@@ -25,6 +25,7 @@ from choragos.actors import durable
 from choragos.actors import messages as m
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
+from choragos.actors.budgetflow import BudgetFlow
 from choragos.actors.clocks import PauseClocks, ResumeClocks, StartClock, StopClock, TimedOut
 from choragos.actors.durable import Heartbeat, Restore, SaveLayout
 from choragos.actors.fresh import FreshContexts
@@ -98,6 +99,8 @@ class CoreState:
     rounds: dict = field(default_factory=dict)  # injection id -> rounds a live agent missed
     limits: Any = None  # choragos.limits.LimitWatch: the provider limits roles wait out
     limit_continue: set = field(default_factory=set)  # roles set going after a limit
+    gateway_runner: Any = None  # the built-in gateway's actor, told the blocking budgets
+    refused: dict = field(default_factory=dict)  # role -> why the gateway last refused it
     # role name -> the environment its agent process gets (verify runs with it)
     role_env: Callable[[str], dict[str, str] | None] = lambda name: None
 
@@ -111,7 +114,7 @@ class CoreState:
 
 
 class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
-                Guardrails, LimitFlow, RollbackCommand, Actor):
+                Guardrails, LimitFlow, BudgetFlow, RollbackCommand, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -584,6 +587,10 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     @handle.register
     def _limit_over(self, msg: m.LimitLifted) -> None:
         self._limit_lifted(msg)
+
+    @handle.register
+    def _call_refused(self, msg: m.BudgetRefused) -> None:
+        self._budget_refused(msg)
 
     # -- timeouts -------------------------------------------------------
 

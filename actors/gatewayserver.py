@@ -63,6 +63,13 @@ class Ready:
 
 
 @dataclass(frozen=True)
+class SetBudgets:
+    """The session's blocking budgets changed: the gateway gets the new policy."""
+
+    policy: dict
+
+
+@dataclass(frozen=True)
 class Exited:
     pid: int
     status: str
@@ -79,6 +86,7 @@ class ServerState:
     proc: subprocess.Popen | None = None
     problem: str = "not started yet"
     spawned: int = 0  # processes started for this session
+    policy: dict | None = None  # the blocking budgets (choragos.budgetgate.policy)
 
 
 class GatewayRunner(Actor):
@@ -115,6 +123,21 @@ class GatewayRunner(Actor):
                          daemon=True).start()
         threading.Thread(target=self._read_news, args=(s.proc,), name="gateway-news",
                          daemon=True).start()
+
+    @handle.register
+    def _set_budgets(self, msg: SetBudgets) -> None:
+        self.s.policy = msg.policy
+        if self.s.proc is not None:
+            self._send_policy(self.s.proc)
+
+    def _send_policy(self, proc: subprocess.Popen) -> None:
+        if self.s.policy is None:
+            return
+        try:
+            proc.stdin.write((json.dumps({"budgets": self.s.policy}) + "\n").encode())
+            proc.stdin.flush()
+        except OSError as exc:  # it is dying: its replacement gets the policy at start
+            self.s.events("gateway budgets not sent", reason=str(exc.strerror or exc))
 
     @handle.register
     def _ready(self, msg: Ready) -> str:
@@ -157,6 +180,7 @@ class GatewayRunner(Actor):
         line = {"key": s.key.hex(), "totals": s.prober.totals}
         proc.stdin.write((json.dumps(line) + "\n").encode())
         proc.stdin.flush()
+        self._send_policy(proc)
         return proc
 
     def _reset_counts(self) -> None:
@@ -240,6 +264,9 @@ def _news_message(line: bytes) -> Any:
         return m.LimitReported(*limit)
     if isinstance(news.get("lifted"), str):
         return m.LimitLifted(news["lifted"])
+    blocked = news.get("blocked")
+    if isinstance(blocked, dict) and isinstance(blocked.get("role"), str):
+        return m.BudgetRefused(blocked["role"], str(blocked.get("why", ""))[:400])
     return None
 
 

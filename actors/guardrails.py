@@ -244,6 +244,7 @@ class Guardrails:
         summary = budget_summary(self.s.config)
         if summary != budget_summary(before):
             self._event("budgets", **(summary or {"roles": {}, "session": None}))
+        self._send_budgets()
         self._guard_budgets()  # a changed cap re-arms, or fires at once
 
     def _guard_budgets(self) -> None:
@@ -279,15 +280,18 @@ class Guardrails:
         if not self._crossed(spec.name, (spec.budget, spec.budget_tokens), text):
             return
         pause = spec.budget_action == "pause"
+        then = {"pause": "; pausing it", "block": "; the gateway refuses its model calls"}
         log.warning("%s is over its budget: %s%s", spec.name, text,
-                    "; pausing it" if pause else "")
+                    then.get(spec.budget_action, ""))
         self._event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
                     tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action,
                     estimated=guess)
         self._ring("on_budget", spec.name, text)
         if pause:
             self._budget_pause(spec.name)
-        self._enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause), "notice")
+        self._enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
+                                                            spec.budget_action == "block"),
+                      "notice")
 
     def _guard_session_budget(self) -> None:
         cap = self.s.config.budget.session
@@ -296,15 +300,18 @@ class Guardrails:
         text = f"{guess}${cost:.2f} of ${cap:.2f}" if cap is not None and cost >= cap else None
         if not self._crossed(SESSION, (cap,), text):
             return
-        log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; pausing every role", text)
+        block = self.s.config.budget.action == "block"
+        log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; %s", text,
+                  "the gateway refuses every model call" if block else "pausing every role")
         # "scope", not "role": report would count a role named "session".
         self._event("over budget", scope="session", spent=text, cost=cost, budget=cap,
-                    action="pause")
+                    action=self.s.config.budget.action)
         self._ring("on_budget", "session", text)
-        for name in list(self.s.seats):
-            self._budget_pause(name)
-        self._enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, True),
-                      "notice")
+        if not block:
+            for name in list(self.s.seats):
+                self._budget_pause(name)
+        self._enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, not block,
+                                                            block), "notice")
 
     def _crossed(self, key: str, cap: tuple, text: str | None) -> bool:
         """True the first time ``key`` is over ``cap``; a different cap re-arms it."""

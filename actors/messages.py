@@ -192,6 +192,14 @@ class LimitLifted:
 
 
 @dataclass(frozen=True)
+class BudgetRefused:
+    """The gateway refused a model call of ``role``: a blocking budget is spent."""
+
+    role: str
+    why: str
+
+
+@dataclass(frozen=True)
 class LimitWake:
     """A limited role's wait is over (``token`` names the wait that is current)."""
 

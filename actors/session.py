@@ -35,6 +35,7 @@ from choragos import (
     __version__,
     authority,
     briefs,
+    budgetgate,
     journal,
     ownership,
     resume,
@@ -295,7 +296,7 @@ class Session:
 
         core_state.aftercare = self._start_child(
             "aftercare", lambda h: AftercareActor.start(workdir, core, sup, behalf, fetchers))
-        self._start_gateway_server()
+        self._start_gateway_server(core_state)
         self._start_prober(core_state)
         core_state.trees = self.trees
         core_state.role_env = self._env_of
@@ -391,13 +392,14 @@ class Session:
             return "down"  # until the first probe answers
         return "off" if self.config.sphragis.enabled is False else None
 
-    def _start_gateway_server(self) -> None:
+    def _start_gateway_server(self, core_state: CoreState) -> None:
         """The built-in gateway, listening before any role can send it a request."""
         if not self.config.gateway.builtin:
             return
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write, session_path(self.workdir), self.gateway_key)
+                            self.events.write, session_path(self.workdir), self.gateway_key,
+                            policy=budgetgate.policy(self.config))
         # Its own supervisor, a temporary child: a gateway that keeps dying is
         # given up on and the session carries on, fail-closed.
         tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY, period=PERIOD)
@@ -406,6 +408,7 @@ class Session:
         core = self.core
         handle = self._start_child("gateway-server",
                                    lambda h: GatewayRunner.start(state, core, sup), sup)
+        core_state.gateway_runner = handle
         try:
             problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
         except Exception as exc:  # it crashed while starting, maybe for good

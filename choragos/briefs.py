@@ -185,9 +185,15 @@ def handoff_line(wait: float) -> str:
             f"know. Delegate nothing more.")
 
 
-def budget_line(who: str, spent: str, paused: bool) -> str:
-    then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
-            "raises the budget re-arms it)" if paused else "it keeps working")
+def budget_line(who: str, spent: str, paused: bool, blocked: bool = False) -> str:
+    if blocked:
+        then = ("its model calls are refused until the operator raises the budget "
+                "(`choragos budget`, or a reload)")
+    elif paused:
+        then = ("it is paused; `choragos resume` lets it go on once you decide (a reload that "
+                "raises the budget re-arms it)")
+    else:
+        then = "it keeps working"
     return (f"Budget: {who} is over its budget ({one_line(spent, 80)}); {then}. Re-plan "
             f"with that in mind.")
 

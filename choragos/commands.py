@@ -31,6 +31,7 @@ MAX_INPUT_TEXT = 4096
 MAX_REPORT_TEXT = 256 * 1024
 MAX_HANDOFF_WAIT = 3600
 MAX_ROLLBACK_TARGET = 200
+MAX_AMOUNT = 32
 # A rollback restores files on the checkpointer's thread, after any snapshot
 # already queued there; a big tree can take minutes, so its client waits that
 # long rather than the socket's usual few seconds.
@@ -229,6 +230,14 @@ DECLARED: tuple[Command | Verb, ...] = (
     Command("shutdown", operator=True, gateway_exempt=True,
             verb=_verb("shutdown", "simple", "stop the running session and its roles",
                           "choragos shutdown")),
+    Command("budget", (
+        Field("session", FLAG, default=False),
+        Field("role", ROLE, when=When("session", False)),
+        Field("amount", TEXT, required=True, limit=MAX_AMOUNT),
+    ), one_of=("role", "session"), operator=True, gateway_exempt=True,
+        verb=_verb("budget", "budget", "set a role's budget (or the session's) in USD "
+                   "without editing the config; a higher one unblocks it",
+                   "choragos budget coder 5.00", "choragos budget --session 20")),
     _verb("checkpoints", "checkpoints", "list or prune workspace checkpoints",
           "choragos checkpoints", "choragos checkpoints prune --keep 10"),
     _verb("rollback", "rollback", "restore the workspace to before a task",

@@ -77,7 +77,7 @@ class RoleSpec:
     restart_retries: int = 3
     budget: float | None = None          # USD
     budget_tokens: int | None = None     # all directions added up
-    budget_action: str = "notify"        # notify | pause | block | cut
+    budget_action: str = "notify"        # notify | pause | block
     # What a provider's limit does to the role's queued work: it waits, or
     # goes to an idle role running the same agent CLI.
     limit_action: str = "wait"
@@ -244,6 +244,7 @@ class BudgetSettings:
     """``[budget]``: limits for the whole crew (each role's own are on its table)."""
 
     session: float | None = None  # USD across every role
+    action: str = "pause"  # pause | block: what spending it does
 
 
 @dataclass(frozen=True)
@@ -560,7 +561,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "restart_retries": cs.integer(0),
     "budget": cs.money,
     "budget_tokens": cs.integer(1),
-    "budget_action": cs.choice("notify", "pause", "block", "cut"),
+    "budget_action": cs.choice("notify", "pause", "block"),
     "limit_action": cs.choice("wait", "reroute"),
     "stall_after": cs.optional_duration,
     "stall_action": cs.choice("notify", "nudge", "restart"),
@@ -825,7 +826,8 @@ _UI_SCHEMA: cs.Schema = {
     "theme": cs.Nested(_read_theme),
 }
 _UI = _settings(UISettings, _UI_SCHEMA)
-_BUDGET = _settings(BudgetSettings, {"session": cs.money})
+_BUDGET = _settings(BudgetSettings, {"session": cs.money,
+                                     "action": cs.choice("pause", "block")})
 _KEY_SCHEMA: cs.Schema = {"prefix": cs.prefix_key, **{a: cs.key_name for a in KEY_ACTIONS}}
 
 

@@ -37,6 +37,8 @@ from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnec
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from choragos import budgetgate
+from choragos.budgetgate import BudgetGate
 from choragos.fdwait import wait_ready
 from choragos.gatewaylabels import UNKNOWN
 from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
@@ -126,13 +128,14 @@ class GatewayServer(ThreadingHTTPServer):
                  timeout: float = READ_TIMEOUT,
                  record: Callable[[str], None] | None = None,
                  roles: Roles | None = None,
-                 watch: AnswerWatch | None = None) -> None:
+                 watch: AnswerWatch | None = None, gate: BudgetGate | None = None) -> None:
         self.upstreams = {api: urlsplit(url) for api, url in upstreams.items()}
         self.tally = tally
         self.roles = roles or Roles()
         self.read_timeout = timeout
         self.record = record or (lambda line: None)
         self.watch = watch  # reads each answer for a provider's limit
+        self.gate = gate    # refuses a role's calls once its blocking budget is spent
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
@@ -206,11 +209,24 @@ class _Handler(BaseHTTPRequestHandler):
                 404, "not_found", f"choragos gateway: no API at {caller.rest}; "
                 f"it serves {SERVED}"))
             return
+        refused = self._budget_refusal(caller.role, route)
+        if refused:
+            self._refuse(caller.role, route.api,
+                         _Failure(budgetgate.STATUS, budgetgate.KIND, refused))
+            return
         try:
             self._forward(caller.role, route, caller.rest, query)
         except _Failure as failure:
             self._drop_upstream()
             self._refuse(caller.role, route.api, failure)
+
+    def _budget_refusal(self, role: str, route: Route) -> str | None:
+        """A spent blocking budget stops the call here: it never reaches the upstream."""
+        gate = self.server.gate
+        refused = gate.refusal(role) if gate is not None and route.counts else None
+        if refused and self.server.watch is not None:
+            self.server.watch.emit({"blocked": {"role": role, "why": refused}})
+        return refused
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)

@@ -62,6 +62,7 @@ def arguments(verb: str):
 
 def _gateway(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
+    from choragos.budgetgate import BudgetGate
     from choragos.gatewayroles import Roles
     from choragos.gatewaywatch import AnswerWatch, stdout_emitter
     from choragos.proxy import GatewayServer
@@ -71,16 +72,17 @@ def _gateway(argv: list[str], verb: str) -> int:
     # A session reads the news on stdout; a standalone gateway only logs it.
     watch = AnswerWatch(stdout_emitter(_record) if args.session
                         else lambda news: _record(f"seen: {json.dumps(news, sort_keys=True)}"))
+    gate = BudgetGate(lambda: tally.counts()["tokens"])
     host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
         server = GatewayServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
                                record=_record, roles=Roles(session.key if session else None),
-                               watch=watch)
+                               watch=watch, gate=gate)
     except OSError as exc:
         raise _client.Failure(1, f"cannot listen on {args.addr}: {exc.strerror or exc}") \
             from None
-    _stop_on(server, args.session)
+    _stop_on(server, args.session, gate)
     print(f"listening {args.addr}", flush=True)
     _record(f"listening on http://{args.addr}; " + ", ".join(
         f"{api} -> {url}" for api, url in upstreams.items()))
@@ -145,8 +147,11 @@ def _read_session() -> _Session:
     return _Session(key, totals if isinstance(totals, dict) else {})
 
 
-def _stop_on(server, session: bool) -> None:
-    """SIGTERM/SIGINT stop the server; a session's child also stops when stdin closes."""
+def _stop_on(server, session: bool, gate) -> None:
+    """SIGTERM/SIGINT stop the server; a session's child also stops when stdin closes.
+
+    Meanwhile a session's child reads its stdin for the session's budget
+    policy, one JSON line each time it changes."""
     def stop(*_: object) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
@@ -154,8 +159,11 @@ def _stop_on(server, session: bool) -> None:
     signal.signal(signal.SIGINT, stop)
     if session:
         def watch() -> None:
-            while sys.stdin.buffer.read(4096):
-                pass
+            from choragos.gatewaywatch import read_news
+            for line in sys.stdin:  # the same reader as the seed's: nothing it read ahead is lost
+                news = read_news(line.encode())
+                if news is not None and gate.update(news):
+                    _record(f"budgets: {json.dumps(news['budgets'], sort_keys=True)}")
             stop()
         threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
 

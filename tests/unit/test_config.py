@@ -157,7 +157,6 @@ ROLE_VALUES = [
     ("budget", '"2.50"', 2.5),
     ("budget_action", '"pause"', "pause"),
     ("budget_action", '"block"', "block"),
-    ("budget_action", '"cut"', "cut"),
     ("limit_action", '"reroute"', "reroute"),
     ("stall_action", '"nudge"', "nudge"),
     ("stall_action", '"restart"', "restart"),
