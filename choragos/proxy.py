@@ -209,24 +209,21 @@ class _Handler(BaseHTTPRequestHandler):
                 404, "not_found", f"choragos gateway: no API at {caller.rest}; "
                 f"it serves {SERVED}"))
             return
-        refused = self._budget_refusal(caller.role, route)
-        if refused:
-            self._refuse(caller.role, route.api,
-                         _Failure(budgetgate.STATUS, budgetgate.KIND, refused))
-            return
         try:
             self._forward(caller.role, route, caller.rest, query)
         except _Failure as failure:
             self._drop_upstream()
             self._refuse(caller.role, route.api, failure)
 
-    def _budget_refusal(self, role: str, route: Route) -> str | None:
+    def _check_budget(self, role: str, route: Route) -> None:
         """A spent blocking budget stops the call here: it never reaches the upstream."""
         gate = self.server.gate
         refused = gate.refusal(role) if gate is not None and route.counts else None
-        if refused and self.server.watch is not None:
+        if not refused:
+            return
+        if self.server.watch is not None:
             self.server.watch.emit({"blocked": {"role": role, "why": refused}})
-        return refused
+        raise _Failure(budgetgate.STATUS, budgetgate.KIND, refused)
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
@@ -265,6 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- the upstream request --------------------------------------------------------
 
     def _forward(self, role: str, route: Route, rest: str, query: str) -> None:
+        self._check_budget(role, route)
         began = time.monotonic()
         target = self.server.upstreams[route.api]
         conn = self._connection(target)
