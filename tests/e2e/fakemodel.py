@@ -41,6 +41,7 @@ class ApiError:
     status: int = 500
     kind: str = "api_error"
     message: str = "scripted failure"
+    headers: tuple[tuple[str, str], ...] = ()  # e.g. (("retry-after", "3"),) on a 429
 
 
 Reply = list[Block] | Callable[["Turn"], list[Block]] | ApiError
@@ -435,7 +436,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         model = self.fake.model_name or str(request.body.get("model") or "claude-fake")
         if isinstance(plan.reply, ApiError):
             time.sleep(plan.delay)
-            self.send_json(plan.reply.status, api_error(plan.reply.kind, plan.reply.message))
+            self.send_json(plan.reply.status, api_error(plan.reply.kind, plan.reply.message),
+                           headers=plan.reply.headers)
         elif request.body.get("stream"):
             self.stream(sse_events(plan.reply, model, plan.usage), plan.delay)
         else:
@@ -476,9 +478,12 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.fake.record(request)
         return request
 
-    def send_json(self, status: int, payload: Any, body: bool = True) -> None:
+    def send_json(self, status: int, payload: Any, body: bool = True,
+                  headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -200,7 +200,7 @@ class ResponsesHandler(ApiHandler):
             return
         time.sleep(plan.delay)
         if isinstance(plan.reply, ApiError):
-            self.send_json(plan.reply.status, error_json(plan.reply))
+            self.send_json(plan.reply.status, error_json(plan.reply), headers=plan.reply.headers)
         else:
             items = [output_item(b) for b in plan.reply]
             self.send_json(200, response_json(items, model, plan.usage,

@@ -1,0 +1,88 @@
+"""Real agent CLIs hitting a provider's limit, through the built-in gateway.
+
+The fake model answers the coder's task with a 429 and a short
+``retry-after`` once, then normally.  The session must show the coder
+``limited`` until the reset, type nothing into it meanwhile, and once the
+limit is over see the task through: the CLI going on by itself (its own
+retry) or, if it gave up and rests at its prompt, a "continue" line.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e import seats
+from tests.e2e.fakemodel import ApiError, FakeModel, text, tool
+from tests.e2e.fakeopenai import shell
+from tests.e2e.scenario import claude_role
+from tests.e2e.seats import BOOT_TIMEOUT, tool_said
+from tests.e2e.test_scenarios import bash
+from tests.integration.gatewayfakes import free_port
+
+RESET = 4  # seconds: the retry-after the fake sends
+
+
+def _gateway(port: int, api: str, url: str) -> str:
+    return (f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n'
+            f'[gateway.upstream]\n{api} = "{url}"\n[ui]\nlimit_wait = "2s"\n')
+
+
+def _task_turn(turn) -> bool:
+    return "New task T1" in turn.text or "Continue:" in turn.text
+
+
+def _limited_then_done(s, role: str = "coder") -> None:
+    limited = s.wait_event(lambda e: e["event"] == "role limited", 90, "the limit")
+    assert limited["role"] == role and limited["until"] - limited["t"] == pytest.approx(
+        RESET, abs=1.5)
+    over = s.wait_event(lambda e: e["event"] == "limit over", 60, "the limit over")
+    assert over["t"] >= limited["t"]
+    events = s.events()
+    between = [e for e in events if limited["t"] <= e["t"] < over["t"]
+               and e["event"].startswith("injection") and e.get("role") == role]
+    # Nothing typed into it while limited: the one outcome in that time may be
+    # the task's own, typed before its first model call hit the limit.
+    assert [(e["kind"], e["task"]) for e in between] in ([], [("task", "T1")])
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    assert s.board()["T1"]["state"] == "done"
+
+
+@pytest.mark.claude
+@pytest.mark.timeout(240)
+def test_claude_code_waits_out_a_429_and_finishes(crew, fake_model: FakeModel) -> None:
+    port = free_port()
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude")
+             + _gateway(port, "anthropic", fake_model.base_url))
+    work = s.workdir
+    fake_model.on("New task T1", ApiError(429, "rate_limit_error", "Rate limited: slow down",
+                                          headers=(("retry-after", str(RESET)),)))
+    fake_model.on(_task_turn,
+                  tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
+    fake_model.on(tool_said("hello.txt"),
+                  bash('choragos work-done --id T1 --done --task "Wrote hello.txt"',
+                       "Report the task"))
+    fake_model.default = text("Ready.")
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    _limited_then_done(s)
+    assert (work / "hello.txt").read_text() == "hello\n"
+
+
+@pytest.mark.codex
+@pytest.mark.timeout(240)
+def test_codex_waits_out_a_429_and_finishes(seat_crew, fakes) -> None:
+    port = free_port()
+    model = fakes.openai
+    s = seat_crew(seats.seat_role("orchestrator", "codex", start=True)
+                  + seats.seat_role("coder", "codex")
+                  + _gateway(port, "openai", model.base_url))
+    model.on("New task T1", ApiError(429, "rate_limit_exceeded", "Rate limit reached",
+                                     headers=(("retry-after", str(RESET)),)))
+    model.on(_task_turn, shell("printf 'hello\\n' > hello.txt"))
+    model.on(lambda turn: "exited with code 0" in turn.tool_text,
+             shell('choragos work-done --id T1 --done --task "Wrote hello.txt"'))
+    model.default = text("Ready.")
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    _limited_then_done(s)
+    assert (s.workdir / "hello.txt").read_text() == "hello\n"
