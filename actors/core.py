@@ -443,6 +443,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
         self._queue_task(task)
 
     def _queue_task(self, task: Task) -> None:
+        task = self._around_limit(task)
         self._fingerprint_owned(task)
         line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
         self._enqueue(task.role, line, "task", task.id)

@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from choragos import briefs
+from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.board import TaskState
 from choragos.durations import format_duration
@@ -146,21 +146,35 @@ class LimitFlow:
     def _reroute(self, role: str) -> list[str]:
         """Queued tasks of ``role`` go to an idle role running the same agent CLI."""
         seat = self.s.seats[role]
-        sibling = self._sibling(seat)
-        tasks = [i for i in seat.queue if i.kind == "task"]
-        if sibling is None or not tasks:
-            return []
         moved = []
-        for injection in tasks:
+        for injection in [i for i in seat.queue if i.kind == "task"]:
+            task = self._around_limit(self.s.board.get(injection.task_id))
+            if task.role == role:
+                break  # no idle sibling: the rest wait too
             seat.queue.remove(injection)
             self._journal("injected", id=injection.id, role=role, requeued=False)
-            task = self.s.board.annotate(injection.task_id, role=sibling.name)
-            self._write_task_file(task)
-            self._event("task rerouted", task=task.id, role=sibling.name, was=role,
-                        reason="limit")
             self._queue_task(task)
-            moved.append(f"{task.id} to {sibling.name}")
+            moved.append(f"{task.id} to {task.role}")
         return moved
+
+    def _around_limit(self, task: Any) -> Any:
+        """``task`` given to an idle sibling when its role waits out a limit with
+        ``limit_action = "reroute"``; else ``task`` as it is."""
+        role = task.role
+        spec = self.s.config.role(role)
+        if spec is None or spec.limit_action != "reroute" or not self._limits().limited(role):
+            return task
+        sibling = self._sibling(self.s.seats[role])
+        if sibling is None:
+            return task
+        task = self.s.board.annotate(task.id, role=sibling.name)
+        self._publish(news.TaskChanged(task.as_dict()))
+        self._write_task_file(task)
+        self._event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
+        if self.s.start_role not in (role, sibling.name):
+            self._enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
+                          "notice", task.id)
+        return task
 
     def _sibling(self, seat: Any) -> Any:
         for other in self.s.seats.values():

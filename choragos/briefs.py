@@ -350,3 +350,8 @@ def limit_line(role: str, what: str, until: str, rerouted: Sequence[str]) -> str
     moved = f"; its queued task(s) went to {', '.join(rerouted)}" if rerouted else ""
     return (f"Limit: {role} hit a provider's {one_line(what, 80)} and waits until {until}; "
             f"choragos sets it going again then{moved}.")
+
+
+def rerouted_line(task_id: str, role: str, sibling: str) -> str:
+    return (f"Rerouted: {task_id} went to {sibling} instead of {role}, which waits out a "
+            f"provider's limit (limit_action = \"reroute\").")

@@ -170,3 +170,65 @@ def test_gemini_retry_delay_holds_the_role_until_the_reset(serve, short_tmp):
     with Upstream([limit, OK]) as upstream:
         s = serve(_crew(upstream, hook_file, api="gemini"))
         _waits_out(s, upstream, limit, hook_file, source="gemini")
+
+
+def _limit_for(wait: float) -> Limit:
+    return Limit(lambda until: {"retry-after": str(wait)}, wait=wait)
+
+
+def test_a_limit_coming_straight_back_waits_longer(serve, short_tmp):
+    # limit_wait 1s: the repeat waits 2 s although its retry-after says 1.
+    with Upstream([_limit_for(1), _limit_for(1), OK]) as upstream:
+        s = serve(_crew(upstream, short_tmp / "hooks.txt"))
+        s.wait_booted(["orchestrator", "coder"])
+        s.cli("delegate", "--to", "coder", "--task", "build it")
+        s.wait(lambda: [r for r in s.agents("work-done", "coder")], 30, "task finished")
+        limits = [e for e in s.events() if e["event"] == "role limited"]
+        assert [e["repeats"] for e in limits] == [0, 1]
+        assert limits[0]["until"] - limits[0]["t"] == pytest.approx(1, abs=0.5)
+        assert 2.0 <= limits[1]["until"] - limits[1]["t"] <= 2.5  # the back-off, + jitter
+        continued = [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert len(continued) == 2 and len(upstream.seen) == 3
+        assert upstream.seen[2] - upstream.seen[1] >= 2.0
+
+
+def test_a_limit_past_the_give_up_fails_the_task(serve, short_tmp):
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([_limit_for(3600)]) as upstream:
+        s = serve(_crew(upstream, hook_file, limit_give_up="3s"))
+        s.wait_booted(["orchestrator", "coder"])
+        s.cli("delegate", "--to", "coder", "--task", "build it")
+        limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
+        assert limited["limited_until"] - time.time() < 4  # never past the give-up
+        given_up = s.wait_event(lambda e: e["event"] == "limit given up", 15, "the give-up")
+        assert given_up["role"] == "coder" and given_up["lasted"] >= 3
+        s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, "T1 failed")
+        assert "past [ui] limit_give_up (3s)" in s.board()["T1"]["note"]
+        s.wait(lambda: [t for t in s.submitted("orchestrator") if "T1" in t and "limit" in t],
+               15, "the orchestrator told")
+        assert not [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert len(upstream.seen) == 1
+        assert "coder has been held by a provider's limit" in s.stderr()
+
+
+def test_reroute_sends_the_limited_roles_work_to_an_idle_sibling(serve, short_tmp):
+    port = free_port()
+    config = (role_toml("orchestrator", start=True)
+              + role_toml("coder", "--worker", "--model", limit_action="reroute",
+                          stall_after="")
+              + role_toml("coder2", "--worker", "--model", stall_after="")
+              + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n')
+    with Upstream([_limit_for(30), OK]) as upstream:
+        s = serve(config
+                  + f'[gateway.upstream]\nanthropic = "{upstream.url}"\n')
+        s.wait_booted(["orchestrator", "coder", "coder2"])
+        s.cli("delegate", "--to", "coder", "--task", "first")
+        s.wait(lambda: _coder(s)["state"] == "limited", message="limited")
+        assert s.cli("delegate", "--to", "coder", "--task", "second").returncode == 0
+        moved = s.wait_event(lambda e: e["event"] == "task rerouted", 10, "the reroute")
+        assert (moved["task"], moved["was"], moved["role"]) == ("T2", "coder", "coder2")
+        s.wait(lambda: [r for r in s.agents("work-done", "coder2")], 20, "T2 done by coder2")
+        assert s.board()["T2"]["role"] == "coder2" and s.board()["T1"]["role"] == "coder"
+        assert not [t for t in s.submitted("coder") if "T2" in t]
+        s.wait(lambda: [t for t in s.submitted("orchestrator") if t.startswith("Rerouted: T2")],
+               15, "the orchestrator told")
