@@ -30,6 +30,7 @@ from choragos.rolestatus import RoleStatus
 log = logging.getLogger("choragos.crew")
 
 DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
+LIMIT_NOTE = "waits out a provider's limit"
 
 
 def new_watch(config: Any) -> LimitWatch:
@@ -79,6 +80,7 @@ class LimitFlow:
         seat.view = replace(seat.view, ready=False)
         if self.s.timers is not None:
             self.s.timers.after(episode.wake - now, self.s.me, m.LimitWake(role, episode.token))
+        self._note_limit(role, f"{LIMIT_NOTE} ({limit.kind}, {limit.source}) until {until}")
         fields = {"role": role, "kind": limit.kind, "source": limit.source,
                   "until": round(episode.wake, 3), "repeats": episode.repeats,
                   "said": limit.detail}
@@ -103,6 +105,7 @@ class LimitFlow:
         if woke is None or seat is None:
             return
         seat.handle.tell(m.Limited(None))
+        self._note_limit(msg.role, "")
         lasted = format_duration(round(woke.lasted))
         if woke.give_up:
             give_up = format_duration(self.s.config.ui.limit_give_up)
@@ -125,6 +128,7 @@ class LimitFlow:
         if episode is None or seat is None:
             return
         seat.handle.tell(m.Limited(None))
+        self._note_limit(msg.role, "")
         self._event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
                     by="answered")
 
@@ -140,6 +144,15 @@ class LimitFlow:
             self._event("limit continue", role=seat.name, task=task.id)
             self._enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
                           front=True)
+
+    def _note_limit(self, role: str, note: str) -> None:
+        """The board says why the role's tasks wait; the note goes with the limit."""
+        for task in self.s.board.open_for(role):
+            if task.state is TaskState.GATED or task.note == note:
+                continue
+            if note or task.note.startswith(LIMIT_NOTE):
+                changed = self.s.board.annotate(task.id, note=note)
+                self._publish(news.TaskChanged(changed.as_dict()))
 
     # -- reroute ------------------------------------------------------------------
 

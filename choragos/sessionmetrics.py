@@ -69,6 +69,14 @@ class SessionMetrics:
             "choragos_injection_retries",
             "Typed-in text (a task, a report, the boot brief) that had to be sent again.",
             ["role", "kind"])
+        self.limits = counter(
+            "choragos_role_limits",
+            "Provider limits a role hit (one per limit, however often its agent retried).",
+            ["role", "source"])
+        self.refused = counter(
+            "choragos_model_calls_refused",
+            "Model calls the built-in gateway refused because a blocking budget was spent.",
+            ["role"])
         self.registry.register(_BoardCollector(ask))
 
     # -- the event log --------------------------------------------------------------
@@ -127,6 +135,12 @@ class SessionMetrics:
         kind = "boot" if record["event"].startswith("boot") else str(record.get("kind"))
         self.retries.labels(str(record.get("role")), kind).inc()
 
+    def _limited(self, record: dict) -> None:
+        self.limits.labels(str(record.get("role")), str(record.get("source"))).inc()
+
+    def _refused(self, record: dict) -> None:
+        self.refused.labels(str(record.get("role"))).inc()
+
     # -- the endpoint ----------------------------------------------------------------
 
     def serve(self, listen: str) -> None:
@@ -154,6 +168,8 @@ _HANDLERS: dict[str, Callable[[SessionMetrics, dict], None]] = {
     "role exited": SessionMetrics._exited,
     "injection retry": SessionMetrics._retry,
     "boot injection retry": SessionMetrics._retry,
+    "role limited": SessionMetrics._limited,
+    "model call refused": SessionMetrics._refused,
 }
 
 
@@ -218,12 +234,18 @@ def _roles(roles: list[dict]) -> Iterator[Any]:
     cost = GaugeMetricFamily("choragos_cost_usd", "What those tokens cost in USD, priced "
                              "with [pricing]; absent when a model has no price.",
                              labels=["role"])
+    until = GaugeMetricFamily("choragos_role_limited_until_seconds",
+                              "When a limited role is set going again (Unix time); only "
+                              "roles waiting out a provider's limit have a sample.",
+                              labels=["role"])
     for role in roles:
         name = str(role.get("name"))
+        if isinstance(role.get("limited_until"), int | float):
+            until.add_metric([name], role["limited_until"])
         for known in ROLE_STATES:
             state.add_metric([name, known], 1.0 if role.get("state") == known else 0.0)
         for direction, count in (role.get("tokens") or {}).items():
             tokens.add_metric([name, direction], count)
         if isinstance(role.get("cost"), int | float):
             cost.add_metric([name], role["cost"])
-    yield from (state, tokens, cost)
+    yield from (state, tokens, cost, until)

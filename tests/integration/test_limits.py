@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.integration.gatewayfakes import free_port
-from tests.integration.harness import role_toml
+from tests.integration.harness import role_toml, scrape
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -110,7 +110,7 @@ class Limit:
 
 
 def _waits_out(s, upstream: Upstream, limit: Limit, hook_file,
-               source: str = "anthropic") -> None:
+               source: str = "anthropic", metrics: int = 0) -> None:
     """The role is limited until ``until``, nothing is typed meanwhile, then it
     is continued and finishes its task."""
     s.wait_booted(["orchestrator", "coder"])
@@ -119,6 +119,15 @@ def _waits_out(s, upstream: Upstream, limit: Limit, hook_file,
     until = limit.until
     assert limited["limited_until"] == pytest.approx(until, abs=1.5)
     assert limited["ready"] is False
+    note = s.wait(lambda: s.board()["T1"]["note"], message="the board's note")
+    assert note.startswith(f"waits out a provider's limit (rate limit, {source}) until ")
+    if metrics:
+        scraped = scrape(metrics)
+        assert scraped[("choragos_role_state", (("role", "coder"), ("state", "limited")))] == 1
+        assert scraped[("choragos_role_limited_until_seconds", (("role", "coder"),))] == \
+            limited["limited_until"]
+        assert scraped[("choragos_role_limits_total", (("role", "coder"),
+                                                       ("source", source)))] == 1
     event = s.wait_event(lambda e: e["event"] == "role limited", message="limit event")
     assert event["role"] == "coder" and event["source"] == source
     typed_before = len(s.submitted("coder"))
@@ -129,6 +138,7 @@ def _waits_out(s, upstream: Upstream, limit: Limit, hook_file,
     assert [r["text"][:8] for r in continued[typed_before:]] == ["Continue"]
     assert time.time() >= until - 0.5
     s.wait(lambda: [r for r in s.agents("work-done", "coder")], message="task finished")
+    assert s.board()["T1"]["note"] == ""
     assert len(upstream.seen) == 2 and upstream.seen[1] >= until - 0.5
     hooks = hook_file.read_text().splitlines()
     assert sum(1 for line in hooks if line.startswith("CHORAGOS_HOOK=on_limit")) == 1
@@ -141,9 +151,10 @@ def test_anthropic_reset_headers_hold_the_role_until_the_reset(serve, short_tmp)
                                  "anthropic-ratelimit-tokens-remaining": "9000",
                                  "anthropic-ratelimit-tokens-reset": _iso(until + 3600)})
     hook_file = short_tmp / "hooks.txt"
+    metrics = free_port()
     with Upstream([limit, OK]) as upstream:
-        s = serve(_crew(upstream, hook_file))
-        _waits_out(s, upstream, limit, hook_file)
+        s = serve(_crew(upstream, hook_file) + f'[metrics]\nlisten = "127.0.0.1:{metrics}"\n')
+        _waits_out(s, upstream, limit, hook_file, metrics=metrics)
         assert any(e["event"] == "limit over" and e["by"] == "reset" for e in s.events())
 
 
