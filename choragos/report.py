@@ -58,6 +58,9 @@ class RoleStats:
     models: dict[str, dict[str, int]] = field(default_factory=dict)  # tokens per model
     budget: dict | None = None  # {"usd", "tokens"} from the last "budgets" record
     over_budget: bool = False
+    limits: int = 0        # provider limits it hit
+    limited: float = 0.0   # seconds it waited them out
+    refused: int = 0       # model calls a blocking budget refused
 
     @property
     def avg(self) -> float | None:
@@ -84,6 +87,9 @@ class RoleStats:
             self.models[model] = _add_tokens(self.models.get(model, {}), counts)
         self.budget = other.budget or self.budget
         self.over_budget = self.over_budget or other.over_budget
+        self.limits += other.limits
+        self.limited += other.limited
+        self.refused += other.refused
 
 
 @dataclass
@@ -310,6 +316,8 @@ class _RunSummary:
                     "work-done": self._work_done, "gate rejected": self._rejected,
                     "task failed": self._task_failed, "budgets": self._budgets,
                     "over budget": self._over_budget,
+                    "role limited": self._limited, "limit over": self._limit_over,
+                    "limit given up": self._limit_over, "model call refused": self._refused,
                     "tokens": self._tokens, "changes": self._changes,
                     "rollback": self._rollback, "rollback failed": self._rollback}
         for record in records:
@@ -419,6 +427,20 @@ class _RunSummary:
             self.session_over = True
         elif isinstance(role, str) and role:
             self._role(role).over_budget = True
+
+    def _limited(self, record: dict) -> None:
+        if isinstance(record.get("role"), str):
+            self._role(record["role"]).limits += 1
+
+    def _limit_over(self, record: dict) -> None:
+        lasted = record.get("lasted")
+        # Any agent can write the log: only a sane wait is added up.
+        if isinstance(record.get("role"), str) and _is_time(lasted) and 0 <= lasted < 1e7:
+            self._role(record["role"]).limited += lasted
+
+    def _refused(self, record: dict) -> None:
+        if isinstance(record.get("role"), str):
+            self._role(record["role"]).refused += 1
 
     def _rejected(self, record: dict) -> None:
         task = self.tasks.get(str(record.get("task")))

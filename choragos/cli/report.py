@@ -13,6 +13,7 @@ from pathlib import Path
 
 from choragos import costs, events, report
 from choragos.cli import _client, _target
+from choragos.durations import format_duration
 from choragos.plural import counted
 from choragos.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 
@@ -110,6 +111,7 @@ def render(summary: report.Report, price_for: PriceFor = lambda model: None) -> 
         lines.insert(1, f"session budget ${summary.session_budget:.2f}{crossed}")
     if summary.never_reported:
         lines.append(", ".join(_client.inert(t) for t in summary.never_reported))
+    lines += _night_lines(summary.roles)
     if summary.rollbacks:
         lines += ["", f"{counted(len(summary.rollbacks), 'rollback')}:"]
         lines += [rollback_text(r) for r in summary.rollbacks]
@@ -127,6 +129,16 @@ def rollback_text(rollback: dict) -> str:
     return (f"  {clock(rollback['t'])}  to before {_client.inert(str(rollback.get('task')))}"
             f" by {who}: restored {rollback.get('restored')}, deleted "
             f"{rollback.get('deleted')}{undo_text}")
+
+
+def _night_lines(roles: list[report.RoleStats]) -> list[str]:
+    """Provider limits waited out and model calls a budget refused, when any."""
+    limits = [f"{_client.inert(r.name)} {r.limits} (waited {format_duration(r.limited)})"
+              for r in roles if r.limits]
+    refused = [f"{_client.inert(r.name)} {r.refused}" for r in roles if r.refused]
+    lines = [f"provider limits: {', '.join(limits)}"] if limits else []
+    return lines + ([f"model calls refused by a budget: {', '.join(refused)}"]
+                    if refused else [])
 
 
 def as_json(summary: report.Report,
@@ -151,6 +163,7 @@ def _role_json(stats: report.RoleStats, price_for: PriceFor) -> dict[str, object
             "budget": None if stats.budget is None else {**stats.budget,
                                                           "over": stats.over_budget},
             "busy": stats.busy, "avg": stats.avg, "first": stats.first, "last": stats.last,
+            "limits": stats.limits, "limited": stats.limited, "refused": stats.refused,
             "tokens": tokens, "models": stats.models, "cost": role_cost(stats, price_for),
             "estimated": costs.estimated(stats.models, price_for)}
 

@@ -281,6 +281,7 @@ def test_json_shape(tmp_path, capsys):
     dev = {r["role"]: r for r in data["roles"]}["dev"]
     assert dev == {"role": "dev", "tasks": 3, "done": 2, "failed": 0, "blocked": 0,
                    "budget": None, "busy": 180.0, "avg": 90.0,
+                   "limits": 0, "limited": 0.0, "refused": 0,
                    "first": T0 + 2, "last": T0 + 206, "tokens": None, "models": {},
                    "cost": None, "estimated": []}
 
@@ -444,3 +445,28 @@ def test_a_line_nested_past_the_parsers_depth_is_a_damaged_line(tmp_path, capsys
                    + "".join(json.dumps(r) + "\n" for r in records[4:]))
     code, _, err = run_cli(capsys, log)
     assert code == 0 and "damaged after line 4: 1 damaged line skipped" in err
+
+
+def test_limits_waited_out_and_calls_refused_are_reported(tmp_path, capsys):
+    records = [
+        *two_role_run()[:-1],
+        ev(240, "role limited", role="dev", kind="rate limit", source="anthropic",
+           until=T0 + 300, repeats=0, said="slow down"),
+        ev(300, "limit over", role="dev", lasted=60.0, by="reset"),
+        ev(310, "role limited", role="dev", kind="usage limit", source="screen",
+           until=T0 + 400, repeats=1, said="limit reached"),
+        ev(400, "limit given up", role="dev", lasted=90.0),
+        ev(405, "limit over", role="dev", lasted=float("inf"), by="forged"),
+        ev(406, "limit over", role="dev", lasted=-5, by="forged"),
+        ev(410, "model call refused", role="lead", why="choragos: the budget of role lead"),
+        ev(420, "deck stopped", pid=1),
+    ]
+    log = write_log(tmp_path / "events.jsonl", records)
+    code, out, _ = run_cli(capsys, log)
+    assert code == 0
+    assert out.splitlines()[-2:] == ["provider limits: dev 2 (waited 2m30s)",
+                                     "model calls refused by a budget: lead 1"]
+    code, out, _ = run_cli(capsys, log, "--json")
+    roles = {r["role"]: r for r in json.loads(out)["roles"]}
+    assert (roles["dev"]["limits"], roles["dev"]["limited"], roles["lead"]["refused"]) == \
+        (2, 150.0, 1)
