@@ -422,9 +422,11 @@ class RoleActor(Actor):
         s = self.s
         if s.status is RoleStatus.WORKING:
             s.extra.pop("limit_line", None)  # it went on: the next notice is a new one
-        if s.status is not RoleStatus.IDLE:
+        if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
             return
-        line = screenstatus.limit_notice(s.terminal.display(), s.profile)
+        tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
+                else screenstatus.LIMIT_TAIL)
+        line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
         if line is not None and line != s.extra.get("limit_line"):
             self.core.tell(m.LimitOnScreen(s.spec.name, line))
         s.extra["limit_line"] = line

@@ -106,10 +106,11 @@ CLAUDE = AgentProfile(
         r"^[╭╰│]",                             # the welcome box
     ),
     box_prompts=("❯", ">"),
-    # "API Error: 429 …" once its own retries are spent; a subscription's
-    # "Claude usage limit reached … resets 3am" / "5-hour limit reached ∙ resets 3am".
-    limit_patterns=(r"^\s*[●⎿]?\s*API Error: (429|529)\b", r"usage limit reached",
-                    r"\blimit reached\b.*\bresets?\b"),
+    # "● API Error: Request rejected (429) · …" once it stops retrying
+    # (claude_idle_limit_429.txt); a subscription's "Claude usage limit
+    # reached … resets 3am" / "5-hour limit reached ∙ resets 3am".
+    limit_patterns=(r"^\s*[●⎿]?\s*API Error:.*\((429|529)\)", r"^\s*[●⎿]?\s*API Error: (429|529)\b",
+                    r"usage limit reached", r"\blimit reached\b.*\bresets?\b"),
     unmatched_status="waiting",
     boot_quiet=1.2,
     needs_split_enter=True,
@@ -176,7 +177,10 @@ GEMINI = AgentProfile(
                     "be specific for the best results", "true color", "visual experience",
                     "to expand pasted text", "skipping project agents"),
     chrome_patterns=(_ART, r"^\s*[⠁-⣿]\s+\S.*\(esc to cancel"),
-    limit_patterns=(r"\bstatus 429\b", r"RESOURCE_EXHAUSTED", r"quota exceeded",
+    # Its daily-quota dialog (gemini_waiting_usage_limit.txt) asks "Keep
+    # trying / Stop": the role waits for a human there as at any dialog.
+    limit_patterns=(r"usage limit reached", r"\bstatus 429\b", r"RESOURCE_EXHAUSTED",
+                    r"quota exceeded",
                     r"reached your .*\b(quota|limit)\b", r"rate limit(ed)?\b.*retry"),
     unmatched_status="working",
     tail_lines=12,

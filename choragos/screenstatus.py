@@ -161,22 +161,26 @@ def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, 
 
 
 # The agent's latest lines above its input, where its limit notice is looked
-# for: further up, it is an old one the agent has since gone on from.
+# for: further up, it is an old one the agent has since gone on from.  A
+# dialog's notice (Gemini's "Usage limit reached … Keep trying / Stop") is
+# anywhere in the dialog, which goes once answered.
 LIMIT_TAIL = 4
+LIMIT_DIALOG_TAIL = 14
 
 
-def limit_notice(lines: Sequence[str], profile: AgentProfile) -> str | None:
+def limit_notice(lines: Sequence[str], profile: AgentProfile,
+                 tail: int = LIMIT_TAIL) -> str | None:
     """The agent's own notice that a provider's limit stopped it, if its
-    latest lines show one (and the agent rests at its prompt)."""
+    latest ``tail`` lines show one."""
     if not profile.limit_patterns:
         return None
     screen = [line.rstrip() for line in lines]
     box = find_input_box(screen, profile.box_prompts) if profile.box_prompts else None
     above = screen[:box.top] if box is not None else screen
     patterns = [re.compile(p, re.IGNORECASE) for p in profile.limit_patterns]
-    for line in reversed(_last_nonblank(above, LIMIT_TAIL)):
-        if any(p.search(line) for p in patterns):
-            return line.strip()
+    for line in reversed(_last_nonblank(above, tail)):
+        if any(p.search(_unbox(line)) for p in patterns):
+            return _unbox(line)
     return None
 
 

@@ -159,7 +159,8 @@ def stream_chunks(blocks: list[Block], model: str,
 
 def error_json(error: ApiError) -> dict[str, Any]:
     status = "INTERNAL" if error.kind == "api_error" else error.kind.upper()
-    return {"error": {"code": error.status, "message": error.message, "status": status}}
+    body = {"code": error.status, "message": error.message, "status": status}
+    return {"error": {**body, "details": list(error.details)} if error.details else body}
 
 
 class GeminiHandler(ApiHandler):
@@ -189,6 +190,6 @@ class GeminiHandler(ApiHandler):
             return
         time.sleep(plan.delay)
         if isinstance(plan.reply, ApiError):
-            self.send_json(plan.reply.status, error_json(plan.reply))
+            self.send_json(plan.reply.status, error_json(plan.reply), headers=plan.reply.headers)
         else:
             self.send_json(200, response_json(to_parts(plan.reply), model, plan.usage))

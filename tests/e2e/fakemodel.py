@@ -42,6 +42,7 @@ class ApiError:
     kind: str = "api_error"
     message: str = "scripted failure"
     headers: tuple[tuple[str, str], ...] = ()  # e.g. (("retry-after", "3"),) on a 429
+    details: tuple[dict, ...] = ()  # Gemini's error details (QuotaFailure, RetryInfo)
 
 
 Reply = list[Block] | Callable[["Turn"], list[Block]] | ApiError
