@@ -86,3 +86,31 @@ def test_codex_waits_out_a_429_and_finishes(seat_crew, fakes) -> None:
     assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
     _limited_then_done(s)
     assert (s.workdir / "hello.txt").read_text() == "hello\n"
+
+
+@pytest.mark.claude
+@pytest.mark.timeout(240)
+def test_claude_codes_own_limit_screen_is_waited_out_and_continued(crew,
+                                                                    fake_model: FakeModel):
+    """No gateway: the limit is read from Claude Code's screen (it was told not
+    to retry), and once the wait is over a "Continue" line is typed into it."""
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude")
+             + '[ui]\nlimit_wait = "3s"\n')
+    work = s.workdir
+    fake_model.on("New task T1", ApiError(429, "rate_limit_error", "Rate limited: slow down",
+                                          headers=(("x-should-retry", "false"),)))
+    fake_model.on("Continue:",
+                  tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
+    fake_model.on(tool_said("hello.txt"),
+                  bash('choragos work-done --id T1 --done --task "Wrote hello.txt"',
+                       "Report the task"))
+    fake_model.default = text("Ready.")
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    limited = s.wait_event(lambda e: e["event"] == "role limited", 60, "the limit")
+    assert (limited["role"], limited["source"]) == ("coder", "screen")
+    assert "API Error: Request rejected (429)" in limited["said"]
+    s.wait_event(lambda e: e["event"] == "limit continue", 30, "the continue line")
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    assert (work / "hello.txt").read_text() == "hello\n"
+    assert [e for e in s.events() if e["event"] == "role limited"] == [limited]
