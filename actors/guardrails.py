@@ -231,7 +231,8 @@ class Guardrails:
         if cap is None:
             return None
         return {"usd": cap, "cost": self._crew_cost(),
-                "over": SESSION in self.s.guard.budget_fired}
+                "over": SESSION in self.s.guard.budget_fired,
+                "action": self.s.config.budget.action}
 
     def _crew_cost(self) -> float:
         costs = (role_cost(self.s.config, models) for models in self.s.tokens.values())

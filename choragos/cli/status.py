@@ -45,7 +45,9 @@ def render(ack: dict[str, Any]) -> str:
     table += "".join(f"\n{line}" for line in _reasons(roles))
     session = ack.get("budget")
     if isinstance(session, dict):
-        over = " (over: every role was paused)" if session.get("over") else ""
+        then = ("model calls are refused" if session.get("action") == "block"
+                else "every role was paused")
+        over = f" (over: {then})" if session.get("over") else ""
         table += (f"\nsession budget: {_money(session.get('cost'))} of "
                   f"{_money(session.get('usd'))}{over}")
     return table
@@ -66,7 +68,12 @@ def _reasons(roles: list) -> list[str]:
 def _row(role: dict[str, Any]) -> dict[str, Any]:
     """The state with its marks (``idle, stalled``), and spending against the budget."""
     marks = role.get("marks")
-    state = ", ".join([str(role.get("state")), *(marks if isinstance(marks, list) else [])])
+    state = str(role.get("state"))
+    until = role.get("limited_until")
+    if state == "limited" and isinstance(until, int | float):
+        import time
+        state += " until " + time.strftime("%H:%M:%S", time.localtime(until))
+    state = ", ".join([state, *(marks if isinstance(marks, list) else [])])
     budget = role.get("budget") if isinstance(role.get("budget"), dict) else {}
     spent = _money(role.get("cost")) if role.get("cost") is not None else ""
     if spent and role.get("estimated"):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -353,6 +354,18 @@ def test_status_shows_marks_budgets_and_the_session_budget(cli: Env) -> None:
     assert lines[1].split()[:6] == ["coder", "paused,", "over", "budget,", "stalled", "1"]
     assert "$1.20/$1.00" in lines[1] and "750/1000 tok" in lines[2]
     assert lines[3] == "session budget: $1.25 of $20.00"
+
+
+def test_status_shows_until_when_a_role_is_limited(cli: Env) -> None:
+    until = 1_800_000_000.0
+    cli.session.replies["status"] = wire.ok(roles=[
+        {"name": "coder", "state": "limited", "pid": 1, "restarts": 0, "task": "T1",
+         "model": "m", "command": "c", "limited_until": until, "marks": []}],
+        budget={"usd": 1.0, "cost": 1.25, "over": True, "action": "block"})
+    lines = cli.run("status").stdout.splitlines()
+    clock = time.strftime("%H:%M:%S", time.localtime(until))
+    assert lines[1].split()[:4] == ["coder", "limited", "until", clock]
+    assert lines[2] == "session budget: $1.25 of $1.00 (over: model calls are refused)"
 
 
 # --- role control and the field-less commands -----------------------------------------------
