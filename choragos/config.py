@@ -484,6 +484,20 @@ def _warn_unenforceable(values: dict, report: cs.Report) -> None:
         elif usd is not None and not priced:
             report.warn(at, "cannot be enforced in USD: there is no [pricing] table to "
                             "price the tokens with")
+    _warn_unblockable(values, report)
+
+
+def _warn_unblockable(values: dict, report: cs.Report) -> None:
+    """Only the built-in gateway can refuse a call: elsewhere "block" only notifies."""
+    if getattr(values.get("gateway"), "builtin", False):
+        return
+    where = [f"roles[{n}].budget_action" for n, role in enumerate(values.get("roles", ()), 1)
+             if role.budget_action == "block"]
+    if getattr(values.get("budget"), "action", "") == "block":
+        where.append("budget.action")
+    for at in where:
+        report.warn(at, '"block" needs [gateway] builtin = true (only the built-in gateway '
+                        "can refuse a model call); without it the budget only notifies")
 
 
 def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> None:

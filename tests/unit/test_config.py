@@ -659,6 +659,16 @@ def test_budgets_that_cannot_be_enforced_warn(tmp_path: Path, text: str, where: 
     assert config.budget.session in (5.0, 20.0)
 
 
+def test_a_blocking_budget_without_the_builtin_gateway_warns(tmp_path: Path) -> None:
+    text = with_role('budget = 1.5\nbudget_action = "block"') + "[pricing.m]\ninput = 1.0\n"
+    config = load(tmp_path, text + '[budget]\nsession = 9\naction = "block"\n')
+    why = ('"block" needs [gateway] builtin = true (only the built-in gateway can refuse a '
+           "model call); without it the budget only notifies")
+    assert config.warnings == (f"{CONFIG_NAME}:roles[2].budget_action: {why}",
+                               f"{CONFIG_NAME}:budget.action: {why}")
+    assert load(tmp_path, text + "[gateway]\nbuiltin = true\n").warnings == ()
+
+
 def test_a_priced_budget_with_a_gateway_does_not_warn(tmp_path: Path) -> None:
     text = with_role("budget = 1.5\nbudget_tokens = 1000") + "[pricing.m]\ninput = 1.0\n"
     config = load(tmp_path, text + '[budget]\nsession = "$20"\n')
