@@ -73,7 +73,7 @@ class LimitFlow:
             return
         episode = seen.episode
         until = clock(episode.wake)
-        detail = f"{limit.kind} ({limit.source}) until {until}"
+        detail = f"{limit.kind} until {until}"  # short: it fits on the card
         seat.handle.tell(m.Limited(episode.wake, detail))
         # Not ready from now on, before the role says it is limited: nothing
         # queued meanwhile may be typed into it.

@@ -412,3 +412,12 @@ def test_the_card_says_which_agent_profile_reads_the_role(deck):
     deck._news(news.RoleChanged(m.RoleView("coder", "idle", pid=42, profile="gemini")))
     text = "\n".join(screen_text(deck))
     assert "idle · m1 · gemini · ↻0" in text, text
+
+
+def test_a_limited_role_card_says_what_limit_and_until_when(deck):
+    deck._news(news.RoleChanged(m.RoleView("coder", "limited", pid=42,
+                                           detail="rate limit until 03:00:07",
+                                           limited_until=1_800_000_000.0)))
+    text = "\n".join(screen_text(deck))
+    assert "coder ◷ limited" in text, text
+    assert "rate limit until 03:00:07" in text
