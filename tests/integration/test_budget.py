@@ -98,7 +98,8 @@ def test_the_session_budget_pauses_every_role(serve, gateway, short_tmp):
     assert fired(short_tmp, "on_budget") == ["session|$1.10 of $1.00"]
     assert "THE CREW IS OVER ITS SESSION BUDGET: $1.10 of $1.00" in s.stderr()
     status = json.loads(s.cli("status", "--json").stdout)
-    assert status["budget"] == {"usd": 1.0, "cost": pytest.approx(1.1), "over": True}
+    assert status["budget"] == {"usd": 1.0, "cost": pytest.approx(1.1), "over": True,
+                                "action": "pause"}
     assert "session budget: $1.10 of $1.00 (over" in s.cli("status").stdout
     gateway.set("coder", MODEL, input=int(0.5 * MILLION))
     s.wait(lambda: _cost_seen(s, "coder", 0.5), 10, "the new count")
