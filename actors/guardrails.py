@@ -28,8 +28,9 @@ from choragos.rolestatus import RoleStatus
 log = logging.getLogger("choragos.crew")
 
 DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
-# a team with a role in one of these is not idle
-BUSY = (RoleStatus.WORKING, RoleStatus.BOOTING, RoleStatus.WAITING)
+# a team with a role in one of these is not idle (a limited role is set going
+# again by the session itself: the crew waits on a provider, it is not stuck)
+BUSY = (RoleStatus.WORKING, RoleStatus.BOOTING, RoleStatus.WAITING, RoleStatus.LIMITED)
 HELD = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"

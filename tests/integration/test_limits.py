@@ -206,13 +206,15 @@ def test_a_limit_coming_straight_back_waits_longer(serve, short_tmp):
 def test_a_limit_past_the_give_up_fails_the_task(serve, short_tmp):
     hook_file = short_tmp / "hooks.txt"
     with Upstream([_limit_for(3600)]) as upstream:
-        s = serve(_crew(upstream, hook_file, limit_give_up="3s"))
+        s = serve(_crew(upstream, hook_file, limit_give_up="3s", idle_after="1s"))
         s.wait_booted(["orchestrator", "coder"])
         s.cli("delegate", "--to", "coder", "--task", "build it")
         limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
         assert limited["limited_until"] - time.time() < 4  # never past the give-up
         given_up = s.wait_event(lambda e: e["event"] == "limit given up", 15, "the give-up")
         assert given_up["role"] == "coder" and given_up["lasted"] >= 3
+        # Waiting on a provider is not a stuck crew: no idle alarm meanwhile.
+        assert not [e for e in s.events() if e["event"] == "team idle"]
         s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, "T1 failed")
         assert "past [ui] limit_give_up (3s)" in s.board()["T1"]["note"]
         s.wait(lambda: [t for t in s.submitted("orchestrator") if "T1" in t and "limit" in t],
