@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 
-from choragos.limits import BODY_KEEP, LIMIT_STATUSES, Limit, read_answer
+from choragos.limits import BODY_KEEP, Limit, read_answer
 
 
 class AnswerWatch:
@@ -49,7 +49,7 @@ class AnswerWatch:
             self.emit({"limit": {"role": role, "kind": limit.kind, "source": limit.source,
                                  "until": limit.until, "detail": limit.detail}})
             return limit
-        if 200 <= status < 300 and status not in LIMIT_STATUSES:
+        if 200 <= status < 300:
             with self._lock:
                 lifted = role in self._limited
                 self._limited.discard(role)
