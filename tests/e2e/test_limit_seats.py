@@ -34,7 +34,7 @@ def _task_turn(turn) -> bool:
 def _limited_then_done(s, role: str = "coder") -> None:
     limited = s.wait_event(lambda e: e["event"] == "role limited", 90, "the limit")
     assert limited["role"] == role and limited["until"] - limited["t"] == pytest.approx(
-        RESET, abs=1.5)
+        RESET, abs=2.5)  # the gateway read it, then told the session: a loaded machine lags
     over = s.wait_event(lambda e: e["event"] == "limit over", 60, "the limit over")
     assert over["t"] >= limited["t"]
     events = s.events()
