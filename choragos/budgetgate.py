@@ -109,7 +109,15 @@ def _by_role(tokens: Mapping[tuple[str, str, str], int]) -> dict[str, dict[str, 
 
 
 def _pricer(pricing: dict) -> Callable[[str], _Price | None]:
+    """As the session prices (``Config.price_for``): the longest prefix, else the
+    table's highest price in each direction, so an unpriced model still
+    reaches a USD budget, never later than it should."""
     def price_for(model: str) -> _Price | None:
         hits = [prefix for prefix in pricing if model.startswith(prefix)]
-        return _Price(pricing[max(hits, key=len)]) if hits else None
+        if hits:
+            return _Price(pricing[max(hits, key=len)])
+        if not pricing:
+            return None
+        return _Price({d: max(float(p.get(d) or 0.0) for p in pricing.values())
+                       for d in DIRECTIONS})
     return price_for

@@ -35,8 +35,11 @@ def test_a_token_budget_and_an_unpriced_model() -> None:
     assert "1000 tokens of 1000" in _gate(counts, roles={"coder": {"usd": None,
                                                                     "tokens": 1000}}).refusal(
         "coder")
-    # No price for gpt-x: a USD budget cannot be reached (its cost is unknown).
-    assert _gate(counts, roles={"coder": {"usd": 0.01, "tokens": None}}).refusal("coder") is None
+    # No price for gpt-x: priced at the table's highest ($1 in, $5 out a million), as the
+    # session prices it, so $0.0026 reaches a budget of $0.002 and not one of $0.003.
+    assert "of $0.0020" in _gate(counts, roles={"coder": {"usd": 0.002, "tokens": None}}
+                                 ).refusal("coder")
+    assert _gate(counts, roles={"coder": {"usd": 0.003, "tokens": None}}).refusal("coder") is None
 
 
 def test_the_session_budget_counts_every_role() -> None:
