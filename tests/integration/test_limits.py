@@ -131,15 +131,20 @@ def _waits_out(s, upstream: Upstream, limit: Limit, hook_file,
     event = s.wait_event(lambda e: e["event"] == "role limited", message="limit event")
     assert event["role"] == "coder" and event["source"] == source
     typed_before = len(s.submitted("coder"))
+    # Work delegated meanwhile waits for the reset (and for the task it holds).
+    assert s.cli("delegate", "--to", "coder", "--task", "then this").returncode == 0
     s.wait(lambda: any(r["text"].startswith("Continue") for r in s.agents("submit", "coder")),
            timeout=30, message="a continue line after the reset")
     continued = [r for r in s.agents("submit", "coder")]
-    # Nothing was typed into it while it was limited but the continue line.
-    assert [r["text"][:8] for r in continued[typed_before:]] == ["Continue"]
+    # Nothing was typed into it while it was limited: the continue line came first.
+    assert continued[typed_before]["text"].startswith("Continue")
     assert time.time() >= until - 0.5
     s.wait(lambda: [r for r in s.agents("work-done", "coder")], message="task finished")
     assert s.board()["T1"]["note"] == ""
-    assert len(upstream.seen) == 2 and upstream.seen[1] >= until - 0.5
+    second = s.wait_event(lambda e: e["event"] == "delivered" and e["task"] == "T2",
+                          message="the task delegated meanwhile")
+    assert second["t"] >= until - 0.5
+    assert upstream.seen[1] >= until - 0.5
     hooks = hook_file.read_text().splitlines()
     assert sum(1 for line in hooks if line.startswith("CHORAGOS_HOOK=on_limit")) == 1
     assert f"CHORAGOS_LIMIT_SOURCE={source}" in hooks
