@@ -501,7 +501,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._status_changed(seat.name, before.status, msg.view.status)
         self._publish(news.RoleChanged(msg.view))
         durable.journal_role(self, msg.view)
-        self._after_limit(seat, before)  # first: its "continue" goes ahead of queued work
+        self._after_limit(seat)  # first: its "continue" goes ahead of queued work
         self._pump(seat)
         self._guard_view(before, msg.view)
 

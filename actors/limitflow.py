@@ -132,11 +132,11 @@ class LimitFlow:
         self._event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
                     by="answered")
 
-    def _after_limit(self, seat: Any, before: m.RoleView) -> None:
-        """Once the role no longer shows ``limited``: continue it if it rests idle."""
-        if before.status is not RoleStatus.LIMITED or seat.view.status is RoleStatus.LIMITED:
-            return
-        if seat.name not in self.s.limit_continue:
+    def _after_limit(self, seat: Any) -> None:
+        """Once the role no longer shows ``limited`` (nor paused, if it was paused
+        meanwhile): continue it if it rests idle holding its task."""
+        if (seat.name not in self.s.limit_continue
+                or seat.view.status in (RoleStatus.LIMITED, RoleStatus.PAUSED)):
             return
         self.s.limit_continue.discard(seat.name)
         task = self._held_task(seat.name)

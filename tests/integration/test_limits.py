@@ -250,3 +250,20 @@ def test_reroute_sends_the_limited_roles_work_to_an_idle_sibling(serve, short_tm
         assert not [t for t in s.submitted("coder") if "T2" in t]
         s.wait(lambda: [t for t in s.submitted("orchestrator") if t.startswith("Rerouted: T2")],
                15, "the orchestrator told")
+
+
+def test_a_role_paused_through_its_reset_is_continued_once_resumed(serve, short_tmp):
+    with Upstream([_limit_for(2), OK]) as upstream:
+        s = serve(_crew(upstream, short_tmp / "hooks.txt"))
+        s.wait_booted(["orchestrator", "coder"])
+        s.cli("delegate", "--to", "coder", "--task", "build it")
+        s.wait(lambda: _coder(s)["state"] == "limited", message="limited")
+        assert s.cli("pause", "coder").returncode == 0
+        s.wait(lambda: _coder(s)["state"] == "paused", message="paused")
+        s.wait_event(lambda e: e["event"] == "limit over", 15, "the reset, while paused")
+        assert _coder(s)["state"] == "paused"
+        assert not [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert s.cli("resume", "coder").returncode == 0
+        s.wait(lambda: [r for r in s.agents("work-done", "coder")], 20, "task finished")
+        assert [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert len(upstream.seen) == 2
