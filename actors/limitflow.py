@@ -113,9 +113,11 @@ class LimitFlow:
                       "(%s): the work it holds is failed", msg.role, lasted, give_up)
             self._event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
             for task in self.s.board.open_for(msg.role):
-                if task.state is not TaskState.GATED:
-                    self._fail_task(task, f"{msg.role} was held by a provider's limit for "
-                                          f"{lasted}, past [ui] limit_give_up ({give_up})")
+                if task.state is TaskState.GATED:
+                    continue
+                self._unqueue(seat, task.id)  # a failed task is never typed after all
+                self._fail_task(task, f"{msg.role} was held by a provider's limit for "
+                                      f"{lasted}, past [ui] limit_give_up ({give_up})")
             return
         self._event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
         self.s.limit_continue.add(msg.role)
@@ -164,11 +166,16 @@ class LimitFlow:
             task = self._around_limit(self.s.board.get(injection.task_id))
             if task.role == role:
                 break  # no idle sibling: the rest wait too
-            seat.queue.remove(injection)
-            self._journal("injected", id=injection.id, role=role, requeued=False)
+            self._unqueue(seat, task.id)
             self._queue_task(task)
             moved.append(f"{task.id} to {task.role}")
         return moved
+
+    def _unqueue(self, seat: Any, task_id: str) -> None:
+        """Take ``task_id``'s delivery out of the role's queue (and the journal's)."""
+        for injection in [i for i in seat.queue if i.kind == "task" and i.task_id == task_id]:
+            seat.queue.remove(injection)
+            self._journal("injected", id=injection.id, role=seat.name, requeued=False)
 
     def _around_limit(self, task: Any) -> Any:
         """``task`` given to an idle sibling when its role waits out a limit with

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.e2e.scenario import holds_for
 from tests.integration.gatewayfakes import free_port
 from tests.integration.harness import role_toml, scrape
 
@@ -216,12 +217,16 @@ def test_a_limit_past_the_give_up_fails_the_task(serve, short_tmp):
         s.cli("delegate", "--to", "coder", "--task", "build it")
         limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
         assert limited["limited_until"] - time.time() < 4  # never past the give-up
+        s.cli("delegate", "--to", "coder", "--task", "queued behind it")
         given_up = s.wait_event(lambda e: e["event"] == "limit given up", 15, "the give-up")
         assert given_up["role"] == "coder" and given_up["lasted"] >= 3
         # Waiting on a provider is not a stuck crew: no idle alarm meanwhile.
         assert not [e for e in s.events() if e["event"] == "team idle"]
         s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, "T1 failed")
         assert "past [ui] limit_give_up (3s)" in s.board()["T1"]["note"]
+        assert s.board()["T2"]["state"] == "failed"  # queued, failed too: never typed
+        s.wait(lambda: _coder(s)["state"] == "idle", 10, "the coder idle again")
+        assert holds_for(lambda: not [t for t in s.submitted("coder") if "T2" in t], 2)
         s.wait(lambda: [t for t in s.submitted("orchestrator") if "T1" in t and "limit" in t],
                15, "the orchestrator told")
         assert not [t for t in s.submitted("coder") if t.startswith("Continue")]
@@ -247,7 +252,7 @@ def test_reroute_sends_the_limited_roles_work_to_an_idle_sibling(serve, short_tm
         assert (moved["task"], moved["was"], moved["role"]) == ("T2", "coder", "coder2")
         s.wait(lambda: [r for r in s.agents("work-done", "coder2")], 20, "T2 done by coder2")
         assert s.board()["T2"]["role"] == "coder2" and s.board()["T1"]["role"] == "coder"
-        assert not [t for t in s.submitted("coder") if "T2" in t]
+        assert holds_for(lambda: not [t for t in s.submitted("coder") if "T2" in t], 2)
         s.wait(lambda: [t for t in s.submitted("orchestrator") if t.startswith("Rerouted: T2")],
                15, "the orchestrator told")
 
