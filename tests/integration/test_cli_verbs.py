@@ -383,6 +383,23 @@ def test_role_control_bad_name(cli: Env) -> None:
     assert cli.session.requests == []
 
 
+def test_budget_sends_the_role_or_the_session_and_the_amount(cli: Env) -> None:
+    cli.session.replies["budget"] = wire.ok(message="the budget of coder is now $5.00")
+    assert one_line(cli.run("budget", "coder", "5.00").stdout) == \
+        "the budget of coder is now $5.00"
+    cli.run("budget", "--session", "$20")
+    assert cli.session.requests == [
+        {"cmd": "budget", "session": False, "role": "coder", "amount": "5.00"},
+        {"cmd": "budget", "session": True, "role": None, "amount": "20"}]
+
+
+@pytest.mark.parametrize("argv", [("coder",), ("coder", "abc"), ("coder", "0"),
+                                  ("--session", "coder", "5"), ("../x", "5")])
+def test_budget_bad_input_sends_nothing(cli: Env, argv: tuple[str, ...]) -> None:
+    assert refused_with(cli.run("budget", *argv), 2)
+    assert cli.session.requests == []
+
+
 def test_simple_commands(cli: Env) -> None:
     cli.session.replies["ping"] = wire.ok(pid=777)
     cli.session.replies["reload"] = wire.ok(message="added auditor")
