@@ -20,6 +20,7 @@ from typing import Any
 from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.board import SETTLED_STATES, Task, TaskState
+from choragos.budgetgate import BLOCKING
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_estimated, role_tokens
 from choragos.plural import counted
@@ -282,7 +283,8 @@ class Guardrails:
         if not self._crossed(spec.name, (spec.budget, spec.budget_tokens), text):
             return
         pause = spec.budget_action == "pause"
-        then = {"pause": "; pausing it", "block": "; the gateway refuses its model calls"}
+        then = {"pause": "; pausing it", "block": "; the gateway refuses its model calls",
+                "cut": "; the gateway refuses its model calls"}
         log.warning("%s is over its budget: %s%s", spec.name, text,
                     then.get(spec.budget_action, ""))
         self._event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
@@ -292,7 +294,7 @@ class Guardrails:
         if pause:
             self._budget_pause(spec.name)
         self._enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
-                                                            spec.budget_action == "block"),
+                                                            spec.budget_action in BLOCKING),
                       "notice")
 
     def _guard_session_budget(self) -> None:

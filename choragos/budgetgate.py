@@ -22,14 +22,14 @@ from typing import Any
 from choragos.costs import cost_text, priced
 from choragos.gateway import DIRECTIONS
 
-BLOCKING = ("block",)
+BLOCKING = ("block", "cut")
 STATUS = 402  # not retried by the agents' SDKs, unlike 429 or 5xx
 KIND = "budget_exceeded"
 
 
 def policy(config: Any) -> dict:
     """What the gateway must know to block: the blocking budgets and the prices."""
-    roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens}
+    roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens, "action": r.budget_action}
              for r in config.roles if r.budget_action in BLOCKING
              and (r.budget is not None or r.budget_tokens is not None)}
     session = config.budget.session if config.budget.action in BLOCKING else None
@@ -63,11 +63,25 @@ class BudgetGate:
                             "pricing": dict(body.get("pricing") or {})}
         return True
 
-    def refusal(self, role: str) -> str | None:
-        """Why ``role``'s next call may not go out, or None."""
+    def cuts(self, role: str) -> bool:
+        """``role``'s budget ends an answer that crosses it (``budget_action = "cut"``)."""
+        with self._lock:
+            own = self._policy["roles"].get(role)
+        return isinstance(own, dict) and own.get("action") == "cut"
+
+    def refusal(self, role: str, running: tuple[str, Mapping[str, int]] | None = None
+                ) -> str | None:
+        """Why ``role``'s next call may not go out, or None.  ``running``: the
+        model and the usage an answer still streaming has reported so far,
+        counted as spent too."""
         with self._lock:
             rules = self._policy
         by_role = _by_role(self._tokens())
+        if running is not None:
+            model, counts = running
+            mine = by_role.setdefault(role, {}).setdefault(model, {})
+            for direction, value in counts.items():
+                mine[direction] = mine.get(direction, 0) + value
         own = rules["roles"].get(role)
         if isinstance(own, dict):
             spent = self._over(by_role.get(role, {}), own.get("usd"), own.get("tokens"),

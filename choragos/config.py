@@ -77,7 +77,7 @@ class RoleSpec:
     restart_retries: int = 3
     budget: float | None = None          # USD
     budget_tokens: int | None = None     # all directions added up
-    budget_action: str = "notify"        # notify | pause | block
+    budget_action: str = "notify"        # notify | pause | block | cut
     # What a provider's limit does to the role's queued work: it waits, or
     # goes to an idle role running the same agent CLI.
     limit_action: str = "wait"
@@ -488,16 +488,17 @@ def _warn_unenforceable(values: dict, report: cs.Report) -> None:
 
 
 def _warn_unblockable(values: dict, report: cs.Report) -> None:
-    """Only the built-in gateway can refuse a call: elsewhere "block" only notifies."""
+    """Only the built-in gateway can refuse a call: elsewhere "block" and "cut" only notify."""
     if getattr(values.get("gateway"), "builtin", False):
         return
-    where = [f"roles[{n}].budget_action" for n, role in enumerate(values.get("roles", ()), 1)
-             if role.budget_action == "block"]
-    if getattr(values.get("budget"), "action", "") == "block":
-        where.append("budget.action")
-    for at in where:
-        report.warn(at, '"block" needs [gateway] builtin = true (only the built-in gateway '
-                        "can refuse a model call); without it the budget only notifies")
+    where = [(f"roles[{n}].budget_action", role.budget_action)
+             for n, role in enumerate(values.get("roles", ()), 1)]
+    where.append(("budget.action", getattr(values.get("budget"), "action", "")))
+    for at, action in where:
+        if action in ("block", "cut"):
+            report.warn(at, f'"{action}" needs [gateway] builtin = true (only the built-in '
+                            "gateway can refuse a model call); without it the budget only "
+                            "notifies")
 
 
 def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> None:
@@ -575,7 +576,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "restart_retries": cs.integer(0),
     "budget": cs.money,
     "budget_tokens": cs.integer(1),
-    "budget_action": cs.choice("notify", "pause", "block"),
+    "budget_action": cs.choice("notify", "pause", "block", "cut"),
     "limit_action": cs.choice("wait", "reroute"),
     "stall_after": cs.optional_duration,
     "stall_action": cs.choice("notify", "nudge", "restart"),

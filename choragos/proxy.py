@@ -37,7 +37,7 @@ from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnec
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from choragos import budgetgate
+from choragos import budgetgate, streamcut
 from choragos.budgetgate import BudgetGate
 from choragos.fdwait import wait_ready
 from choragos.gatewaylabels import UNKNOWN
@@ -45,6 +45,7 @@ from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
 from choragos.gatewayroles import KEY_HEADER, Caller, Roles
 from choragos.gatewaywatch import AnswerWatch
 from choragos.limits import BODY_KEEP
+from choragos.streamcut import Cut
 from choragos.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
 
 log = logging.getLogger("choragos.gateway")
@@ -397,7 +398,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.tally.add_error(role, route.api, kind)
                 self.server.tally.persist()
 
-        kind = self._stream(response, chunked, meter, settle, kept) if has_body else ""
+        cut = self._cutter(role, route, response, meter, chunked)
+        kind = self._stream(response, chunked, meter, settle, kept, cut) if has_body else ""
         if kind or response.will_close or not response.isclosed():
             self._drop_upstream()
         settle(kind)
@@ -405,8 +407,21 @@ class _Handler(BaseHTTPRequestHandler):
             watch.answered(role, route.api, status, dict(response.getheaders()),
                            bytes(kept or b""))
 
+    def _cutter(self, role: str, route: Route, response: HTTPResponse,
+                meter: UsageMeter | None, chunked: bool) -> Cut | None:
+        """A watch on a plain streamed answer of a role whose budget cuts."""
+        gate, watch = self.server.gate, self.server.watch
+        if (gate is None or meter is None or not chunked or not gate.cuts(role)
+                or "text/event-stream" not in (response.getheader("Content-Type") or "")
+                or (response.getheader("Content-Encoding") or "identity") != "identity"):
+            return None
+        said = (lambda why: watch.emit({"blocked": {"role": role, "why": why}})) \
+            if watch is not None else (lambda why: None)
+        return Cut(gate, role, route.api, route.model, said)
+
     def _stream(self, response: HTTPResponse, chunked: bool, meter: UsageMeter | None,
-                settle: Callable[[str], None], kept: bytearray | None = None) -> str:
+                settle: Callable[[str], None], kept: bytearray | None = None,
+                cut: Cut | None = None) -> str:
         """Copy the body piece by piece; the kind of error that cut it short, or ''.
 
         Each piece is written before it is read for usage; only the end waits
@@ -427,6 +442,11 @@ class _Handler(BaseHTTPRequestHandler):
             last = not data or (not chunked and response.length == 0)
             if kept is not None and len(kept) < BODY_KEEP:
                 kept += data[:BODY_KEEP - len(kept)]
+            if cut is not None and data:
+                kind = self._relay_events(data, meter, cut, settle)
+                if kind is not None:
+                    return kind
+                continue
             if meter is not None and data and last:
                 meter.feed(data)
             if last:
@@ -443,6 +463,33 @@ class _Handler(BaseHTTPRequestHandler):
                 return ""
             if meter is not None and not last:
                 meter.feed(data)
+
+    def _relay_events(self, data: bytes, meter: UsageMeter, cut: Cut,
+                      settle: Callable[[str], None]) -> str | None:
+        """A stream watched for a cut goes on event by event, each read for usage
+        once written; the kind that ended it, or None to read on."""
+        for event in streamcut.events(data):
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            except OSError:
+                self.close_connection = True
+                return "client_gone"
+            meter.feed(event)
+            end = cut.check(meter, event)
+            if end is not None:
+                settle(streamcut.KIND)  # counted before the agent has the end, as any answer
+                return self._end_cut(end)
+        return None
+
+    def _end_cut(self, event: bytes) -> str:
+        """The stream ends here, with the event that says why, properly framed; ''
+        (the upstream request is dropped, the answer unread) or ``client_gone``."""
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event))
+        except OSError:
+            self.close_connection = True
+            return "client_gone"
+        return ""
 
     def _account(self, role: str, route: Route, status: int, meter: UsageMeter | None,
                  kind: str, began: float) -> None:

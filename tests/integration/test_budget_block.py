@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.fakemodel import FakeModel, Usage
+from tests.e2e.fakemodel import FakeModel, Usage, read_sse
 from tests.integration.gatewayfakes import free_port, request
 from tests.integration.harness import role_toml
 
@@ -118,3 +118,20 @@ def test_a_blocking_session_budget_stops_every_role(serve, short_tmp):
         assert len(claude.message_requests(with_tools=False)) == 2
         assert s.cli("budget", "--session", "5").returncode == 0
         s.wait(lambda: _call(url)[0] == 200, 10, "a call through after the raise")
+
+
+def test_a_cutting_budget_ends_the_answer_that_crosses_it(serve, short_tmp):
+    port, hook_file = free_port(), short_tmp / "hooks.txt"
+    with FakeModel(usage=Usage(input_tokens=400_000, output_tokens=0)) as claude:
+        s = serve(_crew(port, claude.base_url, hook_file,
+                        {"budget": "0.30", "budget_action": "cut"}))
+        s.wait_booted(["orchestrator", "coder"])
+        url = _coder_url(s)
+        status, body = _call(url)
+        events = read_sse(body)
+        assert status == 200 and [name for name, _ in events] == ["message_start", "error"]
+        assert "($0.40 of $0.30)" in events[-1][1]["error"]["message"]
+        _blocked(s, claude, url, calls=1)
+        s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
+        s.wait(lambda: hook_file.exists() and "coder|$0.40 of $0.30" in hook_file.read_text(),
+               15, "on_budget")

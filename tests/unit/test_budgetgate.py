@@ -66,8 +66,8 @@ def test_the_policy_holds_only_the_blocking_budgets() -> None:
                     pricing={"claude-": Price(input=1.0, output=5.0)},
                     budget=BudgetSettings(session=10.0, action="pause"))
     made = policy(config)
-    assert made["roles"] == {"coder": {"usd": 1.0, "tokens": None},
-                             "tester": {"usd": None, "tokens": 50}}
+    assert made["roles"] == {"coder": {"usd": 1.0, "tokens": None, "action": "block"},
+                             "tester": {"usd": None, "tokens": 50, "action": "block"}}
     assert made["session"] is None and made["pricing"]["claude-"]["output"] == 5.0
     assert json.loads(json.dumps(made)) == made  # it travels as one JSON line
 
@@ -88,3 +88,17 @@ def test_the_watch_says_a_limit_once_per_change() -> None:
     role, limit = limit_of(read_news(json.dumps(said[0]).encode()))
     assert (role, limit.until, limit.detail) == ("coder", 1007.0, "slow")
     assert read_news(b"listening 127.0.0.1:1") is None and limit_of({"limit": "x"}) is None
+
+
+def test_a_stream_is_split_at_its_events_and_each_api_reads_its_error_event() -> None:
+    from choragos.streamcut import error_event, events
+    assert list(events(b"data: a\n\nevent: x\ndata: b\r\n\r\ndata: c")) == [
+        b"data: a\n\n", b"event: x\ndata: b\r\n\r\n", b"data: c"]
+    for api, path in (("anthropic", ("error", "message")), ("openai", ("message",)),
+                      ("gemini", ("error", "message"))):
+        raw = error_event(api, "spent")
+        assert raw.endswith((b"\n\n", b"\r\n\r\n"))
+        data = json.loads(raw.split(b"data: ", 1)[1])
+        for key in path:
+            data = data[key]
+        assert data == "spent"
