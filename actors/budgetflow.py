@@ -33,11 +33,15 @@ class BudgetFlow:
         if self.s.gateway_runner is not None:
             self.s.gateway_runner.tell(SetBudgets(budgetgate.policy(self.s.config)))
         for role in list(self.s.refused):
-            del self.s.refused[role]
-            for task in self.s.board.open_for(role):
-                if task.note.startswith(BLOCKED_NOTE):
-                    changed = self.s.board.annotate(task.id, note="")
-                    self._publish(news.TaskChanged(changed.as_dict()))
+            self._clear_blocked(role)
+
+    def _clear_blocked(self, role: str) -> None:
+        """The board's note about ``role``'s blocked calls goes with the block."""
+        self.s.refused.pop(role, None)
+        for task in self.s.board.open_for(role):
+            if task.note.startswith(BLOCKED_NOTE):
+                changed = self.s.board.annotate(task.id, note="")
+                self._publish(news.TaskChanged(changed.as_dict()))
 
     def _cmd_budget(self, request: dict) -> dict:
         try:
@@ -64,6 +68,9 @@ class BudgetFlow:
 
     def _budget_refused(self, msg: m.BudgetRefused) -> None:
         """Said once per refusal reason: an agent retrying its call is not news."""
+        if not msg.why:  # a call went through again: the block is over
+            self._clear_blocked(msg.role)
+            return
         if self.s.refused.get(msg.role) == msg.why:
             return
         self.s.refused[msg.role] = msg.why

@@ -264,6 +264,8 @@ def _news_message(line: bytes) -> Any:
         return m.LimitReported(*limit)
     if isinstance(news.get("lifted"), str):
         return m.LimitLifted(news["lifted"])
+    if isinstance(news.get("unblocked"), str):
+        return m.BudgetRefused(news["unblocked"], "")
     blocked = news.get("blocked")
     if isinstance(blocked, dict) and isinstance(blocked.get("role"), str):
         return m.BudgetRefused(blocked["role"], str(blocked.get("why", ""))[:400])

@@ -193,7 +193,8 @@ class LimitLifted:
 
 @dataclass(frozen=True)
 class BudgetRefused:
-    """The gateway refused a model call of ``role``: a blocking budget is spent."""
+    """The gateway refused a model call of ``role``: a blocking budget is spent
+    (``why``); with ``why`` empty, it let one through again after refusals."""
 
     role: str
     why: str

@@ -51,6 +51,19 @@ class BudgetGate:
         self._tokens = tokens  # (agent, model, direction) -> count, the gateway's own
         self._policy: dict = {"roles": {}, "session": None, "pricing": {}}
         self._lock = threading.Lock()
+        self._blocked: set[str] = set()  # roles refused since their last call let through
+
+    def verdict(self, role: str) -> tuple[str | None, bool]:
+        """Why ``role``'s call is refused (or None), and whether it is the first
+        let through since a refusal: the session then knows the block is over."""
+        why = self.refusal(role)
+        with self._lock:
+            was = role in self._blocked
+            if why is None:
+                self._blocked.discard(role)
+            else:
+                self._blocked.add(role)
+        return why, why is None and was
 
     def update(self, news: dict) -> bool:
         """Take a ``{"budgets": ...}`` line; False for anything else."""

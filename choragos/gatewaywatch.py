@@ -6,8 +6,9 @@ object per line on its stdout for the session to read:
 - ``{"limit": {"role", "kind", "source", "until", "detail"}}``: an upstream
   answered a role with a limit (see :mod:`choragos.limits`);
 - ``{"lifted": ROLE}``: the first answer that was not a limit after one;
-- ``{"blocked": {"role", "budget", "spent"}}``: a request refused by a
-  spent budget (see :mod:`choragos.budgetgate`).
+- ``{"blocked": {"role", "why"}}``: a request refused by a spent budget
+  (see :mod:`choragos.budgetgate`), or an answer cut there;
+- ``{"unblocked": ROLE}``: the first request let through after refusals.
 
 A standalone gateway has no session: the same news goes to its log only.
 """

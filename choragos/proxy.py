@@ -218,13 +218,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _check_budget(self, role: str, route: Route) -> None:
         """A spent blocking budget stops the call here: it never reaches the upstream."""
-        gate = self.server.gate
-        refused = gate.refusal(role) if gate is not None and route.counts else None
-        if not refused:
+        gate, watch = self.server.gate, self.server.watch
+        if gate is None or not route.counts:
             return
-        if self.server.watch is not None:
-            self.server.watch.emit({"blocked": {"role": role, "why": refused}})
-        raise _Failure(budgetgate.STATUS, budgetgate.KIND, refused)
+        refused, unblocked = gate.verdict(role)
+        if watch is not None and (refused or unblocked):
+            watch.emit({"blocked": {"role": role, "why": refused}} if refused
+                       else {"unblocked": role})
+        if refused:
+            raise _Failure(budgetgate.STATUS, budgetgate.KIND, refused)
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)

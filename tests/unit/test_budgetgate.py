@@ -102,3 +102,13 @@ def test_a_stream_is_split_at_its_events_and_each_api_reads_its_error_event() ->
         for key in path:
             data = data[key]
         assert data == "spent"
+
+
+def test_the_first_call_let_through_after_refusals_says_the_block_is_over() -> None:
+    counts = {("coder", "claude-x", "input"): 2_000_000}
+    gate = _gate(counts, roles={"coder": {"usd": 1.0, "tokens": None}})
+    assert gate.verdict("coder")[1] is False and gate.verdict("coder")[0]
+    gate.update({"budgets": {"roles": {"coder": {"usd": 5.0}}, "pricing": PRICES}})
+    assert gate.verdict("coder") == (None, True)
+    assert gate.verdict("coder") == (None, False)
+    assert gate.verdict("tester") == (None, False)
