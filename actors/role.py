@@ -443,6 +443,8 @@ class RoleActor(Actor):
             elif s.status is RoleStatus.LIMITED:
                 s.detail = ""
                 self._set_status(self._screen_status())
+                if not s.booted:  # limited before its brief: the boot check stopped
+                    self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
             self._publish()
             return
         s.extra["limited_until"] = msg.until

@@ -21,6 +21,7 @@ from choragos.config import RoleSpec
 from choragos.launch import Launch
 from choragos.ptyproc import PtyChild
 from tests.conftest import pid_alive, wait_until
+from tests.e2e.scenario import holds_for
 from tests.integration.harness import AGENT, read_agent_log
 
 
@@ -227,3 +228,22 @@ def test_a_small_tile_never_shrinks_the_agents_terminal_below_its_floor(role):
     role.handle.tell(m.Inject(m.Injection(7, "coder", "x" * 300, "notice")))
     wait_until(lambda: len(role.core.outcomes()) == 2, 15, message="a long notice")
     assert role.core.outcomes()[-1].ok, role.core.outcomes()[-1]
+
+
+def test_a_role_limited_while_booting_is_briefed_once_the_limit_is_over(tmp_path):
+    role = start_role(tmp_path, sys.executable, (str(AGENT), "--boot", "1.5"))
+    try:
+        wait_until(lambda: (v := role.core.view()) and v.status == "booting", 10,
+                   message="booting")
+        role.handle.tell(m.Limited(time.time() + 60, "rate limit until later"))
+        view = wait_until(lambda: (v := role.core.view()) and v.status == "limited" and v, 5,
+                          message="limited")
+        assert view.ready is False and view.detail == "rate limit until later"
+        # Past the boot's quiet a brief would have been typed by now: none is.
+        assert holds_for(lambda: role.core.outcomes() == [] and submitted(role) == [], 3)
+        role.handle.tell(m.Limited(None))
+        wait_until(lambda: role.core.outcomes(), 15, message="the boot brief after the limit")
+        assert role.core.outcomes()[0].ok
+        assert submitted(role)[0].startswith("You are the coder role")
+    finally:
+        stop_role(role)
