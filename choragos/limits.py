@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import random
 import re
 from collections.abc import Callable, Mapping
@@ -179,7 +180,7 @@ def _number(text: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value if value >= 0 else None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _timestamp(text: str) -> float | None:

@@ -74,6 +74,8 @@ def test_an_http_date_retry_after_and_a_broken_header() -> None:
                         NOW)
     assert limit.until == datetime(2027, 1, 15, 8, 0, 30, tzinfo=UTC).timestamp()
     assert read_answer("openai", 429, {"retry-after": "soon"}, b"{", NOW).until is None
+    for odd in ("inf", "nan", "-3"):
+        assert read_answer("openai", 429, {"retry-after": odd}, b"", NOW).until is None
 
 
 def test_the_message_is_kept_short() -> None:
