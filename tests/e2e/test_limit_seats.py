@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import seats
+from tests.e2e.fakegemini import shell as gemini_shell
 from tests.e2e.fakemodel import ApiError, FakeModel, text, tool
 from tests.e2e.fakeopenai import shell
 from tests.e2e.scenario import claude_role
@@ -114,3 +115,22 @@ def test_claude_codes_own_limit_screen_is_waited_out_and_continued(crew,
     s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
     assert (work / "hello.txt").read_text() == "hello\n"
     assert [e for e in s.events() if e["event"] == "role limited"] == [limited]
+
+
+@pytest.mark.gemini
+@pytest.mark.timeout(240)
+def test_gemini_cli_waits_out_a_resource_exhausted_and_finishes(seat_crew, fakes) -> None:
+    port = free_port()
+    model = fakes.gemini
+    s = seat_crew(seats.seat_role("orchestrator", "gemini", start=True)
+                  + seats.seat_role("coder", "gemini")
+                  + _gateway(port, "gemini", model.base_url))
+    retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{RESET}s"}
+    model.on("New task T1", ApiError(429, "resource_exhausted", "Quota exceeded, retry later",
+                                     details=(retry,)))
+    # The protocol verb is one a Gemini seat runs without asking (choragos init --seats).
+    model.on(_task_turn, gemini_shell('choragos work-done --id T1 --done --task "Done"'))
+    model.default = text("Ready.")
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", "Report it done").returncode == 0
+    _limited_then_done(s)
