@@ -835,8 +835,7 @@ _UI_SCHEMA: cs.Schema = {
     "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
     "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
     "on_done": cs.string, "idle_after": cs.positive_duration,
-    "min_terminal": cs.terminal_size,
-    "on_done": cs.string, "idle_after": cs.positive_duration, "on_limit": cs.string,
+    "min_terminal": cs.terminal_size, "on_limit": cs.string,
     "limit_wait": cs.positive_duration, "limit_give_up": cs.positive_duration,
     "theme": cs.Nested(_read_theme),
 }
