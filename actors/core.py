@@ -240,7 +240,7 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             spec = self.s.config.role(seat.name)
             open_tasks = self.s.board.open_for(seat.name)
             roles.append({**seat.view.as_dict(), "model": spec.model, "command": spec.command,
-                          "task": open_tasks[0].id if open_tasks else None,
+                          "host": spec.host, "task": open_tasks[0].id if open_tasks else None,
                           "queued": len(seat.queue), **self._usage(seat.name),
                           "marks": list(self.s.guard.marks.get(seat.name, ()))})
         return wire.ok(roles=roles, gateway=self.s.gateway, budget=self._session_budget())

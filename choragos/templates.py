@@ -184,6 +184,16 @@ _UI_HINT = """\
 # bell = true
 # on_input = 'notify-send choragos "$CHORAGOS_ROLE needs you"'"""
 
+_HOSTS_HINT = """\
+# A role can run on another machine over ssh (a key or an agent login, never a
+# password; the host needs Python 3, git and the role's program):
+# [hosts.gpu]
+# ssh = "me@gpu-box"              # as ssh takes it, or an alias of ~/.ssh/config
+# ssh_args = ["-J", "jump"]       # optional: extra ssh arguments
+# workdir = "choragos-work/app"   # optional: where the checkouts live there
+# and, in that role's [[roles]] table: host = "gpu"
+# See """ + "{remote}"
+
 _PLAN = ("You lead this team and do not write, review or audit code yourself. Break "
          "the request into tasks, give each one to the teammate best suited to it, "
          "wait for their reports and check them against the request.")
@@ -262,5 +272,6 @@ def docs_path(name: str) -> str:
 
 def render(template: str, detected: Detected | None = None) -> str:
     """The text of ``template``, with language-specific briefs when ``detected``."""
-    blocks = [_header(template, detected), *TEMPLATES[template][1](detected)]
+    blocks = [_header(template, detected), *TEMPLATES[template][1](detected),
+              _HOSTS_HINT.format(remote=docs_path("remote.md"))]
     return "\n\n".join(blocks) + "\n"

@@ -28,6 +28,7 @@ class RoleInfo:
     status: RoleStatus = RoleStatus.BOOTING
     model: str = ""
     command: str = ""
+    host: str = ""  # the [hosts.<name>] it runs on; "" on this machine
     profile: str = ""  # the agent profile its screen is read with
     pid: int | None = None
     restarts: int = 0
@@ -71,6 +72,6 @@ def initial_state(config: Config, sidebar_on: bool) -> DeckState:
     state = DeckState(layout=Layout.main_vertical(names, main), sidebar=sidebar_on)
     for role in config.roles:
         state.roles[role.name] = RoleInfo(role.name, model=role.model, command=role.command,
-                                          approve=role.approve, start=role.start)
+                                          host=role.host, approve=role.approve, start=role.start)
     return state
 

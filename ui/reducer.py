@@ -201,7 +201,7 @@ def merge_status(state: DeckState, rows: list[dict], asked: dict[str, int]) -> R
     for row in rows:
         name = row["name"]
         info = replace(state.roles.get(name) or RoleInfo(name), model=row.get("model", ""),
-                       command=row.get("command", ""))
+                       command=row.get("command", ""), host=row.get("host") or "")
         if info.news == asked.get(name, 0):
             info = replace(info, status=RoleStatus(row.get("state", info.status)),
                            pid=row.get("pid"), restarts=row.get("restarts", 0),

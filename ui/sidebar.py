@@ -35,6 +35,8 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
         head.append((" (hidden)", "dim"))
     lines = [text_line(width, head)]
     facts = [info.status]
+    if info.host:
+        facts.append(inert(f"@{info.host}"))
     if info.model:
         facts.append(inert(info.model))
     if info.profile:

@@ -41,7 +41,10 @@ def render(ack: dict[str, Any]) -> str:
     if not isinstance(roles, list) or not roles:
         return "the session has no roles"
     rows = [_row(role) for role in roles if isinstance(role, dict)]
-    table = _client.table(rows, _COLUMNS, {"task": 40, "command": 32})
+    columns = _COLUMNS
+    if any(row.get("host") for row in rows):  # a HOST column only when a role runs elsewhere
+        columns = [*_COLUMNS[:2], ("host", "HOST"), *_COLUMNS[2:]]
+    table = _client.table(rows, columns, {"task": 40, "command": 32})
     table += "".join(f"\n{line}" for line in _reasons(roles))
     session = ack.get("budget")
     if isinstance(session, dict):

@@ -59,6 +59,11 @@ def test_a_remote_worker_does_the_task_and_its_work_merges_only_after_the_gate(
     s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
                                    "choragos"))
     s.wait_booted(["orchestrator", "coder"], timeout=60)
+    roles = {r["name"]: r for r in json.loads(s.cli("status", "--json").stdout)["roles"]}
+    assert (roles["coder"]["host"], roles["orchestrator"]["host"]) == ("box", "")
+    head, *rows = s.cli("status").stdout.splitlines()
+    assert head.split()[:3] == ["ROLE", "STATE", "HOST"]
+    assert next(row for row in rows if row.startswith("coder")).split()[2] == "box"
     assert s.cli("delegate", "--to", "coder", "--task", "write made.txt from afar").returncode == 0
     gates = s.wait(lambda: _gates(s), 60, message="the merge gate")
     assert gates["T1"]["kind"] == "merge"

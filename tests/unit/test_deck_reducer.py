@@ -137,3 +137,21 @@ def test_the_decks_board_keeps_as_many_resolved_tasks_as_the_cores():
     assert len(resolved) == KEEP_RESOLVED
     assert resolved[0] == "T32" and resolved[-1] == f"T{KEEP_RESOLVED + 31}"
     assert s.tasks["T1"]["state"] == "delivered"  # work in hand is never dropped
+
+
+def test_a_remote_roles_card_names_its_host_from_the_config_and_the_status():
+    from choragos.ui.sidebar import card
+
+    config = Config(roles=(RoleSpec("coder", "sh", host="box"), RoleSpec("local", "sh")))
+    s = initial_state(config, True)
+    assert s.roles["coder"].host == "box" and s.roles["local"].host == ""
+    after, _ = r.merge_status(s, [{"name": "coder", "state": "idle", "host": "gpu"},
+                                  {"name": "local", "state": "idle", "host": ""}], {})
+
+    def text(name: str) -> str:
+        lines = card(after.roles[name], 1, 60, focused=False, shown=True, task=None,
+                     preview_lines=0)
+        return "\n".join("".join(str(piece) for piece in line) for line in lines)
+
+    assert "@gpu" in text("coder")
+    assert "@" not in text("local")

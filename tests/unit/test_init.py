@@ -47,6 +47,18 @@ def test_templates_hold_their_teams(tmp_path: Path, template: str, roles: list[s
     assert [role.name for role in config.roles] == roles
 
 
+def test_the_commented_host_table_loads_once_uncommented(tmp_path: Path) -> None:
+    text = templates.render("starter")
+    table = text[text.index("# [hosts.gpu]"):].splitlines()[:4]
+    uncommented = "\n".join(line[2:] for line in table)
+    role = '[[roles]]\nname = "far"\ncommand = "claude"\nhost = "gpu"\n'
+    (tmp_path / CONFIG_NAME).write_text(text + uncommented + "\n" + role)
+    config = load_config(cwd=tmp_path)
+    assert config.warnings == ()
+    assert config.hosts["gpu"].ssh_args == ("-J", "jump")
+    assert config.role("far").host == "gpu"
+
+
 def test_review_crew_takes_no_checkpoints(tmp_path: Path) -> None:
     (tmp_path / CONFIG_NAME).write_text(templates.render("review"))
     assert load_config(cwd=tmp_path).checkpoints.enabled is False
