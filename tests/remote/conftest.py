@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import AGENT
+from tests.integration.harness import AGENT, Serve, role_toml
 from tests.remote import sshd
+
+ORCH = role_toml("orchestrator", start=True)
 
 
 @pytest.fixture
@@ -61,3 +63,24 @@ def remote_role(server: sshd.Server, name: str, *flags: str, host: str = "box",
     lines += [f"{key} = {json.dumps(value)}" for key, value in keys.items()]
     return "\n".join(lines) + "\n"
 
+
+@pytest.fixture
+def remote_session(short_tmp: Path, ssh_server, shared_log):
+    """``make(roles)``: a session with the host ``box`` and an orchestrator; at
+    the end it stops cleanly, leaving nothing here nor on the remote account."""
+    made: list[Serve] = []
+
+    def make(roles: str) -> Serve:
+        work = short_tmp / "work"
+        work.mkdir()
+        s = Serve(work, host_toml(ssh_server) + ORCH + roles, sock=short_tmp / "s.sock")
+        s.agent_log = shared_log
+        s.env["AGENT_LOG"] = str(shared_log)
+        made.append(s)
+        return s.start()
+
+    yield make
+    for one in made:
+        assert one.stop() == 0, one.stderr()
+        one.assert_no_leftovers()
+    assert ssh_server.processes() == [], "processes left on the remote host"

@@ -16,12 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.harness import Serve, base_env, role_toml
-from tests.remote.conftest import host_toml, remote_role
+from tests.remote.conftest import ORCH, host_toml, remote_role
 
 pytestmark = pytest.mark.timeout(240)
-
-ORCH = role_toml("orchestrator", start=True)
-
 
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
@@ -32,26 +29,6 @@ def _gates(s: Serve) -> dict[str, dict]:
     out = s.cli("gate", "list", "--json")
     assert out.returncode == 0, out.stderr
     return {g["id"]: g for g in json.loads(out.stdout)["gates"]}
-
-
-@pytest.fixture
-def remote_session(short_tmp: Path, ssh_server, shared_log):
-    made: list[Serve] = []
-
-    def make(roles: str) -> Serve:
-        work = short_tmp / "work"
-        work.mkdir()
-        s = Serve(work, host_toml(ssh_server) + ORCH + roles, sock=short_tmp / "s.sock")
-        s.agent_log = shared_log
-        s.env["AGENT_LOG"] = str(shared_log)
-        made.append(s)
-        return s.start()
-
-    yield make
-    for one in made:
-        assert one.stop() == 0, one.stderr()
-        one.assert_no_leftovers()
-    assert ssh_server.processes() == [], "processes left on the remote host"
 
 
 def test_a_remote_worker_does_the_task_and_its_work_merges_only_after_the_gate(
