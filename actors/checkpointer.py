@@ -16,6 +16,7 @@ still at work is never pruned (its changes are measured against it).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,10 @@ PRUNE_EVERY = 10  # snapshots of one tree between prunes while the session runs
 
 class CheckpointerActor(Actor):
     def __init__(self, store: CheckpointStore, core: Any, events: Any,
-                 supervisor: Any = None) -> None:
+                 supervisor: Any = None,
+                 remote: Callable[[], Mapping[Path, Callable]] = dict) -> None:
         super().__init__("checkpointer", supervisor)
+        self.remote = remote  # the remote roles' mirrors -> their rollback hooks
         self.store = store
         self.core = core
         self.events = events
@@ -71,7 +74,7 @@ class CheckpointerActor(Actor):
     @handle.register
     def _rollback(self, msg: m.Rollback) -> dict:
         """A rollback the core decided on; the ack goes to whoever waits for it."""
-        return run_rollback(self.store.root, msg, self._log_event)
+        return run_rollback(self.store.root, msg, self._log_event, self.remote())
 
     def _log_event(self, event: str, **fields: object) -> None:
         # Written here, before the ack, so the log has it when the client

@@ -90,6 +90,10 @@ class RemoteSeats:
         return {worktrees.branch_of(name): seat.bring_back
                 for name, seat in self.seats.items()}
 
+    def by_tree(self) -> dict[Path, Callable]:
+        """A remote role's mirror -> its rollback hook (a rollback there reaches the host)."""
+        return {seat.mirror.resolve(): seat.roll_back for seat in self.seats.values()}
+
     def _link(self, name: str) -> HostLink:
         # Hosts are read at start: one a reload names that the session did not
         # start with has no link, and its role's start fails saying so.

@@ -5,7 +5,8 @@ for the checkpoint ref the operator confirmed), and ``choragos rollback``
 sends the ref it showed when a session runs, so a rollback is one more
 control command: refused from inside a role, checked by the core's
 registry and written to the event log.  A task done in a role's worktree
-rolls back in that worktree.
+rolls back in that worktree; a remote role's, in its mirror here, and then
+in its checkout on the host (its rollback hook).
 
 The core only decides: the restore itself runs on the checkpointer's
 thread (in order with the snapshots queued there), and the dispatcher
@@ -17,7 +18,7 @@ on the core's thread; the checkpoint store's lock keeps it in order with a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from choragos import commands, wire
 from choragos.actors import messages as m
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, RollbackPlan
 from choragos.checkpointtrees import open_for
+from choragos.remote.seat import SeatError
 
 MAX_LISTED = 200  # paths per list in a plan's ack
 # The checkpointer's answer arrives within the client's wait, so a client
@@ -45,9 +47,10 @@ class RollbackCommand:
         return m.Deferred(self.s.checkpointer, order, ANSWER_TIMEOUT)
 
 
-def run_rollback(workdir: Path, order: m.Rollback,
-                 log_event: Callable[..., Any]) -> dict:
-    """Carry out ``order`` in the tree that holds its checkpoint; the ack."""
+def run_rollback(workdir: Path, order: m.Rollback, log_event: Callable[..., Any],
+                 remote: Mapping[Path, Callable] | None = None) -> dict:
+    """Carry out ``order`` in the tree that holds its checkpoint; the ack.
+    ``remote``: the remote roles' mirrors and their rollback hooks."""
     target, by = order.target, order.by
     try:
         # The store of the checkpoint's own tree: a worktree role's task
@@ -55,8 +58,10 @@ def run_rollback(workdir: Path, order: m.Rollback,
         with open_for(workdir, target) as store:
             if order.dry_run:
                 return wire.ok(**plan_fields(store.plan_rollback(target), store))
-            result = store.rollback(target)
-    except (CheckpointError, NotARepository, OSError) as exc:
+            reach = (remote or {}).get(store.root.resolve())
+            result = (reach(lambda: store.rollback(target), target) if reach is not None
+                      else store.rollback(target))
+    except (CheckpointError, NotARepository, OSError, SeatError) as exc:
         if not order.dry_run:
             log_event("rollback failed", target=target, error=str(exc), by=by)
         return wire.error(f"cannot roll back to {target}: {exc}")

@@ -382,7 +382,8 @@ class Session:
         sup, core = self.supervisor, self.core
         events = self.events
         handle = self._start_child(
-            "checkpointer", lambda h: CheckpointerActor.start(store, core, events, sup))
+            "checkpointer", lambda h: CheckpointerActor.start(store, core, events, sup,
+                                                               self._remote_trees))
         handle.tell(m.Prune(self.config.checkpoints.keep, _tasks_at_work(self.restored)))
         return handle
 
@@ -458,6 +459,9 @@ class Session:
             lambda h: RoleActor.start(state, core, timers, roles, h), roles)
         self.handles[spec.name] = handle
         return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
+
+    def _remote_trees(self) -> dict:
+        return self.remote.by_tree() if self.remote is not None else {}
 
     def _remote_seats(self) -> RemoteSeats:
         """Made with the first remote role (at start, or added by a reload)."""

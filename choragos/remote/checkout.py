@@ -10,7 +10,9 @@ Git moves the commits both ways over the host's ssh connection:
   checkout there takes it with ``receive.denyCurrentBranch=updateInstead``,
   so its files follow) and copies the task's file to the same relative path;
 - :func:`bring_back` commits what the role changed there and fast-forwards
-  the mirror to it when the role reports, before its work is checked.
+  the mirror to it when the role reports, before its work is checked;
+- :func:`reset` drops what the checkout there holds beyond its commit,
+  before a rolled-back mirror is sent.
 
 Nothing comes into the main checkout but through the merge.
 """
@@ -25,7 +27,7 @@ from choragos import worktrees
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import SshError
 
-__all__ = ["bring_back", "ensure", "send", "send_file"]
+__all__ = ["bring_back", "ensure", "reset", "send", "send_file"]
 
 IDENTITY = ("-c", "user.name=choragos", "-c", "user.email=choragos@localhost")
 
@@ -45,6 +47,13 @@ def send(link: HostLink, seat: RemoteSeat, mirror: Path) -> None:
     branch = worktrees.branch_of(seat.role)
     _git(link, mirror, "push", "-q", "--force", f"{link.host.ssh}:{seat.checkout}",
          f"HEAD:refs/heads/{branch}")
+
+
+def reset(link: HostLink, seat: RemoteSeat) -> None:
+    """The checkout there back to its branch's commit: what it holds beyond is dropped
+    (the session's own files under ``.choragos`` aside)."""
+    link.ssh.run(["sh", "-c", 'cd "$1" && git reset -q --hard && git clean -fdq -e .choragos',
+                  "sh", seat.checkout], what="resetting the checkout")
 
 
 def send_file(link: HostLink, seat: RemoteSeat, local: Path, relative: str) -> None:

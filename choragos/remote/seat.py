@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import logging
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from choragos import worktrees
+from choragos.checkpoints import RollbackResult
 from choragos.launch import Launch
 from choragos.remote import checkout
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import KEEPALIVE, SshError
 from choragos.restartpolicy import ExitStatus
+from choragos.worktrees import WorktreeError
 
 __all__ = ["RemoteRole", "SeatError", "seat_argv", "ssh_env"]
 
@@ -117,6 +121,37 @@ class RemoteRole:
             checkout.bring_back(self.link, self.link.seat(self.role), self.mirror, subject)
         except SshError as exc:
             raise SeatError(str(exc)) from None
+
+    def roll_back(self, restore: Callable[[], RollbackResult], target: str) -> RollbackResult:
+        """A rollback of the role's mirror (``restore``) that reaches the host.
+
+        What the role changed there is brought back first, so the rollback's
+        own save of the tree holds it; after the restore, the restored files
+        are committed on the role's branch and the checkout there is reset
+        to it: the tree and the branch there are the mirror's again.
+        """
+        if self.link is None:
+            raise SeatError(f"its host {self.local.spec.host} was added by a reload; "
+                            "nothing was rolled back")
+        try:
+            self.link.up()
+            self.bring_back(f"work on {self.link.host.name} before the rollback to {target}")
+        except (SshError, OSError) as exc:
+            raise SeatError(f"{self.link.host.name} cannot be reached ({exc}); nothing was "
+                            "rolled back") from None
+        result = restore()
+        then = result.checkpoint.task_id or result.checkpoint.name
+        try:
+            worktrees.commit_work(self.mirror, f"rollback to before {then}",
+                                  f"Restored by choragos rollback from {result.checkpoint.ref}.")
+            seat = self.link.seat(self.role)
+            checkout.reset(self.link, seat)
+            checkout.send(self.link, seat, self.mirror)
+        except (SshError, WorktreeError, OSError) as exc:
+            raise SeatError(f"{self.mirror} was rolled back here, but the checkout on "
+                            f"{self.link.host.name} was not ({exc}); it follows at the "
+                            "role's next start") from None
+        return result
 
     def explain(self, status: ExitStatus) -> ExitStatus:
         """An exit as the operator should read it on the card."""

@@ -143,3 +143,44 @@ def test_doctor_checks_each_host(short_tmp: Path, ssh_server):
     assert any(c["level"] == "FAIL" and c["message"].startswith("host gone")
                and "without a password prompt" in c["message"] for c in hosts), hosts
     assert out.returncode == 1
+
+
+def test_a_rollback_of_a_remote_roles_task_restores_the_tree_and_branch_there(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
+                                   "choragos", merge="manual"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    # One after the other: a task's checkpoint is taken when it is delegated.
+    for number, task in enumerate(("write kept.txt one",
+                                   "write gone.txt two\nappend kept.txt more"), 1):
+        assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
+        s.wait(lambda n=number: s.board()[f"T{n}"]["state"] == "done", 60,
+               message=f"T{number} done")
+    checkout = f"choragos-work/{_project(s)}/coder"
+
+    def there(*command: str) -> str:
+        done = ssh_server.run("sh", "-c", f'cd "$1" && {" ".join(command)}', "sh", checkout)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert there("cat kept.txt gone.txt").split() == ["one", "more", "two"]
+    there("echo unsent > scratch.txt")  # never reported: the rollback's save holds it
+    done = s.cli("rollback", "T2", "--yes")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert there("cat kept.txt").split() == ["one"]
+    assert there("ls").split() == ["README.md", "kept.txt"]
+    assert there("git status --porcelain -- . ':!.choragos'") == ""
+    mirror = s.workdir / ".choragos" / "worktrees" / "coder"
+    assert there("git rev-parse HEAD").strip() == _git(mirror, "rev-parse", "HEAD").strip()
+    assert _git(mirror, "log", "-1", "--format=%s").strip() == "rollback to before T2"
+    assert not (mirror / "gone.txt").exists()
+    # What the host held beyond the report is in the rollback's save, undone by its own.
+    assert s.cli("rollback", "pre-rollback-T2", "--yes").returncode == 0
+    assert there("cat scratch.txt gone.txt").split() == ["unsent", "two"]
+    assert not (s.workdir / "gone.txt").exists(), "the rollback reached the main checkout"
+
+
+def _project(s: Serve) -> str:
+    from choragos.actors.remoteseats import session_id
+
+    return f"{s.workdir.name}-{session_id(s.workdir)[:8]}"
