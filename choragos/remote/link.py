@@ -110,6 +110,10 @@ class HostLink:
     def _connect(self) -> None:
         self._stop_master()
         self.ssh.control.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.ssh.control.exists():
+            # A master a killed server left (its socket is this session's own):
+            # ended, with its forwards, before a new one takes the name.
+            subprocess.run(self.ssh.control_command("exit"), capture_output=True, timeout=10)
         self.ssh.control.unlink(missing_ok=True)
         self._master = subprocess.Popen(self.ssh.master(), stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -9,6 +9,7 @@ through the merge gate.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,37 @@ def _project(s: Serve) -> str:
     from choragos.actors.remoteseats import session_id
 
     return f"{s.workdir.name}-{session_id(s.workdir)[:8]}"
+
+
+def _masters(s: Serve) -> list[int]:
+    control = s.sock.with_name(f"{s.sock.stem}.box.ssh")
+    found = subprocess.run(["pgrep", "-f", f"{control} -M"], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_a_resumed_session_reconnects_its_remote_role_and_finishes_its_tasks(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "3", "--cli",
+                                   "choragos", restart="on-failure"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    for text in ("in flight when the server dies", "queued behind it"):
+        assert s.cli("delegate", "--to", "coder", "--task", text).returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 at work there")
+    [old] = _masters(s)
+    s.kill9()
+    s.start(args=("--resume",))
+    s.wait(lambda: {t["state"] for t in s.board().values()} == {"done"}, 120,
+           message="T1 and T2 done after the resume")
+    assert s.board()["T2"]["role"] == "coder"
+    # The dead server's connection is not left behind: the resumed one replaced it.
+    assert _masters(s) != [old] and len(_masters(s)) == 1
+    s.wait(lambda: old not in _masters(s) and not _alive(old), 10,
+           message="the old master connection to end")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
