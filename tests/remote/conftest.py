@@ -70,12 +70,12 @@ def remote_session(short_tmp: Path, ssh_server, shared_log):
     the end it stops cleanly, leaving nothing here nor on the remote account."""
     made: list[Serve] = []
 
-    def make(roles: str) -> Serve:
+    def make(roles: str, env: dict[str, str] | None = None) -> Serve:
         work = short_tmp / "work"
         work.mkdir()
         s = Serve(work, host_toml(ssh_server) + ORCH + roles, sock=short_tmp / "s.sock")
         s.agent_log = shared_log
-        s.env["AGENT_LOG"] = str(shared_log)
+        s.env.update(AGENT_LOG=str(shared_log), **(env or {}))
         made.append(s)
         return s.start()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,42 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def _working_there(s: Serve, ssh_server) -> None:
+    """The remote worker at a task, so its agent runs there when the session ends."""
+    assert s.cli("delegate", "--to", "coder", "--task", "a long one").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 at work there")
+    assert any("agent.py" in line for line in ssh_server.processes())
+
+
+def test_choragos_kill_leaves_nothing_running_on_the_host(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "30"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    _working_there(s, ssh_server)
+    killed = s.cli("kill", timeout=60)
+    assert killed.returncode == 0, killed.stderr
+    assert s.proc.wait(60) == 0
+    assert ssh_server.processes() == []
+    assert ssh_server.run("sh", "-c", "ls -A ~/.choragos-remote").stdout == ""
+
+
+def test_a_session_that_gives_up_leaves_nothing_running_on_the_host(remote_session,
+                                                                    ssh_server):
+    from choragos.actors.session import SESSION_INTENSITY
+
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "30"),
+                       env={"CHORAGOS_TEST_FAULTS": "accept-loop"})
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    _working_there(s, ssh_server)
+    for death in range(1, SESSION_INTENSITY + 2):  # one more than the supervisor allows
+        s.proc.send_signal(signal.SIGUSR2)
+        if death <= SESSION_INTENSITY:
+            s.wait(lambda d=death: sum(e["event"] == "actor restarted" for e in s.events())
+                   >= d, 15, message=f"listener restart {death}")
+    assert s.proc.wait(60) == 1, s.stderr()
+    assert any(e["event"] == "session gave up" for e in s.events())
+    assert ssh_server.processes() == []
+    s.start(args=("--resume",))  # and it resumes, connecting again (stopped by the fixture)
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered" and any(
+        "agent.py" in line for line in ssh_server.processes()), 60, message="T1 there again")
