@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -70,12 +70,15 @@ def remote_session(short_tmp: Path, ssh_server, shared_log):
     the end it stops cleanly, leaving nothing here nor on the remote account."""
     made: list[Serve] = []
 
-    def make(roles: str, env: dict[str, str] | None = None) -> Serve:
+    def make(roles: str, env: dict[str, str] | None = None,
+             setup: Callable[[Serve], None] | None = None) -> Serve:
         work = short_tmp / "work"
         work.mkdir()
         s = Serve(work, host_toml(ssh_server) + ORCH + roles, sock=short_tmp / "s.sock")
         s.agent_log = shared_log
         s.env.update(AGENT_LOG=str(shared_log), **(env or {}))
+        if setup is not None:
+            setup(s)
         made.append(s)
         return s.start()
 
@@ -84,3 +87,10 @@ def remote_session(short_tmp: Path, ssh_server, shared_log):
         assert one.stop() == 0, one.stderr()
         one.assert_no_leftovers()
     assert ssh_server.processes() == [], "processes left on the remote host"
+
+
+def checkout_there(server: sshd.Server, s: Serve, role: str) -> str:
+    """Where ``role``'s checkout is on ``server`` (the default workdir)."""
+    from choragos.actors.remoteseats import session_id
+
+    return f"{server.home}/choragos-work/{s.workdir.name}-{session_id(s.workdir)[:8]}/{role}"

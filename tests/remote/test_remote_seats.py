@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.harness import Serve, base_env, role_toml
-from tests.remote.conftest import ORCH, host_toml, remote_role
+from tests.remote.conftest import ORCH, checkout_there, host_toml, remote_role
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -158,7 +158,7 @@ def test_a_rollback_of_a_remote_roles_task_restores_the_tree_and_branch_there(
         assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
         s.wait(lambda n=number: s.board()[f"T{n}"]["state"] == "done", 60,
                message=f"T{number} done")
-    checkout = f"choragos-work/{_project(s)}/coder"
+    checkout = checkout_there(ssh_server, s, "coder")
 
     def there(*command: str) -> str:
         done = ssh_server.run("sh", "-c", f'cd "$1" && {" ".join(command)}', "sh", checkout)
@@ -180,12 +180,6 @@ def test_a_rollback_of_a_remote_roles_task_restores_the_tree_and_branch_there(
     assert s.cli("rollback", "pre-rollback-T2", "--yes").returncode == 0
     assert there("cat scratch.txt gone.txt").split() == ["unsent", "two"]
     assert not (s.workdir / "gone.txt").exists(), "the rollback reached the main checkout"
-
-
-def _project(s: Serve) -> str:
-    from choragos.actors.remoteseats import session_id
-
-    return f"{s.workdir.name}-{session_id(s.workdir)[:8]}"
 
 
 def _masters(s: Serve) -> list[int]:
