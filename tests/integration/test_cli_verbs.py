@@ -341,6 +341,18 @@ def test_status_table(cli: Env) -> None:
                                 "claude"]
 
 
+def test_status_table_has_a_host_column_once_a_role_runs_elsewhere(cli: Env) -> None:
+    cli.session.replies["status"] = wire.ok(roles=[
+        {"name": "coder", "state": "idle", "pid": 1, "restarts": 0, "task": None,
+         "model": "m", "command": "claude", "profile": "claude", "host": "gpu"},
+        {"name": "lead", "state": "idle", "pid": 2, "restarts": 0, "task": None,
+         "model": "m", "command": "claude", "profile": "claude", "host": ""}])
+    lines = cli.run("status").stdout.splitlines()
+    assert lines[0].split()[:4] == ["ROLE", "STATE", "HOST", "PID"]
+    assert lines[1].split()[:3] == ["coder", "idle", "gpu"]
+    assert lines[2].split()[:3] == ["lead", "idle", "-"]
+
+
 def test_status_shows_marks_budgets_and_the_session_budget(cli: Env) -> None:
     cli.session.replies["status"] = wire.ok(roles=[
         {"name": "coder", "state": "paused", "pid": 1, "restarts": 0, "task": None,
