@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -86,6 +87,9 @@ def remote_session(short_tmp: Path, ssh_server, shared_log):
     for one in made:
         assert one.stop() == 0, one.stderr()
         one.assert_no_leftovers()
+        control = one.sock.with_name(f"{one.sock.stem}.box.ssh")
+        left = subprocess.run(["pgrep", "-f", str(control)], capture_output=True, text=True)
+        assert left.stdout == "", f"ssh processes left here: {left.stdout.split()}"
     assert ssh_server.processes() == [], "processes left on the remote host"
 
 
