@@ -198,6 +198,9 @@ def test_a_resumed_session_reconnects_its_remote_role_and_finishes_its_tasks(
     s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 at work there")
     [old] = _masters(s)
     s.kill9()
+    # Its seat's ssh lost its terminal with the server: the agent there ends with it.
+    s.wait(lambda: not any("agent.py" in line for line in ssh_server.processes()), 20,
+           message="the agent there to end with the killed server")
     s.start(args=("--resume",))
     s.wait(lambda: {t["state"] for t in s.board().values()} == {"done"}, 120,
            message="T1 and T2 done after the resume")
