@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -15,25 +17,47 @@ from tests.integration.harness import AGENT, Serve, role_toml
 from tests.remote import sshd
 
 ORCH = role_toml("orchestrator", start=True)
+ACCOUNTS_PER_WORKER = 4
 
 
 @pytest.fixture
 def ssh_server(short_tmp: Path) -> Iterator[sshd.Server]:
     """An sshd on a loopback port for an account of its own; skips, saying
     why, where this machine cannot host one (CI runs as root: it runs these)."""
-    # An account per test process: what one test's agents run there is
-    # never seen (or removed) by a test running beside it.
-    account = f"{sshd.ACCOUNT}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    try:
-        server = sshd.start(short_tmp / "sshd", account)
-    except sshd.Unavailable as exc:
-        pytest.skip(str(exc))
-    server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work ~/agent.py")
-    copied = server.run("sh", "-c", "cat > ~/agent.py", stdin=AGENT.read_text())
-    assert copied.returncode == 0, copied.stderr
-    yield server
-    server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work", timeout=20)
-    server.stop()
+    with _account() as account:
+        try:
+            server = sshd.start(short_tmp / "sshd", account)
+        except sshd.Unavailable as exc:
+            pytest.skip(str(exc))
+        server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work ~/agent.py")
+        copied = server.run("sh", "-c", "cat > ~/agent.py", stdin=AGENT.read_text())
+        assert copied.returncode == 0, copied.stderr
+        yield server
+        server.run("sh", "-c", "rm -rf ~/.choragos-remote ~/choragos-work", timeout=20)
+        server.stop()
+
+
+@contextlib.contextmanager
+def _account() -> Iterator[str]:
+    """An account no other test uses meanwhile, held by a lock for the test.
+
+    What one test's agents run there is never seen (or removed) by a test
+    beside it: another xdist worker, or another pytest run on the same
+    machine (several clones of the project may test at once).  A few names
+    per worker, reused from run to run, so the accounts do not pile up.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    for number in range(ACCOUNTS_PER_WORKER):
+        name = f"{sshd.ACCOUNT}-{worker}-{number}"
+        with open(f"/tmp/{name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            yield name
+            return
+    pytest.skip(f"all {ACCOUNTS_PER_WORKER} remote test accounts of worker {worker} are "
+                "in use by other test runs")
 
 
 @pytest.fixture

@@ -67,7 +67,8 @@ def claude_home(ssh_server, short_tmp: Path):
 
 
 def test_a_real_claude_on_the_host_does_its_task_and_its_tokens_count_for_its_role(
-        remote_session, ssh_server, claude_home):
+        claude_home, remote_session, ssh_server):
+    # claude_home first: its files there are removed after the session stopped.
     claude = _claude_there(ssh_server)
     port = free_port()
     with FakeModel(usage=USAGE) as model:
