@@ -142,6 +142,7 @@ bench: venv
 	$(BIN)/python bench/attach_latency.py --idle --rounds 3 --probes 20
 	$(BIN)/python bench/attach_latency.py --rounds 1 --probes 15
 	$(BIN)/python bench/attach_latency.py --rate 1 --roles 12 --flooders 3 --rounds 3 --probes 15
+	$(BIN)/python bench/remote_latency.py --rounds 3 --probes 15
 	$(BIN)/python bench/echo_cold.py --echoes 100
 	$(BIN)/python bench/idle_cpu.py --window 15
 	$(BIN)/python bench/big_crew.py
