@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,3 +257,23 @@ def test_a_session_that_gives_up_leaves_nothing_running_on_the_host(remote_sessi
     s.start(args=("--resume",))  # and it resumes, connecting again (stopped by the fixture)
     s.wait(lambda: s.board()["T1"]["state"] == "delivered" and any(
         "agent.py" in line for line in ssh_server.processes()), 60, message="T1 there again")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is needed for the deck")
+def test_the_decks_card_names_the_host(ssh_server, shared_log, short_tmp: Path):
+    from tests.deck.conftest import TmuxDeck
+
+    d = TmuxDeck(short_tmp, host_toml(ssh_server) + ORCH + remote_role(ssh_server, "coder"))
+    # A log the other account can write too (the deck's shell was started before).
+    d.agent_log = shared_log
+    d.env["AGENT_LOG"] = str(shared_log)
+    try:
+        d.shell(f"export AGENT_LOG={shared_log}")
+        d.serve()
+        d.wait_booted(["orchestrator", "coder"], 60)
+        screen = d.wait_screen(lambda text: "@box" in text and "orchestrator" in text, 30)
+        cards = [line for line in screen.splitlines() if "@box" in line]
+        assert len(cards) == 1, screen  # the coder's: the orchestrator runs here
+    finally:
+        d.cleanup()
+    assert ssh_server.processes() == []
