@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import shlex
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from choragos import worktrees
@@ -67,6 +68,10 @@ class RemoteRole:
     mirror: Path           # the role's worktree here
     control_socket: Path   # this machine's end of the role's control socket
     gateway: str = ""  # the gateway's base URL here, when it is on
+    # The hooks run on three threads (the role's, aftercare's, the checkpointer's):
+    # one git exchange with the host at a time.
+    _turn: threading.RLock = field(default_factory=threading.RLock, repr=False,
+                                   compare=False)
 
     @property
     def argv(self) -> list[str]:
@@ -108,9 +113,11 @@ class RemoteRole:
         """The task's file where the typed line says, and the mirror's latest commit."""
         relative = Path(".choragos") / "tasks" / f"{task_id}.md"
         try:
-            seat = self.link.seat(self.role)
-            checkout.send(self.link, seat, self.mirror)
-            checkout.send_file(self.link, seat, self.workdir / relative, relative.as_posix())
+            with self._turn:
+                seat = self.link.seat(self.role)
+                checkout.send(self.link, seat, self.mirror)
+                checkout.send_file(self.link, seat, self.workdir / relative,
+                                   relative.as_posix())
         except (SshError, OSError) as exc:
             raise SeatError(f"the task could not be sent to {self.link.host.name}: {exc}") \
                 from None
@@ -118,7 +125,8 @@ class RemoteRole:
     def bring_back(self, subject: str) -> None:
         """What the role changed there, committed onto the mirror's branch."""
         try:
-            checkout.bring_back(self.link, self.link.seat(self.role), self.mirror, subject)
+            with self._turn:
+                checkout.bring_back(self.link, self.link.seat(self.role), self.mirror, subject)
         except SshError as exc:
             raise SeatError(str(exc)) from None
 
@@ -130,13 +138,17 @@ class RemoteRole:
         are committed on the role's branch and the checkout there is reset
         to it: the tree and the branch there are the mirror's again.
         """
+        with self._turn:
+            return self._roll_back(restore, target)
+
+    def _roll_back(self, restore: Callable[[], RollbackResult], target: str) -> RollbackResult:
         if self.link is None:
             raise SeatError(f"its host {self.local.spec.host} was added by a reload; "
                             "nothing was rolled back")
         try:
             self.link.up()
             self.bring_back(f"work on {self.link.host.name} before the rollback to {target}")
-        except (SshError, OSError) as exc:
+        except (SshError, SeatError, OSError) as exc:
             raise SeatError(f"{self.link.host.name} cannot be reached ({exc}); nothing was "
                             "rolled back") from None
         result = restore()
@@ -149,8 +161,7 @@ class RemoteRole:
             checkout.send(self.link, seat, self.mirror)
         except (SshError, WorktreeError, OSError) as exc:
             raise SeatError(f"{self.mirror} was rolled back here, but the checkout on "
-                            f"{self.link.host.name} was not ({exc}); it follows at the "
-                            "role's next start") from None
+                            f"{self.link.host.name} was not updated ({exc})") from None
         return result
 
     def explain(self, status: ExitStatus) -> ExitStatus:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.integration.harness import AGENT, Serve, role_toml
 from tests.remote import sshd
 
@@ -114,7 +115,9 @@ def remote_session(short_tmp: Path, ssh_server, shared_log):
         control = one.sock.with_name(f"{one.sock.stem}.box.ssh")
         left = subprocess.run(["pgrep", "-f", str(control)], capture_output=True, text=True)
         assert left.stdout == "", f"ssh processes left here: {left.stdout.split()}"
-    assert ssh_server.processes() == [], "processes left on the remote host"
+    # A process just killed there may take a moment to be reaped.
+    wait_until(lambda: ssh_server.processes() == [], 10,
+               message="no process left on the remote host")
 
 
 def checkout_there(server: sshd.Server, s: Serve, role: str) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.integration.harness import Serve, base_env, role_toml
 from tests.remote.conftest import ORCH, checkout_there, host_toml, remote_role
 
@@ -234,7 +235,7 @@ def test_choragos_kill_leaves_nothing_running_on_the_host(remote_session, ssh_se
     killed = s.cli("kill", timeout=60)
     assert killed.returncode == 0, killed.stderr
     assert s.proc.wait(60) == 0
-    assert ssh_server.processes() == []
+    s.wait(lambda: ssh_server.processes() == [], 10, message="nothing left there")
     assert ssh_server.run("sh", "-c", "ls -A ~/.choragos-remote").stdout == ""
 
 
@@ -253,7 +254,7 @@ def test_a_session_that_gives_up_leaves_nothing_running_on_the_host(remote_sessi
                    >= d, 15, message=f"listener restart {death}")
     assert s.proc.wait(60) == 1, s.stderr()
     assert any(e["event"] == "session gave up" for e in s.events())
-    assert ssh_server.processes() == []
+    s.wait(lambda: ssh_server.processes() == [], 10, message="nothing left there")
     s.start(args=("--resume",))  # and it resumes, connecting again (stopped by the fixture)
     s.wait(lambda: s.board()["T1"]["state"] == "delivered" and any(
         "agent.py" in line for line in ssh_server.processes()), 60, message="T1 there again")
@@ -276,4 +277,24 @@ def test_the_decks_card_names_the_host(ssh_server, shared_log, short_tmp: Path):
         assert len(cards) == 1, screen  # the coder's: the orchestrator runs here
     finally:
         d.cleanup()
-    assert ssh_server.processes() == []
+    wait_until(lambda: ssh_server.processes() == [], 10, message="nothing left there")
+
+
+def test_a_rollback_for_a_host_that_cannot_be_reached_changes_nothing(remote_session,
+                                                                      ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
+                                   "choragos", merge="manual"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "write kept.txt one").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
+    mirror = s.workdir / ".choragos" / "worktrees" / "coder"
+    head = _git(mirror, "rev-parse", "HEAD")
+    ssh_server.stop()  # the host goes away
+    done = s.cli("rollback", "T1", "--yes", timeout=90)
+    assert done.returncode != 0
+    assert "box cannot be reached" in done.stderr and "nothing was rolled back" in done.stderr
+    assert (mirror / "kept.txt").read_text() == "one\n"
+    assert _git(mirror, "rev-parse", "HEAD") == head
+    assert _git(mirror, "status", "--porcelain") == ""
+    failed = [e for e in s.events() if e["event"] == "rollback failed"]
+    assert len(failed) == 1 and "cannot be reached" in failed[0]["error"], failed
