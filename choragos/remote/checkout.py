@@ -64,10 +64,11 @@ def send_file(link: HostLink, seat: RemoteSeat, local: Path, relative: str) -> N
 def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> None:
     """Commit the role's work there and fast-forward the mirror to it."""
     branch = worktrees.branch_of(seat.role)
+    # The message (the task's words) goes on stdin: no task text on a command line.
     link.ssh.run(["sh", "-c", 'cd "$1" && git add -A -- . ":!.choragos" && '
                   '{ git diff --cached --quiet || git -c user.name=choragos '
-                  '-c user.email=choragos@localhost commit -q -m "$2"; }',
-                  "sh", seat.checkout, subject], what="committing the remote work")
+                  '-c user.email=choragos@localhost commit -q -F -; }',
+                  "sh", seat.checkout], stdin=subject.encode(), what="committing the remote work")
     _git(link, mirror, "fetch", "-q", f"{link.host.ssh}:{seat.checkout}",
          f"refs/heads/{branch}")
     _git(link, mirror, "merge", "-q", "--ff-only", "FETCH_HEAD")
