@@ -23,6 +23,7 @@ from typing import Any
 from choragos import __version__, authority, briefs, commands, news, statedir, wire
 from choragos.actors import durable
 from choragos.actors import messages as m
+from choragos.actors.admission import Admission, MemoryCheck, RoleHeld
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
 from choragos.actors.budgetflow import BudgetFlow
@@ -42,6 +43,7 @@ from choragos.board import SETTLED_STATES, Board, BoardError, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
 from choragos.gateway import Totals, role_cost, role_estimated, role_tokens
+from choragos.memfloor import HELD_MARK
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.core")
@@ -103,6 +105,8 @@ class CoreState:
     refused: dict = field(default_factory=dict)  # role -> why the gateway last refused it
     # role name -> the environment its agent process gets (verify runs with it)
     role_env: Callable[[str], dict[str, str] | None] = lambda name: None
+    memory_gate: Any = None  # choragos.memfloor.MemoryGate, shared with the role actors
+    memory_check: Any = None  # the pending memory reading, while a role is held
 
     @property
     def state_dir(self) -> Path:
@@ -113,8 +117,8 @@ class CoreState:
         return self.config.start_role.name
 
 
-class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, WorkChecks,
-                Guardrails, LimitFlow, BudgetFlow, RollbackCommand, Actor):
+class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow,
+                WorkChecks, Guardrails, LimitFlow, BudgetFlow, RollbackCommand, Actor):
     def __init__(self, state: CoreState, supervisor: Any = None) -> None:
         super().__init__("core", supervisor)
         self.s = state
@@ -499,6 +503,8 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
             self._event("role state", role=seat.name, state=msg.view.status,
                         was=before.status, detail=msg.view.detail)
             self._status_changed(seat.name, before.status, msg.view.status)
+            if msg.view.status is RoleStatus.BOOTING:  # started: whatever held it is over
+                self._mark(seat.name, HELD_MARK, False)
         self._publish(news.RoleChanged(msg.view))
         durable.journal_role(self, msg.view)
         self._after_limit(seat)  # first: its "continue" goes ahead of queued work
@@ -592,6 +598,14 @@ class CoreActor(IsolationRestore, FreshContexts, JudgeLoop, Holds, MergeFlow, Wo
     @handle.register
     def _call_refused(self, msg: m.BudgetRefused) -> None:
         self._budget_refused(msg)
+
+    @handle.register
+    def _held_for_memory(self, msg: RoleHeld) -> None:
+        self._role_held(msg)
+
+    @handle.register
+    def _read_memory(self, msg: MemoryCheck) -> None:
+        self._memory_check(msg)
 
     # -- timeouts -------------------------------------------------------
 

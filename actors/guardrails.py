@@ -23,6 +23,7 @@ from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.budgetgate import BLOCKING
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_estimated, role_tokens
+from choragos.memfloor import HELD_MARK
 from choragos.plural import counted
 from choragos.rolestatus import RoleStatus
 
@@ -361,6 +362,8 @@ class Guardrails:
             if view.status == RoleStatus.FAILED:
                 down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
                               f"come back by itself; `choragos restart {name}` tries again")
+            elif HELD_MARK in self.s.guard.marks.get(name, ()):
+                down[name] = f"{name} is {view.detail}"
             elif view.status == RoleStatus.EXITED:
                 then = (f"nothing restarts it; `choragos restart {name}` does"
                         if name in self.s.guard.gone else "it is restarting")

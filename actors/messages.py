@@ -19,6 +19,7 @@ from choragos.restartpolicy import ExitStatus
 @dataclass(frozen=True)
 class Spawn:
     manual: bool = False  # a manual restart resets the restart budget
+    admitted: bool = False  # let in by the memory gate: no need to ask it again
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
 from choragos.actors import roleio
+from choragos.actors.admission import RoleHeld
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.timers import Timers
@@ -33,6 +34,7 @@ from choragos.agentprofiles import AgentProfile, profile_for, typed_form
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
 from choragos.launch import Launch
+from choragos.memfloor import HELD_MARK, MemoryGate
 from choragos.plural import counted
 from choragos.ptyproc import PtyChild, Reader, SpawnError
 from choragos.remote.seat import RemoteRole, SeatError
@@ -133,6 +135,7 @@ class RoleState:
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
     tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
+    memory_gate: MemoryGate | None = None  # the session's: no start while memory is short
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
@@ -199,7 +202,21 @@ class RoleActor(Actor):
         self.s.pending_restart = None
         if self.s.child is not None and self.s.child.poll() is None:
             return
+        if not msg.admitted and self._held():
+            return
         self._start_process()
+
+    def _held(self) -> bool:
+        """Ask the memory gate; a role told to wait says why and the core
+        lets it in (with an admitted Spawn) once memory is back."""
+        gate = self.s.memory_gate
+        verdict = gate.ask(self.s.spec.name) if gate is not None else None
+        if verdict is None or verdict.admitted:
+            return False
+        self.s.detail = f"{HELD_MARK}: {verdict.reason}"
+        self._publish()
+        self.core.tell(RoleHeld(self.s.spec.name, verdict.reason, verdict.new))
+        return True
 
     def _start_process(self) -> None:
         s = self.s
@@ -743,7 +760,8 @@ class RoleActor(Actor):
                                         "restarted on request"))
         s.restarts_used = 0
         s.restarts_total += 1
-        self._start_process()
+        if not self._held():
+            self._start_process()
 
     @handle.register
     def _kill(self, msg: m.Kill) -> None:
@@ -771,6 +789,8 @@ class RoleActor(Actor):
         s.stopping = True
         if s.pending_restart is not None:
             s.pending_restart.cancel()
+        if s.memory_gate is not None:  # a stopped role waits for nothing
+            s.memory_gate.drop(s.spec.name)
         child, reader = s.child, s.reader
         if child is None:
             return

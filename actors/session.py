@@ -92,6 +92,7 @@ from choragos.gatewaycounts import session_path
 from choragos.gatewayroles import new_session_key, role_key
 from choragos.hooks import Hooks
 from choragos.launch import Launch, LaunchContext, launch
+from choragos.memfloor import MemoryGate
 from choragos.news import RoleView
 from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.stopflag import StopFlag
@@ -147,6 +148,7 @@ class Session:
         # a new one each session, held in memory and by the gateway process only.
         self.gateway_key = new_session_key() if config.gateway.builtin else b""
         self.journal: journal.Journal | None = None
+        self.memory_gate = MemoryGate(config.ui.min_free_memory)
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
         self.prober_handle: Handle | None = None
@@ -282,6 +284,7 @@ class Session:
                                journal=self.journal)
         self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
         core_state.timers, core_state.me = self.timers, self.core
+        core_state.memory_gate = self.memory_gate
         core_state.hooks = self._hooks()
         start_notifier(self, core_state.hooks)
         clock_state = ClockState({})
@@ -452,6 +455,7 @@ class Session:
         state = new_state(launched, self.workdir, self.options.cols, self.options.rows)
         state.seat = seat
         state.echo_wait = self.echo_wait
+        state.memory_gate = self.memory_gate
         self.role_states[spec.name] = state
         roles, core, timers = self.roles, self.core, self.timers
         handle = self._start_child(

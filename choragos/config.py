@@ -25,6 +25,7 @@ from choragos import userconfig
 from choragos.agentprofiles import AGENT_NAMES
 from choragos.configschema import ConfigError
 from choragos.envpolicy import build_env
+from choragos.memfloor import DEFAULT_FLOOR, parse_size
 from choragos.remote.hosts import HostSpec, check_roles, read_hosts
 
 __all__ = [
@@ -236,6 +237,7 @@ class UISettings:
     # (and the first step of the back-off when it comes straight back).
     limit_wait: float = 60.0
     limit_give_up: float = 8 * 3600.0  # a limit lasting longer fails the work it holds
+    min_free_memory: int = parse_size(DEFAULT_FLOOR)  # bytes; 0 turns admission off
     theme: Mapping[str, int | str] = field(default_factory=lambda: dict(DEFAULT_THEME))
 
 
@@ -837,6 +839,7 @@ _UI_SCHEMA: cs.Schema = {
     "on_done": cs.string, "idle_after": cs.positive_duration,
     "min_terminal": cs.terminal_size, "on_limit": cs.string,
     "limit_wait": cs.positive_duration, "limit_give_up": cs.positive_duration,
+    "min_free_memory": cs.byte_size,
     "theme": cs.Nested(_read_theme),
 }
 _UI = _settings(UISettings, _UI_SCHEMA)

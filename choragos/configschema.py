@@ -20,6 +20,7 @@ from typing import Any
 
 from choragos import envpolicy
 from choragos.durations import parse_duration
+from choragos.memfloor import parse_size
 
 Converter = Callable[[object], object]
 
@@ -209,6 +210,13 @@ def terminal_size(value: object) -> tuple[int, int]:
     if not (20 <= cols <= 1000 and 5 <= rows <= 1000):
         raise ValueError(f"{show(text)}: a terminal takes 20 to 1000 columns and 5 to 1000 rows")
     return cols, rows
+
+
+def byte_size(value: object) -> int:
+    """A size string (``"1GiB"``, ``"512MiB"``, ``"0"``), in bytes."""
+    if not isinstance(value, str):
+        raise expected('a size string such as "1GiB"', value)
+    return parse_size(value)
 
 
 def money(value: object) -> float:

@@ -1,0 +1,71 @@
+"""Admission by memory, the core's side (the gate is :mod:`choragos.memfloor`).
+
+A role actor asks the gate before it starts its process; when it is told to
+wait it says so here with :class:`RoleHeld`.  The core makes the hold seen
+(a mark on the card and in ``status``, an event, the ``on_input`` hook once
+per hold) and, while anyone waits, reads memory every :data:`POLL` seconds
+and lets the first one in.  One a tick: each start takes memory, so the next
+reading is taken after the last one began.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from choragos.actors import messages as m
+from choragos.memfloor import HELD_MARK
+
+log = logging.getLogger("choragos.memory")
+POLL = 1.0
+
+
+@dataclass(frozen=True)
+class RoleHeld:
+    role: str
+    reason: str
+    new: bool  # a new hold (not the same one asked again): the hook fires
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """Time to read memory again for the roles held."""
+
+
+class Admission:
+    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+
+    s: Any
+
+    def _role_held(self, msg: RoleHeld) -> None:
+        self._mark(msg.role, HELD_MARK, True)
+        if msg.new:
+            log.warning("%s is held: %s", msg.role, msg.reason)
+            self._event("role held", role=msg.role, reason=msg.reason)
+            self._alert("on_input", msg.role, None)
+        self._arm_memory_check()
+
+    def _memory_check(self, msg: MemoryCheck) -> None:
+        self.s.memory_check = None
+        gate = self.s.memory_gate
+        role = gate.release() if gate is not None else None
+        seat = self.s.seats.get(role) if role else None
+        if seat is not None:
+            self._mark(role, HELD_MARK, False)
+            self._event("role admitted", role=role)
+            seat.handle.tell(m.Spawn(admitted=True))
+        self._arm_memory_check()
+
+    def _role_unheld(self, role: str) -> None:
+        """A stopped or removed role no longer waits."""
+        if self.s.memory_gate is not None:
+            self.s.memory_gate.drop(role)
+        self._mark(role, HELD_MARK, False)
+
+    def _arm_memory_check(self) -> None:
+        gate, timers = self.s.memory_gate, self.s.timers
+        if gate is None or timers is None or self.s.memory_check is not None:
+            return
+        if gate.waiting:
+            self.s.memory_check = timers.after(POLL, self.s.me, MemoryCheck())

@@ -1,0 +1,138 @@
+"""Admission by memory: no role starts while the machine is short of it.
+
+Each agent CLI takes hundreds of megabytes; a crew started (or restarted)
+on a machine already short of memory pushes it into swap or the OOM killer,
+which then picks any process, the session's included.  So every start goes
+through a :class:`MemoryGate`: while the memory the kernel says is available
+is under ``[ui] min_free_memory`` the role waits, in the order it asked, and
+the session lets the waiting roles in one at a time once memory is back.
+
+The reading is ``MemAvailable`` from ``/proc/meminfo`` (Linux).  Where there
+is no such file the gate admits every start and says so once in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger("choragos.memory")
+
+MEMINFO = "/proc/meminfo"
+# Names a file read in place of /proc/meminfo: only tests set it, to play
+# a machine short of memory.
+MEMINFO_ENV = "CHORAGOS_TEST_MEMINFO"
+DEFAULT_FLOOR = "1GiB"
+HELD_MARK = "held: memory"
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
+          "t": 1000**4, "tb": 1000**4, "tib": 1024**4}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")
+
+
+def parse_size(text: str) -> int:
+    """Bytes for ``"1GiB"``, ``"512MiB"``, ``"2G"``, ``"0"``; ValueError otherwise."""
+    match = _SIZE.fullmatch(text) if isinstance(text, str) else None
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise ValueError(f"{text!r} is not a size; write it like \"1GiB\", \"512MiB\" or \"0\"")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def format_size(size: int) -> str:
+    """``1.5 GiB``, ``300 MiB``: short, for a card or a log line."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{size} B"
+
+
+def meminfo_path() -> str:
+    return os.environ.get(MEMINFO_ENV) or MEMINFO
+
+
+def available_bytes(path: str | None = None) -> int | None:
+    """``MemAvailable`` in bytes, None where the kernel gives no such figure."""
+    try:
+        with open(path or meminfo_path(), "rb") as file:
+            for line in file:
+                if line.startswith(b"MemAvailable:"):
+                    parts = line.split()
+                    return int(parts[1]) * (1024 if parts[2:3] == [b"kB"] else 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    admitted: bool
+    new: bool = False  # the role joined the queue now (its hook fires once per hold)
+    reason: str = ""
+
+
+class MemoryGate:
+    """Who may start now; thread-safe, since every role actor asks on its own thread.
+
+    ``read`` gives the available bytes (None: unknown, which admits).  A role
+    that asks while others already wait joins behind them even if memory is
+    back, so the waiting start in the order they asked.
+    """
+
+    def __init__(self, floor: int, read: Callable[[], int | None] = available_bytes) -> None:
+        self.floor = floor
+        self._read = read
+        self._lock = threading.Lock()
+        self._queue: list[str] = []
+        self._unknown_said = False
+
+    @property
+    def waiting(self) -> list[str]:
+        with self._lock:
+            return list(self._queue)
+
+    def ask(self, role: str) -> Verdict:
+        with self._lock:
+            if role in self._queue:
+                return Verdict(False, False, self._reason(self._reading()))
+            if self.floor <= 0:
+                return Verdict(True)
+            available = self._reading()
+            if available is None or (not self._queue and available >= self.floor):
+                return Verdict(True)
+            self._queue.append(role)
+            return Verdict(False, True, self._reason(available))
+
+    def release(self) -> str | None:
+        """The first waiting role, taken off the queue, when memory allows one more."""
+        with self._lock:
+            if not self._queue:
+                return None
+            available = self._reading()
+            if available is not None and available < self.floor:
+                return None
+            return self._queue.pop(0)
+
+    def drop(self, role: str) -> None:
+        """The role was stopped or removed while it waited."""
+        with self._lock:
+            if role in self._queue:
+                self._queue.remove(role)
+
+    def _reading(self) -> int | None:
+        available = self._read()
+        if available is None and not self._unknown_said:
+            self._unknown_said = True
+            log.warning("admission by memory is off: this system gives no MemAvailable "
+                        "reading (%s), so roles start whatever memory is left", meminfo_path())
+        return available
+
+    def _reason(self, available: int | None) -> str:
+        shown = "unknown" if available is None else format_size(available)
+        return (f"{shown} of memory available, under the {format_size(self.floor)} floor "
+                "([ui] min_free_memory); it starts when memory is freed")
