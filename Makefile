@@ -150,6 +150,7 @@ bench: venv
 	$(BIN)/python bench/board_growth.py --tasks 1000 --levels 2 --window 10 --repeats 1
 	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
 	$(BIN)/python bench/web_latency.py --rounds 5 --window 30
+	$(BIN)/python bench/crew30.py
 
 # A crew left alone with the three real CLIs for 300 tasks (about ten
 # minutes): what grows and what slows as its history does.

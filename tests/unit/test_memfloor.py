@@ -109,3 +109,20 @@ def test_the_floor_in_the_config(tmp_path: Path) -> None:
         assert len(caught.value.errors) == 1
         assert "ui.min_free_memory" in caught.value.errors[0]
         assert said in caught.value.errors[0]
+
+
+def test_memory_is_read_once_per_start_and_never_while_nobody_waits() -> None:
+    reads: list[int] = []
+
+    def read() -> int:
+        reads.append(1)
+        return 4 * GiB
+
+    gate = MemoryGate(GiB, read)
+    for role in ("a", "b", "c"):
+        assert gate.ask(role).admitted
+    assert len(reads) == 3
+    for _ in range(100):
+        assert gate.release() is None
+    assert len(reads) == 3  # an empty queue costs no reading
+    assert MemoryGate(0, read).ask("d").admitted and len(reads) == 3  # off: never read
