@@ -1,0 +1,352 @@
+"""A crew of 30: one session, thirty roles, attached, next to tmux with the
+same thirty programs in one run.
+
+The crew: the start role is the echo agent the keystrokes are typed to;
+``--flooders`` roles print coloured log lines at ``--rate`` MB/s each while
+the bench lets them (a file they watch); ``--workers`` roles do each task
+they are given and run ``choragos work-done`` (the fixture agent's whole
+loop); the rest are idle fixture agents.  ``choragos attach`` (or ``tmux
+attach``) runs in a PTY of this script.  In order:
+
+* idle CPU: every agent up and briefed, nothing printing, the client
+  attached: the server's CPU over ``--idle-window`` seconds, as CPU s/min.
+* keystroke latency under load: the flooders on, ``--probes`` markers typed
+  to the echo agent through the client, timed until they are in the
+  client's output (``attach_latency.py``'s probe); the server's CPU while
+  they ran, as % of a core.
+* memory: the server's resident memory once the floods have filled the
+  scrollback, divided by the roles (what one more role costs the server, at
+  most: the interpreter and the deck are shared by all).
+* delegate → delivered (choragos only): ``--history`` tasks are first piled
+  on the board (delegated to a paused role and closed at once, as
+  ``board_growth.py`` does), then ``--samples`` tasks go one at a time, round
+  robin, to the workers: from just before the ``delegate`` request to the
+  ``delivered`` event's stamp (the task typed in and taken by the agent),
+  checkpoint included; printed also less the pause before the Enter that
+  every delivery waits on purpose (0.2 s: an agent's TUI takes text and
+  Enter in one read as a paste).  The start role is paused meanwhile, so the workers'
+  reports queue for it.
+
+The machine's load average is printed with the figures: on a shared
+machine compare the ratios, not the times.  Not part of the test suite.
+
+    .venv/bin/python bench/crew30.py [--roles 30] [--flooders 3] [--workers 6]
+        [--rate 1] [--probes 30] [--idle-window 30] [--history 10000] [--samples 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.attach_latency import AGENT, Screen, _attached, environment, probe  # noqa: E402
+from bench.common import (  # noqa: E402
+    emit,
+    machine,
+    need_tmux,
+    process_cpu,
+    process_rss_mb,
+    scratch,
+    served,
+    tmux_tiled,
+)
+from choragos import wire  # noqa: E402
+from choragos.actors.role import ENTER_DELAY  # noqa: E402
+
+attached = contextlib.contextmanager(_attached)
+
+# attach_latency's flooder, printing only while the file named by argv[2] exists.
+FLOODER = r"""
+import itertools, os, sys, time
+rate, gate = float(sys.argv[1]) * 1e6, sys.argv[2]
+colours = itertools.cycle([31, 32, 33, 34, 35, 36])
+line_no = sent = 0
+started = time.monotonic()
+print("flooder ready", flush=True)
+while True:
+    if not os.path.exists(gate):
+        time.sleep(0.2)
+        started, sent = time.monotonic(), 0
+        continue
+    batch = []
+    for _ in range(50):
+        line_no += 1
+        batch.append(f"\x1b[{next(colours)}m[{line_no:08d}]\x1b[0m compiling module_{line_no % 997}"
+                     f".py ... ok {'.' * (line_no % 60)}\r\n")
+    data = "".join(batch).encode()
+    os.write(1, data)
+    sent += len(data)
+    ahead = sent / rate - (time.monotonic() - started)
+    if ahead > 0:
+        time.sleep(ahead)
+"""
+
+
+class Crew:
+    def __init__(self, args: argparse.Namespace, root: Path) -> None:
+        self.roles, self.rate = args.roles, args.rate
+        self.flooders, self.workers = args.flooders, args.workers
+        self.gate = root / "flood-on"
+        self.flood = root / "flood.py"
+        self.flood.write_text(FLOODER)
+
+    def members(self) -> list[tuple[str, list[str]]]:
+        """(name, argv) of every role, the echo agent first."""
+        agent = [sys.executable, str(AGENT)]
+        out = [("echo", agent)]
+        out += [(f"flood{i}", [sys.executable, str(self.flood), str(self.rate), str(self.gate)])
+                for i in range(self.flooders)]
+        out += [(f"work{i}", [*agent, "--worker"]) for i in range(self.workers)]
+        out.append(("backlog", agent))
+        out += [(f"idle{i}", agent) for i in range(self.roles - len(out))]
+        return out[:self.roles]
+
+    def flooding(self, on: bool) -> None:
+        if on:
+            self.gate.touch()
+        else:
+            self.gate.unlink(missing_ok=True)
+
+
+# -- the measurements, the same for both -----------------------------------------------
+
+def idle_cpu(pid: int, window: float) -> float:
+    """The server's CPU seconds per minute over ``window`` seconds of nothing."""
+    before = process_cpu(pid)
+    time.sleep(window)
+    return (process_cpu(pid) - before) * 60 / window
+
+
+def under_load(screen: Screen, crew: Crew, probes: int) -> dict:
+    crew.flooding(True)
+    time.sleep(1.5)  # the floods get going
+    screen.probing()
+    pid = screen.server_pid
+    cpu, wall = process_cpu(pid), time.monotonic()
+    samples = [s for n in range(1, probes + 1) if (s := probe(screen, n)) is not None]
+    load_pct = 100 * (process_cpu(pid) - cpu) / (time.monotonic() - wall)
+    crew.flooding(False)
+    if not samples:
+        raise SystemExit("no probe came back")
+    return {"keystroke_ms": round(statistics.median(samples) * 1000, 2),
+            "keystroke_p90_ms": round(_pct(samples, 0.9) * 1000, 2),
+            "missed": screen.missed, "load_cpu_pct": round(load_pct, 1)}
+
+
+def measure(screen: Screen, crew: Crew, args: argparse.Namespace) -> dict:
+    pid = screen.server_pid
+    found = {"idle_cpu_s_per_min": round(idle_cpu(pid, args.idle_window), 3)}
+    found.update(under_load(screen, crew, args.probes))
+    time.sleep(1.0)  # the last flood output taken
+    rss = process_rss_mb(pid)
+    found.update(rss_mb=round(rss, 1), rss_per_role_mb=round(rss / crew.roles, 2))
+    return found
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+# -- choragos --------------------------------------------------------------------------
+
+def ask(sock: Path, payload: dict) -> dict:
+    ack = wire.request(sock, payload, 60)
+    if ack["status"] != "ok":
+        raise SystemExit(f"{payload['cmd']} refused: {ack.get('error')}")
+    return ack
+
+
+def wait_all_ready(sock: Path, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        roles = ask(sock, {"cmd": "status"})["roles"]
+        # A flooder never echoes its brief: only the agents are waited for.
+        if all(r["ready"] for r in roles if not r["name"].startswith("flood")):
+            return
+        time.sleep(0.5)
+    raise SystemExit("not every role was up and briefed in time")
+
+
+@contextlib.contextmanager
+def choragos_crew(root: Path, crew: Crew) -> Iterator[tuple[Screen, Path, Path]]:
+    work = root / "w"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    roles = "".join(f'[[roles]]\nname = "{name}"\ncommand = {json.dumps(argv[0])}\n'
+                    f"args = {json.dumps(argv[1:])}\nstart = {json.dumps(name == 'echo')}\n\n"
+                    for name, argv in crew.members())
+    (work / ".choragos.toml").write_text(roles + "[ui]\nauto_focus = false\nsidebar = false\n")
+    env = environment(root)
+    sock = root / "s.sock"
+    with served(work, env, timeout=180):
+        pid = int(json.loads((root / "s.json").read_text())["pid"])
+        wait_all_ready(sock, 240)
+        with attached([sys.executable, "-m", "choragos", "attach"], env, work,
+                      lambda text: "you said: You are the echo role" in text, 60, pid) as screen:
+            yield screen, sock, work
+
+
+def build_history(sock: Path, count: int, threads: int = 4) -> float:
+    """``count`` tasks delegated to the paused backlog role and closed at once;
+    several clients at a time, as a crew's agents would; the seconds it took."""
+    started = time.perf_counter()
+
+    def pile(n: int) -> None:
+        for _ in range(n):
+            task = ask(sock, {"cmd": "delegate", "to": ["backlog"], "task": "history"})
+            ask(sock, {"cmd": "work-done", "id": task["tasks"][0]["id"], "task": "closed",
+                       "done": True})
+
+    share = [count // threads + (i < count % threads) for i in range(threads)]
+    workers = [threading.Thread(target=pile, args=(n,)) for n in share]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    return time.perf_counter() - started
+
+
+class Events:
+    """The session's event log, read as it grows."""
+
+    def __init__(self, work: Path) -> None:
+        self.path = work / ".choragos" / "logs" / "events.jsonl"
+        self.offset = self.path.stat().st_size
+        self.seen: list[dict] = []
+
+    def wait(self, match, timeout: float) -> dict:
+        end = time.monotonic() + timeout
+        while True:
+            for event in self.seen:
+                if match(event):
+                    return event
+            self._read()
+            if time.monotonic() > end:
+                raise SystemExit("an event the bench waited for never came")
+            time.sleep(0.005)
+
+    def _read(self) -> None:
+        with self.path.open("rb") as file:
+            file.seek(self.offset)
+            data = file.read()
+        cut = data.rfind(b"\n") + 1
+        self.offset += cut
+        self.seen += [json.loads(line) for line in data[:cut].splitlines()]
+
+
+def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
+    """Seconds from the delegate request to the ``delivered`` stamp, per task."""
+    events = Events(work)
+    last: dict[str, str] = {}
+    out = []
+    for n in range(samples):
+        role = f"work{n % crew.workers}"
+        if role in last:  # its previous task finished: no queueing in the figure
+            previous = last[role]
+            events.wait(lambda e, t=previous: e["event"] == "work-done" and e.get("task") == t,
+                        60)
+        sent = time.time()
+        task = ask(sock, {"cmd": "delegate", "to": [role], "task": f"job {n}"})["tasks"][0]["id"]
+        done = events.wait(lambda e, t=task: e["event"] == "delivered" and e.get("task") == t,
+                           60)
+        out.append(done["t"] - sent)
+        last[role] = task
+    return out
+
+
+def run_choragos(args: argparse.Namespace) -> dict:
+    with scratch("chx-") as root:
+        crew = Crew(args, root)
+        with choragos_crew(root, crew) as (screen, sock, work):
+            found = measure(screen, crew, args)
+            for role in ("echo", "backlog"):
+                ask(sock, {"cmd": "pause", "role": role})
+            found["history"] = args.history
+            found["history_s"] = round(build_history(sock, args.history), 1)
+            took = deliveries(sock, work, crew, args.samples)
+            beyond = [t - ENTER_DELAY for t in took]
+            found.update(delivered_p50_ms=round(statistics.median(took) * 1000, 1),
+                         delivered_p99_ms=round(_pct(took, 0.99) * 1000, 1),
+                         delivered_max_ms=round(max(took) * 1000, 1),
+                         beyond_enter_p50_ms=round(statistics.median(beyond) * 1000, 1),
+                         beyond_enter_p99_ms=round(_pct(beyond, 0.99) * 1000, 1))
+            found["rss_after_history_mb"] = round(process_rss_mb(screen.server_pid), 1)
+            return found
+
+
+# -- tmux ------------------------------------------------------------------------------
+
+def run_tmux(args: argparse.Namespace, binary: str) -> dict:
+    with scratch("chx-") as root:
+        crew = Crew(args, root)
+        env = environment(root)
+        server = [binary, "-L", f"crew30-{os.getpid()}", "-f", "/dev/null"]
+        try:
+            commands = [" ".join(argv) for _name, argv in crew.members()]
+            pid = tmux_tiled(server, env, commands)
+            subprocess.run([*server, "set", "-g", "status", "off"], env=env, check=True)
+            with attached([*server, "attach"], env, root,
+                          lambda text: text.count("agent>") >= 2, 60, pid) as screen:
+                time.sleep(2.0)  # every agent drew its prompt
+                return measure(screen, crew, args)
+        finally:
+            subprocess.run([*server, "kill-server"], env=env, capture_output=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--roles", type=int, default=30)
+    parser.add_argument("--flooders", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--rate", type=float, default=1.0, help="MB/s per flooder")
+    parser.add_argument("--probes", type=int, default=30)
+    parser.add_argument("--idle-window", type=float, default=30.0)
+    parser.add_argument("--history", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=100)
+    args = parser.parse_args()
+    if args.roles < args.flooders + args.workers + 2:
+        raise SystemExit("--roles must leave room for the echo agent and the backlog role")
+    binary = need_tmux()
+    results = {"choragos": run_choragos(args), "tmux": run_tmux(args, binary)}
+    ours, theirs = results["choragos"], results["tmux"]
+    print(f"a crew of {args.roles}: {args.flooders} flooding at {args.rate:g} MB/s each, "
+          f"{args.workers} workers, load average {machine()['load']}")
+    print(f"  {'':10} {'idle CPU s/min':>15} {'keystroke ms':>13} {'p90 ms':>8} "
+          f"{'load CPU %':>11} {'RSS MB':>8} {'MB/role':>8}")
+    for name, found in results.items():
+        print(f"  {name:10} {found['idle_cpu_s_per_min']:15.3f} {found['keystroke_ms']:13.1f} "
+              f"{found['keystroke_p90_ms']:8.1f} {found['load_cpu_pct']:11.1f} "
+              f"{found['rss_mb']:8.1f} {found['rss_per_role_mb']:8.2f}")
+    print(f"  delegate -> delivered with {ours['history']} tasks of history: "
+          f"p50 {ours['delivered_p50_ms']:.1f} ms, p99 {ours['delivered_p99_ms']:.1f} ms, "
+          f"max {ours['delivered_max_ms']:.1f} ms ({args.samples} tasks; history built in "
+          f"{ours['history_s']:.0f} s; server RSS then {ours['rss_after_history_mb']:.1f} MB)")
+    print(f"  the same less the {ENTER_DELAY:g} s pause before Enter: "
+          f"p50 {ours['beyond_enter_p50_ms']:.1f} ms, p99 {ours['beyond_enter_p99_ms']:.1f} ms")
+    emit("crew30", {"keystroke choragos/tmux": ours["keystroke_ms"] / theirs["keystroke_ms"],
+                    "load CPU choragos/tmux": _ratio(ours["load_cpu_pct"], theirs["load_cpu_pct"]),
+                    "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},
+         setup={"roles": args.roles, "flooders": args.flooders, "workers": args.workers,
+                "rate_mbps": args.rate, "probes": args.probes, "samples": args.samples},
+         **{name: found for name, found in results.items()})
+
+
+def _ratio(ours: float, theirs: float) -> float | None:
+    return ours / theirs if theirs else None
+
+
+if __name__ == "__main__":
+    main()
