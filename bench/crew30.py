@@ -67,14 +67,25 @@ from choragos.actors.role import ENTER_DELAY  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
 
-# attach_latency's flooder, printing only while the file named by argv[2] exists.
+# attach_latency's flooder, printing only while the file named by argv[2]
+# exists; otherwise an agent like the fixture's (a prompt, its keys echoed),
+# so it is briefed and idle like the rest of the crew.
 FLOODER = r"""
-import itertools, os, sys, time
+import itertools, os, sys, termios, threading, time
 rate, gate = float(sys.argv[1]) * 1e6, sys.argv[2]
 colours = itertools.cycle([31, 32, 33, 34, 35, 36])
 line_no = sent = 0
 started = time.monotonic()
-print("flooder ready", flush=True)
+mode = termios.tcgetattr(0)
+mode[3] &= ~(termios.ECHO | termios.ICANON)
+termios.tcsetattr(0, termios.TCSANOW, mode)
+os.write(1, b"agent> ")
+
+def echo():
+    while data := os.read(0, 4096):
+        os.write(1, data.replace(b"\n", b"\r\nagent> "))  # the tty made Enter a newline
+
+threading.Thread(target=echo, daemon=True).start()
 while True:
     if not os.path.exists(gate):
         time.sleep(0.2)
@@ -99,6 +110,7 @@ class Crew:
         self.roles, self.rate = args.roles, args.rate
         self.flooders, self.workers = args.flooders, args.workers
         self.gate = root / "flood-on"
+        self.agent_log = root / "agents.jsonl"  # the fixture agents' record
         self.flood = root / "flood.py"
         self.flood.write_text(FLOODER)
 
@@ -173,11 +185,10 @@ def wait_all_ready(sock: Path, timeout: float) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         roles = ask(sock, {"cmd": "status"})["roles"]
-        # A flooder never echoes its brief: only the agents are waited for.
-        if all(r["ready"] for r in roles if not r["name"].startswith("flood")):
+        if all(r["ready"] for r in roles):
             return
         time.sleep(0.5)
-    raise SystemExit("not every role was up and briefed in time")
+    raise SystemExit(f"not every role was up and briefed in time: {roles}")
 
 
 @contextlib.contextmanager
@@ -189,7 +200,7 @@ def choragos_crew(root: Path, crew: Crew) -> Iterator[tuple[Screen, Path, Path]]
                     f"args = {json.dumps(argv[1:])}\nstart = {json.dumps(name == 'echo')}\n\n"
                     for name, argv in crew.members())
     (work / ".choragos.toml").write_text(roles + "[ui]\nauto_focus = false\nsidebar = false\n")
-    env = environment(root)
+    env = {**environment(root), "AGENT_LOG": str(crew.agent_log)}
     sock = root / "s.sock"
     with served(work, env, timeout=180):
         pid = int(json.loads((root / "s.json").read_text())["pid"])
@@ -219,12 +230,12 @@ def build_history(sock: Path, count: int, threads: int = 4) -> float:
     return time.perf_counter() - started
 
 
-class Events:
-    """The session's event log, read as it grows."""
+class Tail:
+    """A JSON-lines file (the session's event log, the agents' log), read as it grows."""
 
-    def __init__(self, work: Path) -> None:
-        self.path = work / ".choragos" / "logs" / "events.jsonl"
-        self.offset = self.path.stat().st_size
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.exists() else 0
         self.seen: list[dict] = []
 
     def wait(self, match, timeout: float) -> dict:
@@ -239,6 +250,8 @@ class Events:
             time.sleep(0.005)
 
     def _read(self) -> None:
+        if not self.path.exists():
+            return
         with self.path.open("rb") as file:
             file.seek(self.offset)
             data = file.read()
@@ -249,15 +262,19 @@ class Events:
 
 def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
     """Seconds from the delegate request to the ``delivered`` stamp, per task."""
-    events = Events(work)
+    events = Tail(work / ".choragos" / "logs" / "events.jsonl")
+    agents = Tail(crew.agent_log)
     last: dict[str, str] = {}
     out = []
     for n in range(samples):
         role = f"work{n % crew.workers}"
-        if role in last:  # its previous task finished: no queueing in the figure
+        if role in last:
+            # Its previous task is over, and its agent back at its prompt (the
+            # fixture reads no keys while its work-done runs, where a real
+            # agent would show it is busy): no waiting in the figure.
             previous = last[role]
-            events.wait(lambda e, t=previous: e["event"] == "work-done" and e.get("task") == t,
-                        60)
+            agents.wait(lambda e, t=previous: e["kind"] == "work-done"
+                        and e["text"].startswith(f"{t} "), 60)
         sent = time.time()
         task = ask(sock, {"cmd": "delegate", "to": [role], "task": f"job {n}"})["tasks"][0]["id"]
         done = events.wait(lambda e, t=task: e["event"] == "delivered" and e.get("task") == t,
