@@ -149,6 +149,10 @@ class Session:
         self.gateway_key = new_session_key() if config.gateway.builtin else b""
         self.journal: journal.Journal | None = None
         self.memory_gate = MemoryGate(config.ui.min_free_memory)
+        if config.web.listen:
+            # Loaded before the session answers, so the web view is up as soon as
+            # the session is; without [web] listen it is never loaded (its memory).
+            import choragos.webserver  # noqa: F401
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
         self.prober_handle: Handle | None = None

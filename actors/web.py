@@ -14,13 +14,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import singledispatchmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
-from choragos.webserver import WebServer
+
+if TYPE_CHECKING:  # the server itself is imported only with [web] listen
+    from choragos.webserver import WebServer
 
 log = logging.getLogger("choragos.web")
 

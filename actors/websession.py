@@ -25,7 +25,6 @@ from choragos.actors.supervisor import ChildSpec, StartChild
 from choragos.actors.web import WebActor, WebState
 from choragos.terminal import Snapshot
 from choragos.webnews import NewsHub
-from choragos.webserver import WebServer
 
 log = logging.getLogger("choragos.web")
 DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
@@ -101,6 +100,9 @@ def start_web(session: Any, hub: NewsHub) -> WebState | None:
     if not listen:
         return None
     access = WebAccess(session)
+    # Imported only with [web] listen (see Session): aiohttp and asyncio are
+    # most of the server's memory at rest.
+    from choragos.webserver import WebServer
 
     def make() -> WebServer:
         return WebServer(access, hub, peer_pid=tcppeer.peer_pid)
