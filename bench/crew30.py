@@ -19,7 +19,9 @@ attach``) runs in a PTY of this script.  In order:
   most: the interpreter and the deck are shared by all).
 * delegate → delivered (choragos only): ``--history`` tasks are first piled
   on the board (delegated to a paused role and closed at once, as
-  ``board_growth.py`` does), then ``--samples`` tasks go one at a time, round
+  ``board_growth.py`` does) and their checkpoints are waited for (they are
+  taken one after another, after the acks: a delegation behind them waits
+  for them; the wait is printed), then ``--samples`` tasks go one at a time, round
   robin, to the workers: from just before the ``delegate`` request to the
   ``delivered`` event's stamp (the task typed in and taken by the agent),
   checkpoint included; printed also less the pause before the Enter that
@@ -66,6 +68,7 @@ from choragos import wire  # noqa: E402
 from choragos.actors.role import ENTER_DELAY  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
+SLOW = 1.0  # a delivery slower than this is explained on stderr
 
 # attach_latency's flooder, printing only while the file named by argv[2]
 # exists; otherwise an agent like the fixture's (a prompt, its keys echoed),
@@ -210,14 +213,19 @@ def choragos_crew(root: Path, crew: Crew) -> Iterator[tuple[Screen, Path, Path]]
             yield screen, sock, work
 
 
-def build_history(sock: Path, count: int, threads: int = 4) -> float:
-    """``count`` tasks delegated to the paused backlog role and closed at once;
-    several clients at a time, as a crew's agents would; the seconds it took."""
+def build_history(sock: Path, work: Path, count: int, threads: int = 4) -> tuple[float, float]:
+    """``count`` tasks delegated to the paused backlog role and closed at once,
+    several clients at a time, as a crew's agents would; then the wait for
+    their checkpoints, taken one after another behind the acks.  The seconds
+    each took."""
+    events = Tail(work / ".choragos" / "logs" / "events.jsonl")
     started = time.perf_counter()
+    made: list[int] = []
 
     def pile(n: int) -> None:
         for _ in range(n):
             task = ask(sock, {"cmd": "delegate", "to": ["backlog"], "task": "history"})
+            made.append(int(task["tasks"][0]["id"][1:]))
             ask(sock, {"cmd": "work-done", "id": task["tasks"][0]["id"], "task": "closed",
                        "done": True})
 
@@ -227,7 +235,12 @@ def build_history(sock: Path, count: int, threads: int = 4) -> float:
         thread.start()
     for thread in workers:
         thread.join()
-    return time.perf_counter() - started
+    built = time.perf_counter() - started
+    if made:
+        last = f"T{max(made)}"
+        events.wait(lambda e: e["event"].startswith("checkpoint") and e.get("task") == last,
+                    max(600.0, count * 0.2))
+    return built, time.perf_counter() - started - built
 
 
 class Tail:
@@ -281,6 +294,11 @@ def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
                            60)
         out.append(done["t"] - sent)
         last[role] = task
+        if out[-1] > SLOW:  # say what held it up
+            why = [e for e in events.seen if e.get("role") == role and e["t"] >= sent - 0.001]
+            print(f"slow delivery of {task} to {role}: {out[-1]:.2f} s: "
+                  + "; ".join(f"{e['event']} {e.get('detail') or e.get('state') or ''}"
+                              for e in why), file=sys.stderr)
     return out
 
 
@@ -292,7 +310,8 @@ def run_choragos(args: argparse.Namespace) -> dict:
             for role in ("echo", "backlog"):
                 ask(sock, {"cmd": "pause", "role": role})
             found["history"] = args.history
-            found["history_s"] = round(build_history(sock, args.history), 1)
+            built, settled = build_history(sock, work, args.history)
+            found.update(history_s=round(built, 1), checkpoints_settled_s=round(settled, 1))
             took = deliveries(sock, work, crew, args.samples)
             beyond = [t - ENTER_DELAY for t in took]
             found.update(delivered_p50_ms=round(statistics.median(took) * 1000, 1),
@@ -350,7 +369,8 @@ def main() -> None:
     print(f"  delegate -> delivered with {ours['history']} tasks of history: "
           f"p50 {ours['delivered_p50_ms']:.1f} ms, p99 {ours['delivered_p99_ms']:.1f} ms, "
           f"max {ours['delivered_max_ms']:.1f} ms ({args.samples} tasks; history built in "
-          f"{ours['history_s']:.0f} s; server RSS then {ours['rss_after_history_mb']:.1f} MB)")
+          f"{ours['history_s']:.0f} s, its checkpoints done {ours['checkpoints_settled_s']:.0f} s "
+          f"later; server RSS then {ours['rss_after_history_mb']:.1f} MB)")
     print(f"  the same less the {ENTER_DELAY:g} s pause before Enter: "
           f"p50 {ours['beyond_enter_p50_ms']:.1f} ms, p99 {ours['beyond_enter_p99_ms']:.1f} ms")
     emit("crew30", {"keystroke choragos/tmux": ours["keystroke_ms"] / theirs["keystroke_ms"],
