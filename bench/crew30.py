@@ -244,32 +244,54 @@ def build_history(sock: Path, work: Path, count: int, threads: int = 4) -> tuple
 
 
 class Tail:
-    """A JSON-lines file (the session's event log, the agents' log), read as it grows."""
+    """A JSON-lines file (the session's event log, the agents' log), read as it
+    grows and followed across a rotation (the event log rotates at 5 MB)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.offset = path.stat().st_size if path.exists() else 0
+        self.file = None
+        self.rest = b""
         self.seen: list[dict] = []
+        if path.exists():
+            self._open()
+            self.file.seek(0, os.SEEK_END)
 
     def wait(self, match, timeout: float) -> dict:
         end = time.monotonic() + timeout
+        checked = 0
         while True:
-            for event in self.seen:
+            for event in self.seen[checked:]:
                 if match(event):
                     return event
+            checked = len(self.seen)
             self._read()
             if time.monotonic() > end:
                 raise SystemExit("an event the bench waited for never came")
             time.sleep(0.005)
 
+    def _open(self) -> None:
+        self.file = self.path.open("rb")
+        self.rest = b""
+
     def _read(self) -> None:
-        if not self.path.exists():
+        if self.file is None:
+            if not self.path.exists():
+                return
+            self._open()
+        self._take(self.file.read())
+        try:
+            rotated = os.stat(self.path).st_ino != os.fstat(self.file.fileno()).st_ino
+        except FileNotFoundError:
             return
-        with self.path.open("rb") as file:
-            file.seek(self.offset)
-            data = file.read()
+        if rotated:  # the old file is read to its end; the new one from its start
+            self._take(self.file.read())
+            self.file.close()
+            self._open()
+
+    def _take(self, data: bytes) -> None:
+        data = self.rest + data
         cut = data.rfind(b"\n") + 1
-        self.offset += cut
+        self.rest = data[cut:]
         self.seen += [json.loads(line) for line in data[:cut].splitlines()]
 
 
