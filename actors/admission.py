@@ -57,12 +57,6 @@ class Admission:
             seat.handle.tell(m.Spawn(admitted=True))
         self._arm_memory_check()
 
-    def _role_unheld(self, role: str) -> None:
-        """A stopped or removed role no longer waits."""
-        if self.s.memory_gate is not None:
-            self.s.memory_gate.drop(role)
-        self._mark(role, HELD_MARK, False)
-
     def _arm_memory_check(self) -> None:
         gate, timers = self.s.memory_gate, self.s.timers
         if gate is None or timers is None or self.s.memory_check is not None:
