@@ -8,6 +8,8 @@ whose budgets then apply again.
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+
 from choragos.cli import _client
 
 _ABOUT = ("Set a role's budget, or the whole session's (--session), in USD, in the running "
@@ -18,13 +20,18 @@ def run(argv: list[str], verb: str = "budget") -> int:
     return _client.guard(verb, lambda: _budget(argv, verb))
 
 
-def _budget(argv: list[str], verb: str) -> int:
+def arguments(verb: str) -> ArgumentParser:
+    """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, _ABOUT)
     made.add_argument("--session", action="store_true", help="the crew-wide [budget] session")
     made.add_argument("words", nargs="+", metavar="ROLE AMOUNT",
                       help='the role and the amount in USD (e.g. coder 5.00); with --session, '
                       "the amount alone")
-    args = made.parse_args(argv)
+    return made
+
+
+def _budget(argv: list[str], verb: str) -> int:
+    args = arguments(verb).parse_args(argv)
     words = args.words
     if len(words) != (1 if args.session else 2):
         raise _client.Failure(_client.EXIT_USAGE, "give a role and an amount (choragos budget "
