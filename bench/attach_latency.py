@@ -158,6 +158,23 @@ class Screen:
             self.proc.terminate(force=True)
 
 
+def probe_round(screen: Screen, probes: int, number: int, latencies: list[float],
+                busy: list[float]) -> int:
+    """``probes`` keystrokes into ``screen``: their latencies go to ``latencies``,
+    the server's CPU seconds and the wall seconds are added to ``busy``; the
+    last marker number used is returned."""
+    screen.probing()
+    cpu, wall = process_cpu(screen.server_pid), time.monotonic()
+    for _ in range(probes):
+        number += 1
+        elapsed = probe(screen, number)
+        if elapsed is not None:
+            latencies.append(elapsed)
+    busy[0] += process_cpu(screen.server_pid) - cpu
+    busy[1] += time.monotonic() - wall
+    return number
+
+
 def probe(screen: Screen, number: int) -> float | None:
     """Seconds from typing a marker to its arrival in the client's output;
     None when it never came as typed (cut by escapes), counted apart."""
@@ -297,15 +314,8 @@ def main() -> None:
                     tmux_screen(root, crew, tmux)
                 with setup as screen:
                     time.sleep(1.0)  # let the flood get going
-                    screen.probing()
-                    cpu, wall = process_cpu(screen.server_pid), time.monotonic()
-                    for _ in range(args.probes):
-                        number += 1
-                        elapsed = probe(screen, number)
-                        if elapsed is not None:
-                            results[name].append(elapsed)
-                    busy[name][0] += process_cpu(screen.server_pid) - cpu
-                    busy[name][1] += time.monotonic() - wall
+                    number = probe_round(screen, args.probes, number, results[name],
+                                         busy[name])
                     missed[name] += screen.missed
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:

@@ -47,10 +47,10 @@ from bench.attach_latency import (  # noqa: E402
     Screen,
     _attached,
     environment,
-    probe,
+    probe_round,
     summary,
 )
-from bench.common import emit, process_cpu, scratch, served  # noqa: E402
+from bench.common import emit, scratch, served  # noqa: E402
 from tests.remote import sshd  # noqa: E402
 
 ACCOUNT = "choragos-remote-bench"
@@ -160,15 +160,8 @@ def main() -> None:
                              else tmux_screen(root, server, tmux))
                     with setup as screen:
                         time.sleep(1.0)
-                        screen.probing()
-                        cpu, wall = process_cpu(screen.server_pid), time.monotonic()
-                        for _ in range(args.probes):
-                            number += 1
-                            elapsed = probe(screen, number)
-                            if elapsed is not None:
-                                results[name].append(elapsed)
-                        busy[name][0] += process_cpu(screen.server_pid) - cpu
-                        busy[name][1] += time.monotonic() - wall
+                        number = probe_round(screen, args.probes, number, results[name],
+                                             busy[name])
                         missed[name] += screen.missed
         with scratch("chb-") as root, choragos_screen(root, server) as screen:
             delegated = delegations(screen, root / "w", environment(root), args.delegations)
