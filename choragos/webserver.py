@@ -83,6 +83,7 @@ class WebServer:
         self.addr = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._dead = False  # its loop died (the thread may still be winding down)
         self._stop: asyncio.Future | None = None
         self._stopping = False
         self._queues: set[asyncio.Queue] = set()  # this server's open event streams
@@ -117,6 +118,9 @@ class WebServer:
             elif not self._stopping:
                 error = f"{type(exc).__name__}: {exc}"
                 log.error("the web server's loop died: %s", error)
+                # Dead from now on, though this thread still winds down: the
+                # actor the supervisor starts next must serve anew, not trust it.
+                self._dead = True
                 self.on_died(error)
         finally:
             with contextlib.suppress(Exception):  # the executor's idle threads end with it
@@ -163,7 +167,7 @@ class WebServer:
 
     @property
     def serving(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread is not None and self._thread.is_alive() and not self._dead
 
     # -- the application -----------------------------------------------------------
 

@@ -158,8 +158,9 @@ def test_a_rollback_of_a_remote_roles_task_restores_the_tree_and_branch_there(
     for number, task in enumerate(("write kept.txt one",
                                    "write gone.txt two\nappend kept.txt more"), 1):
         assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
-        s.wait(lambda n=number: s.board()[f"T{n}"]["state"] == "done", 60,
-               message=f"T{number} done")
+        s.wait(lambda n=number: s.board()[f"T{n}"]["state"] == "done"
+               and s.board()[f"T{n}"].get("changed") is not None, 60,
+               message=f"T{number} done and its work brought back")
     checkout = checkout_there(ssh_server, s, "coder")
 
     def there(*command: str) -> str:
@@ -287,6 +288,8 @@ def test_a_rollback_for_a_host_that_cannot_be_reached_changes_nothing(remote_ses
     s.wait_booted(["orchestrator", "coder"], timeout=60)
     assert s.cli("delegate", "--to", "coder", "--task", "write kept.txt one").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
+    # Its work brought back and committed on the mirror: the checks measured it.
+    s.wait(lambda: s.board()["T1"].get("changed") is not None, 60, message="T1 checked")
     mirror = s.workdir / ".choragos" / "worktrees" / "coder"
     head = _git(mirror, "rev-parse", "HEAD")
     ssh_server.stop()  # the host goes away
