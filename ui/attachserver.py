@@ -185,6 +185,10 @@ class AttachServer:
             self.on_event("relay died", thread=name, error=error)
             if self.on_died is None:
                 raise  # nobody owns this thread: the session's thread hook reports it
+            # Dead from now on, though this thread still winds down: the actor
+            # the supervisor starts next must start its duty again.
+            me = threading.current_thread()
+            self._threads = [t for t in self._threads if t is not me]
             self.on_died(f"{name}: {error}")
 
     def close(self, reason: str = "the session ended") -> None:

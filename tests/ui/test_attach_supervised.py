@@ -6,6 +6,7 @@ relayed both ways by the fresh pump."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import pykka
@@ -83,3 +84,30 @@ def test_a_dead_pump_is_the_attach_actors_crash_and_comes_back(short_tmp):
         os.close(deck.screen.writer)
         os.close(deck.screen.master)
     assert not server.path.exists()  # the actor's stop closed the server
+
+
+@pytest.mark.timeout(60)
+def test_a_restart_before_the_dead_pump_has_wound_down_still_starts_a_new_pump(short_tmp):
+    """The supervisor may start the fresh actor while the dying thread is still
+    alive (a loaded machine): the pump must be started again all the same."""
+    deck = FragileDeck()
+    server = AttachServer(short_tmp / "s.ui.sock", deck, role_pids=list, workdir=short_tmp,
+                          on_event=lambda kind, **kw: None)
+    server.bind()
+    restarted: list[str] = []
+
+    def died(error: str) -> None:  # on the dying pump, as fast a restart as can be
+        server.serve()
+        dying = threading.current_thread()
+        restarted.extend(t.name for t in server._threads if t.is_alive() and t is not dying)
+
+    server.on_died = died
+    server.serve()
+    try:
+        sock, decoder, _ = connect(server)
+        sock.sendall(f.encode_data(b"break"))
+        told(sock, decoder)
+        wait_until(lambda: restarted, 5, message="the restart")
+        assert sorted(restarted) == ["attach-accept", "attach-pump"], restarted
+    finally:
+        server.close()
