@@ -143,6 +143,7 @@ class ControlServer:
         self._stopping = threading.Event()
         self.on_died: Callable[[str], None] = lambda error: None
         self._listener_lost = False  # its fd was closed under it: never close it again
+        self._accept_dead = False  # the accept loop died (its thread may still be ending)
 
     # --- lifecycle --------------------------------------------------------
 
@@ -172,7 +173,8 @@ class ControlServer:
 
     @property
     def accepting(self) -> bool:
-        return self._accepter is not None and self._accepter.is_alive()
+        return (self._accepter is not None and self._accepter.is_alive()
+                and not self._accept_dead)
 
     def serve(self) -> None:
         """Start the accept loop; after a dead one, on a freshly bound socket."""
@@ -181,6 +183,7 @@ class ControlServer:
         if self._accepter is not None:  # the previous loop died
             self._accepter.join(timeout=2.0)
             self._rebind()
+        self._accept_dead = False
         self._accepter = threading.Thread(target=self._run_accept, daemon=True,
                                           name=f"ctl-accept {self.path.name}")
         self._accepter.start()
@@ -277,6 +280,9 @@ class ControlServer:
             error = f"{type(exc).__name__}: {exc}"
             self._emit("accept loop died", {"error": error})
             self._fail_pending()
+            # Dead from now on, though this thread still winds down: the
+            # listener started next must serve again, not find it alive.
+            self._accept_dead = True
             with suppress(Exception):
                 self.on_died(error)
 

@@ -492,3 +492,17 @@ def test_close_lets_a_handler_at_work_finish_its_answer(make: Make, sock_path: P
     assert finished.is_set()
     client.join(10)
 
+
+
+def test_a_dead_loop_is_not_accepting_while_its_thread_ends(make: Make, sock_path: Path
+                                                           ) -> None:
+    """The listener the supervisor starts next may look before the dying
+    thread is gone (a loaded machine): it must see a loop to start again."""
+    server = make()
+    seen: list[bool] = []
+    server.on_died = lambda error: seen.append(server.accepting)
+    server.inject_fault()
+    wait_until(lambda: seen, timeout=5, message="the accept loop to die")
+    assert seen == [False]
+    server.serve()
+    assert server.accepting and ping(sock_path)["status"] == "ok"
