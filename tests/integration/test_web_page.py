@@ -25,8 +25,11 @@ APPROVE_LIGHT, APPROVE_DARK = "#1a7f37", "#3fb950"  # app.css: --ok
 
 
 def text_of(driver, css: str) -> str:
-    found = driver.find_elements("css selector", css)
-    return found[0].text if found else ""
+    # Read in the page in one step: the live board redraws its rows, and an
+    # element looked up first may be gone by the time its text is asked for.
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.innerText : '';",
+        css) or ""
 
 
 def approve_in_view(driver) -> dict:

@@ -253,6 +253,10 @@ def test_a_session_that_gives_up_leaves_nothing_running_on_the_host(remote_sessi
         if death <= SESSION_INTENSITY:
             s.wait(lambda d=death: sum(e["event"] == "actor restarted" for e in s.events())
                    >= d, 15, message=f"listener restart {death}")
+            # Served again before the next fault: one sent while the new
+            # listener drains the old loop's leftovers would be lost with them.
+            s.wait(lambda: s.cli("ping", timeout=10).returncode == 0, 15,
+                   message=f"ping after {death}")
     assert s.proc.wait(60) == 1, s.stderr()
     assert any(e["event"] == "session gave up" for e in s.events())
     s.wait(lambda: ssh_server.processes() == [], 10, message="nothing left there")
