@@ -54,6 +54,7 @@ from choragos.ui.deckdraw import DeckDraw
 from choragos.ui.deckecho import DeckEcho
 from choragos.ui.deckinput import DeckInput
 from choragos.ui.deckloop import DeckLoop, DeckView, _Loop
+from choragos.ui.deckmodel import DeckModel
 from choragos.ui.decknews import DeckNews
 from choragos.ui.deckoverlays import DeckOverlays
 from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
@@ -83,8 +84,8 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self.ui = self.config.ui
         self.keymap = k.Keymap.from_config(self.config.keys)
         self.screen = PtyScreen(cols, rows)
-        self.state = initial_state(self.config, self.ui.sidebar)
-        self._restore_layout()
+        saved = getattr(port, "saved_layout", lambda: None)()
+        self.model = DeckModel(initial_state(self.config, self.ui.sidebar), saved)
         self.crash_log = crash_log or port.workdir / ".choragos" / "logs" / "crash.log"
         self.view = DeckView(self)
         self.attached = False
@@ -142,6 +143,11 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self.client_backlog: Callable[[], int] = lambda: 0
         self._board_selected: str | None = None
         self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
+
+    @property
+    def state(self) -> DeckState:
+        """What the deck shows (the model's; changed through ``model.apply``)."""
+        return self.model.state
 
     # -- thread-safe entry points -------------------------------------------------
 

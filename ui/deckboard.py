@@ -9,12 +9,13 @@ from typing import Any
 
 from choragos.plural import counted
 from choragos.ui.deckbase import read_text
+from choragos.ui.decknews import answered
 from choragos.ui.overlays import (
     BoardOverlay,
     ConfirmOverlay,
     inert,
 )
-from choragos.ui.reducer import task_number
+from choragos.ui.reducer import BoardRead, task_number
 
 
 class DeckBoard:
@@ -22,8 +23,7 @@ class DeckBoard:
 
     def act_task_board(self) -> None:
         def opened(ack: dict) -> None:
-            for task in ack.get("tasks", []) if ack.get("status") == "ok" else []:
-                self.state.tasks[task["id"]] = task
+            self._apply(BoardRead(tuple(answered(ack, "tasks"))))
             if self.overlay_kind == "board":
                 self._show_board()
         self._show_board()

@@ -11,7 +11,6 @@ from typing import Any
 from choragos.actors import messages as m
 from choragos.ui import sidebar, statusline
 from choragos.ui.deckstate import RoleInfo
-from choragos.ui.layout import Layout, LayoutError
 from choragos.ui.overlays import inert
 from choragos.ui.pane import Line, RowBuilder, blank_line, bytes_width
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
@@ -40,21 +39,10 @@ class DeckDraw:
         terminal = self.port.terminal(layout.focus)
         return terminal is not None and terminal.cols > body_w
 
-    def _restore_layout(self) -> None:
-        """A resumed session shows the layout it had (ports without one: the default)."""
-        saved = getattr(self.port, "saved_layout", lambda: None)()
-        if saved:
-            try:
-                self.state.layout = Layout.from_dict(saved, self.state.layout.roster)
-            except LayoutError as exc:
-                log.warning("starting with the default layout: %s", exc)
-        self._saved_layout = self.state.layout.to_dict()
-
     def _save_layout(self) -> None:
-        now = self.state.layout.to_dict()
         save = getattr(self.port, "save_layout", None)
-        if now != self._saved_layout and save is not None:
-            self._saved_layout = now
+        now = self.model.layout_to_save() if save is not None else None
+        if now is not None:
             save(now)
 
     def relayout(self) -> None:

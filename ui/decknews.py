@@ -21,13 +21,14 @@ class DeckNews:
     # -- news from the core ------------------------------------------------------------
 
     def _news(self, item: News) -> None:
-        self._apply(reducer.reduce(self.state, item))
+        self._apply(item)
 
-    def _apply(self, result: reducer.Result) -> None:
-        """Take the reducer's new state and carry out its effects."""
-        self.state, effects = result
+    def _apply(self, item: reducer.Item) -> bool:
+        """Reduce ``item`` into the model and carry out its effects; True when there were any."""
+        effects = self.model.apply(item)
         for effect in effects:
             self._effect(effect)
+        return bool(effects)
 
     def _effect(self, effect: reducer.Effect) -> None:
         """Carry out what the reducer asked for."""
@@ -65,20 +66,14 @@ class DeckNews:
         def roles(ack: dict) -> None:
             if ack.get("status") != "ok":
                 return
-            result = reducer.merge_status(self.state, ack.get("roles", []), asked)
-            self._apply(result)
-            if result[1]:
+            if self._apply(reducer.StatusRead(tuple(ack.get("roles", [])), asked)):
                 self.relayout()
 
         def board(ack: dict) -> None:
-            for task in ack.get("tasks", []) if ack.get("status") == "ok" else []:
-                self.state.tasks[task["id"]] = task
+            self._apply(reducer.BoardRead(tuple(answered(ack, "tasks"))))
 
         def gates(ack: dict) -> None:
-            for gate in ack.get("gates", []) if ack.get("status") == "ok" else []:
-                task = self.state.tasks.get(gate["id"], {})
-                self.state.gates[gate["id"]] = {**task, **gate}
-            self._maybe_show_gate()
+            self._apply(reducer.GatesRead(tuple(answered(ack, "gates"))))
 
         self.command({"cmd": "status"}, roles, quiet=True)
         self.command({"cmd": "board"}, board, quiet=True)
@@ -117,3 +112,8 @@ class DeckNews:
             with contextlib.suppress(Exception):  # a loop that is gone: drawn away later
                 self._later(seconds, expire)
 
+
+
+def answered(ack: dict, key: str) -> list:
+    """The list ``key`` of a command's answer; none when the command failed."""
+    return ack.get(key, []) if ack.get("status") == "ok" else []

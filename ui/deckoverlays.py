@@ -15,6 +15,7 @@ from choragos.ui.overlays import (
     PagerOverlay,
     PromptOverlay,
 )
+from choragos.ui.reducer import GateDecided, GateDismissed
 
 
 class DeckOverlays:
@@ -80,14 +81,14 @@ class DeckOverlays:
     def _gate_key(self, gate: dict, key: str) -> None:
         task_id = gate["id"]
         if key == "esc":
-            self.state.dismissed.add(task_id)
+            self._apply(GateDismissed(task_id))
             self._close_overlay()
             self.say(f"{task_id} still waits; decide it from the task board "
                      f"({k.display_name(self.keymap.prefix_spelling)} "
                      f"{self.keymap.spellings['task_board']})")
         elif key in ("y", "n"):
             self._decide(task_id, key == "y")
-            self.state.gates.pop(task_id, None)
+            self._apply(GateDecided(task_id))
             self._close_overlay()
         elif key == "v" and gate.get("kind") == "merge":
             self._page(f"{task_id}: merge {gate.get('branch', '')}", read_text(gate["diff"]))

@@ -5,6 +5,11 @@ layout and panes, which news never touches, are shared) and a list of
 effects: plain data saying what the view should do (ring the bell, open
 the gate dialog, focus a pane …).  The urwid view carries them out; the
 reducer is tested without urwid.
+
+Besides the core's news it takes what the deck itself learnt about the
+same facts (the answers to ``status``, ``board`` and ``gate list``, a gate
+decided or put aside in the deck), so every change to the roles, tasks and
+gates the deck shows goes through here.
 """
 
 from __future__ import annotations
@@ -63,11 +68,51 @@ class Resync:
     """Ask the core for the whole picture again (after a reload)."""
 
 
+# -- what the deck itself learnt ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusRead:
+    """The answer to ``status``; ``asked``: each role's count of views when it went out."""
+
+    rows: tuple[dict, ...]
+    asked: dict[str, int]
+
+
+@dataclass(frozen=True)
+class BoardRead:
+    """The tasks of a ``board`` answer."""
+
+    tasks: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class GatesRead:
+    """The gates of a ``gate list`` answer."""
+
+    gates: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class GateDismissed:
+    """The operator put the gate dialog of this task aside (Esc): it still waits."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
+class GateDecided:
+    """The operator decided this gate in its dialog (the core's news follows)."""
+
+    task_id: str
+
+
 Effect = Ring | AutoFocus | FollowRoster | ShowGate | CloseGate | RefreshBoard | Resync
 Result = tuple[DeckState, list[Effect]]
+Item = news.News | StatusRead | BoardRead | GatesRead | GateDismissed | GateDecided
 
 
-def reduce(state: DeckState, item: news.News) -> Result:
+def reduce(state: DeckState, item: Item) -> Result:
     """The deck state after ``item``, and what the view must do about it."""
     return _reduce(item, state)
 
@@ -191,6 +236,37 @@ def _marks(item: news.MarksChanged, state: DeckState) -> Result:
     roles = {name: replace(info, extra={**info.extra, "marks": tuple(item.marks.get(name, ()))})
              for name, info in state.roles.items()}
     return replace(state, roles=roles), []
+
+
+@_reduce.register
+def _status_read(item: StatusRead, state: DeckState) -> Result:
+    return merge_status(state, list(item.rows), item.asked)
+
+
+@_reduce.register
+def _board_read(item: BoardRead, state: DeckState) -> Result:
+    return replace(state, tasks={**state.tasks, **{task["id"]: task for task in item.tasks}}), []
+
+
+@_reduce.register
+def _gates_read(item: GatesRead, state: DeckState) -> Result:
+    gates = OrderedDict(state.gates)
+    for gate in item.gates:
+        gates[gate["id"]] = {**state.tasks.get(gate["id"], {}), **gate}
+    return replace(state, gates=gates), [ShowGate()]
+
+
+@_reduce.register
+def _gate_dismissed(item: GateDismissed, state: DeckState) -> Result:
+    return replace(state, dismissed=state.dismissed | {item.task_id}), []
+
+
+@_reduce.register
+def _gate_decided(item: GateDecided, state: DeckState) -> Result:
+    # Its dialog is being closed by whoever decided: no CloseGate here.
+    gates = OrderedDict(state.gates)
+    gates.pop(item.task_id, None)
+    return replace(state, gates=gates), []
 
 
 def merge_status(state: DeckState, rows: list[dict], asked: dict[str, int]) -> Result:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from choragos import news
 from choragos.config import Config, RoleSpec
 from choragos.news import RoleView
@@ -155,3 +157,83 @@ def test_a_remote_roles_card_names_its_host_from_the_config_and_the_status():
 
     assert "@gpu" in text("coder")
     assert "@" not in text("local")
+
+
+# -- what the deck itself learnt, as a table: (before, item) -> (after, effects) ----------
+
+_GATE = {"id": "T1", "role": "coder", "state": "gated", "label": "x"}
+_TASK = {"id": "T1", "role": "coder", "state": "gated", "brief": "b.md"}
+
+
+def _with(**fields):
+    """The test state with ``fields`` replaced."""
+    from collections import OrderedDict
+    from dataclasses import replace
+
+    if "gates" in fields:
+        fields["gates"] = OrderedDict(fields["gates"])
+    return replace(state(), **fields)
+
+
+@pytest.mark.parametrize(("before", "item", "expect", "effects"), [
+    (_with(), r.BoardRead(({"id": "T1", "role": "coder"}, {"id": "T2", "role": "coder"})),
+     {"tasks": ["T1", "T2"]}, []),
+    (_with(tasks={"T1": {"id": "T1", "state": "queued"}}),
+     r.BoardRead(({"id": "T1", "state": "done"},)), {"task T1": "done"}, []),
+    (_with(), r.BoardRead(()), {"tasks": []}, []),
+    (_with(tasks={"T1": _TASK}), r.GatesRead((_GATE,)),
+     {"gates": ["T1"], "gate T1 brief": "b.md"}, [r.ShowGate()]),
+    (_with(), r.GatesRead(()), {"gates": []}, [r.ShowGate()]),
+    (_with(gates={"T1": _GATE}), r.GateDismissed("T1"),
+     {"gates": ["T1"], "dismissed": {"T1"}}, []),
+    (_with(gates={"T1": _GATE, "T2": {**_GATE, "id": "T2"}}, dismissed={"T1"}),
+     r.GateDecided("T2"), {"gates": ["T1"], "dismissed": {"T1"}}, []),
+    (_with(), r.GateDecided("T9"), {"gates": []}, []),
+    (_with(), r.StatusRead(({"name": "coder", "state": "idle", "pid": 4},), {"coder": 0}),
+     {"roles": ["coder"], "coder": ("idle", 4)}, [r.FollowRoster(("coder",))]),
+    (_with(), r.StatusRead((), {}), {"roles": ["orchestrator", "coder"]}, []),
+], ids=["board-adds", "board-replaces", "board-empty", "gates-take-their-task",
+        "gates-none-still-show", "dismissed", "decided", "decided-unknown", "status",
+        "status-empty"])
+def test_what_the_deck_learnt_goes_through_the_reducer(before, item, expect, effects):
+    frozen = (dict(before.tasks), dict(before.gates), set(before.dismissed))
+    after, got = r.reduce(before, item)
+    assert got == effects
+    seen = {"tasks": list(after.tasks), "gates": list(after.gates),
+            "dismissed": after.dismissed, "roles": list(after.roles)}
+    for key, value in expect.items():
+        if key.startswith("task "):
+            assert after.tasks[key[5:]]["state"] == value
+        elif key.startswith("gate "):
+            assert after.gates["T1"]["brief"] == value
+        elif key in seen:
+            assert seen[key] == value, key
+        else:
+            info = after.roles[key]
+            assert (info.status, info.pid) == value
+    assert (before.tasks, dict(before.gates), before.dismissed) == frozen  # untouched
+
+
+def test_the_model_is_the_one_writer_and_saves_a_changed_layout_once():
+    from choragos.ui.deckmodel import DeckModel
+
+    model = DeckModel(state())
+    first = model.state
+    assert model.apply(news.GateOpened(_GATE)) == [r.RefreshBoard(), r.ShowGate()]
+    assert model.state is not first and list(model.state.gates) == ["T1"]
+    assert model.apply(r.GateDismissed("T1")) == [] and model.state.dismissed == {"T1"}
+    assert model.layout_to_save() is None  # nothing changed since the start
+    model.state.layout.toggle_zoom()
+    saved = model.layout_to_save()
+    assert saved is not None and saved["zoomed"]
+    assert model.layout_to_save() is None
+
+
+def test_the_model_starts_with_a_saved_layout_or_the_default_when_it_is_bad():
+    from choragos.ui.deckmodel import DeckModel
+
+    zoomed = DeckModel(state())
+    zoomed.state.layout.toggle_zoom()
+    saved = zoomed.state.layout.to_dict()
+    assert DeckModel(state(), saved).state.layout.zoomed
+    assert not DeckModel(state(), {"tree": "nonsense"}).state.layout.zoomed
