@@ -20,47 +20,67 @@ a busy core never freezes the screen.  Keys typed at an agent are written
 to its PTY on the deck's thread (``port.type_keys``: no hop through the role
 actor); a pane's size follows its tile with ``Resize``.
 
-The parts live in modules named for what they hold: the state
-(``deckstate``) and its reducer (``reducer``), the loop and mailbox
-(``deckloop``), the echo lane (``deckecho``), news and commands
-(``decknews``), drawing (``deckdraw``) and
-the status line (``statusline``), input (``deckinput``), dialogs
-(``deckoverlays``), the task board (``deckboard``), the bound actions
-(``deckactions``), the editor (``editor``) and what they share
-(``deckbase``).
+:class:`Deck` is the loop that owns the deck's parts and passes each only
+what it needs: the model (``deckmodel``: the state, changed by the
+``reducer``), the input router (``deckinput``: bytes -> intents) and the
+actions that carry the intents out (``deckactions``), the renderer
+(``deckdraw`` with the ``statusline``) and its echo lane (``deckecho``),
+the frame pacer (``deckpace``), the overlay stack (``deckoverlays``, with
+the ``editor``) and the dialogs about tasks on it (``deckboard``), and the
+command runner (``deckcommands``).  It keeps the mailbox, the urwid loop
+(``deckloop``), attach and detach, and carries out the reducer's effects.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
+import time
+import traceback
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import urwid
 
+from choragos import statedir
 from choragos.news import News
-from choragos.terminal import Terminal
 from choragos.ui import keys as k
-from choragos.ui.deckactions import DeckActions
-from choragos.ui.deckbase import COMMAND_TIMEOUT, FRAME, ClientInfo, SessionPort, colors_for
-from choragos.ui.deckboard import DeckBoard
-from choragos.ui.deckdraw import DeckDraw
-from choragos.ui.deckecho import DeckEcho
-from choragos.ui.deckinput import DeckInput
-from choragos.ui.deckloop import DeckLoop, DeckView, _Loop
+from choragos.ui import reducer
+from choragos.ui.deckactions import Actions
+from choragos.ui.deckbase import (
+    COMMAND_TIMEOUT,
+    ESC_WAIT,
+    FAST_WINDOW,
+    FRAME,
+    MESSAGE_TIME,
+    OVERLAY_REFRESH,
+    TMUX_HINT,
+    ClientInfo,
+    SessionPort,
+    colors_for,
+)
+from choragos.ui.deckboard import TaskDialogs
+from choragos.ui.deckcommands import CommandRunner, answered
+from choragos.ui.deckdraw import Frame, Renderer
+from choragos.ui.deckecho import EchoLane
+from choragos.ui.deckinput import Context, InputRouter, TypeKeys
+from choragos.ui.deckloop import DeckView, _Loop
 from choragos.ui.deckmodel import DeckModel
-from choragos.ui.decknews import DeckNews
-from choragos.ui.deckoverlays import DeckOverlays
+from choragos.ui.deckoverlays import OverlayStack
+from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
-from choragos.ui.editor import DeckEditor, EditorPopup
-from choragos.ui.pane import text_line
+from choragos.ui.editor import EditorPopup
+from choragos.ui.overlays import inert
 from choragos.ui.ptyscreen import PtyScreen
+from choragos.ui.statusline import Chrome
+from choragos.ui.theme import build_palette
+
+log = logging.getLogger("choragos.deck")
 
 # How long a thread running Python code keeps the interpreter while another
 # waits for it (CPython's default: 5 ms).  A keystroke's echo crosses the
@@ -72,9 +92,8 @@ __all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "Edito
            "RoleInfo", "SessionPort", "_Loop", "colors_for", "initial_state"]
 
 
-class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, DeckBoard,
-           DeckActions, DeckEditor):
-    """The deck application.  Thread-safe entry points: post, feed_input,
+class Deck:
+    """The deck application.  Thread-safe entry points: post, news, feed_input,
     client_attached, client_detached, resize, start, stop."""
 
     def __init__(self, port: SessionPort, cols: int = 160, rows: int = 48,
@@ -95,13 +114,12 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self.on_crash: Callable[[str], None] = lambda reason: None  # for the event log
         # The UI actor crashes with the loop, so its supervisor sees the crash.
         self.on_loop_crash: Callable[[str], None] = lambda error: None
-        self.mode = "normal"        # normal | prefix | resize
+        # Bytes sent to the client it has not read yet (set by the attach server).
+        self.client_backlog: Callable[[], int] = lambda: 0
         self.message: tuple[str, str, float] | None = None
-        self.overlay: urwid.Widget | None = None
-        self.overlay_kind = ""
-        self.editor: EditorPopup | None = None
-        self.tokenizer = k.Tokenizer()
-        self.loop: _Loop | None = None
+        self._wakeups = 0
+        self._parts(port)
+        self.loop = None
         self._inbox: deque = deque()
         self._guard = threading.Lock()
         self._wake_fd: int | None = None
@@ -109,45 +127,51 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self._thread: threading.Thread | None = None
         self._ended = False  # the loop of the current thread is over (crashed)
         self._stopping = threading.Event()
-        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deck-cmd")
         self._flush_alarm: Any = None
-        self._frame_alarm: Any = None
-        self._frame_due = False        # the frame budget is up: changed panes are drawn
-        self._last_frame = 0.0
-        self._changed: set[str] = set()  # shown panes with output not drawn yet
-        self._watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
-        self._typed: dict[str, float] = {}  # role -> until when it is drawn at once
-        # The same, read by the echo lane on reader threads (written, never iterated).
-        self._echo_until: dict[str, float] = {}
-        self._echo_owed: set[str] = set()  # typed panes whose echo the loop's next frame draws
-        self.drawing = threading.Lock()  # held by the loop's work and the echo lane
-        self.lane_open = False  # a frame was drawn for the attached client
-        self._echo_role: str | None = None  # the pane the echo lane draws
-        self._placed: dict[str, tuple] = {}  # role -> (tile, focused, its rows) as last drawn
-        self.echo_frames = 0           # frames the echo lane drew
-        self.lane_rows = 0             # ... of them by joining only the typed pane's rows
-        self.lane_missed = 0           # echoes left to the loop because it held the lock
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
-        self._bar_line = text_line(1, [("│", "bar")])
-        # Per body row: (its pieces, the row joined, where each piece went in it).
-        self._rows_memo: list[tuple | None] = []
-        self._side_memo: tuple | None = None  # (what the cards showed, their rows)
-        self._status_memo: tuple | None = None  # (what the status line showed, the row)
-        self._title_memo: dict[str, tuple] = {}  # role -> (what its title showed, the row)
-        self.wakeups = 0               # times the loop woke up for us (tests count them)
-        self.frames = 0                # frames drawn
-        self._user_active_until = 0.0
         self._inputs_waiting = 0  # client bytes posted to the loop, not acted on yet
-        # Bytes sent to the client it has not read yet (set by the attach server).
-        self.client_backlog: Callable[[], int] = lambda: 0
-        self._board_selected: str | None = None
-        self._card_spans: list[tuple[str, int, int]] = []  # sidebar rows per role, as drawn
+
+    def _parts(self, port: SessionPort) -> None:
+        """The deck's parts, each given what it needs."""
+        self.router = InputRouter(self.keymap)
+        self.pacer = FramePacer(self._pane_output, port.echo_drawn,
+                                lambda: self.client_backlog(), self._redraw)
+        self.renderer = Renderer(self.model, port, self.screen, self.pacer)
+        self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn)
+        self.commands = CommandRunner(port, self)
+        self.overlays = OverlayStack(self, self.view, self.screen, port.workdir,
+                                     lambda: self.client.editor)
+        self.dialogs = TaskDialogs(self.model, self.overlays, self.commands, self, self.keymap,
+                                   port.workdir, lambda model: port.config.price_for(model))
+        self.overlays.when_free = self.dialogs.show_next_gate
+        self.overlays.on_open = self._schedule_overlay_refresh
+        self.actions = Actions(self.model, port, self.keymap, self, self.overlays,
+                               self.dialogs, self.commands, self.renderer, self.pacer)
+
+    @property
+    def loop(self) -> _Loop | None:
+        """The urwid loop while it runs (the parts that set alarms or widgets share it)."""
+        return self._loop
+
+    @loop.setter
+    def loop(self, loop: _Loop | None) -> None:
+        self._loop = self.pacer.loop = self.overlays.loop = loop
 
     @property
     def state(self) -> DeckState:
         """What the deck shows (the model's; changed through ``model.apply``)."""
         return self.model.state
+
+    @property
+    def frames(self) -> int:
+        """Frames drawn: by the loop and by the echo lane."""
+        return self.pacer.frames + self.lane.frames
+
+    @property
+    def wakeups(self) -> int:
+        """Times the loop woke up for the deck (tests count them)."""
+        return self._wakeups + self.pacer.wakeups
 
     # -- thread-safe entry points -------------------------------------------------
 
@@ -166,7 +190,7 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
 
     def news(self, item: News) -> None:
         """A state change published by the session core."""
-        self.post(lambda: self._news(item))
+        self.post(lambda: self.apply(item))
 
     def feed_input(self, data: bytes) -> None:
         """The client's bytes (on the attach pump's thread).  Plain typing for
@@ -207,7 +231,345 @@ class Deck(DeckLoop, DeckEcho, DeckNews, DeckDraw, DeckInput, DeckOverlays, Deck
         self.post(self._exit)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        self._workers.shutdown(wait=False, cancel_futures=True)
-        if self.editor is not None:
-            self.editor.kill()
+        self.commands.shutdown()
+        self.overlays.stop()
 
+    # -- the loop -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        """One run of the loop.  A crash is written to the crash log, shown on
+        the next frame, and reported through ``on_loop_crash``: the UI actor
+        crashes with it, and its supervisor starts the loop again (or gives
+        up) as for any other actor."""
+        try:
+            self._run_once()
+        except Exception as exc:
+            trace = traceback.format_exc()
+            log.error("the deck crashed:\n%s", trace)
+            self._write_crash(trace)
+            self.on_crash(f"the deck crashed; traceback in {self.crash_log}")
+            self.overlays.drop()
+            self.router.mode = "normal"
+            self.say(f"the deck crashed and restarted; traceback in {self.crash_log}",
+                     "failed")
+            self._ended = True
+            self.on_loop_crash(f"{type(exc).__name__}: {exc}")
+
+    def _run_once(self) -> None:
+        self.loop = _Loop(self.view, build_palette(self.ui.theme), screen=self.screen,
+                          handle_mouse=self.ui.mouse)
+        self.loop.deck = self
+        with self._guard:
+            self._wake_fd = self.loop.watch_pipe(self._wake)
+            self._wake_pending = bool(self._inbox)
+            if self._inbox:
+                os.write(self._wake_fd, b"!")
+        self.sync()
+        self.relayout()
+        if self.attached:  # restarted after a crash: the client is still there
+            self.client_attached(self.client)
+        try:
+            self.loop.run()
+        finally:
+            with self.lane.drawing:
+                self.lane.open = False
+            with self._guard:
+                fd, self._wake_fd = self._wake_fd, None
+            if fd is not None:
+                self.loop.remove_watch_pipe(fd)
+
+    def _write_crash(self, trace: str) -> None:
+        try:
+            with statedir.open_append(self.crash_log) as out:
+                out.write(f"--- deck crash {time.strftime('%Y-%m-%d %H:%M:%S')} "
+                          f"(server pid {os.getpid()})\n{trace}\n")
+        except OSError:
+            log.exception("cannot write %s", self.crash_log)
+
+    def _wake(self, _data: bytes) -> bool:
+        """Run the posted work; each item returns False when it needs no frame."""
+        self._wakeups += 1
+        with self._guard:
+            self._wake_pending = False
+            items = list(self._inbox)
+            self._inbox.clear()
+        redraw = False
+        for work in items:
+            redraw = work() is not False or redraw
+        if redraw:
+            self.dirty = True
+        return True
+
+    def _exit(self) -> None:
+        raise urwid.ExitMainLoop()
+
+    def _resized(self, cols: int, rows: int) -> None:
+        self.screen.set_size(cols, rows)
+        self.client.cols, self.client.rows = cols, rows
+
+    def _later(self, seconds: float, callback: Callable[[], None]) -> Any:
+        def fire(_loop: Any, _data: Any) -> None:
+            self._wakeups += 1
+            callback()
+            self.dirty = True
+        return self.loop.set_alarm_in(seconds, fire)
+
+    def _redraw(self) -> None:
+        self.dirty = True
+
+    # -- attach / detach ------------------------------------------------------------
+
+    def _attach(self, info: ClientInfo) -> None:
+        self.client = info
+        self.screen.configure(info.term, info.colors)
+        self.screen.set_size(info.cols, info.rows)
+        # Start the screen afresh: the new terminal gets the alternate screen,
+        # mouse and paste modes, then a full frame.
+        self.screen.restart()
+        self.screen.redraw_all()
+        if self.loop is not None:
+            self.loop.screen_size = None
+        self.attached = True
+        self.dirty = True
+        self.pacer.changed.clear()
+        self.relayout()
+        self.dialogs.show_next_gate()
+        self._schedule_overlay_refresh()
+        self._tmux_prefix_hint(info)
+
+    def _tmux_prefix_hint(self, info: ClientInfo) -> None:
+        """Once a session: inside tmux, our default prefix is tmux's own (and a
+        Claude Code key), so say how to reach us and how to change it."""
+        if (not info.in_tmux or self._told_tmux
+                or k.display_name(self.keymap.prefix_spelling) != "C-b"):
+            return
+        self._told_tmux = True
+        self.say(TMUX_HINT, seconds=2 * MESSAGE_TIME)
+
+    def _detach(self) -> None:
+        self.attached = False
+        self.lane.open = False
+        self.router.mode = "normal"
+        self.pacer.stop()
+        if self._overlay_alarm is not None and self.loop is not None:
+            self.loop.remove_alarm(self._overlay_alarm)
+        self._overlay_alarm = None
+
+    def detach(self, reason: str = "detached") -> None:
+        self._detach()
+        self.on_detach(reason)
+
+    # -- drawing --------------------------------------------------------------------
+
+    def render_base(self, cols: int, rows: int, focus: bool) -> Frame:
+        """The deck as the client sees it: the editor, or panes, sidebar and status."""
+        editor = self.overlays.editor
+        if editor is not None:
+            return editor.render(cols, rows, self.screen.colors)
+        return self.renderer.render(cols, rows, focus, self.chrome())
+
+    def chrome(self) -> Chrome:
+        """What the status line shows besides the state (an old message dropped)."""
+        if self.message is not None and self.message[2] < time.monotonic():
+            self.message = None
+        return Chrome(self.router.mode, self.message[0] if self.message else None,
+                      self.overlays.editor is not None, self.keymap.prefix_spelling)
+
+    def shows_panes(self, size: tuple[int, int]) -> bool:
+        """For the echo lane: the attached client sees the panes alone, at ``size``."""
+        loop = self.loop
+        return (self.attached and loop is not None and loop.widget is self.view
+                and self.overlays.editor is None and loop.screen_size == size)
+
+    def drawn(self) -> None:
+        """A frame went out (called by the loop)."""
+        self.pacer.drawn()
+
+    def relayout(self) -> None:
+        """Send every shown pane's size to its role, as the next frame will draw it."""
+        save = getattr(self.port, "save_layout", None)
+        layout = self.model.layout_to_save() if save is not None else None
+        if layout is not None:
+            save(layout)
+        self.renderer.relayout()
+        if self.overlays.editor is not None:
+            cols, rows = self.screen.get_cols_rows()
+            self.overlays.editor.resize(cols, max(rows - 1, 1))
+
+    def _pane_output(self, role: str) -> None:
+        """A watched terminal changed, on whichever thread fed it: the echo of
+        a key is drawn right there when it can be; anything else is the loop's."""
+        if self.pacer.echoing(role) and self.lane.draw(role):
+            return
+        self.post(lambda: self.pacer.pane_changed(
+            role, self.attached and role in self.state.layout.visible()))
+
+    def _schedule_overlay_refresh(self) -> None:
+        """While a dialog with clocks is open (and drawn), tick it once a second;
+        with no such dialog nothing ticks."""
+        if self._overlay_alarm is not None or self.loop is None:
+            return
+        if not self.attached or self.overlays.kind not in ("gate", "board"):
+            return
+        self._overlay_alarm = self.loop.set_alarm_in(OVERLAY_REFRESH, self._overlay_tick)
+
+    def _overlay_tick(self, _loop: Any = None, _data: Any = None) -> None:
+        self._wakeups += 1
+        self._overlay_alarm = None
+        if self.attached and self.dialogs.tick():
+            self.dirty = True
+        self._schedule_overlay_refresh()
+
+    # -- news and what the deck says -------------------------------------------------
+
+    def apply(self, item: reducer.Item) -> bool:
+        """Reduce ``item`` into the model and carry out its effects; True when there were any."""
+        effects = self.model.apply(item)
+        for effect in effects:
+            self._effect(effect)
+        return bool(effects)
+
+    def _effect(self, effect: reducer.Effect) -> None:
+        """Carry out what the reducer asked for."""
+        if isinstance(effect, reducer.Ring):
+            if self.attached:
+                self.screen.bell()
+        elif isinstance(effect, reducer.AutoFocus):
+            self._auto_focus(effect.role)
+        elif isinstance(effect, reducer.FollowRoster):
+            self.state.layout.set_roster(list(effect.names))
+        elif isinstance(effect, reducer.ShowGate):
+            self.dialogs.show_next_gate()
+        elif isinstance(effect, reducer.CloseGate):
+            self.dialogs.close_gate(effect.task_id)
+        elif isinstance(effect, reducer.RefreshBoard):
+            self.dialogs.update_board()
+        elif isinstance(effect, reducer.Resync):
+            self.sync()
+
+    def _auto_focus(self, role: str) -> None:
+        if not self.ui.auto_focus or time.monotonic() < self.actions.user_active_until:
+            return
+        if (role in self.state.layout.shown() and self.overlays.widget is None
+                and self.router.mode == "normal"):
+            self.state.layout.focus = role
+
+    def sync(self) -> None:
+        """Ask the core for the whole picture (at start and after a reload)."""
+        asked = {name: info.news for name, info in self.state.roles.items()}
+
+        def roles(ack: dict) -> None:
+            if ack.get("status") != "ok":
+                return
+            if self.apply(reducer.StatusRead(tuple(ack.get("roles", [])), asked)):
+                self.relayout()
+
+        def board(ack: dict) -> None:
+            self.apply(reducer.BoardRead(tuple(answered(ack, "tasks"))))
+
+        def gates(ack: dict) -> None:
+            self.apply(reducer.GatesRead(tuple(answered(ack, "gates"))))
+
+        self.commands.command({"cmd": "status"}, roles, quiet=True)
+        self.commands.command({"cmd": "board"}, board, quiet=True)
+        self.commands.command({"cmd": "gate", "action": "list"}, gates, quiet=True)
+
+    def say(self, text: str, style: str = "status message",
+            seconds: float = MESSAGE_TIME) -> None:
+        message = self.message = (inert(text), style, time.monotonic() + seconds)
+        self.dirty = True
+        if self.loop is not None:
+            def expire() -> None:
+                if self.message is message:
+                    self.message = None
+            with contextlib.suppress(Exception):  # a loop that is gone: drawn away later
+                self._later(seconds, expire)
+
+    # -- input ---------------------------------------------------------------------------
+
+    def _keys_direct(self, data: bytes) -> bool:
+        """On the attach pump's thread: plain typing for the focused agent,
+        with nothing else going on in the deck (no dialog, prefix, scroll,
+        broadcast, key sequence or earlier input in progress), is written to
+        its PTY right here; the keystroke's echo then waits for no hand-over
+        to the deck's thread.  False: the deck's loop must act on ``data``."""
+        if not self.router.plain(data):
+            return False
+        role = self._direct_target()
+        if role is None:
+            return False
+        # The neighbours are held first, so none of them takes the interpreter
+        # while the keys are written; the rest is noted while the agent works
+        # on its echo, which takes far longer than these lines.  (Should the
+        # echo win all the same, it is drawn by the loop: later, never lost.)
+        self.port.expect_echo(role, len(data))
+        self.port.type_keys(role, data)
+        self.pacer.echo_until[role] = time.monotonic() + FAST_WINDOW
+        # Acted on before the echo's wake-up (the echo is then drawn at once,
+        # as for keys typed through the loop), without a wake-up of its own
+        # competing with the echo's way back.
+        self.post(lambda: self._typed_at(role), wake=False)
+        return True
+
+    def _typed_at(self, role: str) -> bool:
+        """What typing through the loop notes, for keys written directly."""
+        self.actions.typed([role])
+        return False
+
+    def _direct_target(self) -> str | None:
+        """The focused role when the deck would pass plain keys straight to it."""
+        with self._guard:
+            if self._inputs_waiting:
+                return None  # earlier bytes first
+        if (not self.attached or self.overlays.editor is not None
+                or self.overlays.widget is not None or not self.router.idle
+                or self.state.broadcast):
+            return None
+        role = self.state.layout.focus
+        pane = self.state.panes.get(role) if role else None
+        if role is None or (pane is not None and pane.scroll is not None):
+            return None
+        return role if self.port.terminal(role) is not None else None
+
+    def _posted_input(self, data: bytes) -> bool | None:
+        try:
+            return self.keys(data)
+        finally:
+            with self._guard:
+                self._inputs_waiting -= 1
+
+    def keys(self, data: bytes) -> bool | None:
+        """Act on the client's keys; False when they only went to agents: the
+        deck shows nothing new then, and the echo brings its own frame (drawing
+        one here would hold the interpreter while the echo is on its way)."""
+        typed_only = True
+        for token in self.router.tokens(data):
+            typed_only = self.key(token) and typed_only
+        self._arm_flush()
+        return False if typed_only and not self.router.pending else None
+
+    def key(self, token: k.Token) -> bool:
+        """Route one key and carry it out; True when it was only typed at the agents."""
+        focus = self.state.layout.focus
+        pane = self.state.panes.get(focus) if focus else None
+        context = Context(editing=self.overlays.editor is not None,
+                          dialog=self.overlays.widget is not None,
+                          scrolling=pane is not None and pane.scroll is not None)
+        mode = self.router.mode
+        intent = self.router.route(token, context)
+        if intent is None:
+            return False
+        self.actions.do(intent)
+        return isinstance(intent, TypeKeys) and self.router.mode == mode
+
+    def _arm_flush(self) -> None:
+        if self._flush_alarm is not None:
+            self.loop.remove_alarm(self._flush_alarm)
+            self._flush_alarm = None
+        if self.router.pending:
+            def flush(_loop: Any, _data: Any) -> None:
+                self._flush_alarm = None
+                for token in self.router.flush():
+                    self.key(token)
+                self.dirty = True
+            self._flush_alarm = self.loop.set_alarm_in(ESC_WAIT, flush)

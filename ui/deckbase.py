@@ -5,6 +5,7 @@ session, the attached client's description, and small helpers.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +44,26 @@ class SessionPort(Protocol):
     def terminal(self, role: str) -> Terminal | None: ...
 
 
+class DeckHost(Protocol):
+    """What the parts of the deck ask of the deck's loop, which owns them."""
+
+    def say(self, text: str, style: str = "status message",
+            seconds: float = MESSAGE_TIME) -> None:
+        """Show ``text`` on the status line for ``seconds``."""
+
+    def post(self, work: Callable[[], bool | None], wake: bool = True) -> None:
+        """Run ``work`` on the loop's thread."""
+
+    def relayout(self) -> None:
+        """The tiling changed: tell the panes their sizes."""
+
+    def sync(self) -> None:
+        """Ask the core for the whole picture again."""
+
+    def detach(self, reason: str = "detached") -> None:
+        """Send the client away; the team keeps working."""
+
+
 @dataclass
 class ClientInfo:
     pid: int = 0
@@ -55,7 +76,6 @@ class ClientInfo:
 
 
 
-
 def read_text(path: str, limit: int = 512 * 1024) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -65,7 +85,6 @@ def read_text(path: str, limit: int = 512 * 1024) -> str:
     if len(text) > limit:
         text = text[:limit] + "\n… (cut at 512 KiB)"
     return text
-
 
 
 def colors_for(term: str, colorterm: str, no_color: bool = False) -> int:

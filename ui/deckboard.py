@@ -1,47 +1,155 @@
-"""The task board and what it starts: a task's brief, report and diff
-paged, approve or reject, the session page, and a rollback to before a task.
+"""The deck's dialogs about tasks: the gate dialog (approve, reject, put
+aside), the task board and what it starts (a task's brief, report and diff
+paged, the session page, a rollback to before a task).
+
+:class:`TaskDialogs` reads tasks and gates from the model and changes them
+only through it; decisions go to the core as commands, and the domain reads
+(a task's diff, the report page) through core helpers on a worker thread.
 """
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from choragos.plural import counted
-from choragos.ui.deckbase import read_text
-from choragos.ui.decknews import answered
-from choragos.ui.overlays import (
-    BoardOverlay,
-    ConfirmOverlay,
-    inert,
-)
-from choragos.ui.reducer import BoardRead, task_number
+from choragos.ui import keys as k
+from choragos.ui.deckbase import DeckHost, read_text
+from choragos.ui.deckcommands import CommandRunner, answered
+from choragos.ui.deckmodel import DeckModel
+from choragos.ui.deckoverlays import OverlayStack
+from choragos.ui.overlays import BoardOverlay, ConfirmOverlay, GateOverlay, inert
+from choragos.ui.reducer import BoardRead, GateDecided, GateDismissed, task_number
 
 
-class DeckBoard:
-    """Mixed into Deck: the task board's actions."""
+class TaskDialogs:
+    """Gates, the board and rollbacks, as dialogs on the overlay stack."""
 
-    def act_task_board(self) -> None:
+    def __init__(self, model: DeckModel, overlays: OverlayStack, commands: CommandRunner,
+                 host: DeckHost, keymap: k.Keymap, workdir: Path,
+                 price_for: Callable[[str], Any]) -> None:
+        self.model = model
+        self.overlays = overlays
+        self.commands = commands
+        self.host = host
+        self.keymap = keymap
+        self.workdir = workdir
+        self.price_for = price_for
+        self.board_selected: str | None = None
+
+    # -- gates ----------------------------------------------------------------------------
+
+    def show_next_gate(self) -> None:
+        """The first gate still waiting, in its dialog, when nothing else is open."""
+        if not self.overlays.free:
+            return
+        state = self.model.state
+        waiting = [g for g in state.gates.values() if g["id"] not in state.dismissed]
+        if not waiting:
+            return
+        gate = waiting[0]
+        position = list(state.gates).index(gate["id"]) + 1
+        widget = GateOverlay(gate, position, len(state.gates), self._task_text(gate),
+                             lambda key: self._gate_key(gate, key))
+        self.overlays.open(widget, "gate", ("relative", 80), ("relative", 60))
+
+    def close_gate(self, task_id: str) -> None:
+        """The gate of ``task_id`` was decided: its dialog, if open, goes."""
+        overlays = self.overlays
+        if overlays.kind == "gate" and getattr(overlays.widget, "gate", {}).get("id") == task_id:
+            overlays.close()
+
+    def _gate_key(self, gate: dict, key: str) -> None:
+        task_id = gate["id"]
+        if key == "esc":
+            self.model.apply(GateDismissed(task_id))
+            self.overlays.close()
+            self.host.say(f"{task_id} still waits; decide it from the task board "
+                          f"({k.display_name(self.keymap.prefix_spelling)} "
+                          f"{self.keymap.spellings['task_board']})")
+        elif key in ("y", "n"):
+            self.decide(task_id, key == "y")
+            self.model.apply(GateDecided(task_id))
+            self.overlays.close()
+        elif key == "v" and gate.get("kind") == "merge":
+            self.overlays.page(f"{task_id}: merge {gate.get('branch', '')}",
+                               read_text(gate["diff"]))
+        elif key == "v":
+            self._page_task(gate)
+        elif key == "e" and gate.get("kind") != "merge":
+            self.overlays.edit(gate.get("brief") or self._task_file(task_id))
+
+    def decide(self, task_id: str, approve: bool) -> None:
+        request = {"cmd": "gate", "action": "approve" if approve else "reject", "id": task_id}
+        if not approve:
+            request["reason"] = "the operator said no in the deck."
+
+        def done(ack: dict) -> None:
+            if ack.get("status") == "ok":
+                self.host.say(f"{'approved' if approve else 'rejected'} {task_id}",
+                              "working" if approve else "waiting")
+        self.commands.command(request, done)
+
+    def _task_file(self, task_id: str) -> str:
+        return str(self.workdir / ".choragos" / "tasks" / f"{task_id}.md")
+
+    def _task_text(self, task: dict) -> str:
+        if task.get("kind") == "merge":
+            return read_text(task["diff"])
+        return read_text(self._task_file(task["id"]))
+
+    def _page_task(self, task: dict) -> None:
+        text = self._task_text(task)
+        if task.get("brief"):
+            text += f"\n\n──── brief: {task['brief']} ────\n\n" + read_text(task["brief"])
+        self.overlays.page(f"{task['id']} for {task['role']}", text)
+
+    # -- the board ------------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """Keep an open dialog's clocks running (the gate's waiting time, the
+        board's ages); False when no open dialog has any."""
+        if self.overlays.kind == "gate":
+            self.overlays.widget.refresh()
+            return True
+        if self.overlays.kind == "board":
+            self.update_board()
+            return True
+        return False
+
+    def open_board(self) -> None:
         def opened(ack: dict) -> None:
-            self._apply(BoardRead(tuple(answered(ack, "tasks"))))
-            if self.overlay_kind == "board":
+            self.model.apply(BoardRead(tuple(answered(ack, "tasks"))))
+            if self.overlays.kind == "board":
                 self._show_board()
         self._show_board()
-        self.command({"cmd": "board"}, opened)
+        self.commands.command({"cmd": "board"}, opened)
+
+    def update_board(self) -> None:
+        """Show the board's news in the open board, or rebuild it when it must."""
+        overlays = self.overlays
+        if overlays.kind != "board":
+            return
+        if not overlays.widget.update(self._sorted_tasks()):
+            chosen = overlays.widget.current()
+            if chosen is not None:
+                self.board_selected = chosen["id"]
+            self._show_board()
 
     def _sorted_tasks(self) -> list[dict]:
-        return sorted(self.state.tasks.values(), key=lambda t: task_number(t["id"]))
+        return sorted(self.model.state.tasks.values(), key=lambda t: task_number(t["id"]))
 
     def _show_board(self) -> None:
-        self._open_overlay(BoardOverlay(self._sorted_tasks(), self._board_action,
-                                        self._board_selected),
+        self.overlays.open(BoardOverlay(self._sorted_tasks(), self._board_action,
+                                        self.board_selected),
                            "board", ("relative", 90), ("relative", 80))
 
     def _board_action(self, action: str, task: dict | None) -> None:
         if task is not None:
-            self._board_selected = task["id"]
+            self.board_selected = task["id"]
         if action == "close":
-            self._close_overlay()
+            self.overlays.close()
             return
         if action == "page":
             self._write_page()
@@ -53,16 +161,16 @@ class DeckBoard:
         elif action == "report":
             report = task.get("report")
             if report:
-                self._page(f"report of {task['id']}", read_text(report))
+                self.overlays.page(f"report of {task['id']}", read_text(report))
             else:
-                self.say(f"{task['id']} has no report yet")
+                self.host.say(f"{task['id']} has no report yet")
         elif action == "edit":
-            self._edit(task.get("brief") or self._task_file(task["id"]))
+            self.overlays.edit(task.get("brief") or self._task_file(task["id"]))
         elif action in ("approve", "reject"):
-            if task.get("state") != "gated" and task["id"] not in self.state.gates:
-                self.say(f"{task['id']} is {task.get('state')}, not waiting at a gate")
+            if task.get("state") != "gated" and task["id"] not in self.model.state.gates:
+                self.host.say(f"{task['id']} is {task.get('state')}, not waiting at a gate")
                 return
-            self._decide(task["id"], action == "approve")
+            self.decide(task["id"], action == "approve")
         elif action == "rollback":
             self._plan_rollback(task)
         elif action == "diff":
@@ -72,24 +180,21 @@ class DeckBoard:
         """Exactly what the task changed, as ``choragos diff`` shows it, paged
         (worked out off the UI thread)."""
         from choragos.taskdiff import TaskDiffError, task_diff
-        workdir = self.port.workdir
+        workdir, post = self.workdir, self.host.post
 
         def work() -> None:
             try:
                 found = task_diff(workdir, task["id"])
             except TaskDiffError as exc:
                 why = f"cannot show the diff: {exc}"
-                self.post(lambda: self.say(why, "failed"))
+                post(lambda: self.host.say(why, "failed"))
                 return
-            self.post(lambda: self._page(found.title, found.patch or "No file differs."))
-        with contextlib.suppress(RuntimeError):  # shutting down
-            self._workers.submit(work)
+            post(lambda: self.overlays.page(found.title, found.patch or "No file differs."))
+        self.commands.background(work)
 
     def _write_page(self) -> None:
         """``choragos report --html`` for this session, into .choragos/report.html."""
-        workdir = self.port.workdir
-        config = getattr(self.port, "config", None)
-        price_for = config.price_for if config is not None else (lambda model: None)
+        workdir, price_for, post = self.workdir, self.price_for, self.host.post
         target = workdir / ".choragos" / "report.html"
 
         def work() -> None:
@@ -99,40 +204,41 @@ class DeckBoard:
                 said = (f"wrote {target}: open it in a browser", "status message")
             except Exception as exc:  # reported on screen, never fatal
                 said = (f"cannot write the report page: {exc}", "failed")
-            self.post(lambda: self.say(*said))
+            post(lambda: self.host.say(*said))
 
-        with contextlib.suppress(RuntimeError):  # shutting down
-            self._workers.submit(work)
-
+        self.commands.background(work)
 
     # -- rollback ---------------------------------------------------------------------------
 
     def _plan_rollback(self, task: dict) -> None:
         """A dry run of the core's ``rollback`` command, shown for confirmation."""
         if not task.get("checkpoint"):
-            self.say(f"{task['id']} has no checkpoint (not taken yet, or checkpoints are off)")
+            self.host.say(f"{task['id']} has no checkpoint (not taken yet, or checkpoints "
+                          "are off)")
             return
-        self.say(f"planning the rollback to before {task['id']}…")
-        self.command({"cmd": "rollback", "target": task["checkpoint"], "dry_run": True},
-                     lambda plan: plan.get("status") == "ok"
-                     and self._confirm_rollback(task, plan))
+        self.host.say(f"planning the rollback to before {task['id']}…")
+        self.commands.command({"cmd": "rollback", "target": task["checkpoint"],
+                               "dry_run": True},
+                              lambda plan: plan.get("status") == "ok"
+                              and self._confirm_rollback(task, plan))
 
     def _confirm_rollback(self, task: dict, plan: dict) -> None:
         title = f"Roll back to before {task['id']}"
         lines = rollback_lines(task, plan)
+        overlays = self.overlays
         if plan["empty"] and not plan["conflicts"]:
-            self._open_overlay(ConfirmOverlay(title, lines, lambda yes: self._close_overlay(),
-                                              allow_yes=False),
-                               "confirm", ("relative", 80), ("relative", 60))
+            overlays.open(ConfirmOverlay(title, lines, lambda yes: overlays.close(),
+                                         allow_yes=False),
+                          "confirm", ("relative", 80), ("relative", 60))
             return
 
         def answer(yes: bool) -> None:
-            self._close_overlay()
+            overlays.close()
             if yes:
                 self._rollback(task, plan["checkpoint"])
-        self._open_overlay(ConfirmOverlay(f"{title}?", lines, answer, "y roll back",
-                                          allow_yes=not plan["conflicts"]),
-                           "confirm", ("relative", 85), ("relative", 75))
+        overlays.open(ConfirmOverlay(f"{title}?", lines, answer, "y roll back",
+                                     allow_yes=not plan["conflicts"]),
+                      "confirm", ("relative", 85), ("relative", 75))
 
     def _rollback(self, task: dict, checkpoint: str) -> None:
         """The confirmed checkpoint (its ref, not the task's newest), through the core."""
@@ -140,12 +246,12 @@ class DeckBoard:
             if ack.get("status") != "ok":
                 return
             if ack.get("saved") is None:
-                self.say("the files already matched; nothing changed", "working")
+                self.host.say("the files already matched; nothing changed", "working")
                 return
-            self.say(f"rolled back to before {task['id']}: restored {ack['restored']}, "
-                     f"deleted {ack['deleted']}; undo: choragos rollback {ack['saved']}",
-                     "working")
-        self.command({"cmd": "rollback", "target": checkpoint}, done)
+            self.host.say(f"rolled back to before {task['id']}: restored {ack['restored']}, "
+                          f"deleted {ack['deleted']}; undo: choragos rollback {ack['saved']}",
+                          "working")
+        self.commands.command({"cmd": "rollback", "target": checkpoint}, done)
 
 
 def rollback_lines(task: dict, plan: dict) -> list[Any]:

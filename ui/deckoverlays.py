@@ -1,135 +1,138 @@
-"""Dialogs over the deck: the gate dialog, the pager, the clocks of open
-dialogs, and the decisions taken in them.
+"""The deck's overlay stack: the dialog over the panes (one at a time, a
+pager remembering the dialog it was opened from) and ``$EDITOR`` over the
+whole deck.
+
+:class:`OverlayStack` sets the loop's top widget: the deck's view alone,
+or a dialog over it.  When the last dialog closes it calls ``when_free``
+(the next waiting gate opens there); when one opens, ``on_open`` (a dialog
+with clocks starts ticking).
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import urwid
 
 from choragos.ui import keys as k
-from choragos.ui.deckbase import read_text
-from choragos.ui.overlays import (
-    GateOverlay,
-    PagerOverlay,
-    PromptOverlay,
-)
-from choragos.ui.reducer import GateDecided, GateDismissed
+from choragos.ui.deckbase import DeckHost
+from choragos.ui.editor import EditorPopup
+from choragos.ui.overlays import PagerOverlay, PromptOverlay
+from choragos.ui.ptyscreen import PtyScreen
+
+Back = tuple[Any, str]  # (a dialog, its kind) to go back to
 
 
-class DeckOverlays:
-    """Mixed into Deck: opening, closing and feeding dialogs."""
+class OverlayStack:
+    """What covers the panes: a dialog, or the editor."""
 
-    def _refresh_overlay(self) -> bool:
-        """Keep an open dialog's clocks running: the gate's waiting time, the board's ages."""
-        if self.overlay_kind == "gate":
-            self.overlay.refresh()
-            return True
-        if self.overlay_kind == "board":
-            self._update_board()
-            return True
-        return False
+    def __init__(self, host: DeckHost, view: urwid.Widget, screen: PtyScreen, workdir: Path,
+                 editor_command: Callable[[], str]) -> None:
+        self.host = host
+        self.view = view
+        self.screen = screen
+        self.workdir = workdir
+        self.editor_command = editor_command
+        self.loop: urwid.MainLoop | None = None  # set while the loop runs
+        self.widget: Any = None  # the open dialog
+        self.kind = ""           # its kind: gate | board | pager | confirm | search | help
+        self.editor: EditorPopup | None = None
+        self.when_free: Callable[[], None] = lambda: None
+        self.on_open: Callable[[], None] = lambda: None
 
-    def _update_board(self) -> None:
-        """Show the board's news in the open board, or rebuild it when it must."""
-        if self.overlay_kind != "board":
-            return
-        if not self.overlay.update(self._sorted_tasks()):
-            chosen = self.overlay.current()
-            if chosen is not None:
-                self._board_selected = chosen["id"]
-            self._show_board()
-        self.dirty = True
+    @property
+    def free(self) -> bool:
+        """Nothing covers the panes, and a loop runs to show a dialog."""
+        return self.widget is None and self.editor is None and self.loop is not None
 
-
-    # -- overlays --------------------------------------------------------------------------
-
-    def _open_overlay(self, widget: urwid.Widget, kind: str, width: Any = ("relative", 80),
-                      height: Any = ("relative", 70)) -> None:
-        self.overlay, self.overlay_kind = widget, kind
+    def open(self, widget: urwid.Widget, kind: str, width: Any = ("relative", 80),
+             height: Any = ("relative", 70)) -> None:
+        self.widget, self.kind = widget, kind
         self.loop.widget = urwid.Overlay(widget, self.view, "center", width, "middle", height,
                                          min_width=40, min_height=8)
-        self._schedule_overlay_refresh()
+        self.on_open()
 
-    def _close_overlay(self) -> None:
-        self.overlay, self.overlay_kind = None, ""
+    def close(self) -> None:
+        self.drop()
         if self.loop is not None:
             self.loop.widget = self.view
-        self._maybe_show_gate()
+        self.when_free()
 
-    def _overlay_token(self, token: k.Token) -> None:
-        if isinstance(self.overlay, PromptOverlay) and token.key in (k.PASTE_TEXT,):
-            self.overlay.insert(k.text_of(token))
+    def drop(self) -> None:
+        """Forget the dialog (the loop that showed it is gone)."""
+        self.widget, self.kind = None, ""
+
+    def back(self, back: Back, not_to: tuple[str, ...]) -> None:
+        """Reopen the dialog ``back`` names unless it is of a kind in ``not_to``."""
+        if back[0] is not None and back[1] not in not_to:
+            self.open(back[0], back[1], ("relative", 90), ("relative", 80))
+        else:
+            self.close()
+
+    def page(self, title: str, text: str) -> None:
+        """``text`` in the pager; closing it goes back to the dialog it covered."""
+        back = (self.widget, self.kind)
+        self.open(PagerOverlay(title, text, lambda: self.back(back, ("gate",))), "pager",
+                  ("relative", 90), ("relative", 85))
+
+    def key(self, token: k.Token) -> None:
+        """A key for the open dialog."""
+        if isinstance(self.widget, PromptOverlay) and token.key in (k.PASTE_TEXT,):
+            self.widget.insert(k.text_of(token))
             return
         if token.key in ("begin paste", "end paste", k.PASTE_TEXT):
             return
         self.loop.process_input([token.key])
 
-    def _maybe_show_gate(self) -> None:
-        if self.overlay is not None or self.loop is None or self.editor is not None:
+    def mouse(self, event: tuple) -> None:
+        self.loop.process_input([event])
+
+    # -- the editor --------------------------------------------------------------------------
+
+    def edit(self, path: str | None) -> None:
+        """``$EDITOR`` on ``path`` over the deck, until it exits."""
+        say = self.host.say
+        if not path:
+            say("nothing to edit")
             return
-        waiting = [g for g in self.state.gates.values() if g["id"] not in self.state.dismissed]
-        if not waiting:
+        command = (self.editor_command() or os.environ.get("VISUAL")
+                   or os.environ.get("EDITOR") or "vi")
+        try:
+            argv = [*shlex.split(command), path]
+        except ValueError:
+            say(f"cannot parse the editor command {command!r}")
             return
-        gate = waiting[0]
-        position = list(self.state.gates).index(gate["id"]) + 1
-        widget = GateOverlay(gate, position, len(self.state.gates), self._task_text(gate),
-                             lambda key: self._gate_key(gate, key))
-        self._open_overlay(widget, "gate", ("relative", 80), ("relative", 60))
+        cols, rows = self.screen.get_cols_rows()
+        back = (self.widget, self.kind)
+        self.drop()
+        self.loop.widget = self.view
+        post = self.host.post
+        try:
+            self.editor = EditorPopup(argv, path, self.workdir, cols, max(rows - 1, 1),
+                                      lambda: post(lambda: self._edit_done(back)),
+                                      lambda: post(lambda: None))
+        except Exception as exc:  # the deck goes on without it
+            self.editor = None
+            say(f"cannot start {argv[0]}: {exc}")
+            self._restore(back)
 
-    def _gate_key(self, gate: dict, key: str) -> None:
-        task_id = gate["id"]
-        if key == "esc":
-            self._apply(GateDismissed(task_id))
-            self._close_overlay()
-            self.say(f"{task_id} still waits; decide it from the task board "
-                     f"({k.display_name(self.keymap.prefix_spelling)} "
-                     f"{self.keymap.spellings['task_board']})")
-        elif key in ("y", "n"):
-            self._decide(task_id, key == "y")
-            self._apply(GateDecided(task_id))
-            self._close_overlay()
-        elif key == "v" and gate.get("kind") == "merge":
-            self._page(f"{task_id}: merge {gate.get('branch', '')}", read_text(gate["diff"]))
-        elif key == "v":
-            self._page_task(gate)
-        elif key == "e" and gate.get("kind") != "merge":
-            self._edit(gate.get("brief") or self._task_file(task_id))
+    def _edit_done(self, back: Back) -> None:
+        if self.editor is not None:
+            self.editor.kill()
+        self.editor = None
+        self._restore(back)
+        self.host.say("editor closed")
 
-    def _decide(self, task_id: str, approve: bool) -> None:
-        request = {"cmd": "gate", "action": "approve" if approve else "reject", "id": task_id}
-        if not approve:
-            request["reason"] = "the operator said no in the deck."
+    def _restore(self, back: Back) -> None:
+        if back[0] is not None and back[1] not in ("gate", "pager"):
+            self.open(back[0], back[1], ("relative", 90), ("relative", 80))
+        else:
+            self.when_free()
 
-        def done(ack: dict) -> None:
-            if ack.get("status") == "ok":
-                self.say(f"{'approved' if approve else 'rejected'} {task_id}",
-                         "working" if approve else "waiting")
-        self.command(request, done)
-
-    def _task_file(self, task_id: str) -> str:
-        return str(self.port.workdir / ".choragos" / "tasks" / f"{task_id}.md")
-
-    def _task_text(self, task: dict) -> str:
-        if task.get("kind") == "merge":
-            return read_text(task["diff"])
-        return read_text(self._task_file(task["id"]))
-
-    def _page_task(self, task: dict) -> None:
-        text = self._task_text(task)
-        if task.get("brief"):
-            text += f"\n\n──── brief: {task['brief']} ────\n\n" + read_text(task["brief"])
-        self._page(f"{task['id']} for {task['role']}", text)
-
-    def _page(self, title: str, text: str) -> None:
-        back = (self.overlay, self.overlay_kind)
-
-        def close() -> None:
-            if back[0] is not None and back[1] != "gate":
-                self._open_overlay(back[0], back[1], ("relative", 90), ("relative", 80))
-            else:
-                self._close_overlay()
-        self._open_overlay(PagerOverlay(title, text, close), "pager", ("relative", 90),
-                           ("relative", 85))
-
+    def stop(self) -> None:
+        if self.editor is not None:
+            self.editor.kill()

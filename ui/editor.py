@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from choragos.terminal import Terminal
 from choragos.ui import keys as k
@@ -51,13 +49,13 @@ class EditorPopup:
             self.terminal.resize(cols, rows)
             self.child.resize(cols, rows)
 
-    def render(self, cols: int, rows: int, deck: Any) -> tuple[list[Line],
-                                                              tuple[int, int] | None]:
+    def render(self, cols: int, rows: int, colors: int) -> tuple[list[Line],
+                                                                tuple[int, int] | None]:
         height = max(rows - 1, 1)
         self.resize(cols, height)
         self.view.generation += 1
         lines, cursor = self.view.content(self.terminal, cols, height, focused=True,
-                                          colors=deck.screen.colors)
+                                          colors=colors)
         status = text_line(cols, [(" EDITOR ", "status accent"),
                                   (f" {inert(self.path)}: the deck comes back when the editor "
                                    "exits ", "status")], "status")
@@ -67,48 +65,3 @@ class EditorPopup:
         self.reader.halt()
         self.child.terminate(1.0)
         self.child.close()
-
-
-
-class DeckEditor:
-    """Mixed into Deck: starting the editor and coming back from it."""
-
-    # -- the editor --------------------------------------------------------------------------
-
-    def _edit(self, path: str | None) -> None:
-        if not path:
-            self.say("nothing to edit")
-            return
-        command = (self.client.editor or os.environ.get("VISUAL") or os.environ.get("EDITOR")
-                   or "vi")
-        try:
-            argv = [*shlex.split(command), path]
-        except ValueError:
-            self.say(f"cannot parse the editor command {command!r}")
-            return
-        cols, rows = self.screen.get_cols_rows()
-        back = (self.overlay, self.overlay_kind)
-        self.overlay, self.overlay_kind = None, ""
-        self.loop.widget = self.view
-        try:
-            self.editor = EditorPopup(argv, path, self.port.workdir, cols, max(rows - 1, 1),
-                                      lambda: self.post(lambda: self._edit_done(back)),
-                                      lambda: self.post(lambda: None))
-        except Exception as exc:  # the deck goes on without it
-            self.editor = None
-            self.say(f"cannot start {argv[0]}: {exc}")
-            self._restore(back)
-
-    def _edit_done(self, back: tuple) -> None:
-        if self.editor is not None:
-            self.editor.kill()
-        self.editor = None
-        self._restore(back)
-        self.say("editor closed")
-
-    def _restore(self, back: tuple) -> None:
-        if back[0] is not None and back[1] not in ("gate", "pager"):
-            self._open_overlay(back[0], back[1], ("relative", 90), ("relative", 80))
-        else:
-            self._maybe_show_gate()
-

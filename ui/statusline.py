@@ -3,20 +3,30 @@ gateway, waiting gates, the last message and the help hint."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from choragos.ui import keys as k
+from choragos.ui.deckstate import DeckState
 from choragos.ui.overlays import inert
 from choragos.ui.pane import Line, RowBuilder
 
 
-def render(deck: Any, cols: int) -> Line:
-    """The status line of ``deck`` (a Deck), ``cols`` wide."""
+@dataclass(frozen=True)
+class Chrome:
+    """What the deck shows around the panes besides its state."""
+
+    mode: str = "normal"   # the key mode: normal | prefix | resize
+    message: str | None = None  # the last message, while it lasts
+    editing: bool = False  # the editor covers the deck
+    prefix: str = "ctrl+b"  # the prefix key as written in [keys]
+
+
+def render(state: DeckState, chrome: Chrome, cols: int) -> Line:
+    """The status line, ``cols`` wide."""
     row = RowBuilder(cols)
-    for text, attr in mode_tags(deck):
+    for text, attr in mode_tags(state, chrome):
         row.add(text, attr)
     row.add(" choragos ", "status dim")
-    state = deck.state
     focus = state.layout.focus
     if focus:
         info = state.roles.get(focus)
@@ -28,38 +38,34 @@ def render(deck: Any, cols: int) -> Line:
     gates = len(state.gates)
     if gates:
         row.add(f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting")
-    if deck.message is not None:
-        row.add(" " + deck.message[0] + " ", "status message")
-    hint = f" {k.display_name(deck.keymap.prefix_spelling)} ? help "
+    if chrome.message is not None:
+        row.add(" " + chrome.message + " ", "status message")
+    hint = f" {k.display_name(chrome.prefix)} ? help "
     if row.col + len(hint) < cols:
         row.add(" " * (cols - row.col - len(hint)), "status")
         row.add(hint, "status dim")
     return row.line("status")
 
 
-def shown(deck: Any, cols: int) -> tuple:
+def shown(state: DeckState, chrome: Chrome, cols: int) -> tuple:
     """Everything :func:`render` reads: the line is built again only when
     this changed (every frame has a status line; an echo frame must stay
     cheap)."""
-    state = deck.state
     focus = state.layout.focus
     info = state.roles.get(focus) if focus else None
     pane = state.panes.get(focus) if focus else None
-    return (cols, deck.mode, focus, info.status if info else None,
+    return (cols, chrome, focus, info.status if info else None,
             pane is not None and pane.scroll is not None, state.layout.zoomed,
-            state.broadcast, deck.editor is not None, state.gateway, len(state.gates),
-            deck.message[0] if deck.message is not None else None,
-            deck.keymap.prefix_spelling)
+            state.broadcast, state.gateway, len(state.gates))
 
 
-def mode_tags(deck: Any) -> list[tuple[str, str]]:
+def mode_tags(state: DeckState, chrome: Chrome) -> list[tuple[str, str]]:
     """What the keys do right now: prefix, resize, scroll, zoom, broadcast, editor."""
     tags = []
-    if deck.mode == "prefix":
+    if chrome.mode == "prefix":
         tags.append((" PREFIX ", "status accent"))
-    elif deck.mode == "resize":
+    elif chrome.mode == "resize":
         tags.append((" RESIZE  arrows/hjkl, Esc ends ", "status waiting"))
-    state = deck.state
     focus = state.layout.focus
     pane = state.panes.get(focus) if focus else None
     if pane is not None and pane.scroll is not None:
@@ -68,6 +74,6 @@ def mode_tags(deck: Any) -> list[tuple[str, str]]:
         tags.append((" ZOOM ", "status accent"))
     if state.broadcast:
         tags.append((" BROADCAST ", "status waiting"))
-    if deck.editor is not None:
+    if chrome.editing:
         tags.append((" EDITOR ", "status accent"))
     return tags

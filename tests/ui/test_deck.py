@@ -96,9 +96,9 @@ def drain(deck: Deck) -> bytes:
 
 
 def keys(deck: Deck, data: bytes) -> None:
-    deck._input(data)
-    for token in deck.tokenizer.flush():
-        deck._token(token)
+    deck.keys(data)
+    for token in deck.router.flush():  # as the deck's flush alarm does
+        deck.key(token)
 
 
 def test_every_role_has_a_pane_and_a_card(deck):
@@ -158,27 +158,27 @@ def test_status_line_shows_the_prefix_mode(deck):
 
 def test_a_gate_opens_its_overlay_and_y_approves(deck):
     task = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
-    deck._news(news.GateOpened(task.as_dict()))
+    deck.apply(news.GateOpened(task.as_dict()))
     text = "\n".join(screen_text(deck))
     assert "Approval needed: T4 for release" in text
     assert "1 gate waiting" in screen_text(deck)[-1]
     keys(deck, b"y")
-    deck._workers.shutdown(wait=True)
+    deck.commands.shutdown(wait=True)
     assert {"cmd": "gate", "action": "approve", "id": "T4"} in deck.port.requests
-    assert deck.overlay is None
+    assert deck.overlays.widget is None
 
 
 def test_n_rejects_with_a_reason(deck):
-    deck._news(news.GateOpened(Task("T5", "release", "Tag v3", state=TaskState.GATED).as_dict()))
+    deck.apply(news.GateOpened(Task("T5", "release", "Tag v3", state=TaskState.GATED).as_dict()))
     keys(deck, b"n")
-    deck._workers.shutdown(wait=True)
+    deck.commands.shutdown(wait=True)
     (request,) = [r for r in deck.port.requests if r.get("cmd") == "gate"]
     assert request["action"] == "reject" and request["id"] == "T5" and request["reason"]
 
 
 def test_gates_queue_in_arrival_order(deck):
     for number in (7, 8):
-        deck._news(news.GateOpened(Task(f"T{number}", "release", f"job {number}",
+        deck.apply(news.GateOpened(Task(f"T{number}", "release", f"job {number}",
                                         state=TaskState.GATED).as_dict()))
     assert "T7 for release" in "\n".join(screen_text(deck))
     keys(deck, b"\x1b")  # later: T7 stays queued, T8 shows
@@ -187,7 +187,7 @@ def test_gates_queue_in_arrival_order(deck):
 
 
 def test_role_views_update_titles_and_cards(deck):
-    deck._news(news.RoleChanged(m.RoleView("coder", "waiting", pid=42, restarts=2,
+    deck.apply(news.RoleChanged(m.RoleView("coder", "waiting", pid=42, restarts=2,
                                            preview=("Do you want to proceed?",))))
     text = "\n".join(screen_text(deck))
     assert "coder ● waiting" in text
@@ -200,12 +200,12 @@ def test_help_lists_every_binding(deck):
     text = "\n".join(screen_text(deck))
     assert "C-b v" in text and "split side by side" in text
     keys(deck, b"q")
-    assert deck.overlay is None
+    assert deck.overlays.widget is None
 
 
 def test_pause_uses_the_control_commands(deck):
     keys(deck, b"\x02p")
-    deck._workers.shutdown(wait=True)
+    deck.commands.shutdown(wait=True)
     assert {"cmd": "pause", "role": "orchestrator"} in deck.port.requests
 
 
@@ -219,7 +219,7 @@ def test_scrollback_and_search(deck):
     keys(deck, b"q")
     assert deck.state.panes["coder"].scroll is None
     keys(deck, b"\x02/")
-    deck.overlay.insert("line 3")
+    deck.overlays.widget.insert("line 3")
     keys(deck, b"\r")
     scroll = deck.state.panes["coder"].scroll
     assert scroll is not None and scroll.query == "line 3" and len(scroll.matches) == 11
@@ -280,7 +280,7 @@ def test_the_core_rings_and_the_deck_passes_it_on(deck):
             os.read(deck.screen.master, 65536)
         except BlockingIOError:
             break
-    deck._news(news.Bell("release", "on_gate"))
+    deck.apply(news.Bell("release", "on_gate"))
     assert b"\a" in os.read(deck.screen.master, 65536)
     deck.screen.stop()
 
@@ -336,8 +336,8 @@ def test_the_board_lists_tasks_with_their_files(deck):
                 finished=9.0, report="/w/.choragos/reports/T1.md", checkpoint="refs/x",
                 changes=({"path": "a.py", "kind": "modified", "added": 2, "deleted": 1},),
                 checks="verify passed")
-    deck._news(news.TaskChanged(done.as_dict()))
-    deck._news(news.TaskChanged(Task("T2", "release", "Ship", state=TaskState.QUEUED,
+    deck.apply(news.TaskChanged(done.as_dict()))
+    deck.apply(news.TaskChanged(Task("T2", "release", "Ship", state=TaskState.QUEUED,
                                          created=3.0).as_dict()))
     keys(deck, b"\x02t")
     text = "\n".join(screen_text(deck))
@@ -366,7 +366,7 @@ def test_cards_show_gateway_tokens_and_cost(deck):
     assert "↑" not in "\n".join(screen_text(deck))  # no telemetry, no made-up zeros
     usage = {"tokens": {"input": 12_345, "output": 678, "cache_read": 0,
                         "cache_creation": 0}, "cost": 0.0042}
-    deck._news(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None},
+    deck.apply(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None},
                                    "orchestrator": {**usage, "estimated": ["mystery"]}}))
     text = "\n".join(screen_text(deck))
     assert "↑12.3k ↓678 $0.0042" in text
@@ -377,45 +377,45 @@ def test_cards_show_gateway_tokens_and_cost(deck):
 def test_cards_show_budgets_and_the_guardrails_marks(deck):
     usage = {"tokens": {"input": 1_200_000, "output": 0}, "cost": 1.2,
              "budget": {"usd": 1.0, "tokens": None, "over": True}}
-    deck._news(news.TokensChanged({"coder": usage}))
-    deck._news(news.MarksChanged({"coder": ("over budget", "stalled")}))
+    deck.apply(news.TokensChanged({"coder": usage}))
+    deck.apply(news.MarksChanged({"coder": ("over budget", "stalled")}))
     text = "\n".join(screen_text(deck))
     assert "↑1.2M ↓0 $1.20/$1.00" in text
     assert "over budget · stalled" in text
-    deck._news(news.MarksChanged({"coder": ()}))
+    deck.apply(news.MarksChanged({"coder": ()}))
     assert "over budget" not in "\n".join(screen_text(deck))
 
 
 def test_status_line_shows_the_gateway_state_only_when_configured(deck):
     assert "gateway" not in screen_text(deck)[-1]
-    deck._news(news.GatewayChanged("down"))
+    deck.apply(news.GatewayChanged("down"))
     assert "gateway down" in screen_text(deck)[-1]
-    deck._news(news.GatewayChanged("on"))
+    deck.apply(news.GatewayChanged("on"))
     assert "gateway on" in screen_text(deck)[-1]
 
 
 def test_a_slow_full_sync_never_overwrites_fresher_role_news(deck):
     answers: dict = {}
-    deck.command = lambda request, then=None, quiet=False: answers.update(
+    deck.commands.command = lambda request, then=None, quiet=False: answers.update(
         {request["cmd"]: then})
     stale = {"status": "ok", "roles": [{"name": "coder", "state": "booting", "pid": 1}]}
-    deck._sync()                                                # asked now ...
-    deck._news(news.RoleChanged(m.RoleView("coder", "working", pid=7)))  # ... news meanwhile
+    deck.sync()                                                # asked now ...
+    deck.apply(news.RoleChanged(m.RoleView("coder", "working", pid=7)))  # ... news meanwhile
     answers["status"](stale)                                    # ... the answer last
     assert (deck.state.roles["coder"].status, deck.state.roles["coder"].pid) == ("working", 7)
-    deck._sync()                                                # no news this time
+    deck.sync()                                                # no news this time
     answers["status"]({"status": "ok", "roles": [{"name": "coder", "state": "idle", "pid": 7}]})
     assert deck.state.roles["coder"].status == "idle"
 
 
 def test_the_card_says_which_agent_profile_reads_the_role(deck):
-    deck._news(news.RoleChanged(m.RoleView("coder", "idle", pid=42, profile="gemini")))
+    deck.apply(news.RoleChanged(m.RoleView("coder", "idle", pid=42, profile="gemini")))
     text = "\n".join(screen_text(deck))
     assert "idle · m1 · gemini · ↻0" in text, text
 
 
 def test_a_limited_role_card_says_what_limit_and_until_when(deck):
-    deck._news(news.RoleChanged(m.RoleView("coder", "limited", pid=42,
+    deck.apply(news.RoleChanged(m.RoleView("coder", "limited", pid=42,
                                            detail="rate limit until 03:00:07",
                                            limited_until=1_800_000_000.0)))
     text = "\n".join(screen_text(deck))

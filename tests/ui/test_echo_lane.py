@@ -27,7 +27,7 @@ def _loop_busy(deck) -> Iterator[None]:
     held, release = threading.Event(), threading.Event()
 
     def busy_loop() -> None:
-        with deck.drawing:
+        with deck.lane.drawing:
             held.set()
             release.wait(10)
 
@@ -55,14 +55,14 @@ def test_an_echo_is_drawn_before_the_feed_returns(running):
     deck, port = running
     deck.feed_input(b"k")
     assert port.typed("orchestrator") == b"k"
-    wakeups, echoes = deck.wakeups, deck.echo_frames
+    wakeups, echoes = deck.wakeups, deck.lane.frames
     port.terminals["orchestrator"].feed(b"kQZX")  # the echo, fed on this thread
-    assert deck.echo_frames == echoes + 1  # drawn right here ...
+    assert deck.lane.frames == echoes + 1  # drawn right here ...
     assert deck.wakeups == wakeups  # ... with no wake-up of the loop
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"kQZX"), 10, message="the echo on the client")
     _settled(deck)
-    assert deck.echo_frames == echoes + 1
+    assert deck.lane.frames == echoes + 1
 
 
 def test_an_echo_that_misses_the_lane_tries_it_again_on_the_next_feed(running):
@@ -71,14 +71,14 @@ def test_an_echo_that_misses_the_lane_tries_it_again_on_the_next_feed(running):
     deck, port = running
     terminal = port.terminals["orchestrator"]
     with _loop_busy(deck):
-        missed, echoes = deck.lane_missed, deck.echo_frames
+        missed, echoes = deck.lane.missed, deck.lane.frames
         deck.feed_input(b"m")
         terminal.feed(b"m")
-        assert deck.lane_missed == missed + 1
+        assert deck.lane.missed == missed + 1
         deck.feed_input(b"n")
         terminal.feed(b"n")
-        assert deck.lane_missed == missed + 2  # tried again, missed again
-        assert deck.echo_frames == echoes
+        assert deck.lane.missed == missed + 2  # tried again, missed again
+        assert deck.lane.frames == echoes
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"mn"), 10, message="the echo, drawn by the loop")
 
@@ -113,11 +113,11 @@ def test_an_echo_left_to_the_loop_ends_the_wait_with_the_loops_frame(running):
 
 def test_output_of_a_pane_not_typed_into_is_the_loops(running):
     deck, port = running
-    echoes, frames = deck.echo_frames, deck.frames
+    echoes, frames = deck.lane.frames, deck.frames
     port.terminals["orchestrator"].feed(b"no key was typed")
-    assert deck.echo_frames == echoes
+    assert deck.lane.frames == echoes
     wait_until(lambda: deck.frames > frames, 10, message="the loop's frame")
-    assert deck.echo_frames == echoes
+    assert deck.lane.frames == echoes
 
 
 def test_the_lane_keeps_a_neighbours_waiting_output_for_its_frame(running):
@@ -136,14 +136,14 @@ def test_an_open_dialog_leaves_the_echo_to_the_loop(running):
     deck, port = running
     deck.feed_input(b"t")  # typed at the agent: its echo would take the lane
     deck.feed_input(b"\x02?")  # but the help dialog opens over the panes
-    wait_until(lambda: deck.overlay_kind == "help", 10)
-    echoes = deck.echo_frames
+    wait_until(lambda: deck.overlays.kind == "help", 10)
+    echoes = deck.lane.frames
     port.terminals["orchestrator"].feed(b"tQZX")
     _settled(deck)
-    assert deck.echo_frames == echoes
-    assert deck.overlay_kind == "help"  # the dialog is still what the client sees
+    assert deck.lane.frames == echoes
+    assert deck.overlays.kind == "help"  # the dialog is still what the client sees
     deck.feed_input(b"\x1b")
-    wait_until(lambda: deck.overlay is None, 10)
+    wait_until(lambda: deck.overlays.widget is None, 10)
 
 
 def test_the_lane_is_closed_while_nobody_is_attached(running):
@@ -151,9 +151,9 @@ def test_the_lane_is_closed_while_nobody_is_attached(running):
     deck.feed_input(b"d")
     deck.client_detached()
     wait_until(lambda: not deck.attached, 10)
-    echoes = deck.echo_frames
+    echoes = deck.lane.frames
     port.terminals["orchestrator"].feed(b"dQZX")
-    assert deck.echo_frames == echoes
+    assert deck.lane.frames == echoes
 
 
 def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(running):
@@ -182,7 +182,7 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
     end = time.monotonic() + 30
     try:
         i = 0
-        while i < 150 or (deck.echo_frames == 0 and time.monotonic() < end):
+        while i < 150 or (deck.lane.frames == 0 and time.monotonic() < end):
             key = bytes([rng.choice(b"abcdefghij")])
             deck.feed_input(key)
             port.terminals["orchestrator"].feed(key + (b"\r\n" if i % 20 == 19 else b""))
@@ -191,7 +191,7 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
     finally:
         stop.set()
         flooder.join(10)
-    assert deck.echo_frames > 0
+    assert deck.lane.frames > 0
     # Quiet (the same frame count for a while), the client fed all along.
     seen = [-1, 0.0]
 
@@ -201,7 +201,7 @@ def test_typing_beside_a_busy_loop_leaves_the_client_showing_the_last_frame(runn
             seen[:] = [deck.frames, time.monotonic()]
         return shown and time.monotonic() - seen[1] > 0.3
     wait_until(quiet_and_shown, 10, message="the client showing the deck's last frame")
-    with deck.drawing:
+    with deck.lane.drawing:
         fresh, _ = deck.render_base(120, 40, True)
     assert [raw for raw, _ in fresh] == [raw for raw, _ in deck.screen._painted]
 
@@ -220,13 +220,13 @@ def test_each_echo_frame_is_what_a_whole_render_gives(running):
         terminal.feed(echo + (b"\r\n" if i % 9 == 8 else b"")
                       + (b"\x1b[31mred\x1b[0m" if i % 13 == 0 else b""))
         _drain(deck)
-        with deck.drawing:
+        with deck.lane.drawing:
             painted = list(deck.screen._painted)
             whole, cursor = deck.render_base(120, 40, True)
         assert painted == whole, i
         assert deck.screen._painted_cursor == cursor, i
-    assert deck.echo_frames >= 80
-    assert deck.lane_rows >= 70  # joined row by row, not rendered whole
+    assert deck.lane.frames >= 80
+    assert deck.renderer.lane_rows >= 70  # joined row by row, not rendered whole
 
 
 def test_a_failing_lane_leaves_the_echo_to_the_loop(running, monkeypatch, caplog):
@@ -234,15 +234,15 @@ def test_a_failing_lane_leaves_the_echo_to_the_loop(running, monkeypatch, caplog
 
     def broken(*_args):
         raise RuntimeError("a bug in the lane")
-    monkeypatch.setattr(deck, "_echo_rows", broken)
+    monkeypatch.setattr(deck.renderer, "echo_rows", broken)
     deck.feed_input(b"f")
-    echoes = deck.echo_frames
+    echoes = deck.lane.frames
     port.terminals["orchestrator"].feed(b"fQZX")  # the lane fails on this thread ...
-    assert deck.echo_frames == echoes
+    assert deck.lane.frames == echoes
     assert "the echo lane failed" in caplog.text
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"fQZX"), 10, message="the echo, drawn by the loop")
-    wait_until(lambda: deck.lane_open, 10, message="the lane open again after a frame")
+    wait_until(lambda: deck.lane.open, 10, message="the lane open again after a frame")
 
 
 
@@ -251,11 +251,11 @@ def test_a_row_swapped_piece_by_piece_equals_the_row_joined_whole(running):
     that takes more bytes than the one it replaced moves the pieces right of
     it, and those are found where they moved to."""
     deck, _ = running
-    with deck.drawing:
+    with deck.lane.drawing:
         deck.render_base(120, 40, True)
-        y = next(y for y, held in enumerate(deck._rows_memo)
+        y = next(y for y, held in enumerate(deck.renderer.rows_memo)
                  if held is not None and len(held[0][0]) >= 3)
-        (pieces, side, width), _, _ = deck._rows_memo[y]
+        (pieces, side, width), _, _ = deck.renderer.rows_memo[y]
         frame = list(deck.screen._painted)
         swapped = 0
         for n, (x, was) in enumerate(sorted(pieces, key=lambda piece: piece[0])):
@@ -264,7 +264,7 @@ def test_a_row_swapped_piece_by_piece_equals_the_row_joined_whole(running):
                 continue  # no room for the text in its first run
             text = ("é" * (n + 1)).encode()  # wider in bytes, as wide in columns
             line = (text + raw[n + 1:], [("typed", len(text)), *runs[1:]])
-            assert deck._swap_row(frame, y, x, was, line)
+            assert deck.renderer.swap_row(frame, y, x, was, line)
             pieces = [(px, line if px == x else piece) for px, piece in pieces]
             row = join_pieces(sorted(pieces, key=lambda piece: piece[0]), width)
             if side is not None:

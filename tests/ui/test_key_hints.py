@@ -20,7 +20,7 @@ def test_the_gate_shows_every_key_at_80_columns(tmp_path):
     deck.loop.screen_size = (80, 24)
     deck.attached = True
     try:
-        deck._news(news.GateOpened(Task("T4", "release", "Tag v2",
+        deck.apply(news.GateOpened(Task("T4", "release", "Tag v2",
                                         state=TaskState.GATED).as_dict()))
         rows = [row.decode() for row in deck.loop.widget.render((80, 24), focus=True).text]
         text = "\n".join(rows)

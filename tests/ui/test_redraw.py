@@ -222,9 +222,9 @@ def test_the_clients_screen_is_what_the_deck_painted(running):
     deck.feed_input(b"\x02l")  # focus moves: titles and cursor change
     wait_until(lambda: shows("▸ coder"), 10, message="the new focus on the client")
     deck.feed_input(b"\x02?")  # the help dialog: a whole urwid frame ...
-    wait_until(lambda: deck.overlay_kind == "help", 10)
+    wait_until(lambda: deck.overlays.kind == "help", 10)
     deck.feed_input(b"\x1b")
-    wait_until(lambda: deck.overlay is None, 10)
+    wait_until(lambda: deck.overlays.widget is None, 10)
     port.terminals["coder"].feed(b"\x1b[2;1Hafter the dialog")  # ... then row by row again
     wait_until(lambda: shows("after the dialog"), 10, message="the frame after the dialog")
     assert deck.screen.rows_written > 0
@@ -237,12 +237,12 @@ def test_only_an_open_dialog_with_clocks_ticks(running):
     deck, _port = running
     gate = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
     deck.news(GateOpened(gate.as_dict()))
-    wait_until(lambda: deck.overlay_kind == "gate", 10)
+    wait_until(lambda: deck.overlays.kind == "gate", 10)
     wakeups = deck.wakeups
     time.sleep(3.5)  # the observation window: its clock ticks once a second
     assert 2 <= deck.wakeups - wakeups <= 5
     deck.feed_input(b"\x1b")  # dismissed: nothing ticks any more
-    wait_until(lambda: deck.overlay is None, 10)
+    wait_until(lambda: deck.overlays.widget is None, 10)
     _settled(deck, quiet=1.2)
     wakeups = deck.wakeups
     time.sleep(1.5)
@@ -289,8 +289,8 @@ def test_keys_typed_at_an_agent_draw_no_frame_of_their_own(running):
 def test_titles_are_built_again_only_when_what_they_show_changed(tmp_path, monkeypatch):
     deck = Deck(FakePort(tmp_path), 120, 40)
     built: list[str] = []
-    build = deck._build_title
-    monkeypatch.setattr(deck, "_build_title", lambda role, *a: built.append(role)
+    build = deck.renderer._build_title
+    monkeypatch.setattr(deck.renderer, "_build_title", lambda role, *a: built.append(role)
                         or build(role, *a))
     try:
         first = deck.render_base(120, 40, True)
@@ -319,14 +319,14 @@ def test_plain_keys_reach_the_agent_while_the_loop_is_busy(running):
     deck.feed_input(b"typed\r")
     assert port.typed("orchestrator") == b"typed\r"  # here, not on the loop
     release.set()
-    echoes = deck.echo_frames
+    echoes = deck.lane.frames
     port.terminals["orchestrator"].feed(b"typedQZX")  # the echo
     sent = _Sent(deck)
     wait_until(lambda: sent.has(b"typedQZX"), 10, message="the echo")
     # The pane counts as typed into, so its echo was not held to the frame
     # budget: drawn by the echo lane, or by the loop, which noted the typing
     # before the echo's wake-up.
-    assert deck.echo_frames > echoes or "orchestrator" in deck._typed
+    assert deck.lane.frames > echoes or "orchestrator" in deck.pacer.typed
 
 
 def test_keys_the_deck_acts_on_keep_their_order_and_meaning(running):
@@ -339,7 +339,7 @@ def test_keys_the_deck_acts_on_keep_their_order_and_meaning(running):
     release.set()
     wait_until(lambda: port.typed("orchestrator") == b"\x1b[Ax", 10)
     deck.feed_input(b"\x02")  # the prefix: what follows is the deck's
-    wait_until(lambda: deck.mode == "prefix", 10)
+    wait_until(lambda: deck.router.mode == "prefix", 10)
     deck.feed_input(b"z")
     _settled(deck)
     assert port.typed("orchestrator") == b"\x1b[Ax"

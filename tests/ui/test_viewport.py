@@ -70,11 +70,11 @@ def test_the_zoom_hides_the_sidebar_when_the_terminal_needs_the_width(tmp_path):
     deck.loop.screen_size = (100, 30)
     deck.attached = True
     try:
-        assert deck._areas(100, 30)[2] == 34  # the sidebar, unzoomed
+        assert deck.renderer.areas(100, 30)[2] == 34  # the sidebar, unzoomed
         keys(deck, b"\x02z")
-        assert deck._areas(100, 30) == (100, 29, 0)
+        assert deck.renderer.areas(100, 30) == (100, 29, 0)
         port.terminals["orchestrator"] = Terminal(60, 24)  # fits beside the sidebar
-        assert deck._areas(100, 30)[2] == 34
+        assert deck.renderer.areas(100, 30)[2] == 34
     finally:
         deck.stop()
         deck.screen.close()
