@@ -40,7 +40,6 @@ import sys
 import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,7 @@ from choragos.ui.deckcommands import CommandRunner, answered
 from choragos.ui.deckdraw import Frame, Renderer
 from choragos.ui.deckecho import EchoLane
 from choragos.ui.deckinput import Context, InputRouter, TypeKeys
-from choragos.ui.deckloop import DeckView, _Loop
+from choragos.ui.deckloop import DeckView, Mailbox, _Loop
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
 from choragos.ui.deckpace import FramePacer
@@ -120,10 +119,6 @@ class Deck:
         self._wakeups = 0
         self._parts(port)
         self.loop = None
-        self._inbox: deque = deque()
-        self._guard = threading.Lock()
-        self._wake_fd: int | None = None
-        self._wake_pending = False
         self._thread: threading.Thread | None = None
         self._ended = False  # the loop of the current thread is over (crashed)
         self._stopping = threading.Event()
@@ -131,9 +126,11 @@ class Deck:
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
         self._inputs_waiting = 0  # client bytes posted to the loop, not acted on yet
+        self._inputs_guard = threading.Lock()
 
     def _parts(self, port: SessionPort) -> None:
         """The deck's parts, each given what it needs."""
+        self.mailbox = Mailbox(self._redraw)
         self.router = InputRouter(self.keymap)
         self.pacer = FramePacer(self._pane_output, port.echo_drawn,
                                 lambda: self.client_backlog(), self._redraw)
@@ -171,7 +168,7 @@ class Deck:
     @property
     def wakeups(self) -> int:
         """Times the loop woke up for the deck (tests count them)."""
-        return self._wakeups + self.pacer.wakeups
+        return self.mailbox.wakeups + self._wakeups + self.pacer.wakeups
 
     # -- thread-safe entry points -------------------------------------------------
 
@@ -179,14 +176,7 @@ class Deck:
         """Run ``work`` on the loop's thread (it returns False when it needs no
         frame); a burst of posts costs one wake-up.  ``wake=False``: run it
         before whatever wakes the loop next, without waking it for this."""
-        with self._guard:
-            self._inbox.append(work)
-            if not wake or self._wake_pending or self._wake_fd is None:
-                return
-            self._wake_pending = True
-            fd = self._wake_fd
-        with contextlib.suppress(OSError):
-            os.write(fd, b"!")
+        self.mailbox.post(work, wake)
 
     def news(self, item: News) -> None:
         """A state change published by the session core."""
@@ -197,7 +187,7 @@ class Deck:
         the focused agent goes into its PTY from here; the rest is the deck's."""
         if self._keys_direct(data):
             return
-        with self._guard:
+        with self._inputs_guard:
             self._inputs_waiting += 1
         self.post(lambda: self._posted_input(data))
 
@@ -259,11 +249,7 @@ class Deck:
         self.loop = _Loop(self.view, build_palette(self.ui.theme), screen=self.screen,
                           handle_mouse=self.ui.mouse)
         self.loop.deck = self
-        with self._guard:
-            self._wake_fd = self.loop.watch_pipe(self._wake)
-            self._wake_pending = bool(self._inbox)
-            if self._inbox:
-                os.write(self._wake_fd, b"!")
+        self.mailbox.open(self.loop)
         self.sync()
         self.relayout()
         if self.attached:  # restarted after a crash: the client is still there
@@ -273,10 +259,7 @@ class Deck:
         finally:
             with self.lane.drawing:
                 self.lane.open = False
-            with self._guard:
-                fd, self._wake_fd = self._wake_fd, None
-            if fd is not None:
-                self.loop.remove_watch_pipe(fd)
+            self.mailbox.close(self.loop)
 
     def _write_crash(self, trace: str) -> None:
         try:
@@ -285,20 +268,6 @@ class Deck:
                           f"(server pid {os.getpid()})\n{trace}\n")
         except OSError:
             log.exception("cannot write %s", self.crash_log)
-
-    def _wake(self, _data: bytes) -> bool:
-        """Run the posted work; each item returns False when it needs no frame."""
-        self._wakeups += 1
-        with self._guard:
-            self._wake_pending = False
-            items = list(self._inbox)
-            self._inbox.clear()
-        redraw = False
-        for work in items:
-            redraw = work() is not False or redraw
-        if redraw:
-            self.dirty = True
-        return True
 
     def _exit(self) -> None:
         raise urwid.ExitMainLoop()
@@ -518,7 +487,7 @@ class Deck:
 
     def _direct_target(self) -> str | None:
         """The focused role when the deck would pass plain keys straight to it."""
-        with self._guard:
+        with self._inputs_guard:
             if self._inputs_waiting:
                 return None  # earlier bytes first
         if (not self.attached or self.overlays.editor is not None
@@ -535,7 +504,7 @@ class Deck:
         try:
             return self.keys(data)
         finally:
-            with self._guard:
+            with self._inputs_guard:
                 self._inputs_waiting -= 1
 
     def keys(self, data: bytes) -> bool | None:

@@ -3,7 +3,8 @@
 Keys typed at the agents go to their PTYs; the mouse goes to a pane, the
 sidebar or the open dialog; scrollback, search and border moves change
 the focused pane and the tiling; and each ``[keys]`` action has a method
-``act_<name>`` (the names match ``config.KEY_ACTIONS``).
+``act_<name>`` (the names match ``config.KEY_ACTIONS``), but the resize
+mode, which is the router's own.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class Actions:
             return
         name, button, x, y = intent.event
         state = self.model.state
-        body_w, body_h, side = self.renderer.areas(*self.renderer.screen.get_cols_rows())
+        body_w, body_h, side = self.renderer.screen_areas()
         if side and x >= body_w and "press" in name and button == 1:
             self._sidebar_click(y)
             return
@@ -221,7 +222,7 @@ class Actions:
         self._user_focus(close)
 
     def _move(self, direction: str) -> None:
-        body_w, body_h, _ = self.renderer.areas(*self.renderer.screen.get_cols_rows())
+        body_w, body_h, _ = self.renderer.screen_areas()
         self._user_focus(lambda: self.model.state.layout.move_focus(direction, body_w, body_h))
 
     def act_focus_pane_left(self) -> None:

@@ -59,6 +59,10 @@ class Renderer:
             side = 0
         return cols - side, max(rows - 1, 0), side
 
+    def screen_areas(self) -> tuple[int, int, int]:
+        """:meth:`areas` at the screen's size now."""
+        return self.areas(*self.screen.get_cols_rows())
+
     def _zoom_needs_room(self, body_w: int) -> bool:
         """A zoomed pane shows its terminal whole where the screen allows:
         the sidebar makes way when the terminal is wider than the body."""
@@ -70,8 +74,7 @@ class Renderer:
 
     def relayout(self) -> None:
         """Send every shown pane's size to its role, as the next frame will draw it."""
-        cols, rows = self.screen.get_cols_rows()
-        body_w, body_h, _ = self.areas(cols, rows)
+        body_w, body_h, _ = self.screen_areas()
         geometry = self.model.state.layout.geometry(body_w, body_h)
         for role, rect in geometry.tiles.items():
             self._pane_size(role, rect.w, rect.h - 1)

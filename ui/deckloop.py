@@ -1,11 +1,16 @@
-"""The deck's urwid glue: the main loop, which draws only for an attached
-client and only when something changed, and the widget the deck is drawn
-as (tiles, sidebar and status line as one canvas).
+"""The deck's loop: the urwid main loop, which draws only for an attached
+client and only when something changed; the widget the deck is drawn as
+(tiles, sidebar and status line as one canvas); and the mailbox through
+which other threads hand the loop work.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -85,3 +90,59 @@ class DeckView(urwid.Widget):
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         return key
+
+
+class Mailbox:
+    """Work posted to the loop's thread from any thread, woken through one
+    ``watch_pipe``: a burst of posts costs one wake-up.  ``redraw()`` is
+    called after a wake-up whose work changed what is shown."""
+
+    def __init__(self, redraw: Callable[[], None]) -> None:
+        self.redraw = redraw
+        self.wakeups = 0  # times the loop woke up for posted work
+        self._inbox: deque = deque()
+        self._guard = threading.Lock()
+        self._wake_fd: int | None = None
+        self._wake_pending = False
+
+    def post(self, work: Callable[[], bool | None], wake: bool = True) -> None:
+        """Run ``work`` on the loop's thread (it returns False when it needs no
+        frame).  ``wake=False``: run it before whatever wakes the loop next,
+        without waking it for this."""
+        with self._guard:
+            self._inbox.append(work)
+            if not wake or self._wake_pending or self._wake_fd is None:
+                return
+            self._wake_pending = True
+            fd = self._wake_fd
+        with contextlib.suppress(OSError):
+            os.write(fd, b"!")
+
+    def open(self, loop: urwid.MainLoop) -> None:
+        """Deliver to ``loop`` (before it runs); work posted meanwhile wakes it."""
+        with self._guard:
+            self._wake_fd = loop.watch_pipe(self._wake)
+            self._wake_pending = bool(self._inbox)
+            if self._inbox:
+                os.write(self._wake_fd, b"!")
+
+    def close(self, loop: urwid.MainLoop) -> None:
+        """``loop`` ended: posts wait for the next one."""
+        with self._guard:
+            fd, self._wake_fd = self._wake_fd, None
+        if fd is not None:
+            loop.remove_watch_pipe(fd)
+
+    def _wake(self, _data: bytes) -> bool:
+        """Run the posted work; each item returns False when it needs no frame."""
+        self.wakeups += 1
+        with self._guard:
+            self._wake_pending = False
+            items = list(self._inbox)
+            self._inbox.clear()
+        redraw = False
+        for work in items:
+            redraw = work() is not False or redraw
+        if redraw:
+            self.redraw()
+        return True
