@@ -53,8 +53,6 @@ from choragos.ui import reducer
 from choragos.ui.deckactions import Actions
 from choragos.ui.deckbase import (
     COMMAND_TIMEOUT,
-    ESC_WAIT,
-    FAST_WINDOW,
     FRAME,
     MESSAGE_TIME,
     OVERLAY_REFRESH,
@@ -67,7 +65,8 @@ from choragos.ui.deckboard import TaskDialogs
 from choragos.ui.deckcommands import CommandRunner, answered
 from choragos.ui.deckdraw import Frame, Renderer
 from choragos.ui.deckecho import EchoLane
-from choragos.ui.deckinput import Context, InputRouter, TypeKeys
+from choragos.ui.deckinput import InputRouter
+from choragos.ui.deckkeys import KeyPath
 from choragos.ui.deckloop import DeckView, Mailbox, _Loop
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
@@ -125,15 +124,13 @@ class Deck:
         self._flush_alarm: Any = None
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
-        self._inputs_waiting = 0  # client bytes posted to the loop, not acted on yet
-        self._inputs_guard = threading.Lock()
 
     def _parts(self, port: SessionPort) -> None:
         """The deck's parts, each given what it needs."""
-        self.mailbox = Mailbox(self._redraw)
+        self.mailbox = Mailbox(self.redraw)
         self.router = InputRouter(self.keymap)
         self.pacer = FramePacer(self._pane_output, port.echo_drawn,
-                                lambda: self.client_backlog(), self._redraw)
+                                lambda: self.client_backlog(), self.redraw)
         self.renderer = Renderer(self.model, port, self.screen, self.pacer)
         self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn)
         self.commands = CommandRunner(port, self)
@@ -145,6 +142,8 @@ class Deck:
         self.overlays.on_open = self._schedule_overlay_refresh
         self.actions = Actions(self.model, port, self.keymap, self, self.overlays,
                                self.dialogs, self.commands, self.renderer, self.pacer)
+        self.keypath = KeyPath(self.model, port, self.router, self.actions, self.overlays,
+                               self.pacer, self, lambda: self.attached)
 
     @property
     def loop(self) -> _Loop | None:
@@ -153,7 +152,7 @@ class Deck:
 
     @loop.setter
     def loop(self, loop: _Loop | None) -> None:
-        self._loop = self.pacer.loop = self.overlays.loop = loop
+        self._loop = self.pacer.loop = self.overlays.loop = self.keypath.loop = loop
 
     @property
     def state(self) -> DeckState:
@@ -185,11 +184,7 @@ class Deck:
     def feed_input(self, data: bytes) -> None:
         """The client's bytes (on the attach pump's thread).  Plain typing for
         the focused agent goes into its PTY from here; the rest is the deck's."""
-        if self._keys_direct(data):
-            return
-        with self._inputs_guard:
-            self._inputs_waiting += 1
-        self.post(lambda: self._posted_input(data))
+        self.keypath.feed(data)
 
     def client_attached(self, info: ClientInfo) -> None:
         self.post(lambda: self._attach(info))
@@ -283,7 +278,7 @@ class Deck:
             self.dirty = True
         return self.loop.set_alarm_in(seconds, fire)
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
         self.dirty = True
 
     # -- attach / detach ------------------------------------------------------------
@@ -453,92 +448,3 @@ class Deck:
                     self.message = None
             with contextlib.suppress(Exception):  # a loop that is gone: drawn away later
                 self._later(seconds, expire)
-
-    # -- input ---------------------------------------------------------------------------
-
-    def _keys_direct(self, data: bytes) -> bool:
-        """On the attach pump's thread: plain typing for the focused agent,
-        with nothing else going on in the deck (no dialog, prefix, scroll,
-        broadcast, key sequence or earlier input in progress), is written to
-        its PTY right here; the keystroke's echo then waits for no hand-over
-        to the deck's thread.  False: the deck's loop must act on ``data``."""
-        if not self.router.plain(data):
-            return False
-        role = self._direct_target()
-        if role is None:
-            return False
-        # The neighbours are held first, so none of them takes the interpreter
-        # while the keys are written; the rest is noted while the agent works
-        # on its echo, which takes far longer than these lines.  (Should the
-        # echo win all the same, it is drawn by the loop: later, never lost.)
-        self.port.expect_echo(role, len(data))
-        self.port.type_keys(role, data)
-        self.pacer.echo_until[role] = time.monotonic() + FAST_WINDOW
-        # Acted on before the echo's wake-up (the echo is then drawn at once,
-        # as for keys typed through the loop), without a wake-up of its own
-        # competing with the echo's way back.
-        self.post(lambda: self._typed_at(role), wake=False)
-        return True
-
-    def _typed_at(self, role: str) -> bool:
-        """What typing through the loop notes, for keys written directly."""
-        self.actions.typed([role])
-        return False
-
-    def _direct_target(self) -> str | None:
-        """The focused role when the deck would pass plain keys straight to it."""
-        with self._inputs_guard:
-            if self._inputs_waiting:
-                return None  # earlier bytes first
-        if (not self.attached or self.overlays.editor is not None
-                or self.overlays.widget is not None or not self.router.idle
-                or self.state.broadcast):
-            return None
-        role = self.state.layout.focus
-        pane = self.state.panes.get(role) if role else None
-        if role is None or (pane is not None and pane.scroll is not None):
-            return None
-        return role if self.port.terminal(role) is not None else None
-
-    def _posted_input(self, data: bytes) -> bool | None:
-        try:
-            return self.keys(data)
-        finally:
-            with self._inputs_guard:
-                self._inputs_waiting -= 1
-
-    def keys(self, data: bytes) -> bool | None:
-        """Act on the client's keys; False when they only went to agents: the
-        deck shows nothing new then, and the echo brings its own frame (drawing
-        one here would hold the interpreter while the echo is on its way)."""
-        typed_only = True
-        for token in self.router.tokens(data):
-            typed_only = self.key(token) and typed_only
-        self._arm_flush()
-        return False if typed_only and not self.router.pending else None
-
-    def key(self, token: k.Token) -> bool:
-        """Route one key and carry it out; True when it was only typed at the agents."""
-        focus = self.state.layout.focus
-        pane = self.state.panes.get(focus) if focus else None
-        context = Context(editing=self.overlays.editor is not None,
-                          dialog=self.overlays.widget is not None,
-                          scrolling=pane is not None and pane.scroll is not None)
-        mode = self.router.mode
-        intent = self.router.route(token, context)
-        if intent is None:
-            return False
-        self.actions.do(intent)
-        return isinstance(intent, TypeKeys) and self.router.mode == mode
-
-    def _arm_flush(self) -> None:
-        if self._flush_alarm is not None:
-            self.loop.remove_alarm(self._flush_alarm)
-            self._flush_alarm = None
-        if self.router.pending:
-            def flush(_loop: Any, _data: Any) -> None:
-                self._flush_alarm = None
-                for token in self.router.flush():
-                    self.key(token)
-                self.dirty = True
-            self._flush_alarm = self.loop.set_alarm_in(ESC_WAIT, flush)

@@ -57,6 +57,9 @@ class DeckHost(Protocol):
     def relayout(self) -> None:
         """The tiling changed: tell the panes their sizes."""
 
+    def redraw(self) -> None:
+        """What is shown changed: draw a frame."""
+
     def sync(self) -> None:
         """Ask the core for the whole picture again."""
 

@@ -96,9 +96,9 @@ def drain(deck: Deck) -> bytes:
 
 
 def keys(deck: Deck, data: bytes) -> None:
-    deck.keys(data)
+    deck.keypath.keys(data)
     for token in deck.router.flush():  # as the deck's flush alarm does
-        deck.key(token)
+        deck.keypath.key(token)
 
 
 def test_every_role_has_a_pane_and_a_card(deck):
