@@ -234,7 +234,7 @@ class Deck:
             self._write_crash(trace)
             self.on_crash(f"the deck crashed; traceback in {self.crash_log}")
             self.overlays.drop()
-            self.router.mode = "normal"
+            self.router.reset()
             self.say(f"the deck crashed and restarted; traceback in {self.crash_log}",
                      "failed")
             self._ended = True
@@ -253,7 +253,7 @@ class Deck:
             self.loop.run()
         finally:
             with self.lane.drawing:
-                self.lane.open = False
+                self.lane.close()
             self.mailbox.close(self.loop)
 
     def _write_crash(self, trace: str) -> None:
@@ -295,7 +295,7 @@ class Deck:
             self.loop.screen_size = None
         self.attached = True
         self.dirty = True
-        self.pacer.changed.clear()
+        self.pacer.forget()
         self.relayout()
         self.dialogs.show_next_gate()
         self._schedule_overlay_refresh()
@@ -312,8 +312,8 @@ class Deck:
 
     def _detach(self) -> None:
         self.attached = False
-        self.lane.open = False
-        self.router.mode = "normal"
+        self.lane.close()
+        self.router.reset()
         self.pacer.stop()
         if self._overlay_alarm is not None and self.loop is not None:
             self.loop.remove_alarm(self._overlay_alarm)

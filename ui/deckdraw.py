@@ -166,7 +166,7 @@ class Renderer:
             held = pane.cached(width, height, focused, colors, terminal)
             if held is not None:
                 return held
-        self.pacer.changed.discard(role)
+        self.pacer.taken(role)
         if terminal is not None:
             self.pacer.watch(role, terminal)
             terminal.take_dirty()
@@ -281,7 +281,7 @@ class Renderer:
         rect, focused, old = placed
         if not focused:
             return None
-        self.pacer.changed.discard(role)
+        self.pacer.taken(role)
         terminal.take_dirty()
         lines, pane_cursor = self.model.state.pane(role).content(
             terminal, rect.w, rect.h - 1, focused=True, colors=self.screen.colors)

@@ -55,6 +55,10 @@ class EchoLane:
         self.frames = 0  # frames the echo lane drew
         self.missed = 0  # echoes left to the loop because it held the lock
 
+    def close(self) -> None:
+        """No echo frame until the loop drew one for an attached client."""
+        self.open = False
+
     def locked(self, callback: Callable[..., Any]) -> Callable[..., Any]:
         """``callback`` run under the drawing lock; a crash closes the lane
         first (the loop is going down, and its screen with it)."""

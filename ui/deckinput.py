@@ -120,6 +120,10 @@ class InputRouter:
         self.tokenizer = k.Tokenizer()
         self.mode = NORMAL
 
+    def reset(self) -> None:
+        """Back to the normal key mode (the client left, or the loop crashed)."""
+        self.mode = NORMAL
+
     @property
     def pending(self) -> bool:
         """Bytes of a key cut off at the end of a read wait for more (or for flush)."""

@@ -10,13 +10,12 @@ moment, and carried out by the actions (``ui/deckactions.py``).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from choragos.ui import keys as k
 from choragos.ui.deckactions import Actions
-from choragos.ui.deckbase import ESC_WAIT, FAST_WINDOW, DeckHost, SessionPort
+from choragos.ui.deckbase import ESC_WAIT, DeckHost, SessionPort
 from choragos.ui.deckinput import Context, InputRouter, TypeKeys
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
@@ -67,7 +66,7 @@ class KeyPath:
         # echo win all the same, it is drawn by the loop: later, never lost.)
         self.port.expect_echo(role, len(data))
         self.port.type_keys(role, data)
-        self.pacer.echo_until[role] = time.monotonic() + FAST_WINDOW
+        self.pacer.typed_directly(role)
         # Acted on before the echo's wake-up (the echo is then drawn at once,
         # as for keys typed through the loop), without a wake-up of its own
         # competing with the echo's way back.

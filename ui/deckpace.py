@@ -57,6 +57,18 @@ class FramePacer:
         """``role`` was typed into just now: its output is likely the echo."""
         return self.echo_until.get(role, 0.0) > time.monotonic()
 
+    def typed_directly(self, role: str) -> None:
+        """Keys went straight to ``role``'s PTY: its echo may take the lane."""
+        self.echo_until[role] = time.monotonic() + FAST_WINDOW
+
+    def taken(self, role: str) -> None:
+        """``role``'s output is being drawn: it waits for no frame."""
+        self.changed.discard(role)
+
+    def forget(self) -> None:
+        """A new client gets a whole frame: no pane waits for one."""
+        self.changed.clear()
+
     def note_typed(self, targets: list[str | None]) -> None:
         """The user is typing into ``targets``: their echo is drawn at once."""
         until = time.monotonic() + FAST_WINDOW
