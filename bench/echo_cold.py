@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.common import emit  # noqa: E402
 from choragos.terminal import Terminal  # noqa: E402
-from choragos.ui import deckecho, pane, ptyscreen  # noqa: E402
+from choragos.ui import deckdraw, deckecho, pane, ptyscreen  # noqa: E402
 from choragos.vtparse import VTParser  # noqa: E402
 from tests.ui.test_redraw import _running_deck  # noqa: E402
 
@@ -41,8 +41,8 @@ EVICT = 48 << 20  # bytes written between echoes: more than the caches hold
 SKIP = 20  # first echoes left out (the harness warming up)
 
 # Parts timed inside the feed: (name, class, method).
-PARTS = (("parse", VTParser, "feed"), ("lane", deckecho.DeckEcho, "echo_lane"),
-         ("pane rows", pane.PaneView, "content"), ("row swap", deckecho.DeckEcho, "_swap_row"),
+PARTS = (("parse", VTParser, "feed"), ("lane", deckecho.EchoLane, "draw"),
+         ("pane rows", pane.PaneView, "content"), ("row swap", deckdraw.Renderer, "swap_row"),
          ("paint", ptyscreen.PtyScreen, "paint"))
 
 
