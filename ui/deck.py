@@ -121,7 +121,6 @@ class Deck:
         self._thread: threading.Thread | None = None
         self._ended = False  # the loop of the current thread is over (crashed)
         self._stopping = threading.Event()
-        self._flush_alarm: Any = None
         self._overlay_alarm: Any = None  # the open dialog's clock
         self._told_tmux = False
 
@@ -179,7 +178,7 @@ class Deck:
 
     def news(self, item: News) -> None:
         """A state change published by the session core."""
-        self.post(lambda: self.apply(item))
+        self.post(lambda: self._news(item))
 
     def feed_input(self, data: bytes) -> None:
         """The client's bytes (on the attach pump's thread).  Plain typing for
@@ -385,6 +384,10 @@ class Deck:
         self._schedule_overlay_refresh()
 
     # -- news and what the deck says -------------------------------------------------
+
+    def _news(self, item: News) -> None:
+        """The news applied; what it changed is drawn (even with no effect)."""
+        self.apply(item)
 
     def apply(self, item: reducer.Item) -> bool:
         """Reduce ``item`` into the model and carry out its effects; True when there were any."""

@@ -153,6 +153,18 @@ def test_an_idle_attached_deck_does_not_wake(running):
     assert deck.frames - frames == 1
 
 
+def test_news_without_effects_is_drawn_too(running):
+    """A view that only changes what a card or the status line shows asks
+    for no effect; the deck draws it all the same."""
+    from choragos import news
+
+    deck, _ = running
+    _settled(deck)
+    sent = _Sent(deck)
+    deck.news(news.GatewayChanged("down"))
+    wait_until(lambda: sent.has(b"gateway down"), 10, message="the news drawn")
+
+
 def test_one_changed_row_sends_the_client_about_one_row(running):
     deck, port = running
     port.terminals["orchestrator"].feed(b"\x1b[10;1Hhello there")
