@@ -6,7 +6,8 @@ charged to) or ``http://<addr>/agent/<role>/<api path>`` (one run on its
 own).  The request
 goes to the vendor's endpoint for that path with the agent's own headers
 (its key included: the gateway keeps and logs none of them), and the answer
-streams back as it arrives, one socket write per piece read.  On the way
+streams back as it arrives, one socket write per piece read (a chunked
+answer with the upstream's own framing: :mod:`choragos.chunked`).  On the way
 past, a :class:`~choragos.usage.UsageMeter` reads the usage, which lands in
 a :class:`~choragos.gatewaymetrics.Tally` served on ``/metrics``.
 
@@ -39,6 +40,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from choragos import budgetgate, streamcut
 from choragos.budgetgate import BudgetGate
+from choragos.chunked import BrokenFraming, ChunkedBody
 from choragos.fdwait import wait_ready
 from choragos.gatewaylabels import UNKNOWN
 from choragos.gatewaymetrics import CONTENT_TYPE, Tally, exposition
@@ -53,6 +55,7 @@ log = logging.getLogger("choragos.gateway")
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 600.0   # between two reads: a model may think for minutes
 PIECE = 65536
+RAW_PIECE = 1 << 18    # one read of a chunked answer passed on as it came (see _pass_chunked)
 MAX_DRAIN = 16 << 20   # a refused request's body is read off up to this, else the line is closed
 
 DEFAULT_UPSTREAMS: Mapping[str, str] = {
@@ -401,7 +404,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.tally.persist()
 
         cut = self._cutter(role, route, response, meter, chunked)
-        kind = self._stream(response, chunked, meter, settle, kept, cut) if has_body else ""
+        if not has_body:
+            kind = ""
+        elif chunked and response.chunked and cut is None and kept is None:
+            kind = self._pass_chunked(response, meter, settle)
+        else:
+            kind = self._stream(response, chunked, meter, settle, kept, cut)
         if kind or response.will_close or not response.isclosed():
             self._drop_upstream()
         settle(kind)
@@ -465,6 +473,41 @@ class _Handler(BaseHTTPRequestHandler):
                 return ""
             if meter is not None and not last:
                 meter.feed(data)
+
+    def _pass_chunked(self, response: HTTPResponse, meter: UsageMeter | None,
+                      settle: Callable[[str], None]) -> str:
+        """Relay a chunked answer as it came, one write per read, its framing
+        followed on the way (:mod:`choragos.chunked`); the kind of error that cut
+        it short, or ''.  As in :meth:`_stream`, each piece is read for usage
+        once written, and the end is written once the answer is counted."""
+        body = ChunkedBody()
+        read, write = response.fp.read1, self.wfile.write
+        while not body.ended:
+            try:
+                data = read(RAW_PIECE)
+                if not data:
+                    raise BrokenFraming("the upstream closed the stream before its end")
+                out, payload = body.feed(data)
+            except (OSError, BrokenFraming):
+                self.close_connection = True  # the agent sees the stream end unfinished
+                return "upstream_broken"
+            try:
+                if out:
+                    write(out)
+            except OSError:
+                self.close_connection = True
+                return "client_gone"
+            if meter is not None and payload:
+                meter.feed(payload)
+        if not body.extra:  # else what came after the end is not ours: the line is dropped
+            response.close()
+        settle("")
+        try:
+            write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
+            return "client_gone"
+        return ""
 
     def _relay_events(self, data: bytes, meter: UsageMeter, cut: Cut,
                       settle: Callable[[str], None]) -> str | None:

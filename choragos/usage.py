@@ -37,6 +37,10 @@ ANTHROPIC, OPENAI, GEMINI = "anthropic", "openai", "gemini"
 
 Counts = dict[str, int]
 _MARK = b'"usage'  # in every event that carries usage: "usage", "usageMetadata"
+# What a piece is searched for before its lines are looked at: every byte of a
+# stream is searched, and without the quote the search skips further per step
+# (the quote is frequent in JSON); a line with it is then tested for _MARK.
+_HINT = b"usage"
 
 
 @dataclass
@@ -122,6 +126,7 @@ class UsageMeter:
     counts: Counts = field(default_factory=dict)
     problem: str = ""
     _partial: bytearray = field(default_factory=bytearray)
+    _hinted: bool = False  # the open line (_partial) holds _HINT
     _skipping: bool = False
     _dead: bool = False  # nothing more can be read from this body
     _decoder: Any = None
@@ -169,7 +174,7 @@ class UsageMeter:
             self._fail(f"body over {MAX_JSON} bytes; its usage was not read")
 
     def _lines(self, data: bytes) -> None:
-        if not self._skipping and not self._mentions_usage(data):
+        if not self._skipping and not self._hinted and not self._hints(data):
             # Fast path: no line ending here can carry usage; keep only the open line.
             cut = data.rfind(b"\n")
             if cut >= 0:
@@ -186,19 +191,26 @@ class UsageMeter:
                 self._partial += data[start:end]
                 self._line(bytes(self._partial))
             self._partial.clear()
+            self._hinted = False
             start = end + 1
         if self._skipping:
             return
-        self._partial += data[start:]
+        rest = data[start:]
+        # Whether the open line holds the hint, found without searching it again
+        # (a long line, kept over many pieces, would be searched once per piece).
+        self._hinted = self._hinted or self._hints(rest)
+        self._partial += rest
         if len(self._partial) > MAX_LINE:
             self._partial.clear()
+            self._hinted = False
             self._skipping = True  # drop the rest of this line, keep reading the stream
             self.problem = self.problem or f"an event line over {MAX_LINE} bytes was skipped"
 
-    def _mentions_usage(self, data: bytes) -> bool:
-        # The open line may hold the marker, or the marker may straddle the cut.
-        return (_MARK in data or _MARK in self._partial
-                or _MARK in bytes(self._partial[-len(_MARK):]) + data[:len(_MARK)])
+    def _hints(self, data: bytes) -> bool:
+        """Whether ``data``, or the open line's end and ``data``'s start (the hint
+        cut in two), holds the hint."""
+        edge = len(_HINT) - 1
+        return _HINT in data or _HINT in bytes(self._partial[-edge:]) + data[:edge]
 
     def _line(self, line: bytes) -> None:
         # Cheap test first: most lines are content deltas that never mention usage.

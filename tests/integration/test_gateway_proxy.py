@@ -166,6 +166,43 @@ def test_chat_completions_stream_byte_for_byte_and_unbuffered():
         upstream.close()
 
 
+def _chunk_sizes(raw: bytes) -> list[int]:
+    """The chunk sizes of a whole chunked body, as framed on the wire."""
+    sizes, pos = [], 0
+    while True:
+        eol = raw.index(b"\r\n", pos)
+        size = int(raw[pos:eol], 16)
+        sizes.append(size)
+        if size == 0:
+            return sizes
+        pos = eol + 2 + size + 2
+
+
+def test_the_agent_reads_the_upstreams_own_chunks_and_a_split_usage_is_counted():
+    # Chunks bigger than a socket reader's buffer, and the usage key cut in two by the
+    # framing: the agent must get each chunk as the upstream framed it (one write per
+    # read, not one chunk per buffer-sized piece), and the meter the payload joined.
+    big = [b'data: {"choices":[{"delta":{"content":"' + b"y" * 20000 + b'"}}]}\n\n'] * 3
+    split = CHAT[2].index(b"usage") + 2
+    pieces = [CHAT[0], *big, CHAT[2][:split], CHAT[2][split:], CHAT[3]]
+    upstream = ScriptedUpstream(pieces)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            with socket.create_connection(gw.server_address[:2], timeout=20) as raw:
+                raw.sendall(b"POST /agent/coder/v1/chat/completions HTTP/1.1\r\n"
+                            b"Host: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                answer = b""
+                while piece := raw.recv(65536):
+                    answer += piece
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert b"Transfer-Encoding: chunked" in head
+            assert _chunk_sizes(body) == [len(p) for p in pieces] + [0]
+            assert tokens(gw) == {"coder": {"gpt-chat-test": {
+                "input": 500, "output": 33, "cache_read": 400, "cache_creation": 0}}}
+    finally:
+        upstream.close()
+
+
 def test_a_gzip_body_is_passed_on_compressed_and_still_counted():
     body = json.dumps({"id": "c2", "object": "chat.completion", "model": "gpt-zip",
                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()

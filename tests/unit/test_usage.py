@@ -100,3 +100,38 @@ def test_unreadable_bodies_say_why(encoding, body, problem):
     reading = meter.close()
     assert problem in reading.problem and reading.counts == {}
     assert reading.model == "unknown"
+
+
+class _Searched(bytearray):
+    """An open line that counts how often it is searched whole."""
+
+    searches = 0
+
+    def __contains__(self, item: object) -> bool:
+        type(self).searches += 1
+        return super().__contains__(item)
+
+
+@pytest.mark.parametrize("mark_at", ["start", "end", "cut"])
+def test_a_long_line_is_searched_once_not_once_per_piece(mark_at):
+    # OpenAI's response.completed repeats the whole output on one line: kept over
+    # many pieces, it must not be searched again with each (quadratic in its length).
+    filler = b"x" * 4000
+    usage = b'"usage":{"input_tokens":9,"output_tokens":4}'
+    head = b'data: {"type":"response.completed","response":{"model":"gpt",'
+    pieces = [head + (usage + b"," if mark_at == "start" else b"")] + [filler] * 200
+    tail = b',"pad":1' + (b"," + usage if mark_at != "start" else b"") + b"}}\n\n"
+    if mark_at == "cut":  # the hint cut in two by the piece boundary
+        cut = tail.index(b"usage") + 3
+        pieces += [tail[:cut], tail[cut:]]
+    else:
+        pieces.append(tail)
+    pieces[1:201] = [b'"text":"' + filler] + [filler] * 198 + [filler + b'"']
+    meter = UsageMeter("openai", SSE)
+    meter._partial = _Searched()
+    _Searched.searches = 0
+    for piece in pieces:
+        meter.feed(piece)
+    reading = meter.close()
+    assert reading.counts == {"input": 9, "output": 4, "cache_read": 0}, reading.problem
+    assert _Searched.searches == 0
