@@ -1,12 +1,12 @@
 """What every socket-talking verb shares: arguments, sending, printing.
 
 Exit codes: 0 success, 1 the session refused, 2 bad arguments, 3 no usable
-answer from a session.  Standard library only (the verbs must start fast).
+answer from a session.  Standard library only (the verbs must start fast);
+argparse only once a verb builds its parser (:mod:`choragos.cli._argparser`).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import stat
 import sys
@@ -15,14 +15,16 @@ from contextlib import suppress
 from pathlib import Path
 
 from choragos import commands, paths, wire
-from choragos.durations import format_duration
+from choragos.cli._quickargs import VALUE, Option
+from choragos.cli._quickargs import add as add_options
 from choragos.inert import inert  # the verbs say _client.inert
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from argparse import ArgumentParser
     from collections.abc import Callable, Sequence
-    from typing import Any, NoReturn
+    from typing import Any
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -38,76 +40,24 @@ class Failure(Exception):
         self.message = message
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit status 2, with a
-    "did you mean" for a mistyped option or choice."""
-
-    words: Sequence[str] = ()
-
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None
-                         ) -> tuple[argparse.Namespace, list[str]]:
-        self.words = list(sys.argv[1:] if args is None else args)  # for error's suggestion
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message: str) -> NoReturn:
-        raise Failure(EXIT_USAGE, f"{message}{_did_you_mean(self, message)} "
-                                  f"(see `{self.prog} --help`)")
-
-
-def _did_you_mean(made: _Parser, message: str) -> str:
-    """`` (did you mean --task?)`` for a mistyped option (whatever argparse
-    complained of first, a missing required one included) or choice."""
-    options = list(made._option_string_actions)
-    unknown = [w.split("=", 1)[0] for w in made.words
-               if w.startswith("-") and w.split("=", 1)[0] not in options]
-    if "invalid choice: " in message:
-        unknown = [message.split("invalid choice: ", 1)[1].split(" (", 1)[0].strip("'")]
-        options = [c for a in made._actions for c in (a.choices or ()) if isinstance(c, str)]
-    if not unknown:
-        return ""
-    import difflib  # only on the error path: the agents' verbs start fast
-
-    for word in unknown:
-        close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-        if close:
-            return f" ({word}: did you mean {close[0]}?)"
-    return ""
-
-
-class Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help text sized without shutil, which argparse would import otherwise
-    on every run (help or not) just to ask for the terminal width."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
-
-
-def _columns() -> int:
-    with suppress(ValueError):
-        return int(os.environ.get("COLUMNS", ""))
-    with suppress(OSError):
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    return 80
-
-
-def bare_parser(verb: str, description: str) -> argparse.ArgumentParser:
+def bare_parser(verb: str, description: str) -> ArgumentParser:
     """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`,
     its examples (choragos/commands.py) under its ``--help``."""
-    declared = commands.VERBS.get(verb)
-    examples = declared.examples if declared is not None else ()
-    epilog = ("example" + "s" * (len(examples) > 1) + ":\n"
-              + "".join(f"  {line}\n" for line in examples)) if examples else None
-    return _Parser(prog=f"choragos {verb}", description=description, epilog=epilog,
-                   formatter_class=Formatter)
+    from choragos.cli._argparser import made_parser  # argparse: only when a verb parses
+
+    return made_parser(verb, description)
 
 
-def parser(verb: str, description: str) -> argparse.ArgumentParser:
+# The shared ``--sock`` option (see :func:`parser`).
+SOCK = Option("--sock", VALUE, metavar="PATH",
+              help="control socket (default: $CHORAGOS_SOCK, else this directory's or the "
+                   "nearest parent's session)")
+
+
+def parser(verb: str, description: str) -> ArgumentParser:
     """A parser for ``choragos VERB`` with the shared ``--sock`` option."""
     made = bare_parser(verb, description)
-    made.add_argument("--sock", metavar="PATH",
-                      help="control socket (default: $CHORAGOS_SOCK, else this "
-                           "directory's or the nearest parent's session)")
+    add_options(made, [SOCK])
     return made
 
 
@@ -316,6 +266,8 @@ def duration(value: object) -> str:
     """Seconds as a compact duration (``45s``, ``12m5s``, ``1h5m``); text as is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return inert(value) if value not in (None, "") else "-"
+    from choragos.durations import format_duration  # the agents' verbs show none
+
     return format_duration(int(value))
 
 

@@ -12,6 +12,7 @@ import importlib
 
 from choragos import __version__, commands
 from choragos.cli import _client
+from choragos.cli._argparser import Formatter
 
 
 def verb_parser(name: str) -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def root_parser(only: str | None = None) -> argparse.ArgumentParser:
         verbs.add_parser(name, help=verb.help, parents=parents, add_help=not parents,
                          description=parents[0].description if parents else verb.help,
                          epilog=parents[0].epilog if parents else None,
-                         formatter_class=_client.Formatter)
+                         formatter_class=Formatter)
     return root
 
 

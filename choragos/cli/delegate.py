@@ -1,19 +1,21 @@
 """``choragos delegate``: hand a task to one or more roles.
 
 Agents run this many times per session, so it loads only the standard
-library and the few choragos modules it needs.
+library and the few choragos modules it needs, and reads its usual
+arguments without argparse (:mod:`choragos.cli._quickargs`).
 """
 
 from __future__ import annotations
 
 import sys
-from argparse import ArgumentParser
 
 from choragos.cli import _client
+from choragos.cli._quickargs import APPEND, TRUE, VALUE, Option, quick
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from argparse import ArgumentParser
     from typing import Any
 
 # How a task's state reads after the id; queued and delivered need no note.
@@ -25,8 +27,19 @@ def run(argv: list[str], verb: str = "delegate") -> int:
     return _client.guard(verb, lambda: _delegate(argv, verb))
 
 
+OPTIONS = (
+    Option("--to", APPEND, required=True, metavar="ROLE[,ROLE]",
+           help="target role(s); repeat or separate with commas"),
+    Option("--task", VALUE, required=True, metavar="TEXT",
+           help="the task, or a short label when --brief holds the details"),
+    Option("--brief", VALUE, metavar="FILE", help="a file with the full task"),
+    Option("--require-live", TRUE, help="refuse (create nothing) if a target has exited or "
+           "failed, instead of queueing the task until it is back"),
+)
+
+
 def _delegate(argv: list[str], verb: str) -> int:
-    args = arguments(verb).parse_args(argv)
+    args = quick(argv, (*OPTIONS, _client.SOCK)) or arguments(verb).parse_args(argv)
     payload: dict[str, Any] = {
         "cmd": "delegate",
         "to": _targets(args.to),
@@ -50,14 +63,7 @@ def warn(ack: dict[str, Any], verb: str) -> None:
 
 def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "Hand a task to one or more roles of the running session.")
-    made.add_argument("--to", action="append", required=True, metavar="ROLE[,ROLE]",
-                      help="target role(s); repeat or separate with commas")
-    made.add_argument("--task", required=True, metavar="TEXT",
-                      help="the task, or a short label when --brief holds the details")
-    made.add_argument("--brief", metavar="FILE", help="a file with the full task")
-    made.add_argument("--require-live", action="store_true",
-                      help="refuse (create nothing) if a target has exited or failed, "
-                           "instead of queueing the task until it is back")
+    _client.add_options(made, OPTIONS)
     return made
 
 

@@ -1,19 +1,21 @@
 """``choragos work-done``: report a task back to the orchestrator.
 
-Run by agents at the end of every task: standard library only.
+Run by agents at the end of every task: standard library only, and its
+usual arguments read without argparse (:mod:`choragos.cli._quickargs`).
 """
 
 from __future__ import annotations
 
 import os
-from argparse import ArgumentParser
 
 from choragos import commands
 from choragos.cli import _client
+from choragos.cli._quickargs import CONST, TRUE, VALUE, Option, quick
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from argparse import ArgumentParser
     from typing import Any
 
 
@@ -22,8 +24,24 @@ def run(argv: list[str], verb: str = "work-done") -> int:
     return _client.guard(verb, lambda: _work_done(argv, verb))
 
 
+OPTIONS = (
+    Option("--id", VALUE, required=True, metavar="ID",
+           help="the task id from the delegation, such as T3"),
+    Option("--task", VALUE, required=True, metavar="TEXT",
+           help="a one-line summary of what was done (with --failed: why; with --blocked: "
+                "what is needed)"),
+    Option("--report", VALUE, metavar="FILE", help="a file with the full report"),
+    Option("--done", TRUE, group="outcome",
+           help="the whole assignment is complete, not just this step"),
+    Option("--failed", CONST, dest="outcome", const="failed", default="done",
+           group="outcome", help="the task could not be done; --task says why"),
+    Option("--blocked", CONST, dest="outcome", const="blocked", default="done",
+           group="outcome", help="the task cannot go on without something; --task says what"),
+)
+
+
 def _work_done(argv: list[str], verb: str) -> int:
-    args = arguments(verb).parse_args(argv)
+    args = quick(argv, (*OPTIONS, _client.SOCK)) or arguments(verb).parse_args(argv)
     payload: dict[str, Any] = {
         "cmd": "work-done",
         "id": _client.non_empty(args.id, "--id").strip(),
@@ -48,20 +66,7 @@ def _work_done(argv: list[str], verb: str) -> int:
 
 def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "Report a task's outcome to the orchestrator.")
-    made.add_argument("--id", required=True, metavar="ID",
-                      help="the task id from the delegation, such as T3")
-    made.add_argument("--task", required=True, metavar="TEXT",
-                      help="a one-line summary of what was done (with --failed: why; "
-                           "with --blocked: what is needed)")
-    made.add_argument("--report", metavar="FILE", help="a file with the full report")
-    outcome = made.add_mutually_exclusive_group()
-    outcome.add_argument("--done", action="store_true",
-                         help="the whole assignment is complete, not just this step")
-    outcome.add_argument("--failed", dest="outcome", action="store_const", const="failed",
-                         help="the task could not be done; --task says why")
-    outcome.add_argument("--blocked", dest="outcome", action="store_const", const="blocked",
-                         help="the task cannot go on without something; --task says what")
-    made.set_defaults(outcome="done")
+    _client.add_options(made, OPTIONS)
     return made
 
 

@@ -43,6 +43,7 @@ CLIENT_VERBS = ("delegate", "workdone", "status", "gate")
 CLIENT_MODULES = (
     "__init__.py", "commands.py", "durations.py", "inert.py", "paths.py", "wire.py",
     "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
+    "cli/_quickargs.py", "cli/_argparser.py",
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )
 CONNECT_TIMEOUT = 30.0

@@ -442,7 +442,9 @@ def test_hundred_concurrent_delegations(cli: Env) -> None:
                                                                      for n in range(100))
 
 
-def _imported(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+def _imported(args: list[str], env: dict[str, str], cwd: Path, whole: bool = False
+              ) -> set[str]:
+    """The packages ``python ARGS`` imports (with ``whole``: every module's full name)."""
     done = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=30)
     names = set()
@@ -450,7 +452,7 @@ def _imported(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
         if line.startswith("import time:") and "|" in line:
             name = line.rsplit("|", 1)[1].strip()
             if name != "imported package":
-                names.add(name.split(".")[0])
+                names.add(name if whole else name.split(".")[0])
     return names
 
 
@@ -468,3 +470,31 @@ def test_fast_verbs_import_only_the_standard_library(cli: Env, verb_args: list[s
     outside = {n for n in names if n not in sys.stdlib_module_names and n != "choragos"}
     assert outside == set()
     assert "choragos" in names
+
+
+# What the agents' verbs leave out on their usual arguments: argparse and what it
+# loads for its messages, and the modules only other verbs use.
+NOT_ON_THE_AGENTS_PATH = {"argparse", "gettext", "locale", "shutil", "difflib",
+                          "choragos.cli._argparser", "choragos.durations", "choragos.cli.ls"}
+
+
+@pytest.mark.parametrize("verb_args", [
+    ["delegate", "--to", "coder,reviewer", "--task", "x", "--require-live"],
+    ["work-done", "--id", "T1", "--task=x", "--failed"],
+])
+def test_the_agents_verbs_start_without_argparse(cli: Env, verb_args: list[str]) -> None:
+    env = cli.env()
+    names = _imported(["-m", "choragos", *verb_args], env, cli.tmp, whole=True)
+    assert "choragos.cli._client" in names and "choragos.cli._quickargs" in names
+    assert names & NOT_ON_THE_AGENTS_PATH == set()
+    assert cli.session.requests[-1]["cmd"] == verb_args[0]
+
+
+def test_an_agent_verb_given_what_only_argparse_reads_answers_as_before(cli: Env) -> None:
+    env = cli.env()
+    done = subprocess.run([sys.executable, "-m", "choragos", "delegate", "--to", "coder",
+                           "--tsk", "x"], cwd=cli.tmp, env=env, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 2
+    assert "did you mean --task?" in done.stderr
+    assert cli.session.requests == []
