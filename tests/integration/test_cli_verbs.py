@@ -474,8 +474,9 @@ def test_fast_verbs_import_only_the_standard_library(cli: Env, verb_args: list[s
 
 # What the agents' verbs leave out on their usual arguments: argparse and what it
 # loads for its messages, and the modules only other verbs use.
-NOT_ON_THE_AGENTS_PATH = {"argparse", "gettext", "locale", "shutil", "difflib",
-                          "choragos.cli._argparser", "choragos.durations", "choragos.cli.ls"}
+NOT_ON_THE_AGENTS_PATH = {"argparse", "gettext", "locale", "shutil", "difflib", "string",
+                          "choragos.cli._argparser", "choragos.durations",
+                          "choragos.cli.ls"}
 
 
 @pytest.mark.parametrize("verb_args", [
