@@ -9,7 +9,10 @@ hits both alike, each client on one kept-alive connection as agents do.
 - whole answer: the same short stream read to its end (the gateway counts
   it, and with ``--state`` journals it, before sending the end);
 - throughput: a long stream of 1 KiB events read to its end (usage counted
-  by the gateway on the way, as in real use).
+  by the gateway on the way, as in real use), and the gateway process's CPU
+  time per MiB it relayed (steadier than the rate on a loaded machine: on
+  two cores the gateway competes with this process, which plays both the
+  upstream and the agent).
 
 Absolute numbers vary between machines and runs; the differences and the
 ratio are the result.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -125,6 +129,15 @@ class Client:
         return self.conn.getresponse()
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """A process's user + system CPU time (Linux's /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -153,18 +166,22 @@ def main() -> None:
                 wholes[path].append(whole)
         events = args.mib * 1024
         rates: dict[str, list[float]] = {"direct": [], "gateway": []}
+        spent = 0.0
         for _ in range(args.streams):
             rates["direct"].append(direct.throughput(events))
+            before = cpu_seconds(proc.pid)
             rates["gateway"].append(gateway.throughput(events))
+            after = cpu_seconds(proc.pid)
+            spent = spent + after - before if None not in (before, after) else float("nan")
     finally:
         proc.terminate()
         proc.wait(5)
         upstream.shutdown()
-    report(firsts, wholes, rates, args)
+    report(firsts, wholes, rates, args, spent * 1000 / (args.mib * args.streams))
 
 
 def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
-           rates: dict[str, list[float]], args) -> None:
+           rates: dict[str, list[float]], args, cpu_ms_per_mib: float) -> None:
     ms = {k: statistics.median(v) * 1000 for k, v in firsts.items()}
     whole = {k: statistics.median(v) * 1000 for k, v in wholes.items()}
     p90 = {k: percentile(v, 0.9) * 1000 for k, v in firsts.items()}
@@ -175,7 +192,8 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
     overhead = ms["gateway"] - ms["direct"]
     print(f"first-byte overhead {overhead:.3f} ms (p50); whole short answer "
           f"{whole['gateway'] - whole['direct']:.3f} ms (p50); throughput through the gateway "
-          f"{mbs['gateway'] / mbs['direct']:.0%} of direct")
+          f"{mbs['gateway'] / mbs['direct']:.0%} of direct; the gateway's CPU "
+          f"{cpu_ms_per_mib:.2f} ms per MiB relayed")
     print(json.dumps({"bench": "gateway_overhead", "runs": args.runs, "stream_mib": args.mib,
                       "state": bool(args.state),
                       "whole_answer_ms": {k: round(v, 3) for k, v in whole.items()},
@@ -183,7 +201,9 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
                       "first_byte_p90_ms": {k: round(v, 3) for k, v in p90.items()},
                       "first_byte_overhead_ms": round(overhead, 3),
                       "throughput_mib_s": {k: round(v, 1) for k, v in mbs.items()},
-                      "throughput_ratio": round(mbs["gateway"] / mbs["direct"], 3)}))
+                      "throughput_ratio": round(mbs["gateway"] / mbs["direct"], 3),
+                      "gateway_cpu_ms_per_mib": round(cpu_ms_per_mib, 3),
+                      "load": [round(x, 2) for x in os.getloadavg()]}))
 
 
 if __name__ == "__main__":
