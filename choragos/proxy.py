@@ -391,14 +391,13 @@ class _Handler(BaseHTTPRequestHandler):
             meter = UsageMeter(route.api, response.getheader("Content-Type") or "",
                                response.getheader("Content-Encoding") or "", route.model,
                                route.expected)
-        settled: list[str] = []
+        settled: list[str] = []  # the answer's log line, once it is counted
         watch = self.server.watch
         kept = bytearray() if watch is not None and watch.keeps_body(status) else None
 
         def settle(kind: str) -> None:
             if not settled:
-                settled.append(kind)
-                self._account(role, route, status, meter, kind, began)
+                settled.append(self._account(role, route, status, meter, kind, began))
             elif kind:  # the agent went away as the counted end was being written
                 self.server.tally.add_error(role, route.api, kind)
                 self.server.tally.persist()
@@ -413,6 +412,8 @@ class _Handler(BaseHTTPRequestHandler):
         if kind or response.will_close or not response.isclosed():
             self._drop_upstream()
         settle(kind)
+        # Logged once the agent has the end: the log line never delays it.
+        self.server.record(settled[0])
         if watch is not None:
             watch.answered(role, route.api, status, dict(response.getheaders()),
                            bytes(kept or b""))
@@ -542,7 +543,8 @@ class _Handler(BaseHTTPRequestHandler):
         return ""
 
     def _account(self, role: str, route: Route, status: int, meter: UsageMeter | None,
-                 kind: str, began: float) -> None:
+                 kind: str, began: float) -> str:
+        """Count the answer (on disk before its end is written); its log line."""
         tally = self.server.tally
         tally.add_request(role, route.api, status)
         if kind:
@@ -565,8 +567,8 @@ class _Handler(BaseHTTPRequestHandler):
         # whole answer finds its tokens kept, whatever happens to this process next.
         tally.persist()
         elapsed = (time.monotonic() - began) * 1000
-        self.server.record(f"{role} {route.api} {self.command} {self._shown} -> "
-                           f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
+        return (f"{role} {route.api} {self.command} {self._shown} -> "
+                f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
 
 
 def _readable_encodings(values: list[str]) -> str:

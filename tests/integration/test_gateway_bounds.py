@@ -15,6 +15,7 @@ from choragos.actors.gateway import fetch_metrics
 from choragos.gateway import parse_metrics
 from choragos.gatewaylabels import MAX_AGENTS, UNKNOWN
 from choragos.gatewayroles import KEY_HEADER, Roles, role_key
+from tests.conftest import wait_until
 from tests.e2e.fakemodel import FakeModel, Usage
 from tests.integration.gatewayfakes import base_url, metric, request, running_gateway, tokens
 
@@ -83,6 +84,9 @@ def test_a_role_cannot_charge_another_role_or_a_made_up_one():
         assert tokens(gw)["reviewer"]["claude-test-1"]["input"] == 100
         assert metric(gw, "sphragis_errors_total", agent=UNKNOWN, kind="permission_error") == 6
         assert metric(gw, "sphragis_requests_total", agent="ghost") == 0
+        # Each answer is logged once the agent has its end: the last one too.
+        wait_until(lambda: sum(" -> 200 " in line for line in lines) == 2, 10,
+                   message="both answers logged")
     logged = "\n".join(lines)
     assert CODER not in logged and REVIEWER not in logged
     assert "coder anthropic POST /agent/coder/…/v1/messages -> 200" in logged
