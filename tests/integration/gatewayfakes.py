@@ -107,6 +107,7 @@ class ScriptedUpstream:
         self.gzipped, self.silent, self.truncate = gzipped, silent, truncate
         self.hold: threading.Event | None = None
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.peers: list[tuple[str, int]] = []  # the connection each request came on
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.scheme = "https" if tls else "http"
@@ -140,6 +141,7 @@ class ScriptedUpstream:
                     body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 upstream.seen.append((self.command, self.path,
                                       {k.lower(): v for k, v in self.headers.items()}, body))
+                upstream.peers.append(self.client_address)
                 if upstream.silent:
                     threading.Event().wait(30)
                     return

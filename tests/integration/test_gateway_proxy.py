@@ -203,6 +203,22 @@ def test_the_agent_reads_the_upstreams_own_chunks_and_a_split_usage_is_counted()
         upstream.close()
 
 
+def test_after_a_chunked_answer_passed_on_both_connections_serve_the_next_request():
+    upstream = ScriptedUpstream(CHAT)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+            for _ in range(3):
+                conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+                assert conn.getresponse().read() == b"".join(CHAT)
+            conn.close()
+            assert len(upstream.peers) == 3
+            assert len(set(upstream.peers)) == 1  # the gateway's upstream line kept alive
+            assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 99
+    finally:
+        upstream.close()
+
+
 def test_a_gzip_body_is_passed_on_compressed_and_still_counted():
     body = json.dumps({"id": "c2", "object": "chat.completion", "model": "gpt-zip",
                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
