@@ -480,11 +480,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Relay a chunked answer as it came, one write per read, its framing
         followed on the way (:mod:`choragos.chunked`); the kind of error that cut
         it short, or ''.  As in :meth:`_stream`, each piece is read for usage
-        once written, but the last, which is counted first and then written with
-        the end in one write."""
+        once written, and the end is written once the answer is counted."""
         body = ChunkedBody()
         read, write = response.fp.read1, self.wfile.write
-        while True:
+        while not body.ended:
             try:
                 data = read(RAW_PIECE)
                 if not data:
@@ -493,8 +492,6 @@ class _Handler(BaseHTTPRequestHandler):
             except (OSError, BrokenFraming):
                 self.close_connection = True  # the agent sees the stream end unfinished
                 return "upstream_broken"
-            if body.ended:
-                break
             try:
                 if out:
                     write(out)
@@ -503,13 +500,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return "client_gone"
             if meter is not None and payload:
                 meter.feed(payload)
-        if meter is not None and payload:
-            meter.feed(payload)
         if not body.extra:  # else what came after the end is not ours: the line is dropped
             response.close()
         settle("")
         try:
-            write(out + b"0\r\n\r\n")
+            write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
             return "client_gone"
