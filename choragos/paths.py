@@ -1,18 +1,21 @@
 """Where a session keeps its control socket, lock and state.
 
 Standard library only: ``choragos delegate`` and ``work-done`` import this
-module on every call, so it must stay cheap to load.
+module on every call, so it must stay cheap to load.  They use only the
+names and the role-name check, so pathlib (with fnmatch, urllib.parse and
+ipaddress, some 5 ms of an installed choragos' start) is imported by the
+functions that make paths, not here.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 # typing is needed for annotations only; the agents' verbs skip its import cost.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
 SOCK_ENV = "CHORAGOS_SOCK"
 ROLE_ENV = "CHORAGOS_ROLE"
@@ -26,6 +29,8 @@ _ROLE_MAX = 32
 
 def runtime_dir(env: Mapping[str, str] = os.environ) -> Path:
     """``$XDG_RUNTIME_DIR``, or the system temp dir when it is unset."""
+    from pathlib import Path
+
     base = env.get("XDG_RUNTIME_DIR")
     if base:
         return Path(base)
@@ -44,6 +49,7 @@ def dir_hash(workdir: Path) -> str:
     """Eight hex digits naming a working directory; short enough for sun_path."""
     # Imported here: agents' verbs get $CHORAGOS_SOCK and never hash.
     import hashlib
+    from pathlib import Path
 
     absolute = str(Path(workdir).resolve())
     return hashlib.sha256(os.fsencode(absolute)).hexdigest()[:8]
@@ -51,6 +57,8 @@ def dir_hash(workdir: Path) -> str:
 
 def socket_path(workdir: Path, env: Mapping[str, str] = os.environ) -> Path:
     """The control socket for ``workdir``; ``$CHORAGOS_SOCK`` wins when set."""
+    from pathlib import Path
+
     override = env.get(SOCK_ENV)
     if override:
         return Path(override)
@@ -71,6 +79,8 @@ def find_socket(cwd: Path, env: Mapping[str, str] = os.environ) -> Path:
     nearest parent that has one; with none anywhere, the answer is ``cwd``'s
     own path, so the "not running" message names the directory the user is in.
     """
+    from pathlib import Path
+
     override = env.get(SOCK_ENV)
     if override:
         return Path(override)
@@ -84,6 +94,8 @@ def find_socket(cwd: Path, env: Mapping[str, str] = os.environ) -> Path:
 
 def state_dir(workdir: Path) -> Path:
     """The session's private state: task files, logs, checkpoint index."""
+    from pathlib import Path
+
     return Path(workdir) / STATE_DIRNAME
 
 
@@ -103,6 +115,8 @@ def confine(path: Path | str, root: Path | str) -> Path:
     Symlinks are followed before the check, so a link pointing out of
     ``root`` is refused just like ``../``.
     """
+    from pathlib import Path
+
     base = Path(root).resolve()
     target = (base / path).resolve()
     if not target.is_relative_to(base):

@@ -12,7 +12,6 @@ import os
 import socket
 import struct
 import time
-from pathlib import Path
 
 from choragos import commands, paths
 
@@ -20,6 +19,7 @@ from choragos import commands, paths
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 MAX_REQUEST = 1024 * 1024
@@ -332,7 +332,7 @@ def parse_ack(raw: bytes) -> dict[str, Any]:
 
 # --- the client -----------------------------------------------------------
 
-def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
+def request(sock: Path | str, payload: dict[str, Any], timeout: float = DEADLINE, *,
             workdir: Path | None = None) -> dict[str, Any]:
     """Send one request to the session at ``sock`` and return its ack.
 
@@ -344,7 +344,7 @@ def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
     deadline = time.monotonic() + timeout
     data = encode(payload)
     with _unix_socket() as conn:
-        _connect(conn, Path(sock), timeout, workdir)
+        _connect(conn, sock, timeout, workdir)
         try:
             _send(conn, data, deadline)
             raw = _read_all(conn, deadline)
@@ -356,7 +356,8 @@ def request(sock: Path, payload: dict[str, Any], timeout: float = DEADLINE, *,
     return parse_ack(raw)
 
 
-def _connect(conn: socket.socket, sock: Path, timeout: float, workdir: Path | None) -> None:
+def _connect(conn: socket.socket, sock: Path | str, timeout: float,
+             workdir: Path | None) -> None:
     _wait_in_line(conn, timeout)
     try:
         conn.connect(os.fspath(sock))
@@ -414,15 +415,17 @@ def _unix_socket() -> socket.socket:
         raise Unreachable(f"{SANDBOX_HINT} ({exc.strerror or exc})") from None
 
 
-def _owner(sock: Path) -> int | None:
+def _owner(sock: Path | str) -> int | None:
     try:
         return os.stat(sock).st_uid
     except OSError:
         return None
 
 
-def _hidden(sock: Path) -> bool:
+def _hidden(sock: Path | str) -> bool:
     """A socket a session named for us whose very directory we cannot see."""
+    from pathlib import Path  # only on this error path: the agents' verbs start without it
+
     named = os.environ.get(paths.SOCK_ENV)
     return bool(named) and Path(named) == Path(sock) and not Path(sock).parent.exists()
 

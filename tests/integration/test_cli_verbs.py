@@ -473,8 +473,11 @@ def test_fast_verbs_import_only_the_standard_library(cli: Env, verb_args: list[s
 
 
 # What the agents' verbs leave out on their usual arguments: argparse and what it
-# loads for its messages, and the modules only other verbs use.
+# loads for its messages, pathlib and what it loads, and the modules only other
+# verbs use.  Run without site (as an installed choragos starts, without this
+# checkout's editable install, whose finder loads pathlib first).
 NOT_ON_THE_AGENTS_PATH = {"argparse", "gettext", "locale", "shutil", "difflib", "string",
+                          "pathlib", "fnmatch", "urllib.parse", "ipaddress",
                           "choragos.cli._argparser", "choragos.durations",
                           "choragos.cli.ls"}
 
@@ -483,9 +486,9 @@ NOT_ON_THE_AGENTS_PATH = {"argparse", "gettext", "locale", "shutil", "difflib", 
     ["delegate", "--to", "coder,reviewer", "--task", "x", "--require-live"],
     ["work-done", "--id", "T1", "--task=x", "--failed"],
 ])
-def test_the_agents_verbs_start_without_argparse(cli: Env, verb_args: list[str]) -> None:
-    env = cli.env()
-    names = _imported(["-m", "choragos", *verb_args], env, cli.tmp, whole=True)
+def test_the_agents_verbs_start_without_argparse_or_pathlib(cli: Env, verb_args: list[str]
+                                                            ) -> None:
+    names = _imported(["-S", "-m", "choragos", *verb_args], cli.env(), cli.tmp, whole=True)
     assert "choragos.cli._client" in names and "choragos.cli._quickargs" in names
     assert names & NOT_ON_THE_AGENTS_PATH == set()
     assert cli.session.requests[-1]["cmd"] == verb_args[0]
