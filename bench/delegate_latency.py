@@ -11,9 +11,12 @@ choragos' modules are compiled to bytecode first, as an install compiles
 them (pip does, and Python caches what it imports unless
 ``PYTHONDONTWRITEBYTECODE`` is set); with ``--source`` every run compiles
 them from source instead, from a copy without bytecode, which is what a
-checkout costs when bytecode caching is off.
+checkout costs when bytecode caching is off.  With ``--no-site`` both
+clients start without ``site``: a checkout's editable install has site
+load pathlib, re and more before either client runs, which an installed
+choragos does not.
 
-    .venv/bin/python bench/delegate_latency.py [--runs N] [--durable] [--source]
+    .venv/bin/python bench/delegate_latency.py [--runs N] [--durable] [--source] [--no-site]
 
 With ``--durable`` the server behind ``choragos delegate`` journals each
 delegation as the session core does (a task record and a queue record,
@@ -108,14 +111,15 @@ def code_from(source: bool, tmp: Path) -> Path:
     return tmp / "code"
 
 
-def measure(runs: int, sock: Path, floor_sock: Path, code: Path, source: bool
-            ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+def measure(runs: int, sock: Path, floor_sock: Path, code: Path, source: bool,
+            no_site: bool) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     env = {**os.environ, "CHORAGOS_SOCK": str(sock), "PYTHONPATH": str(code)}
     if source:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     floor_env = {**env, "CHORAGOS_SOCK": str(floor_sock)}
-    choragos = [sys.executable, "-m", "choragos", "delegate", "--to", "coder", "--task", "bench"]
-    bare = [sys.executable, "-c", BARE_CLIENT]
+    python = [sys.executable, *(["-S"] if no_site else [])]
+    choragos = [*python, "-m", "choragos", "delegate", "--to", "coder", "--task", "bench"]
+    bare = [*python, "-c", BARE_CLIENT]
     timed(choragos, env, code)  # warm the page cache before timing
     timed(bare, floor_env, code)
     ours, floor = [], []
@@ -126,7 +130,7 @@ def measure(runs: int, sock: Path, floor_sock: Path, code: Path, source: bool
 
 
 def report(ours: list[tuple[float, float]], floor: list[tuple[float, float]],
-           source: bool) -> None:
+           source: bool, no_site: bool) -> None:
     def line(name: str, samples: list[tuple[float, float]]) -> str:
         walls = [wall for wall, _ in samples]
         q = statistics.quantiles(walls, n=10)
@@ -136,7 +140,8 @@ def report(ours: list[tuple[float, float]], floor: list[tuple[float, float]],
 
     print(f"runs: {len(ours)} each, interleaved; python {sys.version.split()[0]}; "
           + ("from source, no bytecode: every run compiles choragos' modules" if source
-             else "choragos' modules compiled to bytecode first, as an install does"))
+             else "choragos' modules compiled to bytecode first, as an install does")
+          + ("; without site" if no_site else ""))
     print(line("choragos delegate", ours))
     print(line("bare socket client", floor))
     ratio = _median(ours, 0) / _median(floor, 0)
@@ -144,7 +149,7 @@ def report(ours: list[tuple[float, float]], floor: list[tuple[float, float]],
     print(f"ratio (median): {ratio:.2f}x wall, {cpu:.2f}x CPU")
     emit("delegate_latency", {"delegate/bare client": ratio,
                               "delegate/bare client CPU": cpu}, runs=len(ours),
-         source=source,
+         source=source, no_site=no_site,
          median_ms={"delegate": round(_median(ours, 0) * 1e3, 2),
                     "bare client": round(_median(floor, 0) * 1e3, 2)},
          median_cpu_ms={"delegate": round(_median(ours, 1) * 1e3, 2),
@@ -162,6 +167,9 @@ def main() -> int:
                         help="journal and fsync each delegation before its ack")
     parser.add_argument("--source", action="store_true",
                         help="run choragos from a copy without bytecode, compiled every run")
+    parser.add_argument("--no-site", action="store_true",
+                        help="start both clients without site (python -S), as without an "
+                             "editable install")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="chg-bench-", dir=os.environ.get("BENCH_DIR", "/tmp")))
     durable = DurableHandler(tmp / "state") if args.durable else None
@@ -169,12 +177,12 @@ def main() -> int:
         with ControlServer(tmp / "c.sock", durable or handler), \
                 ControlServer(tmp / "f.sock", handler):
             ours, floor = measure(max(args.runs, 2), tmp / "c.sock", tmp / "f.sock",
-                                  code_from(args.source, tmp), args.source)
+                                  code_from(args.source, tmp), args.source, args.no_site)
     finally:
         if durable is not None:
             durable.journal.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    report(ours, floor, args.source)
+    report(ours, floor, args.source, args.no_site)
     if durable is not None:
         print(f"journal append + fsync in the server: median "
               f"{statistics.median(durable.costs) * 1e3:.2f} ms")
