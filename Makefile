@@ -135,6 +135,7 @@ mutate-clean:
 # reference measured in the same run (tmux, git, a bare client).
 bench: venv
 	$(BIN)/python bench/delegate_latency.py --runs 10
+	$(BIN)/python bench/delegate_latency.py --runs 10 --no-site
 	$(BIN)/python bench/pane_throughput.py --plain-mb 5 --tui-mb 3 --colour-mb 3 --repeat 2 \
 		--reference-mb 0.5
 	$(BIN)/python bench/checkpoint.py --no-big --rounds 3 --first-rounds 1
