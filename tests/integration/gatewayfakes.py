@@ -23,9 +23,11 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from choragos.budgetgate import BudgetGate
 from choragos.gateway import Totals, parse_metrics
 from choragos.gatewaymetrics import Tally
 from choragos.gatewayroles import Roles
+from choragos.gatewaywatch import AnswerWatch
 from choragos.proxy import GatewayServer
 from tests.loopback import FakeHandler, Loopback
 
@@ -35,9 +37,11 @@ UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
 @contextlib.contextmanager
 def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
                     tally: Tally | None = None, roles: Roles | None = None,
-                    record=None) -> Iterator[GatewayServer]:
+                    record=None, watch: AnswerWatch | None = None,
+                    gate: BudgetGate | None = None) -> Iterator[GatewayServer]:
     full = {"anthropic": UNUSED, "openai": UNUSED, "gemini": UNUSED, **upstreams}
-    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles)
+    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles,
+                           watch=watch, gate=gate)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
