@@ -17,6 +17,7 @@ child.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -40,8 +41,12 @@ def spawn(argv: Sequence[str], **popen: object) -> subprocess.Popen:
     assert process.stdin is not None
     # The command line goes through the pipe, not argv: the watcher's own
     # command line must not look like the command's to pgrep or ps.
-    process.stdin.write(json.dumps(list(argv)).encode() + b"\n")
-    process.stdin.flush()
+    try:
+        process.stdin.write(json.dumps(list(argv)).encode() + b"\n")
+        process.stdin.flush()
+    except BrokenPipeError:  # it ended at once: its exit status and stderr say why
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
     return process
 
 
