@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import statistics
@@ -44,7 +43,15 @@ sys.path.insert(0, str(REPO))
 
 from ptyprocess import PtyProcess  # noqa: E402
 
-from bench.common import emit, process_cpu, scratch, served  # noqa: E402
+from bench.common import (  # noqa: E402
+    NO_CHECKPOINTS,
+    QUIET_DECK,
+    crew_repo,
+    emit,
+    process_cpu,
+    scratch,
+    served,
+)
 from choragos.terminal import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
@@ -226,21 +233,12 @@ class Crew:
 
 @contextlib.contextmanager
 def choragos_screen(root: Path, crew: Crew) -> Iterator[Screen]:
-    work = root / "w"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    python = json.dumps(sys.executable)
     flood = root / "flood.py"
     flood.write_text(FLOODER)
-    roles = "".join(f'[[roles]]\nname = "{name}"\ncommand = {python}\n'
-                    f"args = {json.dumps(argv[1:])}\n\n" for name, argv in crew.others(flood))
-    (work / ".choragos.toml").write_text(
-        f'[[roles]]\nname = "echo"\ncommand = {python}\nargs = [{json.dumps(str(AGENT))}]\n'
-        f'start = true\n\n{roles}'
-        f"[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
+    work = crew_repo(root / "w", [("echo", [sys.executable, str(AGENT)]), *crew.others(flood)],
+                     "echo", QUIET_DECK + NO_CHECKPOINTS)
     env = environment(root)
-    with served(work, env):
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
+    with served(work, env) as pid:
         # Probe only once the session has briefed the echo agent (typed into its line).
         yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
                              lambda text: "you said: You are the echo role" in text

@@ -34,6 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, COLS, ROWS, Screen, environment  # noqa: E402
 from bench.common import (  # noqa: E402
+    NO_CHECKPOINTS,
+    crew_repo,
     emit,
     need_tmux,
     process_cpu,
@@ -104,17 +106,10 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
 
 
 def choragos_memory(root: Path, flooders: int, lines: int) -> dict[str, float]:
-    work = root / "m"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    python, logger = json.dumps(sys.executable), json.dumps(str(root / "log.py"))
-    (work / ".choragos.toml").write_text("".join(
-        f'[[roles]]\nname = "log{i}"\ncommand = {python}\nargs = [{logger}, "{lines}"]\n'
-        f"{'start = true' if i == 0 else ''}\n\n" for i in range(flooders))
-        + "[checkpoints]\nenabled = false\n")
-    env = environment(root)
-    with served(work, env, timeout=120):
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
+    logger = [sys.executable, str(root / "log.py"), str(lines)]
+    work = crew_repo(root / "m", [(f"log{i}", logger) for i in range(flooders)], "log0",
+                     NO_CHECKPOINTS)
+    with served(work, environment(root), timeout=120) as pid:
         quiet(pid)
         return {"rss_mb": process_rss_mb(pid)}
 

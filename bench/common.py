@@ -20,10 +20,15 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from choragos.daemon import sidecar_for
+
 COLS, ROWS = 160, 50
+# A crew's deck kept still for the bench: no focus moves, no sidebar.
+QUIET_DECK = "[ui]\nauto_focus = false\nsidebar = false\n"
+NO_CHECKPOINTS = "[checkpoints]\nenabled = false\n"
 
 
 def machine() -> dict[str, object]:
@@ -70,12 +75,25 @@ def scratch(prefix: str) -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def crew_repo(work: Path, members: Iterable[tuple[str, Sequence[str]]], start: str,
+              extra: str = "") -> Path:
+    """``work``, a new git repository whose ``.choragos.toml`` runs each (name,
+    argv) of ``members`` as a role, ``start`` the start role, then ``extra``."""
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    roles = "".join(f'[[roles]]\nname = "{name}"\ncommand = {json.dumps(argv[0])}\n'
+                    f"args = {json.dumps(list(argv[1:]))}\nstart = {json.dumps(name == start)}\n\n"
+                    for name, argv in members)
+    (work / ".choragos.toml").write_text(roles + extra)
+    return work
+
+
 @contextlib.contextmanager
-def served(work: Path, env: dict[str, str], timeout: float = 60) -> Iterator[None]:
-    """A detached choragos session in ``work``, killed with its agents however
-    the block ends (a failed start, a probe timing out, Ctrl-C, SIGTERM from
-    ``timeout`` or a CI runner): a bench that fails must not leave a flooding
-    crew to load the machine's next run."""
+def served(work: Path, env: dict[str, str], timeout: float = 60) -> Iterator[int]:
+    """A detached choragos session in ``work``, its server's pid, killed with its
+    agents however the block ends (a failed start, a probe timing out, Ctrl-C,
+    SIGTERM from ``timeout`` or a CI runner): a bench that fails must not leave a
+    flooding crew to load the machine's next run."""
     with _term_unwinds():
         yield from _served(work, env, timeout)
 
@@ -98,14 +116,15 @@ def _term_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _served(work: Path, env: dict[str, str], timeout: float) -> Iterator[None]:
+def _served(work: Path, env: dict[str, str], timeout: float) -> Iterator[int]:
     try:
         started = subprocess.run([sys.executable, "-m", "choragos", "serve", "--detach"],
                                  cwd=work, env=env, capture_output=True, text=True,
                                  timeout=timeout)
         if started.returncode != 0:
             raise SystemExit(f"choragos serve --detach failed: {started.stderr}")
-        yield
+        sidecar = sidecar_for(Path(env["CHORAGOS_SOCK"]))
+        yield int(json.loads(sidecar.read_text())["pid"])
     finally:
         subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
                        capture_output=True, timeout=60)

@@ -55,6 +55,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, Screen, _attached, environment, probe  # noqa: E402
 from bench.common import (  # noqa: E402
+    QUIET_DECK,
+    crew_repo,
     emit,
     machine,
     need_tmux,
@@ -196,17 +198,10 @@ def wait_all_ready(sock: Path, timeout: float) -> None:
 
 @contextlib.contextmanager
 def choragos_crew(root: Path, crew: Crew) -> Iterator[tuple[Screen, Path, Path]]:
-    work = root / "w"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    roles = "".join(f'[[roles]]\nname = "{name}"\ncommand = {json.dumps(argv[0])}\n'
-                    f"args = {json.dumps(argv[1:])}\nstart = {json.dumps(name == 'echo')}\n\n"
-                    for name, argv in crew.members())
-    (work / ".choragos.toml").write_text(roles + "[ui]\nauto_focus = false\nsidebar = false\n")
+    work = crew_repo(root / "w", crew.members(), "echo", QUIET_DECK)
     env = {**environment(root), "AGENT_LOG": str(crew.agent_log)}
     sock = root / "s.sock"
-    with served(work, env, timeout=180):
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
+    with served(work, env, timeout=180) as pid:
         wait_all_ready(sock, 240)
         with attached([sys.executable, "-m", "choragos", "attach"], env, work,
                       lambda text: "you said: You are the echo role" in text, 60, pid) as screen:

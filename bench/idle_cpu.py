@@ -14,7 +14,6 @@ minute; an idle server should be near zero.  Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.attach_latency import AGENT, Screen, environment  # noqa: E402
 from bench.common import (  # noqa: E402
+    NO_CHECKPOINTS,
+    crew_repo,
     emit,
     need_tmux,
     process_cpu,
@@ -46,17 +47,10 @@ def cpu_per_minute(pid: int, window: float) -> float:
 
 def choragos_round(root: Path, window: float, settle: float) -> tuple[float, float]:
     """(attached, detached) CPU s/min of the session server."""
-    work = root / "w"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    python, agent = json.dumps(sys.executable), json.dumps(str(AGENT))
-    roles = "".join(f'[[roles]]\nname = "r{i}"\ncommand = {python}\nargs = [{agent}]\n'
-                    f"{'start = true' if i == 0 else ''}\n\n" for i in range(ROLES))
-    (work / ".choragos.toml").write_text(
-        roles + "[ui]\nauto_focus = false\n[checkpoints]\nenabled = false\n")
+    work = crew_repo(root / "w", [(f"r{i}", [sys.executable, str(AGENT)]) for i in range(ROLES)],
+                     "r0", "[ui]\nauto_focus = false\n" + NO_CHECKPOINTS)
     env = environment(root)
-    with served(work, env):
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
+    with served(work, env) as pid:
         screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
         try:
             screen.wait_for(lambda text: text.count("agent>") >= ROLES

@@ -50,7 +50,7 @@ from bench.attach_latency import (  # noqa: E402
     probe_round,
     summary,
 )
-from bench.common import emit, scratch, served  # noqa: E402
+from bench.common import NO_CHECKPOINTS, QUIET_DECK, emit, scratch, served  # noqa: E402
 from tests.remote import sshd  # noqa: E402
 
 ACCOUNT = "choragos-remote-bench"
@@ -89,10 +89,9 @@ def choragos_screen(root: Path, server: sshd.Server) -> Iterator[Screen]:
         f"args = {json.dumps([str(server.home / 'agent.py')])}\n"
         f'host = "box"\nstart = true\nmerge = "never"\n\n'
         f'[[roles]]\nname = "here"\ncommand = {python}\nargs = [{json.dumps(str(AGENT))}]\n\n'
-        "[ui]\nauto_focus = false\nsidebar = false\n[checkpoints]\nenabled = false\n")
+        + QUIET_DECK + NO_CHECKPOINTS)
     env = environment(root)
-    with served(work, env, timeout=120):
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
+    with served(work, env, timeout=120) as pid:
         yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
                              lambda text: "you said: You are the echo role" in text
                              and "you said: You are the here role" in text, 120, pid)

@@ -11,6 +11,10 @@ _INERT.update({cp: f"\\u{cp:04x}" for cp in _BIDI})
 _INERT.update({ord("\t"): "\\t", ord("\n"): "\\n", ord("\r"): "\\r"})
 
 
-def inert(text: object) -> str:
-    """``text`` with every control, escape and bidi character made visible."""
-    return str(text).translate(_INERT)
+def inert(text: object, tab: str = "\\t") -> str:
+    """``text`` with every control, escape and bidi character made visible;
+    a tab becomes ``tab`` (a dialog that shows file contents wants spaces)."""
+    text = str(text)
+    if tab != "\\t":
+        text = text.replace("\t", tab)
+    return text.translate(_INERT)

@@ -16,18 +16,17 @@ import urwid
 
 from choragos.changes import files_cell
 from choragos.durations import format_duration
+from choragos.inert import inert as core_inert
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 from choragos.ui.pane import fitted
 
-_INERT = {cp: f"\\x{cp:02x}" for cp in (*range(0x20), *range(0x7F, 0xA0))}
-_INERT.update({cp: f"\\u{cp:04x}" for cp in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
-                                             *range(0x2066, 0x206A))})
-_INERT[ord("\t")] = "    "
+TAB = "    "  # a tab in agents' text: the deck lays it out as spaces
 
 
 def inert(text: object) -> str:
-    """``text`` with control, escape and bidi characters shown, not obeyed."""
-    return str(text).translate(_INERT)
+    """``text`` with control, escape and bidi characters shown, not obeyed
+    (the core's rule, tabs as spaces)."""
+    return core_inert(text, tab=TAB)
 
 
 

@@ -10,6 +10,7 @@ gateway (a forwarded port), and git moves the role's work back and forth.
 - :mod:`ssh` builds every ``ssh`` command line (never from task text);
 - :mod:`link` keeps one host's master connection, its forwards and its
   private directory;
+- :mod:`tether` ends the master connection with the server, however it ends;
 - :mod:`seat` turns a role's launch into the remote one;
 - :mod:`checkout` moves the role's branch between the two checkouts;
 - :mod:`client` is what runs over there: the launcher and the agent verbs.

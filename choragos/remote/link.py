@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from choragos import selfpath
+from choragos.remote import tether
 from choragos.remote.hosts import HostSpec
 from choragos.remote.ssh import Ssh, SshError
 
@@ -116,9 +117,10 @@ class HostLink:
             # ended, with its forwards, before a new one takes the name.
             subprocess.run(self.ssh.control_command("exit"), capture_output=True, timeout=10)
         self.ssh.control.unlink(missing_ok=True)
-        self._master = subprocess.Popen(self.ssh.master(), stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        start_new_session=True)
+        # A session of its own (a Ctrl-C for the server is not for it), on a
+        # tether: it ends with the server even when nothing cleans up.
+        self._master = tether.spawn(self.ssh.master(), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, start_new_session=True)
         end = time.monotonic() + CONNECT_TIMEOUT
         while time.monotonic() < end:
             if self._master.poll() is not None:
@@ -167,8 +169,9 @@ class HostLink:
             except subprocess.TimeoutExpired:
                 master.kill()
                 master.wait(timeout=5)
-        if master.stderr is not None:
-            master.stderr.close()
+        for pipe in (master.stdin, master.stderr):  # the tether let go, too
+            if pipe is not None:
+                pipe.close()
 
     # -- a role ------------------------------------------------------------------------
 

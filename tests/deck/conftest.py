@@ -138,6 +138,31 @@ class TmuxDeck:
 
 
 
+Cli = Callable[..., subprocess.CompletedProcess]
+
+
+def cli_for(env: dict[str, str], cwd: Path) -> Cli:
+    """``cli(*args, cwd=...)``: the choragos CLI under ``env``, run in ``cwd``
+    unless told, its output captured."""
+    default = cwd
+
+    def cli(*args: str, cwd: Path = default) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+
+    return cli
+
+
+def kill_all_and_remove(cli: Cli, root: Path) -> None:
+    """Every session ``cli`` reaches killed, the agents they started (in
+    ``root/agents.jsonl``) gone, then ``root`` removed."""
+    cli("kill", "--all")
+    pids = [int(r["text"]) for r in read_agent_log(root / "agents.jsonl", "start")]
+    wait_until(lambda: not any(pid_alive(p) for p in pids), 15, message="agents gone")
+    shutil.rmtree(root, ignore_errors=True)
+
+
 TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
         + role_toml("release", "--worker", approve=True)
         + "\n[ui]\nauto_focus = false\n")

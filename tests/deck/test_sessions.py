@@ -14,7 +14,7 @@ import pytest
 from ptyprocess import PtyProcess
 
 from tests.conftest import pid_alive, wait_until
-from tests.deck.conftest import TEAM
+from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove
 from tests.integration.harness import AGENT, base_env, git_init, read_agent_log
 
 pytestmark = pytest.mark.timeout(120)
@@ -32,19 +32,9 @@ def project():
     env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime),
                     "AGENT_LOG": str(root / "agents.jsonl")})
 
-    def cli(*args: str, cwd: Path = work) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
-
+    cli = cli_for(env, work)
     yield root, work, cli
-    cli("kill", "--all")
-    log = root / "agents.jsonl"
-    pids = [int(json.loads(line)["text"]) for line in log.read_text().splitlines()
-            if json.loads(line)["kind"] == "start"] if log.exists() else []
-    wait_until(lambda: not any(pid_alive(p) for p in pids), 15, message="agents gone")
-    import shutil
-    shutil.rmtree(root, ignore_errors=True)
+    kill_all_and_remove(cli, root)
 
 
 def test_detach_returns_once_ready_and_a_second_serve_says_why_not(project):

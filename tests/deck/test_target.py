@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import pid_alive, wait_until
+from tests.deck.conftest import cli_for, kill_all_and_remove
 from tests.integration.harness import base_env, git_init, role_toml
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,18 +34,9 @@ def machine():
         (work / ".choragos.toml").write_text(TEAM)
         return work
 
-    def cli(*args: str, cwd: Path = elsewhere) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "choragos", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
-
+    cli = cli_for(env, elsewhere)
     yield project, cli
-    cli("kill", "--all")
-    log = root / "agents.jsonl"
-    pids = [int(json.loads(line)["text"]) for line in log.read_text().splitlines()
-            if json.loads(line)["kind"] == "start"] if log.exists() else []
-    wait_until(lambda: not any(pid_alive(p) for p in pids), 15, message="agents gone")
-    shutil.rmtree(root, ignore_errors=True)
+    kill_all_and_remove(cli, root)
 
 
 def test_the_read_verbs_reach_the_only_session_and_say_so(machine):

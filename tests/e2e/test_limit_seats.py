@@ -9,6 +9,8 @@ retry) or, if it gave up and rests at its prompt, a "continue" line.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.e2e import seats
@@ -26,6 +28,13 @@ RESET = 4  # seconds: the retry-after the fake sends
 def _gateway(port: int, api: str, url: str) -> str:
     return (f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n'
             f'[gateway.upstream]\n{api} = "{url}"\n[ui]\nlimit_wait = "2s"\n')
+
+
+def _through_gateway(seat_crew, cli: str, api: str, model: FakeModel):
+    """An orchestrator and a coder on ``cli``, whose ``api`` calls reach ``model``
+    through the built-in gateway."""
+    return seat_crew(seats.seat_role("orchestrator", cli, start=True)
+                     + seats.seat_role("coder", cli) + _gateway(free_port(), api, model.base_url))
 
 
 def _task_turn(turn) -> bool:
@@ -48,6 +57,20 @@ def _limited_then_done(s, role: str = "coder") -> None:
     assert s.board()["T1"]["state"] == "done"
 
 
+def _writes_hello_then_reports(model: FakeModel, work: Path, first: object) -> None:
+    """Claude Code's turns: at ``first``, write hello.txt; then report T1 done."""
+    model.on(first, tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
+    model.on(tool_said("hello.txt"),
+             bash('choragos work-done --id T1 --done --task "Wrote hello.txt"', "Report the task"))
+    model.default = text("Ready.")
+
+
+def _delegated(s, task: str = "Create hello.txt") -> None:
+    """Both roles booted, then ``task`` given to the coder."""
+    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
+
+
 @pytest.mark.claude
 @pytest.mark.timeout(240)
 def test_claude_code_waits_out_a_429_and_finishes(crew, fake_model: FakeModel) -> None:
@@ -57,14 +80,8 @@ def test_claude_code_waits_out_a_429_and_finishes(crew, fake_model: FakeModel) -
     work = s.workdir
     fake_model.on("New task T1", ApiError(429, "rate_limit_error", "Rate limited: slow down",
                                           headers=(("retry-after", str(RESET)),)))
-    fake_model.on(_task_turn,
-                  tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
-    fake_model.on(tool_said("hello.txt"),
-                  bash('choragos work-done --id T1 --done --task "Wrote hello.txt"',
-                       "Report the task"))
-    fake_model.default = text("Ready.")
-    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    _writes_hello_then_reports(fake_model, work, _task_turn)
+    _delegated(s)
     _limited_then_done(s)
     assert (work / "hello.txt").read_text() == "hello\n"
 
@@ -72,19 +89,15 @@ def test_claude_code_waits_out_a_429_and_finishes(crew, fake_model: FakeModel) -
 @pytest.mark.codex
 @pytest.mark.timeout(240)
 def test_codex_waits_out_a_429_and_finishes(seat_crew, fakes) -> None:
-    port = free_port()
     model = fakes.openai
-    s = seat_crew(seats.seat_role("orchestrator", "codex", start=True)
-                  + seats.seat_role("coder", "codex")
-                  + _gateway(port, "openai", model.base_url))
+    s = _through_gateway(seat_crew, "codex", "openai", model)
     model.on("New task T1", ApiError(429, "rate_limit_exceeded", "Rate limit reached",
                                      headers=(("retry-after", str(RESET)),)))
     model.on(_task_turn, shell("printf 'hello\\n' > hello.txt"))
     model.on(lambda turn: "exited with code 0" in turn.tool_text,
              shell('choragos work-done --id T1 --done --task "Wrote hello.txt"'))
     model.default = text("Ready.")
-    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    _delegated(s)
     _limited_then_done(s)
     assert (s.workdir / "hello.txt").read_text() == "hello\n"
 
@@ -100,14 +113,8 @@ def test_claude_codes_own_limit_screen_is_waited_out_and_continued(crew,
     work = s.workdir
     fake_model.on("New task T1", ApiError(429, "rate_limit_error", "Rate limited: slow down",
                                           headers=(("x-should-retry", "false"),)))
-    fake_model.on("Continue:",
-                  tool("Write", {"file_path": str(work / "hello.txt"), "content": "hello\n"}))
-    fake_model.on(tool_said("hello.txt"),
-                  bash('choragos work-done --id T1 --done --task "Wrote hello.txt"',
-                       "Report the task"))
-    fake_model.default = text("Ready.")
-    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
+    _writes_hello_then_reports(fake_model, work, "Continue:")
+    _delegated(s)
     limited = s.wait_event(lambda e: e["event"] == "role limited", 60, "the limit")
     assert (limited["role"], limited["source"]) == ("coder", "screen")
     assert "API Error: Request rejected (429)" in limited["said"]
@@ -120,17 +127,13 @@ def test_claude_codes_own_limit_screen_is_waited_out_and_continued(crew,
 @pytest.mark.gemini
 @pytest.mark.timeout(240)
 def test_gemini_cli_waits_out_a_resource_exhausted_and_finishes(seat_crew, fakes) -> None:
-    port = free_port()
     model = fakes.gemini
-    s = seat_crew(seats.seat_role("orchestrator", "gemini", start=True)
-                  + seats.seat_role("coder", "gemini")
-                  + _gateway(port, "gemini", model.base_url))
+    s = _through_gateway(seat_crew, "gemini", "gemini", model)
     retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{RESET}s"}
     model.on("New task T1", ApiError(429, "resource_exhausted", "Quota exceeded, retry later",
                                      details=(retry,)))
     # The protocol verb is one a Gemini seat runs without asking (choragos init --seats).
     model.on(_task_turn, gemini_shell('choragos work-done --id T1 --done --task "Done"'))
     model.default = text("Ready.")
-    s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
-    assert s.cli("delegate", "--to", "coder", "--task", "Report it done").returncode == 0
+    _delegated(s, "Report it done")
     _limited_then_done(s)

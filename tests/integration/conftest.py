@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.integration.gitrepo import init_repo
 from tests.integration.harness import Serve
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A new, empty git repository (gitrepo.init_repo); a module with a
+    ``repo`` of its own uses that one."""
+    return init_repo(tmp_path / "repo")
 
 
 @pytest.fixture

@@ -19,14 +19,17 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from choragos.budgetgate import BudgetGate
 from choragos.gateway import Totals, parse_metrics
 from choragos.gatewaymetrics import Tally
 from choragos.gatewayroles import Roles
+from choragos.gatewaywatch import AnswerWatch
 from choragos.proxy import GatewayServer
+from tests.loopback import FakeHandler, Loopback
 
 UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
 
@@ -34,9 +37,11 @@ UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
 @contextlib.contextmanager
 def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
                     tally: Tally | None = None, roles: Roles | None = None,
-                    record=None) -> Iterator[GatewayServer]:
+                    record=None, watch: AnswerWatch | None = None,
+                    gate: BudgetGate | None = None) -> Iterator[GatewayServer]:
     full = {"anthropic": UNUSED, "openai": UNUSED, "gemini": UNUSED, **upstreams}
-    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles)
+    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles,
+                           watch=watch, gate=gate)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -92,7 +97,7 @@ def metric(server: GatewayServer | str, name: str, **labels: str) -> float:
     return 0.0
 
 
-class ScriptedUpstream:
+class ScriptedUpstream(Loopback):
     """An HTTP/1.1 server answering every request with the test's script.
 
     ``pieces`` are written one chunk each; ``hold`` (an Event) is waited for
@@ -108,37 +113,21 @@ class ScriptedUpstream:
         self.hold: threading.Event | None = None
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.peers: list[tuple[str, int]] = []  # the connection each request came on
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.scheme = "https" if tls else "http"
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
+        super().__init__(self._handler(), tls=tls)
 
     def close(self) -> None:
         if self.hold is not None:
             self.hold.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         upstream = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
             def do_POST(self) -> None:
-                if "chunked" in self.headers.get("Transfer-Encoding", ""):
-                    body = _read_chunked(self.rfile)
-                else:
-                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.read_body()
                 upstream.seen.append((self.command, self.path,
                                       {k.lower(): v for k, v in self.headers.items()}, body))
                 upstream.peers.append(self.client_address)
@@ -173,16 +162,6 @@ class ScriptedUpstream:
             handler.wfile.write(b"0\r\n\r\n")
 
 
-def _read_chunked(stream) -> bytes:
-    body = b""
-    while size := int(stream.readline().split(b";")[0], 16):
-        body += stream.read(size)
-        stream.read(2)
-    while stream.readline() not in (b"\r\n", b""):
-        pass
-    return body
-
-
 def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
     """A certificate for 127.0.0.1 (made with openssl) and a server context using it."""
     cert, key = folder / "cert.pem", folder / "key.pem"
@@ -212,47 +191,27 @@ class Canned:
     short_by: int = 0
 
 
-class CannedUpstream:
+class CannedUpstream(Loopback):
     """An HTTP/1.1 server answering each ``(method, path)`` with its :class:`Canned`."""
 
     def __init__(self, answers: dict[tuple[str, str], Canned]) -> None:
         self.answers = answers
         self.seen: list[tuple[str, str]] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(self._handler())
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         upstream = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
             def do_GET(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.read_body()
                 upstream.seen.append((self.command, self.path))
                 canned = upstream.answers.get((self.command, self.path))
-                if canned is None:
-                    canned = Canned(b'{"error":"no such thing"}')
-                    self.send_response(404)
-                else:
-                    self.send_response(200)
-                self.send_header("Content-Type", canned.content_type)
-                self.send_header("Content-Length", str(len(canned.body)))
-                for name, value in canned.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
+                status = 200 if canned else 404
+                canned = canned or Canned(b'{"error":"no such thing"}')
+                self.send_head(status, len(canned.body), canned.content_type, canned.headers)
                 self.wfile.write(canned.body[:len(canned.body) - canned.short_by])
                 if canned.short_by:
                     self.wfile.flush()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from tests.loopback import FakeHandler, Loopback
 
 HEAD = ("# HELP sphragis_tokens_total Tokens seen by the gateway.\n"
         "# TYPE sphragis_tokens_total counter\n")
@@ -15,7 +14,7 @@ class ScriptedGateway:
     def __init__(self, body: bytes = HEAD.encode()) -> None:
         self.body = body
         self.counts: dict[tuple[str, str, str], int] = {}
-        self.server: ThreadingHTTPServer | None = None
+        self.http: Loopback | None = None
         self.port = 0
         self.up()
 
@@ -30,7 +29,7 @@ class ScriptedGateway:
     def up(self) -> None:
         gateway = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             def do_GET(self) -> None:
                 code, body = (200, gateway.body) if self.path == "/metrics" else (404, b"")
                 self.send_response(code)
@@ -38,15 +37,10 @@ class ScriptedGateway:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.http = Loopback(Handler, self.port)
+        self.port = self.http.port
 
     def down(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        if self.http is not None:
+            self.http.close()
+            self.http = None

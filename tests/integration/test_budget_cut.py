@@ -8,22 +8,21 @@ the events before the cut, then one error event in the API's own format.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
 
 import pytest
 
 from choragos.budgetgate import BudgetGate
 from choragos.gatewaymetrics import Tally
 from choragos.gatewaywatch import AnswerWatch
-from choragos.proxy import GatewayServer
 from tests.e2e.fakemodel import read_sse
 from tests.integration.gatewayfakes import (
-    UNUSED,
     ScriptedUpstream,
     base_url,
     metric,
     request,
+    running_gateway,
     tokens,
 )
 
@@ -63,34 +62,29 @@ def _gemini_chunk(n: int) -> bytes:
 
 
 class Gateway:
-    def __init__(self, upstream: ScriptedUpstream, roles: dict) -> None:
+    """The real gateway with a budget gate over ``upstream``, until ``stack`` closes."""
+
+    def __init__(self, stack: contextlib.ExitStack, upstream: ScriptedUpstream,
+                 roles: dict) -> None:
         self.tally, self.news = Tally(), []
         self.gate = BudgetGate(lambda: self.tally.counts()["tokens"])
         self.gate.update({"budgets": {"roles": roles, "session": None, "pricing": PRICES}})
-        upstreams = {"anthropic": upstream.url, "openai": UNUSED, "gemini": upstream.url}
-        self.server = GatewayServer(("127.0.0.1", 0), upstreams, self.tally, 30,
-                                    watch=AnswerWatch(self.news.append), gate=self.gate)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = base_url(self.server)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        server = stack.enter_context(running_gateway(
+            {"anthropic": upstream.url, "gemini": upstream.url}, tally=self.tally,
+            watch=AnswerWatch(self.news.append), gate=self.gate))
+        self.url = base_url(server)
 
 
 @pytest.fixture
 def scripted():
-    made: list = []
+    with contextlib.ExitStack() as stack:
 
-    def make(pieces: list[bytes], roles: dict) -> tuple[ScriptedUpstream, Gateway]:
-        upstream = ScriptedUpstream(pieces)
-        gateway = Gateway(upstream, roles)
-        made.extend([gateway, upstream])
-        return upstream, gateway
+        def make(pieces: list[bytes], roles: dict) -> tuple[ScriptedUpstream, Gateway]:
+            upstream = ScriptedUpstream(pieces)
+            stack.callback(upstream.close)
+            return upstream, Gateway(stack, upstream, roles)
 
-    yield make
-    for thing in made:
-        thing.close()
+        yield make
 
 
 def test_an_answer_whose_input_crosses_the_budget_is_cut_before_its_text(scripted):

@@ -9,12 +9,12 @@ from pathlib import Path
 from choragos.actors.checkpointer import PRUNE_EVERY
 from choragos.checkpoints import CheckpointStore
 from tests.conftest import Told, wait_until
-from tests.integration.harness import role_toml
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     init_repo,
     isolated_git,
     write,
 )
+from tests.integration.harness import role_toml
 
 
 def test_the_checkpointer_prunes_as_it_goes_and_keeps_what_is_at_work(tmp_path: Path) -> None:

@@ -16,24 +16,18 @@ from dulwich.repo import Repo
 
 from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore, _reason
 from choragos.gitwalk import read_user_index
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     OLD,
     add_submodule,
     age_tree,
-    file_then_directory,
     git,
     git_tree,
-    init_repo,
     isolated_git,
     ls_tree,
     settle,
     write,
 )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
+from tests.integration.test_checkpoints_git import file_then_directory
 
 
 def has_object(repo: Path, oid: str) -> bool:

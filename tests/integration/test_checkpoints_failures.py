@@ -17,7 +17,7 @@ from choragos.checkpoints import (
     is_undo_point,
     undo_name,
 )
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     git_tree,
     init_repo,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from choragos.checkpoints import CheckpointStore
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     init_repo,
     isolated_git,
     write,

@@ -10,17 +10,11 @@ from pathlib import Path
 import pytest
 
 from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
-    init_repo,
     isolated_git,
     write,
 )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
 
 
 def listed(repo: Path) -> dict[str, tuple]:

@@ -22,7 +22,7 @@ from choragos.checkpoints import (
     worktree_name,
 )
 from choragos.gitwalk import load_cache
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     git_tree,
     init_repo,

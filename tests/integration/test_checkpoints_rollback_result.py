@@ -12,19 +12,13 @@ from pathlib import Path
 import pytest
 
 from choragos.checkpoints import CheckpointError, CheckpointStore
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     add_submodule,
     git,
-    init_repo,
     isolated_git,
     settle,
     write,
 )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
 
 
 @pytest.fixture

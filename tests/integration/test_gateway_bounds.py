@@ -22,14 +22,15 @@ from tests.integration.gatewayfakes import base_url, metric, request, running_ga
 pytestmark = pytest.mark.timeout(120)
 
 
-def _flood(server, paths) -> None:
+def _flood(server, paths, status: int = 404) -> None:
+    """A POST to each of ``paths`` on one connection, each answered ``status``."""
     conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=20)
     try:
         for path in paths:
             conn.request("POST", path, body=b"{}")
             response = conn.getresponse()
             response.read()
-            assert response.status == 404
+            assert response.status == status
     finally:
         conn.close()
 
@@ -94,16 +95,7 @@ def test_a_role_cannot_charge_another_role_or_a_made_up_one():
 
 def test_a_flood_of_made_up_roles_on_a_sessions_gateway_is_one_line():
     with running_gateway({}, roles=Roles(SESSION_KEY)) as gw:
-        paths = (f"/agent/x{n}/{'0' * 32}/v1/messages" for n in range(3_000))
-        conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
-        try:
-            for path in paths:
-                conn.request("POST", path, body=b"{}")
-                response = conn.getresponse()
-                response.read()
-                assert response.status == 403
-        finally:
-            conn.close()
+        _flood(gw, (f"/agent/x{n}/{'0' * 32}/v1/messages" for n in range(3_000)), 403)
         page = fetch_metrics(f"{base_url(gw)}/metrics")
         assert page.count(b"\n") < 10
         assert metric(gw, "sphragis_requests_total", agent=UNKNOWN, code="403") == 3_000

@@ -19,7 +19,7 @@ from choragos.checkpoints import CheckpointStore
 from choragos.gitignore import RuleStack
 from choragos.gitobjects import ObjectWriter
 from choragos.gitwalk import Records, Scan, UserIndex, Walker, read_user_index
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     age_tree,
     git,
     git_tree,

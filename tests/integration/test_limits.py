@@ -11,16 +11,15 @@ a few seconds, so the real wake-up timers run.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.e2e.scenario import holds_for
 from tests.integration.gatewayfakes import free_port
 from tests.integration.harness import role_toml, scrape
+from tests.loopback import FakeHandler, Loopback
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +29,7 @@ OK = (200, {}, {"id": "msg_1", "type": "message", "role": "assistant", "model": 
 RATE = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
 
 
-class Upstream:
+class Upstream(Loopback):
     """Answers each request with the next scripted (status, headers, body); the
     last answer repeats.  ``seen`` holds the wall time of every request."""
 
@@ -38,43 +37,23 @@ class Upstream:
         self.script, self.seen = list(script), []
         upstream = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.read_body()
                 upstream.seen.append(time.time())
                 status, headers, body = upstream.next()
                 data = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
+                self.send_head(status, len(data), headers=headers)
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(Handler)
 
     def next(self) -> tuple:
         """The next answer; a callable is asked for it when the request comes."""
         answer = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         return answer() if callable(answer) else answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Upstream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _crew(upstream: Upstream, hook_file, api: str = "anthropic", **ui: str) -> str:

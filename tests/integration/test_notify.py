@@ -5,14 +5,13 @@ web view, and the token travels only when the config says so."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.integration.harness import role_toml
 from tests.integration.webclient import WEB, Web
+from tests.loopback import FakeHandler, Loopback
 
 
 class FakePush:
@@ -21,25 +20,19 @@ class FakePush:
     def __init__(self) -> None:
         got = self.got = []
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(FakeHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = self.read_body()
                 got.append({"path": self.path, "headers": dict(self.headers),
                             "body": body.decode(), "at": time.monotonic()})
                 self.send_response(200)
                 self.end_headers()
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/my-crew"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.http = Loopback(Handler)
+        self.url = f"{self.http.url}/my-crew"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.http.close()
 
 
 @pytest.fixture

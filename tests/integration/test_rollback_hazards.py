@@ -10,18 +10,13 @@ from pathlib import Path
 import pytest
 
 from choragos.checkpoints import CheckpointError, CheckpointStore, _tmp_name
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
     isolated_git,
     settle,
     write,
 )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
 
 
 def committed_nested(repo: Path, name: str = "nested") -> Path:

@@ -12,7 +12,7 @@ import pytest
 
 from choragos import changes, checkpointtrees, worktrees
 from choragos.checkpoints import REF_PREFIX, Checkpoint, CheckpointError, CheckpointStore
-from tests.integration.test_checkpoints_git import (  # noqa: F401 - the fixture is autouse
+from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
     isolated_git,

@@ -214,6 +214,21 @@ def test_a_resumed_session_reconnects_its_remote_role_and_finishes_its_tasks(
            message="the old master connection to end")
 
 
+def test_a_killed_servers_master_connection_ends_with_it(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    [master] = _masters(s)
+    helpers = [int(pid) for pid in subprocess.run(
+        ["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()]
+    s.kill9()
+    # Nobody resumes: the connection (and its forwards) must not wait for one.
+    s.wait(lambda: _masters(s) == [] and not _alive(master), 10,
+           message="the master connection to end with the killed server")
+    s.wait(lambda: not any(map(_alive, helpers)), 10, message="what watched it to end too")
+    s.start(args=("--resume",))  # so the session ends cleanly, there too
+    s.wait(lambda: len(_masters(s)) == 1, 60, message="the resumed session connected")
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -30,7 +30,8 @@ def test_a_long_diff_opens_with_only_its_first_screen_built():
 
 
 def test_lines_are_shown_inert_and_an_empty_text_says_so():
-    pager = PagerOverlay("t", "line \x1b[31mred\x07", lambda: None)
-    assert shown(pager) == ["line \\x1b[31mred\\x07"]
+    pager = PagerOverlay("t", "line \x1b[31mred\x07\nline 2\tthen \u202eright", lambda: None)
+    # A tab is laid out as spaces (the core's rule would print it as \t).
+    assert shown(pager) == ["line \\x1b[31mred\\x07", "line 2    then \\u202eright"]
     empty = PagerOverlay("t", "", lambda: None)
     assert "(empty)" in b"".join(empty.render(SIZE, focus=True).text).decode()
