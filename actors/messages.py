@@ -70,7 +70,7 @@ class Inject:
 class InjectStep:
     gen: int
     injection_id: int
-    step: str  # "wait-echo" | "enter" | "confirm" | "retype"
+    step: str  # a typing step (actors/typist.py): "wait-echo" | "confirm" | "retype"
 
 
 @dataclass(frozen=True)

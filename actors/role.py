@@ -16,7 +16,6 @@ import logging
 import shlex
 import signal
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
@@ -25,18 +24,20 @@ from typing import Any
 
 from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
-from choragos.actors import roleio
+from choragos.actors import roleio, rolescreen
 from choragos.actors.admission import RoleHeld
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
+from choragos.actors.rolehost import MACHINE, Child, RoleHost
+from choragos.actors.rolescreen import QUIET_IDLE
 from choragos.actors.timers import Timers
-from choragos.agentprofiles import AgentProfile, profile_for, typed_form
+from choragos.actors.typist import ENTER_DELAY, LEFT_IN_INPUT, Ending, Typing, Typist
+from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
 from choragos.launch import Launch
 from choragos.memfloor import HELD_MARK, MemoryGate
-from choragos.plural import counted
-from choragos.ptyproc import PtyChild, Reader, SpawnError
+from choragos.ptyproc import SpawnError
 from choragos.remote.seat import RemoteRole, SeatError
 from choragos.restartpolicy import ExitStatus, decide
 from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
@@ -45,58 +46,11 @@ from choragos.transcript import Transcript
 
 log = logging.getLogger("choragos.role")
 
-# Typing and boot timings.  The Enter goes in its own write because agent TUIs read
-# text+Enter arriving together as a paste, which never submits.  These are
-# floors: a profile may ask for more (``enter_delay``, ``boot_quiet``).
-ENTER_DELAY = 0.2
 BOOT_SETTLE = 1.0
-BOOT_QUIET = 1.2
-BOOT_MAX_WAIT = 20.0
-BOOT_RETRY_DELAY = 3.0
-BOOT_RETRIES = 2
-ECHO_WAIT = 2.0
-# The Enter waits for the pane to be this quiet after the echo: Gemini CLI
-# takes an Enter that follows any input event (a terminal reply included)
-# within 30 ms as a newline, not a submission.
-ENTER_QUIET = 0.1
-CONFIRM_POLL = 0.05
-CONFIRM_WINDOW = 1.5
-# How long typed input the agent has not read yet is waited on (a starved
-# agent on a busy machine) before the usual retries and failure apply.
-STARVED_WAIT = 30.0
-LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
 CLASSIFY_DELAY = 0.15
-QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
 HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
 
 
-NAMED_KEYS = {"enter": b"\r", "esc": b"\x1b", "tab": b"\t", "space": b" ",
-              "backspace": b"\x7f", "ctrl+c": b"\x03"}
-CURSOR_KEYS = {"up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D"}
-# DECCKM: an application that asked for "application cursor keys" reads SS3 forms.
-CURSOR_KEYS_APP = {name: b"\x1bO" + seq[-1:] for name, seq in CURSOR_KEYS.items()}
-
-
-@dataclass
-class Typing:
-    """An injection on its way into the pane."""
-
-    injection: m.Injection
-    started: float
-    text: str = ""  # the injection's text as typed (inert for a shell: see typed_form)
-    attempts: int = 1
-    enters: int = 0
-    entered: float = 0.0
-    boot: bool = False
-    pasted: bool = False
-    first_enter: float = 0.0
-    began: float = field(default_factory=time.monotonic)
-
-    def summary(self) -> str:
-        """How the text went in, for the injection's event."""
-        how = "pasted (bracketed paste)" if self.pasted else "typed"
-        return (f"{how}, Enter {self.first_enter:.2f}s after the text, "
-                f"submitted after {counted(self.enters, 'enter')}")
 
 
 @dataclass
@@ -110,8 +64,8 @@ class RoleState:
     brief_file: str
     boot_text: str
     status: RoleStatus = RoleStatus.EXITED
-    child: PtyChild | None = None
-    reader: Reader | None = None
+    child: Child | None = None
+    reader: Any = None  # the thread that reads the child's PTY
     gen: int = 0
     spawned: float = 0.0
     last_output: float = 0.0
@@ -157,19 +111,17 @@ def spec_profile(spec: RoleSpec) -> AgentProfile:
     return profile_for(spec.command, spec.args, spec.agent)
 
 
-def _drawn(lines: list[str]) -> bool:
-    """The program has drawn something: a blank screen is never idle nor briefed."""
-    return any(line.strip() for line in lines)
-
-
 class RoleActor(Actor):
     def __init__(self, state: RoleState, core: Any, timers: Timers, supervisor: Any,
-                 self_handle: Any) -> None:
+                 self_handle: Any, host: RoleHost = MACHINE) -> None:
         super().__init__(f"role:{state.spec.name}", supervisor)
         self.s = state
         self.core = core
         self.timers = timers
         self.me = self_handle
+        self.host = host
+        self.now = host.now
+        self.typist = Typist(state, host.now, timers, self_handle, core.tell, self._typed)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -179,7 +131,7 @@ class RoleActor(Actor):
         transcript = self.s.transcript
         term.on_scrolled = lambda lines: transcript.append_lines(lines, term.cols)
         if self.s.typing is not None:  # we replaced a crashed instance mid-injection
-            self._finish(False, "choragos restarted the role's actor during the injection")
+            self.typist.abandon("choragos restarted the role's actor during the injection")
         # A notice or classification the crashed instance never read must
         # not silence the reader.
         self.s.output_noticed = self.s.classify_pending = False
@@ -231,20 +183,20 @@ class RoleActor(Actor):
             return
         argv = self._argv()
         try:
-            s.child = PtyChild.spawn(argv, s.cwd or s.workdir, s.env,
-                                     s.terminal.cols, s.terminal.rows)
+            s.child = self.host.spawn(argv, s.cwd or s.workdir, s.env,
+                                      s.terminal.cols, s.terminal.rows)
         except SpawnError as exc:
             s.child = None
             self._set_status(RoleStatus.FAILED, str(exc))
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
-        s.spawned = s.last_output = time.monotonic()
+        s.spawned = s.last_output = self.now()
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
-        feed = roleio.OutputFeed(s, self.me, gen)
-        s.reader = Reader(s.child, feed.data,
-                          lambda status: self._from_reader(m.Exited(gen, status)),
-                          name=f"pty-{s.spec.name}", on_lull=feed.lull)
+        feed = roleio.OutputFeed(s, self.me, gen, self.now)
+        s.reader = self.host.reader(s.child, feed.data,
+                                    lambda status: self._from_reader(m.Exited(gen, status)),
+                                    name=f"pty-{s.spec.name}", on_lull=feed.lull)
         s.reader.start()
         s.detail = ""
         s.extra["stalled"] = False
@@ -314,7 +266,7 @@ class RoleActor(Actor):
         s = self.s
         if s.status is RoleStatus.WORKING and not s.extra.get("quiet_check"):
             s.extra["quiet_check"] = True
-            wait = max(0.05, s.last_output + QUIET_IDLE - time.monotonic() + 0.05)
+            wait = max(0.05, s.last_output + QUIET_IDLE - self.now() + 0.05)
             self.timers.after(wait, self.me, m.QuietCheck(gen))
 
     @handle.register
@@ -331,7 +283,7 @@ class RoleActor(Actor):
         s = self.s
         if s.spec.stall_after and not s.extra.get("stall_check"):
             s.extra["stall_check"] = True
-            wait = s.last_output + s.spec.stall_after - time.monotonic()
+            wait = s.last_output + s.spec.stall_after - self.now()
             self.timers.after(max(0.05, wait), self.me, m.StallCheck(gen))
 
     @handle.register
@@ -343,7 +295,7 @@ class RoleActor(Actor):
         if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
             self._arm_stall_check(s.gen)
             return
-        quiet = time.monotonic() - s.last_output
+        quiet = self.now() - s.last_output
         if s.status in HELD_STILL or quiet < s.spec.stall_after:
             s.extra["stall_check"] = True  # a paused or limited role is held, not stalled
             wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
@@ -353,21 +305,7 @@ class RoleActor(Actor):
         self._publish()
 
     def _screen_status(self) -> RoleStatus:
-        s = self.s
-        lines = s.terminal.display()
-        status = RoleStatus(screenstatus.classify(
-            lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
-        if status is RoleStatus.WORKING and self._quiet_without_busy_marker(lines):
-            # An unknown TUI whose prompt we do not recognise: nothing drawn for a
-            # while and nothing that says "busy" means it waits for its next input.
-            return RoleStatus.IDLE
-        return status
-
-    def _quiet_without_busy_marker(self, lines: list[str]) -> bool:
-        s = self.s
-        if time.monotonic() - s.last_output < QUIET_IDLE or not _drawn(lines):
-            return False
-        return not screenstatus.has_marker(lines, s.profile.busy_markers)
+        return rolescreen.screen_status(self.s, self.now())
 
     def _refresh_status(self) -> None:
         s = self.s
@@ -408,14 +346,7 @@ class RoleActor(Actor):
             held="left_in_input" in s.extra, limited_until=s.extra.get("limited_until"))
 
     def _ready(self) -> bool:
-        """Only an idle agent is typed into: keys typed into a dialog answer
-        it, and a line typed after one it did not take would join it.  (A
-        pure question: whoever reads the screen first calls
-        :meth:`_release_cleared_input`.)"""
-        s = self.s
-        return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
-                and time.monotonic() >= s.extra.get("settle_until", 0.0)
-                and "left_in_input" not in s.extra)
+        return rolescreen.ready(self.s, self.now())
 
     def _release_cleared_input(self) -> None:
         """A line the agent did not take holds the role until the operator
@@ -424,7 +355,7 @@ class RoleActor(Actor):
         s = self.s
         left = s.extra.get("left_in_input")
         # Still unread in the terminal, the line is not on the screen yet.
-        if (left is None or self._shows_pending(left)
+        if (left is None or self.typist.shows_pending(left)
                 or (s.child is not None and s.child.unread_input() > 0)):
             return
         del s.extra["left_in_input"]
@@ -484,32 +415,12 @@ class RoleActor(Actor):
             return
         if s.status not in (RoleStatus.BOOTING, *SCREEN_STATES):
             return  # paused or gone; resume/respawn re-arms the check
-        if self._boot_ready(time.monotonic()):
+        if rolescreen.boot_ready(self.s, self.now()):
             s.boot_attempts += 1
             boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-            self._begin_typing(boot, boot=True)
+            self.typist.begin(boot, boot=True)
         else:
             self.timers.after(0.1, self.me, m.BootCheck(msg.gen))
-
-    def _boot_ready(self, now: float) -> bool:
-        """Ready to brief: 1 s after spawn, output quiet for 1.2 s, and no dialog on screen.
-
-        An agent whose screen never looks idle (an unknown TUI) is briefed
-        anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
-        """
-        s = self.s
-        if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
-            return False
-        lines = s.terminal.display()
-        screen = self._screen_status()
-        if screen is RoleStatus.WAITING or not _drawn(lines):
-            return False
-        if now - s.spawned >= BOOT_MAX_WAIT:
-            return True
-        # Some CLIs draw an idle-looking prompt before their startup dialog.
-        markers = s.profile.boot_markers
-        return screen is RoleStatus.IDLE and (not markers
-                                              or screenstatus.has_marker(lines, markers))
 
     # -- injection ----------------------------------------------------
 
@@ -531,182 +442,29 @@ class RoleActor(Actor):
                 self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False, str(exc),
                                                   untouched=True))
                 return
-        self._begin_typing(msg.injection)
-
-    def _begin_typing(self, injection: m.Injection, boot: bool = False,
-                      attempts: int = 1) -> None:
-        """Type the text.  A retry, or a line typed in an earlier round, first
-        looks whether the input holds it already (it showed late): typed
-        again it would go in twice, so it only gets its Enter.  (A first
-        typing does not look: what an input holds then is someone else's.)"""
-        s = self.s
-        text = typed_form(s.profile, briefs.one_line(injection.text))
-        s.typing = Typing(injection, time.monotonic(), text, attempts=attempts, boot=boot)
-        again = attempts > 1 or injection.id in s.typed
-        if again and self._shows_pending(text):
-            log.info("%s: the text is already in its input; not typed again", s.spec.name)
-        else:
-            s.typing.pasted = self._type_text(text)
-            s.typed.append(injection.id)
-        delay = max(ENTER_DELAY, s.profile.enter_delay)
-        self.timers.after(delay, self.me, m.InjectStep(s.gen, injection.id, "wait-echo"))
-
-    def _type_text(self, text: str) -> bool:
-        """Write the text (never an Enter); True when it went in as a bracketed paste."""
-        data = briefs.one_line(text).encode()
-        pasted = self.s.terminal.bracketed_paste
-        if pasted:
-            data = b"\x1b[200~" + data + b"\x1b[201~"
-        self.s.child.write(data)
-        return pasted
+        self.typist.begin(msg.injection)
 
     @handle.register
     def _inject_step(self, msg: m.InjectStep) -> None:
+        self.typist.step(msg)
+
+    def _typed(self, typing: Typing, ending: Ending) -> None:
+        """The typist ended ``typing``: the role may be ready again, or booted."""
         s = self.s
-        typing = s.typing
-        if msg.gen != s.gen or typing is None or typing.injection.id != msg.injection_id:
-            return
-        if s.status is RoleStatus.PAUSED:
-            self.timers.after(0.2, self.me, msg)  # hold until resume
-            return
-        if msg.step == "wait-echo":
-            self._step_wait_echo(typing)
-        elif msg.step == "confirm":
-            self._step_confirm(typing)
-        elif msg.step == "retype":
-            self._retype(typing)
-
-    def _retype(self, typing: Typing) -> None:
-        """Never type the same text twice: the agent stopped with it still
-        unread is waited for, and text that reached its input after all is
-        not typed again (:meth:`_begin_typing` looks first)."""
-        if self.s.child.stopped():
-            typing.started = time.monotonic()
-            self._step_wait_echo(typing)
-            return
-        self._begin_typing(typing.injection, typing.boot, typing.attempts + 1)
-
-    def _step_wait_echo(self, typing: Typing) -> None:
-        s = self.s
-        now = time.monotonic()
-        if self._pending(typing) and (now - s.last_output >= ENTER_QUIET
-                                      or now - typing.started >= ECHO_WAIT):
-            self._press_enter(typing)
-            return
-        if s.child.stopped():
-            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
-            # terminal's input queue, so the echo comes once it runs again.
-            typing.started = now
-        elif now - typing.started >= ECHO_WAIT and self._slow(typing):
-            # Starved of CPU on a busy machine: the text is unread, or the
-            # agent is still at work on it.  Typing it again would put it in
-            # twice; it gets the whole wait again once it has run.
-            typing.started = now
-        if now - typing.started < ECHO_WAIT:
-            self.timers.after(0.1, self.me, m.InjectStep(s.gen, typing.injection.id,
-                                                          "wait-echo"))
-            return
-        if s.child.unread_input() > 0:
-            # Unread through the whole starved wait: typed again, it would go
-            # in twice the moment the agent reads.
-            self._leave_in_input(typing, f"the agent has not read the text in "
-                                         f"{STARVED_WAIT:g}s; not typed again")
-            return
-        self._retry_or_fail(typing, "the text did not appear on the agent's screen")
-
-    def _slow(self, typing: Typing) -> bool:
-        """The agent has not read all that was typed, or is still at work on
-        it, and has not been waited on for that longer than STARVED_WAIT (one
-        that never reads or never rests is hung, and its line fails loudly as
-        any other)."""
-        if time.monotonic() - typing.began > STARVED_WAIT:
-            return False
-        return self.s.child.unread_input() > 0 or self.s.child.running()
-
-    def _pending(self, typing: Typing) -> bool:
-        return self._shows_pending(typing.text)
-
-    def _shows_pending(self, text: str) -> bool:
-        """``text`` is on the screen in the agent's input, not sent yet."""
-        s = self.s
-        # Where the typed text ends, not the cursor: a line that fills its
-        # row to the last column leaves the cursor on that column.
-        lines, cursor = s.terminal.display(), s.terminal.typed_end
-        text = briefs.one_line(text)
-        return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
-                   for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))
-
-    def _press_enter(self, typing: Typing) -> None:
-        typing.enters += 1
-        typing.entered = time.monotonic()
-        if typing.enters == 1:
-            typing.first_enter = typing.entered - typing.started
-        self.s.child.write(b"\r")
-        self.timers.after(CONFIRM_POLL, self.me,
-                          m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
-
-    def _step_confirm(self, typing: Typing) -> None:
-        """Poll until the input box no longer holds the text (the Enter was taken).
-
-        The agent's time to take the Enter counts from when it read it and
-        came to rest: one the machine has not run since the Enter went in,
-        or has not finished running, is slow, not deaf.
-        """
-        if not self._pending(typing):
-            self._finish(True, typing.summary())
-            return
-        now = time.monotonic()
-        if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
-            typing.entered = now  # the whole window again once it has run
-        if now - typing.entered < CONFIRM_WINDOW:
-            self.timers.after(CONFIRM_POLL, self.me,
-                              m.InjectStep(self.s.gen, typing.injection.id, "confirm"))
-        elif self.s.child.unread_input() > 0:
-            # The Enter itself is still unread: a second one would be read
-            # after it, by whatever the first one opens.
-            self._leave_in_input(typing, f"the agent has not read the Enter in "
-                                         f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
-        elif typing.enters < 2:
-            self._press_enter(typing)  # the one second Enter
-        else:
-            self._leave_in_input(typing, "the agent did not take the Enter")
-
-    def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
-        """Give up on a line that is (or will be) in the agent's input: the
-        role takes no line until it has been sent or cleared."""
-        self.s.extra["left_in_input"] = typing.text
-        self.s.detail = LEFT_IN_INPUT
-        self._finish(False, why, submitted=submitted, left_in_input=True)
-
-    def _retry_or_fail(self, typing: Typing, why: str) -> None:
-        limit = BOOT_RETRIES + 1 if typing.boot else 2
-        if typing.attempts < limit:
-            self.core.tell(m.InjectionOutcome(self.s.spec.name, typing.injection, False,
-                                              f"{why}; retrying in {BOOT_RETRY_DELAY:g}s",
-                                              final=False))
-            self.timers.after(BOOT_RETRY_DELAY, self.me,
-                              m.InjectStep(self.s.gen, typing.injection.id, "retype"))
-            return
-        self._finish(False, f"{why} after {typing.attempts} attempts")
-
-    def _finish(self, ok: bool, detail: str, submitted: bool = False,
-                left_in_input: bool = False) -> None:
-        s = self.s
-        typing = s.typing
-        s.typing = None
-        if ok and s.profile.submit_settle:
+        if ending.ok and s.profile.submit_settle:
             # The input clears before the busy state shows: a line typed in
             # between can be wiped with the old input.  Ready again after this.
-            s.extra["settle_until"] = time.monotonic() + s.profile.submit_settle
+            s.extra["settle_until"] = self.now() + s.profile.submit_settle
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
-            if ok and s.extra.get("conversation"):
+            if ending.ok and s.extra.get("conversation"):
                 conversations.mark_used(s.workdir, s.spec.name, s.extra["conversation"])
             if s.status is RoleStatus.BOOTING:
                 self._set_status(self._screen_status())
-        self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ok, detail,
-                                          submitted=submitted, left_in_input=left_in_input))
+        self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ending.ok,
+                                          ending.detail, submitted=ending.submitted,
+                                          left_in_input=ending.left_in_input))
         self._refresh_status()
         # The reply may have been classified already (while booting, when no
         # quiet check is armed): without one, an unmarked screen stays "working".
@@ -731,8 +489,8 @@ class RoleActor(Actor):
         self._set_status(RoleStatus.EXITED, msg.status.describe())
         if s.typing is not None:  # after EXITED: the core then requeues it, unless submitted
             # A lost connection took the agent that read it: the next one types it afresh.
-            self._finish(False, f"{s.spec.name} exited ({msg.status.describe()})",
-                         submitted=s.typing.enters > 0 and not lost)
+            self.typist.abandon(f"{s.spec.name} exited ({msg.status.describe()})",
+                                submitted=s.typing.enters > 0 and not lost)
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:
@@ -804,7 +562,7 @@ class RoleActor(Actor):
             s.transcript.flush_screen(s.terminal.whole_display(), s.terminal.cols)
             self._set_status(RoleStatus.EXITED, status.describe() if status else "stopped")
         if s.typing is not None:  # the core holds the injection in flight until told
-            self._finish(False, f"{s.spec.name} was stopped mid-injection")
+            self.typist.abandon(f"{s.spec.name} was stopped mid-injection")
         child.close()
         s.gen += 1  # anything still in flight from the old process is stale
         if s.seat is not None:
@@ -872,8 +630,7 @@ class RoleActor(Actor):
 
     @handle.register
     def _type_keys(self, msg: m.TypeKeys) -> None:
-        cursor_keys = CURSOR_KEYS_APP if self.s.terminal.application_cursor else CURSOR_KEYS
-        keys = b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in msg.keys)
+        keys = roleio.key_bytes(msg.keys, self.s.terminal.application_cursor)
         text = briefs.one_line(msg.text).encode()
         if text and keys:  # as in typing: keys after text in a write of their own
             self._send_input(text)
@@ -890,17 +647,4 @@ class RoleActor(Actor):
         roleio.flush_one(self.s)
 
     def _send_input(self, data: bytes) -> None:
-        """An operator's keys; typed into a paused pane they wait for resume."""
-        s = self.s
-        if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
-            return
-        with s.keys.lock:
-            if s.status is RoleStatus.PAUSED or s.keys.waiting:
-                s.keys.waiting.append(data)  # behind the keys already waiting
-                held = s.status is RoleStatus.PAUSED
-            else:
-                held = None
-        if held is None:
-            s.child.write(data)
-        elif not held:
-            self.me.tell(roleio.FlushKeys())
+        roleio.send_input(self.s, data, self.me.tell)

@@ -48,6 +48,13 @@ GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 FLOOD_HOLD = 0.025
 
 
+NAMED_KEYS = {"enter": b"\r", "esc": b"\x1b", "tab": b"\t", "space": b" ",
+              "backspace": b"\x7f", "ctrl+c": b"\x03"}
+CURSOR_KEYS = {"up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D"}
+# DECCKM: an application that asked for "application cursor keys" reads SS3 forms.
+CURSOR_KEYS_APP = {name: b"\x1bO" + seq[-1:] for name, seq in CURSOR_KEYS.items()}
+
+
 @dataclass(frozen=True)
 class FlushKeys:
     """Write the oldest waiting keys (if the role is not paused)."""
@@ -114,10 +121,12 @@ def flush_one(state: Any) -> None:
 class OutputFeed:
     """The reader thread's callbacks for one process of a role."""
 
-    def __init__(self, state: Any, me: Any, gen: int) -> None:
+    def __init__(self, state: Any, me: Any, gen: int,
+                 now: Callable[[], float] = time.monotonic) -> None:
         self.state = state
         self.me = me
         self.gen = gen
+        self.now = now
 
     def data(self, data: bytes) -> float | None:
         """Feed the terminal here; tell the actor only when no notice is pending.
@@ -133,7 +142,7 @@ class OutputFeed:
         with s.feed_lock:  # the actor's respawn bumps gen and resets the screen under it
             if self.gen != s.gen:
                 return None
-            s.last_output = time.monotonic()
+            s.last_output = self.now()
             due = s.terminal.feed(data, eager=eager)
         if s.output_noticed or s.classify_pending:
             # A classification on its way reads the screen after it clears
@@ -158,3 +167,27 @@ class OutputFeed:
         self.state.output_noticed = True
         with contextlib.suppress(ActorGone):
             self.me.tell(OutputSeen(self.gen))
+
+
+def key_bytes(keys: tuple[str, ...], application_cursor: bool) -> bytes:
+    """Named keys (``enter``, ``up``…) as the agent's terminal sends them."""
+    cursor_keys = CURSOR_KEYS_APP if application_cursor else CURSOR_KEYS
+    return b"".join(cursor_keys.get(key) or NAMED_KEYS[key] for key in keys)
+
+
+def send_input(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
+    """On the actor: an operator's keys; typed into a paused pane they wait
+    for resume, and behind keys already waiting they queue."""
+    queue: KeyQueue = state.keys
+    if state.child is None or state.status in GONE:
+        return
+    with queue.lock:
+        if state.status is RoleStatus.PAUSED or queue.waiting:
+            queue.waiting.append(data)  # behind the keys already waiting
+            held = state.status is RoleStatus.PAUSED
+        else:
+            held = None
+    if held is None:
+        state.child.write(data)
+    elif not held:
+        tell(FlushKeys())

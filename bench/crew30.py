@@ -67,7 +67,7 @@ from bench.common import (  # noqa: E402
     tmux_tiled,
 )
 from choragos import wire  # noqa: E402
-from choragos.actors.role import ENTER_DELAY  # noqa: E402
+from choragos.actors.typist import ENTER_DELAY  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
 SLOW = 1.0  # a delivery slower than this is explained on stderr

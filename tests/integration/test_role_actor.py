@@ -13,7 +13,7 @@ import pykka
 import pytest
 
 from choragos.actors import messages as m
-from choragos.actors import role as role_module
+from choragos.actors import typist as typist_module
 from choragos.actors.role import RoleActor, new_state, spec_profile
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.actors.timers import Timers
@@ -159,7 +159,7 @@ def test_an_exited_role_is_not_ready(role):
 def slow_confirm(monkeypatch) -> None:
     """The Enter's confirmation polled after the reply was classified, as a
     loaded machine may order them: the reply's screen is read while booting."""
-    monkeypatch.setattr(role_module, "CONFIRM_POLL", 0.4)
+    monkeypatch.setattr(typist_module, "CONFIRM_POLL", 0.4)
 
 
 @pytest.mark.parametrize("agent_env", [{"AGENT_PROMPT": "ready: "}])  # no prompt we know
@@ -199,7 +199,7 @@ def test_an_agent_dying_on_its_enter_reports_the_text_submitted(tmp_path, monkey
     loaded machine: the outcome says the text went in, so it is not typed
     into the next process."""
     # The exit comes at once; the confirmation, polled this late, never first.
-    monkeypatch.setattr(role_module, "CONFIRM_POLL", 3.0)
+    monkeypatch.setattr(typist_module, "CONFIRM_POLL", 3.0)
     started = start_role(tmp_path, sys.executable, (str(AGENT), "--exit-on", "boom"))
     try:
         wait_until(lambda: started.core.outcomes(), 15, message="the boot brief")

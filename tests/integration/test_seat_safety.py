@@ -16,7 +16,7 @@ from tests.e2e.scenario import holds_for
 from tests.integration.harness import AGENT, Serve, role_toml
 from tests.integration.test_roles import hooks_toml, read_env
 
-QUIET_IDLE = 3.0  # actors/role.py: quiet without a busy marker otherwise means idle
+QUIET_IDLE = 3.0  # actors/rolescreen.py: quiet without a busy marker otherwise means idle
 
 
 def wrapped_role(name: str, command: str, args: list[str]) -> str:

@@ -1,0 +1,72 @@
+"""What a role's screen and state say, read at a given time: its status,
+whether it may be briefed, whether a line may be typed into it.
+
+Pure reads of a :class:`~choragos.actors.role.RoleState` (its emulated
+terminal, its profile, when output last came) at ``now``: the role actor
+passes its clock's time, a test any time it likes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from choragos import screenstatus
+from choragos.rolestatus import RoleStatus
+
+QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
+# Boot timings: floors, a profile may ask for more (``boot_quiet``).
+BOOT_QUIET = 1.2
+BOOT_MAX_WAIT = 20.0
+
+
+def drawn(lines: list[str]) -> bool:
+    """The program has drawn something: a blank screen is never idle nor briefed."""
+    return any(line.strip() for line in lines)
+
+
+def screen_status(s: Any, now: float) -> RoleStatus:
+    """Working, waiting or idle, as the screen shows it."""
+    lines = s.terminal.display()
+    status = RoleStatus(screenstatus.classify(
+        lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+    if status is RoleStatus.WORKING and _quiet_without_busy_marker(s, lines, now):
+        # An unknown TUI whose prompt we do not recognise: nothing drawn for a
+        # while and nothing that says "busy" means it waits for its next input.
+        return RoleStatus.IDLE
+    return status
+
+
+def _quiet_without_busy_marker(s: Any, lines: list[str], now: float) -> bool:
+    if now - s.last_output < QUIET_IDLE or not drawn(lines):
+        return False
+    return not screenstatus.has_marker(lines, s.profile.busy_markers)
+
+
+def boot_ready(s: Any, now: float) -> bool:
+    """Ready to brief: output quiet for 1.2 s, and no dialog on screen (the
+    role actor looks first 1 s after the spawn).
+
+    An agent whose screen never looks idle (an unknown TUI) is briefed
+    anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
+    """
+    if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
+        return False
+    lines = s.terminal.display()
+    screen = screen_status(s, now)
+    if screen is RoleStatus.WAITING or not drawn(lines):
+        return False
+    if now - s.spawned >= BOOT_MAX_WAIT:
+        return True
+    # Some CLIs draw an idle-looking prompt before their startup dialog.
+    markers = s.profile.boot_markers
+    return screen is RoleStatus.IDLE and (not markers
+                                          or screenstatus.has_marker(lines, markers))
+
+
+def ready(s: Any, now: float) -> bool:
+    """Only an idle agent is typed into: keys typed into a dialog answer it,
+    and a line typed after one it did not take would join it.  (A pure
+    question: whoever reads the screen first releases a cleared input.)"""
+    return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
+            and now >= s.extra.get("settle_until", 0.0)
+            and "left_in_input" not in s.extra)

@@ -1,0 +1,310 @@
+"""How a role types one injection into its agent's pane, step by step.
+
+An injection goes through named steps (:class:`Step`), and :data:`ALLOWED`
+says which may follow which, as ``choragos/rolestatus.py`` does for a
+role's status.  The text is written (``typed``: inside bracketed-paste
+markers when the agent asked for them), its echo is awaited on the emulated
+screen, the Enter goes in a write of its own once the echo shows and the
+pane is quiet (``entered``), and the input clearing says it was ``taken``.
+An echo that never comes is typed again after a pause (``retrying``); a
+line that reached the agent's input but was not taken is ``left`` there for
+the operator; everything else that ends it is ``failed``.
+
+Every wait reads the clock and every write goes to the child the role's
+state holds, both given by the role actor (see ``actors/rolehost.py``), so
+the whole protocol runs in memory against a fake clock and a fake PTY.
+The next step is a message told through the session's timers: a handler
+never sleeps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from choragos import briefs, screenstatus
+from choragos.actors import messages as m
+from choragos.agentprofiles import typed_form
+from choragos.plural import counted
+from choragos.rolestatus import RoleStatus
+
+log = logging.getLogger("choragos.role")
+
+# The Enter goes in its own write because agent TUIs read text+Enter arriving
+# together as a paste, which never submits.  A floor: a profile may ask for
+# more (``enter_delay``).
+ENTER_DELAY = 0.2
+ECHO_WAIT = 2.0
+# The Enter waits for the pane to be this quiet after the echo: Gemini CLI
+# takes an Enter that follows any input event (a terminal reply included)
+# within 30 ms as a newline, not a submission.
+ENTER_QUIET = 0.1
+ECHO_POLL = 0.1
+CONFIRM_POLL = 0.05
+CONFIRM_WINDOW = 1.5
+# How long typed input the agent has not read yet is waited on (a starved
+# agent on a busy machine) before the usual retries and failure apply.
+STARVED_WAIT = 30.0
+PAUSED_POLL = 0.2
+RETRY_DELAY = 3.0
+BOOT_RETRIES = 2
+LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
+
+
+class Step(StrEnum):
+    TYPED = "wait-echo"      # the text is written: its echo is awaited before the Enter
+    ENTERED = "confirm"      # an Enter is written: the input clearing is awaited
+    RETRYING = "retype"      # the echo never came: the text goes in again after a pause
+    TAKEN = "taken"          # the input cleared: the line was submitted
+    LEFT = "left in input"   # given up with the line in (or on its way to) the input
+    FAILED = "failed"        # not typed: retries spent, or the process went away
+
+
+ENDS = frozenset({Step.TAKEN, Step.LEFT, Step.FAILED})
+ALLOWED: dict[Step, frozenset[Step]] = {
+    Step.TYPED: frozenset({Step.ENTERED, Step.RETRYING, Step.LEFT, Step.FAILED}),
+    Step.ENTERED: frozenset({Step.ENTERED, Step.TAKEN, Step.LEFT, Step.FAILED}),
+    Step.RETRYING: frozenset({Step.TYPED, Step.FAILED}),
+    Step.TAKEN: frozenset(),
+    Step.LEFT: frozenset(),
+    Step.FAILED: frozenset(),
+}
+
+
+class IllegalStep(Exception):
+    pass
+
+
+@dataclass
+class Typing:
+    """An injection on its way into the pane."""
+
+    injection: m.Injection
+    started: float  # when the current wait began (it starts over for a slow agent)
+    began: float  # when this typing was written: the starved wait counts from here
+    text: str = ""  # the injection's text as typed (inert for a shell: see typed_form)
+    attempts: int = 1
+    enters: int = 0
+    entered: float = 0.0
+    boot: bool = False
+    pasted: bool = False
+    first_enter: float = 0.0
+    step: Step = Step.TYPED
+    path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
+
+    def move(self, step: Step) -> None:
+        """Go to ``step``; raise unless the table allows it."""
+        if step not in ALLOWED[self.step]:
+            raise IllegalStep(f"typing cannot go from {self.step} to {step}")
+        self.step = step
+        self.path.append(step)
+
+    def summary(self) -> str:
+        """How the text went in, for the injection's event."""
+        how = "pasted (bracketed paste)" if self.pasted else "typed"
+        return (f"{how}, Enter {self.first_enter:.2f}s after the text, "
+                f"submitted after {counted(self.enters, 'enter')}")
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a typing ended, for the role actor to report."""
+
+    ok: bool
+    detail: str
+    submitted: bool = False  # its Enter went in: typed again it could run twice
+    left_in_input: bool = False
+
+
+class Typist:
+    """Types the role's one injection in flight (``state.typing``) through
+    its steps.  Holds nothing itself: an actor that replaces a crashed one
+    makes a new typist on the same state."""
+
+    def __init__(self, state: Any, now: Callable[[], float], timers: Any, me: Any,
+                 report: Callable[[Any], None],
+                 on_end: Callable[[Typing, Ending], None]) -> None:
+        self.s = state
+        self.now = now
+        self.timers = timers
+        self.me = me
+        self.report = report
+        self.on_end = on_end
+        self._steps: dict[str, Callable[[Typing], None]] = {
+            Step.TYPED: self._await_echo, Step.ENTERED: self._await_taken,
+            Step.RETRYING: self._retype}
+
+    # -- the actor's calls ---------------------------------------------
+
+    def begin(self, injection: m.Injection, boot: bool = False, attempts: int = 1) -> None:
+        """Type the text.  A retry, or a line typed in an earlier round, first
+        looks whether the input holds it already (it showed late): typed
+        again it would go in twice, so it only gets its Enter.  (A first
+        typing does not look: what an input holds then is someone else's.)"""
+        s = self.s
+        text = typed_form(s.profile, briefs.one_line(injection.text))
+        now = self.now()
+        previous = s.typing
+        s.typing = typing = Typing(injection, now, now, text, attempts=attempts, boot=boot)
+        if previous is not None and previous.injection.id == injection.id:
+            typing.path = [*previous.path, Step.TYPED]  # the retry's whole way
+        again = attempts > 1 or injection.id in s.typed
+        if again and self.shows_pending(text):
+            log.info("%s: the text is already in its input; not typed again", s.spec.name)
+        else:
+            typing.pasted = self._type_text(text)
+            s.typed.append(injection.id)
+        self._next(typing, max(ENTER_DELAY, s.profile.enter_delay))
+
+    def step(self, msg: m.InjectStep) -> None:
+        """A step's timer came: take the step the table names, unless the
+        message is for another process or typing (a stale one)."""
+        s = self.s
+        typing = s.typing
+        if msg.gen != s.gen or typing is None or typing.injection.id != msg.injection_id:
+            return
+        if s.status is RoleStatus.PAUSED:
+            self.timers.after(PAUSED_POLL, self.me, msg)  # hold until resume
+            return
+        run = self._steps.get(msg.step)
+        if run is not None:
+            run(typing)
+
+    def abandon(self, detail: str, submitted: bool = False) -> None:
+        """End the typing in flight from outside: the process exited or was
+        stopped, or a crashed actor left it half done."""
+        self._end(self.s.typing, Step.FAILED, Ending(False, detail, submitted=submitted))
+
+    def shows_pending(self, text: str) -> bool:
+        """``text`` is on the screen in the agent's input, not sent yet."""
+        s = self.s
+        # Where the typed text ends, not the cursor: a line that fills its
+        # row to the last column leaves the cursor on that column.
+        lines, cursor = s.terminal.display(), s.terminal.typed_end
+        text = briefs.one_line(text)
+        return any(screenstatus.input_pending(lines, shown, s.profile.box_prompts, cursor=cursor)
+                   for shown in dict.fromkeys((text, s.terminal.as_drawn(text))))
+
+    # -- the steps -----------------------------------------------------
+
+    def _type_text(self, text: str) -> bool:
+        """Write the text (never an Enter); True when it went in as a bracketed paste."""
+        data = briefs.one_line(text).encode()
+        pasted = self.s.terminal.bracketed_paste
+        if pasted:
+            data = b"\x1b[200~" + data + b"\x1b[201~"
+        self.s.child.write(data)
+        return pasted
+
+    def _await_echo(self, typing: Typing) -> None:
+        s = self.s
+        now = self.now()
+        if self.shows_pending(typing.text) and (now - s.last_output >= ENTER_QUIET
+                                                or now - typing.started >= ECHO_WAIT):
+            self._press_enter(typing)
+            return
+        if s.child.stopped():
+            # Stopped from outside (SIGSTOP, a debugger): the text waits in the
+            # terminal's input queue, so the echo comes once it runs again.
+            typing.started = now
+        elif now - typing.started >= ECHO_WAIT and self._slow(typing):
+            # Starved of CPU on a busy machine: the text is unread, or the
+            # agent is still at work on it.  Typing it again would put it in
+            # twice; it gets the whole wait again once it has run.
+            typing.started = now
+        if now - typing.started < ECHO_WAIT:
+            self._next(typing, ECHO_POLL)
+            return
+        if s.child.unread_input() > 0:
+            # Unread through the whole starved wait: typed again, it would go
+            # in twice the moment the agent reads.
+            self._leave_in_input(typing, f"the agent has not read the text in "
+                                         f"{STARVED_WAIT:g}s; not typed again")
+            return
+        self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+
+    def _slow(self, typing: Typing) -> bool:
+        """The agent has not read all that was typed, or is still at work on
+        it, and has not been waited on for that longer than STARVED_WAIT (one
+        that never reads or never rests is hung, and its line fails loudly as
+        any other)."""
+        if self.now() - typing.began > STARVED_WAIT:
+            return False
+        return self.s.child.unread_input() > 0 or self.s.child.running()
+
+    def _press_enter(self, typing: Typing) -> None:
+        typing.enters += 1
+        typing.entered = self.now()
+        if typing.enters == 1:
+            typing.first_enter = typing.entered - typing.started
+        typing.move(Step.ENTERED)
+        self.s.child.write(b"\r")
+        self._next(typing, CONFIRM_POLL)
+
+    def _await_taken(self, typing: Typing) -> None:
+        """Poll until the input box no longer holds the text (the Enter was taken).
+
+        The agent's time to take the Enter counts from when it read it and
+        came to rest: one the machine has not run since the Enter went in,
+        or has not finished running, is slow, not deaf.
+        """
+        if not self.shows_pending(typing.text):
+            self._end(typing, Step.TAKEN, Ending(True, typing.summary()))
+            return
+        now = self.now()
+        if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
+            typing.entered = now  # the whole window again once it has run
+        if now - typing.entered < CONFIRM_WINDOW:
+            self._next(typing, CONFIRM_POLL)
+        elif self.s.child.unread_input() > 0:
+            # The Enter itself is still unread: a second one would be read
+            # after it, by whatever the first one opens.
+            self._leave_in_input(typing, f"the agent has not read the Enter in "
+                                         f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
+        elif typing.enters < 2:
+            self._press_enter(typing)  # the one second Enter
+        else:
+            self._leave_in_input(typing, "the agent did not take the Enter")
+
+    def _retype(self, typing: Typing) -> None:
+        """Never type the same text twice: the agent stopped with it still
+        unread is waited for, and text that reached its input after all is
+        not typed again (:meth:`begin` looks first)."""
+        if self.s.child.stopped():
+            typing.started = self.now()
+            typing.move(Step.TYPED)
+            self._await_echo(typing)
+            return
+        self.begin(typing.injection, typing.boot, typing.attempts + 1)
+
+    def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
+        """Give up on a line that is (or will be) in the agent's input: the
+        role takes no line until it has been sent or cleared."""
+        self.s.extra["left_in_input"] = typing.text
+        self.s.detail = LEFT_IN_INPUT
+        self._end(typing, Step.LEFT, Ending(False, why, submitted=submitted,
+                                            left_in_input=True))
+
+    def _retry_or_fail(self, typing: Typing, why: str) -> None:
+        limit = BOOT_RETRIES + 1 if typing.boot else 2
+        if typing.attempts < limit:
+            self.report(m.InjectionOutcome(self.s.spec.name, typing.injection, False,
+                                           f"{why}; retrying in {RETRY_DELAY:g}s", final=False))
+            typing.move(Step.RETRYING)
+            self.timers.after(RETRY_DELAY, self.me,
+                              m.InjectStep(self.s.gen, typing.injection.id, Step.RETRYING))
+            return
+        self._end(typing, Step.FAILED, Ending(False, f"{why} after {typing.attempts} attempts"))
+
+    def _next(self, typing: Typing, delay: float) -> None:
+        """The current step looks again after ``delay``."""
+        self.timers.after(delay, self.me,
+                          m.InjectStep(self.s.gen, typing.injection.id, typing.step))
+
+    def _end(self, typing: Typing, step: Step, ending: Ending) -> None:
+        typing.move(step)
+        self.s.typing = None
+        self.on_end(typing, ending)
