@@ -3,37 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import time
 
 import pytest
 
 from choragos import wire
 from tests.integration.harness import Serve, role_toml
-
-
-def test_a_report_into_a_stopped_orchestrator_is_typed_once(serve):
-    s = serve(role_toml("orchestrator", start=True) + role_toml("coder"))
-    s.wait_booted(["orchestrator", "coder"])
-    assert s.cli("delegate", "--to", "coder", "--task", "anything").returncode == 0
-    s.wait(lambda: s.board()["T1"]["state"] == "delivered", message="T1 delivered")
-    orchestrator = next(r for r in s.agents("start") if r["role"] == "orchestrator")
-    pid = int(orchestrator["text"])
-    os.kill(pid, signal.SIGSTOP)  # from outside choragos, so no pause is known
-    try:
-        assert s.cli("work-done", "--id", "T1", "--task", "stopped-report").returncode == 0
-        # Past the echo wait and the retry delay of a delivery (2 s + 3 s).
-        s.wait_event(lambda e: e["event"] == "work-done", message="the report")
-        time.sleep(7)
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    s.wait(lambda: any("stopped-report" in x for x in s.submitted("orchestrator")), 15,
-           message="the report in the orchestrator")
-    line = next(x for x in s.submitted("orchestrator") if "stopped-report" in x)
-    assert line.count("A worker reports") == 1, line
-    retries = [e for e in s.events() if e["event"] == "injection retry"]
-    assert retries == [], retries
 
 
 @pytest.mark.parametrize("charset", ["G0", "SO"])

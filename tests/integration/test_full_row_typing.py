@@ -55,25 +55,3 @@ def test_a_report_ending_at_the_rows_edge_is_typed_once(tmp_path, monkeypatch, e
         assert not retries, [x.detail for x in retries]
     finally:
         stop_role(role)
-
-
-@pytest.mark.timeout(60)
-def test_a_retry_finds_the_text_shown_late_and_only_presses_enter(tmp_path, monkeypatch):
-    """The agent reads the text at once but draws it after the echo wait: the
-    retry looks first, finds it in the input, and types nothing."""
-    writes = Writes()
-    monkeypatch.setattr(PtyChild, "write", writes.spy(PtyChild.write))
-    role = start_role(tmp_path, sys.executable,
-                      (str(AGENT), "--late-echo", "drawn late", "--starve", "3.5"))
-    try:
-        wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
-        role.handle.tell(m.Inject(m.Injection(7, "coder", "drawn late, typed once", "notice")))
-        wait_until(lambda: len(role.core.outcomes()) == 2, 20, message="the line's outcome")
-        assert role.core.outcomes()[-1].ok, role.core.outcomes()[-1].detail
-        retries = [x for x in role.core.told
-                   if isinstance(x, m.InjectionOutcome) and not x.final]
-        assert len(retries) == 1  # the echo wait ran out once...
-        assert submitted(role)[-1] == "drawn late, typed once"  # ...and it went in once
-        assert len([data for _, data in writes.log if b"drawn late" in data]) == 1
-    finally:
-        stop_role(role)

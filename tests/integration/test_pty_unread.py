@@ -4,6 +4,7 @@ busy machine's slow agent is told from a deaf one.  Real PTYs and processes."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from choragos.ptyproc import PtyChild, Reader, process_state
@@ -65,3 +66,18 @@ def test_a_resting_wrapper_whose_child_is_at_work_reads_as_running(tmp_path: Pat
         wrapper.terminate(1.0)
         wrapper.close()
 
+
+
+def test_a_child_stopped_from_outside_is_known_stopped_until_it_runs_again(tmp_path: Path):
+    """The typist waits out a stopped agent (tests/unit/test_typist.py): this
+    is the real process state it reads."""
+    child = PtyChild.spawn(["/bin/sh", "-c", "exec sleep 60"], tmp_path, {"PATH": os.defpath})
+    try:
+        assert not child.stopped()
+        os.kill(child.pid, signal.SIGSTOP)
+        wait_until(child.stopped, 10, message="the child stopped")
+        os.kill(child.pid, signal.SIGCONT)
+        wait_until(lambda: not child.stopped(), 10, message="the child running again")
+    finally:
+        child.terminate(1.0)
+        child.close()

@@ -194,23 +194,6 @@ def test_output_held_for_another_roles_echo_is_fed_once_it_is_drawn(tmp_path):
         stop_role(started)
 
 
-def test_an_agent_dying_on_its_enter_reports_the_text_submitted(tmp_path, monkeypatch):
-    """The exit reaches the actor before the Enter's confirmation, as on a
-    loaded machine: the outcome says the text went in, so it is not typed
-    into the next process."""
-    # The exit comes at once; the confirmation, polled this late, never first.
-    monkeypatch.setattr(typist_module, "CONFIRM_POLL", 3.0)
-    started = start_role(tmp_path, sys.executable, (str(AGENT), "--exit-on", "boom"))
-    try:
-        wait_until(lambda: started.core.outcomes(), 15, message="the boot brief")
-        started.handle.tell(m.Inject(m.Injection(1, "coder", "boom now", "task", task_id="T1")))
-        wait_until(lambda: len(started.core.outcomes()) == 2, 10, message="the task's outcome")
-        outcome = started.core.outcomes()[-1]
-        assert not outcome.ok and outcome.submitted and "exited" in outcome.detail
-    finally:
-        stop_role(started)
-
-
 def test_a_small_tile_never_shrinks_the_agents_terminal_below_its_floor(role):
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
 

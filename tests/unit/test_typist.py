@@ -1,0 +1,245 @@
+"""The typing protocol, step by step, on a fake clock with a fake PTY.
+
+Each case scripts the fake agent (how it echoes, takes Enters, is starved
+or stopped by the machine) and says how the line must end: its outcome,
+the steps it went through, what was written and when.  The real role actor
+and typist run; no real time passes and no process runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from choragos.actors import messages as m
+from choragos.actors.typist import (
+    ALLOWED,
+    CONFIRM_WINDOW,
+    ECHO_WAIT,
+    ENDS,
+    ENTER_QUIET,
+    RETRY_DELAY,
+    STARVED_WAIT,
+    IllegalStep,
+    Step,
+    Typing,
+)
+from choragos.rolestatus import RoleStatus
+from tests.fakehost import World
+
+T, E, R = Step.TYPED, Step.ENTERED, Step.RETRYING
+TEXT = "New task T1 from choragos: read .choragos/tasks/T1.md"
+
+
+@dataclass
+class Case:
+    id: str
+    agent: dict[str, Any] = field(default_factory=dict)
+    before: Any = None  # what the machine does to the agent as the text goes in
+    ok: bool = True
+    path: tuple[Step, ...] = (T, E, Step.TAKEN)
+    detail: str = "submitted after 1 enter"
+    texts: int = 1  # how many times the text was written
+    submitted: list[str] = field(default_factory=lambda: [TEXT])
+    retries: int = 0
+    left: bool = False
+    was_submitted: bool = False  # the outcome says its Enter went in
+
+
+CASES = [
+    Case("typed-echo-at-once"),
+    Case("bracketed-paste", {"bracketed": True}, detail="pasted (bracketed paste)"),
+    Case("echo-late-within-the-wait", {"echo_after": 1.5}),
+    Case("a-busy-pane-delays-the-enter", {"chatter": 8}),
+    Case("first-enter-swallowed-second-submits", {"deaf_enters": 1},
+         path=(T, E, E, Step.TAKEN), detail="submitted after 2 enters"),
+    Case("enter-never-taken-is-left-in-input", {"deaf_enters": 5}, ok=False,
+         path=(T, E, E, Step.LEFT), detail="the agent did not take the Enter",
+         submitted=[], left=True),
+    Case("never-echoed-is-retried-then-fails", {"shows_text": False}, ok=False,
+         path=(T, R, T, Step.FAILED),
+         detail="the text did not appear on the agent's screen after 2 attempts",
+         texts=2, submitted=[], retries=1),
+    Case("starved-before-reading-the-text-is-typed-once",
+         before=lambda agent: agent.starve(7.55)),
+    Case("starved-past-the-wait-on-the-text-is-left-unretyped",
+         before=lambda agent: agent.starve(STARVED_WAIT + 10), ok=False,
+         path=(T, Step.LEFT), detail="has not read the text in 30s; not typed again",
+         submitted=[], left=True),
+    Case("starved-on-its-enter-gets-no-second-enter",
+         before=lambda agent: agent.world.timers.call(0.15, lambda: agent.starve(5))),
+    Case("busy-after-reading-its-enter-gets-no-second-enter", {"enter_takes": 5.0}),
+    Case("stopped-from-outside-is-waited-for-as-long-as-it-is",
+         before=lambda agent: agent.stop(STARVED_WAIT + 10)),
+    Case("busy-on-a-cpu-gets-its-second-enter-after-the-starved-wait",
+         {"deaf_enters": 1, "busy": True}, path=(T, E, E, Step.TAKEN),
+         detail="submitted after 2 enters"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_line_goes_through_its_steps(tmp_path, case: Case):
+    world = World(tmp_path, **case.agent)
+    typings: list[Typing] = []
+    on_end = world.actor.typist.on_end
+    world.actor.typist.on_end = lambda typing, ending: (typings.append(typing),
+                                                        on_end(typing, ending))
+    if case.before:
+        case.before(world.agent)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes, limit=3 * STARVED_WAIT)
+    outcome = world.core.outcomes()[-1]
+    assert (outcome.ok, outcome.left_in_input) == (case.ok, case.left), outcome.detail
+    assert case.detail in outcome.detail
+    assert outcome.submitted is case.was_submitted
+    assert tuple(typings[0].path) == case.path
+    assert len(world.writes_of(TEXT.encode())) == case.texts
+    assert len(world.core.outcomes(final=False)) == case.retries
+    world.run(5.0)  # nothing more is typed after the end
+    assert world.agent.submitted == case.submitted
+    assert len(world.writes_of(TEXT.encode())) == case.texts
+    assert world.core.view().held is case.left
+
+
+def test_the_enter_goes_alone_once_the_echo_shows_and_the_pane_is_quiet(tmp_path):
+    world = World(tmp_path, echo_after=0.5, chatter=4)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
+    echoed = typed + 0.5
+    quiet_from = echoed + 4 * 0.05  # the last of the chatter after the echo
+    assert enter >= quiet_from + ENTER_QUIET
+    assert [data for _, data in world.agent.writes] == [TEXT.encode(), b"\r"]
+
+
+def test_an_enter_read_with_the_text_is_a_paste_and_never_submits(tmp_path):
+    """The fake agent's paste rule holds: why the Enter is a write of its own."""
+    world = World(tmp_path)
+    world.agent.write(TEXT.encode() + b"\r")
+    world.run(1.0)
+    assert world.agent.submitted == [] and world.agent.line == TEXT + "\n"
+
+
+def test_an_agent_that_takes_a_quick_enter_as_a_newline_gets_it_late_enough(tmp_path):
+    """The Enter waits for the echo and a quiet pane, so an agent that reads
+    an Enter soon after text as part of a paste still submits at the first."""
+    world = World(tmp_path, paste_window=0.1, echo_after=0.02)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok
+    assert "submitted after 1 enter" in world.core.outcomes()[-1].detail
+
+
+def test_a_retry_finds_the_text_shown_late_and_only_presses_enter(tmp_path):
+    """The agent draws the text after the echo wait ran out: the retry looks
+    first, finds it in the input, and types nothing."""
+    world = World(tmp_path, echo_after=ECHO_WAIT + 1.0)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok, world.core.outcomes()[-1].detail
+    assert len(world.core.outcomes(final=False)) == 1  # the echo wait ran out once...
+    assert world.agent.submitted == [TEXT]  # ...and it went in once
+    assert len(world.writes_of(TEXT.encode())) == 1
+    (retried,) = world.core.outcomes(final=False)
+    assert f"retrying in {RETRY_DELAY:g}s" in retried.detail
+
+
+def test_a_text_ending_at_the_last_column_is_seen_with_its_wrap_pending(tmp_path):
+    cols = 80
+    prompt = "." * (cols - len(TEXT) - 2) + "> "
+    world = World(tmp_path, cols=cols, prompt=prompt)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok
+    assert not world.core.outcomes(final=False)  # no retry: typed once
+    assert world.agent.submitted == [TEXT]
+
+
+def test_an_enter_unread_past_the_starved_wait_gets_no_second_enter(tmp_path):
+    world = World(tmp_path)
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(TEXT.encode()))
+    world.run(0.15)  # echoed, not yet quiet: the Enter is still to come
+    world.agent.starve(STARVED_WAIT + 20)
+    world.run_until(world.core.outcomes, limit=3 * STARVED_WAIT)
+    outcome = world.core.outcomes()[-1]
+    assert not outcome.ok and outcome.submitted and outcome.left_in_input
+    assert "no second Enter" in outcome.detail
+    assert len(world.writes_of(b"\r")) == 1
+    world.run(30.0)  # once read, the one Enter submits it
+    assert world.agent.submitted == [TEXT]
+
+
+def test_a_line_left_in_input_holds_the_role_until_it_is_cleared(tmp_path):
+    world = World(tmp_path, deaf_enters=5)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    assert world.core.view().held and not world.core.view().ready
+    world.inject("next line", injection_id=2)
+    refused = world.core.outcomes()[-1]
+    assert refused.untouched and not refused.ok  # never typed after the left line
+    world.agent.line = ""
+    world.agent.draw("\r\n" + world.agent.prompt)  # the operator cleared it
+    world.tell(m.Classify(world.state.gen))
+    assert not world.core.view().held and world.core.view().ready
+
+
+def test_steps_are_held_while_the_role_is_paused(tmp_path):
+    world = World(tmp_path, echo_after=0.0)
+    world.inject(TEXT)
+    world.state.status = RoleStatus.PAUSED
+    world.run(10.0)
+    assert world.writes_of(b"\r") == [] and not world.core.outcomes()
+    world.state.status = RoleStatus.IDLE
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok
+
+
+def test_nothing_is_typed_into_a_question(tmp_path):
+    world = World(tmp_path)
+    world.agent.draw("\r\nDo you want to proceed?\r\n\u276f 1. Yes\r\n  2. No\r\n")
+    world.tell(m.Classify(world.state.gen))
+    world.inject(TEXT)
+    outcome = world.core.outcomes()[-1]
+    assert outcome.untouched and not outcome.ok
+    assert world.agent.writes == []
+
+
+def test_an_exit_after_the_enter_reports_the_line_submitted(tmp_path):
+    from choragos.restartpolicy import ExitStatus
+
+    world = World(tmp_path, deaf_enters=1)
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(b"\r"))
+    world.tell(m.Exited(world.state.gen, ExitStatus(code=1)))
+    outcome = world.core.outcomes()[-1]
+    assert not outcome.ok and outcome.submitted and "exited" in outcome.detail
+
+
+def test_the_confirm_window_starts_over_while_the_agent_is_busy(tmp_path):
+    world = World(tmp_path, deaf_enters=1, busy=True)
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(b"\r"))
+    world.run(3 * CONFIRM_WINDOW)  # busy on a CPU: slow, not deaf
+    assert len(world.writes_of(b"\r")) == 1 and not world.core.outcomes()
+
+
+# -- the table itself -------------------------------------------------------
+
+def test_every_step_is_reachable_and_an_end_leads_nowhere():
+    reached, todo = {Step.TYPED}, [Step.TYPED]
+    while todo:
+        for nxt in ALLOWED[todo.pop()] - reached:
+            reached.add(nxt)
+            todo.append(nxt)
+    assert reached == set(Step)
+    assert all(not ALLOWED[end] for end in ENDS)
+
+
+def test_a_step_the_table_does_not_allow_raises():
+    typing = Typing(m.Injection(1, "coder", "x", "notice"), 0.0, 0.0)
+    typing.move(Step.ENTERED)
+    with pytest.raises(IllegalStep):
+        typing.move(Step.RETRYING)  # an Enter went in: typing again could double it
