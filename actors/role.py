@@ -31,7 +31,7 @@ from choragos.actors.handle import ActorGone
 from choragos.actors.rolehost import MACHINE, Child, RoleHost
 from choragos.actors.rolescreen import QUIET_IDLE
 from choragos.actors.timers import Timers
-from choragos.actors.typist import ENTER_DELAY, LEFT_IN_INPUT, Ending, Typing, Typist
+from choragos.actors.typist import LEFT_IN_INPUT, Ending, Typing, Typist
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
@@ -47,6 +47,10 @@ from choragos.transcript import Transcript
 log = logging.getLogger("choragos.role")
 
 BOOT_SETTLE = 1.0
+# The operator's text and its keys (and keys held over a pause) go out this
+# far apart: nothing watches their echo, and text+Enter read together is a
+# paste that never submits.
+KEYS_APART = 0.2
 CLASSIFY_DELAY = 0.15
 HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
 
@@ -590,10 +594,10 @@ class RoleActor(Actor):
         with s.keys.lock:  # held keys stay ahead of any typed after the resume
             held = len(s.keys.waiting)
             self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
-        # Held keys go out one write at a time, ENTER_DELAY apart, so a
+        # Held keys go out one write at a time, KEYS_APART apart, so a
         # text-then-Enter pair is still typed rather than pasted.
         for n in range(held):
-            self.timers.after(n * ENTER_DELAY, self.me, roleio.FlushKeys())
+            self.timers.after(n * KEYS_APART, self.me, roleio.FlushKeys())
         if not s.booted:
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
@@ -634,7 +638,7 @@ class RoleActor(Actor):
         text = briefs.one_line(msg.text).encode()
         if text and keys:  # as in typing: keys after text in a write of their own
             self._send_input(text)
-            self.timers.after(ENTER_DELAY, self.me, m.WriteInput(keys))
+            self.timers.after(KEYS_APART, self.me, m.WriteInput(keys))
         else:
             self._send_input(text or keys)
 

@@ -33,15 +33,20 @@ from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.role")
 
-# The Enter goes in its own write because agent TUIs read text+Enter arriving
-# together as a paste, which never submits.  A floor: a profile may ask for
-# more (``enter_delay``).
-ENTER_DELAY = 0.2
+# The Enter goes in its own write, once the text shows on the agent's screen
+# and the pane has been quiet for ENTER_QUIET: agent TUIs read text+Enter
+# arriving together as a paste, which never submits, and an agent that has
+# drawn the text has read it.  A profile may ask for a floor from the text
+# to the Enter (``enter_delay``).
 ECHO_WAIT = 2.0
-# The Enter waits for the pane to be this quiet after the echo: Gemini CLI
-# takes an Enter that follows any input event (a terminal reply included)
-# within 30 ms as a newline, not a submission.
+# Gemini CLI takes an Enter that follows any input event (a terminal reply
+# included) within 30 ms as a newline, not a submission.
 ENTER_QUIET = 0.1
+# The echo and the input's clearing are looked for every FAST_POLL while
+# they usually come, then every ECHO_POLL / CONFIRM_POLL.
+FAST_POLL = 0.02
+FAST_FOR = 0.3
+QUIET_TICK = 0.005  # the least wait for a quiet pane: never a timer due at once
 ECHO_POLL = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
@@ -157,7 +162,7 @@ class Typist:
         else:
             typing.pasted = self._type_text(text)
             s.typed.append(injection.id)
-        self._next(typing, max(ENTER_DELAY, s.profile.enter_delay))
+        self._next(typing, max(FAST_POLL, s.profile.enter_delay))
 
     def step(self, msg: m.InjectStep) -> None:
         """A step's timer came: take the step the table names, unless the
@@ -202,8 +207,8 @@ class Typist:
     def _await_echo(self, typing: Typing) -> None:
         s = self.s
         now = self.now()
-        if self.shows_pending(typing.text) and (now - s.last_output >= ENTER_QUIET
-                                                or now - typing.started >= ECHO_WAIT):
+        shown, quiet = self.shows_pending(typing.text), now - s.last_output
+        if shown and (quiet >= ENTER_QUIET or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
         if s.child.stopped():
@@ -216,7 +221,9 @@ class Typist:
             # twice; it gets the whole wait again once it has run.
             typing.started = now
         if now - typing.started < ECHO_WAIT:
-            self._next(typing, ECHO_POLL)
+            # Shown: the Enter is due once the pane has been quiet long enough.
+            self._next(typing, max(ENTER_QUIET - quiet, QUIET_TICK) if shown
+                       else self._poll(now - typing.began, ECHO_POLL))
             return
         if s.child.unread_input() > 0:
             # Unread through the whole starved wait: typed again, it would go
@@ -242,7 +249,7 @@ class Typist:
             typing.first_enter = typing.entered - typing.started
         typing.move(Step.ENTERED)
         self.s.child.write(b"\r")
-        self._next(typing, CONFIRM_POLL)
+        self._next(typing, FAST_POLL)
 
     def _await_taken(self, typing: Typing) -> None:
         """Poll until the input box no longer holds the text (the Enter was taken).
@@ -258,7 +265,7 @@ class Typist:
         if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
             typing.entered = now  # the whole window again once it has run
         if now - typing.entered < CONFIRM_WINDOW:
-            self._next(typing, CONFIRM_POLL)
+            self._next(typing, self._poll(now - typing.entered, CONFIRM_POLL))
         elif self.s.child.unread_input() > 0:
             # The Enter itself is still unread: a second one would be read
             # after it, by whatever the first one opens.
@@ -298,6 +305,10 @@ class Typist:
                               m.InjectStep(self.s.gen, typing.injection.id, Step.RETRYING))
             return
         self._end(typing, Step.FAILED, Ending(False, f"{why} after {typing.attempts} attempts"))
+
+    @staticmethod
+    def _poll(waited: float, then: float) -> float:
+        return FAST_POLL if waited < FAST_FOR else then
 
     def _next(self, typing: Typing, delay: float) -> None:
         """The current step looks again after ``delay``."""

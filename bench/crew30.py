@@ -24,10 +24,9 @@ attach``) runs in a PTY of this script.  In order:
   for them; the wait is printed), then ``--samples`` tasks go one at a time, round
   robin, to the workers: from just before the ``delegate`` request to the
   ``delivered`` event's stamp (the task typed in and taken by the agent),
-  checkpoint included; printed also less the pause before the Enter that
-  every delivery waits on purpose (0.2 s: an agent's TUI takes text and
-  Enter in one read as a paste).  The start role is paused meanwhile, so the workers'
-  reports queue for it.
+  checkpoint included, and the Enter's wait for the text's echo and a
+  quiet pane (an agent's TUI takes text and Enter in one read as a paste).
+  The start role is paused meanwhile, so the workers' reports queue for it.
 
 The machine's load average is printed with the figures: on a shared
 machine compare the ratios, not the times.  Not part of the test suite.
@@ -67,7 +66,6 @@ from bench.common import (  # noqa: E402
     tmux_tiled,
 )
 from choragos import wire  # noqa: E402
-from choragos.actors.typist import ENTER_DELAY  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
 SLOW = 1.0  # a delivery slower than this is explained on stderr
@@ -330,12 +328,9 @@ def run_choragos(args: argparse.Namespace) -> dict:
             built, settled = build_history(sock, work, args.history)
             found.update(history_s=round(built, 1), checkpoints_settled_s=round(settled, 1))
             took = deliveries(sock, work, crew, args.samples)
-            beyond = [t - ENTER_DELAY for t in took]
             found.update(delivered_p50_ms=round(statistics.median(took) * 1000, 1),
                          delivered_p99_ms=round(_pct(took, 0.99) * 1000, 1),
-                         delivered_max_ms=round(max(took) * 1000, 1),
-                         beyond_enter_p50_ms=round(statistics.median(beyond) * 1000, 1),
-                         beyond_enter_p99_ms=round(_pct(beyond, 0.99) * 1000, 1))
+                         delivered_max_ms=round(max(took) * 1000, 1))
             found["rss_after_history_mb"] = round(process_rss_mb(screen.server_pid), 1)
             return found
 
@@ -388,8 +383,6 @@ def main() -> None:
           f"max {ours['delivered_max_ms']:.1f} ms ({args.samples} tasks; history built in "
           f"{ours['history_s']:.0f} s, its checkpoints done {ours['checkpoints_settled_s']:.0f} s "
           f"later; server RSS then {ours['rss_after_history_mb']:.1f} MB)")
-    print(f"  the same less the {ENTER_DELAY:g} s pause before Enter: "
-          f"p50 {ours['beyond_enter_p50_ms']:.1f} ms, p99 {ours['beyond_enter_p99_ms']:.1f} ms")
     emit("crew30", {"keystroke choragos/tmux": ours["keystroke_ms"] / theirs["keystroke_ms"],
                     "load CPU choragos/tmux": _ratio(ours["load_cpu_pct"], theirs["load_cpu_pct"]),
                     "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},

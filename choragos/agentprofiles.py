@@ -51,8 +51,10 @@ class AgentProfile:
     boot_markers: tuple[str, ...] = ()
     # Text and Enter in one write are taken as a paste and never submitted.
     needs_split_enter: bool = True
-    # Seconds to wait between the text and the separate Enter.
-    enter_delay: float = 0.2
+    # Seconds at least between the text and the separate Enter (which also
+    # waits for the text's echo and a quiet pane): for a CLI whose paste
+    # handling runs on a timer of its own.
+    enter_delay: float = 0.0
     # Seconds after a submitted line before the next may be typed: a CLI that
     # clears its input before it shows it is busy reads idle in between.
     submit_settle: float = 0.0
@@ -114,7 +116,6 @@ CLAUDE = AgentProfile(
     unmatched_status="waiting",
     boot_quiet=1.2,
     needs_split_enter=True,
-    enter_delay=0.2,
     inline_input_limit=800,
     verified=True,
 )
@@ -223,7 +224,6 @@ CODEX = AgentProfile(
     boot_quiet=1.5,
     boot_markers=("for agents",),
     needs_split_enter=True,
-    enter_delay=0.2,
     verified=True,
 )
 

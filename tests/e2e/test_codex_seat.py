@@ -51,6 +51,10 @@ def test_boot_delegate_and_a_report_held_for_the_busy_turn(seat_crew: StartCrew,
     assert s.board()["T1"]["state"] == "done"
     assert (s.workdir / "hello.txt").read_text() == "hello\n"
     s.wait(lambda: s.injections("orchestrator", "report"), 10, "the report's injection event")
+    # The Enter follows the echo and a quiet pane, with no fixed pause: had
+    # Codex read it with the text as a paste, it would have needed a second.
+    typed = [e for e in s.events() if e["event"] in ("injection", "boot injection")]
+    assert all(e["ok"] and "submitted after 1 enter" in e["detail"] for e in typed), typed
     assert all(r.headers.get("authorization") == f"Bearer {seats.FAKE_OPENAI_KEY}"
                for r in model.message_requests())
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from choragos import briefs
+from choragos.actors.typist import ENTER_QUIET
 from choragos.agentprofiles import CLAUDE, profile_for
 from tests.conftest import pid_alive
 from tests.e2e.claudeenv import FAKE_KEY
@@ -66,14 +67,17 @@ def assert_loop_order(events: list[dict]) -> None:
     assert idle < report, after
 
 
-def assert_typed_per_t3(events: list[dict]) -> None:
-    """Every line went in as a bracketed paste, its Enter alone and >= 200 ms later."""
+def assert_typed_with_a_split_enter(events: list[dict]) -> None:
+    """Every line went in as a bracketed paste, its Enter alone once the echo
+    showed and the pane was quiet, and that first Enter submitted it (one
+    read with the text as a paste would have been a newline)."""
     typed = [e for e in events if e["event"] in ("injection", "boot injection")]
     assert typed, "nothing was typed"
     for event in typed:
         assert event["ok"] and "pasted (bracketed paste)" in event["detail"], event
         delay = re.search(r"Enter (\d+\.\d+)s after the text", event["detail"])
-        assert delay and float(delay.group(1)) >= 0.2, event
+        assert delay and float(delay.group(1)) >= round(ENTER_QUIET, 2), event
+        assert "submitted after 1 enter" in event["detail"], event
 
 
 def environ(pid: int) -> dict[str, str]:
@@ -110,7 +114,7 @@ def test_boot_briefs_every_claude_on_its_screen(crew: StartCrew, claude_bin: Pat
         assert {k for k in env if k.startswith("ANTHROPIC_")} == {"ANTHROPIC_API_KEY",
                                                                    "ANTHROPIC_BASE_URL"}
     assert all(r.headers.get("x-api-key") == FAKE_KEY for r in fake_model.message_requests())
-    assert_typed_per_t3(s.events())
+    assert_typed_with_a_split_enter(s.events())
 
 
 def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None:
@@ -156,7 +160,7 @@ def test_delegate_work_done_loop(crew: StartCrew, fake_model: FakeModel) -> None
     # The model can be asked before choragos has confirmed the Enter on screen.
     s.wait(lambda: s.injections("orchestrator", "report"), 10, "the report's injection event")
     assert_loop_order(s.events())
-    assert_typed_per_t3(s.events())
+    assert_typed_with_a_split_enter(s.events())
 
 
 def test_gate_approve_and_reject_reach_the_models(crew: StartCrew,

@@ -14,9 +14,10 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors import typist as typist_module
-from choragos.actors.role import RoleActor, new_state, spec_profile
+from choragos.actors.role import KEYS_APART, RoleActor, new_state, spec_profile
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.actors.timers import Timers
+from choragos.actors.typist import ENTER_QUIET
 from choragos.config import RoleSpec
 from choragos.launch import Launch
 from choragos.ptyproc import PtyChild
@@ -123,16 +124,16 @@ def submitted(role) -> list[str]:
     return [r["text"] for r in read_agent_log(role.state.workdir / "agent.jsonl", "submit")]
 
 
-def test_the_enter_goes_in_its_own_write_200ms_after_the_text(writes, role):
+def test_the_enter_goes_in_its_own_write_after_the_echo_and_a_quiet_pane(writes, role):
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
     text, gap = writes.gap_before(b"\r")
     assert text.startswith(b"You are the coder role")
-    assert gap >= 0.2, f"Enter {gap:.3f}s after the text"
+    assert gap >= ENTER_QUIET, f"Enter {gap:.3f}s after the text"
     mark = len(writes.log)
     role.handle.tell(m.TypeKeys("typed by hand", ("enter",)))  # the operator's keys too
     wait_until(lambda: "typed by hand" in submitted(role), 10, message="the operator's line")
     text, gap = writes.gap_before(b"\r", after=mark)
-    assert text == b"typed by hand" and gap >= 0.2, f"Enter {gap:.3f}s after the text"
+    assert text == b"typed by hand" and gap >= KEYS_APART, f"Enter {gap:.3f}s after the text"
 
 
 def test_hostile_operator_input_reaches_the_agent_inert(writes, role):

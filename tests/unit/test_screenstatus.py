@@ -279,7 +279,7 @@ def test_role_markers_extend_a_profile() -> None:
 
 def test_claude_profile_carries_the_verified_input_facts() -> None:
     assert CLAUDE.verified and CLAUDE.needs_split_enter
-    assert CLAUDE.enter_delay == 0.2 and CLAUDE.inline_input_limit == 800
+    assert CLAUDE.enter_delay == 0.0 and CLAUDE.inline_input_limit == 800
     assert GEMINI.verified and CODEX.verified and not AIDER.verified
 
 

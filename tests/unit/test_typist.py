@@ -8,7 +8,7 @@ and typist run; no real time passes and no process runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -20,6 +20,8 @@ from choragos.actors.typist import (
     ECHO_WAIT,
     ENDS,
     ENTER_QUIET,
+    FAST_POLL,
+    QUIET_TICK,
     RETRY_DELAY,
     STARVED_WAIT,
     IllegalStep,
@@ -69,7 +71,7 @@ CASES = [
          path=(T, Step.LEFT), detail="has not read the text in 30s; not typed again",
          submitted=[], left=True),
     Case("starved-on-its-enter-gets-no-second-enter",
-         before=lambda agent: agent.world.timers.call(0.15, lambda: agent.starve(5))),
+         before=lambda agent: agent.world.timers.call(0.05, lambda: agent.starve(5))),
     Case("busy-after-reading-its-enter-gets-no-second-enter", {"enter_takes": 5.0}),
     Case("stopped-from-outside-is-waited-for-as-long-as-it-is",
          before=lambda agent: agent.stop(STARVED_WAIT + 10)),
@@ -112,6 +114,26 @@ def test_the_enter_goes_alone_once_the_echo_shows_and_the_pane_is_quiet(tmp_path
     quiet_from = echoed + 4 * 0.05  # the last of the chatter after the echo
     assert enter >= quiet_from + ENTER_QUIET
     assert [data for _, data in world.agent.writes] == [TEXT.encode(), b"\r"]
+
+
+def test_the_enter_follows_the_echo_with_no_fixed_pause(tmp_path):
+    world = World(tmp_path, echo_after=0.005)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
+    assert ENTER_QUIET <= enter - typed <= 0.005 + ENTER_QUIET + QUIET_TICK
+    assert world.clock.t - typed <= enter - typed + FAST_POLL  # taken, and seen at once
+
+
+def test_a_profiles_floor_holds_the_enter_back(tmp_path):
+    """Gemini's paste runs on a timer of its own: its profile's floor."""
+    world = World(tmp_path)
+    world.state.profile = replace(world.state.profile, enter_delay=0.5)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
+    assert 0.5 <= enter - typed < 0.5 + FAST_POLL
+    assert "Enter 0.50s after the text" in world.core.outcomes()[-1].detail
 
 
 def test_an_enter_read_with_the_text_is_a_paste_and_never_submits(tmp_path):
@@ -161,7 +183,7 @@ def test_an_enter_unread_past_the_starved_wait_gets_no_second_enter(tmp_path):
     world = World(tmp_path)
     world.inject(TEXT)
     world.run_until(lambda: world.writes_of(TEXT.encode()))
-    world.run(0.15)  # echoed, not yet quiet: the Enter is still to come
+    world.run(0.05)  # echoed, not yet quiet: the Enter is still to come
     world.agent.starve(STARVED_WAIT + 20)
     world.run_until(world.core.outcomes, limit=3 * STARVED_WAIT)
     outcome = world.core.outcomes()[-1]
