@@ -161,6 +161,7 @@ def slow_confirm(monkeypatch) -> None:
     """The Enter's confirmation polled after the reply was classified, as a
     loaded machine may order them: the reply's screen is read while booting."""
     monkeypatch.setattr(typist_module, "CONFIRM_POLL", 0.4)
+    monkeypatch.setattr(typist_module, "FAST_POLL", 0.4)  # the first looks too
 
 
 @pytest.mark.parametrize("agent_env", [{"AGENT_PROMPT": "ready: "}])  # no prompt we know
