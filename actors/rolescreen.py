@@ -8,10 +8,13 @@ passes its clock's time, a test any time it likes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from choragos import screenstatus
 from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.role import RoleState
 
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
 # Boot timings: floors, a profile may ask for more (``boot_quiet``).
@@ -24,7 +27,7 @@ def drawn(lines: list[str]) -> bool:
     return any(line.strip() for line in lines)
 
 
-def screen_status(s: Any, now: float) -> RoleStatus:
+def screen_status(s: RoleState, now: float) -> RoleStatus:
     """Working, waiting or idle, as the screen shows it."""
     lines = s.terminal.display()
     status = RoleStatus(screenstatus.classify(
@@ -36,13 +39,13 @@ def screen_status(s: Any, now: float) -> RoleStatus:
     return status
 
 
-def _quiet_without_busy_marker(s: Any, lines: list[str], now: float) -> bool:
+def _quiet_without_busy_marker(s: RoleState, lines: list[str], now: float) -> bool:
     if now - s.last_output < QUIET_IDLE or not drawn(lines):
         return False
     return not screenstatus.has_marker(lines, s.profile.busy_markers)
 
 
-def boot_ready(s: Any, now: float) -> bool:
+def boot_ready(s: RoleState, now: float) -> bool:
     """Ready to brief: output quiet for 1.2 s, and no dialog on screen (the
     role actor looks first 1 s after the spawn).
 
@@ -63,7 +66,7 @@ def boot_ready(s: Any, now: float) -> bool:
                                           or screenstatus.has_marker(lines, markers))
 
 
-def ready(s: Any, now: float) -> bool:
+def ready(s: RoleState, now: float) -> bool:
     """Only an idle agent is typed into: keys typed into a dialog answer it,
     and a line typed after one it did not take would join it.  (A pure
     question: whoever reads the screen first releases a cleared input.)"""

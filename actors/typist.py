@@ -23,13 +23,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import briefs, screenstatus
 from choragos.actors import messages as m
 from choragos.agentprofiles import typed_form
 from choragos.plural import counted
 from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.role import RoleState
 
 log = logging.getLogger("choragos.role")
 
@@ -129,7 +132,7 @@ class Typist:
     its steps.  Holds nothing itself: an actor that replaces a crashed one
     makes a new typist on the same state."""
 
-    def __init__(self, state: Any, now: Callable[[], float], timers: Any, me: Any,
+    def __init__(self, state: RoleState, now: Callable[[], float], timers: Any, me: Any,
                  report: Callable[[Any], None],
                  on_end: Callable[[Typing, Ending], None]) -> None:
         self.s = state
