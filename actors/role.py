@@ -29,9 +29,9 @@ from choragos.actors.admission import RoleHeld
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.rolehost import MACHINE, Child, RoleHost
-from choragos.actors.rolescreen import QUIET_IDLE
+from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
-from choragos.actors.typist import LEFT_IN_INPUT, Ending, Typing, Typist
+from choragos.actors.typist import Ending, Typing, Typist
 from choragos.agentprofiles import AgentProfile, profile_for
 from choragos.config import RoleSpec
 from choragos.echowait import EchoWait
@@ -51,8 +51,6 @@ BOOT_SETTLE = 1.0
 # far apart: nothing watches their echo, and text+Enter read together is a
 # paste that never submits.
 KEYS_APART = 0.2
-CLASSIFY_DELAY = 0.15
-HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
 
 
 
@@ -126,6 +124,8 @@ class RoleActor(Actor):
         self.host = host
         self.now = host.now
         self.typist = Typist(state, host.now, timers, self_handle, core.tell, self._typed)
+        self.watch = Watch(state, host.now, timers, self_handle, self._refresh_status,
+                           self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -208,7 +208,7 @@ class RoleActor(Actor):
         s.extra.pop("limited_until", None)  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
-        self._arm_stall_check(gen)
+        self.watch.arm_stall_check(gen)
 
     def _seat_ready(self) -> bool:
         """A remote seat connected and up to date; its failure is an exit like any."""
@@ -248,72 +248,26 @@ class RoleActor(Actor):
 
     @handle.register
     def _output_seen(self, msg: roleio.OutputSeen) -> None:
-        """The reader fed new output: classify it soon, and it is not a stall."""
-        self.s.output_noticed = False  # first: output fed from now on sends a new notice
-        if msg.gen != self.s.gen:
-            return
-        self.s.extra["stalled"] = False  # published with the next classification
-        self._arm_stall_check(msg.gen)
-        if not self.s.classify_pending:
-            self.s.classify_pending = True
-            self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
+        self.watch.output_seen(msg)
 
     @handle.register
     def _classify(self, msg: m.Classify) -> None:
-        self.s.classify_pending = False
-        if msg.gen == self.s.gen:
-            self._refresh_status()
-            self._arm_quiet_check(msg.gen)
-
-    def _arm_quiet_check(self, gen: int) -> None:
-        """Re-read the screen once output has been quiet for QUIET_IDLE."""
-        s = self.s
-        if s.status is RoleStatus.WORKING and not s.extra.get("quiet_check"):
-            s.extra["quiet_check"] = True
-            wait = max(0.05, s.last_output + QUIET_IDLE - self.now() + 0.05)
-            self.timers.after(wait, self.me, m.QuietCheck(gen))
+        self.watch.classify(msg)
 
     @handle.register
     def _quiet_check(self, msg: m.QuietCheck) -> None:
-        self.s.extra["quiet_check"] = False
-        if msg.gen == self.s.gen:
-            self._refresh_status()
-            self._arm_quiet_check(msg.gen)
-
-    # -- stalls ------------------------------------------------------------
-
-    def _arm_stall_check(self, gen: int) -> None:
-        """One timer at a time, due when the screen would have been quiet long enough."""
-        s = self.s
-        if s.spec.stall_after and not s.extra.get("stall_check"):
-            s.extra["stall_check"] = True
-            wait = s.last_output + s.spec.stall_after - self.now()
-            self.timers.after(max(0.05, wait), self.me, m.StallCheck(gen))
+        self.watch.quiet_check(msg)
 
     @handle.register
     def _stall_check(self, msg: m.StallCheck) -> None:
-        s = self.s
-        s.extra["stall_check"] = False
-        if not s.spec.stall_after or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
-            return
-        if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
-            self._arm_stall_check(s.gen)
-            return
-        quiet = self.now() - s.last_output
-        if s.status in HELD_STILL or quiet < s.spec.stall_after:
-            s.extra["stall_check"] = True  # a paused or limited role is held, not stalled
-            wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
-            self.timers.after(max(0.05, wait), self.me, m.StallCheck(msg.gen))
-            return
-        s.extra["stalled"] = True
-        self._publish()
+        self.watch.stall_check(msg)
 
     def _screen_status(self) -> RoleStatus:
         return rolescreen.screen_status(self.s, self.now())
 
     def _refresh_status(self) -> None:
         s = self.s
-        self._release_cleared_input()
+        self.typist.release_cleared_input()
         if s.status in SCREEN_STATES:
             self._set_status(self._screen_status())
             self._notice_limit()
@@ -336,35 +290,10 @@ class RoleActor(Actor):
             self.core.tell(m.RoleReported(view))
 
     def view(self) -> m.RoleView:
-        s = self.s
-        lines = s.terminal.display()
-        preview = screenstatus.activity_preview(lines, s.profile, s.spec.chrome_markers)
-        return m.RoleView(
-            name=s.spec.name, status=s.status,
-            pid=s.child.pid if s.child and s.status not in
-            (RoleStatus.EXITED, RoleStatus.FAILED) else None,
-            restarts=s.restarts_total, budget_used=s.restarts_used, ready=self._ready(),
-            detail=s.detail,
-            preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
-            stalled=bool(s.extra.get("stalled")), profile=s.profile.name,
-            held="left_in_input" in s.extra, limited_until=s.extra.get("limited_until"))
+        return rolescreen.view(self.s, self.now())
 
     def _ready(self) -> bool:
         return rolescreen.ready(self.s, self.now())
-
-    def _release_cleared_input(self) -> None:
-        """A line the agent did not take holds the role until the operator
-        has sent or cleared it: once the input no longer shows it, the role
-        takes lines again."""
-        s = self.s
-        left = s.extra.get("left_in_input")
-        # Still unread in the terminal, the line is not on the screen yet.
-        if (left is None or self.typist.shows_pending(left)
-                or (s.child is not None and s.child.unread_input() > 0)):
-            return
-        del s.extra["left_in_input"]
-        if s.detail == LEFT_IN_INPUT:
-            s.detail = ""
 
     # -- provider limits ------------------------------------------------
 
@@ -431,7 +360,7 @@ class RoleActor(Actor):
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
-        self._release_cleared_input()
+        self.typist.release_cleared_input()
         if self._ready() and self._screen_status() is not RoleStatus.IDLE:
             self._refresh_status()  # the screen moved on (a dialog opened) since last read
         if not self._ready():
@@ -472,7 +401,7 @@ class RoleActor(Actor):
         self._refresh_status()
         # The reply may have been classified already (while booting, when no
         # quiet check is armed): without one, an unmarked screen stays "working".
-        self._arm_quiet_check(s.gen)
+        self.watch.arm_quiet_check(s.gen)
         self._publish()
 
     # -- process exit and restarts -------------------------------
@@ -608,7 +537,7 @@ class RoleActor(Actor):
         s = self.s
         s.spec, s.env = msg.spec, msg.env
         s.profile = spec_profile(msg.spec)
-        self._arm_stall_check(s.gen)
+        self.watch.arm_stall_check(s.gen)
         s.boot_text = briefs.boot_line(msg.spec.name, msg.spec.prompt_template, s.brief_file)
         self._fit_terminal()  # a reload may have moved the floor
         self._publish()

@@ -1,5 +1,6 @@
 """What a role's screen and state say, read at a given time: its status,
-whether it may be briefed, whether a line may be typed into it.
+whether it may be briefed, whether a line may be typed into it, and the
+view it publishes.
 
 Pure reads of a :class:`~choragos.actors.role.RoleState` (its emulated
 terminal, its profile, when output last came) at ``now``: the role actor
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from choragos import screenstatus
+from choragos.actors import messages as m
 from choragos.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
@@ -73,3 +75,18 @@ def ready(s: RoleState, now: float) -> bool:
     return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
             and now >= s.extra.get("settle_until", 0.0)
             and "left_in_input" not in s.extra)
+
+
+def view(s: RoleState, now: float) -> m.RoleView:
+    """What the role publishes: its status, readiness, preview and facts."""
+    lines = s.terminal.display()
+    preview = screenstatus.activity_preview(lines, s.profile, s.spec.chrome_markers)
+    return m.RoleView(
+        name=s.spec.name, status=s.status,
+        pid=s.child.pid if s.child and s.status not in
+        (RoleStatus.EXITED, RoleStatus.FAILED) else None,
+        restarts=s.restarts_total, budget_used=s.restarts_used, ready=ready(s, now),
+        detail=s.detail,
+        preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
+        stalled=bool(s.extra.get("stalled")), profile=s.profile.name,
+        held="left_in_input" in s.extra, limited_until=s.extra.get("limited_until"))

@@ -186,6 +186,20 @@ class Typist:
         stopped, or a crashed actor left it half done."""
         self._end(self.s.typing, Step.FAILED, Ending(False, detail, submitted=submitted))
 
+    def release_cleared_input(self) -> None:
+        """A line the agent did not take holds the role until the operator
+        has sent or cleared it: once the input no longer shows it, the role
+        takes lines again."""
+        s = self.s
+        left = s.extra.get("left_in_input")
+        # Still unread in the terminal, the line is not on the screen yet.
+        if (left is None or self.shows_pending(left)
+                or (s.child is not None and s.child.unread_input() > 0)):
+            return
+        del s.extra["left_in_input"]
+        if s.detail == LEFT_IN_INPUT:
+            s.detail = ""
+
     def shows_pending(self, text: str) -> bool:
         """``text`` is on the screen in the agent's input, not sent yet."""
         s = self.s

@@ -14,8 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from choragos.actors import messages as m
-from choragos.actors import role as role_mod
-from choragos.actors import roleio
+from choragos.actors import roleio, rolewatch
 from choragos.config import RoleSpec
 from choragos.ptyproc import PtyChild
 from choragos.rolestatus import RoleStatus
@@ -192,7 +191,7 @@ def test_a_flooding_role_wakes_its_actor_once_per_classification_not_per_chunk(
     # Each notice arms a classification, and none comes while one is armed:
     # however slowly a loaded machine reads the flood, no more than one a
     # CLASSIFY_DELAY (a few more for the brief's own classifications).
-    allowed = (time.monotonic() - started) / role_mod.CLASSIFY_DELAY + 3
+    allowed = (time.monotonic() - started) / rolewatch.CLASSIFY_DELAY + 3
     assert notices[0] <= allowed < feeds[0], (notices[0], allowed, feeds[0])
     # The screen still moves on in the role's published view.
     seen = len(flood.core.told)
@@ -209,7 +208,7 @@ def test_a_replaced_actor_classifies_even_when_its_predecessor_took_a_pending_on
     wait_until(lambda: status(agent) is RoleStatus.IDLE, 5, message="idle after the brief")
     # Quiet, and no classification of the brief's output still on its way.
     wait_until(lambda: not agent.state.classify_pending
-               and time.monotonic() - agent.state.last_output > 2 * role_mod.CLASSIFY_DELAY, 5,
+               and time.monotonic() - agent.state.last_output > 2 * rolewatch.CLASSIFY_DELAY, 5,
                message="the screen settled")
     agent.state.classify_pending = True  # armed, its message lost with the old instance
     agent.handle.tell("not a message any handler knows")  # the handler raises

@@ -1,0 +1,94 @@
+"""A role's timed looks at its screen: when to read it again, and a stall.
+
+New output is classified CLASSIFY_DELAY after its notice (one
+classification on its way at a time); a role working with no busy marker is
+read again once output has been quiet for QUIET_IDLE (an unknown TUI then
+counts as idle); and a role whose screen has been still for its
+``stall_after`` is marked stalled, unless it is held still on purpose
+(paused or limited).  One timer of each kind at a time, each told through
+the session's timers on the role actor's clock; what a look finds is the
+actor's to publish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from choragos.actors import messages as m
+from choragos.actors import roleio
+from choragos.actors.rolescreen import QUIET_IDLE
+from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.role import RoleState
+
+CLASSIFY_DELAY = 0.15
+HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
+
+
+class Watch:
+    def __init__(self, state: RoleState, now: Callable[[], float], timers: Any, me: Any,
+                 refresh: Callable[[], None], publish: Callable[[], None]) -> None:
+        self.s = state
+        self.now = now
+        self.timers = timers
+        self.me = me
+        self.refresh = refresh
+        self.publish = publish
+
+    def output_seen(self, msg: roleio.OutputSeen) -> None:
+        """The reader fed new output: classify it soon, and it is not a stall."""
+        self.s.output_noticed = False  # first: output fed from now on sends a new notice
+        if msg.gen != self.s.gen:
+            return
+        self.s.extra["stalled"] = False  # published with the next classification
+        self.arm_stall_check(msg.gen)
+        if not self.s.classify_pending:
+            self.s.classify_pending = True
+            self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
+
+    def classify(self, msg: m.Classify) -> None:
+        self.s.classify_pending = False
+        if msg.gen == self.s.gen:
+            self.refresh()
+            self.arm_quiet_check(msg.gen)
+
+    def arm_quiet_check(self, gen: int) -> None:
+        """Re-read the screen once output has been quiet for QUIET_IDLE."""
+        s = self.s
+        if s.status is RoleStatus.WORKING and not s.extra.get("quiet_check"):
+            s.extra["quiet_check"] = True
+            wait = max(0.05, s.last_output + QUIET_IDLE - self.now() + 0.05)
+            self.timers.after(wait, self.me, m.QuietCheck(gen))
+
+    def quiet_check(self, msg: m.QuietCheck) -> None:
+        self.s.extra["quiet_check"] = False
+        if msg.gen == self.s.gen:
+            self.refresh()
+            self.arm_quiet_check(msg.gen)
+
+    def arm_stall_check(self, gen: int) -> None:
+        """One timer at a time, due when the screen would have been quiet long enough."""
+        s = self.s
+        if s.spec.stall_after and not s.extra.get("stall_check"):
+            s.extra["stall_check"] = True
+            wait = s.last_output + s.spec.stall_after - self.now()
+            self.timers.after(max(0.05, wait), self.me, m.StallCheck(gen))
+
+    def stall_check(self, msg: m.StallCheck) -> None:
+        s = self.s
+        s.extra["stall_check"] = False
+        if not s.spec.stall_after or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            return
+        if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
+            self.arm_stall_check(s.gen)
+            return
+        quiet = self.now() - s.last_output
+        if s.status in HELD_STILL or quiet < s.spec.stall_after:
+            s.extra["stall_check"] = True  # a paused or limited role is held, not stalled
+            wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
+            self.timers.after(max(0.05, wait), self.me, m.StallCheck(msg.gen))
+            return
+        s.extra["stalled"] = True
+        self.publish()
