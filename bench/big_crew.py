@@ -1,13 +1,17 @@
 """A big crew: how long ``serve`` takes to the first frame, and what five
 roles' scrollback costs in memory, next to tmux doing the same in one run.
 
-* first frame: from starting the server (``choragos serve --detach``; ``tmux
-  new-session`` plus the splits) with ``--roles`` roles running the fixture
-  agent until an attached client shows the prompt in every pane it shows.
+* first frame: from typing ``choragos serve`` in a terminal (it starts the
+  server and attaches, as ``tmux new-session`` plus the splits and an
+  ``attach`` do) with ``--roles`` roles running the fixture agent until the
+  terminal shows the prompt in every pane the deck shows.
   tmux tiles all of them; the deck shows the start role and six more
   stacked beside it and keeps the rest hidden (their agents run all the
-  same), so for 12 roles it waits for 7 prompts, taken before the agents
-  are briefed (a briefed agent shows a second prompt).
+  same), so for 12 roles it waits for 7 prompts, which come before the
+  agents are briefed (a briefed agent shows a second prompt: the JSON line
+  says whether a briefing was already on the first frame).
+  ``serve --detach`` is not what is timed: it returns only once the start
+  role is briefed, which tmux has no counterpart for.
 * memory: ``--flooders`` roles each print ``--lines`` log lines (coloured,
   test-runner style) and go quiet; the server's resident memory once all
   output is taken, against the tmux server with the same panes and the same
@@ -22,11 +26,13 @@ The keystroke latency of a big crew with floods is ``attach_latency.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,18 +97,28 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
         "[checkpoints]\nenabled = false\n")
     env = environment(root)
     shown = len(Layout.main_vertical(f"r{i}" for i in range(roles)).visible())
-    started = time.perf_counter()
-    with served(work, env, timeout=120):
-        screen = Screen([sys.executable, "-m", "choragos", "attach"], env, work)
+    with killed(work, env):
+        started = time.perf_counter()
+        screen = Screen([sys.executable, "-m", "choragos", "serve"], env, work)
         try:
-            screen.wait_for(lambda text: text.count("agent>") >= shown
-                            and "you said" not in text, 120)
+            screen.wait_for(lambda text: text.count("agent>") >= shown, 120)
             first_frame = time.perf_counter() - started
+            briefed = "you said" in screen.text()
         finally:
             screen.close()
-        pid = int(json.loads((root / "s.json").read_text())["pid"])
     memory = choragos_memory(root, flooders, lines)
-    return {"first_frame_s": first_frame, "pid": pid, **memory}
+    return {"first_frame_s": first_frame, "briefed_at_first_frame": briefed, **memory}
+
+
+@contextlib.contextmanager
+def killed(work: Path, env: dict[str, str]) -> Iterator[None]:
+    """The session started in ``work`` by the block, killed with its agents
+    however the block ends."""
+    try:
+        yield
+    finally:
+        subprocess.run([sys.executable, "-m", "choragos", "kill", "--all"], cwd=work, env=env,
+                       capture_output=True, timeout=60)
 
 
 def choragos_memory(root: Path, flooders: int, lines: int) -> dict[str, float]:
@@ -165,6 +181,7 @@ def main() -> None:
                       "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},
          first_frame_s={k: round(v["first_frame_s"], 2) for k, v in results.items()},
          rss_mb={k: round(v["rss_mb"], 1) for k, v in results.items()},
+         briefed_at_first_frame=ours["briefed_at_first_frame"],
          roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY)
 
 
