@@ -8,9 +8,8 @@ it without asking any actor); everything else goes to the core as tells.
 
 from __future__ import annotations
 
-import http.client
+import functools
 import threading
-import urllib.request
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import Any
@@ -23,8 +22,6 @@ PROBE_EVERY = 2.0
 FLUSH_EVERY = 30.0
 FETCH_TIMEOUT = 1.0
 
-# Never through a proxy from the environment: the gateway is local by contract.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True)
@@ -85,8 +82,19 @@ class ProberState:
 
 def fetch_metrics(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:
     """GET ``url``, reading at most one byte past the cap so oversize is detectable."""
-    with _OPENER.open(url, timeout=timeout) as response:
+    with _opener().open(url, timeout=timeout) as response:
         return response.read(MAX_BODY + 1)
+
+
+@functools.cache
+def _opener() -> Any:
+    # Imported on the first probe: urllib's HTTP client brings ssl and email
+    # (7 MB of a session's memory), and a session without a gateway never
+    # probes.  Never through a proxy from the environment: the gateway is
+    # local by contract.
+    import urllib.request
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class GatewayProber(Actor):
@@ -107,6 +115,8 @@ class GatewayProber(Actor):
     def _on_probe(self, msg: Probe) -> None:
         # Re-arm first: a crash below must not end the probing.
         self.timers.after(PROBE_EVERY, self.me, Probe())
+        import http.client  # loaded by the first fetch (see _opener)
+
         try:
             totals = parse_metrics(self.fetch(self.s.url))
         except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: MetricsError

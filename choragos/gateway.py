@@ -13,8 +13,6 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from choragos.config import Config, GatewaySettings
 from choragos.costs import estimated, priced
 
@@ -87,6 +85,11 @@ def parse_metrics(body: bytes) -> Totals:
     Only the token family's lines are handed to the parser: the rest of a
     large page (requests, errors, another exporter's series) costs a scan.
     """
+    # Imported here: the client library brings http.server, ssl and email
+    # (12 MB of a session's memory), and a session reads metrics only when
+    # a gateway runs.
+    from prometheus_client.parser import text_string_to_metric_families
+
     if len(body) > MAX_BODY:
         raise MetricsError(f"metrics body over {MAX_BODY} bytes")
     try:

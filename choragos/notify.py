@@ -17,9 +17,12 @@ that passes through someone else's service carries no key to the crew.
 from __future__ import annotations
 
 import json
-import urllib.request
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    import urllib.request
 
 NOTIFIED = ("on_gate", "on_input", "on_budget", "on_exit", "on_done")
 _TITLES = {"on_gate": "gate", "on_input": "question", "on_budget": "budget",
@@ -102,6 +105,10 @@ def compose(batch: list[Alert], base: str, token: str | None) -> Message:
 
 def request(url: str, kind: str, message: Message) -> urllib.request.Request:
     """The HTTP request that delivers ``message`` to ``url`` in the ``kind`` shape."""
+    # Imported here: urllib's HTTP client brings ssl and email (7 MB of a
+    # session's memory), and most sessions notify nobody.
+    import urllib.request
+
     if kind == "webhook":
         body = {"title": message.title, "message": message.body, "link": message.link,
                 "items": [{"hook": a.hook, "role": a.role, "task_id": a.task_id,
@@ -118,6 +125,8 @@ def request(url: str, kind: str, message: Message) -> urllib.request.Request:
 
 def send(url: str, kind: str, message: Message, timeout: float = SEND_TIMEOUT) -> None:
     """Deliver ``message``; raises OSError (urllib's errors included) when it did not go."""
+    import urllib.request
+
     with urllib.request.urlopen(request(url, kind, message), timeout=timeout) as answer:
         answer.read(1024)
 

@@ -284,6 +284,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     ui = None
     try:
         if deck is not None:
+            from choragos.ui.urwidload import load_urwid
+
+            load_urwid()  # before the deck's modules import it: see there
             from choragos.ui.uiactor import start_ui
 
             try:

@@ -1,12 +1,18 @@
-"""What the session server loads at rest: aiohttp and asyncio (with what
-they pull in, about 13 MB of the server's resident memory) only with
-``[web] listen``."""
+"""What the session server loads at rest.  Each library left out here is
+megabytes of every server's resident memory and milliseconds of its start:
+aiohttp and asyncio (about 13 MB) only with ``[web] listen``; the HTTP
+client (ssl, email: 7 MB) only to probe a gateway or send a notification;
+prometheus_client (12 MB with http.server) only to read or serve metrics;
+urwid's optional event loops (trio alone is 14 MB where it is installed)
+never, as the deck runs urwid's select loop."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+
+import pytest
 
 PROBE = """
 import json, sys
@@ -15,11 +21,54 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("aiohttp",
                                                                      "choragos"))))
 """
 
+# What the server with its deck imports, as `serve` imports it.
+SERVER = """
+import json, sys
+from choragos.cli import serve
+from choragos.ui.urwidload import load_urwid
+load_urwid()
+import choragos.ui.uiactor, choragos.actors.session, choragos.daemon
+print(json.dumps(sorted(sys.modules)))
+"""
+
+NEVER_AT_REST = ("aiohttp", "asyncio", "trio", "twisted", "tornado", "zmq", "ssl", "http.client",
+                 "http.server", "urllib.request", "prometheus_client")
+
+
+def _loaded(code: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    return json.loads(out.stdout)
+
 
 def test_a_session_without_the_web_view_never_imports_aiohttp() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                         check=True, timeout=60)
-    loaded = json.loads(out.stdout)
+    loaded = _loaded(PROBE)
     assert "choragos.actors.session" in loaded
     assert [m for m in loaded if not m.startswith("choragos")] == []
     assert "choragos.webserver" not in loaded
+
+
+def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_demand() -> None:
+    loaded = _loaded(SERVER)
+    assert "urwid" in loaded and "choragos.ui.uiactor" in loaded
+    found = [m for m in loaded if m in NEVER_AT_REST or m.split(".")[0] in NEVER_AT_REST]
+    assert found == []
+
+
+def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
+    pytest.importorskip("urwid")
+    code = """
+import json, sys
+from choragos.ui.urwidload import load_urwid
+urwid = load_urwid()
+before = "asyncio" in sys.modules
+loop = urwid.AsyncioEventLoop()
+print(json.dumps([before, type(loop).__module__, "asyncio" in sys.modules,
+                  "urwid.event_loop.trio_loop" in sys.modules,
+                  load_urwid() is urwid]))
+"""
+    before, module, after, trio_entry, same = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=60).stdout)
+    assert (before, module, after, same) == (False, "urwid.event_loop.asyncio_loop", True, True)
+    assert trio_entry is False  # no "not installed" marker left behind

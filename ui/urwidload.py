@@ -1,0 +1,63 @@
+"""urwid without the event loops the deck never runs.
+
+Importing urwid imports every event loop it offers whose library is
+installed: asyncio's always (asyncio with ssl: 9 MB of a server's resident
+memory), and trio's, twisted's, tornado's, GLib's or ZMQ's when those are
+present (trio alone, installed with the test tools, is 14 MB).  The deck
+runs urwid's own select loop and nothing else, so the server imports urwid
+through :func:`load_urwid` first: the optional loops are skipped and
+asyncio's loop is a stand-in that imports the real one if it is ever used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+_LOOPS = "urwid.event_loop."
+OPTIONAL = tuple(_LOOPS + name for name in
+                 ("twisted_loop", "tornado_loop", "glib_loop", "trio_loop", "zmq_loop"))
+ASYNCIO = _LOOPS + "asyncio_loop"
+
+
+def load_urwid() -> types.ModuleType:
+    """urwid, imported without its unused event loops (as it is if already imported)."""
+    if "urwid" in sys.modules:
+        return sys.modules["urwid"]
+    skipped = [name for name in OPTIONAL if name not in sys.modules]
+    for name in skipped:
+        sys.modules[name] = None  # type: ignore[assignment]  # urwid's "not installed"
+    sys.modules[ASYNCIO] = _asyncio_stand_in()
+    try:
+        import urwid
+    finally:
+        # Later imports of these by name find the real modules again.
+        for name in skipped:
+            if sys.modules.get(name) is None:
+                del sys.modules[name]
+    return urwid
+
+
+def _asyncio_stand_in() -> types.ModuleType:
+    module = types.ModuleType(ASYNCIO, "Stands in for urwid's asyncio loop until it is used.")
+
+    class AsyncioEventLoop:
+        """Makes the real ``AsyncioEventLoop`` (importing asyncio then)."""
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            return _real_asyncio_loop().AsyncioEventLoop(*args, **kwargs)
+
+    module.AsyncioEventLoop = AsyncioEventLoop  # type: ignore[attr-defined]
+    module.__all__ = ("AsyncioEventLoop",)  # type: ignore[attr-defined]
+    module._stand_in = True  # type: ignore[attr-defined]
+    return module
+
+
+def _real_asyncio_loop() -> types.ModuleType:
+    current = sys.modules.get(ASYNCIO)
+    if current is not None and not getattr(current, "_stand_in", False):
+        return current
+    sys.modules.pop(ASYNCIO, None)
+    return importlib.import_module(ASYNCIO)
