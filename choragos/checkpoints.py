@@ -35,11 +35,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-from dulwich.errors import NotGitRepository
-from dulwich.ignore import default_user_ignore_filter_path
-from dulwich.objects import Commit
-from dulwich.repo import Repo
+from typing import TYPE_CHECKING
 
 from choragos.gitignore import IgnoreList, RuleStack
 from choragos.gitobjects import ObjectWriter, remove_stale_temporaries
@@ -57,6 +53,10 @@ from choragos.gitwalk import (
     save_cache,
 )
 from choragos.treewatch import TreeWatch
+
+if TYPE_CHECKING:
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
 
 REF_PREFIX = "refs/choragos/checkpoints/"
 WORKTREE_REFS = "refs/choragos/wt/"  # + <worktree>/checkpoints/<epoch>-<task-id>
@@ -325,6 +325,8 @@ class CheckpointStore:
         _check_task_id(task_id)
         if not self._swept:  # once per store: its first checkpoint (or undo point)
             self.remove_stale_temporaries()
+        from dulwich.objects import Commit  # see _open_repo
+
         head = self._head()
         commit = Commit()
         commit.tree = scan.tree.hex().encode()
@@ -485,6 +487,8 @@ class CheckpointStore:
         tree's snapshot: they are read again only when one of them changed."""
         key = tuple(_signature(path) for path in self._config_paths())
         if self._settings_memo is None or self._settings_memo[0] != key:
+            from dulwich.ignore import default_user_ignore_filter_path  # see _open_repo
+
             config = self._repo.get_config_stack()
             user = os.path.expanduser(default_user_ignore_filter_path(config))
             self._settings_memo = (key, (user, config.get_boolean((b"core",), b"ignorecase",
@@ -663,6 +667,11 @@ class CheckpointStore:
 # ---- helpers: repository, names, messages -------------------------------------------
 
 def _open_repo(workdir: Path) -> Repo:
+    # dulwich is imported where it is used: a session with checkpoints off
+    # never loads it (10 MB of the server's memory).
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
     if not workdir.is_dir():
         raise NotARepository(f"{workdir} is not a directory.")
     try:

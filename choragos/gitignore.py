@@ -19,8 +19,6 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from dulwich.ignore import read_ignore_patterns, translate
-
 try:
     from dulwich.wildmatch import MalformedPattern
 except ImportError:  # older dulwich raised re.error for such patterns
@@ -44,6 +42,8 @@ class IgnoreList:
         flags = re.S | re.M | (re.I if ignorecase else 0)
         self._rules: list[_Rule] = []
         sources: dict[bool, list[bytes]] = {True: [], False: []}
+        from dulwich.ignore import read_ignore_patterns  # see _parse
+
         for line in read_ignore_patterns(io.BytesIO(text)):
             parsed = _parse(line, flags)
             if parsed is not None:
@@ -84,6 +84,10 @@ def _parse(line: bytes, flags: int) -> tuple[_Rule, bytes] | None:
         line = line[:-1]
     if not line.strip(b"/"):
         return None
+    # Imported here, not with the module: a session with checkpoints off
+    # never loads dulwich (10 MB of its memory).
+    from dulwich.ignore import translate
+
     try:
         source = translate(line)
         regex = re.compile(source, flags)

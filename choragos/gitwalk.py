@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 
-from dulwich.index import read_submodule_head
-
 from choragos.gitignore import RuleStack
 from choragos.gitobjects import ObjectWriter
 
@@ -522,6 +520,8 @@ class Walker:
 
     def _gitlink(self, rel: bytes, parent: _Node | None, slot: int) -> None:
         """Record a nested repository as git does: its HEAD commit, never its files."""
+        from dulwich.index import read_submodule_head  # a rare case: see checkpoints
+
         head = read_submodule_head(self._root + rel[:-1])
         oid = bytes.fromhex(head.decode()) if head else None
         if oid is None:

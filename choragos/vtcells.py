@@ -76,6 +76,9 @@ def _narrow_pattern() -> re.Pattern[str]:
             start = cp
         prev = cp
     spans.append(f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
+    # The scan filled wcwidth's cache with 4,096 characters this class now
+    # answers for (0.6 MB held for the process's life): empty it again.
+    getattr(wcwidth, "cache_clear", lambda: None)()
     return re.compile(f"[{''.join(spans)}]+")
 
 

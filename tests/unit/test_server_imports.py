@@ -4,7 +4,8 @@ aiohttp and asyncio (about 13 MB) only with ``[web] listen``; the HTTP
 client (ssl, email: 7 MB) only to probe a gateway or send a notification;
 prometheus_client (12 MB with http.server) only to read or serve metrics;
 urwid's optional event loops (trio alone is 14 MB where it is installed)
-never, as the deck runs urwid's select loop."""
+never, as the deck runs urwid's select loop; dulwich (10 MB) only once a
+checkpoint store opens, so never in a session with checkpoints off."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 NEVER_AT_REST = ("aiohttp", "asyncio", "trio", "twisted", "tornado", "zmq", "ssl", "http.client",
-                 "http.server", "urllib.request", "prometheus_client")
+                 "http.server", "urllib.request", "prometheus_client", "dulwich.repo",
+                 "dulwich.objects", "dulwich.index", "dulwich.ignore")
 
 
 def _loaded(code: str) -> list[str]:
