@@ -7,13 +7,22 @@ present (trio alone, installed with the test tools, is 14 MB).  The deck
 runs urwid's own select loop and nothing else, so the server imports urwid
 through :func:`load_urwid` first: the optional loops are skipped and
 asyncio's loop is a stand-in that imports the real one if it is ever used.
+
+urwid also asks ``platform.platform()`` whether it runs under WSL, which
+starts ``uname -p`` and reads the interpreter's binary for its libc: a
+process forked from the server at start-up.  The kernel's release names WSL
+as well, so during the import that answer comes from ``os.uname()``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import platform
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 _LOOPS = "urwid.event_loop."
@@ -31,13 +40,28 @@ def load_urwid() -> types.ModuleType:
         sys.modules[name] = None  # type: ignore[assignment]  # urwid's "not installed"
     sys.modules[ASYNCIO] = _asyncio_stand_in()
     try:
-        import urwid
+        with _platform_from_uname():
+            import urwid
     finally:
         # Later imports of these by name find the real modules again.
         for name in skipped:
             if sys.modules.get(name) is None:
                 del sys.modules[name]
     return urwid
+
+
+@contextlib.contextmanager
+def _platform_from_uname() -> Iterator[None]:
+    def platform_name(aliased: bool = False, terse: bool = False) -> str:
+        name = os.uname()
+        return f"{name.sysname}-{name.release}-{name.machine}"
+
+    real = platform.platform
+    platform.platform = platform_name
+    try:
+        yield
+    finally:
+        platform.platform = real
 
 
 def _asyncio_stand_in() -> types.ModuleType:

@@ -74,3 +74,29 @@ print(json.dumps([before, type(loop).__module__, "asyncio" in sys.modules,
                        check=True, timeout=60).stdout)
     assert (before, module, after, same) == (False, "urwid.event_loop.asyncio_loop", True, True)
     assert trio_entry is False  # no "not installed" marker left behind
+
+
+def test_urwid_is_loaded_without_starting_a_process() -> None:
+    """urwid asks platform.platform() about WSL, which runs ``uname -p``: a
+    fork of the whole server at its start."""
+    pytest.importorskip("urwid")
+    code = """
+import json, os, platform, subprocess
+started = []
+real_init = subprocess.Popen.__init__
+def counting(self, *args, **kwargs):
+    started.append(args[0] if args else kwargs.get("args"))
+    real_init(self, *args, **kwargs)
+subprocess.Popen.__init__ = counting
+real_platform = platform.platform
+from choragos.ui.urwidload import load_urwid
+urwid = load_urwid()
+print(json.dumps([started, platform.platform is real_platform,
+                  urwid.display._raw_display_base.IS_WSL == ("wsl" in os.uname().release.lower())]))
+"""
+    started, restored, wsl = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=60).stdout)
+    assert started == []
+    assert restored is True
+    assert wsl is True  # urwid's answer is the kernel's
