@@ -31,6 +31,7 @@ from choragos.vtcells import (
     row_text,
     whole_text,
 )
+from choragos.vthistory import History
 from choragos.vtparse import VTParser
 from choragos.vtscreen import VTScreen
 
@@ -153,7 +154,7 @@ class Terminal:
         self.generation = 0
         self.lines_scrolled = 0
         self._lock = threading.Lock()
-        self._history: deque[str] = deque(maxlen=max(scrollback, 0))
+        self._history = History(scrollback)
         self._fresh: list[str] = []
         self._replies: list[str] = []
         self._own_errors = 0
