@@ -10,6 +10,7 @@ and ``rollback T1`` never has two sessions' T1 to choose from.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -50,7 +51,10 @@ def _in_log(workdir: Path) -> int:
 
 
 def _in_checkpoints(workdir: Path) -> int:
-    # dulwich is loaded only here: the session has it anyway, a verb may not.
+    if not _may_hold_checkpoints(workdir):
+        return 0
+    # dulwich is loaded only here (10 MB of the server's memory): a session
+    # with checkpoints off in a repository that never had any skips it.
     from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
 
     try:
@@ -59,6 +63,42 @@ def _in_checkpoints(workdir: Path) -> int:
     except (CheckpointError, NotARepository, OSError):
         return 0  # no repository, no checkpoints: nothing to continue from
     return max([0, *(_number(name) for name in names)])
+
+
+def _may_hold_checkpoints(workdir: Path) -> bool:
+    """False only when plainly no checkpoint ref can exist: no repository
+    above ``workdir``, or one whose refs (loose or packed) have nothing
+    under ``refs/choragos``.  Anything unusual answers True, and the
+    checkpoint store reads the refs as git does."""
+    try:
+        common = _common_dir(workdir)
+        if common is None:
+            return False
+        loose = common / "refs" / "choragos"  # git leaves its folders when it packs
+        if any(files for _, _, files in os.walk(loose)) or (common / "reftable").exists():
+            return True
+        packed = common / "packed-refs"
+        return packed.exists() and b" refs/choragos/" in packed.read_bytes()
+    except (OSError, ValueError):
+        return True
+
+
+def _common_dir(workdir: Path) -> Path | None:
+    """The git directory holding the refs of the repository ``workdir`` is in."""
+    for folder in (workdir, *workdir.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            git_dir = dot
+        elif dot.is_file():
+            pointer = dot.read_text().strip()
+            if not pointer.startswith("gitdir:"):
+                raise ValueError(f"{dot} is not a gitdir pointer")
+            git_dir = (folder / pointer.removeprefix("gitdir:").strip()).resolve()
+        else:
+            continue
+        common = git_dir / "commondir"  # a linked worktree's: the main tree's
+        return (git_dir / common.read_text().strip()).resolve() if common.exists() else git_dir
+    return None
 
 
 def _number(name: str) -> int:
