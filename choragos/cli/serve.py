@@ -255,7 +255,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     from choragos import daemon
     from choragos.actors.session import Session, SessionOptions
     from choragos.ctlserver import ServerStartError
+    from choragos.mallocarenas import one_arena
 
+    one_arena()  # before the session's threads start: see there
     if deck is not None:
         # Keys cross several threads on their way to an agent and back to the
         # screen; with a pane flooding output, each hand-over would wait up to
