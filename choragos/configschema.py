@@ -10,7 +10,6 @@ of the loader shows the user everything that is wrong.
 from __future__ import annotations
 
 import datetime
-import difflib
 import json
 import math
 import re
@@ -54,6 +53,8 @@ class Report:
         self.warnings.append(f"{self.source}:{where}: {message}")
 
     def unknown(self, where: str, key: str, known: Mapping[str, object]) -> None:
+        import difflib  # only for a key in error: every serve reads the config
+
         close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
         hint = f' (did you mean "{close[0]}"?)' if close else ""
         self.warn(where, f"unknown key, ignored{hint}")

@@ -100,3 +100,29 @@ print(json.dumps([started, platform.platform is real_platform,
     assert started == []
     assert restored is True
     assert wsl is True  # urwid's answer is the kernel's
+
+
+# What `choragos serve` loads before it forks the server and while it
+# attaches: every module here is start-up time on the way to the first frame.
+CLIENT = """
+import json, sys
+from choragos.cli.main import _dispatch
+from choragos.cli import serve
+from choragos.config import load_config
+from choragos import daemon
+from choragos.ui.attach import attach_to
+print(json.dumps(sorted(sys.modules)))
+"""
+
+NOT_IN_THE_CLIENT = ("urwid", "pyte", "wcwidth", "dulwich", "pykka", "asyncio", "aiohttp",
+                     "ssl", "http", "prometheus_client", "argcomplete", "difflib", "email",
+                     "choragos.actors", "choragos.terminal")
+
+
+def test_the_serve_client_loads_nothing_the_server_or_an_error_needs() -> None:
+    loaded = _loaded(CLIENT)
+    assert "choragos.ui.attach" in loaded
+    found = [m for m in loaded if any(m == name or m.startswith(name + ".")
+                                      for name in NOT_IN_THE_CLIENT)]
+    assert found == []
+    assert len(loaded) < 200, f"{len(loaded)} modules"
