@@ -26,6 +26,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("aiohttp",
 SERVER = """
 import json, sys
 from choragos.cli import serve
+import choragos.actors.session, choragos.ctlserver
+# serve loads urwid through load_urwid: nothing before it may import urwid.
+assert "urwid" not in sys.modules
 from choragos.ui.urwidload import load_urwid
 load_urwid()
 import choragos.ui.uiactor, choragos.actors.session, choragos.daemon
