@@ -11,7 +11,6 @@ that one shared arena does not.  Elsewhere (macOS, musl) nothing changes.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
@@ -22,9 +21,10 @@ log = logging.getLogger("choragos")
 def one_arena() -> bool:
     """Ask glibc for a single malloc arena; True when it took the setting.
     Call it before the threads start."""
-    name = ctypes.util.find_library("c")
+    # The process's own symbols hold the C library's: find_library would
+    # run `ldconfig -p` (a process started on the way to the first frame).
     try:
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
     except (OSError, AttributeError, TypeError):
         return False  # not glibc: its allocator has no such setting

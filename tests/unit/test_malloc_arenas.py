@@ -27,3 +27,25 @@ def test_without_glibc_nothing_happens(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("ctypes.CDLL", no_libc)
     assert one_arena() is False
+
+
+def test_asking_starts_no_process() -> None:
+    """ctypes.util.find_library runs ``ldconfig -p``: a process forked from
+    the server on its way to the first frame."""
+    code = """
+import json, subprocess
+started = []
+real_init = subprocess.Popen.__init__
+def counting(self, *args, **kwargs):
+    started.append(args[0] if args else kwargs.get("args"))
+    real_init(self, *args, **kwargs)
+subprocess.Popen.__init__ = counting
+from choragos.mallocarenas import one_arena
+from choragos.treewatch import _libc
+one_arena()
+_libc()
+print(json.dumps(started))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out.strip() == "[]"
