@@ -39,11 +39,11 @@ class Admission:
     s: Any
 
     def _role_held(self, msg: RoleHeld) -> None:
-        self._mark(msg.role, HELD_MARK, True)
+        self.mark(msg.role, HELD_MARK, True)
         if msg.new:
             log.warning("%s is held: %s", msg.role, msg.reason)
-            self._event("role held", role=msg.role, reason=msg.reason)
-            self._alert("on_input", msg.role, None)
+            self.event("role held", role=msg.role, reason=msg.reason)
+            self.alert("on_input", msg.role, None)
         self._arm_memory_check()
 
     def _memory_check(self, msg: MemoryCheck) -> None:
@@ -52,8 +52,8 @@ class Admission:
         role = gate.release() if gate is not None else None
         seat = self.s.seats.get(role) if role else None
         if seat is not None:
-            self._mark(role, HELD_MARK, False)
-            self._event("role admitted", role=role)
+            self.mark(role, HELD_MARK, False)
+            self.event("role admitted", role=role)
             seat.handle.tell(m.Spawn(admitted=True))
         self._arm_memory_check()
 

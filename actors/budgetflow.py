@@ -41,7 +41,7 @@ class BudgetFlow:
         for task in self.s.board.open_for(role):
             if task.note.startswith(BLOCKED_NOTE):
                 changed = self.s.board.annotate(task.id, note="")
-                self._publish(news.TaskChanged(changed.as_dict()))
+                self.publish(news.TaskChanged(changed.as_dict()))
 
     def _cmd_budget(self, request: dict) -> dict:
         try:
@@ -59,7 +59,7 @@ class BudgetFlow:
             self.s.config = replace(before, roles=tuple(
                 replace(r, budget=amount) if r.name == role else r for r in before.roles))
             who = role
-        self._event("budget set", role=None if request.get("session") else role,
+        self.event("budget set", role=None if request.get("session") else role,
                     scope="session" if request.get("session") else "role", usd=amount,
                     by="operator")
         self._budgets_changed(before)
@@ -74,9 +74,9 @@ class BudgetFlow:
         if self.s.refused.get(msg.role) == msg.why:
             return
         self.s.refused[msg.role] = msg.why
-        self._event("model call refused", role=msg.role, why=msg.why)
+        self.event("model call refused", role=msg.role, why=msg.why)
         note = BLOCKED_NOTE + msg.why.removeprefix("choragos: ").split(";")[0]
         for task in self.s.board.open_for(msg.role):
             if task.note != note:
                 changed = self.s.board.annotate(task.id, note=note)
-                self._publish(news.TaskChanged(changed.as_dict()))
+                self.publish(news.TaskChanged(changed.as_dict()))

@@ -139,7 +139,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
 
     # -- the journal (see actors/durable.py) -------------------------------------
 
-    def _journal(self, kind: str, **fields: Any) -> None:
+    def journal(self, kind: str, **fields: Any) -> None:
         if self.s.journal is not None:
             try:
                 self.s.journal.append(kind, **fields)
@@ -161,20 +161,20 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
 
     @handle.register
     def _save_layout(self, msg: SaveLayout) -> None:
-        self._journal("layout", layout=msg.layout)
+        self.journal("layout", layout=msg.layout)
 
     # -- publishing --------------------------------------------------------
 
-    def _event(self, event: str, **fields: Any) -> None:
+    def event(self, event: str, **fields: Any) -> None:
         record = self.s.events.write(event, **fields)
-        self._publish(news.EventLogged(record))
+        self.publish(news.EventLogged(record))
 
     @handle.register
     def _announced(self, msg: m.Announce) -> None:
         """An event another actor wrote (the checkpointer's rollback)."""
-        self._publish(news.EventLogged(msg.record))
+        self.publish(news.EventLogged(msg.record))
 
-    def _publish(self, item: Any) -> None:
+    def publish(self, item: Any) -> None:
         for callback in list(self.s.subscribers):
             try:
                 callback(item)
@@ -216,7 +216,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         spec = self.s.config.role(caller) if caller else None
         refused = authority.refusal(request, caller, spec is not None and spec.may_delegate)
         if refused:
-            self._event("request refused", cmd=request["cmd"], caller=caller, reason=refused)
+            self.event("request refused", cmd=request["cmd"], caller=caller, reason=refused)
         return refused
 
     def _cmd_whoami(self, request: dict) -> dict:
@@ -227,15 +227,15 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
                        roles=list(self.s.seats))
 
     def _cmd_shutdown(self, request: dict) -> dict:
-        self._event("shutdown requested")
+        self.event("shutdown requested")
         self.s.on_shutdown()
         return wire.ok()
 
     def _cmd_handoff(self, request: dict) -> dict:
         """End the session on purpose: first the orchestrator writes down what it knows."""
-        self._journal("handoff", config=request["config"], wait=request["wait"])
-        self._event("handoff requested", config=request["config"], wait=request["wait"])
-        self._enqueue(self.s.start_role, briefs.handoff_line(request["wait"]), "notice")
+        self.journal("handoff", config=request["config"], wait=request["wait"])
+        self.event("handoff requested", config=request["config"], wait=request["wait"])
+        self.enqueue(self.s.start_role, briefs.handoff_line(request["wait"]), "notice")
         return wire.ok(file=str(self.s.state_dir / "handoff.md"), wait=request["wait"])
 
     def _cmd_status(self, request: dict) -> dict:
@@ -269,7 +269,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         try:
             plan = reloader.plan(self.s.config, self._busy_roles())
         except ConfigError as exc:
-            self._event("reload refused", errors=exc.errors)
+            self.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
         before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
@@ -281,13 +281,13 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         for spec in plan.update:
             reloader.update_role(spec)
         reloader.stop_roles(plan.remove)
-        self._event("reload", **plan.summary())
-        self._journal("reload", **plan.summary())
+        self.event("reload", **plan.summary())
+        self.journal("reload", **plan.summary())
         self._budgets_changed(before)
         self._limits_reconfigured()
         if plan.add or plan.remove:
             reloader.write_briefs(self.s.config)
-            self._enqueue(self.s.start_role, briefs.team_changed_line(
+            self.enqueue(self.s.start_role, briefs.team_changed_line(
                 [r.name for r in plan.add], plan.remove,
                 f".choragos/briefs/{self.s.start_role}.md"), "notice")
         return wire.ok(message=_reload_message(plan), **plan.summary())
@@ -302,12 +302,12 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if seat is None:
             return
         self._limits().forget(name)
-        self._journal("drop queue", role=name)
+        self.journal("drop queue", role=name)
         for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
             task = self.s.gates.pop(task_id)
-            self._move(task_id, TaskState.REJECTED, note="role removed by reload")
+            self.move(task_id, TaskState.REJECTED, note="role removed by reload")
         for task in self.s.board.open_for(name):
-            self._fail_task(task, f"{name} was removed from the team by a reload")
+            self.fail_task(task, f"{name} was removed from the team by a reload")
 
     def _cmd_restart(self, request: dict) -> dict:
         return self._role_control(request["role"], "restart")
@@ -330,7 +330,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             return wire.error(f"choragos is typing a delivery into {role} right now; "
                               f"try again in a moment")
         seat.handle.tell(m.TypeKeys(request["text"], tuple(request["keys"])))
-        self._event("operator input", role=role, keys=request["keys"],
+        self.event("operator input", role=role, keys=request["keys"],
                     text=request["text"])
         return wire.ok(role=role, held=seat.view.status == RoleStatus.PAUSED)
 
@@ -340,9 +340,9 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             return wire.error(self._unknown_roles([role]))
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
-        self._event(f"role {action}", role=role, by="operator")
+        self.event(f"role {action}", role=role, by="operator")
         if action != "restart":
-            self._journal("role", role=role, paused=action == "pause")
+            self.journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
 
     # -- delegate -------------------------------------------------
@@ -360,15 +360,15 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if down and request.get("require_live"):
             return wire.error("; ".join(down.values()) + "; nothing was delegated")
         try:
-            created = self._record_tasks(targets, request)
+            created = self.record_tasks(targets, request)
         except OSError as exc:
             return wire.error(not_recorded(exc, "delegation"))
-        created = [self._route_task(task) for task in created]
+        created = [self.route_task(task) for task in created]
         extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
                               for t in created], **(extra if down else {}))
 
-    def _record_tasks(self, targets: list[str], request: dict) -> list[Task]:
+    def record_tasks(self, targets: list[str], request: dict) -> list[Task]:
         """Journal every task (in one write: all or none) with its file, then
         its event; on a failure the board forgets them all and their files go,
         so a refused delegation leaves nothing behind."""
@@ -378,14 +378,14 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
                 for role in targets:
                     created.append(self.s.board.create(role, request["task"],
                                                        request.get("brief")))
-                    self._write_task_file(created[-1])
+                    self.write_task_file(created[-1])
             records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
                                             brief=t.brief, text=t.text) for t in created]
         except OSError:
             self._unrecord(created)
             raise
         for record in records:
-            self._publish(news.EventLogged(record))
+            self.publish(news.EventLogged(record))
         return created
 
     def _journal_batch(self) -> contextlib.AbstractContextManager:
@@ -399,35 +399,52 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             with contextlib.suppress(FileNotFoundError):
                 (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()
 
-    def _route_task(self, task: Task) -> Task:
+    def route_task(self, task: Task) -> Task:
         role = task.role
         if self.s.config.role(role).approve:
-            task = self._move(task.id, TaskState.GATED)
+            task = self.move(task.id, TaskState.GATED)
             self.s.gates[task.id] = task
-            self._event("delegate gated", task=task.id, role=role, label=task.label)
-            self._publish(news.GateOpened(task.as_dict()))
-            self._alert("on_gate", role, task)
+            self.event("delegate gated", task=task.id, role=role, label=task.label)
+            self.publish(news.GateOpened(task.as_dict()))
+            self.alert("on_gate", role, task)
         else:
             self._checkpoint_then_queue(task)
         return task
 
-    def _write_task_file(self, task: Task) -> Path:
+    def write_task_file(self, task: Task) -> Path:
         path = self.s.state_dir / "tasks" / f"{task.id}.md"
         template = self.s.config.role(task.role).prompt_template
         _write_text(path, briefs.task_document(task, template))
         return path
 
-    def _move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
+    def move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
         if state in SETTLED_STATES:
             self.s.prints.pop(task_id, None)  # no report of it is checked again
-        self._publish(news.TaskChanged(task.as_dict()))
+        self.publish(news.TaskChanged(task.as_dict()))
         self._guard_tasks()
         return task
 
+    def annotate(self, task_id: str, **changes: Any) -> Task:
+        task = self.s.board.annotate(task_id, **changes)
+        self.publish(news.TaskChanged(task.as_dict()))
+        return task
+
+    def settle(self, task: Task, state: TaskState, **changes: Any) -> Task:
+        """Move (or annotate) the task; what it waited on is over unless said again."""
+        changes.setdefault("waiting", None)
+        if task.state is state:
+            return self.annotate(task.id, **changes)
+        return self.move(task.id, state, **changes)
+
+    def later(self, seconds: float, message: Any) -> Any:
+        if self.s.timers is None or self.s.me is None:
+            return None
+        return self.s.timers.after(seconds, self.s.me, message)
+
     def _checkpoint_then_queue(self, task: Task) -> None:
         if self.s.checkpointer is None:
-            self._queue_task(task)
+            self.queue_task(task)
             return
         at_work = frozenset(t.id for t in self.s.board.tasks.values()
                             if t.state not in SETTLED_STATES)
@@ -439,27 +456,27 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         task = self.s.board.get(msg.task_id)
         if msg.ref:
             task = self.s.board.annotate(task.id, checkpoint=msg.ref)
-            self._publish(news.TaskChanged(task.as_dict()))
-            self._event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
+            self.publish(news.TaskChanged(task.as_dict()))
+            self.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
         else:
             # A failed snapshot is logged and never blocks the delegation.
-            self._event("checkpoint failed", task=task.id, error=msg.error)
-        self._queue_task(task)
+            self.event("checkpoint failed", task=task.id, error=msg.error)
+        self.queue_task(task)
 
-    def _queue_task(self, task: Task) -> None:
+    def queue_task(self, task: Task) -> None:
         task = self._around_limit(task)
         self._fingerprint_owned(task)
         line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
-        self._enqueue(task.role, line, "task", task.id)
+        self.enqueue(task.role, line, "task", task.id)
 
     # -- delivery queues -----------------------------------------------------
 
-    def _enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
+    def enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
                  front: bool = False) -> None:
         seat = self.s.seats[role]
         injection = m.Injection(self.s.next_injection, role, text, kind, task_id)
         self.s.next_injection += 1
-        self._journal("enqueue", id=injection.id, role=role, text=text, what=kind,
+        self.journal("enqueue", id=injection.id, role=role, text=text, what=kind,
                       task=task_id, front=front)
         if front:
             seat.queue.appendleft(injection)
@@ -477,7 +494,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             task = self.s.board.get(injection.task_id)
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
-        self._journal("inflight", id=injection.id, role=seat.name)
+        self.journal("inflight", id=injection.id, role=seat.name)
         # Typed only once on disk: a restart must know it may have reached the agent.
         durable.when_synced(self, lambda: seat.handle.tell(m.Inject(injection)))
 
@@ -489,7 +506,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             _write_text(worker_file, briefs.task_document(
                 task, self.s.config.role(role).prompt_template))
         except OSError as exc:
-            self._event("worker file failed", role=role, task=task.id,
+            self.event("worker file failed", role=role, task=task.id,
                         error=exc.strerror or str(exc))
 
     @handle.register
@@ -500,12 +517,12 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         before = seat.view
         seat.view = msg.view
         if before.status != msg.view.status:
-            self._event("role state", role=seat.name, state=msg.view.status,
+            self.event("role state", role=seat.name, state=msg.view.status,
                         was=before.status, detail=msg.view.detail)
             self._status_changed(seat.name, before.status, msg.view.status)
             if msg.view.status is RoleStatus.BOOTING:  # started: whatever held it is over
-                self._mark(seat.name, HELD_MARK, False)
-        self._publish(news.RoleChanged(msg.view))
+                self.mark(seat.name, HELD_MARK, False)
+        self.publish(news.RoleChanged(msg.view))
         durable.journal_role(self, msg.view)
         self._after_limit(seat)  # first: its "continue" goes ahead of queued work
         self._pump(seat)
@@ -514,28 +531,31 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
     def _status_changed(self, role: str, was: str, now: str) -> None:
         if now == RoleStatus.WAITING:
             open_tasks = self.s.board.open_for(role)
-            self._alert("on_input", role, open_tasks[0] if open_tasks else None)
+            self.alert("on_input", role, open_tasks[0] if open_tasks else None)
         # A task's clock does not run while its role is held (paused, or waiting out a limit).
         held = (RoleStatus.PAUSED, RoleStatus.LIMITED)
         if self.s.clocks is not None and (was in held) != (now in held):
             message = PauseClocks(role) if now in held else ResumeClocks(role)
             self.s.clocks.tell(message)
 
-    def _alert(self, hook: str, role: str, task: Task | None) -> None:
+    def alert(self, hook: str, role: str, task: Task | None) -> None:
         """A human is needed: ring (if [ui] bell) and run the hook, if any."""
+        self.ring(hook, role, task.text if task else "", task.id if task else "")
+
+    def ring(self, hook: str, role: str, text: str, task_id: str = "",
+             extra: dict[str, str] | None = None) -> None:
         if self.s.config.ui.bell:
-            self._publish(news.Bell(role, hook))
+            self.publish(news.Bell(role, hook))
         if self.s.hooks is not None:
-            self.s.hooks.fire(hook, role=role, task=task.text if task else "",
-                              task_id=task.id if task else "")
+            self.s.hooks.fire(hook, role=role, task=text, task_id=task_id, extra=extra)
 
     # -- the gateway ------------------------------------------------
 
     @handle.register
     def _gateway_health(self, msg: GatewayHealth) -> None:
         self.s.gateway = "on" if msg.up else "down"
-        self._event("gateway up" if msg.up else "gateway down", reason=msg.reason)
-        self._publish(news.GatewayChanged(self.s.gateway))
+        self.event("gateway up" if msg.up else "gateway down", reason=msg.reason)
+        self.publish(news.GatewayChanged(self.s.gateway))
 
     @handle.register
     def _token_totals(self, msg: TokenTotals) -> None:
@@ -547,7 +567,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         self._guard_budgets()
         if changed:
             self._guard_prices()
-            self._publish(news.TokensChanged(self._usages()))
+            self.publish(news.TokensChanged(self._usages()))
 
     def _usages(self) -> dict[str, dict]:
         return {role: self._usage(role) for role in self.s.tokens}
@@ -558,7 +578,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if self.s.tokens == self.s.flushed and not msg.force:
             return
         self.s.flushed = self.s.tokens
-        self._journal("tokens", totals=self.s.tokens)
+        self.journal("tokens", totals=self.s.tokens)
         for role, models in self.s.tokens.items():
             for model, counts in models.items():
                 self.s.events.write("tokens", role=role, model=model, **counts)
@@ -573,7 +593,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
 
     @handle.register
     def _aftercare_failed(self, msg: AftercareFailed) -> None:
-        self._event(msg.event, task=msg.task_id, error=msg.error)
+        self.event(msg.event, task=msg.task_id, error=msg.error)
 
     @handle.register
     def _idle_check(self, msg: IdleCheck) -> None:
@@ -613,13 +633,13 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         seconds = self.s.config.role(task.role).timeout
         if seconds and self.s.clocks is not None:
             self.s.clocks.tell(StartClock(task.id, task.role, seconds))
-            self._journal("clock", action="start", task=task.id, role=task.role,
+            self.journal("clock", action="start", task=task.id, role=task.role,
                           seconds=seconds, left=seconds)
 
     def _stop_clock(self, task_id: str) -> None:
         if self.s.clocks is not None:
             self.s.clocks.tell(StopClock(task_id))
-            self._journal("clock", action="stop", task=task_id)
+            self.journal("clock", action="stop", task=task_id)
 
     @handle.register
     def _timed_out(self, msg: TimedOut) -> None:
@@ -628,12 +648,12 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             return
         spec = self.s.config.role(task.role)
         action = spec.timeout_action if spec else "notify"
-        task = self._move(task.id, TaskState.TIMED_OUT,
+        task = self.move(task.id, TaskState.TIMED_OUT,
                           note=f"no work-done within {msg.seconds:g}s")
-        self._journal("clock", action="stop", task=task.id)
-        self._event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
+        self.journal("clock", action="stop", task=task.id)
+        self.event("timeout", task=task.id, role=task.role, seconds=msg.seconds,
                     action=action)
-        self._alert("on_timeout", task.role, task)
+        self.alert("on_timeout", task.role, task)
         if task.id in self.s.verdicts:
             self._judge_lost(task, f"timed out after {msg.seconds:g}s")
         if action == "restart" and task.role in self.s.seats:
@@ -645,24 +665,24 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         fields = {"role": msg.role, "kind": injection.kind, "ok": msg.ok,
                   "detail": msg.detail, "task": injection.task_id}
         if injection.kind == "boot":
-            self._event("boot injection" if msg.final else "boot injection retry", **fields)
+            self.event("boot injection" if msg.final else "boot injection retry", **fields)
             if msg.final and not msg.ok:
                 # A role that never read its brief waits for work it cannot
                 # take: the operator must hear of it.
                 log.warning("%s did not take its brief (%s)", msg.role, msg.detail)
-                self._alert("on_input", msg.role, None)
+                self.alert("on_input", msg.role, None)
             return
         if not msg.final:
-            self._event("injection retry", **fields)
+            self.event("injection retry", **fields)
             return
         if msg.untouched and (seat := self.s.seats.get(msg.role)) is not None:
             # The pane changed (a turn began, a dialog opened) after the role
             # last said it was ready: hold the line for the next ready view.
-            self._event("injection held", **fields)
+            self.event("injection held", **fields)
             seat.in_flight = None
             seat.queue.appendleft(injection)
             return
-        self._event("injection", **fields)
+        self.event("injection", **fields)
         seat = self.s.seats.get(msg.role)
         if seat is None:
             return
@@ -676,7 +696,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             self._line_not_taken(seat, injection, msg)
         else:
             self.s.rounds.pop(injection.id, None)
-        self._journal("injected", id=injection.id, role=msg.role,
+        self.journal("injected", id=injection.id, role=msg.role,
                       requeued=any(queued.id == injection.id for queued in seat.queue))
         self._pump(seat)
         self._guard_idle()
@@ -687,18 +707,18 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if task.state is not TaskState.QUEUED:
             return  # the worker already reported on it, so it was delivered
         if msg.ok:
-            task = self._move(task.id, TaskState.DELIVERED)
-            self._event("delivered", task=task.id, role=task.role)
+            task = self.move(task.id, TaskState.DELIVERED)
+            self.event("delivered", task=task.id, role=task.role)
             self._start_clock(task)
         elif msg.submitted:
             # The Enter went in before the agent died: it may have begun the
             # task, and typing it into the next process could do it twice.
-            self._fail_task(task, f"{msg.detail} after the task was submitted, before it "
+            self.fail_task(task, f"{msg.detail} after the task was submitted, before it "
                                   f"was confirmed; not typed again")
         elif seat.view.status in LOST_WITH_PROCESS:
             seat.queue.appendleft(injection)  # never submitted: deliver after the role is back
         else:
-            self._fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
+            self.fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
 
     def _line_again(self, seat: Seat, injection: m.Injection,
                     msg: m.InjectionOutcome) -> None:
@@ -725,7 +745,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if not msg.left_in_input and missed < LINE_ROUNDS:
             self.s.rounds[injection.id] = missed + 1
             seat.queue.append(injection)
-            self._event("injection requeued", role=seat.name, kind=injection.kind,
+            self.event("injection requeued", role=seat.name, kind=injection.kind,
                         task=injection.task_id, detail=msg.detail)
             return
         where = ("is left in its input: press Enter in its pane or clear it (nothing more "
@@ -733,22 +753,22 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
                  else "was not typed: see the event log for its text")
         log.warning("%s did not take a %s (%s); it %s", seat.name, injection.kind,
                     msg.detail, where)
-        self._event("line not taken", role=seat.name, kind=injection.kind,
+        self.event("line not taken", role=seat.name, kind=injection.kind,
                     task=injection.task_id, detail=msg.detail, text=injection.text)
         task = self.s.board.lookup(injection.task_id) if injection.task_id else None
-        self._alert("on_input", seat.name, task)
+        self.alert("on_input", seat.name, task)
 
-    def _fail_task(self, task: Task, reason: str) -> None:
+    def fail_task(self, task: Task, reason: str) -> None:
         self._stop_clock(task.id)
-        self._move(task.id, TaskState.FAILED, note=reason)
-        self._event("task failed", task=task.id, role=task.role, reason=reason)
-        self._enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice", task.id)
+        self.move(task.id, TaskState.FAILED, note=reason)
+        self.event("task failed", task=task.id, role=task.role, reason=reason)
+        self.enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice", task.id)
         if task.id in self.s.verdicts:
             self._judge_lost(task, f"gave no verdict: {reason}")
 
     @handle.register
     def _role_exited(self, msg: m.RoleExited) -> None:
-        self._event("role exited", role=msg.role, status=msg.status.describe(),
+        self.event("role exited", role=msg.role, status=msg.status.describe(),
                     restarting=msg.restarting, reason=msg.reason)
         self._guard_exited(msg)
         seat = self.s.seats.get(msg.role)
@@ -760,12 +780,12 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             if task.state not in (TaskState.DELIVERED, TaskState.TIMED_OUT):
                 continue
             if msg.redeliver and msg.restarting:
-                self._event("task redelivered", task=task.id, role=msg.role,
+                self.event("task redelivered", task=task.id, role=msg.role,
                             reason=msg.status.describe())
-                self._enqueue(task.role, briefs.task_line(task, f".choragos/tasks/{task.id}.md"),
+                self.enqueue(task.role, briefs.task_line(task, f".choragos/tasks/{task.id}.md"),
                               "task", task.id, front=True)
             else:
-                self._fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
+                self.fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
                                       f"before reporting work-done")
 
     # -- work-done ------------------------------------------------------
@@ -778,7 +798,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         if caller and before is not None and caller not in (before.role, self.s.start_role):
             reason = (f"task {task_id} belongs to {before.role}, not to {caller}; "
                       "a role may only report its own tasks")
-            self._event("request refused", cmd="work-done", caller=caller, reason=reason)
+            self.event("request refused", cmd="work-done", caller=caller, reason=reason)
             return wire.error(reason)
         if request.get("report_text") and before is not None:
             report = self._keep_report(task_id, request["report_text"]) or report
@@ -793,12 +813,12 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
                 self.s.board.put_back(before)
-                self._publish(news.TaskChanged(before.as_dict()))
+                self.publish(news.TaskChanged(before.as_dict()))
             return wire.error(not_recorded(exc, "work-done"))
-        self._publish(news.EventLogged(record))
+        self.publish(news.EventLogged(record))
         parts = (task_id, role, summary, report, note, outcome)
         if not self._hold_for_checks(task_id, parts, outcome, note):
-            self._enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)
+            self.enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)
         ack = {"id": task_id, "state": outcome if not note else "unmatched"}
         if role == "unknown":
             ack["unknown"] = True  # the verb exits non-zero: the id matched no task
@@ -814,7 +834,7 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             statedir.make_dir(path.parent)
             _write_text(path, text)
         except OSError as exc:
-            self._event("report not kept", task=task_id, error=exc.strerror or str(exc))
+            self.event("report not kept", task=task_id, error=exc.strerror or str(exc))
             return None
         return str(path)
 
@@ -831,20 +851,20 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             return f"task {task_id} is still waiting at the gate", task.role
         if task.state is TaskState.QUEUED:
             # The worker acted on the task before our confirmation came back.
-            self._move(task_id, TaskState.DELIVERED)
-            self._event("delivered", task=task_id, role=task.role, by="work-done")
+            self.move(task_id, TaskState.DELIVERED)
+            self.event("delivered", task=task_id, role=task.role, by="work-done")
         self._stop_clock(task_id)
         changes = {"summary": summary, "report": report,
                    "note": "" if done or outcome != "done" else "reported without --done"}
         target = TaskState(outcome)
         if self._verifies(task, outcome):  # it counts as done once its verify passes
             changes["checks"] = "verifying"
-            self._publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
+            self.publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
             return "", task.role
         if task.state is target:  # e.g. "failed" said again after its worker died on it
-            self._publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
+            self.publish(news.TaskChanged(self.s.board.annotate(task_id, **changes).as_dict()))
         else:
-            self._move(task_id, target, **changes)
+            self.move(task_id, target, **changes)
         return "", task.role
 
     # -- gates ----------------------------------------------------------------
@@ -867,14 +887,14 @@ class CoreActor(Admission, IsolationRestore, FreshContexts, JudgeLoop, Holds, Me
             return wire.error(f"no delegation {task_id} is waiting at a gate")
         task = self.s.gates.pop(task_id)
         if action == "approve":
-            self._event("gate approved", task=task_id, role=task.role)
-            task = self._move(task_id, TaskState.QUEUED)
+            self.event("gate approved", task=task_id, role=task.role)
+            task = self.move(task_id, TaskState.QUEUED)
             self._checkpoint_then_queue(task)
         else:
             reason = request.get("reason") or ""
-            task = self._move(task_id, TaskState.REJECTED, note=reason)
-            self._event("gate rejected", task=task_id, role=task.role, reason=reason)
-            self._enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
+            task = self.move(task_id, TaskState.REJECTED, note=reason)
+            self.event("gate rejected", task=task_id, role=task.role, reason=reason)
+            self.enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
                           task_id)
         return wire.ok(id=task_id, state=str(task.state))
 

@@ -1,6 +1,6 @@
 """The core's side of the journal: what it records, and a resumed session's restore.
 
-The core journals next to its events (``CoreActor._journal``); the board
+The core journals next to its events (``CoreActor.journal``); the board
 records every task change itself (:class:`JournaledBoard`), so no state
 transition can be forgotten.  :func:`restore_into` runs on the core's thread
 once, before any role is spawned, and rebuilds the board, the gates, the
@@ -135,7 +135,7 @@ def settle(core: Any, result: Any, unsaved: list[str]) -> Any:
     """After a message: say what could not be journaled, in the log and in an ok ack."""
     if not unsaved:
         return result
-    core._event("journal write failed", error=unsaved[0])
+    core.event("journal write failed", error=unsaved[0])
     return unsaved_ack(result, unsaved[0])
 
 
@@ -190,7 +190,7 @@ def heartbeat(core: Any) -> None:
     if journal is not None and journal.image.clocks:
         # The time left on a clock is counted up to the last record, so a quiet
         # session that dies must still have written one lately.
-        core._journal("alive")
+        core.journal("alive")
         arm_heartbeat(core)
 
 
@@ -206,7 +206,7 @@ def journal_role(core: Any, view: Any) -> None:
         # booting, exited and failed say nothing about an operator's pause
         now["paused"] = view.status == RoleStatus.PAUSED
     if any(known.get(key) != value for key, value in now.items()):
-        core._journal("role", role=view.name, **now)
+        core.journal("role", role=view.name, **now)
 
 
 # -- restore ------------------------------------------------------------------------
@@ -218,14 +218,14 @@ def restore_into(core: Any, image: Image) -> None:
     s.next_injection = max(s.next_injection, image.next_injection)
     _retire_dropped(core)
     if image.handoff:
-        core._journal("handoff", done=True)
+        core.journal("handoff", done=True)
     s.gates = OrderedDict((t.id, t) for t in s.board.tasks.values()
                           if t.state is TaskState.GATED)
     s.tokens = s.flushed = dict(image.tokens)
     # The old queues are rebuilt below, hand-backs first: drop them all before
     # anything is queued, or a drop would discard what was just queued.
     for role in image.queues:
-        core._journal("drop queue", role=role)
+        core.journal("drop queue", role=role)
     handed = _hand_back(core, image)
     requeued = _requeue(core, image, handed)
     _queue_undelivered(core, image, requeued | handed)
@@ -233,7 +233,7 @@ def restore_into(core: Any, image: Image) -> None:
     core._restore_isolation()  # merge gates, held work, verdicts pending (on the board)
     # The board as restored: the event log then tells what the journal tells.
     every = [*s.board.archive.values(), *s.board.tasks.values()]
-    core._event("session resumed", from_pid=image.pid, tasks=len(every),
+    core.event("session resumed", from_pid=image.pid, tasks=len(every),
                 board={t.id: str(t.state) for t in every},
                 handed_back=sorted(handed), gates=list(s.gates),
                 queued={name: len(seat.queue) for name, seat in s.seats.items()})
@@ -244,7 +244,7 @@ def _retire_dropped(core: Any) -> None:
     for task in list(core.s.board.tasks.values()):
         if task.is_open and task.role not in core.s.seats:
             state = TaskState.REJECTED if task.state is TaskState.GATED else TaskState.FAILED
-            core._move(task.id, state, note=f"{task.role} is not in the team after a handoff")
+            core.move(task.id, state, note=f"{task.role} is not in the team after a handoff")
 
 
 def _hand_back(core: Any, image: Image) -> set[str]:
@@ -256,7 +256,7 @@ def _hand_back(core: Any, image: Image) -> set[str]:
         if task.role not in core.s.seats or not task.is_open or task.waiting:
             continue  # (work waiting at a gate or on its judge is not the worker's now)
         if task.state in _DELIVERED or (task.id in sent and task.state is TaskState.QUEUED):
-            core._enqueue(task.role, briefs.handback_line(task, _task_file(task)), "task",
+            core.enqueue(task.role, briefs.handback_line(task, _task_file(task)), "task",
                           task.id)
             handed.add(task.id)
     return handed
@@ -285,7 +285,7 @@ def _requeue(core: Any, image: Image, handed: set[str]) -> set[str]:
                     continue
                 if injection.get("sent"):
                     text = briefs.repeated_line(text)
-            core._enqueue(role, text, what, task_id)
+            core.enqueue(role, text, what, task_id)
     return requeued
 
 
@@ -304,7 +304,7 @@ def _line_from_board(core: Any, role: str, injection: dict) -> str | None:
     request) was about the session that stopped: it is logged, not typed."""
     task = core.s.board.lookup(injection["task"]) if injection["task"] else None
     if task is None:
-        core._event("queued line not restored", role=role, kind=injection["what"],
+        core.event("queued line not restored", role=role, kind=injection["what"],
                     task=injection["task"], text=injection["text"])
         log.warning("a %s queued for %s before the restart is not typed again (it "
                     "names no task on the board); it is in the event log",
@@ -322,7 +322,7 @@ def _queue_undelivered(core: Any, image: Image, queued: set[str]) -> None:
         if (task.state is TaskState.QUEUED and task.id not in queued
                 and task.role in core.s.seats):
             if task.checkpoint:  # taken before the crash: it is the workspace as it was
-                core._queue_task(task)
+                core.queue_task(task)
             else:
                 core._checkpoint_then_queue(task)
 
@@ -337,7 +337,7 @@ def _restart_clocks(core: Any, image: Image) -> None:
             continue
         left = image.clock_left(task_id)
         clocks.tell(StartClock(task_id, clock["role"], clock["seconds"], left))
-        core._journal("clock", action="start", task=task_id, role=clock["role"],
+        core.journal("clock", action="start", task=task_id, role=clock["role"],
                       seconds=clock["seconds"], left=left)
     for role, state in image.roles.items():
         if state.get("paused"):

@@ -30,5 +30,5 @@ class FreshContexts:
         seat.queue.appendleft(injection)
         seat.view = replace(seat.view, ready=False)  # until the new process is briefed
         seat.handle.tell(m.Restart())
-        self._event("fresh restart", role=seat.name, task=injection.task_id)
+        self.event("fresh restart", role=seat.name, task=injection.task_id)
         return True

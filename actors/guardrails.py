@@ -77,19 +77,12 @@ class Guardrails:
 
     # -- helpers --------------------------------------------------------------
 
-    def _ring(self, hook: str, role: str, text: str, task_id: str = "",
-              extra: dict[str, str] | None = None) -> None:
-        if self.s.config.ui.bell:
-            self._publish(news.Bell(role, hook))
-        if self.s.hooks is not None:
-            self.s.hooks.fire(hook, role=role, task=text, task_id=task_id, extra=extra)
-
-    def _mark(self, role: str, mark: str, on: bool) -> None:
+    def mark(self, role: str, mark: str, on: bool) -> None:
         marks = set(self.s.guard.marks.get(role, ()))
         new = marks | {mark} if on else marks - {mark}
         if new != marks:
             self.s.guard.marks[role] = tuple(sorted(new))
-            self._publish(news.MarksChanged(dict(self.s.guard.marks)))
+            self.publish(news.MarksChanged(dict(self.s.guard.marks)))
 
     def _held_task(self, role: str) -> Task | None:
         """The task ``role`` still owes a report on.  One it reported (its
@@ -106,7 +99,7 @@ class Guardrails:
         if before.stalled != view.stalled:
             self._guard_stall(view)
         if before.held != view.held:
-            self._mark(view.name, INPUT_HELD, view.held)
+            self.mark(view.name, INPUT_HELD, view.held)
         self._guard_idle()
 
     def _guard_status(self, view: m.RoleView) -> None:
@@ -134,7 +127,7 @@ class Guardrails:
             return  # the operator asked for it; nothing to alarm about
         then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
         log.warning("%s exited (%s); %s", msg.role, status, then)
-        self._ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
+        self.ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
         self._guard_alive()
 
     def _guard_alive(self) -> None:
@@ -144,23 +137,23 @@ class Guardrails:
             states = ", ".join(f"{seat.name} {seat.view.status}" for seat in workers)
             log.error("NO WORKER IS LEFT ALIVE (%s): nothing delegated can be done until "
                       "one is restarted (`choragos restart ROLE`)", states)
-            self._event("no worker alive", roles=[seat.name for seat in workers])
+            self.event("no worker alive", roles=[seat.name for seat in workers])
         self.s.guard.nobody_alive = dead
 
     def _guard_stall(self, view: m.RoleView) -> None:
         task = self._held_task(view.name) if view.stalled else None
-        self._mark(view.name, STALLED, task is not None)
+        self.mark(view.name, STALLED, task is not None)
         if task is None:
             return
         after = self.s.config.role(view.name).stall_after or 0
         log.warning("%s stalled: its screen has not changed for %s while it holds %s",
                     view.name, format_duration(after), task.id)
         action = self.s.config.role(view.name).stall_action
-        self._event("role stalled", role=view.name, task=task.id, after=after, action=action)
-        self._alert("on_input", view.name, task)
+        self.event("role stalled", role=view.name, task=task.id, after=after, action=action)
+        self.alert("on_input", view.name, task)
         if action == "nudge":
             # Queued like any line: typed only once the agent rests idle at its prompt.
-            self._enqueue(view.name, briefs.nudge_line(task.id), "notice", task.id)
+            self.enqueue(view.name, briefs.nudge_line(task.id), "notice", task.id)
         elif action == "restart":
             log.warning("%s is restarted for its stall (stall_action = \"restart\")", view.name)
             self.s.seats[view.name].handle.tell(m.Restart())
@@ -199,8 +192,8 @@ class Guardrails:
                 f"for {after}")
         log.error("THE CREW IS STUCK: the whole team has been idle for %s with %s (%s)",
                   after, counted(len(ids), "open task"), ", ".join(ids))
-        self._event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
-        self._ring("on_idle", self.s.start_role, text)
+        self.event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
+        self.ring("on_idle", self.s.start_role, text)
 
     def _guard_tasks(self) -> None:
         tasks = list(self.s.board.tasks.values())
@@ -216,8 +209,8 @@ class Guardrails:
             counts[state] += count
         text = ", ".join(f"{counts[s]} {s}" for s in ("done", "failed", "rejected"))
         log.info("every task is settled: %s", text)
-        self._event("all tasks settled", **{s: counts[s] for s in ("done", "failed", "rejected")})
-        self._ring("on_done", self.s.start_role, text)
+        self.event("all tasks settled", **{s: counts[s] for s in ("done", "failed", "rejected")})
+        self.ring("on_done", self.s.start_role, text)
         self._guard_idle()
 
     # -- budgets -----------------------------------------------------------------
@@ -247,7 +240,7 @@ class Guardrails:
     def _budgets_changed(self, before: Any) -> None:
         summary = budget_summary(self.s.config)
         if summary != budget_summary(before):
-            self._event("budgets", **(summary or {"roles": {}, "session": None}))
+            self.event("budgets", **(summary or {"roles": {}, "session": None}))
         self._send_budgets()
         self._guard_budgets()  # a changed cap re-arms, or fires at once
 
@@ -267,7 +260,7 @@ class Guardrails:
                 self.s.guard.unpriced.add((role, model))
                 log.warning("%s used %s, which [pricing] does not list: its cost is estimated "
                             "at the highest prices [pricing] has", role, model)
-                self._event("cost estimated", role=role, model=model,
+                self.event("cost estimated", role=role, model=model,
                             reason="no [pricing] entry; priced at the highest known prices")
 
     def _guard_role_budget(self, spec: Any) -> None:
@@ -288,13 +281,13 @@ class Guardrails:
                 "cut": "; the gateway refuses its model calls"}
         log.warning("%s is over its budget: %s%s", spec.name, text,
                     then.get(spec.budget_action, ""))
-        self._event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
+        self.event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
                     tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action,
                     estimated=guess)
-        self._ring("on_budget", spec.name, text)
+        self.ring("on_budget", spec.name, text)
         if pause:
             self._budget_pause(spec.name)
-        self._enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
+        self.enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
                                                             spec.budget_action in BLOCKING),
                       "notice")
 
@@ -309,13 +302,13 @@ class Guardrails:
         log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; %s", text,
                   "the gateway refuses every model call" if block else "pausing every role")
         # "scope", not "role": report would count a role named "session".
-        self._event("over budget", scope="session", spent=text, cost=cost, budget=cap,
+        self.event("over budget", scope="session", spent=text, cost=cost, budget=cap,
                     action=self.s.config.budget.action)
-        self._ring("on_budget", "session", text)
+        self.ring("on_budget", "session", text)
         if not block:
             for name in list(self.s.seats):
                 self._budget_pause(name)
-        self._enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, not block,
+        self.enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, not block,
                                                             block), "notice")
 
     def _crossed(self, key: str, cap: tuple, text: str | None) -> bool:
@@ -324,7 +317,7 @@ class Guardrails:
         if text is None:
             if key in fired and fired[key] != cap:
                 del fired[key]
-                self._mark(key, OVER, False)
+                self.mark(key, OVER, False)
                 # No pause is owed any more for a role that has not come up yet.
                 if key == SESSION:
                     self.s.guard.pause_pending.clear()
@@ -334,7 +327,7 @@ class Guardrails:
         if fired.get(key) == cap:
             return False
         fired[key] = cap
-        self._mark(key, OVER, True)
+        self.mark(key, OVER, True)
         return True
 
     def _budget_pause(self, role: str) -> None:
@@ -350,7 +343,7 @@ class Guardrails:
             # Not ready from now on, before the role says it is paused: a notice
             # queued next must wait for the resume, not be typed into a stopped pane.
             seat.view = replace(seat.view, ready=False)
-            self._event("role pause", role=role, by="budget")
+            self.event("role pause", role=role, by="budget")
 
     # -- delegation to a role that is down ------------------------------------
 

@@ -37,14 +37,14 @@ class Holds:
         hold = Hold(task.id, task.role, kind, why, line, unmerged, self.s.board.clock(),
                     file or str(self.s.state_dir / "tasks" / f"{task.id}.md"))
         self.s.holds[task.id] = hold
-        task = self._settle(task, task.state, checks=f"held at a {kind} gate: {why}"[:200],
+        task = self.settle(task, task.state, checks=f"held at a {kind} gate: {why}"[:200],
                             waiting={"kind": kind, "why": why, "line": line,
                                      "unmerged": unmerged, "file": hold.file})
-        self._event("work held", task=task.id, role=task.role, kind=kind, why=why)
-        self._publish(news.GateOpened({**task.as_dict(), "kind": kind, "diff": hold.file,
+        self.event("work held", task=task.id, role=task.role, kind=kind, why=why)
+        self.publish(news.GateOpened({**task.as_dict(), "kind": kind, "diff": hold.file,
                                 "label": f"{kind} gate: {why}"[:120],
                                 "created": hold.created}))
-        self._alert("on_gate", task.role, task)
+        self.alert("on_gate", task.role, task)
 
     def _hold_list(self) -> list[dict]:
         now = self.s.board.clock()
@@ -56,22 +56,22 @@ class Holds:
     def _close_gate(self, gates: dict, task_id: str) -> tuple[Any, Task]:
         """Take a merge gate or hold off its queue; the deck closes its dialog."""
         gate = gates.pop(task_id)
-        self._publish(news.GateClosed(task_id))
+        self.publish(news.GateClosed(task_id))
         return gate, self.s.board.get(gate.task_id)
 
     def _hold_decision(self, request: dict) -> dict:
         hold, task = self._close_gate(self.s.holds, request["id"])
         if request["action"] == "approve":
-            self._event("held work approved", task=task.id, role=task.role, kind=hold.kind)
-            task = self._settle(task, TaskState.DONE, checks=f"approved at the {hold.kind} gate")
+            self.event("held work approved", task=task.id, role=task.role, kind=hold.kind)
+            task = self.settle(task, TaskState.DONE, checks=f"approved at the {hold.kind} gate")
             self._pass_on(task, f"{hold.line} (The operator approved it at the {hold.kind} "
                           f"gate: {briefs.one_line(hold.why, 200)}.)", hold.unmerged, "done")
             return wire.ok(id=task.id, state="done")
         reason = request.get("reason") or ""
-        self._event("held work rejected", task=task.id, role=task.role, kind=hold.kind,
+        self.event("held work rejected", task=task.id, role=task.role, kind=hold.kind,
                     reason=reason)
-        task = self._settle(task, TaskState.FAILED,
+        task = self.settle(task, TaskState.FAILED,
                             checks=f"rejected at the {hold.kind} gate")
-        self._enqueue(self.s.start_role, briefs.held_rejected_line(task, hold.kind, hold.why,
+        self.enqueue(self.s.start_role, briefs.held_rejected_line(task, hold.kind, hold.why,
                                                                    reason), "notice", task.id)
         return wire.ok(id=task.id, state="failed")

@@ -28,12 +28,12 @@ class IsolationRestore:
                 gate = MergeGate(task.id, task.role, waiting["branch"], waiting["diff"], now,
                                  waiting.get("commit", ""))
                 self.s.merges[task.id] = gate
-                self._publish(news.GateOpened(merge_gate_view(task, gate)))
+                self.publish(news.GateOpened(merge_gate_view(task, gate)))
             elif kind in ("judge", "owner"):
                 self.s.holds[task.id] = Hold(task.id, task.role, kind, waiting["why"],
                                              waiting["line"], waiting["unmerged"], now,
                                              waiting.get("file", ""))
-                self._publish(news.GateOpened({**task.as_dict(), "kind": kind,
+                self.publish(news.GateOpened({**task.as_dict(), "kind": kind,
                                         "diff": waiting.get("file", ""),
                                         "label": f"{kind} gate: {waiting['why']}"[:120],
                                         "created": now}))
@@ -41,5 +41,5 @@ class IsolationRestore:
                 self.s.verdicts[waiting["judge_task"]] = Judging(task.id, waiting["line"],
                                                                  waiting["unmerged"])
         if self.s.merges or self.s.holds or self.s.verdicts:
-            self._event("isolation restored", merge_gates=list(self.s.merges),
+            self.event("isolation restored", merge_gates=list(self.s.merges),
                         holds=list(self.s.holds), judging=sorted(self.s.verdicts))

@@ -45,7 +45,7 @@ class JudgeLoop:
         try:
             statedir.make_dir(brief.parent)
             statedir.write_text(brief, self._judge_brief(task))
-            created = self._record_tasks([judge], {
+            created = self.record_tasks([judge], {
                 "task": briefs.judge_task_text(task), "brief": str(brief)})
         except OSError as exc:
             self._hold(task, "judge", f"the judge's task could not be written: {exc}", line,
@@ -53,12 +53,12 @@ class JudgeLoop:
             return
         judge_task = created[0]
         self.s.verdicts[judge_task.id] = Judging(task.id, line, unmerged)
-        self._settle(task, task.state, checks=f"judging by {judge} ({judge_task.id})",
+        self.settle(task, task.state, checks=f"judging by {judge} ({judge_task.id})",
                      waiting={"kind": "judging", "judge_task": judge_task.id, "line": line,
                               "unmerged": unmerged})
-        self._event("judging", task=task.id, role=task.role, judge=judge,
+        self.event("judging", task=task.id, role=task.role, judge=judge,
                     judge_task=judge_task.id)
-        self._route_task(judge_task)
+        self.route_task(judge_task)
 
     def _judge_brief(self, task: Task) -> str:
         report = _read(task.report)
@@ -87,13 +87,13 @@ class JudgeLoop:
         if score is None or not 0 <= score <= 10:
             why = (f"the judge {judge_task.role} reported {outcome}" if outcome != "done" else
                    f"the judge's report has no first line `VERDICT: n/10` ({judge_task.id})")
-            self._event("verdict unusable", task=task.id, judge_task=judge_task.id, why=why)
+            self.event("verdict unusable", task=task.id, judge_task=judge_task.id, why=why)
             self._hold(task, "judge", why, judging.line, judging.unmerged, report or "")
             return
-        self._event("verdict", task=task.id, judge_task=judge_task.id, score=score,
+        self.event("verdict", task=task.id, judge_task=judge_task.id, score=score,
                     passed=score >= spec.judge_pass)
         if score >= spec.judge_pass:
-            task = self._settle(task, TaskState.DONE,
+            task = self.settle(task, TaskState.DONE,
                                 checks=f"judged {score}/10 (pass {spec.judge_pass})")
             self._pass_on(task, f"{judging.line} The judge {judge_task.role} scored it "
                           f"{score}/10.", judging.unmerged, "done")
@@ -105,19 +105,19 @@ class JudgeLoop:
         spec = self.s.config.role(task.role)
         rounds = task.rounds + 1
         if rounds >= spec.judge_rounds:
-            task = self._settle(task, task.state, rounds=rounds)
+            task = self.settle(task, task.state, rounds=rounds)
             self._hold(task, "judge", f"judged {score}/10, below {spec.judge_pass}, after "
                        f"{counted(rounds, 'round')}", judging.line, judging.unmerged, report)
             return
-        task = self._settle(task, TaskState.FAILED, rounds=rounds,
+        task = self.settle(task, TaskState.FAILED, rounds=rounds,
                             checks=f"judged {score}/10 (pass {spec.judge_pass}): retrying")
         text = briefs.task_document(task, spec.prompt_template) + briefs.critique_section(
             score, spec.judge_pass, critique, rounds, spec.judge_rounds)
         try:
             statedir.write_text(self.s.state_dir / "tasks" / f"{task.id}.md", text)
         except OSError as exc:
-            self._event("task file failed", task=task.id, error=exc.strerror or str(exc))
-        self._enqueue(task.role, briefs.critique_line(task, f".choragos/tasks/{task.id}.md",
+            self.event("task file failed", task=task.id, error=exc.strerror or str(exc))
+        self.enqueue(task.role, briefs.critique_line(task, f".choragos/tasks/{task.id}.md",
                                                       score, spec.judge_pass), "fix", task.id)
 
     def _judge_lost(self, judge_task: Task, why: str) -> None:

@@ -85,18 +85,18 @@ class LimitFlow:
                   "until": round(episode.wake, 3), "repeats": episode.repeats,
                   "said": limit.detail}
         if not seen.new:
-            self._event("role limit extended", **fields)
+            self.event("role limit extended", **fields)
             return
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
-        self._event("role limited", **fields)
-        self._ring("on_limit", role, detail, extra={
+        self.event("role limited", **fields)
+        self.ring("on_limit", role, detail, extra={
             "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
             "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
                                                   time.localtime(episode.wake))})
         moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
         if role != self.s.start_role:
-            self._enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
+            self.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
                           "notice")
 
     def _limit_wake(self, msg: m.LimitWake) -> None:
@@ -111,15 +111,15 @@ class LimitFlow:
             give_up = format_duration(self.s.config.ui.limit_give_up)
             log.error("%s has been held by a provider's limit for %s, past [ui] limit_give_up "
                       "(%s): the work it holds is failed", msg.role, lasted, give_up)
-            self._event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
+            self.event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
             for task in self.s.board.open_for(msg.role):
                 if task.state is TaskState.GATED:
                     continue
                 self._unqueue(seat, task.id)  # a failed task is never typed after all
-                self._fail_task(task, f"{msg.role} was held by a provider's limit for "
+                self.fail_task(task, f"{msg.role} was held by a provider's limit for "
                                       f"{lasted}, past [ui] limit_give_up ({give_up})")
             return
-        self._event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
+        self.event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
         self.s.limit_continue.add(msg.role)
 
     def _limit_lifted(self, msg: m.LimitLifted) -> None:
@@ -131,7 +131,7 @@ class LimitFlow:
             return
         seat.handle.tell(m.Limited(None))
         self._note_limit(msg.role, "")
-        self._event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
+        self.event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
                     by="answered")
 
     def _after_limit(self, seat: Any) -> None:
@@ -143,8 +143,8 @@ class LimitFlow:
         self.s.limit_continue.discard(seat.name)
         task = self._held_task(seat.name)
         if seat.view.status is RoleStatus.IDLE and task is not None:
-            self._event("limit continue", role=seat.name, task=task.id)
-            self._enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
+            self.event("limit continue", role=seat.name, task=task.id)
+            self.enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
                           front=True)
 
     def _note_limit(self, role: str, note: str) -> None:
@@ -154,7 +154,7 @@ class LimitFlow:
                 continue
             if note or task.note.startswith(LIMIT_NOTE):
                 changed = self.s.board.annotate(task.id, note=note)
-                self._publish(news.TaskChanged(changed.as_dict()))
+                self.publish(news.TaskChanged(changed.as_dict()))
 
     # -- reroute ------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ class LimitFlow:
             if task.role == role:
                 break  # no idle sibling: the rest wait too
             self._unqueue(seat, task.id)
-            self._queue_task(task)
+            self.queue_task(task)
             moved.append(f"{task.id} to {task.role}")
         return moved
 
@@ -175,7 +175,7 @@ class LimitFlow:
         """Take ``task_id``'s delivery out of the role's queue (and the journal's)."""
         for injection in [i for i in seat.queue if i.kind == "task" and i.task_id == task_id]:
             seat.queue.remove(injection)
-            self._journal("injected", id=injection.id, role=seat.name, requeued=False)
+            self.journal("injected", id=injection.id, role=seat.name, requeued=False)
 
     def _around_limit(self, task: Any) -> Any:
         """``task`` given to an idle sibling when its role waits out a limit with
@@ -188,11 +188,11 @@ class LimitFlow:
         if sibling is None:
             return task
         task = self.s.board.annotate(task.id, role=sibling.name)
-        self._publish(news.TaskChanged(task.as_dict()))
-        self._write_task_file(task)
-        self._event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
+        self.publish(news.TaskChanged(task.as_dict()))
+        self.write_task_file(task)
+        self.event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
         if self.s.start_role not in (role, sibling.name):
-            self._enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
+            self.enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
                           "notice", task.id)
         return task
 

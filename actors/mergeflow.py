@@ -49,34 +49,34 @@ class MergeFlow:
         mode = self._merge_mode(task.role)
         checked = self.s.checked.pop(task.id, "")
         if not unmerged:
-            self._enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
+            self.enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
             return
         if mode == "manual":
-            self._event("merge left", task=task.id, role=task.role, branch=branch)
-            self._enqueue(self.s.start_role, f"{line} Its work is on branch {branch}, not "
+            self.event("merge left", task=task.id, role=task.role, branch=branch)
+            self.enqueue(self.s.start_role, f"{line} Its work is on branch {branch}, not "
                           f"merged (merge = manual): merge it with git when you want it.",
                           "report", task.id)
             return
         if mode == "auto":
-            self._enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
+            self.enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
                           "will hear how it went.", "report", task.id)
             self._start_merge(task, checked)
             return
         self._open_merge_gate(task, branch, commit=checked)
-        self._enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
+        self.enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
                       "for the operator; you will hear the decision.", "report", task.id)
 
     def _open_merge_gate(self, task: Task, branch: str, event: str = "merge gated",
                          commit: str = "", **fields: str) -> None:
         gate = self._pin(task, branch, commit)
         self.s.merges[task.id] = gate
-        task = self._settle(task, task.state, checks=f"merge of {branch} waits at a gate",
+        task = self.settle(task, task.state, checks=f"merge of {branch} waits at a gate",
                             waiting={"kind": "merge", "branch": branch, "diff": gate.diff,
                                      "commit": gate.commit})
-        self._event(event, task=task.id, role=task.role, branch=branch, diff=gate.diff,
+        self.event(event, task=task.id, role=task.role, branch=branch, diff=gate.diff,
                     commit=gate.commit or None, **fields)
-        self._publish(news.GateOpened(merge_gate_view(task, gate)))
-        self._alert("on_gate", task.role, task)
+        self.publish(news.GateOpened(merge_gate_view(task, gate)))
+        self.alert("on_gate", task.role, task)
 
     def _pin(self, task: Task, branch: str, commit: str = "") -> MergeGate:
         """A gate for ``commit`` (the one the work's checks saw), else the
@@ -88,7 +88,7 @@ class MergeFlow:
             statedir.make_dir(diff_file.parent)
             statedir.write_text(diff_file, patch)
         except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
-            self._event("merge diff failed", task=task.id, error=str(exc))
+            self.event("merge diff failed", task=task.id, error=str(exc))
             commit = ""  # nothing shown, nothing pinned: an approval reopens the gate
         return MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock(),
                          commit)
@@ -108,16 +108,16 @@ class MergeFlow:
                 return moved
         gate, task = self._close_gate(self.s.merges, request["id"])
         if request["action"] == "approve":
-            self._event("merge approved", task=task.id, role=task.role, branch=gate.branch,
+            self.event("merge approved", task=task.id, role=task.role, branch=gate.branch,
                         commit=gate.commit)
-            self._settle(task, task.state, checks=f"merging {gate.branch}")
+            self.settle(task, task.state, checks=f"merging {gate.branch}")
             self._start_merge(task, gate.commit)
             return wire.ok(id=task.id, state="merging")
         reason = request.get("reason") or ""
-        self._event("merge declined", task=task.id, role=task.role, branch=gate.branch,
+        self.event("merge declined", task=task.id, role=task.role, branch=gate.branch,
                     reason=reason)
-        self._settle(task, task.state, checks=f"merge declined; {gate.branch} kept")
-        self._enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
+        self.settle(task, task.state, checks=f"merge declined; {gate.branch} kept")
+        self.enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
                       "notice", task.id)
         return wire.ok(id=task.id, state="declined")
 
@@ -152,20 +152,20 @@ class MergeFlow:
         branch = worktrees.branch_of(task.role)
         result = msg.result
         if result.merged:
-            self._event("merged", task=task.id, role=task.role, branch=branch,
+            self.event("merged", task=task.id, role=task.role, branch=branch,
                         commit=result.commit, checkpoint=msg.checkpoint or None,
                         checkpoint_error=msg.checkpoint_error or None)
-            self._settle(task, task.state, checks=f"merged ({result.commit[:10]})")
-            self._enqueue(self.s.start_role, briefs.merged_line(
+            self.settle(task, task.state, checks=f"merged ({result.commit[:10]})")
+            self.enqueue(self.s.start_role, briefs.merged_line(
                 task, branch, result.commit, bool(msg.checkpoint)), "notice", task.id)
             return
-        self._event("merge refused", task=task.id, role=task.role, branch=branch,
+        self.event("merge refused", task=task.id, role=task.role, branch=branch,
                     why=result.why, conflicts=list(result.conflicts))
-        self._settle(task, task.state, checks=f"not merged: {result.why}"[:200])
+        self.settle(task, task.state, checks=f"not merged: {result.why}"[:200])
         line = briefs.merge_refused_line(task, branch, result.why)
-        self._enqueue(self.s.start_role, line, "notice", task.id)
+        self.enqueue(self.s.start_role, line, "notice", task.id)
         if task.role in self.s.seats and task.role != self.s.start_role:
-            self._enqueue(task.role, line, "notice", task.id)
+            self.enqueue(task.role, line, "notice", task.id)
 
 
 def merge_gate_view(task: Task, gate: MergeGate) -> dict:

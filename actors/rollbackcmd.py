@@ -43,7 +43,7 @@ class RollbackCommand:
         order = m.Rollback(request["target"], request["dry_run"],
                            request.get(wire.CALLER) or "operator")
         if self.s.checkpointer is None:
-            return run_rollback(self.s.workdir, order, self._event)
+            return run_rollback(self.s.workdir, order, self.event)
         return m.Deferred(self.s.checkpointer, order, ANSWER_TIMEOUT)
 
 

@@ -79,7 +79,7 @@ class WorkChecks:
         if outcome == "done" and self._worktree_role(task.role):
             self._bring_back(task, line, unmerged)
         else:
-            self._enqueue(self.s.start_role, line, "report", task.id)
+            self.enqueue(self.s.start_role, line, "report", task.id)
 
     def _checks_passed(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
         """Verified (or nothing to verify): the judge, if any, has the last word."""
@@ -91,7 +91,7 @@ class WorkChecks:
             self._send_to_judge(task, line, unmerged)
             return
         if outcome == "done" and self._verifies(task, outcome):
-            task = self._settle(task, TaskState.DONE)
+            task = self.settle(task, TaskState.DONE)
         self._pass_on(task, line, unmerged, outcome)
 
     def _fingerprint_owned(self, task: Task) -> None:
@@ -110,7 +110,7 @@ class WorkChecks:
         found = ownership.trespasses(before, after, owned, task.role)
         if not found:
             return ""
-        self._event("owned file changed", task=task.id, role=task.role,
+        self.event("owned file changed", task=task.id, role=task.role,
                     files=[{"path": path, "owner": owner} for path, owner in found])
         return f"{task.role} changed " + ", ".join(f"{path} (owned by {owner})"
                                                    for path, owner in found)
@@ -124,7 +124,7 @@ class WorkChecks:
         if msg.commit:  # what its verify and judge see is what a merge may take
             self.s.checked[task.id] = msg.commit
         if msg.commit_error:
-            self._event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
+            self.event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
             line += (f" Its work could not be committed on {worktrees.branch_of(task.role)} "
                      f"({briefs.one_line(msg.commit_error, 300)}); nothing will be merged.")
         if msg.verify is None:
@@ -136,7 +136,7 @@ class WorkChecks:
 
     def _record_changes(self, task: Task, msg: WorkChecked, outcome: str) -> str:
         if msg.changes is None:
-            self._event("changes unknown", task=task.id, role=task.role, reason=msg.error)
+            self.event("changes unknown", task=task.id, role=task.role, reason=msg.error)
             return ""
         counted = changes.totals(msg.changes)
         listed = msg.changes[:changes.LISTED]
@@ -146,9 +146,9 @@ class WorkChecks:
         # at all by a role declared read-only.
         flagged = (outcome == "done" and not msg.changes) if writes else bool(msg.changes)
         task = self.s.board.annotate(task.id, changes=listed, changed=counted, flagged=flagged)
-        self._publish(news.TaskChanged(task.as_dict()))
+        self.publish(news.TaskChanged(task.as_dict()))
         headline = changes.headline(counted)
-        self._event("changes", task=task.id, role=task.role, files=list(listed),
+        self.event("changes", task=task.id, role=task.role, files=list(listed),
                     totals=counted, headline=headline, flagged=flagged, writes=writes)
         if not flagged:
             return headline
@@ -156,10 +156,10 @@ class WorkChecks:
 
     def _verify_passed(self, task: Task, msg: WorkChecked, line: str) -> None:
         result = msg.verify
-        self._event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
+        self.event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
                     log=result.log)
         checks = "verify passed" + (f" after {counted(task.rounds, 'fix')}" if task.rounds else "")
-        task = self._settle(task, task.state, checks=checks)
+        task = self.settle(task, task.state, checks=checks)
         self._checks_passed(task, f"{line} Its verify passed ({result.log}).", msg.unmerged,
                             "done")
 
@@ -167,26 +167,17 @@ class WorkChecks:
         spec = self.s.config.role(task.role)
         rounds = task.rounds + 1
         limit = spec.verify_rounds if spec is not None else 0
-        self._event("verify failed", task=task.id, role=task.role, why=result.why,
+        self.event("verify failed", task=task.id, role=task.role, why=result.why,
                     round=rounds, rounds=limit, log=result.log, seconds=result.seconds)
         if rounds <= limit and task.role in self.s.seats:
-            task = self._settle(task, TaskState.FAILED, rounds=rounds,
+            task = self.settle(task, TaskState.FAILED, rounds=rounds,
                                 checks=f"verify failed {rounds}/{limit}: fixing")
             self._send_back(task, result, rounds, limit)
             return
-        self._settle(task, TaskState.FAILED, rounds=rounds,
+        self.settle(task, TaskState.FAILED, rounds=rounds,
                      checks=f"verify failed {rounds}/{limit}: out of rounds")
-        self._enqueue(self.s.start_role, briefs.verify_out_of_rounds_line(
+        self.enqueue(self.s.start_role, briefs.verify_out_of_rounds_line(
             task, result.why, result.log, limit), "notice", task.id)
-
-    def _settle(self, task: Task, state: TaskState, **changes_: Any) -> Task:
-        """Move (or annotate) the task; what it waited on is over unless said again."""
-        changes_.setdefault("waiting", None)
-        if task.state is state:
-            task = self.s.board.annotate(task.id, **changes_)
-            self._publish(news.TaskChanged(task.as_dict()))
-            return task
-        return self._move(task.id, state, **changes_)
 
     def _send_back(self, task: Task, result: VerifyResult, rounds: int, limit: int) -> None:
         """The worker gets the task file again, with the failure's tail in it."""
@@ -197,6 +188,6 @@ class WorkChecks:
         try:
             statedir.write_text(task_file, text)
         except OSError as exc:
-            self._event("task file failed", task=task.id, error=exc.strerror or str(exc))
-        self._enqueue(task.role, briefs.fix_line(task, f".choragos/tasks/{task.id}.md",
+            self.event("task file failed", task=task.id, error=exc.strerror or str(exc))
+        self.enqueue(task.role, briefs.fix_line(task, f".choragos/tasks/{task.id}.md",
                                                  result.why, rounds, limit), "fix", task.id)
