@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
+from choragos.actors.coreport import CorePort
 from choragos.memfloor import HELD_MARK
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
 
 log = logging.getLogger("choragos.memory")
 POLL = 1.0
@@ -33,33 +37,38 @@ class MemoryCheck:
     """Time to read memory again for the roles held."""
 
 
+@dataclass
+class AdmissionState:
+    pending: Any = None  # the memory reading the timers will send, while a role is held
+
+
 class Admission:
-    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+    """A policy of the core: owns the pending memory reading."""
 
-    s: Any
+    def __init__(self, port: CorePort, s: CoreState) -> None:
+        self.port, self.s = port, s
+        self.state: AdmissionState = s.admission
 
-    def _role_held(self, msg: RoleHeld) -> None:
-        self.mark(msg.role, HELD_MARK, True)
+    def role_held(self, msg: RoleHeld) -> None:
+        self.port.mark(msg.role, HELD_MARK, True)
         if msg.new:
             log.warning("%s is held: %s", msg.role, msg.reason)
-            self.event("role held", role=msg.role, reason=msg.reason)
-            self.alert("on_input", msg.role, None)
+            self.port.event("role held", role=msg.role, reason=msg.reason)
+            self.port.alert("on_input", msg.role, None)
         self._arm_memory_check()
 
-    def _memory_check(self, msg: MemoryCheck) -> None:
-        self.s.memory_check = None
+    def memory_check(self, msg: MemoryCheck) -> None:
+        self.state.pending = None
         gate = self.s.memory_gate
         role = gate.release() if gate is not None else None
         seat = self.s.seats.get(role) if role else None
         if seat is not None:
-            self.mark(role, HELD_MARK, False)
-            self.event("role admitted", role=role)
+            self.port.mark(role, HELD_MARK, False)
+            self.port.event("role admitted", role=role)
             seat.handle.tell(m.Spawn(admitted=True))
         self._arm_memory_check()
 
     def _arm_memory_check(self) -> None:
-        gate, timers = self.s.memory_gate, self.s.timers
-        if gate is None or timers is None or self.s.memory_check is not None:
-            return
-        if gate.waiting:
-            self.s.memory_check = timers.after(POLL, self.s.me, MemoryCheck())
+        gate = self.s.memory_gate
+        if gate is not None and gate.waiting and self.state.pending is None:
+            self.state.pending = self.port.later(POLL, MemoryCheck())

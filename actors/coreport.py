@@ -13,8 +13,10 @@ privates, and a test can hand it a recording port instead of an actor.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
 
+from choragos import statedir
 from choragos.board import Task, TaskState
 
 
@@ -70,3 +72,20 @@ class CorePort(Protocol):
 
     def later(self, seconds: float, message: Any) -> Any:
         """Tell the core ``message`` after ``seconds`` (None without timers)."""
+
+    def tell_when_synced(self, target: Any, message: Any) -> None:
+        """Tell ``target`` once the journal holds everything appended so far."""
+
+
+def unknown_roles(names: list[str], team: Iterable[str]) -> str:
+    """The refusal for a request naming roles the team does not have."""
+    return f"unknown role {', '.join(names)}; this team has: {', '.join(team)}"
+
+
+def not_recorded(exc: OSError, what: str) -> str:
+    """The error a caller sees when a write failed: "no space left on device:
+    the delegation was not recorded"."""
+    reason = exc.strerror or str(exc)
+    if not isinstance(exc, statedir.StateDirError):
+        reason = reason[:1].lower() + reason[1:]
+    return f"{reason}: the {what} was not recorded"

@@ -230,13 +230,13 @@ def restore_into(core: Any, image: Image) -> None:
     requeued = _requeue(core, image, handed)
     _queue_undelivered(core, image, requeued | handed)
     _restart_clocks(core, image)
-    core._restore_isolation()  # merge gates, held work, verdicts pending (on the board)
+    core.isolation.restore()  # merge gates, held work, verdicts pending (on the board)
     # The board as restored: the event log then tells what the journal tells.
     every = [*s.board.archive.values(), *s.board.tasks.values()]
     core.event("session resumed", from_pid=image.pid, tasks=len(every),
-                board={t.id: str(t.state) for t in every},
-                handed_back=sorted(handed), gates=list(s.gates),
-                queued={name: len(seat.queue) for name, seat in s.seats.items()})
+               board={t.id: str(t.state) for t in every},
+               handed_back=sorted(handed), gates=list(s.gates),
+               queued={name: len(seat.queue) for name, seat in s.seats.items()})
 
 
 def _retire_dropped(core: Any) -> None:
@@ -257,7 +257,7 @@ def _hand_back(core: Any, image: Image) -> set[str]:
             continue  # (work waiting at a gate or on its judge is not the worker's now)
         if task.state in _DELIVERED or (task.id in sent and task.state is TaskState.QUEUED):
             core.enqueue(task.role, briefs.handback_line(task, _task_file(task)), "task",
-                          task.id)
+                         task.id)
             handed.add(task.id)
     return handed
 

@@ -1,6 +1,6 @@
 """Guardrails for crews nobody watches: loud exits, stalls, idle, done, budgets.
 
-A mixin of the session core: it runs on the core's thread and reads the
+A policy of the session core: it runs on the core's thread and reads the
 core's board, seats and token totals.  It lives apart because none of it
 hands out work; it only notices when work stops, or costs too much, and
 says so: a line in the server log (stderr under ``serve --headless``), an
@@ -15,10 +15,11 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import briefs, news
 from choragos.actors import messages as m
+from choragos.actors.coreport import CorePort
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.budgetgate import BLOCKING
 from choragos.durations import format_duration
@@ -26,6 +27,9 @@ from choragos.gateway import role_cost, role_estimated, role_tokens
 from choragos.memfloor import HELD_MARK
 from choragos.plural import counted
 from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
 
 log = logging.getLogger("choragos.crew")
 
@@ -71,20 +75,23 @@ class GuardState:
 
 
 class Guardrails:
-    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+    """A policy of the core: owns the alarms' state (:class:`GuardState`) and
+    the marks on the roles' cards."""
 
-    s: Any
+    def __init__(self, port: CorePort, s: CoreState) -> None:
+        self.port, self.s = port, s
+        self.state: GuardState = s.guard
 
     # -- helpers --------------------------------------------------------------
 
     def mark(self, role: str, mark: str, on: bool) -> None:
-        marks = set(self.s.guard.marks.get(role, ()))
+        marks = set(self.state.marks.get(role, ()))
         new = marks | {mark} if on else marks - {mark}
         if new != marks:
-            self.s.guard.marks[role] = tuple(sorted(new))
-            self.publish(news.MarksChanged(dict(self.s.guard.marks)))
+            self.state.marks[role] = tuple(sorted(new))
+            self.port.publish(news.MarksChanged(dict(self.state.marks)))
 
-    def _held_task(self, role: str) -> Task | None:
+    def held_task(self, role: str) -> Task | None:
         """The task ``role`` still owes a report on.  One it reported (its
         checks running, or its work waiting at a merge gate) is out of its
         hands: the role sitting still then is no stall."""
@@ -93,14 +100,14 @@ class Guardrails:
 
     # -- a role changed or exited ---------------------------------------------
 
-    def _guard_view(self, before: m.RoleView, view: m.RoleView) -> None:
+    def view_changed(self, before: m.RoleView, view: m.RoleView) -> None:
         if before.status != view.status:
             self._guard_status(view)
         if before.stalled != view.stalled:
             self._guard_stall(view)
         if before.held != view.held:
             self.mark(view.name, INPUT_HELD, view.held)
-        self._guard_idle()
+        self.check_idle()
 
     def _guard_status(self, view: m.RoleView) -> None:
         role = view.name
@@ -111,37 +118,37 @@ class Guardrails:
             log.warning("%s is waiting for a human (a question or a permission dialog on "
                         "its screen); `choragos keys %s ...` answers it", role, role)
         if view.status not in DOWN:
-            self.s.guard.gone.discard(role)
+            self.state.gone.discard(role)
             self._guard_alive()
-            if role in self.s.guard.pause_pending:
+            if role in self.state.pause_pending:
                 self._budget_pause(role)
 
-    def _guard_exited(self, msg: m.RoleExited) -> None:
+    def exited(self, msg: m.RoleExited) -> None:
         status = msg.status.describe()
         # Judged here, not on the view's change: only now is the restart decision known.
         if msg.restarting:
-            self.s.guard.gone.discard(msg.role)
+            self.state.gone.discard(msg.role)
         else:
-            self.s.guard.gone.add(msg.role)
+            self.state.gone.add(msg.role)
         if msg.reason == "restarted on request":
             return  # the operator asked for it; nothing to alarm about
         then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
         log.warning("%s exited (%s); %s", msg.role, status, then)
-        self.ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
+        self.port.ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
         self._guard_alive()
 
     def _guard_alive(self) -> None:
         workers = [seat for name, seat in self.s.seats.items() if name != self.s.start_role]
-        dead = bool(workers) and all(seat.name in self.s.guard.gone for seat in workers)
-        if dead and not self.s.guard.nobody_alive:
+        dead = bool(workers) and all(seat.name in self.state.gone for seat in workers)
+        if dead and not self.state.nobody_alive:
             states = ", ".join(f"{seat.name} {seat.view.status}" for seat in workers)
             log.error("NO WORKER IS LEFT ALIVE (%s): nothing delegated can be done until "
                       "one is restarted (`choragos restart ROLE`)", states)
-            self.event("no worker alive", roles=[seat.name for seat in workers])
-        self.s.guard.nobody_alive = dead
+            self.port.event("no worker alive", roles=[seat.name for seat in workers])
+        self.state.nobody_alive = dead
 
     def _guard_stall(self, view: m.RoleView) -> None:
-        task = self._held_task(view.name) if view.stalled else None
+        task = self.held_task(view.name) if view.stalled else None
         self.mark(view.name, STALLED, task is not None)
         if task is None:
             return
@@ -149,11 +156,11 @@ class Guardrails:
         log.warning("%s stalled: its screen has not changed for %s while it holds %s",
                     view.name, format_duration(after), task.id)
         action = self.s.config.role(view.name).stall_action
-        self.event("role stalled", role=view.name, task=task.id, after=after, action=action)
-        self.alert("on_input", view.name, task)
+        self.port.event("role stalled", role=view.name, task=task.id, after=after, action=action)
+        self.port.alert("on_input", view.name, task)
         if action == "nudge":
             # Queued like any line: typed only once the agent rests idle at its prompt.
-            self.enqueue(view.name, briefs.nudge_line(task.id), "notice", task.id)
+            self.port.enqueue(view.name, briefs.nudge_line(task.id), "notice", task.id)
         elif action == "restart":
             log.warning("%s is restarted for its stall (stall_action = \"restart\")", view.name)
             self.s.seats[view.name].handle.tell(m.Restart())
@@ -168,8 +175,8 @@ class Guardrails:
             seat.view.status not in BUSY and seat.in_flight is None
             for seat in self.s.seats.values())
 
-    def _guard_idle(self) -> None:
-        guard = self.s.guard
+    def check_idle(self) -> None:
+        guard = self.state
         if not self._team_idle():
             guard.idle_since, guard.idle_fired = None, False
             guard.idle_generation += 1
@@ -178,11 +185,10 @@ class Guardrails:
             return
         guard.idle_since = time.monotonic()
         guard.idle_generation += 1
-        self.s.timers.after(self.s.config.ui.idle_after, self.s.me,
-                            IdleCheck(guard.idle_generation))
+        self.port.later(self.s.config.ui.idle_after, IdleCheck(guard.idle_generation))
 
-    def _on_idle_check(self, msg: IdleCheck) -> None:
-        guard = self.s.guard
+    def idle_check(self, msg: IdleCheck) -> None:
+        guard = self.state
         if msg.generation != guard.idle_generation or guard.idle_fired or not self._team_idle():
             return
         guard.idle_fired = True
@@ -192,42 +198,43 @@ class Guardrails:
                 f"for {after}")
         log.error("THE CREW IS STUCK: the whole team has been idle for %s with %s (%s)",
                   after, counted(len(ids), "open task"), ", ".join(ids))
-        self.event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
-        self.ring("on_idle", self.s.start_role, text)
+        self.port.event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
+        self.port.ring("on_idle", self.s.start_role, text)
 
-    def _guard_tasks(self) -> None:
+    def tasks_changed(self) -> None:
         tasks = list(self.s.board.tasks.values())
         settled = bool(tasks) and all(t.state in SETTLED_STATES for t in tasks)
-        if not settled or self.s.guard.done_fired:
-            self.s.guard.done_fired = settled
-            self._guard_idle()
+        if not settled or self.state.done_fired:
+            self.state.done_fired = settled
+            self.check_idle()
             return
-        self.s.guard.done_fired = True
+        self.state.done_fired = True
         counts = Counter(str(t.state) for t in tasks)
         # The archive holds the older done and rejected tasks: the counts are the session's.
         for (_, state), count in self.s.board.archived_by.items():
             counts[state] += count
         text = ", ".join(f"{counts[s]} {s}" for s in ("done", "failed", "rejected"))
         log.info("every task is settled: %s", text)
-        self.event("all tasks settled", **{s: counts[s] for s in ("done", "failed", "rejected")})
-        self.ring("on_done", self.s.start_role, text)
-        self._guard_idle()
+        self.port.event("all tasks settled",
+                        **{s: counts[s] for s in ("done", "failed", "rejected")})
+        self.port.ring("on_done", self.s.start_role, text)
+        self.check_idle()
 
     # -- budgets -----------------------------------------------------------------
 
-    def _budget_of(self, role: str) -> dict | None:
+    def budget_of(self, role: str) -> dict | None:
         spec = self.s.config.role(role)
         if spec is None or (spec.budget is None and spec.budget_tokens is None):
             return None
         return {"usd": spec.budget, "tokens": spec.budget_tokens,
-                "over": OVER in self.s.guard.marks.get(role, ())}
+                "over": OVER in self.state.marks.get(role, ())}
 
-    def _session_budget(self) -> dict | None:
+    def session_budget(self) -> dict | None:
         cap = self.s.config.budget.session
         if cap is None:
             return None
         return {"usd": cap, "cost": self._crew_cost(),
-                "over": SESSION in self.s.guard.budget_fired,
+                "over": SESSION in self.state.budget_fired,
                 "action": self.s.config.budget.action}
 
     def _crew_cost(self) -> float:
@@ -237,31 +244,24 @@ class Guardrails:
     def _crew_estimated(self) -> bool:
         return any(role_estimated(self.s.config, m) for m in self.s.tokens.values())
 
-    def _budgets_changed(self, before: Any) -> None:
-        summary = budget_summary(self.s.config)
-        if summary != budget_summary(before):
-            self.event("budgets", **(summary or {"roles": {}, "session": None}))
-        self._send_budgets()
-        self._guard_budgets()  # a changed cap re-arms, or fires at once
-
-    def _guard_budgets(self) -> None:
+    def check_budgets(self) -> None:
         for name in list(self.s.seats):
             spec = self.s.config.role(name)
             if spec is not None:
                 self._guard_role_budget(spec)
         self._guard_session_budget()
 
-    def _guard_prices(self) -> None:
+    def check_prices(self) -> None:
         """Say once per role and model that its cost is an estimate, never silently."""
         for role, models in self.s.tokens.items():
             for model in role_estimated(self.s.config, models):
-                if (role, model) in self.s.guard.unpriced:
+                if (role, model) in self.state.unpriced:
                     continue
-                self.s.guard.unpriced.add((role, model))
+                self.state.unpriced.add((role, model))
                 log.warning("%s used %s, which [pricing] does not list: its cost is estimated "
                             "at the highest prices [pricing] has", role, model)
-                self.event("cost estimated", role=role, model=model,
-                            reason="no [pricing] entry; priced at the highest known prices")
+                self.port.event("cost estimated", role=role, model=model,
+                                reason="no [pricing] entry; priced at the highest known prices")
 
     def _guard_role_budget(self, spec: Any) -> None:
         models = self.s.tokens.get(spec.name, {})
@@ -281,14 +281,14 @@ class Guardrails:
                 "cut": "; the gateway refuses its model calls"}
         log.warning("%s is over its budget: %s%s", spec.name, text,
                     then.get(spec.budget_action, ""))
-        self.event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
-                    tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action,
-                    estimated=guess)
-        self.ring("on_budget", spec.name, text)
+        self.port.event("over budget", role=spec.name, spent=text, cost=cost, budget=spec.budget,
+                        tokens=tokens, budget_tokens=spec.budget_tokens, action=spec.budget_action,
+                        estimated=guess)
+        self.port.ring("on_budget", spec.name, text)
         if pause:
             self._budget_pause(spec.name)
-        self.enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
-                                                            spec.budget_action in BLOCKING),
+        self.port.enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
+                                                                spec.budget_action in BLOCKING),
                       "notice")
 
     def _guard_session_budget(self) -> None:
@@ -302,27 +302,27 @@ class Guardrails:
         log.error("THE CREW IS OVER ITS SESSION BUDGET: %s; %s", text,
                   "the gateway refuses every model call" if block else "pausing every role")
         # "scope", not "role": report would count a role named "session".
-        self.event("over budget", scope="session", spent=text, cost=cost, budget=cap,
-                    action=self.s.config.budget.action)
-        self.ring("on_budget", "session", text)
+        self.port.event("over budget", scope="session", spent=text, cost=cost, budget=cap,
+                        action=self.s.config.budget.action)
+        self.port.ring("on_budget", "session", text)
         if not block:
             for name in list(self.s.seats):
                 self._budget_pause(name)
-        self.enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, not block,
-                                                            block), "notice")
+        self.port.enqueue(self.s.start_role, briefs.budget_line("the whole crew", text, not block,
+                                                                block), "notice")
 
     def _crossed(self, key: str, cap: tuple, text: str | None) -> bool:
         """True the first time ``key`` is over ``cap``; a different cap re-arms it."""
-        fired = self.s.guard.budget_fired
+        fired = self.state.budget_fired
         if text is None:
             if key in fired and fired[key] != cap:
                 del fired[key]
                 self.mark(key, OVER, False)
                 # No pause is owed any more for a role that has not come up yet.
                 if key == SESSION:
-                    self.s.guard.pause_pending.clear()
+                    self.state.pause_pending.clear()
                 else:
-                    self.s.guard.pause_pending.discard(key)
+                    self.state.pause_pending.discard(key)
             return False
         if fired.get(key) == cap:
             return False
@@ -335,19 +335,19 @@ class Guardrails:
         if seat is not None and seat.view.status in DOWN:
             # Not started yet (over budget at the first reading) or between restarts:
             # paused as soon as it is up, so it does no work over its budget.
-            self.s.guard.pause_pending.add(role)
+            self.state.pause_pending.add(role)
             return
-        self.s.guard.pause_pending.discard(role)
+        self.state.pause_pending.discard(role)
         if seat is not None:
             seat.handle.tell(m.Pause())
             # Not ready from now on, before the role says it is paused: a notice
             # queued next must wait for the resume, not be typed into a stopped pane.
             seat.view = replace(seat.view, ready=False)
-            self.event("role pause", role=role, by="budget")
+            self.port.event("role pause", role=role, by="budget")
 
     # -- delegation to a role that is down ------------------------------------
 
-    def _down_roles(self, names: list[str]) -> dict[str, str]:
+    def down_roles(self, names: list[str]) -> dict[str, str]:
         """Why each of ``names`` that is exited or failed cannot take work now."""
         down = {}
         for name in names:
@@ -355,10 +355,10 @@ class Guardrails:
             if view.status == RoleStatus.FAILED:
                 down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
                               f"come back by itself; `choragos restart {name}` tries again")
-            elif HELD_MARK in self.s.guard.marks.get(name, ()):
+            elif HELD_MARK in self.state.marks.get(name, ()):
                 down[name] = f"{name} is {view.detail}"
             elif view.status == RoleStatus.EXITED:
                 then = (f"nothing restarts it; `choragos restart {name}` does"
-                        if name in self.s.guard.gone else "it is restarting")
+                        if name in self.state.gone else "it is restarting")
                 down[name] = f"{name} has exited ({view.exit or view.detail}); {then}"
         return down

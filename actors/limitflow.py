@@ -1,6 +1,6 @@
 """Provider limits in the session core: hold the role, wait, set it going.
 
-Mixed into the core like the guardrails, on the core's thread.  A limit
+A policy of the core, on the core's thread.  A limit
 comes from the gateway (an upstream's 429/529 for a role) or from the
 role's own screen (its CLI's limit notice).  :class:`~choragos.limits.LimitWatch`
 decides; this carries it out: the role is marked ``limited`` until its wake
@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from choragos import briefs, news
+from choragos import briefs
 from choragos.actors import messages as m
-from choragos.board import TaskState
+from choragos.actors.coreport import CorePort
+from choragos.actors.guardrails import Guardrails
+from choragos.board import Task, TaskState
 from choragos.durations import format_duration
 from choragos.limits import Limit, LimitWatch, read_screen
 from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState, Seat
 
 log = logging.getLogger("choragos.crew")
 
@@ -44,26 +49,39 @@ def clock(when: float) -> str:
     return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
 
 
-class LimitFlow:
-    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+@dataclass
+class LimitState:
+    watch: LimitWatch | None = None  # the provider limits roles wait out
+    going: set[str] = field(default_factory=set)  # roles set going after a limit
 
-    s: Any
+
+class LimitFlow:
+    """A policy of the core: owns the limits roles wait out (:class:`LimitState`);
+    the guardrails say which task a role still holds."""
+
+    def __init__(self, port: CorePort, s: CoreState, guard: Guardrails) -> None:
+        self.port, self.s, self.guard = port, s, guard
+        self.state: LimitState = s.limit
 
     def _limits(self) -> LimitWatch:
-        if self.s.limits is None:
-            self.s.limits = new_watch(self.s.config)
-        return self.s.limits
+        if self.state.watch is None:
+            self.state.watch = new_watch(self.s.config)
+        return self.state.watch
 
-    def _limits_reconfigured(self) -> None:
+    def forget(self, role: str) -> None:
+        """A role a reload removed waits out nothing any more."""
+        self._limits().forget(role)
+
+    def reconfigured(self) -> None:
         """A reload's new wait and give-up apply to the next limit."""
         watch = self._limits()
         watch.default_wait = self.s.config.ui.limit_wait
         watch.give_up = self.s.config.ui.limit_give_up
 
-    def _limit_on_screen(self, msg: m.LimitOnScreen) -> None:
-        self._limit_seen(msg.role, read_screen(msg.line, time.time()))
+    def on_screen(self, msg: m.LimitOnScreen) -> None:
+        self.seen(msg.role, read_screen(msg.line, time.time()))
 
-    def _limit_seen(self, role: str, limit: Limit) -> None:
+    def seen(self, role: str, limit: Limit) -> None:
         seat = self.s.seats.get(role)
         if seat is None or seat.view.status in DOWN:
             return
@@ -78,28 +96,27 @@ class LimitFlow:
         # Not ready from now on, before the role says it is limited: nothing
         # queued meanwhile may be typed into it.
         seat.view = replace(seat.view, ready=False)
-        if self.s.timers is not None:
-            self.s.timers.after(episode.wake - now, self.s.me, m.LimitWake(role, episode.token))
+        self.port.later(episode.wake - now, m.LimitWake(role, episode.token))
         self._note_limit(role, f"{LIMIT_NOTE} ({limit.kind}, {limit.source}) until {until}")
         fields = {"role": role, "kind": limit.kind, "source": limit.source,
                   "until": round(episode.wake, 3), "repeats": episode.repeats,
                   "said": limit.detail}
         if not seen.new:
-            self.event("role limit extended", **fields)
+            self.port.event("role limit extended", **fields)
             return
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
-        self.event("role limited", **fields)
-        self.ring("on_limit", role, detail, extra={
+        self.port.event("role limited", **fields)
+        self.port.ring("on_limit", role, detail, extra={
             "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
             "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
                                                   time.localtime(episode.wake))})
         moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
         if role != self.s.start_role:
-            self.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
+            self.port.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
                           "notice")
 
-    def _limit_wake(self, msg: m.LimitWake) -> None:
+    def wake(self, msg: m.LimitWake) -> None:
         woke = self._limits().wake(msg.role, msg.token, time.time())
         seat = self.s.seats.get(msg.role)
         if woke is None or seat is None:
@@ -111,18 +128,18 @@ class LimitFlow:
             give_up = format_duration(self.s.config.ui.limit_give_up)
             log.error("%s has been held by a provider's limit for %s, past [ui] limit_give_up "
                       "(%s): the work it holds is failed", msg.role, lasted, give_up)
-            self.event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
+            self.port.event("limit given up", role=msg.role, lasted=round(woke.lasted, 3))
             for task in self.s.board.open_for(msg.role):
                 if task.state is TaskState.GATED:
                     continue
-                self._unqueue(seat, task.id)  # a failed task is never typed after all
-                self.fail_task(task, f"{msg.role} was held by a provider's limit for "
-                                      f"{lasted}, past [ui] limit_give_up ({give_up})")
+                self.unqueue(seat, task.id)  # a failed task is never typed after all
+                self.port.fail_task(task, f"{msg.role} was held by a provider's limit for "
+                                          f"{lasted}, past [ui] limit_give_up ({give_up})")
             return
-        self.event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
-        self.s.limit_continue.add(msg.role)
+        self.port.event("limit over", role=msg.role, lasted=round(woke.lasted, 3), by="reset")
+        self.state.going.add(msg.role)
 
-    def _limit_lifted(self, msg: m.LimitLifted) -> None:
+    def lifted(self, msg: m.LimitLifted) -> None:
         """The provider answered the role again before its wait was over: its
         agent went on by itself (its own retry), so nothing is typed."""
         episode = self._limits().lifted(msg.role)
@@ -131,20 +148,20 @@ class LimitFlow:
             return
         seat.handle.tell(m.Limited(None))
         self._note_limit(msg.role, "")
-        self.event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
+        self.port.event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
                     by="answered")
 
-    def _after_limit(self, seat: Any) -> None:
+    def after_limit(self, seat: Seat) -> None:
         """Once the role no longer shows ``limited`` (nor paused, if it was paused
         meanwhile): continue it if it rests idle holding its task."""
-        if (seat.name not in self.s.limit_continue
+        if (seat.name not in self.state.going
                 or seat.view.status in (RoleStatus.LIMITED, RoleStatus.PAUSED)):
             return
-        self.s.limit_continue.discard(seat.name)
-        task = self._held_task(seat.name)
+        self.state.going.discard(seat.name)
+        task = self.guard.held_task(seat.name)
         if seat.view.status is RoleStatus.IDLE and task is not None:
-            self.event("limit continue", role=seat.name, task=task.id)
-            self.enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
+            self.port.event("limit continue", role=seat.name, task=task.id)
+            self.port.enqueue(seat.name, briefs.continue_line(task.id), "notice", task.id,
                           front=True)
 
     def _note_limit(self, role: str, note: str) -> None:
@@ -153,8 +170,7 @@ class LimitFlow:
             if task.state is TaskState.GATED or task.note == note:
                 continue
             if note or task.note.startswith(LIMIT_NOTE):
-                changed = self.s.board.annotate(task.id, note=note)
-                self.publish(news.TaskChanged(changed.as_dict()))
+                self.port.annotate(task.id, note=note)
 
     # -- reroute ------------------------------------------------------------------
 
@@ -163,21 +179,21 @@ class LimitFlow:
         seat = self.s.seats[role]
         moved = []
         for injection in [i for i in seat.queue if i.kind == "task"]:
-            task = self._around_limit(self.s.board.get(injection.task_id))
+            task = self.around_limit(self.s.board.get(injection.task_id))
             if task.role == role:
                 break  # no idle sibling: the rest wait too
-            self._unqueue(seat, task.id)
-            self.queue_task(task)
+            self.unqueue(seat, task.id)
+            self.port.queue_task(task)
             moved.append(f"{task.id} to {task.role}")
         return moved
 
-    def _unqueue(self, seat: Any, task_id: str) -> None:
+    def unqueue(self, seat: Seat, task_id: str) -> None:
         """Take ``task_id``'s delivery out of the role's queue (and the journal's)."""
         for injection in [i for i in seat.queue if i.kind == "task" and i.task_id == task_id]:
             seat.queue.remove(injection)
-            self.journal("injected", id=injection.id, role=seat.name, requeued=False)
+            self.port.journal("injected", id=injection.id, role=seat.name, requeued=False)
 
-    def _around_limit(self, task: Any) -> Any:
+    def around_limit(self, task: Task) -> Task:
         """``task`` given to an idle sibling when its role waits out a limit with
         ``limit_action = "reroute"``; else ``task`` as it is."""
         role = task.role
@@ -187,16 +203,15 @@ class LimitFlow:
         sibling = self._sibling(self.s.seats[role])
         if sibling is None:
             return task
-        task = self.s.board.annotate(task.id, role=sibling.name)
-        self.publish(news.TaskChanged(task.as_dict()))
-        self.write_task_file(task)
-        self.event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
+        task = self.port.annotate(task.id, role=sibling.name)
+        self.port.write_task_file(task)
+        self.port.event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
         if self.s.start_role not in (role, sibling.name):
-            self.enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
+            self.port.enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
                           "notice", task.id)
         return task
 
-    def _sibling(self, seat: Any) -> Any:
+    def _sibling(self, seat: Seat) -> Seat | None:
         for other in self.s.seats.values():
             if (other.name != seat.name and other.name != self.s.start_role
                     and other.view.profile == seat.view.profile

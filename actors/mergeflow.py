@@ -1,6 +1,6 @@
 """Bringing a worktree role's work back: merge gates, auto and manual merges.
 
-A mixin of the session core.  Once a worktree role's work-done has passed
+A policy of the session core.  Once a worktree role's work-done has passed
 its checks (its work is committed on ``choragos/<role>``), the role's
 ``merge`` decides: ``gate`` holds it at a merge gate showing the diff,
 ``auto`` merges when clean, ``manual`` (or ``never``) leaves the branch.
@@ -14,12 +14,17 @@ orchestrator and the worker are told.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from choragos import briefs, changes, news, statedir, wire, worktrees
 from choragos.actors.aftercare import MergeDone, MergeWork
-from choragos.board import Task
+from choragos.actors.coreport import CorePort
+from choragos.board import Board, Task
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
 
 
 @dataclass
@@ -32,8 +37,47 @@ class MergeGate:
     commit: str = ""  # the branch's head the diff shows: what an approval merges
 
 
+@dataclass
+class MergeState:
+    gates: OrderedDict[str, MergeGate] = field(default_factory=OrderedDict)  # by task id
+    checked: dict[str, str] = field(default_factory=dict)  # task id -> commit its checks saw
+
+
+def close_gate(port: CorePort, board: Board, gates: dict, task_id: str) -> tuple[Any, Task]:
+    """Take a merge gate or hold off its queue; the deck closes its dialog."""
+    gate = gates.pop(task_id)
+    port.publish(news.GateClosed(task_id))
+    return gate, board.get(gate.task_id)
+
+
 class MergeFlow:
-    s: Any  # CoreState
+    """A policy of the core: owns the merge gates and the commit each
+    work's checks saw (what a merge takes)."""
+
+    def __init__(self, port: CorePort, s: CoreState) -> None:
+        self.port, self.s = port, s
+        self.state: MergeState = s.merging
+
+    def checks_saw(self, task_id: str, commit: str) -> None:
+        """The branch commit the work's checks (verify, judge) saw."""
+        self.state.checked[task_id] = commit
+
+    def checked_commit(self, task_id: str) -> str:
+        return self.state.checked.get(task_id, "")
+
+    def pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
+        """The checks are through: the orchestrator hears, and a worktree's work comes back."""
+        if outcome == "done" and self._worktree_role(task.role):
+            self._bring_back(task, line, unmerged)
+        else:
+            self.port.enqueue(self.s.start_role, line, "report", task.id)
+
+    def restore(self, task: Task, waiting: dict, now: float) -> None:
+        """A merge gate the board says the work waited at before the restart."""
+        gate = MergeGate(task.id, task.role, waiting["branch"], waiting["diff"], now,
+                         waiting.get("commit", ""))
+        self.state.gates[task.id] = gate
+        self.port.publish(news.GateOpened(merge_gate_view(task, gate)))
 
     def _worktree_role(self, role: str) -> bool:
         spec = self.s.config.role(role)
@@ -47,36 +91,36 @@ class MergeFlow:
         """The report line goes on with what happens to the branch."""
         branch = worktrees.branch_of(task.role)
         mode = self._merge_mode(task.role)
-        checked = self.s.checked.pop(task.id, "")
+        checked = self.state.checked.pop(task.id, "")
         if not unmerged:
-            self.enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
+            self.port.enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
             return
         if mode == "manual":
-            self.event("merge left", task=task.id, role=task.role, branch=branch)
-            self.enqueue(self.s.start_role, f"{line} Its work is on branch {branch}, not "
-                          f"merged (merge = manual): merge it with git when you want it.",
-                          "report", task.id)
+            self.port.event("merge left", task=task.id, role=task.role, branch=branch)
+            self.port.enqueue(self.s.start_role, f"{line} Its work is on branch {branch}, not "
+                              f"merged (merge = manual): merge it with git when you want it.",
+                              "report", task.id)
             return
         if mode == "auto":
-            self.enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
-                          "will hear how it went.", "report", task.id)
+            self.port.enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
+                              "will hear how it went.", "report", task.id)
             self._start_merge(task, checked)
             return
         self._open_merge_gate(task, branch, commit=checked)
-        self.enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
-                      "for the operator; you will hear the decision.", "report", task.id)
+        self.port.enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
+                          "for the operator; you will hear the decision.", "report", task.id)
 
     def _open_merge_gate(self, task: Task, branch: str, event: str = "merge gated",
                          commit: str = "", **fields: str) -> None:
         gate = self._pin(task, branch, commit)
-        self.s.merges[task.id] = gate
-        task = self.settle(task, task.state, checks=f"merge of {branch} waits at a gate",
-                            waiting={"kind": "merge", "branch": branch, "diff": gate.diff,
+        self.state.gates[task.id] = gate
+        task = self.port.settle(task, task.state, checks=f"merge of {branch} waits at a gate",
+                                waiting={"kind": "merge", "branch": branch, "diff": gate.diff,
                                      "commit": gate.commit})
-        self.event(event, task=task.id, role=task.role, branch=branch, diff=gate.diff,
-                    commit=gate.commit or None, **fields)
-        self.publish(news.GateOpened(merge_gate_view(task, gate)))
-        self.alert("on_gate", task.role, task)
+        self.port.event(event, task=task.id, role=task.role, branch=branch, diff=gate.diff,
+                        commit=gate.commit or None, **fields)
+        self.port.publish(news.GateOpened(merge_gate_view(task, gate)))
+        self.port.alert("on_gate", task.role, task)
 
     def _pin(self, task: Task, branch: str, commit: str = "") -> MergeGate:
         """A gate for ``commit`` (the one the work's checks saw), else the
@@ -88,37 +132,37 @@ class MergeFlow:
             statedir.make_dir(diff_file.parent)
             statedir.write_text(diff_file, patch)
         except (changes.ChangesError, worktrees.WorktreeError, OSError) as exc:
-            self.event("merge diff failed", task=task.id, error=str(exc))
+            self.port.event("merge diff failed", task=task.id, error=str(exc))
             commit = ""  # nothing shown, nothing pinned: an approval reopens the gate
         return MergeGate(task.id, task.role, branch, str(diff_file), self.s.board.clock(),
                          commit)
 
-    def _merge_gate_list(self) -> list[dict]:
+    def listing(self) -> list[dict]:
         now = self.s.board.clock()
         return [{"id": g.task_id, "role": g.role, "kind": "merge",
                  "label": f"merge {g.branch}: {self.s.board.get(g.task_id).label}",
                  "brief": g.diff, "age": round(now - g.created, 1), "file": g.diff,
                  "commit": g.commit}
-                for g in self.s.merges.values()]
+                for g in self.state.gates.values()]
 
-    def _merge_gate_decision(self, request: dict) -> dict:
+    def decision(self, request: dict) -> dict:
         if request["action"] == "approve":
-            moved = self._moved(self.s.merges[request["id"]])
+            moved = self._moved(self.state.gates[request["id"]])
             if moved:
                 return moved
-        gate, task = self._close_gate(self.s.merges, request["id"])
+        gate, task = close_gate(self.port, self.s.board, self.state.gates, request["id"])
         if request["action"] == "approve":
-            self.event("merge approved", task=task.id, role=task.role, branch=gate.branch,
-                        commit=gate.commit)
-            self.settle(task, task.state, checks=f"merging {gate.branch}")
+            self.port.event("merge approved", task=task.id, role=task.role, branch=gate.branch,
+                            commit=gate.commit)
+            self.port.settle(task, task.state, checks=f"merging {gate.branch}")
             self._start_merge(task, gate.commit)
             return wire.ok(id=task.id, state="merging")
         reason = request.get("reason") or ""
-        self.event("merge declined", task=task.id, role=task.role, branch=gate.branch,
-                    reason=reason)
-        self.settle(task, task.state, checks=f"merge declined; {gate.branch} kept")
-        self.enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
-                      "notice", task.id)
+        self.port.event("merge declined", task=task.id, role=task.role, branch=gate.branch,
+                        reason=reason)
+        self.port.settle(task, task.state, checks=f"merge declined; {gate.branch} kept")
+        self.port.enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
+                          "notice", task.id)
         return wire.ok(id=task.id, state="declined")
 
     def _moved(self, gate: MergeGate) -> dict | None:
@@ -130,7 +174,7 @@ class MergeFlow:
             return wire.error(f"{gate.branch} cannot be read, so nothing was merged: {exc}")
         if gate.commit and now == gate.commit:
             return None
-        task = self._close_gate(self.s.merges, gate.task_id)[1]
+        task = close_gate(self.port, self.s.board, self.state.gates, gate.task_id)[1]
         self._open_merge_gate(task, gate.branch, "merge gate reopened",
                               was=gate.commit or "unknown")
         return wire.error(f"{gate.branch} moved since the diff you approved "
@@ -145,27 +189,27 @@ class MergeFlow:
         self.s.aftercare.tell(MergeWork(task.id, task.role, task.label, branch,
                                         self.s.trees[task.role], message, commit))
 
-    def _merge_done(self, msg: MergeDone) -> None:
+    def done(self, msg: MergeDone) -> None:
         task = self.s.board.lookup(msg.task_id)
         if task is None:
             return
         branch = worktrees.branch_of(task.role)
         result = msg.result
         if result.merged:
-            self.event("merged", task=task.id, role=task.role, branch=branch,
-                        commit=result.commit, checkpoint=msg.checkpoint or None,
-                        checkpoint_error=msg.checkpoint_error or None)
-            self.settle(task, task.state, checks=f"merged ({result.commit[:10]})")
-            self.enqueue(self.s.start_role, briefs.merged_line(
+            self.port.event("merged", task=task.id, role=task.role, branch=branch,
+                            commit=result.commit, checkpoint=msg.checkpoint or None,
+                            checkpoint_error=msg.checkpoint_error or None)
+            self.port.settle(task, task.state, checks=f"merged ({result.commit[:10]})")
+            self.port.enqueue(self.s.start_role, briefs.merged_line(
                 task, branch, result.commit, bool(msg.checkpoint)), "notice", task.id)
             return
-        self.event("merge refused", task=task.id, role=task.role, branch=branch,
-                    why=result.why, conflicts=list(result.conflicts))
-        self.settle(task, task.state, checks=f"not merged: {result.why}"[:200])
+        self.port.event("merge refused", task=task.id, role=task.role, branch=branch,
+                        why=result.why, conflicts=list(result.conflicts))
+        self.port.settle(task, task.state, checks=f"not merged: {result.why}"[:200])
         line = briefs.merge_refused_line(task, branch, result.why)
-        self.enqueue(self.s.start_role, line, "notice", task.id)
+        self.port.enqueue(self.s.start_role, line, "notice", task.id)
         if task.role in self.s.seats and task.role != self.s.start_role:
-            self.enqueue(task.role, line, "notice", task.id)
+            self.port.enqueue(task.role, line, "notice", task.id)
 
 
 def merge_gate_view(task: Task, gate: MergeGate) -> dict:

@@ -8,7 +8,7 @@ registry and written to the event log.  A task done in a role's worktree
 rolls back in that worktree; a remote role's, in its mirror here, and then
 in its checkout on the host (its rollback hook).
 
-The core only decides: the restore itself runs on the checkpointer's
+The core (this policy) only decides: the restore itself runs on the checkpointer's
 thread (in order with the snapshots queued there), and the dispatcher
 waits for it there, so the core keeps answering every other request while
 a big tree is restored.  Without a checkpointer (checkpoints off) it runs
@@ -20,13 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import commands, wire
 from choragos.actors import messages as m
+from choragos.actors.coreport import CorePort
 from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, RollbackPlan
 from choragos.checkpointtrees import open_for
 from choragos.remote.seat import SeatError
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
 
 MAX_LISTED = 200  # paths per list in a plan's ack
 # The checkpointer's answer arrives within the client's wait, so a client
@@ -35,15 +39,17 @@ ANSWER_TIMEOUT = (commands.ROLLBACK_ANSWER_WITHIN or 0.0) - 10.0
 
 
 class RollbackCommand:
-    """Mixed into CoreActor; ``self.s`` is its CoreState."""
+    """A policy of the core, with no state of its own: it only decides where
+    the rollback runs."""
 
-    s: Any
+    def __init__(self, port: CorePort, s: CoreState) -> None:
+        self.port, self.s = port, s
 
-    def _cmd_rollback(self, request: dict) -> dict | m.Deferred:
+    def command(self, request: dict) -> dict | m.Deferred:
         order = m.Rollback(request["target"], request["dry_run"],
                            request.get(wire.CALLER) or "operator")
         if self.s.checkpointer is None:
-            return run_rollback(self.s.workdir, order, self.event)
+            return run_rollback(self.s.workdir, order, self.port.event)
         return m.Deferred(self.s.checkpointer, order, ANSWER_TIMEOUT)
 
 

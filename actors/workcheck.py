@@ -1,6 +1,6 @@
 """Work-done that is checked, not trusted: the core's side of the aftercare.
 
-A mixin of the session core (it runs on the core's thread).  After a
+A policy of the session core (it runs on the core's thread).  After a
 work-done the report to the orchestrator is held while the aftercare actor
 measures what changed since the task's checkpoint and runs the role's
 ``verify`` command.  The changes go on the board, into the event log (which
@@ -13,14 +13,21 @@ or that the rounds ran out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from choragos import briefs, changes, news, ownership, statedir, worktrees
+from choragos import briefs, changes, ownership, statedir, worktrees
 from choragos.actors.aftercare import CheckWork, WorkChecked
+from choragos.actors.coreport import CorePort
+from choragos.actors.holds import Holds
+from choragos.actors.judging import JudgeLoop
+from choragos.actors.mergeflow import MergeFlow
 from choragos.board import Task, TaskState
 from choragos.plural import counted
 from choragos.verify import VerifyResult
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
 
 NO_CHANGE = "no files changed: the task claims done without touching the tree"
 READ_ONLY_CHANGED = "{headline} although the role is read-only (writes = false)"
@@ -34,21 +41,40 @@ class HeldReport:
     outcome: str
 
 
-class WorkChecks:
-    s: Any  # CoreState
+@dataclass
+class CheckState:
+    held: dict[str, HeldReport] = field(default_factory=dict)  # reports waiting for checks
+    prints: dict[str, dict] = field(default_factory=dict)  # task id -> owned files then
 
-    def _verifies(self, task: Task, outcome: str) -> bool:
+
+class WorkChecks:
+    """A policy of the core: owns the reports waiting for their checks and the
+    owned files' fingerprints; a pass goes to the judge or on through the
+    merge gates' policy, a trespass or an unusable verdict to the holds."""
+
+    def __init__(self, port: CorePort, s: CoreState, holds: Holds, judge: JudgeLoop,
+                 merges: MergeFlow) -> None:
+        self.port, self.s = port, s
+        self.holds, self.judge, self.merges = holds, judge, merges
+        self.state: CheckState = s.checks
+
+    def settled(self, task_id: str) -> None:
+        """No report of a settled task is checked again: its fingerprint goes."""
+        self.state.prints.pop(task_id, None)
+
+    def verifies(self, task: Task, outcome: str) -> bool:
         """Whether this done waits for the role's verify (or judge) before it counts."""
         spec = self.s.config.role(task.role)
-        checked = spec is not None and bool(spec.verify or spec.judge or task.id in self.s.prints)
+        checked = spec is not None and bool(spec.verify or spec.judge
+                                            or task.id in self.state.prints)
         return outcome == "done" and checked and self.s.aftercare is not None
 
-    def _hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
+    def hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
         """Start the checks of a work-done; False when there is nothing to check
         (the caller passes the report on at once)."""
         task = self.s.board.lookup(task_id)
-        if task is not None and task_id in self.s.verdicts:
-            self._verdict(task, parts[3], outcome)  # a judge's answer, not a worker's report
+        if task is not None and self.judge.awaits(task_id):
+            self.judge.verdict(task, parts[3], outcome)  # a judge's answer, not a worker's report
             return True
         if note or task is None or self.s.aftercare is None:
             return False
@@ -57,9 +83,9 @@ class WorkChecks:
         tree = self.s.trees.get(task.role)
         judged = spec is not None and bool(spec.judge)
         if (not task.checkpoint and not command and tree is None and not judged
-                and task.id not in self.s.prints):
+                and task.id not in self.state.prints):
             return False
-        self.s.held[task_id] = HeldReport(parts, outcome)
+        self.state.held[task_id] = HeldReport(parts, outcome)
         # A worktree role's work is committed when done, and measured as what
         # its branch would bring; otherwise it is measured in the role's tree
         # against the checkpoint taken there.
@@ -74,35 +100,28 @@ class WorkChecks:
                                         task.role, task.label))
         return True
 
-    def _pass_on(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
-        """The checks are through: the orchestrator hears, and a worktree's work comes back."""
-        if outcome == "done" and self._worktree_role(task.role):
-            self._bring_back(task, line, unmerged)
-        else:
-            self.enqueue(self.s.start_role, line, "report", task.id)
-
     def _checks_passed(self, task: Task, line: str, unmerged: bool, outcome: str) -> None:
         """Verified (or nothing to verify): the judge, if any, has the last word."""
         trespass = self._trespass(task) if outcome == "done" else ""
         if trespass:
-            self._hold(task, "owner", trespass, line, unmerged)
+            self.holds.hold(task, "owner", trespass, line, unmerged)
             return
-        if outcome == "done" and self._judged(task.role):
-            self._send_to_judge(task, line, unmerged)
+        if outcome == "done" and self.judge.judged(task.role):
+            self.judge.send(task, line, unmerged)
             return
-        if outcome == "done" and self._verifies(task, outcome):
-            task = self.settle(task, TaskState.DONE)
-        self._pass_on(task, line, unmerged, outcome)
+        if outcome == "done" and self.verifies(task, outcome):
+            task = self.port.settle(task, TaskState.DONE)
+        self.merges.pass_on(task, line, unmerged, outcome)
 
-    def _fingerprint_owned(self, task: Task) -> None:
+    def fingerprint_owned(self, task: Task) -> None:
         owned = ownership.owners(self.s.config)
         if owned:
             tree = self.s.trees.get(task.role, self.s.workdir)
-            self.s.prints[task.id] = ownership.fingerprint(tree, owned)
+            self.state.prints[task.id] = ownership.fingerprint(tree, owned)
 
     def _trespass(self, task: Task) -> str:
         """Which owned files another role's task changed, as a sentence ("" for none)."""
-        before = self.s.prints.get(task.id)
+        before = self.state.prints.get(task.id)
         if before is None:
             return ""
         owned = ownership.owners(self.s.config)
@@ -110,21 +129,21 @@ class WorkChecks:
         found = ownership.trespasses(before, after, owned, task.role)
         if not found:
             return ""
-        self.event("owned file changed", task=task.id, role=task.role,
+        self.port.event("owned file changed", task=task.id, role=task.role,
                     files=[{"path": path, "owner": owner} for path, owner in found])
         return f"{task.role} changed " + ", ".join(f"{path} (owned by {owner})"
                                                    for path, owner in found)
 
-    def _work_checked(self, msg: WorkChecked) -> None:
-        held = self.s.held.pop(msg.task_id, None)
+    def work_checked(self, msg: WorkChecked) -> None:
+        held = self.state.held.pop(msg.task_id, None)
         task = self.s.board.lookup(msg.task_id)
         if held is None or task is None:
             return
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
         if msg.commit:  # what its verify and judge see is what a merge may take
-            self.s.checked[task.id] = msg.commit
+            self.merges.checks_saw(task.id, msg.commit)
         if msg.commit_error:
-            self.event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
+            self.port.event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
             line += (f" Its work could not be committed on {worktrees.branch_of(task.role)} "
                      f"({briefs.one_line(msg.commit_error, 300)}); nothing will be merged.")
         if msg.verify is None:
@@ -136,7 +155,7 @@ class WorkChecks:
 
     def _record_changes(self, task: Task, msg: WorkChecked, outcome: str) -> str:
         if msg.changes is None:
-            self.event("changes unknown", task=task.id, role=task.role, reason=msg.error)
+            self.port.event("changes unknown", task=task.id, role=task.role, reason=msg.error)
             return ""
         counted = changes.totals(msg.changes)
         listed = msg.changes[:changes.LISTED]
@@ -145,10 +164,9 @@ class WorkChecks:
         # A writer's done that changed nothing is suspect; so is any change
         # at all by a role declared read-only.
         flagged = (outcome == "done" and not msg.changes) if writes else bool(msg.changes)
-        task = self.s.board.annotate(task.id, changes=listed, changed=counted, flagged=flagged)
-        self.publish(news.TaskChanged(task.as_dict()))
+        task = self.port.annotate(task.id, changes=listed, changed=counted, flagged=flagged)
         headline = changes.headline(counted)
-        self.event("changes", task=task.id, role=task.role, files=list(listed),
+        self.port.event("changes", task=task.id, role=task.role, files=list(listed),
                     totals=counted, headline=headline, flagged=flagged, writes=writes)
         if not flagged:
             return headline
@@ -156,10 +174,10 @@ class WorkChecks:
 
     def _verify_passed(self, task: Task, msg: WorkChecked, line: str) -> None:
         result = msg.verify
-        self.event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
+        self.port.event("verify passed", task=task.id, role=task.role, seconds=result.seconds,
                     log=result.log)
         checks = "verify passed" + (f" after {counted(task.rounds, 'fix')}" if task.rounds else "")
-        task = self.settle(task, task.state, checks=checks)
+        task = self.port.settle(task, task.state, checks=checks)
         self._checks_passed(task, f"{line} Its verify passed ({result.log}).", msg.unmerged,
                             "done")
 
@@ -167,16 +185,16 @@ class WorkChecks:
         spec = self.s.config.role(task.role)
         rounds = task.rounds + 1
         limit = spec.verify_rounds if spec is not None else 0
-        self.event("verify failed", task=task.id, role=task.role, why=result.why,
+        self.port.event("verify failed", task=task.id, role=task.role, why=result.why,
                     round=rounds, rounds=limit, log=result.log, seconds=result.seconds)
         if rounds <= limit and task.role in self.s.seats:
-            task = self.settle(task, TaskState.FAILED, rounds=rounds,
+            task = self.port.settle(task, TaskState.FAILED, rounds=rounds,
                                 checks=f"verify failed {rounds}/{limit}: fixing")
             self._send_back(task, result, rounds, limit)
             return
-        self.settle(task, TaskState.FAILED, rounds=rounds,
+        self.port.settle(task, TaskState.FAILED, rounds=rounds,
                      checks=f"verify failed {rounds}/{limit}: out of rounds")
-        self.enqueue(self.s.start_role, briefs.verify_out_of_rounds_line(
+        self.port.enqueue(self.s.start_role, briefs.verify_out_of_rounds_line(
             task, result.why, result.log, limit), "notice", task.id)
 
     def _send_back(self, task: Task, result: VerifyResult, rounds: int, limit: int) -> None:
@@ -188,6 +206,6 @@ class WorkChecks:
         try:
             statedir.write_text(task_file, text)
         except OSError as exc:
-            self.event("task file failed", task=task.id, error=exc.strerror or str(exc))
-        self.enqueue(task.role, briefs.fix_line(task, f".choragos/tasks/{task.id}.md",
+            self.port.event("task file failed", task=task.id, error=exc.strerror or str(exc))
+        self.port.enqueue(task.role, briefs.fix_line(task, f".choragos/tasks/{task.id}.md",
                                                  result.why, rounds, limit), "fix", task.id)

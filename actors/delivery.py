@@ -1,0 +1,182 @@
+"""Delivery queues: one line at a time into each role, when it is ready.
+
+A policy of the session core.  Every line for a role (a task, a report, a
+notice) waits in its seat's queue and is typed only when the role says it
+is ready, one at a time; the role's outcome decides what happens next: the
+task is delivered (its clock starts), held for the next ready view, typed
+again into the next process, given another round, or made the operator's
+to see to.  Each line is typed only once its journal record is on disk,
+so a restart knows it may have reached the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from choragos import briefs, statedir
+from choragos.actors import messages as m
+from choragos.actors.coreport import CorePort
+from choragos.actors.fresh import FreshContexts
+from choragos.actors.guardrails import Guardrails
+from choragos.actors.timeouts import Timeouts
+from choragos.board import Task, TaskState
+from choragos.rolestatus import RoleStatus
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState, Seat
+
+log = logging.getLogger("choragos.core")
+# A role in these states has no process that read what was being typed:
+# a line cut off by the exit is for the next one.
+LOST_WITH_PROCESS = (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING)
+# More rounds for a report or notice a live agent did not show: each is typed
+# (and retyped once) when the role is next ready, behind what came meanwhile.
+LINE_ROUNDS = 1
+
+
+class Delivery:
+    """A policy of the core: owns the delivery queues' numbering and the
+    rounds each line a live agent missed (the queues sit in the seats)."""
+
+    def __init__(self, port: CorePort, s: CoreState, fresh: FreshContexts, guard: Guardrails,
+                 timeouts: Timeouts) -> None:
+        self.port, self.s = port, s
+        self.fresh, self.guard, self.timeouts = fresh, guard, timeouts
+
+    def enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
+                front: bool = False) -> None:
+        seat = self.s.seats[role]
+        injection = m.Injection(self.s.next_injection, role, text, kind, task_id)
+        self.s.next_injection += 1
+        self.port.journal("enqueue", id=injection.id, role=role, text=text, what=kind,
+                     task=task_id, front=front)
+        if front:
+            seat.queue.appendleft(injection)
+        else:
+            seat.queue.append(injection)
+        self.pump(seat)
+
+    def pump(self, seat: Seat) -> None:
+        if seat.in_flight is not None or not seat.queue or not seat.view.ready:
+            return
+        injection = seat.queue.popleft()
+        if self.fresh.restart_first(seat, injection):
+            return
+        if injection.kind == "task":
+            task = self.s.board.get(injection.task_id)
+            self._write_worker_file(seat.name, task)
+        seat.in_flight = injection
+        self.port.journal("inflight", id=injection.id, role=seat.name)
+        # Typed only once on disk: a restart must know it may have reached the agent.
+        self.port.tell_when_synced(seat.handle, m.Inject(injection))
+
+    def _write_worker_file(self, role: str, task: Task) -> None:
+        """The role's latest task; the typed line names the per-task copy, so a
+        failure here (a full disk) is logged and the delivery goes on."""
+        worker_file = self.s.state_dir / f"worker-task-{role}.md"
+        try:
+            statedir.write_text(worker_file, briefs.task_document(
+                task, self.s.config.role(role).prompt_template))
+        except OSError as exc:
+            self.port.event("worker file failed", role=role, task=task.id,
+                       error=exc.strerror or str(exc))
+
+    def outcome(self, msg: m.InjectionOutcome) -> None:
+        injection = msg.injection
+        fields = {"role": msg.role, "kind": injection.kind, "ok": msg.ok,
+                  "detail": msg.detail, "task": injection.task_id}
+        if injection.kind == "boot":
+            self.port.event("boot injection" if msg.final else "boot injection retry", **fields)
+            if msg.final and not msg.ok:
+                # A role that never read its brief waits for work it cannot
+                # take: the operator must hear of it.
+                log.warning("%s did not take its brief (%s)", msg.role, msg.detail)
+                self.port.alert("on_input", msg.role, None)
+            return
+        if not msg.final:
+            self.port.event("injection retry", **fields)
+            return
+        if msg.untouched and (seat := self.s.seats.get(msg.role)) is not None:
+            # The pane changed (a turn began, a dialog opened) after the role
+            # last said it was ready: hold the line for the next ready view.
+            self.port.event("injection held", **fields)
+            seat.in_flight = None
+            seat.queue.appendleft(injection)
+            return
+        self.port.event("injection", **fields)
+        seat = self.s.seats.get(msg.role)
+        if seat is None:
+            return
+        seat.in_flight = None
+        if injection.kind == "task":
+            self._task_injected(seat, injection, msg)
+        elif (not msg.ok and seat.name == self.s.start_role
+              and seat.view.status in LOST_WITH_PROCESS):
+            self._line_again(seat, injection, msg)
+        elif not msg.ok and seat.view.status not in LOST_WITH_PROCESS:
+            self._line_not_taken(seat, injection, msg)
+        else:
+            self.s.rounds.pop(injection.id, None)
+        self.port.journal("injected", id=injection.id, role=msg.role,
+                     requeued=any(queued.id == injection.id for queued in seat.queue))
+        self.pump(seat)
+        self.guard.check_idle()
+
+    def _task_injected(self, seat: Seat, injection: m.Injection,
+                       msg: m.InjectionOutcome) -> None:
+        task = self.s.board.get(injection.task_id)
+        if task.state is not TaskState.QUEUED:
+            return  # the worker already reported on it, so it was delivered
+        if msg.ok:
+            task = self.port.move(task.id, TaskState.DELIVERED)
+            self.port.event("delivered", task=task.id, role=task.role)
+            self.timeouts.start(task)
+        elif msg.submitted:
+            # The Enter went in before the agent died: it may have begun the
+            # task, and typing it into the next process could do it twice.
+            self.port.fail_task(task, f"{msg.detail} after the task was submitted, before it "
+                                 f"was confirmed; not typed again")
+        elif seat.view.status in LOST_WITH_PROCESS:
+            seat.queue.appendleft(injection)  # never submitted: deliver after the role is back
+        else:
+            self.port.fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
+
+    def _line_again(self, seat: Seat, injection: m.Injection,
+                    msg: m.InjectionOutcome) -> None:
+        """A report or notice for the orchestrator cut off by its exit goes
+        to the next process: it must hear of every task, or the crew waits on
+        it for good.  One whose Enter went in is marked, in case the agent
+        goes on with what it had read.  (A worker's notices are about the
+        task its exit just failed.)"""
+        if msg.submitted:
+            text = briefs.repeated_line(injection.text, f"{seat.name} restarted while it "
+                                                        f"was typed")
+            injection = replace(injection, text=text)
+        seat.queue.appendleft(injection)
+
+    def _line_not_taken(self, seat: Seat, injection: m.Injection,
+                        msg: m.InjectionOutcome) -> None:
+        """A report or notice a live agent did not take.  One that never
+        showed goes to the back of its queue for another round; one left in
+        the agent's input (typing it again would double it), or out of
+        rounds, is the operator's to see to: it is logged, the bell rings
+        and ``on_input`` runs, since whoever waits on it would otherwise
+        wait in silence."""
+        missed = self.s.rounds.pop(injection.id, 0)
+        if not msg.left_in_input and missed < LINE_ROUNDS:
+            self.s.rounds[injection.id] = missed + 1
+            seat.queue.append(injection)
+            self.port.event("injection requeued", role=seat.name, kind=injection.kind,
+                       task=injection.task_id, detail=msg.detail)
+            return
+        where = ("is left in its input: press Enter in its pane or clear it (nothing more "
+                 "is typed into it until then)" if msg.left_in_input
+                 else "was not typed: see the event log for its text")
+        log.warning("%s did not take a %s (%s); it %s", seat.name, injection.kind,
+                    msg.detail, where)
+        self.port.event("line not taken", role=seat.name, kind=injection.kind,
+                   task=injection.task_id, detail=msg.detail, text=injection.text)
+        task = self.s.board.lookup(injection.task_id) if injection.task_id else None
+        self.port.alert("on_input", seat.name, task)

@@ -1,0 +1,122 @@
+"""The delivery queues and fresh contexts, table-driven: no actor, no PTY.
+
+A role's handle only records what it is told; the effects port records the
+journal, events and hooks the policy asked for."""
+
+from __future__ import annotations
+
+import pytest
+
+from choragos.actors import messages as m
+from choragos.actors.delivery import Delivery
+from choragos.actors.fresh import FreshContexts
+from choragos.actors.guardrails import Guardrails
+from choragos.actors.holds import Holds
+from choragos.actors.judging import JudgeLoop
+from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.timeouts import Timeouts
+from choragos.board import TaskState
+from choragos.config import RoleSpec
+from choragos.rolestatus import RoleStatus
+from tests.unit.policyport import RecordingPort, core_state
+
+
+def policy(tmp_path, *workers, status="idle"):
+    state = core_state(tmp_path, *workers, status=status)
+    port = RecordingPort(state)
+    merges = MergeFlow(port, state)
+    holds = Holds(port, state, merges)
+    judge = JudgeLoop(port, state, holds, merges)
+    delivery = Delivery(port, state, FreshContexts(port, state), Guardrails(port, state),
+                        Timeouts(port, state, judge))
+    return delivery, port, state
+
+
+def injected(state, role="coder"):
+    return [msg.injection for msg in state.seats[role].handle.told if isinstance(msg, m.Inject)]
+
+
+@pytest.mark.parametrize(("status", "lines", "typed", "journal"), [
+    ("idle", 1, 1, ["enqueue", "inflight"]),
+    ("idle", 2, 1, ["enqueue", "inflight", "enqueue"]),
+    ("working", 2, 0, ["enqueue", "enqueue"]),
+    ("booting", 1, 0, ["enqueue"]),
+], ids=["ready", "one at a time", "busy", "booting"])
+def test_a_line_is_typed_only_into_a_ready_role_and_one_at_a_time(tmp_path, status, lines,
+                                                                   typed, journal):
+    delivery, port, state = policy(tmp_path, status=status)
+    for n in range(lines):
+        delivery.enqueue("lead", f"notice {n}", "notice")
+    assert len(injected(state, "lead")) == typed
+    assert [args[0] for args, _ in port.named("journal")] == journal
+    seat = state.seats["lead"]
+    assert len(seat.queue) == lines - typed and (seat.in_flight is not None) == bool(typed)
+
+
+def test_a_line_goes_out_only_once_its_record_is_on_disk(tmp_path):
+    delivery, port, _state = policy(tmp_path)
+    delivery.enqueue("lead", "hello", "notice")
+    assert port.kinds() == ["journal", "journal", "tell_when_synced"]
+
+
+def outcome(state, injection, **fields):
+    return m.InjectionOutcome(injection.role, injection, **{"ok": True, **fields})
+
+
+@pytest.mark.parametrize(("fields", "events", "queued", "alerts"), [
+    ({}, ["injection"], 0, 0),
+    ({"untouched": True, "ok": False}, ["injection held"], 1, 0),
+    ({"ok": False, "final": False}, ["injection retry"], 0, 0),
+    ({"ok": False, "detail": "no echo"}, ["injection", "injection requeued"], 1, 0),
+    ({"ok": False, "left_in_input": True}, ["injection", "line not taken"], 0, 1),
+], ids=["typed", "pane changed", "retrying", "not shown: one more round", "left in input"])
+def test_what_happens_to_a_notice_after_its_outcome(tmp_path, fields, events, queued, alerts):
+    delivery, port, state = policy(tmp_path)
+    delivery.enqueue("lead", "hello", "notice")
+    sent = injected(state, "lead")[0]
+    port.calls.clear()
+    state.seats["lead"].view = m.RoleView("lead", RoleStatus.WORKING)  # nothing typed next
+    delivery.outcome(outcome(state, sent, **fields))
+    assert [args[0] for args, _ in port.named("event")] == events
+    assert len(state.seats["lead"].queue) == queued
+    assert len(port.named("alert")) == alerts
+
+
+def test_a_notice_missed_twice_is_the_operators(tmp_path):
+    delivery, port, state = policy(tmp_path)
+    delivery.enqueue("lead", "hello", "notice")
+    for _ in range(2):
+        sent = injected(state, "lead")[-1]
+        delivery.outcome(outcome(state, sent, ok=False, detail="no echo"))
+    assert [args[0] for args, _ in port.named("event")][-1] == "line not taken"
+    assert port.named("alert")[0][0][:2] == ("on_input", "lead")
+    assert state.rounds == {}
+
+
+@pytest.mark.parametrize(("fields", "state_after", "queued"), [
+    ({}, TaskState.DELIVERED, 0),
+    ({"ok": False, "submitted": True, "detail": "exited"}, TaskState.FAILED, 0),
+    ({"ok": False, "detail": "exited"}, TaskState.QUEUED, 1),
+], ids=["delivered", "submitted, then cut off", "never submitted"])
+def test_a_task_cut_off_by_an_exit_is_typed_again_only_if_never_submitted(
+        tmp_path, fields, state_after, queued):
+    delivery, _port, state = policy(tmp_path)
+    task = state.board.create("coder", "build it")
+    delivery.enqueue("coder", "T1 line", "task", task.id)
+    sent = injected(state)[0]
+    state.seats["coder"].view = m.RoleView("coder", RoleStatus.EXITED)  # it died meanwhile
+    delivery.outcome(outcome(state, sent, **fields))
+    assert state.board.get(task.id).state is state_after
+    assert len(state.seats["coder"].queue) == queued
+
+
+def test_a_fresh_role_is_restarted_before_its_second_task(tmp_path):
+    delivery, port, state = policy(tmp_path, RoleSpec(name="coder", command="x", fresh=True))
+    seat = state.seats["coder"]
+    first, second = (state.board.create("coder", text) for text in ("one", "two"))
+    delivery.enqueue("coder", "first", "task", first.id)
+    delivery.outcome(outcome(state, injected(state)[0]))
+    delivery.enqueue("coder", "second", "task", second.id)
+    assert [type(msg) for msg in seat.handle.told] == [m.Inject, m.Restart]
+    assert [i.task_id for i in seat.queue] == [second.id] and seat.view.ready is False
+    assert "event:fresh restart" in port.kinds()

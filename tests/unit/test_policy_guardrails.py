@@ -1,0 +1,135 @@
+"""The guardrails policy, table-driven: a state and an event in, effects out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from choragos.actors import messages as m
+from choragos.actors.guardrails import INPUT_HELD, OVER, SESSION, STALLED, Guardrails
+from choragos.config import BudgetSettings, RoleSpec, UISettings
+from choragos.restartpolicy import ExitStatus
+from choragos.rolestatus import RoleStatus
+from tests.unit.policyport import RecordingPort, core_state, delivered
+
+USED = {"claude-x": {"input": 1000, "output": 1000}}  # 2000 tokens
+
+
+def policy(tmp_path, *workers, **config):
+    state = core_state(tmp_path, *workers, **config)
+    port = RecordingPort(state)
+    return Guardrails(port, state), port, state
+
+
+@pytest.mark.parametrize(("spec", "effects", "over"), [
+    (RoleSpec(name="coder", command="x"), [], False),
+    (RoleSpec(name="coder", command="x", budget_tokens=5000), [], False),
+    (RoleSpec(name="coder", command="x", budget_tokens=2000),
+     ["publish", "event:over budget", "ring", "enqueue"], True),
+    (RoleSpec(name="coder", command="x", budget_tokens=1000, budget_action="pause"),
+     ["publish", "event:over budget", "ring", "event:role pause", "enqueue"], True),
+], ids=["no budget", "under", "at its cap", "over, pausing"])
+def test_a_role_budget_fires_once_at_its_cap(tmp_path, spec, effects, over):
+    guard, port, state = policy(tmp_path, spec)
+    state.tokens = {"coder": USED}
+    guard.check_budgets()
+    assert port.kinds() == effects  # the card's mark is published first
+    assert (guard.budget_of("coder") or {}).get("over", False) is over
+    port.calls.clear()
+    guard.check_budgets()  # the same reading again: each alarm fires once
+    assert port.kinds() == []
+    paused = [msg for msg in state.seats["coder"].handle.told if isinstance(msg, m.Pause)]
+    assert bool(paused) == (over and spec.budget_action == "pause")
+
+
+def test_a_new_cap_re_arms_the_budget_alarm(tmp_path):
+    spec = RoleSpec(name="coder", command="x", budget_tokens=1000)
+    guard, port, state = policy(tmp_path, spec)
+    state.tokens = {"coder": USED}
+    guard.check_budgets()
+    state.config = replace(state.config, roles=(state.config.roles[0],
+                                                replace(spec, budget_tokens=10_000)))
+    port.calls.clear()
+    guard.check_budgets()  # under the new cap: cleared
+    assert OVER not in guard.state.marks["coder"] and port.kinds() == ["publish"]
+    state.config = replace(state.config, roles=(state.config.roles[0],
+                                                replace(spec, budget_tokens=1500)))
+    port.calls.clear()
+    guard.check_budgets()  # over the next: fires again
+    assert "event:over budget" in port.kinds()
+
+
+@pytest.mark.parametrize(("action", "told"), [("pause", [m.Pause, m.Pause]), ("block", [])])
+def test_the_session_budget_pauses_every_role_or_leaves_it_to_the_gateway(tmp_path, action,
+                                                                          told):
+    guard, port, state = policy(tmp_path, budget=BudgetSettings(session=0.0, action=action))
+    state.tokens = {"coder": USED}
+    guard.check_budgets()
+    assert port.kinds().count("event:over budget") == 1
+    assert port.named("ring")[0][0][:2] == ("on_budget", "session")
+    sent = [type(msg) for seat in state.seats.values() for msg in seat.handle.told]
+    assert sent == told
+    assert guard.session_budget()["over"] is True and SESSION in guard.state.budget_fired
+
+
+def test_a_role_over_budget_before_it_is_up_is_paused_once_it_is(tmp_path):
+    spec = RoleSpec(name="coder", command="x", budget_tokens=1, budget_action="pause")
+    guard, _port, state = policy(tmp_path, spec)
+    seat = state.seats["coder"]
+    seat.view = m.RoleView("coder", RoleStatus.EXITED)
+    state.tokens = {"coder": USED}
+    guard.check_budgets()
+    assert seat.handle.told == [] and guard.state.pause_pending == {"coder"}
+    before, seat.view = seat.view, m.RoleView("coder", RoleStatus.IDLE, ready=True)
+    guard.view_changed(before, seat.view)  # as the core tells it, its seat updated first
+    assert [type(msg) for msg in seat.handle.told] == [m.Pause]
+    assert guard.state.pause_pending == set()
+
+
+@pytest.mark.parametrize(("stalled", "holds", "action", "effects"), [
+    (True, False, "notify", []),
+    (True, True, "notify", ["publish", "event:role stalled", "alert"]),
+    (True, True, "nudge", ["publish", "event:role stalled", "alert", "enqueue"]),
+    (False, True, "notify", []),
+], ids=["stalled, holding nothing", "stalled holding a task", "nudged", "moving again"])
+def test_a_stall_is_an_alarm_only_while_the_role_holds_a_task(tmp_path, stalled, holds, action,
+                                                              effects):
+    guard, port, state = policy(tmp_path, RoleSpec(name="coder", command="x",
+                                                   stall_action=action))
+    if holds:
+        delivered(state)
+    before = m.RoleView("coder", RoleStatus.WORKING, stalled=not stalled)
+    guard.view_changed(before, replace(before, stalled=stalled))
+    assert port.kinds() == effects
+    assert (STALLED in guard.state.marks.get("coder", ())) is bool(effects)
+
+
+def test_a_held_input_marks_the_card_and_clears(tmp_path):
+    guard, port, _state = policy(tmp_path)
+    before = m.RoleView("coder", RoleStatus.IDLE)
+    guard.view_changed(before, replace(before, held=True))
+    assert guard.state.marks["coder"] == (INPUT_HELD,)
+    guard.view_changed(replace(before, held=True), before)
+    assert guard.state.marks["coder"] == () and port.kinds() == ["publish", "publish"]
+
+
+def test_the_team_idle_with_open_work_arms_one_check_and_rings_once(tmp_path):
+    guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
+    state.timers = object()  # only its presence matters: the port sends the check
+    delivered(state)
+    guard.check_idle()
+    guard.check_idle()
+    (seconds, check), _ = port.named("later")[0]
+    assert seconds == 5.0 and len(port.named("later")) == 1
+    guard.idle_check(check)
+    guard.idle_check(check)
+    assert port.kinds().count("event:team idle") == 1
+    assert port.named("ring")[0][0][0] == "on_idle"
+
+
+def test_an_exit_with_no_restart_coming_leaves_no_worker_alive(tmp_path):
+    guard, port, _state = policy(tmp_path)
+    guard.exited(m.RoleExited("coder", ExitStatus(code=1), restarting=False, reason="gone"))
+    assert port.kinds() == ["ring", "event:no worker alive"]
+    assert guard.down_roles(["coder"]) == {}  # its view still says idle: not down yet

@@ -1,0 +1,131 @@
+"""The core's small policies, table-driven with no actor: admission by
+memory, blocking budgets, provider limits and the judge's verdicts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from choragos.actors import messages as m
+from choragos.actors.admission import Admission, MemoryCheck, RoleHeld
+from choragos.actors.budgetflow import BLOCKED_NOTE, BudgetFlow
+from choragos.actors.guardrails import Guardrails
+from choragos.actors.holds import Holds
+from choragos.actors.judging import JudgeLoop, Judging
+from choragos.actors.limitflow import LIMIT_NOTE, LimitFlow
+from choragos.actors.mergeflow import MergeFlow
+from choragos.board import TaskState
+from choragos.config import RoleSpec
+from choragos.limits import Limit
+from choragos.memfloor import HELD_MARK, MemoryGate
+from tests.unit.policyport import RecordingPort, core_state, delivered
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize(("new", "effects"), [
+    (True, ["mark", "event:role held", "alert", "later"]),
+    (False, ["mark", "later"]),
+], ids=["a new hold", "the same hold asked again"])
+def test_a_held_role_is_marked_and_memory_is_read_again(tmp_path, new, effects):
+    state = core_state(tmp_path)
+    free = [0]
+    state.memory_gate = MemoryGate(GIB, read=lambda: free[0])
+    state.memory_gate.ask("coder")
+    port = RecordingPort(state)
+    Admission(port, state).role_held(RoleHeld("coder", "memory: 0 B free", new))
+    assert port.kinds() == effects
+
+
+def test_one_held_role_is_let_in_per_memory_reading(tmp_path):
+    state = core_state(tmp_path)
+    free = [0]
+    state.memory_gate = MemoryGate(GIB, read=lambda: free[0])
+    state.memory_gate.ask("coder")
+    state.memory_gate.ask("lead")
+    port = RecordingPort(state)
+    admission = Admission(port, state)
+    admission.role_held(RoleHeld("coder", "low", True))
+    assert len(port.named("later")) == 1
+    admission.role_held(RoleHeld("lead", "low", True))
+    assert len(port.named("later")) == 1  # one reading pending at a time
+    free[0] = 4 * GIB
+    admission.memory_check(MemoryCheck())
+    assert [type(msg) for msg in state.seats["coder"].handle.told] == [m.Spawn]
+    assert state.seats["lead"].handle.told == []
+    assert ("coder", HELD_MARK, False) in [args for args, _ in port.named("mark")]
+    assert len(port.named("later")) == 2  # lead still waits: read again
+
+
+@pytest.mark.parametrize(("whys", "events", "note"), [
+    (["choragos: over budget; wait"], 1, BLOCKED_NOTE + "over budget"),
+    (["choragos: over budget; wait"] * 3, 1, BLOCKED_NOTE + "over budget"),
+    (["choragos: over budget; wait", ""], 1, ""),
+], ids=["refused", "refused again: not news", "let through again"])
+def test_a_refused_call_is_said_once_and_noted_on_the_board(tmp_path, whys, events, note):
+    state = core_state(tmp_path)
+    task = delivered(state)
+    port = RecordingPort(state)
+    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    for why in whys:
+        budgets.refused(m.BudgetRefused("coder", why))
+    assert port.kinds().count("event:model call refused") == events
+    assert state.board.get(task.id).note == note
+
+
+def test_the_budget_verb_refuses_a_bad_amount_and_an_unknown_role(tmp_path):
+    state = core_state(tmp_path)
+    port = RecordingPort(state)
+    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    assert "no budget was changed" in budgets.command({"amount": "lots", "role": "coder"})[
+        "error"]
+    assert "unknown role ghost" in budgets.command({"amount": "1", "role": "ghost"})["error"]
+    assert port.calls == [] and state.config.role("coder").budget is None
+    assert budgets.command({"amount": "2.50", "role": "coder"})["status"] == "ok"
+    assert state.config.role("coder").budget == 2.5
+
+
+@pytest.mark.parametrize(("action", "moved_to"), [("wait", "coder"), ("reroute", "twin")])
+def test_a_limited_role_waits_and_its_queued_tasks_may_go_to_an_idle_twin(tmp_path, action,
+                                                                          moved_to):
+    state = core_state(tmp_path, RoleSpec(name="coder", command="x", limit_action=action),
+                       RoleSpec(name="twin", command="x"))
+    held = delivered(state)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    queued = state.board.create("coder", "next")
+    state.seats["coder"].queue.append(m.Injection(1, "coder", "next", "task", queued.id))
+    limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
+    coder = state.seats["coder"]
+    assert [type(msg) for msg in coder.handle.told] == [m.Limited] and not coder.view.ready
+    assert state.board.get(held.id).note.startswith(LIMIT_NOTE)
+    assert "event:role limited" in port.kinds() and port.named("later")
+    assert state.board.get(queued.id).role == moved_to
+    assert [args[0] for args, _ in port.named("enqueue")][-1] == "lead"  # the notice
+    port.calls.clear()
+    limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
+    assert "event:role limited" not in port.kinds()  # the same limit is not news
+
+
+@pytest.mark.parametrize(("report", "outcome", "effect", "state_after"), [
+    ("VERDICT: 8/10\nfine", "done", "event:verdict", TaskState.DONE),
+    ("VERDICT: 3/10\nno tests", "done", "event:verdict", TaskState.FAILED),
+    ("looks fine", "done", "event:verdict unusable", TaskState.DELIVERED),
+    ("VERDICT: 9/10", "failed", "event:verdict unusable", TaskState.DELIVERED),
+], ids=["pass", "below: retried", "no verdict line: held", "judge failed: held"])
+def test_a_judges_report_decides_the_work(tmp_path, report, outcome, effect, state_after):
+    state = core_state(tmp_path, RoleSpec(name="coder", command="x", judge="lead"))
+    (tmp_path / ".choragos" / "tasks").mkdir(parents=True)
+    work = delivered(state)
+    judge_task = delivered(state, "lead", "judge it")
+    path = tmp_path / "verdict.md"
+    path.write_text(report)
+    state.verdicts[judge_task.id] = Judging(work.id, f"{work.id} done.", False)
+    port = RecordingPort(state)
+    merges = MergeFlow(port, state)
+    holds = Holds(port, state, merges)
+    JudgeLoop(port, state, holds, merges).verdict(judge_task, str(path), outcome)
+    assert effect in port.kinds() and state.verdicts == {}
+    assert state.board.get(work.id).state is state_after
+    assert (work.id in state.holds) is (state_after is TaskState.DELIVERED)
