@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from choragos import __version__, authority, briefs, commands, news, statedir, wire
-from choragos.actors import durable
 from choragos.actors import messages as m
 from choragos.actors.admission import Admission, AdmissionState, MemoryCheck, RoleHeld
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
 from choragos.actors.budgetflow import BudgetFlow, BudgetState
 from choragos.actors.clocks import PauseClocks, ResumeClocks, TimedOut
+from choragos.actors.corejournal import CoreJournal
 from choragos.actors.coreport import not_recorded, unknown_roles
 from choragos.actors.delivery import Delivery
-from choragos.actors.durable import Heartbeat, Restore, SaveLayout
+from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
 from choragos.actors.fresh import FreshContexts
 from choragos.actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
@@ -39,6 +39,7 @@ from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop, Judging
 from choragos.actors.limitflow import LimitFlow, LimitState
 from choragos.actors.mergeflow import MergeFlow, MergeState
+from choragos.actors.resume import Resume
 from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.timeouts import Timeouts
 from choragos.actors.tokenusage import TokenUsage
@@ -132,13 +133,14 @@ class CoreActor(Actor):
         self.checks = WorkChecks(self, state, self.holds, self.judge, self.merges)
         self.isolation = IsolationRestore(self, state, self.holds, self.judge, self.merges)
         self.rollback = RollbackCommand(self, state)
+        self.journaling = CoreJournal(self, state)
+        self.resume = Resume(self, state, self.isolation)
+        if isinstance(state.board, JournaledBoard):
+            state.board.on_unsaved = self.journaling.note_unsaved
         self.timeouts = Timeouts(self, state, self.judge)
         self.delivery = Delivery(self, state, self.fresh, self.guard, self.timeouts)
         self.usage = TokenUsage(self, state, self.guard)
         self.workdone = WorkDone(self, state, self.checks, self.timeouts)
-        self._unsaved: list[str] = []
-        if isinstance(state.board, durable.JournaledBoard):
-            state.board.on_unsaved = self._note_unsaved
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -147,31 +149,21 @@ class CoreActor(Actor):
     def on_receive(self, message: Any) -> Any:
         # What could not be journaled (a full disk) is logged and the ack says so;
         # the listener holds each ack until the journal is on disk (group commit).
-        self._unsaved = []
-        result = super().on_receive(message)
-        return durable.settle(self, result, self._unsaved)
+        self.journaling.begin()
+        return self.journaling.settle(super().on_receive(message))
 
-    # -- the journal (see actors/durable.py) -------------------------------------
+    # -- the journal (see actors/corejournal.py) ---------------------------------
 
     def journal(self, kind: str, **fields: Any) -> None:
-        if self.s.journal is not None:
-            try:
-                self.s.journal.append(kind, **fields)
-            except OSError as exc:
-                self._note_unsaved(exc)
-            if kind == "clock":
-                durable.arm_heartbeat(self)
-
-    def _note_unsaved(self, exc: OSError) -> None:
-        self._unsaved.append(exc.strerror or str(exc))
+        self.journaling.append(kind, **fields)
 
     @handle.register
     def _restore(self, msg: Restore) -> None:
-        durable.restore_into(self, msg.image)
+        self.resume.restore(msg.image)
 
     @handle.register
     def _heartbeat(self, msg: Heartbeat) -> None:
-        durable.heartbeat(self)
+        self.journaling.heartbeat()
 
     @handle.register
     def _save_layout(self, msg: SaveLayout) -> None:
@@ -384,7 +376,7 @@ class CoreActor(Actor):
         so a refused delegation leaves nothing behind."""
         created: list[Task] = []
         try:
-            with self._journal_batch():
+            with self.journaling.batch():
                 for role in targets:
                     created.append(self.s.board.create(role, request["task"],
                                                        request.get("brief")))
@@ -397,10 +389,6 @@ class CoreActor(Actor):
         for record in records:
             self.publish(news.EventLogged(record))
         return created
-
-    def _journal_batch(self) -> contextlib.AbstractContextManager:
-        journal = self.s.journal
-        return journal.batch() if journal is not None else contextlib.nullcontext()
 
     def _unrecord(self, tasks: list[Task]) -> None:
         ids = [task.id for task in tasks]
@@ -418,7 +406,7 @@ class CoreActor(Actor):
             self.publish(news.GateOpened(task.as_dict()))
             self.alert("on_gate", role, task)
         else:
-            self._checkpoint_then_queue(task)
+            self.checkpoint_then_queue(task)
         return task
 
     def write_task_file(self, task: Task) -> Path:
@@ -452,7 +440,7 @@ class CoreActor(Actor):
             return None
         return self.s.timers.after(seconds, self.s.me, message)
 
-    def _checkpoint_then_queue(self, task: Task) -> None:
+    def checkpoint_then_queue(self, task: Task) -> None:
         if self.s.checkpointer is None:
             self.queue_task(task)
             return
@@ -493,7 +481,7 @@ class CoreActor(Actor):
             if msg.view.status is RoleStatus.BOOTING:  # started: whatever held it is over
                 self.mark(seat.name, HELD_MARK, False)
         self.publish(news.RoleChanged(msg.view))
-        durable.journal_role(self, msg.view)
+        self.journaling.role_seen(msg.view)
         self.limits.after_limit(seat)  # first: its "continue" goes ahead of queued work
         self.delivery.pump(seat)
         self.guard.view_changed(before, msg.view)
@@ -592,7 +580,7 @@ class CoreActor(Actor):
         self.delivery.enqueue(role, text, kind, task_id, front)
 
     def tell_when_synced(self, target: Any, message: Any) -> None:
-        durable.when_synced(self, lambda: target.tell(message))
+        self.journaling.when_synced(lambda: target.tell(message))
 
     @handle.register
     def _injection_outcome(self, msg: m.InjectionOutcome) -> None:
@@ -649,7 +637,7 @@ class CoreActor(Actor):
         if action == "approve":
             self.event("gate approved", task=task_id, role=task.role)
             task = self.move(task_id, TaskState.QUEUED)
-            self._checkpoint_then_queue(task)
+            self.checkpoint_then_queue(task)
         else:
             reason = request.get("reason") or ""
             task = self.move(task_id, TaskState.REJECTED, note=reason)

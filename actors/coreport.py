@@ -67,6 +67,9 @@ class CorePort(Protocol):
     def queue_task(self, task: Task) -> None:
         """Queue a task's delivery line (its checkpoint is taken)."""
 
+    def checkpoint_then_queue(self, task: Task) -> None:
+        """Snapshot the workspace for the task (when checkpoints are on), then queue it."""
+
     def write_task_file(self, task: Task) -> None:
         """Write the task's file under .choragos/tasks/."""
 
