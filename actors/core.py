@@ -9,7 +9,6 @@ subscribers (the UI actor later) and written to the event log.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -20,7 +19,7 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import __version__, authority, briefs, commands, news, statedir, wire
+from choragos import __version__, authority, briefs, commands, news, wire
 from choragos.actors import messages as m
 from choragos.actors.admission import Admission, AdmissionState, MemoryCheck, RoleHeld
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
@@ -28,7 +27,8 @@ from choragos.actors.base import Actor
 from choragos.actors.budgetflow import BudgetFlow, BudgetState
 from choragos.actors.clocks import PauseClocks, ResumeClocks, TimedOut
 from choragos.actors.corejournal import CoreJournal
-from choragos.actors.coreport import not_recorded, unknown_roles
+from choragos.actors.coreport import unknown_roles
+from choragos.actors.delegation import Delegation
 from choragos.actors.delivery import Delivery
 from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
 from choragos.actors.fresh import FreshContexts
@@ -135,6 +135,8 @@ class CoreActor(Actor):
         self.rollback = RollbackCommand(self, state)
         self.journaling = CoreJournal(self, state)
         self.resume = Resume(self, state, self.isolation)
+        self.delegation = Delegation(self, state, self.journaling, self.guard, self.limits,
+                                     self.checks, self.merges, self.holds)
         if isinstance(state.board, JournaledBoard):
             state.board.on_unsaved = self.journaling.note_unsaved
         self.timeouts = Timeouts(self, state, self.judge)
@@ -351,69 +353,34 @@ class CoreActor(Actor):
             self.journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
 
-    # -- delegate -------------------------------------------------
+    # -- delegation (actors/delegation.py) ------------------------------------------
 
     def _cmd_delegate(self, request: dict) -> dict:
-        targets = list(dict.fromkeys(request["to"]))
-        unknown = [name for name in targets if name not in self.s.seats]
-        if unknown:
-            return wire.error(unknown_roles(unknown, self.s.seats))
-        down = self.guard.down_roles(targets)
-        if down and request.get("require_live"):
-            return wire.error("; ".join(down.values()) + "; nothing was delegated")
-        try:
-            created = self.record_tasks(targets, request)
-        except OSError as exc:
-            return wire.error(not_recorded(exc, "delegation"))
-        created = [self.route_task(task) for task in created]
-        extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
-        return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
-                              for t in created], **(extra if down else {}))
+        return self.delegation.command(request)
+
+    def _cmd_gate(self, request: dict) -> dict:
+        return self.delegation.gate_command(request)
+
+    @handle.register
+    def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
+        self.delegation.checkpoint_done(msg)
 
     def record_tasks(self, targets: list[str], request: dict) -> list[Task]:
-        """Journal every task (in one write: all or none) with its file, then
-        its event; on a failure the board forgets them all and their files go,
-        so a refused delegation leaves nothing behind."""
-        created: list[Task] = []
-        try:
-            with self.journaling.batch():
-                for role in targets:
-                    created.append(self.s.board.create(role, request["task"],
-                                                       request.get("brief")))
-                    self.write_task_file(created[-1])
-            records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
-                                            brief=t.brief, text=t.text) for t in created]
-        except OSError:
-            self._unrecord(created)
-            raise
-        for record in records:
-            self.publish(news.EventLogged(record))
-        return created
-
-    def _unrecord(self, tasks: list[Task]) -> None:
-        ids = [task.id for task in tasks]
-        self.s.board.forget(ids)
-        for task_id in ids:
-            with contextlib.suppress(FileNotFoundError):
-                (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()
+        return self.delegation.record_tasks(targets, request)
 
     def route_task(self, task: Task) -> Task:
-        role = task.role
-        if self.s.config.role(role).approve:
-            task = self.move(task.id, TaskState.GATED)
-            self.s.gates[task.id] = task
-            self.event("delegate gated", task=task.id, role=role, label=task.label)
-            self.publish(news.GateOpened(task.as_dict()))
-            self.alert("on_gate", role, task)
-        else:
-            self.checkpoint_then_queue(task)
-        return task
+        return self.delegation.route_task(task)
 
-    def write_task_file(self, task: Task) -> Path:
-        path = self.s.state_dir / "tasks" / f"{task.id}.md"
-        template = self.s.config.role(task.role).prompt_template
-        _write_text(path, briefs.task_document(task, template))
-        return path
+    def write_task_file(self, task: Task) -> None:
+        self.delegation.write_task_file(task)
+
+    def checkpoint_then_queue(self, task: Task) -> None:
+        self.delegation.checkpoint_then_queue(task)
+
+    def queue_task(self, task: Task) -> None:
+        self.delegation.queue_task(task)
+
+    # -- the board ------------------------------------------------------------------
 
     def move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
@@ -439,33 +406,6 @@ class CoreActor(Actor):
         if self.s.timers is None or self.s.me is None:
             return None
         return self.s.timers.after(seconds, self.s.me, message)
-
-    def checkpoint_then_queue(self, task: Task) -> None:
-        if self.s.checkpointer is None:
-            self.queue_task(task)
-            return
-        at_work = frozenset(t.id for t in self.s.board.tasks.values()
-                            if t.state not in SETTLED_STATES)
-        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
-                                            tree=self.s.trees.get(task.role), at_work=at_work))
-
-    @handle.register
-    def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
-        task = self.s.board.get(msg.task_id)
-        if msg.ref:
-            task = self.s.board.annotate(task.id, checkpoint=msg.ref)
-            self.publish(news.TaskChanged(task.as_dict()))
-            self.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
-        else:
-            # A failed snapshot is logged and never blocks the delegation.
-            self.event("checkpoint failed", task=task.id, error=msg.error)
-        self.queue_task(task)
-
-    def queue_task(self, task: Task) -> None:
-        task = self.limits.around_limit(task)
-        self.checks.fingerprint_owned(task)
-        line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
-        self.enqueue(task.role, line, "task", task.id)
 
     @handle.register
     def _role_changed(self, msg: m.RoleReported) -> None:
@@ -615,37 +555,6 @@ class CoreActor(Actor):
     def _cmd_work_done(self, request: dict) -> dict:
         return self.workdone.command(request)
 
-    # -- gates ----------------------------------------------------------------
-
-    def _cmd_gate(self, request: dict) -> dict:
-        action = request["action"]
-        if action == "list":
-            now = self.s.board.clock()
-            return wire.ok(gates=[{"id": t.id, "role": t.role, "label": t.label,
-                                   "brief": t.brief, "age": round(now - t.created, 1),
-                                   "file": str(self.s.state_dir / "tasks" / f"{t.id}.md")}
-                                  for t in self.s.gates.values()] + self.merges.listing()
-                           + self.holds.listing())
-        task_id = request["id"]
-        if task_id in self.s.merging.gates:
-            return self.merges.decision(request)
-        if task_id in self.s.holds:
-            return self.holds.decision(request)
-        if task_id not in self.s.gates:
-            return wire.error(f"no delegation {task_id} is waiting at a gate")
-        task = self.s.gates.pop(task_id)
-        if action == "approve":
-            self.event("gate approved", task=task_id, role=task.role)
-            task = self.move(task_id, TaskState.QUEUED)
-            self.checkpoint_then_queue(task)
-        else:
-            reason = request.get("reason") or ""
-            task = self.move(task_id, TaskState.REJECTED, note=reason)
-            self.event("gate rejected", task=task_id, role=task.role, reason=reason)
-            self.enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
-                         task_id)
-        return wire.ok(id=task_id, state=str(task.state))
-
 
 def _reload_message(plan: Any) -> str:
     parts = [f"{label} {', '.join(names)}" for label, names in (
@@ -655,9 +564,5 @@ def _reload_message(plan: Any) -> str:
     text = "; ".join(parts) if parts else "no role changed"
     extra = plan.refused + plan.notes
     return text + (" (" + "; ".join(extra) + ")" if extra else "")
-
-
-def _write_text(path: Path, text: str) -> None:
-    statedir.write_text(path, text)
 
 

@@ -1,0 +1,156 @@
+"""Delegation: new tasks, the approve gate, and a task's way to its queue.
+
+A policy of the session core: it owns the approve gate's queue (the
+delegations waiting for the operator, ``CoreState.gates``).  A delegation
+is written all or none (the tasks, their files, the journal and the event
+log); each task then waits at the gate when its role has ``approve``, or
+goes on: the workspace is snapshotted for it (off the core's thread, when
+checkpoints are on) and its line is queued for its role.  The ``gate``
+command decides delegations, merge gates and held work, each by the policy
+that owns it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from choragos import briefs, news, statedir, wire
+from choragos.actors import messages as m
+from choragos.actors.corejournal import CoreJournal
+from choragos.actors.coreport import CorePort, not_recorded, unknown_roles
+from choragos.actors.guardrails import Guardrails
+from choragos.actors.holds import Holds
+from choragos.actors.limitflow import LimitFlow
+from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.workcheck import WorkChecks
+from choragos.board import SETTLED_STATES, Task, TaskState
+
+if TYPE_CHECKING:
+    from choragos.actors.core import CoreState
+
+
+class Delegation:
+    def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
+                 guard: Guardrails, limits: LimitFlow, checks: WorkChecks, merges: MergeFlow,
+                 holds: Holds) -> None:
+        self.port, self.s, self.journaling = port, s, journaling
+        self.guard, self.limits, self.checks = guard, limits, checks
+        self.merges, self.holds = merges, holds
+
+    def command(self, request: dict) -> dict:
+        targets = list(dict.fromkeys(request["to"]))
+        unknown = [name for name in targets if name not in self.s.seats]
+        if unknown:
+            return wire.error(unknown_roles(unknown, self.s.seats))
+        down = self.guard.down_roles(targets)
+        if down and request.get("require_live"):
+            return wire.error("; ".join(down.values()) + "; nothing was delegated")
+        try:
+            created = self.record_tasks(targets, request)
+        except OSError as exc:
+            return wire.error(not_recorded(exc, "delegation"))
+        created = [self.route_task(task) for task in created]
+        extra = {"warnings": [f"{why}; the task waits for it" for why in down.values()]}
+        return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
+                              for t in created], **(extra if down else {}))
+
+    def record_tasks(self, targets: list[str], request: dict) -> list[Task]:
+        """Journal every task (in one write: all or none) with its file, then
+        its event; on a failure the board forgets them all and their files go,
+        so a refused delegation leaves nothing behind."""
+        created: list[Task] = []
+        try:
+            with self.journaling.batch():
+                for role in targets:
+                    created.append(self.s.board.create(role, request["task"],
+                                                       request.get("brief")))
+                    self.write_task_file(created[-1])
+            records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
+                                            brief=t.brief, text=t.text) for t in created]
+        except OSError:
+            self._unrecord(created)
+            raise
+        for record in records:
+            self.port.publish(news.EventLogged(record))
+        return created
+
+    def _unrecord(self, tasks: list[Task]) -> None:
+        ids = [task.id for task in tasks]
+        self.s.board.forget(ids)
+        for task_id in ids:
+            with contextlib.suppress(FileNotFoundError):
+                (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()
+
+    def route_task(self, task: Task) -> Task:
+        role = task.role
+        if self.s.config.role(role).approve:
+            task = self.port.move(task.id, TaskState.GATED)
+            self.s.gates[task.id] = task
+            self.port.event("delegate gated", task=task.id, role=role, label=task.label)
+            self.port.publish(news.GateOpened(task.as_dict()))
+            self.port.alert("on_gate", role, task)
+        else:
+            self.checkpoint_then_queue(task)
+        return task
+
+    def write_task_file(self, task: Task) -> None:
+        path = self.s.state_dir / "tasks" / f"{task.id}.md"
+        template = self.s.config.role(task.role).prompt_template
+        statedir.write_text(path, briefs.task_document(task, template))
+
+    def checkpoint_then_queue(self, task: Task) -> None:
+        if self.s.checkpointer is None:
+            self.queue_task(task)
+            return
+        at_work = frozenset(t.id for t in self.s.board.tasks.values()
+                            if t.state not in SETTLED_STATES)
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
+                                            tree=self.s.trees.get(task.role), at_work=at_work))
+
+    def checkpoint_done(self, msg: m.CheckpointDone) -> None:
+        task = self.s.board.get(msg.task_id)
+        if msg.ref:
+            task = self.port.annotate(task.id, checkpoint=msg.ref)
+            self.port.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
+        else:
+            # A failed snapshot is logged and never blocks the delegation.
+            self.port.event("checkpoint failed", task=task.id, error=msg.error)
+        self.queue_task(task)
+
+    def queue_task(self, task: Task) -> None:
+        task = self.limits.around_limit(task)
+        self.checks.fingerprint_owned(task)
+        line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
+        self.port.enqueue(task.role, line, "task", task.id)
+
+    # -- the gate command ---------------------------------------------------------
+
+    def gate_command(self, request: dict) -> dict:
+        action = request["action"]
+        if action == "list":
+            now = self.s.board.clock()
+            return wire.ok(gates=[{"id": t.id, "role": t.role, "label": t.label,
+                                   "brief": t.brief, "age": round(now - t.created, 1),
+                                   "file": str(self.s.state_dir / "tasks" / f"{t.id}.md")}
+                                  for t in self.s.gates.values()] + self.merges.listing()
+                           + self.holds.listing())
+        task_id = request["id"]
+        if task_id in self.s.merging.gates:
+            return self.merges.decision(request)
+        if task_id in self.s.holds:
+            return self.holds.decision(request)
+        if task_id not in self.s.gates:
+            return wire.error(f"no delegation {task_id} is waiting at a gate")
+        task = self.s.gates.pop(task_id)
+        if action == "approve":
+            self.port.event("gate approved", task=task_id, role=task.role)
+            task = self.port.move(task_id, TaskState.QUEUED)
+            self.checkpoint_then_queue(task)
+        else:
+            reason = request.get("reason") or ""
+            task = self.port.move(task_id, TaskState.REJECTED, note=reason)
+            self.port.event("gate rejected", task=task_id, role=task.role, reason=reason)
+            self.port.enqueue(self.s.start_role, briefs.rejection_line(task, reason), "notice",
+                              task_id)
+        return wire.ok(id=task_id, state=str(task.state))

@@ -1,0 +1,87 @@
+"""The delegation policy, table-driven with a recording port: where a new
+task goes, what the approve gate decides, and what a refusal leaves."""
+
+from __future__ import annotations
+
+import pytest
+
+from choragos.actors import messages as m
+from choragos.actors.corejournal import CoreJournal
+from choragos.actors.delegation import Delegation
+from choragos.actors.guardrails import Guardrails
+from choragos.actors.holds import Holds
+from choragos.actors.judging import JudgeLoop
+from choragos.actors.limitflow import LimitFlow
+from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.workcheck import WorkChecks
+from choragos.board import TaskState
+from choragos.config import RoleSpec
+from choragos.rolestatus import RoleStatus
+from tests.conftest import Told
+from tests.unit.policyport import RecordingPort, core_state
+
+
+def policy(tmp_path, checkpoints=False, **coder):
+    state = core_state(tmp_path, RoleSpec(name="coder", command="x", **coder))
+    (tmp_path / ".choragos" / "tasks").mkdir(parents=True)
+    state.checkpointer = Told() if checkpoints else None
+    port = RecordingPort(state)
+    guard = Guardrails(port, state)
+    merges = MergeFlow(port, state)
+    holds = Holds(port, state, merges)
+    checks = WorkChecks(port, state, holds, JudgeLoop(port, state, holds, merges), merges)
+    return Delegation(port, state, CoreJournal(port, state), guard,
+                      LimitFlow(port, state, guard), checks, merges, holds), port, state
+
+
+@pytest.mark.parametrize(("coder", "checkpoints", "effects", "state_after"), [
+    ({}, False, ["publish", "enqueue"], TaskState.QUEUED),
+    ({}, True, ["publish"], TaskState.QUEUED),
+    ({"approve": True}, False,
+     ["publish", "move", "event:delegate gated", "publish", "alert"], TaskState.GATED),
+], ids=["straight to its queue", "after a checkpoint", "at the approve gate"])
+def test_a_new_task_goes_to_its_gate_or_on_to_its_queue(tmp_path, coder, checkpoints,
+                                                        effects, state_after):
+    delegation, port, state = policy(tmp_path, checkpoints, **coder)
+    ack = delegation.command({"to": ["coder"], "task": "build it"})
+    assert ack["status"] == "ok" and ack["tasks"][0]["state"] == str(state_after)
+    assert port.kinds() == effects
+    assert (tmp_path / ".choragos" / "tasks" / "T1.md").exists()
+    snapshots = state.checkpointer.told if checkpoints else []
+    assert [type(msg) for msg in snapshots] == ([m.Snapshot] if checkpoints else [])
+
+
+@pytest.mark.parametrize(("action", "state_after", "then"), [
+    ("approve", TaskState.QUEUED, "enqueue"), ("reject", TaskState.REJECTED, "enqueue"),
+])
+def test_the_operator_decides_a_gated_delegation(tmp_path, action, state_after, then):
+    delegation, port, state = policy(tmp_path, approve=True)
+    delegation.command({"to": ["coder"], "task": "build it"})
+    assert [g["id"] for g in delegation.gate_command({"action": "list"})["gates"]] == ["T1"]
+    port.calls.clear()
+    ack = delegation.gate_command({"action": action, "id": "T1", "reason": "no"})
+    assert ack == {"status": "ok", "id": "T1", "state": str(state_after)}
+    assert state.gates == {} and port.kinds()[-1] == then
+    role = port.named("enqueue")[-1][0][0]
+    assert role == ("coder" if action == "approve" else "lead")
+    assert "no delegation T1" in delegation.gate_command({"action": action, "id": "T1"})[
+        "error"]
+
+
+@pytest.mark.parametrize(("request_", "says"), [
+    ({"to": ["ghost"], "task": "x"}, "unknown role ghost"),
+    ({"to": ["coder"], "task": "x", "require_live": True}, "nothing was delegated"),
+], ids=["an unknown role", "a failed role, live required"])
+def test_a_refused_delegation_leaves_nothing_behind(tmp_path, request_, says):
+    delegation, port, state = policy(tmp_path)
+    state.seats["coder"].view = m.RoleView("coder", RoleStatus.FAILED, detail="gone")
+    assert says in delegation.command(request_)["error"]
+    assert state.board.tasks == {} and port.calls == []
+
+
+def test_a_delegation_that_cannot_be_written_is_forgotten(tmp_path):
+    delegation, port, state = policy(tmp_path)
+    (tmp_path / ".choragos" / "tasks").rmdir()
+    (tmp_path / ".choragos" / "tasks").write_text("not a directory")
+    assert "was not recorded" in delegation.command({"to": ["coder"], "task": "x"})["error"]
+    assert state.board.tasks == {} and port.calls == []
