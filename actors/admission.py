@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
+from choragos.actors.timers import Timer
 from choragos.memfloor import HELD_MARK
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class MemoryCheck:
 
 @dataclass
 class AdmissionState:
-    pending: Any = None  # the memory reading the timers will send, while a role is held
+    pending: Timer | None = None  # the memory reading the timers will send, while one waits
 
 
 class Admission:

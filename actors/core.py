@@ -1,10 +1,14 @@
-"""The session core: roster, task board, gate queue, delivery queues.
+"""The session core: the roster, the task board, and the executor of its policies.
 
 Every control-socket request arrives here as ``Dispatch`` (an ``ask`` from
 the listener); everything the roles report arrives as ``tell``.  The core
-never waits on a role: it sends one injection at a time per role and moves
-on when the role reports the outcome.  State changes are published to
-subscribers (the UI actor later) and written to the event log.
+never waits on a role.  It routes each message and command to the policy
+that owns the concern (delegation, delivery queues, work checks, judging,
+holds, merges, guardrails, limits, budgets, admission, ...), and carries
+out the effects the policies ask for through their port
+(:mod:`choragos.actors.coreport`): state changes published to subscribers
+(the deck, the web view), written to the event log and the journal, lines
+queued for the roles.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayo
 from choragos.actors.fresh import FreshContexts
 from choragos.actors.gateway import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
+from choragos.actors.handle import Handle
 from choragos.actors.holds import Hold, Holds
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop, Judging
@@ -42,6 +47,7 @@ from choragos.actors.mergeflow import MergeFlow, MergeState
 from choragos.actors.resume import Resume
 from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.timeouts import Timeouts
+from choragos.actors.timers import Timer, Timers
 from choragos.actors.tokenusage import TokenUsage
 from choragos.actors.workcheck import CheckState, WorkChecks
 from choragos.actors.workdone import WorkDone
@@ -49,7 +55,9 @@ from choragos.board import SETTLED_STATES, Board, Task, TaskState
 from choragos.config import Config, ConfigError
 from choragos.events import EventLog
 from choragos.gateway import Totals
-from choragos.memfloor import HELD_MARK
+from choragos.hooks import Hooks
+from choragos.journal import Journal
+from choragos.memfloor import HELD_MARK, MemoryGate
 from choragos.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.core")
@@ -60,40 +68,46 @@ class Seat:
     """The core's view of one role: its address, state and delivery queue."""
 
     name: str
-    handle: Any
+    handle: Handle
     view: m.RoleView
-    queue: deque = field(default_factory=deque)
+    queue: deque[m.Injection] = field(default_factory=deque)
     in_flight: m.Injection | None = None
 
 
 @dataclass
 class CoreState:
+    """What the core keeps, on an object a restarted core takes over."""
+
     config: Config
     workdir: Path
     events: EventLog
     board: Board = field(default_factory=Board)
     seats: dict[str, Seat] = field(default_factory=dict)
-    gates: OrderedDict = field(default_factory=OrderedDict)
     subscribers: list[Callable[[Any], None]] = field(default_factory=list)
-    checkpointer: Any = None
-    next_injection: int = 1
     on_shutdown: Callable[[], None] = lambda: None
-    reloader: Any = None  # the Session, when the team came from a config file
-    hooks: Any = None     # choragos.hooks.Hooks
-    clocks: Any = None    # the timeout clocks actor
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
     tokens: Totals = field(default_factory=dict)   # latest scrape
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
-    journal: Any = None   # choragos.journal.Journal, when the session is durable
+    trees: dict[str, Path] = field(default_factory=dict)  # worktree roles: their worktree
+    # role name -> the environment its agent process gets (verify runs with it)
+    role_env: Callable[[str], dict[str, str] | None] = lambda name: None
+    # Whom the core tells (the session wires them in after the core starts):
+    checkpointer: Handle | None = None
+    clocks: Handle | None = None    # the timeout clocks actor
+    aftercare: Handle | None = None  # changes and verify after a work-done
+    gateway_runner: Handle | None = None  # the built-in gateway's actor: the blocking budgets
+    me: Handle | None = None      # this core's own handle, for what the timers send back
+    timers: Timers | None = None
+    hooks: Hooks | None = None
+    journal: Journal | None = None  # when the session is durable
+    memory_gate: MemoryGate | None = None  # shared with the role actors
+    reloader: Any = None  # the Session, when the team came from a config file
+    # Each policy's own state:
+    gates: OrderedDict[str, Task] = field(default_factory=OrderedDict)  # delegation's
+    next_injection: int = 1  # delivery's numbering of the lines it queues
+    rounds: dict[int, int] = field(default_factory=dict)  # delivery's: rounds missed
+    heartbeat: Timer | None = None  # the journal's pending "alive" record
     guard: GuardState = field(default_factory=GuardState)
-    timers: Any = None  # actors.timers.Timers, for the idle alarm
-    me: Any = None      # this core's own handle, the idle alarm's target
-    heartbeat: Any = None  # the pending "alive" timer, while a timeout clock runs
-    aftercare: Any = None  # actors.aftercare: changes and verify after a work-done
-    trees: dict = field(default_factory=dict)   # worktree roles: name -> their worktree
-    rounds: dict = field(default_factory=dict)  # injection id -> rounds a live agent missed
-    gateway_runner: Any = None  # the built-in gateway's actor, told the blocking budgets
-    # Each policy's own state (kept here, so a restarted core takes it over):
     checks: CheckState = field(default_factory=CheckState)
     merging: MergeState = field(default_factory=MergeState)
     holds: OrderedDict[str, Hold] = field(default_factory=OrderedDict)
@@ -102,9 +116,6 @@ class CoreState:
     limit: LimitState = field(default_factory=LimitState)
     budget: BudgetState = field(default_factory=BudgetState)
     admission: AdmissionState = field(default_factory=AdmissionState)
-    # role name -> the environment its agent process gets (verify runs with it)
-    role_env: Callable[[str], dict[str, str] | None] = lambda name: None
-    memory_gate: Any = None  # choragos.memfloor.MemoryGate, shared with the role actors
 
     @property
     def state_dir(self) -> Path:
@@ -402,7 +413,7 @@ class CoreActor(Actor):
             return self.annotate(task.id, **changes)
         return self.move(task.id, state, **changes)
 
-    def later(self, seconds: float, message: Any) -> Any:
+    def later(self, seconds: float, message: Any) -> Timer | None:
         if self.s.timers is None or self.s.me is None:
             return None
         return self.s.timers.after(seconds, self.s.me, message)

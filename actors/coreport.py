@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from choragos import statedir
+from choragos.actors.timers import Timer
 from choragos.board import Task, TaskState
 
 
@@ -73,7 +74,7 @@ class CorePort(Protocol):
     def write_task_file(self, task: Task) -> None:
         """Write the task's file under .choragos/tasks/."""
 
-    def later(self, seconds: float, message: Any) -> Any:
+    def later(self, seconds: float, message: Any) -> Timer | None:
         """Tell the core ``message`` after ``seconds`` (None without timers)."""
 
     def tell_when_synced(self, target: Any, message: Any) -> None:

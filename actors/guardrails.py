@@ -15,13 +15,14 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.board import SETTLED_STATES, Task, TaskState
 from choragos.budgetgate import BLOCKING
+from choragos.config import Config, RoleSpec
 from choragos.durations import format_duration
 from choragos.gateway import role_cost, role_estimated, role_tokens
 from choragos.memfloor import HELD_MARK
@@ -44,7 +45,7 @@ STALLED = "stalled"
 INPUT_HELD = "input holds an untaken line"
 
 
-def budget_summary(config: Any) -> dict | None:
+def budget_summary(config: Config) -> dict | None:
     """Every budget in ``config``, for the "budgets" event that ``report`` reads."""
     roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens}
              for r in config.roles if r.budget is not None or r.budget_tokens is not None}
@@ -263,7 +264,7 @@ class Guardrails:
                 self.port.event("cost estimated", role=role, model=model,
                                 reason="no [pricing] entry; priced at the highest known prices")
 
-    def _guard_role_budget(self, spec: Any) -> None:
+    def _guard_role_budget(self, spec: RoleSpec) -> None:
         models = self.s.tokens.get(spec.name, {})
         cost = role_cost(self.s.config, models)
         tokens = sum(role_tokens(models).values())

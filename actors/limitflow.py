@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from choragos import briefs
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.actors.guardrails import Guardrails
 from choragos.board import Task, TaskState
+from choragos.config import Config
 from choragos.durations import format_duration
 from choragos.limits import Limit, LimitWatch, read_screen
 from choragos.rolestatus import RoleStatus
@@ -38,7 +39,7 @@ DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
 LIMIT_NOTE = "waits out a provider's limit"
 
 
-def new_watch(config: Any) -> LimitWatch:
+def new_watch(config: Config) -> LimitWatch:
     return LimitWatch(default_wait=config.ui.limit_wait, give_up=config.ui.limit_give_up)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from choragos import briefs, changes, news, statedir, wire, worktrees
 from choragos.actors.aftercare import MergeDone, MergeWork
@@ -37,13 +37,16 @@ class MergeGate:
     commit: str = ""  # the branch's head the diff shows: what an approval merges
 
 
+G = TypeVar("G")  # a merge gate or a hold
+
+
 @dataclass
 class MergeState:
     gates: OrderedDict[str, MergeGate] = field(default_factory=OrderedDict)  # by task id
     checked: dict[str, str] = field(default_factory=dict)  # task id -> commit its checks saw
 
 
-def close_gate(port: CorePort, board: Board, gates: dict, task_id: str) -> tuple[Any, Task]:
+def close_gate(port: CorePort, board: Board, gates: dict[str, G], task_id: str) -> tuple[G, Task]:
     """Take a merge gate or hold off its queue; the deck closes its dialog."""
     gate = gates.pop(task_id)
     port.publish(news.GateClosed(task_id))
