@@ -79,6 +79,10 @@ def test_the_watcher_leaves_when_the_command_ends_first() -> None:
 
 def test_a_command_that_cannot_run_says_why() -> None:
     child = tether.spawn(["no-such-program-here"], stderr=subprocess.PIPE)
-    _, err = child.communicate(timeout=10)
-    assert child.returncode != 0
+    # Not communicate(): it closes stdin, and that lets go of the command on
+    # purpose (SIGTERM), racing the failed exec's own message.
+    assert child.stderr is not None and child.stdin is not None
+    err = child.stderr.read()
+    assert child.wait(10) == 1
+    child.stdin.close()
     assert b"cannot run no-such-program-here" in err
