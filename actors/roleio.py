@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from choragos import hopstamps
 from choragos.actors.handle import ActorGone
 from choragos.rolestatus import RoleStatus
 
@@ -94,6 +95,8 @@ def type_keys(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
             return
         if not queue.waiting:
             rest = child.try_write(data)
+            if hopstamps.ON:
+                hopstamps.mark("key-written", state.spec.name)
             if not rest:  # all written, or the PTY is gone (the reader reports the exit)
                 return
             data = rest
@@ -135,6 +138,8 @@ class OutputFeed:
         Returned: when the terminal holds log lines back, the seconds after
         which :meth:`lull` must draw them if no more output came."""
         s = self.state
+        if hopstamps.ON:
+            hopstamps.mark("out-read", s.spec.name)
         if self.me.closed:
             return None
         # Keys first: another pane's echo is on its way, or this is that echo.
@@ -144,6 +149,8 @@ class OutputFeed:
                 return None
             s.last_output = self.now()
             due = s.terminal.feed(data, eager=eager)
+        if hopstamps.ON:
+            hopstamps.mark("out-fed", s.spec.name)
         if s.output_noticed or s.classify_pending:
             # A classification on its way reads the screen after it clears
             # its flag, so it takes this output in too: a notice now would

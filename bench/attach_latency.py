@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import shutil
 import statistics
@@ -166,25 +167,29 @@ class Screen:
 
 
 def probe_round(screen: Screen, probes: int, number: int, latencies: list[float],
-                busy: list[float]) -> int:
-    """``probes`` keystrokes into ``screen``: their latencies go to ``latencies``,
-    the server's CPU seconds and the wall seconds are added to ``busy``; the
-    last marker number used is returned."""
+                busy: list[float], spans: list[tuple[float, float]] | None = None) -> int:
+    """``probes`` keystrokes into ``screen``: their latencies go to ``latencies``
+    (and their (typed, seen) clock readings to ``spans``), the server's CPU
+    seconds and the wall seconds are added to ``busy``; the last marker
+    number used is returned."""
     screen.probing()
     cpu, wall = process_cpu(screen.server_pid), time.monotonic()
     for _ in range(probes):
         number += 1
-        elapsed = probe(screen, number)
-        if elapsed is not None:
-            latencies.append(elapsed)
+        span = probe(screen, number)
+        if span is not None:
+            latencies.append(span[1] - span[0])
+            if spans is not None:
+                spans.append(span)
     busy[0] += process_cpu(screen.server_pid) - cpu
     busy[1] += time.monotonic() - wall
     return number
 
 
-def probe(screen: Screen, number: int) -> float | None:
-    """Seconds from typing a marker to its arrival in the client's output;
-    None when it never came as typed (cut by escapes), counted apart."""
+def probe(screen: Screen, number: int) -> tuple[float, float] | None:
+    """When a marker was typed and when it arrived in the client's output
+    (perf_counter); None when it never came as typed (cut by escapes),
+    counted apart."""
     marker = f"Q{number:03d}"
     screen.arm(marker.encode())
     started = time.perf_counter()
@@ -199,7 +204,38 @@ def probe(screen: Screen, number: int) -> float | None:
     if seen is None:
         screen.missed += 1
         return None
-    return seen - started
+    return started, seen
+
+
+def hop_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """Each probe split into the steps between the session's hops (µs): the
+    first stamp of each hop inside the probe's span (the echo agent's own
+    where a hop names a role), the hops in the order they came in most
+    probes; a probe missing a hop is left out."""
+    marks: list[tuple[float, str]] = []
+    for line in stamps.read_text().splitlines():
+        ns, hop, *role = line.split()
+        if not role or role[0] == "echo":
+            marks.append((int(ns) / 1e9, hop))
+    marks.sort()
+    probes: list[dict[str, float]] = []
+    for typed, seen in spans:
+        first = {"typed": typed}
+        for t, hop in marks:
+            if typed <= t <= seen:
+                first.setdefault(hop, t)
+        first["seen"] = seen
+        probes.append(first)
+    names = {hop for first in probes for hop in first}
+    order = sorted(names, key=lambda hop: statistics.median(
+        first[hop] - first["typed"] for first in probes if hop in first))
+    steps: dict[str, list[float]] = {}
+    for first in probes:
+        if len(first) != len(order):
+            continue
+        for a, b in itertools.pairwise(order):
+            steps.setdefault(f"{a} -> {b}", []).append((first[b] - first[a]) * 1e6)
+    return steps
 
 
 # -- the two setups ---------------------------------------------------------------------
@@ -232,12 +268,14 @@ class Crew:
 
 
 @contextlib.contextmanager
-def choragos_screen(root: Path, crew: Crew) -> Iterator[Screen]:
+def choragos_screen(root: Path, crew: Crew, hops: bool = False) -> Iterator[Screen]:
     flood = root / "flood.py"
     flood.write_text(FLOODER)
     work = crew_repo(root / "w", [("echo", [sys.executable, str(AGENT)]), *crew.others(flood)],
                      "echo", QUIET_DECK + NO_CHECKPOINTS)
     env = environment(root)
+    if hops:
+        env["CHORAGOS_HOPSTAMPS"] = str(root / "hops.txt")
     with served(work, env) as pid:
         # Probe only once the session has briefed the echo agent (typed into its line).
         yield from _attached([sys.executable, "-m", "choragos", "attach"], env, work,
@@ -296,6 +334,9 @@ def main() -> None:
                         help="the neighbours print one screen, then nothing")
     parser.add_argument("--roles", type=int, default=2, help="panes, the echo agent's included")
     parser.add_argument("--flooders", type=int, default=1)
+    parser.add_argument("--hops", action="store_true",
+                        help="split choragos's latency into the session's hops "
+                        "(choragos/hopstamps.py; the stamps cost a write each)")
     args = parser.parse_args()
     crew = Crew(args.rate, args.idle, max(args.roles, 2), args.flooders)
     tmux = shutil.which("tmux")
@@ -305,16 +346,21 @@ def main() -> None:
     busy = {"choragos": [0.0, 0.0], "tmux": [0.0, 0.0]}  # server CPU s, wall s while probing
     number = 0
     missed = {"choragos": 0, "tmux": 0}
+    steps: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
             with scratch("chb-") as root:
-                setup = choragos_screen(root, crew) if name == "choragos" else \
+                setup = choragos_screen(root, crew, args.hops) if name == "choragos" else \
                     tmux_screen(root, crew, tmux)
+                spans: list[tuple[float, float]] = []
                 with setup as screen:
                     time.sleep(1.0)  # let the flood get going
                     number = probe_round(screen, args.probes, number, results[name],
-                                         busy[name])
+                                         busy[name], spans)
                     missed[name] += screen.missed
+                if args.hops and name == "choragos":
+                    for step, values in hop_steps(root / "hops.txt", spans).items():
+                        steps.setdefault(step, []).extend(values)
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"
@@ -325,11 +371,15 @@ def main() -> None:
         print(f"{summary(name, samples)}   server CPU {server_pct[name]:.0f}% of a core")
     ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
+    for step, values in steps.items():
+        print(f"  {step:<28} median {statistics.median(values):6.0f} µs  ({len(values)} probes)")
     emit("attach_latency", {"choragos/tmux": ratio},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
          median_ms={name: round(statistics.median(s) * 1000, 2) for name, s in results.items()},
-         probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct)
+         probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct,
+         **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()}}
+            if steps else {}))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from choragos import authority
+from choragos import authority, hopstamps
 from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
 from choragos.fdwait import wait_ready
 from choragos.ui import attachtty
@@ -357,6 +357,8 @@ class AttachServer:
     def _frame_out(self, data: bytes) -> None:
         """A frame from the deck, on its drawing thread: sent now if the socket
         takes it, else left in the outbox and the pump woken to finish it."""
+        if hopstamps.ON:
+            hopstamps.mark("frame-in")
         with self._out:
             client = self._client
             if client is None:
@@ -367,6 +369,8 @@ class AttachServer:
                 with contextlib.suppress(OSError):  # a broken socket is the pump's to see
                     if client.write():
                         client.progress = time.monotonic()
+                if hopstamps.ON:
+                    hopstamps.mark("frame-written")
             if not client.outbox or client.out_fd is None:
                 return
         with contextlib.suppress(OSError):
@@ -491,6 +495,8 @@ class AttachServer:
         if not data:
             self._drop("the terminal closed", f.DETACHED)
             return
+        if hopstamps.ON:
+            hopstamps.mark("key-read")
         self.deck.feed_input(data)
 
     def _client_frame(self, kind: bytes, payload: bytes) -> None:
