@@ -493,12 +493,16 @@ class ControlServer:
             ack = self.handler(request)
             if not isinstance(ack, dict):
                 raise TypeError(f"handler returned {type(ack).__name__}, not a dict")
-            json.dumps(ack)
+            # Encoded here, where one that cannot be is still answered with
+            # an error; sent as encoded (a board answer encoded twice cost
+            # the session as much again per request).
+            encoded = _Ack(ack)
+            encoded.raw = wire.encode(ack)
         except Exception as exc:
             self._emit("handler error", {"cmd": request["cmd"],
                                          "error": f"{type(exc).__name__}: {exc}"})
             return wire.error(f"internal error: {type(exc).__name__}: {exc}")
-        return ack
+        return encoded
 
     def _emit(self, kind: str, fields: dict[str, Any]) -> None:
         if self._log is None:
@@ -688,12 +692,19 @@ def _unregister(poller: select.poll, conn: socket.socket) -> None:
         poller.unregister(conn)
 
 
+class _Ack(dict):
+    """A handler's ack with its bytes on the wire (``raw``), encoded once."""
+
+    raw: bytes
+
+
 def _send_ack(conn: socket.socket, ack: dict[str, Any], end: float) -> None:
     # A refused client may be out of time already; give the ack a brief
     # chance anyway so it learns why it was cut.
     conn.settimeout(max(end - time.monotonic(), 0.2))
+    data = ack.raw if isinstance(ack, _Ack) else wire.encode(ack)
     with suppress(BrokenPipeError, ConnectionResetError, TimeoutError):
-        conn.sendall(wire.encode(ack))
+        conn.sendall(data)
 
 
 def _size(limit: int) -> str:

@@ -459,6 +459,25 @@ def test_handler_returning_junk_becomes_internal_error(make: Make, sock_path: Pa
     assert ack["status"] == "error" and ack["error"].startswith("internal error: TypeError")
 
 
+def test_an_ack_is_encoded_once(make: Make, sock_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big answer (a board polled every second) costs one encoding: the
+    check that the handler's ack encodes is the encoding that is sent."""
+    tasks = [{"id": f"T{n}", "text": "x" * 100} for n in range(100)]
+    encodings: list[int] = []
+    dumps = json.dumps
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(obj, dict) and obj.get("tasks") is tasks:
+            encodings.append(1)
+        return dumps(obj, *args, **kwargs)
+
+    make(handler=lambda request: wire.ok(tasks=tasks))
+    monkeypatch.setattr(json, "dumps", counting)
+    assert ping(sock_path)["tasks"] == tasks
+    assert len(encodings) == 1
+
+
 def test_failing_logger_does_not_break_serving(make: Make, sock_path: Path) -> None:
     def bad_log(kind: str, fields: dict[str, Any]) -> None:
         raise OSError("disk full")
