@@ -134,10 +134,53 @@ def _kb(path: Path) -> int:
     return path.stat().st_size // 1024 if path.exists() else 0
 
 
-def settled(s: SeatCrew) -> tuple[int, dict[str, str]]:
-    """Tasks done so far, and any task in a state this loop never leads to.
-    The archive is counted, not listed: listing it every second would cost
-    the server more as the history grows, which is what is measured."""
+# Events that put a task in a state this loop never leads to.
+ODD_EVENTS = {"task failed": "failed", "timeout": "timed_out", "delegate gated": "gated",
+              "gate rejected": "rejected"}
+
+
+class Settled:
+    """Tasks settled so far, read from the session's event log as it grows.
+    Nothing is asked of the session: the board asked for every second cost
+    the server more as its live board filled to its 100 done tasks (and
+    listing the archive, more as the history grew), which is what is
+    measured."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.rest = b""
+        self.done: set[str] = set()
+        self.odd: dict[str, str] = {}
+
+    def read(self) -> tuple[int, dict[str, str]]:
+        """Tasks reported done, and any task in a state this loop never leads to."""
+        try:
+            if self.path.stat().st_size < self.offset:  # rotated: the rest is in .1
+                self._take(self.path.with_name(self.path.name + ".1"))
+                self.offset, self.rest = 0, b""
+            self._take(self.path)
+        except FileNotFoundError:
+            pass
+        return len(self.done), dict(self.odd)
+
+    def _take(self, path: Path) -> None:
+        with path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        self.offset += len(data)
+        *lines, self.rest = (self.rest + data).split(b"\n")
+        for line in lines:
+            record = json.loads(line)
+            event, task = record.get("event"), record.get("task")
+            if event == "work-done" and record.get("done") and record.get("outcome") == "done":
+                self.done.add(task)
+            elif event in ODD_EVENTS:
+                self.odd[task] = ODD_EVENTS[event]
+
+
+def board_settled(s: SeatCrew) -> tuple[int, dict[str, str]]:
+    """The same from the board, once at the end: the archive counted, not listed."""
     board = json.loads(s.cli("board", "--json").stdout)
     tasks = board["tasks"]
     done = sum(t["state"] == "done" for t in tasks) + sum(
@@ -151,9 +194,10 @@ def run(s: SeatCrew, total: int, window: int) -> list[dict]:
     started = time.monotonic()
     samples = [sample(s, started, 0)]
     moved = time.monotonic()
+    log = Settled(s.workdir / ".choragos" / "logs" / "events.jsonl")
     while samples[-1]["done"] < total:
         time.sleep(1.0)
-        done, odd = settled(s)
+        done, odd = log.read()
         if odd:
             raise SystemExit(f"a task went wrong: {odd}\n{s.diagnostics()}")
         if done > samples[-1]["done"]:
@@ -163,6 +207,10 @@ def run(s: SeatCrew, total: int, window: int) -> list[dict]:
             print(json.dumps(samples[-1]), flush=True)
         if time.monotonic() - moved > STUCK_AFTER:
             raise SystemExit(f"no task settled for {STUCK_AFTER:.0f} s\n{s.diagnostics()}")
+    done, odd = board_settled(s)
+    if done < samples[-1]["done"] or odd:
+        raise SystemExit(f"the board disagrees with the event log: {done} done, {odd}\n"
+                         f"{s.diagnostics()}")
     return samples
 
 
