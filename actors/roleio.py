@@ -149,8 +149,6 @@ class OutputFeed:
                 return None
             s.last_output = self.now()
             due = s.terminal.feed(data, eager=eager)
-        if hopstamps.ON:
-            hopstamps.mark("out-fed", s.spec.name)
         if s.output_noticed or s.classify_pending:
             # A classification on its way reads the screen after it clears
             # its flag, so it takes this output in too: a notice now would
