@@ -115,7 +115,17 @@ def sample(s: SeatCrew, started: float, done: int) -> dict:
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "children": _children(pid),
             "journal_kb": _kb(state / "journal.log"),
             "events_kb": _kb(s.workdir / ".choragos" / "logs" / "events.jsonl"),
-            "refs": sum(len(files) for _, _, files in os.walk(refs))}
+            "refs": sum(len(files) for _, _, files in os.walk(refs)),
+            "read_kb": _read_kb(pid)}
+
+
+def _read_kb(pid: int) -> int:
+    """KB the server has read so far (its agents' output most of it; sockets
+    and files too): a task that costs more CPU may just bring more output."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1]) // 1024
+    return 0
 
 
 def _children(pid: int) -> int:
@@ -270,12 +280,12 @@ def fixtures(args: argparse.Namespace) -> None:
 
 def report(samples: list[dict], args: argparse.Namespace) -> None:
     first, warm, last = samples[:2], samples[1], samples[-2:]
-    print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'rss MB':>7} {'threads':>8} "
-          f"{'fds':>4} {'journal KB':>11} {'refs':>5}")
+    print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} {'rss MB':>7} "
+          f"{'threads':>8} {'fds':>4} {'journal KB':>11} {'refs':>5}")
     for a, b in itertools.pairwise(samples):
         print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
-              f"{b['rss_mb']:>7.1f} {b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} "
-              f"{b['refs']:>5}")
+              f"{per_task(a, b, 'read_kb'):>13.1f} {b['rss_mb']:>7.1f} {b['threads']:>8} "
+              f"{b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5}")
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
     grown = per_task(warm, samples[-1], "rss_mb") * 1024
