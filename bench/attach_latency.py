@@ -221,34 +221,34 @@ def probe(screen: Screen, number: int) -> tuple[float, float] | None:
     return started, seen
 
 
+# The session's hops (``choragos/hopstamps.py``) in the order a key takes them.
+HOPS = ("key-read", "key-written", "out-read", "frame-in", "frame-written")
+
+
 def hop_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
-    """Each probe split into the steps between the session's hops (µs): the
-    first stamp of each hop inside the probe's span (the echo agent's own
-    where a hop names a role), the hops in the order they came in most
-    probes; a probe missing a hop is left out."""
+    """Each probe split into the steps between the session's hops (µs): for
+    each hop in turn, its first stamp after the previous hop's inside the
+    probe's span (the echo agent's own where a hop names a role: the
+    neighbours' reads and frames are stamped too); a probe missing a hop is
+    left out."""
     marks: list[tuple[float, str]] = []
     for line in stamps.read_text().splitlines():
         ns, hop, *role = line.split()
         if not role or role[0] == "echo":
             marks.append((int(ns) / 1e9, hop))
     marks.sort()
-    probes: list[dict[str, float]] = []
-    for typed, seen in spans:
-        first = {"typed": typed}
-        for t, hop in marks:
-            if typed <= t <= seen:
-                first.setdefault(hop, t)
-        first["seen"] = seen
-        probes.append(first)
-    names = {hop for first in probes for hop in first}
-    order = sorted(names, key=lambda hop: statistics.median(
-        first[hop] - first["typed"] for first in probes if hop in first))
     steps: dict[str, list[float]] = {}
-    for first in probes:
-        if len(first) != len(order):
-            continue
-        for a, b in itertools.pairwise(order):
-            steps.setdefault(f"{a} -> {b}", []).append((first[b] - first[a]) * 1e6)
+    for typed, seen in spans:
+        points, at = [("typed", typed)], typed
+        for hop in HOPS:
+            at = next((t for t, name in marks if name == hop and at <= t <= seen), None)
+            if at is None:
+                break
+            points.append((hop, at))
+        else:
+            points.append(("seen", seen))
+            for (a, ta), (b, tb) in itertools.pairwise(points):
+                steps.setdefault(f"{a} -> {b}", []).append((tb - ta) * 1e6)
     return steps
 
 
