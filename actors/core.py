@@ -44,6 +44,7 @@ from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.judging import JudgeLoop, Judging
 from choragos.actors.limitflow import LimitFlow, LimitState
 from choragos.actors.mergeflow import MergeFlow, MergeState
+from choragos.actors.reload import plan_from_file
 from choragos.actors.resume import Resume
 from choragos.actors.rollbackcmd import RollbackCommand
 from choragos.actors.timeouts import Timeouts
@@ -101,7 +102,7 @@ class CoreState:
     hooks: Hooks | None = None
     journal: Journal | None = None  # when the session is durable
     memory_gate: MemoryGate | None = None  # shared with the role actors
-    reloader: Any = None  # the Session, when the team came from a config file
+    reloader: Handle | None = None  # the reload actor, when the team came from a file
     # Each policy's own state:
     gates: OrderedDict[str, Task] = field(default_factory=OrderedDict)  # delegation's
     next_injection: int = 1  # delivery's numbering of the lines it queues
@@ -274,36 +275,37 @@ class CoreActor(Actor):
                        archived_by=self.s.board.archived_counts())
 
     def _cmd_reload(self, request: dict) -> dict:
-        """Live reload: converge the roles on the re-read config (see choragos/reloadplan.py)."""
+        """Live reload: converge the roles on the re-read config (see choragos/reloadplan.py);
+        the reload actor starts and stops the roles, this core never waits on it."""
         reloader = self.s.reloader
         if reloader is None:
             return wire.error("this session runs the built-in team, so there is no config "
                               "to re-read; write a .choragos.toml and restart the session")
         try:
-            plan = reloader.plan(self.s.config, self._busy_roles())
+            plan = plan_from_file(self.s.config, self.s.workdir, self._busy_roles())
         except ConfigError as exc:
             self.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
         before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
             self._remove_seat(name)
-        for spec in plan.add:
-            self.s.seats[spec.name] = reloader.add_role(spec)
-        for spec in plan.respawn:
-            reloader.respawn_role(spec)
-        for spec in plan.update:
-            reloader.update_role(spec)
-        reloader.stop_roles(plan.remove)
+        for spec in plan.add:  # addressable at once: the handle keeps what is sent meanwhile
+            self.s.seats[spec.name] = Seat(spec.name, Handle(f"role:{spec.name}"),
+                                           m.RoleView(spec.name, RoleStatus.EXITED))
+        reloader.tell(m.ApplyReload(plan, {s.name: self.s.seats[s.name].handle
+                                           for s in plan.add}))
         self.event("reload", **plan.summary())
         self.journal("reload", **plan.summary())
         self.budgets.changed(before)
         self.limits.reconfigured()
-        if plan.add or plan.remove:
-            reloader.write_briefs(self.s.config)
-            self.enqueue(self.s.start_role, briefs.team_changed_line(
-                [r.name for r in plan.add], plan.remove,
-                f".choragos/briefs/{self.s.start_role}.md"), "notice")
         return wire.ok(message=_reload_message(plan), **plan.summary())
+
+    @handle.register
+    def _team_changed(self, message: m.TeamChanged) -> None:
+        """The reload actor wrote the new team's briefs: the start role reads them."""
+        self.enqueue(self.s.start_role, briefs.team_changed_line(
+            list(message.added), list(message.removed),
+            f".choragos/briefs/{self.s.start_role}.md"), "notice")
 
     def _busy_roles(self) -> set[str]:
         busy = {task.role for task in self.s.board.tasks.values() if task.is_open}

@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,6 +56,28 @@ class AcceptLoopCrash(Exception):
     """The listener's crash when its accept loop died: the supervisor restarts it."""
 
 
+class Gate(Protocol):
+    """What may be refused before the core sees it (an enforced gateway that is down)."""
+
+    def refusal(self, request: dict) -> str | None: ...
+
+
+class Callers(Protocol):
+    """Whom a process acts for (``actors/rolesview.py``)."""
+
+    def caller_of(self, pid: int | None) -> str | None: ...
+
+
+class _Open:
+    """No gate, and no role behind any pid (a listener on its own, in tests)."""
+
+    def refusal(self, request: dict) -> str | None:
+        return None
+
+    def caller_of(self, pid: int | None) -> str | None:
+        return None
+
+
 @dataclass
 class ListenerState:
     """What a restarted listener carries on with: the bound server, the core's
@@ -63,13 +85,13 @@ class ListenerState:
 
     server: ControlServer
     core: Any  # the core actor's Handle
-    gate: Callable[[dict], str | None] = lambda request: None
-    caller: Callable[[int | None], str | None] = lambda pid: None
+    gate: Gate = field(default_factory=_Open)
+    callers: Callers = field(default_factory=_Open)
     journal: Any = None
 
     def dispatch(self, request: dict) -> dict:
         """One request from a socket thread, to the core as a message."""
-        return self._dispatch(request, self.caller(request.pop(wire.PEER_PID, None)))
+        return self._dispatch(request, self.callers.caller_of(request.pop(wire.PEER_PID, None)))
 
     def dispatch_as(self, role: str, request: dict) -> dict:
         """One request from a socket that only ``role`` reaches (a remote seat's)."""
@@ -78,7 +100,7 @@ class ListenerState:
 
     def _dispatch(self, request: dict, caller: str | None) -> dict:
         request[wire.CALLER] = caller
-        refusal = self.gate(request)
+        refusal = self.gate.refusal(request)
         if refusal:
             return wire.error(refusal)
         try:

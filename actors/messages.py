@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from choragos.news import RoleView
+from choragos.reloadplan import ReloadPlan
 from choragos.restartpolicy import ExitStatus
 
 # --- to a role actor -------------------------------------------------------
@@ -265,6 +266,27 @@ class CheckpointDone:
 @dataclass(frozen=True)
 class Subscribe:
     callback: Any  # called with every published event, from the core's thread
+
+
+@dataclass(frozen=True)
+class TeamChanged:
+    """From the reload actor, once the briefs name the new team: the start
+    role is told who joined and who left."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+# --- to the reload actor -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApplyReload:
+    """The core's plan for the roles (it already converged its own state);
+    ``handles``: the addresses it handed out for the roles the plan adds."""
+
+    plan: ReloadPlan
+    handles: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 # --- to the checkpointer ---------------------------------------------------

@@ -19,7 +19,6 @@ from typing import Any
 
 from choragos import notify, webaccess
 from choragos.actors.base import Actor
-from choragos.actors.supervisor import ChildSpec, StartChild
 from choragos.config import NotifySettings
 
 log = logging.getLogger("choragos.notify")
@@ -98,8 +97,8 @@ def hear(handle: Any) -> Callable[[str, str, str, str], None]:
     return listener
 
 
-def start_notifier(session: Any, hooks: Any) -> Any:
-    """Start the notifier under the session's supervisor when ``[notify] url`` is set."""
+def notifier(session: Any) -> Callable[[Any], Any] | None:
+    """The notifier's start (under the session's supervisor), when ``[notify] url`` is set."""
     settings = session.config.notify
     if not settings.url:
         return None
@@ -114,9 +113,12 @@ def start_notifier(session: Any, hooks: Any) -> Any:
 
     state = NotifyState(settings, base, token, session.events.write)
     sup, timers = session.supervisor, session.timers
-    handle = sup.ask(StartChild(ChildSpec(
-        "notifier", lambda h: NotifierActor.start(state, timers, h, sup))), timeout=10)
+    return lambda h: NotifierActor.start(state, timers, h, sup)
+
+
+def notifier_started(session: Any, hooks: Any, handle: Any) -> None:
+    """The notifier runs: it hears the hooks from now on."""
+    settings = session.config.notify
     hooks.heard.append(hear(handle))
     session.events.write("notify on", kind=settings.kind, every=settings.every,
                          token_in_link=settings.token_in_link)
-    return handle

@@ -1,15 +1,20 @@
 """Wires a session together: start in dependency order, stop in reverse.
 
 Order: control socket bound (the lock) → event log → timers → the session
-supervisor → core → clocks → checkpointer → aftercare → built-in gateway
-(its own supervisor; up before any role) → gateway prober → the roles
-supervisor and one child per role → listener (accepting from now on) →
-web view, when ``[web] listen`` is set.
+supervisor and its children, as the table in :meth:`Session.children`
+lists them (``actors/children.py`` builds it): core → notifier → clocks →
+checkpointer → aftercare → built-in gateway (its own supervisor; up before
+any role) → gateway prober → the roles supervisor and one child per role →
+the reload actor → listener (accepting from now on) → web view, when
+``[web] listen`` is set.
 Stopping runs the other way round, in a ``finally``, so the socket
 disappears first (no new work), then every role's process group is
 terminated in parallel, then the actors and the timer thread stop.
 
-The tree, its restart types and strategies are drawn in docs/architecture.md.
+The roles themselves (how one is started, what a reload changes) are the
+crew's (``actors/crew.py``); what anyone else may see of them, the
+:class:`~actors.rolesview.RolesView`.  The tree, its restart types and
+strategies are drawn in docs/architecture.md.
 When the session supervisor gives up (a child failed more often than its
 intensity allows), the session stops the same clean way, logs what gave up
 and why, keeps its journal for ``serve --resume`` and :attr:`Session.failure`
@@ -23,36 +28,25 @@ import faulthandler
 import json
 import logging
 import os
-import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pykka
 
-from choragos import (
-    __version__,
-    authority,
-    briefs,
-    budgetgate,
-    journal,
-    ownership,
-    resume,
-    selfpath,
-    statedir,
-    taskids,
-    wire,
-    worktrees,
-)
+from choragos import __version__, budgetgate, journal, resume, selfpath, statedir, taskids, wire
 from choragos.actors import messages as m
 from choragos.actors import threadhook
 from choragos.actors.aftercare import AftercareActor
 from choragos.actors.checkpointer import CheckpointerActor
+from choragos.actors.children import Child, Start, build, nested
 from choragos.actors.clocks import ClockActor, ClockState
-from choragos.actors.core import CoreActor, CoreState, Seat
+from choragos.actors.core import CoreActor, CoreState
+from choragos.actors.crew import STOP_GRACE, Crew, role_intensity
 from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
+from choragos.actors.gatewaygate import GatewayGate
 from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
@@ -62,52 +56,40 @@ from choragos.actors.listener import (
     bind_server,
     install_fault_hook,
 )
-from choragos.actors.notifier import start_notifier
-from choragos.actors.remoteseats import RemoteSeats, RoleSocket
-from choragos.actors.role import RoleActor, RoleState, new_state
+from choragos.actors.notifier import notifier, notifier_started
+from choragos.actors.reload import ReloadActor
+from choragos.actors.rolesview import RolesView
 from choragos.actors.startwatch import StartReport, watch_start
 from choragos.actors.supervisor import (
     TEMPORARY,
-    ChildSpec,
-    SetIntensity,
-    StartChild,
     StopAll,
-    StopChild,
     Supervisor,
     SupervisorState,
     stop_children,
-    supervisor_spec,
 )
 from choragos.actors.timers import Timers
+from choragos.actors.websession import WebAccess, web
 from choragos.actors.websession import install_fault_hook as install_web_fault_hook
-from choragos.actors.websession import start_web
 from choragos.board import SETTLED_STATES
 from choragos.checkpoints import CheckpointStore, NotARepository
-from choragos.config import Config, RoleSpec, load_config
+from choragos.config import Config
 from choragos.ctlserver import ControlServer, ServerStartError
-from choragos.echowait import EchoWait
 from choragos.events import EventLog, default_path
 from choragos.gateway import GatewayMode, decide_session
 from choragos.gatewaycounts import session_path
-from choragos.gatewayroles import new_session_key, role_key
+from choragos.gatewayroles import new_session_key
 from choragos.hooks import Hooks
-from choragos.launch import Launch, LaunchContext, launch
 from choragos.memfloor import MemoryGate
-from choragos.news import RoleView
-from choragos.reloadplan import ReloadPlan, plan_reload
 from choragos.stopflag import StopFlag
 from choragos.webaccess import clear_addr
 from choragos.webnews import NewsHub
 
 log = logging.getLogger("choragos.session")
 
-STOP_GRACE = 3.0
 # How many restarts each supervisor allows within PERIOD seconds before it
-# gives up.  The roles supervisor allows ROLE_INTENSITY per role, counted
-# again whenever a reload adds or removes roles.
+# gives up (the roles supervisor's is per role: see actors/crew.py).
 SESSION_INTENSITY = 5
 GATEWAY_INTENSITY = 5
-ROLE_INTENSITY = 5
 PERIOD = 60.0
 HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done",
              "on_limit")
@@ -127,21 +109,23 @@ class SessionOptions:
 
 class Session:
     def __init__(self, config: Config, options: SessionOptions) -> None:
-        self.config = config
+        self.config = config  # as the session started (the roles' live one: roles.config)
         self.options = options
         self.workdir = options.workdir
         self.stopped = StopFlag()
         self.events = EventLog(default_path(self.workdir))
-        self.role_states: dict[str, RoleState] = {}
-        self.echo_wait = EchoWait()  # keys first: the deck's typed echo ahead of other output
-        self.handles: dict[str, Handle] = {}
+        self.roles = RolesView(config)  # what the listener, the deck and the web view see
         self.server: ControlServer | None = None
         self.timers: Timers | None = None
         self.supervisor: pykka.ActorRef | None = None  # the top of the tree
         self.tree = SupervisorState("session", intensity=SESSION_INTENSITY, period=PERIOD)
-        self.roles: Handle | None = None  # the roles supervisor
+        self.gateway_tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY,
+                                            period=PERIOD)
+        self.roles_tree = SupervisorState("roles", intensity=role_intensity(len(config.roles)),
+                                          period=PERIOD)
         self.failure: str | None = None  # why the tree gave up, if it did
         self.core: Handle | None = None
+        self.core_state: CoreState | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
         # The built-in gateway charges a request to a role only with that role's key;
@@ -155,15 +139,13 @@ class Session:
             import choragos.webserver  # noqa: F401
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
+        self.crew: Crew | None = None  # starts and stops the roles, once the state is open
         self.prober_handle: Handle | None = None
+        self._gateway_server_state: ServerState | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
-        self.trees: dict[str, Path] = {}  # worktree roles: name -> their git worktree
         self.listening: ListenerState | None = None  # the control path the web view shares
         self.news_hub = NewsHub()  # the web view's event streams
         self.web = None  # the web actor's state, when [web] listen is served
-        self.behalf = authority.Behalf()  # what runs for a role (its verify) counts as it
-        self.remote: RemoteSeats | None = None  # roles on other machines, when there are
-        self.dispatch_as = None  # the listener's way in for a socket only one role reaches
         self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
 
     # -- start ---------------------------------------------------------------
@@ -275,90 +257,159 @@ class Session:
         self.timers = Timers()
         self.supervisor = Supervisor.start(self.tree, on_event=self.events.write,
                                            on_give_up=self._gave_up)
-        sup = self.supervisor
-        self.write_briefs(self.config)
+        self.crew = Crew(self.config, self.workdir, self.options.socket,
+                         (self.options.cols, self.options.rows), self.roles, self.events.write,
+                         self.config.sphragis.agent_url if self.gateway.on else None,
+                         self.gateway_key, self.memory_gate, self.restored)
+        self.crew.write_briefs(self.config)
         selfpath.write_shim(self.workdir)
-        core_state = CoreState(config=self.config, workdir=self.workdir, events=self.events,
-                               on_shutdown=self.stopped.set,
-                               reloader=self if self.config.source else None,
-                               gateway=self._gateway_label(),
-                               board=JournaledBoard(
-                                   journal=self.journal,
-                                   next_number=taskids.first_free(self.workdir)),
-                               journal=self.journal)
-        self.core = self._start_child("core", lambda h: CoreActor.start(core_state, sup))
-        core_state.timers, core_state.me = self.timers, self.core
-        core_state.memory_gate = self.memory_gate
-        core_state.hooks = self._hooks()
-        start_notifier(self, core_state.hooks)
-        clock_state = ClockState({})
-        core, timers = self.core, self.timers
-        core_state.clocks = self._start_child(
-            "clocks", lambda h: ClockActor.start(clock_state, core, timers, h, sup))
-        core_state.checkpointer = self._start_checkpointer(core_state)
-        workdir, behalf = self.workdir, self.behalf
-
-        def fetchers() -> dict:
-            return self.remote.by_branch() if self.remote is not None else {}
-
-        core_state.aftercare = self._start_child(
-            "aftercare", lambda h: AftercareActor.start(workdir, core, sup, behalf, fetchers))
-        self._start_gateway_server(core_state)
-        self._start_prober(core_state)
-        core_state.trees = self.trees
-        core_state.role_env = self._env_of
-        self.roles = self.supervisor.ask(StartChild(supervisor_spec(
-            SupervisorState("roles", intensity=role_intensity(len(self.config.roles)),
-                            period=PERIOD), sup, self.events.write)), timeout=10)
-        for spec in self.config.roles:
-            core_state.seats[spec.name] = self._start_role(spec)
-            self._carry_over(spec, self.role_states[spec.name])
-        if self.restored is not None:
-            self.core.ask(Restore(self.restored), timeout=30)
-        listening = ListenerState(self.server, self.core, self._gate, self.caller_of,
-                                  self.journal)
-        self.dispatch_as = listening.dispatch_as
-        if self.remote is not None:
-            self.remote.dispatch = listening.dispatch_as
-        self._start_child("listener", lambda h: ListenerActor.start(listening, h, sup))
-        self.listening = listening
-        self.web = start_web(self, self.news_hub)
-        for handle in self.handles.values():
+        self.core_state = CoreState(
+            config=self.config, workdir=self.workdir, events=self.events,
+            on_shutdown=self.stopped.set, gateway=self._gateway_label(),
+            board=JournaledBoard(journal=self.journal,
+                                 next_number=taskids.first_free(self.workdir)),
+            journal=self.journal, memory_gate=self.memory_gate, hooks=self._hooks(),
+            trees=self.crew.trees, role_env=self.roles.env_of)
+        build(self.children(), self.supervisor)
+        for handle in self.roles.handles().values():
             handle.tell(m.Spawn())
         for name, role in (self.restored.roles if self.restored else {}).items():
-            if role.get("paused") and name in self.handles:
-                self.handles[name].tell(m.Pause())
+            if role.get("paused"):
+                self.roles.tell(name, m.Pause())
 
-    def _worktree(self, role: str, strict: bool) -> Path | None:
-        """The role's tree: the one it left with unmerged work, or a new one from HEAD."""
-        if role not in self.trees:
-            try:
-                self.trees[role] = worktrees.ensure(self.workdir, role)
-            except worktrees.WorktreeError as exc:
-                if strict:  # at start: the session does not start without it
-                    raise ServerStartError(f"the worktree of {role}: {exc}") from None
-                # A role added by a reload into a repository that cannot have
-                # one runs in the workspace, loudly.
-                log.warning("%s runs in the workspace: %s", role, exc)
-                self.events.write("worktree failed", role=role, error=str(exc))
-                return None
-            self.events.write("worktree", role=role, path=str(self.trees[role]),
-                              branch=worktrees.branch_of(role))
-        return self.trees[role]
+    # -- the tree ------------------------------------------------------------------
 
-    def _prune_worktrees(self) -> None:
-        """A worktree whose branch is fully merged and clean has nothing left to keep."""
-        for name in self.trees:
-            try:
-                pruned = worktrees.prune(self.workdir, name)
-            except worktrees.WorktreeError as exc:
-                log.warning("keeping the worktree of %s: %s", name, exc)
-                continue
-            self.events.write("worktree pruned" if pruned else "worktree kept", role=name,
-                              branch=worktrees.branch_of(name))
+    def children(self) -> tuple[Child, ...]:
+        """The session supervisor's children, in start order (see actors/children.py)."""
+        core, sup, on_event = ("core",), self.supervisor, self.events.write
+        return (
+            Child("core", self._core, started=self._core_started),
+            Child("notifier", self._notifier, needs=core, started=self._notifier_started),
+            Child("clocks", self._clocks, needs=core, started=self._set("clocks")),
+            Child("checkpointer", self._checkpointer, needs=core,
+                  started=self._checkpointer_started),
+            Child("aftercare", self._aftercare, needs=core, started=self._set("aftercare")),
+            nested("builtin-gateway", self.gateway_tree, sup, on_event, restart=TEMPORARY,
+                   wanted=self.config.gateway.builtin,
+                   children=(Child("gateway-server", self._gateway_server,
+                                   needs=("core", "builtin-gateway"),
+                                   started=self._gateway_server_started),)),
+            Child("gateway", self._prober, needs=core, started=self._prober_started),
+            nested("roles", self.roles_tree, sup, on_event, started=self._roles_started),
+            Child("reload", self._reload, needs=("core", "roles"), started=self._set("reloader")),
+            Child("listener", self._listener, needs=core),
+            Child("web", self._web, needs=("listener",)),
+        )
 
-    def _start_child(self, name: str, start, under=None) -> Handle:
-        return (under or self.supervisor).ask(StartChild(ChildSpec(name, start)), timeout=10)
+    def _set(self, field: str) -> Callable[[Handle], None]:
+        """A ``started`` hook: the core's state names the child's handle."""
+        return lambda handle: setattr(self.core_state, field, handle)
+
+    def _core(self, deps: Mapping[str, Handle]) -> Start:
+        state, sup = self.core_state, self.supervisor
+        return lambda h: CoreActor.start(state, sup)
+
+    def _core_started(self, handle: Handle) -> None:
+        self.core = handle
+        self.core_state.timers, self.core_state.me = self.timers, handle
+        self.crew.core, self.crew.timers = handle, self.timers
+        self.crew.supervisor = self.supervisor
+
+    def _notifier(self, deps: Mapping[str, Handle]) -> Start | None:
+        return notifier(self)
+
+    def _notifier_started(self, handle: Handle) -> None:
+        notifier_started(self, self.core_state.hooks, handle)
+
+    def _clocks(self, deps: Mapping[str, Handle]) -> Start:
+        state, core, timers, sup = ClockState({}), deps["core"], self.timers, self.supervisor
+        return lambda h: ClockActor.start(state, core, timers, h, sup)
+
+    def _checkpointer(self, deps: Mapping[str, Handle]) -> Start | None:
+        if not self.config.checkpoints.enabled:
+            self.events.write("checkpoints off", reason="[checkpoints] enabled = false")
+            return None
+        try:
+            store = CheckpointStore(self.workdir, watch=True)  # long-lived: it can watch
+        except NotARepository as exc:
+            self.events.write("checkpoints off", reason=str(exc))
+            log.warning("checkpoints are off: %s", exc)
+            return None
+        removed = store.remove_stale_temporaries()
+        if removed:
+            self.events.write("checkpoint temporaries removed", count=removed)
+        core, events, sup = deps["core"], self.events, self.supervisor
+        trees = self.crew.remote_trees
+        return lambda h: CheckpointerActor.start(store, core, events, sup, trees)
+
+    def _checkpointer_started(self, handle: Handle) -> None:
+        self.core_state.checkpointer = handle
+        handle.tell(m.Prune(self.config.checkpoints.keep, _tasks_at_work(self.restored)))
+
+    def _aftercare(self, deps: Mapping[str, Handle]) -> Start:
+        workdir, core, sup = self.workdir, deps["core"], self.supervisor
+        behalf, fetchers = self.roles.behalf, self.crew.fetchers
+        return lambda h: AftercareActor.start(workdir, core, sup, behalf, fetchers)
+
+    def _gateway_server(self, deps: Mapping[str, Handle]) -> Start:
+        """The built-in gateway, listening before any role can send it a request."""
+        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
+        state = self._gateway_server_state = ServerState(
+            self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
+            session_path(self.workdir), self.gateway_key, policy=budgetgate.policy(self.config))
+        core, sup = deps["core"], deps["builtin-gateway"]
+        return lambda h: GatewayRunner.start(state, core, sup)
+
+    def _gateway_server_started(self, handle: Handle) -> None:
+        self.core_state.gateway_runner = handle
+        try:
+            problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
+        except Exception as exc:  # it crashed while starting, maybe for good
+            problem = self._gateway_server_state.problem or f"{type(exc).__name__}: {exc}"
+        if problem:
+            self.events.write("gateway failed", reason=problem)
+            log.warning("%s", problem)
+
+    def _prober(self, deps: Mapping[str, Handle]) -> Start | None:
+        if not self.gateway.on:
+            return None
+        state, core, timers, sup = self.prober, deps["core"], self.timers, self.supervisor
+        return lambda h: GatewayProber.start(state, core, timers, h, sup)
+
+    def _prober_started(self, handle: Handle) -> None:
+        self.prober_handle = handle
+        handle.tell(Probe())
+        self.timers.after(30.0, handle, FlushTick())
+
+    def _roles_started(self, handle: Handle) -> None:
+        """One actor per role, then the board they resume, before anyone connects."""
+        self.crew.roles_sup = handle
+        for spec in self.config.roles:
+            self.core_state.seats[spec.name] = self.crew.start(spec)
+            self.crew.carry_over(spec)
+        if self.restored is not None:
+            self.core.ask(Restore(self.restored), timeout=30)
+
+    def _reload(self, deps: Mapping[str, Handle]) -> Start | None:
+        if not self.config.source:  # the built-in team: no file to re-read
+            return None
+        crew, sup = self.crew, self.supervisor
+        return lambda h: ReloadActor.start(crew, sup)
+
+    def _listener(self, deps: Mapping[str, Handle]) -> Start:
+        gate = GatewayGate(self.gateway, self.prober, self.events.write)
+        self.listening = listening = ListenerState(self.server, deps["core"], gate, self.roles,
+                                                   self.journal)
+        self.crew.serve_remote(listening.dispatch_as)
+        sup = self.supervisor
+        return lambda h: ListenerActor.start(listening, h, sup)
+
+    def _web(self, deps: Mapping[str, Handle]) -> Start | None:
+        made = web(self, self.news_hub, WebAccess(self.roles, self.listening, self.workdir))
+        if made is None:
+            return None
+        self.web, start = made
+        return start
 
     def _gave_up(self, reason: str) -> None:
         """The top of the tree gave up (on the supervisor's thread): stop cleanly."""
@@ -373,222 +424,17 @@ class Session:
         return Hooks(commands, self.workdir,
                      lambda **fields: self.events.write("hook failed", **fields))
 
-    def _start_checkpointer(self, core_state: CoreState) -> Handle | None:
-        if not self.config.checkpoints.enabled:
-            self.events.write("checkpoints off", reason="[checkpoints] enabled = false")
-            return None
-        try:
-            store = CheckpointStore(self.workdir, watch=True)  # long-lived: it can watch
-        except NotARepository as exc:
-            self.events.write("checkpoints off", reason=str(exc))
-            log.warning("checkpoints are off: %s", exc)
-            return None
-        removed = store.remove_stale_temporaries()
-        if removed:
-            self.events.write("checkpoint temporaries removed", count=removed)
-        sup, core = self.supervisor, self.core
-        events = self.events
-        handle = self._start_child(
-            "checkpointer", lambda h: CheckpointerActor.start(store, core, events, sup,
-                                                               self._remote_trees))
-        handle.tell(m.Prune(self.config.checkpoints.keep, _tasks_at_work(self.restored)))
-        return handle
-
     def _gateway_label(self) -> str | None:
         """What the deck shows: nothing when the gateway was never configured."""
         if self.gateway.on:
             return "down"  # until the first probe answers
         return "off" if self.config.sphragis.enabled is False else None
 
-    def _start_gateway_server(self, core_state: CoreState) -> None:
-        """The built-in gateway, listening before any role can send it a request."""
-        if not self.config.gateway.builtin:
-            return
-        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
-        state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write, session_path(self.workdir), self.gateway_key,
-                            policy=budgetgate.policy(self.config))
-        # Its own supervisor, a temporary child: a gateway that keeps dying is
-        # given up on and the session carries on, fail-closed.
-        tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY, period=PERIOD)
-        sup = self.supervisor.ask(StartChild(supervisor_spec(
-            tree, self.supervisor, self.events.write, restart=TEMPORARY)), timeout=10)
-        core = self.core
-        handle = self._start_child("gateway-server",
-                                   lambda h: GatewayRunner.start(state, core, sup), sup)
-        core_state.gateway_runner = handle
-        try:
-            problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
-        except Exception as exc:  # it crashed while starting, maybe for good
-            problem = state.problem or f"{type(exc).__name__}: {exc}"
-        if problem:
-            self.events.write("gateway failed", reason=problem)
-            log.warning("%s", problem)
-
-    def _start_prober(self, core_state: CoreState) -> None:
-        if not self.gateway.on:
-            return
-        sup, core, timers, state = self.supervisor, self.core, self.timers, self.prober
-        handle = self.prober_handle = self._start_child(
-            "gateway", lambda h: GatewayProber.start(state, core, timers, h, sup))
-        handle.tell(Probe())
-        timers.after(30.0, handle, FlushTick())
-
-    def _launch(self, spec: RoleSpec, worktree: Path | None = None) -> Launch:
-        gateway_url = self.config.sphragis.agent_url if self.gateway.on else None
-        ctx = LaunchContext(self.workdir, self.options.socket, os.environ, gateway_url,
-                            self._role_key if self.gateway_key else None)
-        return launch(spec, ctx, worktree)
-
-    def _role_key(self, role: str) -> str:
-        """``role``'s key to the built-in gateway: only it can charge that role."""
-        return role_key(self.gateway_key, role)
-
-    def _env_of(self, role: str) -> dict[str, str] | None:
-        """The environment ``role``'s process runs with now (a reload may change it)."""
-        state = self.role_states.get(role)
-        return dict(state.env) if state is not None else None
-
-    def _start_role(self, spec: RoleSpec, strict: bool = True) -> Seat:
-        # A remote role works from a worktree here too: the mirror of its checkout there.
-        tree = self._worktree(spec.name, strict) if spec.worktree or spec.host else None
-        launched, seat = self._launch(spec, tree), None
-        if spec.host and tree is not None:
-            gateway = self.config.sphragis.base_url if self.gateway.on else ""
-            launched, seat = self._remote_seats().seat(spec, launched, tree, gateway)
-        state = new_state(launched, self.workdir, self.options.cols, self.options.rows)
-        state.seat = seat
-        state.echo_wait = self.echo_wait
-        state.memory_gate = self.memory_gate
-        self.role_states[spec.name] = state
-        roles, core, timers = self.roles, self.core, self.timers
-        handle = self._start_child(
-            f"role:{spec.name}",
-            lambda h: RoleActor.start(state, core, timers, roles, h), roles)
-        self.handles[spec.name] = handle
-        return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
-
-    def _remote_trees(self) -> dict:
-        return self.remote.by_tree() if self.remote is not None else {}
-
-    def _remote_seats(self) -> RemoteSeats:
-        """Made with the first remote role (at start, or added by a reload)."""
-        if self.remote is None:
-            sup = self.supervisor
-
-            def supervise(name: str, served: RoleSocket) -> None:
-                self._start_child(name, lambda h: ListenerActor.start(served, h, sup, name))
-
-            self.remote = RemoteSeats(self.config, self.workdir, self.options.socket,
-                                      self.events.write, supervise)
-            self.remote.dispatch = self.dispatch_as
-        return self.remote
-
-    def _carry_over(self, spec: RoleSpec, state: RoleState) -> None:
-        """A resumed role keeps its restart budget and may continue its conversation
-        (set before its first Spawn; a role a later reload adds starts plain)."""
-        if self.restored is None:
-            return
-        saved = self.restored.roles.get(spec.name, {})
-        state.restarts_used = saved.get("restarts_used", 0)
-        state.restarts_total = saved.get("restarts_total", 0)
-        state.extra["resume_args"] = spec.resume_args
-        # After a handoff the new team starts new conversations: the handoff
-        # document carries what they need (see choragos.conversations).
-        state.extra["new_conversation"] = bool(self.restored.handoff)
-
-    def _orchestrator_extra(self) -> str:
-        parts = []
-        if self.restored is not None:
-            parts += [resume.recap(self.restored), resume.handoff_section(self.workdir)
-                      if self.restored.handoff else ""]
-        parts.append(resume.memory_section(self.workdir))
-        return "\n".join(part for part in parts if part)
-
-    def write_briefs(self, config: Config) -> None:
-        folder = self.workdir / ".choragos" / "briefs"
-        statedir.write_text(self.workdir / ".choragos" / ".gitignore", "*\n")
-        # Made here, private, so the reports the agents write land in a 0700 dir.
-        statedir.make_dir(self.workdir / ".choragos" / "reports")
-        start = config.start_role
-        workers = [{"name": r.name, "command": r.command, "model": r.model,
-                    "approve": r.approve} for r in config.workers]
-        for spec in config.roles:
-            text = (briefs.orchestrator_brief(spec.name, spec.prompt_template, workers)
-                    + self._orchestrator_extra()
-                    if spec is start else briefs.worker_brief(spec.name, spec.prompt_template))
-            text += ownership.map_section(ownership.owners(config))
-            statedir.write_text(folder / f"{spec.name}.md", text)
-
-    # -- live reload (called by the core, on its thread) -------------------------
-
-    def plan(self, running: Config, busy: set[str]) -> ReloadPlan:
-        """Re-read the config file and plan the convergence; raises ConfigError."""
-        fresh = load_config(self.config.source, self.workdir)
-        plan = plan_reload(running, fresh, busy)
-        self.config = plan.config
-        return plan
-
-    def add_role(self, spec: RoleSpec) -> Seat:
-        seat = self._start_role(spec, strict=False)
-        seat.handle.tell(m.Spawn())
-        self._follow_role_count()
-        return seat
-
-    def update_role(self, spec: RoleSpec) -> None:
-        launched = self._launch(spec)
-        self.handles[spec.name].tell(m.UpdateSpec(launched.spec, launched.env))
-
-    def respawn_role(self, spec: RoleSpec) -> None:
-        self.update_role(spec)
-        self.handles[spec.name].tell(m.Restart())
-
-    def stop_roles(self, names: list[str]) -> None:
-        """Stop removed roles off the core's thread: a stop may wait out a grace period."""
-        handles = {name: self.handles.pop(name) for name in names if name in self.handles}
-        for name in handles:
-            self.role_states.pop(name, None)
-        self._follow_role_count()
-
-        def stop_all() -> None:
-            for name in handles:
-                self.roles.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
-                self.events.write("role removed", role=name)
-
-        if handles:
-            threading.Thread(target=stop_all, name="reload-stop", daemon=True).start()
-
-    def _follow_role_count(self) -> None:
-        """The roles supervisor's allowance is per role: a reload moves it."""
-        self.roles.tell(SetIntensity(role_intensity(len(self.handles))))
-
-    def caller_of(self, pid: int | None) -> str | None:
-        """Whom ``pid`` acts for (on a socket thread): see choragos/authority.py."""
-        pids = {state.child.pid: name for name, state in list(self.role_states.items())
-                if state.child is not None and state.child.poll() is None}
-        return authority.caller_role(pid, {**self.behalf.pids(), **pids}, os.getpid())
-
-    def _gate(self, request: dict) -> str | None:
-        """Fail closed while an enforced gateway is down (or not yet seen up)."""
-        if not self.gateway.enforced or self.prober.health.up:
-            return None
-        refusal = wire.gateway_refusal(request)
-        if refusal is None:
-            return None
-        self.events.write(wire.GATEWAY_DOWN, cmd=request.get("cmd"),
-                          reason=self.prober.health.reason)
-        return refusal["error"]
-
     def watch_start(self, timeout: float) -> StartReport:
         """How the roles came up: waits for the orchestrator to boot or fail
         (at most ``timeout`` s; a stop ends the wait)."""
-        return watch_start(self._look, self.config.start_role.name,
+        return watch_start(self.roles.view, self.config.start_role.name,
                            [spec.name for spec in self.config.roles], self.stopped, timeout)
-
-    def _look(self, name: str) -> RoleView | None:
-        """The view the role last published (a frozen value, safe to read here)."""
-        state = self.role_states.get(name)
-        return state.last_view if state is not None else None
 
     # -- run and stop ----------------------------------------------------------
 
@@ -610,10 +456,9 @@ class Session:
             self.web.server.close()
             clear_addr(self.workdir)
         self._flush_tokens()
-        self._stop_roles()
-        if self.remote is not None:
-            self.remote.close()
-        self._prune_worktrees()
+        if self.crew is not None:
+            self.crew.stop_all()
+            self.crew.prune_worktrees()
         if self.supervisor is not None:
             self._stop_tree()
         if self.timers is not None:
@@ -650,9 +495,8 @@ class Session:
         """The clean stop is stuck: dump every stack, kill the roles, leave."""
         with contextlib.suppress(Exception):
             faulthandler.dump_traceback(all_threads=True)
-        for state in list(self.role_states.values()):
-            if state.child is not None:
-                state.child.signal_group(signal.SIGKILL)
+        if self.crew is not None:
+            self.crew.kill_all()
         with contextlib.suppress(Exception):
             self.server.close()
         os._exit(1)
@@ -668,48 +512,6 @@ class Session:
             self.core.ask(FlushTokens(force=True), timeout=5)
         except Exception as exc:
             log.warning("writing the last token totals: %s", exc)
-
-    def _stop_roles(self) -> None:
-        """Terminate every role's process group at once, then wait for all."""
-        futures = []
-        for name, handle in self.handles.items():
-            ref = handle.current()
-            if ref is None:
-                continue
-            try:
-                futures.append((name, ref.ask(m.StopProcess(STOP_GRACE), block=False)))
-            except pykka.ActorDeadError:
-                continue
-        orphans = [threading.Thread(target=self._stop_orphan, args=(name,), daemon=True)
-                   for name, handle in self.handles.items() if handle.current() is None]
-        for thread in orphans:
-            thread.start()
-        for name, future in futures:
-            try:
-                status = future.get(timeout=STOP_GRACE + 5)
-                self.events.write("role stopped", role=name, status=str(status))
-            except Exception as exc:
-                log.warning("stopping %s: %s", name, exc)
-        for thread in orphans:
-            thread.join(timeout=STOP_GRACE + 5)
-
-    def _stop_orphan(self, name: str) -> None:
-        """A role whose actor is down (given up with its supervisor): its process
-        group is still ours to end."""
-        state = self.role_states.get(name)
-        child = state.child if state is not None else None
-        if child is None or child.poll() is not None:
-            return
-        state.stopping = True
-        status = child.terminate(STOP_GRACE)
-        if state.reader is not None:
-            state.reader.halt()
-        self.events.write("role stopped", role=name, status=str(status))
-
-
-def role_intensity(roles: int) -> int:
-    """The restarts the roles supervisor allows within PERIOD, for ``roles`` roles."""
-    return ROLE_INTENSITY * max(1, roles)
 
 
 def _tasks_at_work(image: journal.Image | None) -> frozenset[str]:

@@ -84,7 +84,11 @@ class ChildSpec:
 
 @dataclass(frozen=True)
 class StartChild:
+    """Start ``spec``'s child; ``handle``, when given, is the address the
+    sender already handed out (messages sent to it meanwhile wait in it)."""
+
     spec: ChildSpec
+    handle: Handle | None = None
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ class Supervisor(Actor):
     @handle.register
     def _start_child(self, message: StartChild) -> Handle:
         spec = message.spec
-        child = self.s.children.get(spec.name) or _Child(spec, Handle(spec.name))
+        child = self.s.children.get(spec.name) or _Child(spec, message.handle or Handle(spec.name))
         child.spec = spec
         self.s.children[spec.name] = child
         self._launch(child)

@@ -4,7 +4,7 @@
 commands go through the listener's own path (the registry, the caller's
 authority from the peer's process, the gateway's gate), panes are read as
 the deck reads them, the timeline from the event log as the report reads it.
-:func:`start_web` binds once (a taken port: the session runs without it,
+:func:`web` binds once (a taken port: the session runs without it,
 loudly), subscribes the news hub to the core and starts the supervised
 web actor.
 """
@@ -16,12 +16,14 @@ import logging
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 from choragos import events, report, tcppeer, timeline, webaccess, wire
 from choragos.actors import messages as m
-from choragos.actors.listener import FAULT_HOOK
-from choragos.actors.supervisor import ChildSpec, StartChild
+from choragos.actors.children import Start
+from choragos.actors.listener import FAULT_HOOK, ListenerState
+from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
 from choragos.terminal import Snapshot
 from choragos.webnews import NewsHub
@@ -33,22 +35,19 @@ DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
 class WebAccess:
     """What the web server may do in the session; looked up on every call."""
 
-    def __init__(self, session: Any) -> None:
-        self.session = session
-        self.workdir = session.workdir
+    def __init__(self, roles: RolesView, listening: ListenerState, workdir: Path) -> None:
+        self.roles = roles
+        self.listening = listening
+        self.workdir = workdir
 
     def dispatch(self, parsed: dict, peer_pid: int | None) -> dict:
         """A request ``wire.parse_request`` checked, with the caller's pid, through
         the listener's path (authority, the gateway's gate, the journal's ack)."""
         parsed[wire.PEER_PID] = peer_pid
-        listening = self.session.listening
-        if listening is None:
-            return wire.error("the session is still starting; try again")
-        return listening.dispatch(parsed)
+        return self.listening.dispatch(parsed)
 
     def snapshot(self, role: str) -> Snapshot | None:
-        state = self.session.role_states.get(role)
-        return state.terminal.snapshot() if state is not None else None
+        return self.roles.snapshot(role)
 
     def timeline(self) -> dict:
         try:
@@ -58,11 +57,9 @@ class WebAccess:
         if not runs:
             return {"t0": 0, "t1": 0, "roles": [], "bars": [], "marks": [], "spans": [],
                     "cost": []}
-        roles = [spec.name for spec in self.session.config.roles]
-        line = timeline.build(runs[-1], roles, self.session.config.price_for)
+        config = self.roles.config
+        line = timeline.build(runs[-1], [spec.name for spec in config.roles], config.price_for)
         return dataclasses.asdict(line)
-
-
 
     def document(self, path: str) -> str | None:
         """Only files under the session's own ``.choragos`` are read, and only so much."""
@@ -93,13 +90,13 @@ def install_fault_hook(session: Any) -> bool:
     return True
 
 
-def start_web(session: Any, hub: NewsHub) -> WebState | None:
-    """Serve ``[web] listen``; the web actor's state, or None when it could not bind."""
+def web(session: Any, hub: NewsHub, access: WebAccess) -> tuple[WebState, Start] | None:
+    """Bind ``[web] listen``: the web actor's state and its start (under the
+    session's supervisor), or None when it is not wanted or could not bind."""
     listen = session.config.web.listen
     webaccess.clear_addr(session.workdir)  # a crashed run's address is no one's now
     if not listen:
         return None
-    access = WebAccess(session)
     # Imported only with [web] listen (see Session): aiohttp and asyncio are
     # most of the server's memory at rest.
     from choragos.webserver import WebServer
@@ -120,5 +117,4 @@ def start_web(session: Any, hub: NewsHub) -> WebState | None:
     session.core.tell(m.Subscribe(hub.publish))
     state = WebState(server, make, addr, on_event=session.events.write)
     sup = session.supervisor
-    sup.ask(StartChild(ChildSpec("web", lambda h: WebActor.start(state, h, sup))), timeout=10)
-    return state
+    return state, lambda h: WebActor.start(state, h, sup)

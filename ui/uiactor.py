@@ -29,10 +29,11 @@ import pykka
 
 from choragos import news, wire
 from choragos.actors import messages as m
-from choragos.actors import roleio
 from choragos.actors.base import Actor
 from choragos.actors.durable import SaveLayout
+from choragos.actors.handle import Handle
 from choragos.actors.listener import settle
+from choragos.actors.rolesview import RolesView
 from choragos.config import Config
 from choragos.terminal import Terminal
 from choragos.ui.attachactor import AttachActor, install_fault_hook
@@ -91,62 +92,55 @@ class UIActor(Actor):
 
 
 class SessionAccess:
-    """The deck's way into the session; looked up on every call, so roles added
-    or respawned by a reload are found."""
+    """The deck's way into the session: the roles' view (terminals to read,
+    roles to type into), the control commands through the core, the saved
+    layout.  The roles are looked up on every call, so roles added or
+    respawned by a reload are found."""
 
-    def __init__(self, session: Any) -> None:
-        self.session = session
-        self.workdir: Path = session.workdir
+    def __init__(self, roles: RolesView, core: Handle, workdir: Path,
+                 layout: dict | None = None) -> None:
+        self.roles = roles
+        self.core = core
+        self.workdir = workdir
+        self.layout = layout  # the resumed session's, if any
 
     @property
     def config(self) -> Config:
-        return self.session.config
+        return self.roles.config
 
     def dispatch(self, request: dict) -> dict:
         """A control command through the core's one registry, validated as the
         socket validates it."""
         parsed = wire.parse_request(json.dumps(request).encode())
-        return settle(self.session.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT))
+        return settle(self.core.ask(m.Dispatch(parsed), timeout=COMMAND_TIMEOUT))
 
     def saved_layout(self) -> dict | None:
-        restored = self.session.restored
-        return restored.layout if restored is not None else None
+        return self.layout
 
     def save_layout(self, layout: dict) -> None:
-        self.session.core.tell(SaveLayout(layout))
+        self.core.tell(SaveLayout(layout))
 
     def tell_role(self, role: str, message: Any) -> None:
-        handle = self.session.handles.get(role)
-        if handle is not None:
-            handle.tell(message)
+        self.roles.tell(role, message)
 
     def type_keys(self, role: str, data: bytes) -> None:
         """The operator's keys, written to the role's PTY on the calling thread
         (the deck's) when nothing waits ahead of them; see ``actors/roleio.py``."""
-        state = self.session.role_states.get(role)
-        handle = self.session.handles.get(role)
-        if state is not None and handle is not None:
-            roleio.type_keys(state, data, handle.tell)
+        self.roles.type_keys(role, data)
 
     def expect_echo(self, role: str, size: int) -> None:
         """``size`` bytes of keys were written straight to ``role``: other
         roles' output waits (briefly) for their echo."""
-        self.session.echo_wait.expect(role, size)
+        self.roles.expect_echo(role, size)
 
     def echo_drawn(self, role: str) -> None:
-        self.session.echo_wait.drawn(role)
+        self.roles.echo_drawn(role)
 
     def terminal(self, role: str) -> Terminal | None:
-        state = self.session.role_states.get(role)
-        return state.terminal if state is not None else None
+        return self.roles.terminal(role)
 
     def role_pids(self) -> list[int]:
-        pids = []
-        for state in list(self.session.role_states.values()):
-            child = state.child
-            if child is not None and child.poll() is None:
-                pids.append(child.pid)
-        return pids + list(self.session.behalf.pids())
+        return list(self.roles.pids())
 
 
 @dataclass
@@ -167,7 +161,9 @@ def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
     """Start the deck, bind its attach socket and subscribe it to the core."""
     from choragos.actors.supervisor import ChildSpec, StartChild
 
-    access = SessionAccess(session)
+    restored = session.restored
+    access = SessionAccess(session.roles, session.core, session.workdir,
+                           restored.layout if restored is not None else None)
     deck = Deck(access, cols, rows)
     server = AttachServer(ui_socket, deck, role_pids=access.role_pids,
                           workdir=session.workdir,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from choragos import journal, wire
+from choragos.actors import crew
 from choragos.actors import messages as m
 from choragos.actors import session as session_module
 from choragos.actors.listener import settle
@@ -28,7 +29,7 @@ def _started(short_tmp, coder: str) -> Session:
     session.start()
     try:
         wait_until(lambda: all(s.child is not None and s.child.poll() is None
-                               for s in session.role_states.values()), 20,
+                               for s in session.roles.states().values()), 20,
                    message="both agents running")
     except BaseException:
         session.stop()
@@ -43,16 +44,16 @@ def _started(short_tmp, coder: str) -> Session:
 def test_a_role_crash_past_both_intensities_stops_the_session_and_its_agents(
         short_tmp, monkeypatch):
     # No restart allowed at either level: the first crash goes to the top.
-    monkeypatch.setattr(session_module, "ROLE_INTENSITY", 0)
+    monkeypatch.setattr(crew, "ROLE_INTENSITY", 0)
     monkeypatch.setattr(session_module, "SESSION_INTENSITY", 0)
     session = _started(short_tmp, role_toml("coder", "--worker"))
     try:
-        pids = [s.child.pid for s in session.role_states.values()]
+        pids = [s.child.pid for s in session.roles.states().values()]
         assert session.tree.children["roles"].spec.tree is not None
-        session.handles["coder"].tell("a message no handler knows")  # the actor crashes
+        session.roles.handle("coder").tell("a message no handler knows")  # the actor crashes
         assert session.wait(20), "the session did not start stopping"
         assert "supervisor session gave up: roles failed" in session.failure
-        assert session.handles["coder"].current() is None  # its actor is down...
+        assert session.roles.handle("coder").current() is None  # its actor is down...
         assert all(pid_alive(pid) for pid in pids)  # ...its agent is not, yet
     finally:
         session.stop()
@@ -71,19 +72,20 @@ def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
 
     session = _started(short_tmp, role_toml("coder"))
     try:
-        assert all(s.echo_wait is session.echo_wait for s in session.role_states.values())
-        coder = session.role_states["coder"]
+        assert all(s.echo_wait is session.roles.echo_wait
+                   for s in session.roles.states().values())
+        coder = session.roles.state("coder")
         # Briefed and quiet: the coder's next output is the echo typed below.
         wait_until(lambda: coder.booted and coder.typing is None
                    and coder.status is RoleStatus.IDLE, 30, message="the coder briefed")
         shown = "".join(coder.terminal.display())  # a wrapped line reads whole
-        session.echo_wait.hold = 60
-        port = SessionAccess(session)
+        session.roles.echo_wait.hold = 60
+        port = SessionAccess(session.roles, session.core, session.workdir)
         port.expect_echo("orchestrator", 1)
-        roleio.type_keys(coder, b"neighbour", session.handles["coder"].tell)
-        wait_until(lambda: session.echo_wait.waiting == 1, 10, message="the coder held")
+        roleio.type_keys(coder, b"neighbour", session.roles.handle("coder").tell)
+        wait_until(lambda: session.roles.echo_wait.waiting == 1, 10, message="the coder held")
         assert "".join(coder.terminal.display()) == shown
-        session.echo_wait.fed("orchestrator", 1)  # its reader took the one-byte echo
+        session.roles.echo_wait.fed("orchestrator", 1)  # its reader took the one-byte echo
         port.echo_drawn("orchestrator")
         wait_until(lambda: "neighbour" in "".join(coder.terminal.display()), 10,
                    message="the held echo fed")
@@ -96,13 +98,13 @@ def test_a_reload_that_adds_roles_raises_the_roles_supervisors_intensity(short_t
     session = _started(short_tmp, role_toml("coder", "--worker"))
     try:
         roles = session.tree.children["roles"].spec.tree
-        assert roles.intensity == session_module.role_intensity(2)
+        assert roles.intensity == crew.role_intensity(2)
         (session.workdir / ".choragos.toml").write_text(
             role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
             + role_toml("reviewer", "--worker") + role_toml("tester", "--worker"))
         reload = m.Dispatch(wire.parse_request(b'{"cmd": "reload"}'))
         assert settle(session.core.ask(reload, timeout=30))["status"] == "ok"
-        wait_until(lambda: roles.intensity == session_module.role_intensity(4), 10,
+        wait_until(lambda: roles.intensity == crew.role_intensity(4), 10,
                    message="the intensity of four roles")
     finally:
         session.stop()
