@@ -113,10 +113,10 @@ class Crew:
         saved = self.restored.roles.get(spec.name, {})
         state.restarts_used = saved.get("restarts_used", 0)
         state.restarts_total = saved.get("restarts_total", 0)
-        state.extra["resume_args"] = spec.resume_args
+        state.resume_args = spec.resume_args
         # After a handoff the new team starts new conversations: the handoff
         # document carries what they need (see choragos.conversations).
-        state.extra["new_conversation"] = bool(self.restored.handoff)
+        state.new_conversation = bool(self.restored.handoff)
 
     def worktree(self, role: str, strict: bool) -> Path | None:
         """The role's tree: the one it left with unmerged work, or a new one from HEAD."""

@@ -82,7 +82,18 @@ class RoleState:
     exit: ExitStatus | None = None
     pending_restart: Any = None
     last_view: m.RoleView | None = None
-    extra: dict = field(default_factory=dict)
+    # What the actor keeps between its messages (typed; once a string-keyed dict):
+    stalled: bool = False  # no new output for the role's stall_after
+    quiet_check: bool = False  # a QuietCheck is on its way
+    stall_check: bool = False  # a StallCheck is on its way
+    left_in_input: str | None = None  # a line its input still shows that it did not take
+    settle_until: float = 0.0  # (monotonic) no classification as idle before this
+    limited_until: float | None = None  # (wall clock) a provider's limit is waited out
+    limit_line: str | None = None  # the limit notice last reported from its screen
+    before_pause: RoleStatus | None = None  # the status a resume returns to
+    resume_args: tuple[str, ...] | None = None  # a resumed role's next spawn continues
+    new_conversation: bool = False  # ... unless a handoff asked for new conversations
+    conversation: str | None = None  # the conversation its process runs, once marked
     cwd: Path | None = None  # where the process runs, when not the workspace (its worktree)
     keys: roleio.KeyQueue = field(default_factory=roleio.KeyQueue)  # operator keys in wait
     feed_lock: threading.Lock = field(default_factory=threading.Lock)  # gen vs. the reader's feed
@@ -203,9 +214,9 @@ class RoleActor(Actor):
                                     name=f"pty-{s.spec.name}", on_lull=feed.lull)
         s.reader.start()
         s.detail = ""
-        s.extra["stalled"] = False
-        s.extra.pop("left_in_input", None)  # that process's input went with it
-        s.extra.pop("limited_until", None)  # the session says again if the limit holds
+        s.stalled = False
+        s.left_in_input = None  # that process's input went with it
+        s.limited_until = None  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
         self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
         self.watch.arm_stall_check(gen)
@@ -233,12 +244,13 @@ class RoleActor(Actor):
         """The command line; a resumed session's first spawn may continue the
         agent's conversation, and a Claude Code role gets one of its own."""
         s = self.s
-        resumed = "resume_args" in s.extra and not s.extra.pop("new_conversation", False)
-        argv = s.spec.argv() + list(s.extra.pop("resume_args", ()))
-        s.extra.pop("conversation", None)
+        resumed = s.resume_args is not None and not s.new_conversation
+        argv = s.spec.argv() + list(s.resume_args or ())
+        s.resume_args, s.new_conversation = None, False
+        s.conversation = None
         if s.profile.name == "claude" and not conversations.chooses_its_own(argv):
             flags = conversations.start_args(s.workdir, s.spec.name, resumed)
-            s.extra["conversation"] = flags[1]
+            s.conversation = flags[1]
             argv += flags
         if s.seat is not None:  # the launcher adds the words after the role's own
             return s.seat.argv + [shlex.quote(word) for word in argv[len(s.spec.argv()):]]
@@ -302,15 +314,15 @@ class RoleActor(Actor):
         notice: one still on the screen after the wait is not a new one."""
         s = self.s
         if s.status is RoleStatus.WORKING:
-            s.extra.pop("limit_line", None)  # it went on: the next notice is a new one
+            s.limit_line = None  # it went on: the next notice is a new one
         if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
             return
         tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
                 else screenstatus.LIMIT_TAIL)
         line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
-        if line is not None and line != s.extra.get("limit_line"):
+        if line is not None and line != s.limit_line:
             self.core.tell(m.LimitOnScreen(s.spec.name, line))
-        s.extra["limit_line"] = line
+        s.limit_line = line
 
     @handle.register
     def _limited(self, msg: m.Limited) -> None:
@@ -318,9 +330,9 @@ class RoleActor(Actor):
         if s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return
         if msg.until is None:
-            s.extra.pop("limited_until", None)
-            if s.extra.get("before_pause") is RoleStatus.LIMITED:
-                s.extra["before_pause"] = RoleStatus.IDLE  # the resume reads the screen
+            s.limited_until = None
+            if s.before_pause is RoleStatus.LIMITED:
+                s.before_pause = RoleStatus.IDLE  # the resume reads the screen
             elif s.status is RoleStatus.LIMITED:
                 s.detail = ""
                 self._set_status(self._screen_status())
@@ -328,9 +340,9 @@ class RoleActor(Actor):
                     self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
             self._publish()
             return
-        s.extra["limited_until"] = msg.until
+        s.limited_until = msg.until
         if s.status is RoleStatus.PAUSED:
-            s.extra["before_pause"] = RoleStatus.LIMITED
+            s.before_pause = RoleStatus.LIMITED
             self._publish()
         else:
             self._set_status(RoleStatus.LIMITED, msg.detail)
@@ -387,12 +399,12 @@ class RoleActor(Actor):
         if ending.ok and s.profile.submit_settle:
             # The input clears before the busy state shows: a line typed in
             # between can be wiped with the old input.  Ready again after this.
-            s.extra["settle_until"] = self.now() + s.profile.submit_settle
+            s.settle_until = self.now() + s.profile.submit_settle
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
-            if ending.ok and s.extra.get("conversation"):
-                conversations.mark_used(s.workdir, s.spec.name, s.extra["conversation"])
+            if ending.ok and s.conversation:
+                conversations.mark_used(s.workdir, s.spec.name, s.conversation)
             if s.status is RoleStatus.BOOTING:
                 self._set_status(self._screen_status())
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ending.ok,
@@ -509,7 +521,7 @@ class RoleActor(Actor):
         if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return f"{s.spec.name} is not running"
         s.child.signal_group(signal.SIGSTOP)
-        s.extra["before_pause"] = s.status
+        s.before_pause = s.status
         with s.keys.lock:  # keys typed from now on wait for the resume
             self._set_status(RoleStatus.PAUSED)
         return "paused"
@@ -522,7 +534,8 @@ class RoleActor(Actor):
         s.child.signal_group(signal.SIGCONT)
         with s.keys.lock:  # held keys stay ahead of any typed after the resume
             held = len(s.keys.waiting)
-            self._set_status(s.extra.pop("before_pause", RoleStatus.IDLE))
+            self._set_status(s.before_pause or RoleStatus.IDLE)
+            s.before_pause = None
         # Held keys go out one write at a time, KEYS_APART apart, so a
         # text-then-Enter pair is still typed rather than pasted.
         for n in range(held):

@@ -73,8 +73,8 @@ def ready(s: RoleState, now: float) -> bool:
     and a line typed after one it did not take would join it.  (A pure
     question: whoever reads the screen first releases a cleared input.)"""
     return (s.booted and s.typing is None and s.status is RoleStatus.IDLE
-            and now >= s.extra.get("settle_until", 0.0)
-            and "left_in_input" not in s.extra)
+            and now >= s.settle_until
+            and s.left_in_input is None)
 
 
 def view(s: RoleState, now: float) -> m.RoleView:
@@ -88,5 +88,5 @@ def view(s: RoleState, now: float) -> m.RoleView:
         restarts=s.restarts_total, budget_used=s.restarts_used, ready=ready(s, now),
         detail=s.detail,
         preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
-        stalled=bool(s.extra.get("stalled")), profile=s.profile.name,
-        held="left_in_input" in s.extra, limited_until=s.extra.get("limited_until"))
+        stalled=s.stalled, profile=s.profile.name,
+        held=s.left_in_input is not None, limited_until=s.limited_until)

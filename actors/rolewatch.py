@@ -42,7 +42,7 @@ class Watch:
         self.s.output_noticed = False  # first: output fed from now on sends a new notice
         if msg.gen != self.s.gen:
             return
-        self.s.extra["stalled"] = False  # published with the next classification
+        self.s.stalled = False  # published with the next classification
         self.arm_stall_check(msg.gen)
         if not self.s.classify_pending:
             self.s.classify_pending = True
@@ -57,13 +57,13 @@ class Watch:
     def arm_quiet_check(self, gen: int) -> None:
         """Re-read the screen once output has been quiet for QUIET_IDLE."""
         s = self.s
-        if s.status is RoleStatus.WORKING and not s.extra.get("quiet_check"):
-            s.extra["quiet_check"] = True
+        if s.status is RoleStatus.WORKING and not s.quiet_check:
+            s.quiet_check = True
             wait = max(0.05, s.last_output + QUIET_IDLE - self.now() + 0.05)
             self.timers.after(wait, self.me, m.QuietCheck(gen))
 
     def quiet_check(self, msg: m.QuietCheck) -> None:
-        self.s.extra["quiet_check"] = False
+        self.s.quiet_check = False
         if msg.gen == self.s.gen:
             self.refresh()
             self.arm_quiet_check(msg.gen)
@@ -71,14 +71,14 @@ class Watch:
     def arm_stall_check(self, gen: int) -> None:
         """One timer at a time, due when the screen would have been quiet long enough."""
         s = self.s
-        if s.spec.stall_after and not s.extra.get("stall_check"):
-            s.extra["stall_check"] = True
+        if s.spec.stall_after and not s.stall_check:
+            s.stall_check = True
             wait = s.last_output + s.spec.stall_after - self.now()
             self.timers.after(max(0.05, wait), self.me, m.StallCheck(gen))
 
     def stall_check(self, msg: m.StallCheck) -> None:
         s = self.s
-        s.extra["stall_check"] = False
+        s.stall_check = False
         if not s.spec.stall_after or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return
         if msg.gen != s.gen:  # armed for a process since replaced: watch the new one
@@ -86,9 +86,9 @@ class Watch:
             return
         quiet = self.now() - s.last_output
         if s.status in HELD_STILL or quiet < s.spec.stall_after:
-            s.extra["stall_check"] = True  # a paused or limited role is held, not stalled
+            s.stall_check = True  # a paused or limited role is held, not stalled
             wait = s.spec.stall_after - quiet if quiet < s.spec.stall_after else 1.0
             self.timers.after(max(0.05, wait), self.me, m.StallCheck(msg.gen))
             return
-        s.extra["stalled"] = True
+        s.stalled = True
         self.publish()

@@ -191,12 +191,12 @@ class Typist:
         has sent or cleared it: once the input no longer shows it, the role
         takes lines again."""
         s = self.s
-        left = s.extra.get("left_in_input")
+        left = s.left_in_input
         # Still unread in the terminal, the line is not on the screen yet.
         if (left is None or self.shows_pending(left)
                 or (s.child is not None and s.child.unread_input() > 0)):
             return
-        del s.extra["left_in_input"]
+        s.left_in_input = None
         if s.detail == LEFT_IN_INPUT:
             s.detail = ""
 
@@ -307,7 +307,7 @@ class Typist:
     def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
         """Give up on a line that is (or will be) in the agent's input: the
         role takes no line until it has been sent or cleared."""
-        self.s.extra["left_in_input"] = typing.text
+        self.s.left_in_input = typing.text
         self.s.detail = LEFT_IN_INPUT
         self._end(typing, Step.LEFT, Ending(False, why, submitted=submitted,
                                             left_in_input=True))

@@ -62,8 +62,8 @@ def test_the_boot_check_types_the_brief_once_and_the_role_is_booted(tmp_path):
     (lambda s, now: None, True),
     (lambda s, now: setattr(s, "booted", False), False),
     (lambda s, now: setattr(s, "status", RoleStatus.WAITING), False),
-    (lambda s, now: s.extra.update(settle_until=now + 1), False),
-    (lambda s, now: s.extra.update(left_in_input="a line"), False),
+    (lambda s, now: setattr(s, "settle_until", now + 1), False),
+    (lambda s, now: setattr(s, "left_in_input", "a line"), False),
     (lambda s, now: setattr(s, "typing", object()), False),
 ], ids=["idle", "not-briefed", "waiting", "settling", "line-left-in-input", "typing"])
 def test_when_a_role_takes_a_line(tmp_path, change, expected):
