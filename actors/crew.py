@@ -25,7 +25,7 @@ import pykka
 from choragos import briefs, journal, ownership, resume, statedir, worktrees
 from choragos.actors import messages as m
 from choragos.actors.core import Seat
-from choragos.actors.handle import Handle
+from choragos.actors.handle import ActorGone, Handle
 from choragos.actors.listener import ListenerActor
 from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
@@ -231,7 +231,12 @@ class Crew:
         gone = [name for name in names if self.roles.remove(name) is not None]
         self._follow_role_count()
         for name in gone:
-            self.roles_sup.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
+            try:
+                self.roles_sup.ask(StopChild(f"role:{name}", STOP_GRACE + 5), timeout=30)
+            except (pykka.Timeout, ActorGone) as exc:  # the next steps still run
+                log.error("stopping the removed role %s: %s", name, exc)
+                self.log_event("role stop failed", role=name, error=str(exc))
+                continue
             self.log_event("role removed", role=name)
 
     def announce(self, added: list[str], removed: list[str]) -> None:

@@ -80,3 +80,18 @@ def test_builtin_team_without_binaries(short_tmp):
         assert s.cli("ping").returncode == 0
     finally:
         assert s.stop() == 0
+
+
+def test_a_role_a_reload_adds_takes_work_sent_before_its_actor_runs(serve):
+    """The core hands out the new role's address at once; what is sent to it
+    before the reload actor has started it waits in that address."""
+    orch = role_toml("orchestrator", start=True)
+    s = serve(orch)
+    s.wait_booted(["orchestrator"])
+    (s.workdir / ".choragos.toml").write_text(orch + role_toml("auditor"))
+    assert s.cli("reload").returncode == 0
+    out = s.cli("delegate", "--to", "auditor", "--task", "audit the change")
+    assert out.returncode == 0, out.stderr
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 20,
+           "the task delivered to the added role")
+    assert any("New task T1" in line for line in s.submitted("auditor"))
