@@ -15,11 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import notify, webaccess
 from choragos.actors.base import Actor
 from choragos.config import NotifySettings
+
+if TYPE_CHECKING:
+    from choragos.actors.session import Session
 
 log = logging.getLogger("choragos.notify")
 
@@ -97,7 +100,7 @@ def hear(handle: Any) -> Callable[[str, str, str, str], None]:
     return listener
 
 
-def notifier(session: Any) -> Callable[[Any], Any] | None:
+def notifier(session: Session) -> Callable[[Any], Any] | None:
     """The notifier's start (under the session's supervisor), when ``[notify] url`` is set."""
     settings = session.config.notify
     if not settings.url:
@@ -116,7 +119,7 @@ def notifier(session: Any) -> Callable[[Any], Any] | None:
     return lambda h: NotifierActor.start(state, timers, h, sup)
 
 
-def notifier_started(session: Any, hooks: Any, handle: Any) -> None:
+def notifier_started(session: Session, hooks: Any, handle: Any) -> None:
     """The notifier runs: it hears the hooks from now on."""
     settings = session.config.notify
     hooks.heard.append(hear(handle))

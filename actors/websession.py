@@ -17,7 +17,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import events, report, tcppeer, timeline, webaccess, wire
 from choragos.actors import messages as m
@@ -27,6 +27,9 @@ from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
 from choragos.terminal import Snapshot
 from choragos.webnews import NewsHub
+
+if TYPE_CHECKING:
+    from choragos.actors.session import Session
 
 log = logging.getLogger("choragos.web")
 DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
@@ -74,7 +77,7 @@ class WebAccess:
             return None
 
 
-def install_fault_hook(session: Any) -> bool:
+def install_fault_hook(session: Session) -> bool:
     """Test hook, off unless the environment asks for it (``CHORAGOS_TEST_FAULTS=web``):
     SIGUSR2 makes the web server's loop die, so a test can see it restarted."""
     if os.environ.get(FAULT_HOOK) != "web":
@@ -90,7 +93,7 @@ def install_fault_hook(session: Any) -> bool:
     return True
 
 
-def web(session: Any, hub: NewsHub, access: WebAccess) -> tuple[WebState, Start] | None:
+def web(session: Session, hub: NewsHub, access: WebAccess) -> tuple[WebState, Start] | None:
     """Bind ``[web] listen``: the web actor's state and its start (under the
     session's supervisor), or None when it is not wanted or could not bind."""
     listen = session.config.web.listen

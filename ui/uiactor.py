@@ -23,13 +23,14 @@ import logging
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
 from choragos import news, wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
+from choragos.actors.children import Child, build
 from choragos.actors.durable import SaveLayout
 from choragos.actors.handle import Handle
 from choragos.actors.listener import settle
@@ -39,6 +40,9 @@ from choragos.terminal import Terminal
 from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import COMMAND_TIMEOUT, Deck
+
+if TYPE_CHECKING:
+    from choragos.actors.session import Session
 
 log = logging.getLogger("choragos.ui")
 
@@ -156,11 +160,10 @@ class UI:
         self.deck.stop()
 
 
-def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
+def start_ui(session: Session, ui_socket: Path, cols: int, rows: int,
              on_client: Any = None) -> UI:
-    """Start the deck, bind its attach socket and subscribe it to the core."""
-    from choragos.actors.supervisor import ChildSpec, StartChild
-
+    """Start the deck, bind its attach socket and subscribe it to the core: two
+    more children of the session's supervisor, after the session's own table."""
     restored = session.restored
     access = SessionAccess(session.roles, session.core, session.workdir,
                            restored.layout if restored is not None else None)
@@ -172,10 +175,9 @@ def start_ui(session: Any, ui_socket: Path, cols: int, rows: int,
                           on_client=on_client)
     server.bind()
     install_fault_hook(server)
-    supervisor = session.supervisor
-    supervisor.ask(StartChild(ChildSpec(
-        "attach", lambda h: AttachActor.start(server, h, supervisor))), timeout=10)
-    handle = supervisor.ask(StartChild(ChildSpec("ui", lambda h: UIActor.start(deck, supervisor))),
-                            timeout=10)
+    sup = session.supervisor
+    handles = build((Child("attach", lambda deps: lambda h: AttachActor.start(server, h, sup)),
+                     Child("ui", lambda deps: lambda h: UIActor.start(deck, sup))), sup)
+    handle = handles["ui"]
     session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
     return UI(deck, server, handle)
