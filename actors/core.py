@@ -399,13 +399,13 @@ class CoreActor(Actor):
         task = self.s.board.move(task_id, state, **changes)
         if state in SETTLED_STATES:
             self.checks.settled(task_id)
-        self.publish(news.TaskChanged(task.as_dict()))
+        self.publish(news.TaskChanged(task))
         self.guard.tasks_changed()
         return task
 
     def annotate(self, task_id: str, **changes: Any) -> Task:
         task = self.s.board.annotate(task_id, **changes)
-        self.publish(news.TaskChanged(task.as_dict()))
+        self.publish(news.TaskChanged(task))
         return task
 
     def settle(self, task: Task, state: TaskState, **changes: Any) -> Task:

@@ -88,7 +88,7 @@ class Delegation:
             task = self.port.move(task.id, TaskState.GATED)
             self.s.gates[task.id] = task
             self.port.event("delegate gated", task=task.id, role=role, label=task.label)
-            self.port.publish(news.GateOpened(task.as_dict()))
+            self.port.publish(news.GateOpened(news.GateView(task)))
             self.port.alert("on_gate", role, task)
         else:
             self.checkpoint_then_queue(task)

@@ -89,7 +89,10 @@ class Holds:
         self.port.publish(news.GateOpened(hold_view(task, hold)))
 
 
-def hold_view(task: Task, hold: Hold) -> dict:
+def hold_view(task: Task, hold: Hold) -> news.GateView:
     """What the deck's gate dialog shows for held work."""
-    return {**task.as_dict(), "kind": hold.kind, "diff": hold.file,
-            "label": f"{hold.kind} gate: {hold.why}"[:120], "created": hold.created}
+    return news.GateView(task,
+                         hold.kind,
+                         diff=hold.file,
+                         label=f"{hold.kind} gate: {hold.why}"[:120],
+                         created=hold.created)

@@ -215,8 +215,7 @@ class MergeFlow:
             self.port.enqueue(task.role, line, "notice", task.id)
 
 
-def merge_gate_view(task: Task, gate: MergeGate) -> dict:
+def merge_gate_view(task: Task, gate: MergeGate) -> news.GateView:
     """What the deck's gate dialog shows for a merge gate."""
-    return {**task.as_dict(), "kind": "merge", "branch": gate.branch, "diff": gate.diff,
-            "commit": gate.commit, "label": f"merge {gate.branch}: {task.label}",
-            "created": gate.created}
+    return news.GateView(task, "merge", diff=gate.diff, branch=gate.branch, commit=gate.commit,
+                         label=f"merge {gate.branch}: {task.label}", created=gate.created)

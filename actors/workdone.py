@@ -49,7 +49,7 @@ class WorkDone:
         except OSError as exc:
             if before is not None:  # write-behind rolled back: the board is as it was
                 self.s.board.put_back(before)
-                self.port.publish(news.TaskChanged(before.as_dict()))
+                self.port.publish(news.TaskChanged(before))
             return wire.error(not_recorded(exc, "work-done"))
         self.port.publish(news.EventLogged(record))
         parts = (task_id, role, summary, report, note, outcome)

@@ -1,10 +1,11 @@
 """The news the session core publishes to its subscribers (the UI actor).
 
 Each state change the deck shows is one small frozen dataclass; a
-subscriber dispatches on the type, never on a string tag.  Tasks and gates
-travel as the plain dictionaries the board and the wire already use, so a
-subscriber never holds a live board object.  Nothing here knows about urwid
-or pykka: the deck's reducer (``ui/reducer.py``) is tested without either.
+subscriber dispatches on the type, never on a string tag.  A task travels
+as the board's own frozen ``Task`` (never the live board), a gate as a
+:class:`GateView` of it; each has the ``as_dict()`` row the wire uses.
+Nothing here knows about urwid or pykka: the deck's reducer
+(``ui/reducer.py``) is tested without either.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from choragos.board import Task
 from choragos.rolestatus import RoleStatus
 
 
@@ -51,16 +53,44 @@ class RoleChanged:
 
 @dataclass(frozen=True)
 class TaskChanged:
-    """A board entry was created, moved or annotated (its ``as_dict()``)."""
+    """A board entry was created, moved or annotated: the task itself, a frozen
+    value (its ``as_dict()`` is the row the wire and the deck show)."""
 
-    task: dict[str, Any]
+    task: Task
+
+
+@dataclass(frozen=True)
+class GateView:
+    """What waits for a person: an approve gate (``kind`` None), a merge gate
+    (the branch, its diff and the commit the diff was made at) or a hold
+    (``kind`` names it; ``diff``, the file it shows)."""
+
+    task: Task
+    kind: str | None = None
+    diff: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    label: str | None = None  # instead of the task's own label
+    created: float | None = None  # when the gate opened; the task's creation by default
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    def as_dict(self) -> dict[str, Any]:
+        """The task's row with what the gate adds, as the deck and the web page read it."""
+        row = self.task.as_dict()
+        details = {"kind": self.kind, "diff": self.diff, "branch": self.branch,
+                   "commit": self.commit, "label": self.label, "created": self.created}
+        row.update((key, value) for key, value in details.items() if value is not None)
+        return row
 
 
 @dataclass(frozen=True)
 class GateOpened:
     """A task waits for a human: an approve gate, a merge gate or a hold."""
 
-    gate: dict[str, Any]
+    gate: GateView
 
 
 @dataclass(frozen=True)

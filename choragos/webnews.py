@@ -42,12 +42,12 @@ def _role(item: news.RoleChanged) -> tuple[str, Any]:
 
 @as_event.register
 def _task(item: news.TaskChanged) -> tuple[str, Any]:
-    return "task", item.task
+    return "task", item.task.as_dict()
 
 
 @as_event.register
 def _gate_opened(item: news.GateOpened) -> tuple[str, Any]:
-    return "gate-opened", item.gate
+    return "gate-opened", item.gate.as_dict()
 
 
 @as_event.register

@@ -148,7 +148,7 @@ def _role(item: news.RoleChanged, state: DeckState) -> Result:
 
 @_reduce.register
 def _task(item: news.TaskChanged, state: DeckState) -> Result:
-    task = item.task
+    task = item.task.as_dict()  # the deck keeps the rows the board command answers
     tasks = {**state.tasks, task["id"]: task}
     if task.get("state") in _RESOLVED:
         tasks = _live(tasks)
@@ -184,7 +184,7 @@ def task_number(task_id: str) -> int:
 
 @_reduce.register
 def _gate_opened(item: news.GateOpened, state: DeckState) -> Result:
-    gate = item.gate
+    gate = item.gate.as_dict()
     tasks = state.tasks if gate.get("kind") == "merge" else {**state.tasks, gate["id"]: gate}
     gates = OrderedDict(state.gates)
     gates[gate["id"]] = gate

@@ -158,7 +158,7 @@ def test_status_line_shows_the_prefix_mode(deck):
 
 def test_a_gate_opens_its_overlay_and_y_approves(deck):
     task = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
-    deck.apply(news.GateOpened(task.as_dict()))
+    deck.apply(news.GateOpened(news.GateView(task)))
     text = "\n".join(screen_text(deck))
     assert "Approval needed: T4 for release" in text
     assert "1 gate waiting" in screen_text(deck)[-1]
@@ -169,7 +169,8 @@ def test_a_gate_opens_its_overlay_and_y_approves(deck):
 
 
 def test_n_rejects_with_a_reason(deck):
-    deck.apply(news.GateOpened(Task("T5", "release", "Tag v3", state=TaskState.GATED).as_dict()))
+    deck.apply(news.GateOpened(news.GateView(Task("T5", "release", "Tag v3",
+                                                  state=TaskState.GATED))))
     keys(deck, b"n")
     deck.commands.shutdown(wait=True)
     (request,) = [r for r in deck.port.requests if r.get("cmd") == "gate"]
@@ -178,8 +179,9 @@ def test_n_rejects_with_a_reason(deck):
 
 def test_gates_queue_in_arrival_order(deck):
     for number in (7, 8):
-        deck.apply(news.GateOpened(Task(f"T{number}", "release", f"job {number}",
-                                        state=TaskState.GATED).as_dict()))
+        deck.apply(news.GateOpened(news.GateView(Task(f"T{number}", "release",
+                                                      f"job {number}",
+                                                      state=TaskState.GATED))))
     assert "T7 for release" in "\n".join(screen_text(deck))
     keys(deck, b"\x1b")  # later: T7 stays queued, T8 shows
     assert "T8 for release" in "\n".join(screen_text(deck))
@@ -336,9 +338,9 @@ def test_the_board_lists_tasks_with_their_files(deck):
                 finished=9.0, report="/w/.choragos/reports/T1.md", checkpoint="refs/x",
                 changes=({"path": "a.py", "kind": "modified", "added": 2, "deleted": 1},),
                 checks="verify passed")
-    deck.apply(news.TaskChanged(done.as_dict()))
+    deck.apply(news.TaskChanged(done))
     deck.apply(news.TaskChanged(Task("T2", "release", "Ship", state=TaskState.QUEUED,
-                                         created=3.0).as_dict()))
+                                         created=3.0)))
     keys(deck, b"\x02t")
     text = "\n".join(screen_text(deck))
     assert "Task board (2)" in text

@@ -20,8 +20,8 @@ def test_the_gate_shows_every_key_at_80_columns(tmp_path):
     deck.loop.screen_size = (80, 24)
     deck.attached = True
     try:
-        deck.apply(news.GateOpened(Task("T4", "release", "Tag v2",
-                                        state=TaskState.GATED).as_dict()))
+        deck.apply(news.GateOpened(news.GateView(Task("T4", "release", "Tag v2",
+                                                      state=TaskState.GATED))))
         rows = [row.decode() for row in deck.loop.widget.render((80, 24), focus=True).text]
         text = "\n".join(rows)
         assert "Approval needed: T4 for release" in text

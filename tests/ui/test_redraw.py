@@ -244,11 +244,11 @@ def test_the_clients_screen_is_what_the_deck_painted(running):
 
 def test_only_an_open_dialog_with_clocks_ticks(running):
     from choragos.board import Task, TaskState
-    from choragos.news import GateOpened
+    from choragos.news import GateOpened, GateView
 
     deck, _port = running
     gate = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)
-    deck.news(GateOpened(gate.as_dict()))
+    deck.news(GateOpened(GateView(gate)))
     wait_until(lambda: deck.overlays.kind == "gate", 10)
     wakeups = deck.wakeups
     time.sleep(3.5)  # the observation window: its clock ticks once a second

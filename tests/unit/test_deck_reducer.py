@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from choragos import news
+from choragos.board import Task, TaskState
 from choragos.config import Config, RoleSpec
 from choragos.news import RoleView
 from choragos.rolestatus import RoleStatus
@@ -53,30 +54,36 @@ def test_a_role_the_deck_never_saw_joins_the_roster():
     assert effects == [r.FollowRoster(("orchestrator", "coder", "tester"))]
 
 
+def task(task_id: str, state: TaskState, role: str = "coder") -> Task:
+    return Task(task_id, role, "x", state=state)
+
+
 def test_a_gate_opens_and_its_task_news_closes_it():
-    gate = {"id": "T1", "role": "coder", "state": "gated", "label": "x"}
+    gate = news.GateView(task("T1", TaskState.GATED))
     s, effects = r.reduce(state(), news.GateOpened(gate))
-    assert list(s.gates) == ["T1"] and s.tasks["T1"] == gate
+    assert list(s.gates) == ["T1"]
+    assert {key: s.tasks["T1"][key] for key in ("id", "role", "state", "label")} == {
+        "id": "T1", "role": "coder", "state": "gated", "label": "x"}
     assert effects == [r.RefreshBoard(), r.ShowGate()]
     s = s.__class__(**{**vars(s), "dismissed": {"T1"}})
-    s, effects = r.reduce(s, news.TaskChanged({**gate, "state": "queued"}))
+    s, effects = r.reduce(s, news.TaskChanged(task("T1", TaskState.QUEUED)))
     assert not s.gates and not s.dismissed
     assert effects == [r.RefreshBoard(), r.CloseGate("T1")]
 
 
 def test_a_merge_gate_stays_until_it_is_closed_and_keeps_the_task_off_the_board():
-    gate = {"id": "T2", "role": "coder", "kind": "merge", "state": "done"}
+    gate = news.GateView(task("T2", TaskState.DONE), "merge", diff="d", branch="b")
     s, _ = r.reduce(state(), news.GateOpened(gate))
     assert "T2" not in s.tasks
-    s, _ = r.reduce(s, news.TaskChanged({"id": "T2", "role": "coder", "state": "done"}))
+    assert (s.gates["T2"]["kind"], s.gates["T2"]["branch"]) == ("merge", "b")
+    s, _ = r.reduce(s, news.TaskChanged(task("T2", TaskState.DONE)))
     assert list(s.gates) == ["T2"]
     s, effects = r.reduce(s, news.GateClosed("T2"))
     assert not s.gates and effects == [r.CloseGate("T2")]
 
 
 def test_a_delivered_task_focuses_its_role():
-    _, effects = r.reduce(state(), news.TaskChanged({"id": "T3", "role": "coder",
-                                                     "state": "delivered"}))
+    _, effects = r.reduce(state(), news.TaskChanged(task("T3", TaskState.DELIVERED)))
     assert r.AutoFocus("coder") in effects
 
 
@@ -131,9 +138,9 @@ def test_the_decks_board_keeps_as_many_resolved_tasks_as_the_cores():
     from choragos.board import KEEP_RESOLVED
 
     s = state()
-    s, _ = r.reduce(s, news.TaskChanged({"id": "T1", "role": "coder", "state": "delivered"}))
+    s, _ = r.reduce(s, news.TaskChanged(task("T1", TaskState.DELIVERED)))
     for n in range(2, KEEP_RESOLVED + 32):
-        s, _ = r.reduce(s, news.TaskChanged({"id": f"T{n}", "role": "coder", "state": "done"}))
+        s, _ = r.reduce(s, news.TaskChanged(task(f"T{n}", TaskState.DONE)))
     resolved = sorted((tid for tid, t in s.tasks.items() if t["state"] == "done"),
                       key=lambda tid: int(tid[1:]))
     assert len(resolved) == KEEP_RESOLVED
@@ -219,7 +226,8 @@ def test_the_model_is_the_one_writer_and_saves_a_changed_layout_once():
 
     model = DeckModel(state())
     first = model.state
-    assert model.apply(news.GateOpened(_GATE)) == [r.RefreshBoard(), r.ShowGate()]
+    opened = news.GateOpened(news.GateView(task("T1", TaskState.GATED)))
+    assert model.apply(opened) == [r.RefreshBoard(), r.ShowGate()]
     assert model.state is not first and list(model.state.gates) == ["T1"]
     assert model.apply(r.GateDismissed("T1")) == [] and model.state.dismissed == {"T1"}
     assert model.layout_to_save() is None  # nothing changed since the start

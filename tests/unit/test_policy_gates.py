@@ -66,7 +66,7 @@ def test_held_work_goes_on_or_fails_as_the_operator_decides(tmp_path, action, st
     assert task.id in holds.listing()[0]["id"]
     opened = [args[0] for args, _ in port.named("publish")
               if isinstance(args[0], news.GateOpened)]
-    assert opened and opened[0].gate["kind"] == "owner"
+    assert opened and opened[0].gate.kind == "owner"
     assert state.board.get(task.id).waiting["kind"] == "owner"  # a resume finds it
     ack = holds.decision({"id": task.id, "action": action, "reason": "no"})
     assert ack["status"] == "ok" and state.holds == {}
@@ -82,8 +82,8 @@ def test_a_restored_hold_opens_the_same_gate_again(tmp_path):
                  if isinstance(args[0], news.GateOpened))
     state.holds.clear()
     holds.restore(state.board.get(task.id), state.board.get(task.id).waiting,
-                  first.gate["created"])
+                  first.gate.created)
     again = [args[0] for args, _ in port.named("publish")
              if isinstance(args[0], news.GateOpened)][-1]
-    assert {k: again.gate[k] for k in ("kind", "label", "diff")} == {
-        k: first.gate[k] for k in ("kind", "label", "diff")}
+    assert {k: again.gate.as_dict()[k] for k in ("kind", "label", "diff")} == {
+        k: first.gate.as_dict()[k] for k in ("kind", "label", "diff")}

@@ -1,0 +1,51 @@
+"""The news carry typed values: a task is the board's frozen Task, a gate a
+GateView of one; each gives the row the wire, the deck and the page read."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from choragos import news
+from choragos.board import Task, TaskState
+from choragos.webnews import as_event
+
+TASK = Task("T3", "coder", "Add retry", state=TaskState.GATED, created=5.0)
+
+
+def row(values: dict) -> dict:
+    """A row without what depends on the moment it is read."""
+    return {key: value for key, value in values.items() if key not in ("age", "duration")}
+
+
+def test_an_approve_gate_is_the_tasks_row():
+    view = news.GateView(TASK)
+    assert view.id == "T3"
+    assert row(view.as_dict()) == row(TASK.as_dict())
+    assert "kind" not in view.as_dict()
+
+
+def test_a_merge_gate_adds_what_waits_and_keeps_an_empty_commit():
+    view = news.GateView(TASK, "merge", diff=".choragos/diffs/T3.diff", branch="choragos/coder",
+                         commit="", label="merge choragos/coder: Add retry", created=9.0)
+    got = view.as_dict()
+    assert {key: got[key] for key in ("kind", "diff", "branch", "commit", "label", "created")} == {
+        "kind": "merge", "diff": ".choragos/diffs/T3.diff", "branch": "choragos/coder",
+        "commit": "", "label": "merge choragos/coder: Add retry", "created": 9.0}
+    assert got["id"] == "T3" and got["state"] == "gated"
+
+
+def test_the_web_page_gets_the_rows():
+    kind, data = as_event(news.TaskChanged(TASK))
+    assert kind == "task" and row(data) == row(TASK.as_dict())
+    kind, data = as_event(news.GateOpened(news.GateView(TASK, "judge", diff="f.md")))
+    assert kind == "gate-opened" and (data["id"], data["kind"], data["diff"]) == (
+        "T3", "judge", "f.md")
+
+
+def test_tasks_and_gates_travel_as_typed_values_not_dicts():
+    hints = {cls: typing.get_type_hints(cls) for cls in (news.TaskChanged, news.GateOpened)}
+    assert hints[news.TaskChanged]["task"] is Task
+    assert hints[news.GateOpened]["gate"] is news.GateView
+    assert dataclasses.is_dataclass(news.GateView)
+    assert news.GateView.__dataclass_params__.frozen
