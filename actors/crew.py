@@ -5,9 +5,10 @@
 under the roles supervisor), and the steps a reload takes on the team
 (``actors/reload.py``): add, update, respawn, remove, the briefs, the
 team notice to the core.  It writes the session's :class:`RolesView`,
-which everyone else reads.  It asks only the roles supervisor (below the
-session and the reload actor); a remote role's socket listener goes to the
-session's supervisor as a tell, so no child ever waits on its parent.
+which everyone else reads.  It asks only the roles supervisor (to start and
+stop roles; that supervisor never waits on the crew's callers); a remote
+role's socket listener goes to the session's supervisor as a tell, so no
+child ever waits on its parent.
 """
 
 from __future__ import annotations

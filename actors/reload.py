@@ -8,8 +8,8 @@ it.  The plan becomes a list of :class:`Step` (:func:`steps`, pure), which
 the actor takes one by one on its crew (``actors/crew.py``): the new config,
 the briefs, roles added, respawned, updated and removed (a removal may
 wait out a role's grace period: here, not on the core's thread), and last
-the team notice back to the core.  The actor asks only below it (the roles
-supervisor), so a reload never waits on a parent.
+the team notice back to the core.  The actor asks only the roles
+supervisor, which never waits on it, so a reload never waits on a parent.
 """
 
 from __future__ import annotations
