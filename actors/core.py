@@ -208,7 +208,7 @@ class CoreActor(Actor):
         if self.s.gateway is not None:
             msg.callback(news.GatewayChanged(self.s.gateway))
         if self.s.tokens:
-            msg.callback(news.TokensChanged(self.usage.usages()))
+            msg.callback(news.TokensChanged(news.role_usages(self.usage.usages())))
         if self.s.guard.marks:
             msg.callback(news.MarksChanged(dict(self.s.guard.marks)))
 

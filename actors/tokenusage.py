@@ -48,7 +48,7 @@ class TokenUsage:
         self.guard.check_budgets()
         if changed:
             self.guard.check_prices()
-            self.port.publish(news.TokensChanged(self.usages()))
+            self.port.publish(news.TokensChanged(news.role_usages(self.usages())))
 
     def usages(self) -> dict[str, dict]:
         return {role: self._usage(role) for role in self.s.tokens}

@@ -10,6 +10,7 @@ Nothing here knows about urwid or pykka: the deck's reducer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,10 +124,30 @@ class GatewayChanged:
 
 
 @dataclass(frozen=True)
+class RoleUsage:
+    """One role's tokens and cost; its ``as_dict()`` is the row ``status`` shows."""
+
+    tokens: Mapping[str, int]
+    cost: float | None = None
+    estimated: tuple[str, ...] = ()  # its models [pricing] lacks: priced at the highest
+    budget: Mapping[str, Any] | None = None  # its caps, and whether it is over one
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tokens": dict(self.tokens), "cost": self.cost, "estimated": list(self.estimated),
+                "budget": dict(self.budget) if self.budget is not None else None}
+
+
+def role_usages(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, RoleUsage]:
+    """The usage rows the core answers ``status`` with, typed for the news."""
+    return {role: RoleUsage(row["tokens"], row.get("cost"), tuple(row.get("estimated") or ()),
+                            row.get("budget")) for role, row in rows.items()}
+
+
+@dataclass(frozen=True)
 class TokensChanged:
     """Per-role token usage and cost, as ``status`` shows it."""
 
-    usages: dict[str, dict]
+    usages: Mapping[str, RoleUsage]
 
 
 @dataclass(frozen=True)

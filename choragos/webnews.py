@@ -72,7 +72,7 @@ def _gateway(item: news.GatewayChanged) -> tuple[str, Any]:
 
 @as_event.register
 def _tokens(item: news.TokensChanged) -> tuple[str, Any]:
-    return "tokens", item.usages
+    return "tokens", {role: usage.as_dict() for role, usage in item.usages.items()}
 
 
 @as_event.register

@@ -226,8 +226,8 @@ def _tokens(item: news.TokensChanged, state: DeckState) -> Result:
     roles = dict(state.roles)
     for role, usage in item.usages.items():
         info = roles.get(role)
-        if info is not None and any(usage["tokens"].values()):
-            roles[role] = replace(info, usage=usage)
+        if info is not None and any(usage.tokens.values()):
+            roles[role] = replace(info, usage=usage.as_dict())
     return replace(state, roles=roles), []
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -366,10 +367,10 @@ def test_a_click_on_a_card_shows_that_role(deck):
 
 def test_cards_show_gateway_tokens_and_cost(deck):
     assert "↑" not in "\n".join(screen_text(deck))  # no telemetry, no made-up zeros
-    usage = {"tokens": {"input": 12_345, "output": 678, "cache_read": 0,
-                        "cache_creation": 0}, "cost": 0.0042}
-    deck.apply(news.TokensChanged({"coder": usage, "release": {**usage, "cost": None},
-                                   "orchestrator": {**usage, "estimated": ["mystery"]}}))
+    usage = news.RoleUsage({"input": 12_345, "output": 678, "cache_read": 0,
+                            "cache_creation": 0}, 0.0042)
+    deck.apply(news.TokensChanged({"coder": usage, "release": replace(usage, cost=None),
+                                   "orchestrator": replace(usage, estimated=("mystery",))}))
     text = "\n".join(screen_text(deck))
     assert "↑12.3k ↓678 $0.0042" in text
     assert "↑12.3k ↓678 ~$0.0042" in text  # a model [pricing] lacks: estimated
@@ -377,8 +378,8 @@ def test_cards_show_gateway_tokens_and_cost(deck):
 
 
 def test_cards_show_budgets_and_the_guardrails_marks(deck):
-    usage = {"tokens": {"input": 1_200_000, "output": 0}, "cost": 1.2,
-             "budget": {"usd": 1.0, "tokens": None, "over": True}}
+    usage = news.RoleUsage({"input": 1_200_000, "output": 0}, 1.2,
+                           budget={"usd": 1.0, "tokens": None, "over": True})
     deck.apply(news.TokensChanged({"coder": usage}))
     deck.apply(news.MarksChanged({"coder": ("over budget", "stalled")}))
     text = "\n".join(screen_text(deck))

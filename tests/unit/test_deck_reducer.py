@@ -95,10 +95,12 @@ def test_events_bell_gateway_tokens_and_marks():
     assert r.reduce(s, news.EventLogged({"event": "delegate"}))[1] == []
     assert r.reduce(s, news.Bell("coder", "on_gate"))[1] == [r.Ring()]
     assert r.reduce(s, news.GatewayChanged("down"))[0].gateway == "down"
-    usage = {"tokens": {"input": 5}, "cost": 0.1}
-    quiet = {"tokens": {"input": 0}, "cost": None}
+    usage = news.RoleUsage({"input": 5}, 0.1)
+    quiet = news.RoleUsage({"input": 0})
     after = r.reduce(s, news.TokensChanged({"coder": usage, "orchestrator": quiet}))[0]
-    assert after.roles["coder"].usage == usage and after.roles["orchestrator"].usage is None
+    assert after.roles["coder"].usage == {"tokens": {"input": 5}, "cost": 0.1, "estimated": [],
+                                          "budget": None}
+    assert after.roles["orchestrator"].usage is None
     marked = r.reduce(s, news.MarksChanged({"coder": ("stalled",)}))[0]
     assert marked.roles["coder"].extra["marks"] == ("stalled",)
     assert marked.roles["orchestrator"].extra["marks"] == ()

@@ -43,9 +43,22 @@ def test_the_web_page_gets_the_rows():
         "T3", "judge", "f.md")
 
 
-def test_tasks_and_gates_travel_as_typed_values_not_dicts():
-    hints = {cls: typing.get_type_hints(cls) for cls in (news.TaskChanged, news.GateOpened)}
+def test_tasks_gates_and_usage_travel_as_typed_values_not_dicts():
+    hints = {cls: typing.get_type_hints(cls)
+             for cls in (news.TaskChanged, news.GateOpened, news.TokensChanged)}
     assert hints[news.TaskChanged]["task"] is Task
     assert hints[news.GateOpened]["gate"] is news.GateView
     assert dataclasses.is_dataclass(news.GateView)
     assert news.GateView.__dataclass_params__.frozen
+    assert typing.get_args(hints[news.TokensChanged]["usages"])[1] is news.RoleUsage
+
+
+def test_usage_travels_typed_and_gives_back_the_status_row():
+    rows = {"coder": {"tokens": {"input": 5, "output": 2}, "cost": 0.1, "estimated": ["mystery"],
+                      "budget": {"usd": 1.0, "tokens": None, "over": False}},
+            "tester": {"tokens": {"input": 0}, "cost": None, "estimated": [], "budget": None}}
+    usages = news.role_usages(rows)
+    assert usages["coder"].estimated == ("mystery",) and usages["tester"].budget is None
+    assert {role: usage.as_dict() for role, usage in usages.items()} == rows
+    kind, data = as_event(news.TokensChanged(usages))
+    assert kind == "tokens" and data == rows
