@@ -31,20 +31,7 @@ from pathlib import Path
 
 import pykka
 
-from choragos import (
-    __version__,
-    authority,
-    briefs,
-    budgetgate,
-    journal,
-    ownership,
-    resume,
-    selfpath,
-    statedir,
-    taskids,
-    wire,
-    worktrees,
-)
+from choragos import __version__, statedir
 from choragos.actors import messages as m
 from choragos.actors import threadhook
 from choragos.actors.aftercare import AftercareActor
@@ -52,8 +39,7 @@ from choragos.actors.checkpointer import CheckpointerActor
 from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState, Seat
 from choragos.actors.durable import JournaledBoard, Restore
-from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
-from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
+from choragos.actors.gatewayprober import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
 from choragos.actors.listener import (
@@ -63,6 +49,7 @@ from choragos.actors.listener import (
     install_fault_hook,
 )
 from choragos.actors.notifier import start_notifier
+from choragos.actors.proxyrunner import READY_TIMEOUT, ProxyRunner, ProxyRunnerState, Ready
 from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.startwatch import StartReport, watch_start
@@ -81,23 +68,29 @@ from choragos.actors.supervisor import (
 from choragos.actors.timers import Timers
 from choragos.actors.websession import install_fault_hook as install_web_fault_hook
 from choragos.actors.websession import start_web
-from choragos.board import SETTLED_STATES
-from choragos.checkpoints import CheckpointStore, NotARepository
-from choragos.config import Config, RoleSpec, load_config
-from choragos.ctlserver import ControlServer, ServerStartError
-from choragos.echowait import EchoWait
-from choragos.events import EventLog, default_path
-from choragos.gateway import GatewayMode, decide_session
-from choragos.gatewaycounts import session_path
-from choragos.gatewayroles import new_session_key, role_key
-from choragos.hooks import Hooks
-from choragos.launch import Launch, LaunchContext, launch
-from choragos.memfloor import MemoryGate
-from choragos.news import RoleView
-from choragos.reloadplan import ReloadPlan, plan_reload
-from choragos.stopflag import StopFlag
-from choragos.webaccess import clear_addr
-from choragos.webnews import NewsHub
+from choragos.board import journal, taskids
+from choragos.board.events import EventLog, default_path
+from choragos.board.tasks import SETTLED_STATES
+from choragos.config.memfloor import MemoryGate
+from choragos.config.model import Config, RoleSpec, load_config
+from choragos.control import authority, wire
+from choragos.control.server import ControlServer, ServerStartError
+from choragos.gateway import budgetgate
+from choragos.gateway.client import GatewayMode, decide_session
+from choragos.gateway.counts import session_path
+from choragos.gateway.roles import new_session_key, role_key
+from choragos.gitstore import worktrees
+from choragos.gitstore.checkpoints import CheckpointStore, NotARepository
+from choragos.roles import briefs, ownership, selfpath
+from choragos.roles.launch import Launch, LaunchContext, launch
+from choragos.session import resume
+from choragos.session.hooks import Hooks
+from choragos.session.news import RoleView
+from choragos.session.reloadplan import ReloadPlan, plan_reload
+from choragos.session.stopflag import StopFlag
+from choragos.terminal.echowait import EchoWait
+from choragos.web.access import clear_addr
+from choragos.web.news import NewsHub
 
 log = logging.getLogger("choragos.session")
 
@@ -152,7 +145,7 @@ class Session:
         if config.web.listen:
             # Loaded before the session answers, so the web view is up as soon as
             # the session is; without [web] listen it is never loaded (its memory).
-            import choragos.webserver  # noqa: F401
+            import choragos.web.server  # noqa: F401
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
         self.prober_handle: Handle | None = None
@@ -239,7 +232,7 @@ class Session:
         listen = self.config.metrics.listen
         if not listen:
             return
-        from choragos.sessionmetrics import SessionMetrics
+        from choragos.session.metrics import SessionMetrics
 
         metrics = SessionMetrics(self._ask_core)
         try:
@@ -405,9 +398,9 @@ class Session:
         if not self.config.gateway.builtin:
             return
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
-        state = ServerState(self.config.gateway, self.prober, logs / "gateway.log",
-                            self.events.write, session_path(self.workdir), self.gateway_key,
-                            policy=budgetgate.policy(self.config))
+        state = ProxyRunnerState(self.config.gateway, self.prober, logs / "gateway.log",
+                                 self.events.write, session_path(self.workdir), self.gateway_key,
+                                 policy=budgetgate.policy(self.config))
         # Its own supervisor, a temporary child: a gateway that keeps dying is
         # given up on and the session carries on, fail-closed.
         tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY, period=PERIOD)
@@ -415,7 +408,7 @@ class Session:
             tree, self.supervisor, self.events.write, restart=TEMPORARY)), timeout=10)
         core = self.core
         handle = self._start_child("gateway-server",
-                                   lambda h: GatewayRunner.start(state, core, sup), sup)
+                                   lambda h: ProxyRunner.start(state, core, sup), sup)
         core_state.gateway_runner = handle
         try:
             problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
@@ -494,7 +487,7 @@ class Session:
         state.restarts_total = saved.get("restarts_total", 0)
         state.extra["resume_args"] = spec.resume_args
         # After a handoff the new team starts new conversations: the handoff
-        # document carries what they need (see choragos.conversations).
+        # document carries what they need (see choragos.roles.conversations).
         state.extra["new_conversation"] = bool(self.restored.handoff)
 
     def _orchestrator_extra(self) -> str:
@@ -563,7 +556,7 @@ class Session:
         self.roles.tell(SetIntensity(role_intensity(len(self.handles))))
 
     def caller_of(self, pid: int | None) -> str | None:
-        """Whom ``pid`` acts for (on a socket thread): see choragos/authority.py."""
+        """Whom ``pid`` acts for (on a socket thread): see choragos/control/authority.py."""
         pids = {state.child.pid: name for name, state in list(self.role_states.items())
                 if state.child is not None and state.child.poll() is None}
         return authority.caller_role(pid, {**self.behalf.pids(), **pids}, os.getpid())
@@ -594,7 +587,7 @@ class Session:
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once the session is stopping; with no timeout, on the main
-        thread, a signal's handler still runs at once (see choragos/stopflag.py)."""
+        thread, a signal's handler still runs at once (see choragos/session/stopflag.py)."""
         if timeout is not None or threading.current_thread() is not threading.main_thread():
             return self.stopped.wait(timeout)
         self.stopped.sleep()

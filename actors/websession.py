@@ -18,13 +18,15 @@ import signal
 import threading
 from typing import Any
 
-from choragos import events, report, tcppeer, timeline, webaccess, wire
 from choragos.actors import messages as m
 from choragos.actors.listener import FAULT_HOOK
 from choragos.actors.supervisor import ChildSpec, StartChild
 from choragos.actors.web import WebActor, WebState
-from choragos.terminal import Snapshot
-from choragos.webnews import NewsHub
+from choragos.board import events, report, timeline
+from choragos.control import tcppeer, wire
+from choragos.terminal.emulator import Snapshot
+from choragos.web import access as webaccess
+from choragos.web.news import NewsHub
 
 log = logging.getLogger("choragos.web")
 DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
@@ -102,7 +104,7 @@ def start_web(session: Any, hub: NewsHub) -> WebState | None:
     access = WebAccess(session)
     # Imported only with [web] listen (see Session): aiohttp and asyncio are
     # most of the server's memory at rest.
-    from choragos.webserver import WebServer
+    from choragos.web.server import WebServer
 
     def make() -> WebServer:
         return WebServer(access, hub, peer_pid=tcppeer.peer_pid)

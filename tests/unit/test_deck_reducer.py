@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from choragos import news
-from choragos.config import Config, RoleSpec
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
+from choragos.config.model import Config, RoleSpec
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
+from choragos.session.news import RoleView
 from choragos.ui import reducer as r
 from choragos.ui.deckstate import initial_state
 
@@ -22,7 +22,7 @@ def state():
 
 
 def test_the_reducer_and_the_news_import_no_urwid_and_no_pykka():
-    code = ("import sys; import choragos.ui.reducer, choragos.news; "
+    code = ("import sys; import choragos.ui.reducer, choragos.session.news; "
             "print('urwid' in sys.modules, 'pykka' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout
@@ -128,7 +128,7 @@ def test_a_full_status_drops_roles_the_session_no_longer_has():
 
 
 def test_the_decks_board_keeps_as_many_resolved_tasks_as_the_cores():
-    from choragos.board import KEEP_RESOLVED
+    from choragos.board.tasks import KEEP_RESOLVED
 
     s = state()
     s, _ = r.reduce(s, news.TaskChanged({"id": "T1", "role": "coder", "state": "delivered"}))
