@@ -90,6 +90,8 @@ class ProxyRunnerState:
 
 
 class ProxyRunner(Actor):
+    """Starts the built-in proxy's process, waits until it listens, and watches it."""
+
     def __init__(self, state: ProxyRunnerState, core: Any, supervisor: Any = None) -> None:
         super().__init__("gateway-server", supervisor)
         self.s = state

@@ -1,4 +1,5 @@
-"""The Sphragis gateway, seen from the session.
+"""The session's client of its gateway, whichever listens at ``[sphragis] addr``:
+the external one (Sphragis) or the built-in proxy (:mod:`choragos.gateway.proxy`).
 
 Three pure pieces: whether the gateway is on (decided once, at start),
 what its ``/metrics`` body says about tokens, and what those tokens cost.

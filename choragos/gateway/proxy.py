@@ -125,6 +125,8 @@ def error_body(status: int, kind: str, message: str) -> bytes:
 
 
 class ProxyServer(ThreadingHTTPServer):
+    """The built-in proxy's HTTP server, a thread per connection."""
+
     daemon_threads = True
     request_queue_size = 128
 
