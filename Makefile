@@ -82,17 +82,17 @@ demo-clean:
 
 # Mutation testing of the safety modules against their fast tests:
 # docs/mutation.md.  Every mutant matching MUTANTS is judged afresh each time
-# (MUTANTS='choragos.wire*' runs one module's); mutmut's record of which
+# (MUTANTS='choragos.control.wire*' runs one module's); mutmut's record of which
 # tests reach which function, and how long they take, is kept in mutants/
 # between runs (`make mutate-clean` drops it).  The children mostly wait on
 # sockets, git and sleeps, so there are more of them than cores.
 MUTATE_STAMP := $(VENV)/.mutate-installed
 # `make mutate` judges all eleven modules; `make mutate-fast` the nine whose
 # tests run in-process, `make mutate-git` the walk and checkpoints.
-MUTATE_FAST := choragos.envpolicy* choragos.restartpolicy* choragos.board* choragos.wire* \
-	choragos.ctlserver* choragos.paths* choragos.configschema* choragos.screenstatus* \
-	choragos.hooks*
-MUTATE_GIT := choragos.gitwalk* choragos.checkpoints*
+MUTATE_FAST := choragos.config.envpolicy* choragos.terminal.restartpolicy* choragos.board.tasks* \
+	choragos.control.wire* choragos.control.server* choragos.control.paths* \
+	choragos.config.schema* choragos.agents.screenstatus* choragos.session.hooks*
+MUTATE_GIT := choragos.gitstore.walk* choragos.gitstore.checkpoints*
 MUTANTS ?= $(MUTATE_FAST) $(MUTATE_GIT)
 MUTATE_JOBS ?= 6
 # The tests' temporary directories go on a RAM filesystem when there is one:

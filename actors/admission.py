@@ -1,4 +1,4 @@
-"""Admission by memory, the core's side (the gate is :mod:`choragos.memfloor`).
+"""Admission by memory, the core's side (the gate is :mod:`choragos.config.memfloor`).
 
 A role actor asks the gate before it starts its process; when it is told to
 wait it says so here with :class:`RoleHeld`.  The core makes the hold seen
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.actors.timers import Timer
-from choragos.memfloor import HELD_MARK
+from choragos.config.memfloor import HELD_MARK
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

@@ -14,12 +14,18 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import changes, verify, worktrees
 from choragos.actors.base import Actor
-from choragos.authority import Behalf
-from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, done_name
+from choragos.control.authority import Behalf
+from choragos.gitstore import changes, worktrees
+from choragos.gitstore.checkpoints import (
+    CheckpointError,
+    CheckpointStore,
+    NotARepository,
+    done_name,
+)
+from choragos.gitstore.worktrees import MergeResult, WorktreeError
 from choragos.remote.seat import SeatError
-from choragos.worktrees import MergeResult, WorktreeError
+from choragos.roles import verify
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,7 @@ class AftercareActor(Actor):
 
     def _snapshot_done(self, msg: CheckWork) -> str:
         """The tree as the task reported it, saved next to its checkpoint: the
-        pair is exactly what the task changed (choragos/taskdiff.py)."""
+        pair is exactly what the task changed (choragos/gitstore/taskdiff.py)."""
         label = f"at the report of {msg.task_id}: {msg.label}"
         return self._store(msg.cwd).snapshot(done_name(msg.task_id), msg.role, label).tree
 

@@ -4,7 +4,7 @@ A policy of the core, beside the guardrails.  The guardrails notice a budget
 crossed (from the token counts the prober reads) and ring once; a budget
 with ``budget_action = "block"`` is also enforced in the built-in gateway,
 which refuses the role's next model calls by itself (see
-:mod:`choragos.budgetgate`).  This keeps the gateway's policy in step with
+:mod:`choragos.gateway.budgetgate`).  This keeps the gateway's policy in step with
 the config (a reload, ``choragos budget``) and says why a call was refused:
 an event, and a note on the role's open tasks on the board.
 """
@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from choragos import budgetgate, wire
-from choragos import configschema as cs
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort, unknown_roles
-from choragos.actors.gatewayserver import SetBudgets
 from choragos.actors.guardrails import Guardrails, budget_summary
-from choragos.config import Config
-from choragos.costs import cost_text
+from choragos.actors.proxyrunner import SetBudgets
+from choragos.config import schema as cs
+from choragos.config.model import Config
+from choragos.control import wire
+from choragos.gateway import budgetgate
+from choragos.gateway.costs import cost_text
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

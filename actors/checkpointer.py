@@ -24,7 +24,7 @@ from typing import Any
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.rollbackcmd import run_rollback
-from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, NotARepository
 
 PRUNE_EVERY = 10  # snapshots of one tree between prunes while the session runs
 

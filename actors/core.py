@@ -23,7 +23,7 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import __version__, authority, briefs, commands, news, wire
+from choragos import __version__
 from choragos.actors import messages as m
 from choragos.actors.admission import Admission, AdmissionState, MemoryCheck, RoleHeld
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
@@ -36,7 +36,7 @@ from choragos.actors.delegation import Delegation
 from choragos.actors.delivery import Delivery
 from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
 from choragos.actors.fresh import FreshContexts
-from choragos.actors.gateway import FlushTokens, GatewayHealth, TokenTotals
+from choragos.actors.gatewayprober import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos.actors.handle import Handle
 from choragos.actors.holds import Hold, Holds
@@ -52,14 +52,17 @@ from choragos.actors.timers import Timer, Timers
 from choragos.actors.tokenusage import TokenUsage
 from choragos.actors.workcheck import CheckState, WorkChecks
 from choragos.actors.workdone import WorkDone
-from choragos.board import SETTLED_STATES, Board, Task, TaskState
-from choragos.config import Config, ConfigError
-from choragos.events import EventLog
-from choragos.gateway import Totals
-from choragos.hooks import Hooks
-from choragos.journal import Journal
-from choragos.memfloor import HELD_MARK, MemoryGate
-from choragos.rolestatus import RoleStatus
+from choragos.board.events import EventLog
+from choragos.board.journal import Journal
+from choragos.board.tasks import SETTLED_STATES, Board, Task, TaskState
+from choragos.config.memfloor import HELD_MARK, MemoryGate
+from choragos.config.model import Config, ConfigError
+from choragos.control import authority, commands, wire
+from choragos.gateway.client import Totals
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
+from choragos.session.hooks import Hooks
 
 log = logging.getLogger("choragos.core")
 
@@ -220,7 +223,7 @@ class CoreActor(Actor):
         if msg.expires is not None and time.monotonic() > msg.expires:
             return wire.error("the session core was too busy to take the request in time; "
                               "nothing was changed, try again", busy=True)
-        # Each command names its handler in choragos/commands.py.
+        # Each command names its handler in choragos/control/commands.py.
         command = commands.COMMANDS.get(request["cmd"])
         handler = getattr(self, command.handler, None) if command is not None else None
         if handler is None:
@@ -275,8 +278,9 @@ class CoreActor(Actor):
                        archived_by=self.s.board.archived_counts())
 
     def _cmd_reload(self, request: dict) -> dict:
-        """Live reload: converge the roles on the re-read config (see choragos/reloadplan.py);
-        the reload actor starts and stops the roles, this core never waits on it."""
+        """Live reload: converge the roles on the re-read config (see
+        choragos/session/reloadplan.py); the reload actor starts and stops the
+        roles, this core never waits on it."""
         reloader = self.s.reloader
         if reloader is None:
             return wire.error("this session runs the built-in team, so there is no config "

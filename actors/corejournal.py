@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors.coreport import CorePort
 from choragos.actors.durable import Heartbeat, unsaved_ack
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session.news import RoleView
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

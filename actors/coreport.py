@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from choragos import statedir
 from choragos.actors.timers import Timer
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
 
 
 class CorePort(Protocol):

@@ -1,7 +1,7 @@
 """The session's roles as processes: started, updated, stopped.
 
 :class:`Crew` holds how one role is started (its launch recipe through
-``choragos.launch``, its worktree or remote seat, its state, its actor
+``choragos.roles.launch``, its worktree or remote seat, its state, its actor
 under the roles supervisor), and the steps a reload takes on the team
 (``actors/reload.py``): add, update, respawn, remove, the briefs, the
 team notice to the core.  It writes the session's :class:`RolesView`,
@@ -23,7 +23,7 @@ from typing import Any
 
 import pykka
 
-from choragos import briefs, journal, ownership, resume, statedir, worktrees
+from choragos import statedir
 from choragos.actors import messages as m
 from choragos.actors.core import Seat
 from choragos.actors.handle import ActorGone, Handle
@@ -32,11 +32,15 @@ from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import ChildSpec, SetIntensity, StartChild, StopChild
-from choragos.config import Config, RoleSpec
-from choragos.ctlserver import ServerStartError
-from choragos.gatewayroles import role_key
-from choragos.launch import Launch, LaunchContext, launch
-from choragos.memfloor import MemoryGate
+from choragos.board import journal
+from choragos.config.memfloor import MemoryGate
+from choragos.config.model import Config, RoleSpec
+from choragos.control.server import ServerStartError
+from choragos.gateway.roles import role_key
+from choragos.gitstore import worktrees
+from choragos.roles import briefs, ownership
+from choragos.roles.launch import Launch, LaunchContext, launch
+from choragos.session import resume
 
 log = logging.getLogger("choragos.session")
 
@@ -116,7 +120,7 @@ class Crew:
         state.restarts_total = saved.get("restarts_total", 0)
         state.resume_args = spec.resume_args
         # After a handoff the new team starts new conversations: the handoff
-        # document carries what they need (see choragos.conversations).
+        # document carries what they need (see choragos.roles.conversations).
         state.new_conversation = bool(self.restored.handoff)
 
     def worktree(self, role: str, strict: bool) -> Path | None:

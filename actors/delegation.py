@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from choragos import briefs, news, statedir, wire
+from choragos import statedir
 from choragos.actors import messages as m
 from choragos.actors.corejournal import CoreJournal
 from choragos.actors.coreport import CorePort, not_recorded, unknown_roles
@@ -24,7 +24,10 @@ from choragos.actors.holds import Holds
 from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.workcheck import WorkChecks
-from choragos.board import SETTLED_STATES, Task, TaskState
+from choragos.board.tasks import SETTLED_STATES, Task, TaskState
+from choragos.control import wire
+from choragos.roles import briefs
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

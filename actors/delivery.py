@@ -15,14 +15,15 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from choragos import briefs, statedir
+from choragos import statedir
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.actors.fresh import FreshContexts
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.timeouts import Timeouts
-from choragos.board import Task, TaskState
-from choragos.rolestatus import RoleStatus
+from choragos.board.tasks import Task, TaskState
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState, Seat

@@ -13,8 +13,8 @@ import contextlib
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from choragos.board import ARCHIVABLE, Board, Task, TaskState
-from choragos.journal import Image
+from choragos.board.journal import Image
+from choragos.board.tasks import ARCHIVABLE, Board, Task, TaskState
 
 _TASK_FIELDS = frozenset(f.name for f in fields(Task))
 

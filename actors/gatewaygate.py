@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from choragos import wire
-from choragos.actors.gateway import ProberState
-from choragos.gateway import GatewayMode
+from choragos.actors.gatewayprober import ProberState
+from choragos.control import wire
+from choragos.gateway.client import GatewayMode
 
 
 class GatewayGate:

@@ -17,17 +17,18 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from choragos import briefs, news
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
-from choragos.board import SETTLED_STATES, Task, TaskState
-from choragos.budgetgate import BLOCKING
-from choragos.config import Config, RoleSpec
+from choragos.board.tasks import SETTLED_STATES, Task, TaskState
+from choragos.config.memfloor import HELD_MARK
+from choragos.config.model import Config, RoleSpec
 from choragos.durations import format_duration
-from choragos.gateway import role_cost, role_estimated, role_tokens
-from choragos.memfloor import HELD_MARK
+from choragos.gateway.budgetgate import BLOCKING
+from choragos.gateway.client import role_cost, role_estimated, role_tokens
 from choragos.plural import counted
-from choragos.rolestatus import RoleStatus
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

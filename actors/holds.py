@@ -14,10 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from choragos import briefs, news, wire
 from choragos.actors.coreport import CorePort
 from choragos.actors.mergeflow import MergeFlow, close_gate
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
+from choragos.control import wire
+from choragos.roles import briefs
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

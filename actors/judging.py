@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from choragos import briefs, changes, statedir, worktrees
+from choragos import statedir
 from choragos.actors.coreport import CorePort
 from choragos.actors.holds import Holds
 from choragos.actors.mergeflow import MergeFlow
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
+from choragos.gitstore import changes, worktrees
 from choragos.plural import counted
+from choragos.roles import briefs
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

@@ -2,7 +2,7 @@
 
 A policy of the core, on the core's thread.  A limit
 comes from the gateway (an upstream's 429/529 for a role) or from the
-role's own screen (its CLI's limit notice).  :class:`~choragos.limits.LimitWatch`
+role's own screen (its CLI's limit notice).  :class:`~choragos.gateway.limits.LimitWatch`
 decides; this carries it out: the role is marked ``limited`` until its wake
 time (nothing is typed into it meanwhile: it is not ready), the event, the
 ``on_limit`` hook and the orchestrator's notice come once per limit, and
@@ -20,15 +20,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from choragos import briefs
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.actors.guardrails import Guardrails
-from choragos.board import Task, TaskState
-from choragos.config import Config
+from choragos.board.tasks import Task, TaskState
+from choragos.config.model import Config
 from choragos.durations import format_duration
-from choragos.limits import Limit, LimitWatch, read_screen
-from choragos.rolestatus import RoleStatus
+from choragos.gateway.limits import Limit, LimitWatch, read_screen
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState, Seat

@@ -30,12 +30,12 @@ from typing import Any, Protocol
 
 import pykka
 
-from choragos import wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.durable import durable_ack
 from choragos.actors.handle import ActorCrashed, ActorGone
-from choragos.ctlserver import ControlServer
+from choragos.control import wire
+from choragos.control.server import ControlServer
 
 log = logging.getLogger("choragos.listener")
 

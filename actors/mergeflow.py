@@ -18,10 +18,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from choragos import briefs, changes, news, statedir, wire, worktrees
+from choragos import statedir
 from choragos.actors.aftercare import MergeDone, MergeWork
 from choragos.actors.coreport import CorePort
-from choragos.board import Board, Task
+from choragos.board.tasks import Board, Task
+from choragos.control import wire
+from choragos.gitstore import changes, worktrees
+from choragos.roles import briefs
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

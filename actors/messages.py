@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from choragos.news import RoleView
-from choragos.reloadplan import ReloadPlan
-from choragos.restartpolicy import ExitStatus
+from choragos.session.news import RoleView
+from choragos.session.reloadplan import ReloadPlan
+from choragos.terminal.restartpolicy import ExitStatus
 
 # --- to a role actor -------------------------------------------------------
 
@@ -149,7 +149,7 @@ class Limited:
 @dataclass(frozen=True)
 class RoleReported:
     """A role actor's new view, to the core (which publishes it to the
-    subscribers as ``choragos.news.RoleChanged``)."""
+    subscribers as ``choragos.session.news.RoleChanged``)."""
 
     view: RoleView
 
@@ -180,7 +180,7 @@ class LimitOnScreen:
 
 @dataclass(frozen=True)
 class LimitReported:
-    """The gateway saw a provider answer ``role`` with a limit (a choragos.limits.Limit)."""
+    """The gateway saw a provider answer ``role`` with a limit (a choragos.gateway.limits.Limit)."""
 
     role: str
     limit: Any

@@ -1,7 +1,7 @@
 """The push notifier (``[notify]``): a supervised actor that sends the messages.
 
 It hears every hook the core fires (``Hooks.heard``), keeps the ones a
-person is needed for, and lets the :class:`~choragos.notify.Coalescer`
+person is needed for, and lets the :class:`~choragos.web.notify.Coalescer`
 say when to send; a timer brings it back for the held ones.  Sending
 blocks this actor's thread only (up to the send timeout): the core never
 waits on a push service.  A message that could not be sent is logged
@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import TYPE_CHECKING, Any
 
-from choragos import notify, webaccess
 from choragos.actors.base import Actor
-from choragos.config import NotifySettings
+from choragos.config.model import NotifySettings
+from choragos.web import access as webaccess
+from choragos.web import notify
 
 if TYPE_CHECKING:
     from choragos.actors.session import Session

@@ -1,7 +1,7 @@
 """Live reload's own actor: the core decides, this actor carries it out.
 
 The core re-reads the config file and plans the convergence
-(``choragos/reloadplan.py``) on its thread, converges its own state (the
+(``choragos/session/reloadplan.py``) on its thread, converges its own state (the
 roster, the board, budgets) and answers the ``reload`` command; it tells
 this actor the plan (:class:`~actors.messages.ApplyReload`), never waits on
 it.  The plan becomes a list of :class:`Step` (:func:`steps`, pure), which
@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
-from choragos.config import Config, RoleSpec, load_config
-from choragos.reloadplan import ReloadPlan, plan_reload
+from choragos.config.model import Config, RoleSpec, load_config
+from choragos.session.reloadplan import ReloadPlan, plan_reload
 
 
 class Team(Protocol):

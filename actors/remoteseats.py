@@ -20,12 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from choragos import wire
-from choragos.config import Config, RoleSpec
-from choragos.ctlserver import ControlServer
-from choragos.launch import Launch
+from choragos.config.model import Config, RoleSpec
+from choragos.control import wire
+from choragos.control.server import ControlServer
 from choragos.remote.link import HostLink
 from choragos.remote.seat import RemoteRole, ssh_env
+from choragos.roles.launch import Launch
 
 __all__ = ["RemoteSeats", "RoleSocket", "session_id"]
 
@@ -85,7 +85,7 @@ class RemoteSeats:
 
     def by_branch(self) -> dict[str, Callable[[str], None]]:
         """A remote role's branch -> how to bring its work back (for aftercare)."""
-        from choragos import worktrees
+        from choragos.gitstore import worktrees
 
         return {worktrees.branch_of(name): seat.bring_back
                 for name, seat in self.seats.items()}

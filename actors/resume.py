@@ -13,13 +13,13 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from choragos import briefs
 from choragos.actors.clocks import PauseClocks, StartClock
 from choragos.actors.coreport import CorePort
 from choragos.actors.durable import task_from
 from choragos.actors.isolationrestore import IsolationRestore
-from choragos.board import Task, TaskState
-from choragos.journal import Image
+from choragos.board.journal import Image
+from choragos.board.tasks import Task, TaskState
+from choragos.roles import briefs
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

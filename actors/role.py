@@ -22,7 +22,6 @@ from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
-from choragos import briefs, conversations, screenstatus
 from choragos.actors import messages as m
 from choragos.actors import roleio, rolescreen
 from choragos.actors.admission import RoleHeld
@@ -32,17 +31,19 @@ from choragos.actors.rolehost import MACHINE, Child, RoleHost
 from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
-from choragos.agentprofiles import AgentProfile, profile_for
-from choragos.config import RoleSpec
-from choragos.echowait import EchoWait
-from choragos.launch import Launch
-from choragos.memfloor import HELD_MARK, MemoryGate
-from choragos.ptyproc import SpawnError
+from choragos.agents import screenstatus
+from choragos.agents.profiles import AgentProfile, profile_for
+from choragos.config.memfloor import HELD_MARK, MemoryGate
+from choragos.config.model import RoleSpec
 from choragos.remote.seat import RemoteRole, SeatError
-from choragos.restartpolicy import ExitStatus, decide
-from choragos.rolestatus import SCREEN_STATES, RoleStatus, check
-from choragos.terminal import Terminal
-from choragos.transcript import Transcript
+from choragos.roles import briefs, conversations
+from choragos.roles.launch import Launch
+from choragos.roles.rolestatus import SCREEN_STATES, RoleStatus, check
+from choragos.terminal.echowait import EchoWait
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.ptyproc import SpawnError
+from choragos.terminal.restartpolicy import ExitStatus, decide
+from choragos.terminal.transcript import Transcript
 
 log = logging.getLogger("choragos.role")
 

@@ -5,7 +5,7 @@ the agent's process only through a :class:`RoleHost`, so a test can run
 them in memory on a fake clock with a fake PTY (one that echoes what is
 typed into the role's emulated screen) and step the timers by hand.  The
 session's roles use :data:`MACHINE`: the monotonic clock and
-:class:`~choragos.ptyproc.PtyChild` with its reader thread.
+:class:`~choragos.terminal.ptyproc.PtyChild` with its reader thread.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from choragos.ptyproc import PtyChild, Reader
-from choragos.restartpolicy import ExitStatus
+from choragos.terminal.ptyproc import PtyChild, Reader
+from choragos.terminal.restartpolicy import ExitStatus
 
 
 class Child(Protocol):

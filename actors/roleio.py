@@ -6,7 +6,7 @@ thread -> actor -> terminal).  Each hand-over between Python threads costs
 0.1-0.2 ms, more when the machine is busy, so both now skip the actor:
 
 * **Keys** typed in the deck are written to the PTY on the deck's thread
-  (:func:`type_keys`).  :class:`~choragos.ptyproc.PtyChild` serialises its
+  (:func:`type_keys`).  :class:`~choragos.terminal.ptyproc.PtyChild` serialises its
   writes, so an injection's text (one write) never has a key land in the
   middle of it.  Keys can still land between an injection's text and its
   Enter, as they always could: typing into a pane that is being injected
@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from choragos import hopstamps
 from choragos.actors.handle import ActorGone
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import hopstamps
 
 GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from choragos import screenstatus
 from choragos.actors import messages as m
-from choragos.rolestatus import RoleStatus
+from choragos.agents import screenstatus
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState

@@ -2,7 +2,7 @@
 
 One typed, narrow view instead of the session's dictionaries and closures:
 a role's terminal and its screen, the keys typed into it (the deck's echo
-first, see ``choragos/echowait.py``), its handle and last published view,
+first, see ``choragos/terminal/echowait.py``), its handle and last published view,
 and whom a process acts for (pid → role, for the caller's authority).
 Roles come and go (the start, a reload): every call looks them up anew,
 from whichever thread it is on.  The session and its reload actor are the
@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from choragos import authority
 from choragos.actors import roleio
 from choragos.actors.handle import Handle
 from choragos.actors.role import RoleState
-from choragos.config import Config
-from choragos.echowait import EchoWait
-from choragos.news import RoleView
-from choragos.terminal import Snapshot, Terminal
+from choragos.config.model import Config
+from choragos.control import authority
+from choragos.session.news import RoleView
+from choragos.terminal.echowait import EchoWait
+from choragos.terminal.emulator import Snapshot, Terminal
 
 
 class RolesView:
@@ -116,5 +116,5 @@ class RolesView:
         return {**self.behalf.pids(), **running}
 
     def caller_of(self, pid: int | None) -> str | None:
-        """Whom ``pid`` acts for (on a socket thread): see choragos/authority.py."""
+        """Whom ``pid`` acts for (on a socket thread): see choragos/control/authority.py."""
         return authority.caller_role(pid, self.pids(), os.getpid())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from choragos.actors import messages as m
 from choragos.actors import roleio
 from choragos.actors.rolescreen import QUIET_IDLE
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState

@@ -22,11 +22,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from choragos import commands, wire
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
-from choragos.checkpoints import CheckpointError, CheckpointStore, NotARepository, RollbackPlan
-from choragos.checkpointtrees import open_for
+from choragos.control import commands, wire
+from choragos.gitstore.checkpoints import (
+    CheckpointError,
+    CheckpointStore,
+    NotARepository,
+    RollbackPlan,
+)
+from choragos.gitstore.checkpointtrees import open_for
 from choragos.remote.seat import SeatError
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pykka
 
-from choragos import __version__, budgetgate, journal, resume, selfpath, statedir, taskids, wire
+from choragos import __version__, statedir
 from choragos.actors import messages as m
 from choragos.actors import threadhook
 from choragos.actors.aftercare import AftercareActor
@@ -45,9 +45,8 @@ from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState
 from choragos.actors.crew import STOP_GRACE, Crew, role_intensity
 from choragos.actors.durable import JournaledBoard, Restore
-from choragos.actors.gateway import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.gatewaygate import GatewayGate
-from choragos.actors.gatewayserver import READY_TIMEOUT, GatewayRunner, Ready, ServerState
+from choragos.actors.gatewayprober import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
 from choragos.actors.listener import (
@@ -57,6 +56,7 @@ from choragos.actors.listener import (
     install_fault_hook,
 )
 from choragos.actors.notifier import notifier, notifier_started
+from choragos.actors.proxyrunner import READY_TIMEOUT, ProxyRunner, ProxyRunnerState, Ready
 from choragos.actors.reload import ReloadActor
 from choragos.actors.rolesview import RolesView
 from choragos.actors.startwatch import StartReport, watch_start
@@ -70,19 +70,24 @@ from choragos.actors.supervisor import (
 from choragos.actors.timers import Timers
 from choragos.actors.websession import WebAccess, web
 from choragos.actors.websession import install_fault_hook as install_web_fault_hook
-from choragos.board import SETTLED_STATES
-from choragos.checkpoints import CheckpointStore, NotARepository
-from choragos.config import Config
-from choragos.ctlserver import ControlServer, ServerStartError
-from choragos.events import EventLog, default_path
-from choragos.gateway import GatewayMode, decide_session
-from choragos.gatewaycounts import session_path
-from choragos.gatewayroles import new_session_key
-from choragos.hooks import Hooks
-from choragos.memfloor import MemoryGate
-from choragos.stopflag import StopFlag
-from choragos.webaccess import clear_addr
-from choragos.webnews import NewsHub
+from choragos.board import journal, taskids
+from choragos.board.events import EventLog, default_path
+from choragos.board.tasks import SETTLED_STATES
+from choragos.config.memfloor import MemoryGate
+from choragos.config.model import Config
+from choragos.control import wire
+from choragos.control.server import ControlServer, ServerStartError
+from choragos.gateway import budgetgate
+from choragos.gateway.client import GatewayMode, decide_session
+from choragos.gateway.counts import session_path
+from choragos.gateway.roles import new_session_key
+from choragos.gitstore.checkpoints import CheckpointStore, NotARepository
+from choragos.roles import selfpath
+from choragos.session import resume
+from choragos.session.hooks import Hooks
+from choragos.session.stopflag import StopFlag
+from choragos.web.access import clear_addr
+from choragos.web.news import NewsHub
 
 log = logging.getLogger("choragos.session")
 
@@ -136,12 +141,12 @@ class Session:
         if config.web.listen:
             # Loaded before the session answers, so the web view is up as soon as
             # the session is; without [web] listen it is never loaded (its memory).
-            import choragos.webserver  # noqa: F401
+            import choragos.web.server  # noqa: F401
         self.restored: journal.Image | None = None  # the image being resumed
         self.notices: list[str] = []
         self.crew: Crew | None = None  # starts and stops the roles, once the state is open
         self.prober_handle: Handle | None = None
-        self._gateway_server_state: ServerState | None = None
+        self._gateway_server_state: ProxyRunnerState | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
         self.listening: ListenerState | None = None  # the control path the web view shares
         self.news_hub = NewsHub()  # the web view's event streams
@@ -221,7 +226,7 @@ class Session:
         listen = self.config.metrics.listen
         if not listen:
             return
-        from choragos.sessionmetrics import SessionMetrics
+        from choragos.session.metrics import SessionMetrics
 
         metrics = SessionMetrics(self._ask_core)
         try:
@@ -354,11 +359,11 @@ class Session:
     def _gateway_server(self, deps: Mapping[str, Handle]) -> Start:
         """The built-in gateway, listening before any role can send it a request."""
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
-        state = self._gateway_server_state = ServerState(
+        state = self._gateway_server_state = ProxyRunnerState(
             self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
             session_path(self.workdir), self.gateway_key, policy=budgetgate.policy(self.config))
         core, sup = deps["core"], deps["builtin-gateway"]
-        return lambda h: GatewayRunner.start(state, core, sup)
+        return lambda h: ProxyRunner.start(state, core, sup)
 
     def _gateway_server_started(self, handle: Handle) -> None:
         self.core_state.gateway_runner = handle
@@ -440,7 +445,7 @@ class Session:
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once the session is stopping; with no timeout, on the main
-        thread, a signal's handler still runs at once (see choragos/stopflag.py)."""
+        thread, a signal's handler still runs at once (see choragos/session/stopflag.py)."""
         if timeout is not None or threading.current_thread() is not threading.main_thread():
             return self.stopped.wait(timeout)
         self.stopped.sleep()

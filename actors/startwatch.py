@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session.news import RoleView
 
 # Between looks at a booting orchestrator: a start takes seconds, and each
 # look is one message to its actor.

@@ -17,7 +17,7 @@ from choragos.actors import messages as m
 from choragos.actors.clocks import StartClock, StopClock, TimedOut
 from choragos.actors.coreport import CorePort
 from choragos.actors.judging import JudgeLoop
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from choragos import news
 from choragos.actors.coreport import CorePort
-from choragos.actors.gateway import FlushTokens, GatewayHealth, TokenTotals
+from choragos.actors.gatewayprober import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails
-from choragos.gateway import role_cost, role_estimated, role_tokens
+from choragos.gateway.client import role_cost, role_estimated, role_tokens
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

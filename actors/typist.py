@@ -1,7 +1,7 @@
 """How a role types one injection into its agent's pane, step by step.
 
 An injection goes through named steps (:class:`Step`), and :data:`ALLOWED`
-says which may follow which, as ``choragos/rolestatus.py`` does for a
+says which may follow which, as ``choragos/roles/rolestatus.py`` does for a
 role's status.  The text is written (``typed``: inside bracketed-paste
 markers when the agent asked for them), its echo is awaited on the emulated
 screen, the Enter goes in a write of its own once the echo shows and the
@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from choragos import briefs, screenstatus
 from choragos.actors import messages as m
-from choragos.agentprofiles import typed_form
+from choragos.agents import screenstatus
+from choragos.agents.profiles import typed_form
 from choragos.plural import counted
-from choragos.rolestatus import RoleStatus
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState

@@ -22,7 +22,7 @@ from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 
 if TYPE_CHECKING:  # the server itself is imported only with [web] listen
-    from choragos.webserver import WebServer
+    from choragos.web.server import WebServer
 
 log = logging.getLogger("choragos.web")
 

@@ -19,14 +19,16 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from choragos import events, report, tcppeer, timeline, webaccess, wire
 from choragos.actors import messages as m
 from choragos.actors.children import Start
 from choragos.actors.listener import FAULT_HOOK, ListenerState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
-from choragos.terminal import Snapshot
-from choragos.webnews import NewsHub
+from choragos.board import events, report, timeline
+from choragos.control import tcppeer, wire
+from choragos.terminal.emulator import Snapshot
+from choragos.web import access as webaccess
+from choragos.web.news import NewsHub
 
 if TYPE_CHECKING:
     from choragos.actors.session import Session
@@ -102,7 +104,7 @@ def web(session: Session, hub: NewsHub, access: WebAccess) -> tuple[WebState, St
         return None
     # Imported only with [web] listen (see Session): aiohttp and asyncio are
     # most of the server's memory at rest.
-    from choragos.webserver import WebServer
+    from choragos.web.server import WebServer
 
     def make() -> WebServer:
         return WebServer(access, hub, peer_pid=tcppeer.peer_pid)

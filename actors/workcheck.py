@@ -16,15 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from choragos import briefs, changes, ownership, statedir, worktrees
+from choragos import statedir
 from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.actors.coreport import CorePort
 from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
+from choragos.gitstore import changes, worktrees
 from choragos.plural import counted
-from choragos.verify import VerifyResult
+from choragos.roles import briefs, ownership
+from choragos.roles.verify import VerifyResult
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from choragos import briefs, news, statedir, wire
+from choragos import statedir
 from choragos.actors.coreport import CorePort, not_recorded
 from choragos.actors.timeouts import Timeouts
 from choragos.actors.workcheck import WorkChecks
-from choragos.board import BoardError, TaskState
+from choragos.board.tasks import BoardError, TaskState
+from choragos.control import wire
+from choragos.roles import briefs
+from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState

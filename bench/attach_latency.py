@@ -53,7 +53,7 @@ from bench.common import (  # noqa: E402
     scratch,
     served,
 )
-from choragos.terminal import Terminal  # noqa: E402
+from choragos.terminal.emulator import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
 COLS, ROWS = 160, 50
@@ -221,7 +221,7 @@ def probe(screen: Screen, number: int) -> tuple[float, float] | None:
     return started, seen
 
 
-# The session's hops (``choragos/hopstamps.py``) in the order a key takes them.
+# The session's hops (``choragos/session/hopstamps.py``) in the order a key takes them.
 HOPS = ("key-read", "key-written", "out-read", "frame-in", "frame-written")
 
 
@@ -350,7 +350,7 @@ def main() -> None:
     parser.add_argument("--flooders", type=int, default=1)
     parser.add_argument("--hops", action="store_true",
                         help="split choragos's latency into the session's hops "
-                        "(choragos/hopstamps.py; the stamps cost a write each)")
+                        "(choragos/session/hopstamps.py; the stamps cost a write each)")
     args = parser.parse_args()
     crew = Crew(args.rate, args.idle, max(args.roles, 2), args.flooders)
     tmux = shutil.which("tmux")

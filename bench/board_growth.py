@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.common import emit, process_cpu  # noqa: E402
-from choragos import wire  # noqa: E402
+from choragos.control import wire  # noqa: E402
 from tests.integration.harness import Serve, role_toml  # noqa: E402
 
 TEAM = (role_toml("orchestrator", start=True) + role_toml("worker", "--worker")

@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointStore
 
 AGE = 3600  # files are dated an hour back, as most of a real tree is
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",

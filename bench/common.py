@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from choragos.daemon import sidecar_for
+from choragos.session.daemon import sidecar_for
 
 COLS, ROWS = 160, 50
 # A crew's deck kept still for the bench: no focus moves, no sidebar.

@@ -65,7 +65,7 @@ from bench.common import (  # noqa: E402
     served,
     tmux_tiled,
 )
-from choragos import wire  # noqa: E402
+from choragos.control import wire  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
 SLOW = 1.0  # a delivery slower than this is explained on stderr

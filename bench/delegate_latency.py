@@ -42,9 +42,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.common import emit  # noqa: E402  (needs the path set above)
-from choragos import wire  # noqa: E402
-from choragos.ctlserver import ControlServer  # noqa: E402
-from choragos.journal import Journal  # noqa: E402
+from choragos.board.journal import Journal  # noqa: E402
+from choragos.control import wire  # noqa: E402
+from choragos.control.server import ControlServer  # noqa: E402
 
 # The same exchange with nothing but socket and json: the floor for any
 # Python client of the protocol.

@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.common import emit  # noqa: E402
-from choragos.terminal import Terminal  # noqa: E402
+from choragos.terminal.emulator import Terminal  # noqa: E402
+from choragos.terminal.vtparse import VTParser  # noqa: E402
 from choragos.ui import deckdraw, deckecho, pane, ptyscreen  # noqa: E402
-from choragos.vtparse import VTParser  # noqa: E402
 from tests.ui.test_redraw import _running_deck  # noqa: E402
 
 EVICT = 48 << 20  # bytes written between echoes: more than the caches hold

@@ -30,8 +30,8 @@ from collections import Counter
 from pathlib import Path
 
 from bench.common import emit, process_cpu, process_rss_mb
-from choragos import briefs
 from choragos.actors.workcheck import NO_CHANGE
+from choragos.roles import briefs
 from tests.integration.harness import Serve, role_toml
 
 COLS = 120  # a headless session's role width

@@ -10,7 +10,7 @@ words and once with the marks (✓ ○ ✕) other runners print.
 
 Each stream goes through:
   * choragos -- a real PTY running ``cat FILE``, read by the role's own reader
-    thread (``choragos.ptyproc.Reader``) and fed into a 120x40 Terminal;
+    thread (``choragos.terminal.ptyproc.Reader``) and fed into a 120x40 Terminal;
     once with its fast paths (the block path for log lines, held back and
     drawn a batch at a time as in a role's pane, rows kept as text while a
     TUI redraws them), once without them ("no block path");
@@ -44,8 +44,8 @@ import pyte  # noqa: E402  (needs the path set above)
 
 from bench.common import emit, process_cpu  # noqa: E402
 from choragos.actors.roleio import FLOOD_HOLD  # noqa: E402
-from choragos.ptyproc import PtyChild, Reader  # noqa: E402
-from choragos.terminal import Terminal  # noqa: E402
+from choragos.terminal.emulator import Terminal  # noqa: E402
+from choragos.terminal.ptyproc import PtyChild, Reader  # noqa: E402
 
 COLS, ROWS = 120, 40
 WORDS = ("request", "handler", "cache", "miss", "retry", "upstream", "latency", "token",

@@ -23,9 +23,9 @@ from typing import Any
 from choragos.actors import messages as m
 from choragos.actors.role import RoleActor, new_state, spec_profile
 from choragos.actors.rolehost import RoleHost
-from choragos.config import RoleSpec
-from choragos.launch import Launch
-from choragos.rolestatus import RoleStatus
+from choragos.config.model import RoleSpec
+from choragos.roles.launch import Launch
+from choragos.roles.rolestatus import RoleStatus
 
 PASTE_ON, PASTE_OFF = b"\x1b[200~", b"\x1b[201~"
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no results: run `make mutate` first", file=sys.stderr)
         return 1
     total = Counter()
-    print(f"{'module':24} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} "
+    print(f"{'module':32} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} "
           f"{'rate':>6} {'rate+t':>6}")
     for module, codes in by_module.items():
         count = Counter(_kind(code) for code in codes.values())
@@ -72,7 +72,7 @@ def _row(name: str, count: Counter) -> str:
         rate = f"{100 * count['killed'] / judged:5.1f}%"
         with_t = f"{100 * (count['killed'] + count['timeout']) / judged:5.1f}%"
     extra = f"  ({count['unchecked']} not run)" if count["unchecked"] else ""
-    return (f"{name:24} {count['killed']:7} {count['timeout']:7} {count['survived']:8} "
+    return (f"{name:32} {count['killed']:7} {count['timeout']:7} {count['survived']:8} "
             f"{count['no tests']:8} {rate:>6} {with_t:>6}{extra}")
 
 

@@ -423,6 +423,6 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _write_crash(workdir: Path | None, trace: str) -> Path | None:
-    from choragos.daemon import write_crash
+    from choragos.session.daemon import write_crash
 
     return write_crash(workdir or Path.cwd(), "attach client crash", trace)

@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from choragos import authority, hopstamps
-from choragos.ctlserver import _bind, _peer_creds, _prepare_dir, _remove_stale
+from choragos.control import authority
+from choragos.control.server import _bind, _peer_creds, _prepare_dir, _remove_stale
 from choragos.fdwait import wait_ready
+from choragos.session import hopstamps
 from choragos.ui import attachtty
 from choragos.ui import framing as f
 from choragos.ui.deck import ClientInfo, Deck, colors_for

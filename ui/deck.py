@@ -47,7 +47,7 @@ from typing import Any
 import urwid
 
 from choragos import statedir
-from choragos.news import News
+from choragos.session.news import News
 from choragos.ui import keys as k
 from choragos.ui import reducer
 from choragos.ui.deckactions import Actions

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from functools import singledispatchmethod
 from typing import Any
 
-from choragos.rolestatus import RoleStatus
-from choragos.terminal import Terminal
+from choragos.roles.rolestatus import RoleStatus
+from choragos.terminal.emulator import Terminal
 from choragos.ui import deckinput as di
 from choragos.ui import keys as k
 from choragos.ui.deckbase import AUTO_FOCUS_PAUSE, DeckHost, SessionPort

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from choragos.config import Config
-from choragos.terminal import Terminal
+from choragos.config.model import Config
+from choragos.terminal.emulator import Terminal
 from choragos.ui.theme import TRUECOLOR
 
 log = logging.getLogger("choragos.deck")

@@ -179,7 +179,7 @@ class TaskDialogs:
     def _show_diff(self, task: dict) -> None:
         """Exactly what the task changed, as ``choragos diff`` shows it, paged
         (worked out off the UI thread)."""
-        from choragos.taskdiff import TaskDiffError, task_diff
+        from choragos.gitstore.taskdiff import TaskDiffError, task_diff
         workdir, post = self.workdir, self.host.post
 
         def work() -> None:
@@ -198,7 +198,7 @@ class TaskDialogs:
         target = workdir / ".choragos" / "report.html"
 
         def work() -> None:
-            from choragos.reportpage import session_page
+            from choragos.board.reportpage import session_page
             try:
                 session_page(workdir, target, price_for)
                 said = (f"wrote {target}: open it in a browser", "status message")

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui.deckbase import BUSY_FRAME, FAST_WINDOW, FRAME, PACE_BACKLOG
 
 

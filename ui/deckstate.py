@@ -12,8 +12,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from choragos.config import Config
-from choragos.rolestatus import RoleStatus
+from choragos.config.model import Config
+from choragos.roles.rolestatus import RoleStatus
 from choragos.ui.layout import Layout
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui import keys as k
 from choragos.ui.overlays import inert
 from choragos.ui.pane import Line, PaneView, text_line
@@ -22,7 +22,7 @@ class EditorPopup:
 
     def __init__(self, argv: list[str], path: str, cwd: Path, cols: int, rows: int,
                  on_exit: Callable[[], None], on_output: Callable[[], None]) -> None:
-        from choragos.ptyproc import PtyChild, Reader
+        from choragos.terminal.ptyproc import PtyChild, Reader
 
         self.path = path
         env = {**os.environ, "TERM": "xterm-256color"}

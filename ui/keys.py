@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import urwid
 from urwid.display import escape
 
-from choragos.config import KEY_ACTIONS, Keys
+from choragos.config.model import KEY_ACTIONS, Keys
 
 # What each action does, in the words of the help overlay and docs/keybindings.md.
 ACTION_HELP: dict[str, str] = {

@@ -14,8 +14,8 @@ from typing import Any
 
 import urwid
 
-from choragos.changes import files_cell
 from choragos.durations import format_duration
+from choragos.gitstore.changes import files_cell
 from choragos.inert import inert as core_inert
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
 from choragos.ui.pane import fitted

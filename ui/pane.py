@@ -14,9 +14,9 @@ from typing import Any
 
 from urwid import str_util
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.vtcells import NARROW
 from choragos.ui.theme import attr_of
-from choragos.vtcells import NARROW
 
 Attr = Any  # a palette name, an AttrSpec, or None
 Line = tuple[bytes, list[tuple[Attr, int]]]

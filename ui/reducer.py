@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from functools import singledispatch
 from typing import Any
 
-from choragos import news
-from choragos.board import ARCHIVABLE, KEEP_RESOLVED
-from choragos.rolestatus import RoleStatus
+from choragos.board.tasks import ARCHIVABLE, KEEP_RESOLVED
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
 from choragos.ui.deckstate import DeckState, RoleInfo
 
 # -- effects ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ left out the agent's chrome).
 
 from __future__ import annotations
 
-from choragos.costs import cost_text
+from choragos.gateway.costs import cost_text
 from choragos.ui.deckstate import RoleInfo
 from choragos.ui.overlays import inert
 from choragos.ui.pane import Line, blank_line, fitted, text_line

@@ -7,8 +7,8 @@ from functools import lru_cache
 
 import urwid
 
-from choragos.rolestatus import RoleStatus
-from choragos.vtcells import Run, palette
+from choragos.roles.rolestatus import RoleStatus
+from choragos.terminal.vtcells import Run, palette
 
 TRUECOLOR = 2 ** 24
 

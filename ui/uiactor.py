@@ -1,7 +1,7 @@
 """The UI actor: the deck's seat among the session's actors.
 
 The session core publishes every state change (typed news, see
-``choragos/news.py``) to its subscribers on its own thread.  The UI actor
+``choragos/session/news.py``) to its subscribers on its own thread.  The UI actor
 is that subscriber: the core ``tell``s it the news, and it hands each item
 to the deck, its view, whose urwid loop reduces it to a new state.  The
 actor owns the deck and starts its loop; a crash of the loop is a crash of
@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from choragos import news, wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.children import Child, build
@@ -35,8 +34,10 @@ from choragos.actors.durable import SaveLayout
 from choragos.actors.handle import Handle
 from choragos.actors.listener import settle
 from choragos.actors.rolesview import RolesView
-from choragos.config import Config
-from choragos.terminal import Terminal
+from choragos.config.model import Config
+from choragos.control import wire
+from choragos.session import news
+from choragos.terminal.emulator import Terminal
 from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import COMMAND_TIMEOUT, Deck
@@ -49,7 +50,7 @@ log = logging.getLogger("choragos.ui")
 
 @dataclass(frozen=True)
 class News:
-    """One item the core published (a ``choragos.news`` message)."""
+    """One item the core published (a ``choragos.session.news`` message)."""
 
     item: news.News
 

@@ -11,8 +11,8 @@ import os
 import sys
 from contextlib import suppress
 
-from choragos import commands
 from choragos.cli._client import EXIT_USAGE, Failure
+from choragos.control import commands
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -76,7 +76,7 @@ def _columns() -> int:
 
 def made_parser(verb: str, description: str) -> argparse.ArgumentParser:
     """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`,
-    its examples (choragos/commands.py) under its ``--help``."""
+    its examples (choragos/control/commands.py) under its ``--help``."""
     declared = commands.VERBS.get(verb)
     examples = declared.examples if declared is not None else ()
     epilog = ("example" + "s" * (len(examples) > 1) + ":\n"

@@ -13,9 +13,9 @@ import sys
 import time
 from contextlib import suppress
 
-from choragos import commands, paths, wire
 from choragos.cli._quickargs import VALUE, Option
 from choragos.cli._quickargs import add as add_options
+from choragos.control import commands, paths, wire
 from choragos.inert import inert  # the verbs say _client.inert
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
@@ -42,7 +42,7 @@ class Failure(Exception):
 
 def bare_parser(verb: str, description: str) -> ArgumentParser:
     """A parser for ``choragos VERB`` whose usage error is a :class:`Failure`,
-    its examples (choragos/commands.py) under its ``--help``."""
+    its examples (choragos/control/commands.py) under its ``--help``."""
     from choragos.cli._argparser import made_parser  # argparse: only when a verb parses
 
     return made_parser(verb, description)

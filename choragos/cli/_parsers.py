@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from choragos import __version__, commands
+from choragos import __version__
 from choragos.cli import _client
 from choragos.cli._argparser import Formatter
+from choragos.control import commands
 
 
 def verb_parser(name: str) -> argparse.ArgumentParser:

@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from choragos import paths
 from choragos.cli import _client
+from choragos.control import paths
 
 
 def add_option(made: argparse.ArgumentParser) -> None:

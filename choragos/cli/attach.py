@@ -12,7 +12,7 @@ from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client, _target
-from choragos.daemon import ui_path_for
+from choragos.session.daemon import ui_path_for
 
 
 def run(argv: list[str], verb: str = "attach") -> int:

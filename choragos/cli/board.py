@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 
-from choragos.changes import files_cell
 from choragos.cli import _client, _target
+from choragos.gitstore.changes import files_cell
 from choragos.plural import counted
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.

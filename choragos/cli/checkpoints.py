@@ -14,15 +14,15 @@ from argparse import ArgumentParser
 from pathlib import Path
 from typing import TypeVar
 
-from choragos import checkpointtrees
-from choragos.checkpoints import (
+from choragos.cli import _client
+from choragos.gitstore import checkpointtrees
+from choragos.gitstore.checkpoints import (
     Checkpoint,
     CheckpointError,
     CheckpointStore,
     NotARepository,
     is_undo_point,
 )
-from choragos.cli import _client
 from choragos.plural import counted, plural
 
 # typing is needed for annotations only.
@@ -114,7 +114,7 @@ def _prune(store: CheckpointStore, keep: int | None) -> int:
 def configured_keep() -> int:
     """``[checkpoints] keep`` from the configuration in the current directory."""
     try:
-        from choragos.config import ConfigError, load_config
+        from choragos.config.model import ConfigError, load_config
     except ImportError:  # a checkout without the config loader: read the key alone
         return _keep_from_toml(Path.cwd() / ".choragos.toml")
     try:

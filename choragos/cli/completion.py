@@ -16,8 +16,8 @@ from argparse import ArgumentParser
 from pathlib import Path
 from types import ModuleType
 
-from choragos import commands
 from choragos.cli import _client, _parsers
+from choragos.control import commands
 
 SHELLS = ("bash", "zsh", "fish")
 ROLE_ARGUMENTS = ("role", "to")  # completed with the team's role names
@@ -62,7 +62,7 @@ def complete() -> None:
 
 def _role_names(**_: object) -> list[str]:
     """The roles of this directory's team (its .choragos.toml, or the built-in one)."""
-    from choragos.config import ConfigError, load_config
+    from choragos.config.model import ConfigError, load_config
 
     try:
         return [role.name for role in load_config(None, Path.cwd()).roles]

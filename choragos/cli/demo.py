@@ -16,8 +16,8 @@ from argparse import ArgumentParser
 from importlib import resources
 from pathlib import Path
 
-from choragos import paths, wire
 from choragos.cli import _client
+from choragos.control import paths, wire
 
 
 def run(argv: list[str], verb: str = "demo") -> int:

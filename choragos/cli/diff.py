@@ -1,7 +1,7 @@
 """``choragos diff ID``: exactly what one task changed.
 
 Its checkpoint against the snapshot taken when it reported (see
-choragos/taskdiff.py), for a task done in the workspace, in a role's
+choragos/gitstore/taskdiff.py), for a task done in the workspace, in a role's
 worktree, or merged from one.  Reads the repository around the current
 directory; no session is needed.
 """
@@ -13,7 +13,7 @@ import sys
 from argparse import ArgumentParser
 
 from choragos.cli import _client, _target
-from choragos.taskdiff import TaskDiffError, task_diff
+from choragos.gitstore.taskdiff import TaskDiffError, task_diff
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # A patch carries file contents: on a terminal its escape sequences are shown,

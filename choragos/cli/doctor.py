@@ -15,20 +15,24 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from choragos import __version__, paths, resume, safeexec, selfpath, userconfig, wire
+from choragos import __version__, safeexec
 from choragos.cli import _client
-from choragos.config import (
+from choragos.config import userconfig
+from choragos.config.model import (
     CONFIG_NAME,
     Config,
     ConfigError,
-    GatewaySettings,
     RoleSpec,
+    SphragisSettings,
     load_config,
 )
-from choragos.gateway import decide, is_listening
+from choragos.control import paths, wire
+from choragos.gateway.client import decide, is_listening
 from choragos.plural import counted
 from choragos.remote.checks import host_findings
-from choragos.seatchecks import seat_findings
+from choragos.roles import selfpath
+from choragos.roles.seatchecks import seat_findings
+from choragos.session import resume
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 # sun_path holds 108 bytes on Linux and 104 on macOS; stay clear of both.
@@ -221,7 +225,7 @@ def _git(workdir: Path, config: Config | None) -> Check:
     if config is not None and not config.checkpoints.enabled:
         return Check("git", OK, "checkpoints are turned off in the config")
     # Imported here: dulwich is only needed for this one check.
-    from choragos.checkpoints import CheckpointStore, NotARepository
+    from choragos.gitstore.checkpoints import CheckpointStore, NotARepository
 
     try:
         with CheckpointStore(workdir) as store:
@@ -245,7 +249,7 @@ def _term(env: Mapping[str, str]) -> Check:
 
 def _gateway(config: Config | None) -> Check:
     """What the session would decide, and whether the gateway answers now."""
-    settings = config.sphragis if config is not None else GatewaySettings()
+    settings = config.sphragis if config is not None else SphragisSettings()
     if config is not None and config.gateway.builtin:
         return Check("gateway", OK, f"gateway: built in; the session runs it on {settings.addr}")
     mode = decide(settings)

@@ -5,7 +5,7 @@ addr`` at it); with ``--state FILE`` its counters outlive it.  A session
 with ``[gateway] builtin = true`` runs this same verb as its child with
 ``--session --state .choragos/state/gateway-counts.jsonl``: the child reads
 one JSON line on stdin, the session's key (the roles' keys derive from it:
-see :mod:`choragos.gatewayroles`) and its last token totals; it starts from
+see :mod:`choragos.gateway.roles`) and its last token totals; it starts from
 the counts file raised to those totals, prints ``listening <addr>`` on stdout once it accepts
 connections, and exits when its stdin closes (the session ended, however
 it ended).
@@ -30,8 +30,8 @@ def run(argv: list[str], verb: str = "gateway") -> int:
 
 
 def arguments(verb: str):
-    from choragos import configschema as cs
-    from choragos.config import Upstreams, parse_addr, upstream_url
+    from choragos.config import schema as cs
+    from choragos.config.model import Upstreams, parse_addr, upstream_url
 
     def checked(convert, what: str):
         def check(text: str) -> object:
@@ -62,10 +62,10 @@ def arguments(verb: str):
 
 def _gateway(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
-    from choragos.budgetgate import BudgetGate
-    from choragos.gatewayroles import Roles
-    from choragos.gatewaywatch import AnswerWatch, stdout_emitter
-    from choragos.proxy import GatewayServer
+    from choragos.gateway.budgetgate import BudgetGate
+    from choragos.gateway.proxy import ProxyServer
+    from choragos.gateway.roles import Roles
+    from choragos.gateway.watch import AnswerWatch, stdout_emitter
 
     session = _read_session() if args.session else None
     tally = _tally(args.state, session)
@@ -76,9 +76,9 @@ def _gateway(argv: list[str], verb: str) -> int:
     host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
-        server = GatewayServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
-                               record=_record, roles=Roles(session.key if session else None),
-                               watch=watch, gate=gate)
+        server = ProxyServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
+                             record=_record, roles=Roles(session.key if session else None),
+                             watch=watch, gate=gate)
     except OSError as exc:
         raise _client.Failure(1, f"cannot listen on {args.addr}: {exc.strerror or exc}") \
             from None
@@ -102,8 +102,8 @@ def _tally(state: str | None, session: _Session | None):
     """
     from pathlib import Path
 
-    from choragos.gatewaycounts import CountsError, CountsFile, load
-    from choragos.gatewaymetrics import Tally
+    from choragos.gateway.counts import CountsError, CountsFile, load
+    from choragos.gateway.metrics import Tally
 
     if state is None:
         tally = Tally()
@@ -159,7 +159,7 @@ def _stop_on(server, session: bool, gate) -> None:
     signal.signal(signal.SIGINT, stop)
     if session:
         def watch() -> None:
-            from choragos.gatewaywatch import read_news
+            from choragos.gateway.watch import read_news
             for line in sys.stdin:  # the same reader as the seed's: nothing it read ahead is lost
                 news = read_news(line.encode())
                 if news is not None and gate.update(news):

@@ -57,7 +57,7 @@ def _handoff(argv: list[str], verb: str) -> int:
 
 def _valid_config(path: Path) -> str:
     """The next team's config must load now, not fail at the next serve."""
-    from choragos.config import ConfigError, load_config
+    from choragos.config.model import ConfigError, load_config
 
     target = path.resolve()
     try:

@@ -1,7 +1,7 @@
 """``choragos init``: write a commented starter ``.choragos.toml``.
 
 Beside it, the project settings each seat's CLI reads so that the protocol
-verbs run without a permission dialog (``choragos.seatsetup``); ``--seats``
+verbs run without a permission dialog (``choragos.agents.seatsetup``); ``--seats``
 writes only those, for the config already here.
 """
 
@@ -11,10 +11,11 @@ import argparse
 import os
 from pathlib import Path
 
-from choragos import seatsetup, templates
-from choragos.agentprofiles import profile_for
+from choragos.agents import seatsetup
+from choragos.agents.profiles import profile_for
 from choragos.cli import _client
-from choragos.config import CONFIG_NAME, ConfigError, RoleSpec, load_config
+from choragos.config import templates
+from choragos.config.model import CONFIG_NAME, ConfigError, RoleSpec, load_config
 
 EXIT_EXISTS = 1
 

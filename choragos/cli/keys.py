@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 
-from choragos import wire
 from choragos.cli import _client
+from choragos.control import wire
 from choragos.plural import counted
 
 

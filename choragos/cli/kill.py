@@ -15,9 +15,10 @@ import time
 from argparse import ArgumentParser
 from pathlib import Path
 
-from choragos import daemon, wire
 from choragos.cli import _client
 from choragos.cli.ls import find_sessions
+from choragos.control import wire
+from choragos.session import daemon
 
 
 def run(argv: list[str], verb: str = "kill") -> int:

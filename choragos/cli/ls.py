@@ -13,8 +13,9 @@ import time
 from argparse import ArgumentParser
 from pathlib import Path
 
-from choragos import daemon, paths, wire
 from choragos.cli import _client
+from choragos.control import paths, wire
+from choragos.session import daemon
 
 
 def run(argv: list[str], verb: str = "ls") -> int:

@@ -1,4 +1,4 @@
-"""The ``choragos`` command: the verbs of choragos/commands.py, each in its own module.
+"""The ``choragos`` command: the verbs of choragos/control/commands.py, each in its own module.
 
 Only the standard library is imported here, and a verb's module is loaded
 only when that verb runs, so ``choragos delegate`` and ``choragos work-done``
@@ -11,10 +11,11 @@ import importlib
 import os
 import sys
 
-from choragos import __version__, commands
+from choragos import __version__
+from choragos.control import commands
 
 # verb -> (module, one-line help), derived from the one command registry
-# (choragos/commands.py).  Each module exposes ``run(argv, verb=...) -> int``.
+# (choragos/control/commands.py).  Each module exposes ``run(argv, verb=...) -> int``.
 VERBS: dict[str, tuple[str, str]] = {name: (verb.module, verb.help)
                                      for name, verb in commands.VERBS.items()}
 

@@ -11,8 +11,9 @@ import argparse
 import sys
 from argparse import ArgumentParser
 
-from choragos import __version__, commands
+from choragos import __version__
 from choragos.cli import _client, _parsers
+from choragos.control import commands
 
 _EXIT = (("0", "done"),
          ("1", "refused: the session said no, a file or repository is not there, a check "

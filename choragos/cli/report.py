@@ -11,11 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from choragos import costs, events, report
+from choragos.board import events, report
+from choragos.board.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 from choragos.cli import _client, _target
 from choragos.durations import format_duration
+from choragos.gateway import costs
 from choragos.plural import counted
-from choragos.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 
 
 def run(argv: list[str], verb: str = "report") -> int:
@@ -73,7 +74,7 @@ def arguments(verb: str) -> argparse.ArgumentParser:
 def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
                price_for: PriceFor) -> None:
     """The self-contained HTML page (timeline, table, cost curve) at ``path``."""
-    from choragos import reportpage  # only --html pays for the page's imports
+    from choragos.board import reportpage  # only --html pays for the page's imports
 
     try:
         reportpage.write(path, summary, runs, price_for)
@@ -84,7 +85,7 @@ def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
 def prices(path: Path | None, project: Path | None = None) -> PriceFor:
     """The ``[pricing]`` lookup of the project's configuration (``path`` when
     given); without one, nothing is priced."""
-    from choragos.config import ConfigError, load_config
+    from choragos.config.model import ConfigError, load_config
 
     try:
         return load_config(path and path.absolute(), project or Path.cwd()).price_for

@@ -20,10 +20,11 @@ from argparse import ArgumentParser
 from contextlib import suppress
 from pathlib import Path
 
-from choragos import checkpointtrees, paths, wire
 from choragos.cli import _client
 from choragos.cli.checkpoints import describe, guarded, open_store, parser
 from choragos.cli.rollbackview import Done, Plan
+from choragos.control import paths, wire
+from choragos.gitstore import checkpointtrees
 from choragos.plural import counted
 
 _SHOWN = 20  # paths listed before "... and N more"
@@ -83,7 +84,7 @@ def _go_ahead(plan: Plan, dry_run: bool, yes: bool, refused_as: str | None = Non
     if plan.empty or dry_run:
         return False
     if refused_as:
-        # "(session)" and "(untraced)" are no role's name (see choragos/authority.py).
+        # "(session)" and "(untraced)" are no role's name (see choragos/control/authority.py).
         where = (f"from a process the session counts as {refused_as}"
                  if refused_as.startswith("(") else
                  f"from inside the {refused_as} role's process tree")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from choragos.checkpoints import Checkpoint, CheckpointStore, RollbackPlan, RollbackResult
+from choragos.gitstore.checkpoints import Checkpoint, CheckpointStore, RollbackPlan, RollbackResult
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-from choragos import __version__, statedir, worktrees
+from choragos import __version__, statedir
 from choragos.cli import _client
-from choragos.config import ConfigError, load_config
-from choragos.paths import socket_path
+from choragos.config.model import ConfigError, load_config
+from choragos.control.paths import socket_path
+from choragos.gitstore import worktrees
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -151,7 +152,7 @@ def _handed_off_config(resume: Path | bool, workdir: Path,
     """After ``handoff --config NEW``, a plain ``serve --resume`` runs the new team."""
     if not resume:
         return None
-    from choragos import journal
+    from choragos.board import journal
 
     source = journal.state_dir(workdir) if resume is True else Path(resume)
     read = (lambda path: journal.load_readable(path)[0]) if salvage else journal.load
@@ -164,7 +165,7 @@ def _handed_off_config(resume: Path | bool, workdir: Path,
 
 
 def _compact_every() -> int:
-    from choragos import journal
+    from choragos.board import journal
 
     value = os.environ.get("CHORAGOS_JOURNAL_COMPACT", "")
     return int(value) if value.isdigit() and int(value) > 0 else journal.COMPACT_EVERY
@@ -189,7 +190,7 @@ def _terminal_size() -> tuple[int, int]:
 
 def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
                       resume: Path | bool = False, salvage: bool = False) -> int:
-    from choragos import daemon
+    from choragos.session import daemon
 
     log_path = workdir / ".choragos" / "logs" / "server.log"
 
@@ -252,10 +253,10 @@ def _boot_refusal(session, log: logging.Logger) -> str | None:
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
-    from choragos import daemon
     from choragos.actors.session import Session, SessionOptions
-    from choragos.ctlserver import ServerStartError
-    from choragos.mallocarenas import one_arena
+    from choragos.control.server import ServerStartError
+    from choragos.session import daemon
+    from choragos.session.mallocarenas import one_arena
 
     one_arena()  # before the session's threads start: see there
     if deck is not None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from pathlib import Path
 
-from choragos import webaccess
 from choragos.cli import _client
+from choragos.web import access as webaccess
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False
@@ -77,7 +77,7 @@ def _session_dir(args: Namespace) -> tuple[Path, bool]:
 
 
 def _configured(workdir: Path) -> str:
-    from choragos.config import ConfigError, load_config
+    from choragos.config.model import ConfigError, load_config
 
     try:
         listen = load_config(cwd=workdir).web.listen

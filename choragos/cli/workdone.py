@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-from choragos import commands
 from choragos.cli import _client
 from choragos.cli._quickargs import CONST, TRUE, VALUE, Option, quick
+from choragos.control import commands
 
 # typing is needed for annotations only; the CLI verbs skip its import cost.
 TYPE_CHECKING = False

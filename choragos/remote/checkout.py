@@ -23,7 +23,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from choragos import worktrees
+from choragos.gitstore import worktrees
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import SshError
 

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 from collections.abc import Iterable
 
-from choragos.config import Config, RoleSpec
+from choragos.config.model import Config, RoleSpec
 from choragos.remote.hosts import HostSpec
 
 __all__ = ["host_findings"]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from choragos import configschema as cs
+from choragos.config import schema as cs
 
 __all__ = ["HostSpec", "check_roles", "read_hosts"]
 

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from choragos import selfpath
 from choragos.remote import tether
 from choragos.remote.hosts import HostSpec
 from choragos.remote.ssh import Ssh, SshError
+from choragos.roles import selfpath
 
 __all__ = ["CLIENT_MODULES", "HostLink", "RemoteSeat"]
 
@@ -42,9 +42,9 @@ log = logging.getLogger("choragos.remote")
 # (tests/remote/test_client.py checks the verbs run with these alone).
 CLIENT_VERBS = ("delegate", "workdone", "status", "gate")
 CLIENT_MODULES = (
-    "__init__.py", "commands.py", "durations.py", "inert.py", "paths.py", "wire.py",
-    "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
-    "cli/_quickargs.py", "cli/_argparser.py",
+    "__init__.py", "control/commands.py", "durations.py", "inert.py", "control/paths.py",
+    "control/wire.py", "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
+    "cli/_quickargs.py", "cli/_argparser.py", "control/__init__.py",
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )
 CONNECT_TIMEOUT = 30.0

@@ -1,6 +1,6 @@
 """A role's launch turned into its remote one.
 
-The role's own recipe (:func:`choragos.launch.launch`) is computed as for a
+The role's own recipe (:func:`choragos.roles.launch.launch`) is computed as for a
 local role; here it becomes what this machine runs: ``ssh -tt`` through the
 host's master connection, running the launcher there by role name.  The
 recipe itself (command line, environment) goes to the host in a file, before
@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from choragos import worktrees
-from choragos.checkpoints import RollbackResult
-from choragos.launch import Launch
+from choragos.gitstore import worktrees
+from choragos.gitstore.checkpoints import RollbackResult
+from choragos.gitstore.worktrees import WorktreeError
 from choragos.remote import checkout
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import KEEPALIVE, SshError
-from choragos.restartpolicy import ExitStatus
-from choragos.worktrees import WorktreeError
+from choragos.roles.launch import Launch
+from choragos.terminal.restartpolicy import ExitStatus
 
 __all__ = ["RemoteRole", "SeatError", "seat_argv", "ssh_env"]
 

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from choragos.events import default_path, read_events
+from choragos.board.events import default_path, read_events
 from tests.conftest import wait_until
 from tests.deck.conftest import TmuxDeck
 from tests.integration.harness import role_toml

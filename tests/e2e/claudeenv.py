@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import ptyprocess
 import pyte
 
-from choragos.screenstatus import input_pending
+from choragos.agents.screenstatus import input_pending
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_BIN = REPO / ".cache" / "claude" / "node_modules" / ".bin" / "claude"

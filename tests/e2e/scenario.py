@@ -23,7 +23,7 @@ from tests.e2e.claudeenv import DEFAULT_ALLOW, claude_env, prepare_home
 from tests.e2e.fakemodel import Block, FakeModel, Turn
 from tests.integration.harness import Serve
 
-# What a role's model sees as its brief (choragos.briefs.boot_line).
+# What a role's model sees as its brief (choragos.roles.briefs.boot_line).
 BRIEF = "You are the {role} role in a choragos team"
 
 

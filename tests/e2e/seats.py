@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from choragos import seatsetup
+from choragos.agents import seatsetup
 from tests.conftest import pid_alive, wait_until
 from tests.e2e.claudeenv import REPO
 from tests.e2e.fakegemini import FakeGemini

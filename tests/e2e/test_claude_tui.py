@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos.agentprofiles import CLAUDE
-from choragos.screenstatus import (
+from choragos.agents.profiles import CLAUDE
+from choragos.agents.screenstatus import (
     IDLE,
     WAITING,
     WORKING,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pyte
 import pytest
 
-from choragos.agentprofiles import CLAUDE
-from choragos.screenstatus import IDLE, WAITING, activity_preview, classify
-from choragos.terminal import Terminal as Pane
-from choragos.vtcells import TextRow
+from choragos.agents.profiles import CLAUDE
+from choragos.agents.screenstatus import IDLE, WAITING, activity_preview, classify
+from choragos.terminal.emulator import Terminal as Pane
+from choragos.terminal.vtcells import TextRow
 from tests.e2e.claudeenv import Terminal
 from tests.e2e.fakemodel import FakeModel, text, tool
 from tests.e2e.test_claude_tui import StartClaude, booted, status_is

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from choragos.ptyproc import session_members, unread_bytes
+from choragos.terminal.ptyproc import session_members, unread_bytes
 from tests.e2e.fakemodel import text
 from tests.e2e.scenario import BRIEF, holds_for
 from tests.e2e.seats import BOOT_TIMEOUT, Fakes, SeatCrew, two_seats

@@ -1,7 +1,7 @@
 """The real Codex and Gemini CLIs routed through the built-in gateway the way a seat is.
 
 Each CLI runs once, non-interactively, with exactly the variables and
-arguments choragos/routing.py gives its seat (its role key included), against
+arguments choragos/gateway/routing.py gives its seat (its role key included), against
 the project's fake API server behind a real gateway that holds a session key;
 the test checks that every request went through the gateway with the CLI's
 own API key and that the usage was counted for the role, per model.
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos.config import RoleSpec
-from choragos.gatewayroles import Roles, new_session_key, role_key
-from choragos.routing import routing
+from choragos.config.model import RoleSpec
+from choragos.gateway.roles import Roles, new_session_key, role_key
+from choragos.gateway.routing import routing
 from tests.e2e.claudeenv import base_env
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, text

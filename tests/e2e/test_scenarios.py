@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import briefs
 from choragos.actors.typist import ENTER_QUIET
-from choragos.agentprofiles import CLAUDE, profile_for
+from choragos.agents.profiles import CLAUDE, profile_for
+from choragos.roles import briefs
 from tests.conftest import pid_alive
 from tests.e2e.claudeenv import FAKE_KEY
 from tests.e2e.fakemodel import FakeModel, Turn, text, tool

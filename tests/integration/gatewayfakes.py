@@ -1,6 +1,6 @@
 """A built-in gateway in the test process, and upstreams the fake model servers lack.
 
-``running_gateway`` starts the real :class:`~choragos.proxy.GatewayServer`
+``running_gateway`` starts the real :class:`~choragos.gateway.proxy.ProxyServer`
 on a loopback port; ``ScriptedUpstream`` answers with exactly the bytes a
 test gives it (HTTP/1.1, chunked, paced by the test), for what the fake
 Anthropic, OpenAI Responses and Gemini servers do not cover: Chat
@@ -23,12 +23,12 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from choragos.budgetgate import BudgetGate
-from choragos.gateway import Totals, parse_metrics
-from choragos.gatewaymetrics import Tally
-from choragos.gatewayroles import Roles
-from choragos.gatewaywatch import AnswerWatch
-from choragos.proxy import GatewayServer
+from choragos.gateway.budgetgate import BudgetGate
+from choragos.gateway.client import Totals, parse_metrics
+from choragos.gateway.metrics import Tally
+from choragos.gateway.proxy import ProxyServer
+from choragos.gateway.roles import Roles
+from choragos.gateway.watch import AnswerWatch
 from tests.loopback import FakeHandler, Loopback
 
 UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
@@ -38,10 +38,10 @@ UNUSED = "http://127.0.0.1:9"  # discard port: nothing listens there
 def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
                     tally: Tally | None = None, roles: Roles | None = None,
                     record=None, watch: AnswerWatch | None = None,
-                    gate: BudgetGate | None = None) -> Iterator[GatewayServer]:
+                    gate: BudgetGate | None = None) -> Iterator[ProxyServer]:
     full = {"anthropic": UNUSED, "openai": UNUSED, "gemini": UNUSED, **upstreams}
-    server = GatewayServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles,
-                           watch=watch, gate=gate)
+    server = ProxyServer(("127.0.0.1", 0), full, tally or Tally(), timeout, record, roles,
+                         watch=watch, gate=gate)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -52,7 +52,7 @@ def running_gateway(upstreams: dict[str, str], timeout: float = 30.0,
         thread.join(5)
 
 
-def base_url(server: GatewayServer) -> str:
+def base_url(server: ProxyServer) -> str:
     host, port = server.server_address[:2]
     return f"http://{host}:{port}"
 
@@ -75,7 +75,7 @@ def request(url: str, method: str = "POST", body: bytes | dict | None = None,
         conn.close()
 
 
-def tokens(server_or_url: GatewayServer | str) -> Totals:
+def tokens(server_or_url: ProxyServer | str) -> Totals:
     """The token counters on ``/metrics``, read with the session's own parser."""
     url = server_or_url if isinstance(server_or_url, str) else base_url(server_or_url)
     status, _, body = request(f"{url}/metrics", "GET")
@@ -83,7 +83,7 @@ def tokens(server_or_url: GatewayServer | str) -> Totals:
     return parse_metrics(body)
 
 
-def metric(server: GatewayServer | str, name: str, **labels: str) -> float:
+def metric(server: ProxyServer | str, name: str, **labels: str) -> float:
     """One sample of any family on ``/metrics`` (0 when absent)."""
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos import authority
+from choragos.control import authority
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -88,7 +88,7 @@ def test_git_hooks_a_worker_configured_never_run_in_the_sessions_own_git(serve):
 def test_a_roles_program_planted_in_the_workspace_is_never_the_one_started(tmp_path: Path):
     """`.choragos/bin` leads every role's PATH: a worker's `.choragos/bin/claude`
     would otherwise become the next agent of every role that restarts."""
-    from choragos.ptyproc import PtyChild, SpawnError
+    from choragos.terminal.ptyproc import PtyChild, SpawnError
 
     work, outside, ran = tmp_path / "work", tmp_path / "bin", tmp_path / "ran"
     planted = work / ".choragos" / "bin"

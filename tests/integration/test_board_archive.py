@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from choragos import wire
-from choragos.board import KEEP_RESOLVED
+from choragos.board.tasks import KEEP_RESOLVED
+from choragos.control import wire
 from tests.integration.gatewayfakes import free_port
 from tests.integration.harness import role_toml, scrape, value
 

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from choragos.budgetgate import BudgetGate
-from choragos.gatewaymetrics import Tally
-from choragos.gatewaywatch import AnswerWatch
+from choragos.gateway.budgetgate import BudgetGate
+from choragos.gateway.metrics import Tally
+from choragos.gateway.watch import AnswerWatch
 from tests.e2e.fakemodel import read_sse
 from tests.integration.gatewayfakes import (
     ScriptedUpstream,

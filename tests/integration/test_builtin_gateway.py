@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos.gatewaycounts import session_path, whole_file
-from choragos.gatewayroles import KEY_ENV, KEY_HEADER
+from choragos.gateway.counts import session_path, whole_file
+from choragos.gateway.roles import KEY_ENV, KEY_HEADER
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse
 from tests.e2e.fakeopenai import FakeOpenAI

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from choragos.actors.checkpointer import PRUNE_EVERY
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointStore
 from tests.conftest import Told, wait_until
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     init_repo,
@@ -21,7 +21,7 @@ def test_the_checkpointer_prunes_as_it_goes_and_keeps_what_is_at_work(tmp_path: 
     from choragos.actors import messages as m
     from choragos.actors.checkpointer import CheckpointerActor
     from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-    from choragos.events import EventLog, read_events
+    from choragos.board.events import EventLog, read_events
 
     repo = init_repo(tmp_path / "repo")
     with CheckpointStore(repo) as store:

@@ -14,8 +14,8 @@ import pytest
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore, _reason
-from choragos.gitwalk import read_user_index
+from choragos.gitstore.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore, _reason
+from choragos.gitstore.walk import read_user_index
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     OLD,
     add_submodule,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import checkpoints
-from choragos.checkpoints import (
+from choragos.gitstore import checkpoints
+from choragos.gitstore.checkpoints import (
     REF_PREFIX,
     CheckpointError,
     CheckpointStore,

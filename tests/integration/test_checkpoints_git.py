@@ -22,13 +22,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from choragos.checkpoints import (
+from choragos.gitstore.checkpoints import (
     REF_PREFIX,
     CheckpointError,
     CheckpointStore,
     NotARepository,
 )
-from choragos.gitobjects import ObjectWriter
+from choragos.gitstore.objects import ObjectWriter
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     OLD,
     add_submodule,

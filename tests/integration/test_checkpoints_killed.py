@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     init_repo,
     isolated_git,
@@ -23,7 +23,7 @@ from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
 # complete but not yet in place.
 CHILD = r"""
 import os, signal, sys
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointStore
 
 workdir, where = sys.argv[1], sys.argv[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore
+from choragos.gitstore.checkpoints import REF_PREFIX, CheckpointError, CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     isolated_git,

@@ -13,7 +13,7 @@ import pytest
 from dulwich.objects import Commit
 from dulwich.repo import Repo
 
-from choragos.checkpoints import (
+from choragos.gitstore.checkpoints import (
     REF_PREFIX,
     CheckpointError,
     CheckpointStore,
@@ -21,7 +21,7 @@ from choragos.checkpoints import (
     clean_text,
     worktree_name,
 )
-from choragos.gitwalk import load_cache
+from choragos.gitstore.walk import load_cache
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     git_tree,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import CheckpointError, CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     add_submodule,
     git,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import commands
 from choragos.cli import _parsers, man
+from choragos.control import commands
 from tests.integration.harness import base_env
 
 pytestmark = pytest.mark.timeout(60)

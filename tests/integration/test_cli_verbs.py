@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from choragos import paths, wire
-from choragos.ctlserver import ControlServer
+from choragos.control import paths, wire
+from choragos.control.server import ControlServer
 
 REPO = Path(__file__).resolve().parents[2]
 BANNED = {"pykka", "pyte", "urwid", "dulwich", "ptyprocess", "prometheus_client", "wcwidth"}

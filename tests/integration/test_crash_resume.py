@@ -20,7 +20,7 @@ from collections import Counter
 
 import pytest
 
-from choragos import journal
+from choragos.board import journal
 from tests.integration.harness import role_toml
 
 KILLS = 20

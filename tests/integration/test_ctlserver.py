@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos import wire
-from choragos.ctlserver import ControlServer, ServerStartError, SessionRunning
+from choragos.control import wire
+from choragos.control.server import ControlServer, ServerStartError, SessionRunning
 from tests.conftest import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,8 +172,8 @@ def test_second_server_in_process_is_refused_with_pid(make: Make, sock_path: Pat
 CHILD_SERVER = """
 import sys, time
 from pathlib import Path
-from choragos import wire
-from choragos.ctlserver import ControlServer
+from choragos.control import wire
+from choragos.control.server import ControlServer
 server = ControlServer(Path(sys.argv[1]), lambda r: wire.ok(pid=__import__("os").getpid()))
 server.start()
 print("ready", flush=True)
@@ -568,7 +568,7 @@ class _OsOwnedBy:
 def test_a_peer_of_another_uid_is_refused_without_root(make: Make, sock_path: Path,
                                                        rec: Recorder,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import choragos.ctlserver as ctlserver
+    import choragos.control.server as ctlserver
     make()
     me = os.getuid()
     monkeypatch.setattr(ctlserver, "os", _OsOwnedBy(me + 1))  # the session's owner

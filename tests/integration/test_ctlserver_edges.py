@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from choragos import wire
-from choragos.ctlserver import ServerStartError
+from choragos.control import wire
+from choragos.control.server import ServerStartError
 from tests.conftest import wait_until
 from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     Make,

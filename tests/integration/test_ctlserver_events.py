@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from choragos import wire
+from choragos.control import wire
 from tests.conftest import wait_until
 from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     Make,

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from choragos import wire
-from choragos.ctlserver import ControlServer, ServerStartError, _Pending
+from choragos.control import wire
+from choragos.control.server import ControlServer, ServerStartError, _Pending
 from tests.conftest import wait_until
 from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     Make,
@@ -370,7 +370,7 @@ def test_bytes_that_are_not_utf8_are_answered_without_eof(make: Make, sock_path:
 
 def test_a_deadline_is_kept_however_long_the_loop_may_sleep(
         make: Make, sock_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import choragos.ctlserver as ctlserver
+    import choragos.control.server as ctlserver
 
     monkeypatch.setattr(ctlserver, "CHECK_EVERY_MS", 60_000)
     make(deadline=0.3)
@@ -457,7 +457,7 @@ class _FlockAfter:
 
 def test_a_lock_file_let_go_between_open_and_lock_is_taken_afresh(
         make: Make, sock_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import choragos.ctlserver as ctlserver
+    import choragos.control.server as ctlserver
 
     first = make()
     monkeypatch.setattr(ctlserver, "fcntl", _FlockAfter(first.close))

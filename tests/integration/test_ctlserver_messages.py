@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import wire
-from choragos.ctlserver import ControlServer, ServerStartError, SessionRunning, _bind_reason
+from choragos.control import wire
+from choragos.control.server import ControlServer, ServerStartError, SessionRunning, _bind_reason
 from tests.conftest import wait_until
 
 

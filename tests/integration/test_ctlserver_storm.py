@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import wire
 from choragos.cli import _client
-from choragos.ctlserver import ControlServer
+from choragos.control import wire
+from choragos.control.server import ControlServer
 from tests.conftest import wait_until
 from tests.integration.test_ctlserver import (  # noqa: F401  (fixtures)
     Make,

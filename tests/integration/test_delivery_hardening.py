@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from choragos import wire
+from choragos.control import wire
 from tests.integration.harness import Serve, role_toml
 
 

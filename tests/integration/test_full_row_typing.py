@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from choragos import briefs
 from choragos.actors import messages as m
-from choragos.ptyproc import PtyChild
+from choragos.roles import briefs
+from choragos.terminal.ptyproc import PtyChild
 from tests.conftest import wait_until
 from tests.integration.harness import AGENT
 from tests.integration.test_role_actor import Writes, start_role, stop_role, submitted

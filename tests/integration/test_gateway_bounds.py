@@ -1,6 +1,6 @@
 """What a stranger on the gateway's port can do to the counts: nothing that grows them.
 
-Every request goes through a real :class:`~choragos.proxy.GatewayServer` on a
+Every request goes through a real :class:`~choragos.gateway.proxy.ProxyServer` on a
 loopback port and the page is read as the session's prober reads it.
 """
 
@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from choragos.actors.gateway import fetch_metrics
-from choragos.gateway import parse_metrics
-from choragos.gatewaylabels import MAX_AGENTS, UNKNOWN
-from choragos.gatewayroles import KEY_HEADER, Roles, role_key
+from choragos.actors.gatewayprober import fetch_metrics
+from choragos.gateway.client import parse_metrics
+from choragos.gateway.labels import MAX_AGENTS, UNKNOWN
+from choragos.gateway.roles import KEY_HEADER, Roles, role_key
 from tests.conftest import wait_until
 from tests.e2e.fakemodel import FakeModel, Usage
 from tests.integration.gatewayfakes import base_url, metric, request, running_gateway, tokens

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from choragos.gatewaycounts import load
+from choragos.gateway.counts import load
 from tests.e2e.fakemodel import FakeModel
 from tests.integration.gatewayfakes import free_port, request, tokens
 from tests.integration.harness import ROOT, base_env

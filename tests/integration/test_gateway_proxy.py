@@ -1,6 +1,6 @@
 """The built-in gateway proxying the three APIs to the project's fake model servers.
 
-Each test streams real HTTP through a real :class:`GatewayServer` to a fake
+Each test streams real HTTP through a real :class:`ProxyServer` to a fake
 upstream and checks what the agent got back, what the upstream was sent,
 and the counters on ``/metrics`` as the session's prober reads them.
 """
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from choragos.gatewaylabels import UNKNOWN
+from choragos.gateway.labels import UNKNOWN
 from tests.conftest import wait_until
 from tests.e2e.fakegemini import FakeGemini
 from tests.e2e.fakemodel import FakeModel, Usage, read_sse, text

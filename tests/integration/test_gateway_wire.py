@@ -1,6 +1,6 @@
 """What the built-in gateway does with strange input from the wire: paths, usage, bodies.
 
-Real :class:`~choragos.proxy.GatewayServer` on a loopback port, real
+Real :class:`~choragos.gateway.proxy.ProxyServer` on a loopback port, real
 upstream servers answering with canned bytes.
 """
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from choragos.usage import MAX_TOKENS
+from choragos.gateway.usage import MAX_TOKENS
 from tests.conftest import wait_until
 from tests.integration.gatewayfakes import (
     Canned,

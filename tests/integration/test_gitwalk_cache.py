@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from choragos import treewatch
-from choragos.checkpoints import CheckpointStore
-from choragos.gitignore import RuleStack
-from choragos.gitobjects import ObjectWriter
-from choragos.gitwalk import Records, Scan, UserIndex, Walker, read_user_index
+from choragos.gitstore import treewatch
+from choragos.gitstore.checkpoints import CheckpointStore
+from choragos.gitstore.ignore import RuleStack
+from choragos.gitstore.objects import ObjectWriter
+from choragos.gitstore.walk import Records, Scan, UserIndex, Walker, read_user_index
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     age_tree,
     git,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     age_tree,
     git,

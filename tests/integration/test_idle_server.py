@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from choragos import journal
+from choragos.board import journal
 from tests.integration.harness import role_toml
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"),

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from choragos import journal
+from choragos.board import journal
 from tests.integration.harness import Serve, role_toml
 
 TEAM = role_toml("lead", start=True) + role_toml("reviewer", approve=True)

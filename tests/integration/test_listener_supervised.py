@@ -15,7 +15,6 @@ from typing import Any
 import pykka
 import pytest
 
-from choragos import wire
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
 from choragos.actors.listener import ListenerActor, ListenerState, bind_server
@@ -26,6 +25,7 @@ from choragos.actors.supervisor import (
     Supervisor,
     SupervisorState,
 )
+from choragos.control import wire
 from tests.conftest import wait_until
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import ptyproc
-from choragos.ptyproc import PtyChild, Reader
-from choragos.restartpolicy import ExitStatus
+from choragos.terminal import ptyproc
+from choragos.terminal.ptyproc import PtyChild, Reader
+from choragos.terminal.restartpolicy import ExitStatus
 from tests.conftest import wait_until
 
 

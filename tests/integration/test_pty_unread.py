@@ -7,7 +7,7 @@ import os
 import signal
 from pathlib import Path
 
-from choragos.ptyproc import PtyChild, Reader, process_state
+from choragos.terminal.ptyproc import PtyChild, Reader, process_state
 from tests.conftest import wait_until
 from tests.integration.test_pty_reader import Seen
 

@@ -1,4 +1,4 @@
-"""Roles reach the running choragos whatever the user's PATH (choragos/selfpath.py)."""
+"""Roles reach the running choragos whatever the user's PATH (choragos/roles/selfpath.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos import reportpage, timeline
+from choragos.board import reportpage, timeline
 from tests.integration.harness import base_env
 from tests.pngread import read_png
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from choragos import journal
+from choragos.board import journal
 from tests.integration.harness import role_toml
 
 TEAM = (role_toml("lead", start=True)

@@ -18,9 +18,9 @@ from choragos.actors.role import KEYS_APART, RoleActor, new_state, spec_profile
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.actors.timers import Timers
 from choragos.actors.typist import ENTER_QUIET
-from choragos.config import RoleSpec
-from choragos.launch import Launch
-from choragos.ptyproc import PtyChild
+from choragos.config.model import RoleSpec
+from choragos.roles.launch import Launch
+from choragos.terminal.ptyproc import PtyChild
 from tests.conftest import pid_alive, wait_until
 from tests.e2e.scenario import holds_for
 from tests.integration.harness import AGENT, read_agent_log
@@ -177,7 +177,7 @@ def test_output_held_for_another_roles_echo_is_fed_once_it_is_drawn(tmp_path):
     """A real reader holds what it read while another role's echo is awaited,
     then feeds all of it: nothing is dropped."""
     from choragos.actors import roleio
-    from choragos.echowait import EchoWait
+    from choragos.terminal.echowait import EchoWait
 
     started = start_role(tmp_path, sys.executable, (str(AGENT),))
     try:

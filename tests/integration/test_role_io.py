@@ -15,10 +15,10 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors import roleio, rolewatch
-from choragos.config import RoleSpec
-from choragos.ptyproc import PtyChild
-from choragos.rolestatus import RoleStatus
-from choragos.terminal import Terminal
+from choragos.config.model import RoleSpec
+from choragos.roles.rolestatus import RoleStatus
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.ptyproc import PtyChild
 from tests.conftest import wait_until
 from tests.integration import test_role_actor as role_actor
 from tests.integration.harness import AGENT, read_agent_log

@@ -10,11 +10,11 @@ from typing import Any
 import pykka
 import pytest
 
-from choragos import wire
 from choragos.actors.listener import ListenerActor
 from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor, SupervisorState
-from choragos.config import load_config
+from choragos.config.model import load_config
+from choragos.control import wire
 from tests.conftest import wait_until
 from tests.integration.harness import role_toml
 

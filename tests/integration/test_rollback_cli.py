@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from ptyprocess import PtyProcessUnicode
 
-from choragos import paths
-from choragos.checkpoints import CheckpointStore
-from choragos.ptyproc import process_state
+from choragos.control import paths
+from choragos.gitstore.checkpoints import CheckpointStore
+from choragos.terminal.ptyproc import process_state
 from tests.conftest import wait_until
 
 PYTHON = sys.executable

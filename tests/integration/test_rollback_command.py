@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from choragos import wire
+from choragos.control import wire
 from tests.integration.harness import role_toml
 
 TEAM = role_toml("orchestrator", "--shell", start=True) + role_toml("coder", "--shell")
@@ -72,7 +72,7 @@ def test_a_role_may_not_roll_back(serve):
     s = serve(TEAM)
     s.wait_booted(["orchestrator", "coder"])
     checkpointed_task(s)
-    code = ("import json,os; from pathlib import Path; from choragos import wire; "
+    code = ("import json,os; from pathlib import Path; from choragos.control import wire; "
             "print(json.dumps(wire.request(Path(os.environ['CHORAGOS_SOCK']), "
             "{'cmd': 'rollback', 'target': 'T1'}, 10.0)))")
     before = len(s.agents("ran", "orchestrator"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.checkpoints import CheckpointError, CheckpointStore, _tmp_name
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _tmp_name
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,

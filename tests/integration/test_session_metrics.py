@@ -95,7 +95,7 @@ def test_metrics_are_off_unless_asked_for(serve) -> None:
 
 @pytest.mark.parametrize("listen", ["9464", "127.0.0.1:99999", "no host:1"])
 def test_a_bad_listen_address_is_a_located_error(tmp_path, listen: str) -> None:
-    from choragos.config import ConfigError, load_config
+    from choragos.config.model import ConfigError, load_config
 
     path = tmp_path / "c.toml"
     path.write_text(role_toml("lead", start=True) + f'\n[metrics]\nlisten = "{listen}"\n')

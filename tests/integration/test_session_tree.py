@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from choragos import journal, wire
 from choragos.actors import crew
 from choragos.actors import messages as m
 from choragos.actors import session as session_module
 from choragos.actors.listener import settle
 from choragos.actors.session import Session, SessionOptions
-from choragos.config import load_config
+from choragos.board import journal
+from choragos.config.model import load_config
+from choragos.control import wire
 from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import git_init, role_toml
 
@@ -67,7 +68,7 @@ def test_the_deck_announces_an_echo_to_every_roles_reader(short_tmp):
     """Keys first, wired through a real session: the deck's port announces a
     key's echo, and another role's reader holds its output until it is drawn."""
     from choragos.actors import roleio
-    from choragos.rolestatus import RoleStatus
+    from choragos.roles.rolestatus import RoleStatus
     from choragos.ui.uiactor import SessionAccess
 
     session = _started(short_tmp, role_toml("coder"))

@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from choragos import journal
 from choragos.actors.session import SESSION_INTENSITY
+from choragos.board import journal
 from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import role_toml
 

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from choragos import wire
 from choragos.actors import messages as m
 from choragos.actors.handle import Handle
 from choragos.actors.session import Session, SessionOptions
-from choragos.config import load_config
-from choragos.events import default_path, read_events
+from choragos.board.events import default_path, read_events
+from choragos.config.model import load_config
+from choragos.control import wire
 from tests.conftest import wait_until
 from tests.integration.harness import git_init, role_toml
 

@@ -65,8 +65,8 @@ def test_the_wheel_runs_the_demo_to_the_first_delegation(short_tmp: Path) -> Non
     assert "choragos/demo/demo.toml" in names and "choragos/demo/worker.py" in names
     assert "choragos/actors/core.py" in names and "choragos/ui/deck.py" in names
     # the web view's page is served from the package itself
-    assert {"choragos/webpage/index.html", "choragos/webpage/app.js",
-            "choragos/webpage/app.css"} <= set(names)
+    assert {"choragos/web/page/index.html", "choragos/web/page/app.js",
+            "choragos/web/page/app.css"} <= set(names)
     # what a remote seat's host is sent comes from the installed package too
     assert {"choragos/remote/link.py", "choragos/remote/client/seat.py"} <= set(names)
     packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(

@@ -7,7 +7,7 @@ import shlex
 import subprocess
 import sys
 
-from choragos import changes
+from choragos.gitstore import changes
 from tests.integration.harness import role_toml
 
 EDITS = "Make three changes.\nwrite notes/new.txt one\\ntwo\nappend README.md more\ndelete old.txt"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import changes, checkpointtrees, worktrees
-from choragos.checkpoints import REF_PREFIX, Checkpoint, CheckpointError, CheckpointStore
+from choragos.gitstore import changes, checkpointtrees, worktrees
+from choragos.gitstore.checkpoints import REF_PREFIX, Checkpoint, CheckpointError, CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
@@ -205,7 +205,7 @@ def test_the_checkpointer_snapshots_a_roles_task_in_its_worktree_pruned_on_first
     from choragos.actors import messages as m
     from choragos.actors.checkpointer import CheckpointerActor
     from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-    from choragos.events import EventLog, read_events
+    from choragos.board.events import EventLog, read_events
     from tests.conftest import Told, wait_until
 
     alice = tree(repo, "alice")

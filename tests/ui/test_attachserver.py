@@ -145,7 +145,7 @@ def test_attaching_from_inside_a_pane_is_refused(served):
 
 def test_a_client_whose_ancestry_cannot_be_traced_is_refused(served, monkeypatch):
     """A walk that gives up before init may have stopped short of a pane."""
-    from choragos import authority
+    from choragos.control import authority
 
     server = served[0]
     monkeypatch.setattr(authority, "MAX_DEPTH", 1)  # this process has parents above it

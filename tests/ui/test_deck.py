@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import urwid
 
-from choragos import news
 from choragos.actors import messages as m
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from choragos.board import Task, TaskState
-from choragos.config import Config, Keys, RoleSpec, UISettings
-from choragos.terminal import Terminal
+from choragos.board.tasks import Task, TaskState
+from choragos.config.model import Config, Keys, RoleSpec, UISettings
+from choragos.session import news
+from choragos.terminal.emulator import Terminal
 from choragos.ui.deck import Deck, _Loop
 from choragos.ui.theme import build_palette
 from choragos.ui.uiactor import UIActor

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui.deckdraw import join_pieces
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain

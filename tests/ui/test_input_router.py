@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.config import Keys
+from choragos.config.model import Keys
 from choragos.ui import deckinput as di
 from choragos.ui import keys as k
 
@@ -114,7 +114,7 @@ def test_plain_typing_is_told_apart(data, prefix, plain):
 
 
 def test_every_action_the_router_runs_has_a_method():
-    from choragos.config import KEY_ACTIONS
+    from choragos.config.model import KEY_ACTIONS
     from choragos.ui.deckactions import Actions
 
     methods = {name[4:] for name in dir(Actions) if name.startswith("act_")}

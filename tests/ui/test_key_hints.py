@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import urwid
 
-from choragos import news
-from choragos.board import Task, TaskState
+from choragos.board.tasks import Task, TaskState
+from choragos.session import news
 from choragos.ui.deck import Deck, _Loop
 from choragos.ui.overlays import KeyHint
 from choragos.ui.theme import build_palette

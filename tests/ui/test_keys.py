@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.config import KEY_ACTIONS, Keys
+from choragos.config.model import KEY_ACTIONS, Keys
 from choragos.ui.keys import (
     PASTE_BEGIN,
     PASTE_END,

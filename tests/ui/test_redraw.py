@@ -13,7 +13,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui.deck import FRAME, Deck
 from choragos.ui.deckbase import PACE_BACKLOG
 from choragos.ui.pane import PaneView
@@ -156,7 +156,7 @@ def test_an_idle_attached_deck_does_not_wake(running):
 def test_news_without_effects_is_drawn_too(running):
     """A view that only changes what a card or the status line shows asks
     for no effect; the deck draws it all the same."""
-    from choragos import news
+    from choragos.session import news
 
     deck, _ = running
     _settled(deck)
@@ -243,8 +243,8 @@ def test_the_clients_screen_is_what_the_deck_painted(running):
 
 
 def test_only_an_open_dialog_with_clocks_ticks(running):
-    from choragos.board import Task, TaskState
-    from choragos.news import GateOpened, GateView
+    from choragos.board.tasks import Task, TaskState
+    from choragos.session.news import GateOpened, GateView
 
     deck, _port = running
     gate = Task("T4", "release", "Tag v2", state=TaskState.GATED, created=1.0)

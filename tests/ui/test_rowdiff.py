@@ -8,7 +8,7 @@ import urwid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui.pane import RowBuilder
 from choragos.ui.ptyscreen import PtyScreen
 from choragos.ui.rowdiff import changed_span, runs_between
@@ -231,9 +231,9 @@ _STYLE = st.fixed_dictionaries({"fg": st.sampled_from(["default", "red", "d7875f
 def test_a_pane_row_is_built_as_the_row_builder_builds_it(runs, width: int, colors: int) -> None:
     """A prompt's one run of plain text is padded without a RowBuilder; any
     row comes out as the builder makes it."""
+    from choragos.terminal.vtcells import Run
     from choragos.ui.pane import _live_row
     from choragos.ui.theme import attr_of
-    from choragos.vtcells import Run
 
     styled = tuple(Run(text, **style) for text, style in runs)
     row = RowBuilder(width)

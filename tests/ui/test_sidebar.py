@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
 from choragos.ui import sidebar
 from choragos.ui.deckstate import RoleInfo
 from choragos.ui.pane import fitted

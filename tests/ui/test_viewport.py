@@ -3,7 +3,7 @@ follows the cursor; the zoom makes room to show it whole."""
 
 from __future__ import annotations
 
-from choragos.terminal import Terminal
+from choragos.terminal.emulator import Terminal
 from choragos.ui.deck import Deck, _Loop
 from choragos.ui.pane import PaneView
 from choragos.ui.theme import build_palette

@@ -9,10 +9,10 @@ from typing import Any
 
 from choragos.actors import messages as m
 from choragos.actors.core import CoreState, Seat
-from choragos.board import Task, TaskState
-from choragos.config import Config, RoleSpec, UISettings
-from choragos.events import EventLog
-from choragos.rolestatus import RoleStatus
+from choragos.board.events import EventLog
+from choragos.board.tasks import Task, TaskState
+from choragos.config.model import Config, RoleSpec, UISettings
+from choragos.roles.rolestatus import RoleStatus
 from tests.conftest import Told
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from choragos.board import Board, BoardError, TaskState
+from choragos.board.tasks import Board, BoardError, TaskState
 
 
 def make_board():
@@ -73,7 +73,7 @@ def test_open_for_role():
 
 
 def test_resolved_tasks_past_the_limit_move_to_the_archive() -> None:
-    from choragos.board import KEEP_RESOLVED
+    from choragos.board.tasks import KEEP_RESOLVED
 
     board = Board(clock=lambda: 1.0)
     failed = board.create("coder", "will fail")

@@ -3,7 +3,7 @@ archive), and a refused request's tasks taken back, ids included."""
 
 from __future__ import annotations
 
-from choragos.board import KEEP_RESOLVED, Board, TaskState
+from choragos.board.tasks import KEEP_RESOLVED, Board, TaskState
 
 
 def make_board() -> Board:

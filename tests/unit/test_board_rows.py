@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from choragos.board import Board, BoardError, Task, TaskState
+from choragos.board.tasks import Board, BoardError, Task, TaskState
 
 
 def clock(*times: float):

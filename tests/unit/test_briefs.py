@@ -1,8 +1,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from choragos import briefs
-from choragos.board import Task
+from choragos.board.tasks import Task
+from choragos.roles import briefs
 
 
 @given(st.text())
@@ -43,7 +43,7 @@ def test_orchestrator_brief_lists_roster_and_verbs():
 
 
 def test_one_line_drops_bidi_controls():
-    from choragos.briefs import one_line
+    from choragos.roles.briefs import one_line
 
     text = "a\u202eb\u202cc \u2066d\u2069 \u200ee\u200f \u061cf \u202ag\u202b"
     assert one_line(text) == "abc d e f g"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 
-from choragos.budgetgate import BudgetGate, policy
-from choragos.config import BudgetSettings, Config, Price, RoleSpec
-from choragos.gatewaywatch import AnswerWatch, limit_of, read_news
+from choragos.config.model import BudgetSettings, Config, Price, RoleSpec
+from choragos.gateway.budgetgate import BudgetGate, policy
+from choragos.gateway.watch import AnswerWatch, limit_of, read_news
 
 PRICES = {"claude-": {"input": 1.0, "output": 5.0, "cache_read": 0.0, "cache_creation": 0.0}}
 
@@ -91,7 +91,7 @@ def test_the_watch_says_a_limit_once_per_change() -> None:
 
 
 def test_a_stream_is_split_at_its_events_and_each_api_reads_its_error_event() -> None:
-    from choragos.streamcut import error_event, events
+    from choragos.gateway.streamcut import error_event, events
     assert list(events(b"data: a\n\nevent: x\ndata: b\r\n\r\ndata: c")) == [
         b"data: a\n\n", b"event: x\ndata: b\r\n\r\n", b"data: c"]
     for api, path in (("anthropic", ("error", "message")), ("openai", ("message",)),

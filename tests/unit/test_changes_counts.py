@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from choragos import changes
 from choragos.cli import report as cli
+from choragos.gitstore import changes
 from ui.overlays import SHOWN_CHANGES, changed_files
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from choragos import gitobjects
-from choragos.checkpoints import clean_text
 from choragos.cli.checkpoints import age
-from choragos.gitignore import IgnoreList, RuleStack
-from choragos.gitobjects import ObjectWriter
-from choragos.gitwalk import Cache, Records, load_cache, read_user_index, save_cache
+from choragos.gitstore import objects as gitobjects
+from choragos.gitstore.checkpoints import clean_text
+from choragos.gitstore.ignore import IgnoreList, RuleStack
+from choragos.gitstore.objects import ObjectWriter
+from choragos.gitstore.walk import Cache, Records, load_cache, read_user_index, save_cache
 
 ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x.invalid"}

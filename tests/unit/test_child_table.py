@@ -140,7 +140,7 @@ def test_a_table_that_does_not_hold_together_is_refused_before_anything_starts(
 def test_the_sessions_own_table_holds_together(tmp_path):
     """Every child the session lists needs only children listed before it."""
     from choragos.actors.session import Session, SessionOptions
-    from choragos.config import load_config
+    from choragos.config.model import load_config
 
     session = Session(load_config(None, tmp_path),
                       SessionOptions(workdir=tmp_path, socket=tmp_path / "s.sock"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.chunked import MAX_LINE, BrokenFraming, ChunkedBody
+from choragos.gateway.chunked import MAX_LINE, BrokenFraming, ChunkedBody
 
 pytestmark = pytest.mark.timeout(30)
 

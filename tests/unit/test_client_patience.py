@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from choragos import wire
 from choragos.cli import _client
+from choragos.control import wire
 
 
 @pytest.fixture

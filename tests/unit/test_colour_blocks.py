@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos.terminal import Terminal
-from choragos.vtscreen import VTScreen
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.vtscreen import VTScreen
 from tests.unit.test_terminal import _observe, count_blocks, fed_in_pieces
 
 _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[33m", "\x1b[39m",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import authority, commands, wire
 from choragos.actors.core import CoreActor
 from choragos.cli import main
+from choragos.control import authority, commands, wire
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
@@ -152,7 +152,7 @@ def test_a_new_declaration_is_validated_by_its_schema(monkeypatch: pytest.Monkey
 
 
 def test_the_agent_verbs_are_declared_and_trusted_in_each_seat() -> None:
-    from choragos import seatsetup
+    from choragos.agents import seatsetup
 
     agent = [name for name, verb in commands.VERBS.items() if verb.agent]
     assert agent == ["delegate", "work-done"]

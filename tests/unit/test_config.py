@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.config import (
+from choragos.config.model import (
     CONFIG_NAME,
     DEFAULT_THEME,
     KEY_ACTIONS,
@@ -16,10 +16,10 @@ from choragos.config import (
     CheckpointSettings,
     Config,
     ConfigError,
-    GatewaySettings,
     Keys,
     Price,
     RoleSpec,
+    SphragisSettings,
     UISettings,
     builtin_config,
     load_config,
@@ -396,7 +396,7 @@ def test_checkpoint_errors(tmp_path: Path, line: str, message: str) -> None:
 
 def test_gateway_defaults_are_soft(tmp_path: Path) -> None:
     gateway = load(tmp_path, LEAD).sphragis
-    assert gateway == GatewaySettings(None, True, "127.0.0.1:8787", "sphragis")
+    assert gateway == SphragisSettings(None, True, "127.0.0.1:8787", "sphragis")
     assert not gateway.required
     assert gateway.agent_url("coder") == "http://127.0.0.1:8787/agent/coder"
 
@@ -405,7 +405,7 @@ def test_gateway_values(tmp_path: Path) -> None:
     text = LEAD + ('[sphragis]\nenabled = true\nfail_closed = false\n'
                    'addr = "[::1]:9000"\ncommand = "/opt/gw"\n')
     gateway = load(tmp_path, text).sphragis
-    assert gateway == GatewaySettings(True, False, "[::1]:9000", "/opt/gw")
+    assert gateway == SphragisSettings(True, False, "[::1]:9000", "/opt/gw")
     assert gateway.required
     assert not load(tmp_path, LEAD + "[sphragis]\nenabled = false\n").sphragis.required
 

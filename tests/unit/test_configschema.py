@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from choragos import configschema as cs
+from choragos.config import schema as cs
 
 
 def made(convert):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import conversations, journal
+from choragos.board import journal
+from choragos.roles import conversations
 
 
 @pytest.mark.parametrize("argv", [

@@ -10,8 +10,8 @@ import pytest
 from choragos.actors import messages as m
 from choragos.actors.core import CoreActor, CoreState, Seat
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from choragos.config import Config, RoleSpec
-from choragos.events import EventLog, read_events
+from choragos.board.events import EventLog, read_events
+from choragos.config.model import Config, RoleSpec
 from tests.conftest import Told, wait_until
 
 
@@ -205,7 +205,7 @@ def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, 
 def test_every_task_settled_counts_the_archived_ones_too(start_core, monkeypatch):
     """A long session's board keeps only the latest resolved tasks live; the
     "every task is settled" counts are still the whole session's."""
-    monkeypatch.setattr("choragos.board.KEEP_RESOLVED", 2)
+    monkeypatch.setattr("choragos.board.tasks.KEEP_RESOLVED", 2)
     core = start_core()
     for n in range(1, 6):
         dispatch(core.handle, cmd="delegate", to=["coder"], task=f"task {n}", brief=None)

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from choragos import news
-from choragos.board import Task, TaskState
-from choragos.config import Config, RoleSpec
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
+from choragos.board.tasks import Task, TaskState
+from choragos.config.model import Config, RoleSpec
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
+from choragos.session.news import RoleView
 from choragos.ui import reducer as r
 from choragos.ui.deckstate import initial_state
 
@@ -23,7 +23,7 @@ def state():
 
 
 def test_the_reducer_and_the_news_import_no_urwid_and_no_pykka():
-    code = ("import sys; import choragos.ui.reducer, choragos.news; "
+    code = ("import sys; import choragos.ui.reducer, choragos.session.news; "
             "print('urwid' in sys.modules, 'pykka' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout
@@ -137,7 +137,7 @@ def test_a_full_status_drops_roles_the_session_no_longer_has():
 
 
 def test_the_decks_board_keeps_as_many_resolved_tasks_as_the_cores():
-    from choragos.board import KEEP_RESOLVED
+    from choragos.board.tasks import KEEP_RESOLVED
 
     s = state()
     s, _ = r.reduce(s, news.TaskChanged(task("T1", TaskState.DELIVERED)))

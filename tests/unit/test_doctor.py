@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from choragos import paths, seatsetup, templates, wire
+from choragos.agents import seatsetup
 from choragos.cli import doctor
-from choragos.config import CONFIG_NAME
+from choragos.config import templates
+from choragos.config.model import CONFIG_NAME
+from choragos.control import paths, wire
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from types import SimpleNamespace
 import pykka
 import pytest
 
-from choragos import journal
 from choragos.actors import messages as m
 from choragos.actors.core import CoreActor, CoreState, Seat
 from choragos.actors.durable import JournaledBoard, Restore
-from choragos.actors.gateway import FlushTokens, TokenTotals
+from choragos.actors.gatewayprober import FlushTokens, TokenTotals
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
-from choragos.config import Config, RoleSpec
-from choragos.events import EventLog
+from choragos.board import journal
+from choragos.board.events import EventLog
+from choragos.config.model import Config, RoleSpec
 from tests.conftest import Told
 from tests.unit.test_core_actor import dispatch
 

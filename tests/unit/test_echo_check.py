@@ -4,8 +4,8 @@ rows is seen in the input."""
 
 from __future__ import annotations
 
-from choragos.screenstatus import input_pending
-from choragos.terminal import Terminal
+from choragos.agents.screenstatus import input_pending
+from choragos.terminal.emulator import Terminal
 
 PROMPT = "agent> "
 

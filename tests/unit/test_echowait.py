@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from choragos.echowait import EchoWait
+from choragos.terminal.echowait import EchoWait
 from tests.conftest import wait_until
 
 

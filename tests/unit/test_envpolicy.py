@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.envpolicy import BASELINE, build_env, matches, validate_pattern
+from choragos.config.envpolicy import BASELINE, build_env, matches, validate_pattern
 
 DECK_ENV = {
     "PATH": "/usr/bin", "HOME": "/home/u", "USER": "u", "LOGNAME": "u", "SHELL": "/bin/sh",

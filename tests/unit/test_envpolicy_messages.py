@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.envpolicy import validate_pattern
+from choragos.config.envpolicy import validate_pattern
 
 
 @pytest.mark.parametrize(("pattern", "message"), [

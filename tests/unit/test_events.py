@@ -1,6 +1,6 @@
 import json
 
-from choragos.events import EventLog, read_events
+from choragos.board.events import EventLog, read_events
 
 
 def test_records_are_whole_lines(tmp_path):

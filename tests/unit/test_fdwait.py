@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from choragos.fdwait import wait_ready
-from choragos.hooks import Hooks
+from choragos.session.hooks import Hooks
 
 HIGH = 1100  # past select()'s FD_SETSIZE of 1024
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.actors.gateway import (
+from choragos.actors.gatewayprober import (
     GatewayHealth,
     GatewayProber,
     Probe,
@@ -13,8 +13,8 @@ from choragos.actors.gateway import (
 )
 from choragos.actors.handle import Handle
 from choragos.actors.timers import Timers
-from choragos.config import Config, GatewaySettings, Price, builtin_config
-from choragos.gateway import (
+from choragos.config.model import Config, Price, SphragisSettings, builtin_config
+from choragos.gateway.client import (
     MAX_BODY,
     MetricsError,
     decide,
@@ -39,7 +39,7 @@ LINES = (
 
 def _decide(enabled: bool | None, on_path: bool = False, listening: bool = False,
             fail_closed: bool = True):
-    settings = GatewaySettings(enabled=enabled, fail_closed=fail_closed)
+    settings = SphragisSettings(enabled=enabled, fail_closed=fail_closed)
     return decide(settings, lambda _: on_path, lambda _: listening)
 
 
@@ -159,7 +159,7 @@ def test_a_big_page_of_other_series_is_read_not_refused() -> None:
     """The prober reads the token lines of a page past the old 1 MiB limit; the
     other series on it (another exporter's, a flood of request counts) are
     skipped, not a reason to call the gateway down."""
-    from choragos.actors.gateway import fetch_metrics
+    from choragos.actors.gatewayprober import fetch_metrics
     from tests.integration.metricsserver import ScriptedGateway
 
     noise = "".join(f'sphragis_requests_total{{agent="r{n}",api="anthropic",code="404"}} 1\n'

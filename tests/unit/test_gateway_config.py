@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos.config import RoleSpec, Upstreams
-from choragos.routing import routed, routing
+from choragos.config.model import RoleSpec, Upstreams
+from choragos.gateway.routing import routed, routing
 from tests.unit.test_config import LEAD, fail, load
 
 URL = "http://127.0.0.1:8787/agent/r"
@@ -119,7 +119,7 @@ def test_with_a_role_key_the_url_carries_it_and_codex_takes_it_from_a_variable()
 
 
 def test_a_role_key_is_made_from_the_session_key_and_the_role_only() -> None:
-    from choragos.gatewayroles import Roles, role_key
+    from choragos.gateway.roles import Roles, role_key
 
     one, two = bytes(32), bytes(range(32))
     assert role_key(one, "coder") == role_key(one, "coder") != role_key(two, "coder")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from choragos.gatewaycounts import (
+from choragos.gateway.counts import (
     HEADER,
     CountsError,
     CountsFile,
@@ -17,7 +17,7 @@ from choragos.gatewaycounts import (
     session_path,
     whole_file,
 )
-from choragos.gatewaymetrics import Tally
+from choragos.gateway.metrics import Tally
 
 
 def _tally(path, report=None, **options) -> Tally:
@@ -155,8 +155,8 @@ def test_a_counts_file_full_of_made_up_roles_is_restored_bounded(tmp_path):
     """Counts the gateway once kept for thousands of made-up roles (a file written
     before labels were bounded, or tampered with) must not come back as thousands
     of /metrics lines: the restored tally is bounded like a live one."""
-    from choragos.gatewaylabels import MAX_AGENTS, UNKNOWN
-    from choragos.gatewaymetrics import exposition
+    from choragos.gateway.labels import MAX_AGENTS, UNKNOWN
+    from choragos.gateway.metrics import exposition
 
     rows = [[f"made-up-{n}", "anthropic", "404", 1] for n in range(10_000)]
     tokens = [[f"made-up-{n}", f"model-{n}", "input", 5] for n in range(10_000)]

@@ -1,6 +1,6 @@
 import os
 
-from choragos.hooks import Hooks
+from choragos.session.hooks import Hooks
 from tests.conftest import pid_alive, wait_until
 
 

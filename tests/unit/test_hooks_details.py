@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from choragos.hooks import KEEP_OUTPUT, Hooks
+from choragos.session.hooks import KEEP_OUTPUT, Hooks
 
 
 def make(tmp_path, commands, timeout=5.0, base_env=None):

@@ -1,4 +1,4 @@
-"""The keystroke's hop stamps the attach bench reads (``choragos/hopstamps.py``)."""
+"""The keystroke's hop stamps the attach bench reads (``choragos/session/hopstamps.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MARK = ("from choragos import hopstamps\n"
+MARK = ("from choragos.session import hopstamps\n"
         "if hopstamps.ON:\n"
         "    hopstamps.mark('key-read')\n"
         "    hopstamps.mark('out-read', 'echo')\n"

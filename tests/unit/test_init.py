@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import templates
 from choragos.cli import init
-from choragos.config import CONFIG_NAME, load_config
+from choragos.config import templates
+from choragos.config.model import CONFIG_NAME, load_config
 
 _ALL_DETECTED = [None, *(templates.Detected(lang, marker) for lang in templates.LANGUAGES
                          for marker in lang.markers)]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from choragos import journal
 from choragos.actors.handle import Handle
-from choragos.journal import Image, Journal, JournalError, fold, frame, unframe
+from choragos.board import journal
+from choragos.board.journal import Image, Journal, JournalError, fold, frame, unframe
 from tests.conftest import wait_until
 
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos import journal, journalcheck
 from choragos.actors.durable import task_from
-from choragos.journal import JournalDamaged, JournalError, frame
+from choragos.board import journal, journalcheck
+from choragos.board.journal import JournalDamaged, JournalError, frame
 
 
 def task(tid: str, state: str = "queued") -> dict:

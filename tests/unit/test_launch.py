@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import selfpath
-from choragos.config import RoleSpec
-from choragos.launch import LaunchContext, launch
+from choragos.config.model import RoleSpec
+from choragos.roles import selfpath
+from choragos.roles.launch import LaunchContext, launch
 
 WORKDIR = Path("/proj")
 SOCK = Path("/run/choragos-0/abc.sock")

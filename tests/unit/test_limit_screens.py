@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos.agentprofiles import profile_named
-from choragos.limits import read_screen
-from choragos.screenstatus import (
+from choragos.agents.profiles import profile_named
+from choragos.agents.screenstatus import (
     IDLE,
     LIMIT_DIALOG_TAIL,
     LIMIT_TAIL,
@@ -25,6 +24,7 @@ from choragos.screenstatus import (
     classify,
     limit_notice,
 )
+from choragos.gateway.limits import read_screen
 
 SCREENS = Path(__file__).resolve().parents[1] / "fixtures" / "screens"
 NOW = 1_800_000_000.0

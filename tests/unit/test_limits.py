@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from choragos.limits import BACKOFF_CAP, REPEAT_WINDOW, Limit, LimitWatch, read_answer, read_screen
+from choragos.gateway.limits import (
+    BACKOFF_CAP,
+    REPEAT_WINDOW,
+    Limit,
+    LimitWatch,
+    read_answer,
+    read_screen,
+)
 
 NOW = 1_800_000_000.0
 

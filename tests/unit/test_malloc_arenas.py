@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from choragos.mallocarenas import one_arena
+from choragos.session.mallocarenas import one_arena
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="a glibc setting")
 def test_glibc_takes_the_setting() -> None:
     # In a child: the setting is for the whole process.
-    code = "from choragos.mallocarenas import one_arena; print(one_arena())"
+    code = "from choragos.session.mallocarenas import one_arena; print(one_arena())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout.strip()
     assert out == "True"
@@ -40,8 +40,8 @@ def counting(self, *args, **kwargs):
     started.append(args[0] if args else kwargs.get("args"))
     real_init(self, *args, **kwargs)
 subprocess.Popen.__init__ = counting
-from choragos.mallocarenas import one_arena
-from choragos.treewatch import _libc
+from choragos.session.mallocarenas import one_arena
+from choragos.gitstore.treewatch import _libc
 one_arena()
 _libc()
 print(json.dumps(started))

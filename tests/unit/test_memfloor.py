@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from choragos.config import CONFIG_NAME, ConfigError, load_config
-from choragos.memfloor import MEMINFO_ENV, MemoryGate, available_bytes, format_size, parse_size
+from choragos.config.memfloor import (
+    MEMINFO_ENV,
+    MemoryGate,
+    available_bytes,
+    format_size,
+    parse_size,
+)
+from choragos.config.model import CONFIG_NAME, ConfigError, load_config
 
 GiB = 1024**3
 MiB = 1024**2

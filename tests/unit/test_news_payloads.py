@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from choragos import news
-from choragos.board import Task, TaskState
-from choragos.webnews import as_event
+from choragos.board.tasks import Task, TaskState
+from choragos.session import news
+from choragos.web.news import as_event
 
 TASK = Task("T3", "coder", "Add retry", state=TaskState.GATED, created=5.0)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from choragos.notify import Alert, Coalescer, compose, request
+from choragos.web.notify import Alert, Coalescer, compose, request
 
 GATE = Alert("on_gate", "coder", "T1", "ship it\nand more")
 ASK = Alert("on_input", "coder")

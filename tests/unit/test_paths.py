@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos import paths
+from choragos.control import paths
 
 
 def test_runtime_dir_prefers_xdg(tmp_path: Path) -> None:

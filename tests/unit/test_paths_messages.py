@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.paths import check_role_name, confine
+from choragos.control.paths import check_role_name, confine
 
 
 @pytest.mark.parametrize(("name", "message"), [

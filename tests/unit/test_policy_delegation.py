@@ -14,9 +14,9 @@ from choragos.actors.judging import JudgeLoop
 from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.workcheck import WorkChecks
-from choragos.board import TaskState
-from choragos.config import RoleSpec
-from choragos.rolestatus import RoleStatus
+from choragos.board.tasks import TaskState
+from choragos.config.model import RoleSpec
+from choragos.roles.rolestatus import RoleStatus
 from tests.conftest import Told
 from tests.unit.policyport import RecordingPort, core_state
 

@@ -15,9 +15,9 @@ from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.timeouts import Timeouts
-from choragos.board import TaskState
-from choragos.config import RoleSpec
-from choragos.rolestatus import RoleStatus
+from choragos.board.tasks import TaskState
+from choragos.config.model import RoleSpec
+from choragos.roles.rolestatus import RoleStatus
 from tests.unit.policyport import RecordingPort, core_state
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from choragos import news
 from choragos.actors.aftercare import MergeWork
 from choragos.actors.holds import Holds
 from choragos.actors.mergeflow import MergeFlow
-from choragos.board import TaskState
-from choragos.config import RoleSpec
+from choragos.board.tasks import TaskState
+from choragos.config.model import RoleSpec
+from choragos.session import news
 from tests.conftest import Told
 from tests.unit.policyport import RecordingPort, core_state, delivered
 

@@ -8,9 +8,9 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors.guardrails import INPUT_HELD, OVER, SESSION, STALLED, Guardrails
-from choragos.config import BudgetSettings, RoleSpec, UISettings
-from choragos.restartpolicy import ExitStatus
-from choragos.rolestatus import RoleStatus
+from choragos.config.model import BudgetSettings, RoleSpec, UISettings
+from choragos.roles.rolestatus import RoleStatus
+from choragos.terminal.restartpolicy import ExitStatus
 from tests.unit.policyport import RecordingPort, core_state, delivered
 
 USED = {"claude-x": {"input": 1000, "output": 1000}}  # 2000 tokens

@@ -15,10 +15,10 @@ from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop, Judging
 from choragos.actors.limitflow import LIMIT_NOTE, LimitFlow
 from choragos.actors.mergeflow import MergeFlow
-from choragos.board import TaskState
-from choragos.config import RoleSpec
-from choragos.limits import Limit
-from choragos.memfloor import HELD_MARK, MemoryGate
+from choragos.board.tasks import TaskState
+from choragos.config.memfloor import HELD_MARK, MemoryGate
+from choragos.config.model import RoleSpec
+from choragos.gateway.limits import Limit
 from tests.unit.policyport import RecordingPort, core_state, delivered
 
 GIB = 1 << 30

@@ -11,8 +11,8 @@ import pytest
 from choragos.actors import messages as m
 from choragos.actors.handle import Handle
 from choragos.actors.reload import ReloadActor, Step, plan_from_file, steps
-from choragos.config import Config, ConfigError, RoleSpec
-from choragos.reloadplan import ReloadPlan, plan_reload
+from choragos.config.model import Config, ConfigError, RoleSpec
+from choragos.session.reloadplan import ReloadPlan, plan_reload
 from tests.conftest import wait_until
 
 ORCH = RoleSpec(name="orchestrator", command="claude", start=True)
@@ -101,7 +101,7 @@ def test_the_plan_is_read_from_the_running_configs_file(tmp_path):
     source = tmp_path / ".choragos.toml"
     source.write_text('[[roles]]\nname = "orchestrator"\ncommand = "claude"\nstart = true\n'
                       '[[roles]]\nname = "coder"\ncommand = "claude"\n')
-    from choragos.config import load_config
+    from choragos.config.model import load_config
 
     running = load_config(None, tmp_path)
     source.write_text(source.read_text() + '[[roles]]\nname = "auditor"\ncommand = "claude"\n')

@@ -1,7 +1,7 @@
 from dataclasses import fields, replace
 
-from choragos.config import CheckpointSettings, Config, MetricsSettings, RoleSpec
-from choragos.reloadplan import SECTIONS, plan_reload
+from choragos.config.model import CheckpointSettings, Config, MetricsSettings, RoleSpec
+from choragos.session.reloadplan import SECTIONS, plan_reload
 
 ORCH = RoleSpec(name="orchestrator", command="claude", start=True)
 CODER = RoleSpec(name="coder", command="claude", model="opus")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos import reporttable
+from choragos.board import reporttable
+from choragos.board.report import build, read_log, split_runs
 from choragos.cli import report as cli
-from choragos.report import build, read_log, split_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_780_000_000.0  # an arbitrary fixed epoch, so runs are reproducible

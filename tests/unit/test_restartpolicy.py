@@ -1,6 +1,6 @@
 import pytest
 
-from choragos.restartpolicy import Decision, ExitStatus, decide
+from choragos.terminal.restartpolicy import Decision, ExitStatus, decide
 
 FAIL = ExitStatus(code=1)
 KILLED = ExitStatus(signal=9)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from choragos import resume
-from choragos.config import Config, RoleSpec
-from choragos.journal import Image
+from choragos.board.journal import Image
+from choragos.config.model import Config, RoleSpec
+from choragos.session import resume
 from tests.unit.test_journal import task
 
 TEAM = Config(roles=(RoleSpec(name="lead", command="x", start=True),

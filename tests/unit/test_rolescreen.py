@@ -9,7 +9,7 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors.rolescreen import BOOT_MAX_WAIT, BOOT_QUIET, QUIET_IDLE, boot_ready, ready
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
 DIALOG = "\r\nDo you trust the files in this folder?\r\n\u276f 1. Yes, proceed\r\n  2. No\r\n"

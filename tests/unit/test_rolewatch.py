@@ -10,7 +10,7 @@ import pytest
 
 from choragos.actors import roleio
 from choragos.actors.rolewatch import CLASSIFY_DELAY
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
 STALL = 10.0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos import wire
+from choragos.control import wire
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from choragos.agentprofiles import AIDER, CLAUDE, CODEX, GEMINI, GENERIC, profile_for
-from choragos.screenstatus import (
+from choragos.agents.profiles import AIDER, CLAUDE, CODEX, GEMINI, GENERIC, profile_for
+from choragos.agents.screenstatus import (
     IDLE,
     WAITING,
     WORKING,

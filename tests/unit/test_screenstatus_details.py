@@ -4,8 +4,8 @@ markers are looked in, and the line editor's wrapped text."""
 
 from __future__ import annotations
 
-from choragos.agentprofiles import CLAUDE, GEMINI, AgentProfile
-from choragos.screenstatus import (
+from choragos.agents.profiles import CLAUDE, GEMINI, AgentProfile
+from choragos.agents.screenstatus import (
     IDLE,
     WAITING,
     WORKING,

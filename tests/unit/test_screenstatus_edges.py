@@ -3,8 +3,8 @@ placeholders with odd line endings, and a line editor's text at the cursor."""
 
 from __future__ import annotations
 
-from choragos.agentprofiles import CLAUDE
-from choragos.screenstatus import IDLE, WAITING, WORKING, classify, input_pending
+from choragos.agents.profiles import CLAUDE
+from choragos.agents.screenstatus import IDLE, WAITING, WORKING, classify, input_pending
 
 RULE = "─" * 80
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from choragos.screenstatus import input_landed, input_pending
+from choragos.agents.screenstatus import input_landed, input_pending
 from tests.unit.test_screenstatus import screen
 
 TEXT = "x" * 500  # slack: 2 + 500 // 50 = 12

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from choragos.agentprofiles import (
+from choragos.agents.profiles import (
     CLAUDE,
     CODEX,
     GEMINI,
@@ -24,8 +24,7 @@ from choragos.agentprofiles import (
     question_markers,
     typed_form,
 )
-from choragos.agentwrappers import program_names
-from choragos.screenstatus import (
+from choragos.agents.screenstatus import (
     IDLE,
     WAITING,
     WORKING,
@@ -35,6 +34,7 @@ from choragos.screenstatus import (
     input_pending,
     shows_question,
 )
+from choragos.agents.wrappers import program_names
 
 SCREENS = Path(__file__).resolve().parents[1] / "fixtures" / "screens"
 STATES = (IDLE, WORKING, WAITING)

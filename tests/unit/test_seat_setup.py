@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from choragos import seatsetup, templates
+from choragos.agents import seatsetup
 from choragos.cli import init
-from choragos.config import CONFIG_NAME, RoleSpec
-from choragos.seatchecks import FAIL, OK, WARN, seat_findings
+from choragos.config import templates
+from choragos.config.model import CONFIG_NAME, RoleSpec
+from choragos.roles.seatchecks import FAIL, OK, WARN, seat_findings
 
 
 def role(command: str, *args: str, agent: str = "") -> RoleSpec:

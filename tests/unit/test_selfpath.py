@@ -1,4 +1,4 @@
-"""The session's own choragos, first on every role's PATH (choragos/selfpath.py)."""
+"""The session's own choragos, first on every role's PATH (choragos/roles/selfpath.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 
-from choragos import __version__, selfpath
+from choragos import __version__
+from choragos.roles import selfpath
 
 
 def test_prepend_puts_the_folder_first_once_whatever_path_held(tmp_path):

@@ -26,12 +26,12 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("aiohttp",
 SERVER = """
 import json, sys
 from choragos.cli import serve
-import choragos.actors.session, choragos.ctlserver
+import choragos.actors.session, choragos.control.server
 # serve loads urwid through load_urwid: nothing before it may import urwid.
 assert "urwid" not in sys.modules
 from choragos.ui.urwidload import load_urwid
 load_urwid()
-import choragos.ui.uiactor, choragos.actors.session, choragos.daemon
+import choragos.ui.uiactor, choragos.actors.session, choragos.session.daemon
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -50,7 +50,7 @@ def test_a_session_without_the_web_view_never_imports_aiohttp() -> None:
     loaded = _loaded(PROBE)
     assert "choragos.actors.session" in loaded
     assert [m for m in loaded if not m.startswith("choragos")] == []
-    assert "choragos.webserver" not in loaded
+    assert "choragos.web.server" not in loaded
 
 
 def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_demand() -> None:
@@ -111,15 +111,15 @@ CLIENT = """
 import json, sys
 from choragos.cli.main import _dispatch
 from choragos.cli import serve
-from choragos.config import load_config
-from choragos import daemon
+from choragos.config.model import load_config
+from choragos.session import daemon
 from choragos.ui.attach import attach_to
 print(json.dumps(sorted(sys.modules)))
 """
 
 NOT_IN_THE_CLIENT = ("urwid", "pyte", "wcwidth", "dulwich", "pykka", "asyncio", "aiohttp",
                      "ssl", "http", "prometheus_client", "argcomplete", "difflib", "email",
-                     "choragos.actors", "choragos.terminal")
+                     "choragos.actors", "choragos.terminal.emulator")
 
 
 def test_the_serve_client_loads_nothing_the_server_or_an_error_needs() -> None:

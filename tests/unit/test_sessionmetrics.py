@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from choragos.sessionmetrics import SessionMetrics
+from choragos.session.metrics import SessionMetrics
 
 
 def ev(t: float, event: str, **fields: object) -> dict:

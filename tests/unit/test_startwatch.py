@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 from choragos.actors.startwatch import outcome, watch_start, why
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session.news import RoleView
 
 
 def view(name: str, status: RoleStatus, **more: object) -> RoleView:

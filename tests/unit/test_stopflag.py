@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from choragos.stopflag import StopFlag
+from choragos.session.stopflag import StopFlag
 
 pytestmark = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                                 reason="signals are set up on the main thread only")

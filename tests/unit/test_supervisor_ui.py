@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pykka
 
-from choragos import news
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor, SupervisorState
+from choragos.session import news
 from choragos.ui.uiactor import News, UIActor
 from tests.conftest import wait_until
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from choragos import taskids
-from choragos.checkpoints import CheckpointStore
+from choragos.board import taskids
+from choragos.gitstore.checkpoints import CheckpointStore
 
 
 def test_an_empty_directory_starts_at_one(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_repository_that_never_had_a_checkpoint_is_not_opened(tmp_path: Path) 
     """Numbering tasks in a repository without checkpoint refs needs no git
     library: a session with checkpoints off never loads dulwich (10 MB)."""
     _git(tmp_path, "init", "-q")
-    code = ("import sys; from pathlib import Path; from choragos import taskids; "
+    code = ("import sys; from pathlib import Path; from choragos.board import taskids; "
             f"n = taskids.first_free(Path({str(tmp_path)!r})); "
             "print(n, 'dulwich.repo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from ptyprocess import PtyProcess
 from wcwidth import wcwidth
 
-from choragos.terminal import Run, Terminal
-from choragos.vtparse import PRIMARY_DA, SECONDARY_DA
-from choragos.vtscreen import VTScreen
+from choragos.terminal.emulator import Run, Terminal
+from choragos.terminal.vtparse import PRIMARY_DA, SECONDARY_DA
+from choragos.terminal.vtscreen import VTScreen
 from tests.conftest import wait_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -661,7 +661,7 @@ def test_agrees_with_pyte_on_what_pyte_gets_right(stream: str, cols: int, rows: 
 
 
 def test_a_full_clear_of_unscrolled_text_is_marked_as_a_transcript_gap() -> None:
-    from choragos.terminal import GAP_MARKER
+    from choragos.terminal.emulator import GAP_MARKER
 
     got: list[str] = []
     term = Terminal(20, 3, on_scrolled=got.extend)
@@ -740,7 +740,7 @@ def test_plain_crlf_lines_are_taken_in_bulk_and_agree(monkeypatch: pytest.Monkey
     """A log as it comes through a PTY (every line ended by CR LF, some empty,
     some wider than the screen, feeds cut mid-line) goes into rows in bulk,
     and the screen and history are the same as cell by cell."""
-    from choragos import vtscreen
+    from choragos.terminal import vtscreen
 
     bulk: list[int] = []
     plain_lines = vtscreen._plain_lines

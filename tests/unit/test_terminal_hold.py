@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos import terminal as terminal_mod
-from choragos.terminal import HOLD_FROM, HOLD_LIMIT, Terminal
+from choragos.terminal import emulator as terminal_mod
+from choragos.terminal.emulator import HOLD_FROM, HOLD_LIMIT, Terminal
 from tests.unit.test_colour_blocks import _LOG
 from tests.unit.test_terminal import _STREAM, _cut, _observe, count_blocks
 

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from choragos import transcript as tr
-from choragos.terminal import GAP_MARKER
-from choragos.transcript import Transcript, logical_lines
+from choragos.terminal import transcript as tr
+from choragos.terminal.emulator import GAP_MARKER
+from choragos.terminal.transcript import Transcript, logical_lines
 
 
 @pytest.fixture

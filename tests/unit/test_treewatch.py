@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from choragos import treewatch
-from choragos.checkpoints import CheckpointStore
+from choragos.gitstore import treewatch
+from choragos.gitstore.checkpoints import CheckpointStore
 from tests.unit.test_checkpoints import git
 
 pytestmark = pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux inotify")

@@ -28,7 +28,7 @@ from choragos.actors.typist import (
     Step,
     Typing,
 )
-from choragos.rolestatus import RoleStatus
+from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
 T, E, R = Step.TYPED, Step.ENTERED, Step.RETRYING
@@ -230,7 +230,7 @@ def test_nothing_is_typed_into_a_question(tmp_path):
 
 
 def test_an_exit_after_the_enter_reports_the_line_submitted(tmp_path):
-    from choragos.restartpolicy import ExitStatus
+    from choragos.terminal.restartpolicy import ExitStatus
 
     world = World(tmp_path, deaf_enters=1)
     world.inject(TEXT)

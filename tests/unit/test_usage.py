@@ -1,4 +1,4 @@
-"""Reading token usage off response bodies, piece by piece (choragos.usage)."""
+"""Reading token usage off response bodies, piece by piece (choragos.gateway.usage)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from choragos.usage import MAX_LINE, UsageMeter
+from choragos.gateway.usage import MAX_LINE, UsageMeter
 
 SSE = "text/event-stream"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tracemalloc
 import zlib
 
-from choragos import usage
-from choragos.usage import UsageMeter
+from choragos.gateway import usage
+from choragos.gateway.usage import UsageMeter
 
 USAGE = b'data: {"type":"message_delta","usage":{"output_tokens":9}}\n'
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from choragos import userconfig
 from choragos.cli import doctor
-from choragos.config import CONFIG_NAME, ConfigError, load_config
+from choragos.config import userconfig
+from choragos.config.model import CONFIG_NAME, ConfigError, load_config
 
 LEAD = '[[roles]]\nname = "lead"\ncommand = "claude"\nstart = true\n'
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from choragos import verify
+from choragos.roles import verify
 
 
 def _cmd(code: str) -> str:
@@ -56,7 +56,7 @@ def test_what_a_verify_leaves_running_is_killed_and_it_counts_as_its_role_meanwh
         tmp_path: Path) -> None:
     """A process left behind would be orphaned out of the role's tree (and
     taken for the operator); the tracker holds the pid exactly while it runs."""
-    from choragos import authority
+    from choragos.control import authority
     from tests.conftest import pid_alive, wait_until
 
     pidfile, behalf, seen = tmp_path / "left.pid", authority.Behalf(), []

@@ -9,8 +9,8 @@ from collections import deque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from choragos.terminal import Terminal
-from choragos.vthistory import BLOCK, History
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.vthistory import BLOCK, History
 
 # A flooding test runner's line, as big_crew prints them (about 50 characters).
 COLOURS = ("\x1b[32mPASSED\x1b[0m", "\x1b[33mSKIPPED\x1b[0m", "\x1b[1;31mFAILED\x1b[0m")

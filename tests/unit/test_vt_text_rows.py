@@ -2,7 +2,7 @@
 
 An agent CLI erases a row and writes it again left to right, colour escapes
 between the pieces; the screen keeps such a row as text with style spans
-(``choragos.vtrows``) instead of cells.  Whatever the stream -- cursor moves,
+(``choragos.terminal.vtrows``) instead of cells.  Whatever the stream -- cursor moves,
 erases, colours, wide and combining characters, insert mode, line drawing --
 what a reader sees must be the same as with the fast paths off.
 """
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from choragos.terminal import Terminal
-from choragos.vtcells import TextRow, materialise, row_runs
-from choragos.vtscreen import VTScreen
+from choragos.terminal.emulator import Terminal
+from choragos.terminal.vtcells import TextRow, materialise, row_runs
+from choragos.terminal.vtscreen import VTScreen
 from tests.unit.test_terminal import _observe, fed_in_pieces
 
 _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[39m", "\x1b[2m",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from choragos import news
-from choragos.news import RoleView
-from choragos.rolestatus import RoleStatus
-from choragos.webnews import as_event, frame
-from choragos.webscreen import answers
+from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
+from choragos.session.news import RoleView
+from choragos.web.news import as_event, frame
+from choragos.web.screen import answers
 
 
 def test_a_numbered_menu_offers_its_options_by_digit() -> None:

@@ -7,8 +7,8 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from choragos.webnews import NewsHub
-from choragos.webserver import WebServer
+from choragos.web.news import NewsHub
+from choragos.web.server import WebServer
 
 
 def test_a_dead_loop_is_not_serving_while_its_thread_winds_down(tmp_path: Path) -> None:

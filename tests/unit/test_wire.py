@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from choragos import wire
+from choragos.control import wire
 
 
 def parse(obj: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from choragos import commands, paths, wire
+from choragos.control import commands, paths, wire
 
 
 def unreachable(sock, **options) -> wire.Unreachable:

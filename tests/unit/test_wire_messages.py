@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from choragos import wire
+from choragos.control import wire
 
 KEYS = ", ".join(wire.KEY_NAMES)
 

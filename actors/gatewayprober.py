@@ -1,0 +1,141 @@
+"""The gateway prober: health and token totals, every two seconds.
+
+The HTTP fetch runs on this actor's own thread, so a slow gateway stalls
+nobody else; its timeouts keep even this actor's inbox moving.  Health is
+shared with the socket threads through :class:`Health` (the P5 gate reads
+it without asking any actor); everything else goes to the core as tells.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from typing import Any
+
+from choragos.actors.base import Actor
+from choragos.actors.timers import Timers
+from choragos.gateway.client import MAX_BODY, Totals, parse_metrics
+
+PROBE_EVERY = 2.0
+FLUSH_EVERY = 30.0
+FETCH_TIMEOUT = 1.0
+
+
+
+@dataclass(frozen=True)
+class Probe:
+    pass
+
+
+@dataclass(frozen=True)
+class FlushTick:
+    pass
+
+
+@dataclass(frozen=True)
+class GatewayHealth:
+    """To the core, on a change only."""
+
+    up: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class TokenTotals:
+    """To the core, after every good scrape."""
+
+    totals: Totals
+
+
+@dataclass(frozen=True)
+class FlushTokens:
+    """To the core: write the cumulative "tokens" events (every 30 s and at stop)."""
+
+    force: bool = False
+
+
+class Health:
+    """Up or down, written by the prober and read by socket threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.up = False
+        self.known = False
+        self.reason = "not probed yet"
+
+    def set(self, up: bool, reason: str) -> bool:
+        """Record a probe result; True when it changed what we knew."""
+        with self._lock:
+            changed = not self.known or up != self.up
+            self.up, self.known, self.reason = up, True, reason
+            return changed
+
+
+@dataclass
+class ProberState:
+    url: str
+    health: Health = field(default_factory=Health)
+    totals: Totals = field(default_factory=dict)  # the last good scrape (seeds a restarted gateway)
+
+
+def fetch_metrics(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:
+    """GET ``url``, reading at most one byte past the cap so oversize is detectable."""
+    with _opener().open(url, timeout=timeout) as response:
+        return response.read(MAX_BODY + 1)
+
+
+@functools.cache
+def _opener() -> Any:
+    # Imported on the first probe: urllib's HTTP client brings ssl and email
+    # (7 MB of a session's memory), and a session without a gateway never
+    # probes.  Never through a proxy from the environment: the gateway is
+    # local by contract.
+    import urllib.request
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class GatewayProber(Actor):
+    def __init__(self, state: ProberState, core: Any, timers: Timers, me: Any,
+                 supervisor: Any = None, fetch=fetch_metrics) -> None:
+        super().__init__("gateway", supervisor)
+        self.s = state
+        self.core = core
+        self.timers = timers
+        self.me = me
+        self.fetch = fetch
+
+    @singledispatchmethod
+    def handle(self, message: Any) -> Any:
+        return super().handle(message)
+
+    @handle.register
+    def _on_probe(self, msg: Probe) -> None:
+        # Re-arm first: a crash below must not end the probing.
+        self.timers.after(PROBE_EVERY, self.me, Probe())
+        import http.client  # loaded by the first fetch (see _opener)
+
+        try:
+            totals = parse_metrics(self.fetch(self.s.url))
+        except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: MetricsError
+            self._mark(False, _reason(exc))
+            return
+        self._mark(True, "metrics answered")
+        self.s.totals = totals
+        self.core.tell(TokenTotals(totals))
+
+    @handle.register
+    def _on_flush(self, msg: FlushTick) -> None:
+        self.timers.after(FLUSH_EVERY, self.me, FlushTick())
+        self.core.tell(FlushTokens())
+
+    def _mark(self, up: bool, reason: str) -> None:
+        if self.s.health.set(up, reason):
+            self.core.tell(GatewayHealth(up, reason))
+
+
+def _reason(exc: Exception) -> str:
+    reason = getattr(exc, "reason", None)  # URLError wraps the socket error
+    return str(reason if reason is not None else exc) or type(exc).__name__

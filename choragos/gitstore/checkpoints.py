@@ -1,0 +1,977 @@
+"""Workspace checkpoints and rollback.
+
+A checkpoint is a parentless git commit of the work tree -- tracked files and
+untracked, non-ignored ones -- kept under
+``refs/choragos/checkpoints/<epoch>-<task-id>``, or, for a linked worktree
+(a role's ``.choragos/worktrees/<role>``), under
+``refs/choragos/wt/<worktree>/checkpoints/<epoch>-<task-id>``: refs live in
+the repository's shared git directory, so each work tree has its own
+namespace and never lists, resolves or prunes another's.  Writing one never touches
+the user's index, HEAD, branches, stash or files: objects go into the object
+store and one ref is added.  Repeated checkpoints are incremental through a
+private index (``<git dir>/choragos/index``, see :mod:`choragos.gitstore.walk`).
+
+Rollback restores a checkpoint's files and deletes files created since,
+after checkpointing the current state as ``pre-rollback-<task>`` so that the
+rollback itself can be undone.  Ignored files are never touched, and neither
+is HEAD: commits made since stay.
+
+Everything here is synchronous and UI-free.  Failures raise
+:class:`CheckpointError` with a reason; a caller that must not block (the
+checkpointer before a delivery) logs it and carries on.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import stat
+import struct
+import time
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from choragos.gitstore.ignore import IgnoreList, RuleStack
+from choragos.gitstore.objects import ObjectWriter, remove_stale_temporaries
+from choragos.gitstore.treewatch import TreeWatch
+from choragos.gitstore.walk import (
+    MODE_GITLINK,
+    MODE_LINK,
+    MODE_TREE,
+    Cache,
+    Scan,
+    ScanStats,
+    UserIndex,
+    Walker,
+    load_cache,
+    read_user_index,
+    save_cache,
+)
+
+if TYPE_CHECKING:
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+REF_PREFIX = "refs/choragos/checkpoints/"
+WORKTREE_REFS = "refs/choragos/wt/"  # + <worktree>/checkpoints/<epoch>-<task-id>
+UNBORN = "unborn"
+_IDENTITY = b"choragos <choragos@localhost>"
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_LOCK_WAIT = 30.0
+
+
+class NotARepository(Exception):
+    """The directory is not inside a git work tree, so there is nothing to checkpoint."""
+
+
+class CheckpointError(Exception):
+    """A checkpoint or rollback could not be done; the message says why."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    ref: str  # full ref name
+    task_id: str
+    role: str
+    label: str
+    created: float  # epoch seconds
+    head: str  # HEAD's commit id when the checkpoint was taken, or "unborn"
+    commit: str
+    tree: str
+    worktree: str = ""  # the linked worktree it was taken in; "" for the main tree
+
+    @property
+    def name(self) -> str:
+        """The ref name without its prefix: ``<epoch>-<task-id>``."""
+        return self.ref.rpartition("/")[2]
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    """What rolling back to ``checkpoint`` would change, paths relative to the root."""
+
+    checkpoint: Checkpoint
+    restore: list[str]  # differ from the checkpoint or are missing
+    delete: list[str]  # present now (not ignored) but not in the checkpoint
+    head_then: str
+    head_now: str
+    conflicts: list[str]  # ignored or foreign content in the way; rollback refuses
+    submodules: list[str]  # nested repositories at another commit; left alone
+
+    @property
+    def head_moved(self) -> bool:
+        return self.head_then != self.head_now
+
+    @property
+    def empty(self) -> bool:
+        return not (self.restore or self.delete)
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    checkpoint: Checkpoint
+    saved: Checkpoint | None  # the state before (pre-rollback-<task>); None if nothing changed
+    restored: list[str]
+    deleted: list[str]
+    removed_dirs: list[str]
+    head_then: str
+    head_now: str
+
+    @property
+    def head_moved(self) -> bool:
+        return self.head_then != self.head_now
+
+
+class CheckpointStore:
+    """Checkpoints of the git work tree containing ``workdir``.
+
+    A ``workdir`` below the top of a repository checkpoints the whole work
+    tree of that repository: a rollback restores every file git would see,
+    not just those under ``workdir``.
+
+    Use one instance per thread (it keeps its caches in memory between
+    calls).  Instances and processes working on one repository take turns
+    through a lock file, so a ``choragos rollback`` in a shell waits for the
+    session's checkpointer and the other way round.
+
+    ``watch=True`` (a long-lived store, like the session's checkpointer)
+    watches the directories it walks (:mod:`choragos.gitstore.treewatch`): a snapshot
+    of a tree in which nothing changed since the last walk reuses that walk's
+    tree instead of walking again, whenever the watch can vouch for it.
+    """
+
+    def __init__(self, workdir: Path | str, *, watch: bool = False) -> None:
+        self.workdir = Path(workdir)
+        self._repo = _open_repo(self.workdir)
+        self.root = Path(self._repo.path)
+        self._state = Path(self._repo.controldir()) / "choragos"
+        self.common_dir = Path(os.path.realpath(self._repo.commondir()))
+        # A linked worktree shares the refs of its main tree: its own namespace.
+        self.worktree = worktree_name(self._repo.controldir(), self.common_dir)
+        self.ref_prefix = worktree_prefix(self.worktree) if self.worktree else REF_PREFIX
+        self._ignore_memo: dict[bytes, IgnoreList] = {}
+        self._cache_memo: tuple[tuple, Cache] | None = None
+        self._index_memo: tuple[tuple, UserIndex] | None = None
+        self._settings_memo: tuple[tuple, tuple[str, bool]] | None = None
+        self._cache_ref: str | None = None  # the ref holding the private index's commit
+        self.last_stats: ScanStats | None = None
+        self._watch = TreeWatch(self.root) if watch else None
+        # What the last walk depended on besides the files: (tree, ignore
+        # rules outside the tree, the user's index, .gitmodules), and its stats.
+        self._last_walk: tuple[tuple, ScanStats] | None = None
+        self._swept = False  # stale temporaries removed (remove_stale_temporaries)
+
+    def close(self) -> None:
+        """Release the repository's open files (pack maps) and the watch."""
+        self._repo.close()
+        if self._watch is not None:
+            self._watch.close()
+
+    def __enter__(self) -> CheckpointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- public API
+
+    def snapshot(self, task_id: str, role: str, label: str, *,
+                 now: float | None = None) -> Checkpoint:
+        """Checkpoint the work tree before ``task_id`` goes to ``role``."""
+        _check_task_id(task_id)
+        when = time.time() if now is None else now
+        with self._failures(f"checkpoint for {task_id}"), self._locked() as fs_now:
+            scan = self._unchanged_scan() or self._scan(fs_now, write=True)
+            return self._commit(scan, task_id, role, label, when)
+
+    def tree_now(self) -> str:
+        """The work tree as a git tree id, objects stored, no ref or checkpoint
+        added: what a task's changes are measured against its checkpoint with."""
+        with self._failures("reading the work tree"), self._locked() as fs_now:
+            return self._scan(fs_now, write=True).tree.hex()
+
+    def list(self) -> list[Checkpoint]:
+        """Every checkpoint, newest first."""
+        with self._failures("listing checkpoints"):
+            found = [self._describe(name, oid) for name, oid in self._refs().items()]
+        return sorted(found, key=_age_key, reverse=True)
+
+    def resolve(self, target: str) -> Checkpoint:
+        """``T3`` (newest checkpoint for T3), ``pre-rollback-T3``, a full ref
+        name, or ``<epoch>-<task>``."""
+        # A ref or a name is read on its own: a session's checkpoints number
+        # one per task until the next prune, and every work-done resolves one.
+        if target.startswith("refs/"):
+            name = target.removeprefix(self.ref_prefix)
+            oid = self._ref(name) if target.startswith(self.ref_prefix) else None
+            if oid is None:
+                raise CheckpointError(f"no checkpoint ref named {target}")
+            return self._describe(name, oid)
+        oid = self._ref(target)
+        if oid is not None:
+            return self._describe(target, oid)
+        with self._failures("reading checkpoints"):
+            refs = self._refs()
+        matches = [self._describe(n, oid) for n, oid in refs.items() if _task_of(n) == target]
+        if not matches:
+            raise CheckpointError(f"no checkpoint for {target!r}; "
+                                  "`choragos checkpoints` lists the ones there are")
+        return max(matches, key=_age_key)
+
+    def prune(self, keep: int, at_work: Collection[str] = ()) -> list[str]:
+        """Delete all but the newest ``keep`` checkpoints, and never one of a
+        task in ``at_work`` (ids: a task still at work is measured against
+        its checkpoint); returns the refs removed."""
+        if keep < 0:
+            raise CheckpointError("keep must be 0 or more")
+        with self._failures("pruning checkpoints"), self._locked():
+            listed = self.list()
+            points = [c for c in listed if not is_done_point(c.task_id)]
+            doomed = [c for c in points[keep:] if c.task_id not in at_work]
+            # A snapshot taken at a report is half of its task's diff: it goes
+            # with the task's checkpoint, and does not count towards ``keep``.
+            kept = {c.task_id for c in points} - {c.task_id for c in doomed}
+            doomed += [c for c in listed if is_done_point(c.task_id)
+                       and c.task_id.removeprefix(DONE_PREFIX) not in kept]
+            for checkpoint in doomed:
+                self._delete_ref(checkpoint)
+        return [c.ref for c in doomed]
+
+    def plan_rollback(self, target: str | Checkpoint) -> RollbackPlan:
+        """What :meth:`rollback` would change now; nothing is written."""
+        checkpoint = self._target(target)
+        with self._failures("planning the rollback"), self._locked() as fs_now:
+            scan = self._scan(fs_now, write=False)
+            return self._plan(checkpoint, scan)[0]
+
+    def rollback(self, target: str | Checkpoint) -> RollbackResult:
+        """Restore ``target``'s files, first saving the current state as
+        ``pre-rollback-<task>``.  Refuses (changing nothing) on conflicts;
+        when the files already match, changes and saves nothing."""
+        checkpoint = self._target(target)
+        with self._failures("rollback"), self._locked() as fs_now:
+            scan = self._scan(fs_now, write=True)
+            plan, then = self._plan(checkpoint, scan)
+            if plan.conflicts:
+                raise CheckpointError(_conflict_message(plan.conflicts))
+            self._check_objects(then, plan.restore)
+            if plan.empty:
+                # Saving an identical state would hide the pre-rollback
+                # checkpoint of a rollback that did change something.
+                return RollbackResult(checkpoint, None, [], [], [], plan.head_then,
+                                      plan.head_now)
+            saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
+                                 f"before rolling back to {checkpoint.name}", time.time())
+            return self._apply(plan, then, saved)
+
+    # ---- scanning and committing
+
+    def _scan(self, fs_now: int, *, write: bool) -> Scan:
+        """Walk the work tree; ``write`` stores the objects, which
+        :meth:`_commit` then needs."""
+        cache = self._valid_cache()
+        writer = ObjectWriter(self._repo.object_store.path, self._repo.object_store.alternates)
+        watch = self._watch
+        if watch is not None:
+            watch.begin_walk()  # before anything is read: a later change is an event
+        depends = self._walk_depends()
+        try:
+            walker = Walker(str(self.root), self._rules(), writer, cache=cache.records,
+                            racy_from_ns=fs_now, user_index=self._user_index, write=write,
+                            before_listing=watch.watch if watch is not None else None)
+            scan = walker.run()
+        finally:
+            writer.close()
+        self.last_stats = scan.stats
+        if scan.tree != cache.tree:
+            scan.changed = True
+        if watch is not None:
+            if any(MODE_GITLINK in record[7] for record in scan.records.values()):
+                watch.distrust()  # a nested repository's HEAD moves where no watch sees
+            self._last_walk = ((scan.tree, *depends), scan.stats)
+        return scan
+
+    def _walk_depends(self) -> tuple:
+        """What a walk's result depends on outside the watched directories."""
+        return (self._rules().key, _signature(self._repo.index_path()))
+
+    def _unchanged_scan(self) -> Scan | None:
+        """The last walk's result, when the watch vouches that nothing changed
+        since it began and nothing it cannot see changed either; else None."""
+        watch, last = self._watch, self._last_walk
+        if watch is None or last is None or not watch.unchanged():
+            return None
+        cache = self._valid_cache()
+        if (cache.tree, *self._walk_depends()) != last[0]:
+            return None
+        self.last_stats = ScanStats(files=last[1].files, dirs=last[1].dirs, walked=False)
+        # Records are left out: a snapshot needs only the tree (unchanged, so
+        # the private index stays as it is); a rollback always walks.
+        return Scan(cache.tree, self.last_stats, {}, False, cache.records)
+
+    def _commit(self, scan: Scan, task_id: str, role: str, label: str,
+                when: float) -> Checkpoint:
+        _check_task_id(task_id)
+        if not self._swept:  # once per store: its first checkpoint (or undo point)
+            self.remove_stale_temporaries()
+        from dulwich.objects import Commit  # see _open_repo
+
+        head = self._head()
+        commit = Commit()
+        commit.tree = scan.tree.hex().encode()
+        commit.parents = []
+        commit.author = commit.committer = _IDENTITY
+        commit.author_time = commit.commit_time = int(when)
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head)
+        self._store_commit(commit)
+        name = self._add_ref(int(when), task_id, commit.id)
+        if scan.changed:
+            # Unchanged records stay valid under the older checkpoint they name.
+            self._save_cache(Cache(commit.id, scan.tree, scan.previous.replaced_by(scan.records)))
+            self._cache_ref = self.ref_prefix + name
+        return self._describe(name, commit.id.decode())
+
+    def _store_commit(self, commit: Commit) -> None:
+        """Through a temporary named for this process (dulwich's own lock file
+        carries no owner), so what a kill leaves is swept at the next start."""
+        writer = ObjectWriter(self.objects_dir(), packs=False)
+        try:
+            writer.put(b"commit", commit.as_raw_string())
+            writer.finish()
+        finally:
+            writer.close()
+
+    def remove_stale_temporaries(self) -> int:
+        """What a killed checkpoint left (temporary objects, packs, the private
+        index's temporary), for a process that no longer runs; how many went."""
+        self._swept = True
+        return remove_stale_temporaries(self.objects_dir(), self._state)
+
+    def _add_ref(self, epoch: int, task_id: str, commit_id: bytes) -> str:
+        # Two checkpoints of one task within a second get successive epochs,
+        # which keeps ref names unique and ordered.
+        for offset in range(1000):
+            name = f"{epoch + offset}-{task_id}"
+            if self._repo.refs.add_if_new((self.ref_prefix + name).encode(), commit_id):
+                return name
+        raise CheckpointError(f"could not find a free ref name for {task_id}")
+
+    def _delete_ref(self, checkpoint: Checkpoint) -> None:
+        self._remove_ref(checkpoint.ref, checkpoint.commit)
+
+    def _remove_ref(self, ref: str, commit: str) -> None:
+        self._repo.refs.remove_if_equals(ref.encode(), commit.encode())
+        # git keeps reflogs for such refs only with core.logAllRefUpdates=always.
+        with suppress(FileNotFoundError):
+            os.unlink(os.path.join(self._repo.commondir(), "logs", ref))
+
+    def drop_namespace(self, name: str) -> list[str]:
+        """Delete every checkpoint of the linked worktree ``name`` (one that
+        was removed: there is nothing left to restore them into); returns the
+        refs removed."""
+        if not name or name.startswith(".") or _UNSAFE_REF.search(name):
+            raise CheckpointError(f"{clean_text(name, 60)!r} names no worktree")
+        prefix = worktree_prefix(name)
+        with self._failures("removing checkpoints"), self._locked():
+            found = self._repo.refs.as_dict(prefix.rstrip("/").encode())
+            for key, oid in found.items():
+                self._remove_ref(prefix + os.fsdecode(key), oid.decode())
+        return sorted(prefix + os.fsdecode(key) for key in found)
+
+    def _holds(self, ref: str | None, commit: bytes) -> bool:
+        """Whether ``ref`` exists and names ``commit``."""
+        if ref is None:
+            return False
+        try:
+            return self._repo.refs[ref.encode()] == commit
+        except KeyError:
+            return False
+
+    def objects_dir(self) -> str:
+        """The repository's object directory (where a crash may leave temporaries)."""
+        return self._repo.object_store.path
+
+    def _refs(self) -> dict[str, str]:
+        found = self._repo.refs.as_dict(self.ref_prefix.rstrip("/").encode())
+        return {os.fsdecode(k): v.decode() for k, v in found.items()}
+
+    def _ref(self, name: str) -> str | None:
+        """The commit checkpoint ``name`` (``<epoch>-<task>``) names, or None."""
+        if not name or "/" in name or name.startswith("."):
+            return None  # not a checkpoint's name: never a path elsewhere under refs/
+        with self._failures("reading checkpoints"):
+            try:
+                return self._repo.refs[(self.ref_prefix + name).encode()].decode()
+            except (KeyError, ValueError):  # none, or a name git would not take
+                return None
+
+    def _ref_of(self, commit: bytes) -> str | None:
+        """The ref of checkpoint ``commit``, found from the commit's own time and
+        task (the name it was given) rather than by reading every ref."""
+        with suppress(KeyError, ValueError, AttributeError):
+            found = self._repo.object_store[commit]
+            task = _trailers(found.message.decode("utf-8", "replace")).get("Task", "")
+            for offset in range(3):  # a second checkpoint of a task within a second
+                ref = f"{self.ref_prefix}{found.commit_time + offset}-{task}"
+                if task and self._holds(ref, commit):
+                    return ref
+        return None
+
+    def names_everywhere(self) -> list[str]:
+        """The name (``<epoch>-<task>``) of every checkpoint of every tree of
+        the repository, read from the refs alone: what task ids were used."""
+        with self._failures("listing checkpoints"):
+            keys = self._repo.refs.keys(b"refs/choragos")
+        return [os.fsdecode(key).rpartition("/")[2] for key in keys
+                if b"checkpoints/" in b"/" + key]
+
+    def worktree_namespaces(self) -> list[str]:
+        """The linked worktrees that hold checkpoints in this repository
+        (whether or not the worktree is still there), by name."""
+        with self._failures("listing checkpoints"):
+            keys = self._repo.refs.keys(WORKTREE_REFS.rstrip("/").encode())
+        return sorted({os.fsdecode(k).partition("/")[0] for k in keys
+                       if os.fsdecode(k).partition("/")[2].startswith("checkpoints/")})
+
+    def _describe(self, name: str, oid: str) -> Checkpoint:
+        fields: dict[str, str] = {}
+        tree = ""
+        with suppress(KeyError, ValueError, AttributeError):
+            commit = self._repo.object_store[oid.encode()]
+            tree = commit.tree.decode()
+            fields = _trailers(commit.message.decode("utf-8", "replace"))
+        epoch = name.partition("-")[0]
+        created = _parse_time(fields.get("Time", "")) or float(epoch if epoch.isdigit() else 0)
+        return Checkpoint(self.ref_prefix + name, fields.get("Task", _task_of(name)),
+                          fields.get("Role", ""), fields.get("Label", ""), created,
+                          fields.get("Head", ""), oid, tree, self.worktree)
+
+    def _target(self, target: str | Checkpoint) -> Checkpoint:
+        if not isinstance(target, Checkpoint):
+            return self.resolve(target)
+        if not target.ref.startswith(self.ref_prefix):
+            # Another tree's files must never be restored into this one.
+            raise CheckpointError(f"{target.ref} is a checkpoint of another work tree, "
+                                  f"not of {self.root}; nothing was changed")
+        return target
+
+    def _head(self) -> str:
+        try:
+            return self._repo.refs[b"HEAD"].decode()
+        except KeyError:
+            return UNBORN
+
+    # ---- what a walk needs
+
+    def _rules(self) -> RuleStack:
+        info = os.path.join(self._repo.commondir(), "info", "exclude")
+        user, ignorecase = self._ignore_settings()
+        return RuleStack.root([_read_or_empty(info), _read_or_empty(user)], ignorecase,
+                              self._ignore_memo)
+
+    def _ignore_settings(self) -> tuple[str, bool]:
+        """The user's ignore file and ``core.ignorecase``.  Every snapshot asks,
+        and parsing git's config files cost more than the rest of an unchanged
+        tree's snapshot: they are read again only when one of them changed."""
+        key = tuple(_signature(path) for path in self._config_paths())
+        if self._settings_memo is None or self._settings_memo[0] != key:
+            from dulwich.ignore import default_user_ignore_filter_path  # see _open_repo
+
+            config = self._repo.get_config_stack()
+            user = os.path.expanduser(default_user_ignore_filter_path(config))
+            self._settings_memo = (key, (user, config.get_boolean((b"core",), b"ignorecase",
+                                                                  False)))
+        return self._settings_memo[1]
+
+    def _config_paths(self) -> list[str]:
+        """The config files git reads for this repository, as git finds them
+        (an ``include`` inside one is not followed here: a file it names
+        that changes on its own goes unseen until one of these changes)."""
+        env = os.environ
+        paths = [os.path.join(self._repo.commondir(), "config"),
+                 os.path.join(self._repo.controldir(), "config.worktree")]
+        if "GIT_CONFIG_GLOBAL" in env:
+            paths.append(env["GIT_CONFIG_GLOBAL"])
+        else:
+            xdg = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+            paths += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config")]
+        if "GIT_CONFIG_SYSTEM" in env:
+            paths.append(env["GIT_CONFIG_SYSTEM"])
+        elif "GIT_CONFIG_NOSYSTEM" not in env:
+            paths.append("/etc/gitconfig")
+        return paths
+
+    def _user_index(self) -> UserIndex:
+        path = self._repo.index_path()
+        sig = _signature(path)
+        if self._index_memo is None or self._index_memo[0] != sig:
+            try:
+                index = read_user_index(path)
+            except (ValueError, IndexError, struct.error):
+                # An index we cannot parse only costs us tracked-but-ignored
+                # files and seeding; a checkpoint without them beats none.
+                index = UserIndex([], {}, 0)
+            self._index_memo = (sig, index)
+        return self._index_memo[1]
+
+    def _valid_cache(self) -> Cache:
+        """The private index, if the checkpoint it describes still exists:
+        its objects are only safe from ``git gc`` while a ref holds them."""
+        path = str(self._state / "index")
+        sig = _signature(path)
+        if self._cache_memo is not None and self._cache_memo[0] == sig:
+            cache = self._cache_memo[1]
+        else:
+            cache = load_cache(path)
+        if not cache.commit:
+            return Cache()
+        if not self._holds(self._cache_ref, cache.commit):
+            # A store that did not write the index itself (another actor's)
+            # finds its ref by name once.
+            self._cache_ref = self._ref_of(cache.commit)
+        if self._cache_ref is not None:
+            # The usual case, without reading every checkpoint ref: their
+            # number grows with the session until the next prune.
+            self._cache_memo = (sig, cache)
+            return cache
+        live = self._refs()
+        if cache.commit.decode() not in live.values():
+            # Its checkpoint was pruned; another one with the same tree
+            # protects the same objects.
+            adopt = self._commit_with_tree(live.values(), cache.tree)
+            if adopt is None:
+                return Cache()
+            cache = Cache(adopt.encode(), cache.tree, cache.records)
+            self._save_cache(cache)
+            return cache
+        self._cache_memo = (sig, cache)
+        return cache
+
+    def _commit_with_tree(self, commits: Iterable[str], tree: bytes) -> str | None:
+        for oid in commits:
+            with suppress(KeyError, AttributeError, ValueError):
+                if self._repo.object_store[oid.encode()].tree == tree.hex().encode():
+                    return oid
+        return None
+
+    def _save_cache(self, cache: Cache) -> None:
+        path = str(self._state / "index")
+        save_cache(path, cache)
+        self._cache_memo = (_signature(path), cache)
+
+    # ---- rollback
+
+    def _plan(self, checkpoint: Checkpoint,
+              scan: Scan) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]]]:
+        """The plan, and the checkpoint's files it was made from."""
+        now = scan.files()
+        then = self._tree_files(checkpoint.tree)
+        restore = sorted(p for p, v in then.items() if v[0] != MODE_GITLINK and now.get(p) != v)
+        delete = sorted(p for p, v in now.items() if v[0] != MODE_GITLINK and p not in then)
+        links = {p for p, v in (*now.items(), *then.items()) if v[0] == MODE_GITLINK}
+        moved = sorted(p for p in links if now.get(p) != then.get(p))
+        conflicts = _conflicts(os.fsencode(self.root), restore, set(delete))
+        plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
+                            self._head(), _decode(conflicts), _decode(moved))
+        return plan, then
+
+    def _tree_files(self, tree: str) -> dict[bytes, tuple[int, bytes]]:
+        if not tree:
+            raise CheckpointError("the checkpoint's commit cannot be read")
+        out: dict[bytes, tuple[int, bytes]] = {}
+        stack = [(b"", tree.encode())]
+        while stack:
+            prefix, oid = stack.pop()
+            for entry in self._repo.object_store[oid].iteritems():
+                _check_name(entry.path)
+                path = prefix + entry.path
+                if entry.mode == MODE_TREE:
+                    stack.append((path + b"/", entry.sha))
+                else:
+                    out[path] = (entry.mode, bytes.fromhex(entry.sha.decode()))
+        return out
+
+    def _check_objects(self, then: dict[bytes, tuple[int, bytes]], restore: list[str]) -> None:
+        """Refuse before changing anything if the checkpoint lost objects."""
+        store = self._repo.object_store
+        writer = ObjectWriter(store.path, store.alternates)
+        try:
+            for path in restore:
+                if not writer.has(then[os.fsencode(path)][1]):
+                    raise CheckpointError(f"the checkpoint is damaged: the content of {path} "
+                                          "is missing from the repository; nothing was changed")
+        finally:
+            writer.close()
+
+    def _apply(self, plan: RollbackPlan, then: dict[bytes, tuple[int, bytes]],
+               saved: Checkpoint) -> RollbackResult:
+        root = os.fsencode(self.root)
+        restore = [os.fsencode(p) for p in plan.restore]
+        deleted = _delete(root, [os.fsencode(p) for p in plan.delete])
+        removed = _prune_dirs(root, deleted, _ancestors(restore))
+        for path in restore:
+            self._restore(root, path, *then[path])
+        return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
+                              _decode(removed), plan.head_then, self._head())
+
+    def _restore(self, root: bytes, path: bytes, mode: int, oid: bytes) -> None:
+        target = root + b"/" + path
+        _make_parents(root, path)
+        with suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(target).st_mode):
+                _remove_empty_tree(target)
+        data = self._repo.object_store[oid.hex().encode()].as_raw_string()
+        if mode == MODE_LINK:
+            _write_link(target, data)
+        else:
+            _write_file(target, data, executable=mode & 0o100 != 0)
+
+    # ---- plumbing
+
+    @contextmanager
+    def _locked(self) -> Iterator[int]:
+        """Hold the store's lock; yields "now" on the filesystem's own clock,
+        which decides which files are too fresh to trust their stat data."""
+        self._state.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600)
+        try:
+            _flock(fd)
+            os.utime(fd)
+            yield os.fstat(fd).st_mtime_ns
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _failures(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except (CheckpointError, NotARepository):
+            raise
+        except Exception as exc:  # every failure becomes a reason, never a crash
+            raise CheckpointError(f"{doing} failed: {_reason(exc)}") from exc
+
+
+# ---- helpers: repository, names, messages -------------------------------------------
+
+def _open_repo(workdir: Path) -> Repo:
+    # dulwich is imported where it is used: a session with checkpoints off
+    # never loads it (10 MB of the server's memory).
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo
+
+    if not workdir.is_dir():
+        raise NotARepository(f"{workdir} is not a directory.")
+    try:
+        repo = Repo.discover(str(workdir))
+    except NotGitRepository:
+        raise NotARepository(
+            f"{workdir} is not inside a git repository, so there are no checkpoints "
+            "(run `git init` to have them).") from None
+    if repo.bare:
+        raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint.")
+    return repo
+
+
+def worktree_prefix(name: str) -> str:
+    """Where the checkpoints of the linked worktree ``name`` are kept."""
+    return f"{WORKTREE_REFS}{name}/checkpoints/"
+
+
+def worktree_name(control_dir: str | Path, common_dir: str | Path) -> str:
+    """git's name of the linked worktree whose git directory is ``control_dir``
+    (``<common>/worktrees/<name>``; a role's worktree is named for the role),
+    made safe as one ref name component; "" for the main tree."""
+    control = os.path.realpath(control_dir)
+    if control == os.path.realpath(common_dir):
+        return ""
+    name = _UNSAFE_REF.sub("-", os.path.basename(control)).lstrip(".-")
+    return name.removesuffix(".lock") or "worktree"
+
+
+def _check_task_id(task_id: str) -> None:
+    if (not _TASK_ID.fullmatch(task_id) or ".." in task_id
+            or task_id.endswith((".", ".lock"))):
+        raise CheckpointError(f"{clean_text(task_id, 60)!r} cannot name a checkpoint: "
+                              "use letters, digits, '.', '_' or '-'")
+
+
+def _task_of(name: str) -> str:
+    epoch, _, task = name.partition("-")
+    return task if epoch.isdigit() else name
+
+
+def _age_key(checkpoint: Checkpoint) -> tuple[float, int, str]:
+    epoch = checkpoint.name.partition("-")[0]
+    return (checkpoint.created, int(epoch) if epoch.isdigit() else 0, checkpoint.ref)
+
+
+def clean_text(text: str, limit: int = 200) -> str:
+    """One line of ``text`` with control and bidi characters removed, at most ``limit`` long."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = " ".join(_CONTROL.sub(" ", line).split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _message(task_id: str, role: str, label: str, when: float, head: str) -> bytes:
+    stamp = datetime.fromtimestamp(when, UTC).isoformat(timespec="microseconds")
+    subject = f"checkpoint {task_id}" + (f" for {role}" if role else "")
+    lines = [subject, "", f"Choragos-Task: {task_id}", f"Choragos-Role: {role}",
+             f"Choragos-Label: {label}", f"Choragos-Time: {stamp.replace('+00:00', 'Z')}",
+             f"Choragos-Head: {head}"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _trailers(message: str) -> dict[str, str]:
+    fields = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key.startswith("Choragos-"):
+            fields[key.removeprefix("Choragos-")] = value
+    return fields
+
+
+def _parse_time(text: str) -> float:
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({os.fsdecode(exc.filename)})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc) or type(exc).__name__
+
+
+def _conflict_message(conflicts: list[str]) -> str:
+    shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5
+                                         else "")
+    return (f"rollback would overwrite ignored or untracked content in the way: {shown}; "
+            "move it aside and try again (nothing was changed)")
+
+
+def _read_or_empty(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _signature(path: str | bytes) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _flock(fd: int) -> None:
+    deadline = time.monotonic() + _LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise CheckpointError("another choragos process has held the checkpoint "
+                                      f"lock for {_LOCK_WAIT:.0f}s; try again") from None
+            time.sleep(0.05)
+
+
+def _decode(paths: list[bytes]) -> list[str]:
+    return [os.fsdecode(p) for p in paths]
+
+
+def _check_name(name: bytes) -> None:
+    """Refuse tree entries that could write outside the work tree."""
+    if not name or name in (b".", b"..") or b"/" in name or b"\0" in name \
+            or name.lower() == b".git":
+        raise CheckpointError(f"the checkpoint holds an unsafe path name {name!r}")
+
+
+# ---- helpers: changing the work tree ------------------------------------------------
+
+def _ancestors(paths: list[bytes]) -> set[bytes]:
+    out = set()
+    for path in paths:
+        while b"/" in path:
+            path = path.rsplit(b"/", 1)[0]
+            out.add(path)
+    return out
+
+
+def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[bytes]:
+    """Paths that block a restore and that rollback may not remove: a file
+    or symlink where a directory must go, or a directory holding content
+    that is not being deleted (ignored files, nested repositories)."""
+    found: set[bytes] = set()
+    kinds: dict[bytes, str | None] = {}
+    for path in restore:
+        for parent in sorted(_ancestors([path])):
+            if parent not in kinds:
+                kinds[parent] = _kind(root + b"/" + parent)
+            kind = kinds[parent]
+            if kind == "dir":
+                continue
+            if kind is not None and parent not in deleting:
+                found.add(parent)
+            break  # nothing exists below a missing or doomed parent
+        if _kind(root + b"/" + path) == "dir" and _holds_kept(root, path, deleting):
+            found.add(path)
+    return sorted(found)
+
+
+def _kind(path: bytes) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _holds_kept(root: bytes, path: bytes, deleting: set[bytes]) -> bool:
+    stack = [path]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(root + b"/" + rel) as entries:
+            for entry in entries:
+                child = rel + b"/" + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(child)
+                elif child not in deleting:
+                    return True
+    return False
+
+
+def _delete(root: bytes, paths: list[bytes]) -> list[bytes]:
+    done = []
+    for path in paths:
+        target = root + b"/" + path
+        try:
+            if stat.S_ISDIR(os.lstat(target).st_mode):
+                continue  # became a directory since the plan; leave it
+            os.unlink(target)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        done.append(path)
+    return done
+
+
+def _prune_dirs(root: bytes, deleted: list[bytes], keep: set[bytes]) -> list[bytes]:
+    """Remove directories left empty by ``deleted``, deepest first."""
+    removed = []
+    for folder in sorted(_ancestors(deleted), key=lambda p: p.count(b"/"), reverse=True):
+        if folder in keep:
+            continue
+        try:
+            os.rmdir(root + b"/" + folder)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
+                raise
+            continue
+        removed.append(folder)
+    return removed
+
+
+def _make_parents(root: bytes, path: bytes) -> None:
+    parts = path.split(b"/")[:-1]
+    current = root
+    for part in parts:
+        current += b"/" + part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            os.mkdir(current)
+            continue
+        if not stat.S_ISDIR(mode):
+            # Only a file that the plan deletes can be here (conflicts were refused).
+            os.unlink(current)
+            os.mkdir(current)
+
+
+def _remove_empty_tree(path: bytes) -> None:
+    for folder, _dirs, _files in os.walk(path, topdown=False):
+        os.rmdir(folder)
+
+
+def _tmp_name(target: bytes) -> bytes:
+    head, _, tail = target.rpartition(b"/")
+    return b"%s/.%s.choragos-%d" % (head, tail[:64], os.getpid())
+
+
+def _write_file(target: bytes, data: bytes, *, executable: bool) -> None:
+    tmp = _tmp_name(target)
+    # The kernel applies the umask to a new file, as git checkout does.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o777 if executable else 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        with suppress(FileNotFoundError):
+            old = os.lstat(target)
+            if stat.S_ISREG(old.st_mode):
+                os.fchmod(fd, _keep_permissions(old.st_mode, executable))
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
+
+
+def _keep_permissions(mode: int, executable: bool) -> int:
+    """The file's existing permissions, with the executable bits set or
+    cleared the way git records them (readers may execute)."""
+    perms = stat.S_IMODE(mode)
+    if executable:
+        return perms | (perms & 0o444) >> 2
+    return perms & ~0o111
+
+
+def _write_link(target: bytes, data: bytes) -> None:
+    tmp = _tmp_name(target)
+    with suppress(FileNotFoundError):
+        os.unlink(tmp)
+    os.symlink(data, tmp)
+    os.replace(tmp, target)
+
+
+UNDO_PREFIX = "pre-rollback-"
+REDO_PREFIX = "pre-undo-"
+DONE_PREFIX = "done-"  # the snapshot taken when a task reported (choragos/gitstore/taskdiff.py)
+
+
+def done_name(task_id: str) -> str:
+    """What the snapshot taken at ``task_id``'s report is saved under."""
+    return DONE_PREFIX + task_id
+
+
+def is_done_point(task_id: str) -> bool:
+    return task_id.startswith(DONE_PREFIX)
+
+
+def undo_name(task_id: str) -> str:
+    """The task an undo point is saved under: ``pre-rollback-T3`` before a
+    rollback to T3, ``pre-undo-T3`` before a rollback to ``pre-rollback-T3``
+    (and ``pre-rollback-T3`` again before one to ``pre-undo-T3``).  Names never
+    stack, and repeating a rollback finds the files already match."""
+    if task_id.startswith(UNDO_PREFIX):
+        return REDO_PREFIX + task_id.removeprefix(UNDO_PREFIX)
+    return UNDO_PREFIX + task_id.removeprefix(REDO_PREFIX)
+
+
+def is_undo_point(task_id: str) -> bool:
+    return task_id.startswith((UNDO_PREFIX, REDO_PREFIX))

@@ -1,0 +1,229 @@
+"""A git worktree per role, and merging its branch back into the main checkout.
+
+Each ``worktree = true`` role works in ``.choragos/worktrees/<role>`` on
+branch ``choragos/<role>`` (``.choragos/`` is ignored, so the main tree's
+checkpoints and ``git status`` never see it).  A ``.choragos`` link at the
+top of the worktree points back to the session's state directory, so the
+relative paths every brief and task file names (``.choragos/tasks/T3.md``,
+``.choragos/reports/T3.md``) work from there too; it is never committed.
+
+Everything runs the git CLI with argv lists, never a shell: merging, merge
+checks (``git merge-tree``) and worktrees are not in dulwich, and git's own
+merge is what the user would run by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from choragos import safeexec
+
+BRANCH_PREFIX = "choragos/"
+EXCLUDE = ":(exclude).choragos"
+IDENTITY = ("-c", "user.name=choragos", "-c", "user.email=choragos@localhost")
+
+
+class WorktreeError(Exception):
+    """A git step failed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    merged: bool
+    commit: str = ""                 # the merge commit on the main checkout
+    conflicts: tuple[str, ...] = ()  # files both sides changed
+    why: str = ""                    # why it was not merged
+
+
+def branch_of(role: str) -> str:
+    return BRANCH_PREFIX + role
+
+
+def path_of(workdir: Path, role: str) -> Path:
+    return workdir / ".choragos" / "worktrees" / role
+
+
+def refusal(workdir: Path) -> str | None:
+    """Why ``worktree = true`` cannot work here, or None."""
+    done = _run(workdir, "rev-parse", "--is-bare-repository", "--is-inside-work-tree",
+                check=False)
+    if done.returncode != 0:
+        return (f"{workdir} is not inside a git repository, so worktree = true has no "
+                "repository to branch from; run `git init` and commit, or drop the key")
+    bare, inside = [*done.stdout.split(), "", ""][:2]
+    if bare == "true" or inside != "true":
+        return f"{workdir} is a bare git repository: there is no checkout to merge work into"
+    if _run(workdir, "rev-parse", "--verify", "-q", "HEAD", check=False).returncode != 0:
+        return (f"the repository at {workdir} has no commit yet; a worktree branches from "
+                "HEAD, so commit something first")
+    return None
+
+
+def ensure(workdir: Path, role: str) -> Path:
+    """The role's worktree, reused when it is there, else made from HEAD."""
+    path, branch = path_of(workdir, role), branch_of(role)
+    if (path / ".git").exists():
+        _link_state(workdir, path)
+        return path
+    _run(workdir, "worktree", "prune")
+    if path.exists() and any(path.iterdir()):
+        raise WorktreeError(f"{path} exists but is not a worktree; move it away")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if _has_branch(workdir, branch):
+        _run(workdir, "worktree", "add", "-q", str(path), branch)
+    else:
+        _run(workdir, "worktree", "add", "-q", "-b", branch, str(path), "HEAD")
+    _link_state(workdir, path)
+    return path
+
+
+def _link_state(workdir: Path, path: Path) -> None:
+    link = path / ".choragos"
+    if not os.path.lexists(link):
+        os.symlink(os.path.relpath(workdir / ".choragos", path), link)
+    _exclude_link(workdir)
+
+
+def _exclude_link(workdir: Path) -> None:
+    """Keep the link out of ``git status`` and ``git add -A`` in every worktree
+    (an agent may commit by itself): one line in the repository's info/exclude."""
+    common = Path(_run(workdir, "rev-parse", "--git-common-dir").stdout.strip())
+    exclude = (common if common.is_absolute() else workdir / common) / "info" / "exclude"
+    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if "/.choragos" not in text.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write(("" if not text or text.endswith("\n") else "\n")
+                         + "# choragos: the state link in each role's worktree\n/.choragos\n")
+
+
+def commit_work(path: Path, subject: str, body: str) -> str | None:
+    """Commit everything the worker changed on its branch; None when nothing changed."""
+    _run(path, "add", "-A")  # the state link is in info/exclude
+    if _run(path, "diff", "--cached", "--quiet", check=False).returncode == 0:
+        return None
+    message = subject.strip() or "work from choragos"
+    _run(path, *_identity(path), "commit", "-q", "--no-verify", "-m", message, "-m", body)
+    return head(path)
+
+
+def head(path: Path) -> str:
+    return _run(path, "rev-parse", "HEAD").stdout.strip()
+
+
+def tip(workdir: Path, branch: str) -> str:
+    """The commit ``branch`` points at now."""
+    return _run(workdir, "rev-parse", "--verify", "-q",
+                f"refs/heads/{branch}^{{commit}}").stdout.strip()
+
+
+def merge_base(workdir: Path, branch: str) -> str:
+    return _run(workdir, "merge-base", "HEAD", branch).stdout.strip()
+
+
+def unmerged(workdir: Path, branch: str) -> bool:
+    """Whether ``branch`` holds commits the main checkout's HEAD does not."""
+    done = _run(workdir, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
+    return done.returncode != 0
+
+
+def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeResult:
+    """Merge ``commit`` (else ``branch``'s head) into the main checkout, or
+    change nothing at all.  A commit, not the branch's name: what the branch
+    points at may have moved since the operator saw its diff."""
+    what = commit or branch
+    dirty = _run(workdir, "status", "--porcelain", "--untracked-files=no").stdout
+    files = [line[3:] for line in dirty.splitlines() if line.strip()]
+    if files:
+        return MergeResult(False, why="the main checkout has uncommitted changes ("
+                           + ", ".join(files[:5]) + ("…" if len(files) > 5 else "") + ")")
+    if not unmerged(workdir, what):
+        return MergeResult(False, why=f"{branch} holds nothing that is not merged already")
+    trial = _run(workdir, "merge-tree", "--write-tree", "--name-only", "--no-messages",
+                 "HEAD", what, check=False)
+    if trial.returncode == 1:
+        conflicts = tuple(dict.fromkeys(line for line in trial.stdout.splitlines()[1:] if line))
+        return MergeResult(False, conflicts=conflicts,
+                           why="it conflicts with the main checkout in " + ", ".join(conflicts))
+    if trial.returncode != 0:
+        return MergeResult(False, why="git merge-tree failed: " + trial.stderr.strip())
+    done = _run(workdir, *_identity(workdir), "merge", "--no-ff", "--no-edit", "-q", "-m",
+                message, what, check=False)
+    if done.returncode != 0:
+        _run(workdir, "merge", "--abort", check=False)
+        return MergeResult(False, why="git merge failed: " + (done.stderr or done.stdout).strip())
+    return MergeResult(True, commit=head(workdir))
+
+
+def catch_up(path: Path, workdir: Path) -> bool:
+    """Fast-forward the role's branch to the main checkout's HEAD after a merge."""
+    target = head(workdir)
+    return _run(path, "merge", "--ff-only", "-q", target, check=False).returncode == 0
+
+
+def prune(workdir: Path, role: str) -> bool:
+    """Remove the role's worktree and branch when everything on it is merged
+    and nothing is left uncommitted, with the worktree's checkpoints (there
+    is nothing left to restore them into); True when removed."""
+    path, branch = path_of(workdir, role), branch_of(role)
+    if not (path / ".git").exists() or unmerged(workdir, branch):
+        return False
+    status = _run(path, "status", "--porcelain", "--", ".", EXCLUDE, check=False)
+    if status.returncode != 0 or status.stdout.strip():
+        return False
+    name = _checkpoint_name(path)
+    link = path / ".choragos"
+    if link.is_symlink():
+        link.unlink()
+    _run(workdir, "worktree", "remove", str(path))
+    _run(workdir, "branch", "-q", "-d", branch, check=False)
+    if name:
+        _drop_checkpoints(workdir, name)
+    return True
+
+
+def _checkpoint_name(path: Path) -> str:
+    """The name the worktree's checkpoints are kept under ("" if unknown)."""
+    from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, NotARepository
+    try:
+        with CheckpointStore(path) as store:
+            return store.worktree
+    except (CheckpointError, NotARepository, OSError):
+        return ""
+
+
+def _drop_checkpoints(workdir: Path, name: str) -> None:
+    from choragos.gitstore.checkpoints import CheckpointError, NotARepository
+    from choragos.gitstore.checkpointtrees import drop_worktree
+    # Best effort: refs left behind only cost space, and `checkpoints prune`
+    # removes those of a worktree that is gone.
+    with suppress(CheckpointError, NotARepository, OSError):
+        drop_worktree(workdir, name)
+
+
+def _identity(path: Path) -> tuple[str, ...]:
+    """The user's git identity when they have one; choragos's otherwise."""
+    known = _run(path, "config", "user.email", check=False).stdout.strip()
+    return () if known else IDENTITY
+
+
+def _has_branch(workdir: Path, branch: str) -> bool:
+    done = _run(workdir, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False)
+    return done.returncode == 0
+
+
+def _run(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        done = subprocess.run(safeexec.git_argv(cwd, *args), capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL, check=False,
+                              env=safeexec.trusted_env(None, safeexec.workspace_of(cwd)))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"could not run git {args[0]}: {exc}") from None
+    if check and done.returncode != 0:
+        raise WorktreeError(f"git {' '.join(args[:2])} failed: "
+                            f"{(done.stderr or done.stdout).strip()}")
+    return done

@@ -1,0 +1,95 @@
+"""Live reload: converge the running team on an edited config.
+
+Roles are matched by name.  Added roles spawn, removed roles stop, a role
+whose process-defining keys changed respawns, and a role whose other keys
+changed takes them on its next task (budgets and ``stall_after`` at once,
+and ``[budget]`` too, so a raised cap re-arms without a restart).
+Guardrails: the start role is never touched (its process holds the plan),
+and a role with work in flight (a pending gate or an unresolved delegation)
+is not respawned.  Only ``[[roles]]`` and ``[budget]`` converge; other
+sections need a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from choragos.config.model import Config, RoleSpec
+
+# Changing one of these means a different process: the role respawns.
+PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny",
+                "base_url_env")
+SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics", "web",
+            "notify", "hosts")
+
+
+@dataclass
+class ReloadPlan:
+    config: Config                      # the effective config after the reload
+    add: list[RoleSpec] = field(default_factory=list)
+    remove: list[str] = field(default_factory=list)
+    respawn: list[RoleSpec] = field(default_factory=list)
+    update: list[RoleSpec] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)   # "coder: has work in flight"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.add or self.remove or self.respawn or self.update)
+
+    def summary(self) -> dict:
+        return {"added": [r.name for r in self.add], "removed": self.remove,
+                "respawned": [r.name for r in self.respawn],
+                "updated": [r.name for r in self.update],
+                "refused": self.refused, "notes": self.notes}
+
+
+def _differs(old: RoleSpec, new: RoleSpec, keys: tuple[str, ...]) -> bool:
+    return any(getattr(old, key) != getattr(new, key) for key in keys)
+
+
+def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
+    """Compare ``old`` (running) with ``new`` (re-read); ``busy`` roles have work."""
+    plan = ReloadPlan(config=new)
+    start = old.start_role
+    kept: dict[str, RoleSpec] = {}
+    for spec in new.roles:
+        if spec.start or spec.name == start.name:
+            continue
+        before = old.role(spec.name)
+        kept[spec.name] = _converge_one(plan, before, spec, busy)
+    new_start = next((r for r in new.roles if r.start), None)
+    if new_start is None or new_start != start:
+        plan.notes.append(f"the start role {start.name} is never changed by a reload; "
+                          f"restart the session to apply changes to it")
+    for spec in old.workers:
+        if new.role(spec.name) is None or new.role(spec.name).start:
+            plan.remove.append(spec.name)
+    if old.budget != new.budget:
+        plan.notes.append("[budget] changed; it applies now")
+    for section in SECTIONS:
+        if getattr(old, section) != getattr(new, section):
+            plan.notes.append(f"[{section}] changed; it applies after a restart")
+    roles = (start, *(kept[name] for name in kept))
+    plan.config = replace(old, roles=roles, budget=new.budget, source=new.source,
+                          warnings=new.warnings)
+    return plan
+
+
+def _converge_one(plan: ReloadPlan, before: RoleSpec | None, spec: RoleSpec,
+                  busy: set[str]) -> RoleSpec:
+    """Decide for one role of the new config; return the spec that will run."""
+    if before is None:
+        plan.add.append(spec)
+        return spec
+    if before == spec:
+        return spec
+    if _differs(before, spec, PROCESS_KEYS):
+        if spec.name in busy:
+            plan.refused.append(f"{spec.name}: has a pending gate or an unresolved "
+                                f"delegation; reload again once it is resolved")
+            return before
+        plan.respawn.append(spec)
+        return spec
+    plan.update.append(spec)
+    return spec

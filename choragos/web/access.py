@@ -1,0 +1,107 @@
+"""The web view's access token and address, kept per session directory.
+
+The token is 32 random bytes (URL-safe base64) in ``.choragos/state/web-token``,
+0600, made on first use and replaced by ``choragos web --rotate``.  The
+server reads it again whenever the file changes, so a rotation locks out
+every browser at once without a restart.  The session writes the address it
+really listens on (port 0 takes a free one) to ``web-addr`` next to it, for
+``choragos web`` to print.
+
+Only the standard library: ``choragos web`` loads this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from choragos import statedir
+from choragos.board import journal
+
+TOKEN_FILE = "web-token"
+ADDR_FILE = "web-addr"
+COOKIE = "choragos_web"
+
+
+def token_path(workdir: Path) -> Path:
+    return journal.state_dir(workdir) / TOKEN_FILE
+
+
+def addr_path(workdir: Path) -> Path:
+    return journal.state_dir(workdir) / ADDR_FILE
+
+
+def ensure_token(workdir: Path) -> str:
+    """This directory's token, made now if there is none."""
+    existing = read_token(workdir)
+    return existing if existing else rotate(workdir)
+
+
+def rotate(workdir: Path) -> str:
+    """A new token; the old one stops working at the server's next request."""
+    token = secrets.token_urlsafe(32)
+    statedir.make_dir(journal.state_dir(workdir))
+    statedir.write_text(token_path(workdir), token + "\n", mode=0o600)
+    return token
+
+
+def read_token(workdir: Path) -> str:
+    try:
+        return token_path(workdir).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def write_addr(workdir: Path, addr: str) -> None:
+    statedir.make_dir(journal.state_dir(workdir))
+    statedir.write_text(addr_path(workdir), addr + "\n")
+
+
+def read_addr(workdir: Path) -> str:
+    try:
+        return addr_path(workdir).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def clear_addr(workdir: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(addr_path(workdir))
+
+
+def page_url(addr: str) -> str:
+    """The page's base URL for ``host:port``; a wildcard bind is reached by this host's name."""
+    host, _, port = addr.rpartition(":")
+    if host in ("0.0.0.0", "[::]"):
+        return f"http://{os.uname().nodename}:{port}"
+    return f"http://{addr}"
+
+
+def same_token(given: str, token: str) -> bool:
+    """Constant-time comparison, so the answer's timing does not spell the token."""
+    return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+
+
+class TokenFile:
+    """The current token, read again only when the file changed."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self._seen: tuple[int, int] | None = None
+        self._token = ""
+
+    def current(self) -> str:
+        try:
+            info = os.stat(token_path(self.workdir))
+        except OSError:
+            return ""
+        key = (info.st_ino, info.st_mtime_ns)
+        if key != self._seen:
+            self._token, self._seen = read_token(self.workdir), key
+        return self._token
+
+    def accepts(self, given: str | None) -> bool:
+        return given is not None and same_token(given, self.current())
