@@ -173,7 +173,7 @@ class Guardrails:
         return [t for t in self.s.board.tasks.values() if t.state not in SETTLED_STATES]
 
     def _team_idle(self) -> bool:
-        return bool(self._unsettled()) and all(
+        return self.s.board.tasks.unsettled > 0 and all(
             seat.view.status not in BUSY and seat.in_flight is None
             for seat in self.s.seats.values())
 
@@ -204,14 +204,14 @@ class Guardrails:
         self.port.ring("on_idle", self.s.start_role, text)
 
     def tasks_changed(self) -> None:
-        tasks = list(self.s.board.tasks.values())
-        settled = bool(tasks) and all(t.state in SETTLED_STATES for t in tasks)
+        live = self.s.board.tasks
+        settled = bool(live) and live.unsettled == 0  # counted as tasks move: no walk
         if not settled or self.state.done_fired:
             self.state.done_fired = settled
             self.check_idle()
             return
         self.state.done_fired = True
-        counts = Counter(str(t.state) for t in tasks)
+        counts = Counter(str(t.state) for t in live.values())
         # The archive holds the older done and rejected tasks: the counts are the session's.
         for (_, state), count in self.s.board.archived_by.items():
             counts[state] += count

@@ -366,7 +366,8 @@ class RoleActor(Actor):
             boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
             self.typist.begin(boot, boot=True)
         else:
-            self.timers.after(0.1, self.me, m.BootCheck(msg.gen))
+            self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
+                              m.BootCheck(msg.gen))
 
     # -- injection ----------------------------------------------------
 

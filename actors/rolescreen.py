@@ -9,6 +9,7 @@ passes its clock's time, a test any time it likes.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
@@ -22,6 +23,7 @@ QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts
 # Boot timings: floors, a profile may ask for more (``boot_quiet``).
 BOOT_QUIET = 1.2
 BOOT_MAX_WAIT = 20.0
+BOOT_POLL = 0.1  # the boot check looks again this often (or a multiple of it)
 
 
 def drawn(lines: list[str]) -> bool:
@@ -66,6 +68,16 @@ def boot_ready(s: RoleState, now: float) -> bool:
     markers = s.profile.boot_markers
     return screen is RoleStatus.IDLE and (not markers
                                           or screenstatus.has_marker(lines, markers))
+
+
+def boot_recheck(s: RoleState, now: float) -> float:
+    """When a role not ready to brief is looked at again: the first BOOT_POLL
+    tick at which its output can have been quiet long enough.  Until then
+    :func:`boot_ready` is False whatever the screen shows, so an agent that
+    never stops printing is looked at once per quiet wait, not ten times a
+    second, and a quiet one is briefed on the same tick as before."""
+    short = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet) - now
+    return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
 
 
 def ready(s: RoleState, now: float) -> bool:

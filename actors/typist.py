@@ -57,6 +57,10 @@ CONFIRM_WINDOW = 1.5
 # How long typed input the agent has not read yet is waited on (a starved
 # agent on a busy machine) before the usual retries and failure apply.
 STARVED_WAIT = 30.0
+# Through that wait the looks back off, doubling from the step's own poll up
+# to SLOW_POLL_MAX: an agent that never reads (a fixture that only prints)
+# is not looked at every 50 ms for half a minute.
+SLOW_POLL_MAX = 1.0
 PAUSED_POLL = 0.2
 RETRY_DELAY = 3.0
 BOOT_RETRIES = 2
@@ -101,6 +105,7 @@ class Typing:
     boot: bool = False
     pasted: bool = False
     first_enter: float = 0.0
+    slow_poll: float = 0.0  # the last look's wait once the agent was found slow (0: not slow)
     step: Step = Step.TYPED
     path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
 
@@ -233,15 +238,17 @@ class Typist:
             # Stopped from outside (SIGSTOP, a debugger): the text waits in the
             # terminal's input queue, so the echo comes once it runs again.
             typing.started = now
+            self._slow_down(typing, ECHO_POLL)
         elif now - typing.started >= ECHO_WAIT and self._slow(typing):
             # Starved of CPU on a busy machine: the text is unread, or the
             # agent is still at work on it.  Typing it again would put it in
             # twice; it gets the whole wait again once it has run.
             typing.started = now
+            self._slow_down(typing, ECHO_POLL)
         if now - typing.started < ECHO_WAIT:
             # Shown: the Enter is due once the pane has been quiet long enough.
             self._next(typing, max(ENTER_QUIET - quiet, QUIET_TICK) if shown
-                       else self._poll(now - typing.began, ECHO_POLL))
+                       else self._poll(typing, now - typing.began, ECHO_POLL))
             return
         if s.child.unread_input() > 0:
             # Unread through the whole starved wait: typed again, it would go
@@ -262,6 +269,7 @@ class Typist:
 
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
+        typing.slow_poll = 0.0  # a new wait: looked at as closely as any
         typing.entered = self.now()
         if typing.enters == 1:
             typing.first_enter = typing.entered - typing.started
@@ -282,8 +290,9 @@ class Typist:
         now = self.now()
         if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
             typing.entered = now  # the whole window again once it has run
+            self._slow_down(typing, CONFIRM_POLL)
         if now - typing.entered < CONFIRM_WINDOW:
-            self._next(typing, self._poll(now - typing.entered, CONFIRM_POLL))
+            self._next(typing, self._poll(typing, now - typing.entered, CONFIRM_POLL))
         elif self.s.child.unread_input() > 0:
             # The Enter itself is still unread: a second one would be read
             # after it, by whatever the first one opens.
@@ -325,7 +334,18 @@ class Typist:
         self._end(typing, Step.FAILED, Ending(False, f"{why} after {typing.attempts} attempts"))
 
     @staticmethod
-    def _poll(waited: float, then: float) -> float:
+    def _slow_down(typing: Typing, poll: float) -> None:
+        """The agent was found slow (starved, busy or stopped): from now on the
+        step's looks back off from ``poll``."""
+        typing.slow_poll = typing.slow_poll or poll
+
+    @staticmethod
+    def _poll(typing: Typing, waited: float, then: float) -> float:
+        """The wait before the next look: quick while the answer usually
+        comes, then the step's own poll, doubling while the agent is slow."""
+        if typing.slow_poll:
+            typing.slow_poll = min(2 * typing.slow_poll, SLOW_POLL_MAX)
+            return typing.slow_poll
         return FAST_POLL if waited < FAST_FOR else then
 
     def _next(self, typing: Typing, delay: float) -> None:

@@ -102,18 +102,74 @@ class Task:
         return data
 
 
+class LiveTasks(dict):
+    """The live board's tasks by id, counting the unsettled ones as tasks are
+    put in and taken out, so "is every task settled?" (asked on every move
+    and every role's change) does not walk the board.  Every way of writing
+    a dict goes through :meth:`__setitem__` or :meth:`pop`, so the count
+    holds whoever writes."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__()
+        self.unsettled = 0
+        self.update(*args, **kwargs)
+
+    def _count(self, task: Task | None, step: int) -> None:
+        if task is not None and task.state not in SETTLED_STATES:
+            self.unsettled += step
+
+    def __setitem__(self, task_id: str, task: Task) -> None:
+        self._count(self.get(task_id), -1)
+        super().__setitem__(task_id, task)
+        self._count(task, 1)
+
+    def __delitem__(self, task_id: str) -> None:
+        self._count(self.get(task_id), -1)
+        super().__delitem__(task_id)
+
+    def pop(self, task_id: str, *default: object) -> object:
+        self._count(self.get(task_id), -1)
+        return super().pop(task_id, *default)
+
+    def popitem(self) -> tuple[str, Task]:
+        task_id, task = super().popitem()
+        self._count(task, -1)
+        return task_id, task
+
+    def setdefault(self, task_id: str, task: Task) -> Task:
+        if task_id not in self:
+            self[task_id] = task
+        return self[task_id]
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        for task_id, task in dict(*args, **kwargs).items():
+            self[task_id] = task
+
+    def __ior__(self, other: object) -> LiveTasks:
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        super().clear()
+        self.unsettled = 0
+
+
 @dataclass
 class Board:
     """Tasks in creation order, with ids ``T1``, ``T2``…: a new session
     starts at :func:`choragos.board.taskids.first_free`, so ids are unique per
     directory across sessions."""
 
-    tasks: dict[str, Task] = field(default_factory=dict)
+    tasks: LiveTasks = field(default_factory=LiveTasks)
     next_number: int = 1
     clock: object = time.time
     archive: dict[str, Task] = field(default_factory=dict)
     resolved: deque = field(default_factory=deque)  # ids, in the order they resolved
     archived_by: Counter = field(default_factory=Counter)  # (role, state) -> archived tasks
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tasks, LiveTasks):
+            self.tasks = LiveTasks(self.tasks)
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
         task = Task(id=f"T{self.next_number}", role=role, text=text, brief=brief,

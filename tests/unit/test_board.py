@@ -92,3 +92,38 @@ def test_resolved_tasks_past_the_limit_move_to_the_archive() -> None:
     board.put_back(board.get("T2"))
     assert "T2" in board.tasks and "T2" not in board.archive
     assert board.archived_counts() == [{"role": "coder", "state": "done", "count": 4}]
+
+
+def test_the_live_board_counts_its_unsettled_tasks_whoever_writes_it():
+    """The count the guardrails ask instead of walking the board: after
+    each kind of write it is what a walk would say."""
+    from choragos.board.tasks import KEEP_RESOLVED, SETTLED_STATES, Board, LiveTasks
+
+    def recount(b: Board) -> int:
+        return sum(t.state not in SETTLED_STATES for t in dict.values(b.tasks))
+
+    board = Board()
+    checks = []
+    ids = [board.create("coder", f"t{n}").id for n in range(KEEP_RESOLVED + 10)]
+    checks.append(board.tasks.unsettled == recount(board) == len(ids))
+    for task_id in ids[:-5]:  # past KEEP_RESOLVED: the oldest go to the archive
+        board.move(task_id, TaskState.DELIVERED)
+        board.move(task_id, TaskState.DONE)
+    checks.append(board.tasks.unsettled == recount(board) == 5)
+    before = board.get(ids[-1])
+    board.move(ids[-1], TaskState.FAILED)
+    checks.append(board.tasks.unsettled == recount(board) == 4)
+    board.put_back(before)  # a refused request's undo
+    board.annotate(ids[-1], note="x")
+    checks.append(board.tasks.unsettled == recount(board) == 5)
+    board.put_back(board.archive[ids[0]])  # back from the archive, settled
+    board.forget([ids[-1]])
+    checks.append(board.tasks.unsettled == recount(board) == 4)
+    board.tasks.pop(ids[-2])
+    del board.tasks[ids[-3]]
+    checks.append(board.tasks.unsettled == recount(board) == 2)
+    copied = Board(tasks=dict(board.tasks))  # a plain dict given is counted too
+    checks.append(isinstance(copied.tasks, LiveTasks) and copied.tasks.unsettled == 2)
+    board.tasks.clear()
+    checks.append(board.tasks.unsettled == 0)
+    assert all(checks), checks

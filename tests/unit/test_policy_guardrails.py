@@ -133,3 +133,43 @@ def test_an_exit_with_no_restart_coming_leaves_no_worker_alive(tmp_path):
     guard.exited(m.RoleExited("coder", ExitStatus(code=1), restarting=False, reason="gone"))
     assert port.kinds() == ["ring", "event:no worker alive"]
     assert guard.down_roles(["coder"]) == {}  # its view still says idle: not down yet
+
+
+def test_a_move_or_a_role_change_does_not_walk_the_board(tmp_path):
+    """Counted: the guardrails' walks of the live board (its tasks listed)
+    per move and per role change, with 100 settled tasks and open ones
+    on it.  Each used to list every live task (two walks a move, one a
+    role change); the board now counts its unsettled tasks as they move.
+    The alarms still fire as before: idle with open work, done when all
+    settle."""
+    from choragos.board.tasks import TaskState
+
+    guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
+    state.timers = object()
+    board = state.board
+    for _ in range(100):
+        board.move(delivered(state).id, TaskState.DONE, summary="ok")
+    walks = [0]
+
+    class Counted(type(board.tasks)):
+        def values(self):
+            walks[0] += 1
+            return super().values()
+
+        def __iter__(self):
+            walks[0] += 1
+            return super().__iter__()
+
+    board.tasks = Counted(board.tasks)
+    a, b = delivered(state), delivered(state)
+    guard.tasks_changed()
+    before = m.RoleView("coder", RoleStatus.WORKING)
+    guard.view_changed(before, replace(before, status=RoleStatus.IDLE))
+    assert walks[0] == 0, f"{walks[0]} board walks for a move and a role change"
+    assert len(port.named("later")) == 1  # idle with open work: its check armed
+    board.move(a.id, TaskState.DONE, summary="ok")
+    guard.tasks_changed()
+    assert walks[0] == 0 and "event:all tasks settled" not in port.kinds()
+    board.move(b.id, TaskState.FAILED, note="no")
+    guard.tasks_changed()  # every task settled: the alarm counts them, once
+    assert port.kinds().count("event:all tasks settled") == 1

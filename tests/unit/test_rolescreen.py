@@ -71,3 +71,26 @@ def test_when_a_role_takes_a_line(tmp_path, change, expected):
     now = world.clock.t
     change(world.state, now)
     assert ready(world.state, now) is expected
+
+
+def test_a_printing_agent_is_looked_at_once_per_quiet_wait_and_briefed_on_the_tick(tmp_path):
+    """Counted on the fake clock: an agent printing every 50 ms for 10 s
+    before its prompt settles.  Looked at every 0.1 s, that was 112 boot
+    checks; now one per quiet wait it could have reached (10), and the brief
+    goes in on the first 0.1 s tick after 1.2 s of quiet, as before."""
+    world = booting(tmp_path)
+    start = world.clock.t
+    for n in range(1, 201):  # the last line at start + 10 s
+        world.timers.call(0.05 * n, world.agent._chatter)
+    looks: list[float] = []
+    after = world.timers.after
+    world.timers.after = lambda delay, target, msg: (
+        isinstance(msg, m.BootCheck) and looks.append(world.clock.t + delay),
+        after(delay, target, msg))[1]
+    world.tell(m.BootCheck(world.state.gen))
+    world.run_until(lambda: world.writes_of(world.state.boot_text.encode()))
+    (briefed,) = world.writes_of(world.state.boot_text.encode())
+    quiet_from = start + 10.0
+    assert quiet_from + BOOT_QUIET <= briefed < quiet_from + BOOT_QUIET + 0.1 + 1e-6
+    assert round((briefed - start) / 0.1, 6).is_integer()  # on the 0.1 s grid
+    assert len(looks) <= 12, f"{len(looks)} boot checks"

@@ -265,3 +265,40 @@ def test_a_step_the_table_does_not_allow_raises():
     typing.move(Step.ENTERED)
     with pytest.raises(IllegalStep):
         typing.move(Step.RETRYING)  # an Enter went in: typing again could double it
+
+
+# -- the looks at an agent that never reads ----------------------------------
+
+def _starve_before_the_text(world: World) -> None:
+    world.agent.starve(10 * STARVED_WAIT)
+    world.inject(TEXT)
+
+
+def _starve_before_the_enter(world: World) -> None:
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(TEXT.encode()))
+    world.run(0.05)  # echoed, not yet quiet: the Enter is still to come
+    world.agent.starve(10 * STARVED_WAIT)
+
+
+@pytest.mark.parametrize("starve", [_starve_before_the_text, _starve_before_the_enter],
+                         ids=["unread-text", "unread-enter"])
+def test_an_agent_that_never_reads_is_looked_at_less_and_less(tmp_path, starve):
+    """Counted on the fake clock: the typing's looks (timer wake-ups of the
+    role actor) through the starved wait of an agent that reads nothing.
+    Polled every 100 ms (the text) or 50 ms (its Enter), that was 316 and
+    801 looks; backing off to one a second once the usual wait is over, it
+    is 63 and 73 (half of them in the first two seconds, as for any agent),
+    and the line still ends as before."""
+    world = World(tmp_path)
+    looks: list[float] = []
+    step = world.actor.typist.step
+    world.actor.typist.step = lambda msg: (looks.append(world.clock.t), step(msg))
+    starve(world)
+    looks.clear()
+    world.run_until(world.core.outcomes, limit=3 * STARVED_WAIT)
+    outcome = world.core.outcomes()[-1]
+    assert not outcome.ok and outcome.left_in_input
+    assert f"in {STARVED_WAIT:g}s" in outcome.detail
+    assert looks[-1] - looks[0] >= STARVED_WAIT - 1.0  # the whole wait, not cut short
+    assert len(looks) <= 80, f"{len(looks)} looks in {looks[-1] - looks[0]:.1f} fake s"
