@@ -60,16 +60,9 @@ COLS, ROWS = 160, 50
 TAIL = 8  # bytes kept from one read for the next, longer than a marker
 ERASE_EVERY = 8  # probes typed before the agent's line is erased
 
-# An agent's neighbour: it reads its input and echoes it at a prompt, as an
-# agent takes its brief (one that never read it would have the session
-# watching the brief's Enter every 50 ms through the probes, which no crew
-# of real agents does), and prints coloured log lines.
-FLOODER = r"""
-import itertools, os, sys, termios, threading, time
-rate = float(sys.argv[1]) * 1e6  # bytes per second; 0 = as fast as the terminal takes
-idle = len(sys.argv) > 2 and sys.argv[2] == "idle"
-colours = itertools.cycle([31, 32, 33, 34, 35, 36])
-line_no = 0
+# A prompt that echoes what is typed (no echo from the tty, so the screen
+# shows only what the agent writes): the flooders of both benches start so.
+ECHO_PROMPT = r"""
 mode = termios.tcgetattr(0)
 mode[3] &= ~(termios.ECHO | termios.ICANON)
 termios.tcsetattr(0, termios.TCSANOW, mode)
@@ -80,7 +73,19 @@ def echo():
         os.write(1, data.replace(b"\n", b"\r\nagent> "))  # the tty made Enter a newline
 
 threading.Thread(target=echo, daemon=True).start()
-started = time.monotonic()
+"""
+
+# An agent's neighbour: it reads its input and echoes it at a prompt, as an
+# agent takes its brief (one that never read it would have the session
+# watching the brief's Enter every 50 ms through the probes, which no crew
+# of real agents does), and prints coloured log lines.
+FLOODER = r"""
+import itertools, os, sys, termios, threading, time
+rate = float(sys.argv[1]) * 1e6  # bytes per second; 0 = as fast as the terminal takes
+idle = len(sys.argv) > 2 and sys.argv[2] == "idle"
+colours = itertools.cycle([31, 32, 33, 34, 35, 36])
+line_no = 0
+""" + ECHO_PROMPT + r"""started = time.monotonic()
 sent = 0
 while True:
     batch = []

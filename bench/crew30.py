@@ -52,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.attach_latency import AGENT, Screen, _attached, environment, probe  # noqa: E402
+from bench.attach_latency import AGENT, ECHO_PROMPT, Screen, _attached, environment, probe  # noqa: E402
 from bench.common import (  # noqa: E402
     QUIET_DECK,
     crew_repo,
@@ -79,17 +79,7 @@ rate, gate = float(sys.argv[1]) * 1e6, sys.argv[2]
 colours = itertools.cycle([31, 32, 33, 34, 35, 36])
 line_no = sent = 0
 started = time.monotonic()
-mode = termios.tcgetattr(0)
-mode[3] &= ~(termios.ECHO | termios.ICANON)
-termios.tcsetattr(0, termios.TCSANOW, mode)
-os.write(1, b"agent> ")
-
-def echo():
-    while data := os.read(0, 4096):
-        os.write(1, data.replace(b"\n", b"\r\nagent> "))  # the tty made Enter a newline
-
-threading.Thread(target=echo, daemon=True).start()
-while True:
+""" + ECHO_PROMPT + r"""while True:
     if not os.path.exists(gate):
         time.sleep(0.2)
         started, sent = time.monotonic(), 0

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from choragos.session.mallocarenas import one_arena
+from tests.unit.test_server_imports import COUNT_PROCESSES
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="a glibc setting")
@@ -32,14 +33,8 @@ def test_without_glibc_nothing_happens(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_asking_starts_no_process() -> None:
     """ctypes.util.find_library runs ``ldconfig -p``: a process forked from
     the server on its way to the first frame."""
-    code = """
-import json, subprocess
-started = []
-real_init = subprocess.Popen.__init__
-def counting(self, *args, **kwargs):
-    started.append(args[0] if args else kwargs.get("args"))
-    real_init(self, *args, **kwargs)
-subprocess.Popen.__init__ = counting
+    code = COUNT_PROCESSES + """
+import json
 from choragos.session.mallocarenas import one_arena
 from choragos.gitstore.treewatch import _libc
 one_arena()

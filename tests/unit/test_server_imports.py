@@ -15,6 +15,17 @@ import sys
 
 import pytest
 
+# Prefixed to a probe: every process it starts is listed in ``started``.
+COUNT_PROCESSES = """
+import subprocess
+started = []
+real_init = subprocess.Popen.__init__
+def counting(self, *args, **kwargs):
+    started.append(args[0] if args else kwargs.get("args"))
+    real_init(self, *args, **kwargs)
+subprocess.Popen.__init__ = counting
+"""
+
 PROBE = """
 import json, sys
 import choragos.actors.session
@@ -85,13 +96,7 @@ def test_urwid_is_loaded_without_starting_a_process() -> None:
     pytest.importorskip("urwid")
     code = """
 import json, os, platform, subprocess
-started = []
-real_init = subprocess.Popen.__init__
-def counting(self, *args, **kwargs):
-    started.append(args[0] if args else kwargs.get("args"))
-    real_init(self, *args, **kwargs)
-subprocess.Popen.__init__ = counting
-real_platform = platform.platform
+""" + COUNT_PROCESSES + """real_platform = platform.platform
 from choragos.ui.urwidload import load_urwid
 urwid = load_urwid()
 print(json.dumps([started, platform.platform is real_platform,
