@@ -140,7 +140,8 @@ def under_load(screen: Screen, crew: Crew, probes: int) -> dict:
     screen.probing()
     pid = screen.server_pid
     cpu, wall = process_cpu(pid), time.monotonic()
-    samples = [s for n in range(1, probes + 1) if (s := probe(screen, n)) is not None]
+    samples = [seen - typed for n in range(1, probes + 1)
+               if (span := probe(screen, n)) is not None for typed, seen in [span]]
     load_pct = 100 * (process_cpu(pid) - cpu) / (time.monotonic() - wall)
     crew.flooding(False)
     if not samples:
