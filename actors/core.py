@@ -190,12 +190,12 @@ class CoreActor(Actor):
 
     def event(self, event: str, **fields: Any) -> None:
         record = self.s.events.write(event, **fields)
-        self.publish(news.EventLogged(record))
+        self.publish(news.EventLogged.of(record))
 
     @handle.register
     def _announced(self, msg: m.Announce) -> None:
         """An event another actor wrote (the checkpointer's rollback)."""
-        self.publish(news.EventLogged(msg.record))
+        self.publish(news.EventLogged.of(msg.record))
 
     def publish(self, item: Any) -> None:
         for callback in list(self.s.subscribers):
@@ -213,7 +213,7 @@ class CoreActor(Actor):
         if self.s.tokens:
             msg.callback(news.TokensChanged(news.role_usages(self.usage.usages())))
         if self.s.guard.marks:
-            msg.callback(news.MarksChanged(dict(self.s.guard.marks)))
+            msg.callback(news.MarksChanged.of(self.s.guard.marks))
 
     # -- control requests --------------------------------------------------
 

@@ -75,7 +75,7 @@ class Delegation:
             self._unrecord(created)
             raise
         for record in records:
-            self.port.publish(news.EventLogged(record))
+            self.port.publish(news.EventLogged.of(record))
         return created
 
     def _unrecord(self, tasks: list[Task]) -> None:

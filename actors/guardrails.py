@@ -91,7 +91,7 @@ class Guardrails:
         new = marks | {mark} if on else marks - {mark}
         if new != marks:
             self.state.marks[role] = tuple(sorted(new))
-            self.port.publish(news.MarksChanged(dict(self.state.marks)))
+            self.port.publish(news.MarksChanged.of(self.state.marks))
 
     def held_task(self, role: str) -> Task | None:
         """The task ``role`` still owes a report on.  One it reported (its

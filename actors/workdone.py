@@ -54,7 +54,7 @@ class WorkDone:
                 self.s.board.put_back(before)
                 self.port.publish(news.TaskChanged(before))
             return wire.error(not_recorded(exc, "work-done"))
-        self.port.publish(news.EventLogged(record))
+        self.port.publish(news.EventLogged.of(record))
         parts = (task_id, role, summary, report, note, outcome)
         if not self.checks.hold_for_checks(task_id, parts, outcome, note):
             self.port.enqueue(self.s.start_role, briefs.report_line(*parts), "report", task_id)

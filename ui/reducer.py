@@ -206,7 +206,7 @@ def _close_gate(state: DeckState, task_id: str) -> Result:
 
 @_reduce.register
 def _event(item: news.EventLogged, state: DeckState) -> Result:
-    event = item.record.get("event")
+    event = item.event
     if event == "reload":
         return state, [Resync()]
     if event == "work-done":

@@ -11,7 +11,8 @@ Nothing here knows about urwid or pykka: the deck's reducer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from choragos.board.tasks import Task
@@ -103,9 +104,22 @@ class GateClosed:
 
 @dataclass(frozen=True)
 class EventLogged:
-    """A record written to the event log."""
+    """A record written to the event log: the event's name, when it was
+    written, and the fields that event carries (the log is open-ended: each
+    event names its own), read-only; ``as_dict()`` is the record as written."""
 
-    record: dict[str, Any]
+    event: str
+    at: float | None = None
+    fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> EventLogged:
+        rest = {key: value for key, value in record.items() if key not in ("event", "t")}
+        return cls(str(record.get("event", "")), record.get("t"), MappingProxyType(rest))
+
+    def as_dict(self) -> dict[str, Any]:
+        head = {"t": self.at} if self.at is not None else {}
+        return {**head, "event": self.event, **self.fields}
 
 
 @dataclass(frozen=True)
@@ -154,7 +168,11 @@ class TokensChanged:
 class MarksChanged:
     """The guard marks (over budget, stalled …) per role."""
 
-    marks: dict[str, tuple[str, ...]]
+    marks: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, marks: Mapping[str, tuple[str, ...]]) -> MarksChanged:
+        return cls(MappingProxyType({role: tuple(found) for role, found in marks.items()}))
 
 
 News = (RoleChanged | TaskChanged | GateOpened | GateClosed | EventLogged | Bell

@@ -57,7 +57,7 @@ def _gate_closed(item: news.GateClosed) -> tuple[str, Any]:
 
 @as_event.register
 def _event(item: news.EventLogged) -> tuple[str, Any]:
-    return "event", item.record
+    return "event", item.as_dict()
 
 
 @as_event.register

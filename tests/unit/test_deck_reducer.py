@@ -89,10 +89,10 @@ def test_a_delivered_task_focuses_its_role():
 
 def test_events_bell_gateway_tokens_and_marks():
     s = state()
-    assert r.reduce(s, news.EventLogged({"event": "reload"}))[1] == [r.Resync()]
-    assert r.reduce(s, news.EventLogged({"event": "work-done"}))[1] == [
+    assert r.reduce(s, news.EventLogged("reload"))[1] == [r.Resync()]
+    assert r.reduce(s, news.EventLogged("work-done"))[1] == [
         r.AutoFocus("orchestrator")]
-    assert r.reduce(s, news.EventLogged({"event": "delegate"}))[1] == []
+    assert r.reduce(s, news.EventLogged("delegate"))[1] == []
     assert r.reduce(s, news.Bell("coder", "on_gate"))[1] == [r.Ring()]
     assert r.reduce(s, news.GatewayChanged("down"))[0].gateway == "down"
     usage = news.RoleUsage({"input": 5}, 0.1)

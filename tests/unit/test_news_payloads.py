@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
+import pytest
+
 from choragos.board.tasks import Task, TaskState
 from choragos.session import news
 from choragos.web.news import as_event
@@ -62,3 +64,24 @@ def test_usage_travels_typed_and_gives_back_the_status_row():
     assert {role: usage.as_dict() for role, usage in usages.items()} == rows
     kind, data = as_event(news.TokensChanged(usages))
     assert kind == "tokens" and data == rows
+
+
+def test_an_event_travels_typed_read_only_and_gives_back_its_record():
+    record = {"ts": "2026-12-05T08:00:00Z", "t": 1.5, "event": "delegate", "task": "T3",
+              "role": "coder"}
+    item = news.EventLogged.of(record)
+    assert (item.event, item.at, item.fields["task"]) == ("delegate", 1.5, "T3")
+    assert item.as_dict() == record
+    assert as_event(item) == ("event", record)
+    record["task"] = "T9"  # the log's own dict changing later changes no news
+    assert item.fields["task"] == "T3"
+    with pytest.raises(TypeError):
+        item.fields["task"] = "T4"  # type: ignore[index]
+
+
+def test_marks_travel_read_only():
+    marks = {"coder": ["over budget"]}
+    item = news.MarksChanged.of(marks)
+    marks["coder"].append("stalled")
+    assert dict(item.marks) == {"coder": ("over budget",)}
+    assert as_event(item) == ("marks", {"coder": ["over budget"]})

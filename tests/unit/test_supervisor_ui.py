@@ -28,7 +28,7 @@ class BrokenDeck:
 
 
 def event(n: int) -> News:
-    return News(news.EventLogged({"event": "note", "n": n}))
+    return News(news.EventLogged("note", fields={"n": n}))
 
 
 def test_a_ui_crashing_past_the_intensity_takes_the_session_down():
@@ -46,7 +46,7 @@ def test_a_ui_crashing_past_the_intensity_takes_the_session_down():
         handle.tell(event(3))
         wait_until(lambda: gave_up, 5, message="the top gave up on the ui")
         assert "ui failed 3 times" in gave_up[0] and "cannot draw" in gave_up[0]
-        assert [item.record["n"] for item in deck.seen] == [1, 2, 3]
+        assert [item.fields["n"] for item in deck.seen] == [1, 2, 3]
         assert deck.starts == 3  # the first start and two restarts
     finally:
         sup.ask(StopAll())
