@@ -13,6 +13,8 @@ whole answer finds it counted, as with every answer the gateway relays.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 MAX_LINE = 65536  # a size or trailer line, as the standard library's HTTP client allows
 
 
@@ -20,72 +22,78 @@ class BrokenFraming(ValueError):
     """The upstream's chunked framing cannot be read: the stream is cut there."""
 
 
+class Step(NamedTuple):
+    """What one read of a chunked body comes to, as offsets into the read's buffer."""
+
+    passed: int  # buf[:passed] goes on to the agent as it is, framing included
+    kept: int    # buf[kept:size] is a line the read cut in two: it starts the next read
+    payload: list[tuple[int, int]]  # (start, end) of each run of chunk data in buf[:passed]
+
+
 class ChunkedBody:
-    """The framing state of one chunked body, fed the raw bytes as they are read."""
+    """The framing state of one chunked body, fed each read as it lands in a buffer.
+
+    The reads land in one buffer, reused: the payload is handed on as offsets
+    into it, never copied out, and a line cut by the end of a read (a chunk
+    size or a trailer) is moved to the buffer's front by the caller and read
+    again with what follows it.
+    """
 
     def __init__(self) -> None:
         self._left = 0       # bytes of the current chunk still to come, its CRLF included
-        self._line = b""     # a size or trailer line cut by the end of a read
         self._trailer = False  # past the last chunk: reading trailer lines to the blank one
         self.ended = False   # the whole body, trailers included, has been read
         self.extra = 0       # bytes read past the body's end (the connection is not reused)
 
-    def feed(self, data: bytes) -> tuple[bytes, bytes]:
-        """What of ``data`` to pass on now, and the payload in it.
+    def feed(self, buf: bytes | bytearray, size: int) -> Step:
+        """The framing of ``buf[:size]``: what to pass on now, what to keep, the payload.
 
-        What is passed on is the upstream's bytes, framing included, up to the
-        start of a line the read cut in two (it goes with the next read) and
-        never the last chunk or trailers (the caller writes the end itself).
+        What is passed on is the upstream's bytes up to the start of a line the
+        read cut in two and never the last chunk or trailers (the caller writes
+        the end itself).
         """
-        buf = self._line + data if self._line else data
-        self._line = b""
         if self._trailer:
-            self._trailers(buf, 0)
-            return b"", b""
-        view = memoryview(buf)
-        size_of = len(buf)
-        pieces: list[memoryview] = []
+            return Step(0, self._trailers(buf, 0, size), [])
+        payload: list[tuple[int, int]] = []
         pos = 0
-        cut = size_of
-        while pos < size_of:
+        while pos < size:
             if self._left:
-                take = min(self._left, size_of - pos)
-                payload = min(take, self._left - 2)  # the chunk's data, not its CRLF
-                if payload > 0:
-                    pieces.append(view[pos:pos + payload])
+                take = min(self._left, size - pos)
+                data = min(take, self._left - 2)  # the chunk's data, not its CRLF
+                if data > 0:
+                    payload.append((pos, pos + data))
                 self._left -= take
                 pos += take
                 continue
-            eol = buf.find(b"\n", pos)
+            eol = buf.find(b"\n", pos, size)
             if eol < 0:
-                self._hold(buf, pos)
-                cut = pos
-                break
-            size = _size(buf[pos:eol])
-            if size == 0:
-                cut = pos
+                _check_held(size - pos)
+                return Step(pos, pos, payload)
+            chunk = _size(buf[pos:eol])
+            if chunk == 0:
                 self._trailer = True
-                self._trailers(buf, eol + 1)
-                break
-            self._left = size + 2
+                return Step(pos, self._trailers(buf, eol + 1, size), payload)
+            self._left = chunk + 2
             pos = eol + 1
-        return buf[:cut] if cut < size_of else buf, b"".join(pieces)
+        return Step(size, size, payload)
 
-    def _trailers(self, buf: bytes, pos: int) -> None:
+    def _trailers(self, buf: bytes | bytearray, pos: int, size: int) -> int:
+        """Read trailer lines from ``pos``; where a line cut by the read starts."""
         while not self.ended:
-            eol = buf.find(b"\n", pos)
+            eol = buf.find(b"\n", pos, size)
             if eol < 0:
-                self._hold(buf, pos)
-                return
+                _check_held(size - pos)
+                return pos
             if eol - pos <= 1 and buf[pos:eol] in (b"", b"\r"):
                 self.ended = True
-                self.extra = len(buf) - eol - 1
+                self.extra = size - eol - 1
             pos = eol + 1
+        return size
 
-    def _hold(self, buf: bytes, pos: int) -> None:
-        if len(buf) - pos > MAX_LINE:
-            raise BrokenFraming(f"a chunk size or trailer line over {MAX_LINE} bytes")
-        self._line = buf[pos:]
+
+def _check_held(length: int) -> None:
+    if length > MAX_LINE:
+        raise BrokenFraming(f"a chunk size or trailer line over {MAX_LINE} bytes")
 
 
 def _size(line: bytes) -> int:

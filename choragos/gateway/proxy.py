@@ -482,26 +482,37 @@ class _Handler(BaseHTTPRequestHandler):
         """Relay a chunked answer as it came, one write per read, its framing
         followed on the way (:mod:`choragos.gateway.chunked`); the kind of error that cut
         it short, or ''.  As in :meth:`_stream`, each piece is read for usage
-        once written, and the end is written once the answer is counted."""
+        once written, and the end is written once the answer is counted.
+
+        Every read lands in one buffer, reused: the bytes are copied only by
+        the kernel, into it and out of it, and the meter reads them there."""
         body = ChunkedBody()
-        read, write = response.fp.read1, self.wfile.write
-        while not body.ended:
-            try:
-                data = read(RAW_PIECE)
-                if not data:
-                    raise BrokenFraming("the upstream closed the stream before its end")
-                out, payload = body.feed(data)
-            except (OSError, BrokenFraming):
-                self.close_connection = True  # the agent sees the stream end unfinished
-                return "upstream_broken"
-            try:
-                if out:
-                    write(out)
-            except OSError:
-                self.close_connection = True
-                return "client_gone"
-            if meter is not None and payload:
-                meter.feed(payload)
+        buf = bytearray(RAW_PIECE)
+        held = 0  # a line the last read cut in two, moved to the buffer's front
+        read = _reader(response, self._upstream.sock if self._upstream else None)
+        write = self.wfile.write
+        with memoryview(buf) as view:
+            while not body.ended:
+                try:
+                    got = read(view[held:])
+                    if not got:
+                        raise BrokenFraming("the upstream closed the stream before its end")
+                    size = held + got
+                    step = body.feed(buf, size)
+                except (OSError, BrokenFraming):
+                    self.close_connection = True  # the agent sees the stream end unfinished
+                    return "upstream_broken"
+                try:
+                    if step.passed:
+                        write(view[:step.passed])
+                except OSError:
+                    self.close_connection = True
+                    return "client_gone"
+                if meter is not None and step.payload:
+                    meter.feed_spans(buf, step.payload)
+                held = size - step.kept
+                if held:
+                    buf[:held] = buf[step.kept:size]
         if not body.extra:  # else what came after the end is not ours: the line is dropped
             response.close()
         settle("")
@@ -566,6 +577,24 @@ class _Handler(BaseHTTPRequestHandler):
         elapsed = (time.monotonic() - began) * 1000
         return (f"{role} {route.api} {self.command} {self._shown} -> "
                 f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
+
+
+def _reader(response: HTTPResponse, sock: socket.socket | None) -> Callable[[memoryview], int]:
+    """Reads of ``response``'s body into a buffer: the first takes what the
+    response's own buffer holds (it read past the headers), or reads once; it
+    is empty after that, so the rest come straight from the socket."""
+    first = True
+
+    def read(into: memoryview) -> int:
+        nonlocal first
+        if first or sock is None:
+            first = False
+            data = response.fp.read1(len(into))
+            into[:len(data)] = data
+            return len(data)
+        return sock.recv_into(into)
+
+    return read
 
 
 def _readable_encodings(values: list[str]) -> str:

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from choragos.gateway.memsearch import find
+
 MAX_LINE = 8 << 20   # one SSE line: OpenAI's response.completed repeats the whole output
 MAX_JSON = 16 << 20  # a non-streamed body
 INFLATE_PIECE = 1 << 16
@@ -163,6 +165,51 @@ class UsageMeter:
                 return
             self._plain(piece)
 
+    def feed_spans(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> None:
+        """Feed ``buf[start:end]`` of each span in turn, as one piece.
+
+        The bytes are copied out only where a line may carry usage: in a plain
+        event stream whose spans hold no hint, the open line (after the last
+        newline) is all that is kept, as :meth:`feed` does with one piece.
+        """
+        if not spans:
+            return
+        if (self._decoder is None and self._sse and not self._dead and not self._skipping
+                and not self._hinted and not self._spans_hint(buf, spans)
+                and self._keep_open_line(buf, spans)):
+            return
+        with memoryview(buf) as view:
+            self.feed(b"".join([view[start:end] for start, end in spans]))
+
+    def _spans_hint(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> bool:
+        """Whether the spans, joined after the open line, hold the hint: one
+        search from the first span's start to the last's end (a hint in the
+        framing between them only sends the piece the slow way), then each
+        seam, where the hint may be cut in two."""
+        if find(buf, _HINT, spans[0][0], spans[-1][1]) >= 0:
+            return True
+        edge = len(_HINT) - 1
+        tail = bytes(self._partial[-edge:])  # the last bytes before the next seam
+        for start, end in spans:
+            if tail and _HINT in tail + buf[start:start + edge]:
+                return True
+            tail = bytes(buf[max(start, end - edge):end] if end - start >= edge
+                         else (tail + buf[start:end])[-edge:])
+        return False
+
+    def _keep_open_line(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> bool:
+        """Keep what follows the spans' last newline as the open line; False
+        if they hold no newline (the slow way then checks the line's length)."""
+        for at in range(len(spans) - 1, -1, -1):
+            start, end = spans[at]
+            cut = buf.rfind(b"\n", start, end)
+            if cut >= 0:
+                self._partial[:] = buf[cut + 1:end]
+                for start, end in spans[at + 1:]:
+                    self._partial += buf[start:end]
+                return True
+        return False
+
     def _plain(self, data: bytes) -> None:
         if self._dead:
             return
@@ -210,7 +257,7 @@ class UsageMeter:
         """Whether ``data``, or the open line's end and ``data``'s start (the hint
         cut in two), holds the hint."""
         edge = len(_HINT) - 1
-        return _HINT in data or _HINT in bytes(self._partial[-edge:]) + data[:edge]
+        return find(data, _HINT) >= 0 or _HINT in bytes(self._partial[-edge:]) + data[:edge]
 
     def _line(self, line: bytes) -> None:
         # Cheap test first: most lines are content deltas that never mention usage.
