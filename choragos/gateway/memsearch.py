@@ -48,7 +48,7 @@ def find(buf: Buffer, needle: bytes, start: int = 0, end: int | None = None,
     """The first index of ``needle`` in ``buf[start:end]`` (indices of ``buf``), or -1:
     ``buf.find(needle, start, end)``, faster on long pieces."""
     end = len(buf) if end is None else min(end, len(buf))
-    if memmem is None or end - start < LONG or not needle:
+    if memmem is None or end - start < LONG or start < 0 or not needle:
         return buf.find(needle, start, end)
     base = _address(buf)
     found = memmem(base + start, end - start, needle, len(needle))

@@ -43,6 +43,7 @@ _MARK = b'"usage'  # in every event that carries usage: "usage", "usageMetadata"
 # stream is searched, and without the quote the search skips further per step
 # (the quote is frequent in JSON); a line with it is then tested for _MARK.
 _HINT = b"usage"
+_SEAM_ENDS = frozenset(_HINT[:-1])  # the last byte of a start of the hint cut by a seam
 
 
 @dataclass
@@ -184,18 +185,35 @@ class UsageMeter:
     def _spans_hint(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> bool:
         """Whether the spans, joined after the open line, hold the hint: one
         search from the first span's start to the last's end (a hint in the
-        framing between them only sends the piece the slow way), then each
-        seam, where the hint may be cut in two."""
+        framing between them only sends the piece the slow way), then the
+        seams where the hint may be cut in two: those after a byte that ends
+        a start of the hint ("u", "us", "usa", "usag")."""
         if find(buf, _HINT, spans[0][0], spans[-1][1]) >= 0:
             return True
-        edge = len(_HINT) - 1
-        tail = bytes(self._partial[-edge:])  # the last bytes before the next seam
-        for start, end in spans:
-            if tail and _HINT in tail + buf[start:start + edge]:
+        last = self._partial[-1] if self._partial else -1
+        for at, (_, end) in enumerate(spans):
+            if last in _SEAM_ENDS and _HINT in self._seam(buf, spans, at):
                 return True
-            tail = bytes(buf[max(start, end - edge):end] if end - start >= edge
-                         else (tail + buf[start:end])[-edge:])
+            last = buf[end - 1]
         return False
+
+    def _seam(self, buf: bytes | bytearray, spans: list[tuple[int, int]], at: int) -> bytes:
+        """The bytes either side of the seam before ``spans[at]``, as many as a
+        hint cut there could have on each side."""
+        edge = len(_HINT) - 1
+        before, i = b"", at
+        while len(before) < edge and i > 0:
+            i -= 1
+            start, end = spans[i]
+            before = buf[max(start, end - edge + len(before)):end] + before
+        if len(before) < edge:
+            before = self._partial[max(0, len(self._partial) - edge + len(before)):] + before
+        after, i = b"", at
+        while len(after) < edge and i < len(spans):
+            start, end = spans[i]
+            after += buf[start:start + edge - len(after)]
+            i += 1
+        return bytes(before + after)
 
     def _keep_open_line(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> bool:
         """Keep what follows the spans' last newline as the open line; False

@@ -418,6 +418,43 @@ def test_a_long_stream_passes_through_without_being_held_in_memory():
         upstream.close()
 
 
+def test_a_streamed_answer_is_searched_once_and_copied_out_only_where_usage_is(monkeypatch):
+    # Each read lands in one buffer; the meter searches its chunks' data there,
+    # every byte once, and copies out (joins) only a read that holds the hint.
+    from choragos.gateway import usage
+    from choragos.gateway.proxy import RAW_PIECE
+    searched: list[int] = []
+    joined: list[int] = []
+    real_find, real_feed = usage.find, usage.UsageMeter.feed
+
+    def counted_find(buf, needle, start=0, end=None):
+        searched.append((len(buf) if end is None else end) - start)
+        return real_find(buf, needle, start, end)
+
+    def counted_feed(self, data):
+        joined.append(len(data))
+        real_feed(self, data)
+
+    monkeypatch.setattr(usage, "find", counted_find)
+    monkeypatch.setattr(usage.UsageMeter, "feed", counted_feed)
+    piece = (b'data: {"choices":[{"delta":{"content":"' + b"x" * 1000 + b'"}}]}\n\n') * 64
+    pieces = [piece] * 200 + [CHAT[2]]
+    payload = len(piece) * 200 + len(CHAT[2])
+    upstream = ScriptedUpstream(pieces)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            status, _, body = request(f"{base_url(gw)}/agent/coder/v1/chat/completions",
+                                      body=b"{}")
+            assert status == 200 and len(body) == payload
+            assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
+    finally:
+        upstream.close()
+    assert sum(joined) <= 2 * RAW_PIECE  # the read(s) with the usage line, not 13 MB
+    # Every byte once (with the framing between chunks), bar what was joined: that
+    # is searched again the slow way.
+    assert payload - sum(joined) <= sum(searched) <= payload + 8 * len(pieces) + 2 * sum(joined)
+
+
 def test_an_https_upstream_is_verified_and_streams_through(short_tmp, monkeypatch):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a test certificate")

@@ -135,3 +135,96 @@ def test_a_long_line_is_searched_once_not_once_per_piece(mark_at):
     reading = meter.close()
     assert reading.counts == {"input": 9, "output": 4, "cache_read": 0}, reading.problem
     assert _Searched.searches == 0
+
+
+OPENAI_CHAT = (b'data: {"model":"gpt-x","choices":[{"delta":{"content":"the usage of it"}}],'
+               b'"usage":null}\n\n' * 3
+               + b'data: {"model":"gpt-x","choices":[],"usage":{"prompt_tokens":12,'
+               b'"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}\n\n'
+               + b"data: [DONE]\n\n")
+GEMINI_STREAM = b"".join(b"data: " + json.dumps({
+    "candidates": [{"content": {"parts": [{"text": "usage " * i}]}}],
+    "modelVersion": "gemini-x",
+    "usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": i}}).encode() + b"\r\n\r\n"
+    for i in range(1, 4))
+
+
+def _framed(payload: bytes, rng) -> tuple[bytearray, list[tuple[int, int]]]:
+    """``payload`` in runs of random sizes with framing between them, as a read of
+    a chunked body lands in the gateway's buffer; the runs' (start, end)."""
+    buf, spans, pos = bytearray(b"1f;usage=x\r\n"), [], 0  # a hint in the framing too
+    while pos < len(payload):
+        size = rng.choice([1, 2, 3, 4, 5, 9, 64, 4096])
+        buf += b"%x\r\n" % size
+        spans.append((len(buf), len(buf) + len(payload[pos:pos + size])))
+        buf += payload[pos:pos + size] + b"\r\n"
+        pos += size
+    return buf, spans
+
+
+@pytest.mark.parametrize("api,stream,counts", [
+    ("anthropic", ANTHROPIC_STREAM,
+     {"input": 11, "output": 42, "cache_read": 7, "cache_creation": 3}),
+    ("openai", OPENAI_CHAT, {"input": 10, "output": 5, "cache_read": 2}),
+    ("gemini", GEMINI_STREAM, {"input": 40, "output": 3, "cache_read": 0}),
+])
+def test_runs_of_a_buffer_count_as_the_same_bytes_fed_whole(api, stream, counts):
+    import random
+    rng = random.Random(api)
+    for _ in range(40):
+        meter = UsageMeter(api, SSE)
+        pos = 0
+        while pos < len(stream):  # reads of random sizes, each in runs of random sizes
+            size = rng.choice([7, 50, 300, 5000])
+            buf, spans = _framed(stream[pos:pos + size], rng)
+            meter.feed_spans(buf, spans)
+            pos += size
+        reading = meter.close()
+        assert reading.counts == counts and not reading.problem, reading
+
+
+def test_a_hint_cut_by_every_seam_is_found():
+    line = b'data: {"type":"message_delta","usage":{"output_tokens":7}}\n'
+    at = line.index(b"usage")
+    for cut in range(at + 1, at + 5):  # "u|sage" ... "usag|e"
+        for tiny in (False, True):  # the hint across three runs: a one-byte run between
+            meter = UsageMeter("anthropic", SSE)
+            buf = bytearray(b"xx" + line[:cut] + b"\r\nyy" + line[cut:] + b"zz")
+            second = (cut + 6, cut + 6 + len(line) - cut)
+            spans = [(2, cut + 2), second]
+            if tiny:
+                spans = [(2, cut + 1), (cut + 1, cut + 2), second]
+            meter.feed_spans(buf, spans)
+            assert meter.close().counts == {"output": 7}, (cut, tiny)
+    for kept in (b"u", b"us", b"usa", b"usag"):  # the open line shorter than the hint's edge
+        meter = UsageMeter("anthropic", SSE)
+        meter._partial[:] = kept
+        assert meter._spans_hint(b"--" + b"usage"[len(kept):] + b"--", [(2, 7 - len(kept))])
+
+
+def test_a_stream_without_usage_is_searched_once_and_never_copied_out(monkeypatch):
+    # The gateway's fast way: the runs of a read are searched in one go, and of a
+    # read without the hint only the open line is kept, nothing joined.
+    from choragos.gateway import usage
+    searched: list[int] = []
+    joined: list[int] = []
+
+    def counted_find(buf, needle, start=0, end=None):
+        searched.append(end - start)
+        return buf.find(needle, start, end)
+
+    monkeypatch.setattr(usage, "find", counted_find)
+    monkeypatch.setattr(UsageMeter, "feed", lambda self, data: joined.append(len(data)))
+    event = b'event: content_block_delta\ndata: {"delta":{"text":"' + b"x" * 1000 + b'"}}\n\n'
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(event), event) for _ in range(16)) + b"3\r\nda"
+    size = len(b"%x\r\n" % len(event))
+    spans = [(at + size, at + size + len(event)) for at in range(0, 16 * (size + len(event) + 2),
+                                                            size + len(event) + 2)]
+    spans.append((len(framed) - 2, len(framed)))
+    meter = UsageMeter("anthropic", SSE)
+    for _ in range(10):
+        meter.feed_spans(framed, spans)
+    assert joined == []
+    assert len(searched) == 10  # one search a read, over its runs and what is between
+    assert sum(searched) < 10 * len(framed)
+    assert bytes(meter._partial) == b"da"  # the open line, kept
