@@ -55,26 +55,32 @@ class ChunkedBody:
         if self._trailer:
             return Step(0, self._trailers(buf, 0, size), [])
         payload: list[tuple[int, int]] = []
-        pos = 0
+        pos, left = 0, self._left  # a local: this loop runs once per chunk
         while pos < size:
-            if self._left:
-                take = min(self._left, size - pos)
-                data = min(take, self._left - 2)  # the chunk's data, not its CRLF
-                if data > 0:
-                    payload.append((pos, pos + data))
-                self._left -= take
-                pos += take
+            if left:
+                if left > size - pos:  # the chunk goes on past this read
+                    if pos + left - 2 > pos:
+                        payload.append((pos, min(size, pos + left - 2)))  # not its CRLF
+                    left -= size - pos
+                    break
+                if left > 2:
+                    payload.append((pos, pos + left - 2))
+                pos += left
+                left = 0
                 continue
             eol = buf.find(b"\n", pos, size)
             if eol < 0:
                 _check_held(size - pos)
+                self._left = 0
                 return Step(pos, pos, payload)
             chunk = _size(buf[pos:eol])
             if chunk == 0:
                 self._trailer = True
+                self._left = 0
                 return Step(pos, self._trailers(buf, eol + 1, size), payload)
-            self._left = chunk + 2
+            left = chunk + 2
             pos = eol + 1
+        self._left = left
         return Step(size, size, payload)
 
     def _trailers(self, buf: bytes | bytearray, pos: int, size: int) -> int:
@@ -96,11 +102,14 @@ def _check_held(length: int) -> None:
         raise BrokenFraming(f"a chunk size or trailer line over {MAX_LINE} bytes")
 
 
-def _size(line: bytes) -> int:
+def _size(line: bytes | bytearray) -> int:
     try:
-        size = int(line.split(b";", 1)[0], 16)  # int() strips the spaces and the CR
+        size = int(line, 16)  # int() strips the spaces and the CR
     except ValueError:
-        raise BrokenFraming(f"a malformed chunk size {line[:40]!r}") from None
+        try:
+            size = int(line.split(b";", 1)[0], 16)  # an extension after the size
+        except ValueError:
+            raise BrokenFraming(f"a malformed chunk size {line[:40]!r}") from None
     if size < 0:
         raise BrokenFraming(f"a negative chunk size {line[:40]!r}")
     return size

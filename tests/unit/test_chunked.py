@@ -91,3 +91,17 @@ def test_a_size_line_that_never_ends_is_broken_framing():
     reads.feed(b"1" * MAX_LINE)
     with pytest.raises(BrokenFraming):
         reads.feed(b"1")
+
+
+def test_reads_of_random_sizes_over_many_chunks_give_the_framing_and_payload_back():
+    import random
+    rng = random.Random(43)
+    for _ in range(50):
+        payload = [bytes([65 + i % 26]) * rng.choice([1, 2, 3, 100, 5000]) for i in range(30)]
+        framed = b"".join(b"%x%s\r\n%s\r\n" % (len(p), rng.choice([b"", b";x=1", b" "]), p)
+                          for p in payload)
+        whole = framed + END
+        cuts = sorted(rng.sample(range(1, len(whole)), 12))
+        pieces = [whole[a:b] for a, b in zip([0, *cuts], [*cuts, len(whole)], strict=True)]
+        body, out, got = _feed_in(pieces)
+        assert body.ended and out == framed and got == b"".join(payload)
