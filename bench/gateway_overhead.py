@@ -12,7 +12,12 @@ hits both alike, each client on one kept-alive connection as agents do.
   by the gateway on the way, as in real use), and the gateway process's CPU
   time per MiB it relayed (steadier than the rate on a loaded machine: on
   two cores the gateway competes with this process, which plays both the
-  upstream and the agent).
+  upstream and the agent);
+- a bare relay, for reference: a process of its own that only copies bytes
+  each way (``recv_into`` a buffer, ``sendall``; no HTTP, no meter), read
+  the same way between the same two.  What it reaches, of direct and in CPU
+  per MiB, is the most any relay in Python gets from the machine as loaded
+  at that moment.
 
 Absolute numbers vary between machines and runs; the differences and the
 ratio are the result.
@@ -95,6 +100,37 @@ def start_gateway(upstream: str, state: str | None) -> tuple[subprocess.Popen, i
     return proc, port
 
 
+def bare_relay(upstream_port: int) -> None:
+    """Relay every connection to the upstream byte for byte (the reference)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    print("listening", listener.getsockname()[1], flush=True)
+
+    def pump(source: socket.socket, sink: socket.socket) -> None:
+        buf = bytearray(1 << 18)
+        with memoryview(buf) as view:
+            while got := source.recv_into(buf):
+                sink.sendall(view[:got])
+
+    def serve(agent: socket.socket) -> None:
+        upstream = socket.create_connection(("127.0.0.1", upstream_port))
+        for sock in (agent, upstream):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=pump, args=(agent, upstream), daemon=True).start()
+        pump(upstream, agent)
+
+    while True:
+        threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
+
+
+def start_bare_relay(upstream_port: int) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, __file__, "--bare-relay", str(upstream_port)],
+                            stdout=subprocess.PIPE)
+    line = proc.stdout.readline()
+    if not line.startswith(b"listening"):
+        raise SystemExit(f"the bare relay did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
 class Client:
     """One kept-alive connection, as an agent holds one."""
 
@@ -130,7 +166,15 @@ class Client:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """A process's user + system CPU time (Linux's /proc; None elsewhere)."""
+    """A process's CPU time (Linux's /proc; None elsewhere): the nanoseconds its
+    threads have run (schedstat), else its user + system clock ticks (10 ms
+    each, too coarse for a few MiB).  The threads measured here (the server's
+    and its one connection's) live through the measurement, so none is lost."""
+    try:
+        return sum(int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+                   for task in os.listdir(f"/proc/{pid}/task")) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -149,12 +193,19 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=64, help="size of each throughput stream")
     parser.add_argument("--streams", type=int, default=5, help="throughput samples per path")
     parser.add_argument("--state", metavar="FILE", help="run the gateway with --state FILE")
+    parser.add_argument("--bare-relay", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_relay:
+        bare_relay(args.bare_relay)
+        return
     upstream = start_upstream()
     proc, port = start_gateway(f"http://127.0.0.1:{upstream.server_address[1]}", args.state)
+    relay, relay_port = start_bare_relay(upstream.server_address[1])
     try:
         direct = Client(upstream.server_address[1], "/v1/messages")
         gateway = Client(port, "/agent/bench/v1/messages")
+        bare = Client(relay_port, "/v1/messages")
+        bare.first_byte()
         for client in (direct, gateway):  # warm both connections
             client.first_byte()
         firsts: dict[str, list[float]] = {"direct": [], "gateway": []}
@@ -165,23 +216,27 @@ def main() -> None:
                 firsts[path].append(first)
                 wholes[path].append(whole)
         events = args.mib * 1024
-        rates: dict[str, list[float]] = {"direct": [], "gateway": []}
-        spent = 0.0
+        rates: dict[str, list[float]] = {"direct": [], "gateway": [], "bare relay": []}
+        spent = {"gateway": 0.0, "bare relay": 0.0}
         for _ in range(args.streams):
             rates["direct"].append(direct.throughput(events))
-            before = cpu_seconds(proc.pid)
-            rates["gateway"].append(gateway.throughput(events))
-            after = cpu_seconds(proc.pid)
-            spent = spent + after - before if None not in (before, after) else float("nan")
+            for path, client, pid in (("gateway", gateway, proc.pid),
+                                      ("bare relay", bare, relay.pid)):
+                before = cpu_seconds(pid)
+                rates[path].append(client.throughput(events))
+                after = cpu_seconds(pid)
+                spent[path] += after - before if None not in (before, after) else float("nan")
     finally:
-        proc.terminate()
-        proc.wait(5)
+        for child in (proc, relay):
+            child.terminate()
+            child.wait(5)
         upstream.shutdown()
-    report(firsts, wholes, rates, args, spent * 1000 / (args.mib * args.streams))
+    report(firsts, wholes, rates, args,
+           {k: v * 1000 / (args.mib * args.streams) for k, v in spent.items()})
 
 
 def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
-           rates: dict[str, list[float]], args, cpu_ms_per_mib: float) -> None:
+           rates: dict[str, list[float]], args, cpu_ms_per_mib: dict[str, float]) -> None:
     ms = {k: statistics.median(v) * 1000 for k, v in firsts.items()}
     whole = {k: statistics.median(v) * 1000 for k, v in wholes.items()}
     p90 = {k: percentile(v, 0.9) * 1000 for k, v in firsts.items()}
@@ -193,7 +248,10 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
     print(f"first-byte overhead {overhead:.3f} ms (p50); whole short answer "
           f"{whole['gateway'] - whole['direct']:.3f} ms (p50); throughput through the gateway "
           f"{mbs['gateway'] / mbs['direct']:.0%} of direct; the gateway's CPU "
-          f"{cpu_ms_per_mib:.2f} ms per MiB relayed")
+          f"{cpu_ms_per_mib['gateway']:.2f} ms per MiB relayed")
+    print(f"for reference, a bare relay (no HTTP, no meter): {mbs['bare relay']:.1f} MiB/s, "
+          f"{mbs['bare relay'] / mbs['direct']:.0%} of direct, its CPU "
+          f"{cpu_ms_per_mib['bare relay']:.2f} ms per MiB")
     print(json.dumps({"bench": "gateway_overhead", "runs": args.runs, "stream_mib": args.mib,
                       "state": bool(args.state),
                       "whole_answer_ms": {k: round(v, 3) for k, v in whole.items()},
@@ -202,7 +260,9 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
                       "first_byte_overhead_ms": round(overhead, 3),
                       "throughput_mib_s": {k: round(v, 1) for k, v in mbs.items()},
                       "throughput_ratio": round(mbs["gateway"] / mbs["direct"], 3),
-                      "gateway_cpu_ms_per_mib": round(cpu_ms_per_mib, 3),
+                      "gateway_cpu_ms_per_mib": round(cpu_ms_per_mib["gateway"], 3),
+                      "bare_relay_ratio": round(mbs["bare relay"] / mbs["direct"], 3),
+                      "bare_relay_cpu_ms_per_mib": round(cpu_ms_per_mib["bare relay"], 3),
                       "load": [round(x, 2) for x in os.getloadavg()]}))
 
 
