@@ -40,8 +40,9 @@ ANTHROPIC, OPENAI, GEMINI = "anthropic", "openai", "gemini"
 Counts = dict[str, int]
 _MARK = b'"usage'  # in every event that carries usage: "usage", "usageMetadata"
 # What a piece is searched for before its lines are looked at: every byte of a
-# stream is searched, and without the quote the search skips further per step
-# (the quote is frequent in JSON); a line with it is then tested for _MARK.
+# stream is searched (a long piece by the C library, see memsearch), and without
+# the quote Python's search skips further per step (the quote is frequent in
+# JSON); a line with it is then tested for _MARK.
 _HINT = b"usage"
 _SEAM_ENDS = frozenset(_HINT[:-1])  # the last byte of a start of the hint cut by a seam
 
