@@ -200,7 +200,11 @@ def main() -> None:
         return
     upstream = start_upstream()
     proc, port = start_gateway(f"http://127.0.0.1:{upstream.server_address[1]}", args.state)
-    relay, relay_port = start_bare_relay(upstream.server_address[1])
+    try:
+        relay, relay_port = start_bare_relay(upstream.server_address[1])
+    except SystemExit:
+        proc.terminate()
+        raise
     try:
         direct = Client(upstream.server_address[1], "/v1/messages")
         gateway = Client(port, "/agent/bench/v1/messages")
