@@ -22,10 +22,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ptyprocess import PtyProcess
-
 from choragos import safeexec
 from choragos.fdwait import wait_ready
+from choragos.terminal import ptyspawn
 from choragos.terminal.restartpolicy import ExitStatus
 
 READ_CHUNK = 65536
@@ -55,10 +54,11 @@ def resolve_command(command: str, env: Mapping[str, str], workspace: Path) -> st
 
 
 class PtyChild:
-    def __init__(self, proc: PtyProcess) -> None:
-        self.proc = proc
-        self.pid: int = proc.pid
-        self.fd: int = proc.fd
+    def __init__(self, spawned: ptyspawn.Spawned) -> None:
+        self.pid: int = spawned.pid
+        self.fd: int = spawned.fd
+        self._close = spawned.close
+        self.closed = False
         self._exit: ExitStatus | None = None
         self._lock = threading.Lock()
         # Writes come from several threads (the role actor's injections, the
@@ -74,10 +74,10 @@ class PtyChild:
               cols: int = 120, rows: int = 40) -> PtyChild:
         argv = [resolve_command(argv[0], env, safeexec.workspace_of(cwd)), *argv[1:]]
         try:
-            proc = PtyProcess.spawn(argv, cwd=str(cwd), env=dict(env), dimensions=(rows, cols))
+            spawned = ptyspawn.spawn(argv, str(cwd), env, cols, rows)
         except OSError as exc:
             raise SpawnError(f"could not start {argv[0]}: {exc.strerror or exc}") from exc
-        return cls(proc)
+        return cls(spawned)
 
     def write(self, data: bytes) -> bool:
         """Write everything, waiting for the PTY to drain when it is full.
@@ -86,7 +86,7 @@ class PtyChild:
         racing with it is not an error of its own.
         """
         with self._write_lock:
-            if self.proc.closed:
+            if self.closed:
                 return False
             view = memoryview(data)
             while view:
@@ -109,7 +109,7 @@ class PtyChild:
         if not self._write_lock.acquire(blocking=False):
             return data
         try:
-            if self.proc.closed:
+            if self.closed:
                 return None
             try:
                 written = os.write(self.fd, data)
@@ -139,7 +139,7 @@ class PtyChild:
         Asked of the terminal's own end: a process starved of CPU, or
         stopped, leaves what was typed there, where a deaf one has read it.
         """
-        if self._slave is None or self.proc.closed:
+        if self._slave is None or self.closed:
             return 0  # closed, the number may be another terminal's by now
         return unread_bytes(self._slave)
 
@@ -153,7 +153,11 @@ class PtyChild:
 
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
-            self.proc.setwinsize(rows, cols)
+            ptyspawn.set_size(self.fd, cols, rows)
+
+    def size(self) -> tuple[int, int]:
+        """``(cols, rows)`` as the agent sees them."""
+        return ptyspawn.get_size(self.fd)
 
     def poll(self) -> ExitStatus | None:
         """Reap the child if it has exited; never blocks."""
@@ -179,15 +183,13 @@ class PtyChild:
         return self.poll()
 
     def close(self) -> None:
-        """Close our end once.  ptyprocess would close the same fd number again
-        from ``__del__`` (by then perhaps another pane's PTY), so mark it closed."""
+        """Close our end once (the number may be another pane's terminal afterwards)."""
         with self._write_lock:  # a write in progress finishes on the fd it started on
-            if self.proc.closed:
+            if self.closed:
                 return
+            self.closed = True
             with contextlib.suppress(OSError):
-                self.proc.fileobj.close()
-            self.proc.closed = True
-            self.proc.fd = -1
+                self._close()
 
     def terminate(self, grace: float = 3.0) -> ExitStatus | None:
         """SIGHUP+SIGTERM the group, then SIGKILL after ``grace`` seconds."""

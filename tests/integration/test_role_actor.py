@@ -200,8 +200,8 @@ def test_a_small_tile_never_shrinks_the_agents_terminal_below_its_floor(role):
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
 
     def sizes() -> tuple[tuple[int, int], tuple[int, int]]:
-        rows, cols = role.state.child.proc.getwinsize()  # what the agent sees
-        return (cols, rows), (role.state.terminal.cols, role.state.terminal.rows)
+        seen = role.state.child.size()  # what the agent sees
+        return seen, (role.state.terminal.cols, role.state.terminal.rows)
     role.handle.ask(m.Resize(22, 4), timeout=5)
     assert sizes() == ((80, 24), (80, 24))  # the default floor, whatever the tile
     role.handle.ask(m.Resize(130, 10), timeout=5)
