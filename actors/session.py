@@ -50,12 +50,12 @@ from choragos.actors.gatewayprober import FlushTick, FlushTokens, GatewayProber,
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
 from choragos.actors.listener import (
+    FAULT_HOOK,
     ListenerActor,
     ListenerState,
     bind_server,
     install_fault_hook,
 )
-from choragos.actors.notifier import notifier, notifier_started
 from choragos.actors.proxyrunner import READY_TIMEOUT, ProxyRunner, ProxyRunnerState, Ready
 from choragos.actors.reload import ReloadActor
 from choragos.actors.rolesview import RolesView
@@ -68,8 +68,6 @@ from choragos.actors.supervisor import (
     stop_children,
 )
 from choragos.actors.timers import Timers
-from choragos.actors.websession import WebAccess, web
-from choragos.actors.websession import install_fault_hook as install_web_fault_hook
 from choragos.board import journal, taskids
 from choragos.board.events import EventLog, default_path
 from choragos.board.tasks import SETTLED_STATES
@@ -160,7 +158,10 @@ class Session:
         spawns anything or writes one line into the running session's log."""
         self.server = bind_server(self.options.socket, self.events.write)
         install_fault_hook(self.server)
-        install_web_fault_hook(self)
+        if os.environ.get(FAULT_HOOK):  # a test's; the web view's modules only then
+            from choragos.actors.websession import install_fault_hook as install_web_fault_hook
+
+            install_web_fault_hook(self)
         self._unhook = threadhook.install(self._thread_died)
         self.events.write("deck starting", version=__version__, pid=os.getpid(),
                           mode=self.options.mode, dir=str(self.workdir),
@@ -320,10 +321,18 @@ class Session:
         self.crew.core, self.crew.timers = handle, self.timers
         self.crew.supervisor = self.supervisor
 
+    # The notifier's and the web view's modules are loaded only when their
+    # section is set: a session without them starts (and draws) sooner.
     def _notifier(self, deps: Mapping[str, Handle]) -> Start | None:
+        if not self.config.notify.url:
+            return None
+        from choragos.actors.notifier import notifier
+
         return notifier(self)
 
     def _notifier_started(self, handle: Handle) -> None:
+        from choragos.actors.notifier import notifier_started
+
         notifier_started(self, self.core_state.hooks, handle)
 
     def _clocks(self, deps: Mapping[str, Handle]) -> Start:
@@ -410,6 +419,11 @@ class Session:
         return lambda h: ListenerActor.start(listening, h, sup)
 
     def _web(self, deps: Mapping[str, Handle]) -> Start | None:
+        if not self.config.web.listen:
+            clear_addr(self.workdir)  # a crashed run's address is no one's now
+            return None
+        from choragos.actors.websession import WebAccess, web
+
         made = web(self, self.news_hub, WebAccess(self.roles, self.listening, self.workdir))
         if made is None:
             return None
