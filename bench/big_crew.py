@@ -20,7 +20,12 @@ roles' scrollback costs in memory, next to tmux doing the same in one run.
 The keystroke latency of a big crew with floods is ``attach_latency.py
 --roles 12 --flooders 3``.  Not part of the test suite.
 
-    .venv/bin/python bench/big_crew.py [--roles 12] [--flooders 5] [--lines 100000]
+    .venv/bin/python bench/big_crew.py [--roles 12] [--flooders 5] [--lines 100000] [--pairs 1]
+
+``--pairs N`` times N first frames, choragos and tmux back to back (the
+memory with the last; ``--flooders 0`` skips it); the JSON line has every
+pair's figures, the headline ratio the last pair's, and the CPU seconds the
+``serve`` client and the server had used when the frame was seen.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from bench.common import (  # noqa: E402
     served,
     tmux_tiled,
 )
+from choragos.session.daemon import sidecar_for  # noqa: E402
 from choragos.ui.layout import Layout  # noqa: E402
 
 HISTORY = 5000
@@ -103,11 +109,20 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
         try:
             screen.wait_for(lambda text: text.count("agent>") >= shown, 120)
             first_frame = time.perf_counter() - started
+            # CPU to the first frame moves less with the machine's load than the wall time.
+            cpu = {"client": process_cpu(screen.proc.pid),
+                   "server": process_cpu(_server_pid(Path(env["CHORAGOS_SOCK"])))}
             briefed = "you said" in screen.text()
         finally:
             screen.close()
-    memory = choragos_memory(root, flooders, lines)
-    return {"first_frame_s": first_frame, "briefed_at_first_frame": briefed, **memory}
+    memory = choragos_memory(root, flooders, lines) if flooders else {"rss_mb": 0.0}
+    return {"first_frame_s": first_frame, "first_frame_cpu_s": cpu,
+            "briefed_at_first_frame": briefed, **memory}
+
+
+def _server_pid(control: Path) -> int:
+    """The session server's pid, from the sidecar next to its socket."""
+    return json.loads(sidecar_for(control).read_text())["pid"]
 
 
 @contextlib.contextmanager
@@ -143,6 +158,8 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
     finally:
         screen.close()
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
+    if not flooders:
+        return {"first_frame_s": first_frame, "rss_mb": 0.0}
     logger = f"{sys.executable} {root / 'log.py'} {lines}"
     server = [binary, "-L", f"crew-memory-{os.getpid()}", "-f", "/dev/null"]
     subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "sleep 3600"],
@@ -160,26 +177,48 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
 
 
+def _pair(roles: int, flooders: int, lines: int, binary: str, before: dict) -> dict:
+    """One run of each side, back to back; the first frames of the pairs
+    ``before`` are kept beside this pair's (the memory is this run's, if any)."""
+    results = {}
+    with scratch("chc-") as root:
+        results["choragos"] = choragos(root, roles, flooders, lines)
+    with scratch("chc-") as root:
+        results["tmux"] = tmux(root, roles, flooders, lines, binary)
+    for side, found in results.items():
+        print(f"  {side}: first frame {found['first_frame_s']:.2f} s, load "
+              f"{os.getloadavg()[0]:.1f}", file=sys.stderr)
+        if side in before:
+            found["first_frames_s"] = [*before[side].get("first_frames_s", [
+                before[side]["first_frame_s"]]), found["first_frame_s"]]
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--roles", type=int, default=12)
     parser.add_argument("--flooders", type=int, default=5)
     parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="first frames timed, choragos and tmux back to back")
     args = parser.parse_args()
     binary = need_tmux()
     results = {}
-    with scratch("chc-") as root:
-        results["choragos"] = choragos(root, args.roles, args.flooders, args.lines)
-    with scratch("chc-") as root:
-        results["tmux"] = tmux(root, args.roles, args.flooders, args.lines, binary)
+    for _ in range(args.pairs - 1):  # the memory only once, with the last pair
+        results = _pair(args.roles, 0, 0, binary, results)
+    results = _pair(args.roles, args.flooders, args.lines, binary, results)
     ours, theirs = results["choragos"], results["tmux"]
     print(f"a crew of {args.roles} panes; {args.flooders} roles x {args.lines} lines of log")
     print(f"  {'':10} {'first frame s':>14} {'server RSS MB':>14}")
     for name, found in results.items():
         print(f"  {name:10} {found['first_frame_s']:14.2f} {found['rss_mb']:14.1f}")
+    memory = ours["rss_mb"] / theirs["rss_mb"] if theirs["rss_mb"] else None
     emit("big_crew", {"first frame choragos/tmux": ours["first_frame_s"] / theirs["first_frame_s"],
-                      "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},
+                      "memory choragos/tmux": memory},
          first_frame_s={k: round(v["first_frame_s"], 2) for k, v in results.items()},
+         first_frames_s={k: [round(t, 2) for t in v.get("first_frames_s", [])]
+                          for k, v in results.items()},
+         first_frame_cpu_s=ours["first_frame_cpu_s"],
          rss_mb={k: round(v["rss_mb"], 1) for k, v in results.items()},
          briefed_at_first_frame=ours["briefed_at_first_frame"],
          roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY)
