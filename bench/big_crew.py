@@ -22,6 +22,8 @@ The keystroke latency of a big crew with floods is ``attach_latency.py
 
     .venv/bin/python bench/big_crew.py [--roles 12] [--flooders 5] [--lines 100000] [--pairs 1]
 
+``--agent-boot S`` gives every agent a start that waits S seconds (the
+fixture's ``--boot``), as an agent CLI's start waits on its disk and network.
 ``--pairs N`` times N first frames, choragos and tmux back to back (the
 memory with the last; ``--flooders 0`` skips it); the JSON line has every
 pair's figures, the headline ratio the last pair's, and the CPU seconds the
@@ -59,6 +61,9 @@ from choragos.session.daemon import sidecar_for  # noqa: E402
 from choragos.ui.layout import Layout  # noqa: E402
 
 HISTORY = 5000
+# The fixture agent's words: ``--agent-boot S`` adds ``--boot S``, an agent
+# whose start waits S seconds (as an agent CLI waits on its disk and network).
+AGENT_ARGS: list[str] = []
 LOGGER = r"""
 import os, sys
 lines = int(sys.argv[1])
@@ -94,9 +99,9 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
     work.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     (root / "log.py").write_text(LOGGER)
-    python, agent = json.dumps(sys.executable), json.dumps(str(AGENT))
-    parts = [f'[[roles]]\nname = "r0"\ncommand = {python}\nargs = [{agent}]\nstart = true\n\n']
-    parts += [f'[[roles]]\nname = "r{i}"\ncommand = {python}\nargs = [{agent}]\n\n'
+    python, agent = json.dumps(sys.executable), json.dumps([str(AGENT), *AGENT_ARGS])
+    parts = [f'[[roles]]\nname = "r0"\ncommand = {python}\nargs = {agent}\nstart = true\n\n']
+    parts += [f'[[roles]]\nname = "r{i}"\ncommand = {python}\nargs = {agent}\n\n'
               for i in range(1, roles)]
     (work / ".choragos.toml").write_text(
         "".join(parts) + "[ui]\nauto_focus = false\nsidebar = false\n"
@@ -150,7 +155,7 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
     (root / "log.py").write_text(LOGGER)
     server = [binary, "-L", f"crew-{os.getpid()}", "-f", "/dev/null"]
     started = time.perf_counter()
-    tmux_tiled(server, env, [f"{sys.executable} {AGENT}"] * roles)
+    tmux_tiled(server, env, [" ".join([sys.executable, str(AGENT), *AGENT_ARGS])] * roles)
     screen = Screen([*server, "attach"], env, root)
     try:
         screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
@@ -201,7 +206,11 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=1,
                         help="first frames timed, choragos and tmux back to back")
+    parser.add_argument("--agent-boot", type=float, default=0.0, metavar="S",
+                        help="each agent waits S seconds before its prompt (default 0)")
     args = parser.parse_args()
+    if args.agent_boot:
+        AGENT_ARGS.extend(["--boot", str(args.agent_boot)])
     binary = need_tmux()
     results = {}
     for _ in range(args.pairs - 1):  # the memory only once, with the last pair
@@ -221,7 +230,8 @@ def main() -> None:
          first_frame_cpu_s=ours["first_frame_cpu_s"],
          rss_mb={k: round(v["rss_mb"], 1) for k, v in results.items()},
          briefed_at_first_frame=ours["briefed_at_first_frame"],
-         roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY)
+         roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY,
+         agent_boot_s=args.agent_boot)
 
 
 if __name__ == "__main__":
