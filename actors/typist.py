@@ -31,6 +31,7 @@ from choragos.agents.profiles import typed_form
 from choragos.plural import counted
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
+from choragos.session import hopstamps
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState
@@ -225,12 +226,16 @@ class Typist:
         if pasted:
             data = b"\x1b[200~" + data + b"\x1b[201~"
         self.s.child.write(data)
+        if hopstamps.ON:
+            hopstamps.mark("typed", self.s.spec.name)
         return pasted
 
     def _await_echo(self, typing: Typing) -> None:
         s = self.s
         now = self.now()
         shown, quiet = self.shows_pending(typing.text), now - s.last_output
+        if hopstamps.ON:
+            hopstamps.mark("echo-shown" if shown else "echo-look", s.spec.name)
         if shown and (quiet >= ENTER_QUIET or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
@@ -275,6 +280,8 @@ class Typist:
             typing.first_enter = typing.entered - typing.started
         typing.move(Step.ENTERED)
         self.s.child.write(b"\r")
+        if hopstamps.ON:
+            hopstamps.mark("enter", self.s.spec.name)
         self._next(typing, FAST_POLL)
 
     def _await_taken(self, typing: Typing) -> None:
@@ -285,6 +292,8 @@ class Typist:
         or has not finished running, is slow, not deaf.
         """
         if not self.shows_pending(typing.text):
+            if hopstamps.ON:
+                hopstamps.mark("taken", self.s.spec.name)
             self._end(typing, Step.TAKEN, Ending(True, typing.summary()))
             return
         now = self.now()
