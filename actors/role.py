@@ -263,6 +263,8 @@ class RoleActor(Actor):
     @handle.register
     def _output_seen(self, msg: roleio.OutputSeen) -> None:
         self.watch.output_seen(msg)
+        if msg.gen == self.s.gen:
+            self.typist.output_seen()
 
     @handle.register
     def _classify(self, msg: m.Classify) -> None:
