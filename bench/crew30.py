@@ -283,9 +283,11 @@ class Tail:
 
 
 def deliveries(sock: Path, work: Path, crew: Crew, samples: int,
-               spans: list[tuple[str, int]] | None = None) -> list[float]:
+               spans: list[tuple[str, int]] | None = None,
+               snapped: list[float] | None = None) -> list[float]:
     """Seconds from the delegate request to the ``delivered`` stamp, per task;
-    with ``spans``, each request's (role, perf_counter_ns) appended to it."""
+    with ``spans``, each request's (role, perf_counter_ns) appended to it,
+    with ``snapped`` the seconds each task's checkpoint took (its event says)."""
     events = Tail(work / ".choragos" / "logs" / "events.jsonl")
     agents = Tail(crew.agent_log)
     last: dict[str, str] = {}
@@ -306,6 +308,9 @@ def deliveries(sock: Path, work: Path, crew: Crew, samples: int,
         done = events.wait(lambda e, t=task: e["event"] == "delivered" and e.get("task") == t,
                            60)
         out.append(done["t"] - sent)
+        if snapped is not None:
+            snapped += [e["seconds"] for e in events.seen if e["event"] == "checkpoint"
+                        and e.get("task") == task and "seconds" in e]
         last[role] = task
         if out[-1] > SLOW:  # say what held it up
             why = [e for e in events.seen if e.get("role") == role and e["t"] >= sent - 0.001]
@@ -334,14 +339,14 @@ DELIVERY_HOPS = (
 )
 
 
-def delivery_hops(stamps: Path, spans: list[tuple[str, int]]) -> dict[str, list[float]]:
-    """Per hop, the ms from the request's start to its first stamp after the
-    hop it follows (a request missing a hop is left out of the later ones)."""
+def delivery_hops(stamps: Path, spans: list[tuple[str, int]]) -> list[dict[str, float]]:
+    """Per request, the ms from its start to each hop's first stamp after the
+    hop it follows (a request missing a hop has none of the later ones)."""
     marks: dict[tuple[str, str], list[int]] = {}
     for line in stamps.read_text().splitlines():
         ns, hop, *who = line.split()
         marks.setdefault((hop, who[0] if who else ""), []).append(int(ns))
-    found: dict[str, list[float]] = {}
+    found: list[dict[str, float]] = []
     ends = [ns for _role, ns in spans[1:]] + [2**63]
     for (role, sent), end in zip(spans, ends, strict=True):
         at: dict[str | None, int] = {None: sent}
@@ -351,8 +356,20 @@ def delivery_hops(stamps: Path, spans: list[tuple[str, int]]) -> dict[str, list[
             t = None if start is None else next((t for t in stamps_of if start <= t < end), None)
             if t is not None:
                 at[name] = t
-                found.setdefault(name, []).append((t - sent) / 1e6)
+        found.append({name: round((t - sent) / 1e6, 1) for name, t in at.items() if name})
     return found
+
+
+def hop_figures(per_request: list[dict[str, float]], took: list[float]) -> dict:
+    """Each hop's p50 / p99 over the requests, and the three slowest requests whole."""
+    figures: dict = {}
+    for name, *_ in DELIVERY_HOPS:
+        values = [hops[name] for hops in per_request if name in hops]
+        if values:
+            figures[name] = {"p50": round(statistics.median(values), 1),
+                             "p99": round(_pct(values, 0.99), 1)}
+    slowest = sorted(range(len(took)), key=took.__getitem__)[-3:]
+    return {"hops_ms": figures, "slowest_ms": [per_request[i] for i in reversed(slowest)]}
 
 
 def run_choragos(args: argparse.Namespace) -> dict:
@@ -366,11 +383,13 @@ def run_choragos(args: argparse.Namespace) -> dict:
             built, settled = build_history(sock, work, args.history)
             found.update(history_s=round(built, 1), checkpoints_settled_s=round(settled, 1))
             spans: list[tuple[str, int]] = []
-            took = deliveries(sock, work, crew, args.samples, spans)
+            snapped: list[float] = []
+            took = deliveries(sock, work, crew, args.samples, spans, snapped)
             if args.hops:
-                found["hops_ms"] = {
-                    name: {"p50": round(statistics.median(v), 1), "p99": round(_pct(v, 0.99), 1)}
-                    for name, v in delivery_hops(root / "hops.txt", spans).items()}
+                found.update(hop_figures(delivery_hops(root / "hops.txt", spans), took))
+            if snapped:
+                found["checkpoint_ms"] = {"p50": round(statistics.median(snapped) * 1000, 1),
+                                          "p99": round(_pct(snapped, 0.99) * 1000, 1)}
             found.update(delivered_p50_ms=round(statistics.median(took) * 1000, 1),
                          delivered_p99_ms=round(_pct(took, 0.99) * 1000, 1),
                          delivered_max_ms=round(max(took) * 1000, 1))
@@ -448,8 +467,13 @@ def _print_deliveries(args: argparse.Namespace, ours: dict) -> None:
           f"{ours['history_s']:.0f} s, its checkpoints done {ours['checkpoints_settled_s']:.0f} s "
           f"later; server RSS then {ours['rss_after_history_mb']:.1f} MB; "
           f"load average {machine()['load']})")
+    if "checkpoint_ms" in ours:
+        print(f"    (each task's checkpoint took p50 {ours['checkpoint_ms']['p50']:.1f} ms, "
+              f"p99 {ours['checkpoint_ms']['p99']:.1f} ms)")
     for name, at in ours.get("hops_ms", {}).items():
         print(f"    {name:20} at p50 {at['p50']:7.1f} ms, p99 {at['p99']:7.1f} ms")
+    for hops in ours.get("slowest_ms", []):
+        print("    a slow one: " + ", ".join(f"{name} {ms:g}" for name, ms in hops.items()))
 
 
 def _ratio(ours: float, theirs: float) -> float | None:
