@@ -24,6 +24,7 @@ from choragos.actors.timeouts import Timeouts
 from choragos.board.tasks import Task, TaskState
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
+from choragos.session import hopstamps
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState, Seat
@@ -70,6 +71,8 @@ class Delivery:
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         self.port.journal("inflight", id=injection.id, role=seat.name)
+        if hopstamps.ON:
+            hopstamps.mark("inject-queued", seat.name)
         # Typed only once on disk: a restart must know it may have reached the agent.
         self.port.tell_when_synced(seat.handle, m.Inject(injection))
 
@@ -133,6 +136,8 @@ class Delivery:
         if msg.ok:
             task = self.port.move(task.id, TaskState.DELIVERED)
             self.port.event("delivered", task=task.id, role=task.role)
+            if hopstamps.ON:
+                hopstamps.mark("delivered", task.role)
             self.timeouts.start(task)
         elif msg.submitted:
             # The Enter went in before the agent died: it may have begun the

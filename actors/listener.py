@@ -36,6 +36,7 @@ from choragos.actors.durable import durable_ack
 from choragos.actors.handle import ActorCrashed, ActorGone
 from choragos.control import wire
 from choragos.control.server import ControlServer
+from choragos.session import hopstamps
 
 log = logging.getLogger("choragos.listener")
 
@@ -99,6 +100,8 @@ class ListenerState:
         return self._dispatch(request, role)
 
     def _dispatch(self, request: dict, caller: str | None) -> dict:
+        if hopstamps.ON:
+            hopstamps.mark("req-in", str(request.get("cmd")))
         request[wire.CALLER] = caller
         refusal = self.gate.refusal(request)
         if refusal:
@@ -110,7 +113,12 @@ class ListenerState:
             return wire.error("the session core is busy; try again")
         except (ActorCrashed, ActorGone) as exc:
             return wire.error(f"the session could not handle the request: {exc}")
-        return durable_ack(self.journal, settle(ack))
+        if hopstamps.ON:
+            hopstamps.mark("core-answered", str(request.get("cmd")))
+        ack = durable_ack(self.journal, settle(ack))
+        if hopstamps.ON:
+            hopstamps.mark("req-acked", str(request.get("cmd")))
+        return ack
 
 
 def settle(ack: Any) -> Any:

@@ -39,6 +39,7 @@ from choragos.remote.seat import RemoteRole, SeatError
 from choragos.roles import briefs, conversations
 from choragos.roles.launch import Launch
 from choragos.roles.rolestatus import SCREEN_STATES, RoleStatus, check
+from choragos.session import hopstamps
 from choragos.terminal.echowait import EchoWait
 from choragos.terminal.emulator import Terminal
 from choragos.terminal.ptyproc import SpawnError
@@ -262,6 +263,8 @@ class RoleActor(Actor):
     @handle.register
     def _output_seen(self, msg: roleio.OutputSeen) -> None:
         self.watch.output_seen(msg)
+        if msg.gen == self.s.gen:
+            self.typist.output_seen()
 
     @handle.register
     def _classify(self, msg: m.Classify) -> None:
@@ -374,6 +377,8 @@ class RoleActor(Actor):
     @handle.register
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
+        if hopstamps.ON:
+            hopstamps.mark("inject-in", s.spec.name)
         self.typist.release_cleared_input()
         if self._ready() and self._screen_status() is not RoleStatus.IDLE:
             self._refresh_status()  # the screen moved on (a dialog opened) since last read

@@ -149,11 +149,12 @@ class OutputFeed:
                 return None
             s.last_output = self.now()
             due = s.terminal.feed(data, eager=eager)
-        if s.output_noticed or s.classify_pending:
-            # A classification on its way reads the screen after it clears
-            # its flag, so it takes this output in too: a notice now would
-            # wake the actor to change nothing (for a flooding pane, once
-            # per chunk read).
+        if s.output_noticed or (s.classify_pending and s.typing is None):
+            # A notice or classification on its way reads the screen after
+            # it clears its flag, so it takes this output in too: a notice
+            # now would wake the actor to change nothing (for a flooding
+            # pane, once per chunk read).  While a line is being typed in,
+            # its echo and its clearing are looked for as they arrive.
             return due
         self._notice()
         return due

@@ -31,6 +31,7 @@ from choragos.agents.profiles import typed_form
 from choragos.plural import counted
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
+from choragos.session import hopstamps
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState
@@ -38,19 +39,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("choragos.role")
 
 # The Enter goes in its own write, once the text shows on the agent's screen
-# and the pane has been quiet for ENTER_QUIET: agent TUIs read text+Enter
-# arriving together as a paste, which never submits, and an agent that has
-# drawn the text has read it.  A profile may ask for a floor from the text
-# to the Enter (``enter_delay``).
+# and the pane has been quiet for the profile's ``enter_quiet``: agent TUIs
+# read text+Enter arriving together as a paste, which never submits, and an
+# agent that has drawn the text has read it.  A profile may also ask for a
+# floor from the text to the Enter (``enter_delay``).
 ECHO_WAIT = 2.0
-# Gemini CLI takes an Enter that follows any input event (a terminal reply
-# included) within 30 ms as a newline, not a submission.
-ENTER_QUIET = 0.1
-# The echo and the input's clearing are looked for every FAST_POLL while
-# they usually come, then every ECHO_POLL / CONFIRM_POLL.
+# The echo and the input's clearing are looked for as the agent's output
+# arrives (the reader's notice), and, should a notice be late, every
+# FAST_POLL while they usually come, then every ECHO_POLL / CONFIRM_POLL.
 FAST_POLL = 0.02
 FAST_FOR = 0.3
 QUIET_TICK = 0.005  # the least wait for a quiet pane: never a timer due at once
+TIMER_SLACK = 0.001  # a wait this close to its end is over (clock readings differ by a hair)
 ECHO_POLL = 0.1
 CONFIRM_POLL = 0.05
 CONFIRM_WINDOW = 1.5
@@ -105,6 +105,7 @@ class Typing:
     boot: bool = False
     pasted: bool = False
     first_enter: float = 0.0
+    timer: Any = None  # the next look's timer: one at a time, a newer look replaces it
     slow_poll: float = 0.0  # the last look's wait once the agent was found slow (0: not slow)
     step: Step = Step.TYPED
     path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
@@ -178,7 +179,8 @@ class Typist:
         message is for another process or typing (a stale one)."""
         s = self.s
         typing = s.typing
-        if msg.gen != s.gen or typing is None or typing.injection.id != msg.injection_id:
+        if (msg.gen != s.gen or typing is None or typing.injection.id != msg.injection_id
+                or msg.step != typing.step):
             return
         if s.status is RoleStatus.PAUSED:
             self.timers.after(PAUSED_POLL, self.me, msg)  # hold until resume
@@ -186,6 +188,18 @@ class Typist:
         run = self._steps.get(msg.step)
         if run is not None:
             run(typing)
+
+    def output_seen(self) -> None:
+        """The agent drew something: the echo or the input's clearing may be
+        on the screen now, a look sooner than the next timer's."""
+        s = self.s
+        typing = s.typing
+        if typing is None or s.status is RoleStatus.PAUSED:
+            return
+        if typing.step is Step.TYPED and self.shows_pending(typing.text):
+            self._await_echo(typing)  # the Enter now, or a timer for the quiet's end
+        elif typing.step is Step.ENTERED and not self.shows_pending(typing.text):
+            self._taken(typing)
 
     def abandon(self, detail: str, submitted: bool = False) -> None:
         """End the typing in flight from outside: the process exited or was
@@ -225,13 +239,18 @@ class Typist:
         if pasted:
             data = b"\x1b[200~" + data + b"\x1b[201~"
         self.s.child.write(data)
+        if hopstamps.ON:
+            hopstamps.mark("typed", self.s.spec.name)
         return pasted
 
     def _await_echo(self, typing: Typing) -> None:
         s = self.s
         now = self.now()
-        shown, quiet = self.shows_pending(typing.text), now - s.last_output
-        if shown and (quiet >= ENTER_QUIET or now - typing.started >= ECHO_WAIT):
+        shown = self.shows_pending(typing.text)
+        if hopstamps.ON:
+            hopstamps.mark("echo-shown" if shown else "echo-look", s.spec.name)
+        due = self._enter_due(typing, now) if shown else 0.0
+        if shown and (due <= TIMER_SLACK or now - typing.started >= ECHO_WAIT):
             self._press_enter(typing)
             return
         if s.child.stopped():
@@ -247,7 +266,7 @@ class Typist:
             self._slow_down(typing, ECHO_POLL)
         if now - typing.started < ECHO_WAIT:
             # Shown: the Enter is due once the pane has been quiet long enough.
-            self._next(typing, max(ENTER_QUIET - quiet, QUIET_TICK) if shown
+            self._next(typing, max(due, QUIET_TICK) if shown
                        else self._poll(typing, now - typing.began, ECHO_POLL))
             return
         if s.child.unread_input() > 0:
@@ -257,6 +276,13 @@ class Typist:
                                          f"{STARVED_WAIT:g}s; not typed again")
             return
         self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+
+    def _enter_due(self, typing: Typing, now: float) -> float:
+        """Seconds until the Enter may follow the shown text: the pane quiet
+        for the profile's ``enter_quiet``, and its floor from the text passed."""
+        profile = self.s.profile
+        return max(profile.enter_quiet - (now - self.s.last_output),
+                   typing.began + profile.enter_delay - now)
 
     def _slow(self, typing: Typing) -> bool:
         """The agent has not read all that was typed, or is still at work on
@@ -275,6 +301,8 @@ class Typist:
             typing.first_enter = typing.entered - typing.started
         typing.move(Step.ENTERED)
         self.s.child.write(b"\r")
+        if hopstamps.ON:
+            hopstamps.mark("enter", self.s.spec.name)
         self._next(typing, FAST_POLL)
 
     def _await_taken(self, typing: Typing) -> None:
@@ -285,7 +313,7 @@ class Typist:
         or has not finished running, is slow, not deaf.
         """
         if not self.shows_pending(typing.text):
-            self._end(typing, Step.TAKEN, Ending(True, typing.summary()))
+            self._taken(typing)
             return
         now = self.now()
         if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
@@ -302,6 +330,11 @@ class Typist:
             self._press_enter(typing)  # the one second Enter
         else:
             self._leave_in_input(typing, "the agent did not take the Enter")
+
+    def _taken(self, typing: Typing) -> None:
+        if hopstamps.ON:
+            hopstamps.mark("taken", self.s.spec.name)
+        self._end(typing, Step.TAKEN, Ending(True, typing.summary()))
 
     def _retype(self, typing: Typing) -> None:
         """Never type the same text twice: the agent stopped with it still
@@ -328,8 +361,7 @@ class Typist:
             self.report(m.InjectionOutcome(self.s.spec.name, typing.injection, False,
                                            f"{why}; retrying in {RETRY_DELAY:g}s", final=False))
             typing.move(Step.RETRYING)
-            self.timers.after(RETRY_DELAY, self.me,
-                              m.InjectStep(self.s.gen, typing.injection.id, Step.RETRYING))
+            self._next(typing, RETRY_DELAY)
             return
         self._end(typing, Step.FAILED, Ending(False, f"{why} after {typing.attempts} attempts"))
 
@@ -349,11 +381,17 @@ class Typist:
         return FAST_POLL if waited < FAST_FOR else then
 
     def _next(self, typing: Typing, delay: float) -> None:
-        """The current step looks again after ``delay``."""
-        self.timers.after(delay, self.me,
-                          m.InjectStep(self.s.gen, typing.injection.id, typing.step))
+        """The current step looks again after ``delay`` (and not at the time a
+        look before this one asked for)."""
+        if typing.timer is not None:
+            typing.timer.cancel()
+        typing.timer = self.timers.after(delay, self.me,
+                                         m.InjectStep(self.s.gen, typing.injection.id,
+                                                      typing.step))
 
     def _end(self, typing: Typing, step: Step, ending: Ending) -> None:
+        if typing.timer is not None:
+            typing.timer.cancel()  # no look after the end
         typing.move(step)
         self.s.typing = None
         self.on_end(typing, ending)

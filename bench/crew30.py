@@ -186,9 +186,12 @@ def wait_all_ready(sock: Path, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def choragos_crew(root: Path, crew: Crew) -> Iterator[tuple[Screen, Path, Path]]:
+def choragos_crew(root: Path, crew: Crew, hops: bool = False
+                  ) -> Iterator[tuple[Screen, Path, Path]]:
     work = crew_repo(root / "w", crew.members(), "echo", QUIET_DECK)
     env = {**environment(root), "AGENT_LOG": str(crew.agent_log)}
+    if hops:
+        env["CHORAGOS_HOPSTAMPS"] = str(root / "hops.txt")
     sock = root / "s.sock"
     with served(work, env, timeout=180) as pid:
         wait_all_ready(sock, 240)
@@ -279,8 +282,12 @@ class Tail:
         self.seen += [json.loads(line) for line in data[:cut].splitlines()]
 
 
-def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
-    """Seconds from the delegate request to the ``delivered`` stamp, per task."""
+def deliveries(sock: Path, work: Path, crew: Crew, samples: int,
+               spans: list[tuple[str, int]] | None = None,
+               snapped: list[float] | None = None) -> list[float]:
+    """Seconds from the delegate request to the ``delivered`` stamp, per task;
+    with ``spans``, each request's (role, perf_counter_ns) appended to it,
+    with ``snapped`` the seconds each task's checkpoint took (its event says)."""
     events = Tail(work / ".choragos" / "logs" / "events.jsonl")
     agents = Tail(crew.agent_log)
     last: dict[str, str] = {}
@@ -295,10 +302,15 @@ def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
             agents.wait(lambda e, t=previous: e["kind"] == "work-done"
                         and e["text"].startswith(f"{t} "), 60)
         sent = time.time()
+        if spans is not None:
+            spans.append((role, time.perf_counter_ns()))
         task = ask(sock, {"cmd": "delegate", "to": [role], "task": f"job {n}"})["tasks"][0]["id"]
         done = events.wait(lambda e, t=task: e["event"] == "delivered" and e.get("task") == t,
                            60)
         out.append(done["t"] - sent)
+        if snapped is not None:
+            snapped += [e["seconds"] for e in events.seen if e["event"] == "checkpoint"
+                        and e.get("task") == task and "seconds" in e]
         last[role] = task
         if out[-1] > SLOW:  # say what held it up
             why = [e for e in events.seen if e.get("role") == role and e["t"] >= sent - 0.001]
@@ -308,18 +320,78 @@ def deliveries(sock: Path, work: Path, crew: Crew, samples: int) -> list[float]:
     return out
 
 
+# A delivery's hops (``choragos/session/hopstamps.py``): (name, the stamp,
+# whose: the request's verb or the worker, the hop it follows: None for the
+# request's start).  The core may answer before or after it queues the line.
+DELIVERY_HOPS = (
+    ("request read", "req-in", "delegate", None),
+    ("core answered", "core-answered", "delegate", "request read"),
+    ("injection queued", "inject-queued", "role", "request read"),
+    ("acknowledged", "req-acked", "delegate", "request read"),
+    ("role actor has it", "inject-in", "role", "injection queued"),
+    ("text written", "typed", "role", "role actor has it"),
+    ("echo read", "out-read", "role", "text written"),
+    ("echo seen", "echo-shown", "role", "text written"),
+    ("Enter written", "enter", "role", "echo seen"),
+    ("redraw read", "out-read", "role", "Enter written"),
+    ("taken", "taken", "role", "Enter written"),
+    ("delivered", "delivered", "role", "taken"),
+)
+
+
+def delivery_hops(stamps: Path, spans: list[tuple[str, int]]) -> list[dict[str, float]]:
+    """Per request, the ms from its start to each hop's first stamp after the
+    hop it follows (a request missing a hop has none of the later ones)."""
+    marks: dict[tuple[str, str], list[int]] = {}
+    for line in stamps.read_text().splitlines():
+        ns, hop, *who = line.split()
+        marks.setdefault((hop, who[0] if who else ""), []).append(int(ns))
+    found: list[dict[str, float]] = []
+    ends = [ns for _role, ns in spans[1:]] + [2**63]
+    for (role, sent), end in zip(spans, ends, strict=True):
+        at: dict[str | None, int] = {None: sent}
+        for name, hop, whose, after in DELIVERY_HOPS:
+            start = at.get(after)
+            stamps_of = marks.get((hop, role if whose == "role" else whose), [])
+            t = None if start is None else next((t for t in stamps_of if start <= t < end), None)
+            if t is not None:
+                at[name] = t
+        found.append({name: round((t - sent) / 1e6, 1) for name, t in at.items() if name})
+    return found
+
+
+def hop_figures(per_request: list[dict[str, float]], took: list[float]) -> dict:
+    """Each hop's p50 / p99 over the requests, and the three slowest requests whole."""
+    figures: dict = {}
+    for name, *_ in DELIVERY_HOPS:
+        values = [hops[name] for hops in per_request if name in hops]
+        if values:
+            figures[name] = {"p50": round(statistics.median(values), 1),
+                             "p99": round(_pct(values, 0.99), 1)}
+    slowest = sorted(range(len(took)), key=took.__getitem__)[-3:]
+    return {"hops_ms": figures, "slowest_ms": [per_request[i] for i in reversed(slowest)]}
+
+
 def run_choragos(args: argparse.Namespace) -> dict:
     with scratch("chx-") as root:
         crew = Crew(args, root)
-        with choragos_crew(root, crew) as (screen, sock, work):
-            found = measure(screen, crew, args)
+        with choragos_crew(root, crew, args.hops) as (screen, sock, work):
+            found = {} if args.deliveries_only else measure(screen, crew, args)
             for role in ("echo", "backlog"):
                 ask(sock, {"cmd": "pause", "role": role})
             found["history"] = args.history
             built, settled = build_history(sock, work, args.history)
             found.update(history_s=round(built, 1), checkpoints_settled_s=round(settled, 1))
-            took = deliveries(sock, work, crew, args.samples)
+            spans: list[tuple[str, int]] = []
+            snapped: list[float] = []
+            took = deliveries(sock, work, crew, args.samples, spans, snapped)
+            if args.hops:
+                found.update(hop_figures(delivery_hops(root / "hops.txt", spans), took))
+            if snapped:
+                found["checkpoint_ms"] = {"p50": round(statistics.median(snapped) * 1000, 1),
+                                          "p99": round(_pct(snapped, 0.99) * 1000, 1)}
             found.update(delivered_p50_ms=round(statistics.median(took) * 1000, 1),
+                         delivered_p95_ms=round(_pct(took, 0.95) * 1000, 1),
                          delivered_p99_ms=round(_pct(took, 0.99) * 1000, 1),
                          delivered_max_ms=round(max(took) * 1000, 1))
             found["rss_after_history_mb"] = round(process_rss_mb(screen.server_pid), 1)
@@ -355,9 +427,20 @@ def main() -> None:
     parser.add_argument("--idle-window", type=float, default=30.0)
     parser.add_argument("--history", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=100)
+    parser.add_argument("--hops", action="store_true",
+                        help="split each delivery into the session's hops "
+                        "(choragos/session/hopstamps.py; the stamps cost a write each)")
+    parser.add_argument("--deliveries-only", action="store_true",
+                        help="only the crew's deliveries: no idle CPU, keystrokes, memory "
+                        "or tmux")
     args = parser.parse_args()
     if args.roles < args.flooders + args.workers + 2:
         raise SystemExit("--roles must leave room for the echo agent and the backlog role")
+    if args.deliveries_only:
+        ours = run_choragos(args)
+        _print_deliveries(args, ours)
+        emit("crew30", {}, deliveries_only=True, choragos=ours)
+        return
     binary = need_tmux()
     results = {"choragos": run_choragos(args), "tmux": run_tmux(args, binary)}
     ours, theirs = results["choragos"], results["tmux"]
@@ -369,17 +452,30 @@ def main() -> None:
         print(f"  {name:10} {found['idle_cpu_s_per_min']:15.3f} {found['keystroke_ms']:13.1f} "
               f"{found['keystroke_p90_ms']:8.1f} {found['load_cpu_pct']:11.1f} "
               f"{found['rss_mb']:8.1f} {found['rss_per_role_mb']:8.2f}")
-    print(f"  delegate -> delivered with {ours['history']} tasks of history: "
-          f"p50 {ours['delivered_p50_ms']:.1f} ms, p99 {ours['delivered_p99_ms']:.1f} ms, "
-          f"max {ours['delivered_max_ms']:.1f} ms ({args.samples} tasks; history built in "
-          f"{ours['history_s']:.0f} s, its checkpoints done {ours['checkpoints_settled_s']:.0f} s "
-          f"later; server RSS then {ours['rss_after_history_mb']:.1f} MB)")
+    _print_deliveries(args, ours)
     emit("crew30", {"keystroke choragos/tmux": ours["keystroke_ms"] / theirs["keystroke_ms"],
                     "load CPU choragos/tmux": _ratio(ours["load_cpu_pct"], theirs["load_cpu_pct"]),
                     "memory choragos/tmux": ours["rss_mb"] / theirs["rss_mb"]},
          setup={"roles": args.roles, "flooders": args.flooders, "workers": args.workers,
                 "rate_mbps": args.rate, "probes": args.probes, "samples": args.samples},
          **{name: found for name, found in results.items()})
+
+
+def _print_deliveries(args: argparse.Namespace, ours: dict) -> None:
+    print(f"  delegate -> delivered with {ours['history']} tasks of history: "
+          f"p50 {ours['delivered_p50_ms']:.1f} ms, p95 {ours['delivered_p95_ms']:.1f} ms, "
+          f"p99 {ours['delivered_p99_ms']:.1f} ms, "
+          f"max {ours['delivered_max_ms']:.1f} ms ({args.samples} tasks; history built in "
+          f"{ours['history_s']:.0f} s, its checkpoints done {ours['checkpoints_settled_s']:.0f} s "
+          f"later; server RSS then {ours['rss_after_history_mb']:.1f} MB; "
+          f"load average {machine()['load']})")
+    if "checkpoint_ms" in ours:
+        print(f"    (each task's checkpoint took p50 {ours['checkpoint_ms']['p50']:.1f} ms, "
+              f"p99 {ours['checkpoint_ms']['p99']:.1f} ms)")
+    for name, at in ours.get("hops_ms", {}).items():
+        print(f"    {name:20} at p50 {at['p50']:7.1f} ms, p99 {at['p99']:7.1f} ms")
+    for hops in ours.get("slowest_ms", []):
+        print("    a slow one: " + ", ".join(f"{name} {ms:g}" for name, ms in hops.items()))
 
 
 def _ratio(ours: float, theirs: float) -> float | None:

@@ -3,9 +3,9 @@
 Runs a real ``choragos serve --headless`` with a fixture worker and, in the
 second run, a role that floods its pane (``yes``-style output as fast as the
 PTY takes it).  Measures, per delegation, the time from the ``delegate``
-event to the ``delivered`` event (text typed, 200 ms, Enter, confirmed) in
-both runs and prints the medians and their difference: the delay the flood
-causes.  Target: under 100 ms.
+event to the ``delivered`` event (text typed, its echo seen, the profile's
+quiet, Enter, the input seen cleared) in both runs and prints the medians
+and their difference: the delay the flood causes.  Target: under 100 ms.
 
     .venv/bin/python bench/flood_delay.py [--runs N]
 """

@@ -4,10 +4,12 @@
 a :class:`~choragos.actors.rolehost.RoleHost` whose clock only moves when
 the test runs the world, with a :class:`FakeAgent` in place of the PTY: a
 line editor at a prompt, drawn on the role's real emulated terminal, whose
-echo, Enter handling, starving and stopping the test scripts.  Messages
-the actor tells itself and timers' messages are handled one at a time, in
-order, on the test's thread, as the actor's inbox would.  No real time
-passes and no process runs.
+echo, Enter handling, starving and stopping the test scripts.  What the
+agent draws goes through the role's real output feed (the reader thread's
+callback), notice to the actor included.  Messages the actor tells itself
+and timers' messages are handled one at a time, in order, on the test's
+thread, as the actor's inbox would.  No real time passes and no process
+runs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from choragos.actors import messages as m
+from choragos.actors import roleio
 from choragos.actors.role import RoleActor, new_state, spec_profile
 from choragos.actors.rolehost import RoleHost
 from choragos.config.model import RoleSpec
@@ -176,9 +179,8 @@ class FakeAgent:
         self.draw(("\x1b[?2004h" if self.bracketed else "") + self.prompt)
 
     def draw(self, text: str) -> None:
-        s = self.world.state
-        s.last_output = self.world.clock.t
-        s.terminal.feed(text.encode())
+        """Output, as the reader feeds it: the terminal, and a notice to the actor."""
+        self.world.feed.data(text.encode())
 
     def starve(self, seconds: float) -> None:
         """The machine does not run the agent for ``seconds``: it reads nothing."""
@@ -226,8 +228,7 @@ class FakeAgent:
 
     def _chatter(self) -> None:
         """Output elsewhere on the screen (a spinner, a clock): the cursor stays."""
-        self.world.state.last_output = self.world.clock.t
-        self.world.state.terminal.feed(b"\x1b7\x1b[1;1Hx\x1b8")
+        self.world.feed.data(b"\x1b7\x1b[1;1Hx\x1b8")
 
     def _take_enter(self, now: float, pasted: bool) -> None:
         if pasted or now - self.last_text_read < self.paste_window:
@@ -268,6 +269,7 @@ class World:
         self.agent = FakeAgent(self, **agent)
         s = self.state
         s.child, s.gen, s.booted, s.status = self.agent, 1, True, RoleStatus.IDLE
+        self.feed = roleio.OutputFeed(s, self.inbox, s.gen, self.clock.now)
         self.agent.start()
 
     @staticmethod

@@ -51,6 +51,12 @@ class AgentProfile:
     boot_markers: tuple[str, ...] = ()
     # Text and Enter in one write are taken as a paste and never submitted.
     needs_split_enter: bool = True
+    # Seconds the pane must have been quiet, once the whole text shows in the
+    # agent's input, before the separate Enter goes in.  A CLI that has drawn
+    # the text has read it, so the Enter comes in a read of its own; the
+    # quiet is for a CLI that takes an Enter soon after other input as part
+    # of it (measured per CLI against the real program: docs/agents.md).
+    enter_quiet: float = 0.1
     # Seconds at least between the text and the separate Enter (which also
     # waits for the text's echo and a quiet pane): for a CLI whose paste
     # handling runs on a timer of its own.
@@ -117,6 +123,9 @@ CLAUDE = AgentProfile(
     boot_quiet=1.2,
     needs_split_enter=True,
     inline_input_limit=800,
+    # Measured: every line submitted by its first Enter with no quiet at all
+    # once the text (or its "[Pasted text #1]") shows (tests/e2e/test_typing_seats.py).
+    enter_quiet=0.01,
     verified=True,
 )
 
@@ -131,6 +140,8 @@ GENERIC = AgentProfile(
     tail_lines=2,
     boot_quiet=1.2,
     needs_split_enter=True,
+    # A line editor that drew the text has read it: the Enter is a read of its own.
+    enter_quiet=0.01,
     verified=True,
 )
 
@@ -188,9 +199,13 @@ GEMINI = AgentProfile(
     boot_quiet=1.5,
     boot_markers=("type your message",),
     needs_split_enter=True,
-    # An Enter until a 40 ms timer after a paste has run is a newline; on a
-    # busy machine that timer runs late.
-    enter_delay=0.5,
+    # An Enter until a 40 ms timer after a paste has run is a newline (seen
+    # once with no floor: the input cleared, the model never told); on a busy
+    # machine that timer runs late.  Measured: an Enter 0.01-0.03 s after the text needed a second
+    # one for half the lines; 0.11 s and later, every first Enter submitted.
+    # Also an Enter that follows any input event (a terminal reply
+    # included) within 30 ms is a newline: the default quiet stays.
+    enter_delay=0.2,
     # Seen: a task typed right after the brief's Enter, before the spinner
     # showed, was wiped with the input and never reached the model.
     submit_settle=2.5,
@@ -224,6 +239,8 @@ CODEX = AgentProfile(
     boot_quiet=1.5,
     boot_markers=("for agents",),
     needs_split_enter=True,
+    # As for Claude Code: no quiet needed once the text shows (measured).
+    enter_quiet=0.01,
     verified=True,
 )
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from choragos.actors.typist import ENTER_QUIET
 from choragos.agents.profiles import CLAUDE, profile_for
 from choragos.roles import briefs
 from tests.conftest import pid_alive
@@ -76,7 +75,7 @@ def assert_typed_with_a_split_enter(events: list[dict]) -> None:
     for event in typed:
         assert event["ok"] and "pasted (bracketed paste)" in event["detail"], event
         delay = re.search(r"Enter (\d+\.\d+)s after the text", event["detail"])
-        assert delay and float(delay.group(1)) >= round(ENTER_QUIET, 2), event
+        assert delay and float(delay.group(1)) >= round(CLAUDE.enter_quiet, 2), event
         assert "submitted after 1 enter" in event["detail"], event
 
 

@@ -17,7 +17,6 @@ from choragos.actors import typist as typist_module
 from choragos.actors.role import KEYS_APART, RoleActor, new_state, spec_profile
 from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Supervisor
 from choragos.actors.timers import Timers
-from choragos.actors.typist import ENTER_QUIET
 from choragos.config.model import RoleSpec
 from choragos.roles.launch import Launch
 from choragos.terminal.ptyproc import PtyChild
@@ -128,7 +127,7 @@ def test_the_enter_goes_in_its_own_write_after_the_echo_and_a_quiet_pane(writes,
     wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
     text, gap = writes.gap_before(b"\r")
     assert text.startswith(b"You are the coder role")
-    assert gap >= ENTER_QUIET, f"Enter {gap:.3f}s after the text"
+    assert gap >= role.state.profile.enter_quiet, f"Enter {gap:.3f}s after the text"
     mark = len(writes.log)
     role.handle.tell(m.TypeKeys("typed by hand", ("enter",)))  # the operator's keys too
     wait_until(lambda: "typed by hand" in submitted(role), 10, message="the operator's line")

@@ -1,5 +1,6 @@
 """Typed input and long pastes: a line editor that shows a paste as
-"[Pasted Text: N chars]" counts it as the text pending when N is within
+"[Pasted Text: N chars]" (Gemini CLI) or "[Pasted Content N chars]" (Codex
+CLI) counts it as the text pending when N is within
 2 + 2 % of the text's length (the CLI counts UTF-16 units), and text
 pending in the box has reached the agent."""
 
@@ -33,6 +34,14 @@ def test_the_slack_grows_with_the_text() -> None:
     assert input_pending(lines, "y" * 100, cursor=cursor)
     lines, cursor = pasted(105)
     assert not input_pending(lines, "y" * 100, cursor=cursor)
+
+
+@pytest.mark.parametrize("count, pending", [(1234, True), (1300, False)])
+def test_codex_shows_a_long_paste_by_its_size(count: int, pending: bool) -> None:
+    """Without it a long report typed into Codex never showed, and was typed twice."""
+    line = f"› [Pasted Content {count} chars]"
+    assert input_pending(["some output", line, ""], "z" * 1234,
+                         cursor=(len(line), 1)) is pending
 
 
 def test_a_paste_on_the_top_line_counts() -> None:

@@ -19,7 +19,6 @@ from choragos.actors.typist import (
     CONFIRM_WINDOW,
     ECHO_WAIT,
     ENDS,
-    ENTER_QUIET,
     FAST_POLL,
     QUIET_TICK,
     RETRY_DELAY,
@@ -28,17 +27,20 @@ from choragos.actors.typist import (
     Step,
     Typing,
 )
+from choragos.agents.profiles import GENERIC
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
 T, E, R = Step.TYPED, Step.ENTERED, Step.RETRYING
 TEXT = "New task T1 from choragos: read .choragos/tasks/T1.md"
+ENTER_QUIET = GENERIC.enter_quiet  # the fake agent's profile
 
 
 @dataclass
 class Case:
     id: str
     agent: dict[str, Any] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=dict)  # the profile's timing, changed
     before: Any = None  # what the machine does to the agent as the text goes in
     ok: bool = True
     path: tuple[Step, ...] = (T, E, Step.TAKEN)
@@ -78,12 +80,21 @@ CASES = [
     Case("busy-on-a-cpu-gets-its-second-enter-after-the-starved-wait",
          {"deaf_enters": 1, "busy": True}, path=(T, E, E, Step.TAKEN),
          detail="submitted after 2 enters"),
+    # An agent that reads an Enter within 0.1 s of text as part of a paste
+    # (Gemini CLI's timer): its profile's quiet and floor make the first
+    # Enter submit; with none, the first is a newline and the second submits.
+    Case("a-paste-window-is-waited-out-by-its-profile", {"paste_window": 0.1},
+         profile={"enter_quiet": 0.1, "enter_delay": 0.2}),
+    Case("a-paste-window-without-a-quiet-takes-a-second-enter", {"paste_window": 0.1},
+         profile={"enter_quiet": 0.0}, path=(T, E, E, Step.TAKEN),
+         detail="submitted after 2 enters", submitted=[TEXT + "\n"]),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_a_line_goes_through_its_steps(tmp_path, case: Case):
     world = World(tmp_path, **case.agent)
+    world.state.profile = replace(world.state.profile, **case.profile)
     typings: list[Typing] = []
     on_end = world.actor.typist.on_end
     world.actor.typist.on_end = lambda typing, ending: (typings.append(typing),
@@ -106,13 +117,16 @@ def test_a_line_goes_through_its_steps(tmp_path, case: Case):
 
 
 def test_the_enter_goes_alone_once_the_echo_shows_and_the_pane_is_quiet(tmp_path):
+    """A profile's quiet longer than the gaps in the agent's output (50 ms
+    here) holds the Enter until the output stops."""
     world = World(tmp_path, echo_after=0.5, chatter=4)
+    world.state.profile = replace(world.state.profile, enter_quiet=0.1)
     world.inject(TEXT)
     world.run_until(world.core.outcomes)
     (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
     echoed = typed + 0.5
     quiet_from = echoed + 4 * 0.05  # the last of the chatter after the echo
-    assert enter >= quiet_from + ENTER_QUIET
+    assert quiet_from + 0.1 <= enter <= quiet_from + 0.1 + QUIET_TICK
     assert [data for _, data in world.agent.writes] == [TEXT.encode(), b"\r"]
 
 
@@ -122,7 +136,37 @@ def test_the_enter_follows_the_echo_with_no_fixed_pause(tmp_path):
     world.run_until(world.core.outcomes)
     (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
     assert ENTER_QUIET <= enter - typed <= 0.005 + ENTER_QUIET + QUIET_TICK
-    assert world.clock.t - typed <= enter - typed + FAST_POLL  # taken, and seen at once
+    assert world.clock.t == enter  # taken, and seen as the agent drew it
+
+
+def test_the_echo_and_the_clearing_are_seen_as_they_are_drawn(tmp_path):
+    """Looked for as the agent's output arrives, not at the next poll: an
+    echo drawn between two looks (13 ms, the polls at 20 and 40) gets its
+    Enter the profile's quiet after it, and the clearing is seen at once.
+    Counted: the typing's timer wake-ups for the line."""
+    world = World(tmp_path, echo_after=0.013)
+    looks: list[float] = []
+    step = world.actor.typist.step
+    world.actor.typist.step = lambda msg: (looks.append(world.clock.t), step(msg))
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    (typed,), (enter,) = world.writes_of(TEXT.encode()), world.writes_of(b"\r")
+    assert enter - typed == pytest.approx(0.013 + ENTER_QUIET)
+    assert world.clock.t == enter
+    assert len(looks) == 1  # the quiet's end; before, the polls at 20 ms and the confirm's
+
+
+def test_a_look_due_before_the_enter_does_not_look_after_it(tmp_path):
+    """A look for the echo that comes once the Enter went in (its timer ran
+    as the agent's output was read) takes no step: no second Enter."""
+    world = World(tmp_path, deaf_enters=1)
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(b"\r"))
+    world.tell(m.InjectStep(world.state.gen, 1, Step.TYPED))
+    world.tell(m.InjectStep(world.state.gen, 1, Step.TYPED))
+    assert len(world.writes_of(b"\r")) == 1
+    world.run_until(world.core.outcomes)
+    assert "submitted after 2 enters" in world.core.outcomes()[-1].detail
 
 
 def test_a_profiles_floor_holds_the_enter_back(tmp_path):
@@ -145,9 +189,11 @@ def test_an_enter_read_with_the_text_is_a_paste_and_never_submits(tmp_path):
 
 
 def test_an_agent_that_takes_a_quick_enter_as_a_newline_gets_it_late_enough(tmp_path):
-    """The Enter waits for the echo and a quiet pane, so an agent that reads
-    an Enter soon after text as part of a paste still submits at the first."""
+    """The Enter waits for the echo and a quiet pane as long as the profile
+    says, so an agent that reads an Enter soon after text as part of a paste
+    (Gemini's 40 ms timer) still submits at the first."""
     world = World(tmp_path, paste_window=0.1, echo_after=0.02)
+    world.state.profile = replace(world.state.profile, enter_quiet=0.1)
     world.inject(TEXT)
     world.run_until(world.core.outcomes)
     assert world.core.outcomes()[-1].ok
@@ -182,8 +228,7 @@ def test_a_text_ending_at_the_last_column_is_seen_with_its_wrap_pending(tmp_path
 def test_an_enter_unread_past_the_starved_wait_gets_no_second_enter(tmp_path):
     world = World(tmp_path)
     world.inject(TEXT)
-    world.run_until(lambda: world.writes_of(TEXT.encode()))
-    world.run(0.05)  # echoed, not yet quiet: the Enter is still to come
+    _until_echoed(world)
     world.agent.starve(STARVED_WAIT + 20)
     world.run_until(world.core.outcomes, limit=3 * STARVED_WAIT)
     outcome = world.core.outcomes()[-1]
@@ -248,6 +293,12 @@ def test_the_confirm_window_starts_over_while_the_agent_is_busy(tmp_path):
     assert len(world.writes_of(b"\r")) == 1 and not world.core.outcomes()
 
 
+def _until_echoed(world: World) -> None:
+    """Run until the text shows: echoed, not yet quiet, its Enter still to come."""
+    world.run_until(lambda: world.actor.typist.shows_pending(TEXT))
+    assert not world.writes_of(b"\r")
+
+
 # -- the table itself -------------------------------------------------------
 
 def test_every_step_is_reachable_and_an_end_leads_nowhere():
@@ -276,8 +327,7 @@ def _starve_before_the_text(world: World) -> None:
 
 def _starve_before_the_enter(world: World) -> None:
     world.inject(TEXT)
-    world.run_until(lambda: world.writes_of(TEXT.encode()))
-    world.run(0.05)  # echoed, not yet quiet: the Enter is still to come
+    _until_echoed(world)
     world.agent.starve(10 * STARVED_WAIT)
 
 
