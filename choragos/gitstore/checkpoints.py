@@ -171,6 +171,11 @@ class CheckpointStore:
         # rules outside the tree, the user's index, .gitmodules), and its stats.
         self._last_walk: tuple[tuple, ScanStats] | None = None
         self._swept = False  # stale temporaries removed (remove_stale_temporaries)
+        # Each checkpoint as last described, by (name, commit): a commit never
+        # changes, so a prune or a listing reads only the commits it has not
+        # seen (a session prunes every few snapshots; reading every kept
+        # commit again made a delivery's snapshot wait behind tens of ms).
+        self._described: dict[tuple[str, str], Checkpoint] = {}
 
     def close(self) -> None:
         """Release the repository's open files (pack maps) and the watch."""
@@ -204,7 +209,10 @@ class CheckpointStore:
     def list(self) -> list[Checkpoint]:
         """Every checkpoint, newest first."""
         with self._failures("listing checkpoints"):
-            found = [self._describe(name, oid) for name, oid in self._refs().items()]
+            refs = self._refs()
+            found = [self._describe(name, oid) for name, oid in refs.items()]
+        # What is no longer listed is forgotten: the memo holds the refs there are.
+        self._described = {(c.name, c.commit): c for c in found}
         return sorted(found, key=_age_key, reverse=True)
 
     def resolve(self, target: str) -> Checkpoint:
@@ -446,6 +454,13 @@ class CheckpointStore:
                        if os.fsdecode(k).partition("/")[2].startswith("checkpoints/")})
 
     def _describe(self, name: str, oid: str) -> Checkpoint:
+        known = self._described.get((name, oid))
+        if known is not None:
+            return known
+        described = self._described[name, oid] = self._read_checkpoint(name, oid)
+        return described
+
+    def _read_checkpoint(self, name: str, oid: str) -> Checkpoint:
         fields: dict[str, str] = {}
         tree = ""
         with suppress(KeyError, ValueError, AttributeError):

@@ -51,6 +51,39 @@ def test_prune_refuses_a_negative_count_and_drops_reflogs(repo: Path) -> None:
     assert git(repo, "for-each-ref", REF_PREFIX).count("\n") == 1
 
 
+def test_a_prune_reads_only_the_checkpoints_it_has_not_described(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session prunes every few snapshots: the kept checkpoints' commits are
+    read once, not at every prune; a ref moved to another commit is read anew."""
+    read: list[str] = []
+    original = CheckpointStore._read_checkpoint
+
+    def counting(self, name, oid):
+        read.append(name)
+        return original(self, name, oid)
+
+    monkeypatch.setattr(CheckpointStore, "_read_checkpoint", counting)
+    write(repo, "a.txt", "a\n")
+    with CheckpointStore(repo) as store:
+        for n in range(12):
+            store.snapshot(f"T{n}", "coder", "", now=1000.0 + n)
+        assert len(read) == 12  # each described as it was taken
+        store.prune(10)
+        assert len(read) == 12  # and not read again to be pruned
+        store.snapshot("T12", "coder", "", now=2000.0)
+        read.clear()
+        removed = store.prune(10)
+        assert read == [] and len(removed) == 1
+        kept = store.list()
+        moved = kept[-1]
+        git(repo, "update-ref", moved.ref, kept[0].commit)
+        read.clear()
+        assert {c.ref: c.commit for c in store.list()}[moved.ref] == kept[0].commit
+        assert read == [moved.name]
+    with CheckpointStore(repo) as fresh:  # a new store reads them all, the same
+        assert [c.ref for c in fresh.list()] == [c.ref for c in store.list()]
+
+
 def hashed_after_the_cache_checkpoint_goes(repo: Path, change) -> int:
     """Four files, a checkpoint, ``change``, a second checkpoint (the one the
     cache then describes) deleted: what the next snapshot has to hash."""
