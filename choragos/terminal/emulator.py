@@ -218,11 +218,18 @@ class Terminal:
         return due
 
     def catch_up(self) -> None:
-        """Draw the output a feed held, if any."""
+        """Draw the output a feed held, if any; the output paused, so the
+        history packs what it sealed meanwhile (see ``vthistory``)."""
         with self._lock:
             outputs = self._caught_up()
+            packed = self._history.pack()
         if outputs is not None:
             self._notify(*outputs)
+        if packed:
+            # Imported here: ctypes stays out of a process that never packs (a client).
+            from choragos.session.mallocarenas import give_back
+
+            give_back()
 
     def resize(self, cols: int, rows: int) -> None:
         """Change the size; rows cut from the top go to the history."""
