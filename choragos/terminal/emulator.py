@@ -358,6 +358,16 @@ class Terminal:
         with self._reading():
             return list(self._history)
 
+    def history_size(self) -> int:
+        """How many lines :meth:`history` holds, without reading them."""
+        with self._reading():
+            return len(self._history)
+
+    def history_lines(self, start: int, stop: int) -> list[str]:
+        """``history()[start:stop]``, reading only the packed blocks those lines are in."""
+        with self._reading():
+            return self._history.lines(start, stop)
+
     def search(self, query: str, *, ignore_case: bool = False) -> list[int]:
         """Indexes of the lines containing ``query`` in ``history() + display()``."""
         with self._reading():
