@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 BLOCK = 64  # lines joined into one string: 3-8 KB of a log's text
 CACHE = 4  # unpacked blocks kept for the next read
@@ -43,7 +43,7 @@ class History:
     """At most ``limit`` lines, oldest first: ``extend``, ``clear``, ``len``,
     iteration, and slices by index."""
 
-    def __init__(self, limit: int, *, clock=time.monotonic) -> None:
+    def __init__(self, limit: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = max(limit, 0)
         self._blocks: deque[Block] = deque()
         self._skip = 0  # lines of the first block already cut off
