@@ -15,15 +15,20 @@ roles' scrollback costs in memory, next to tmux doing the same in one run.
 * memory: ``--flooders`` roles each print ``--lines`` log lines (coloured,
   test-runner style) and go quiet; the server's resident memory once all
   output is taken, against the tmux server with the same panes and the same
-  history limit (5,000 lines, the pane scrollback choragos keeps).
+  history limit (5,000 lines, the pane scrollback choragos keeps).  Beside
+  the resident total, where it lies (``/proc/PID/smaps_rollup``): anonymous
+  (the heap and the allocators' other memory) and file-backed (the program
+  and its libraries, shared with other processes running them).
 
 The keystroke latency of a big crew with floods is ``attach_latency.py
 --roles 12 --flooders 3``.  Not part of the test suite.
 
     .venv/bin/python bench/big_crew.py [--roles 12] [--flooders 5] [--lines 100000] [--pairs 1]
+                                       [--memory-only]
 
 ``--agent-boot S`` gives every agent a start that waits S seconds (the
 fixture's ``--boot``), as an agent CLI's start waits on its disk and network.
+``--memory-only`` measures the memory alone (no first frame on either side).
 ``--pairs N`` times N first frames, choragos and tmux back to back (the
 memory with the last; ``--flooders 0`` skips it); the JSON line has every
 pair's figures, the headline ratio the last pair's, and the CPU seconds the
@@ -98,7 +103,6 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
     work = root / "w"
     work.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
-    (root / "log.py").write_text(LOGGER)
     python, agent = json.dumps(sys.executable), json.dumps([str(AGENT), *AGENT_ARGS])
     parts = [f'[[roles]]\nname = "r0"\ncommand = {python}\nargs = {agent}\nstart = true\n\n']
     parts += [f'[[roles]]\nname = "r{i}"\ncommand = {python}\nargs = {agent}\n\n'
@@ -142,17 +146,29 @@ def killed(work: Path, env: dict[str, str]) -> Iterator[None]:
 
 
 def choragos_memory(root: Path, flooders: int, lines: int) -> dict[str, float]:
+    (root / "log.py").write_text(LOGGER)
     logger = [sys.executable, str(root / "log.py"), str(lines)]
     work = crew_repo(root / "m", [(f"log{i}", logger) for i in range(flooders)], "log0",
                      NO_CHECKPOINTS)
     with served(work, environment(root), timeout=120) as pid:
         quiet(pid)
-        return {"rss_mb": process_rss_mb(pid)}
+        return {"rss_mb": process_rss_mb(pid), **rss_parts(pid)}
+
+
+def rss_parts(pid: int) -> dict[str, float]:
+    """Where a process's resident memory lies, in MB: anonymous (the heap
+    and the allocators' other memory) and file-backed (the program, its
+    libraries, mapped files)."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, _, value = line.partition(":")
+        fields[name] = int(value.split()[0]) / 1024
+    anonymous = fields.get("Anonymous", 0.0)
+    return {"anon_mb": anonymous, "file_mb": fields.get("Rss", 0.0) - anonymous}
 
 
 def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict[str, float]:
     env = environment(root)
-    (root / "log.py").write_text(LOGGER)
     server = [binary, "-L", f"crew-{os.getpid()}", "-f", "/dev/null"]
     started = time.perf_counter()
     tmux_tiled(server, env, [" ".join([sys.executable, str(AGENT), *AGENT_ARGS])] * roles)
@@ -165,6 +181,12 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
     if not flooders:
         return {"first_frame_s": first_frame, "rss_mb": 0.0}
+    return {"first_frame_s": first_frame, **tmux_memory(root, flooders, lines, binary)}
+
+
+def tmux_memory(root: Path, flooders: int, lines: int, binary: str) -> dict[str, float]:
+    env = environment(root)
+    (root / "log.py").write_text(LOGGER)
     logger = f"{sys.executable} {root / 'log.py'} {lines}"
     server = [binary, "-L", f"crew-memory-{os.getpid()}", "-f", "/dev/null"]
     subprocess.run([*server, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "sleep 3600"],
@@ -177,7 +199,7 @@ def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict
                              capture_output=True, text=True).stdout.strip())
     try:
         quiet(pid)
-        return {"first_frame_s": first_frame, "rss_mb": process_rss_mb(pid)}
+        return {"rss_mb": process_rss_mb(pid), **rss_parts(pid)}
     finally:
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
 
@@ -208,7 +230,12 @@ def main() -> None:
                         help="first frames timed, choragos and tmux back to back")
     parser.add_argument("--agent-boot", type=float, default=0.0, metavar="S",
                         help="each agent waits S seconds before its prompt (default 0)")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="measure the memory alone, no first frame")
     args = parser.parse_args()
+    if args.memory_only:
+        memory_only(args)
+        return
     if args.agent_boot:
         AGENT_ARGS.extend(["--boot", str(args.agent_boot)])
     binary = need_tmux()
@@ -228,10 +255,33 @@ def main() -> None:
          first_frames_s={k: [round(t, 2) for t in v.get("first_frames_s", [])]
                           for k, v in results.items()},
          first_frame_cpu_s=ours["first_frame_cpu_s"],
-         rss_mb={k: round(v["rss_mb"], 1) for k, v in results.items()},
+         **_memory_figures(results),
          briefed_at_first_frame=ours["briefed_at_first_frame"],
          roles=args.roles, flooders=args.flooders, lines=args.lines, history=HISTORY,
          agent_boot_s=args.agent_boot)
+
+
+def memory_only(args: argparse.Namespace) -> None:
+    binary = need_tmux()
+    results = {}
+    with scratch("chc-") as root:
+        results["choragos"] = choragos_memory(root, args.flooders, args.lines)
+    with scratch("chc-") as root:
+        results["tmux"] = tmux_memory(root, args.flooders, args.lines, binary)
+    print(f"{args.flooders} roles x {args.lines} lines of log")
+    print(f"  {'':10} {'server RSS MB':>14} {'anonymous':>10} {'files':>6}")
+    for name, found in results.items():
+        print(f"  {name:10} {found['rss_mb']:14.1f} {found['anon_mb']:10.1f} "
+              f"{found['file_mb']:6.1f}")
+    emit("big_crew", {"memory choragos/tmux": results["choragos"]["rss_mb"]
+                      / results["tmux"]["rss_mb"]},
+         **_memory_figures(results), flooders=args.flooders, lines=args.lines, history=HISTORY)
+
+
+def _memory_figures(results: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """The JSON line's memory figures: the total and where it lies, per side."""
+    return {key: {k: round(v[key], 1) for k, v in results.items() if key in v}
+            for key in ("rss_mb", "anon_mb", "file_mb")}
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ class Actions:
         if found is None:
             return
         _, pane, terminal, height = found
-        if not terminal.history():
+        if not terminal.history_size():
             self.host.say("nothing has scrolled off this pane yet")
             return
         pane.scroll_to(terminal, (pane.scroll.offset if pane.scroll else 0)
@@ -194,7 +194,7 @@ class Actions:
             if pane.scroll is None:
                 self.host.say("back to the live screen")
         elif key in ("home", "g"):
-            pane.scroll_to(terminal, len(terminal.history()))
+            pane.scroll_to(terminal, terminal.history_size())
         elif key in _SCROLL_ENDS:
             pane.end_scroll()
         elif key == "n":

@@ -145,14 +145,14 @@ class PaneView:
 
     def scroll_by(self, terminal: Terminal, lines: int, page: int) -> None:
         """Scroll ``lines`` up (negative: down); leaving the bottom ends scroll mode."""
-        total = len(terminal.history())
+        total = terminal.history_size()
         scroll = self.scroll or Scroll()
         scroll.offset = max(0, min(total, scroll.offset + lines))
         self.scroll = scroll if (scroll.offset > 0 or scroll.query) else None
         self.generation += 1
 
     def scroll_to(self, terminal: Terminal, offset: int) -> None:
-        total = len(terminal.history())
+        total = terminal.history_size()
         scroll = self.scroll or Scroll()
         scroll.offset = max(0, min(total, offset))
         self.scroll = scroll
@@ -186,11 +186,11 @@ class PaneView:
 
     def _show_match(self, terminal: Terminal, rows: int) -> None:
         scroll = self.scroll
-        total = len(terminal.history()) + terminal.rows
+        total = terminal.history_size() + terminal.rows
         line = scroll.matches[scroll.current]
         # Put the match in the middle of the pane where possible.
         bottom = min(total, line + max(1, rows // 2))
-        scroll.offset = max(0, min(len(terminal.history()), total - bottom))
+        scroll.offset = max(0, min(terminal.history_size(), total - bottom))
 
     # -- rendering ------------------------------------------------------------
 
@@ -268,9 +268,13 @@ class PaneView:
 
     def _scrolled(self, terminal: Terminal, width: int, height: int) -> list[Line]:
         scroll = self.scroll
-        every = terminal.history() + terminal.display()
-        top = max(0, len(every) - height - scroll.offset)
-        window = every[top:top + height]
+        # The page shown, not the whole history: packed blocks are read only
+        # where the page is.
+        kept, shown = terminal.history_size(), terminal.display()
+        top = max(0, kept + len(shown) - height - scroll.offset)
+        stop = top + height
+        window = (terminal.history_lines(top, min(stop, kept))
+                  + shown[max(top - kept, 0):max(stop - kept, 0)])
         current = scroll.matches[scroll.current] if scroll.matches else -1
         lines = []
         for index, text in enumerate(window, start=top):

@@ -218,11 +218,18 @@ class Terminal:
         return due
 
     def catch_up(self) -> None:
-        """Draw the output a feed held, if any."""
+        """Draw the output a feed held, if any; the output paused, so the
+        history packs what it sealed meanwhile (see ``vthistory``)."""
         with self._lock:
             outputs = self._caught_up()
+            packed = self._history.pack()
         if outputs is not None:
             self._notify(*outputs)
+        if packed:
+            # Imported here: ctypes stays out of a process that never packs (a client).
+            from choragos.session.mallocarenas import give_back
+
+            give_back()
 
     def resize(self, cols: int, rows: int) -> None:
         """Change the size; rows cut from the top go to the history."""
@@ -350,6 +357,16 @@ class Terminal:
         """The lines scrolled off the main screen, oldest first, at most ``scrollback``."""
         with self._reading():
             return list(self._history)
+
+    def history_size(self) -> int:
+        """How many lines :meth:`history` holds, without reading them."""
+        with self._reading():
+            return len(self._history)
+
+    def history_lines(self, start: int, stop: int) -> list[str]:
+        """``history()[start:stop]``, reading only the packed blocks those lines are in."""
+        with self._reading():
+            return self._history.lines(start, stop)
 
     def search(self, query: str, *, ignore_case: bool = False) -> list[int]:
         """Indexes of the lines containing ``query`` in ``history() + display()``."""

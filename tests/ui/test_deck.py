@@ -21,6 +21,7 @@ from choragos.config.model import Config, Keys, RoleSpec, UISettings
 from choragos.session import news
 from choragos.terminal.emulator import Terminal
 from choragos.ui.deck import Deck, _Loop
+from choragos.ui.pane import PaneView
 from choragos.ui.theme import build_palette
 from choragos.ui.uiactor import UIActor
 from tests.conftest import wait_until
@@ -232,6 +233,30 @@ def test_scrollback_and_search(deck):
     keys(deck, b"\x1b")
     assert deck.state.panes["coder"].scroll is None
     assert deck.port.typed("coder") == b""  # nothing of that reached the agent
+
+
+@pytest.mark.parametrize("offset", [1, 9, 700, 2970, 5000])
+def test_a_packed_history_scrolls_as_a_plain_one(offset):
+    """The scroll view reads the page it shows (a block or two of a packed
+    history) and shows what it showed from the whole history: the same lines
+    as a terminal whose history was never packed, the same match marked."""
+    shown = []
+    for pause in (True, False):
+        terminal = Terminal(60, 30)
+        for start in range(0, 3000, 500):
+            terminal.feed(b"".join(f"line {i}\r\n".encode() for i in range(start, start + 500)))
+        if pause:
+            terminal.catch_up()  # the output paused: the history packs
+            packed, plain, _ = terminal._history.held()
+            assert plain == 1 and packed > 40
+        pane = PaneView("coder")
+        pane.scroll_to(terminal, offset)
+        pane.scroll.query, pane.scroll.matches, pane.scroll.current = "line 1", [1], 0
+        lines, _ = pane.content(terminal, 40, 20, focused=True, colors=256)
+        shown.append(lines)
+        if pause:
+            assert terminal._history.cached() <= 2  # not the whole history
+    assert shown[0] == shown[1]
 
 
 def test_rebound_prefix(tmp_path):
