@@ -255,8 +255,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
            wait_boot: bool = False) -> int:
     from choragos.actors.session import Session, SessionOptions
     from choragos.control.server import ServerStartError
+    from choragos.mallocarenas import one_arena
     from choragos.session import daemon
-    from choragos.session.mallocarenas import one_arena
 
     one_arena()  # before the session's threads start: see there
     if deck is not None:

@@ -227,7 +227,7 @@ class Terminal:
             self._notify(*outputs)
         if packed:
             # Imported here: ctypes stays out of a process that never packs (a client).
-            from choragos.session.mallocarenas import give_back
+            from choragos.mallocarenas import give_back
 
             give_back()
 

@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from choragos.session.mallocarenas import one_arena
+from choragos.mallocarenas import one_arena
 from tests.unit.test_server_imports import COUNT_PROCESSES
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="a glibc setting")
 def test_glibc_takes_the_setting() -> None:
     # In a child: the setting is for the whole process.
-    code = "from choragos.session.mallocarenas import one_arena; print(one_arena())"
+    code = "from choragos.mallocarenas import one_arena; print(one_arena())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout.strip()
     assert out == "True"
@@ -35,7 +35,7 @@ def test_asking_starts_no_process() -> None:
     the server on its way to the first frame."""
     code = COUNT_PROCESSES + """
 import json
-from choragos.session.mallocarenas import one_arena
+from choragos.mallocarenas import one_arena
 from choragos.gitstore.treewatch import _libc
 one_arena()
 _libc()

@@ -176,7 +176,7 @@ def test_scrolling_and_search_reach_across_packed_blocks() -> None:
 
 
 def test_a_pause_that_packed_hands_the_free_pages_back(monkeypatch) -> None:
-    from choragos.session import mallocarenas
+    from choragos import mallocarenas
 
     given_back = []
     monkeypatch.setattr(mallocarenas, "give_back", lambda: given_back.append(1) or True)
