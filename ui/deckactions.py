@@ -27,7 +27,7 @@ from choragos.ui.deckoverlays import OverlayStack
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.layout import COLUMN, ROW, LayoutError
 from choragos.ui.overlays import ConfirmOverlay, HelpOverlay, PromptOverlay, inert
-from choragos.ui.pane import PaneView
+from choragos.ui.pane import PaneView, deepest
 
 _SCROLL_ENDS = ("end", "G", "q", "esc")
 
@@ -177,7 +177,7 @@ class Actions:
             self.host.say("nothing has scrolled off this pane yet")
             return
         pane.scroll_to(terminal, (pane.scroll.offset if pane.scroll else 0)
-                       + (max(height - 1, 1) if intent.page else 0))
+                       + (max(height - 1, 1) if intent.page else 0), height)
 
     @do.register
     def _scroll_key(self, intent: di.ScrollKey) -> None:
@@ -194,7 +194,7 @@ class Actions:
             if pane.scroll is None:
                 self.host.say("back to the live screen")
         elif key in ("home", "g"):
-            pane.scroll_to(terminal, terminal.history_size())
+            pane.scroll_to(terminal, deepest(terminal, height), height)
         elif key in _SCROLL_ENDS:
             pane.end_scroll()
         elif key == "n":

@@ -143,18 +143,18 @@ class PaneView:
 
     # -- scrollback -----------------------------------------------------------
 
-    def scroll_by(self, terminal: Terminal, lines: int, page: int) -> None:
-        """Scroll ``lines`` up (negative: down); leaving the bottom ends scroll mode."""
-        total = terminal.history_size()
+    def scroll_by(self, terminal: Terminal, lines: int, height: int) -> None:
+        """Scroll ``lines`` up (negative: down) in a pane ``height`` rows high;
+        leaving the bottom ends scroll mode."""
         scroll = self.scroll or Scroll()
-        scroll.offset = max(0, min(total, scroll.offset + lines))
+        scroll.offset = max(0, min(deepest(terminal, height), scroll.offset + lines))
         self.scroll = scroll if (scroll.offset > 0 or scroll.query) else None
         self.generation += 1
 
-    def scroll_to(self, terminal: Terminal, offset: int) -> None:
-        total = terminal.history_size()
+    def scroll_to(self, terminal: Terminal, offset: int, height: int) -> None:
+        """Show the page ``offset`` lines above the bottom (at most the top)."""
         scroll = self.scroll or Scroll()
-        scroll.offset = max(0, min(total, offset))
+        scroll.offset = max(0, min(deepest(terminal, height), offset))
         self.scroll = scroll
         self.generation += 1
 
@@ -190,7 +190,7 @@ class PaneView:
         line = scroll.matches[scroll.current]
         # Put the match in the middle of the pane where possible.
         bottom = min(total, line + max(1, rows // 2))
-        scroll.offset = max(0, min(terminal.history_size(), total - bottom))
+        scroll.offset = max(0, min(deepest(terminal, rows), total - bottom))
 
     # -- rendering ------------------------------------------------------------
 
@@ -282,6 +282,13 @@ class PaneView:
         while len(lines) < height:
             lines.append(blank_line(width))
         return lines
+
+
+def deepest(terminal: Terminal, height: int) -> int:
+    """The offset that shows the history's first line at the top of a pane
+    ``height`` rows high: the history, and the screen's rows the pane cannot
+    show at once (a role's terminal may be taller than its tile)."""
+    return terminal.history_size() + max(0, terminal.rows - height)
 
 
 def _follow_axis(at: int, total: int, room: int) -> int:

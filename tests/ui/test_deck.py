@@ -21,7 +21,7 @@ from choragos.config.model import Config, Keys, RoleSpec, UISettings
 from choragos.session import news
 from choragos.terminal.emulator import Terminal
 from choragos.ui.deck import Deck, _Loop
-from choragos.ui.pane import PaneView
+from choragos.ui.pane import PaneView, deepest
 from choragos.ui.theme import build_palette
 from choragos.ui.uiactor import UIActor
 from tests.conftest import wait_until
@@ -250,13 +250,27 @@ def test_a_packed_history_scrolls_as_a_plain_one(offset):
             packed, plain, _ = terminal._history.held()
             assert plain == 1 and packed > 40
         pane = PaneView("coder")
-        pane.scroll_to(terminal, offset)
+        pane.scroll_to(terminal, offset, 20)
         pane.scroll.query, pane.scroll.matches, pane.scroll.current = "line 1", [1], 0
         lines, _ = pane.content(terminal, 40, 20, focused=True, colors=256)
         shown.append(lines)
         if pause:
             assert terminal._history.cached() <= 2  # not the whole history
     assert shown[0] == shown[1]
+
+
+def test_the_top_of_the_history_is_reached_in_a_tile_shorter_than_the_terminal():
+    """A role's terminal may be taller than its tile (the size floor): scrolled
+    to the top, the pane shows the first line kept, not the line the tile's
+    missing rows would leave it at."""
+    terminal = Terminal(60, 30)
+    terminal.feed(b"".join(f"line {i}\r\n".encode() for i in range(100)))
+    pane = PaneView("coder")
+    pane.scroll_to(terminal, deepest(terminal, 12), 12)
+    lines, _ = pane.content(terminal, 40, 12, focused=True, colors=256)
+    assert lines[0][0].decode().rstrip() == "line 0"
+    pane.scroll_by(terminal, 50, 12)  # further up stays at the top
+    assert pane.content(terminal, 40, 12, focused=True, colors=256)[0][0] == lines[0]
 
 
 def test_rebound_prefix(tmp_path):
