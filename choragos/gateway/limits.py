@@ -19,7 +19,6 @@ with a table, no clock.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import random
@@ -135,6 +134,10 @@ def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
     seconds = _number(raw)
     if seconds is not None:
         return now + seconds
+    # Loaded here: the email package is a megabyte the server would hold for
+    # the rare limit that gives a date.
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):

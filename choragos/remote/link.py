@@ -21,17 +21,20 @@ import io
 import json
 import logging
 import subprocess
-import tarfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from choragos.remote import tether
 from choragos.remote.hosts import HostSpec
 from choragos.remote.ssh import Ssh, SshError
 from choragos.roles import selfpath
+
+if TYPE_CHECKING:
+    import tarfile
 
 __all__ = ["CLIENT_MODULES", "HostLink", "RemoteSeat"]
 
@@ -263,6 +266,8 @@ def _moved(text: str, here: str, there: str) -> str:
 
 def client_archive(folder: str) -> bytes:
     """A tar of the launcher, the agent verbs' modules and their ``choragos`` shim."""
+    import tarfile  # here: with lzma and bz2 it is a megabyte the server holds otherwise
+
     package = Path(__file__).resolve().parents[1]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -275,6 +280,8 @@ def client_archive(folder: str) -> bytes:
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+    import tarfile
+
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), mode, int(time.time())
     archive.addfile(info, io.BytesIO(data))
