@@ -228,20 +228,35 @@ def probe(screen: Screen, number: int) -> tuple[float, float] | None:
 
 # The session's hops (``choragos/session/hopstamps.py``) in the order a key takes them.
 HOPS = ("key-read", "key-written", "out-read", "frame-in", "frame-written")
+# Stamps of an echo's detours: the deck's loop held the drawing lock (the
+# loop draws the echo), a frame waited in the client's outbox, the pump sent it.
+DETOURS = ("lane-missed", "frame-queued", "pump-sent")
 
 
-def hop_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
-    """Each probe split into the steps between the session's hops (µs): for
-    each hop in turn, its first stamp after the previous hop's inside the
-    probe's span (the echo agent's own where a hop names a role: the
-    neighbours' reads and frames are stamped too); a probe missing a hop is
-    left out."""
+def _marks(stamps: Path) -> list[tuple[float, str]]:
+    """(seconds, hop) of the session's stamps, the echo agent's own where a
+    hop names a role (the neighbours' reads and frames are stamped too)."""
     marks: list[tuple[float, str]] = []
     for line in stamps.read_text().splitlines():
         ns, hop, *role = line.split()
         if not role or role[0] == "echo":
             marks.append((int(ns) / 1e9, hop))
     marks.sort()
+    return marks
+
+
+def detours(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, int]:
+    """How many probes took each detour (a stamp of it inside the probe's span)."""
+    marks = _marks(stamps)
+    return {name: sum(any(hop == name and typed <= t <= seen for t, hop in marks)
+                      for typed, seen in spans) for name in DETOURS}
+
+
+def hop_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """Each probe split into the steps between the session's hops (µs): for
+    each hop in turn, its first stamp after the previous hop's inside the
+    probe's span; a probe missing a hop is left out."""
+    marks = _marks(stamps)
     steps: dict[str, list[float]] = {}
     for typed, seen in spans:
         points, at = [("typed", typed)], typed
@@ -366,6 +381,7 @@ def main() -> None:
     number = 0
     missed = {"choragos": 0, "tmux": 0}
     steps: dict[str, list[float]] = {}
+    took = dict.fromkeys(DETOURS, 0)
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
             with scratch("chb-") as root:
@@ -380,6 +396,8 @@ def main() -> None:
                 if args.hops and name == "choragos":
                     for step, values in hop_steps(root / "hops.txt", spans).items():
                         steps.setdefault(step, []).extend(values)
+                    for name, count in detours(root / "hops.txt", spans).items():
+                        took[name] += count
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"
@@ -392,13 +410,15 @@ def main() -> None:
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
     for step, values in steps.items():
         print(f"  {step:<28} median {statistics.median(values):6.0f} µs  ({len(values)} probes)")
+    if args.hops:
+        print("  detours (probes): " + ", ".join(f"{k} {v}" for k, v in took.items()))
     emit("attach_latency", {"choragos/tmux": ratio},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
          median_ms={name: round(statistics.median(s) * 1000, 2) for name, s in results.items()},
          probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct,
-         **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()}}
-            if steps else {}))
+         **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()},
+             "detours": took} if steps else {}))
 
 
 if __name__ == "__main__":

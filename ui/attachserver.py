@@ -377,6 +377,8 @@ class AttachServer:
                     hopstamps.mark("frame-written")
             if not client.outbox or client.out_fd is None:
                 return
+            if hopstamps.ON:
+                hopstamps.mark("frame-queued")
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"!")  # the pump polls for POLLOUT now
 
@@ -539,6 +541,8 @@ class AttachServer:
             return
         if sent:
             client.progress = time.monotonic()
+            if hopstamps.ON:
+                hopstamps.mark("pump-sent")
 
     def _check_stall(self) -> None:
         client = self._client

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from choragos.session import hopstamps
 from choragos.ui.deckdraw import Renderer
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.ptyscreen import PtyScreen
@@ -83,6 +84,8 @@ class EchoLane:
             if terminal is not None:
                 terminal.rearm()
             self.missed += 1
+            if hopstamps.ON:
+                hopstamps.mark("lane-missed", role)
             return False
         try:
             return self._frame(role)
