@@ -15,7 +15,10 @@ and with tmux relaying a flood at full rate it fell behind, so the probes
 queued behind the bench's own parsing: medians of 4-78 ms).  Every few
 probes the agent's line is erased, untimed.  Beside each median it prints
 the server's CPU while the probes ran (the choragos session's, tmux's):
-a flood's cost to the machine the echo shares.  Rounds alternate
+a flood's cost to the machine the echo shares; and the server's wake-ups
+per probe (its threads' voluntary context switches while probing, over the
+probes: with a neighbour idle, what one keystroke costs in wake-ups; with
+floods, theirs meanwhile too).  Rounds alternate
 between the two setups so machine noise hits both alike.  Absolute numbers
 vary between machines and runs; the ratio is the result.  Not part of the
 test suite.
@@ -50,6 +53,7 @@ from bench.common import (  # noqa: E402
     crew_repo,
     emit,
     process_cpu,
+    process_wakeups,
     scratch,
     served,
 )
@@ -189,9 +193,10 @@ def probe_round(screen: Screen, probes: int, number: int, latencies: list[float]
                 busy: list[float], spans: list[tuple[float, float]] | None = None) -> int:
     """``probes`` keystrokes into ``screen``: their latencies go to ``latencies``
     (and their (typed, seen) clock readings to ``spans``), the server's CPU
-    seconds and the wall seconds are added to ``busy``; the last marker
-    number used is returned."""
+    seconds, the wall seconds, the server's wake-ups and the probes typed
+    are added to ``busy``; the last marker number used is returned."""
     screen.probing()
+    woke = process_wakeups(screen.server_pid)
     cpu, wall = process_cpu(screen.server_pid), time.monotonic()
     for _ in range(probes):
         number += 1
@@ -202,6 +207,8 @@ def probe_round(screen: Screen, probes: int, number: int, latencies: list[float]
                 spans.append(span)
     busy[0] += process_cpu(screen.server_pid) - cpu
     busy[1] += time.monotonic() - wall
+    busy[2] += process_wakeups(screen.server_pid) - woke
+    busy[3] += probes
     return number
 
 
@@ -377,7 +384,8 @@ def main() -> None:
     if tmux is None:
         raise SystemExit("tmux is needed for the reference measurement")
     results: dict[str, list[float]] = {"choragos": [], "tmux": []}
-    busy = {"choragos": [0.0, 0.0], "tmux": [0.0, 0.0]}  # server CPU s, wall s while probing
+    # While probing: server CPU s, wall s, server wake-ups, probes typed.
+    busy = {"choragos": [0.0, 0.0, 0, 0], "tmux": [0.0, 0.0, 0, 0]}
     number = 0
     missed = {"choragos": 0, "tmux": 0}
     steps: dict[str, list[float]] = {}
@@ -403,9 +411,12 @@ def main() -> None:
         flood = "idle"
     print(f"keystroke-to-screen latency, {crew.roles} panes, {crew.flooders} neighbour(s) "
           f"flooding ({flood}), {COLS}x{ROWS}, {os.cpu_count()} CPUs")
-    server_pct = {name: round(100 * cpu / wall, 1) for name, (cpu, wall) in busy.items()}
+    server_pct = {name: round(100 * b[0] / b[1], 1) for name, b in busy.items()}
+    # Per probe: each probe's own wake-ups, and those of the floods meanwhile.
+    woke = {name: round(b[2] / max(b[3], 1), 1) for name, b in busy.items()}
     for name, samples in results.items():
-        print(f"{summary(name, samples)}   server CPU {server_pct[name]:.0f}% of a core")
+        print(f"{summary(name, samples)}   server CPU {server_pct[name]:.0f}% of a core, "
+              f"{woke[name]:g} wake-ups a probe")
     ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
     for step, values in steps.items():
@@ -417,6 +428,7 @@ def main() -> None:
                 "idle": args.idle},
          median_ms={name: round(statistics.median(s) * 1000, 2) for name, s in results.items()},
          probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct,
+         server_wakeups_per_probe=woke,
          **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()},
              "detours": took} if steps else {}))
 

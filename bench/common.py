@@ -147,6 +147,19 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_wakeups(pid: int) -> int:
+    """How often the threads of a process went to sleep and woke again so
+    far (the kernel's voluntary context switches, summed over its threads;
+    threads that ended are not counted)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
+
+
 def process_rss_mb(pid: int) -> float:
     """Resident memory of a process in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
