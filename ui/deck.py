@@ -132,6 +132,7 @@ class Deck:
                                 lambda: self.client_backlog(), self.redraw)
         self.renderer = Renderer(self.model, port, self.screen, self.pacer)
         self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn)
+        self.pacer.on_echo = self._pane_echo
         self.commands = CommandRunner(port, self)
         self.overlays = OverlayStack(self, self.view, self.screen, port.workdir,
                                      lambda: self.client.editor)
@@ -366,6 +367,13 @@ class Deck:
             return
         self.post(lambda: self.pacer.pane_changed(
             role, self.attached and role in self.state.layout.visible()))
+
+    def _pane_echo(self, role: str, text: str, x: int, y: int) -> None:
+        """A watched terminal drew ``text`` plainly at its cell ``(x, y)``,
+        on the feeding thread: while ``role`` is typed into, that is the
+        key's echo, sent to the client before the frame is built."""
+        if self.pacer.echoing(role):
+            self.lane.send_ahead(role, text, x, y)
 
     def _schedule_overlay_refresh(self) -> None:
         """While a dialog with clocks is open (and drawn), tick it once a second;

@@ -301,6 +301,22 @@ class Renderer:
             cursor = (rect.x + pane_cursor[0], rect.y + 1 + pane_cursor[1])
         return frame, cursor, changed
 
+    def echo_spot(self, role: str, x: int, y: int, width: int) -> tuple[int, int] | None:
+        """The screen cell showing ``role``'s terminal cell ``(x, y)`` in the
+        last frame, when that is the focused pane's live screen and ``width``
+        columns from there and the cursor after them stay in its tile; else None."""
+        placed = self.placed.get(role)
+        if placed is None or not placed[1]:
+            return None
+        pane = self.model.state.panes.get(role)
+        if pane is None or pane.scroll is not None:
+            return None
+        rect = placed[0]
+        col, row = x - pane.origin[0], y - pane.origin[1]
+        if col < 0 or col + width >= rect.w or not 0 <= row < rect.h - 1:
+            return None
+        return rect.x + col, rect.y + 1 + row
+
     def echo_whole(self, role: str, cols: int, rows: int, chrome: Chrome) -> Frame:
         """The whole deck with ``role`` drawn from its terminal and every other
         pane as last drawn."""

@@ -55,6 +55,7 @@ class EchoLane:
         self.open = False  # a frame was drawn for the attached client
         self.frames = 0  # frames the echo lane drew
         self.missed = 0  # echoes left to the loop because it held the lock
+        self.sent_ahead = 0  # echoes whose characters went out before their frame
 
     def close(self) -> None:
         """No echo frame until the loop drew one for an attached client."""
@@ -93,6 +94,35 @@ class EchoLane:
             # Never the reader's failure, never a pane left undrawn: the
             # loop draws it (and crashes, supervised, if it fails there too);
             # its next frame opens the lane again.
+            log.exception("the echo lane failed; the deck's loop draws instead")
+            self.open = False
+            return False
+        finally:
+            self.drawing.release()
+
+    def send_ahead(self, role: str, text: str, x: int, y: int) -> bool:
+        """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
+        (``Terminal.on_echo``): send those characters to the client now,
+        where the pane shows that cell, before the frame that draws the
+        echo is built (which then writes their row whole and places the
+        cursor).  False (nothing sent) when the loop holds the lock, the
+        deck shows more than its panes or something else waits to be drawn,
+        or the cell is not on the screen with room after it."""
+        if not self.drawing.acquire(blocking=False):
+            return False
+        try:
+            if not self.open or self.host.dirty:
+                return False
+            size = self.screen.get_cols_rows()
+            if not self.host.shows_panes(size):
+                return False
+            spot = self.renderer.echo_spot(role, x, y, len(text))
+            if spot is None:
+                return False
+            self.screen.echo_at(text, *spot)
+            self.sent_ahead += 1
+            return True
+        except Exception:
             log.exception("the echo lane failed; the deck's loop draws instead")
             self.open = False
             return False

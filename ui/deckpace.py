@@ -43,6 +43,9 @@ class FramePacer:
         # The same, read on reader threads by the echo lane (written, never iterated).
         self.echo_until: dict[str, float] = {}
         self.echo_owed: set[str] = set()  # typed panes whose echo the loop's next frame draws
+        # Told (on the feeding thread) of a watched terminal's plain echo: the
+        # role, the text and the cell it was written at (see Terminal.on_echo).
+        self.on_echo: Callable[[str, str, int, int], None] | None = None
         self._alarm: Any = None
 
     def watch(self, role: str, terminal: Terminal) -> None:
@@ -52,6 +55,8 @@ class FramePacer:
             self.watched[role] = terminal
             # A partial, not a lambda: one Python frame fewer on an echo's way.
             terminal.on_change = functools.partial(self.on_output, role)
+            if self.on_echo is not None:
+                terminal.on_echo = functools.partial(self.on_echo, role)
 
     def echoing(self, role: str) -> bool:
         """``role`` was typed into just now: its output is likely the echo."""

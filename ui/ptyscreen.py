@@ -41,6 +41,7 @@ from choragos.ui.rowdiff import changed_span, runs_between
 
 Line = tuple[bytes, list[tuple[Any, int]]]
 _UNKNOWN = object()  # the pen of a terminal something else wrote to last
+_UNSURE: Line = (b"", [])  # a row whose cells we wrote outside a frame: differs from any
 
 
 class _NoInput:
@@ -73,6 +74,9 @@ class PtyScreen(raw.Screen):
         # The attribute in force on the client's terminal after our last frame,
         # when that frame was paint's and nothing was written since (see write).
         self._pen: Any = _UNKNOWN
+        # Rows written to outside a frame (an echo sent ahead of it): the
+        # next paint writes them whole, whatever they were.
+        self._unsure: set[int] = set()
         self.rows_written = 0  # rows sent by paint, ever (tests count them)
 
     # -- where frames go ---------------------------------------------------------
@@ -143,6 +147,7 @@ class PtyScreen(raw.Screen):
         self._screen_buf_canvas = None
         self._drawn_rows = []
         self._painted = None
+        self._unsure = set()
 
     # -- the fast path -------------------------------------------------------------
 
@@ -152,6 +157,17 @@ class PtyScreen(raw.Screen):
         (None when a dialog was drawn over them)."""
         self._painted = list(lines) if lines is not None else None
         self._painted_size, self._painted_cursor = size, cursor
+        self._unsure = set()
+
+    def echo_at(self, text: str, x: int, y: int) -> None:
+        """Write ``text`` (printable ASCII, in the default colours) at cell
+        ``(x, y)`` now, ahead of the frame that draws it: a key's echo on
+        the client's screen before the deck has built its row.  The next
+        paint writes that row whole and places the cursor, so the screen
+        ends as the frames say whatever this wrote."""
+        self.write(escape.set_cursor_position(x, y) + self._attr_to_escape(None) + text)
+        self.flush()
+        self._unsure.add(y)
 
     def paint(self, lines: list[Line], cursor: tuple[int, int] | None,
               size: tuple[int, int], only: list[int] | None = None) -> bool:
@@ -170,9 +186,15 @@ class PtyScreen(raw.Screen):
         at = self._painted_cursor if known else None
         attr = self._pen if known else _UNKNOWN
         moved = False
-        for y in range(len(lines)) if only is None else only:
+        rows = range(len(lines)) if only is None else only
+        unsure = self._unsure
+        if unsure:
+            rows = sorted({*rows, *(y for y in unsure if y < len(lines))})
+        for y in rows:
             line, was = lines[y], old[y]
-            if line is was or line == was:
+            if y in unsure:
+                was = _UNSURE  # its cells are not known: written whole
+            elif line is was or line == was:
                 continue
             raw_bytes, runs = line
             start, end, column = changed_span(was, line)
@@ -186,6 +208,7 @@ class PtyScreen(raw.Screen):
                                      to_the_end=end == len(raw_bytes), at=(column, y))
             self.rows_written += 1
         self._painted = list(lines)
+        self._unsure = set()
         if not out and cursor == self._painted_cursor:
             return True
         if cursor is not None and at != cursor:

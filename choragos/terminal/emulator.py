@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pyte import charsets
+from pyte import modes as mo
 
 from choragos.terminal.vtcells import (
+    BLANK,
     Row,
     Run,
     TextRow,
@@ -88,6 +90,9 @@ HOLD_FROM = 2048
 # ASCII, tab, CR, LF and ESC (the escapes are checked when the lines are drawn).
 _HOLDABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n\x1b"
 _UNSEEN = object()  # a row not settled yet: the same as nothing
+# The longest echo handed to ``on_echo`` (an agent echoes a key or a paste's
+# piece; a longer output is a redraw, not an echo).
+ECHO_TEXT = 64
 
 
 def _same_row(row: Row, was: object) -> bool:
@@ -130,6 +135,14 @@ class Terminal:
     clearing must not flood the transcript.  ``CSI 3 J`` empties the history
     as it would in a terminal; lines already given to ``on_scrolled`` stay given.
 
+    ``on_echo(text, x, y)`` is called after an ``eager`` feed (a key's echo
+    is awaited) that only wrote ``text``, printable ASCII, at the cursor
+    ``(x, y)`` in the default colours on one row (no escape, no wrap nor
+    one pending, no line-drawing charset, no insert mode): the cells a terminal showing
+    the screen before the feed needs written to show it after, less the
+    cursor's move past them.  It runs before ``on_change``, so a viewer
+    can send those bytes before it draws the frame.
+
     Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``generation``
     (bumped by every change; each row of a :class:`Snapshot` carries the
     generation it last changed in, so a renderer redraws only those rows),
@@ -149,6 +162,7 @@ class Terminal:
         self.on_scrolled = on_scrolled
         self.on_bell = on_bell
         self.on_change = on_change
+        self.on_echo: Callable[[str, int, int], None] | None = None
         self.fast_path = fast_path
         self.dirty = False
         self.generation = 0
@@ -188,6 +202,7 @@ class Terminal:
         with self._lock:
             before = self._state()
             bells = parser.bells
+            text = ""
             try:
                 decoder = self._decoder
                 # ASCII with no character begun before it needs no decoder.
@@ -204,6 +219,7 @@ class Terminal:
                     parser.feed(text, self.fast_path, hold)
             except Exception:  # the parser contains its own; this is the last guard
                 self._own_errors += 1
+                text = ""  # no echo to tell of
                 parser.reset()
                 log.debug("terminal feed failed; parser reset", exc_info=True)
             due = None
@@ -212,8 +228,13 @@ class Terminal:
                 if eager or due <= 0 or parser.held_size >= HOLD_LIMIT:
                     parser.flush()
                     due = None
+            echo = (self._plain_echo(text, before)
+                    if eager and text and self.on_echo is not None and len(data) <= ECHO_TEXT
+                    else None)
             self._settle(before)
             outputs = self._take_outputs(rang=parser.bells != bells)
+        if echo is not None:
+            _safecall(self.on_echo, text, *echo)
         self._notify(*outputs)
         return due
 
@@ -465,6 +486,22 @@ class Terminal:
         self._parser.flush()
         self._settle(before)
         return self._take_outputs(rang=False)
+
+    def _plain_echo(self, text: str, before: tuple[Any, ...]) -> tuple[int, int] | None:
+        """Under the lock, after the parse: where ``text`` was written as it
+        is (see ``on_echo``), None when the feed did anything else."""
+        screen = self._screen
+        cursor = screen.cursor
+        x, y = before[0], before[1]
+        dirty = screen.dirty
+        if (cursor.y != y or cursor.x != x + len(text) or cursor.x >= screen.columns
+                or len(dirty) != 1 or y not in dirty
+                or not text.isascii() or not text.isprintable()
+                or screen.modes_serial != before[3] or cursor.attrs != BLANK
+                or screen.charset or screen.g0_charset is not charsets.LAT1_MAP
+                or mo.IRM in screen.mode):
+            return None
+        return x, y
 
     def _cursor(self) -> tuple[int, int]:
         screen = self._screen

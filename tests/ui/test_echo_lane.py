@@ -280,3 +280,96 @@ def test_where_each_piece_of_a_row_went_and_a_column_two_pieces_share():
                                 (5, ("é".encode(), [("y", 2)]))], 8)
     assert row == (b"abcd \xc3\xa9  ", [(None, 2), ("x", 2), (None, 1), ("y", 2), (None, 2)])
     assert where == {0: None, 5: (5, 3)}  # two pieces at column 0: found by neither
+
+
+# -- an echo's characters sent ahead of its frame ---------------------------------------
+
+def _frames(deck) -> list[bytes]:
+    """Every frame the deck hands the client from now on, one item each."""
+    frames: list[bytes] = []
+    deck.screen.set_sink(frames.append)
+    return frames
+
+
+def _client(deck) -> Terminal:
+    """A client's terminal showing what the deck painted last."""
+    client = Terminal(120, 40, scrollback=0)
+    deck.client_attached(deck.client)  # a fresh client: a whole frame first
+    wait_until(lambda: _client_shows_the_painted_frame(deck, client), 10,
+               message="the first frame")
+    return client
+
+
+def _shows(deck, client: Terminal, frames: list[bytes]) -> bool:
+    for frame in frames:
+        client.feed(frame)
+    frames.clear()
+    painted = deck.screen._painted
+    return (client.display() == [raw.decode("utf-8").rstrip() for raw, _ in painted]
+            and client.cursor == deck.screen._painted_cursor)
+
+
+def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen(running):
+    deck, port = running
+    client = _client(deck)
+    _settled(deck)
+    frames = _frames(deck)
+    terminal = port.terminals["orchestrator"]
+    deck.feed_input(b"k")
+    ahead, echoes = deck.lane.sent_ahead, deck.lane.frames
+    terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
+    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes + 1
+    first, second = frames[:2]
+    # The characters where the pane shows the cursor's cell, before any frame.
+    _, y = deck.screen._painted_cursor
+    assert first.startswith(b"\x1b[%d;" % (y + 1)) and first.endswith(b"kQZX")
+    client.feed(first)
+    assert "orchestrator> kQZX" in client.display()[y]
+    assert b"kQZX" in second  # the frame writes the row whole and places the cursor
+    assert _shows(deck, client, frames)
+
+
+def test_only_a_plain_echo_at_the_cursor_is_sent_ahead(running):
+    deck, port = running
+    client = _client(deck)
+    _settled(deck)
+    frames = _frames(deck)
+    terminal = port.terminals["orchestrator"]
+    ahead = deck.lane.sent_ahead
+    for echo in (b"\x1b[31mred\x1b[0m",  # colours: drawn by the frame alone
+                 b"ab\r\n",  # a new line
+                 b"\x1b(0qq\x1b(B"):  # the line-drawing set
+        deck.feed_input(b"x")
+        terminal.feed(echo, eager=True)
+        assert _shows(deck, client, frames), echo
+    terminal.feed(b"not typed", eager=False)  # no echo awaited: the loop's, in its time
+    assert deck.lane.sent_ahead == ahead
+    deck.feed_input(b"y")
+    port.terminals["coder"].feed(b"y", eager=True)  # a pane not focused
+    deck.feed_input(b"y")
+    terminal.feed(b"x" * 60, eager=True)  # on past the tile's edge
+    assert deck.lane.sent_ahead == ahead
+    wait_until(lambda: _shows(deck, client, frames), 10, message="the client settled")
+
+
+def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
+    """Keys typed, echoed plainly and otherwise, in a pane that scrolls and
+    wraps, with a flooding neighbour: after every echo the client shows
+    exactly what the deck painted, and most echoes went out ahead."""
+    deck, port = running
+    client = _client(deck)
+    _settled(deck)
+    frames = _frames(deck)
+    terminal = port.terminals["orchestrator"]
+    rng = random.Random(5)
+    for i in range(120):
+        key = bytes([rng.choice(b"abcdefghij ")])
+        deck.feed_input(key)
+        tail = b"\r\n" if i % 11 == 10 else b"\x1b[32mok\x1b[0m" if i % 17 == 16 else b""
+        terminal.feed(key + tail, eager=True)
+        if i % 5 == 0:
+            port.terminals["coder"].feed(b"flood %d\r\n" % i)
+        with deck.lane.drawing:
+            assert _shows(deck, client, frames), i
+    assert deck.lane.sent_ahead >= 60
+    wait_until(lambda: _shows(deck, client, frames), 10, message="the client settled")

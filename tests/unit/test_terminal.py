@@ -771,3 +771,45 @@ def test_a_spacing_mark_after_a_space_keeps_the_line_within_its_columns() -> Non
     t = fed(b"          \xe0\xaf\x81 !", cols=12, rows=4)
     _check_invariants(t)
     assert t.display()[0] == "          \u0bc1 !"
+
+
+# -- a plain echo told before the change --------------------------------------------------
+
+def _echoes(term: Terminal) -> list[tuple]:
+    told: list[tuple] = []
+    order: list[str] = []
+    term.on_echo = lambda text, x, y: (told.append((text, x, y)), order.append("echo"))
+    term.on_change = lambda: order.append("change")
+    told.append(order)
+    return told
+
+
+def test_a_plain_echo_is_told_with_its_cell_before_the_change():
+    term = Terminal(20, 5)
+    term.feed(b"\r\n> ")
+    term.take_dirty()  # the change callback armed
+    told = _echoes(term)
+    order = told.pop()
+    term.feed(b"abc", eager=True)
+    assert told == [("abc", 2, 1)] and order == ["echo", "change"]
+    term.take_dirty()
+    term.feed(b"d", eager=False)  # no echo awaited: nothing told
+    assert told == [("abc", 2, 1)]
+
+
+def test_output_other_than_a_plain_echo_is_not_told():
+    for before, echo in ((b"", b"\x1b[31mred"),  # an escape
+                         (b"\x1b[1m", b"bold"),  # a pen that is not the default
+                         (b"", b"ab\r\n"),  # a new line
+                         (b"", b"x" * 19 + b"yz"),  # it wraps
+                         (b"", b"x" * 20),  # the last column: the wrap pending
+                         (b"\x1b(0", b"qq"),  # the line-drawing set
+                         (b"\x1b[4h", b"ins"),  # insert mode
+                         (b"", "é".encode()),  # not ASCII
+                         (b"\x1b[", b"5A")):  # the end of an escape begun before
+        term = Terminal(20, 5)
+        term.feed(before)
+        told = _echoes(term)
+        told.pop()
+        term.feed(echo, eager=True)
+        assert told == [], (before, echo)
