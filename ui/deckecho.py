@@ -104,10 +104,10 @@ class EchoLane:
         """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
         (``Terminal.on_echo``): send those characters to the client now,
         where the pane shows that cell, before the frame that draws the
-        echo is built (which then writes their row whole and places the
-        cursor).  False (nothing sent) when the loop holds the lock, the
-        deck shows more than its panes or something else waits to be drawn,
-        or the cell is not on the screen with room after it."""
+        echo is built (which then writes only what still differs).  False
+        (nothing sent) when the loop holds the lock, the deck shows more
+        than its panes or something else waits to be drawn, or the cell is
+        not on the screen with room after it."""
         if not self.drawing.acquire(blocking=False):
             return False
         try:
@@ -119,7 +119,8 @@ class EchoLane:
             spot = self.renderer.echo_spot(role, x, y, len(text))
             if spot is None:
                 return False
-            self.screen.echo_at(text, *spot)
+            if not self.screen.echo_at(text, *spot):
+                return False
             self.sent_ahead += 1
             return True
         except Exception:

@@ -41,7 +41,7 @@ from choragos.ui.rowdiff import changed_span, runs_between
 
 Line = tuple[bytes, list[tuple[Any, int]]]
 _UNKNOWN = object()  # the pen of a terminal something else wrote to last
-_UNSURE: Line = (b"", [])  # a row whose cells we wrote outside a frame: differs from any
+_UNSURE: Line = (b"", [])  # a row whose cells are not known: differs from any
 
 
 class _NoInput:
@@ -74,9 +74,10 @@ class PtyScreen(raw.Screen):
         # The attribute in force on the client's terminal after our last frame,
         # when that frame was paint's and nothing was written since (see write).
         self._pen: Any = _UNKNOWN
-        # Rows written to outside a frame (an echo sent ahead of it): the
-        # next paint writes them whole, whatever they were.
-        self._unsure: set[int] = set()
+        # Rows written to outside a frame (an echo sent ahead of it): what the
+        # client shows there now, which the next paint diffs against (_UNSURE:
+        # not known, written whole).
+        self._ahead: dict[int, Line] = {}
         self.rows_written = 0  # rows sent by paint, ever (tests count them)
 
     # -- where frames go ---------------------------------------------------------
@@ -147,7 +148,7 @@ class PtyScreen(raw.Screen):
         self._screen_buf_canvas = None
         self._drawn_rows = []
         self._painted = None
-        self._unsure = set()
+        self._ahead = {}
 
     # -- the fast path -------------------------------------------------------------
 
@@ -157,17 +158,31 @@ class PtyScreen(raw.Screen):
         (None when a dialog was drawn over them)."""
         self._painted = list(lines) if lines is not None else None
         self._painted_size, self._painted_cursor = size, cursor
-        self._unsure = set()
+        self._ahead = {}
 
-    def echo_at(self, text: str, x: int, y: int) -> None:
+    def echo_at(self, text: str, x: int, y: int) -> bool:
         """Write ``text`` (printable ASCII, in the default colours) at cell
         ``(x, y)`` now, ahead of the frame that draws it: a key's echo on
-        the client's screen before the deck has built its row.  The next
-        paint writes that row whole and places the cursor, so the screen
-        ends as the frames say whatever this wrote."""
-        self.write(escape.set_cursor_position(x, y) + self._attr_to_escape(None) + text)
+        the client's screen before the deck has built its row.  Written as
+        paint would write it (only the text, where the cursor already stands
+        in the default pen), and noted, so the next paint writes only what
+        still differs; False (nothing written) before the first frame."""
+        old = self._painted
+        if old is None or not 0 <= y < len(old):
+            return False
+        known = self._pen is not _UNKNOWN
+        out = []
+        if not known or self._painted_cursor != (x, y):
+            out.append(escape.set_cursor_position(x, y))
+        if not known or self._pen is not None:
+            out.append(self._attr_to_escape(None))
+        self.write("".join(out) + text)
         self.flush()
-        self._unsure.add(y)
+        was = self._ahead.get(y, old[y])
+        self._ahead[y] = _with_text(was, x, text.encode())
+        self._painted_cursor = (x + len(text), y)
+        self._pen = None
+        return True
 
     def paint(self, lines: list[Line], cursor: tuple[int, int] | None,
               size: tuple[int, int], only: list[int] | None = None) -> bool:
@@ -187,15 +202,16 @@ class PtyScreen(raw.Screen):
         attr = self._pen if known else _UNKNOWN
         moved = False
         rows = range(len(lines)) if only is None else only
-        unsure = self._unsure
-        if unsure:
-            rows = sorted({*rows, *(y for y in unsure if y < len(lines))})
+        ahead = self._ahead
+        if ahead:
+            rows = sorted({*rows, *(y for y in ahead if y < len(lines))})
         for y in rows:
-            line, was = lines[y], old[y]
-            if y in unsure:
-                was = _UNSURE  # its cells are not known: written whole
-            elif line is was or line == was:
-                continue
+            line = lines[y]
+            was = ahead.get(y)
+            if was is None:
+                was = old[y]
+                if line is was or line == was:
+                    continue
             raw_bytes, runs = line
             start, end, column = changed_span(was, line)
             if start >= end:
@@ -208,7 +224,7 @@ class PtyScreen(raw.Screen):
                                      to_the_end=end == len(raw_bytes), at=(column, y))
             self.rows_written += 1
         self._painted = list(lines)
-        self._unsure = set()
+        self._ahead = {}
         if not out and cursor == self._painted_cursor:
             return True
         if cursor is not None and at != cursor:
@@ -287,3 +303,15 @@ class PtyScreen(raw.Screen):
             with contextlib.suppress(OSError, ValueError):
                 close()
 
+
+
+def _with_text(line: Line, x: int, text: bytes) -> Line:
+    """``line`` with ``text`` (ASCII) written over its cells from column ``x``
+    in the default attribute; _UNSURE when its bytes up to there are not one
+    a column."""
+    raw, runs = line
+    end = x + len(text)
+    if line is _UNSURE or end > len(raw) or not raw[:end].isascii():
+        return _UNSURE
+    return (raw[:x] + text + raw[end:],
+            [*runs_between(runs, 0, x), (None, len(text)), *runs_between(runs, end, len(raw))])

@@ -284,19 +284,22 @@ def test_where_each_piece_of_a_row_went_and_a_column_two_pieces_share():
 
 # -- an echo's characters sent ahead of its frame ---------------------------------------
 
-def _frames(deck) -> list[bytes]:
-    """Every frame the deck hands the client from now on, one item each."""
+def _frames(deck, client: Terminal) -> list[bytes]:
+    """Every frame the deck hands the client from now on, one item each
+    (what it wrote to its PTY until now fed to ``client`` first)."""
     frames: list[bytes] = []
     deck.screen.set_sink(frames.append)
+    client.feed(_drain(deck))
     return frames
 
 
 def _client(deck) -> Terminal:
-    """A client's terminal showing what the deck painted last."""
+    """A client's terminal showing what the deck painted last, the deck quiet."""
     client = Terminal(120, 40, scrollback=0)
     deck.client_attached(deck.client)  # a fresh client: a whole frame first
     wait_until(lambda: _client_shows_the_painted_frame(deck, client), 10,
                message="the first frame")
+    _settled(deck, feeding=client)
     return client
 
 
@@ -312,28 +315,37 @@ def _shows(deck, client: Terminal, frames: list[bytes]) -> bool:
 def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen(running):
     deck, port = running
     client = _client(deck)
-    _settled(deck)
-    frames = _frames(deck)
+    frames = _frames(deck, client)
     terminal = port.terminals["orchestrator"]
     deck.feed_input(b"k")
     ahead, echoes = deck.lane.sent_ahead, deck.lane.frames
     terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
     assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes + 1
-    first, second = frames[:2]
-    # The characters where the pane shows the cursor's cell, before any frame.
+    # The characters where the pane shows the cursor's cell, before any frame;
+    # the frame then had nothing left to write.
     _, y = deck.screen._painted_cursor
-    assert first.startswith(b"\x1b[%d;" % (y + 1)) and first.endswith(b"kQZX")
-    client.feed(first)
+    assert len(frames) == 1 and frames[0].endswith(b"kQZX"), frames
+    assert _shows(deck, client, frames)
     assert "orchestrator> kQZX" in client.display()[y]
-    assert b"kQZX" in second  # the frame writes the row whole and places the cursor
+    # The next: the characters alone, as the frame would have written them.
+    deck.feed_input(b"a")
+    terminal.feed(b"abc", eager=True)
+    assert frames == [b"abc"]
+    assert _shows(deck, client, frames)
+    # Colours next to it: the frame writes what the early bytes did not.
+    deck.feed_input(b"d")
+    terminal.feed(b"d\x1b[31mred\x1b[0m", eager=True)
+    assert _shows(deck, client, frames)
+    deck.feed_input(b"e")
+    terminal.feed(b"e", eager=True)
+    assert len(frames) == 1 and frames[0].endswith(b"e")
     assert _shows(deck, client, frames)
 
 
 def test_only_a_plain_echo_at_the_cursor_is_sent_ahead(running):
     deck, port = running
     client = _client(deck)
-    _settled(deck)
-    frames = _frames(deck)
+    frames = _frames(deck, client)
     terminal = port.terminals["orchestrator"]
     ahead = deck.lane.sent_ahead
     for echo in (b"\x1b[31mred\x1b[0m",  # colours: drawn by the frame alone
@@ -358,8 +370,7 @@ def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
     exactly what the deck painted, and most echoes went out ahead."""
     deck, port = running
     client = _client(deck)
-    _settled(deck)
-    frames = _frames(deck)
+    frames = _frames(deck, client)
     terminal = port.terminals["orchestrator"]
     rng = random.Random(5)
     for i in range(120):
@@ -373,3 +384,21 @@ def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
             assert _shows(deck, client, frames), i
     assert deck.lane.sent_ahead >= 60
     wait_until(lambda: _shows(deck, client, frames), 10, message="the client settled")
+
+
+def test_an_echo_sent_ahead_on_a_row_not_known_cell_by_cell_has_its_row_written_whole(running):
+    deck, port = running
+    client = _client(deck)
+    terminal = port.terminals["orchestrator"]
+    terminal.feed("\r\nnaïve> ".encode())  # a character of two bytes left of the echo
+    wait_until(lambda: _client_shows_the_painted_frame(deck, client)
+               and "naïve> " in "".join(client.display()), 10, message="the prompt drawn")
+    _settled(deck, feeding=client)
+    frames = _frames(deck, client)
+    deck.feed_input(b"k")
+    ahead = deck.lane.sent_ahead
+    terminal.feed(b"kk", eager=True)
+    assert deck.lane.sent_ahead == ahead + 1
+    assert len(frames) == 2 and frames[0].endswith(b"kk")
+    assert "naïve> kk".encode() in frames[1]  # the row written whole
+    assert _shows(deck, client, frames)

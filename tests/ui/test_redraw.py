@@ -112,13 +112,18 @@ class _Sent:
         return needle in self.data
 
 
-def _settled(deck: Deck, quiet: float = 0.3, timeout: float = 10.0) -> None:
-    """Wait until the deck went ``quiet`` seconds without waking or drawing."""
+def _settled(deck: Deck, quiet: float = 0.3, timeout: float = 10.0,
+             feeding: Terminal | None = None) -> None:
+    """Wait until the deck went ``quiet`` seconds without waking or drawing;
+    what it wrote meanwhile is dropped, or fed to ``feeding`` (a client's
+    terminal)."""
     end = time.monotonic() + timeout
     seen = (deck.wakeups, deck.frames)
     since = time.monotonic()
     while time.monotonic() < end:
-        _drain(deck)
+        drawn = _drain(deck)
+        if feeding is not None:
+            feeding.feed(drawn)
         time.sleep(0.05)
         now = (deck.wakeups, deck.frames)
         if now != seen:
