@@ -54,7 +54,6 @@ from choragos.session import hopstamps
 from choragos.ui import attachtty
 from choragos.ui import framing as f
 from choragos.ui.deck import ClientInfo, Deck, colors_for
-from choragos.ui.handover import Handover
 
 log = logging.getLogger("choragos.attach")
 
@@ -136,7 +135,6 @@ class AttachServer:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self.handover = Handover()  # the pump's: a short switch interval while keys come
         # Told (on the dying thread) when the accept loop or the pump dies.
         self.on_died: Callable[[str], None] | None = None
         deck.on_detach = lambda reason: self._request("detach", reason)
@@ -327,7 +325,7 @@ class AttachServer:
             # and keep a clock for the stall check.  Else asleep until something comes.
             waiting = client is not None and bool(client.outbox)
             watched = _watch(poller, watched, client, waiting)
-            for fd, events in poller.poll(_timeout(waiting, self.handover.due_ms())):
+            for fd, events in poller.poll(1000 if waiting else None):
                 client = self._client
                 if fd == self._wake_r:
                     if self._serve_requests():
@@ -339,7 +337,6 @@ class AttachServer:
                 elif client is not None and fd == client.tty:
                     self._terminal_event(events)
             self._check_stall()
-            self.handover.check()
 
     def backlog(self) -> int:
         """Bytes on their way to the client it has not read yet: the outbox
@@ -393,7 +390,6 @@ class AttachServer:
                 self._drop(value, f.DETACHED)
             elif kind == "close":
                 self._drop(value, f.ENDED)
-                self.handover.restore()
                 return True
             elif kind == "fault":
                 raise RuntimeError("a fault was injected into the attach pump")
@@ -438,7 +434,6 @@ class AttachServer:
         _flush(client, 1.0)
         with contextlib.suppress(OSError):
             client.sock.close()
-        self.handover.restore()
         self.on_event("detached", pid=client.pid, reason=reason)
         self.on_client(None)
         self.deck.client_detached()
@@ -506,14 +501,12 @@ class AttachServer:
         if hopstamps.ON:
             hopstamps.mark("key-read")
         self.deck.feed_input(data)
-        self.handover.typed()
 
     def _client_frame(self, kind: bytes, payload: bytes) -> None:
         if kind == f.READY:
             self._terminal_ready()
         elif kind == f.DATA:
             self.deck.feed_input(payload)
-            self.handover.typed()
         elif kind == f.WINDOW:
             with contextlib.suppress(f.FrameError):
                 size = f.size_of(f.decode_json(payload))
@@ -614,15 +607,6 @@ def _read_some(read: Callable[[int], bytes]) -> bytes | None:
         return None
     except OSError:
         return b""
-
-
-def _timeout(waiting: bool, handover_ms: int | None) -> int | None:
-    """The pump's longest sleep (ms): a second while bytes wait for the client
-    (the stall check), until the typing window's end while it is open."""
-    timeout = 1000 if waiting else None
-    if handover_ms is None:
-        return timeout
-    return handover_ms if timeout is None else min(timeout, handover_ms)
 
 
 def _watch(poller: select.poll, watched: list[int], client: _Client | None,

@@ -494,31 +494,3 @@ def test_a_killed_client_gets_its_terminal_back_from_the_session(served, short_t
             client.wait(5)
         os.close(master)
         os.close(slave)
-
-
-def test_keys_shorten_the_switch_interval_and_the_pump_puts_it_back(served, terminal):
-    server, deck, _, _ = served
-    saved = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        server.handover.window = 0.3
-        master, slave, _ = terminal
-        sock, _, _ = connect(server, [slave])
-        wait_until(lambda: ("attached", os.getpid(), 100, 30) in deck.events, 5,
-                   message="attach")
-        sock.sendall(f.encode(f.READY))
-        pump = next(t for t in server._threads if t.name == "attach-pump")
-        os.write(master, b"k")
-        wait_until(lambda: ("input", b"k") in deck.events, 5, message="the key")
-        wait_until(lambda: server.handover.active, 5, message="the interval lowered")
-        assert sys.getswitchinterval() == pytest.approx(server.handover.typing)
-        woke = _wakeups(pump)
-        # Nobody types: the pump wakes at the window's end and puts it back.
-        wait_until(lambda: not server.handover.active, 5, message="the interval back")
-        assert sys.getswitchinterval() == pytest.approx(0.0005)
-        wait_until(lambda: _sleeping(pump), 5, message="the pump asleep")
-        assert _wakeups(pump) - woke <= 2  # one timed wake-up (a frame may add one)
-        sock.close()
-        wait_until(lambda: ("detached",) in deck.events, 5, message="detach on close")
-    finally:
-        sys.setswitchinterval(saved)
