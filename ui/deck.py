@@ -368,12 +368,12 @@ class Deck:
         self.post(lambda: self.pacer.pane_changed(
             role, self.attached and role in self.state.layout.visible()))
 
-    def _pane_echo(self, role: str, text: str, x: int, y: int) -> None:
+    def _pane_echo(self, role: str, text: str, x: int, y: int) -> bool:
         """A watched terminal drew ``text`` plainly at its cell ``(x, y)``,
         on the feeding thread: while ``role`` is typed into, that is the
-        key's echo, sent to the client before the frame is built."""
-        if self.pacer.echoing(role):
-            self.lane.send_ahead(role, text, x, y)
+        key's echo, sent to the client before the frame is built; True
+        when it was (the frame may wait for the rest of the echo)."""
+        return self.pacer.echoing(role) and self.lane.send_ahead(role, text, x, y)
 
     def _schedule_overlay_refresh(self) -> None:
         """While a dialog with clocks is open (and drawn), tick it once a second;

@@ -111,10 +111,8 @@ class EchoLane:
         if not self.drawing.acquire(blocking=False):
             return False
         try:
-            if not self.open or self.host.dirty:
-                return False
             size = self.screen.get_cols_rows()
-            if not self.host.shows_panes(size):
+            if not self.open or self.host.dirty or not self.host.shows_panes(size):
                 return False
             spot = self.renderer.echo_spot(role, x, y, len(text))
             if spot is None:
@@ -122,13 +120,15 @@ class EchoLane:
             if not self.screen.echo_at(text, *spot):
                 return False
             self.sent_ahead += 1
-            return True
         except Exception:
             log.exception("the echo lane failed; the deck's loop draws instead")
             self.open = False
             return False
         finally:
             self.drawing.release()
+        # On the screen: the other panes' output need not wait for its frame.
+        self.echo_drawn(role)
+        return True
 
     def _frame(self, role: str) -> bool:
         size = self.screen.get_cols_rows()

@@ -45,7 +45,7 @@ class FramePacer:
         self.echo_owed: set[str] = set()  # typed panes whose echo the loop's next frame draws
         # Told (on the feeding thread) of a watched terminal's plain echo: the
         # role, the text and the cell it was written at (see Terminal.on_echo).
-        self.on_echo: Callable[[str, str, int, int], None] | None = None
+        self.on_echo: Callable[[str, str, int, int], bool] | None = None
         self._alarm: Any = None
 
     def watch(self, role: str, terminal: Terminal) -> None:

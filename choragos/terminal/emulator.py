@@ -93,6 +93,10 @@ _UNSEEN = object()  # a row not settled yet: the same as nothing
 # The longest echo handed to ``on_echo`` (an agent echoes a key or a paste's
 # piece; a longer output is a redraw, not an echo).
 ECHO_TEXT = 64
+# How long ``on_change`` waits after an echo its viewer has shown already
+# (``on_echo`` returned True): the rest of an echo an agent writes a
+# character at a time comes within it, and is not held up by the frame.
+ECHO_SETTLE = 0.002
 
 
 def _same_row(row: Row, was: object) -> bool:
@@ -138,10 +142,13 @@ class Terminal:
     ``on_echo(text, x, y)`` is called after an ``eager`` feed (a key's echo
     is awaited) that only wrote ``text``, printable ASCII, at the cursor
     ``(x, y)`` in the default colours on one row (no escape, no wrap nor
-    one pending, no line-drawing charset, no insert mode): the cells a terminal showing
-    the screen before the feed needs written to show it after, less the
-    cursor's move past them.  It runs before ``on_change``, so a viewer
-    can send those bytes before it draws the frame.
+    one pending, no line-drawing charset, no insert mode): the cells a
+    terminal showing the screen before the feed needs written to show it
+    after, less the cursor's move past them.  It runs before ``on_change``,
+    so a viewer can send those bytes before it draws the frame; when it
+    returns True (shown), ``on_change`` waits until the output pauses:
+    ``feed`` returns ``ECHO_SETTLE`` and :meth:`catch_up` calls it then,
+    unless a feed that is not such an echo came first.
 
     Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``generation``
     (bumped by every change; each row of a :class:`Snapshot` carries the
@@ -185,6 +192,7 @@ class Terminal:
         self._row_gens: list[int] = [0] * rows
         self._shown: list[object] = [_UNSEEN] * rows  # each row as last settled
         self._woke = False  # on_change was called and take_dirty has not been since
+        self._wake_owed = False  # on_change put off after an echo shown (see on_echo)
         # Scrolled lines wait here for on_scrolled, which takes them in order
         # whichever thread drew them (a read draws held output too).
         self._outbox: deque[list[str]] = deque()
@@ -232,20 +240,27 @@ class Terminal:
                     if eager and text and self.on_echo is not None and len(data) <= ECHO_TEXT
                     else None)
             self._settle(before)
-            outputs = self._take_outputs(rang=parser.bells != bells)
-        if echo is not None:
-            _safecall(self.on_echo, text, *echo)
-        self._notify(*outputs)
+            replies, rang, wake = self._take_outputs(rang=parser.bells != bells)
+            owed, self._wake_owed = self._wake_owed, False
+        if echo is not None and _safecall(self.on_echo, text, *echo):
+            with self._lock:
+                self._wake_owed = wake or owed
+            self._notify(replies, rang, False)
+            return ECHO_SETTLE if due is None else min(due, ECHO_SETTLE)
+        self._notify(replies, rang, wake or owed)
         return due
 
     def catch_up(self) -> None:
-        """Draw the output a feed held, if any; the output paused, so the
-        history packs what it sealed meanwhile (see ``vthistory``)."""
+        """Draw the output a feed held, if any, and call ``on_change`` if a
+        shown echo put it off; the output paused, so the history packs what
+        it sealed meanwhile (see ``vthistory``)."""
         with self._lock:
             outputs = self._caught_up()
+            owed, self._wake_owed = self._wake_owed, False
             packed = self._history.pack()
-        if outputs is not None:
-            self._notify(*outputs)
+        if outputs is not None or owed:
+            replies, rang, wake = outputs or (b"", False, False)
+            self._notify(replies, rang, wake or owed)
         if packed:
             # Imported here: ctypes stays out of a process that never packs (a client).
             from choragos.mallocarenas import give_back
@@ -629,9 +644,11 @@ def _check_size(cols: int, rows: int) -> None:
         raise ValueError(f"a terminal needs at least one column and one row, not {cols}x{rows}")
 
 
-def _safecall(callback: Callable[..., object], *args: object) -> None:
-    """Run a consumer's callback; its failure is logged, never the feed's."""
+def _safecall(callback: Callable[..., object], *args: object) -> object:
+    """Run a consumer's callback, giving what it returned; its failure is
+    logged (None given), never the feed's."""
     try:
-        callback(*args)
+        return callback(*args)
     except Exception:
         log.exception("terminal callback %r failed", callback)
+        return None

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from choragos.terminal.emulator import Terminal
+from choragos.terminal.emulator import ECHO_SETTLE, Terminal
 from choragos.ui.deckdraw import join_pieces
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain
@@ -293,6 +293,15 @@ def _frames(deck, client: Terminal) -> list[bytes]:
     return frames
 
 
+def _echo(terminal: Terminal, data: bytes) -> float | None:
+    """``data`` fed as a role's reader feeds an awaited echo, and the frame
+    put off after an echo shown drawn when the reader would (its lull)."""
+    due = terminal.feed(data, eager=True)
+    if due is not None:
+        terminal.catch_up()
+    return due
+
+
 def _client(deck) -> Terminal:
     """A client's terminal showing what the deck painted last, the deck quiet."""
     client = Terminal(120, 40, scrollback=0)
@@ -318,26 +327,33 @@ def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen
     frames = _frames(deck, client)
     terminal = port.terminals["orchestrator"]
     deck.feed_input(b"k")
-    ahead, echoes = deck.lane.sent_ahead, deck.lane.frames
-    terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
-    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes + 1
-    # The characters where the pane shows the cursor's cell, before any frame;
-    # the frame then had nothing left to write.
-    _, y = deck.screen._painted_cursor
+    ahead, echoes, wakeups = deck.lane.sent_ahead, deck.lane.frames, deck.wakeups
+    due = terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
+    # The characters where the pane shows the cursor's cell, before any frame,
+    # and the frame put off while the rest of the echo may come.
+    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes
+    assert due == ECHO_SETTLE
     assert len(frames) == 1 and frames[0].endswith(b"kQZX"), frames
+    terminal.catch_up()  # the output paused: the frame, with nothing left to write
+    assert deck.lane.frames == echoes + 1 and deck.wakeups == wakeups
+    assert len(frames) == 1
+    _, y = deck.screen._painted_cursor
     assert _shows(deck, client, frames)
     assert "orchestrator> kQZX" in client.display()[y]
     # The next: the characters alone, as the frame would have written them.
     deck.feed_input(b"a")
-    terminal.feed(b"abc", eager=True)
-    assert frames == [b"abc"]
+    terminal.feed(b"a", eager=True)
+    terminal.feed(b"bc", eager=True)  # an echo in two pieces, no frame between
+    terminal.catch_up()
+    assert frames == [b"a", b"bc"]
     assert _shows(deck, client, frames)
     # Colours next to it: the frame writes what the early bytes did not.
     deck.feed_input(b"d")
-    terminal.feed(b"d\x1b[31mred\x1b[0m", eager=True)
+    _echo(terminal, b"d")
+    terminal.feed(b"\x1b[31mred\x1b[0m", eager=True)  # the put-off frame comes with this
     assert _shows(deck, client, frames)
     deck.feed_input(b"e")
-    terminal.feed(b"e", eager=True)
+    _echo(terminal, b"e")
     assert len(frames) == 1 and frames[0].endswith(b"e")
     assert _shows(deck, client, frames)
 
@@ -352,7 +368,7 @@ def test_only_a_plain_echo_at_the_cursor_is_sent_ahead(running):
                  b"ab\r\n",  # a new line
                  b"\x1b(0qq\x1b(B"):  # the line-drawing set
         deck.feed_input(b"x")
-        terminal.feed(echo, eager=True)
+        assert _echo(terminal, echo) is None
         assert _shows(deck, client, frames), echo
     terminal.feed(b"not typed", eager=False)  # no echo awaited: the loop's, in its time
     assert deck.lane.sent_ahead == ahead
@@ -377,7 +393,7 @@ def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
         key = bytes([rng.choice(b"abcdefghij ")])
         deck.feed_input(key)
         tail = b"\r\n" if i % 11 == 10 else b"\x1b[32mok\x1b[0m" if i % 17 == 16 else b""
-        terminal.feed(key + tail, eager=True)
+        _echo(terminal, key + tail)
         if i % 5 == 0:
             port.terminals["coder"].feed(b"flood %d\r\n" % i)
         with deck.lane.drawing:
@@ -397,7 +413,7 @@ def test_an_echo_sent_ahead_on_a_row_not_known_cell_by_cell_has_its_row_written_
     frames = _frames(deck, client)
     deck.feed_input(b"k")
     ahead = deck.lane.sent_ahead
-    terminal.feed(b"kk", eager=True)
+    _echo(terminal, b"kk")
     assert deck.lane.sent_ahead == ahead + 1
     assert len(frames) == 2 and frames[0].endswith(b"kk")
     assert "naïve> kk".encode() in frames[1]  # the row written whole

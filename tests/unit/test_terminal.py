@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ptyprocess import PtyProcess
 from wcwidth import wcwidth
 
-from choragos.terminal.emulator import Run, Terminal
+from choragos.terminal.emulator import ECHO_SETTLE, Run, Terminal
 from choragos.terminal.vtparse import PRIMARY_DA, SECONDARY_DA
 from choragos.terminal.vtscreen import VTScreen
 from tests.conftest import wait_until
@@ -775,26 +775,51 @@ def test_a_spacing_mark_after_a_space_keeps_the_line_within_its_columns() -> Non
 
 # -- a plain echo told before the change --------------------------------------------------
 
-def _echoes(term: Terminal) -> list[tuple]:
+def _echoes(term: Terminal, shown: bool = False) -> tuple[list[tuple], list[str]]:
+    """What ``on_echo`` is told, and the order of it and ``on_change``; the
+    viewer says the echo was ``shown``."""
     told: list[tuple] = []
     order: list[str] = []
-    term.on_echo = lambda text, x, y: (told.append((text, x, y)), order.append("echo"))
+
+    def on_echo(text: str, x: int, y: int) -> bool:
+        told.append((text, x, y))
+        order.append("echo")
+        return shown
+    term.on_echo = on_echo
     term.on_change = lambda: order.append("change")
-    told.append(order)
-    return told
+    return told, order
 
 
 def test_a_plain_echo_is_told_with_its_cell_before_the_change():
     term = Terminal(20, 5)
     term.feed(b"\r\n> ")
     term.take_dirty()  # the change callback armed
-    told = _echoes(term)
-    order = told.pop()
-    term.feed(b"abc", eager=True)
+    told, order = _echoes(term)
+    assert term.feed(b"abc", eager=True) is None
     assert told == [("abc", 2, 1)] and order == ["echo", "change"]
     term.take_dirty()
     term.feed(b"d", eager=False)  # no echo awaited: nothing told
     assert told == [("abc", 2, 1)]
+
+
+def test_the_change_after_an_echo_shown_waits_for_the_output_to_pause():
+    term = Terminal(20, 5)
+    term.feed(b"> ")
+    term.take_dirty()
+    told, order = _echoes(term, shown=True)
+    assert term.feed(b"a", eager=True) == ECHO_SETTLE
+    assert term.feed(b"bc", eager=True) == ECHO_SETTLE  # the rest of the echo
+    assert told == [("a", 2, 0), ("bc", 3, 0)] and order == ["echo", "echo"]
+    term.catch_up()  # the reader's lull
+    assert order == ["echo", "echo", "change"]
+    term.catch_up()
+    assert order.count("change") == 1  # once
+    term.take_dirty()
+    term.feed(b"d", eager=True)
+    term.feed(b"\x1b[31mred", eager=True)  # not such an echo: the change now
+    assert order[-2:] == ["echo", "change"]
+    term.catch_up()
+    assert order.count("change") == 2
 
 
 def test_output_other_than_a_plain_echo_is_not_told():
@@ -809,7 +834,6 @@ def test_output_other_than_a_plain_echo_is_not_told():
                          (b"\x1b[", b"5A")):  # the end of an escape begun before
         term = Terminal(20, 5)
         term.feed(before)
-        told = _echoes(term)
-        told.pop()
+        told, _ = _echoes(term)
         term.feed(echo, eager=True)
         assert told == [], (before, echo)
