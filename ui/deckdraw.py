@@ -303,11 +303,12 @@ class Renderer:
 
     def echo_spot(self, role: str, x: int, y: int, width: int) -> tuple[int, int] | None:
         """The screen cell showing ``role``'s terminal cell ``(x, y)`` in the
-        last frame, when that is the focused pane's live screen and ``width``
-        columns from there and the cursor after them stay in its tile; else None."""
+        last frame, when that is the focused pane's live screen, ``width``
+        columns from there and the cursor after them stay in its tile and
+        keys go to that pane alone; else None."""
         placed = self.placed.get(role)
-        if placed is None or not placed[1]:
-            return None
+        if placed is None or not placed[1] or self.model.state.broadcast:
+            return None  # broadcast: the other panes' echoes, drawn whole, show this one as cached
         pane = self.model.state.panes.get(role)
         if pane is None or pane.scroll is not None:
             return None

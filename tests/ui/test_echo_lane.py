@@ -377,6 +377,15 @@ def test_only_a_plain_echo_at_the_cursor_is_sent_ahead(running):
     deck.feed_input(b"y")
     terminal.feed(b"x" * 60, eager=True)  # on past the tile's edge
     assert deck.lane.sent_ahead == ahead
+    with deck.lane.drawing:
+        deck.state.broadcast = True  # keys to every shown pane: their echoes drawn whole
+    try:
+        deck.feed_input(b"z")
+        terminal.feed(b"z", eager=True)
+        assert deck.lane.sent_ahead == ahead
+    finally:
+        with deck.lane.drawing:
+            deck.state.broadcast = False
     wait_until(lambda: _shows(deck, client, frames), 10, message="the client settled")
 
 
