@@ -218,3 +218,29 @@ def test_a_consumer_that_holds_nothing_is_never_called(tmp_path):
     assert seen.exited.wait(10)
     assert "lull" not in seen.events and b"hello" in seen.output()
     _finish(child, reader)
+
+
+def test_an_echo_shown_ahead_is_announced_once_the_agent_stops_echoing(tmp_path):
+    """A terminal fed by a real reader: an agent echoing a key a character at
+    a time; each piece goes to the viewer as it comes (``on_echo``), the
+    change once the pieces stop (the reader's lull), with the whole echo."""
+    from choragos.terminal.emulator import Terminal
+
+    term = Terminal(40, 5)
+    told: list[str] = []
+    changes: list[str] = []
+    term.on_echo = lambda text, x, y: told.append(text) or True  # shown by the viewer
+    # A viewer that draws every change at once (and so takes it).
+    term.on_change = lambda: (changes.append(term.display()[0]), term.take_dirty())
+    script = "stty raw -echo; printf '> '; sleep 0.3; for c in Q 0 0 1; do printf $c; done; " \
+             "exec sleep 60"
+    child = _spawn(tmp_path, script)
+    reader = Reader(child, lambda data: term.feed(data, eager=b">" not in data),
+                    lambda status: None, on_lull=term.catch_up)
+    reader.start()
+    try:
+        wait_until(lambda: "".join(told) == "Q001" and changes and changes[-1] == "> Q001", 10,
+                   message="the echo told piece by piece, then the change")
+        assert changes.count("> Q001") == 1
+    finally:
+        _finish(child, reader)
