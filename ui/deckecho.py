@@ -45,12 +45,14 @@ class EchoLane:
     """The drawing lock, and the echo frames drawn on the feeding thread."""
 
     def __init__(self, host: LaneHost, renderer: Renderer, screen: PtyScreen,
-                 pacer: FramePacer, echo_drawn: Callable[[str], None]) -> None:
+                 pacer: FramePacer, echo_drawn: Callable[[str], None],
+                 echo_owed: Callable[[str], bool] = lambda role: False) -> None:
         self.host = host
         self.renderer = renderer
         self.screen = screen
         self.pacer = pacer
         self.echo_drawn = echo_drawn
+        self.echo_owed = echo_owed
         self.drawing = threading.Lock()  # held by the loop's work and the echo lane
         self.open = False  # a frame was drawn for the attached client
         self.frames = 0  # frames the echo lane drew
@@ -104,10 +106,12 @@ class EchoLane:
         """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
         (``Terminal.on_echo``): send those characters to the client now,
         where the pane shows that cell, before the frame that draws the
-        echo is built (which then writes only what still differs).  False
-        (nothing sent) when the loop holds the lock, the deck shows more
-        than its panes or something else waits to be drawn, or the cell is
-        not on the screen with room after it."""
+        echo is built (which then writes only what still differs).  True
+        when sent and more of the echo is on its way (less came back than
+        was typed): the frame may wait for the rest.  False when the echo
+        is whole, or nothing was sent: the loop holds the lock, the deck
+        shows more than its panes or something else waits to be drawn, or
+        the cell is not on the screen with room after it."""
         if not self.drawing.acquire(blocking=False):
             return False
         try:
@@ -126,9 +130,10 @@ class EchoLane:
             return False
         finally:
             self.drawing.release()
-        # On the screen: the other panes' output need not wait for its frame.
+        # On the screen: the other panes' output need not wait for its frame,
+        # which waits itself while more of the echo is on its way.
         self.echo_drawn(role)
-        return True
+        return self.echo_owed(role)
 
     def _frame(self, role: str) -> bool:
         size = self.screen.get_cols_rows()

@@ -146,7 +146,8 @@ class Terminal:
     terminal showing the screen before the feed needs written to show it
     after, less the cursor's move past them.  It runs before ``on_change``,
     so a viewer can send those bytes before it draws the frame; when it
-    returns True (shown), ``on_change`` waits until the output pauses:
+    returns True (shown, and more of the echo is on its way), ``on_change``
+    waits until the output pauses:
     ``feed`` returns ``ECHO_SETTLE`` and :meth:`catch_up` calls it then,
     unless a feed that is not such an echo came first.
 

@@ -329,23 +329,34 @@ def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen
     deck.feed_input(b"k")
     ahead, echoes, wakeups = deck.lane.sent_ahead, deck.lane.frames, deck.wakeups
     due = terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
-    # The characters where the pane shows the cursor's cell, before any frame,
-    # and the frame put off while the rest of the echo may come.
-    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes
-    assert due == ECHO_SETTLE
+    # The characters where the pane shows the cursor's cell, before any frame;
+    # the echo whole, its frame at once, with nothing left to write.
+    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes + 1
+    assert due is None and deck.wakeups == wakeups
     assert len(frames) == 1 and frames[0].endswith(b"kQZX"), frames
-    terminal.catch_up()  # the output paused: the frame, with nothing left to write
-    assert deck.lane.frames == echoes + 1 and deck.wakeups == wakeups
-    assert len(frames) == 1
     _, y = deck.screen._painted_cursor
     assert _shows(deck, client, frames)
     assert "orchestrator> kQZX" in client.display()[y]
-    # The next: the characters alone, as the frame would have written them.
-    deck.feed_input(b"a")
-    terminal.feed(b"a", eager=True)
-    terminal.feed(b"bc", eager=True)  # an echo in two pieces, no frame between
-    terminal.catch_up()
+    # An echo in two pieces: the frame waits while the rest is owed, and
+    # each piece goes out as the frame would have written it.
+    deck.feed_input(b"abc")
+    port.owed = True
+    assert terminal.feed(b"a", eager=True) == ECHO_SETTLE
+    assert deck.lane.frames == echoes + 1
+    port.owed = False
+    assert terminal.feed(b"bc", eager=True) is None  # whole: the frame now
+    assert deck.lane.frames == echoes + 2
     assert frames == [b"a", b"bc"]
+    assert _shows(deck, client, frames)
+    # Put off, then the output paused: the frame on the reader's lull.
+    port.owed = True
+    deck.feed_input(b"xy")
+    terminal.feed(b"x", eager=True)
+    assert deck.lane.frames == echoes + 2
+    terminal.catch_up()
+    assert deck.lane.frames == echoes + 3
+    port.owed = False
+    _echo(terminal, b"y")
     assert _shows(deck, client, frames)
     # Colours next to it: the frame writes what the early bytes did not.
     deck.feed_input(b"d")
