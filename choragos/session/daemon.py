@@ -153,7 +153,12 @@ def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
     answer = _Answer(reader)
     try:
         os.waitpid(pid, 0)
-        return _wait_ready(answer, timeout, log_path)
+        started = _wait_ready(answer, timeout, log_path)
+        if not started.ok and answer.line is not None and answer.pid is not None:
+            # A server that failed stops what it had started (roles, sockets):
+            # the command ends once it has, so nothing of it outlives the error.
+            _wait_gone(answer.pid, time.monotonic() + STOP_WAIT)
+        return started
     except KeyboardInterrupt:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)  # the first child, if not reaped yet: it leaves at once
@@ -184,9 +189,13 @@ def stop_started(pid: int, deadline: float) -> str | None:
     else what to tell the user."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
+    _wait_gone(pid, deadline)
+    return f"the server (pid {pid}) is still stopping" if alive(pid) else None
+
+
+def _wait_gone(pid: int, deadline: float) -> None:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # not our child: nothing to wait on but its pid
-    return f"the server (pid {pid}) is still stopping" if alive(pid) else None
 
 
 def _become_daemon(run: Callable[[Ready], int], ready: Ready, workdir: Path,
