@@ -147,7 +147,7 @@ def main() -> None:
     if tmux is None:
         raise SystemExit("tmux is needed for the reference measurement")
     results: dict[str, list[float]] = {"choragos": [], "ssh+tmux": []}
-    busy = {name: [0.0, 0.0] for name in results}
+    busy = {name: [0.0, 0.0, 0, 0] for name in results}  # probe_round's CPU, wall, wake-ups, probes
     missed = dict.fromkeys(results, 0)
     delegated: dict[str, list[float]] = {}
     number = 0
@@ -166,7 +166,7 @@ def main() -> None:
             delegated = delegations(screen, root / "w", environment(root), args.delegations)
     print(f"keystroke-to-screen latency, a seat on a loopback ssh host, {COLS}x{ROWS}, "
           f"{os.cpu_count()} CPUs")
-    server_pct = {name: round(100 * cpu / wall, 1) for name, (cpu, wall) in busy.items()}
+    server_pct = {name: round(100 * b[0] / b[1], 1) for name, b in busy.items()}
     for name, samples in results.items():
         print(f"{summary(name, samples)}   server CPU {server_pct[name]:.0f}% of a core")
     ratio = statistics.median(results["choragos"]) / statistics.median(results["ssh+tmux"])
