@@ -24,7 +24,7 @@ from choragos.actors.holds import Holds
 from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.workcheck import WorkChecks
-from choragos.board.tasks import SETTLED_STATES, Task, TaskState
+from choragos.board.tasks import Task, TaskState
 from choragos.control import wire
 from choragos.roles import briefs
 from choragos.session import news
@@ -106,8 +106,7 @@ class Delegation:
         if self.s.checkpointer is None:
             self.queue_task(task)
             return
-        at_work = frozenset(t.id for t in self.s.board.tasks.values()
-                            if t.state not in SETTLED_STATES)
+        at_work = frozenset(self.s.board.tasks.at_work)  # indexed: no walk of the board
         self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
                                             tree=self.s.trees.get(task.role), at_work=at_work))
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
-from choragos.board.tasks import SETTLED_STATES, Task, TaskState
+from choragos.board.tasks import Task, TaskState
 from choragos.config.memfloor import HELD_MARK
 from choragos.config.model import Config, RoleSpec
 from choragos.durations import format_duration
@@ -170,7 +170,7 @@ class Guardrails:
     # -- the whole team: idle, done -------------------------------------------
 
     def _unsettled(self) -> list[Task]:
-        return [t for t in self.s.board.tasks.values() if t.state not in SETTLED_STATES]
+        return self.s.board.tasks.unsettled_tasks()
 
     def _team_idle(self) -> bool:
         return self.s.board.tasks.unsettled > 0 and all(
@@ -211,7 +211,7 @@ class Guardrails:
             self.check_idle()
             return
         self.state.done_fired = True
-        counts = Counter(str(t.state) for t in live.values())
+        counts = Counter({str(state): n for state, n in live.states.items()})  # no walk
         # The archive holds the older done and rejected tasks: the counts are the session's.
         for (_, state), count in self.s.board.archived_by.items():
             counts[state] += count

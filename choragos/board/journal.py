@@ -16,7 +16,12 @@
   atomically (temp file, fsync, rename, directory fsync).  Compaction writes
   a snapshot and starts an empty journal; records at or below the snapshot's
   sequence number are skipped on load, so a crash between the two steps
-  loses nothing and applies nothing twice.
+  loses nothing and applies nothing twice.  The image holds every task of
+  the directory's history, so a snapshot grows with it: a compaction waits
+  until the journal holds as many bytes as the last snapshot, so what the
+  snapshots write per record stays bounded by what the records write,
+  however long the history (a fixed count of records would rewrite a
+  10,000-task history every 200 tasks).
 
 Folding records into an :class:`Image` is pure (:func:`fold`); the server
 keeps the image current as it appends, so a compaction only dumps it.
@@ -57,7 +62,7 @@ STATE_DIRNAME = "state"
 JOURNAL = "journal.log"
 SNAPSHOT = "snapshot.json"
 CONVERSATIONS = "conversations"  # choragos.roles.conversations: one id per Claude Code role
-COMPACT_EVERY = 2000  # records between compactions
+COMPACT_EVERY = 2000  # records between compactions, at least
 
 
 class JournalError(Exception):
@@ -142,6 +147,13 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def fsync_dir(path: Path) -> None:
@@ -511,14 +523,19 @@ def read_records(path: Path) -> list[dict]:
 def rewrite(directory: Path, image: Image) -> int:
     """``image`` as the snapshot and an empty journal after it (a compaction);
     returns the new journal's descriptor, open for appending."""
-    write_atomic(directory / SNAPSHOT,
-                 json.dumps({**image.to_dict(), "version": VERSION}, default=str).encode())
+    return _rewrite(directory, image)[0]
+
+
+def _rewrite(directory: Path, image: Image) -> tuple[int, int]:
+    """:func:`rewrite`, and the snapshot's size in bytes."""
+    snapshot = json.dumps({**image.to_dict(), "version": VERSION}, default=str).encode()
+    write_atomic(directory / SNAPSHOT, snapshot)
     empty = directory / (JOURNAL + ".new")
     fd = open_private(empty, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
     os.fsync(fd)
     os.replace(empty, directory / JOURNAL)
     fsync_dir(directory)
-    return fd
+    return fd, len(snapshot)
 
 
 class Journal:
@@ -542,6 +559,7 @@ class Journal:
         self._appended_more = threading.Condition(self._lock)  # wakes the syncer
         self._changed = threading.Condition(self._lock)        # wakes the waiters
         self._since_compact = 0
+        self._snapshot_size = _size_of(directory / SNAPSHOT)  # the last compaction's
         self._dirty = False
         self._appended = self._synced = self.image.seq
         self._error = ""  # why the last fsync failed; "" once one succeeds
@@ -695,7 +713,10 @@ class Journal:
         return ready
 
     def _maybe_compact(self, raising: bool) -> None:
-        if self._since_compact < self.compact_every or self._fd < 0:
+        # Past the records' count and the last snapshot's size both: a
+        # snapshot's bytes are paid for by as many bytes of records.
+        if (self._since_compact < self.compact_every or self._size < self._snapshot_size
+                or self._fd < 0):
             return
         try:
             self._compact()
@@ -709,7 +730,7 @@ class Journal:
             self._compact()
 
     def _compact(self) -> None:
-        fd = rewrite(self.directory, self.image)
+        fd, self._snapshot_size = _rewrite(self.directory, self.image)
         os.close(self._fd)
         self._fd = fd
         self._since_compact = 0

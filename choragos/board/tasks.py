@@ -103,20 +103,35 @@ class Task:
 
 
 class LiveTasks(dict):
-    """The live board's tasks by id, counting the unsettled ones as tasks are
-    put in and taken out, so "is every task settled?" (asked on every move
-    and every role's change) does not walk the board.  Every way of writing
-    a dict goes through :meth:`__setitem__` or :meth:`pop`, so the count
-    holds whoever writes."""
+    """The live board's tasks by id, with two indexes kept as tasks are put
+    in and taken out: the ids of the unsettled ones (``at_work``, in the order
+    they became unsettled) and how many tasks are in each state
+    (``states``).  So "is every task settled?", "which tasks are at work?"
+    and "how many are done?" (asked on every move, every delegation and
+    every role's change) walk no board, however many settled tasks it
+    keeps.  Every way of writing a dict goes through :meth:`__setitem__` or
+    :meth:`pop`, so the indexes hold whoever writes."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__()
-        self.unsettled = 0
+        self.at_work: dict[str, None] = {}  # an ordered set
+        self.states: Counter = Counter()
         self.update(*args, **kwargs)
 
+    @property
+    def unsettled(self) -> int:
+        return len(self.at_work)
+
     def _count(self, task: Task | None, step: int) -> None:
-        if task is not None and task.state not in SETTLED_STATES:
-            self.unsettled += step
+        if task is None:
+            return
+        self.states[task.state] += step
+        if task.state in SETTLED_STATES:
+            return
+        if step > 0:
+            self.at_work[task.id] = None
+        else:
+            self.at_work.pop(task.id, None)
 
     def __setitem__(self, task_id: str, task: Task) -> None:
         self._count(self.get(task_id), -1)
@@ -151,7 +166,16 @@ class LiveTasks(dict):
 
     def clear(self) -> None:
         super().clear()
-        self.unsettled = 0
+        self.at_work.clear()
+        self.states.clear()
+
+    def unsettled_tasks(self) -> list[Task]:
+        """The unsettled tasks, oldest id first, from the index (no walk)."""
+        return sorted((self[task_id] for task_id in self.at_work), key=_number)
+
+
+def _number(task: Task) -> int:
+    return int(task.id[1:]) if task.id[1:].isdigit() else 0
 
 
 @dataclass
@@ -232,7 +256,9 @@ class Board:
                 self.next_number -= 1
 
     def open_for(self, role: str) -> list[Task]:
-        return [t for t in self.tasks.values() if t.role == role and t.is_open]
+        """The role's open tasks, oldest first; an open task is unsettled, so
+        this looks at the tasks at work only, not at the settled ones kept."""
+        return [t for t in self.tasks.unsettled_tasks() if t.role == role and t.is_open]
 
     def archived_counts(self) -> list[dict]:
         """How many archived tasks each role has in each state, without listing them."""
