@@ -39,6 +39,8 @@ class FileChange:
 
 def diff_trees(root: Path, base: str, head: str) -> list[FileChange]:
     """Every file that differs between tree-ish ``base`` and ``head``, by path."""
+    if base == head:
+        return []  # one object, so nothing differs: no git to run (a task that wrote nothing)
     kinds = _name_status(_git(root, "-z", "--name-status", base, head))
     counts = _numstat(_git(root, "-z", "--numstat", base, head))
     return [FileChange(path, kind, *counts.get(path, (None, None)))

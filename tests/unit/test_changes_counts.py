@@ -64,3 +64,16 @@ def test_a_report_of_an_older_log_totals_the_list_it_has(tmp_path, capsys):
     found = json.loads(capsys.readouterr().out)["changes"]
     assert [c["totals"] for c in found] == [{"files": 3, "added": 4, "deleted": 1},
                                             {"files": 700, "added": 9, "deleted": 2}]
+
+
+def test_one_tree_against_itself_runs_no_git(tmp_path, monkeypatch):
+    """A task that changed nothing leaves the same tree as its checkpoint:
+    counted, the two ``git diff`` runs per report (forks of the server)
+    are not made for it."""
+    runs = []
+    monkeypatch.setattr(changes, "_git", lambda root, *args: runs.append(args) or b"")
+    tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    assert changes.diff_trees(tmp_path, tree, tree) == []
+    assert runs == []
+    changes.diff_trees(tmp_path, tree, "0" * 40)
+    assert len(runs) == 2
