@@ -280,6 +280,18 @@ class Image:
         with the journal's lock held."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def copied(self) -> dict:
+        """:meth:`to_dict` with what records change in place copied, so it can
+        be encoded on another thread while records go on being applied.
+        A task's record is replaced whole by the next one, never changed, so
+        the tasks (all of the history) are copied by reference, in one step."""
+        data = self.to_dict()
+        data["tasks"] = dict(self.tasks)
+        data["queues"] = {role: [dict(i) for i in queue] for role, queue in self.queues.items()}
+        data["roles"] = {name: dict(role) for name, role in self.roles.items()}
+        data["clocks"] = {task: dict(clock) for task, clock in self.clocks.items()}
+        return data
+
     @classmethod
     def from_dict(cls, data: dict) -> Image:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -528,14 +540,25 @@ def rewrite(directory: Path, image: Image) -> int:
 
 def _rewrite(directory: Path, image: Image) -> tuple[int, int]:
     """:func:`rewrite`, and the snapshot's size in bytes."""
-    snapshot = json.dumps({**image.to_dict(), "version": VERSION}, default=str).encode()
-    write_atomic(directory / SNAPSHOT, snapshot)
-    empty = directory / (JOURNAL + ".new")
-    fd = open_private(empty, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+    snapshot = _write_snapshot(directory, image.to_dict())
+    fd = _fresh_journal(directory)
     os.fsync(fd)
-    os.replace(empty, directory / JOURNAL)
+    os.replace(directory / (JOURNAL + ".new"), directory / JOURNAL)
     fsync_dir(directory)
-    return fd, len(snapshot)
+    return fd, snapshot
+
+
+def _write_snapshot(directory: Path, image: dict) -> int:
+    """The image (as :meth:`Image.to_dict` gives it) as the snapshot; its size."""
+    snapshot = json.dumps({**image, "version": VERSION}, default=str).encode()
+    write_atomic(directory / SNAPSHOT, snapshot)
+    return len(snapshot)
+
+
+def _fresh_journal(directory: Path) -> int:
+    """An empty ``journal.log.new``, open for appending, to be renamed over the journal."""
+    return open_private(directory / (JOURNAL + ".new"),
+                        os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
 
 
 class Journal:
@@ -567,6 +590,12 @@ class Journal:
         self._syncer: threading.Thread | None = None
         self._batch: list[dict] | None = None  # see batch()
         self._batch_thread: int | None = None
+        # A compaction in the background (see _compact_behind): what was
+        # appended since its copy of the image, and the descriptors it retired
+        # (closed by the fsync thread, which may still be syncing one).
+        self._behind: list[bytes] | None = None
+        self._compactor: threading.Thread | None = None
+        self._retired: list[int] = []
         # Told (on the fsync thread) when an after-sync callback raised.
         self.on_callback_error: Callable[[str], None] | None = None
         self._fd = self._open_clean()
@@ -628,7 +657,10 @@ class Journal:
                 record["seq"] = n
             if self._fd < 0:
                 return
-            self._write(b"".join(frame(record) for record in records))
+            data = b"".join(frame(record) for record in records)
+            self._write(data)
+            if self._behind is not None:
+                self._behind.append(data)
             for record in records:
                 apply(self.image, record)
             self._appended = records[-1]["seq"]
@@ -692,6 +724,7 @@ class Journal:
         while True:
             with self._lock:
                 self._appended_more.wait_for(lambda: self._dirty or self._fd < 0)
+                self._close_retired()  # this thread's last fdatasync on them is over
                 if self._fd < 0:
                     return
                 fd, target, self._dirty = self._fd, self._appended, False
@@ -716,7 +749,10 @@ class Journal:
         # Past the records' count and the last snapshot's size both: a
         # snapshot's bytes are paid for by as many bytes of records.
         if (self._since_compact < self.compact_every or self._size < self._snapshot_size
-                or self._fd < 0):
+                or self._fd < 0 or self._behind is not None):
+            return
+        if self._syncer is not None:
+            self._start_behind()
             return
         try:
             self._compact()
@@ -725,7 +761,67 @@ class Journal:
             if raising:
                 raise
 
+    def _start_behind(self) -> None:
+        """Compact off the lock (called with it held): a 10,000-task image
+        takes 60 ms to encode and 0.2 s to write and sync, and meanwhile
+        appends, syncs and acks go on.  Only the copy and the swap hold it."""
+        self._behind, self._since_compact = [], 0
+        self._compactor = threading.Thread(target=self._compact_behind,
+                                           args=(self.image.copied(),),
+                                           name="journal-compact", daemon=True)
+        self._compactor.start()
+
+    def _compact_behind(self, image: dict) -> None:
+        """The snapshot first (records at or below its sequence number are
+        skipped on load, so the old journal stays right); then, under the
+        lock, a new journal holding what was appended meanwhile, synced
+        before it takes the journal's name: acked records are in the snapshot
+        or in whichever journal a crash leaves."""
+        fd = -1
+        try:
+            size = _write_snapshot(self.directory, image)
+            fd = _fresh_journal(self.directory)
+            with self._lock:
+                if self._fd >= 0:
+                    fd = self._swap(fd, size)
+        except (OSError, JournalError) as exc:
+            log.warning("journal compaction failed (the journal goes on): %s", exc)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(self.directory / (JOURNAL + ".new"))
+            with self._lock:
+                self._behind = None
+
+    def _swap(self, fd: int, snapshot_size: int) -> int:
+        """The new journal takes over (-1: ``fd`` is the journal's now)."""
+        rest = b"".join(self._behind or [])
+        if rest and os.write(fd, rest) != len(rest):
+            raise OSError(errno.ENOSPC, "short write to the new journal")
+        os.fdatasync(fd)
+        os.replace(self.directory / (JOURNAL + ".new"), self.path)
+        self._retired.append(self._fd)
+        self._fd, self._size, self._snapshot_size = fd, len(rest), snapshot_size
+        try:
+            fsync_dir(self.directory)
+        except OSError as exc:  # the rename may not survive a power cut: either file is whole
+            log.warning("the compacted journal's directory could not be synced: %s", exc)
+        return -1
+
+    def _close_retired(self) -> None:
+        for fd in self._retired:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._retired = []
+
+    def _wait_behind(self) -> None:
+        compactor = self._compactor
+        if compactor is not None and compactor is not threading.current_thread():
+            compactor.join(timeout=60)
+
     def compact(self) -> None:
+        self._wait_behind()
         with self._lock:
             self._compact()
 
@@ -743,6 +839,11 @@ class Journal:
             self._changed.notify_all()
         if self._syncer is not None:
             self._syncer.join(timeout=10)
+        # A compaction still running gives up at its swap (the snapshot it may
+        # have written is right for the journal kept); none may outlive this.
+        self._wait_behind()
+        with self._lock:
+            self._close_retired()
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.fdatasync(fd)

@@ -243,3 +243,57 @@ def test_a_batch_goes_to_disk_in_one_write_all_or_none(tmp_path, monkeypatch):
     assert writes == [1]
     assert [r["seq"] for r in journal.read_records(j.path)] == [seq, seq + 1, seq + 2]
     assert list(journal.load(j.directory).tasks) == ["T1", "T2", "T3"]
+
+
+def test_a_compaction_in_the_background_holds_up_no_append_and_loses_no_record(
+        tmp_path, monkeypatch):
+    """With the fsync thread running, a compaction encodes and writes its
+    snapshot off the journal's lock (a 10,000-task image: 60 ms of CPU and
+    0.2 s of writing, during which every append, sync and ack used to wait).
+    Here the snapshot's write is held until the test lets it go: meanwhile
+    records are appended and synced.  A crash at that moment (the directory
+    copied as it is) and the journal after its swap both load every record."""
+    home, crashed = tmp_path / "state", tmp_path / "crashed"
+    held, release = threading.Event(), threading.Event()
+    write_atomic = journal.write_atomic
+    acked: list[str] = []  # appended and synced: a caller was told
+    acked_at_crash: list[str] = []
+
+    def slow_snapshot(path, data):
+        write_atomic(path, data)
+        if path.name == journal.SNAPSHOT:
+            acked_at_crash.extend(acked)
+            journal.ensure_private_dir(crashed)  # the disk as a crash would leave it
+            for name in (journal.SNAPSHOT, journal.JOURNAL):
+                (crashed / name).write_bytes((home / name).read_bytes())
+            held.set()
+            release.wait(10)
+
+    monkeypatch.setattr(journal, "write_atomic", slow_snapshot)
+    j = Journal(home, compact_every=10)
+    j.start()
+    watchdog = threading.Timer(10, release.set)  # the old code would wait for it
+    watchdog.start()
+    try:
+        for n in range(1, 21):
+            j.append("task", task=task(f"T{n}"))
+            assert j.wait_synced() == ""
+            acked.append(f"T{n}")
+        assert held.wait(5), "no compaction started"
+        for n in range(21, 41):  # while the snapshot is being written
+            j.append("task", task=task(f"T{n}"))
+        assert j.wait_synced() == "" and not release.is_set(), "appends waited for it"
+        assert acked_at_crash and set(acked_at_crash) <= set(journal.load(crashed).tasks)
+        release.set()
+        wait_until(lambda: len(journal.read_records(home / journal.JOURNAL)) < 40, 5,
+                   message="the compaction's swap")
+        j.append("task", task=task("T41"))
+        assert j.wait_synced() == ""
+    finally:
+        release.set()
+        watchdog.cancel()
+        j.close()
+    image = journal.load(home)
+    assert list(image.tasks) == [f"T{n}" for n in range(1, 42)]
+    kept = journal.read_records(home / journal.JOURNAL)
+    assert len(kept) < 41 and kept[-1]["task"]["id"] == "T41"  # the journal was compacted
