@@ -228,6 +228,11 @@ def per_task(a: dict, b: dict, key: str) -> float:
     return (b[key] - a[key]) / max(b["done"] - a["done"], 1)
 
 
+def per_read_mb(a: dict, b: dict) -> float:
+    """The server's CPU ms per MB it read (its agents' output, most of it)."""
+    return (b["cpu"] - a["cpu"]) * 1000 / max((b["read_kb"] - a["read_kb"]) / 1024, 1e-9)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=150, help="coder + review pairs")
@@ -280,17 +285,22 @@ def fixtures(args: argparse.Namespace) -> None:
 
 def report(samples: list[dict], args: argparse.Namespace) -> None:
     first, warm, last = samples[:2], samples[1], samples[-2:]
-    print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} {'rss MB':>7} "
-          f"{'threads':>8} {'fds':>4} {'journal KB':>11} {'refs':>5}")
+    print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} "
+          f"{'cpu ms/MB read':>15} {'rss MB':>7} {'threads':>8} {'fds':>4} {'journal KB':>11} "
+          f"{'refs':>5}")
     for a, b in itertools.pairwise(samples):
         print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
-              f"{per_task(a, b, 'read_kb'):>13.1f} {b['rss_mb']:>7.1f} {b['threads']:>8} "
-              f"{b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5}")
+              f"{per_task(a, b, 'read_kb'):>13.1f} {per_read_mb(a, b):>15.1f} {b['rss_mb']:>7.1f} "
+              f"{b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5}")
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
     grown = per_task(warm, samples[-1], "rss_mb") * 1024
+    # Added beside the CPU per task, not in its place: the agents' output per
+    # task grows as their conversations do, and the server's CPU follows it.
+    read_ratio = per_read_mb(*last) / max(per_read_mb(*first), 1e-9)
     emit("soak", {"time per task, last/first window": time_ratio,
-                  "cpu per task, last/first window": cpu_ratio},
+                  "cpu per task, last/first window": cpu_ratio,
+                  "cpu per MB read, last/first window": round(read_ratio, 3)},
          rounds=args.rounds, tasks=samples[-1]["done"], rss_kb_per_task_after_warmup=round(
              grown, 1), threads=[samples[0]["threads"], samples[-1]["threads"]],
          fds=[samples[0]["fds"], samples[-1]["fds"]], samples=samples)
