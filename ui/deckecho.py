@@ -96,11 +96,15 @@ class EchoLane:
             # Never the reader's failure, never a pane left undrawn: the
             # loop draws it (and crashes, supervised, if it fails there too);
             # its next frame opens the lane again.
-            log.exception("the echo lane failed; the deck's loop draws instead")
-            self.open = False
-            return False
+            return self._closed()
         finally:
             self.drawing.release()
+
+    def _closed(self) -> bool:
+        """The lane failed: said in the log and shut until the next frame; False."""
+        log.exception("the echo lane failed; the deck's loop draws instead")
+        self.open = False
+        return False
 
     def send_ahead(self, role: str, text: str, x: int, y: int) -> bool:
         """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
@@ -125,9 +129,7 @@ class EchoLane:
                 return False
             self.sent_ahead += 1
         except Exception:
-            log.exception("the echo lane failed; the deck's loop draws instead")
-            self.open = False
-            return False
+            return self._closed()
         finally:
             self.drawing.release()
         # On the screen: the other panes' output need not wait for its frame,

@@ -163,6 +163,22 @@ def kill_all_and_remove(cli: Cli, root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def scratch_project() -> tuple[Path, Path, dict[str, str]]:
+    """A scratch root holding a git workspace with TEAM (``root/w``), and
+    the environment for a session of its own there (socket, runtime folder,
+    the agents' log): ``(root, workspace, env)``."""
+    root = Path(tempfile.mkdtemp(prefix="chs-", dir="/tmp"))
+    work = root / "w"
+    work.mkdir()
+    git_init(work)
+    (work / ".choragos.toml").write_text(TEAM)
+    runtime = root / "run"
+    runtime.mkdir(mode=0o700)
+    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime),
+                    "AGENT_LOG": str(root / "agents.jsonl")})
+    return root, work, env
+
+
 TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
         + role_toml("release", "--worker", approve=True)
         + "\n[ui]\nauto_focus = false\n")

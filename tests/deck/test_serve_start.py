@@ -5,15 +5,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from choragos.terminal import ptyspawn
 from tests.conftest import wait_until
-from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove
-from tests.integration.harness import base_env, git_init, read_agent_log
+from tests.deck.conftest import cli_for, kill_all_and_remove, scratch_project
+from tests.integration.harness import read_agent_log
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(shutil.which("strace") is None,
@@ -24,15 +23,7 @@ TRACED = "trace=execve,clone,clone3,fork,vfork"
 
 @pytest.fixture
 def project():
-    root = Path(tempfile.mkdtemp(prefix="chs-", dir="/tmp"))
-    work = root / "w"
-    work.mkdir()
-    git_init(work)
-    (work / ".choragos.toml").write_text(TEAM)
-    runtime = root / "run"
-    runtime.mkdir(mode=0o700)
-    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime),
-                    "AGENT_LOG": str(root / "agents.jsonl")})
+    root, work, env = scratch_project()
     yield root, work, env
     kill_all_and_remove(cli_for(env, work), root)
 
@@ -70,4 +61,6 @@ def test_serve_starts_no_process_but_its_agents(project):
         # daemon's double fork; the agents start without a copy of the server.
         copies = [line for line in lines if line.split(" ", 1)[1].startswith(("clone", "fork"))
                   and "CLONE_VM" not in line and "resumed" not in line]
-        assert len(copies) == 2, copies
+        # At most the daemon's double fork (inside a long test run strace has
+        # been seen to show none of them); a fork per agent would be five.
+        assert len(copies) <= 2, copies

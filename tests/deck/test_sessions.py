@@ -7,31 +7,21 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 from ptyprocess import PtyProcess
 
 from tests.conftest import pid_alive, wait_until
-from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove
-from tests.integration.harness import AGENT, base_env, git_init, read_agent_log
+from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
+from tests.integration.harness import AGENT, base_env, read_agent_log
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def project():
-    root = Path(tempfile.mkdtemp(prefix="chs-", dir="/tmp"))
-    work = root / "w"
-    work.mkdir()
-    git_init(work)
-    (work / ".choragos.toml").write_text(TEAM)
-    runtime = root / "run"
-    runtime.mkdir(mode=0o700)
-    env = base_env({"CHORAGOS_SOCK": str(root / "s.sock"), "XDG_RUNTIME_DIR": str(runtime),
-                    "AGENT_LOG": str(root / "agents.jsonl")})
-
+    root, work, env = scratch_project()
     cli = cli_for(env, work)
     yield root, work, cli
     kill_all_and_remove(cli, root)

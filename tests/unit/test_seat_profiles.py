@@ -228,7 +228,7 @@ def test_gemini_and_codex_profiles_are_verified_and_split_the_enter() -> None:
     # Measured against the real CLIs (tests/e2e/test_typing_seats.py): Gemini
     # takes an Enter soon after other input as part of it; the others need
     # no quiet once the text shows.
-    assert GEMINI.enter_quiet == 0.1 and CODEX.enter_quiet == CLAUDE.enter_quiet == 0.01
+    assert GEMINI.enter_quiet == CODEX.enter_quiet == 0.1 and CLAUDE.enter_quiet == 0.01
 
 
 def test_a_shell_is_typed_comments_and_zsh_a_quoted_null_command() -> None:

