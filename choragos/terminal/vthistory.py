@@ -76,7 +76,8 @@ class History:
             taken = self._lines(self._blocks[index])[offset:offset + stop - at]
             out.extend(taken)
             at += len(taken)
-        out.extend(self._tail[max(start - sealed, 0):stop - sealed])
+        if stop > sealed:  # else stop - sealed would count from the tail's end
+            out.extend(self._tail[max(start - sealed, 0):stop - sealed])
         return out
 
     def extend(self, lines: Iterable[str]) -> None:

@@ -51,7 +51,9 @@ def test_an_openai_background_response_is_counted_when_read_and_only_once():
                 "input": 500, "output": 20, "cache_read": 0, "cache_creation": 0}}}
             assert metric(gw, "sphragis_errors_total") == 0  # "queued" is no missing usage
             # Logged once the agent has the end of its answer.
-            wait_until(lambda: "(counted before)" in lines[-1], 10, message="logged")
+            wait_until(lambda: any("(counted before)" in line for line in lines), 10,
+                       message="logged")
+            assert sum("(counted before)" in line for line in lines) == 1, lines
     finally:
         upstream.close()
 

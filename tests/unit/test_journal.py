@@ -296,4 +296,7 @@ def test_a_compaction_in_the_background_holds_up_no_append_and_loses_no_record(
     image = journal.load(home)
     assert list(image.tasks) == [f"T{n}" for n in range(1, 42)]
     kept = journal.read_records(home / journal.JOURNAL)
-    assert len(kept) < 41 and kept[-1]["task"]["id"] == "T41"  # the journal was compacted
+    # The journal was compacted (once, or again after T41 on a slow machine:
+    # then T41 is in the snapshot, as the image above shows).
+    assert len(kept) < 41
+    assert not kept or kept[-1]["task"]["id"] == "T41"

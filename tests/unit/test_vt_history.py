@@ -61,6 +61,15 @@ def test_it_keeps_what_a_bounded_deque_keeps(limit: int, batches: list,
         assert history.cached() <= CACHE
 
 
+def test_a_window_inside_the_sealed_lines_takes_nothing_of_the_newest() -> None:
+    """Found by the property above in a full run: 67 lines kept 5 of them,
+    2 sealed and 3 newest; the first line alone came back with two more."""
+    history = History(5)
+    history.extend(str(n) for n in range(67))
+    assert history.lines(0, 1) == ["62"]
+    assert history.lines(1, 3) == ["63", "64"]
+
+
 def test_lines_holding_a_newline_come_back_as_they_went_in() -> None:
     history = History(3 * BLOCK)
     given_lines = [f"row {n}" for n in range(BLOCK)] + ["one\ntwo"] + ["x"] * (BLOCK - 1)
