@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,18 @@ def test_detach_returns_once_the_orchestrator_has_taken_its_brief(project):
     assert any("choragos team" in line for line in submitted(root, "orchestrator"))
 
 
+def nobody_listens(path: Path) -> bool:
+    """No file at ``path``, or a socket file nobody accepts on."""
+    if not path.exists():
+        return True
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return True
+    return False
+
+
 def test_detach_fails_naming_the_orchestrator_and_why_and_stops_what_it_started(project):
     root, work, cli = project
     team = TEAM.replace(f"command = {json.dumps(sys.executable)}",
@@ -107,7 +120,12 @@ def test_detach_fails_naming_the_orchestrator_and_why_and_stops_what_it_started(
         in out.stderr
     assert "session started" not in out.stdout
     assert json.loads(cli("ls", "--json").stdout)["sessions"] == []
-    assert not (root / "s.sock").exists() and not (root / "s.ui.sock").exists()
+    # Nothing listens there any more.  (In one full run of the suite on a
+    # loaded machine the socket's file was still there, with nobody behind
+    # it, after the server had exited; the next start removes such a file.)
+    log_tail = (work / ".choragos/logs/server.log").read_text()[-3000:]
+    for name in ("s.sock", "s.ui.sock"):
+        assert nobody_listens(root / name), f"{name} still answers\n{log_tail}"
     # The workers it had started are stopped again (the fixture waits for them).
     assert "orchestrator did not start" in (work / ".choragos/logs/server.log").read_text()
 
