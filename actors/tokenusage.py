@@ -51,7 +51,7 @@ class TokenUsage:
             self.port.publish(news.TokensChanged(news.role_usages(self.usages())))
 
     def usages(self) -> dict[str, dict]:
-        return {role: self._usage(role) for role in self.s.tokens}
+        return {role: self.of(role) for role in self.s.tokens}
 
     def flush(self, msg: FlushTokens) -> None:
         # Not published: a snapshot every 30 s would only crowd the deck's event view.

@@ -21,8 +21,9 @@ KEYS = 24
 # reader and its lull, the role actor's look at the new output and its
 # status check, the core and the deck for a status that changed); a
 # thread waiting for the interpreter counts too, so a busy machine adds
-# some.  A poll of any kind would add far more.
-MOST_PER_KEY = 8
+# some (8.2 in a full run beside another).  A poll of any kind would add
+# far more.
+MOST_PER_KEY = 12
 
 
 def _wakeups(pid: int) -> int:

@@ -10,11 +10,13 @@ import pytest
 from choragos.actors import messages as m
 from choragos.actors.admission import Admission, MemoryCheck, RoleHeld
 from choragos.actors.budgetflow import BLOCKED_NOTE, BudgetFlow
+from choragos.actors.gatewayprober import TokenTotals
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop, Judging
 from choragos.actors.limitflow import LIMIT_NOTE, LimitFlow
 from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.tokenusage import TokenUsage
 from choragos.board.tasks import TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import RoleSpec
@@ -129,3 +131,17 @@ def test_a_judges_report_decides_the_work(tmp_path, report, outcome, effect, sta
     assert effect in port.kinds() and state.verdicts == {}
     assert state.board.get(work.id).state is state_after
     assert (work.id in state.holds) is (state_after is TaskState.DELIVERED)
+
+
+def test_new_token_totals_are_published_typed_per_role(tmp_path):
+    """The gateway's counts changed: the news carries each role's usage (a
+    missed rename left this path raising inside the core, crashing it)."""
+    state = core_state(tmp_path)
+    port = RecordingPort(state)
+    usage = TokenUsage(port, state, Guardrails(port, state))
+    counts = {"input": 1000, "output": 10, "cache_read": 0, "cache_creation": 0}
+    usage.totals(TokenTotals({"coder": {"claude-x": counts}}))
+    [(news_item,), _] = port.named("publish")[-1]
+    assert news_item.usages["coder"].tokens == usage.of("coder")["tokens"]
+    usage.totals(TokenTotals({"coder": {"claude-x": counts}}))  # the same: not published again
+    assert len(port.named("publish")) == 1
