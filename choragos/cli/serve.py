@@ -105,6 +105,22 @@ def install_signals(stop, hard_stop=None) -> None:
     signal.signal(signal.SIGHUP, on_signal)
 
 
+def write_stacks_to(log_path: Path) -> None:
+    """Every thread's stack goes to the server log on SIGUSR1 (stuck-actor
+    triage), and on a crash in C code (SIGSEGV, SIGBUS, SIGFPE, SIGABRT,
+    SIGILL) just before the process dies, so no crash is silent."""
+    dump = statedir.open_append(log_path)  # open for the server's whole life
+    faulthandler.enable(file=dump, all_threads=True)
+    # Not faulthandler.register: it dumps from inside the C signal handler, on
+    # whichever thread took the signal, and walks the other threads' frames
+    # while they run; a thread starting or ending meanwhile can crash the
+    # server.  A Python handler runs in the main thread holding the
+    # interpreter's lock, so every other thread's stack holds still.  The main
+    # thread only waits (for a stop, or in the deck's loop), so it runs at once.
+    signal.signal(signal.SIGUSR1,
+                  lambda signum, frame: faulthandler.dump_traceback(dump, all_threads=True))
+
+
 def run(argv: list[str], verb: str = "serve") -> int:
     try:
         args = parse_args(argv)
@@ -134,11 +150,8 @@ def run(argv: list[str], verb: str = "serve") -> int:
         print(f"choragos serve: {refusal}", file=sys.stderr)
         return 2
     if args.headless:
-        log_path = setup_logging(workdir)
-        with statedir.open_append(log_path) as dump:
-            # SIGUSR1 writes every thread's stack to the server log (stuck-actor triage).
-            faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-            return _serve(config, workdir, resume=args.resume, salvage=args.salvage)
+        write_stacks_to(setup_logging(workdir))
+        return _serve(config, workdir, resume=args.resume, salvage=args.salvage)
     cols, rows = _terminal_size()
     if args.foreground:
         return _serve(config, workdir, deck=(cols, rows), resume=args.resume,
@@ -264,9 +277,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         # screen; with a pane flooding output, each hand-over would wait up to
         # the default 5 ms for the GIL.  A shorter slice keeps typing snappy.
         sys.setswitchinterval(0.001)
-        log_path = setup_logging(workdir, to_stderr=to_stderr)
-        dump = statedir.open_append(log_path)  # open for the server's whole life
-        faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
+        write_stacks_to(setup_logging(workdir, to_stderr=to_stderr))
     log = logging.getLogger("choragos")
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
     control = socket_path(workdir)

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import Serve, role_toml
 
 
@@ -137,6 +138,23 @@ def test_sigusr1_dumps_thread_stacks_to_the_server_log(serve):
     # main, timers, actors, readers: every thread, not just the one signalled
     s.wait(lambda: log.read_text().count("Thread 0x") >= 4
            and "ptyproc.py" in log.read_text(), 5, "a full stack dump")
+
+
+def test_a_crash_in_c_code_leaves_every_threads_stack_in_the_server_log(short_tmp):
+    work = short_tmp / "work"
+    work.mkdir()
+    s = Serve(work, role_toml("orchestrator", start=True), sock=short_tmp / "s.sock").start()
+    try:
+        s.wait_booted(["orchestrator"])
+        s.proc.send_signal(signal.SIGSEGV)  # as a fault in a C extension would raise it
+        assert s.proc.wait(10) == -signal.SIGSEGV
+        text = (work / ".choragos/logs/server.log").read_text()
+        assert "Fatal Python error: Segmentation fault" in text
+        assert text.count("Thread 0x") >= 4, text[-2000:]
+    finally:
+        s.stop()
+        for pid in s.agent_pids():  # the agents lose their terminal and go
+            wait_until(lambda pid=pid: not pid_alive(pid), 10, message=f"agent {pid} to exit")
 
 
 def test_a_cli_that_needs_a_cursor_report_gets_one(serve):
