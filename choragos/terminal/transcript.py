@@ -28,6 +28,7 @@ from pyte.screens import wcwidth
 
 from choragos import statedir
 from choragos.terminal.emulator import GAP_MARKER as GAP  # never joined to a row
+from choragos.terminal.vtcells import NARROW
 
 # How often a kept transcript file is checked to still be the one at its path.
 RECHECK = 1.0
@@ -62,9 +63,19 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
 
 
 def _fills(row: str, width: int) -> bool:
-    if not row or _boxed(row[-1]) or len(set(row)) == 1:  # a frame or a rule ("-----")
+    """Whether ``row`` takes exactly ``width`` cells and is not a frame or a
+    rule ("-----")."""
+    length = len(row)
+    if length * 2 < width:  # a character takes at most two cells
         return False
-    return sum(max(wcwidth(char), 0) for char in row) == width
+    # Every scrolled row of a flood comes here: a row of one-cell characters
+    # is measured by its length, in C (summing widths per character in
+    # Python cost a flooding pane several times its parsing).
+    if (row.isascii() and row.isprintable()) or NARROW.fullmatch(row) is not None:
+        cells = length
+    else:
+        cells = sum(max(wcwidth(char), 0) for char in row)
+    return cells == width and not _boxed(row[-1]) and row.count(row[0]) != length
 
 
 def _boxed(char: str) -> bool:

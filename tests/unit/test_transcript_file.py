@@ -115,6 +115,24 @@ def test_frames_and_gaps_are_never_joined() -> None:
     assert logical_lines(["漢字漢字漢", "tail"], 10) == (["漢字漢字漢tail"], "")
 
 
+def test_rows_of_one_cell_characters_are_measured_without_a_width_lookup(monkeypatch) -> None:
+    # Every row a flooding pane scrolls off comes here: a width looked up per
+    # character in Python cost the session several times the flood's parsing.
+    looked = []
+    width_of = tr.wcwidth
+    monkeypatch.setattr(tr, "wcwidth", lambda char: looked.append(char) or width_of(char))
+    rows = [f"\x20[{i:08d}] compiling module_{i}.py ... ok {'.' * (i % 60)}"[:40]
+            for i in range(2000)]
+    rows += ["end", "✓ passed: " + "é" * 30, "next"]
+    lines, carry = logical_lines(rows, 40)
+    assert looked == []
+    assert lines[-1] == "✓ passed: " + "é" * 30 + "next" and carry == ""
+    # Combining accents take no cell: such a row is measured character by character.
+    accented = "e\u0301" * 5 + "x" * 5
+    assert logical_lines([accented, "y"], 10) == ([accented + "y"], "")
+    assert looked
+
+
 def test_a_wrapped_line_lands_whole_in_the_file(tmp_path) -> None:
     t = Transcript(tmp_path / "role.log")
     t.append_lines(["a long line that the termi", "nal wrapped"], 26)
