@@ -669,8 +669,11 @@ class VTScreen(pyte.Screen):
         if "\r\r" in block:
             # A program writing CR LF through a PTY that adds a CR to each LF
             # sends CR CR LF; the second CR changes nothing, so the line takes
-            # the same paths as one ended by CR LF.
-            block = _CRS_BEFORE_LF.sub("\r\n", block)
+            # the same paths as one ended by CR LF.  Replaced in C first: the
+            # regex alone took a flood's block ten times as long.
+            block = block.replace("\r\r\n", "\r\n")
+            if "\r\r" in block:
+                block = _CRS_BEFORE_LF.sub("\r\n", block)
         scratch = self._scratch_for_block()
         pushed: list[Row | str] = []  # a str: a plain text row, kept as its text
         scratch.on_scroll = pushed.append
