@@ -22,8 +22,10 @@ _SGR = st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b[m", "\x1b[1;31m", "\x1b[33m
 _WORD = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30)
 _ODD = st.sampled_from(["\t", "é", "漢", "\r", "\x1b[2K", "\x1b[A", "\x1b[?1049h", "\x1b[?1049l"])
 _LINE = st.lists(st.one_of(_WORD, _SGR, _SGR, _ODD), max_size=8).map("".join)
-# Through a PTY lines end in CR LF; a program writing to a raw PTY sends bare LFs.
-_LOG = st.tuples(st.lists(_LINE, min_size=4, max_size=40), st.sampled_from(["\r\n", "\n"])).map(
+# Through a PTY lines end in CR LF (CR CR LF from a program that writes CR LF,
+# the PTY adding a CR); a program writing to a raw PTY sends bare LFs.
+_LOG = st.tuples(st.lists(_LINE, min_size=4, max_size=40),
+                 st.sampled_from(["\r\n", "\n", "\r\r\n", "\r\r\r\n"])).map(
     lambda log: log[1].join(log[0]) + log[1])
 
 
