@@ -13,7 +13,9 @@ Each stream goes through:
     thread (``choragos.terminal.ptyproc.Reader``) and fed into a 120x40 Terminal;
     once with its fast paths (the block path for log lines, held back and
     drawn a batch at a time as in a role's pane, rows kept as text while a
-    TUI redraws them), once without them ("no block path");
+    TUI redraws them), once without them ("no block path"), and once with
+    the fast paths writing the lines that scroll off to a transcript, as a
+    role's pane does ("+ its transcript");
   * tmux -- a 120x40 pane of a detached server on its own socket running
     ``cat FILE; tmux wait-for -S done``, timed until the signal;
   * pyte alone (``ByteStream`` + ``Screen``, in memory, on a prefix): the
@@ -46,6 +48,7 @@ from bench.common import emit, process_cpu  # noqa: E402
 from choragos.actors.roleio import FLOOD_HOLD  # noqa: E402
 from choragos.terminal.emulator import Terminal  # noqa: E402
 from choragos.terminal.ptyproc import PtyChild, Reader  # noqa: E402
+from choragos.terminal.transcript import Transcript  # noqa: E402
 
 COLS, ROWS = 120, 40
 WORDS = ("request", "handler", "cache", "miss", "retry", "upstream", "latency", "token",
@@ -133,11 +136,17 @@ def tui_stream(size: int, rng: random.Random) -> bytes:
 
 # -- the contestants ---------------------------------------------------------------
 
-def choragos_pane(path: Path, fast_path: bool) -> tuple[float, float]:
-    """Wall and CPU seconds for a pane to take ``cat path`` through a real PTY."""
+def choragos_pane(path: Path, fast_path: bool,
+                  transcript: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds for a pane to take ``cat path`` through a real PTY
+    (with ``transcript``, writing the lines that scroll off there, as a
+    role's pane does)."""
     # A role's terminal: with the fast paths it holds a flood's lines back
     # to draw them a batch at a time, as the session's panes do.
     terminal = Terminal(COLS, ROWS, fast_path=fast_path, hold=FLOOD_HOLD if fast_path else 0.0)
+    if transcript is not None:
+        log = Transcript(transcript)
+        terminal.on_scrolled = lambda lines: log.append_lines(lines, terminal.cols)
     done = threading.Event()
     env = {"PATH": os.environ.get("PATH", os.defpath), "TERM": "xterm-256color"}
     cpu = time.process_time()
@@ -212,6 +221,11 @@ def measure(name: str, data: bytes, workdir: Path, tmux: Tmux, reference_bytes: 
         "tmux": lambda tag: tmux.pane(path, f"{name}-{tag}"),
         "choragos": lambda tag: choragos_pane(path, True),
         "choragos, no block path": lambda tag: choragos_pane(path, False),
+        # A role's pane also writes its transcript; a cost there escapes the
+        # rows above (the width of every scrolled row summed per character
+        # once cost a flood six times its parsing).
+        "choragos + its transcript": lambda tag: choragos_pane(
+            path, True, workdir / f"{name}-{tag}.log"),
     }
     best: dict[str, tuple[float, float, int]] = {}
     for attempt in range(repeat):
@@ -256,9 +270,13 @@ def main() -> None:
                 ratios[name] = best["choragos"][0] / best["tmux"][0]
                 ratios[f"{name}, no block path"] = (best["choragos, no block path"][0]
                                                     / best["tmux"][0])
+                ratios[f"{name}, with its transcript"] = (
+                    best["choragos + its transcript"][0] / best["tmux"][0])
                 # CPU seconds (ours against the tmux server's) vary less with
                 # the machine's load than wall time does.
                 cpu[name] = best["choragos"][1] / max(best["tmux"][1], 1e-3)
+                cpu[f"{name}, with its transcript"] = (
+                    best["choragos + its transcript"][1] / max(best["tmux"][1], 1e-3))
                 rates[name] = {label: round(n / wall / 1e6, 2)
                                for label, (wall, _cpu, n) in best.items()}
         finally:
