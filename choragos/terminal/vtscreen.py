@@ -670,7 +670,7 @@ class VTScreen(pyte.Screen):
             # A program writing CR LF through a PTY that adds a CR to each LF
             # sends CR CR LF; the second CR changes nothing, so the line takes
             # the same paths as one ended by CR LF.  Replaced in C first: the
-            # regex alone took a flood's block ten times as long.
+            # regex alone took a flood's 32 KB block eight times as long.
             block = block.replace("\r\r\n", "\r\n")
             if "\r\r" in block:
                 block = _CRS_BEFORE_LF.sub("\r\n", block)
