@@ -39,11 +39,12 @@ def _python_calls(run) -> int:
         if event == "call":  # a Python function entered, or a generator resumed
             calls += 1
 
+    previous = sys.getprofile()
     sys.setprofile(count)
     try:
         run()
     finally:
-        sys.setprofile(None)
+        sys.setprofile(previous)
     return calls
 
 
