@@ -12,7 +12,6 @@ accept loop that dies is a crash that is restarted on a fresh socket.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import socket
@@ -52,6 +51,8 @@ Supervise = Callable[[str, RoleSocket], None]
 
 def session_id(workdir: Path) -> str:
     """A name for this session's folder on a host, the same across restarts."""
+    import hashlib  # here: it loads OpenSSL's libcrypto, a session without seats not
+
     where = f"{socket.gethostname()}:{Path(workdir).resolve()}"
     return hashlib.sha256(where.encode()).hexdigest()[:12]
 

@@ -13,6 +13,11 @@ import sys
 
 from choragos import __version__
 from choragos.control import commands
+from choragos.deferred import defer_unused
+
+# Standard modules libraries import for nothing the session calls (OpenSSL's
+# libcrypto among them), loaded only if used: see choragos/deferred.py.
+defer_unused()
 
 # verb -> (module, one-line help), derived from the one command registry
 # (choragos/control/commands.py).  Each module exposes ``run(argv, verb=...) -> int``.

@@ -48,11 +48,24 @@ def socket_dir(env: Mapping[str, str] = os.environ) -> Path:
 def dir_hash(workdir: Path) -> str:
     """Eight hex digits naming a working directory; short enough for sun_path."""
     # Imported here: agents' verbs get $CHORAGOS_SOCK and never hash.
-    import hashlib
     from pathlib import Path
 
     absolute = str(Path(workdir).resolve())
-    return hashlib.sha256(os.fsencode(absolute)).hexdigest()[:8]
+    return _sha256_hex(os.fsencode(absolute))[:8]
+
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 from the interpreter's own implementation where it has one:
+    ``hashlib`` loads OpenSSL's libcrypto (3.6 MB of the server's resident
+    memory, never used again at rest) for eight hex digits of a path."""
+    try:
+        from _sha2 import sha256  # Python 3.12 and later
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.11
+        except ImportError:  # built without them: the same digest from OpenSSL
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 def socket_path(workdir: Path, env: Mapping[str, str] = os.environ) -> Path:

@@ -22,10 +22,7 @@ labels bounded by :mod:`choragos.gateway.labels`.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
 from dataclasses import dataclass
 
 from choragos.gateway.labels import UNKNOWN
@@ -36,12 +33,22 @@ _AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
 _KEY = re.compile(r"/([0-9a-f]{32})(?=/|$)")
 
 
+# hashlib, hmac and secrets are imported where used: they load OpenSSL's
+# libcrypto (3.6 MB resident), and a session without the built-in gateway
+# imports this module but never makes a key.
+
+
 def new_session_key() -> bytes:
+    import secrets
+
     return secrets.token_bytes(32)
 
 
 def role_key(session_key: bytes, role: str) -> str:
     """``role``'s key: 32 hex digits only the holder of ``session_key`` can make."""
+    import hashlib
+    import hmac
+
     return hmac.new(session_key, b"choragos gateway role " + role.encode(),
                     hashlib.sha256).hexdigest()[:32]
 
@@ -75,6 +82,8 @@ class Roles:
         if self.session_key is None:
             return Caller(role, rest, shown)
         given = in_path[1] if in_path else (header_key or "").strip()
+        import hmac
+
         if given and hmac.compare_digest(given.encode(), role_key(self.session_key,
                                                                   role).encode()):
             return Caller(role, rest, shown)

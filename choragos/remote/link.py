@@ -45,9 +45,9 @@ log = logging.getLogger("choragos.remote")
 # (tests/remote/test_client.py checks the verbs run with these alone).
 CLIENT_VERBS = ("delegate", "workdone", "status", "gate")
 CLIENT_MODULES = (
-    "__init__.py", "control/commands.py", "durations.py", "inert.py", "control/paths.py",
-    "control/wire.py", "cli/__init__.py", "cli/main.py", "cli/_client.py", "cli/_target.py",
-    "cli/_quickargs.py", "cli/_argparser.py", "control/__init__.py",
+    "__init__.py", "control/commands.py", "deferred.py", "durations.py", "inert.py",
+    "control/paths.py", "control/wire.py", "cli/__init__.py", "cli/main.py", "cli/_client.py",
+    "cli/_target.py", "cli/_quickargs.py", "cli/_argparser.py", "control/__init__.py",
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )
 CONNECT_TIMEOUT = 30.0

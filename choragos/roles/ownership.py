@@ -7,7 +7,6 @@ task goes out and again at its work-done.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,8 @@ def map_section(owned: dict[str, str]) -> str:
 
 
 def _digest(path: Path) -> str | None:
+    import hashlib  # here: it loads OpenSSL's libcrypto, a session without owned files not
+
     try:
         with open(path, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()

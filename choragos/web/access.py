@@ -13,9 +13,7 @@ Only the standard library: ``choragos web`` loads this module.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import os
-import secrets
 from pathlib import Path
 
 from choragos import statedir
@@ -42,6 +40,8 @@ def ensure_token(workdir: Path) -> str:
 
 def rotate(workdir: Path) -> str:
     """A new token; the old one stops working at the server's next request."""
+    import secrets  # here: with hmac it loads OpenSSL's libcrypto, the session at rest not
+
     token = secrets.token_urlsafe(32)
     statedir.make_dir(journal.state_dir(workdir))
     statedir.write_text(token_path(workdir), token + "\n", mode=0o600)
@@ -82,6 +82,8 @@ def page_url(addr: str) -> str:
 
 def same_token(given: str, token: str) -> bool:
     """Constant-time comparison, so the answer's timing does not spell the token."""
+    import hmac
+
     return bool(token) and hmac.compare_digest(given.encode(), token.encode())
 
 

@@ -35,9 +35,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("aiohttp",
                                                                      "choragos"))))
 """
 
-# What the server with its deck imports, as `serve` imports it.
+# What the server with its deck imports, as `serve` imports it (through the
+# `choragos` command's entry, which defers what libraries import for nothing).
 SERVER = """
 import json, sys
+import choragos.cli.main
 from choragos.cli import serve
 import choragos.actors.session, choragos.control.server
 # serve loads urwid through load_urwid: nothing before it may import urwid.
@@ -52,7 +54,11 @@ NEVER_AT_REST = ("aiohttp", "asyncio", "trio", "twisted", "tornado", "zmq", "ssl
                  "http.server", "urllib.request", "prometheus_client", "dulwich.repo",
                  "dulwich.objects", "dulwich.index", "dulwich.ignore",
                  # a remote seat's archive and a limit's HTTP date: a megabyte each
-                 "tarfile", "email")
+                 "tarfile", "email",
+                 # OpenSSL's libcrypto (3.6 MB): hashes are made where used, the
+                 # socket's name by the interpreter's own SHA-256, and wcwidth's
+                 # `secrets` (which imports hmac) stands in until it is used
+                 "hashlib", "_hashlib", "hmac")
 
 
 def _loaded(code: str) -> list[str]:

@@ -1,0 +1,55 @@
+"""Standard modules a library imports at its top but the session rarely uses,
+loaded when first used instead.
+
+shutil imports ``bz2`` and ``lzma`` (with their C libraries, 0.3 MB) for
+archive formats choragos never makes.  wcwidth (under pyte, the agents'
+screens) imports ``secrets`` for a hyperlink id in its text wrapper, which
+the session never calls; ``secrets`` imports ``hmac``, which loads
+OpenSSL's libcrypto: 3.6 MB of every server's resident memory at rest.
+
+:func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
+of it imports the real module, which takes its place there, and the
+stand-in passes every later question on to it.
+(The standard library's ``LazyLoader`` does not do here: on Python 3.11 the
+next ``import`` statement of the module asks for its ``__spec__``, which
+runs it.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# Standard library only, and cheap: the agents' verbs load it on every call.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+
+# What the ``choragos`` command defers (see the module's note), so the
+# session server, which it starts, never loads them for nothing.
+UNUSED = ("bz2", "lzma", "secrets")
+
+
+def defer_unused() -> None:
+    for name in UNUSED:
+        defer(name)
+
+
+class _StandIn(type(sys)):  # a module
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(_real(self.__name__, self), attribute)
+
+
+def defer(name: str) -> None:
+    """Have ``name`` imported at its first use rather than at its import
+    (nothing changes if it is already imported)."""
+    if name not in sys.modules:
+        sys.modules[name] = _StandIn(name, f"Stands in for {name} until it is used.")
+
+
+def _real(name: str, stand_in: ModuleType) -> ModuleType:
+    if sys.modules.get(name) is stand_in:
+        del sys.modules[name]
+    return importlib.import_module(name)

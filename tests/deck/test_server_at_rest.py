@@ -1,0 +1,42 @@
+"""What a running session server has mapped at rest: OpenSSL's libcrypto
+(3.6 MB resident) is not, in a session with checkpoints off (their git
+objects are named by SHA-1, so a session that takes checkpoints loads it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from choragos.session.daemon import sidecar_for
+from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def project():
+    root, work, env = scratch_project()
+    del env["CHORAGOS_SOCK"]  # the socket's default name, as a user's session has
+    (work / ".choragos.toml").write_text(TEAM + "\n[checkpoints]\nenabled = false\n")
+    yield root, work, env
+    kill_all_and_remove(cli_for(env, work), root)
+
+
+def test_a_server_at_rest_has_not_loaded_openssl(project):
+    _root, work, env = project
+    cli = cli_for(env, work)
+    started = cli("serve", "--detach")
+    assert started.returncode == 0, started.stderr
+    # The name the client and the server agree on, as every version named it.
+    digest = hashlib.sha256(os.fsencode(str(work.resolve()))).hexdigest()[:8]
+    control = Path(env["XDG_RUNTIME_DIR"]) / f"choragos-{os.getuid()}" / f"{digest}.sock"
+    assert control.is_socket()
+    pid = json.loads(sidecar_for(control).read_text())["pid"]
+    assert cli("status").returncode == 0
+    mapped = Path(f"/proc/{pid}/maps").read_text()
+    assert "/libpython" in mapped or "/python" in mapped  # the server's own maps
+    assert "libcrypto" not in mapped
