@@ -12,6 +12,15 @@ urwid also asks ``platform.platform()`` whether it runs under WSL, which
 starts ``uname -p`` and reads the interpreter's binary for its libc: a
 process forked from the server at start-up.  The kernel's release names WSL
 as well, so during the import that answer comes from ``os.uname()``.
+
+And urwid imports every widget it has: the deck draws with a dozen of them
+(text, list boxes, frames, overlays, a line box, an edit line), not with
+its terminal widget, big fonts, tables, tabs, trees, buttons or progress
+bars.  Those modules (:data:`LEFT_OUT`) are stood in for while urwid loads:
+a name urwid takes from one is a function that imports the real module and
+calls the real name when first called, and a later import of the module
+finds the real one (about 2 MB of the server's memory and 22 modules).
+Should a version of urwid need one of them to load, it is loaded whole.
 """
 
 from __future__ import annotations
@@ -29,6 +38,13 @@ _LOOPS = "urwid.event_loop."
 OPTIONAL = tuple(_LOOPS + name for name in
                  ("twisted_loop", "tornado_loop", "glib_loop", "trio_loop", "zmq_loop"))
 ASYNCIO = _LOOPS + "asyncio_loop"
+_WIDGETS = "urwid.widget."
+LEFT_OUT = ("urwid.vterm", "urwid.font", "urwid.ansi_parser", "urwid.numedit",
+            *(_WIDGETS + name for name in (
+                "ansi_text", "bar_graph", "big_text", "deque_walker", "drop_down",
+                "filtered_walker", "grid_flow", "monitored_deque", "notifications",
+                "overlay_stack", "popup", "progress_bar", "spinner", "table", "tabs",
+                "treetools", "wimp", "scrollable")))
 
 
 def load_urwid() -> types.ModuleType:
@@ -41,13 +57,53 @@ def load_urwid() -> types.ModuleType:
     sys.modules[ASYNCIO] = _asyncio_stand_in()
     try:
         with _platform_from_uname():
-            import urwid
+            return _without_unused_widgets()
     finally:
         # Later imports of these by name find the real modules again.
         for name in skipped:
             if sys.modules.get(name) is None:
                 del sys.modules[name]
+
+
+def _without_unused_widgets() -> types.ModuleType:
+    stood_in = [name for name in LEFT_OUT if name not in sys.modules]
+    for name in stood_in:
+        sys.modules[name] = _LeftOut(name)
+    try:
+        import urwid
+    except Exception:
+        # This urwid needs one of them while it loads: load it whole.
+        for name in [name for name in sys.modules if name.split(".")[0] == "urwid"]:
+            if sys.modules[name] is not None and name != ASYNCIO:  # the loops skipped stay so
+                del sys.modules[name]
+        stood_in = _forget(stood_in)
+        import urwid
+    finally:
+        _forget(stood_in)
     return urwid
+
+
+def _forget(stood_in: list[str]) -> list[str]:
+    for name in stood_in:
+        if isinstance(sys.modules.get(name), _LeftOut):
+            del sys.modules[name]
+    return []
+
+
+class _LeftOut(types.ModuleType):
+    """Stands in for a module of urwid the deck does not use, while urwid loads."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        module = self.__name__
+
+        def stand_in(*args: Any, **kwargs: Any) -> Any:
+            return getattr(importlib.import_module(module), attribute)(*args, **kwargs)
+
+        stand_in.__qualname__ = stand_in.__name__ = attribute
+        stand_in.left_out = module  # type: ignore[attr-defined]
+        return stand_in
 
 
 @contextlib.contextmanager

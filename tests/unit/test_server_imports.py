@@ -10,12 +10,16 @@ checkpoint store opens, so never in a session with checkpoints off."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from choragos.terminal import ptyspawn
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Prefixed to a probe: every process it starts is listed in ``started``.
 COUNT_PROCESSES = """
@@ -88,10 +92,10 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     never = NEVER_AT_REST + (("ptyprocess",) if ptyspawn.NATIVE is not None else ())
     found = [m for m in loaded if m in never or m.split(".")[0] in never]
     assert found == []
-    # Every module is start-up time before the deck's first frame (458 here; 481
-    # before the agents' spawn, the web view's modules, tarfile and email were
-    # left out).
-    assert len(loaded) < 465, f"{len(loaded)} modules"
+    # Every module is start-up time before the deck's first frame (433 here; 458
+    # with all of urwid's widgets and hashlib; 481 before the agents' spawn, the
+    # web view's modules, tarfile and email were left out).
+    assert len(loaded) < 440, f"{len(loaded)} modules"
 
 
 def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
@@ -157,3 +161,49 @@ def test_the_serve_client_loads_nothing_the_server_or_an_error_needs() -> None:
                                       for name in NOT_IN_THE_CLIENT)]
     assert found == []
     assert len(loaded) < 200, f"{len(loaded)} modules"
+
+
+def test_urwid_is_loaded_without_the_widgets_the_deck_does_not_use() -> None:
+    """Every urwid name the deck's code uses is urwid's own; the widgets left
+    out are not loaded, and one of them called still works (loaded then)."""
+    pytest.importorskip("urwid")
+    used = sorted({name for path in (ROOT / "ui").glob("*.py") if path.name != "urwidload.py"
+                   for name in re.findall(r"\burwid\.([A-Za-z_]\w*)", path.read_text())})
+    code = f"""
+import json, sys
+from choragos.ui.urwidload import LEFT_OUT, _LeftOut, load_urwid
+urwid = load_urwid()
+import choragos.ui.uiactor, choragos.ui.deck
+left_out = [name for name in {used!r} if hasattr(getattr(urwid, name), "left_out")]
+loaded = [name for name in LEFT_OUT if name in sys.modules]
+button = type(urwid.Button("x")).__module__
+import urwid.vterm
+print(json.dumps([left_out, loaded, button, isinstance(urwid.vterm, _LeftOut)]))
+"""
+    left_out, loaded, button, vterm_stood_in = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=60).stdout)
+    assert "Text" in used and "ListBox" in used  # the scan finds the deck's names
+    assert left_out == []
+    assert loaded == []
+    assert button == "urwid.widget.wimp"  # called: the real widget, its module loaded
+    assert vterm_stood_in is False  # imported later: the real module
+
+
+def test_an_urwid_that_needs_a_module_left_out_is_loaded_whole() -> None:
+    pytest.importorskip("urwid")
+    code = """
+import json, sys
+from choragos.ui import urwidload
+urwidload.LEFT_OUT += ("urwid.widget.text",)  # every version of urwid needs it to load
+urwid = urwidload.load_urwid()
+stand_ins = [n for n, m in list(sys.modules.items()) if type(m) is urwidload._LeftOut]
+print(json.dumps([stand_ins, type(urwid.Text).__name__, "urwid.vterm" in sys.modules,
+                  "asyncio" in sys.modules, "trio" in sys.modules]))
+"""
+    stand_ins, text, vterm, asyncio_loaded, trio = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=60).stdout)
+    assert stand_ins == []
+    assert text == "WidgetMeta" and vterm is True  # the whole of urwid
+    assert asyncio_loaded is False and trio is False  # still without its event loops
