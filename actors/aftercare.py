@@ -12,20 +12,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos.actors.base import Actor
 from choragos.control.authority import Behalf
 from choragos.gitstore import changes, worktrees
-from choragos.gitstore.checkpoints import (
-    CheckpointError,
-    CheckpointStore,
-    NotARepository,
-    done_name,
-)
 from choragos.gitstore.worktrees import MergeResult, WorktreeError
 from choragos.remote.seat import SeatError
 from choragos.roles import verify
+
+if TYPE_CHECKING:
+    from choragos.gitstore.checkpoints import CheckpointStore
+
+# The checkpoint store (with its walk, objects, ignore rules and dulwich:
+# 0.7 MB and some 10 ms of the start) is imported where it is used: a
+# session with checkpoints off never loads it.
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ class AftercareActor(Actor):
         except (WorktreeError, changes.ChangesError, SeatError) as exc:
             return None, str(exc), False, ""
         if msg.checkpoint:
+            from choragos.gitstore.checkpoints import CheckpointError, NotARepository
+
             # What this task alone changed, kept for `choragos diff` after the merge.
             try:
                 self._snapshot_done(msg)
@@ -143,12 +146,16 @@ class AftercareActor(Actor):
     def _snapshot_done(self, msg: CheckWork) -> str:
         """The tree as the task reported it, saved next to its checkpoint: the
         pair is exactly what the task changed (choragos/gitstore/taskdiff.py)."""
+        from choragos.gitstore.checkpoints import done_name
+
         label = f"at the report of {msg.task_id}: {msg.label}"
         return self._store(msg.cwd).snapshot(done_name(msg.task_id), msg.role, label).tree
 
     @handle.register
     def _merge(self, msg: MergeWork) -> None:
         """Checkpoint the main tree, then merge, or change nothing."""
+        from choragos.gitstore.checkpoints import CheckpointError, NotARepository
+
         ref, error = "", ""
         try:
             ref = self._store(self.workdir).snapshot(
@@ -166,6 +173,8 @@ class AftercareActor(Actor):
     def _measure(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str]:
         if not msg.checkpoint:
             return None, "the task has no checkpoint to compare with"
+        from choragos.gitstore.checkpoints import CheckpointError, NotARepository
+
         try:
             store = self._store(msg.cwd)
             base = store.resolve(msg.checkpoint).tree
@@ -177,5 +186,7 @@ class AftercareActor(Actor):
 
     def _store(self, cwd: Path) -> CheckpointStore:
         if cwd not in self._stores:
+            from choragos.gitstore.checkpoints import CheckpointStore
+
             self._stores[cwd] = CheckpointStore(cwd)
         return self._stores[cwd]

@@ -25,17 +25,13 @@ from typing import TYPE_CHECKING, Any
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.control import commands, wire
-from choragos.gitstore.checkpoints import (
-    CheckpointError,
-    CheckpointStore,
-    NotARepository,
-    RollbackPlan,
-)
-from choragos.gitstore.checkpointtrees import open_for
 from choragos.remote.seat import SeatError
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
+    from choragos.gitstore.checkpoints import CheckpointStore, RollbackPlan
+
+# The checkpoint store is imported where it is used: see choragos/actors/aftercare.py.
 
 MAX_LISTED = 200  # paths per list in a plan's ack
 # The checkpointer's answer arrives within the client's wait, so a client
@@ -62,6 +58,9 @@ def run_rollback(workdir: Path, order: m.Rollback, log_event: Callable[..., Any]
                  remote: Mapping[Path, Callable] | None = None) -> dict:
     """Carry out ``order`` in the tree that holds its checkpoint; the ack.
     ``remote``: the remote roles' mirrors and their rollback hooks."""
+    from choragos.gitstore.checkpoints import CheckpointError, NotARepository
+    from choragos.gitstore.checkpointtrees import open_for
+
     target, by = order.target, order.by
     try:
         # The store of the checkpoint's own tree: a worktree role's task

@@ -39,7 +39,6 @@ from choragos import __version__, statedir
 from choragos.actors import messages as m
 from choragos.actors import threadhook
 from choragos.actors.aftercare import AftercareActor
-from choragos.actors.checkpointer import CheckpointerActor
 from choragos.actors.children import Child, Start, build, nested
 from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState
@@ -79,7 +78,6 @@ from choragos.gateway import budgetgate
 from choragos.gateway.client import GatewayMode, decide_session
 from choragos.gateway.counts import session_path
 from choragos.gateway.roles import new_session_key
-from choragos.gitstore.checkpoints import CheckpointStore, NotARepository
 from choragos.roles import selfpath
 from choragos.session import resume
 from choragos.session.hooks import Hooks
@@ -343,6 +341,11 @@ class Session:
         if not self.config.checkpoints.enabled:
             self.events.write("checkpoints off", reason="[checkpoints] enabled = false")
             return None
+        # Here, not at the top: a session with checkpoints off never loads the
+        # store (see choragos/actors/aftercare.py).
+        from choragos.actors.checkpointer import CheckpointerActor
+        from choragos.gitstore.checkpoints import CheckpointStore, NotARepository
+
         try:
             store = CheckpointStore(self.workdir, watch=True)  # long-lived: it can watch
         except NotARepository as exc:

@@ -20,13 +20,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from choragos.gitstore import worktrees
-from choragos.gitstore.checkpoints import RollbackResult
 from choragos.gitstore.worktrees import WorktreeError
 from choragos.remote import checkout
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import KEEPALIVE, SshError
 from choragos.roles.launch import Launch
 from choragos.terminal.restartpolicy import ExitStatus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: see choragos/actors/aftercare.py
+    from choragos.gitstore.checkpoints import RollbackResult
 
 __all__ = ["RemoteRole", "SeatError", "seat_argv", "ssh_env"]
 
