@@ -18,7 +18,6 @@ from choragos.actors.base import Actor
 from choragos.control.authority import Behalf
 from choragos.gitstore import changes, worktrees
 from choragos.gitstore.worktrees import MergeResult, WorktreeError
-from choragos.remote.seat import SeatError
 from choragos.roles import verify
 
 if TYPE_CHECKING:
@@ -122,6 +121,8 @@ class AftercareActor(Actor):
     def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool, str]:
         """Commit the worker's tree on its branch; the changes are what that
         commit holds beyond the main checkout (what merging it would bring)."""
+        from choragos.remote.seat import SeatError  # a remote role's: loaded with it
+
         try:
             fetch = self.fetchers().get(msg.branch)
             if fetch is not None:

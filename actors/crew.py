@@ -19,7 +19,7 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -28,7 +28,6 @@ from choragos.actors import messages as m
 from choragos.actors.core import Seat
 from choragos.actors.handle import ActorGone, Handle
 from choragos.actors.listener import ListenerActor
-from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import ChildSpec, SetIntensity, StartChild, StopChild
@@ -41,6 +40,9 @@ from choragos.gitstore import worktrees
 from choragos.roles import briefs, ownership
 from choragos.roles.launch import Launch, LaunchContext, launch
 from choragos.session import resume
+
+if TYPE_CHECKING:
+    from choragos.actors.remoteseats import RemoteSeats, RoleSocket
 
 log = logging.getLogger("choragos.session")
 
@@ -156,6 +158,10 @@ class Crew:
     def remote_seats(self) -> RemoteSeats:
         """Made with the first remote role (at start, or added by a reload)."""
         if self.remote is None:
+            # Here, not at the top: a session without remote roles never loads
+            # the seats' modules (ssh links, checkouts).
+            from choragos.actors.remoteseats import RemoteSeats
+
             top = self.supervisor
 
             def supervise(name: str, served: RoleSocket) -> None:

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
 from choragos.actors import roleio, rolescreen
@@ -35,7 +35,6 @@ from choragos.agents import screenstatus
 from choragos.agents.profiles import AgentProfile, profile_for
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import RoleSpec
-from choragos.remote.seat import RemoteRole, SeatError
 from choragos.roles import briefs, conversations
 from choragos.roles.launch import Launch
 from choragos.roles.rolestatus import SCREEN_STATES, RoleStatus, check
@@ -45,6 +44,12 @@ from choragos.terminal.emulator import Terminal
 from choragos.terminal.ptyproc import SpawnError
 from choragos.terminal.restartpolicy import ExitStatus, decide
 from choragos.terminal.transcript import Transcript
+
+if TYPE_CHECKING:
+    from choragos.remote.seat import RemoteRole
+
+# Remote seats' modules (ssh links, checkouts: some 5 ms of the start) are
+# loaded with the first remote role (actors/crew.py), not by every session.
 
 log = logging.getLogger("choragos.role")
 
@@ -225,6 +230,8 @@ class RoleActor(Actor):
 
     def _seat_ready(self) -> bool:
         """A remote seat connected and up to date; its failure is an exit like any."""
+        from choragos.remote.seat import SeatError  # loaded with the seat: see the top
+
         try:
             self.s.seat.prepare()
         except SeatError as exc:
@@ -388,6 +395,8 @@ class RoleActor(Actor):
                                               untouched=True))
             return
         if s.seat is not None and msg.injection.kind == "task" and msg.injection.task_id:
+            from choragos.remote.seat import SeatError  # loaded with the seat: see the top
+
             try:
                 s.seat.before_task(msg.injection.task_id)
             except SeatError as exc:

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.control import commands, wire
-from choragos.remote.seat import SeatError
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
@@ -60,6 +59,7 @@ def run_rollback(workdir: Path, order: m.Rollback, log_event: Callable[..., Any]
     ``remote``: the remote roles' mirrors and their rollback hooks."""
     from choragos.gitstore.checkpoints import CheckpointError, NotARepository
     from choragos.gitstore.checkpointtrees import open_for
+    from choragos.remote.seat import SeatError
 
     target, by = order.target, order.by
     try:
