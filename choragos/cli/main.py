@@ -23,6 +23,9 @@ defer_unused()
 # (choragos/control/commands.py).  Each module exposes ``run(argv, verb=...) -> int``.
 VERBS: dict[str, tuple[str, str]] = {name: (verb.module, verb.help)
                                      for name, verb in commands.VERBS.items()}
+# The verbs that start a session server: dataclasses' methods come from the
+# cache of the last start (choragos/classcode.py), the server released it.
+WARM_START = ("serve",)
 
 
 def usage() -> str:
@@ -75,6 +78,10 @@ def _dispatch(args: list[str]) -> int:
         print(f"choragos: unknown command {verb!r}{_did_you_mean(verb)}; run `choragos "
               "--help` for the list.", file=sys.stderr)
         return 2
+    if verb in WARM_START:
+        from choragos import classcode
+
+        classcode.install()
     try:
         module = importlib.import_module(VERBS[verb][0])
     except ModuleNotFoundError as exc:

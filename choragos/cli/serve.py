@@ -312,6 +312,12 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
                 return 1
         sidecar.write()
+        from choragos import classcode
+
+        compiled = classcode.release()  # every dataclass of the start is made: see there
+        if compiled is not None:
+            log.info("dataclasses' methods compiled at the start: %d (the rest from %s)",
+                     compiled, classcode.cache_path())
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,

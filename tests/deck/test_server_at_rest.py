@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,26 @@ def test_a_server_at_rest_has_not_loaded_openssl(project):
     mapped = Path(f"/proc/{pid}/maps").read_text()
     assert "/libpython" in mapped or "/python" in mapped  # the server's own maps
     assert "libcrypto" not in mapped
+
+
+def test_a_second_start_compiles_no_dataclass_method(project):
+    """The methods dataclasses writes are compiled by the first start and come
+    from the user's cache at the next (choragos/classcode.py): about a third of
+    the server's CPU to its first frame."""
+    root, work, env = project
+    env["XDG_CACHE_HOME"] = str(root / "cache")
+    cli = cli_for(env, work)
+    log = work / ".choragos" / "logs" / "server.log"
+    compiled = []
+    for _ in range(2):
+        started = cli("serve", "--detach")
+        assert started.returncode == 0, started.stderr
+        said = [line for line in log.read_text().splitlines()
+                if "dataclasses' methods compiled at the start" in line]
+        compiled.append(int(said[-1].split(": ")[-1].split()[0]))
+        assert cli("kill", "--all").returncode == 0
+    assert compiled[0] > 300  # the first start: the session's, the deck's
+    assert compiled[1] == 0
+    cache = root / "cache" / "choragos"
+    assert [p.name for p in cache.iterdir()] == [f"dataclasses.{sys.implementation.cache_tag}"
+                                                 ".marshal"]

@@ -1,0 +1,99 @@
+"""dataclasses' methods compiled once and kept between runs (choragos/classcode.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+# A run: dataclasses made through the cache at ``path``, then used every way
+# their generated methods are; prints what they did and what release said.
+RUN = """
+import dataclasses, inspect, json, sys
+from choragos import classcode
+classcode.install(sys.argv[1])
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int = 2
+    tags: tuple = ()
+
+@dataclasses.dataclass(order=True)
+class Box:
+    size: float = dataclasses.field(default=1.5)
+    name: str = "b"
+EXTRA
+
+p = Point(1)
+try:
+    p.x = 5
+    frozen = False
+except dataclasses.FrozenInstanceError:
+    frozen = True
+box = Box(3.0)
+box.name = "c"
+print(json.dumps({
+    "released": classcode.release(), "repr": repr(p), "eq": p == Point(1, 2, ()),
+    "hash": hash(p) == hash(Point(1)), "frozen": frozen, "order": Box(1.0) < box,
+    "box": repr(box), "annotation": inspect.signature(Point.__init__).parameters["x"].annotation
+    is int, "builtin_exec_again": not hasattr(dataclasses, "exec")}))
+"""
+
+
+def _run(path: Path, extra: str = "") -> dict:
+    out = subprocess.run([sys.executable, "-c", RUN.replace("EXTRA", extra), str(path)],
+                         capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+SAME = {"repr": "Point(x=1, y=2, tags=())", "eq": True, "hash": True, "frozen": True,
+        "order": True, "box": "Box(size=3.0, name='c')", "annotation": True,
+        "builtin_exec_again": True}
+
+
+def test_a_second_run_compiles_none_and_its_classes_behave_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "dc.marshal"
+    first = _run(path)
+    assert first.pop("released") > 0  # a first run compiles, and writes the file
+    assert first == SAME
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    second = _run(path)
+    assert second.pop("released") == 0  # every method from the file
+    assert second == SAME
+
+
+def test_a_changed_class_is_compiled_and_the_file_holds_what_a_run_used(tmp_path: Path) -> None:
+    path = tmp_path / "dc.marshal"
+    gone = "\n@dataclasses.dataclass\nclass Gone{n}:\n    a: int = 0\n    c: str = ''\n"
+    _run(path, gone.format(n=1) + gone.format(n=2))
+    with_gone = path.stat().st_size
+    changed = _run(path, "\n@dataclasses.dataclass\nclass New:\n    b: int = 0\n")
+    assert changed.pop("released") > 0  # New's methods were not in the file
+    assert changed == SAME
+    assert path.stat().st_size < with_gone  # rewritten with what the run used: Gone's left
+    assert _run(path, "\n@dataclasses.dataclass\nclass New:\n    b: int = 0\n")[
+        "released"] == 0
+
+
+def test_an_unreadable_or_foreign_file_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "dc.marshal"
+    path.write_bytes(b"\x07\x00\x00\x00garbage" * 10)
+    broken = _run(path)
+    assert broken.pop("released") > 0 and broken == SAME  # compiled, and the file made again
+    assert _run(path)["released"] == 0
+    if os.getuid() == 0:
+        os.chown(path, 12345, 12345)  # another user's file: its code is never run
+        foreign = _run(path)
+        assert foreign.pop("released") > 0 and foreign == SAME
+
+
+def test_without_install_release_says_so() -> None:
+    code = "from choragos import classcode; print(classcode.release())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "None"
