@@ -8,7 +8,7 @@ dataclasses, about a third of its CPU to the first frame (80 ms of 210 on
 a quiet machine).  While ``choragos serve`` starts, those compilations are
 looked up first in a cache file kept from the last start, keyed by the
 source text's SHA-1, so a hit is the code that text compiles to (the
-interpreter's cache tag names the file).  Once the session is up,
+interpreter's cache tag and bytecode version name the file).  Once the session is up,
 :func:`release` rewrites the file if anything was compiled anew (a first
 start, a new version), with what this start used, and lets the cache go.
 
@@ -85,9 +85,16 @@ class _Cache:
 _current: _Cache | None = None
 
 
-def cache_path(env: Mapping[str, str] = os.environ) -> str:
+def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
+    """The file, named for the interpreter and its bytecode's version (None:
+    an interpreter whose compiled code has no such name, which is not cached)."""
+    from importlib.util import MAGIC_NUMBER
+
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return None
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "choragos", f"dataclasses.{sys.implementation.cache_tag}.marshal")
+    return os.path.join(base, "choragos", f"dataclasses.{tag}-{MAGIC_NUMBER.hex()}.marshal")
 
 
 def install(path: str | None = None) -> None:
@@ -96,6 +103,8 @@ def install(path: str | None = None) -> None:
     if _current is not None:
         return
     path = path or cache_path()
+    if path is None:
+        return
     _current = _Cache(path, *_read(path))
     dataclasses.exec = _current.exec  # type: ignore[attr-defined]  # shadows the builtin there
 

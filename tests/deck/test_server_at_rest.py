@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from choragos import classcode
 from choragos.session.daemon import sidecar_for
 from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
 
@@ -62,5 +62,4 @@ def test_a_second_start_compiles_no_dataclass_method(project):
     assert compiled[0] > 300  # the first start: the session's, the deck's
     assert compiled[1] == 0
     cache = root / "cache" / "choragos"
-    assert [p.name for p in cache.iterdir()] == [f"dataclasses.{sys.implementation.cache_tag}"
-                                                 ".marshal"]
+    assert [str(p) for p in cache.iterdir()] == [classcode.cache_path(env)]
