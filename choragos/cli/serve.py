@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import argparse
 import faulthandler
 import logging
 import os
@@ -30,33 +29,53 @@ from pathlib import Path
 
 from choragos import __version__, statedir
 from choragos.cli import _client
+from choragos.cli._quickargs import TRUE, VALUE, Option, quick
 from choragos.config.model import ConfigError, load_config
 from choragos.control.paths import socket_path
 from choragos.gitstore import worktrees
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = arguments("serve")
-    args = parser.parse_args(argv)
-    if args.salvage and not args.resume:
-        parser.error("--salvage goes with --resume")
+# Read without argparse (:mod:`choragos.cli._quickargs`) in their plain
+# spellings: argparse with gettext is some 5 ms of the client before it starts
+# the server, which keeps them (it is the client's fork).  ``--resume``, which
+# takes an optional value, and anything unusual go to argparse.
+OPTIONS = (
+    Option("--config", VALUE, metavar="CONFIG", help="config file (default ./.choragos.toml)"),
+    Option("--detach", TRUE, group="mode",
+           help="start the session in the background and return"),
+    Option("--headless", TRUE, group="mode", help="run in the foreground with no deck"),
+    Option("--foreground", TRUE, group="mode",
+           help="run the server and its deck in the foreground (attach from another "
+                "terminal)"),
+    Option("--dir", VALUE, metavar="DIR",
+           help="the project directory (default: the current directory)"),
+)
+PATHS = ("config", "dir")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace | SimpleNamespace:
+    args = quick(argv, OPTIONS)
+    if args is not None:
+        args.resume, args.salvage = False, False
+    else:
+        parser = arguments("serve")
+        args = parser.parse_args(argv)
+        if args.salvage and not args.resume:
+            parser.error("--salvage goes with --resume")
+    for name in PATHS:  # as argparse's type=Path did
+        if isinstance(getattr(args, name), str):
+            setattr(args, name, Path(getattr(args, name)))
     return args
 
 
 def arguments(verb: str) -> argparse.ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     parser = _client.bare_parser(verb, "Run a choragos session in this directory.")
-    parser.add_argument("--config", type=Path, help="config file (default ./.choragos.toml)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--detach", action="store_true",
-                      help="start the session in the background and return")
-    mode.add_argument("--headless", action="store_true",
-                      help="run in the foreground with no deck")
-    mode.add_argument("--foreground", action="store_true",
-                      help="run the server and its deck in the foreground (attach from "
-                           "another terminal)")
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="the project directory (default: the current directory)")
+    _client.add_options(parser, OPTIONS)
     parser.add_argument("--resume", nargs="?", const=True, default=False, type=Path,
                         metavar="STATE",
                         help="continue the saved session (.choragos/state, or a state "

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from choragos.cli import _client, delegate, workdone
+from choragos.cli import _client, delegate, serve, workdone
 from choragos.cli._quickargs import quick
 
 pytestmark = pytest.mark.timeout(60)
@@ -84,3 +87,50 @@ def test_exclusive_outcomes_are_left_to_argparse():
     argv = ["--id", "T3", "--task", "x", "--done", "--failed"]
     assert quick(argv, (*workdone.OPTIONS, _client.SOCK)) is None
     assert _argparse("work-done", argv) is None  # argparse refuses them together
+
+
+def _serve_by_argparse(argv: list[str]) -> dict | None:
+    parser = serve.arguments("serve")
+    try:
+        args = parser.parse_args(argv)
+        if args.salvage and not args.resume:
+            return None
+    except (_client.Failure, SystemExit):
+        return None
+    return {k: Path(v) if k in serve.PATHS and isinstance(v, str) else v
+            for k, v in vars(args).items()}
+
+
+def test_serve_reads_its_arguments_as_argparse_does():
+    """`choragos serve` reads its plain flags without argparse (argparse and
+    gettext would stay in the server, the client's fork): the same answers."""
+    rng = random.Random(43)
+    flags = [o.flag for o in serve.OPTIONS] + ["--resume", "--salvage", "-h", "word", "--de"]
+    quick_read = 0
+    for _ in range(3000):
+        argv: list[str] = []
+        for flag in rng.sample(flags, rng.randint(0, 3)):
+            spelling = rng.random()
+            if spelling < 0.2:
+                argv.append(f"{flag}={rng.choice(VALUES)}")
+            elif spelling < 0.5:
+                argv += [flag, rng.choice(VALUES)]
+            else:
+                argv.append(flag)
+        expected = _serve_by_argparse(argv)
+        try:
+            got = vars(serve.parse_args(argv))
+        except (_client.Failure, SystemExit):
+            got = None
+        assert got == expected, argv
+        quick_read += quick(argv, serve.OPTIONS) is not None
+    assert quick_read > 300
+
+
+def test_a_plain_serve_loads_no_argparse():
+    code = ("import sys\nimport choragos.cli.main\nfrom choragos.cli import serve\n"
+            "serve.parse_args(['--detach', '--dir', '.'])\n"
+            "print('argparse' in sys.modules, 'gettext' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"]
