@@ -109,17 +109,18 @@ def install(path: str | None = None) -> None:
     dataclasses.exec = _current.exec  # type: ignore[attr-defined]  # shadows the builtin there
 
 
-def release() -> int | None:
-    """Stop caching; write the file if anything was compiled anew.  The number
-    of methods compiled anew in this run (0: every one came from the file;
-    None: no cache was installed)."""
+def release(write: bool = True) -> int | None:
+    """Stop caching; write the file if anything was compiled anew (and
+    ``write``: the process that made every class of the start writes it).
+    The number of methods compiled anew in this run (0: every one came from
+    the file; None: no cache was installed)."""
     global _current
     cache, _current = _current, None
     if cache is None:
         return None
     if getattr(dataclasses, "exec", None) == cache.exec:
         del dataclasses.exec  # type: ignore[attr-defined]  # the builtin again
-    if cache.compiled:
+    if cache.compiled and write:
         _write(cache.path, cache.entries())
     return cache.compiled
 

@@ -231,6 +231,9 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
                       resume=resume, salvage=salvage, wait_boot=not attach)
 
     started = daemon.spawn(server, workdir, log_path)
+    from choragos import classcode
+
+    classcode.release(write=False)  # the server, this process's fork, writes it
     if not started.ok:
         fresh_line = "\n" if started.interrupted else ""  # after the terminal's "^C"
         print(f"{fresh_line}choragos serve: {started.reason}", file=sys.stderr)

@@ -92,6 +92,18 @@ def test_an_unreadable_or_foreign_file_is_not_used(tmp_path: Path) -> None:
         assert foreign.pop("released") > 0 and foreign == SAME
 
 
+def test_a_release_without_writing_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "dc.marshal"
+    code = ("import dataclasses, sys\nfrom choragos import classcode\n"
+            "classcode.install(sys.argv[1])\n"
+            "@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
+            "print(classcode.release(write=False), hasattr(dataclasses, 'exec'))")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                         text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["3", "False"]  # __init__, __repr__, __eq__: compiled
+    assert not path.exists()
+
+
 def test_without_install_release_says_so() -> None:
     code = "from choragos import classcode; print(classcode.release())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
