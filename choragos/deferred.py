@@ -18,6 +18,7 @@ runs it.)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 # Standard library only, and cheap: the agents' verbs load it on every call.
@@ -44,9 +45,11 @@ class _StandIn(type(sys)):  # a module
 
 def defer(name: str) -> None:
     """Have ``name`` imported at its first use rather than at its import
-    (nothing changes if it is already imported)."""
-    if name not in sys.modules:
-        sys.modules[name] = _StandIn(name, f"Stands in for {name} until it is used.")
+    (nothing changes if it is already imported, or absent from this Python:
+    its import must fail as it would, so shutil sees a build without lzma)."""
+    if name in sys.modules or importlib.util.find_spec(name) is None:
+        return
+    sys.modules[name] = _StandIn(name, f"Stands in for {name} until it is used.")
 
 
 def _real(name: str, stand_in: ModuleType) -> ModuleType:

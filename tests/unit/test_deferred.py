@@ -41,3 +41,14 @@ def test_deferring_a_module_already_imported_changes_nothing() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert json.loads(out.stdout) is True
+
+
+def test_a_module_this_python_lacks_is_not_stood_in_for() -> None:
+    code = ("import json, sys\nfrom choragos.deferred import defer\n"
+            "defer('no_such_module_here')\n"
+            "try:\n    import no_such_module_here\n    found = True\n"
+            "except ImportError:\n    found = False\n"
+            "print(json.dumps([found, 'no_such_module_here' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert json.loads(out.stdout) == [False, False]
