@@ -186,8 +186,11 @@ class AftercareActor(Actor):
         return tuple(change.as_dict() for change in found), ""
 
     def _store(self, cwd: Path) -> CheckpointStore:
+        # Long-lived, so it watches its tree: the report of a task that
+        # changed nothing since the last report (a review) reuses that walk's
+        # tree instead of an lstat of every file, which grows with the tree.
         if cwd not in self._stores:
             from choragos.gitstore.checkpoints import CheckpointStore
 
-            self._stores[cwd] = CheckpointStore(cwd)
+            self._stores[cwd] = CheckpointStore(cwd, watch=True)
         return self._stores[cwd]
