@@ -1,4 +1,4 @@
-"""A report's measure of a task's changes walks no more of the tree than changed.
+"""A checkpoint's walk, and a report's, look again at no more of the tree than changed.
 
 Real repository, real inotify, the real aftercare (driven on the test's
 thread).  A task that changed nothing since the last report -- a review --
@@ -10,15 +10,17 @@ aftercare's store now watches its tree, as the checkpointer's does.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from choragos.actors.aftercare import AftercareActor, CheckWork, WorkChecked
-from choragos.gitstore import treewatch
+from choragos.gitstore import treewatch, walk
 from choragos.gitstore.checkpoints import CheckpointStore
 from tests.conftest import Told
 from tests.unit.test_checkpoints import git
+from tests.unit.test_treewatch import git_tree
 
 pytestmark = [pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux inotify"),
               pytest.mark.timeout(60)]
@@ -75,3 +77,31 @@ def test_a_report_after_a_task_that_changed_nothing_stats_no_file(repo, monkeypa
         assert [c["path"] for c in changes] == ["r7.txt"], changes
     finally:
         aftercare.on_shutdown()
+
+
+def test_a_directory_that_gained_a_file_looks_again_only_at_what_changed(repo, monkeypatch):
+    """Counted: a new file in a directory of 200 made the walk look at each
+    of the 200 on its own (a Python call and an lstat each, 201 calls); the
+    files whose stat data is as cached now take their cached ids together,
+    and only the new file and the one changed in place are looked at.  The
+    tree is the one git writes."""
+    calls = 0
+    real = walk.Walker._file
+
+    def counted(self, *args):
+        nonlocal calls
+        calls += 1
+        return real(self, *args)
+
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "x")
+        time.sleep(0.05)  # past the first walk's racy window
+        store.snapshot("T2", "coder", "x")  # the files' stat data cached
+        (repo / "new.txt").write_text("new\n")
+        with open(repo / "r7.txt", "a") as f:
+            f.write("more\n")
+        monkeypatch.setattr(walk.Walker, "_file", counted)
+        checkpoint = store.snapshot("T3", "coder", "x")
+        tree = store._repo.object_store[checkpoint.commit.encode()].tree.decode()
+    assert calls == 2, calls
+    assert tree == git_tree(repo)
