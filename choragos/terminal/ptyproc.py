@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import struct
+import sys
 import termios
 import threading
 import time
@@ -32,6 +33,16 @@ READ_CHUNK = 65536
 # the exit, how long the PTY must be quiet before the reader ends.
 EXIT_CHECK = 0.25
 TIOCGPTN = 0x80045430  # Linux: the number of a master's /dev/pts end (not in termios)
+
+
+def name_os_thread(name: str) -> None:
+    """Give the calling thread ``name`` where the system shows it (Linux:
+    ``top -H``, ``ps -L``, ``/proc/<pid>/task/<tid>/comm``; 15 bytes kept),
+    so a role's reader and what it costs can be told from the session's
+    other threads (the soak bench splits the server's CPU this way)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError), open("/proc/thread-self/comm", "wb") as comm:
+            comm.write(name.encode("utf-8", "replace")[:15])
 
 
 class SpawnError(Exception):
@@ -273,6 +284,7 @@ class Reader(threading.Thread):
                     os.write(self._wake_w, b"!")
 
     def run(self) -> None:
+        name_os_thread(self.name)
         exit_fd = _open_pidfd(self.child.pid)
         try:
             self._read_until_exit(exit_fd)

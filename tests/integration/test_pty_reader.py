@@ -244,3 +244,19 @@ def test_an_echo_shown_ahead_is_announced_once_the_agent_stops_echoing(tmp_path)
         assert changes.count("> Q001") == 1
     finally:
         _finish(child, reader)
+
+
+@pytest.mark.skipif(not Path("/proc/thread-self/comm").exists(), reason="names threads on Linux")
+def test_the_reader_thread_carries_its_name_where_the_system_shows_it(tmp_path):
+    """``top -H`` and the soak bench tell a role's reader from the session's
+    other threads by the name the system shows (15 bytes of it)."""
+    child = _spawn(tmp_path, "echo ready; exec sleep 60")
+    seen = Seen()
+    reader = Reader(child, seen.data, seen.exit, name="pty-orchestrator")
+    reader.start()
+    try:
+        comm = Path(f"/proc/{os.getpid()}/task/{reader.native_id}/comm")
+        wait_until(lambda: comm.read_text().strip() == "pty-orchestrato", 5,
+                   message="the reader's thread named")
+    finally:
+        _finish(child, reader)
