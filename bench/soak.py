@@ -13,6 +13,10 @@ The reference is the same session's first window: the ratios are the last
 window's time and CPU per task against the first's (a session that slows
 as its history grows shows > 1), and the memory the server gained per task
 after the first window, when its caches and scrollback are still filling.
+Beside the CPU per task, the server's threads are split (Linux): the roles'
+PTY readers (threads named ``pty-<role>``: the agents' output, read and
+parsed, which the agents decide) and the rest (the session's own work per
+task), each per task, with the agents' output per task.
 At the end every task must be done and the session must stop leaving no
 process behind.  Needs the CLIs (``make seats``); not part of the test
 suite, and not of ``make bench`` (it takes minutes): ``make soak``.
@@ -116,7 +120,27 @@ def sample(s: SeatCrew, started: float, done: int) -> dict:
             "journal_kb": _kb(state / "journal.log"),
             "events_kb": _kb(s.workdir / ".choragos" / "logs" / "events.jsonl"),
             "refs": sum(len(files) for _, _, files in os.walk(refs)),
-            "read_kb": _read_kb(pid)}
+            "read_kb": _read_kb(pid), **_readers(pid)}
+
+
+def _readers(pid: int) -> dict:
+    """The CPU seconds and KB read of the roles' PTY readers (threads named
+    ``pty-<role>``): the agents' output and its parsing, which the agents
+    decide, apart from the rest of the server.  A reader that ended (a role
+    restarted) leaves its share in the rest."""
+    cpu = kb = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        task = Path(f"/proc/{pid}/task/{tid}")
+        try:
+            if not (task / "comm").read_text().startswith("pty-"):
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            io = (task / "io").read_text()
+        except OSError:
+            continue
+        cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        kb += int(io.split("rchar:", 1)[1].split()[0]) / 1024
+    return {"readers_cpu": round(cpu, 2), "readers_read_kb": round(kb)}
 
 
 def _read_kb(pid: int) -> int:
@@ -228,6 +252,11 @@ def per_task(a: dict, b: dict, key: str) -> float:
     return (b[key] - a[key]) / max(b["done"] - a["done"], 1)
 
 
+def rest_per_task(a: dict, b: dict) -> float:
+    """The server's CPU per task outside its PTY readers."""
+    return per_task(a, b, "cpu") - per_task(a, b, "readers_cpu")
+
+
 def per_read_mb(a: dict, b: dict) -> float:
     """The server's CPU ms per MB it read (its agents' output, most of it)."""
     return (b["cpu"] - a["cpu"]) * 1000 / max((b["read_kb"] - a["read_kb"]) / 1024, 1e-9)
@@ -287,20 +316,31 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
     first, warm, last = samples[:2], samples[1], samples[-2:]
     print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} "
           f"{'cpu ms/MB read':>15} {'rss MB':>7} {'threads':>8} {'fds':>4} {'journal KB':>11} "
-          f"{'refs':>5}")
+          f"{'refs':>5} {'readers ms/task':>16} {'output KB/task':>15} {'rest ms/task':>13}")
     for a, b in itertools.pairwise(samples):
         print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
               f"{per_task(a, b, 'read_kb'):>13.1f} {per_read_mb(a, b):>15.1f} {b['rss_mb']:>7.1f} "
-              f"{b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5}")
+              f"{b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5} "
+              f"{per_task(a, b, 'readers_cpu') * 1000:>16.1f} "
+              f"{per_task(a, b, 'readers_read_kb'):>15.1f} {rest_per_task(a, b) * 1000:>13.1f}")
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
     grown = per_task(warm, samples[-1], "rss_mb") * 1024
     # Added beside the CPU per task, not in its place: the agents' output per
     # task grows as their conversations do, and the server's CPU follows it.
     read_ratio = per_read_mb(*last) / max(per_read_mb(*first), 1e-9)
+    # Also beside it: the agents' output per task (what the PTY readers read),
+    # and the server's CPU per task outside the readers, whose growth is the
+    # session's own (its checkpoints, board, journal, typing, screens read).
+    output_ratio = per_task(*last, "readers_read_kb") / max(
+        per_task(*first, "readers_read_kb"), 1e-9)
+    rest_ratio = rest_per_task(*last) / max(rest_per_task(*first), 1e-9)
     emit("soak", {"time per task, last/first window": time_ratio,
                   "cpu per task, last/first window": cpu_ratio,
-                  "cpu per MB read, last/first window": round(read_ratio, 3)},
+                  "cpu per MB read, last/first window": round(read_ratio, 3),
+                  "agents' output per task, last/first window": round(output_ratio, 3),
+                  "cpu per task outside the PTY readers, last/first window": round(rest_ratio,
+                                                                                    3)},
          rounds=args.rounds, tasks=samples[-1]["done"], rss_kb_per_task_after_warmup=round(
              grown, 1), threads=[samples[0]["threads"], samples[-1]["threads"]],
          fds=[samples[0]["fds"], samples[-1]["fds"]], samples=samples)
