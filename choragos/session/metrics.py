@@ -105,6 +105,8 @@ class SessionMetrics:
         if task is not None and "gated" in task:
             decision = "approved" if record["event"] == "gate approved" else "rejected"
             self.gate_wait.labels(task["role"], decision).observe(record["t"] - task["gated"])
+            if decision == "rejected":  # never delivered: nothing more to time
+                del self._tasks[str(record.get("task"))]
 
     def _delivered(self, record: dict) -> None:
         task = self._tasks.get(str(record.get("task")))
@@ -116,8 +118,10 @@ class SessionMetrics:
         task = self._tasks.get(str(record.get("task")))
         if record.get("note") or task is None or "done" in task or "delivered" not in task:
             return
-        task["done"] = record["t"]
         self.to_work_done.labels(task["role"]).observe(record["t"] - task["delivered"])
+        # Timed to the end: forgotten, so a long session keeps only the tasks
+        # in flight (a later record of it finds nothing, as a timed one did).
+        del self._tasks[str(record.get("task"))]
 
     def _checkpointed(self, record: dict) -> None:
         seconds = record.get("seconds")

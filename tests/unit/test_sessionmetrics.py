@@ -55,3 +55,27 @@ def test_a_scrape_without_a_core_says_so_and_still_answers() -> None:
     m = fed()
     assert value(m, "choragos_session_up") == 0
     assert value(m, "choragos_tasks", role="x", state="done") is None
+
+
+def test_a_task_timed_to_its_end_is_forgotten() -> None:
+    """Counted: an entry was kept for every task of the session (1,000 after
+    1,000 tasks); now only the tasks still in flight, and the latencies are
+    the same.  A task's later records (a second delivery or work-done) count
+    nothing, as before."""
+    records = []
+    for n in range(1000):
+        records += [ev(n, "delegate", task=f"T{n}", role="rel"),
+                    ev(n + 1, "delivered", task=f"T{n}", role="rel"),
+                    ev(n + 3, "work-done", task=f"T{n}", role="rel", note=None)]
+    records += [ev(2000, "delegate", task="T1000", role="rel"),
+                ev(2000, "delegate gated", task="T1000", role="rel"),
+                ev(2010, "gate rejected", task="T1000", role="rel"),
+                ev(2011, "delegate", task="T1001", role="rel"),
+                ev(2012, "delivered", task="T1", role="rel"),
+                ev(2013, "work-done", task="T1", role="rel", note=None)]
+    m = fed(*records)
+    assert list(m._tasks) == ["T1001"]
+    assert value(m, "choragos_delegation_to_delivery_seconds_count", role="rel") == 1000
+    assert value(m, "choragos_delivery_to_work_done_seconds_count", role="rel") == 1000
+    assert value(m, "choragos_delivery_to_work_done_seconds_sum", role="rel") == 2000
+    assert value(m, "choragos_gate_wait_seconds_sum", role="rel", decision="rejected") == 10
