@@ -245,18 +245,23 @@ def activity_preview(lines: Sequence[str], profile: AgentProfile,
     screen = [line.rstrip() for line in lines]
     start = agent_area_start(screen) if profile.box_prompts else None
     region = screen[:start] if start is not None else screen
-    chrome = profile.chrome_markers + tuple(extra_chrome)
+    # The markers lowered and the patterns compiled once for the whole screen,
+    # not once per line: a preview is read at every change of a role's view.
+    chrome = [m.lower() for m in (*profile.chrome_markers, *extra_chrome) if m]
+    patterns = [re.compile(p) for p in profile.chrome_patterns]
     # Claude separates some glyphs from text with NBSP; a card wants plain spaces.
     kept = [_unbox(line).replace("\xa0", " ").strip() for line in region
-            if _meaningful(line, chrome, profile)]
+            if _meaningful(line, chrome, patterns)]
     return kept[-max_lines:] if max_lines > 0 else []
 
 
-def _meaningful(line: str, chrome: tuple[str, ...], profile: AgentProfile) -> bool:
+def _meaningful(line: str, chrome: list[str], patterns: list[re.Pattern[str]]) -> bool:
+    """Not blank, not a rule, and no chrome (``chrome`` lowered, ``patterns`` compiled)."""
     core = _unbox(line)
     if not core or is_rule(core) or set(core) <= {"╌", "┄", "-"}:
         return False
-    return not (has_marker([line], chrome) or has_pattern([line], profile.chrome_patterns))
+    lowered = line.lower()
+    return not (any(m in lowered for m in chrome) or any(p.search(line) for p in patterns))
 
 
 # -- injected input ----------------------------------------------------------------

@@ -166,3 +166,27 @@ def test_a_line_editor_text_wrapped_over_the_last_lines_is_pending() -> None:
 
 def test_squash_drops_escapes_and_borders() -> None:
     assert squash("│ a\x1bb │ c") == "abc"
+
+
+def test_a_preview_compiles_its_chrome_patterns_once_per_screen(monkeypatch) -> None:
+    """Counted: a role's preview is read at every change of its view, and
+    each line compiled (looked up) every chrome pattern again and lowered
+    every chrome marker (Codex's idle screen: 95 compiles for one preview);
+    now once per screen, with the same preview."""
+    import re
+
+    from choragos.agents.profiles import CODEX
+
+    lines = seat_screen("codex_idle_boot")
+    expected = activity_preview(lines, CODEX)
+    compiled = 0
+    real = re.compile
+
+    def counted(*args, **kwargs):
+        nonlocal compiled
+        compiled += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(re, "compile", counted)
+    assert activity_preview(lines, CODEX) == expected
+    assert compiled == len(CODEX.chrome_patterns), compiled
