@@ -31,12 +31,18 @@ def _words(module, rng: random.Random) -> list[str]:
     flags += [rng.choice([o.flag for o in options] + ["--t", "-h", "word", "--to=x"])
               for _ in range(rng.randint(0, 4))]
     rng.shuffle(flags)
+    return _spelled(flags, rng, joined=0.3, apart=0.8)
+
+
+def _spelled(flags: list[str], rng: random.Random, joined: float, apart: float) -> list[str]:
+    """Each flag as ``--flag=value`` (below ``joined``), ``--flag value``
+    (below ``apart``) or bare, drawn at random."""
     argv: list[str] = []
     for flag in flags:
         spelling = rng.random()
-        if spelling < 0.3:
+        if spelling < joined:
             argv.append(f"{flag}={rng.choice(VALUES)}")
-        elif spelling < 0.8:
+        elif spelling < apart:
             argv += [flag, rng.choice(VALUES)]
         else:
             argv.append(flag)
@@ -108,15 +114,7 @@ def test_serve_reads_its_arguments_as_argparse_does():
     flags = [o.flag for o in serve.OPTIONS] + ["--resume", "--salvage", "-h", "word", "--de"]
     quick_read = 0
     for _ in range(3000):
-        argv: list[str] = []
-        for flag in rng.sample(flags, rng.randint(0, 3)):
-            spelling = rng.random()
-            if spelling < 0.2:
-                argv.append(f"{flag}={rng.choice(VALUES)}")
-            elif spelling < 0.5:
-                argv += [flag, rng.choice(VALUES)]
-            else:
-                argv.append(flag)
+        argv = _spelled(rng.sample(flags, rng.randint(0, 3)), rng, joined=0.2, apart=0.5)
         expected = _serve_by_argparse(argv)
         try:
             got = vars(serve.parse_args(argv))
