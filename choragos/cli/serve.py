@@ -338,7 +338,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
         compiled = classcode.release()  # every dataclass of the start is made: see there
         if compiled is not None:
-            log.info("dataclasses' methods compiled at the start: %d (the rest from %s)",
+            # A start that compiled any wrote them to the file for the next one.
+            log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
                      compiled, classcode.cache_path())
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
