@@ -14,13 +14,10 @@ walk asks about every entry of the tree.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from dataclasses import dataclass, field
-
-# hashlib is imported by the functions that hash: it loads OpenSSL's libcrypto
-# (3.6 MB resident), and a session with checkpoints off imports this module
-# but hashes nothing.
 
 try:
     from dulwich.wildmatch import MalformedPattern
@@ -133,8 +130,6 @@ class RuleStack:
 
         ``globals_`` lists their texts strongest first.
         """
-        import hashlib
-
         seed = hashlib.sha1(b"choragos-ignore-1 %d" % ignorecase).digest()
         stack = cls(None, b"", None, seed, ignorecase, {} if memo is None else memo)
         for text in reversed(globals_):
@@ -143,8 +138,6 @@ class RuleStack:
 
     def push(self, base: bytes, text: bytes) -> RuleStack:
         """The stack of a directory ``base`` whose ``.gitignore`` holds ``text``."""
-        import hashlib
-
         digest = hashlib.sha1(text).digest()
         # The memo outlives one setting of core.ignorecase (a session's store
         # is kept for hours): the same text compiles to other rules under it.

@@ -12,6 +12,7 @@ through a temporary file and a rename).  Objects are named by binary SHA-1.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import mmap
 import os
@@ -23,10 +24,6 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-
-# hashlib is imported by the functions that hash: it loads OpenSSL's libcrypto
-# (3.6 MB resident), and a session with checkpoints off imports this module
-# but hashes nothing.
 
 # Whole-file reads below this size; bigger files are streamed twice (hash,
 # then compress) so memory stays bounded.
@@ -42,7 +39,7 @@ _PACK_MIN_OBJECTS = 32
 _PACK_MIN_BYTES = 8 << 20
 _PACK_MAX_OBJECT = 1 << 20  # bigger objects gain nothing from packing: loose
 _FANOUT = struct.Struct(">256I")
-_EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")  # sha1 of b"tree 0\0"
+_EMPTY_TREE = hashlib.sha1(b"tree 0\0").digest()
 _TMP_NUMBERS = itertools.count()  # temporary names: tmp_obj_choragos_<pid>_<n>
 
 
@@ -148,8 +145,6 @@ def _entry_header(type_num: int, size: int) -> bytes:
 
 
 def _file_sha1(fd: int, length: int) -> bytes:
-    import hashlib
-
     digest = hashlib.sha1()
     position = 0
     while position < length:
@@ -163,8 +158,6 @@ def _file_sha1(fd: int, length: int) -> bytes:
 
 def _pack_index(entries: list[tuple[bytes, int, int]], checksum: bytes) -> bytes:
     """A version 2 pack index: fan-out, sorted ids, CRCs, offsets, checksums."""
-    import hashlib
-
     entries = sorted(entries)
     counts = [0] * 256
     for sha, _, _ in entries:
@@ -243,8 +236,6 @@ class ObjectWriter:
 
     def put(self, kind: bytes, data: bytes, *, write: bool = True) -> bytes:
         """The id of an in-memory object, written if ``write`` and missing."""
-        import hashlib
-
         header = b"%s %d\0" % (kind, len(data))
         digest = hashlib.sha1(header)
         digest.update(data)
@@ -296,8 +287,6 @@ class ObjectWriter:
             os.close(fd)
 
     def _put_big(self, fd: int, size: int, write: bool) -> bytes:
-        import hashlib
-
         header = b"blob %d\0" % size
         digest = hashlib.sha1(header)
         _feed(fd, size, digest.update)

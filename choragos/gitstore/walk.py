@@ -21,6 +21,7 @@ cached without their ``lstat`` data and read again next time, as git does.
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import os
 import struct
@@ -34,10 +35,6 @@ from operator import attrgetter
 
 from choragos.gitstore.ignore import RuleStack
 from choragos.gitstore.objects import ObjectWriter
-
-# hashlib is imported by the functions that hash: it loads OpenSSL's libcrypto
-# (3.6 MB resident), and a session with checkpoints off imports this module
-# but hashes nothing.
 
 MODE_TREE = 0o40000
 MODE_FILE = 0o100644
@@ -268,8 +265,6 @@ class Cache:
 
 def load_cache(path: str) -> Cache:
     """Read the private index; anything unreadable simply means "no cache"."""
-    import hashlib
-
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -288,8 +283,6 @@ def load_cache(path: str) -> Cache:
 
 def save_cache(path: str, cache: Cache) -> None:
     """Write the private index atomically (a reader sees old or new, whole)."""
-    import hashlib
-
     # marshal: fast, and only ever reads what this module wrote -- a
     # checksum guards against torn or foreign files.
     body = marshal.dumps((cache.commit, cache.tree, cache.records.stored()))
