@@ -20,7 +20,7 @@ a PTY read can end mid-frame, and a half-drawn screen can mislead.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from choragos.agents.profiles import MENU_OPTION, AgentProfile, question_markers
@@ -223,13 +223,25 @@ def _at_line_prompt(screen: list[str], profile: AgentProfile,
 
 def has_marker(lines: Iterable[str], markers: Iterable[str]) -> bool:
     """Any marker occurs (case-insensitively) in any line."""
-    wanted = [m.lower() for m in markers if m]
-    return any(m in line.lower() for line in lines for m in wanted)
+    return any(map(matcher(markers), lines))
 
 
 def has_pattern(lines: Iterable[str], patterns: Iterable[str]) -> bool:
+    return any(map(matcher((), patterns), lines))
+
+
+def matcher(markers: Iterable[str], patterns: Iterable[str] = ()) -> Callable[[str], bool]:
+    """Whether a line holds any of ``markers`` (case-insensitively) or a match
+    of any of ``patterns``; the markers lowered and the patterns compiled
+    once, for every line asked about."""
+    wanted = [m.lower() for m in markers if m]
     compiled = [re.compile(p) for p in patterns]
-    return any(p.search(line) for line in lines for p in compiled)
+
+    def matches(line: str) -> bool:
+        lowered = line.lower()
+        return any(m in lowered for m in wanted) or any(p.search(line) for p in compiled)
+
+    return matches
 
 
 def _last_nonblank(lines: Sequence[str], count: int) -> list[str]:
@@ -245,23 +257,21 @@ def activity_preview(lines: Sequence[str], profile: AgentProfile,
     screen = [line.rstrip() for line in lines]
     start = agent_area_start(screen) if profile.box_prompts else None
     region = screen[:start] if start is not None else screen
-    # The markers lowered and the patterns compiled once for the whole screen,
-    # not once per line: a preview is read at every change of a role's view.
-    chrome = [m.lower() for m in (*profile.chrome_markers, *extra_chrome) if m]
-    patterns = [re.compile(p) for p in profile.chrome_patterns]
+    # One matcher for the whole screen, not one per line: a preview is read
+    # at every change of a role's view.
+    chrome = matcher((*profile.chrome_markers, *extra_chrome), profile.chrome_patterns)
     # Claude separates some glyphs from text with NBSP; a card wants plain spaces.
     kept = [_unbox(line).replace("\xa0", " ").strip() for line in region
-            if _meaningful(line, chrome, patterns)]
+            if _meaningful(line, chrome)]
     return kept[-max_lines:] if max_lines > 0 else []
 
 
-def _meaningful(line: str, chrome: list[str], patterns: list[re.Pattern[str]]) -> bool:
-    """Not blank, not a rule, and no chrome (``chrome`` lowered, ``patterns`` compiled)."""
+def _meaningful(line: str, chrome: Callable[[str], bool]) -> bool:
+    """Not blank, not a rule, and no chrome."""
     core = _unbox(line)
     if not core or is_rule(core) or set(core) <= {"╌", "┄", "-"}:
         return False
-    lowered = line.lower()
-    return not (any(m in lowered for m in chrome) or any(p.search(line) for p in patterns))
+    return not chrome(line)
 
 
 # -- injected input ----------------------------------------------------------------
