@@ -11,12 +11,13 @@ an event, and a note on the role's open tasks on the board.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort, unknown_roles
 from choragos.actors.guardrails import Guardrails, budget_summary
+from choragos.actors.policystate import BudgetState
 from choragos.actors.proxyrunner import SetBudgets
 from choragos.config import schema as cs
 from choragos.config.model import Config
@@ -28,11 +29,6 @@ if TYPE_CHECKING:
     from choragos.actors.core import CoreState
 
 BLOCKED_NOTE = "model calls blocked: "
-
-
-@dataclass
-class BudgetState:
-    refused: dict[str, str] = field(default_factory=dict)  # role -> why the gateway last refused it
 
 
 class BudgetFlow:

@@ -21,37 +21,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos import __version__
+from choragos.actors import corepolicies
 from choragos.actors import messages as m
-from choragos.actors.admission import Admission, AdmissionState, MemoryCheck, RoleHeld
+from choragos.actors.admission import AdmissionState, MemoryCheck, RoleHeld
 from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
-from choragos.actors.budgetflow import BudgetFlow, BudgetState
 from choragos.actors.clocks import PauseClocks, ResumeClocks, TimedOut
-from choragos.actors.corejournal import CoreJournal
 from choragos.actors.coreport import unknown_roles
-from choragos.actors.delegation import Delegation
-from choragos.actors.delivery import Delivery
 from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
-from choragos.actors.fresh import FreshContexts
 from choragos.actors.gatewayprober import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos.actors.handle import Handle
-from choragos.actors.holds import Hold, Holds
-from choragos.actors.isolationrestore import IsolationRestore
-from choragos.actors.judging import JudgeLoop, Judging
-from choragos.actors.limitflow import LimitFlow, LimitState
-from choragos.actors.mergeflow import MergeFlow, MergeState
-from choragos.actors.reload import plan_from_file
-from choragos.actors.resume import Resume
-from choragos.actors.rollbackcmd import RollbackCommand
-from choragos.actors.timeouts import Timeouts
+from choragos.actors.policystate import BudgetState, CheckState, LimitState, MergeState
 from choragos.actors.timers import Timer, Timers
-from choragos.actors.tokenusage import TokenUsage
-from choragos.actors.workcheck import CheckState, WorkChecks
-from choragos.actors.workdone import WorkDone
 from choragos.board.events import EventLog
 from choragos.board.journal import Journal
 from choragos.board.tasks import SETTLED_STATES, Board, Task, TaskState
@@ -63,6 +48,25 @@ from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import news
 from choragos.session.hooks import Hooks
+
+if TYPE_CHECKING:
+    from choragos.actors.admission import Admission
+    from choragos.actors.budgetflow import BudgetFlow
+    from choragos.actors.corejournal import CoreJournal
+    from choragos.actors.delegation import Delegation
+    from choragos.actors.delivery import Delivery
+    from choragos.actors.fresh import FreshContexts
+    from choragos.actors.holds import Hold, Holds
+    from choragos.actors.isolationrestore import IsolationRestore
+    from choragos.actors.judging import JudgeLoop, Judging
+    from choragos.actors.limitflow import LimitFlow
+    from choragos.actors.mergeflow import MergeFlow
+    from choragos.actors.resume import Resume
+    from choragos.actors.rollbackcmd import RollbackCommand
+    from choragos.actors.timeouts import Timeouts
+    from choragos.actors.tokenusage import TokenUsage
+    from choragos.actors.workcheck import WorkChecks
+    from choragos.actors.workdone import WorkDone
 
 log = logging.getLogger("choragos.core")
 
@@ -138,26 +142,34 @@ class CoreActor(Actor):
         super().__init__("core", supervisor)
         self.s = state
         self.guard = Guardrails(self, state)
-        self.budgets = BudgetFlow(self, state, self.guard)
-        self.limits = LimitFlow(self, state, self.guard)
-        self.admission = Admission(self, state)
-        self.fresh = FreshContexts(self, state)
-        self.merges = MergeFlow(self, state)
-        self.holds = Holds(self, state, self.merges)
-        self.judge = JudgeLoop(self, state, self.holds, self.merges)
-        self.checks = WorkChecks(self, state, self.holds, self.judge, self.merges)
-        self.isolation = IsolationRestore(self, state, self.holds, self.judge, self.merges)
-        self.rollback = RollbackCommand(self, state)
-        self.journaling = CoreJournal(self, state)
-        self.resume = Resume(self, state, self.isolation)
-        self.delegation = Delegation(self, state, self.journaling, self.guard, self.limits,
-                                     self.checks, self.merges, self.holds)
         if isinstance(state.board, JournaledBoard):
-            state.board.on_unsaved = self.journaling.note_unsaved
-        self.timeouts = Timeouts(self, state, self.judge)
-        self.delivery = Delivery(self, state, self.fresh, self.guard, self.timeouts)
-        self.usage = TokenUsage(self, state, self.guard)
-        self.workdone = WorkDone(self, state, self.checks, self.timeouts)
+            state.board.on_unsaved = lambda error: self.journaling.note_unsaved(error)
+
+    # The policies: each is made (and its module loaded) when the core first
+    # uses it (see actors/corepolicies.py); their state is on CoreState.
+    if TYPE_CHECKING:
+        journaling: CoreJournal
+        budgets: BudgetFlow
+        limits: LimitFlow
+        admission: Admission
+        fresh: FreshContexts
+        merges: MergeFlow
+        holds: Holds
+        judge: JudgeLoop
+        checks: WorkChecks
+        isolation: IsolationRestore
+        rollback: RollbackCommand
+        resume: Resume
+        delegation: Delegation
+        timeouts: Timeouts
+        delivery: Delivery
+        usage: TokenUsage
+        workdone: WorkDone
+
+    def __getattr__(self, name: str) -> Any:
+        policy = corepolicies.make(self, name)  # AttributeError if no policy
+        setattr(self, name, policy)  # found on the instance from now on
+        return policy
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:
@@ -285,6 +297,8 @@ class CoreActor(Actor):
         if reloader is None:
             return wire.error("this session runs the built-in team, so there is no config "
                               "to re-read; write a .choragos.toml and restart the session")
+        from choragos.actors.reload import plan_from_file  # a reload's only
+
         try:
             plan = plan_from_file(self.s.config, self.s.workdir, self._busy_roles())
         except ConfigError as exc:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort
 from choragos.actors.guardrails import Guardrails
+from choragos.actors.policystate import LimitState
 from choragos.board.tasks import Task, TaskState
 from choragos.config.model import Config
 from choragos.durations import format_duration
@@ -48,12 +49,6 @@ def clock(when: float) -> str:
     local = time.localtime(when)
     same_day = time.localtime()[:3] == local[:3]
     return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
-
-
-@dataclass
-class LimitState:
-    watch: LimitWatch | None = None  # the provider limits roles wait out
-    going: set[str] = field(default_factory=set)  # roles set going after a limit
 
 
 class LimitFlow:

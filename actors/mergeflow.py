@@ -14,13 +14,13 @@ orchestrator and the worker are told.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from choragos import statedir
 from choragos.actors.aftercare import MergeDone, MergeWork
 from choragos.actors.coreport import CorePort
+from choragos.actors.policystate import MergeState
 from choragos.board.tasks import Board, Task
 from choragos.control import wire
 from choragos.gitstore import changes, worktrees
@@ -42,12 +42,6 @@ class MergeGate:
 
 
 G = TypeVar("G")  # a merge gate or a hold
-
-
-@dataclass
-class MergeState:
-    gates: OrderedDict[str, MergeGate] = field(default_factory=OrderedDict)  # by task id
-    checked: dict[str, str] = field(default_factory=dict)  # task id -> commit its checks saw
 
 
 def close_gate(port: CorePort, board: Board, gates: dict[str, G], task_id: str) -> tuple[G, Task]:

@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pykka
 
@@ -55,10 +56,7 @@ from choragos.actors.listener import (
     bind_server,
     install_fault_hook,
 )
-from choragos.actors.proxyrunner import READY_TIMEOUT, ProxyRunner, ProxyRunnerState, Ready
-from choragos.actors.reload import ReloadActor
 from choragos.actors.rolesview import RolesView
-from choragos.actors.startwatch import StartReport, watch_start
 from choragos.actors.supervisor import (
     TEMPORARY,
     StopAll,
@@ -74,7 +72,6 @@ from choragos.config.memfloor import MemoryGate
 from choragos.config.model import Config
 from choragos.control import wire
 from choragos.control.server import ControlServer, ServerStartError
-from choragos.gateway import budgetgate
 from choragos.gateway.client import GatewayMode, decide_session
 from choragos.gateway.counts import session_path
 from choragos.gateway.roles import new_session_key
@@ -84,6 +81,10 @@ from choragos.session.hooks import Hooks
 from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
 from choragos.web.news import NewsHub
+
+if TYPE_CHECKING:
+    from choragos.actors.proxyrunner import ProxyRunnerState
+    from choragos.actors.startwatch import StartReport
 
 log = logging.getLogger("choragos.session")
 
@@ -370,6 +371,9 @@ class Session:
 
     def _gateway_server(self, deps: Mapping[str, Handle]) -> Start:
         """The built-in gateway, listening before any role can send it a request."""
+        from choragos.actors.proxyrunner import ProxyRunner, ProxyRunnerState
+        from choragos.gateway import budgetgate
+
         logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
         state = self._gateway_server_state = ProxyRunnerState(
             self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
@@ -378,6 +382,8 @@ class Session:
         return lambda h: ProxyRunner.start(state, core, sup)
 
     def _gateway_server_started(self, handle: Handle) -> None:
+        from choragos.actors.proxyrunner import READY_TIMEOUT, Ready
+
         self.core_state.gateway_runner = handle
         try:
             problem = handle.ask(Ready(), timeout=READY_TIMEOUT + 5)
@@ -410,6 +416,8 @@ class Session:
     def _reload(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.config.source:  # the built-in team: no file to re-read
             return None
+        from choragos.actors.reload import ReloadActor
+
         crew, sup = self.crew, self.supervisor
         return lambda h: ReloadActor.start(crew, sup)
 
@@ -455,6 +463,8 @@ class Session:
     def watch_start(self, timeout: float) -> StartReport:
         """How the roles came up: waits for the orchestrator to boot or fail
         (at most ``timeout`` s; a stop ends the wait)."""
+        from choragos.actors.startwatch import watch_start
+
         return watch_start(self.roles.view, self.config.start_role.name,
                            [spec.name for spec in self.config.roles], self.stopped, timeout)
 

@@ -13,7 +13,7 @@ or that the rounds ran out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from choragos import statedir
@@ -22,6 +22,7 @@ from choragos.actors.coreport import CorePort
 from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop
 from choragos.actors.mergeflow import MergeFlow
+from choragos.actors.policystate import CheckState
 from choragos.board.tasks import Task, TaskState
 from choragos.gitstore import changes, worktrees
 from choragos.plural import counted
@@ -41,12 +42,6 @@ class HeldReport:
 
     parts: tuple  # briefs.report_line's arguments
     outcome: str
-
-
-@dataclass
-class CheckState:
-    held: dict[str, HeldReport] = field(default_factory=dict)  # reports waiting for checks
-    prints: dict[str, dict] = field(default_factory=dict)  # task id -> owned files then
 
 
 class WorkChecks:

@@ -1,0 +1,49 @@
+"""The state some of the core's policies keep on :class:`~choragos.actors.core.CoreState`.
+
+Kept there so a restarted core takes it over; defined here, apart from the
+policies, so the core's state is made without loading them: each policy's
+module is loaded when the core first uses it (``actors/core.py``), which
+for most is after the roles' agents have started, or never.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from choragos.actors.mergeflow import MergeGate
+    from choragos.actors.workcheck import HeldReport
+    from choragos.gateway.limits import LimitWatch
+
+
+@dataclass
+class CheckState:
+    """The work checks' (``actors/workcheck.py``)."""
+
+    held: dict[str, HeldReport] = field(default_factory=dict)  # reports waiting for checks
+    prints: dict[str, dict] = field(default_factory=dict)  # task id -> owned files then
+
+
+@dataclass
+class MergeState:
+    """The merge gates' (``actors/mergeflow.py``)."""
+
+    gates: OrderedDict[str, MergeGate] = field(default_factory=OrderedDict)  # by task id
+    checked: dict[str, str] = field(default_factory=dict)  # task id -> commit its checks saw
+
+
+@dataclass
+class LimitState:
+    """The provider limits' (``actors/limitflow.py``)."""
+
+    watch: LimitWatch | None = None  # the provider limits roles wait out
+    going: set[str] = field(default_factory=set)  # roles set going after a limit
+
+
+@dataclass
+class BudgetState:
+    """The blocking budgets' (``actors/budgetflow.py``)."""
+
+    refused: dict[str, str] = field(default_factory=dict)  # role -> why the gateway last refused it

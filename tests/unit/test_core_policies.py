@@ -1,0 +1,70 @@
+"""The core's policies are made when the core first uses one: none is
+needed for the roles' agents to start, so a session spawns them without
+loading the policies' modules, and a session never given a task never
+loads the task flow's (actors/corepolicies.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from choragos.actors.core import CoreActor, CoreState
+from choragos.actors.corepolicies import POLICIES
+from choragos.board.events import EventLog
+from choragos.config.model import Config, RoleSpec
+
+# Loaded with the core all the same: the role actors send its messages.
+WITH_THE_CORE = ("admission",)
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from choragos.actors.core import CoreActor, CoreState
+from choragos.actors.corepolicies import POLICIES
+from choragos.board.events import EventLog
+from choragos.config.model import Config, RoleSpec
+
+def policies():
+    return sorted(m for m in sys.modules
+                  if m.removeprefix("choragos.actors.") in {p[0] for p in POLICIES.values()})
+
+config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),))
+core = CoreActor(CoreState(config=config, workdir=Path(sys.argv[1]),
+                           events=EventLog(Path(sys.argv[1]) / "events.jsonl")))
+made = policies()
+core.delegation
+print(json.dumps([made, policies()]))
+"""
+
+
+def test_a_core_loads_no_policy_until_it_uses_one(tmp_path) -> None:
+    made, used = json.loads(subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
+        check=True, timeout=60).stdout)
+    assert made == [f"choragos.actors.{m}" for m in WITH_THE_CORE]
+    # Delegation and what it is built with (and they with), no more.
+    assert set(used) == {f"choragos.actors.{m}" for m in (
+        *WITH_THE_CORE, "delegation", "corejournal", "limitflow", "workcheck", "mergeflow",
+        "holds", "judging")}
+
+
+def test_each_policy_is_made_once_and_shared_by_those_built_with_it(tmp_path) -> None:
+    config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),))
+    events = EventLog(tmp_path / "events.jsonl")
+    core = CoreActor(CoreState(config=config, workdir=tmp_path, events=events))
+    try:
+        delegation = core.delegation
+        assert core.delegation is delegation
+        assert delegation.holds is core.holds and delegation.merges is core.merges
+        assert core.holds.merges is core.merges and core.judge.holds is core.holds
+        assert core.checks.judge is core.judge and delegation.guard is core.guard
+        for name in POLICIES:
+            assert getattr(core, name) is getattr(core, name)
+            assert getattr(core, name).s is core.s
+        # What is no policy stays missing, even before the core has its state.
+        assert getattr(core, "_cmd_nonesuch", None) is None
+        bare = CoreActor.__new__(CoreActor)
+        assert getattr(bare, "delegation", None) is None
+    finally:
+        events.close()
