@@ -453,8 +453,13 @@ class CoreActor(Actor):
                 self.mark(seat.name, HELD_MARK, False)
         self.publish(news.RoleChanged(msg.view))
         self.journaling.role_seen(msg.view)
-        self.limits.after_limit(seat)  # first: its "continue" goes ahead of queued work
-        self.delivery.pump(seat)
+        # The limits' and the delivery's turn only when they have one (a limit
+        # waited out, a line queued), so a start that reports every role
+        # booting makes neither.  The limits first: a "continue" goes ahead.
+        if seat.name in self.s.limit.going:
+            self.limits.after_limit(seat)
+        if seat.queue:
+            self.delivery.pump(seat)
         self.guard.view_changed(before, msg.view)
 
     def _status_changed(self, role: str, was: str, now: str) -> None:

@@ -33,16 +33,26 @@ config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),))
 core = CoreActor(CoreState(config=config, workdir=Path(sys.argv[1]),
                            events=EventLog(Path(sys.argv[1]) / "events.jsonl")))
 made = policies()
+# A start: each role reports booting, then idle at its prompt.
+from choragos.actors import messages as m
+from choragos.actors.core import Seat
+core.s.seats["orchestrator"] = Seat("orchestrator", None, m.RoleView("orchestrator", "exited"))
+for status in ("booting", "idle"):
+    core.handle(m.RoleReported(m.RoleView("orchestrator", status, ready=status == "idle")))
+reported = policies()
 core.delegation
-print(json.dumps([made, policies()]))
+print(json.dumps([made, reported, policies()]))
 """
 
 
 def test_a_core_loads_no_policy_until_it_uses_one(tmp_path) -> None:
-    made, used = json.loads(subprocess.run(
+    made, reported, used = json.loads(subprocess.run(
         [sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
         check=True, timeout=60).stdout)
     assert made == [f"choragos.actors.{m}" for m in WITH_THE_CORE]
+    # A role's reports at the start: the journal's side only (no limit waited
+    # out, nothing queued for the delivery).
+    assert reported == sorted(f"choragos.actors.{m}" for m in (*WITH_THE_CORE, "corejournal"))
     # Delegation and what it is built with (and they with), no more.
     assert set(used) == {f"choragos.actors.{m}" for m in (
         *WITH_THE_CORE, "delegation", "corejournal", "limitflow", "workcheck", "mergeflow",
