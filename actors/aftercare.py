@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors.base import Actor
 from choragos.control.authority import Behalf
-from choragos.gitstore import changes, worktrees
+from choragos.gitstore import worktrees
 from choragos.gitstore.worktrees import MergeResult, WorktreeError
-from choragos.roles import verify
 
 if TYPE_CHECKING:
     from choragos.gitstore.checkpoints import CheckpointStore
+    from choragos.roles.verify import VerifyResult
 
 # The checkpoint store (with its walk, objects, ignore rules and dulwich:
 # 0.7 MB and some 10 ms of the start) is imported where it is used: a
-# session with checkpoints off never loads it.
+# session with checkpoints off never loads it.  The measure of changes and
+# verify, with the first work-done: the actor starts before the roles'
+# agents, which do not need them.
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class WorkChecked:
     task_id: str
     changes: tuple[dict, ...] | None = None   # None: not measured (see error)
     error: str = ""
-    verify: verify.VerifyResult | None = None
+    verify: VerifyResult | None = None
     seconds: float = 0.0
     unmerged: bool = False      # a worktree role's branch holds work to merge
     commit_error: str = ""      # why a worktree role's work could not be committed
@@ -112,6 +114,8 @@ class AftercareActor(Actor):
             found, error = self._measure(msg)
         result = None
         if msg.verify:
+            from choragos.roles import verify
+
             result = verify.run(msg.verify, msg.cwd, self.workdir, msg.task_id, msg.timeout,
                                 msg.env, self.behalf.acting_for(msg.role))
         self.core.tell(WorkChecked(msg.task_id, found, error, result,
@@ -121,6 +125,7 @@ class AftercareActor(Actor):
     def _commit(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str, bool, str]:
         """Commit the worker's tree on its branch; the changes are what that
         commit holds beyond the main checkout (what merging it would bring)."""
+        from choragos.gitstore import changes
         from choragos.remote.seat import SeatError  # a remote role's: loaded with it
 
         try:
@@ -174,6 +179,7 @@ class AftercareActor(Actor):
     def _measure(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str]:
         if not msg.checkpoint:
             return None, "the task has no checkpoint to compare with"
+        from choragos.gitstore import changes
         from choragos.gitstore.checkpoints import CheckpointError, NotARepository
 
         try:

@@ -93,7 +93,9 @@ def test_a_session_without_the_web_view_never_imports_aiohttp() -> None:
 FIRST_USE = (*(f"choragos.actors.{module}" for module, _, _ in POLICIES.values()
                if module != "admission"),  # the role actors send its messages
              "choragos.actors.reload", "choragos.actors.proxyrunner",
-             "choragos.actors.startwatch")
+             "choragos.actors.startwatch",
+             # the aftercare's verify, with the first work-done
+             "choragos.roles.verify")
 
 ON_DEMAND = ("choragos.actors.websession", "choragos.actors.web", "choragos.actors.notifier",
              "choragos.web.notify", "choragos.board.report", "choragos.board.timeline")
@@ -106,8 +108,8 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     never = NEVER_AT_REST + (("ptyprocess",) if ptyspawn.NATIVE is not None else ())
     found = [m for m in loaded if m in never or m.split(".")[0] in never]
     assert found == []
-    # The core's policies, a reload's, the built-in gateway's and --detach's
-    # wait: loaded when first used, after the roles' agents have started.
+    # The core's policies, a reload's, the built-in gateway's, --detach's wait
+    # and the aftercare's: loaded when first used, after the agents started.
     first_use = [m for m in loaded if m in FIRST_USE]
     assert first_use == []
     # Every module is start-up time before the deck's first frame (391 here;
@@ -116,6 +118,26 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # argparse; 481 before the agents' spawn, the web view's modules, tarfile
     # and email were left out).
     assert len(loaded) < 395, f"{len(loaded)} modules"
+
+
+# What the server has loaded when its roles' actors spawn the agents: the
+# `serve` client's modules (the server is its fork) and the session's.
+BEFORE_THE_SPAWN = """
+import json, sys
+import choragos.cli.main
+from choragos.cli import serve
+import choragos.actors.session, choragos.control.server, choragos.session.daemon
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_server_spawns_its_agents_with_the_session_s_modules_alone() -> None:
+    loaded = _loaded(BEFORE_THE_SPAWN)
+    assert "choragos.actors.role" in loaded and "choragos.actors.core" in loaded
+    assert [m for m in loaded if m in FIRST_USE or m.startswith("urwid")] == []
+    # Each is start-up time before the first agent starts, while the second
+    # core idles (291 here; 312 with the core's policies).
+    assert len(loaded) < 295, f"{len(loaded)} modules"
 
 
 def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
