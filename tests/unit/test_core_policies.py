@@ -40,23 +40,31 @@ core.s.seats["orchestrator"] = Seat("orchestrator", None, m.RoleView("orchestrat
 for status in ("booting", "idle"):
     core.handle(m.RoleReported(m.RoleView("orchestrator", status, ready=status == "idle")))
 reported = policies()
+# The deck's questions at its start, with nothing at a gate.
+asked = [core.handle(m.Dispatch({"cmd": cmd, **extra}))
+         for cmd, extra in (("status", {}), ("board", {}), ("gate", {"action": "list"}))]
+assert [ack["status"] for ack in asked] == ["ok"] * 3 and asked[2]["gates"] == [], asked
+synced = policies()
 core.delegation
-print(json.dumps([made, reported, policies()]))
+print(json.dumps([made, reported, synced, policies()]))
 """
 
 
 def test_a_core_loads_no_policy_until_it_uses_one(tmp_path) -> None:
-    made, reported, used = json.loads(subprocess.run(
+    made, reported, synced, used = json.loads(subprocess.run(
         [sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
         check=True, timeout=60).stdout)
     assert made == [f"choragos.actors.{m}" for m in WITH_THE_CORE]
     # A role's reports at the start: the journal's side only (no limit waited
     # out, nothing queued for the delivery).
     assert reported == sorted(f"choragos.actors.{m}" for m in (*WITH_THE_CORE, "corejournal"))
+    # The deck's status, board and empty gate list: the token counts' besides.
+    assert synced == sorted(f"choragos.actors.{m}"
+                            for m in (*WITH_THE_CORE, "corejournal", "tokenusage"))
     # Delegation and what it is built with (and they with), no more.
     assert set(used) == {f"choragos.actors.{m}" for m in (
-        *WITH_THE_CORE, "delegation", "corejournal", "limitflow", "workcheck", "mergeflow",
-        "holds", "judging")}
+        *WITH_THE_CORE, "corejournal", "tokenusage", "delegation", "limitflow", "workcheck",
+        "mergeflow", "holds", "judging")}
 
 
 def test_each_policy_is_made_once_and_shared_by_those_built_with_it(tmp_path) -> None:
