@@ -230,7 +230,8 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
         return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False,
                       resume=resume, salvage=salvage, wait_boot=not attach)
 
-    started = daemon.spawn(server, workdir, log_path)
+    # The deck's client is loaded while the server starts, not after it is ready.
+    started = daemon.spawn(server, workdir, log_path, meanwhile=_load_attach if attach else None)
     from choragos import classcode
 
     classcode.release(write=False)  # the server, this process's fork, writes it
@@ -257,6 +258,10 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
         print(f"\nchoragos serve: interrupted; "
               f"{left or 'the session it was starting was stopped'}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _load_attach() -> None:
+    import choragos.ui.attach  # noqa: F401
 
 
 BOOT_WAIT = 40.0  # what --detach waits for the orchestrator, within daemon.READY_TIMEOUT

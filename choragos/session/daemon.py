@@ -134,8 +134,11 @@ class _Answer:
 
 
 def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
-          timeout: float = READY_TIMEOUT) -> Started:
-    """Run ``run(ready)`` in a daemon; return once it is ready or has failed."""
+          timeout: float = READY_TIMEOUT, meanwhile: Callable[[], object] | None = None
+          ) -> Started:
+    """Run ``run(ready)`` in a daemon; return once it is ready or has failed.
+    ``meanwhile`` runs here while the daemon starts (the caller's own set-up
+    for after, off the daemon's way: the machine's other core does it)."""
     reader, writer = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -152,6 +155,8 @@ def spawn(run: Callable[[Ready], int], workdir: Path, log_path: Path,
     os.close(writer)
     answer = _Answer(reader)
     try:
+        if meanwhile is not None:
+            meanwhile()
         os.waitpid(pid, 0)
         started = _wait_ready(answer, timeout, log_path)
         if not started.ok and answer.line is not None and answer.pid is not None:
