@@ -30,7 +30,13 @@ from choragos.actors.handle import ActorGone, Handle
 from choragos.actors.listener import ListenerActor
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.rolesview import RolesView
-from choragos.actors.supervisor import ChildSpec, SetIntensity, StartChild, StopChild
+from choragos.actors.supervisor import (
+    ChildSpec,
+    SetIntensity,
+    StartChild,
+    StartChildren,
+    StopChild,
+)
 from choragos.board import journal
 from choragos.config.memfloor import MemoryGate
 from choragos.config.model import Config, RoleSpec
@@ -95,6 +101,21 @@ class Crew:
 
     def start(self, spec: RoleSpec, strict: bool = True, handle: Handle | None = None) -> Seat:
         """Start ``spec``'s actor (not its process: that is its ``Spawn``)."""
+        state, start = self._prepared(spec, strict, handle)
+        return self._started(spec, state, self.roles_sup.ask(start, timeout=10))
+
+    def start_all(self, specs: tuple[RoleSpec, ...]) -> list[Seat]:
+        """Start every role's actor with one request to the roles supervisor:
+        the session's start waits for it once, not once a role."""
+        prepared = [self._prepared(spec, strict=True) for spec in specs]
+        handles = self.roles_sup.ask(StartChildren(tuple(start for _, start in prepared)),
+                                     timeout=10 + len(specs))
+        return [self._started(spec, state, handle)
+                for spec, (state, _), handle in zip(specs, prepared, handles, strict=True)]
+
+    def _prepared(self, spec: RoleSpec, strict: bool,
+                  handle: Handle | None = None) -> tuple[RoleState, StartChild]:
+        """The role's state, and the request that starts its actor."""
         # A remote role works from a worktree here too: the mirror of its checkout there.
         tree = self.worktree(spec.name, strict) if spec.worktree or spec.host else None
         launched, seat = self.launch(spec, tree), None
@@ -105,11 +126,13 @@ class Crew:
         state.seat = seat
         state.memory_gate = self.memory_gate
         core, timers, roles = self.core, self.timers, self.roles_sup
-        started = roles.ask(StartChild(ChildSpec(
+        return state, StartChild(ChildSpec(
             f"role:{spec.name}", lambda h: RoleActor.start(state, core, timers, roles, h)),
-            handle), timeout=10)
-        self.roles.add(spec.name, state, started)
-        return Seat(spec.name, started, m.RoleView(spec.name, state.status))
+            handle)
+
+    def _started(self, spec: RoleSpec, state: RoleState, handle: Handle) -> Seat:
+        self.roles.add(spec.name, state, handle)
+        return Seat(spec.name, handle, m.RoleView(spec.name, state.status))
 
     def carry_over(self, spec: RoleSpec) -> None:
         """A resumed role keeps its restart budget and may continue its conversation

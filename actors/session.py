@@ -407,8 +407,9 @@ class Session:
     def _roles_started(self, handle: Handle) -> None:
         """One actor per role, then the board they resume, before anyone connects."""
         self.crew.roles_sup = handle
-        for spec in self.config.roles:
-            self.core_state.seats[spec.name] = self.crew.start(spec)
+        for spec, seat in zip(self.config.roles, self.crew.start_all(self.config.roles),
+                              strict=True):
+            self.core_state.seats[spec.name] = seat
             self.crew.carry_over(spec)
         if self.restored is not None:
             self.core.ask(Restore(self.restored), timeout=30)

@@ -92,6 +92,14 @@ class StartChild:
 
 
 @dataclass(frozen=True)
+class StartChildren:
+    """Start each child in order (one message for many, as a session's roles
+    start: the sender waits once, not once a child); their handles, in order."""
+
+    children: tuple[StartChild, ...]
+
+
+@dataclass(frozen=True)
 class StopChild:
     name: str
     timeout: float = 10.0
@@ -183,6 +191,10 @@ class Supervisor(Actor):
         self.s.children[spec.name] = child
         self._launch(child)
         return child.handle
+
+    @handle.register
+    def _start_children(self, message: StartChildren) -> list[Handle]:
+        return [self._start_child(start) for start in message.children]
 
     @handle.register
     def _child_failed(self, message: ChildFailed) -> None:

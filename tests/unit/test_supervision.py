@@ -11,10 +11,11 @@ import pykka
 import pytest
 
 from choragos.actors.base import Actor
-from choragos.actors.handle import ActorCrashed, ActorGone
+from choragos.actors.handle import ActorCrashed, ActorGone, Handle
 from choragos.actors.supervisor import (
     ChildSpec,
     StartChild,
+    StartChildren,
     StopAll,
     Supervisor,
     SupervisorState,
@@ -71,6 +72,12 @@ class CounterActor(Actor):
         return self.state.total
 
 
+class NamedCounter(CounterActor):
+    def __init__(self, name: str, state: Counter, supervisor: Any) -> None:
+        super().__init__(state, supervisor)
+        self.name = name  # the child's name: what its crash report names
+
+
 @pytest.fixture
 def supervisor():
     events = []
@@ -85,6 +92,29 @@ def supervisor():
 def start_counter(sup, state):
     spec = ChildSpec("counter", lambda h: CounterActor.start(state, sup))
     return sup.ask(StartChild(spec))
+
+
+def test_children_started_together_are_started_in_order_and_supervised(supervisor):
+    """One request for a session's roles: the starter waits once, not once a role."""
+    states = [Counter() for _ in range(3)]
+    made = []
+
+    def spec(n: int) -> ChildSpec:
+        def start(h):
+            made.append(n)
+            return NamedCounter.start(f"counter{n}", states[n], supervisor)
+        return ChildSpec(f"counter{n}", start)
+
+    given = Handle("counter2")  # a handle already handed out keeps what is sent to it
+    given.tell(Add(7))
+    starts = (StartChild(spec(0)), StartChild(spec(1)), StartChild(spec(2), given))
+    handles = supervisor.ask(StartChildren(starts))
+    assert made == [0, 1, 2]
+    assert [h.name for h in handles] == ["counter0", "counter1", "counter2"]
+    assert handles[2] is given and given.ask(Total(), timeout=5) == 7
+    handles[1].tell(Boom())  # each one supervised as if started alone
+    handles[1].tell(Add(4))
+    assert handles[1].ask(Total(), timeout=5) == 4 and states[1].starts == 2
 
 
 def test_crash_in_tell_is_replaced_and_state_survives(supervisor):
