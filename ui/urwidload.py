@@ -34,6 +34,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from choragos.terminal.wcwidthload import load_wcwidth
+
 _LOOPS = "urwid.event_loop."
 OPTIONAL = tuple(_LOOPS + name for name in
                  ("twisted_loop", "tornado_loop", "glib_loop", "trio_loop", "zmq_loop"))
@@ -51,6 +53,7 @@ def load_urwid() -> types.ModuleType:
     """urwid, imported without its unused event loops (as it is if already imported)."""
     if "urwid" in sys.modules:
         return sys.modules["urwid"]
+    load_wcwidth()  # urwid's widths: wcwidth's C functions without the rest of it
     skipped = [name for name in OPTIONAL if name not in sys.modules]
     for name in skipped:
         sys.modules[name] = None  # type: ignore[assignment]  # urwid's "not installed"
