@@ -25,6 +25,7 @@ from pathlib import Path
 
 from choragos import safeexec
 from choragos.fdwait import wait_ready
+from choragos.mallocarenas import give_back
 from choragos.terminal import ptyspawn
 from choragos.terminal.restartpolicy import ExitStatus
 
@@ -32,6 +33,10 @@ READ_CHUNK = 65536
 # Without a pidfd, how often a silent child is looked at for its exit; after
 # the exit, how long the PTY must be quiet before the reader ends.
 EXIT_CHECK = 0.25
+# A flood: this much output with no pause of TURN_QUIET seconds.  Once the
+# PTY is then quiet that long, a fresh thread reads on (see Reader).
+FLOOD_BYTES = 1 << 20
+TURN_QUIET = 1.0
 TIOCGPTN = 0x80045430  # Linux: the number of a master's /dev/pts end (not in termios)
 
 
@@ -244,6 +249,16 @@ class Reader(threading.Thread):
     comes first, ``on_lull`` is called once that long after (and before
     ``on_exit``) -- for a consumer that holds output back to take it in
     batches and must not keep the last batch once the output stops.
+
+    The reading is done in turns, each on a thread of its own while this
+    one waits: after a flood (``FLOOD_BYTES`` of output without a pause of
+    ``TURN_QUIET`` seconds) the turn ends once the PTY has been quiet that
+    long, and the next starts on a fresh thread.  glibc keeps up to about
+    180 KB of the blocks a thread freed in a cache of that thread's own,
+    handed back only when the thread ends; a flood's parse fills it, so
+    five flooded panes kept 0.9 MB of the server's memory that way, and the
+    heap's pages around those blocks.  Output in bursts with pauses between
+    (an agent's turns) keeps its thread, which costs no wake-up.
     """
 
     def __init__(self, child: PtyChild, on_data: Callable[[bytes], float | None],
@@ -259,6 +274,11 @@ class Reader(threading.Thread):
         self._wake_lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
         self.wakeups = 0  # times the loop woke with no output to read (tests count them)
+        self.turns = 0  # threads the reading has been done on (tests count them)
+        self._exited = False  # the child's exit seen (the PTY is then read until quiet)
+        self._burst = 0  # output taken since the last pause of TURN_QUIET
+        self._last_read = 0.0  # time.monotonic() of the last output taken
+        self._turn_ends_at: float | None = None  # after a flood: when the turn ends, if quiet
 
     def start(self) -> None:
         """Start reading; a thread that cannot start takes its pipe with it
@@ -287,7 +307,8 @@ class Reader(threading.Thread):
         name_os_thread(self.name)
         exit_fd = _open_pidfd(self.child.pid)
         try:
-            self._read_until_exit(exit_fd)
+            while self._turn(exit_fd):
+                give_back()  # the turn's thread ended: its cache of freed blocks too
         finally:
             if exit_fd is not None:
                 os.close(exit_fd)
@@ -298,43 +319,71 @@ class Reader(threading.Thread):
         status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)
         self.on_exit(status)
 
-    def _read_until_exit(self, exit_fd: int | None) -> None:
+    def _turn(self, exit_fd: int | None) -> bool:
+        """Read on a fresh thread until the child's end (False) or a quiet
+        turn's (True); what the reading raised is raised here."""
+        outcome: list[bool | BaseException] = []
+
+        def read() -> None:
+            name_os_thread(self.name)
+            try:
+                outcome.append(self._read_until_exit(exit_fd))
+            except BaseException as exc:  # raised again on the reader's thread
+                outcome.append(exc)
+
+        self.turns += 1
+        self._burst, self._turn_ends_at = 0, None
+        turn = threading.Thread(target=read, name=self.name, daemon=True)
+        turn.start()
+        turn.join()
+        result = outcome[0] if outcome else False
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _read_until_exit(self, exit_fd: int | None) -> bool:
+        """Read until the child's end (False) or until the PTY was quiet
+        ``TURN_QUIET`` seconds after a flood (True)."""
         fd = self.child.fd
         poller = select.poll()  # not select(): a big session's fds pass 1024
         poller.register(fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
-        if exit_fd is not None:
+        if exit_fd is not None and not self._exited:
             poller.register(exit_fd, select.POLLIN)
-        exited = False
         while not self._halt.is_set():
             # A live child with a pidfd: no timeout at all, its exit wakes us.
-            waiting_on_exit = exit_fd is not None and not exited
+            waiting_on_exit = exit_fd is not None and not self._exited
             timeout = None if waiting_on_exit else EXIT_CHECK
-            if self._lull_at is not None:
-                due = max(self._lull_at - time.monotonic(), 0.0)
-                timeout = due if timeout is None else min(timeout, due)
+            for at in (self._lull_at, self._turn_ends_at):
+                if at is not None:
+                    due = max(at - time.monotonic(), 0.0)
+                    timeout = due if timeout is None else min(timeout, due)
             events = dict(poller.poll(None if timeout is None else timeout * 1000))
             if self._halt.is_set():
-                return
+                return False
             if exit_fd is not None and exit_fd in events:
                 poller.unregister(exit_fd)
-                exited = True
+                self._exited = True
             ready = events.get(fd, 0)
             if ready & select.POLLNVAL:
-                return  # closed under us: the pane is being torn down
+                return False  # closed under us: the pane is being torn down
             if ready:
                 if not self._take(fd):
-                    return
+                    return False
                 continue
             if events:
                 continue  # the exit just seen: read on until the PTY is quiet
             # poll() counts whole milliseconds: a wake-up a fraction early is the lull's.
-            if self._lull_at is not None and time.monotonic() >= self._lull_at - 0.001:
+            now = time.monotonic() + 0.001
+            if self._lull_at is not None and now >= self._lull_at:
                 self._lull()
                 continue
+            if self._turn_ends_at is not None and now >= self._turn_ends_at:
+                return not self._exited  # quiet: a fresh thread reads on
             self.wakeups += 1
-            if exited or self.child.poll() is not None:
-                return  # exited, and the PTY quiet (a grandchild may still hold it)
+            if self._exited or self.child.poll() is not None:
+                return False  # exited, and the PTY quiet (a grandchild may still hold it)
+        return False
 
     def _take(self, fd: int) -> bool:
         """Read what is there and hand it on; False at the PTY's end."""
@@ -348,6 +397,11 @@ class Reader(threading.Thread):
             return False
         if not data:
             return False
+        now = time.monotonic()
+        self._burst = (0 if now - self._last_read >= TURN_QUIET else self._burst) + len(data)
+        self._last_read = now
+        if self._burst >= FLOOD_BYTES:
+            self._turn_ends_at = now + TURN_QUIET
         due = self.on_data(data)
         if due is not None and self.on_lull is not None:
             self._lull_at = time.monotonic() + due

@@ -260,3 +260,62 @@ def test_the_reader_thread_carries_its_name_where_the_system_shows_it(tmp_path):
                    message="the reader's thread named")
     finally:
         _finish(child, reader)
+
+
+class Threads(Seen):
+    """What a reader handed on, and the threads it was handed on from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[threading.Thread] = []
+
+    def data(self, data: bytes) -> None:
+        super().data(data)
+        if not self.threads or self.threads[-1] is not threading.current_thread():
+            self.threads.append(threading.current_thread())
+
+
+@pytest.fixture
+def short_turns(monkeypatch):
+    """A flood of 64 KB, a turn ended by 0.2 s of quiet."""
+    monkeypatch.setattr(ptyproc, "FLOOD_BYTES", 65536)
+    monkeypatch.setattr(ptyproc, "TURN_QUIET", 0.2)
+
+
+def test_after_a_flood_a_fresh_thread_reads_on_and_the_flooded_one_ends(tmp_path, short_turns):
+    """glibc keeps a thread's freed blocks in a cache of its own until the
+    thread ends: the thread that parsed a flood ends once the pane is quiet."""
+    child = _spawn(tmp_path, "head -c 300000 /dev/zero | tr '\\0' x; sleep 0.6; echo after;"
+                             " sleep 0.1; echo bye; exit 3")
+    seen = Threads()
+    reader = Reader(child, seen.data, seen.exit)
+    reader.start()
+    try:
+        assert seen.exited.wait(10), seen.events
+        assert seen.output().count(b"x") == 300000 and seen.output().endswith(b"bye\r\n")
+        assert [e for e in seen.events if isinstance(e, ExitStatus)] == [ExitStatus(code=3)]
+        assert reader.turns == 2 and len(seen.threads) == 2
+        flooded, after = seen.threads
+        assert not flooded.is_alive()  # ended after the quiet: its cache went back
+        assert flooded.name == after.name == reader.name
+        assert threading.current_thread() not in seen.threads
+    finally:
+        _finish(child, reader)
+
+
+def test_output_with_pauses_between_keeps_its_thread(tmp_path, short_turns):
+    """An agent's turns are bursts with pauses between: no flood, however
+    much they add up to, and no thread started or wake-up spent on them."""
+    child = _spawn(tmp_path, "for i in 1 2 3 4; do head -c 40000 /dev/zero | tr '\\0' y;"
+                             " sleep 0.3; done; echo done; exec sleep 60")
+    seen = Threads()
+    reader = Reader(child, seen.data, seen.exit)
+    reader.start()
+    try:
+        wait_until(lambda: b"done" in seen.output(), 10, message="the four bursts")
+        time.sleep(0.4)  # two quiet turns' worth
+        assert seen.output().count(b"y") == 160000
+        assert reader.turns == 1 and len(seen.threads) == 1 and seen.threads[0].is_alive()
+        assert not hasattr(os, "pidfd_open") or reader.wakeups == 0
+    finally:
+        _finish(child, reader)
