@@ -171,6 +171,30 @@ def test_a_paused_flood_keeps_about_nine_bytes_a_line() -> None:
     assert size / 5000 < 12
 
 
+def test_a_paused_flood_s_packed_blocks_take_one_block_of_the_heap() -> None:
+    """Packed one by one, a flood's blocks were each a bytes object of about
+    700 bytes, allocated at the pause into the holes the parse left, each
+    keeping a page of the heap resident: they now share one buffer."""
+    tracemalloc.start()
+    try:
+        terminal = Terminal(160, 48, scrollback=5000)
+        data = log(6000)
+        for start in range(0, len(data), 4096):
+            terminal.feed(data[start:start + 4096])
+        terminal.catch_up()
+        held = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(True, "*/vthistory.py")])
+    finally:
+        tracemalloc.stop()
+    # Blocks over 512 bytes: the heap's, not Python's small-object arenas.
+    # Beside it: the newest block, plain, and the deque's own two (1 KB).
+    big = sorted(trace.size for trace in held.traces if trace.size > 512)
+    assert len(big) <= 4, big  # 81 before: one per packed block
+    packed, plain, size = terminal._history.held()
+    assert plain == 1 and packed >= 5000 // BLOCK - 1
+    assert big[-1] >= size - 4096  # the packed text, in one piece
+
+
 def test_scrolling_and_search_reach_across_packed_blocks() -> None:
     terminal = Terminal(80, 10, scrollback=1000, hold=0.05)
     text = "".join(f"row {n}\r\n" for n in range(2000))
