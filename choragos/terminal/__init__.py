@@ -5,7 +5,3 @@ a typed key's echo.
 
 Imports the shared modules at the top of choragos/ only.
 """
-
-from choragos.terminal.wcwidthload import load_wcwidth
-
-load_wcwidth()  # before pyte imports wcwidth: only its C functions are loaded (see there)

@@ -24,10 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from pyte.screens import wcwidth
-
 from choragos import statedir
 from choragos.terminal.emulator import GAP_MARKER as GAP  # never joined to a row
+from choragos.terminal.pytelib import wcwidth
 from choragos.terminal.vtcells import NARROW
 
 # How often a kept transcript file is checked to still be the one at its path.

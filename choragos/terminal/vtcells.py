@@ -19,7 +19,7 @@ from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
-from pyte.screens import Char, StaticDefaultDict, wcwidth
+from choragos.terminal.pytelib import Char, StaticDefaultDict, wcwidth
 
 Line = StaticDefaultDict
 _new_tuple = tuple.__new__  # builds a TextRow without namedtuple's Python-level __new__

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pyte.screens import Char
-
+from choragos.terminal.pytelib import Char
 from choragos.terminal.vtcells import BLANK, NARROW, Row, TextRow
 
 Spans = tuple[tuple[int, Char], ...]

@@ -17,11 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-import pyte
-from pyte import charsets
-from pyte import modes as mo
-from pyte.screens import Char, wcwidth
-
+from choragos.terminal.pytelib import Char, charsets, mo, pyte, wcwidth
 from choragos.terminal.vtcells import (
     BLANK,
     NARROW,
