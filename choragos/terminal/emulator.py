@@ -20,9 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pyte import charsets
-from pyte import modes as mo
-
+from choragos.terminal.pytelib import charsets, mo
 from choragos.terminal.vtcells import (
     BLANK,
     Row,
@@ -536,9 +534,13 @@ class Terminal:
         return runs
 
     def _state(self) -> tuple[Any, ...]:
+        # The history too: lines scrolled off a screen that looks the same
+        # after (a repeated line) still move a pane scrolled back, and so does
+        # a cleared history.
         screen = self._screen
         cursor = screen.cursor
-        return cursor.x, cursor.y, cursor.hidden, screen.modes_serial, screen.title
+        return (cursor.x, cursor.y, cursor.hidden, screen.modes_serial, screen.title,
+                self.lines_scrolled, len(self._history))
 
     def _settle(self, before: tuple[Any, ...]) -> None:
         """Drop cached rows the feed changed; note whether anything changed.

@@ -68,6 +68,20 @@ def test_incremental_render_equals_a_full_render(steps, focused):
                                             colors=256)
 
 
+def test_a_scrolled_pane_moves_with_lines_that_left_a_screen_looking_the_same():
+    """A repeated line scrolled off leaves the screen as it was, but the
+    history grew: a pane scrolled back shows it (found by the property above)."""
+    terminal = Terminal(5, 3, scrollback=200)
+    terminal.feed(b"0\r\n" * 4)
+    view = PaneView("r")
+    view.scroll_by(terminal, 1, 20)
+    before = view.content(terminal, 60, 20, focused=False, colors=256)
+    terminal.feed(b"0\r\n" * 4)
+    after = view.content(terminal, 60, 20, focused=False, colors=256)
+    assert after != before
+    assert sum(line[0].strip() == b"0" for line in after[0]) == 8  # 6 kept, 2 on the screen
+
+
 def test_only_the_changed_rows_are_built_again():
     terminal = Terminal(80, 24)
     terminal.feed(b"".join(b"line %d\r\n" % i for i in range(23)))
