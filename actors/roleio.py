@@ -149,6 +149,8 @@ class OutputFeed:
                 return None
             s.last_output = self.now()
             due = s.terminal.feed(data, eager=eager)
+        if hopstamps.ON:  # the bench tells a neighbour's costly feeds (a batch drawn) by these
+            hopstamps.mark("fed", s.spec.name)
         if s.output_noticed or (s.classify_pending and s.typing is None):
             # A notice or classification on its way reads the screen after
             # it clears its flag, so it takes this output in too: a notice
@@ -165,7 +167,11 @@ class OutputFeed:
         s = self.state
         if s.echo_wait is not None:
             s.echo_wait.take_turn(s.spec.name)
+        if hopstamps.ON:
+            hopstamps.mark("lull", s.spec.name)
         s.terminal.catch_up()
+        if hopstamps.ON:
+            hopstamps.mark("lull-drawn", s.spec.name)
 
     def _notice(self) -> None:
         # The actor clears the flag before it reads the state, so output fed

@@ -41,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -57,6 +58,7 @@ from bench.common import (  # noqa: E402
     scratch,
     served,
 )
+from choragos.session import hopstamps  # noqa: E402
 from choragos.terminal.emulator import Terminal  # noqa: E402
 
 AGENT = REPO / "tests" / "fixtures" / "agent.py"
@@ -240,14 +242,25 @@ HOPS = ("key-read", "key-written", "out-read", "frame-in", "frame-written")
 DETOURS = ("lane-missed", "frame-queued", "pump-sent")
 
 
-def _marks(stamps: Path) -> list[tuple[float, str]]:
-    """(seconds, hop) of the session's stamps, the echo agent's own where a
-    hop names a role (the neighbours' reads and frames are stamped too)."""
-    marks: list[tuple[float, str]] = []
-    for line in stamps.read_text().splitlines():
-        ns, hop, *role = line.split()
-        if not role or role[0] == "echo":
-            marks.append((int(ns) / 1e9, hop))
+# A neighbour's feed or lull that took more of its thread's CPU than this drew
+# a held batch (a flood's lines parsed, scrolled, written to the transcript),
+# holding the interpreter meanwhile; a piece only held takes tens of µs.
+BATCH_CPU = 200e-6
+
+
+class Mark(NamedTuple):
+    t: float  # seconds, on the probes' clock
+    thread: int
+    cpu: float  # the thread's CPU seconds so far
+    hop: str
+
+
+def _marks(stamps: Path) -> list[Mark]:
+    """The session's stamps, the echo agent's own where a hop names a role
+    (the neighbours' reads and frames are stamped too)."""
+    marks = [Mark(ns / 1e9, thread, cpu / 1e9, hop)
+             for ns, thread, cpu, hop, role in map(hopstamps.parse, stamps.read_text().splitlines())
+             if role in ("", "echo")]
     marks.sort()
     return marks
 
@@ -255,28 +268,72 @@ def _marks(stamps: Path) -> list[tuple[float, str]]:
 def detours(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, int]:
     """How many probes took each detour (a stamp of it inside the probe's span)."""
     marks = _marks(stamps)
-    return {name: sum(any(hop == name and typed <= t <= seen for t, hop in marks)
+    return {name: sum(any(m.hop == name and typed <= m.t <= seen for m in marks)
                       for typed, seen in spans) for name in DETOURS}
 
 
-def hop_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
-    """Each probe split into the steps between the session's hops (µs): for
-    each hop in turn, its first stamp after the previous hop's inside the
-    probe's span; a probe missing a hop is left out."""
+def _probe_points(marks: list[Mark], typed: float, seen: float) -> list[Mark] | None:
+    """The probe's hops in turn (each the first stamp of its hop after the
+    previous one's inside the span), None when one is missing."""
+    points, at = [], typed
+    for hop in HOPS:
+        found = next((m for m in marks if m.hop == hop and at <= m.t <= seen), None)
+        if found is None:
+            return None
+        points.append(found)
+        at = found.t
+    return points
+
+
+def hop_steps(stamps: Path, spans: list[tuple[float, float]],
+              cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """Each probe split into the steps between the session's hops (µs); a
+    probe missing a hop is left out.  With ``cpu``, a step taken on one
+    thread also gets that thread's CPU µs there (the rest of it waited for
+    a core or for the interpreter's lock)."""
     marks = _marks(stamps)
     steps: dict[str, list[float]] = {}
     for typed, seen in spans:
-        points, at = [("typed", typed)], typed
-        for hop in HOPS:
-            at = next((t for t, name in marks if name == hop and at <= t <= seen), None)
-            if at is None:
-                break
-            points.append((hop, at))
-        else:
-            points.append(("seen", seen))
-            for (a, ta), (b, tb) in itertools.pairwise(points):
-                steps.setdefault(f"{a} -> {b}", []).append((tb - ta) * 1e6)
+        points = _probe_points(marks, typed, seen)
+        if points is None:
+            continue
+        ends = [Mark(typed, 0, 0.0, "typed"), *points, Mark(seen, 0, 0.0, "seen")]
+        for a, b in itertools.pairwise(ends):
+            name = f"{a.hop} -> {b.hop}"
+            steps.setdefault(name, []).append((b.t - a.t) * 1e6)
+            if cpu is not None and a.thread and a.thread == b.thread:
+                cpu.setdefault(name, []).append((b.cpu - a.cpu) * 1e6)
     return steps
+
+
+def neighbour_batches(stamps: Path) -> list[tuple[float, float]]:
+    """When the neighbours drew held batches: (start, end) of each feed or
+    lull of another role that took ``BATCH_CPU`` or more of its thread."""
+    began: dict[str, tuple[float, float]] = {}
+    batches = []
+    for line in stamps.read_text().splitlines():
+        ns, _thread, cpu, hop, role = hopstamps.parse(line)
+        if role in ("", "echo"):
+            continue
+        if hop in ("out-read", "lull"):
+            began[role] = (ns / 1e9, cpu / 1e9)
+        elif hop in ("fed", "lull-drawn") and role in began:
+            t, c = began.pop(role)
+            if cpu / 1e9 - c >= BATCH_CPU:
+                batches.append((t, ns / 1e9))
+    return batches
+
+
+def split_by_batches(spans: list[tuple[float, float]],
+                     batches: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """The probes' latencies (ms): those during which a neighbour drew a
+    batch, and the rest."""
+    during: list[float] = []
+    clear: list[float] = []
+    for typed, seen in spans:
+        hit = any(start < seen and end > typed for start, end in batches)
+        (during if hit else clear).append((seen - typed) * 1000)
+    return during, clear
 
 
 # -- the two setups ---------------------------------------------------------------------
@@ -389,6 +446,9 @@ def main() -> None:
     number = 0
     missed = {"choragos": 0, "tmux": 0}
     steps: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # the steps taken on one thread: its CPU µs
+    during: list[float] = []  # probes (ms) while a neighbour drew a batch
+    clear: list[float] = []  # the rest
     took = dict.fromkeys(DETOURS, 0)
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
@@ -402,10 +462,13 @@ def main() -> None:
                                          busy[name], spans)
                     missed[name] += screen.missed
                 if args.hops and name == "choragos":
-                    for step, values in hop_steps(root / "hops.txt", spans).items():
+                    for step, values in hop_steps(root / "hops.txt", spans, cpu).items():
                         steps.setdefault(step, []).extend(values)
                     for name, count in detours(root / "hops.txt", spans).items():
                         took[name] += count
+                    hit, rest = split_by_batches(spans, neighbour_batches(root / "hops.txt"))
+                    during += hit
+                    clear += rest
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"
@@ -420,9 +483,16 @@ def main() -> None:
     ratio = statistics.median(results["choragos"]) / statistics.median(results["tmux"])
     print(f"ratio (median choragos / median tmux): {ratio:.2f}")
     for step, values in steps.items():
-        print(f"  {step:<28} median {statistics.median(values):6.0f} µs  ({len(values)} probes)")
+        on_cpu = (f", its thread's CPU {statistics.median(cpu[step]):4.0f} µs"
+                  if step in cpu else "")
+        print(f"  {step:<28} median {statistics.median(values):6.0f} µs{on_cpu}  "
+              f"({len(values)} probes)")
     if args.hops:
         print("  detours (probes): " + ", ".join(f"{k} {v}" for k, v in took.items()))
+        for label, values in (("while a neighbour drew a batch", during), ("the rest", clear)):
+            if values:
+                print(f"  probes {label}: {len(values)}, "
+                      f"median {statistics.median(values):.2f} ms")
     emit("attach_latency", {"choragos/tmux": ratio},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
@@ -430,7 +500,12 @@ def main() -> None:
          probes=len(results["tmux"]), missed=missed, server_cpu_pct=server_pct,
          server_wakeups_per_probe=woke,
          **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()},
-             "detours": took} if steps else {}))
+             "hops_cpu_us": {k: round(statistics.median(v)) for k, v in cpu.items()},
+             "detours": took,
+             "batch_probes": {"during": len(during), "clear": len(clear),
+                              "during_ms": round(statistics.median(during), 3) if during else None,
+                              "clear_ms": round(statistics.median(clear), 3) if clear else None}}
+            if steps else {}))
 
 
 if __name__ == "__main__":

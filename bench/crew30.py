@@ -66,6 +66,7 @@ from bench.common import (  # noqa: E402
     tmux_tiled,
 )
 from choragos.control import wire  # noqa: E402
+from choragos.session import hopstamps  # noqa: E402
 
 attached = contextlib.contextmanager(_attached)
 SLOW = 1.0  # a delivery slower than this is explained on stderr
@@ -344,8 +345,8 @@ def delivery_hops(stamps: Path, spans: list[tuple[str, int]]) -> list[dict[str, 
     hop it follows (a request missing a hop has none of the later ones)."""
     marks: dict[tuple[str, str], list[int]] = {}
     for line in stamps.read_text().splitlines():
-        ns, hop, *who = line.split()
-        marks.setdefault((hop, who[0] if who else ""), []).append(int(ns))
+        ns, _thread, _cpu, hop, who = hopstamps.parse(line)
+        marks.setdefault((hop, who), []).append(ns)
     found: list[dict[str, float]] = []
     ends = [ns for _role, ns in spans[1:]] + [2**63]
     for (role, sent), end in zip(spans, ends, strict=True):

@@ -131,8 +131,7 @@ class Deck:
         self.pacer = FramePacer(self._pane_output, port.echo_drawn,
                                 lambda: self.client_backlog(), self.redraw)
         self.renderer = Renderer(self.model, port, self.screen, self.pacer)
-        self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn,
-                             port.echo_owed)
+        self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn)
         self.pacer.on_echo = self._pane_echo
         self.commands = CommandRunner(port, self)
         self.overlays = OverlayStack(self, self.view, self.screen, port.workdir,
@@ -373,7 +372,7 @@ class Deck:
         """A watched terminal drew ``text`` plainly at its cell ``(x, y)``,
         on the feeding thread: while ``role`` is typed into, that is the
         key's echo, sent to the client before the frame is built; True
-        when it was and more of it is on its way (the frame may wait)."""
+        when it was (the frame waits for the output to pause)."""
         return self.pacer.echoing(role) and self.lane.send_ahead(role, text, x, y)
 
     def _schedule_overlay_refresh(self) -> None:

@@ -45,14 +45,12 @@ class EchoLane:
     """The drawing lock, and the echo frames drawn on the feeding thread."""
 
     def __init__(self, host: LaneHost, renderer: Renderer, screen: PtyScreen,
-                 pacer: FramePacer, echo_drawn: Callable[[str], None],
-                 echo_owed: Callable[[str], bool] = lambda role: False) -> None:
+                 pacer: FramePacer, echo_drawn: Callable[[str], None]) -> None:
         self.host = host
         self.renderer = renderer
         self.screen = screen
         self.pacer = pacer
         self.echo_drawn = echo_drawn
-        self.echo_owed = echo_owed
         self.drawing = threading.Lock()  # held by the loop's work and the echo lane
         self.open = False  # a frame was drawn for the attached client
         self.frames = 0  # frames the echo lane drew
@@ -111,11 +109,14 @@ class EchoLane:
         (``Terminal.on_echo``): send those characters to the client now,
         where the pane shows that cell, before the frame that draws the
         echo is built (which then writes only what still differs).  True
-        when sent and more of the echo is on its way (less came back than
-        was typed): the frame may wait for the rest.  False when the echo
-        is whole, or nothing was sent: the loop holds the lock, the deck
-        shows more than its panes or something else waits to be drawn, or
-        the cell is not on the screen with room after it."""
+        when sent: that frame waits until the output pauses (the reader's
+        lull), for the rest of an echo that came in pieces, and so that the
+        reader goes back to its PTY at once instead of building, while the
+        client is waking to read the echo, a frame that writes nothing
+        (about 130 Python calls).  False when nothing was sent: the loop
+        holds the lock, the deck shows more than its panes or something
+        else waits to be drawn, or the cell is not on the screen with room
+        after it."""
         if not self.drawing.acquire(blocking=False):
             return False
         try:
@@ -132,10 +133,9 @@ class EchoLane:
             return self._closed()
         finally:
             self.drawing.release()
-        # On the screen: the other panes' output need not wait for its frame,
-        # which waits itself while more of the echo is on its way.
+        # On the screen: the other panes' output need not wait for its frame.
         self.echo_drawn(role)
-        return self.echo_owed(role)
+        return True
 
     def _frame(self, role: str) -> bool:
         size = self.screen.get_cols_rows()

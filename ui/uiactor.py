@@ -141,10 +141,6 @@ class SessionAccess:
     def echo_drawn(self, role: str) -> None:
         self.roles.echo_drawn(role)
 
-    def echo_owed(self, role: str) -> bool:
-        """More of ``role``'s echo is on its way (less came back than was typed)."""
-        return self.roles.echo_wait.awaited(role)
-
     def terminal(self, role: str) -> Terminal | None:
         return self.roles.terminal(role)
 

@@ -93,7 +93,8 @@ _UNSEEN = object()  # a row not settled yet: the same as nothing
 ECHO_TEXT = 64
 # How long ``on_change`` waits after an echo its viewer has shown already
 # (``on_echo`` returned True): the rest of an echo an agent writes a
-# character at a time comes within it, and is not held up by the frame.
+# character at a time comes within it, and is not held up by the frame;
+# nor is the client's read of the echo, by a frame that writes nothing.
 ECHO_SETTLE = 0.002
 
 
@@ -144,8 +145,7 @@ class Terminal:
     terminal showing the screen before the feed needs written to show it
     after, less the cursor's move past them.  It runs before ``on_change``,
     so a viewer can send those bytes before it draws the frame; when it
-    returns True (shown, and more of the echo is on its way), ``on_change``
-    waits until the output pauses:
+    returns True (shown), ``on_change`` waits until the output pauses:
     ``feed`` returns ``ECHO_SETTLE`` and :meth:`catch_up` calls it then,
     unless a feed that is not such an echo came first.
 

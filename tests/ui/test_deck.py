@@ -43,7 +43,6 @@ class FakePort:
         self.requests: list[dict] = []
         self.echoes: list[tuple[str, str]] = []  # expect_echo / echo_drawn, in order
         self.echo_sizes: list[int] = []  # the bytes typed, for each expect_echo
-        self.owed = False
 
     def dispatch(self, request: dict) -> dict:
         self.requests.append(request)
@@ -64,9 +63,6 @@ class FakePort:
 
     def echo_drawn(self, role: str) -> None:
         self.echoes.append(("drawn", role))
-
-    def echo_owed(self, role: str) -> bool:
-        return self.owed  # what a test says: the rest of the echo on its way
 
     def typed(self, role: str) -> bytes:
         return b"".join(msg.data for r, msg in self.told

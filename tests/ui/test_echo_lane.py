@@ -329,34 +329,27 @@ def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen
     deck.feed_input(b"k")
     ahead, echoes, wakeups = deck.lane.sent_ahead, deck.lane.frames, deck.wakeups
     due = terminal.feed(b"kQZX", eager=True)  # the echo awaited, fed on this thread
-    # The characters where the pane shows the cursor's cell, before any frame;
-    # the echo whole, its frame at once, with nothing left to write.
-    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes + 1
-    assert due is None and deck.wakeups == wakeups
+    # The characters where the pane shows the cursor's cell, before any
+    # frame; the frame waits for the output to pause (the reader's lull),
+    # so the reader does not build it while the client wakes to read the echo.
+    assert deck.lane.sent_ahead == ahead + 1 and deck.lane.frames == echoes
+    assert due == ECHO_SETTLE and deck.wakeups == wakeups
     assert len(frames) == 1 and frames[0].endswith(b"kQZX"), frames
+    terminal.catch_up()  # the lull: the frame, with nothing left to write
+    assert deck.lane.frames == echoes + 1 and deck.wakeups == wakeups
+    assert len(frames) == 1, frames
     _, y = deck.screen._painted_cursor
     assert _shows(deck, client, frames)
     assert "orchestrator> kQZX" in client.display()[y]
-    # An echo in two pieces: the frame waits while the rest is owed, and
+    # An echo in two pieces: the frame waits for the pause after them, and
     # each piece goes out as the frame would have written it.
     deck.feed_input(b"abc")
-    port.owed = True
     assert terminal.feed(b"a", eager=True) == ECHO_SETTLE
+    assert terminal.feed(b"bc", eager=True) == ECHO_SETTLE
     assert deck.lane.frames == echoes + 1
-    port.owed = False
-    assert terminal.feed(b"bc", eager=True) is None  # whole: the frame now
+    terminal.catch_up()
     assert deck.lane.frames == echoes + 2
     assert frames == [b"a", b"bc"]
-    assert _shows(deck, client, frames)
-    # Put off, then the output paused: the frame on the reader's lull.
-    port.owed = True
-    deck.feed_input(b"xy")
-    terminal.feed(b"x", eager=True)
-    assert deck.lane.frames == echoes + 2
-    terminal.catch_up()
-    assert deck.lane.frames == echoes + 3
-    port.owed = False
-    _echo(terminal, b"y")
     assert _shows(deck, client, frames)
     # Colours next to it: the frame writes what the early bytes did not.
     deck.feed_input(b"d")

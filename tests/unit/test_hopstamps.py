@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from choragos.session import hopstamps
+
 ROOT = Path(__file__).resolve().parents[2]
 MARK = ("from choragos.session import hopstamps\n"
         "if hopstamps.ON:\n"
@@ -29,9 +31,13 @@ def test_stamps_are_lines_on_the_probes_clock(tmp_path: Path) -> None:
     before = time.perf_counter_ns()
     assert _run({**os.environ, "CHORAGOS_HOPSTAMPS": str(stamps)}) == "True"
     after = time.perf_counter_ns()
-    lines = [line.split(" ") for line in stamps.read_text().splitlines()]
-    assert [fields[1:] for fields in lines] == [["key-read", ""], ["out-read", "echo"]]
-    assert all(before < int(fields[0]) < after for fields in lines)  # one clock, both sides
+    marks = [hopstamps.parse(line) for line in stamps.read_text().splitlines()]
+    assert [(hop, role) for _ns, _thread, _cpu, hop, role in marks] == [
+        ("key-read", ""), ("out-read", "echo")]
+    assert all(before < ns < after for ns, *_ in marks)  # one clock, both sides
+    # Both from one thread, its CPU clock going on: a step's CPU and its waiting tell apart.
+    assert marks[0][1] == marks[1][1] > 0
+    assert 0 < marks[0][2] <= marks[1][2]
     assert stamps.stat().st_mode & 0o777 == 0o600
 
 
@@ -48,19 +54,47 @@ def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Pa
     finally:
         sys.path.remove(str(ROOT))
     stamps = tmp_path / "hops.txt"
-    # One probe typed at 1.000 s and seen at 1.010 s; a neighbour's read between.
-    stamps.write_text("1001000000 key-read \n1002000000 key-written echo\n"
-                      "1002500000 out-read flood0\n1003000000 out-read echo\n"
-                      "1004000000 lane-missed echo\n1006000000 frame-in \n"
-                      "1007000000 frame-queued \n1008000000 pump-sent \n"
-                      "1020000000 frame-in \n")
+    # One probe typed at 1.000 s and seen at 1.010 s; a neighbour's read
+    # between.  The pump (thread 7) used 0.4 ms of its 1 ms step, the reader
+    # (thread 9) all of its 3 ms.
+    stamps.write_text("1001000000 7 5000000 key-read \n1002000000 7 5400000 key-written echo\n"
+                      "1002500000 8 100 out-read flood0\n1003000000 9 1000000 out-read echo\n"
+                      "1004000000 9 1100000 lane-missed echo\n1006000000 9 4000000 frame-in \n"
+                      "1007000000 9 4100000 frame-queued \n1008000000 3 100 pump-sent \n"
+                      "1020000000 9 5000000 frame-in \n")
     steps = hop_steps(stamps, [(1.0, 1.010)])
     assert steps == {}  # no frame-written: the probe is left out of the steps
     assert detours(stamps, [(1.0, 1.010)]) == {"lane-missed": 1, "frame-queued": 1,
                                                "pump-sent": 1}
-    stamps.write_text(stamps.read_text() + "1007500000 frame-written \n")
-    steps = hop_steps(stamps, [(1.0, 1.010)])
+    stamps.write_text(stamps.read_text() + "1007500000 3 200 frame-written \n")
+    cpu: dict[str, list[float]] = {}
+    steps = hop_steps(stamps, [(1.0, 1.010)], cpu)
     assert {k: round(v[0]) for k, v in steps.items()} == {
         "typed -> key-read": 1000, "key-read -> key-written": 1000,
         "key-written -> out-read": 1000, "out-read -> frame-in": 3000,
         "frame-in -> frame-written": 1500, "frame-written -> seen": 2500}
+    # Only the steps on one thread have a CPU figure.
+    assert {k: round(v[0]) for k, v in cpu.items()} == {
+        "key-read -> key-written": 400, "out-read -> frame-in": 3000}
+
+
+def test_the_bench_tells_the_probes_a_neighbours_batch_overlapped(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.attach_latency import neighbour_batches, split_by_batches
+    finally:
+        sys.path.remove(str(ROOT))
+    stamps = tmp_path / "hops.txt"
+    # flood0: a piece held (50 µs of CPU), then a batch drawn at the lull
+    # (1.5 ms); flood1: a feed that drew a batch (0.3 ms); the echo's own
+    # feed never counts.
+    stamps.write_text("1000000000 8 0 out-read flood0\n1000100000 8 50000 fed flood0\n"
+                      "1010000000 8 50000 lull flood0\n1011600000 8 1550000 lull-drawn flood0\n"
+                      "1030000000 5 0 out-read flood1\n1030400000 5 300000 fed flood1\n"
+                      "1050000000 9 0 out-read echo\n1051000000 9 900000 fed echo\n")
+    batches = neighbour_batches(stamps)
+    assert batches == [(1.01, 1.0116), (1.03, 1.0304)]
+    during, clear = split_by_batches([(1.0005, 1.0008), (1.011, 1.012), (1.0301, 1.031),
+                                      (1.05, 1.0512)], batches)
+    assert [round(ms, 1) for ms in during] == [1.0, 0.9]
+    assert [round(ms, 1) for ms in clear] == [0.3, 1.2]
