@@ -215,7 +215,7 @@ def _at_line_prompt(screen: list[str], profile: AgentProfile,
     """The last non-blank line is a prompt (and holds the cursor, if known)."""
     if not profile.line_prompt_ends:
         return False
-    row = max((i for i, line in enumerate(screen) if line.strip()), default=None)
+    row = next((i for i in range(len(screen) - 1, -1, -1) if screen[i].strip()), None)
     if row is None or (cursor is not None and cursor[1] != row):
         return False
     return screen[row].rstrip().endswith(profile.line_prompt_ends)
@@ -245,7 +245,23 @@ def matcher(markers: Iterable[str], patterns: Iterable[str] = ()) -> Callable[[s
 
 
 def _last_nonblank(lines: Sequence[str], count: int) -> list[str]:
-    return [line for line in lines if line.strip()][-count:]
+    """The last ``count`` non-blank lines, in order; looked for from the
+    bottom, so a full screen costs no more than a sparse one."""
+    return _last_kept(lines, str.strip, count)
+
+
+def _last_kept(lines: Sequence[str], keep: Callable[[str], object], count: int) -> list[str]:
+    """The last ``count`` lines ``keep`` says yes to, in order, without
+    asking about any line above them."""
+    found: list[str] = []
+    if count > 0:
+        for line in reversed(lines):
+            if keep(line):
+                found.append(line)
+                if len(found) == count:
+                    break
+    found.reverse()
+    return found
 
 
 # -- activity ---------------------------------------------------------------------
@@ -258,12 +274,13 @@ def activity_preview(lines: Sequence[str], profile: AgentProfile,
     start = agent_area_start(screen) if profile.box_prompts else None
     region = screen[:start] if start is not None else screen
     # One matcher for the whole screen, not one per line: a preview is read
-    # at every change of a role's view.
+    # at every change of a role's view.  Looked for from the bottom: the
+    # lines above the last few meaningful ones are never asked about (a
+    # screen filled by a long conversation cost a look at each of its lines).
     chrome = matcher((*profile.chrome_markers, *extra_chrome), profile.chrome_patterns)
+    kept = _last_kept(region, lambda line: _meaningful(line, chrome), max_lines)
     # Claude separates some glyphs from text with NBSP; a card wants plain spaces.
-    kept = [_unbox(line).replace("\xa0", " ").strip() for line in region
-            if _meaningful(line, chrome)]
-    return kept[-max_lines:] if max_lines > 0 else []
+    return [_unbox(line).replace("\xa0", " ").strip() for line in kept]
 
 
 def _meaningful(line: str, chrome: Callable[[str], bool]) -> bool:

@@ -148,7 +148,11 @@ class CheckpointStore:
     ``watch=True`` (a long-lived store, like the session's checkpointer)
     watches the directories it walks (:mod:`choragos.gitstore.treewatch`): a snapshot
     of a tree in which nothing changed since the last walk reuses that walk's
-    tree instead of walking again, whenever the watch can vouch for it.
+    tree instead of walking again, whenever the watch can vouch for it; and a
+    snapshot after a few changes looks only at the entries the watch named,
+    starting from this store's own last walk kept in memory (the private
+    index on disk, which another store may have rewritten since, is then
+    not read).
     """
 
     def __init__(self, workdir: Path | str, *, watch: bool = False) -> None:
@@ -170,6 +174,10 @@ class CheckpointStore:
         # What the last walk depended on besides the files: (tree, ignore
         # rules outside the tree, the user's index, .gitmodules), and its stats.
         self._last_walk: tuple[tuple, ScanStats] | None = None
+        # The last walk's records, while a checkpoint (ref, cache) holds
+        # their objects: the start of the next walk when the watch can say
+        # what changed since.  None after a walk that saved no checkpoint.
+        self._own: tuple[str, Cache] | None = None
         self._swept = False  # stale temporaries removed (remove_stale_temporaries)
         # Each checkpoint as last described, by (name, commit): a commit never
         # changes, so a prune or a listing reads only the commits it has not
@@ -288,16 +296,19 @@ class CheckpointStore:
     def _scan(self, fs_now: int, *, write: bool) -> Scan:
         """Walk the work tree; ``write`` stores the objects, which
         :meth:`_commit` then needs."""
-        cache = self._valid_cache()
-        writer = ObjectWriter(self._repo.object_store.path, self._repo.object_store.alternates)
         watch = self._watch
-        if watch is not None:
-            watch.begin_walk()  # before anything is read: a later change is an event
+        # Before anything is read: a later change is an event.
+        dirty = watch.begin_walk() if watch is not None else None
         depends = self._walk_depends()
+        own = self._own_cache(depends) if dirty is not None else None
+        self._own = None  # until this walk's checkpoint holds its records
+        cache = own or self._valid_cache()
+        writer = ObjectWriter(self._repo.object_store.path, self._repo.object_store.alternates)
         try:
             walker = Walker(str(self.root), self._rules(), writer, cache=cache.records,
                             racy_from_ns=fs_now, user_index=self._user_index, write=write,
-                            before_listing=watch.watch if watch is not None else None)
+                            before_listing=watch.watch if watch is not None else None,
+                            dirty=dirty if own is not None else None)
             scan = walker.run()
         finally:
             writer.close()
@@ -310,6 +321,15 @@ class CheckpointStore:
             self._last_walk = ((scan.tree, *depends), scan.stats)
         return scan
 
+    def _own_cache(self, depends: tuple) -> Cache | None:
+        """This store's last walk, if the next walk may start from it: the
+        walk the watch's account of changes runs from, its checkpoint still
+        there, and nothing outside the watch changed since."""
+        own, last = self._own, self._last_walk
+        if own is None or last is None or last[0] != (own[1].tree, *depends):
+            return None
+        return own[1] if self._holds(own[0], own[1].commit) else None
+
     def _walk_depends(self) -> tuple:
         """What a walk's result depends on outside the watched directories."""
         return (self._rules().key, _signature(self._repo.index_path()))
@@ -320,8 +340,9 @@ class CheckpointStore:
         watch, last = self._watch, self._last_walk
         if watch is None or last is None or not watch.unchanged():
             return None
-        cache = self._valid_cache()
-        if (cache.tree, *self._walk_depends()) != last[0]:
+        depends = self._walk_depends()
+        cache = self._own_cache(depends) or self._valid_cache()
+        if (cache.tree, *depends) != last[0]:
             return None
         self.last_stats = ScanStats(files=last[1].files, dirs=last[1].dirs, walked=False)
         # Records are left out: a snapshot needs only the tree (unchanged, so
@@ -345,10 +366,16 @@ class CheckpointStore:
         commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head)
         self._store_commit(commit)
         name = self._add_ref(int(when), task_id, commit.id)
+        records = scan.previous  # the same, unless the walk changed them
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
-            self._save_cache(Cache(commit.id, scan.tree, scan.previous.replaced_by(scan.records)))
+            records = scan.previous.replaced_by(scan.records)
+            self._save_cache(Cache(commit.id, scan.tree, records))
             self._cache_ref = self.ref_prefix + name
+        if not scan.stats.walked and self._own is not None:
+            records = self._own[1].records  # the walk reused: still this store's own
+        if scan.stats.walked or self._own is not None:
+            self._own = (self.ref_prefix + name, Cache(commit.id, scan.tree, records))
         return self._describe(name, commit.id.decode())
 
     def _store_commit(self, commit: Commit) -> None:

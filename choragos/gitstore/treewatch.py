@@ -5,7 +5,10 @@ file, because writing into an existing file changes nothing a directory
 shows.  A long-lived checkpointer can do better: it watches every directory
 its walks enter, each watch placed *before* the walk reads that directory, so
 any change the walk could have missed raises an event.  A snapshot with no
-event since the last walk began can reuse that walk's tree.
+event since the last walk began can reuse that walk's tree.  And the events
+name what changed: a walk after a few changes looks only at the entries
+named since the last walk began (:meth:`TreeWatch.begin_walk`), in the
+directories that had any, and takes every other entry from that walk.
 
 The watch says "unchanged" only when it can vouch for it; anything it cannot
 vouch for -- a watch it could not place (limits, permissions, another
@@ -72,15 +75,29 @@ class TreeWatch:
         self.trusted = False
         self.events = 0  # relevant events seen, ever (tests read it)
         self._moved = False
+        # Since the last begin_walk: the entries named by events, by watched
+        # directory (None: the directory itself changed, look at all of it),
+        # and whether that account is whole (no event lost, no watch missing).
+        self._dirty: dict[bytes, set[bytes] | None] = {}
+        self._complete = False
 
     @property
     def available(self) -> bool:
         return self._fd >= 0
 
-    def begin_walk(self) -> None:
-        """A walk starts: whatever happened so far it will see for itself."""
+    def begin_walk(self) -> dict[bytes, set[bytes] | None] | None:
+        """A walk starts: whatever happened so far it will see for itself.
+
+        Returns what changed since the last walk began, by directory (a
+        directory not named had no event), or None when the watch cannot
+        vouch for that account: the first walk, a lost event, a watch that
+        could not be placed, a moved directory.
+        """
         self._drain()
-        self.trusted = self.available
+        dirty = self._dirty if self._complete else None
+        self._dirty = {}
+        self.trusted = self._complete = self.available
+        return dirty
 
     def watch(self, rel: bytes) -> None:
         """Watch directory ``rel`` ("" or "a/b/"); call before reading it."""
@@ -88,7 +105,8 @@ class TreeWatch:
             return
         wd = self._libc.inotify_add_watch(self._fd, self._root + rel, MASK)
         if wd < 0:
-            self.trusted = False  # out of watches, or unreadable: walk every time
+            # Out of watches, or unreadable: walk every time.
+            self.trusted = self._complete = False
             return
         self._wds[wd] = rel
         self._watched.add(rel)
@@ -102,19 +120,19 @@ class TreeWatch:
 
     def distrust(self) -> None:
         """The caller knows of a change no watch can see (a nested repository)."""
-        self.trusted = False
+        self.trusted = self._complete = False
 
     def close(self) -> None:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
-        self.trusted = False
+        self.trusted = self._complete = False
 
     def _restart(self) -> None:
         """Drop every watch: a directory moved, so a watch may now sit on
         another path than the one it was placed for."""
-        self.close()
+        self.close()  # and the account of changes is no longer whole
         self._fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         self._wds.clear()
         self._watched.clear()
@@ -143,16 +161,34 @@ class TreeWatch:
             wd, mask, _cookie, size = _EVENT.unpack_from(data, pos)
             name = data[pos + _EVENT.size:pos + _EVENT.size + size].rstrip(b"\0")
             pos += _EVENT.size + size
-            if mask & (IN_Q_OVERFLOW | IN_IGNORED):
+            if mask & IN_Q_OVERFLOW:
+                changed, self._complete = True, False  # events were lost
+                continue
+            if mask & IN_IGNORED:
                 changed = True
                 rel = self._wds.pop(wd, None)
                 if rel is not None:
                     self._watched.discard(rel)
+                    self._dirty[rel] = None  # gone: whatever is there now is new
                 continue
-            if name == b".choragos" or (name == b".git" and self._wds.get(wd) == b""):
+            rel = self._wds.get(wd)
+            if name == b".choragos" or (name == b".git" and rel == b""):
                 continue  # never checkpointed
             if mask & IN_MOVE_SELF or (mask & IN_ISDIR and mask & (IN_MOVED_FROM | IN_MOVED_TO)):
                 self._moved = True
             changed = True
             self.events += 1
+            self._note(rel, name)
         return changed
+
+    def _note(self, rel: bytes | None, name: bytes) -> None:
+        """Remember that entry ``name`` of directory ``rel`` changed ("" names
+        the directory itself)."""
+        if rel is None:
+            self._complete = False  # a watch we no longer know
+        elif not name:
+            self._dirty[rel] = None
+        else:
+            names = self._dirty.setdefault(rel, set())
+            if names is not None:
+                names.add(name)

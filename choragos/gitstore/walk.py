@@ -17,12 +17,19 @@ walk kept beside the repository's own index but never mixed with it:
 Entries modified at or after the walk began are "racy" (a later write in the
 same timestamp tick would leave their ``lstat`` data unchanged), so they are
 cached without their ``lstat`` data and read again next time, as git does.
+
+A walk told what changed since the cache's own walk began (a watch's
+account, ``dirty``) neither lists nor ``lstat``s a directory that had no
+event, and in one that had looks only at the entries the events named:
+the cost follows what changed, not the size of the directories it
+changed in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
+import operator
 import os
 import struct
 import threading
@@ -52,6 +59,8 @@ _NEVER = b".choragos"
 # worth a look (directories, excluded entries), out of a kinds string.
 _FILE_MASK = bytes(1 if k in (_FILE, _LINK) else 0 for k in range(256))
 _OTHER_MASK = bytes(0 if k in (_FILE, _LINK, _SKIP) else 1 for k in range(256))
+_DIR_MASK = bytes(1 if k | _KEPT == _DIR else 0 for k in range(256))
+_RELIST = object()  # a directory the watch's account cannot patch: list it
 _stat_key = attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino", "st_mode")
 
 _CACHE_MAGIC = b"choragos private index 3\n"
@@ -75,6 +84,7 @@ class ScanStats:
     hashed_bytes: int = 0
     seeded: int = 0  # files whose id came from the repository's own index
     written: int = 0  # objects written to the repository
+    looked: int = 0  # entries looked at because a watch named them (no listing)
     walked: bool = True  # False: nothing changed (a watch said so), the last walk's tree reused
     skipped: list[str] = field(default_factory=list)  # unreadable, so left out
 
@@ -302,7 +312,8 @@ class Walker:
     def __init__(self, root: str, rules: RuleStack, writer: ObjectWriter, *,
                  cache: Records, racy_from_ns: int,
                  user_index: Callable[[], UserIndex], write: bool = True,
-                 before_listing: Callable[[bytes], None] | None = None) -> None:
+                 before_listing: Callable[[bytes], None] | None = None,
+                 dirty: dict[bytes, set[bytes] | None] | None = None) -> None:
         self._root = os.fsencode(root).rstrip(b"/") + b"/"
         self._rules = rules
         self._writer = writer
@@ -313,6 +324,8 @@ class Walker:
         self._write = write
         # Called with each directory's path before it is looked at (a watch).
         self._before_listing = before_listing or _nothing
+        # What changed since ``cache``'s walk began, by directory (None: not known).
+        self._dirty = dirty
         self._nodes: list[_Node] = []
         self._repos: dict[bytes, Record] = {}  # nested repositories' records
         # (directory, entry slot, absolute path, lstat key) of files to read
@@ -340,6 +353,10 @@ class Walker:
         tracked entries (an excluded directory holding tracked files)."""
         absdir = self._root + rel
         self._before_listing(rel)
+        if self._dirty is not None:
+            node = self._visit_known(rel, absdir, rules, parent, slot)
+            if node is not _RELIST:
+                return node  # type: ignore[return-value]
         try:
             st = os.lstat(absdir)
             dstat = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
@@ -373,6 +390,99 @@ class Walker:
         self._nodes.append(node)
         self.stats.dirs += 1
         return node
+
+    def _visit_known(self, rel: bytes, absdir: bytes, rules: RuleStack | None,
+                     parent: _Node | None, slot: int) -> _Node | object | None:
+        """Directory ``rel`` from its cached record and the entries the watch
+        named in it; ``_RELIST`` when that cannot be trusted (no record, the
+        directory itself changed, its ignore rules or a nested repository may
+        have)."""
+        old = self._old.get(rel)
+        changed = self._dirty.get(rel, ())  # type: ignore[union-attr]
+        # (A racy directory stat, None in the record, does not matter here:
+        # every change since that walk began is an event.)
+        if (old is None or changed is None or b".gitignore" in changed
+                or (rel and b".git" in changed)):
+            return _RELIST
+        rules = self._rules_here(rel, absdir, old[3], old[4], rules)
+        key = rules.key if rules is not None else b""
+        if key != old[1]:
+            return _RELIST  # a parent's rules changed: classify again
+        if changed:
+            try:
+                st = os.lstat(absdir)
+            except OSError:
+                return _RELIST
+            dstat = self._stable((st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            node, looks = self._patched(rel, absdir, old, changed, rules, dstat)
+            self.changed = True
+        else:
+            node, looks = _Node(rel, old[3], old[4], old[0], key, old), {}
+            node.share(old)
+        node.rules_key, node.parent, node.slot = key, parent, slot
+        self._known_children(node, absdir, rules, looks)
+        self._nodes.append(node)
+        self.stats.dirs += 1
+        return node
+
+    def _patched(self, rel: bytes, absdir: bytes, old: Record, changed: set[bytes],
+                 rules: RuleStack | None, dstat: tuple | None) -> tuple[_Node, dict]:
+        """A node whose listing is the cached one with the named entries
+        looked at again: (node, their lstat results by name, None when gone)."""
+        names, kinds = list(old[3]), bytearray(old[4])
+        keys, ids, modes = list(old[5]), list(old[6]), list(old[7])
+        looks: dict[bytes, os.stat_result | None] = {}
+        for name in changed:
+            try:
+                st: os.stat_result | None = os.lstat(absdir + name)
+            except OSError:
+                st = None
+            kind = _kind_of(st)
+            i = bisect_left(names, name)
+            present = i < len(names) and names[i] == name
+            looks[name] = st
+            self.stats.looked += 1
+            if kind is None:
+                if present:
+                    del names[i], kinds[i], keys[i], ids[i], modes[i]
+                continue
+            if present and kinds[i] | _KEPT == kind:
+                continue  # same kind, same verdict: its data is looked at below
+            verdict = self._classify(rel, (name,), bytes((kind,)), rules)[0]
+            if present:
+                kinds[i], keys[i], ids[i], modes[i] = verdict, None, None, 0
+            else:
+                names.insert(i, name)
+                kinds.insert(i, verdict)
+                keys.insert(i, None)
+                ids.insert(i, None)
+                modes.insert(i, 0)
+        node = _Node(rel, tuple(names), bytes(kinds), dstat, old[1], old)
+        node.keys, node.ids, node.modes = keys, ids, modes
+        return node, looks
+
+    def _known_children(self, node: _Node, absdir: bytes, rules: RuleStack | None,
+                        looks: dict[bytes, os.stat_result | None]) -> None:
+        """The entries of a directory known from the cache: the named ones
+        looked at, every subdirectory visited, the rest taken as cached (a
+        file cached without stat data -- racy, or unreadable -- is looked at
+        again)."""
+        names, kinds, count = node.names, node.kinds, len(node.names)
+        files = kinds.translate(_FILE_MASK)
+        # Without a loop over every entry in Python: the named entries'
+        # slots, and the (few) entries cached without stat data.
+        named = {i for i in map(names.index, filter(names.__contains__, looks))}
+        unknown = compress(range(count), map(operator.not_, node.keys))
+        again = sorted(named.union(i for i in unknown if files[i]))
+        self.stats.files += files.count(1)
+        for i in again:
+            if files[i]:
+                self.stats.files -= 1  # counted again by _file
+                self._file(node, i, absdir, looks.get(names[i]), (node.keys[i], node.ids[i]))
+            elif i in named and kinds[i] | _KEPT != _DIR and kinds[i] != _SKIP:
+                self._other(node, i, absdir, rules, (node.keys[i], node.ids[i]))
+        for i in compress(range(count), kinds.translate(_DIR_MASK)):
+            self._other(node, i, absdir, rules, (node.keys[i], node.ids[i]))
 
     def _lost(self, rel: bytes, parent: _Node | None, slot: int) -> None:
         if parent is None:
@@ -625,14 +735,17 @@ class Walker:
         return oid
 
     def _tree(self, node: _Node) -> bytes | None:
-        entries = [(name + b"/" if mode == MODE_TREE else name, name, mode, oid)
-                   for name, mode, oid in zip(node.names, node.modes, node.ids, strict=True)
-                   if oid is not None and mode]
+        # An entry is in the tree when it has a mode (one that is gone, left
+        # out or unreadable has none; one with a mode has its id by now).
+        # No Python loop over the entries: a directory of many files is
+        # written again whenever one of them changes.
+        entries = list(compress(zip(node.modes, node.names, node.ids, strict=True), node.modes))
         if not entries:
             return None
-        entries.sort()
-        raw = b"".join(b"%o %s\0%s" % (mode, name, oid) for _, name, mode, oid in entries)
-        return self._writer.put_tree(raw, write=self._write)
+        if _tree_order_differs(node.names, node.kinds):
+            entries.sort(key=_tree_key)
+        return self._writer.put_tree(b"".join(map(b"%o %s\0%s".__mod__, entries)),
+                                     write=self._write)
 
 
 _STATS_LOCK = threading.Lock()
@@ -660,6 +773,27 @@ def _listing(absdir: bytes) -> tuple[tuple, bytes]:
                 found.append((entry.name, _LINK))
     found.sort()
     return tuple(name for name, _ in found), bytes(kind for _, kind in found)
+
+
+def _tree_order_differs(names: tuple, kinds: bytes) -> bool:
+    """Whether git's order (a subdirectory named as if it ended in "/") is
+    not the listing's: only when a name continues a subdirectory's name."""
+    count = len(names)
+    return any(i + 1 < count and names[i + 1].startswith(names[i])
+               for i in compress(range(count), kinds.translate(_DIR_MASK)))
+
+
+def _tree_key(entry: tuple) -> bytes:
+    mode, name, _ = entry
+    return name + b"/" if mode == MODE_TREE else name
+
+
+def _kind_of(st: os.stat_result | None) -> int | None:
+    """An entry's kind as a listing gives it; None for what git skips."""
+    if st is None:
+        return None
+    fmt = st.st_mode & 0o170000
+    return {0o100000: _FILE, 0o040000: _DIR, 0o120000: _LINK}.get(fmt)
 
 
 def _by_name(old: Record | None) -> dict[bytes, tuple]:

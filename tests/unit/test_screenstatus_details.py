@@ -190,3 +190,36 @@ def test_a_preview_compiles_its_chrome_patterns_once_per_screen(monkeypatch) -> 
     monkeypatch.setattr(re, "compile", counted)
     assert activity_preview(lines, CODEX) == expected
     assert compiled == len(CODEX.chrome_patterns), compiled
+
+
+def test_a_preview_looks_at_the_last_lines_only(monkeypatch) -> None:
+    """Counted: a preview asked about every line above the input area, so a
+    screen filled by a long conversation cost more at every change of the
+    role's view than a sparse one; it now looks up from the bottom and stops
+    at its last meaningful lines.  The previews are the same."""
+    from choragos.agents import screenstatus
+    from tests.unit.test_seat_profiles import BY_CLI, SCREENS
+
+    asked = 0
+    real = screenstatus._meaningful
+
+    def counted(line, chrome):
+        nonlocal asked
+        asked += 1
+        return real(line, chrome)
+
+    conversation = [f"• line {i} of an earlier answer" for i in range(60)]
+    checked = 0
+    for path in sorted(SCREENS.glob("*_*.txt")):
+        profile = BY_CLI.get(path.stem.split("_")[0])
+        lines = path.read_text().split("\n")
+        if profile is None or len(activity_preview(lines, profile)) < 3:
+            continue
+        expected = activity_preview(lines, profile)
+        monkeypatch.setattr(screenstatus, "_meaningful", counted)
+        asked = 0
+        assert activity_preview(conversation + lines, profile) == expected, path.name
+        monkeypatch.setattr(screenstatus, "_meaningful", real)
+        assert asked < len(lines), (path.name, asked)
+        checked += 1
+    assert checked >= 10

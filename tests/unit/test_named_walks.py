@@ -1,0 +1,184 @@
+"""A watched store's walk looks only at the entries the watch named.
+
+Real repositories, real inotify.  A long-lived store (the checkpointer's,
+the aftercare's) keeps its last walk in memory and, when its watch can
+account for every change since that walk began, looks again only at the
+entries the events named: a directory of many files that gained one costs
+one look, not a listing and an ``lstat`` of each, and the private index on
+disk (which the other store rewrites) is not read.  Every case checks the
+tree against the one git writes; a lost event falls back to a full walk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from choragos.gitstore import treewatch, walk
+from choragos.gitstore.checkpoints import CheckpointStore
+from tests.unit.test_checkpoints import git
+from tests.unit.test_treewatch import git_tree
+
+pytestmark = [pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux inotify"),
+              pytest.mark.timeout(60)]
+
+FILES = 200
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    git(tmp_path, "init", "-q")
+    for i in range(FILES):
+        (tmp_path / f"r{i}.txt").write_text(f"round {i}\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a = 1\n")
+    return tmp_path
+
+
+class Counted:
+    """``os.lstat`` calls, the walks' directory listings, and the private
+    index's bytes read."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.lstat = self.listings = self.index_bytes = 0
+        real_lstat, real_listing, real_load = os.lstat, walk._listing, walk.load_cache
+
+        def lstat(path, *args, **kwargs):
+            self.lstat += 1
+            return real_lstat(path, *args, **kwargs)
+
+        def listing(path):
+            self.listings += 1
+            return real_listing(path)
+
+        def load(path):
+            with contextlib.suppress(OSError):
+                self.index_bytes += os.path.getsize(path)
+            return real_load(path)
+
+        monkeypatch.setattr(os, "lstat", lstat)
+        monkeypatch.setattr(walk, "_listing", listing)
+        monkeypatch.setattr("choragos.gitstore.checkpoints.load_cache", load)
+
+
+def snap(store: CheckpointStore, task: str) -> str:
+    checkpoint = store.snapshot(task, "coder", "x")
+    return store._repo.object_store[checkpoint.commit.encode()].tree.decode()
+
+
+def test_a_new_file_in_a_big_directory_is_one_look_and_no_index_read(repo, monkeypatch):
+    """Counted, two stores taking turns as the checkpointer and the aftercare
+    do: a new file in a directory of 200 made each store list the directory
+    and ``lstat`` each of its files (200 and more) and read the private index
+    the other had just written; now a few ``lstat`` calls, no listing and no
+    index read, and the tree is git's."""
+    first = CheckpointStore(repo, watch=True)
+    second = CheckpointStore(repo, watch=True)
+    try:
+        snap(first, "T1")
+        snap(second, "done-T1")
+        counted = Counted(monkeypatch)
+        for n in range(2, 6):
+            (repo / f"new{n}.txt").write_text(f"new {n}\n")
+            with open(repo / "r7.txt", "a") as f:
+                f.write("more\n")
+            for store, task in ((first, f"T{n}"), (second, f"done-T{n}")):
+                before = counted.lstat
+                tree = snap(store, task)
+                assert tree == git_tree(repo)
+                assert counted.lstat - before < 20, counted.lstat - before
+        assert counted.listings == 0 and counted.index_bytes == 0
+    finally:
+        first.close()
+        second.close()
+
+
+def check(store: CheckpointStore, repo: Path, task: str, *, named: bool = True,
+          new_dirs: int = 0) -> None:
+    """The checkpoint is git's tree; ``named``: only the named entries and
+    the ``new_dirs`` new directories were looked at, no other listed."""
+    assert snap(store, task) == git_tree(repo), task
+    stats = store.last_stats
+    assert stats.walked
+    if named:
+        assert stats.looked >= 1 and stats.listed == new_dirs, (task, stats)
+
+
+def test_every_kind_of_change_makes_gits_tree(repo):
+    """Named changes of every kind, each checkpoint compared with git's tree."""
+    with CheckpointStore(repo, watch=True) as store:
+        snap(store, "T1")
+        (repo / "r1.txt").unlink()
+        check(store, repo, "T2")
+        (repo / "r2.txt").chmod(0o755)
+        check(store, repo, "T3")
+        os.symlink("r3.txt", repo / "link")
+        check(store, repo, "T4")
+        (repo / "link").unlink()
+        (repo / "link").mkdir()  # a symlink turned directory
+        (repo / "link" / "inside.txt").write_text("inside\n")
+        check(store, repo, "T5", new_dirs=1)
+        shutil.rmtree(repo / "link")
+        (repo / "link").write_text("a file again\n")
+        check(store, repo, "T6")
+        os.rename(repo / "r4.txt", repo / "r4-renamed.txt")
+        check(store, repo, "T7")
+        (repo / "src" / "deep").mkdir()
+        (repo / "src" / "deep" / "b.py").write_text("b = 2\n")
+        check(store, repo, "T8", new_dirs=1)
+        (repo / "src" / "deep" / "b.py").write_text("b = 3\n")
+        check(store, repo, "T9")
+        # A name that continues a directory's name: git's order is not the listing's.
+        (repo / "src" / "deep.txt").write_text("after deep/ in git's order\n")
+        (repo / "src" / "deep-1").write_text("before it\n")
+        check(store, repo, "T10")
+        shutil.rmtree(repo / "src" / "deep")
+        check(store, repo, "T11")
+        os.mkfifo(repo / "pipe")  # git skips it, and so does a named look
+        check(store, repo, "T12")
+
+
+def test_ignore_rules_changed_in_a_directory_list_it_again(repo):
+    with CheckpointStore(repo, watch=True) as store:
+        (repo / "src" / "build.log").write_text("log\n")
+        snap(store, "T1")
+        (repo / "src" / ".gitignore").write_text("*.log\n")
+        check(store, repo, "T2", named=False)  # the rules changed: classified again
+        (repo / "src" / "other.log").write_text("ignored too\n")
+        (repo / "kept.log").write_text("not ignored up here\n")
+        check(store, repo, "T3")
+        (repo / ".gitignore").write_text("r1*.txt\n")  # the root's rules: everything below
+        check(store, repo, "T4", named=False)
+
+
+def test_a_lost_event_walks_everything(repo, monkeypatch):
+    """A full kernel queue: the watch's account of changes is no longer
+    whole, so the next walk looks at every file again (and is git's)."""
+    with CheckpointStore(repo, watch=True) as store:
+        snap(store, "T1")
+        (repo / "src" / "a.py").write_text("a = 2\n")
+        overflow = struct.pack("iIII", -1, treewatch.IN_Q_OVERFLOW, 0, 0)
+        store._watch._parse(overflow)
+        counted = Counted(monkeypatch)
+        check(store, repo, "T2", named=False)
+        assert store.last_stats.looked == 0 and counted.lstat > FILES
+        (repo / "src" / "a.py").write_text("a = 3\n")
+        check(store, repo, "T3")  # whole again from that walk on
+
+
+def test_a_walk_that_saved_no_checkpoint_is_not_started_from(repo):
+    """A rollback's plan walks without writing objects: the next snapshot
+    must not take ids from that walk, so it walks as a store without a
+    watch would."""
+    with CheckpointStore(repo, watch=True) as store:
+        snap(store, "T1")
+        (repo / "src" / "a.py").write_text("planned\n")
+        store.plan_rollback("T1")
+        (repo / "r5.txt").write_text("changed\n")
+        check(store, repo, "T2", named=False)
+        git(repo, "cat-file", "-e", git_tree(repo))  # every object is there
