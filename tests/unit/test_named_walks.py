@@ -22,19 +22,17 @@ import pytest
 from choragos.gitstore import treewatch, walk
 from choragos.gitstore.checkpoints import CheckpointStore
 from tests.unit.test_checkpoints import git
+from tests.unit.test_report_walks import FILES, flat_repo
 from tests.unit.test_treewatch import git_tree
 
 pytestmark = [pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux inotify"),
               pytest.mark.timeout(60)]
 
-FILES = 200
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    git(tmp_path, "init", "-q")
-    for i in range(FILES):
-        (tmp_path / f"r{i}.txt").write_text(f"round {i}\n")
+    flat_repo(tmp_path)
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("a = 1\n")
     return tmp_path

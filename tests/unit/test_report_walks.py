@@ -28,12 +28,17 @@ pytestmark = [pytest.mark.skipif(treewatch._libc() is None, reason="needs Linux 
 FILES = 200
 
 
+def flat_repo(path: Path) -> Path:
+    """A git repository with FILES files side by side in its top directory."""
+    git(path, "init", "-q")
+    for i in range(FILES):
+        (path / f"r{i}.txt").write_text(f"round {i}\n")
+    return path
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    git(tmp_path, "init", "-q")
-    for i in range(FILES):
-        (tmp_path / f"r{i}.txt").write_text(f"round {i}\n")
-    return tmp_path
+    return flat_repo(tmp_path)
 
 
 def report(aftercare: AftercareActor, core: Told, repo: Path, task: str,
