@@ -71,7 +71,9 @@ NEVER_AT_REST = ("aiohttp", "asyncio", "trio", "twisted", "tornado", "zmq", "ssl
                  # `secrets` (which imports hmac) stands in until it is used
                  "hashlib", "_hashlib", "hmac",
                  # a rate limit's jitter draws on the first limit; shutil's archives
-                 "random", "_bz2", "_lzma")
+                 "random", "_bz2", "_lzma",
+                 # urwid's `deprecated` marks (0.3 MB): a stand-in while urwid loads
+                 "typing_extensions")
 
 
 def _loaded(code: str) -> list[str]:
@@ -253,3 +255,81 @@ print(json.dumps([stand_ins, type(urwid.Text).__name__, "urwid.vterm" in sys.mod
     assert stand_ins == []
     assert text == "WidgetMeta" and vterm is True  # the whole of urwid
     assert asyncio_loaded is False and trio is False  # still without its event loops
+
+
+# Every urwid name marked deprecated, with its mark, in each module loaded.
+DEPRECATED_MARKS = """
+import json, sys, types
+def marks():
+    found = {}
+    def look(path, obj):
+        for what in (obj, getattr(obj, "fget", None), getattr(obj, "__func__", None)):
+            mark = getattr(what, "__dict__", {}).get("__deprecated__")
+            if mark is not None:
+                found[path] = [mark, hasattr(what, "__wrapped__")]
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] != "urwid" or type(module) is not types.ModuleType:
+            continue
+        for attr, obj in list(vars(module).items()):
+            look(f"{name}.{attr}", obj)
+            if isinstance(obj, type) and obj.__module__ == name:
+                for member, value in list(vars(obj).items()):
+                    look(f"{name}.{attr}.{member}", value)
+    return found
+"""
+
+
+def test_urwid_is_loaded_without_typing_extensions_and_marks_the_same_names() -> None:
+    """urwid takes only ``deprecated`` from typing_extensions (0.3 MB), with
+    ``category=None``: the stand-in marks the same names with the same words
+    as the real decorator (an urwid that wraps or warns would differ here)."""
+    pytest.importorskip("urwid")
+    pytest.importorskip("typing_extensions")
+    real = DEPRECATED_MARKS + """
+import urwid
+print(json.dumps(marks()))
+"""
+    ours = DEPRECATED_MARKS + """
+from choragos.ui.urwidload import load_urwid
+load_urwid()
+import choragos.ui.uiactor
+loaded = "typing_extensions" in sys.modules
+print(json.dumps([marks(), loaded]))
+"""
+    real_marks = json.loads(subprocess.run([sys.executable, "-c", real], capture_output=True,
+                                           text=True, check=True, timeout=60).stdout)
+    our_marks, loaded = json.loads(subprocess.run([sys.executable, "-c", ours],
+                                                  capture_output=True, text=True, check=True,
+                                                  timeout=60).stdout)
+    assert loaded is False
+    assert len(our_marks) >= 5  # urwid's deprecated names are found
+    assert our_marks == {path: mark for path, mark in real_marks.items() if path in our_marks}
+    # Every name marked in a module both loaded is marked by both.
+    modules = {path.rsplit(".", 1)[0] for path in our_marks}
+    assert {p for p in real_marks if p.rsplit(".", 1)[0] in modules} <= set(our_marks)
+
+
+def test_the_stand_in_for_typing_extensions_gives_the_real_module_on_use() -> None:
+    pytest.importorskip("urwid")
+    pytest.importorskip("typing_extensions")
+    code = """
+import json, sys, warnings
+from choragos.ui import urwidload
+urwidload.load_urwid()
+import urwid._deprecation as marks
+@marks.deprecated("old", category=DeprecationWarning)
+def old():
+    return 1
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    value = old()
+import typing_extensions
+print(json.dumps([value, [str(w.message) for w in caught], old.__deprecated__,
+                  type(typing_extensions) is type(sys),
+                  hasattr(typing_extensions, "TypeAliasType")]))
+"""
+    value, caught, mark, real_module, full = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=60).stdout)
+    assert (value, caught, mark) == (1, ["old"], "old")  # a category warns: the real decorator
+    assert real_module is True and full is True
