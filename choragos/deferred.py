@@ -6,6 +6,9 @@ archive formats choragos never makes.  wcwidth (under pyte, the agents'
 screens) imports ``secrets`` for a hyperlink id in its text wrapper, which
 the session never calls; ``secrets`` imports ``hmac``, which loads
 OpenSSL's libcrypto: 3.6 MB of every server's resident memory at rest.
+subprocess imports ``locale`` (0.3 MB) for the encoding of a text run,
+and urwid asks it the same at its import: both questions are answered
+from the C module the real one takes them from (``_locale``), without it.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "secrets")
+UNUSED = ("bz2", "lzma", "locale", "secrets")
 
 
 def defer_unused() -> None:
@@ -40,7 +43,36 @@ def defer_unused() -> None:
 
 class _StandIn(type(sys)):  # a module
     def __getattr__(self, attribute: str) -> Any:
-        return getattr(_real(self.__name__, self), attribute)
+        return getattr(_real(self.__name__), attribute)
+
+
+class _Locale(_StandIn):
+    """``locale`` for what subprocess and urwid ask of it: the encoding of
+    the locale already set; anything else from the real module."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "getencoding" and _getencoding is not None:
+            return _getencoding
+        if attribute == "getpreferredencoding" and _getencoding is not None:
+            return _preferred_encoding
+        return super().__getattr__(attribute)
+
+
+def _preferred_encoding(do_setlocale: bool = True) -> str:
+    """``locale.getpreferredencoding``: without a ``setlocale`` round trip
+    (``False``: what urwid asks), the real one's answer without it."""
+    if do_setlocale or sys.flags.warn_default_encoding:
+        # The real one: a warning to give, a setlocale round trip to make.
+        return _real("locale").getpreferredencoding(do_setlocale)
+    return "utf-8" if sys.flags.utf8_mode else _getencoding()
+
+
+try:
+    from _locale import getencoding as _getencoding  # what locale.getencoding is (3.11+)
+except ImportError:
+    _getencoding = None
+
+_STAND_INS = {"locale": _Locale}
 
 
 def defer(name: str) -> None:
@@ -49,10 +81,11 @@ def defer(name: str) -> None:
     its import must fail as it would, so shutil sees a build without lzma)."""
     if name in sys.modules or importlib.util.find_spec(name) is None:
         return
-    sys.modules[name] = _StandIn(name, f"Stands in for {name} until it is used.")
+    stand_in = _STAND_INS.get(name, _StandIn)
+    sys.modules[name] = stand_in(name, f"Stands in for {name} until it is used.")
 
 
-def _real(name: str, stand_in: ModuleType) -> ModuleType:
-    if sys.modules.get(name) is stand_in:
+def _real(name: str) -> ModuleType:
+    if isinstance(sys.modules.get(name), _StandIn):
         del sys.modules[name]
     return importlib.import_module(name)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 PROBE = """
 import json, sys
@@ -52,3 +55,53 @@ def test_a_module_this_python_lacks_is_not_stood_in_for() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert json.loads(out.stdout) == [False, False]
+
+
+# What subprocess (a text run) and urwid (at its import) ask of locale.
+LOCALE_PROBE = """
+import json, sys
+from choragos.deferred import defer
+defer("locale")
+import subprocess
+from choragos.ui.urwidload import load_urwid
+urwid = load_urwid()
+import locale
+answers = [locale.getencoding(), locale.getpreferredencoding(False),
+           subprocess.run(["echo", "é"], capture_output=True, text=True).stdout,
+           urwid.util.detected_encoding]
+stood_in = type(sys.modules["locale"]).__name__
+answers.append(locale.getpreferredencoding())  # a setlocale round trip: the real one
+print(json.dumps([answers, stood_in, type(sys.modules["locale"]).__name__,
+                  locale.LC_CTYPE == locale.LC_CTYPE]))
+"""
+
+REAL_LOCALE = """
+import json, locale, subprocess, urwid
+print(json.dumps([locale.getencoding(), locale.getpreferredencoding(False),
+                  subprocess.run(["echo", "é"], capture_output=True, text=True).stdout,
+                  urwid.util.detected_encoding, locale.getpreferredencoding()]))
+"""
+
+
+def test_locale_answers_subprocess_and_urwid_as_the_real_one_without_loading() -> None:
+    """locale (0.3 MB) is not loaded for the encoding a text run or urwid's
+    import asks for; the answers are the real module's, in any locale."""
+    pytest.importorskip("urwid")
+    for lang in ("C.UTF-8", "C", "POSIX", "en_US.ISO-8859-1"):
+        env = {**os.environ, "LANG": lang, "LC_ALL": lang}
+        run = {"capture_output": True, "text": True, "check": True, "timeout": 60, "env": env}
+        answers, stood_in, after, same = json.loads(
+            subprocess.run([sys.executable, "-c", LOCALE_PROBE], **run).stdout)
+        real = json.loads(subprocess.run([sys.executable, "-c", REAL_LOCALE], **run).stdout)
+        assert answers == real, lang
+        assert after == "module" and same is True  # the real module, once asked more
+        if real[1].lower().replace("-", "") == "utf8":
+            assert stood_in == "_Locale", lang  # urwid's and a text run's answers: no import
+
+
+def test_the_command_defers_locale() -> None:
+    code = ("import json, sys\nimport choragos.cli.main\nimport subprocess\n"
+            "print(json.dumps(type(sys.modules['locale']).__name__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert json.loads(out.stdout) == "_Locale"

@@ -333,3 +333,11 @@ print(json.dumps([value, [str(w.message) for w in caught], old.__deprecated__,
                        check=True, timeout=60).stdout)
     assert (value, caught, mark) == (1, ["old"], "old")  # a category warns: the real decorator
     assert real_module is True and full is True
+
+
+def test_the_server_with_its_deck_has_not_loaded_locale() -> None:
+    """subprocess and urwid ask locale for an encoding only: answered
+    without loading it (0.3 MB; see choragos/deferred.py)."""
+    code = SERVER.replace("print(json.dumps(sorted(sys.modules)))",
+                          "print(json.dumps(type(sys.modules['locale']).__name__))")
+    assert _loaded(code) == "_Locale"
