@@ -86,3 +86,39 @@ def test_each_policy_is_made_once_and_shared_by_those_built_with_it(tmp_path) ->
         assert getattr(bare, "delegation", None) is None
     finally:
         events.close()
+
+
+TRIMS = """
+import json, sys
+from pathlib import Path
+from choragos.actors import corepolicies
+trims = []
+corepolicies.give_back = lambda: trims.append(len(sys.modules)) or True
+from choragos.actors.core import CoreActor, CoreState
+from choragos.board.events import EventLog
+from choragos.config.model import Config, RoleSpec
+
+def core(name):
+    config = Config(roles=(RoleSpec(name="orchestrator", command="x", start=True),))
+    return CoreActor(CoreState(config=config, workdir=Path(sys.argv[1]),
+                               events=EventLog(Path(sys.argv[1]) / name)))
+
+first = core("a.jsonl")
+made = len(trims)
+first.delegation  # a dozen policies, their modules loaded
+loaded = len(trims)
+core("b.jsonl").delegation  # the same again: nothing loaded
+print(json.dumps([made, loaded, len(trims)]))
+"""
+
+
+def test_the_heap_is_trimmed_once_after_policies_are_loaded(tmp_path) -> None:
+    """A policy's modules, loaded at first use (after the agents' output
+    grew the heap), leave their imports' temporaries in its holes: the heap
+    is given back once after the outermost policy is made, not once a
+    policy, and not when nothing was loaded."""
+    made, loaded, again = json.loads(subprocess.run(
+        [sys.executable, "-c", TRIMS, str(tmp_path)], capture_output=True, text=True,
+        check=True, timeout=60).stdout)
+    assert loaded == made + 1
+    assert again == loaded
