@@ -6,7 +6,7 @@ This bench starts two sessions at once, one from each checkout, each with
 its echo agent and neighbours as in ``attach_latency.py`` (the same agent,
 flooder and probe), and types its probes into the two clients in turn (the
 order swapped every probe), so whatever the machine does meanwhile falls on
-both alike.  It prints each one's median and quartiles and its server's
+both alike.  It prints each one's median, quartiles and p90 and its server's
 wake-ups per probe.  Both sessions' neighbours run at once: with floods the
 machine carries twice the floods of ``attach_latency.py``, so the times are
 for comparing the two checkouts, not for comparing with tmux.
@@ -98,12 +98,14 @@ def main() -> None:
     for name, path in zip(names, (args.a, args.b), strict=True):
         got = sorted(ms[name])
         print(f"{name} {path}: median {statistics.median(got):.2f} ms, quartiles "
-              f"{got[len(got) // 4]:.2f}-{got[3 * len(got) // 4]:.2f} ms ({len(got)} probes), "
+              f"{got[len(got) // 4]:.2f}-{got[3 * len(got) // 4]:.2f} ms, "
+              f"p90 {got[9 * len(got) // 10]:.2f} ms ({len(got)} probes), "
               f"{woke[name] / args.probes:.1f} server wake-ups a probe")
     emit("attach_ab", {"b/a": statistics.median(ms["B"]) / statistics.median(ms["A"])},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
          median_ms={name: round(statistics.median(v), 3) for name, v in ms.items()},
+         p90_ms={name: round(sorted(v)[9 * len(v) // 10], 3) for name, v in ms.items()},
          probes={name: len(v) for name, v in ms.items()},
          wakeups_per_probe={name: round(woke[name] / args.probes, 1) for name in names})
 

@@ -306,9 +306,10 @@ def hop_steps(stamps: Path, spans: list[tuple[float, float]],
     return steps
 
 
-def neighbour_batches(stamps: Path) -> list[tuple[float, float]]:
-    """When the neighbours drew held batches: (start, end) of each feed or
-    lull of another role that took ``BATCH_CPU`` or more of its thread."""
+def neighbour_batches(stamps: Path) -> list[tuple[float, float, float]]:
+    """When the neighbours drew held batches: (start, end, CPU seconds) of
+    each feed or lull of another role that took ``BATCH_CPU`` or more of
+    its thread."""
     began: dict[str, tuple[float, float]] = {}
     batches = []
     for line in stamps.read_text().splitlines():
@@ -320,18 +321,18 @@ def neighbour_batches(stamps: Path) -> list[tuple[float, float]]:
         elif hop in ("fed", "lull-drawn") and role in began:
             t, c = began.pop(role)
             if cpu / 1e9 - c >= BATCH_CPU:
-                batches.append((t, ns / 1e9))
+                batches.append((t, ns / 1e9, cpu / 1e9 - c))
     return batches
 
 
 def split_by_batches(spans: list[tuple[float, float]],
-                     batches: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+                     batches: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
     """The probes' latencies (ms): those during which a neighbour drew a
     batch, and the rest."""
     during: list[float] = []
     clear: list[float] = []
     for typed, seen in spans:
-        hit = any(start < seen and end > typed for start, end in batches)
+        hit = any(start < seen and end > typed for start, end, _cpu in batches)
         (during if hit else clear).append((seen - typed) * 1000)
     return during, clear
 
@@ -449,6 +450,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {}  # the steps taken on one thread: its CPU µs
     during: list[float] = []  # probes (ms) while a neighbour drew a batch
     clear: list[float] = []  # the rest
+    held: list[tuple[float, float]] = []  # the neighbours' batches: wall, CPU s
     took = dict.fromkeys(DETOURS, 0)
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
@@ -466,7 +468,9 @@ def main() -> None:
                         steps.setdefault(step, []).extend(values)
                     for name, count in detours(root / "hops.txt", spans).items():
                         took[name] += count
-                    hit, rest = split_by_batches(spans, neighbour_batches(root / "hops.txt"))
+                    batches = neighbour_batches(root / "hops.txt")
+                    held += [(end - start, cpu) for start, end, cpu in batches]
+                    hit, rest = split_by_batches(spans, batches)
                     during += hit
                     clear += rest
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
@@ -489,6 +493,11 @@ def main() -> None:
               f"({len(values)} probes)")
     if args.hops:
         print("  detours (probes): " + ", ".join(f"{k} {v}" for k, v in took.items()))
+        if held:
+            walls, cpus = (sorted(x * 1e6 for x in v) for v in zip(*held, strict=True))
+            print(f"  neighbours' batches: {len(held)}, CPU p50/p90 {cpus[len(cpus) // 2]:.0f}/"
+                  f"{cpus[9 * len(cpus) // 10]:.0f} µs, wall p50/p90 {walls[len(walls) // 2]:.0f}/"
+                  f"{walls[9 * len(walls) // 10]:.0f} µs")
         for label, values in (("while a neighbour drew a batch", during), ("the rest", clear)):
             if values:
                 print(f"  probes {label}: {len(values)}, "

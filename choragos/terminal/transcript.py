@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from itertools import compress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -46,9 +47,16 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
 
     A row of box drawing (an agent's frame) or of one repeated character (a
     rule) is never joined: it fills the width by design."""
+    rows = list(map(str.rstrip, rows))
+    if GAP not in rows and (flat := "".join(rows)).isascii() and flat.isprintable():
+        return _ascii_lines(rows, width, carry)
+    return _any_lines(rows, width, carry)
+
+
+def _any_lines(rows: list[str], width: int, carry: str) -> tuple[list[str], str]:
+    """``logical_lines`` for rows stripped of trailing blanks, a row at a time."""
     out: list[str] = []
-    for raw in rows:
-        row = raw.rstrip()
+    for row in rows:
         if carry and (row == GAP or _boxed(row[:1])):
             out.append(carry)
             carry = ""
@@ -58,6 +66,31 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
             carry = text
         else:
             out.append(text)
+    return out, carry
+
+
+def _ascii_lines(rows: list[str], width: int, carry: str) -> tuple[list[str], str]:
+    """``logical_lines`` for rows of printable ASCII, the rows a flood of log
+    lines scrolls (none is a frame, a character takes one cell): only the
+    rows exactly ``width`` long are looked at one by one, the rest are
+    taken as they are in C (a row at a time in Python cost a narrow pane's
+    flood a third of its drawing)."""
+    out: list[str] = []
+    start = 0  # the first row not given out yet
+    for i in compress(range(len(rows)), map(width.__eq__, map(len, rows))):
+        row = rows[i]
+        if row.count(row[0]) == width:
+            continue  # a rule fills the width by design: it ends its line
+        if i > start:  # rows that end their lines, the first continuing ``carry``
+            out.append(carry + rows[start])
+            out += rows[start + 1:i]
+            carry = ""
+        carry += row
+        start = i + 1
+    if start < len(rows):
+        out.append(carry + rows[start])
+        out += rows[start + 1:]
+        carry = ""
     return out, carry
 
 
@@ -105,10 +138,10 @@ class Transcript:
         self._carry = ""  # a wrapped row waiting for the row that continues it
         self._carry_lock = threading.Lock()
 
-    def _append(self, lines: Iterable[str]) -> None:
-        text = "".join(f"{line}\n" for line in lines)
-        if not text:
+    def _append(self, lines: list[str]) -> None:
+        if not lines:
             return
+        text = "\n".join(lines) + "\n"
         data = text.encode("utf-8", errors="replace")
         with self._lock:
             try:

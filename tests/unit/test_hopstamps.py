@@ -93,7 +93,8 @@ def test_the_bench_tells_the_probes_a_neighbours_batch_overlapped(tmp_path: Path
                       "1030000000 5 0 out-read flood1\n1030400000 5 300000 fed flood1\n"
                       "1050000000 9 0 out-read echo\n1051000000 9 900000 fed echo\n")
     batches = neighbour_batches(stamps)
-    assert batches == [(1.01, 1.0116), (1.03, 1.0304)]
+    assert [(start, end, round(cpu, 6)) for start, end, cpu in batches] == [
+        (1.01, 1.0116, 0.0015), (1.03, 1.0304, 0.0003)]
     during, clear = split_by_batches([(1.0005, 1.0008), (1.011, 1.012), (1.0301, 1.031),
                                       (1.05, 1.0512)], batches)
     assert [round(ms, 1) for ms in during] == [1.0, 0.9]

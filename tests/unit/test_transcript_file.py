@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from choragos.terminal import transcript as tr
 from choragos.terminal.emulator import GAP_MARKER
@@ -141,3 +143,31 @@ def test_a_wrapped_line_lands_whole_in_the_file(tmp_path) -> None:
     assert (tmp_path / "role.log").read_text().splitlines() == [
         "a long line that the terminal wrapped",
         "the screen's last row wrapsits end"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(" abx-.", max_size=12), st.sampled_from(["-" * 6, "x" * 6])),
+                max_size=30),
+       st.integers(1, 8), st.text("ab", max_size=7))
+def test_ascii_rows_are_joined_as_the_row_at_a_time_walk_joins_them(
+        rows: list[str], width: int, carry: str) -> None:
+    """A flood's rows (printable ASCII) are joined in bulk: as the walk over
+    every row joins them, carry and rules included."""
+    stripped = [row.rstrip() for row in rows]
+    assert tr._ascii_lines(stripped, width, carry) == tr._any_lines(stripped, width, carry)
+    assert logical_lines(rows, width, carry) == tr._any_lines(stripped, width, carry)
+
+
+def test_a_flood_s_rows_are_walked_in_python_only_where_they_fill_the_width(
+        monkeypatch) -> None:
+    # A narrow pane's flood scrolls rows of which a third fill its width (the
+    # lines it wrapped): the others are taken in C, not walked one by one.
+    walked = []
+    monkeypatch.setattr(tr, "_fills", lambda row, width: walked.append(row) or False)
+    rows = [f"[{i:08d}]_compiling_module_{i % 997}.py_..._ok_{'.' * (i % 60)}"
+            for i in range(300)]
+    rows = [row for row in rows if len(row) % 40]  # a row as wide as the pane would join
+    wrapped = [row[j:j + 40] for row in rows for j in range(0, len(row), 40)]
+    lines, carry = logical_lines(wrapped, 40)
+    assert lines + ([carry] if carry else []) == rows
+    assert walked == []
