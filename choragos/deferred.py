@@ -41,12 +41,12 @@ def defer_unused() -> None:
         defer(name)
 
 
-class _StandIn(type(sys)):  # a module
+class StandIn(type(sys)):  # a module
     def __getattr__(self, attribute: str) -> Any:
-        return getattr(_real(self.__name__), attribute)
+        return getattr(real(self.__name__), attribute)
 
 
-class _Locale(_StandIn):
+class _Locale(StandIn):
     """``locale`` for what subprocess and urwid ask of it: the encoding of
     the locale already set; anything else from the real module."""
 
@@ -63,7 +63,7 @@ def _preferred_encoding(do_setlocale: bool = True) -> str:
     (``False``: what urwid asks), the real one's answer without it."""
     if do_setlocale or sys.flags.warn_default_encoding:
         # The real one: a warning to give, a setlocale round trip to make.
-        return _real("locale").getpreferredencoding(do_setlocale)
+        return real("locale").getpreferredencoding(do_setlocale)
     return "utf-8" if sys.flags.utf8_mode else _getencoding()
 
 
@@ -81,11 +81,12 @@ def defer(name: str) -> None:
     its import must fail as it would, so shutil sees a build without lzma)."""
     if name in sys.modules or importlib.util.find_spec(name) is None:
         return
-    stand_in = _STAND_INS.get(name, _StandIn)
+    stand_in = _STAND_INS.get(name, StandIn)
     sys.modules[name] = stand_in(name, f"Stands in for {name} until it is used.")
 
 
-def _real(name: str) -> ModuleType:
-    if isinstance(sys.modules.get(name), _StandIn):
+def real(name: str) -> ModuleType:
+    """The real module ``name``, imported in place of its stand-in if there is one."""
+    if isinstance(sys.modules.get(name), StandIn):
         del sys.modules[name]
     return importlib.import_module(name)

@@ -42,6 +42,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from choragos import deferred
+from choragos.deferred import StandIn
 from choragos.terminal.wcwidthload import load_wcwidth
 
 _LOOPS = "urwid.event_loop."
@@ -105,7 +107,7 @@ def _forget(stood_in: list[str]) -> list[str]:
     return []
 
 
-class _TypingExtensions(types.ModuleType):
+class _TypingExtensions(StandIn):
     """Stands in for ``typing_extensions`` while urwid loads: its
     ``deprecated`` without the module; any other name from the real one."""
 
@@ -114,7 +116,7 @@ class _TypingExtensions(types.ModuleType):
             return _Deprecated
         if attribute.startswith("__"):
             raise AttributeError(attribute)
-        return getattr(_real_typing_extensions(), attribute)
+        return super().__getattr__(attribute)
 
 
 class _Deprecated:
@@ -132,14 +134,8 @@ class _Deprecated:
         if self.category is None:
             arg.__deprecated__ = self.message
             return arg
-        real = _real_typing_extensions().deprecated
+        real = deferred.real(TYPING_EXTENSIONS).deprecated
         return real(self.message, category=self.category, stacklevel=self.stacklevel)(arg)
-
-
-def _real_typing_extensions() -> types.ModuleType:
-    if isinstance(sys.modules.get(TYPING_EXTENSIONS), _TypingExtensions):
-        del sys.modules[TYPING_EXTENSIONS]
-    return importlib.import_module(TYPING_EXTENSIONS)
 
 
 class _LeftOut(types.ModuleType):

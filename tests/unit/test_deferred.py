@@ -31,7 +31,7 @@ def test_a_deferred_module_is_imported_at_its_first_use_and_is_itself_after() ->
                          check=True, timeout=60)
     (before_hmac, before_type, token, after_hmac, after_type, same, same_function,
      answer) = json.loads(out.stdout)
-    assert (before_hmac, before_type) == (False, "_StandIn")  # imported, not run
+    assert (before_hmac, before_type) == (False, "StandIn")  # imported, not run
     assert token == 8 and after_hmac is True  # a use runs it...
     assert after_type == "module" and same is True  # ...and the real one takes its place
     assert same_function is True and answer is True  # the stand-in passes questions on
