@@ -60,6 +60,7 @@ _NEVER = b".choragos"
 _FILE_MASK = bytes(1 if k in (_FILE, _LINK) else 0 for k in range(256))
 _OTHER_MASK = bytes(0 if k in (_FILE, _LINK, _SKIP) else 1 for k in range(256))
 _DIR_MASK = bytes(1 if k | _KEPT == _DIR else 0 for k in range(256))
+_KINDS = {0o100000: _FILE, 0o040000: _DIR, 0o120000: _LINK}  # by the mode's file type
 _RELIST = object()  # a directory the watch's account cannot patch: list it
 _stat_key = attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino", "st_mode")
 
@@ -790,10 +791,7 @@ def _tree_key(entry: tuple) -> bytes:
 
 def _kind_of(st: os.stat_result | None) -> int | None:
     """An entry's kind as a listing gives it; None for what git skips."""
-    if st is None:
-        return None
-    fmt = st.st_mode & 0o170000
-    return {0o100000: _FILE, 0o040000: _DIR, 0o120000: _LINK}.get(fmt)
+    return None if st is None else _KINDS.get(st.st_mode & 0o170000)
 
 
 def _by_name(old: Record | None) -> dict[bytes, tuple]:
