@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -47,12 +48,18 @@ def test_without_the_variable_nothing_is_written(tmp_path: Path) -> None:
     assert _run(env) == "False"
 
 
-def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Path) -> None:
+def _bench(*names: str) -> tuple:
+    """Functions of bench/attach_latency.py (the bench is not a package on the path)."""
     sys.path.insert(0, str(ROOT))
     try:
-        from bench.attach_latency import detours, hop_steps
+        module = importlib.import_module("bench.attach_latency")
     finally:
         sys.path.remove(str(ROOT))
+    return tuple(getattr(module, name) for name in names)
+
+
+def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Path) -> None:
+    detours, hop_steps = _bench(*["detours", "hop_steps"])
     stamps = tmp_path / "hops.txt"
     # One probe typed at 1.000 s and seen at 1.010 s; a neighbour's read
     # between.  The pump (thread 7) used 0.4 ms of its 1 ms step, the reader
@@ -79,11 +86,7 @@ def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Pa
 
 
 def test_the_bench_tells_the_probes_a_neighbours_batch_overlapped(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.attach_latency import neighbour_batches, split_by_batches
-    finally:
-        sys.path.remove(str(ROOT))
+    neighbour_batches, split_by_batches = _bench(*["neighbour_batches", "split_by_batches"])
     stamps = tmp_path / "hops.txt"
     # flood0: a piece held (50 µs of CPU), then a batch drawn at the lull
     # (1.5 ms); flood1: a feed that drew a batch (0.3 ms); the echo's own
