@@ -59,7 +59,7 @@ def _bench(*names: str) -> tuple:
 
 
 def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Path) -> None:
-    detours, hop_steps = _bench(*["detours", "hop_steps"])
+    detours, hop_steps = _bench("detours", "hop_steps")
     stamps = tmp_path / "hops.txt"
     # One probe typed at 1.000 s and seen at 1.010 s; a neighbour's read
     # between.  The pump (thread 7) used 0.4 ms of its 1 ms step, the reader
@@ -86,7 +86,7 @@ def test_the_bench_splits_a_probe_into_steps_and_counts_its_detours(tmp_path: Pa
 
 
 def test_the_bench_tells_the_probes_a_neighbours_batch_overlapped(tmp_path: Path) -> None:
-    neighbour_batches, split_by_batches = _bench(*["neighbour_batches", "split_by_batches"])
+    neighbour_batches, split_by_batches = _bench("neighbour_batches", "split_by_batches")
     stamps = tmp_path / "hops.txt"
     # flood0: a piece held (50 µs of CPU), then a batch drawn at the lull
     # (1.5 ms); flood1: a feed that drew a batch (0.3 ms); the echo's own
