@@ -313,7 +313,9 @@ def test_output_with_pauses_between_keeps_its_thread(tmp_path, short_turns):
     reader.start()
     try:
         wait_until(lambda: b"done" in seen.output(), 10, message="the four bursts")
-        time.sleep(0.4)  # two quiet turns' worth
+        # Nothing happens to wait for: a turn wrongly ended would end within one
+        # quiet turn (0.2 s) of the last output, so watch for two.
+        time.sleep(0.4)
         assert seen.output().count(b"y") == 160000
         assert reader.turns == 1 and len(seen.threads) == 1 and seen.threads[0].is_alive()
         assert not hasattr(os, "pidfd_open") or reader.wakeups == 0
