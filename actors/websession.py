@@ -11,7 +11,6 @@ web actor.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
@@ -24,7 +23,7 @@ from choragos.actors.children import Start
 from choragos.actors.listener import FAULT_HOOK, ListenerState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
-from choragos.board import events, report, timeline
+from choragos.board import events, runfollow, timeline
 from choragos.control import tcppeer, wire
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
@@ -44,6 +43,9 @@ class WebAccess:
         self.roles = roles
         self.listening = listening
         self.workdir = workdir
+        self._timeline_lock = threading.Lock()
+        self._follower = runfollow.RunFollower(events.default_path(workdir))
+        self._builder = timeline.Builder([], None)
 
     def dispatch(self, parsed: dict, peer_pid: int | None) -> dict:
         """A request ``wire.parse_request`` checked, with the caller's pid, through
@@ -55,16 +57,25 @@ class WebAccess:
         return self.roles.snapshot(role)
 
     def timeline(self) -> dict:
-        try:
-            runs = report.split_runs(report.read_log(events.default_path(self.workdir)).records)
-        except OSError:
-            runs = []
-        if not runs:
-            return {"t0": 0, "t1": 0, "roles": [], "bars": [], "marks": [], "spans": [],
-                    "cost": []}
+        """The last run's timeline, folded on from the last look (the page asks
+        every few seconds while tasks move; several may ask at once)."""
         config = self.roles.config
-        line = timeline.build(runs[-1], [spec.name for spec in config.roles], config.price_for)
-        return dataclasses.asdict(line)
+        names = [spec.name for spec in config.roles]
+        with self._timeline_lock:
+            try:
+                fresh, records = self._follower.poll()
+            except OSError:
+                fresh, records = True, []
+            if fresh or self._builder.roles != names or self._builder.price_for != config.price_for:
+                self._builder = timeline.Builder(names, config.price_for)
+                records = self._follower.run
+            for record in records:
+                self._builder.add(record)
+            line = self._builder.timeline()
+            if line is None:
+                return {"t0": 0, "t1": 0, "roles": [], "bars": [], "marks": [], "spans": [],
+                        "cost": []}
+            return timeline.to_wire(line)
 
     def document(self, path: str) -> str | None:
         """Only files under the session's own ``.choragos`` are read, and only so much."""

@@ -23,7 +23,7 @@ from choragos.gitstore import changes
 from choragos.inert import inert
 
 __all__ = ["TOKEN_FIELDS", "LogRead", "Report", "ReportError", "RoleStats", "build",
-           "read_log", "read_or_say", "split_runs"]
+           "parse_record", "read_log", "read_or_say", "split_runs"]
 
 TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
 
@@ -112,11 +112,13 @@ class Report:
 ROTATED_READ = 9  # rotated predecessors looked for: events.jsonl.1 … .9
 
 
-def read_log(path: Path) -> LogRead:
+def read_log(path: Path, *, rotated_only: bool = False) -> LogRead:
     """The records of ``path``, after those of its rotated predecessors
     (``path.3`` … ``path.1``, oldest first), so a run that outlived a rotation
     is read whole.  Each file is read up to its first damaged line, and the
     next one carries on; OSError if ``path`` itself cannot be read.
+    ``rotated_only``: the predecessors alone (a reader that follows ``path``
+    reads it itself).
 
     ``path`` is read wherever it leads (whoever ran the report named it), but
     a predecessor is found by its name alone, in a directory the agents can
@@ -124,7 +126,8 @@ def read_log(path: Path) -> LogRead:
     followed, and said in ``skipped``."""
     read = LogRead([])
     older = [path.with_name(f"{path.name}.{n}") for n in range(1, ROTATED_READ + 1)]
-    for part in [*reversed([p for p in older if os.path.lexists(p)]), path]:
+    live = [] if rotated_only else [path]
+    for part in [*reversed([p for p in older if os.path.lexists(p)]), *live]:
         try:
             records, damaged, lines = _read_file(part, follow=part == path)
         except OSError as exc:
@@ -168,7 +171,7 @@ def _read_file(path: Path, follow: bool = True) -> tuple[list[dict], list[int], 
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue  # an empty line carries no event and hides none
-            record = _parse(line)
+            record = parse_record(line)
             if record is None:
                 damaged.append(number)
             else:
@@ -194,7 +197,9 @@ def _open_log(path: Path, follow: bool) -> TextIO:
     return open(fd, encoding="utf-8", errors="replace")
 
 
-def _parse(line: str) -> dict | None:
+def parse_record(line: str | bytes) -> dict | None:
+    """One line's record, or None when it is damaged (not JSON, not an object,
+    no time a clock shows)."""
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
