@@ -40,13 +40,13 @@ from choragos.roles.launch import Launch
 from choragos.roles.rolestatus import SCREEN_STATES, RoleStatus, check
 from choragos.session import hopstamps
 from choragos.terminal.echowait import EchoWait
-from choragos.terminal.emulator import Terminal
 from choragos.terminal.ptyproc import SpawnError
 from choragos.terminal.restartpolicy import ExitStatus, decide
-from choragos.terminal.transcript import Transcript
 
 if TYPE_CHECKING:
     from choragos.remote.seat import RemoteRole
+    from choragos.terminal.emulator import Terminal
+    from choragos.terminal.transcript import Transcript
 
 # Remote seats' modules (ssh links, checkouts: some 5 ms of the start) are
 # loaded with the first remote role (actors/crew.py), not by every session.
@@ -68,10 +68,9 @@ class RoleState:
     workdir: Path
     env: dict[str, str]
     profile: AgentProfile
-    terminal: Terminal
-    transcript: Transcript
     brief_file: str
     boot_text: str
+    size: tuple[int, int] = (120, 40)  # the PTY's columns and rows, and so its terminal's
     status: RoleStatus = RoleStatus.EXITED
     child: Child | None = None
     reader: Any = None  # the thread that reads the child's PTY
@@ -110,17 +109,67 @@ class RoleState:
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
     tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
     memory_gate: MemoryGate | None = None  # the session's: no start while memory is short
+    # The emulated screen and the transcript it scrolls into: see :attr:`terminal`.
+    screen_made: tuple[Terminal, Transcript] | None = None
+    screen_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # The emulator (pyte, wcwidth and the session's own parser: some 15 ms
+    # of imports) is not needed until there is output to feed it.  The role
+    # actor makes the screen right after its first spawn and before its
+    # reader starts, so the imports run beside the agents' start rather than
+    # before it, and every byte the agent writes reaches the screen.  Anyone
+    # who asks earlier (the deck, the view of a role held back or whose
+    # spawn failed) gets a blank screen of the role's size, made then.
+    @property
+    def terminal(self) -> Terminal:
+        made = self.screen_made
+        return (made or make_screen(self))[0]
+
+    @property
+    def transcript(self) -> Transcript:
+        made = self.screen_made
+        return (made or make_screen(self))[1]
+
+    def resize_screen(self, cols: int, rows: int) -> None:
+        """The PTY's new size; the screen follows it, made or not yet."""
+        with self.screen_lock:
+            self.size = (cols, rows)
+            made = self.screen_made
+        if made is not None:
+            made[0].resize(cols, rows)
+
+
+def make_screen(s: RoleState) -> tuple[Terminal, Transcript]:
+    """The role's terminal and transcript, made once (on whichever thread asks
+    first), wired as its actor wants them: the terminal's replies go to the
+    agent, the rows it scrolls off to the transcript."""
+    with s.screen_lock:
+        if s.screen_made is None:
+            from choragos.terminal.emulator import Terminal
+            from choragos.terminal.transcript import Transcript
+
+            transcript = Transcript(s.workdir / ".choragos" / "logs" / f"{s.spec.name}.log")
+            term = Terminal(*s.size, hold=roleio.FLOOD_HOLD)
+            term.reply = lambda data: _reply(s, data)
+            term.on_scrolled = lambda lines: transcript.append_lines(lines, term.cols)
+            s.screen_made = (term, transcript)
+        return s.screen_made
+
+
+def _reply(s: RoleState, data: bytes) -> None:
+    """What the terminal answers the agent (a cursor report...)."""
+    child = s.child
+    if child is not None:
+        child.write(data)
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
     spec = launched.spec
-    transcript = Transcript(workdir / ".choragos" / "logs" / f"{spec.name}.log")
     brief_file = f".choragos/briefs/{spec.name}.md"
     cols, rows = max(cols, spec.terminal_floor[0]), max(rows, spec.terminal_floor[1])
     state = RoleState(
         spec=spec, workdir=workdir, env=launched.env, profile=launched.profile,
-        terminal=Terminal(cols, rows, hold=roleio.FLOOD_HOLD), transcript=transcript,
-        brief_file=brief_file,
+        brief_file=brief_file, size=(cols, rows),
         boot_text=briefs.boot_line(spec.name, spec.prompt_template, brief_file),
         cwd=launched.cwd if launched.cwd != workdir else None)
     return state
@@ -148,10 +197,6 @@ class RoleActor(Actor):
     # -- lifecycle ---------------------------------------------------------
 
     def on_start(self) -> None:
-        term = self.s.terminal
-        term.reply = self._reply
-        transcript = self.s.transcript
-        term.on_scrolled = lambda lines: transcript.append_lines(lines, term.cols)
         if self.s.typing is not None:  # we replaced a crashed instance mid-injection
             self.typist.abandon("choragos restarted the role's actor during the injection")
         # A notice or classification the crashed instance never read must
@@ -196,7 +241,8 @@ class RoleActor(Actor):
         s = self.s
         with s.feed_lock:  # a late chunk of the old process is never fed after the reset
             s.gen += 1
-            s.terminal.reset()
+            if s.screen_made is not None:  # (a first spawn's is made below)
+                s.terminal.reset()
         s.stopping = False
         s.booted = False
         s.boot_attempts = 0
@@ -205,14 +251,14 @@ class RoleActor(Actor):
             return
         argv = self._argv()
         try:
-            s.child = self.host.spawn(argv, s.cwd or s.workdir, s.env,
-                                      s.terminal.cols, s.terminal.rows)
+            s.child = self.host.spawn(argv, s.cwd or s.workdir, s.env, *s.size)
         except SpawnError as exc:
             s.child = None
             self._set_status(RoleStatus.FAILED, str(exc))
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
         s.spawned = s.last_output = self.now()
+        make_screen(s)  # before the reader feeds it: see RoleState.terminal
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
         feed = roleio.OutputFeed(s, self.me, gen, self.now)
@@ -357,10 +403,6 @@ class RoleActor(Actor):
             self._publish()
         else:
             self._set_status(RoleStatus.LIMITED, msg.detail)
-
-    def _reply(self, data: bytes) -> None:
-        if self.s.child is not None:
-            self.s.child.write(data)
 
     # -- boot ---------------------------------------------------------
 
@@ -584,9 +626,9 @@ class RoleActor(Actor):
             return
         floor_cols, floor_rows = s.spec.terminal_floor
         cols, rows = max(s.tile[0], floor_cols), max(s.tile[1], floor_rows)
-        if (cols, rows) == (s.terminal.cols, s.terminal.rows):
+        if (cols, rows) == s.size:
             return
-        s.terminal.resize(cols, rows)
+        s.resize_screen(cols, rows)
         if s.child is not None:
             s.child.resize(cols, rows)
 

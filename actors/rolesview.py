@@ -12,7 +12,7 @@ only writers (:meth:`add`, :meth:`remove`, :attr:`config`).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from choragos.actors import roleio
 from choragos.actors.handle import Handle
@@ -21,7 +21,9 @@ from choragos.config.model import Config
 from choragos.control import authority
 from choragos.session.news import RoleView
 from choragos.terminal.echowait import EchoWait
-from choragos.terminal.emulator import Snapshot, Terminal
+
+if TYPE_CHECKING:  # the emulator is loaded with the first role's screen: see RoleState
+    from choragos.terminal.emulator import Snapshot, Terminal
 
 
 class RolesView:
