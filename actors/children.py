@@ -4,8 +4,10 @@ Each :class:`Child` names one child of a supervisor: the factory that makes
 its start function (given the handles of the children it needs; None when
 this session runs without it, checkpoints off for one), its restart type,
 the children it addresses (started before it), what is done once it runs
-(its ``started`` hook: the first message, a field of the core's state) and,
-for a nested supervisor, its state and its own table.
+(its ``started`` hook: the first message, a field of the core's state),
+the handle it was given before it runs, if any (what is sent to it
+meanwhile waits there) and, for a nested supervisor, its state and its
+own table.
 
 :func:`build` checks a table before it starts anything (a name twice, or a
 child needing one that is not listed before it, is a ``ValueError``), then
@@ -48,6 +50,8 @@ class Child:
     started: Callable[[Handle], None] = _nothing
     tree: SupervisorState | None = None  # a nested supervisor's state ...
     children: tuple[Child, ...] = ()     # ... and its own table, started under it
+    # The address already handed out (messages sent to it wait there until it runs).
+    handle: Handle | None = None
 
 
 def nested(name: str, tree: SupervisorState, parent: pykka.ActorRef | Handle,
@@ -95,7 +99,7 @@ def _build(table: tuple[Child, ...], under: pykka.ActorRef | Handle,
         if start is None:
             continue
         spec = ChildSpec(child.name, start, restart=child.restart, tree=child.tree)
-        handle = under.ask(StartChild(spec), timeout=START_TIMEOUT)
+        handle = under.ask(StartChild(spec, child.handle), timeout=START_TIMEOUT)
         handles[child.name] = started[child.name] = handle
         if child.children:
             started.update(_build(child.children, handle, handles))

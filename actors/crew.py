@@ -104,14 +104,22 @@ class Crew:
         state, start = self._prepared(spec, strict, handle)
         return self._started(spec, state, self.roles_sup.ask(start, timeout=10))
 
-    def start_all(self, specs: tuple[RoleSpec, ...]) -> list[Seat]:
-        """Start every role's actor with one request to the roles supervisor:
-        the session's start waits for it once, not once a role."""
-        prepared = [self._prepared(spec, strict=True) for spec in specs]
-        handles = self.roles_sup.ask(StartChildren(tuple(start for _, start in prepared)),
-                                     timeout=10 + len(specs))
-        return [self._started(spec, state, handle)
-                for spec, (state, _), handle in zip(specs, prepared, handles, strict=True)]
+    def start_all(self, specs: tuple[RoleSpec, ...], seats: dict[str, Seat],
+                  first: tuple[Any, ...] = ()) -> None:
+        """Start every role's actor with one request to the roles supervisor
+        (the session's start waits for it once, not once a role), each seat in
+        ``seats`` first.  ``first``: what each actor reads first (its Spawn),
+        told to its handle before it starts, so the first role spawns its agent
+        while the supervisor still starts the others."""
+        prepared = [self._prepared(spec, strict=True, handle=Handle(f"role:{spec.name}"))
+                    for spec in specs]
+        for spec, (state, start) in zip(specs, prepared, strict=True):
+            seats[spec.name] = self._started(spec, state, start.handle)
+            self.carry_over(spec)
+            for message in first:
+                start.handle.tell(message)
+        self.roles_sup.ask(StartChildren(tuple(start for _, start in prepared)),
+                           timeout=10 + len(specs))
 
     def _prepared(self, spec: RoleSpec, strict: bool,
                   handle: Handle | None = None) -> tuple[RoleState, StartChild]:

@@ -2,11 +2,15 @@
 
 Order: control socket bound (the lock) → event log → timers → the session
 supervisor and its children, as the table in :meth:`Session.children`
-lists them (``actors/children.py`` builds it): core → notifier → clocks →
-checkpointer → aftercare → built-in gateway (its own supervisor; up before
-any role) → gateway prober → the roles supervisor and one child per role →
-the reload actor → listener (accepting from now on) → web view, when
-``[web] listen`` is set.
+lists them (``actors/children.py`` builds it): core → notifier →
+checkpointer → built-in gateway (its own supervisor; up before any role) →
+the roles supervisor and one child per role, each told to spawn its agent
+before its actor starts → clocks → aftercare → gateway prober → the reload
+actor → listener (accepting from now on) → web view, when ``[web] listen``
+is set.  The agents' start is the longest part of the session's, so it
+begins as early as what the roles need allows; the clocks and the
+aftercare come after the roles, their handles made beforehand so what the
+core tells them meanwhile waits there.
 Stopping runs the other way round, in a ``finally``, so the socket
 disappears first (no new work), then every role's process group is
 terminated in parallel, then the actors and the timer thread stop.
@@ -127,6 +131,9 @@ class Session:
                                           period=PERIOD)
         self.failure: str | None = None  # why the tree gave up, if it did
         self.core: Handle | None = None
+        # Started after the roles (see children()): what the core sends them
+        # from the first role's report on waits in their handles.
+        self.clocks, self.aftercare = Handle("clocks"), Handle("aftercare")
         self.core_state: CoreState | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
@@ -274,13 +281,9 @@ class Session:
             board=JournaledBoard(journal=self.journal,
                                  next_number=taskids.first_free(self.workdir)),
             journal=self.journal, memory_gate=self.memory_gate, hooks=self._hooks(),
-            trees=self.crew.trees, role_env=self.roles.env_of)
+            trees=self.crew.trees, role_env=self.roles.env_of,
+            clocks=self.clocks, aftercare=self.aftercare)
         build(self.children(), self.supervisor)
-        for handle in self.roles.handles().values():
-            handle.tell(m.Spawn())
-        for name, role in (self.restored.roles if self.restored else {}).items():
-            if role.get("paused"):
-                self.roles.tell(name, m.Pause())
 
     # -- the tree ------------------------------------------------------------------
 
@@ -290,17 +293,20 @@ class Session:
         return (
             Child("core", self._core, started=self._core_started),
             Child("notifier", self._notifier, needs=core, started=self._notifier_started),
-            Child("clocks", self._clocks, needs=core, started=self._set("clocks")),
             Child("checkpointer", self._checkpointer, needs=core,
                   started=self._checkpointer_started),
-            Child("aftercare", self._aftercare, needs=core, started=self._set("aftercare")),
             nested("builtin-gateway", self.gateway_tree, sup, on_event, restart=TEMPORARY,
                    wanted=self.config.gateway.builtin,
                    children=(Child("gateway-server", self._gateway_server,
                                    needs=("core", "builtin-gateway"),
                                    started=self._gateway_server_started),)),
-            Child("gateway", self._prober, needs=core, started=self._prober_started),
+            # The roles as soon as what they may need is up: their agents'
+            # start is the longest part of the session's (and beside it the
+            # rest of the tree starts, the deck loads).
             nested("roles", self.roles_tree, sup, on_event, started=self._roles_started),
+            Child("clocks", self._clocks, needs=core, handle=self.clocks),
+            Child("aftercare", self._aftercare, needs=core, handle=self.aftercare),
+            Child("gateway", self._prober, needs=core, started=self._prober_started),
             Child("reload", self._reload, needs=("core", "roles"), started=self._set("reloader")),
             Child("listener", self._listener, needs=core),
             Child("web", self._web, needs=("listener",)),
@@ -405,14 +411,19 @@ class Session:
         self.timers.after(30.0, handle, FlushTick())
 
     def _roles_started(self, handle: Handle) -> None:
-        """One actor per role, then the board they resume, before anyone connects."""
+        """One actor per role, each spawning its agent as it starts; a resumed
+        session's roles spawn once the board they resume is back.  Before
+        anyone connects either way."""
         self.crew.roles_sup = handle
-        for spec, seat in zip(self.config.roles, self.crew.start_all(self.config.roles),
-                              strict=True):
-            self.core_state.seats[spec.name] = seat
-            self.crew.carry_over(spec)
-        if self.restored is not None:
-            self.core.ask(Restore(self.restored), timeout=30)
+        if self.restored is None:
+            self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),))
+            return
+        self.crew.start_all(self.config.roles, self.core_state.seats)
+        self.core.ask(Restore(self.restored), timeout=30)
+        for name in self.roles.names():
+            self.roles.tell(name, m.Spawn())
+            if self.restored.roles.get(name, {}).get("paused"):
+                self.roles.tell(name, m.Pause())
 
     def _reload(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.config.source:  # the built-in team: no file to re-read

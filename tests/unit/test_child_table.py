@@ -150,5 +150,5 @@ def test_the_sessions_own_table_holds_together(tmp_path):
         session.events.close()
     check(table)
     assert [child.name for child in table] == [
-        "core", "notifier", "clocks", "checkpointer", "aftercare", "builtin-gateway",
-        "gateway", "roles", "reload", "listener", "web"]
+        "core", "notifier", "checkpointer", "builtin-gateway", "roles", "clocks", "aftercare",
+        "gateway", "reload", "listener", "web"]

@@ -10,6 +10,7 @@ checkpoint store opens, so never in a session with checkpoints off."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -125,6 +126,12 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     assert len(loaded) < 370, f"{len(loaded)} modules"
 
 
+# A role's screen: made by its actor after its agent is spawned.
+SCREEN_MODULES = ("pyte", "wcwidth", "choragos.terminal.emulator", "choragos.terminal.transcript",
+                  "choragos.terminal.vtparse", "choragos.terminal.vtscreen",
+                  "choragos.terminal.vtcells", "choragos.terminal.pytelib")
+
+
 # What the server has loaded when its roles' actors spawn the agents: the
 # `serve` client's modules (the server is its fork) and the session's.
 BEFORE_THE_SPAWN = """
@@ -141,9 +148,10 @@ def test_the_server_spawns_its_agents_with_the_session_s_modules_alone() -> None
     assert "choragos.actors.role" in loaded and "choragos.actors.core" in loaded
     assert [m for m in loaded if m in FIRST_USE or m.startswith("urwid")] == []
     # Each is start-up time before the first agent starts, while the second
-    # core idles (265 here; 291 with all of wcwidth; 312 with the core's
-    # policies).
-    assert len(loaded) < 270, f"{len(loaded)} modules"
+    # core idles (247 here; 265 with the roles' screens; 291 with all of
+    # wcwidth; 312 with the core's policies).
+    assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
+    assert len(loaded) < 250, f"{len(loaded)} modules"
 
 
 def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
@@ -341,3 +349,68 @@ def test_the_server_with_its_deck_has_not_loaded_locale() -> None:
     code = SERVER.replace("print(json.dumps(sorted(sys.modules)))",
                           "print(json.dumps(type(sys.modules['locale']).__name__))")
     assert _loaded(code) == "_Locale"
+
+
+# A real session, started as `serve` starts its server (its modules, then
+# Session.start): what is loaded when the first agent is spawned, and whether
+# the agents' spawns wait for the rest of the tree (its listener, the last
+# child started here, is held until every agent is spawned, at most HOLD s).
+FIRST_SPAWN = """
+import json, sys, threading
+from pathlib import Path
+import choragos.cli.main
+from choragos.cli import serve
+import choragos.actors.session as session_module, choragos.control.server
+import choragos.session.daemon
+from choragos.config.model import load_config
+from choragos.terminal import ptyspawn
+
+work, roles, hold = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+at_first_spawn, spawned, held = [], threading.Semaphore(0), []
+real_spawn = ptyspawn.spawn
+
+def spawn(*args, **kwargs):
+    if not at_first_spawn:
+        at_first_spawn.append(sorted(sys.modules))
+    try:
+        return real_spawn(*args, **kwargs)
+    finally:
+        spawned.release()
+
+real_listener = session_module.Session._listener
+
+def listener(self, deps):
+    held.append(all(spawned.acquire(timeout=hold) for _ in range(roles)))
+    return real_listener(self, deps)
+
+ptyspawn.spawn, session_module.Session._listener = spawn, listener
+session = session_module.Session(load_config(work / ".choragos.toml", work),
+                                 session_module.SessionOptions(workdir=work,
+                                                               socket=work / "s.sock"))
+session.start()
+session.stop()
+print(json.dumps([at_first_spawn[0], held[0]]))
+"""
+
+@pytest.mark.timeout(60)
+def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_load(
+        short_tmp: Path) -> None:
+    """The emulator (some 15 ms of imports) is loaded by the role actors after
+    their spawns, beside the agents' start; the spawns are told as the roles'
+    actors start, so they wait neither for the listener (nor anything after
+    the roles supervisor) nor for the emulator."""
+    roles = 3
+    (short_tmp / ".choragos.toml").write_text("".join(
+        f'[[roles]]\nname = "r{n}"\ncommand = "sleep"\nargs = ["30"]\n'
+        f'start = {"true" if n == 0 else "false"}\n\n' for n in range(roles))
+        + "[checkpoints]\nenabled = false\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(short_tmp), "LANG": "C.UTF-8"}
+    out = subprocess.run([sys.executable, "-c", FIRST_SPAWN, str(short_tmp), str(roles), "10"],
+                         capture_output=True, text=True, check=True, timeout=50, env=env,
+                         cwd=ROOT)
+    loaded, not_waited = json.loads(out.stdout.splitlines()[-1])
+    assert not_waited is True  # every agent spawned while the listener was held
+    assert "choragos.actors.role" in loaded
+    assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
+    # 250 here; 270 with the screens, before the role actors made them.
+    assert len(loaded) < 255, f"{len(loaded)} modules"
