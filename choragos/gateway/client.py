@@ -73,8 +73,13 @@ def _mode(settings: SphragisSettings, on: bool, reason: str) -> GatewayMode:
 def is_listening(addr: str, timeout: float = 0.3) -> bool:
     """Whether a TCP connect to ``host:port`` succeeds (short: it runs at start-up)."""
     host, _, port = addr.rpartition(":")
+    host = host or "127.0.0.1"
+    # An ASCII host goes to the resolver as bytes: as text, the socket module
+    # first loads the IDNA codec (with stringprep: about 1 ms of every
+    # session's start, before its agents spawn) only to encode it.
+    name: str | bytes = host.encode() if host.isascii() else host
     try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+        with socket.create_connection((name, int(port)), timeout=timeout):
             return True
     except (OSError, ValueError):
         return False

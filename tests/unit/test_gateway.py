@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from choragos.actors.gatewayprober import (
@@ -65,6 +69,27 @@ def test_fail_open_is_on_but_not_enforced() -> None:
 
 
 # ---- parsing ---------------------------------------------------------------------------
+
+def test_the_port_probe_answers_without_loading_the_idna_codec() -> None:
+    """Every session probes the gateway's port before its agents spawn: as
+    text, the host would load the IDNA codec and stringprep (about 1 ms)."""
+    code = """
+import json, socket, sys
+from choragos.gateway.client import is_listening
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+port = server.getsockname()[1]
+up = is_listening(f"127.0.0.1:{port}")
+server.close()
+down = is_listening(f"127.0.0.1:{port}")
+named = is_listening(f"localhost:{port}")
+print(json.dumps([up, down, named, "encodings.idna" in sys.modules]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=30)
+    assert json.loads(out.stdout) == [True, False, False, False]
+
 
 def test_parse_keeps_token_lines_only() -> None:
     assert parse_metrics(LINES.encode()) == {"coder": {
