@@ -106,20 +106,27 @@ class Crew:
 
     def start_all(self, specs: tuple[RoleSpec, ...], seats: dict[str, Seat],
                   first: tuple[Any, ...] = ()) -> None:
-        """Start every role's actor with one request to the roles supervisor
-        (the session's start waits for it once, not once a role), each seat in
-        ``seats`` first.  ``first``: what each actor reads first (its Spawn),
-        told to its handle before it starts, so the first role spawns its agent
-        while the supervisor still starts the others."""
-        prepared = [self._prepared(spec, strict=True, handle=Handle(f"role:{spec.name}"))
-                    for spec in specs]
-        for spec, (state, start) in zip(specs, prepared, strict=True):
-            seats[spec.name] = self._started(spec, state, start.handle)
-            self.carry_over(spec)
-            for message in first:
-                start.handle.tell(message)
-        self.roles_sup.ask(StartChildren(tuple(start for _, start in prepared)),
-                           timeout=10 + len(specs))
+        """Start every role's actor, each seat in ``seats`` first.  ``first``:
+        what each actor reads first (its Spawn), told to its handle before it
+        starts.  The first role's actor is started on its own, so its agent
+        spawns while the others are prepared; the others with one request to
+        the roles supervisor (the start waits for it once, not once a role).
+        A role whose preparation may fail (its worktree, its remote seat) is
+        prepared before any actor starts, so such a failure spawns nothing."""
+        early = {spec.name: self._prepared(spec, strict=True, handle=Handle(f"role:{spec.name}"))
+                 for spec in specs if spec.worktree or spec.host}
+        for batch in (specs[:1], specs[1:]):
+            starts = []
+            for spec in batch:
+                state, start = early.get(spec.name) or self._prepared(
+                    spec, strict=True, handle=Handle(f"role:{spec.name}"))
+                seats[spec.name] = self._started(spec, state, start.handle)
+                self.carry_over(spec)
+                for message in first:
+                    start.handle.tell(message)
+                starts.append(start)
+            if starts:
+                self.roles_sup.ask(StartChildren(tuple(starts)), timeout=10 + len(starts))
 
     def _prepared(self, spec: RoleSpec, strict: bool,
                   handle: Handle | None = None) -> tuple[RoleState, StartChild]:

@@ -354,14 +354,16 @@ def test_the_server_with_its_deck_has_not_loaded_locale() -> None:
 # A real session, started as `serve` starts its server (its modules, then
 # Session.start): what is loaded when the first agent is spawned, and whether
 # the agents' spawns wait for the rest of the tree (its listener, the last
-# child started here, is held until every agent is spawned, at most HOLD s).
+# child started here, is held until every agent is spawned, at most HOLD s)
+# or for the other roles (the second role's preparation is held until the
+# first agent is spawned).
 FIRST_SPAWN = """
 import json, sys, threading
 from pathlib import Path
 import choragos.cli.main
 from choragos.cli import serve
 import choragos.actors.session as session_module, choragos.control.server
-import choragos.session.daemon
+import choragos.actors.crew as crew_module, choragos.session.daemon
 from choragos.config.model import load_config
 from choragos.terminal import ptyspawn
 
@@ -383,13 +385,28 @@ def listener(self, deps):
     held.append(all(spawned.acquire(timeout=hold) for _ in range(roles)))
     return real_listener(self, deps)
 
-ptyspawn.spawn, session_module.Session._listener = spawn, listener
+first_spawned, prepared_after = threading.Event(), []
+real_launch = crew_module.Crew.launch
+
+def launch(self, spec, worktree=None):
+    if spec.name == "r1":  # the second role's preparation waits for the first agent
+        prepared_after.append(first_spawned.wait(hold))
+    return real_launch(self, spec, worktree)
+
+def spawn_first(*args, **kwargs):
+    try:
+        return spawn(*args, **kwargs)
+    finally:
+        first_spawned.set()
+
+ptyspawn.spawn, session_module.Session._listener = spawn_first, listener
+crew_module.Crew.launch = launch
 session = session_module.Session(load_config(work / ".choragos.toml", work),
                                  session_module.SessionOptions(workdir=work,
                                                                socket=work / "s.sock"))
 session.start()
 session.stop()
-print(json.dumps([at_first_spawn[0], held[0]]))
+print(json.dumps([at_first_spawn[0], held[0], prepared_after[0]]))
 """
 
 @pytest.mark.timeout(60)
@@ -398,7 +415,8 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     """The emulator (some 15 ms of imports) is loaded by the role actors after
     their spawns, beside the agents' start; the spawns are told as the roles'
     actors start, so they wait neither for the listener (nor anything after
-    the roles supervisor) nor for the emulator."""
+    the roles supervisor) nor for the emulator, and the first role starts
+    before the others are prepared."""
     roles = 3
     (short_tmp / ".choragos.toml").write_text("".join(
         f'[[roles]]\nname = "r{n}"\ncommand = "sleep"\nargs = ["30"]\n'
@@ -408,8 +426,9 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     out = subprocess.run([sys.executable, "-c", FIRST_SPAWN, str(short_tmp), str(roles), "10"],
                          capture_output=True, text=True, check=True, timeout=50, env=env,
                          cwd=ROOT)
-    loaded, not_waited = json.loads(out.stdout.splitlines()[-1])
+    loaded, not_waited, first_alone = json.loads(out.stdout.splitlines()[-1])
     assert not_waited is True  # every agent spawned while the listener was held
+    assert first_alone is True  # the first while the second role was being prepared
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
     # 250 here; 270 with the screens, before the role actors made them.
