@@ -184,9 +184,15 @@ class ControlServer:
             self._accepter.join(timeout=2.0)
             self._rebind()
         self._accept_dead = False
-        self._accepter = threading.Thread(target=self._run_accept, daemon=True,
-                                          name=f"ctl-accept {self.path.name}")
-        self._accepter.start()
+        # Under the guard, as close() takes it: a close on another thread (a
+        # stop as the session starts) sees no loop or a started one, never one
+        # named but not started yet (which it cannot join).
+        with self._guard:
+            if self._stopping.is_set():
+                return
+            self._accepter = threading.Thread(target=self._run_accept, daemon=True,
+                                              name=f"ctl-accept {self.path.name}")
+            self._accepter.start()
 
     def _rebind(self) -> None:
         """A new socket at the same path; the lock was held all along."""
@@ -209,9 +215,10 @@ class ControlServer:
         if self._wake_w >= 0:
             with suppress(OSError):
                 os.write(self._wake_w, _WAKE_STOP)
-        if self._accepter is not None:
-            self._accepter.join(timeout=2.0)
-            self._accepter = None
+        with self._guard:
+            accepter, self._accepter = self._accepter, None
+        if accepter is not None:
+            accepter.join(timeout=2.0)
         self._cut_clients()
         self._release_files()
 

@@ -506,3 +506,41 @@ def test_a_dead_loop_is_not_accepting_while_its_thread_ends(make: Make, sock_pat
     assert seen == [False]
     server.serve()
     assert server.accepting and ping(sock_path)["status"] == "ok"
+
+
+def test_a_close_while_the_accept_loop_is_being_started_waits_for_it(
+        sock_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop as the session starts: the listener's thread starts the accept
+    loop while the main thread closes the server.  The close must find no
+    loop, or a started one it can join, never one not started yet."""
+    server = ControlServer(sock_path)
+    server.bind()
+    closing = threading.Event()
+    real_start = threading.Thread.start
+
+    def start_slowly(thread: threading.Thread) -> None:
+        if thread.name.startswith("ctl-accept"):
+            closing.wait(1.0)  # the close is under way (or waits for this start)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_slowly)
+    serving = threading.Thread(target=server.serve)
+    real_start(serving)
+    wait_until(lambda: server._accepter is not None or server._guard.locked(), 5,
+               message="the accept loop being started")
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        closing.set()
+        try:
+            server.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    closer = threading.Thread(target=close)
+    real_start(closer)
+    closer.join(10)
+    serving.join(10)
+    assert errors == []
+    assert not server.accepting
+    assert not sock_path.exists()
