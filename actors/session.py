@@ -97,6 +97,7 @@ log = logging.getLogger("choragos.session")
 SESSION_INTENSITY = 5
 GATEWAY_INTENSITY = 5
 PERIOD = 60.0
+JOURNAL_SYNC_WAIT = 60.0  # the start fails if its first record is not on disk by then
 HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done",
              "on_limit")
 
@@ -199,8 +200,16 @@ class Session:
         self.journal.append("session", version=journal.VERSION,
                             config=resume.config_label(self.config), pid=os.getpid(),
                             resumed=self.restored is not None)
-        self.journal.sync()
+        # Made durable by the fsync thread, beside the agents' start (a sync on
+        # a busy disk takes tens of ms); the listener waits for it, so nobody
+        # is answered before the session's own record is on disk.
         self.journal.start()
+
+    def _journal_synced(self) -> None:
+        """Before anyone connects: the journal's records so far are on disk."""
+        error = self.journal.wait_synced(JOURNAL_SYNC_WAIT)
+        if error:
+            raise ServerStartError(f"the session's journal is not on disk: {error}")
 
     def _journal_callback_failed(self, error: str) -> None:
         """On the fsync thread, which goes on: say what was not carried out."""
@@ -434,6 +443,7 @@ class Session:
         return lambda h: ReloadActor.start(crew, sup)
 
     def _listener(self, deps: Mapping[str, Handle]) -> Start:
+        self._journal_synced()
         gate = GatewayGate(self.gateway, self.prober, self.events.write)
         self.listening = listening = ListenerState(self.server, deps["core"], gate, self.roles,
                                                    self.journal)

@@ -356,9 +356,9 @@ def test_the_server_with_its_deck_has_not_loaded_locale() -> None:
 # the agents' spawns wait for the rest of the tree (its listener, the last
 # child started here, is held until every agent is spawned, at most HOLD s)
 # or for the other roles (the second role's preparation is held until the
-# first agent is spawned).
+# first agent is spawned) or for the journal's first sync (held likewise).
 FIRST_SPAWN = """
-import json, sys, threading
+import json, os, sys, threading
 from pathlib import Path
 import choragos.cli.main
 from choragos.cli import serve
@@ -399,14 +399,21 @@ def spawn_first(*args, **kwargs):
     finally:
         first_spawned.set()
 
+synced_after, real_fdatasync = [], os.fdatasync
+
+def fdatasync(fd):  # the journal's first sync waits for the first agent
+    if not synced_after:
+        synced_after.append(first_spawned.wait(hold))
+    return real_fdatasync(fd)
+
 ptyspawn.spawn, session_module.Session._listener = spawn_first, listener
-crew_module.Crew.launch = launch
+crew_module.Crew.launch, os.fdatasync = launch, fdatasync
 session = session_module.Session(load_config(work / ".choragos.toml", work),
                                  session_module.SessionOptions(workdir=work,
                                                                socket=work / "s.sock"))
 session.start()
 session.stop()
-print(json.dumps([at_first_spawn[0], held[0], prepared_after[0]]))
+print(json.dumps([at_first_spawn[0], held[0], prepared_after[0], synced_after[0]]))
 """
 
 @pytest.mark.timeout(60)
@@ -415,8 +422,9 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     """The emulator (some 15 ms of imports) is loaded by the role actors after
     their spawns, beside the agents' start; the spawns are told as the roles'
     actors start, so they wait neither for the listener (nor anything after
-    the roles supervisor) nor for the emulator, and the first role starts
-    before the others are prepared."""
+    the roles supervisor) nor for the emulator nor for the journal's first
+    sync (the listener waits for that), and the first role starts before the
+    others are prepared."""
     roles = 3
     (short_tmp / ".choragos.toml").write_text("".join(
         f'[[roles]]\nname = "r{n}"\ncommand = "sleep"\nargs = ["30"]\n'
@@ -426,9 +434,10 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     out = subprocess.run([sys.executable, "-c", FIRST_SPAWN, str(short_tmp), str(roles), "10"],
                          capture_output=True, text=True, check=True, timeout=50, env=env,
                          cwd=ROOT)
-    loaded, not_waited, first_alone = json.loads(out.stdout.splitlines()[-1])
+    loaded, not_waited, first_alone, synced_after = json.loads(out.stdout.splitlines()[-1])
     assert not_waited is True  # every agent spawned while the listener was held
     assert first_alone is True  # the first while the second role was being prepared
+    assert synced_after is True  # and while the journal's first sync waited
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
     # 250 here; 270 with the screens, before the role actors made them.
