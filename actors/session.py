@@ -84,11 +84,11 @@ from choragos.session import resume
 from choragos.session.hooks import Hooks
 from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
-from choragos.web.news import NewsHub
 
 if TYPE_CHECKING:
     from choragos.actors.proxyrunner import ProxyRunnerState
     from choragos.actors.startwatch import StartReport
+    from choragos.web.news import NewsHub
 
 log = logging.getLogger("choragos.session")
 
@@ -154,7 +154,7 @@ class Session:
         self._gateway_server_state: ProxyRunnerState | None = None
         self.metrics = None  # the session's own /metrics, when [metrics] listen is set
         self.listening: ListenerState | None = None  # the control path the web view shares
-        self.news_hub = NewsHub()  # the web view's event streams
+        self.news_hub: NewsHub | None = None  # the web view's event streams, when served
         self.web = None  # the web actor's state, when [web] listen is served
         self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
 
@@ -456,7 +456,9 @@ class Session:
             clear_addr(self.workdir)  # a crashed run's address is no one's now
             return None
         from choragos.actors.websession import WebAccess, web
+        from choragos.web.news import NewsHub
 
+        self.news_hub = self.news_hub or NewsHub()
         made = web(self, self.news_hub, WebAccess(self.roles, self.listening, self.workdir))
         if made is None:
             return None
