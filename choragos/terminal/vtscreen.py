@@ -1028,6 +1028,12 @@ def _cut_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> tuple[li
               and text.count(text[0], 0, cols) != cols):  # two rows, the usual wrap
             row(text[:cols])
             row(text[cols:])
+        elif (2 * cols < size < 3 * cols and text[cols - 1] != " "
+              and text[2 * cols - 1] != " " and text.count(text[0], 0, cols) != cols
+              and text.count(text[cols], cols, 2 * cols) != cols):  # three, in a narrow pane
+            row(text[:cols])
+            row(text[cols:2 * cols])
+            row(text[2 * cols:])
         else:
             rows = list(map(text.__getitem__, map(slice, range(0, size, cols),
                                                   range(cols, size + cols, cols))))
