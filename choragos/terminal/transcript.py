@@ -205,7 +205,9 @@ class Transcript:
 
     def append_lines(self, lines: Sequence[str], width: int | None = None) -> None:
         """Rows that scrolled off a ``width``-column screen (joined where the
-        terminal wrapped them); without ``width``, lines written as they are."""
+        terminal wrapped them; the runs a terminal's ``Scrolled`` says it
+        joined already are taken as joined); without ``width``, lines
+        written as they are."""
         if width is None:
             self._append([*self._take_carry(), *(line.rstrip() for line in lines)])
             return
