@@ -94,6 +94,7 @@ class Scrolled(list):  # type: ignore[type-arg]
         super().__init__()
         self.joined: list[tuple[int, int, list[str] | None, str, int]] = []
 
+
 # The most a feed holds back (characters): past it, the held lines are drawn
 # at once, so holding costs little memory and a batch little time to draw.
 HOLD_LIMIT = 32768
@@ -129,8 +130,9 @@ class Terminal:
     ``reply(bytes)`` receives answers to the queries the program sends
     (cursor position, device attributes …) and must write them to the PTY.
     ``on_scrolled(lines)`` receives, in order and once each, the text lines
-    leaving the top of the main screen (a :class:`Scrolled`).  ``on_bell()`` is called after a feed
-    that rang the bell at least once (``bells`` has the exact count).
+    leaving the top of the main screen (a :class:`Scrolled`).  ``on_bell()``
+    is called after a feed that rang the bell at least once (``bells`` has
+    the exact count).
     ``on_change()`` is called after a feed, resize or reset that changed what
     the screen shows, but only once until :meth:`take_dirty` is called: a
     flood of output wakes a reader once per frame it actually draws, and a
