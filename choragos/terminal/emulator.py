@@ -33,9 +33,9 @@ from choragos.terminal.vtcells import (
 )
 from choragos.terminal.vthistory import History
 from choragos.terminal.vtparse import VTParser
-from choragos.terminal.vtscreen import VTScreen
+from choragos.terminal.vtscreen import Joined, VTScreen
 
-__all__ = ["Run", "Snapshot", "Terminal"]
+__all__ = ["Run", "Scrolled", "Snapshot", "Terminal"]
 
 log = logging.getLogger("choragos.terminal")
 
@@ -78,6 +78,23 @@ class LiveRows(NamedTuple):
 
 GAP_MARKER = "--- transcript gap ---"
 
+
+class Scrolled(list):  # type: ignore[type-arg]
+    """The lines ``on_scrolled`` gets: a list of them, and in ``joined``
+    what runs of them join back into where the lines a program wrote
+    were cut into rows in bulk (a flood of log lines): ``(index of the
+    first, how many, the lines or None for one a row, the text left
+    waiting for the next row, the screen's columns)``, as
+    ``transcript.logical_lines`` would join them, so a transcript need
+    not join them again."""
+
+    __slots__ = ("joined",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.joined: list[tuple[int, int, list[str] | None, str, int]] = []
+
+
 # The most a feed holds back (characters): past it, the held lines are drawn
 # at once, so holding costs little memory and a batch little time to draw.
 HOLD_LIMIT = 32768
@@ -113,8 +130,9 @@ class Terminal:
     ``reply(bytes)`` receives answers to the queries the program sends
     (cursor position, device attributes …) and must write them to the PTY.
     ``on_scrolled(lines)`` receives, in order and once each, the text lines
-    leaving the top of the main screen.  ``on_bell()`` is called after a feed
-    that rang the bell at least once (``bells`` has the exact count).
+    leaving the top of the main screen (a :class:`Scrolled`).  ``on_bell()``
+    is called after a feed that rang the bell at least once (``bells`` has
+    the exact count).
     ``on_change()`` is called after a feed, resize or reset that changed what
     the screen shows, but only once until :meth:`take_dirty` is called: a
     flood of output wakes a reader once per frame it actually draws, and a
@@ -175,7 +193,7 @@ class Terminal:
         self.lines_scrolled = 0
         self._lock = threading.Lock()
         self._history = History(scrollback)
-        self._fresh: list[str] = []
+        self._fresh = Scrolled()
         self._replies: list[str] = []
         self._own_errors = 0
         self._screen = VTScreen(cols, rows)
@@ -194,7 +212,7 @@ class Terminal:
         self._wake_owed = False  # on_change put off after an echo shown (see on_echo)
         # Scrolled lines wait here for on_scrolled, which takes them in order
         # whichever thread drew them (a read draws held output too).
-        self._outbox: deque[list[str]] = deque()
+        self._outbox: deque[Scrolled] = deque()
         self._delivering = False
 
     # -- input -----------------------------------------------------------------
@@ -581,14 +599,19 @@ class Terminal:
     def _scrolled(self, row: Row) -> None:
         self._keep([whole_text(row, self._screen.columns)])
 
-    def _scrolled_rows(self, rows: list[Row | str]) -> None:
+    def _scrolled_rows(self, rows: list[Row | str], joined: Joined | None = None) -> None:
         # Whole rows, with what a narrowing of the pane cut off: the history and
         # the transcript hold lines as the program wrote them, whatever the tile.
-        self._keep(history_lines(rows, self._screen.columns))
+        self._keep(history_lines(rows, self._screen.columns), joined)
 
-    def _keep(self, lines: list[str]) -> None:
+    def _keep(self, lines: list[str], joined: Joined | None = None) -> None:
         self._history.extend(lines)
-        self._fresh.extend(lines)
+        fresh = self._fresh
+        if joined is not None:
+            start, count, joined_lines, tail = joined
+            fresh.joined.append((len(fresh) + start, count, joined_lines, tail,
+                                 self._screen.columns))
+        fresh.extend(lines)
         self.lines_scrolled += len(lines)
         self._gap_open = False
 
@@ -606,7 +629,7 @@ class Terminal:
     def _take_outputs(self, rang: bool) -> tuple[bytes, bool, bool]:
         if self._fresh:
             self._outbox.append(self._fresh)
-            self._fresh = []
+            self._fresh = Scrolled()
         replies = "".join(self._replies).encode()
         self._replies.clear()
         wake = self.dirty and not self._woke

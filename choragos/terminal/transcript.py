@@ -21,14 +21,13 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from itertools import compress
 from pathlib import Path
 from typing import BinaryIO
 
 from choragos import statedir
 from choragos.terminal.emulator import GAP_MARKER as GAP  # never joined to a row
 from choragos.terminal.pytelib import wcwidth
-from choragos.terminal.vtcells import NARROW
+from choragos.terminal.vtcells import NARROW, ascii_lines
 
 # How often a kept transcript file is checked to still be the one at its path.
 RECHECK = 1.0
@@ -49,7 +48,7 @@ def logical_lines(rows: Iterable[str], width: int, carry: str = "") -> tuple[lis
     rule) is never joined: it fills the width by design."""
     rows = list(map(str.rstrip, rows))
     if GAP not in rows and (flat := "".join(rows)).isascii() and flat.isprintable():
-        return _ascii_lines(rows, width, carry)
+        return ascii_lines(rows, width, carry)
     return _any_lines(rows, width, carry)
 
 
@@ -69,28 +68,36 @@ def _any_lines(rows: list[str], width: int, carry: str) -> tuple[list[str], str]
     return out, carry
 
 
-def _ascii_lines(rows: list[str], width: int, carry: str) -> tuple[list[str], str]:
-    """``logical_lines`` for rows of printable ASCII, the rows a flood of log
-    lines scrolls (none is a frame, a character takes one cell): only the
-    rows exactly ``width`` long are looked at one by one, the rest are
-    taken as they are in C (a row at a time in Python cost a narrow pane's
-    flood a third of its drawing)."""
+def _joined_lines(rows: Sequence[str], width: int, carry: str,
+                  joined: list[tuple[int, int, list[str] | None, str, int]]
+                  ) -> tuple[list[str], str]:
+    """``logical_lines`` of rows of which the terminal already joined some
+    runs (see ``emulator.Scrolled``): only the rows around them are joined
+    here.  A run cut at other columns than ``width`` (the pane was resized
+    since) is joined from its rows like the rest."""
+    at = 0
+    for start, count, _lines, _tail, cols in joined:
+        if cols != width or start < at or start + count > len(rows):
+            return logical_lines(rows, width, carry)
+        at = start + count
     out: list[str] = []
-    start = 0  # the first row not given out yet
-    for i in compress(range(len(rows)), map(width.__eq__, map(len, rows))):
-        row = rows[i]
-        if row.count(row[0]) == width:
-            continue  # a rule fills the width by design: it ends its line
-        if i > start:  # rows that end their lines, the first continuing ``carry``
-            out.append(carry + rows[start])
-            out += rows[start + 1:i]
-            carry = ""
-        carry += row
-        start = i + 1
-    if start < len(rows):
-        out.append(carry + rows[start])
-        out += rows[start + 1:]
-        carry = ""
+    at = 0
+    for start, count, lines, tail, _cols in joined:
+        if start > at:
+            done, carry = logical_lines(rows[at:start], width, carry)
+            out += done
+        if lines is None:  # each row its own line
+            lines, tail = rows[start:start + count], ""  # type: ignore[assignment]
+        if lines:
+            out.append(carry + lines[0])
+            out += lines[1:]
+            carry = tail
+        else:
+            carry += tail
+        at = start + count
+    if at < len(rows):
+        done, carry = logical_lines(rows[at:], width, carry)
+        out += done
     return out, carry
 
 
@@ -198,12 +205,16 @@ class Transcript:
 
     def append_lines(self, lines: Sequence[str], width: int | None = None) -> None:
         """Rows that scrolled off a ``width``-column screen (joined where the
-        terminal wrapped them); without ``width``, lines written as they are."""
+        terminal wrapped them; the runs a terminal's ``Scrolled`` says it
+        joined already are taken as joined); without ``width``, lines
+        written as they are."""
         if width is None:
             self._append([*self._take_carry(), *(line.rstrip() for line in lines)])
             return
+        joined = getattr(lines, "joined", None)  # a terminal's Scrolled
         with self._carry_lock:
-            done, self._carry = logical_lines(lines, width, self._carry)
+            done, self._carry = (_joined_lines(lines, width, self._carry, joined) if joined
+                                 else logical_lines(lines, width, self._carry))
         self._append(done)
 
     def flush_screen(self, lines: Sequence[str], width: int | None = None) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from itertools import chain, groupby, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -258,6 +258,34 @@ def history_lines(rows: list[Row | str], cols: int) -> list[str]:
     return [row.rstrip() if row.__class__ is str  # type: ignore[union-attr]
             else row.text[:cols].rstrip() if row.__class__ is TextRow and not row.tail
             else whole_text(row, cols) for row in rows]
+
+
+def ascii_lines(rows: list[str], width: int, carry: str) -> tuple[list[str], str]:
+    """Rows of printable ASCII that left a ``width``-column screen, trailing
+    blanks cut, joined back into the lines the program wrote, as the
+    transcript's ``logical_lines`` joins any rows: a row exactly ``width``
+    long continues on the next, unless it is a rule (one character
+    throughout).  The rows a flood of log lines scrolls: only those exactly
+    ``width`` long are looked at one by one, the rest are taken as they are
+    in C (a row at a time in Python cost a narrow pane's flood a third of
+    its drawing)."""
+    out: list[str] = []
+    start = 0  # the first row not given out yet
+    for i in compress(range(len(rows)), map(width.__eq__, map(len, rows))):
+        row = rows[i]
+        if row.count(row[0]) == width:
+            continue  # a rule fills the width by design: it ends its line
+        if i > start:  # rows that end their lines, the first continuing ``carry``
+            out.append(carry + rows[start])
+            out += rows[start + 1:i]
+            carry = ""
+        carry += row
+        start = i + 1
+    if start < len(rows):
+        out.append(carry + rows[start])
+        out += rows[start + 1:]
+        carry = ""
+    return out, carry
 
 
 def row_text(row: Row, cols: int) -> str:

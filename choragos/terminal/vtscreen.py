@@ -15,6 +15,7 @@ import copy
 import re
 import unicodedata
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from choragos.terminal.pytelib import Char, charsets, mo, pyte, wcwidth
@@ -29,6 +30,7 @@ from choragos.terminal.vtcells import (
     apply_sgr,
     as_row,
     as_rows,
+    ascii_lines,
     erased,
     materialise,
     one_cell_each,
@@ -70,11 +72,20 @@ def _ignore(*_args: Any) -> None:
     """Default hook: nobody listens."""
 
 
+# What rows a block took in bulk join back into in a transcript (see
+# ``transcript.logical_lines``), worked out as the rows were cut from the
+# program's lines: the index of the first row, how many rows, the lines
+# (None: each row is one), and the text left waiting for the row after.
+Joined = tuple[int, int, list[str] | None, str]
+
+
 
 class VTScreen(pyte.Screen):
     """pyte's screen with faster hot paths, the alternate screen and more modes.
 
-    ``on_scroll(row)`` receives each row leaving the top of the main screen;
+    ``on_scroll(row)`` receives each row leaving the top of the main screen
+    (``on_scroll_rows(rows, joined)`` rows leaving together, ``joined`` a
+    :data:`Joined` for some of them, or None);
     ``on_clear_history()`` is called for ``CSI 3 J``, ``on_erase_screen()``
     just before ``CSI 2 J`` blanks the main screen.
     """
@@ -84,7 +95,8 @@ class VTScreen(pyte.Screen):
     def __init__(self, columns: int, lines: int) -> None:
         self.on_scroll: Callable[[Row], None] = _ignore
         # Rows leaving in bulk; a str among them is a plain text row (see take_block).
-        self.on_scroll_rows: Callable[[list[Row | str]], None] = self._scroll_each
+        self.on_scroll_rows: Callable[[list[Row | str], Joined | None], None] = \
+            self._scroll_each
         self.on_clear_history: Callable[[], None] = _ignore
         self.on_erase_screen: Callable[[], None] = _ignore
         self.private_modes: set[int] = set()
@@ -102,7 +114,7 @@ class VTScreen(pyte.Screen):
         self._scratch: VTScreen | None = None
         super().__init__(columns, lines)
 
-    def _scroll_each(self, rows: list[Row | str]) -> None:
+    def _scroll_each(self, rows: list[Row | str], _joined: Joined | None = None) -> None:
         for row in rows:
             self.on_scroll(as_row(row))
 
@@ -628,7 +640,7 @@ class VTScreen(pyte.Screen):
         excess = len(rows) - lines
         if excess > 0:
             if keep:
-                self.on_scroll_rows(list(rows)[:excess])
+                self.on_scroll_rows(list(rows)[:excess], None)
             del rows[:excess]
         return max(cursor_y - max(excess, 0), 0)
 
@@ -683,16 +695,17 @@ class VTScreen(pyte.Screen):
             fresh = self._finish_line(scratch, block[:first], pushed, fresh)
             rest = block[first + 1:]
         segments = None
+        joins: list[Joined] = []
         if fresh and scratch.cursor.x == 0:
             if scratch.cursor.attrs == BLANK:
-                segments = _plain_lines(rest, self.columns, pushed)
+                segments = _plain_lines(rest, self.columns, pushed, joins, bottom)
             if segments is None:
-                segments = self._coloured_head(rest, scratch.cursor, pushed)
+                segments = self._coloured_head(rest, scratch.cursor, pushed, joins)
         fresh = self._play_block(scratch, segments or rest.split("\n"), pushed, fresh)
         scratch.on_scroll = _ignore
         keep = list(self.buffer)[:bottom] + pushed
         cut = len(pushed)
-        self.on_scroll_rows(keep[:cut])
+        self.on_scroll_rows(keep[:cut], _leaving(joins, bottom, cut))
         self.buffer[:] = [*as_rows(keep[cut:]), None if fresh else _raw(scratch.buffer, 0)]
         self.cursor.x = scratch.cursor.x
         self.cursor.attrs = scratch.cursor.attrs
@@ -716,7 +729,8 @@ class VTScreen(pyte.Screen):
                 return True
         return self._play_block(scratch, [segment, ""], pushed, fresh)
 
-    def _coloured_head(self, block: str, cursor: Any, pushed: list[Row | str]) -> list[str] | None:
+    def _coloured_head(self, block: str, cursor: Any, pushed: list[Row | str],
+                       joins: list[Joined] | None = None) -> list[str] | None:
         """A flood of coloured log lines, in bulk: the lines that leave the
         screen within this block are only ever read again as text (history,
         transcript), so their rows go to ``pushed`` as text and their colour
@@ -725,7 +739,8 @@ class VTScreen(pyte.Screen):
         to fill the screen (and what follows them), to be played with their
         colours.  None, ``pushed`` untouched, when the block is no longer
         than that or its head is not ASCII lines ended by CR LF with nothing
-        but SGRs and erases to the end of the line between."""
+        but SGRs and erases to the end of the line between.  ``joins``: see
+        :func:`_push_lines` (every row of the head leaves the screen)."""
         cut = self._head_end(block)
         if cut is None:
             return None
@@ -735,7 +750,7 @@ class VTScreen(pyte.Screen):
         # An erase to the end of the line only blanks cells the line has not
         # drawn yet: the rows' text, all the history keeps, is the same.
         cursor.attrs = self._after_sgrs(cursor.attrs, head)
-        _push_lines(_SEQUENCE.sub("", head[:-1]).split("\r\n"), self.columns, pushed)
+        _push_lines(_SEQUENCE.sub("", head[:-1]).split("\r\n"), self.columns, pushed, joins)
         return block[cut + 1:].split("\n")
 
     def _head_end(self, block: str) -> int | None:
@@ -915,19 +930,34 @@ def _wrapped_styles(spans: list[tuple[int, Char]], width: int,
     return out
 
 
-def _plain_lines(block: str, cols: int, pushed: list[Row | str]) -> list[str] | None:
+def _plain_lines(block: str, cols: int, pushed: list[Row | str],
+                 joins: list[Joined] | None = None, stay: int = 0) -> list[str] | None:
     """The usual log block through a PTY -- ASCII lines in default colours, each
     ended by CR LF -- taken in bulk: its rows go to ``pushed`` as their text
     (a line wider than the screen as one piece per row) and what follows the
     last LF is returned as the one segment left to play; None (``pushed``
-    untouched) when the block is not that simple."""
+    untouched) when the block is not that simple.  ``joins``: see
+    :func:`_push_lines`, for the lines before the last ones, which make
+    ``stay`` rows (the rows that stay on the screen)."""
     cut = block.rfind("\n")
     if cut < 0:
         return None
     body = block[:cut]
     if "\x1b" in body or not _crlf_lines(body):
         return None
-    _push_lines(body[:-1].split("\r\n"), cols, pushed)
+    texts = body[:-1].split("\r\n")
+    if joins is None:
+        _push_lines(texts, cols, pushed)
+        return [block[cut + 1:]]
+    leave = len(texts)  # the lines whose rows all leave the screen
+    rows = 0
+    while leave and rows < stay:
+        leave -= 1
+        rows += max(1, -(-len(texts[leave]) // cols))
+    if leave:
+        _push_lines(texts[:leave], cols, pushed, joins)
+    if leave < len(texts):
+        _push_lines(texts[leave:], cols, pushed)
     return [block[cut + 1:]]
 
 
@@ -958,13 +988,76 @@ def _rows_made(segment: str, cols: int) -> int:
     return max(1, -(-len(text) // cols))
 
 
-def _push_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> None:
+def _push_lines(texts: list[str], cols: int, pushed: list[Row | str],
+                joins: list[Joined] | None = None) -> None:
     """Plain lines as the text of the rows they fill, a line wider than the
-    screen as one piece per row."""
-    if max(map(len, texts)) <= cols:
-        pushed.extend(texts)
-    else:  # an empty line still makes its row
+    screen as one piece per row.  With ``joins`` (the lines are printable
+    ASCII), the :data:`Joined` of those rows is added to it: what a
+    transcript joins them back into is known here, where they are cut from
+    the lines (joined again from the rows, it cost a flood's batch a fifth
+    of its drawing)."""
+    start = len(pushed)
+    longest = max(map(len, texts))
+    if longest < cols or (longest == cols and joins is None):
+        pushed.extend(texts)  # a row each, none filling the width
+        if joins is not None:
+            joins.append((start, len(texts), None, ""))
+    elif joins is None:  # an empty line still makes its row
         pushed.extend([text[i:i + cols] for text in texts for i in range(0, len(text) or 1, cols)])
+    else:
+        lines, tail = _cut_lines(texts, cols, pushed)
+        joins.append((start, len(pushed) - start, lines, tail))
+
+
+def _cut_lines(texts: list[str], cols: int, pushed: list[Row | str]) -> tuple[list[str], str]:
+    """``_push_lines`` for printable ASCII lines: the rows go to ``pushed``,
+    and returned are the lines they join back into and the text left
+    waiting (``ascii_lines`` of the rows, trailing blanks cut).  A line cut
+    into rows that each fill the width and continue on the next is that
+    line; only one that ends exactly at the edge, or has a row ending in a
+    blank or a rule before its last, is joined from its rows."""
+    lines: list[str] = []
+    carry = ""
+    row = pushed.append
+    line = lines.append
+    for text in texts:
+        size = len(text)
+        if size < cols:
+            row(text)
+        elif (size < 2 * cols and size != cols and text[cols - 1] != " "
+              and text.count(text[0], 0, cols) != cols):  # two rows, the usual wrap
+            row(text[:cols])
+            row(text[cols:])
+        elif (2 * cols < size < 3 * cols and text[cols - 1] != " "
+              and text[2 * cols - 1] != " " and text.count(text[0], 0, cols) != cols
+              and text.count(text[cols], cols, 2 * cols) != cols):  # three, in a narrow pane
+            row(text[:cols])
+            row(text[cols:2 * cols])
+            row(text[2 * cols:])
+        else:
+            rows = list(map(text.__getitem__, map(slice, range(0, size, cols),
+                                                  range(cols, size + cols, cols))))
+            pushed += rows
+            ends = rows[:-1]
+            if (not size % cols or " " in text[cols - 1::cols]
+                    or not all(map(str.strip, ends, map(itemgetter(0), ends)))):
+                done, carry = ascii_lines(list(map(str.rstrip, rows)), cols, carry)
+                lines += done
+                continue
+        line(carry + text.rstrip())
+        carry = ""
+    return lines, carry
+
+
+def _leaving(joins: list[Joined], bottom: int, cut: int) -> Joined | None:
+    """The block's :data:`Joined` as an index into the rows leaving the
+    screen (the ``bottom`` rows it held, then the first ``cut`` the block
+    pushed); None when there is none, or its rows do not all leave."""
+    if not joins:
+        return None
+    start, count, lines, tail = joins[0]
+    start += bottom
+    return (start, count, lines, tail) if start + count <= cut else None
 
 
 def _last_drawn(block: str) -> str:

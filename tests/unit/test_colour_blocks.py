@@ -137,9 +137,10 @@ def _count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     heads: list[int] = []
     coloured_head = VTScreen._coloured_head
 
-    def counting(screen: VTScreen, block: str, cursor: object, pushed: list[object]) -> object:
+    def counting(screen: VTScreen, block: str, cursor: object, pushed: list[object],
+                 *rest: object) -> object:
         before = len(pushed)
-        found = coloured_head(screen, block, cursor, pushed)
+        found = coloured_head(screen, block, cursor, pushed, *rest)
         if found is not None:
             heads.append(len(pushed) - before)
         return found

@@ -73,3 +73,29 @@ def test_a_flooded_pane_costs_a_few_python_calls_a_line(tmp_path: Path, cols: in
     assert len(written) >= LINES - 3 * rows  # all but what is still on the screen
     assert written == [f"[{n:08d}]_compiling_module_{n % 997}.py_..._ok_{'.' * (n % 30)}"
                        for n in range(len(written))]
+
+
+@pytest.mark.parametrize(("cols", "rows"), [(80, 24), (39, 12)])
+def test_a_flood_s_rows_are_joined_where_they_are_cut_not_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cols: int, rows: int) -> None:
+    """The transcript joins again only the rows a batch did not cut from
+    its lines in bulk (the screen's last rows before it): the rest come
+    joined from where the block cut them."""
+    from choragos.terminal import transcript as tr
+
+    walked = []
+    join = tr.logical_lines
+    monkeypatch.setattr(tr, "logical_lines",
+                        lambda lines, width, carry="": walked.append(len(lines))
+                        or join(lines, width, carry))
+    terminal = Terminal(cols, rows, hold=3600.0)
+    transcript = Transcript(tmp_path / "flood.log")
+    terminal.on_scrolled = lambda lines: transcript.append_lines(lines, terminal.cols)
+    data = _flood(LINES)
+    for i in range(0, len(data), 4095):
+        terminal.feed(data[i:i + 4095])
+    terminal.catch_up()
+    # 0.05 a line (the screen's rows at each batch); 1 and 2 when every
+    # row scrolled off was joined again.
+    assert sum(walked) / LINES < 0.1
+    assert len((tmp_path / "flood.log").read_text().splitlines()) >= LINES - 3 * rows

@@ -745,9 +745,9 @@ def test_plain_crlf_lines_are_taken_in_bulk_and_agree(monkeypatch: pytest.Monkey
     bulk: list[int] = []
     plain_lines = vtscreen._plain_lines
 
-    def counting(block: str, cols: int, pushed: list) -> list[str] | None:
+    def counting(block: str, cols: int, pushed: list, *rest) -> list[str] | None:
         before = len(pushed)
-        segments = plain_lines(block, cols, pushed)
+        segments = plain_lines(block, cols, pushed, *rest)
         bulk.append(len(pushed) - before)
         return segments
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from choragos.terminal import transcript as tr
 from choragos.terminal.emulator import GAP_MARKER
 from choragos.terminal.transcript import Transcript, logical_lines
+from choragos.terminal.vtcells import ascii_lines
 
 
 @pytest.fixture
@@ -154,7 +155,7 @@ def test_ascii_rows_are_joined_as_the_row_at_a_time_walk_joins_them(
     """A flood's rows (printable ASCII) are joined in bulk: as the walk over
     every row joins them, carry and rules included."""
     stripped = [row.rstrip() for row in rows]
-    assert tr._ascii_lines(stripped, width, carry) == tr._any_lines(stripped, width, carry)
+    assert ascii_lines(stripped, width, carry) == tr._any_lines(stripped, width, carry)
     assert logical_lines(rows, width, carry) == tr._any_lines(stripped, width, carry)
 
 
