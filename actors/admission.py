@@ -28,6 +28,8 @@ POLL = 1.0
 
 @dataclass(frozen=True)
 class RoleHeld:
+    """A role actor's word to the core: the memory gate told ``role`` to wait, and why."""
+
     role: str
     reason: str
     new: bool  # a new hold (not the same one asked again): the hook fires
@@ -40,6 +42,8 @@ class MemoryCheck:
 
 @dataclass
 class AdmissionState:
+    """The core's admission state: the memory reading it asked the timers for."""
+
     pending: Timer | None = None  # the memory reading the timers will send, while one waits
 
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CheckWork:
+    """To the aftercare: measure what a reported task changed, then run its verify command."""
+
     task_id: str
     checkpoint: str | None      # the task's checkpoint ref: what changes are measured from
     cwd: Path                   # the role's tree, where verify runs
@@ -46,6 +48,8 @@ class CheckWork:
 
 @dataclass(frozen=True)
 class WorkChecked:
+    """To the core: what a task's check found (its changes, its verify, its commit)."""
+
     task_id: str
     changes: tuple[dict, ...] | None = None   # None: not measured (see error)
     error: str = ""
@@ -67,6 +71,8 @@ class AftercareFailed:
 
 @dataclass(frozen=True)
 class MergeWork:
+    """To the aftercare: checkpoint the main tree, then merge a worktree role's branch."""
+
     task_id: str
     role: str
     label: str
@@ -78,6 +84,8 @@ class MergeWork:
 
 @dataclass(frozen=True)
 class MergeDone:
+    """To the core: how a merge went, and the main tree's checkpoint taken before it."""
+
     task_id: str
     result: MergeResult
     checkpoint: str = ""        # the main tree's checkpoint taken just before the merge

@@ -43,6 +43,8 @@ def _nothing(handle: Handle) -> None:
 
 @dataclass(frozen=True)
 class Child:
+    """One child in a supervisor's table: how it is made, what it needs, how it restarts."""
+
     name: str
     factory: Factory
     restart: str = PERMANENT

@@ -20,6 +20,8 @@ from choragos.actors.timers import Timers
 
 @dataclass(frozen=True)
 class StartClock:
+    """Start a task's timeout clock (``left``: what a resumed session's clock had left)."""
+
     task_id: str
     role: str
     seconds: float
@@ -28,27 +30,37 @@ class StartClock:
 
 @dataclass(frozen=True)
 class StopClock:
+    """Stop ``task_id``'s clock: its task needs it no more."""
+
     task_id: str
 
 
 @dataclass(frozen=True)
 class PauseClocks:
+    """The role is held (paused, or waiting out a limit): its tasks' clocks stop."""
+
     role: str
 
 
 @dataclass(frozen=True)
 class ResumeClocks:
+    """The role is held no more: its tasks' clocks run on from what they had left."""
+
     role: str
 
 
 @dataclass(frozen=True)
 class CheckClock:
+    """The timer's: has the clock run out? (A ``generation`` since replaced is stale.)"""
+
     task_id: str
     generation: int
 
 
 @dataclass(frozen=True)
 class TimedOut:
+    """To the core: a task's clock ran out before its work-done."""
+
     task_id: str
     role: str
     seconds: float
@@ -56,6 +68,8 @@ class TimedOut:
 
 @dataclass
 class Clock:
+    """One task's timeout clock: its deadline, or what it has left while its role is held."""
+
     task_id: str
     role: str
     seconds: float
@@ -66,6 +80,8 @@ class Clock:
 
 @dataclass
 class ClockState:
+    """The clock actor's state: the running clocks, by task id."""
+
     clocks: dict[str, Clock]
 
 

@@ -26,12 +26,12 @@ FETCH_TIMEOUT = 1.0
 
 @dataclass(frozen=True)
 class Probe:
-    pass
+    """The timer's: scrape the gateway's metrics now (its health and token totals)."""
 
 
 @dataclass(frozen=True)
 class FlushTick:
-    pass
+    """The timer's: time to tell the core to write the token totals."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ class Health:
 
 @dataclass
 class ProberState:
+    """The prober's state: the gateway's metrics URL, its health, its last good totals."""
+
     url: str
     health: Health = field(default_factory=Health)
     totals: Totals = field(default_factory=dict)  # the last good scrape (seeds a restarted gateway)

@@ -64,6 +64,8 @@ class IdleCheck:
 
 @dataclass
 class GuardState:
+    """The guardrails' state: the alarms fired (idle, done, budgets), who is gone, the marks."""
+
     idle_generation: int = 0
     idle_since: float | None = None
     idle_fired: bool = False

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Hold:
+    """A task's finished work held at a judge or owner gate until the operator decides."""
+
     task_id: str
     role: str
     kind: str       # "judge" | "owner"

@@ -35,6 +35,8 @@ REPORT_LIMIT = 200_000
 
 @dataclass
 class Judging:
+    """A worker's task awaiting its judge's verdict, and the report line to pass on."""
+
     worker_task: str
     line: str       # the worker's report line, for when it passes
     unmerged: bool

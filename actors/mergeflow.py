@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class MergeGate:
+    """A worktree role's checked work held at a merge gate, pinned to its diff's commit."""
+
     task_id: str
     role: str
     branch: str

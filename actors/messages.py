@@ -19,28 +19,38 @@ from choragos.terminal.restartpolicy import ExitStatus
 
 @dataclass(frozen=True)
 class Spawn:
+    """Start the role's agent if none runs; the memory gate is asked first unless ``admitted``."""
+
     manual: bool = False  # a manual restart resets the restart budget
     admitted: bool = False  # let in by the memory gate: no need to ask it again
 
 
 @dataclass(frozen=True)
 class Exited:
+    """The role's process of generation ``gen`` exited, and how."""
+
     gen: int
     status: ExitStatus
 
 
 @dataclass(frozen=True)
 class BootCheck:
+    """The timer's: is the new agent ready for its boot line yet?"""
+
     gen: int
 
 
 @dataclass(frozen=True)
 class Classify:
+    """The timer's: read the role's screen again after new output."""
+
     gen: int
 
 
 @dataclass(frozen=True)
 class QuietCheck:
+    """The timer's: the output has been quiet a while; read the screen again."""
+
     gen: int
 
 
@@ -64,11 +74,15 @@ class Injection:
 
 @dataclass(frozen=True)
 class Inject:
+    """Type ``injection`` into the role's pane, if the role is ready for it."""
+
     injection: Injection
 
 
 @dataclass(frozen=True)
 class InjectStep:
+    """The timer's: the typist's next step in typing an injection."""
+
     gen: int
     injection_id: int
     step: str  # a typing step (actors/typist.py): "wait-echo" | "confirm" | "retype"
@@ -76,12 +90,14 @@ class InjectStep:
 
 @dataclass(frozen=True)
 class StopProcess:
+    """Stop the role's process (SIGTERM, SIGKILL after ``grace``); no restart follows."""
+
     grace: float = 3.0
 
 
 @dataclass(frozen=True)
 class Restart:
-    pass
+    """Restart the role's agent now, with its restart budget reset."""
 
 
 @dataclass(frozen=True)
@@ -94,21 +110,25 @@ class Kill:
 
 @dataclass(frozen=True)
 class KillHard:
+    """The timer's: a killed process still running after its grace gets SIGKILL."""
+
     gen: int
 
 
 @dataclass(frozen=True)
 class Pause:
-    pass
+    """Freeze the role's process (SIGSTOP); keys typed meanwhile wait for the resume."""
 
 
 @dataclass(frozen=True)
 class Resume:
-    pass
+    """Let a paused role's process go on (SIGCONT), then send the keys held for it."""
 
 
 @dataclass(frozen=True)
 class WriteInput:
+    """Write ``data`` to the role's PTY (named keys, sent a moment after their text)."""
+
     data: bytes
 
 
@@ -130,6 +150,8 @@ class UpdateSpec:
 
 @dataclass(frozen=True)
 class Resize:
+    """The role's tile changed size: its PTY follows, never below the role's floor."""
+
     cols: int
     rows: int
 
@@ -156,6 +178,8 @@ class RoleReported:
 
 @dataclass(frozen=True)
 class InjectionOutcome:
+    """To the core: how an injection went, and whether it may be typed again."""
+
     role: str
     injection: Injection
     ok: bool
@@ -212,6 +236,8 @@ class LimitWake:
 
 @dataclass(frozen=True)
 class RoleExited:
+    """To the core: the role's agent exited (or could not start), and whether it comes back."""
+
     role: str
     status: ExitStatus
     restarting: bool
@@ -257,6 +283,8 @@ class Announce:
 
 @dataclass(frozen=True)
 class CheckpointDone:
+    """To the core: a task's checkpoint was taken (``ref``) or failed (``error``)."""
+
     task_id: str
     ref: str | None = None
     error: str | None = None
@@ -265,6 +293,8 @@ class CheckpointDone:
 
 @dataclass(frozen=True)
 class Subscribe:
+    """Give ``callback`` every event the core publishes from now on."""
+
     callback: Any  # called with every published event, from the core's thread
 
 
@@ -303,6 +333,8 @@ class Rollback:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """To the checkpointer: checkpoint the task's tree before the task goes out."""
+
     task_id: str
     role: str
     label: str
@@ -313,5 +345,7 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Prune:
+    """To the checkpointer: keep the newest ``keep`` checkpoints and those of tasks at work."""
+
     keep: int
     at_work: frozenset[str] = frozenset()  # ids of tasks whose checkpoints no prune may take

@@ -35,6 +35,8 @@ class Flush:
 
 @dataclass
 class NotifyState:
+    """The notifier's state: its settings, the page's link, the coalescer and its timer."""
+
     settings: NotifySettings
     base: Callable[[], str]  # the page's URL as the reader reaches it ("" while unknown)
     token: Callable[[], str | None]  # the token, only when it may travel in the link

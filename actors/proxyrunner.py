@@ -54,7 +54,7 @@ class ProxyDied(RuntimeError):
 
 @dataclass(frozen=True)
 class Launch:
-    pass
+    """Start the gateway's process and wait until it listens (each instance tells itself)."""
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,16 @@ class SetBudgets:
 
 @dataclass(frozen=True)
 class Exited:
+    """From the watch thread: the gateway's process ``pid`` exited (``status``)."""
+
     pid: int
     status: str
 
 
 @dataclass
 class ProxyRunnerState:
+    """The gateway runner's state: its settings, its process, what keeps it down if anything."""
+
     settings: ProxySettings
     prober: ProberState
     log_path: Path

@@ -64,6 +64,8 @@ KEYS_APART = 0.2
 
 @dataclass
 class RoleState:
+    """A role actor's state: its spec and environment, its agent's process, screen and status."""
+
     spec: RoleSpec
     workdir: Path
     env: dict[str, str]

@@ -44,6 +44,8 @@ StartReader = Callable[..., Any]
 
 @dataclass(frozen=True)
 class RoleHost:
+    """The clock and the process spawner a role actor uses (the machine's, or a test's)."""
+
     now: Callable[[], float] = time.monotonic
     spawn: Spawn = PtyChild.spawn
     reader: StartReader = Reader

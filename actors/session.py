@@ -104,6 +104,8 @@ HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_id
 
 @dataclass
 class SessionOptions:
+    """How a session starts: its directory and socket, headless or with the deck, resumed or not."""
+
     workdir: Path
     socket: Path
     mode: str = "headless"

@@ -101,12 +101,16 @@ class StartChildren:
 
 @dataclass(frozen=True)
 class StopChild:
+    """Stop the child ``name`` and drop it from the supervisor's table."""
+
     name: str
     timeout: float = 10.0
 
 
 @dataclass(frozen=True)
 class StopAll:
+    """Stop every child, the last started first."""
+
     timeout: float = 10.0
 
 
@@ -120,6 +124,8 @@ class SetIntensity:
 
 @dataclass
 class _Child:
+    """A child in the supervisor's table: its spec, its handle, the instance running now."""
+
     spec: ChildSpec
     handle: Handle
     urn: str = ""  # the running instance; reports about older ones are stale

@@ -69,6 +69,8 @@ SEND_BUFFER = 64 * 1024
 
 @dataclass
 class _Client:
+    """The attached client as the attach server serves it: its socket or terminal, its outbox."""
+
     sock: socket.socket
     pid: int
     info: ClientInfo

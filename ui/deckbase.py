@@ -69,6 +69,8 @@ class DeckHost(Protocol):
 
 @dataclass
 class ClientInfo:
+    """The attached client and its terminal: pid, size, TERM, colours, editor, inside tmux."""
+
     pid: int = 0
     cols: int = 160
     rows: int = 48

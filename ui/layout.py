@@ -27,6 +27,8 @@ class LayoutError(Exception):
 
 @dataclass(frozen=True)
 class Rect:
+    """A tile's place on the screen: its column, row, width and height."""
+
     x: int
     y: int
     w: int
@@ -46,11 +48,15 @@ class Rect:
 
 @dataclass
 class Leaf:
+    """A tile of the layout: one role's pane."""
+
     role: str
 
 
 @dataclass
 class Split:
+    """A split of the layout: its children side by side or stacked, and their shares."""
+
     direction: str
     children: list[Leaf | Split]
     weights: list[float] = field(default_factory=list)

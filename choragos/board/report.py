@@ -45,6 +45,8 @@ class LogRead:
 
 @dataclass
 class RoleStats:
+    """One role's numbers in a report: tasks by outcome, busy time, tokens, budgets, limits."""
+
     name: str
     tasks: int = 0
     done: int = 0
@@ -94,6 +96,8 @@ class RoleStats:
 
 @dataclass
 class Report:
+    """What a session's log says it did: its runs, each role's numbers, changes, rollbacks."""
+
     runs: int
     start: float
     wall: float
@@ -271,6 +275,8 @@ def build(runs: list[list[dict]], damaged_after: int | None = None,
 
 @dataclass
 class _Task:
+    """A task as one run's log tells it: its role, when it went out, how it is counted."""
+
     role: str
     delegated: float
     delivered: float | None = None

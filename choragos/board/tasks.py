@@ -59,6 +59,8 @@ class BoardError(Exception):
 
 @dataclass(frozen=True)
 class Task:
+    """One delegation on the board: its text, its state and what happened to it."""
+
     id: str
     role: str
     text: str

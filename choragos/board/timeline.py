@@ -20,6 +20,8 @@ OUTCOMES = ("done", "failed", "blocked", "timed out", "rejected", "open")
 
 @dataclass
 class Bar:
+    """One task on its role's row: from its start to the record that closed it, and how."""
+
     role: str
     task: str
     label: str
@@ -31,6 +33,8 @@ class Bar:
 
 @dataclass
 class Mark:
+    """A moment on a role's row: a restart or a timeout."""
+
     role: str
     t: float
     kind: str  # "restart", "timeout"
@@ -39,6 +43,8 @@ class Mark:
 
 @dataclass
 class Span:
+    """A time a role was paused (``end`` None: still paused where the log ends)."""
+
     role: str
     start: float
     end: float | None
@@ -47,6 +53,8 @@ class Span:
 
 @dataclass
 class Timeline:
+    """What ``report --html`` draws: a row per role (bars, marks, pauses), the running cost."""
+
     t0: float
     t1: float
     roles: list[str]

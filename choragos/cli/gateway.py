@@ -129,6 +129,8 @@ def _tally(state: str | None, session: _Session | None):
 
 @dataclass(frozen=True)
 class _Session:
+    """What a session's gateway reads on its stdin at start: the key, the last totals."""
+
     key: bytes    # the session's key: each role's key derives from it
     totals: dict  # the session's last token totals, a floor under the counts
 

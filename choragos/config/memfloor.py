@@ -71,6 +71,8 @@ def available_bytes(path: str | None = None) -> int | None:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The memory gate's answer to a role that asks to start: in now, or wait and why."""
+
     admitted: bool
     new: bool = False  # the role joined the queue now (its hook fires once per hold)
     reason: str = ""

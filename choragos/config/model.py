@@ -142,6 +142,8 @@ class RoleSpec:
 
 @dataclass(frozen=True)
 class CheckpointSettings:
+    """``[checkpoints]``: whether tasks are checkpointed, and how many checkpoints are kept."""
+
     enabled: bool = True
     keep: int = 20
 
@@ -234,6 +236,8 @@ DEFAULT_THEME: Mapping[str, int | str] = MappingProxyType({
 
 @dataclass(frozen=True)
 class UISettings:
+    """``[ui]``: the deck's bell, sidebar, mouse and theme, the hooks' commands, waits, floors."""
+
     bell: bool = True
     sidebar: bool = True
     mouse: bool = True
@@ -301,6 +305,8 @@ KEY_ACTIONS: tuple[str, ...] = tuple(f.name for f in fields(Keys) if f.name != "
 
 @dataclass(frozen=True)
 class Config:
+    """A whole configuration as loaded: the team, every section, the files it came from."""
+
     roles: tuple[RoleSpec, ...]
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sphragis: SphragisSettings = field(default_factory=SphragisSettings)
@@ -381,6 +387,8 @@ def load_config(path: Path | None = None, cwd: Path | None = None,
 
 @dataclass(frozen=True)
 class _UserLayer:
+    """The user's own configuration file, read and checked on its own."""
+
     path: Path
     raw: dict       # its sections, keys the schema knows only: merged under the project's
     values: dict    # the same, checked and built

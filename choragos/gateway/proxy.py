@@ -72,6 +72,8 @@ _OWN = frozenset({"host", "content-length", "accept-encoding", KEY_HEADER.lower(
 
 @dataclass(frozen=True)
 class Route:
+    """Which API a path through the gateway reaches, and whether its answers are counted."""
+
     api: str
     counts: bool        # a successful answer may carry usage
     model: str = ""     # from the path (Gemini names the model there)

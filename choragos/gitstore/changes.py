@@ -28,6 +28,8 @@ class ChangesError(Exception):
 
 @dataclass(frozen=True)
 class FileChange:
+    """One file a change touched: added, modified or deleted, and the lines it gained and lost."""
+
     path: str
     kind: str                 # added | modified | deleted
     added: int | None         # lines; None for a binary file

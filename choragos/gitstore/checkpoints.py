@@ -78,6 +78,8 @@ class CheckpointError(Exception):
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """One checkpoint: its ref, the task and role it was taken for, the tree it saved."""
+
     ref: str  # full ref name
     task_id: str
     role: str
@@ -120,6 +122,8 @@ class RollbackPlan:
 
 @dataclass(frozen=True)
 class RollbackResult:
+    """What a rollback did: the files restored and deleted, the state saved before, HEAD."""
+
     checkpoint: Checkpoint
     saved: Checkpoint | None  # the state before (pre-rollback-<task>); None if nothing changed
     restored: list[str]

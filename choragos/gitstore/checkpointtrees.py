@@ -28,6 +28,8 @@ from choragos.gitstore.checkpoints import (
 
 @dataclass(frozen=True)
 class Tree:
+    """A work tree of the repository (the main one or a linked worktree) and where it is."""
+
     name: str          # "" for the main tree, else git's name of the worktree
     path: Path | None  # its top directory; None when the worktree is gone
 

@@ -29,6 +29,8 @@ _FLAGS_PREFIX = b"(?ms)"
 
 @dataclass(frozen=True)
 class _Rule:
+    """One pattern of an ignore file, compiled: whether it excludes, and what it matches."""
+
     exclude: bool
     dir_only: bool
     basename: bool  # no slash in the pattern: matched against the entry's name

@@ -31,6 +31,8 @@ class TaskDiffError(Exception):
 
 @dataclass(frozen=True)
 class TaskDiff:
+    """What one task changed, as a patch to show under a title."""
+
     title: str
     patch: str
     reported: bool  # False: the task has not reported; the patch runs to the tree now
@@ -38,6 +40,8 @@ class TaskDiff:
 
 @dataclass(frozen=True)
 class _Point:
+    """A checkpoint ref as the task diff finds it: its epoch and its task's id."""
+
     ref: str
     epoch: int
     task: str

@@ -33,6 +33,8 @@ class WorktreeError(Exception):
 
 @dataclass(frozen=True)
 class MergeResult:
+    """How a merge into the main checkout went: its commit, or the conflicts or why not."""
+
     merged: bool
     commit: str = ""                 # the merge commit on the main checkout
     conflicts: tuple[str, ...] = ()  # files both sides changed

@@ -33,6 +33,8 @@ OUTPUT_LIMIT = 4 * 1024 * 1024  # what the log keeps of a chatty command
 
 @dataclass(frozen=True)
 class VerifyResult:
+    """How a role's verify went: its exit, its time, its output's tail and where the rest is."""
+
     ok: bool
     code: int | None        # None when it timed out or could not start
     seconds: float

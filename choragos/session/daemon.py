@@ -96,6 +96,8 @@ class Ready:
 
 @dataclass
 class Started:
+    """What starting the server as a daemon came to: ready (with its info), or why not."""
+
     ok: bool
     reason: str = ""
     info: dict | None = None

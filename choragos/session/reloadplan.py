@@ -25,6 +25,8 @@ SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metr
 
 @dataclass
 class ReloadPlan:
+    """What a reload does to the running team: the roles to add, remove, respawn or update."""
+
     config: Config                      # the effective config after the reload
     add: list[RoleSpec] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)

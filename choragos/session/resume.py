@@ -32,6 +32,8 @@ class ResumeRefused(Exception):
 
 @dataclass
 class Opened:
+    """A session's durable state as opened: its journal, and the image a resume restores."""
+
     journal: Journal
     restore: Image | None = None   # what to rebuild, as it was when the journal ended
     notices: list[str] = field(default_factory=list)

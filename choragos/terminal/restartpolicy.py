@@ -16,6 +16,8 @@ BACKOFF_CAP = 30.0
 
 @dataclass(frozen=True)
 class ExitStatus:
+    """How a process ended: its exit code or signal, and what that means when known."""
+
     code: int | None = None
     signal: int | None = None
     cause: str = ""  # what the exit means, when known better than its number
@@ -37,6 +39,8 @@ class ExitStatus:
 
 @dataclass(frozen=True)
 class Decision:
+    """Whether an exited role's process comes back, after how long, and why."""
+
     restart: bool
     delay: float = 0.0
     reason: str = ""

@@ -34,6 +34,8 @@ MAX_TEXT = 120  # characters of a task's text in a line
 
 @dataclass(frozen=True)
 class Alert:
+    """A hook that says a person is needed, as the notifier hears it."""
+
     hook: str
     role: str
     task_id: str = ""
@@ -84,6 +86,8 @@ class Coalescer:
 
 @dataclass(frozen=True)
 class Message:
+    """One push message: a title, a line per alert, a link to the first one's item."""
+
     title: str
     body: str
     link: str
