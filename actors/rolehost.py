@@ -44,7 +44,7 @@ StartReader = Callable[..., Any]
 
 @dataclass(frozen=True)
 class RoleHost:
-    """The clock and the process spawner a role actor uses (the machine's, or a test's)."""
+    """The clock, spawner and PTY reader a role actor uses (the machine's, or a test's)."""
 
     now: Callable[[], float] = time.monotonic
     spawn: Spawn = PtyChild.spawn

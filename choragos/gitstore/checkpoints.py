@@ -122,7 +122,7 @@ class RollbackPlan:
 
 @dataclass(frozen=True)
 class RollbackResult:
-    """What a rollback did: the files restored and deleted, the state saved before, HEAD."""
+    """What a rollback did: files restored and deleted, the state saved first, HEAD then and now."""
 
     checkpoint: Checkpoint
     saved: Checkpoint | None  # the state before (pre-rollback-<task>); None if nothing changed
