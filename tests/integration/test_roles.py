@@ -133,6 +133,9 @@ def test_transcript_has_a_header_per_spawn_and_the_final_screen(serve):
 
 def test_sigusr1_dumps_thread_stacks_to_the_server_log(serve):
     s = serve(role_toml("orchestrator", start=True))
+    # The dump shows the threads there are: the session answers before its
+    # role's reader has started (the role makes its screen after the spawn).
+    s.wait_event(lambda e: e["event"] == "role state" and e.get("state") == "booting", 15)
     s.proc.send_signal(signal.SIGUSR1)
     log = s.workdir / ".choragos/logs/server.log"
     # main, timers, actors, readers: every thread, not just the one signalled
