@@ -9,6 +9,8 @@ OpenSSL's libcrypto: 3.6 MB of every server's resident memory at rest.
 subprocess imports ``locale`` (0.3 MB) for the encoding of a text run,
 and urwid asks it the same at its import: both questions are answered
 from the C module the real one takes them from (``_locale``), without it.
+urwid's raw display imports ``base64`` for a copy to the clipboard (OSC 52)
+that the deck never asks of it.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "locale", "secrets")
+UNUSED = ("bz2", "lzma", "locale", "secrets", "base64")
 
 
 def defer_unused() -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import pty
 import struct
 import termios
 from collections.abc import Callable
@@ -53,7 +52,9 @@ class PtyScreen(raw.Screen):
         self._sink: Callable[[bytes], None] | None = None
         self._held: list[str] = []  # written for the sink, not flushed yet
         self._cols_rows = (cols, rows)
-        self.master, slave = pty.openpty()
+        # os.openpty, not pty.openpty (the same call where there is one): the
+        # pty module and its tty would stay loaded in the server for this alone.
+        self.master, slave = os.openpty()
         os.set_blocking(self.master, False)
         # Output exactly as urwid writes it, with the usual tty post-processing.
         attrs = termios.tcgetattr(slave)
