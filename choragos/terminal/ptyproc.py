@@ -250,15 +250,17 @@ class Reader(threading.Thread):
     ``on_exit``) -- for a consumer that holds output back to take it in
     batches and must not keep the last batch once the output stops.
 
-    The reading is done in turns, each on a thread of its own while this
-    one waits: after a flood (``FLOOD_BYTES`` of output without a pause of
-    ``TURN_QUIET`` seconds) the turn ends once the PTY has been quiet that
-    long, and the next starts on a fresh thread.  glibc keeps up to about
+    The reading is done in turns, each on a thread of its own: after a
+    flood (``FLOOD_BYTES`` of output without a pause of ``TURN_QUIET``
+    seconds) the turn ends once the PTY has been quiet that long, its
+    thread starts the next turn's and ends.  glibc keeps up to about
     180 KB of the blocks a thread freed in a cache of that thread's own,
     handed back only when the thread ends; a flood's parse fills it, so
     five flooded panes kept 0.9 MB of the server's memory that way, and the
     heap's pages around those blocks.  Output in bursts with pauses between
-    (an agent's turns) keeps its thread, which costs no wake-up.
+    (an agent's turns) keeps its thread, which costs no wake-up.  No thread
+    waits for the turns (one more stack per pane): :meth:`join` and
+    :meth:`is_alive` follow the reading, whichever thread does it.
     """
 
     def __init__(self, child: PtyChild, on_data: Callable[[bytes], float | None],
@@ -279,6 +281,8 @@ class Reader(threading.Thread):
         self._burst = 0  # output taken since the last pause of TURN_QUIET
         self._last_read = 0.0  # time.monotonic() of the last output taken
         self._turn_ends_at: float | None = None  # after a flood: when the turn ends, if quiet
+        self._exit_fd: int | None = None
+        self._done = threading.Event()  # the reading ended and on_exit was called
 
     def start(self) -> None:
         """Start reading; a thread that cannot start takes its pipe with it
@@ -303,43 +307,71 @@ class Reader(threading.Thread):
                 with contextlib.suppress(OSError):
                     os.write(self._wake_w, b"!")
 
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the reading ended (on whichever turn's thread) and
+        ``on_exit`` was called."""
+        if not self._started.is_set():
+            raise RuntimeError("cannot join thread before it is started")
+        self._done.wait(timeout)
+
+    def is_alive(self) -> bool:
+        return self._started.is_set() and not self._done.is_set()
+
     def run(self) -> None:
+        self._exit_fd = _open_pidfd(self.child.pid)
+        self._read_turns(None)
+
+    def _read_turns(self, before: threading.Thread | None) -> None:
+        """Read on this thread, turn after turn, until the child's end or
+        until a quiet turn's end has another thread to read on."""
         name_os_thread(self.name)
-        exit_fd = _open_pidfd(self.child.pid)
+        if before is not None:
+            threading.Thread.join(before)  # the thread itself (this class's join waits for all)
+            give_back()  # the turn's thread ended: its cache of freed blocks too
         try:
-            while self._turn(exit_fd):
-                give_back()  # the turn's thread ended: its cache of freed blocks too
-        finally:
-            if exit_fd is not None:
-                os.close(exit_fd)
-            self._close_wake()
-            self._lull()
-        if self._halt.is_set():
-            return
-        status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)
-        self.on_exit(status)
-
-    def _turn(self, exit_fd: int | None) -> bool:
-        """Read on a fresh thread until the child's end (False) or a quiet
-        turn's (True); what the reading raised is raised here."""
-        outcome: list[bool | BaseException] = []
-
-        def read() -> None:
-            name_os_thread(self.name)
+            while self._turn():
+                if self._hand_on():
+                    return  # the next turn reads on a fresh thread
+        except BaseException:
             try:
-                outcome.append(self._read_until_exit(exit_fd))
-            except BaseException as exc:  # raised again on the reader's thread
-                outcome.append(exc)
+                self._finish()
+            finally:
+                self._done.set()
+            raise
+        try:
+            self._finish()
+            if not self._halt.is_set():
+                status = self.child.poll() or self.child.wait(5.0) or ExitStatus(code=None)
+                self.on_exit(status)
+        finally:
+            self._done.set()
 
+    def _turn(self) -> bool:
+        """Read until the child's end (False) or a quiet turn's (True)."""
         self.turns += 1
         self._burst, self._turn_ends_at = 0, None
-        turn = threading.Thread(target=read, name=self.name, daemon=True)
-        turn.start()
-        turn.join()
-        result = outcome[0] if outcome else False
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        return self._read_until_exit(self._exit_fd)
+
+    def _hand_on(self) -> bool:
+        """Start the next turn's thread (False: none could start, this one
+        reads on)."""
+        turn = threading.Thread(target=self._read_turns, args=(threading.current_thread(),),
+                                name=self.name, daemon=True)
+        try:
+            turn.start()
+        except RuntimeError:
+            return False
+        return True
+
+    def _finish(self) -> None:
+        """The reading ended: its descriptors closed, a lull owed told."""
+        try:
+            if self._exit_fd is not None:
+                os.close(self._exit_fd)
+                self._exit_fd = None
+        finally:
+            self._close_wake()
+            self._lull()
 
     def _read_until_exit(self, exit_fd: int | None) -> bool:
         """Read until the child's end (False) or until the PTY was quiet

@@ -296,9 +296,29 @@ def test_after_a_flood_a_fresh_thread_reads_on_and_the_flooded_one_ends(tmp_path
         assert [e for e in seen.events if isinstance(e, ExitStatus)] == [ExitStatus(code=3)]
         assert reader.turns == 2 and len(seen.threads) == 2
         flooded, after = seen.threads
-        assert not flooded.is_alive()  # ended after the quiet: its cache went back
+        # Ended after the quiet: its cache went back (the thread itself: the
+        # reader's is_alive follows the reading, on whichever thread).
+        assert not threading.Thread.is_alive(flooded)
         assert flooded.name == after.name == reader.name
         assert threading.current_thread() not in seen.threads
+    finally:
+        _finish(child, reader)
+
+
+def test_after_a_flood_one_thread_reads_the_pane_and_none_waits(tmp_path, short_turns):
+    """The flooded turn's thread starts the next turn's and ends: no thread
+    waits for the turns (a stack and more of the server's memory per pane)."""
+    child = _spawn(tmp_path, "head -c 300000 /dev/zero | tr '\\0' x; exec sleep 60")
+    seen = Threads()
+    reader = Reader(child, seen.data, seen.exit)
+    reader.start()
+    try:
+        wait_until(lambda: reader.turns == 2, 10, message="the turn after the flood")
+        wait_until(lambda: len([t for t in threading.enumerate() if t.name == reader.name]) == 1,
+                   5, message="one thread reading the pane")
+        assert reader.is_alive() and not seen.exited.is_set()
+        reader.join(timeout=0.05)  # the reading goes on: join waits for it, not a turn
+        assert reader.is_alive()
     finally:
         _finish(child, reader)
 
