@@ -416,7 +416,12 @@ class Walker:
                 return _RELIST
             dstat = self._stable((st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
             node, looks = self._patched(rel, absdir, old, changed, rules, dstat)
-            self.changed = True
+            # Entries that came and went between two walks (an agent's
+            # scratch directories) change nothing: the record, whose own
+            # directory stat is then older than the directory's, only makes
+            # a walk without the watch list it again, so it is not saved.
+            if node.names != old[3] or node.kinds != old[4]:
+                self.changed = True
         else:
             node, looks = _Node(rel, old[3], old[4], old[0], key, old), {}
             node.share(old)

@@ -15,11 +15,12 @@ import contextlib
 import os
 import shutil
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
-from choragos.gitstore import treewatch, walk
+from choragos.gitstore import checkpoints, treewatch, walk
 from choragos.gitstore.checkpoints import CheckpointStore
 from tests.unit.test_checkpoints import git
 from tests.unit.test_report_walks import FILES, flat_repo
@@ -180,3 +181,49 @@ def test_a_walk_that_saved_no_checkpoint_is_not_started_from(repo):
         (repo / "r5.txt").write_text("changed\n")
         check(store, repo, "T2", named=False)
         git(repo, "cat-file", "-e", git_tree(repo))  # every object is there
+
+
+def past_racy(path: Path, probe: Path, timeout: float = 5.0) -> None:
+    """Wait until the filesystem's clock has moved past ``path``'s last
+    change, so a walk from now on caches its stat data (a change in the
+    walk's own clock tick is looked at again by the next walk)."""
+    changed, deadline = path.stat().st_ctime_ns, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        probe.write_text("tick\n")
+        if probe.stat().st_mtime_ns > changed:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the filesystem's clock did not move")
+
+
+def test_entries_that_came_and_went_write_no_private_index(repo, monkeypatch):
+    """Codex makes and removes scratch directories in the workspace's top
+    directory on every turn: a walk that finds them gone again changes
+    nothing, so it writes no private index (a whole file, re-encoded, the
+    size of the directory's record: every walk of both stores in the soak
+    wrote one before, twice a round for nothing).  The checkpoint is git's
+    tree, and so are the next ones, with the watch and without it."""
+    saves = []
+    real_save = checkpoints.save_cache
+    monkeypatch.setattr(checkpoints, "save_cache",
+                        lambda path, cache: (saves.append(path), real_save(path, cache)))
+    with CheckpointStore(repo, watch=True) as store:
+        snap(store, "T1")
+        (repo / "r3.txt").write_text("changed\n")
+        past_racy(repo / "r3.txt", repo / ".git" / "probe")
+        check(store, repo, "T2")
+        assert len(saves) == 2
+        for n in range(3, 6):
+            for scratch in (".codex", ".aws", ".agents"):
+                (repo / scratch).mkdir()
+                (repo / scratch / "x").write_text("scratch\n")
+                shutil.rmtree(repo / scratch)
+            check(store, repo, f"T{n}")
+            assert store.last_stats.looked == 3
+        assert len(saves) == 2, "a walk that changed nothing wrote the private index"
+        (repo / "r4.txt").write_text("changed too\n")
+        check(store, repo, "T6")
+        assert len(saves) == 3
+    with CheckpointStore(repo) as unwatched:  # another process: the index on disk
+        (repo / "r5.txt").write_text("changed as well\n")
+        assert snap(unwatched, "T7") == git_tree(repo)
