@@ -83,7 +83,10 @@ class _Held:
     type_num: int
     loose_header: bytes
     raw: bytes
-    packed: bytes  # the content compressed for a pack (no header inside)
+    # The content compressed for a pack (no header inside); None until the
+    # object is known to go into one (a loose copy compresses header and
+    # content together, so compressing for both would do it twice).
+    packed: bytes | None
 
 
 class _PackFile:
@@ -247,7 +250,11 @@ class ObjectWriter:
             self._store(sha, [compressor.compress(header), compressor.compress(data),
                               compressor.flush()])
         else:
-            self._hold(_Held(sha, _TYPES[kind], header, data, zlib.compress(data, 1)))
+            # Compressed here, outside the lock (hashing threads overlap it),
+            # once a pack is being written; the held few wait to learn where
+            # they go: most checkpoints write a few objects, loose.
+            packed = zlib.compress(data, 1) if self._pack is not None else None
+            self._hold(_Held(sha, _TYPES[kind], header, data, packed))
         return sha
 
     def _hold(self, item: _Held) -> None:
@@ -260,11 +267,18 @@ class ObjectWriter:
             if self._pack is None and (len(self._held) >= _PACK_MIN_OBJECTS
                                        or self._held_bytes >= _PACK_MIN_BYTES):
                 self._pack = _PackFile(self._dir + b"/pack", next(self._tmp))
-            if self._pack is not None:
-                for held in self._held:
-                    self._pack.add(held.sha, held.type_num, len(held.raw), held.packed)
-                self.written += len(self._held)
-                self._held.clear()
+            pack, batch = self._pack, self._held
+            if pack is None:
+                return
+            self._held = []
+            self.written += len(batch)
+        # The ones held before the pack began are compressed now, outside the
+        # lock, as the others were.
+        ready = [(held, held.packed if held.packed is not None else zlib.compress(held.raw, 1))
+                 for held in batch]
+        with self._lock:
+            for held, packed in ready:
+                pack.add(held.sha, held.type_num, len(held.raw), packed)
 
     def put_tree(self, raw: bytes, *, write: bool = True) -> bytes:
         if not raw:

@@ -119,6 +119,43 @@ def test_many_new_objects_go_into_one_pack(repo: Path) -> None:
     assert ObjectWriter(objects).has(ids[-1])
 
 
+
+class Compressions:
+    """``zlib`` compressions in the objects module: calls and bytes in."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = self.bytes = 0
+        real = gitobjects.zlib.compress
+
+        def compress(data, *args):
+            self.calls += 1
+            self.bytes += len(data)
+            return real(data, *args)
+
+        monkeypatch.setattr(gitobjects.zlib, "compress", compress)
+
+
+def test_a_loose_object_is_compressed_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted: a checkpoint's few new objects (its new file, the tree of
+    the directory it is in) go loose, and each was compressed twice, once
+    for a pack it never went into (at 300 files, a top directory's tree of
+    15 KB compressed twice for every new file); now once, for its loose copy,
+    and the pack's objects are still each compressed once."""
+    objects = repo / ".git" / "objects"
+    tree = b"".join(b"100644 r%d.txt\0%s" % (i, bytes(20)) for i in range(300))
+    counted = Compressions(monkeypatch)
+    writer = ObjectWriter(objects)
+    ids = [writer.put(b"blob", b"round 1\n"), writer.put_tree(tree)]
+    writer.finish()
+    assert counted.calls == 2 and counted.bytes < len(tree) + 100, counted.__dict__
+    assert git(repo, "cat-file", "-t", ids[1].hex()) == "tree"
+    counted.calls = 0
+    packed = [writer.put(b"blob", b"object %d\n" % i) for i in range(40)]
+    writer.finish()
+    assert counted.calls == 40, counted.calls
+    assert "missing" not in git(repo, "cat-file", "--batch-check",
+                                data=b"\n".join(i.hex().encode() for i in packed))
+
 def test_an_unfinished_pack_leaves_nothing_behind(repo: Path) -> None:
     objects = repo / ".git" / "objects"
     writer = ObjectWriter(objects)
