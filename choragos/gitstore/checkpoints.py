@@ -29,6 +29,7 @@ import os
 import re
 import stat
 import struct
+import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -66,6 +67,11 @@ _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _UNSAFE_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 _LOCK_WAIT = 30.0
+# What this process last wrote to each private index (by path): the file's
+# signature just after, and the tree its records describe.  The session's
+# stores (the checkpointer's, the aftercare's) walk the same changes in turn.
+_SAVED: dict[str, tuple[tuple, bytes]] = {}
+_SAVED_LOCK = threading.Lock()
 
 
 class NotARepository(Exception):
@@ -374,8 +380,9 @@ class CheckpointStore:
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             records = scan.previous.replaced_by(scan.records)
-            self._save_cache(Cache(commit.id, scan.tree, records))
-            self._cache_ref = self.ref_prefix + name
+            if self._watch is None or not self._index_describes(scan.tree):
+                self._save_cache(Cache(commit.id, scan.tree, records))
+                self._cache_ref = self.ref_prefix + name
         if not scan.stats.walked and self._own is not None:
             records = self._own[1].records  # the walk reused: still this store's own
         if scan.stats.walked or self._own is not None:
@@ -616,6 +623,20 @@ class CheckpointStore:
         path = str(self._state / "index")
         save_cache(path, cache)
         self._cache_memo = (_signature(path), cache)
+        with _SAVED_LOCK:
+            _SAVED[path] = (self._cache_memo[0], cache.tree)
+
+    def _index_describes(self, tree: bytes) -> bool:
+        """Whether the private index on disk is, as this process last wrote
+        it, a walk of ``tree``.  Then a newer walk of the same tree (the
+        other store's turn at the same change, or entries that came and
+        went) need not write it again when the store keeps its walk in
+        memory (a watched one): the index's records would only spare a walk
+        without the watch a listing or a few ``lstat`` calls."""
+        path = str(self._state / "index")
+        with _SAVED_LOCK:
+            saved = _SAVED.get(path)
+        return saved is not None and saved[1] == tree and saved[0] == _signature(path)
 
     # ---- rollback
 

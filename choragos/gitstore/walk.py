@@ -239,10 +239,14 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 class Records:
     """Directory records by path, kept in their stored (marshalled) form and
     decoded on first use.  Saving reuses the stored form of every record that
-    did not change, so a small change costs a small write."""
+    did not change, so a small change costs a small write; a changed record
+    is encoded only when it is saved (a store that keeps its walk in memory
+    often is not)."""
 
     def __init__(self, blobs: dict[bytes, bytes] | None = None,
                  decoded: dict[bytes, Record] | None = None) -> None:
+        # Every record is in one or both: a record read from disk has its
+        # stored form, a newer walk's its decoded one until it is saved.
         self._blobs = blobs or {}
         self._decoded = decoded or {}
 
@@ -257,12 +261,15 @@ class Records:
         blobs = {}
         for rel, record in records.items():
             # Equal records share most of their objects, so == is cheap here.
-            same = rel in self._blobs and self._decoded.get(rel) == record
-            blobs[rel] = self._blobs[rel] if same else marshal.dumps(record)
+            if rel in self._blobs and self._decoded.get(rel) == record:
+                blobs[rel] = self._blobs[rel]
         return Records(blobs, dict(records))
 
     def stored(self) -> dict[bytes, bytes]:
-        return self._blobs
+        blobs = self._blobs
+        for rel in self._decoded.keys() - blobs.keys():
+            blobs[rel] = marshal.dumps(self._decoded[rel])
+        return blobs
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import os
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from choragos.cli.checkpoints import age
 from choragos.gitstore import objects as gitobjects
+from choragos.gitstore import walk as walkmodule
 from choragos.gitstore.checkpoints import clean_text
 from choragos.gitstore.ignore import IgnoreList, RuleStack
 from choragos.gitstore.objects import ObjectWriter
@@ -241,9 +243,27 @@ def test_private_index_round_trip_and_damage(tmp_path: Path) -> None:
 
 def test_unchanged_records_keep_their_stored_form() -> None:
     first = Records().replaced_by({b"": ("r",), b"a/": ("a",)})
+    saved = first.stored()
     second = first.replaced_by({b"": ("r2",), b"a/": ("a",)})
-    assert second.stored()[b"a/"] is first.stored()[b"a/"]
-    assert second.stored()[b""] != first.stored()[b""]
+    assert second.stored()[b"a/"] is saved[b"a/"]
+    assert second.stored()[b""] != saved[b""]
+
+
+def test_a_record_is_encoded_only_when_saved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted: a walk's changed records were encoded as soon as they
+    replaced the old ones, saved or not (a watched store keeps its walk in
+    memory and often does not save it); now when saved, once each."""
+    encoded = []
+    real = walkmodule.marshal.dumps
+    monkeypatch.setattr(walkmodule.marshal, "dumps", lambda value, *args: (
+        encoded.append(value), real(value, *args))[1])
+    first = Records().replaced_by({b"": ("r",), b"a/": ("a",)})
+    second = first.replaced_by({b"": ("r2",), b"a/": ("a",)})
+    assert encoded == []
+    assert marshal.loads(second.stored()[b""]) == ("r2",)
+    assert sorted(encoded) == [("a",), ("r2",)]
+    second.stored()
+    assert len(encoded) == 2
 
 
 # ---- text shown to people --------------------------------------------------------------

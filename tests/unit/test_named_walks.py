@@ -227,3 +227,46 @@ def test_entries_that_came_and_went_write_no_private_index(repo, monkeypatch):
     with CheckpointStore(repo) as unwatched:  # another process: the index on disk
         (repo / "r5.txt").write_text("changed as well\n")
         assert snap(unwatched, "T7") == git_tree(repo)
+
+
+def test_two_stores_write_the_private_index_once_a_round(repo, monkeypatch):
+    """The soak's round, counted: the checkpointer's store checkpoints the
+    coder's task, Codex makes its scratch directories, writes a file and
+    reports (the aftercare's store takes the report's snapshot), they are
+    gone again by the review's checkpoint and its report.  Both stores
+    wrote the private index (the whole file, its top record re-encoded,
+    both growing with the files) at three of those four walks, all for one
+    new file; now once a round, by the store that saw the new tree first.
+    Every checkpoint is git's tree, and a store without the watch (a
+    shell's) starts from the index and makes git's tree too, also once the
+    checkpoint the index names is pruned."""
+    saves = []
+    real_save = checkpoints.save_cache
+    monkeypatch.setattr(checkpoints, "save_cache",
+                        lambda path, cache: (saves.append(path), real_save(path, cache)))
+    scratch = [repo / name for name in (".agents", ".aws", ".codex")]
+    checkpointer = CheckpointStore(repo, watch=True)
+    aftercare = CheckpointStore(repo, watch=True)
+    try:
+        snap(checkpointer, "T0")
+        snap(aftercare, "done-T0")
+        saves.clear()
+        for n in range(1, 6):
+            assert snap(checkpointer, f"T{2 * n - 1}") == git_tree(repo)
+            for path in scratch:
+                path.mkdir()
+            (repo / f"round{n}.txt").write_text(f"round {n}\n")
+            past_racy(repo / f"round{n}.txt", repo / ".git" / "probe")
+            assert snap(aftercare, f"done-T{2 * n - 1}") == git_tree(repo)
+            assert snap(checkpointer, f"T{2 * n}") == git_tree(repo)
+            for path in scratch:
+                path.rmdir()
+            assert snap(aftercare, f"done-T{2 * n}") == git_tree(repo)
+        assert len(saves) == 5, f"{len(saves)} index writes in 5 rounds"
+        checkpointer.prune(0)  # the checkpoint the index names goes too
+    finally:
+        checkpointer.close()
+        aftercare.close()
+    with CheckpointStore(repo) as shell:
+        (repo / "round2.txt").write_text("changed in a shell\n")
+        assert snap(shell, "T99") == git_tree(repo)
