@@ -736,8 +736,7 @@ class Walker:
     def _build(self, node: _Node) -> bytes | None:
         """The node's object id (None when it holds nothing), passed up to its parent."""
         old = node.old
-        if (old is not None and old[3] == node.names and tuple(node.ids) == old[6]
-                and tuple(node.modes) == old[7] and old[2] is not None):
+        if old is not None and old[2] is not None and _same_entries(old, node):
             oid = old[2]
         else:
             oid = self._tree(node)
@@ -786,6 +785,17 @@ def _listing(absdir: bytes) -> tuple[tuple, bytes]:
                 found.append((entry.name, _LINK))
     found.sort()
     return tuple(name for name, _ in found), bytes(kind for _, kind in found)
+
+
+def _same_entries(old: Record, node: _Node) -> bool:
+    """Whether ``node`` holds the entries of ``old``'s tree: the same
+    listing with the same ids, or one that differs only by entries no tree
+    holds (empty directories that came or went, like an agent's scratch
+    directories), compared without formatting the tree again."""
+    if old[3] == node.names:
+        return tuple(node.ids) == old[6] and tuple(node.modes) == old[7]
+    return (list(compress(zip(old[7], old[3], old[6], strict=True), old[7]))
+            == list(compress(zip(node.modes, node.names, node.ids, strict=True), node.modes)))
 
 
 def _tree_order_differs(names: tuple, kinds: bytes) -> bool:

@@ -237,6 +237,9 @@ def test_two_stores_write_the_private_index_once_a_round(repo, monkeypatch):
     wrote the private index (the whole file, its top record re-encoded,
     both growing with the files) at three of those four walks, all for one
     new file; now once a round, by the store that saw the new tree first.
+    And each walk formatted and hashed the top directory's tree again,
+    also when only the scratch directories (in no tree) had come or gone:
+    now the two walks that meet the new file do.
     Every checkpoint is git's tree, and a store without the watch (a
     shell's) starts from the index and makes git's tree too, also once the
     checkpoint the index names is pruned."""
@@ -244,6 +247,10 @@ def test_two_stores_write_the_private_index_once_a_round(repo, monkeypatch):
     real_save = checkpoints.save_cache
     monkeypatch.setattr(checkpoints, "save_cache",
                         lambda path, cache: (saves.append(path), real_save(path, cache)))
+    trees = []
+    real_tree = walk.Walker._tree
+    monkeypatch.setattr(walk.Walker, "_tree", lambda self, node: (
+        trees.append(node.rel), real_tree(self, node))[1])
     scratch = [repo / name for name in (".agents", ".aws", ".codex")]
     checkpointer = CheckpointStore(repo, watch=True)
     aftercare = CheckpointStore(repo, watch=True)
@@ -251,6 +258,7 @@ def test_two_stores_write_the_private_index_once_a_round(repo, monkeypatch):
         snap(checkpointer, "T0")
         snap(aftercare, "done-T0")
         saves.clear()
+        trees.clear()
         for n in range(1, 6):
             assert snap(checkpointer, f"T{2 * n - 1}") == git_tree(repo)
             for path in scratch:
@@ -263,6 +271,8 @@ def test_two_stores_write_the_private_index_once_a_round(repo, monkeypatch):
                 path.rmdir()
             assert snap(aftercare, f"done-T{2 * n}") == git_tree(repo)
         assert len(saves) == 5, f"{len(saves)} index writes in 5 rounds"
+        top = trees.count(b"")  # (an empty directory's: no tree, nothing formatted)
+        assert top == 10, f"the top directory's tree built {top} times in 5 rounds"
         checkpointer.prune(0)  # the checkpoint the index names goes too
     finally:
         checkpointer.close()
