@@ -794,6 +794,8 @@ def _same_entries(old: Record, node: _Node) -> bool:
     directories), compared without formatting the tree again."""
     if old[3] == node.names:
         return tuple(node.ids) == old[6] and tuple(node.modes) == old[7]
+    if len(old[7]) - old[7].count(0) != len(node.modes) - node.modes.count(0):
+        return False  # an entry more or fewer: the usual change
     return (list(compress(zip(old[7], old[3], old[6], strict=True), old[7]))
             == list(compress(zip(node.modes, node.names, node.ids, strict=True), node.modes)))
 
