@@ -257,6 +257,14 @@ def rest_per_task(a: dict, b: dict) -> float:
     return per_task(a, b, "cpu") - per_task(a, b, "readers_cpu")
 
 
+def other_read_per_task(a: dict, b: dict) -> float:
+    """KB a task the server read outside its PTY readers: its own files (the
+    checkpoints' objects and private index, git's config and refs), /proc,
+    the control socket's requests, and what the children it ran and reaped
+    (``git diff``) read."""
+    return per_task(a, b, "read_kb") - per_task(a, b, "readers_read_kb")
+
+
 def per_read_mb(a: dict, b: dict) -> float:
     """The server's CPU ms per MB it read (its agents' output, most of it)."""
     return (b["cpu"] - a["cpu"]) * 1000 / max((b["read_kb"] - a["read_kb"]) / 1024, 1e-9)
@@ -316,13 +324,15 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
     first, warm, last = samples[:2], samples[1], samples[-2:]
     print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} "
           f"{'cpu ms/MB read':>15} {'rss MB':>7} {'threads':>8} {'fds':>4} {'journal KB':>11} "
-          f"{'refs':>5} {'readers ms/task':>16} {'output KB/task':>15} {'rest ms/task':>13}")
+          f"{'refs':>5} {'readers ms/task':>16} {'output KB/task':>15} {'rest ms/task':>13} "
+          f"{'other read KB/task':>19}")
     for a, b in itertools.pairwise(samples):
         print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
               f"{per_task(a, b, 'read_kb'):>13.1f} {per_read_mb(a, b):>15.1f} {b['rss_mb']:>7.1f} "
               f"{b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5} "
               f"{per_task(a, b, 'readers_cpu') * 1000:>16.1f} "
-              f"{per_task(a, b, 'readers_read_kb'):>15.1f} {rest_per_task(a, b) * 1000:>13.1f}")
+              f"{per_task(a, b, 'readers_read_kb'):>15.1f} {rest_per_task(a, b) * 1000:>13.1f} "
+              f"{other_read_per_task(a, b):>19.1f}")
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
     grown = per_task(warm, samples[-1], "rss_mb") * 1024
@@ -335,12 +345,17 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
     output_ratio = per_task(*last, "readers_read_kb") / max(
         per_task(*first, "readers_read_kb"), 1e-9)
     rest_ratio = rest_per_task(*last) / max(rest_per_task(*first), 1e-9)
+    # And the server's reads outside the readers: "read KB/task" is mostly
+    # the agents' output, and grows with it.
+    other_ratio = other_read_per_task(*last) / max(other_read_per_task(*first), 1e-9)
     emit("soak", {"time per task, last/first window": time_ratio,
                   "cpu per task, last/first window": cpu_ratio,
                   "cpu per MB read, last/first window": round(read_ratio, 3),
                   "agents' output per task, last/first window": round(output_ratio, 3),
                   "cpu per task outside the PTY readers, last/first window": round(rest_ratio,
-                                                                                    3)},
+                                                                                    3),
+                  "server's reads outside the PTY readers per task, last/first window": round(
+                      other_ratio, 3)},
          rounds=args.rounds, tasks=samples[-1]["done"], rss_kb_per_task_after_warmup=round(
              grown, 1), threads=[samples[0]["threads"], samples[-1]["threads"]],
          fds=[samples[0]["fds"], samples[-1]["fds"]], samples=samples)
