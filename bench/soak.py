@@ -16,7 +16,9 @@ after the first window, when its caches and scrollback are still filling.
 Beside the CPU per task, the server's threads are split (Linux): the roles'
 PTY readers (threads named ``pty-<role>``: the agents' output, read and
 parsed, which the agents decide) and the rest (the session's own work per
-task), each per task, with the agents' output per task.
+task), each per task, with the agents' output per task, and the server's
+reads outside its readers per task (its own files, /proc, the socket, and
+what the ``git`` children it reaps read).
 At the end every task must be done and the session must stop leaving no
 process behind.  Needs the CLIs (``make seats``); not part of the test
 suite, and not of ``make bench`` (it takes minutes): ``make soak``.
