@@ -229,15 +229,15 @@ def run(s: SeatCrew, total: int, window: int) -> list[dict]:
     s.wait_booted(["orchestrator", "coder", "reviewer"], timeout=90)
     started = time.monotonic()
     samples = [sample(s, started, 0)]
-    moved = time.monotonic()
+    moved, last = time.monotonic(), 0
     log = Settled(s.workdir / ".choragos" / "logs" / "events.jsonl")
     while samples[-1]["done"] < total:
         time.sleep(1.0)
         done, odd = log.read()
         if odd:
             raise SystemExit(f"a task went wrong: {odd}\n{s.diagnostics()}")
-        if done > samples[-1]["done"]:
-            moved = time.monotonic()
+        if done > last:  # (against the last sample, a stall after it never ended the run)
+            moved, last = time.monotonic(), done
         if done >= samples[-1]["done"] + window or done >= total:
             samples.append(sample(s, started, done))
             print(json.dumps(samples[-1]), flush=True)
