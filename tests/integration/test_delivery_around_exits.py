@@ -25,6 +25,8 @@ def test_work_queued_for_an_exited_worker_waits_until_it_is_booted_and_idle(serv
     s.wait(lambda: status(s)["coder"]["state"] == "exited", 10, "the worker to exit")
     out = s.cli("delegate", "--to", "coder", "--task", "wait for the worker")
     assert out.returncode == 0, out.stderr
+    # Acknowledged once journaled; queued once its checkpoint is taken.
+    s.wait(lambda: status(s)["coder"]["queued"] == 1, 15, "the task to queue")
     coder = status(s)["coder"]
     assert (coder["ready"], coder["queued"]) == (False, 1)  # held, not typed into the void
     assert s.board()["T1"]["state"] == "queued"

@@ -51,7 +51,8 @@ def test_nothing_is_typed_after_a_line_left_in_the_input_until_it_is_cleared(ser
     s.wait(lambda: s.board()["T1"]["state"] == "failed", 30, "T1 failed: Enter not taken")
     assert s.cli("delegate", "--to", "coder", "--task", "waits its turn").returncode == 0
     # Acknowledged once journaled; queued at the role once its checkpoint is taken.
-    coder = s.wait(lambda: (c := roles(s)["coder"])["queued"] and c, 15, "T2 queued")
+    s.wait(lambda: roles(s)["coder"]["queued"] == 1, 15, "T2 to queue")
+    coder = roles(s)["coder"]
     assert (coder["ready"], coder["queued"]) == (False, 1)
     assert "input holds a line it did not take" in coder["detail"]
     assert coder["held"] and "input holds an untaken line" in coder["marks"]
