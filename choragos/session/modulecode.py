@@ -16,7 +16,9 @@ syntax tree: the compiler then lays the function out as one without a
 docstring (``__doc__`` is None, its other constants renumbered as they
 must be).  Asserts, every other constant, and the modules' and classes'
 own docstrings stay as they are.  :func:`release` writes the file again if
-anything was compiled anew, with what this start used.
+anything was compiled anew: what this start used, and what the file held
+that is still true to its source (another checkout's modules, or the
+deck's when a headless server wrote it), within a bound.
 
 The file lies beside the dataclasses' methods (``choragos/classcode.py``),
 with the same rules: one not owned by the user, bigger than such a file
@@ -81,18 +83,30 @@ class _File:
         return sum(isinstance(value, bytes) for value in list(self.used.values()))
 
     def close(self, write: bool) -> None:
+        """Write the file again if anything was compiled anew (and ``write``),
+        then let it go."""
         used = dict(self.used)
         if write and any(isinstance(value, bytes) for value in used.values()):
-            entries = {}
-            for key, value in used.items():
-                blob = value if isinstance(value, bytes) else self._blob(value)
-                if blob is not None:
-                    entries[key] = blob
-            classcode.write_file(self.path, entries)
+            classcode.write_file(self.path, self._entries(used))
         with self.lock:
             if self.fd >= 0:
                 os.close(self.fd)
                 self.fd = -1
+
+    def _entries(self, used: dict[bytes, bytes | tuple[int, int]]) -> dict[bytes, bytes]:
+        """What this run used, then what the file held that is still true to
+        its source (another checkout's modules, the deck's for a headless
+        start), as long as the file stays well under its bound."""
+        entries: dict[bytes, bytes] = {}
+        room = _MAX_BYTES // 2
+        for key, value in [*used.items(), *self.index.items()]:
+            if key in entries or (key not in used and not _fresh(key)):
+                continue
+            blob = value if isinstance(value, bytes) else self._blob(value)
+            if blob is not None and len(blob) <= room:
+                entries[key] = blob
+                room -= len(blob)
+        return entries
 
     def _blob(self, where: tuple[int, int]) -> bytes | None:
         if not (type(where) is tuple and len(where) == 2  # an index that is not ours
@@ -147,6 +161,21 @@ def release(write: bool = True) -> int | None:
     return compiled
 
 
+def _key(path: str, info: os.stat_result) -> bytes:
+    return b"%s\0%d\0%d" % (os.fsencode(path), info.st_size, info.st_mtime_ns)
+
+
+def _fresh(key: object) -> bool:
+    """Whether ``key`` names a source file as it is now."""
+    if type(key) is not bytes or key.count(b"\0") != 2:
+        return False
+    path = key.split(b"\0", 1)[0]
+    try:
+        return _key(os.fsdecode(path), os.stat(path)) == key
+    except (OSError, ValueError):
+        return False
+
+
 def _get_code(loader, fullname: str) -> CodeType | None:
     """``SourceFileLoader.get_code`` through the cache."""
     from importlib.machinery import SourceFileLoader
@@ -159,7 +188,7 @@ def _get_code(loader, fullname: str) -> CodeType | None:
         info = os.stat(path)
     except OSError:
         return super(SourceFileLoader, loader).get_code(fullname)
-    key = b"%s\0%d\0%d" % (os.fsencode(path), info.st_size, info.st_mtime_ns)
+    key = _key(path, info)
     code = cache.code(key)
     if code is None:
         code = _strip_and_compile(loader.get_data(path), path)

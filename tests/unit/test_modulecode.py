@@ -92,7 +92,7 @@ SAME = {"docs": [None] * 8, "kept": ["The module's docstring.", "The class's doc
 
 def _sample(tmp_path: Path, text: str = SAMPLE) -> Path:
     folder = tmp_path / "src"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "sample.py").write_text(text)
     return folder
 
@@ -137,6 +137,20 @@ def test_a_changed_source_is_compiled_again(tmp_path: Path) -> None:
     assert again.pop("released") == 1 and again.pop("extra") == "NEW"
     assert again == SAME
     assert _run(cache, folder)["released"] == 0
+
+
+def test_another_checkout_s_modules_stay_in_the_file_and_stale_ones_go(tmp_path: Path) -> None:
+    first, second = _sample(tmp_path / "a"), _sample(tmp_path / "b")
+    cache = tmp_path / "modules.marshal"
+    assert [_run(cache, folder)["released"] for folder in (first, second, first, second)] == [
+        1, 1, 0, 0]
+    assert sorted(classcode.read_index(cache.read_bytes())) == sorted(
+        [_key(first / "sample.py"), _key(second / "sample.py")])
+    (second / "sample.py").write_text(SAMPLE + "\n# changed\n")
+    assert _run(cache, first)["released"] == 0  # nothing new: the file stays as it was
+    assert _run(cache, second)["released"] == 1
+    assert sorted(classcode.read_index(cache.read_bytes())) == sorted(
+        [_key(first / "sample.py"), _key(second / "sample.py")])  # the stale entry gone
 
 
 def _key(source: Path) -> bytes:
@@ -198,7 +212,8 @@ load_urwid()
 import choragos.ui.uiactor, choragos.session.daemon
 released = modulecode.release()
 
-def functions(namespace, module):
+def functions(namespace, module, seen):
+    seen.add(namespace)
     for value in list(vars(namespace).values()):
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
@@ -206,14 +221,15 @@ def functions(namespace, module):
             yield from (f for f in (value.fget, value.fset, value.fdel) if f is not None)
         elif isinstance(value, types.FunctionType) and value.__module__ == module:
             yield value
-        elif (isinstance(value, type) and value.__module__ == module
-              and value is not namespace):
-            yield from functions(value, module)
+        elif isinstance(value, type) and value.__module__ == module and value not in seen:
+            yield from functions(value, module, seen)
 
-loaded = {name: sys.modules[name].__file__ for name in sys.modules if name not in before
-          and (getattr(sys.modules[name], "__file__", None) or "").endswith(".py")}
+# vars(): a stand-in's attributes would load what it stands for (choragos/deferred.py)
+files = {name: vars(module).get("__file__") or "" for name, module in list(sys.modules.items())}
+loaded = {name: file for name, file in files.items()
+          if name not in before and file.endswith(".py")}
 found = {f"{f.__module__}.{f.__qualname__}": f.__doc__ is not None
-         for name in loaded for f in functions(sys.modules[name], name)}
+         for name in loaded for f in functions(sys.modules[name], name, set())}
 print(json.dumps({"released": released, "modules": loaded, "functions": found}))
 """
 
