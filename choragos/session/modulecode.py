@@ -33,6 +33,7 @@ import ast  # loaded already: dataclasses' inspect imports it
 import marshal
 import os
 import threading
+from importlib.machinery import SourceFileLoader
 
 from choragos import classcode
 
@@ -133,8 +134,6 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
 def install(path: str | None = None) -> None:
     """Import modules from source files through the cache until :func:`release`."""
     global _current
-    from importlib.machinery import SourceFileLoader
-
     if _current is not None:
         return
     path = path or cache_path()
@@ -149,8 +148,6 @@ def release(write: bool = True) -> int | None:
     anew (and ``write``).  The number of modules compiled anew in this run
     (0: every one came from the file; None: no cache was installed)."""
     global _current
-    from importlib.machinery import SourceFileLoader
-
     cache, _current = _current, None
     if cache is None:
         return None
@@ -178,8 +175,6 @@ def _fresh(key: object) -> bool:
 
 def _get_code(loader, fullname: str) -> CodeType | None:
     """``SourceFileLoader.get_code`` through the cache."""
-    from importlib.machinery import SourceFileLoader
-
     cache = _current
     path = loader.get_filename(fullname)
     if cache is None or not path.endswith(".py"):
