@@ -224,8 +224,10 @@ def functions(namespace, module, seen):
         elif isinstance(value, type) and value.__module__ == module and value not in seen:
             yield from functions(value, module, seen)
 
-# vars(): a stand-in's attributes would load what it stands for (choragos/deferred.py)
-files = {name: vars(module).get("__file__") or "" for name, module in list(sys.modules.items())}
+# Modules themselves: a stand-in (choragos/deferred.py) or a lazy module (urwid's
+# displays) would load what it stands for when its attributes are read.
+files = {name: module.__dict__.get("__file__") or "" for name, module in list(sys.modules.items())
+         if type(module) is types.ModuleType}
 loaded = {name: file for name, file in files.items()
           if name not in before and file.endswith(".py")}
 found = {f"{f.__module__}.{f.__qualname__}": f.__doc__ is not None
@@ -255,6 +257,19 @@ def test_the_server_s_modules_have_functions_without_docstrings_from_a_warm_cach
     assert [name for name, has in warm["functions"].items() if has] == []
 
 
+def _instructions(code: types.CodeType) -> list[tuple[str, object]]:
+    """(name, argument) of each instruction but the NOPs a docstring's place
+    leaves, a jump's argument the index of the instruction it goes to."""
+    every = list(dis.get_instructions(code))
+    index, kept = {}, 0
+    for op in every:
+        index[op.offset] = kept
+        kept += op.opname != "NOP"
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    return [(op.opname, index[op.argval] if op.opcode in jumps else op.argval)
+            for op in every if op.opname != "NOP"]
+
+
 def _same_but_docstrings(plain: types.CodeType, stripped: types.CodeType,
                          docstrings: set[tuple[str, int]]) -> int:
     """Whether two compilations of one source do the same, the docstrings of
@@ -266,8 +281,7 @@ def _same_but_docstrings(plain: types.CodeType, stripped: types.CodeType,
     else:
         assert ([c for c in plain.co_consts if not isinstance(c, types.CodeType)]
                 == [c for c in stripped.co_consts if not isinstance(c, types.CodeType)])
-    ops = [(op.opname, op.argval) for op in dis.get_instructions(plain) if op.opname != "NOP"]
-    new = [(op.opname, op.argval) for op in dis.get_instructions(stripped) if op.opname != "NOP"]
+    ops, new = _instructions(plain), _instructions(stripped)
     assert len(ops) == len(new), plain.co_qualname
     for (name, value), (new_name, new_value) in zip(ops, new, strict=True):
         assert name == new_name, plain.co_qualname
