@@ -88,13 +88,21 @@ _current: _Cache | None = None
 def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
     """The file, named for the interpreter and its bytecode's version (None:
     an interpreter whose compiled code has no such name, which is not cached)."""
+    return cache_file("dataclasses", env)
+
+
+def cache_file(stem: str, env: Mapping[str, str] = os.environ) -> str | None:
+    """``stem``'s file of compiled code in the user's cache folder, named for
+    the interpreter, its bytecode's version and its optimization level
+    (None: an interpreter whose compiled code has no such name)."""
     from importlib.util import MAGIC_NUMBER
 
     tag = sys.implementation.cache_tag
     if tag is None:
         return None
+    level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "choragos", f"dataclasses.{tag}-{MAGIC_NUMBER.hex()}.marshal")
+    return os.path.join(base, "choragos", f"{stem}.{tag}-{MAGIC_NUMBER.hex()}{level}.marshal")
 
 
 def install(path: str | None = None) -> None:
@@ -121,27 +129,46 @@ def release(write: bool = True) -> int | None:
     if getattr(dataclasses, "exec", None) == cache.exec:
         del dataclasses.exec  # type: ignore[attr-defined]  # the builtin again
     if cache.compiled and write:
-        _write(cache.path, cache.entries())
+        write_file(cache.path, cache.entries())
     return cache.compiled
 
 
 def _read(path: str) -> tuple[bytes, dict[bytes, tuple[int, int]]]:
     try:
         with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if info.st_uid != os.getuid() or info.st_size > _MAX_BYTES:
+            if not trusted(handle.fileno(), _MAX_BYTES):
                 return b"", {}
             data = handle.read()
-        length = int.from_bytes(data[:_LENGTH], "little")
-        index = marshal.loads(data[_LENGTH:_LENGTH + length])
-    except (OSError, EOFError, ValueError, TypeError):
+        index = read_index(data)
+    except OSError:
         return b"", {}
-    if not isinstance(index, dict):
-        return b"", {}
-    return data, index
+    return (data, index) if index else (b"", {})
 
 
-def _write(path: str, entries: dict[bytes, bytes]) -> None:
+def trusted(fd: int, max_bytes: int) -> bool:
+    """Whether the open file ``fd`` may be run as code: the user's own
+    (as Python's ``__pycache__`` is whoever's may write there), and no bigger
+    than a file of ours grows."""
+    info = os.fstat(fd)
+    return info.st_uid == os.getuid() and info.st_size <= max_bytes
+
+
+def read_index(head: bytes) -> dict[bytes, tuple[int, int]]:
+    """The index at the start of a file :func:`write_file` wrote (empty: none,
+    or not one): each key's code's offset and size in the file."""
+    length = int.from_bytes(head[:_LENGTH], "little")
+    if len(head) < _LENGTH + length:
+        return {}
+    try:
+        index = marshal.loads(head[_LENGTH:_LENGTH + length])
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return index if isinstance(index, dict) else {}
+
+
+def write_file(path: str, entries: dict[bytes, bytes]) -> None:
+    """Replace the file at ``path`` with ``entries`` (each key's code,
+    marshalled) and their index; a folder or file made is private to the user."""
     index, blobs, offset = {}, [], 0
     for key, blob in entries.items():
         index[key] = (offset, len(blob))
@@ -167,7 +194,7 @@ def _write(path: str, entries: dict[bytes, bytes]) -> None:
         # A cache that cannot be written costs the next start its compilations only.
         import logging
 
-        logging.getLogger("choragos").info("dataclasses' code not cached in %s: %s", path, exc)
+        logging.getLogger("choragos").info("compiled code not cached in %s: %s", path, exc)
         with contextlib.suppress(OSError):
             os.unlink(temporary)
 

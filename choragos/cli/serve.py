@@ -293,6 +293,9 @@ def _boot_refusal(session, log: logging.Logger) -> str | None:
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
+    from choragos.session import modulecode
+
+    modulecode.install()  # the session's modules without their functions' docstrings: see there
     from choragos.actors.session import Session, SessionOptions
     from choragos.control.server import ServerStartError
     from choragos.mallocarenas import one_arena
@@ -346,6 +349,10 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             # A start that compiled any wrote them to the file for the next one.
             log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
                      compiled, classcode.cache_path())
+        compiled = modulecode.release()  # the session and its deck are loaded
+        if compiled is not None:
+            log.info("modules compiled at the start without their functions' docstrings: "
+                     "%d (cached in %s)", compiled, modulecode.cache_path())
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,

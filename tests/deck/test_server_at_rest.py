@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from choragos import classcode
+from choragos.session import modulecode
 from choragos.session.daemon import sidecar_for
 from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
 
@@ -43,23 +44,29 @@ def test_a_server_at_rest_has_not_loaded_openssl(project):
     assert "libcrypto" not in mapped
 
 
-def test_a_second_start_compiles_no_dataclass_method(project):
+def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     """The methods dataclasses writes are compiled by the first start and come
     from the user's cache at the next (choragos/classcode.py): about a third of
-    the server's CPU to its first frame."""
+    the server's CPU to its first frame.  So do the session's modules, compiled
+    without their functions' docstrings (choragos/session/modulecode.py)."""
     root, work, env = project
     env["XDG_CACHE_HOME"] = str(root / "cache")
     cli = cli_for(env, work)
     log = work / ".choragos" / "logs" / "server.log"
-    compiled = []
+    compiled, modules = [], []
     for _ in range(2):
         started = cli("serve", "--detach")
         assert started.returncode == 0, started.stderr
-        said = [line for line in log.read_text().splitlines()
-                if "dataclasses' methods compiled at the start" in line]
+        lines = log.read_text().splitlines()
+        said = [line for line in lines if "dataclasses' methods compiled at the start" in line]
         compiled.append(int(said[-1].split(": ")[-1].split()[0]))
+        said = [line for line in lines if "modules compiled at the start" in line]
+        modules.append(int(said[-1].split(": ")[-1].split()[0]))
         assert cli("kill", "--all").returncode == 0
     assert compiled[0] > 300  # the first start: the session's, the deck's
     assert compiled[1] == 0
+    assert modules[0] > 150  # the session's, the deck's: each module once
+    assert modules[1] == 0
     cache = root / "cache" / "choragos"
-    assert [str(p) for p in cache.iterdir()] == [classcode.cache_path(env)]
+    assert sorted(str(p) for p in cache.iterdir()) == sorted(
+        [classcode.cache_path(env), modulecode.cache_path(env)])

@@ -1,0 +1,210 @@
+"""The code of the modules the session server imports, without the
+functions' docstrings, compiled once and kept between runs.
+
+A module's code lives as long as the process, and so do its functions'
+docstrings, which the server never reads: some 0.7 MB of the server with
+its deck at rest.  ``python -OO`` drops them but drops the asserts too, and
+for every module.  While the server starts (:func:`install` to
+:func:`release`, the imports of ``_serve`` in ``choragos/cli/serve.py``),
+each module imported from its source file is looked up in a file kept from
+the last start, by its source's path, size and modification time (as
+Python's own ``__pycache__`` is, to the nanosecond), under a name that
+holds the interpreter's cache tag, bytecode version and optimization
+level.  A module not found there is compiled from its source as Python
+would, after each function's docstring has been replaced by ``None`` in its
+syntax tree: the compiler then lays the function out as one without a
+docstring (``__doc__`` is None, its other constants renumbered as they
+must be).  Asserts, every other constant, and the modules' and classes'
+own docstrings stay as they are.  :func:`release` writes the file again if
+anything was compiled anew: what this start used, and what the file held
+that is still true to its source (another checkout's modules, or the
+deck's when a headless server wrote it), within a bound.
+
+The file lies beside the dataclasses' methods (``choragos/classcode.py``),
+with the same rules: one not owned by the user, bigger than such a file
+grows, or unreadable is not used, and a start that could not use it
+writes it afresh.  Each module's code is read from the file as it is
+imported (the file is not held in memory).
+"""
+
+from __future__ import annotations
+
+import ast  # loaded already: dataclasses' inspect imports it
+import marshal
+import os
+import threading
+from importlib.machinery import SourceFileLoader
+
+from choragos import classcode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import CodeType
+
+_MAX_BYTES = 64 << 20  # the server's modules take about 6 MB: more is not ours
+_LENGTH = 4  # as classcode writes it: the index's length, the index, the code
+
+
+class _File:
+    """The file kept open, its index read, each module's code read from it as
+    asked for; and what this run used, to write at the end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+        self.index: dict[bytes, tuple[int, int]] = {}
+        self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
+        self.lock = threading.Lock()  # an import on another thread reads while it closes
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            if classcode.trusted(self.fd, _MAX_BYTES):
+                length = min(int.from_bytes(os.pread(self.fd, _LENGTH, 0), "little"),
+                             _MAX_BYTES)
+                self.index = classcode.read_index(os.pread(self.fd, _LENGTH + length, 0))
+        except OSError:
+            pass
+
+    def code(self, key: bytes) -> CodeType | None:
+        """The code kept under ``key``, or None (not there, or not code)."""
+        where = self.index.get(key)
+        if where is None:
+            return None
+        blob = self._blob(where)
+        try:
+            code = marshal.loads(blob) if blob is not None else None
+        except (EOFError, ValueError, TypeError):
+            return None
+        if blob is None or not isinstance(code, type(_strip_and_compile.__code__)):
+            return None
+        self.used[key] = where
+        return code
+
+    def compiled(self) -> int:
+        return sum(isinstance(value, bytes) for value in list(self.used.values()))
+
+    def close(self, write: bool) -> None:
+        """Write the file again if anything was compiled anew (and ``write``),
+        then let it go."""
+        used = dict(self.used)
+        if write and any(isinstance(value, bytes) for value in used.values()):
+            classcode.write_file(self.path, self._entries(used))
+        with self.lock:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+
+    def _entries(self, used: dict[bytes, bytes | tuple[int, int]]) -> dict[bytes, bytes]:
+        """What this run used, then what the file held that is still true to
+        its source (another checkout's modules, the deck's for a headless
+        start), as long as the file stays well under its bound."""
+        entries: dict[bytes, bytes] = {}
+        room = _MAX_BYTES // 2
+        for key, value in [*used.items(), *self.index.items()]:
+            if key in entries or (key not in used and not _fresh(key)):
+                continue
+            blob = value if isinstance(value, bytes) else self._blob(value)
+            if blob is not None and len(blob) <= room:
+                entries[key] = blob
+                room -= len(blob)
+        return entries
+
+    def _blob(self, where: tuple[int, int]) -> bytes | None:
+        if not (type(where) is tuple and len(where) == 2  # an index that is not ours
+                and all(type(n) is int and 0 <= n <= _MAX_BYTES for n in where)):
+            return None
+        with self.lock:
+            if self.fd < 0:
+                return None
+            try:
+                blob = os.pread(self.fd, where[1], where[0])
+            except OSError:
+                return None
+        return blob if len(blob) == where[1] else None
+
+
+_current: _File | None = None
+
+
+def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
+    """The file (None: an interpreter whose compiled code has no such name)."""
+    return classcode.cache_file("modules", env)
+
+
+def install(path: str | None = None) -> None:
+    """Import modules from source files through the cache until :func:`release`."""
+    global _current
+    if _current is not None:
+        return
+    path = path or cache_path()
+    if path is None:
+        return
+    _current = _File(path)
+    SourceFileLoader.get_code = _get_code  # type: ignore[method-assign]
+
+
+def release(write: bool = True) -> int | None:
+    """Import as Python does again; write the file if anything was compiled
+    anew (and ``write``).  The number of modules compiled anew in this run
+    (0: every one came from the file; None: no cache was installed)."""
+    global _current
+    cache, _current = _current, None
+    if cache is None:
+        return None
+    if SourceFileLoader.__dict__.get("get_code") is _get_code:
+        del SourceFileLoader.get_code  # SourceLoader's own again
+    compiled = cache.compiled()
+    cache.close(write)
+    return compiled
+
+
+def _key(path: str, info: os.stat_result) -> bytes:
+    return b"%s\0%d\0%d" % (os.fsencode(path), info.st_size, info.st_mtime_ns)
+
+
+def _fresh(key: object) -> bool:
+    """Whether ``key`` names a source file as it is now."""
+    if type(key) is not bytes or key.count(b"\0") != 2:
+        return False
+    path = key.split(b"\0", 1)[0]
+    try:
+        return _key(os.fsdecode(path), os.stat(path)) == key
+    except (OSError, ValueError):
+        return False
+
+
+def _get_code(loader, fullname: str) -> CodeType | None:
+    """``SourceFileLoader.get_code`` through the cache."""
+    cache = _current
+    path = loader.get_filename(fullname)
+    if cache is None or not path.endswith(".py"):
+        return super(SourceFileLoader, loader).get_code(fullname)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return super(SourceFileLoader, loader).get_code(fullname)
+    key = _key(path, info)
+    code = cache.code(key)
+    if code is None:
+        code = _strip_and_compile(loader.get_data(path), path)
+        cache.used[key] = marshal.dumps(code)
+    return code
+
+
+def _strip_and_compile(source: bytes, path: str) -> CodeType:
+    """``source`` compiled as an import compiles it, every function's
+    docstring first replaced by ``None`` (a statement that compiles to
+    nothing), so the compiler gives the function no docstring."""
+    tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _docstring(node):
+            node.body[0].value.value = None  # type: ignore[attr-defined]
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
+def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the compiler takes ``node``'s first statement for its docstring:
+    an expression that is a string constant, nothing else."""
+    first = node.body[0] if node.body else None
+    return (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and type(first.value.value) is str)

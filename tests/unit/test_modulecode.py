@@ -1,0 +1,311 @@
+"""The server's modules compiled without their functions' docstrings, kept
+between runs (choragos/session/modulecode.py)."""
+
+from __future__ import annotations
+
+import ast
+import dis
+import json
+import marshal
+import os
+import stat
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+from choragos import classcode
+from choragos.session import modulecode
+
+SAMPLE = '''"""The module's docstring."""
+
+def documented(a):
+    """The doc"""
+    assert a, "a is needed"
+    return "The doc"
+
+async def coroutine():
+    """A coroutine's doc."""
+    return 1
+
+def plain():
+    text = "not a docstring"
+    return text
+
+def late():
+    pass
+    "a string, not first"
+
+class Box:
+    """The class's docstring."""
+
+    def method(self):
+        """A method's doc."""
+        return lambda: "lambda"
+
+    @property
+    def size(self):
+        "A property's doc."
+        return 3
+
+def outer():
+    """Outer."""
+    def inner():
+        """Inner."""
+        return "Inner."
+    return inner
+'''
+
+# A run: the sample imported through the cache at argv[1]; what its
+# functions say and do, and what release said.
+RUN = """
+import json, sys
+from choragos.session import modulecode
+modulecode.install(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import sample
+try:
+    sample.documented(0)
+    asserted = None
+except AssertionError as exc:
+    asserted = str(exc)
+try:
+    sample.coroutine().send(None)
+except StopIteration as done:
+    awaited = done.value
+print(json.dumps({
+    "released": modulecode.release(),
+    "docs": [f.__doc__ for f in (sample.documented, sample.coroutine, sample.plain, sample.late,
+                                 sample.Box.method, sample.Box.size.fget, sample.outer,
+                                 sample.outer())],
+    "kept": [sample.__doc__, sample.Box.__doc__],
+    "does": [sample.documented(1), asserted, awaited, sample.plain(), sample.late(),
+             sample.Box().method()(), sample.Box().size, sample.outer()()],
+    "extra": getattr(sample, "extra", lambda: None)(),
+    "loader_again": "get_code" not in type(sample.__spec__.loader).__dict__}))
+"""
+
+SAME = {"docs": [None] * 8, "kept": ["The module's docstring.", "The class's docstring."],
+        "does": ["The doc", "a is needed", 1, "not a docstring", None, "lambda", 3, "Inner."],
+        "loader_again": True}
+
+
+def _sample(tmp_path: Path, text: str = SAMPLE) -> Path:
+    folder = tmp_path / "src"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sample.py").write_text(text)
+    return folder
+
+
+def _run(cache: Path, folder: Path) -> dict:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ to be read instead
+    out = subprocess.run([sys.executable, "-c", RUN, str(cache), str(folder)], env=env,
+                         capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_functions_lose_their_docstrings_and_nothing_else_and_a_second_run_compiles_none(
+        tmp_path: Path) -> None:
+    folder = _sample(tmp_path)
+    cache = tmp_path / "cache" / "modules.marshal"
+    first = _run(cache, folder)
+    assert first.pop("released") == 1  # the sample, compiled and written
+    assert first.pop("extra") is None
+    assert first == SAME
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    second = _run(cache, folder)
+    assert second.pop("released") == 0  # from the file
+    assert second.pop("extra") is None
+    assert second == SAME
+
+
+def test_a_changed_source_is_compiled_again(tmp_path: Path) -> None:
+    folder = _sample(tmp_path)
+    cache = tmp_path / "modules.marshal"
+    _run(cache, folder)
+    source = folder / "sample.py"
+    before = source.stat()
+    source.write_text(SAMPLE + '\ndef extra():\n    """Extra."""\n    return "new"\n')
+    changed = _run(cache, folder)
+    assert changed.pop("released") == 1
+    assert changed.pop("extra") == "new"
+    # The same size, another time: a stale entry is never used.
+    source.write_text(SAMPLE + '\ndef extra():\n    """Extra."""\n    return "NEW"\n')
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    again = _run(cache, folder)
+    assert again.pop("released") == 1 and again.pop("extra") == "NEW"
+    assert again == SAME
+    assert _run(cache, folder)["released"] == 0
+
+
+def test_another_checkout_s_modules_stay_in_the_file_and_stale_ones_go(tmp_path: Path) -> None:
+    first, second = _sample(tmp_path / "a"), _sample(tmp_path / "b")
+    cache = tmp_path / "modules.marshal"
+    assert [_run(cache, folder)["released"] for folder in (first, second, first, second)] == [
+        1, 1, 0, 0]
+    assert sorted(classcode.read_index(cache.read_bytes())) == sorted(
+        [_key(first / "sample.py"), _key(second / "sample.py")])
+    (second / "sample.py").write_text(SAMPLE + "\n# changed\n")
+    assert _run(cache, first)["released"] == 0  # nothing new: the file stays as it was
+    assert _run(cache, second)["released"] == 1
+    assert sorted(classcode.read_index(cache.read_bytes())) == sorted(
+        [_key(first / "sample.py"), _key(second / "sample.py")])  # the stale entry gone
+
+
+def _key(source: Path) -> bytes:
+    info = source.stat()
+    return b"%s\0%d\0%d" % (os.fsencode(str(source)), info.st_size, info.st_mtime_ns)
+
+
+def test_a_corrupt_or_foreign_cache_is_not_used_and_is_written_afresh(tmp_path: Path) -> None:
+    folder = _sample(tmp_path)
+    cache = tmp_path / "modules.marshal"
+    cache.write_bytes(b"\x07\x00\x00\x00garbage" * 10)
+    broken = _run(cache, folder)
+    assert broken.pop("released") == 1 and broken.pop("extra") is None and broken == SAME
+    assert _run(cache, folder)["released"] == 0
+    # The sample's own entry, but not code; then code, but another source's.
+    other = compile(SAMPLE.replace('return "The doc"', 'return "not the sample"'), "x", "exec")
+    for blob in (marshal.dumps(42), b"\xff" * 40):
+        classcode.write_file(str(cache), {_key(folder / "sample.py"): blob})
+        result = _run(cache, folder)
+        assert result.pop("released") == 1 and result.pop("extra") is None and result == SAME
+    classcode.write_file(str(cache), {_key(folder / "sample.py"): marshal.dumps(other)})
+    assert _run(cache, folder)["does"][0] == "not the sample"  # the user's own file is used
+    if os.getuid() == 0:
+        classcode.write_file(str(cache), {_key(folder / "sample.py"): marshal.dumps(other)})
+        os.chown(cache, 12345, 12345)  # another user's file: its code is never run
+        foreign = _run(cache, folder)
+        assert foreign.pop("released") == 1 and foreign.pop("extra") is None
+        assert foreign == SAME
+        assert cache.stat().st_uid == os.getuid()  # written afresh, the user's
+    # An index whose entry claims more than the file could hold.
+    classcode.write_file(str(cache), {_key(folder / "sample.py"): b"x"})
+    data = bytearray(cache.read_bytes())
+    cache.write_bytes(data[:4] + marshal.dumps({_key(folder / "sample.py"): (4, 1 << 40)}))
+    huge = _run(cache, folder)
+    assert huge.pop("released") == 1 and huge == {**SAME, "extra": None}
+
+
+def test_without_install_release_says_so() -> None:
+    code = "from choragos.session import modulecode; print(modulecode.release())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "None"
+
+
+# The server's modules imported as `serve` imports them, through the cache at
+# argv[1]; every function of a module loaded meanwhile, and whether it has a
+# docstring.
+SERVER = """
+import json, sys, types
+import choragos.cli.main
+from choragos.cli import serve
+from choragos.session import modulecode
+before = set(sys.modules)
+if sys.argv[1] != "-":
+    modulecode.install(sys.argv[1])
+import choragos.actors.session, choragos.control.server
+from choragos.ui.urwidload import load_urwid
+load_urwid()
+import choragos.ui.uiactor, choragos.session.daemon
+released = modulecode.release()
+
+def functions(namespace, module, seen):
+    seen.add(namespace)
+    for value in list(vars(namespace).values()):
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            yield from (f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, types.FunctionType) and value.__module__ == module:
+            yield value
+        elif isinstance(value, type) and value.__module__ == module and value not in seen:
+            yield from functions(value, module, seen)
+
+# Modules themselves: a stand-in (choragos/deferred.py) or a lazy module (urwid's
+# displays) would load what it stands for when its attributes are read.
+files = {name: module.__dict__.get("__file__") or "" for name, module in list(sys.modules.items())
+         if type(module) is types.ModuleType}
+loaded = {name: file for name, file in files.items()
+          if name not in before and file.endswith(".py")}
+found = {f"{f.__module__}.{f.__qualname__}": f.__doc__ is not None
+         for name in loaded for f in functions(sys.modules[name], name, set())}
+print(json.dumps({"released": released, "modules": loaded, "functions": found}))
+"""
+
+
+def _server(cache: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", SERVER, cache], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def test_the_server_s_modules_have_functions_without_docstrings_from_a_warm_cache(
+        tmp_path: Path) -> None:
+    plain = _server("-")
+    documented = [name for name, has in plain["functions"].items() if has]
+    assert len(documented) > 1000  # what the server keeps without the cache
+    cache = str(tmp_path / "modules.marshal")
+    cold = _server(cache)
+    assert cold["released"] == len(cold["modules"]) > 150  # each compiled once
+    assert sorted(cold["functions"]) == sorted(plain["functions"])  # the same functions
+    assert [name for name, has in cold["functions"].items() if has] == []
+    warm = _server(cache)
+    assert warm["released"] == 0  # nothing compiled
+    assert [name for name, has in warm["functions"].items() if has] == []
+
+
+def _instructions(code: types.CodeType) -> list[tuple[str, object]]:
+    """(name, argument) of each instruction but the NOPs a docstring's place
+    leaves, a jump's argument the index of the instruction it goes to."""
+    every = list(dis.get_instructions(code))
+    index, kept = {}, 0
+    for op in every:
+        index[op.offset] = kept
+        kept += op.opname != "NOP"
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    return [(op.opname, index[op.argval] if op.opcode in jumps else op.argval)
+            for op in every if op.opname != "NOP"]
+
+
+def _same_but_docstrings(plain: types.CodeType, stripped: types.CodeType,
+                         docstrings: set[tuple[str, int]]) -> int:
+    """Whether two compilations of one source do the same, the docstrings of
+    the functions at ``docstrings`` (name, line) aside; how many went."""
+    gone = 0
+    if (plain.co_name, plain.co_firstlineno) in docstrings:
+        assert type(plain.co_consts[0]) is str and stripped.co_consts[0] is None
+        gone += 1
+    else:
+        assert ([c for c in plain.co_consts if not isinstance(c, types.CodeType)]
+                == [c for c in stripped.co_consts if not isinstance(c, types.CodeType)])
+    ops, new = _instructions(plain), _instructions(stripped)
+    assert len(ops) == len(new), plain.co_qualname
+    for (name, value), (new_name, new_value) in zip(ops, new, strict=True):
+        assert name == new_name, plain.co_qualname
+        if isinstance(value, types.CodeType):
+            gone += _same_but_docstrings(value, new_value, docstrings)
+        else:
+            assert value == new_value or value != value, plain.co_qualname  # nan is nan
+    assert (plain.co_names, plain.co_varnames, plain.co_flags) == (
+        stripped.co_names, stripped.co_varnames, stripped.co_flags)
+    return gone
+
+
+def test_only_the_functions_docstrings_go_from_the_server_s_modules() -> None:
+    """Every module the server loads, compiled with and without its functions'
+    docstrings: the same instructions, constants and names (asserts kept),
+    but for the docstrings the syntax tree names."""
+    gone = 0
+    for path in _server("-")["modules"].values():
+        source = Path(path).read_bytes()
+        docstrings = {(node.name, min([node.lineno] + [d.lineno for d in node.decorator_list]))
+                      for node in ast.walk(ast.parse(source))
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and ast.get_docstring(node, clean=False) is not None}
+        plain = compile(source, path, "exec", dont_inherit=True)
+        gone += _same_but_docstrings(plain, modulecode._strip_and_compile(source, path),
+                                     docstrings)
+    assert gone > 1000
