@@ -6,7 +6,7 @@ docstrings, which the server never reads: some 0.7 MB of the server with
 its deck at rest.  ``python -OO`` drops them but drops the asserts too, and
 for every module.  While the server starts (:func:`install` to
 :func:`release`, the imports of ``_serve`` in ``choragos/cli/serve.py``),
-each module imported from its source file is looked up in a file kept from
+each module its main thread imports from a source file is looked up in a file kept from
 the last start, by its source's path, size and modification time (as
 Python's own ``__pycache__`` is, to the nanosecond), under a name that
 holds the interpreter's cache tag, bytecode version and optimization
@@ -177,7 +177,11 @@ def _get_code(loader, fullname: str) -> CodeType | None:
     """``SourceFileLoader.get_code`` through the cache."""
     cache = _current
     path = loader.get_filename(fullname)
-    if cache is None or not path.endswith(".py"):
+    # The main thread's imports only: they are the same at every start, so a
+    # warm start compiles nothing.  A role's thread imports its screen's
+    # modules beside the start, before or after the release as it happens.
+    if (cache is None or not path.endswith(".py")
+            or threading.current_thread() is not threading.main_thread()):
         return super(SourceFileLoader, loader).get_code(fullname)
     try:
         info = os.stat(path)

@@ -309,3 +309,18 @@ def test_only_the_functions_docstrings_go_from_the_server_s_modules() -> None:
         gone += _same_but_docstrings(plain, modulecode._strip_and_compile(source, path),
                                      docstrings)
     assert gone > 1000
+
+
+def test_only_the_main_thread_imports_through_the_cache(tmp_path: Path) -> None:
+    """A role's thread imports its screen's modules while the server starts,
+    before or after the release as it happens: through the cache, a warm
+    start would compile some of them anew now and then."""
+    folder = _sample(tmp_path)
+    code = ("import sys, threading; from choragos.session import modulecode; "
+            "modulecode.install(sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
+            "t = threading.Thread(target=__import__, args=('sample',)); t.start(); t.join(); "
+            "import sample; print(modulecode.release(), sample.documented.__doc__)")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.marshal"), str(folder)],
+                         env=env, capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["0", "The", "doc"]
