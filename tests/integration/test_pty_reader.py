@@ -40,8 +40,9 @@ def _spawn(tmp_path: Path, script: str) -> PtyChild:
     return PtyChild.spawn(["/bin/sh", "-c", script], tmp_path, {"PATH": os.defpath})
 
 
-def _read(child: PtyChild) -> tuple[Reader, Seen]:
-    seen = Seen()
+def _read(child: PtyChild, seen: Seen | None = None) -> tuple[Reader, Seen]:
+    """A reader started on ``child``, handing on to ``seen`` (a fresh Seen)."""
+    seen = seen if seen is not None else Seen()
     reader = Reader(child, seen.data, seen.exit)
     reader.start()
     return reader, seen
@@ -287,9 +288,7 @@ def test_after_a_flood_a_fresh_thread_reads_on_and_the_flooded_one_ends(tmp_path
     thread ends: the thread that parsed a flood ends once the pane is quiet."""
     child = _spawn(tmp_path, "head -c 300000 /dev/zero | tr '\\0' x; sleep 0.6; echo after;"
                              " sleep 0.1; echo bye; exit 3")
-    seen = Threads()
-    reader = Reader(child, seen.data, seen.exit)
-    reader.start()
+    reader, seen = _read(child, Threads())
     try:
         assert seen.exited.wait(10), seen.events
         assert seen.output().count(b"x") == 300000 and seen.output().endswith(b"bye\r\n")
@@ -309,9 +308,7 @@ def test_after_a_flood_one_thread_reads_the_pane_and_none_waits(tmp_path, short_
     """The flooded turn's thread starts the next turn's and ends: no thread
     waits for the turns (a stack and more of the server's memory per pane)."""
     child = _spawn(tmp_path, "head -c 300000 /dev/zero | tr '\\0' x; exec sleep 60")
-    seen = Threads()
-    reader = Reader(child, seen.data, seen.exit)
-    reader.start()
+    reader, seen = _read(child, Threads())
     try:
         wait_until(lambda: reader.turns == 2, 10, message="the turn after the flood")
         wait_until(lambda: len([t for t in threading.enumerate() if t.name == reader.name]) == 1,
@@ -328,9 +325,7 @@ def test_output_with_pauses_between_keeps_its_thread(tmp_path, short_turns):
     much they add up to, and no thread started or wake-up spent on them."""
     child = _spawn(tmp_path, "for i in 1 2 3 4; do head -c 40000 /dev/zero | tr '\\0' y;"
                              " sleep 0.3; done; echo done; exec sleep 60")
-    seen = Threads()
-    reader = Reader(child, seen.data, seen.exit)
-    reader.start()
+    reader, seen = _read(child, Threads())
     try:
         wait_until(lambda: b"done" in seen.output(), 10, message="the four bursts")
         # Nothing happens to wait for: a turn wrongly ended would end within one
