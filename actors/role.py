@@ -33,7 +33,7 @@ from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
 from choragos.agents import screenstatus
 from choragos.agents.profiles import AgentProfile, profile_for
-from choragos.config.memfloor import HELD_MARK, MemoryGate
+from choragos.config.memfloor import HELD_MARK, MemoryGate, Verdict
 from choragos.config.model import RoleSpec
 from choragos.roles import briefs, conversations
 from choragos.roles.launch import Launch
@@ -231,13 +231,14 @@ class RoleActor(Actor):
         """Ask the memory gate; a role told to wait says why and the core
         lets it in (with an admitted Spawn) once memory is back."""
         gate = self.s.memory_gate
-        verdict = gate.ask(self.s.spec.name) if gate is not None else None
-        if verdict is None or verdict.admitted:
-            return False
+        verdict = gate.ask(self.s.spec.name, self._say_held) if gate is not None else None
+        return verdict is not None and not verdict.admitted
+
+    def _say_held(self, verdict: Verdict) -> None:
+        """Inside the gate: the core hears the holds in the queue's order."""
         self.s.detail = f"{HELD_MARK}: {verdict.reason}"
         self._publish()
         self.core.tell(RoleHeld(self.s.spec.name, verdict.reason, verdict.new))
-        return True
 
     def _start_process(self) -> None:
         s = self.s

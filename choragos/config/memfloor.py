@@ -98,17 +98,24 @@ class MemoryGate:
         with self._lock:
             return list(self._queue)
 
-    def ask(self, role: str) -> Verdict:
+    def ask(self, role: str, held: Callable[[Verdict], None] | None = None) -> Verdict:
+        """Whether ``role`` may start now.  ``held`` is told a wait while the
+        gate is still locked, so what it sends on goes in the queue's order
+        (roles ask on their own threads, at once)."""
         with self._lock:
             if role in self._queue:
-                return Verdict(False, False, self._reason(self._reading()))
-            if self.floor <= 0:
+                verdict = Verdict(False, False, self._reason(self._reading()))
+            elif self.floor <= 0:
                 return Verdict(True)
-            available = self._reading()
-            if available is None or (not self._queue and available >= self.floor):
-                return Verdict(True)
-            self._queue.append(role)
-            return Verdict(False, True, self._reason(available))
+            else:
+                available = self._reading()
+                if available is None or (not self._queue and available >= self.floor):
+                    return Verdict(True)
+                self._queue.append(role)
+                verdict = Verdict(False, True, self._reason(available))
+            if held is not None:
+                held(verdict)
+            return verdict
 
     def release(self) -> str | None:
         """The first waiting role, taken off the queue, when memory allows one more."""

@@ -132,3 +132,22 @@ def test_memory_is_read_once_per_start_and_never_while_nobody_waits() -> None:
         assert gate.release() is None
     assert len(reads) == 3  # an empty queue costs no reading
     assert MemoryGate(0, read).ask("d").admitted and len(reads) == 3  # off: never read
+
+
+def test_a_wait_is_told_inside_the_gate_in_the_queue_s_order() -> None:
+    """Roles ask on their own threads at once: what they tell the core of a
+    hold must come in the order the gate queued them, so it is told while
+    the gate is still locked."""
+    gate = MemoryGate(GiB, lambda: 200 * MiB)
+    told: list[tuple[str, bool, bool]] = []
+
+    def held(role: str):
+        return lambda verdict: told.append((role, verdict.new, gate._lock.locked()))
+
+    assert not gate.ask("orchestrator", held("orchestrator")).admitted
+    assert not gate.ask("coder", held("coder")).admitted
+    assert not gate.ask("coder", held("coder")).admitted  # asked again: not a new hold
+    assert told == [("orchestrator", True, True), ("coder", True, True), ("coder", False, True)]
+    assert gate.waiting == ["orchestrator", "coder"]
+    roomy = MemoryGate(GiB, lambda: 2 * GiB)
+    assert roomy.ask("coder", held("roomy")).admitted and told[-1][0] == "coder"
