@@ -57,6 +57,7 @@ from bench.common import (  # noqa: E402
     process_wakeups,
     scratch,
     served,
+    thread_clocks,
 )
 from choragos.session import hopstamps  # noqa: E402
 from choragos.terminal.emulator import Terminal  # noqa: E402
@@ -65,6 +66,8 @@ AGENT = REPO / "tests" / "fixtures" / "agent.py"
 COLS, ROWS = 160, 50
 TAIL = 8  # bytes kept from one read for the next, longer than a marker
 ERASE_EVERY = 8  # probes typed before the agent's line is erased
+# The server's threads' (CPU ns, run-queue ns) before and after one probe.
+Clocks = tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]
 
 # A prompt that echoes what is typed (no echo from the tty, so the screen
 # shows only what the agent writes): the flooders of both benches start so.
@@ -192,9 +195,11 @@ class Screen:
 
 
 def probe_round(screen: Screen, probes: int, number: int, latencies: list[float],
-                busy: list[float], spans: list[tuple[float, float]] | None = None) -> int:
+                busy: list[float], spans: list[tuple[float, float]] | None = None,
+                clocks: list[Clocks] | None = None) -> int:
     """``probes`` keystrokes into ``screen``: their latencies go to ``latencies``
-    (and their (typed, seen) clock readings to ``spans``), the server's CPU
+    (and their (typed, seen) clock readings to ``spans``, and the server's
+    threads' clocks before and after each to ``clocks``), the server's CPU
     seconds, the wall seconds, the server's wake-ups and the probes typed
     are added to ``busy``; the last marker number used is returned."""
     screen.probing()
@@ -202,11 +207,14 @@ def probe_round(screen: Screen, probes: int, number: int, latencies: list[float]
     cpu, wall = process_cpu(screen.server_pid), time.monotonic()
     for _ in range(probes):
         number += 1
+        before = thread_clocks(screen.server_pid) if clocks is not None else {}
         span = probe(screen, number)
         if span is not None:
             latencies.append(span[1] - span[0])
             if spans is not None:
                 spans.append(span)
+            if clocks is not None:
+                clocks.append((before, thread_clocks(screen.server_pid)))
     busy[0] += process_cpu(screen.server_pid) - cpu
     busy[1] += time.monotonic() - wall
     busy[2] += process_wakeups(screen.server_pid) - woke
@@ -306,12 +314,11 @@ def hop_steps(stamps: Path, spans: list[tuple[float, float]],
     return steps
 
 
-def neighbour_batches(stamps: Path) -> list[tuple[float, float, float]]:
-    """When the neighbours drew held batches: (start, end, CPU seconds) of
-    each feed or lull of another role that took ``BATCH_CPU`` or more of
-    its thread."""
+def neighbour_feeds(stamps: Path) -> list[tuple[float, float, float]]:
+    """When the neighbours fed their terminals: (start, end, CPU seconds) of
+    each feed or lull of another role (a piece held, or a batch drawn)."""
     began: dict[str, tuple[float, float]] = {}
-    batches = []
+    feeds = []
     for line in stamps.read_text().splitlines():
         ns, _thread, cpu, hop, role = hopstamps.parse(line)
         if role in ("", "echo"):
@@ -320,9 +327,68 @@ def neighbour_batches(stamps: Path) -> list[tuple[float, float, float]]:
             began[role] = (ns / 1e9, cpu / 1e9)
         elif hop in ("fed", "lull-drawn") and role in began:
             t, c = began.pop(role)
-            if cpu / 1e9 - c >= BATCH_CPU:
-                batches.append((t, ns / 1e9, cpu / 1e9 - c))
-    return batches
+            feeds.append((t, ns / 1e9, cpu / 1e9 - c))
+    return feeds
+
+
+def neighbour_batches(stamps: Path) -> list[tuple[float, float, float]]:
+    """When the neighbours drew held batches: the feeds and lulls of
+    :func:`neighbour_feeds` that took ``BATCH_CPU`` or more of their thread."""
+    return [feed for feed in neighbour_feeds(stamps) if feed[2] >= BATCH_CPU]
+
+
+# The two steps that end in a wake-up of the key's threads: the pump's for
+# the key, the echo's reader's for the agent's answer.
+WAKE_STEPS = ("typed -> key-read", "key-written -> out-read")
+# A neighbour's feed still running this long before such a step ended held
+# the interpreter the woken thread asked for.
+WAKE_WINDOW = 40e-6
+
+
+def wake_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """The two wake-up steps of each probe (µs), each under what a neighbour
+    was doing ``WAKE_WINDOW`` before it ended: ``"<step>, batch"`` (drawing a
+    held batch), ``"<step>, piece"`` (feeding a piece, as a flood's reader
+    does twice per 4 KB written) or ``"<step>, free"``.  Tells what the
+    floods' wake-ups cost a key from what their batches do."""
+    marks = _marks(stamps)
+    feeds = neighbour_feeds(stamps)
+    split: dict[str, list[float]] = {}
+    for typed, seen in spans:
+        points = _probe_points(marks, typed, seen)
+        if points is None:
+            continue
+        ends = [Mark(typed, 0, 0.0, "typed"), *points]
+        for a, b in itertools.pairwise(ends):
+            step = f"{a.hop} -> {b.hop}"
+            if step not in WAKE_STEPS:
+                continue
+            at = b.t - WAKE_WINDOW
+            busy = [cpu for start, end, cpu in feeds if start <= at <= end]
+            state = "free" if not busy else "batch" if max(busy) >= BATCH_CPU else "piece"
+            split.setdefault(f"{step}, {state}", []).append((b.t - a.t) * 1e6)
+    return split
+
+
+def key_threads(stamps: Path, clocks: list[Clocks]) -> dict[str, list[tuple[float, float]]]:
+    """Per probe, the key's two threads' (CPU µs, µs waiting on a run queue
+    for a core): the pump (the thread that stamped ``key-read``) and the
+    echo's reader (``out-read`` of the echo role; a reader's turn may move
+    to a fresh thread, so each one seen counts)."""
+    pump, reader = set(), set()
+    for line in stamps.read_text().splitlines():
+        _ns, thread, _cpu, hop, role = hopstamps.parse(line)
+        if hop == "key-read":
+            pump.add(thread)
+        elif hop == "out-read" and role == "echo":
+            reader.add(thread)
+    out: dict[str, list[tuple[float, float]]] = {"pump": [], "echo reader": []}
+    for before, after in clocks:
+        for name, threads in (("pump", pump), ("echo reader", reader)):
+            spent = [(after[t][0] - before[t][0], after[t][1] - before[t][1])
+                     for t in threads if t in before and t in after]
+            out[name].append((sum(c for c, _ in spent) / 1e3, sum(q for _, q in spent) / 1e3))
+    return out
 
 
 def split_by_batches(spans: list[tuple[float, float]],
@@ -435,7 +501,8 @@ def main() -> None:
     parser.add_argument("--flooders", type=int, default=1)
     parser.add_argument("--hops", action="store_true",
                         help="split choragos's latency into the session's hops "
-                        "(choragos/session/hopstamps.py; the stamps cost a write each)")
+                        "(choragos/session/hopstamps.py; the stamps cost a write each), "
+                        "and give the key's threads' CPU and waits for a core per probe")
     args = parser.parse_args()
     crew = Crew(args.rate, args.idle, max(args.roles, 2), args.flooders)
     tmux = shutil.which("tmux")
@@ -451,6 +518,8 @@ def main() -> None:
     during: list[float] = []  # probes (ms) while a neighbour drew a batch
     clear: list[float] = []  # the rest
     held: list[tuple[float, float]] = []  # the neighbours' batches: wall, CPU s
+    woken: dict[str, list[float]] = {}  # the wake-up steps, by what a neighbour did then
+    keyed: dict[str, list[tuple[float, float]]] = {}  # the key's threads: CPU, run queue
     took = dict.fromkeys(DETOURS, 0)
     for _ in range(args.rounds):
         for name in ("choragos", "tmux"):
@@ -458,10 +527,11 @@ def main() -> None:
                 setup = choragos_screen(root, crew, args.hops) if name == "choragos" else \
                     tmux_screen(root, crew, tmux)
                 spans: list[tuple[float, float]] = []
+                clocks: list[Clocks] | None = [] if args.hops and name == "choragos" else None
                 with setup as screen:
                     time.sleep(1.0)  # let the flood get going
                     number = probe_round(screen, args.probes, number, results[name],
-                                         busy[name], spans)
+                                         busy[name], spans, clocks)
                     missed[name] += screen.missed
                 if args.hops and name == "choragos":
                     for step, values in hop_steps(root / "hops.txt", spans, cpu).items():
@@ -473,6 +543,10 @@ def main() -> None:
                     hit, rest = split_by_batches(spans, batches)
                     during += hit
                     clear += rest
+                    for step, values in wake_steps(root / "hops.txt", spans).items():
+                        woken.setdefault(step, []).extend(values)
+                    for thread, values in key_threads(root / "hops.txt", clocks or []).items():
+                        keyed.setdefault(thread, []).extend(values)
     flood = f"{args.rate:g} MB/s" if args.rate else "as fast as the pane takes it"
     if args.idle:
         flood = "idle"
@@ -502,6 +576,15 @@ def main() -> None:
             if values:
                 print(f"  probes {label}: {len(values)}, "
                       f"median {statistics.median(values):.2f} ms")
+        for step in sorted(woken):
+            print(f"  {step:<34} median {statistics.median(woken[step]):6.0f} µs  "
+                  f"({len(woken[step])} probes)")
+        for thread, values in keyed.items():
+            if values:
+                cpus, queued = zip(*values, strict=True)
+                print(f"  {thread} a probe: CPU median {statistics.median(cpus):.0f} µs, "
+                      f"waiting for a core median {statistics.median(queued):.0f} µs, "
+                      f"mean {statistics.mean(queued):.0f} µs")
     emit("attach_latency", {"choragos/tmux": ratio},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
                 "idle": args.idle},
@@ -511,6 +594,10 @@ def main() -> None:
          **({"hops_us": {k: round(statistics.median(v)) for k, v in steps.items()},
              "hops_cpu_us": {k: round(statistics.median(v)) for k, v in cpu.items()},
              "detours": took,
+             "wake_steps_us": {k: round(statistics.median(v)) for k, v in sorted(woken.items())},
+             "key_threads_us": {k: {"cpu": round(statistics.median(c for c, _ in v)),
+                                    "run_queue": round(statistics.median(q for _, q in v))}
+                                for k, v in keyed.items() if v},
              "batch_probes": {"during": len(during), "clear": len(clear),
                               "during_ms": round(statistics.median(during), 3) if during else None,
                               "clear_ms": round(statistics.median(clear), 3) if clear else None}}

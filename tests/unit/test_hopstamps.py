@@ -102,3 +102,37 @@ def test_the_bench_tells_the_probes_a_neighbours_batch_overlapped(tmp_path: Path
                                       (1.05, 1.0512)], batches)
     assert [round(ms, 1) for ms in during] == [1.0, 0.9]
     assert [round(ms, 1) for ms in clear] == [0.3, 1.2]
+
+
+def test_the_bench_tells_a_wake_up_that_waited_for_a_neighbours_feed(tmp_path: Path) -> None:
+    wake_steps, = _bench("wake_steps")
+    stamps = tmp_path / "hops.txt"
+    # Probe 1 (at 1.0 s): the pump wakes while flood0 feeds a piece (50 µs
+    # of CPU), the echo's reader with nobody feeding.  Probe 2 (at 2.0 s):
+    # the pump wakes free, the reader while flood1 draws a batch (1 ms).
+    probe = ("{t}000000 7 0 key-read \n{t}100000 7 0 key-written echo\n"
+             "{t}400000 9 0 out-read echo\n{t}450000 9 0 frame-in \n"
+             "{t}460000 9 0 frame-written \n")
+    stamps.write_text("999900000 8 0 out-read flood0\n1000020000 8 50000 fed flood0\n"
+                      + probe.format(t="1000")
+                      + "2000200000 5 0 out-read flood1\n2000500000 5 1000000 fed flood1\n"
+                      + probe.format(t="2000")
+                      + "2000600000 9 0 out-read echo\n")
+    split = wake_steps(stamps, [(0.9998, 1.0005), (1.9998, 2.0005)])
+    assert {k: [round(x) for x in v] for k, v in split.items()} == {
+        "typed -> key-read, piece": [200], "key-written -> out-read, free": [300],
+        "typed -> key-read, free": [200], "key-written -> out-read, batch": [300]}
+
+
+def test_the_bench_gives_the_key_threads_their_clocks_per_probe(tmp_path: Path) -> None:
+    key_threads, = _bench("key_threads")
+    stamps = tmp_path / "hops.txt"
+    # The pump is thread 7; the echo's reader moved from thread 9 to 10 (a
+    # new turn); thread 8 is a neighbour's and does not count.
+    stamps.write_text("1000000000 7 0 key-read \n1000300000 9 0 out-read echo\n"
+                      "1000350000 8 0 out-read flood0\n2000300000 10 0 out-read echo\n")
+    clocks = [({7: (0, 0), 8: (0, 0), 9: (1000, 0)}, {7: (60000, 5000), 8: (90000, 0),
+                                                       9: (51000, 12000)}),
+              ({7: (60000, 5000), 10: (0, 0)}, {7: (100000, 5000), 10: (70000, 0)})]
+    assert key_threads(stamps, clocks) == {"pump": [(60.0, 5.0), (40.0, 0.0)],
+                                           "echo reader": [(50.0, 12.0), (70.0, 0.0)]}
