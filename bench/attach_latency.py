@@ -348,9 +348,11 @@ WAKE_WINDOW = 40e-6
 def wake_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list[float]]:
     """The two wake-up steps of each probe (µs), each under what a neighbour
     was doing ``WAKE_WINDOW`` before it ended: ``"<step>, batch"`` (drawing a
-    held batch), ``"<step>, piece"`` (feeding a piece, as a flood's reader
-    does twice per 4 KB written) or ``"<step>, free"``.  Tells what the
-    floods' wake-ups cost a key from what their batches do."""
+    held batch), ``"<step>, piece"`` (between reading a piece and having fed
+    it, as a flood's reader is twice per 4 KB written: holding the
+    interpreter, or waiting in the keys-first hold, which falls between the
+    two stamps) or ``"<step>, free"``.  Tells what the floods' wake-ups cost
+    a key from what their batches do."""
     marks = _marks(stamps)
     feeds = neighbour_feeds(stamps)
     split: dict[str, list[float]] = {}
