@@ -12,6 +12,19 @@ interpreter's cache tag and bytecode version name the file).  Once the session i
 :func:`release` rewrites the file if anything was compiled anew (a first
 start, a new version), with what this start used, and lets the cache go.
 
+Writing that source and hashing it was still about a third of the
+decorator's work at a warm start (some 700 methods' text).  On Python 3.11, whose
+``dataclasses`` writes each method in one helper (``_init_fn``,
+``_repr_fn``, ``_cmp_fn``, ``_frozen_get_del_attr``, ``_hash_fn``), those
+helpers are answered from the cache by what the source is made of instead:
+the fields' names and kinds and the class's options, from which the helper
+would write the same text.  The helper's variables (the fields' types and
+defaults, the class) are bound as it binds them, and the code run is the
+code that text compiled to, kept the first time the helper ran (for the
+Python, to its patch release, that ran it).  Every other step of the
+decorator (reading the fields, the checks, the hash, slots,
+``__match_args__``) is its own.
+
 The file lies in the user's cache folder (``$XDG_CACHE_HOME/choragos`` or
 ``~/.cache/choragos``), private to the user as Python's own ``__pycache__``
 is to whoever may write there: one not owned by the user, or unreadable, is
@@ -20,6 +33,7 @@ not used.  Standard library only (the ``serve`` client loads it first).
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import dataclasses
 import marshal
@@ -30,8 +44,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from types import CodeType
-    from typing import Any
+    from typing import Any, TypeAlias
 
+    Key: TypeAlias = bytes | tuple[Any, ...]
+
+# Python 3.11's dataclasses writes each kind of method in a helper of its own,
+# answered from the cache by what it writes from (below);
+# on another version the cache is keyed by the source's text alone.
+_HELPERS_KNOWN = sys.version_info[:2] == (3, 11)
 _MAX_BYTES = 8 << 20  # a file bigger than this is not ours to trust: start afresh
 _LENGTH = 4  # the file: the index's length, the index, then each method's code
 
@@ -39,15 +59,23 @@ _LENGTH = 4  # the file: the index's length, the index, then each method's code
 class _Cache:
     """The file read whole into one buffer (freed whole by :func:`release`,
     so it leaves no holes in the heap), and an index of it: each method's
-    code is unmarshalled as it is asked for."""
+    code is unmarshalled as it is asked for.  A key is a source text's
+    SHA-1, or (on Python 3.11) what a helper of the decorator writes its
+    methods' source from, which keeps the code of each of them."""
 
-    def __init__(self, path: str, data: bytes, index: dict[bytes, tuple[int, int]]) -> None:
+    def __init__(self, path: str, data: bytes, index: dict[Key, tuple[int, int]]) -> None:
         self.path = path
         self.data = data
         self.index = index
-        self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
+        self.used: dict[Key, bytes | tuple[int, int]] = {}  # new code, or where it is
         self.compiled = 0  # compiled anew in this run
+        self.added = 0  # entries not in the file (compiled anew, or a helper's first run)
         self.digest = _sha1()
+        self.recording: dict[int, list[CodeType]] = {}  # a helper's codes, by thread
+        # A helper's entries hold for the Python that wrote them, to its patch release.
+        self.helpers_hold = _PYTHON in index
+        if self.helpers_hold:
+            self.used[_PYTHON] = index[_PYTHON]
 
     def exec(self, source: str, globals_: dict | None = None,
              locals_: Mapping | None = None) -> None:
@@ -58,24 +86,51 @@ class _Cache:
         key = self.digest(source.encode()).digest()
         where = self.index.get(key)
         code = self._load(where) if where is not None else None
-        if code is None:
+        if not isinstance(code, _CODE):
             # As exec would: no future flags of this module (annotations stay real).
             code = compile(source, "<string>", "exec", dont_inherit=True)
             self.compiled += 1
+            self.added += 1
             self.used[key] = marshal.dumps(code)
         else:
             self.used[key] = where
+        recording = self.recording.get(_thread.get_ident())
+        if recording is not None:
+            recording.append(code)
         exec(code, globals_, locals_)
 
-    def _load(self, where: tuple[int, int]) -> CodeType | None:
+    def _load(self, where: tuple[int, int]) -> Any:
         start, size = where
         try:
-            code = marshal.loads(memoryview(self.data)[start:start + size])
+            return marshal.loads(memoryview(self.data)[start:start + size])
         except (EOFError, ValueError, TypeError):
             return None
-        return code if isinstance(code, type(_sha1.__code__)) else None
 
-    def entries(self) -> dict[bytes, bytes]:
+    def codes(self, key: Key, count: int) -> tuple[CodeType, ...] | None:
+        """The ``count`` codes kept under a helper's ``key`` (None: not kept)."""
+        where = self.index.get(key) if self.helpers_hold else None
+        codes = self._load(where) if where is not None else None
+        if not (isinstance(codes, tuple) and len(codes) == count
+                and all(isinstance(code, _CODE) for code in codes)):
+            return None
+        self.used[key] = where
+        return codes
+
+    def record(self, key: Key, helper: Callable[..., Any], *args: Any) -> Any:
+        """Run the decorator's own ``helper``, keeping under ``key`` the code
+        of each method it made (run through :meth:`exec`)."""
+        thread = _thread.get_ident()
+        self.recording[thread] = codes = []
+        try:
+            made = helper(*args)
+        finally:
+            del self.recording[thread]
+        self.used[key] = marshal.dumps(tuple(codes))
+        self.used[_PYTHON] = marshal.dumps(())
+        self.added += 1
+        return made
+
+    def entries(self) -> dict[Key, bytes]:
         """What this run used, each method's code marshalled."""
         view = memoryview(self.data)
         return {key: value if isinstance(value, bytes) else
@@ -83,6 +138,8 @@ class _Cache:
 
 
 _current: _Cache | None = None
+_CODE = type(_Cache.exec.__code__)
+_PYTHON = ("python", sys.version)  # the entry naming the Python the helpers' entries are for
 
 
 def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
@@ -115,6 +172,8 @@ def install(path: str | None = None) -> None:
         return
     _current = _Cache(path, *_read(path))
     dataclasses.exec = _current.exec  # type: ignore[attr-defined]  # shadows the builtin there
+    if _HELPERS_KNOWN:
+        _install_writers(_current)
 
 
 def release(write: bool = True) -> int | None:
@@ -128,12 +187,14 @@ def release(write: bool = True) -> int | None:
         return None
     if getattr(dataclasses, "exec", None) == cache.exec:
         del dataclasses.exec  # type: ignore[attr-defined]  # the builtin again
-    if cache.compiled and write:
+    if _HELPERS_KNOWN:
+        _release_writers()
+    if cache.added and write:
         write_file(cache.path, cache.entries())
     return cache.compiled
 
 
-def _read(path: str) -> tuple[bytes, dict[bytes, tuple[int, int]]]:
+def _read(path: str) -> tuple[bytes, dict[Key, tuple[int, int]]]:
     try:
         with open(path, "rb") as handle:
             if not trusted(handle.fileno(), _MAX_BYTES):
@@ -153,7 +214,7 @@ def trusted(fd: int, max_bytes: int) -> bool:
     return info.st_uid == os.getuid() and info.st_size <= max_bytes
 
 
-def read_index(head: bytes) -> dict[bytes, tuple[int, int]]:
+def read_index(head: bytes) -> dict[Key, tuple[int, int]]:
     """The index at the start of a file :func:`write_file` wrote (empty: none,
     or not one): each key's code's offset and size in the file."""
     length = int.from_bytes(head[:_LENGTH], "little")
@@ -166,7 +227,7 @@ def read_index(head: bytes) -> dict[bytes, tuple[int, int]]:
     return index if isinstance(index, dict) else {}
 
 
-def write_file(path: str, entries: dict[bytes, bytes]) -> None:
+def write_file(path: str, entries: dict[Key, bytes]) -> None:
     """Replace the file at ``path`` with ``entries`` (each key's code,
     marshalled) and their index; a folder or file made is private to the user."""
     index, blobs, offset = {}, [], 0
@@ -207,3 +268,113 @@ def _sha1() -> Callable[[bytes], Any]:
     except ImportError:  # a build without it
         from hashlib import sha1
     return sha1
+
+
+# The helpers of Python 3.11's dataclasses that write a method's source
+# (``_process_class`` asks one per kind of method), each answered from the
+# cache by the facts it writes the source from (see the module's note): if
+# the cache has the code that source compiled to, the method is made from
+# it with the variables the helper binds (each field's type and default,
+# the class), as ``_create_fn`` makes it; if not, the real helper runs and
+# its code is kept under those facts.
+_WRITERS = ("_init_fn", "_repr_fn", "_cmp_fn", "_frozen_get_del_attr", "_hash_fn")
+_real: dict[str, Callable[..., Any]] = {}
+_writing: Any = None
+
+
+def _install_writers(cache: _Cache) -> None:
+    """Answer the decorator's helpers from ``cache``."""
+    global _writing
+    if _real:
+        return
+    _writing = cache
+    for name in _WRITERS:
+        _real[name] = getattr(dataclasses, name)
+        setattr(dataclasses, name, globals()[name])
+
+
+def _release_writers() -> None:
+    """The decorator's own helpers again."""
+    global _writing
+    for name, helper in _real.items():
+        setattr(dataclasses, name, helper)
+    _real.clear()
+    _writing = None
+
+
+def _made(code: CodeType, globals_: dict, locals_: dict) -> Any:
+    """What ``_create_fn`` makes of the code its text compiled to."""
+    namespace: dict = {}
+    exec(code, globals_, namespace)
+    return namespace["__create_fn__"](**locals_)
+
+
+def _default(f: dataclasses.Field) -> int:
+    """Which default a field's parameter has: 0 none, 1 a value, 2 a factory."""
+    if f.default_factory is not dataclasses.MISSING:
+        return 2
+    return 0 if f.default is dataclasses.MISSING else 1
+
+
+def _init_fn(fields: list, std_fields: list, kw_only_fields: list, frozen: bool,
+             has_post_init: bool, self_name: str, globals_: dict, slots: bool) -> Any:
+    initvar = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
+    key = ("__init__", frozen, has_post_init, self_name, slots,
+           tuple([(f.name, f._field_type is initvar, f.init, _default(f)) for f in fields]),
+           tuple([f.name for f in std_fields]), tuple([f.name for f in kw_only_fields]))
+    codes = _writing.codes(key, 1)
+    if codes is None:
+        return _writing.record(key, _real["_init_fn"], fields, std_fields, kw_only_fields,
+                               frozen, has_post_init, self_name, globals_, slots)
+    # The names _init_fn and _field_init bind, to the same values.
+    locals_ = {f"_type_{f.name}": f.type for f in fields}
+    factory = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
+    locals_.update({"MISSING": dataclasses.MISSING, "_HAS_DEFAULT_FACTORY": factory,
+                    "__dataclass_builtins_object__": object})
+    for f in fields:
+        if f.default_factory is not dataclasses.MISSING:
+            locals_[f"_dflt_{f.name}"] = f.default_factory
+        elif f.default is not dataclasses.MISSING and (f.init or slots):
+            locals_[f"_dflt_{f.name}"] = f.default
+    locals_["_return_type"] = None
+    return _made(codes[0], globals_, locals_)
+
+
+def _names(fields: list) -> tuple[str, ...]:
+    return tuple([f.name for f in fields])
+
+
+def _repr_fn(fields: list, globals_: dict) -> Any:
+    key = ("__repr__", _names(fields))
+    codes = _writing.codes(key, 1)
+    if codes is None:
+        return _writing.record(key, _real["_repr_fn"], fields, globals_)
+    recursive_repr = dataclasses._recursive_repr  # type: ignore[attr-defined]
+    return recursive_repr(_made(codes[0], globals_, {}))
+
+
+def _cmp_fn(name: str, op: str, self_tuple: str, other_tuple: str, globals: dict) -> Any:
+    # ``globals`` by name: the decorator passes it as a keyword.
+    key = (name, op, self_tuple, other_tuple)
+    codes = _writing.codes(key, 1)
+    if codes is None:
+        return _writing.record(key, _real["_cmp_fn"], name, op, self_tuple, other_tuple,
+                               globals)
+    return _made(codes[0], globals, {})
+
+
+def _frozen_get_del_attr(cls: type, fields: list, globals_: dict) -> Any:
+    key = ("__setattr__", _names(fields))
+    codes = _writing.codes(key, 2)
+    if codes is None:
+        return _writing.record(key, _real["_frozen_get_del_attr"], cls, fields, globals_)
+    locals_ = {"cls": cls, "FrozenInstanceError": dataclasses.FrozenInstanceError}
+    return _made(codes[0], globals_, locals_), _made(codes[1], globals_, locals_)
+
+
+def _hash_fn(fields: list, globals_: dict) -> Any:
+    key = ("__hash__", _names(fields))
+    codes = _writing.codes(key, 1)
+    if codes is None:
+        return _writing.record(key, _real["_hash_fn"], fields, globals_)
+    return _made(codes[0], globals_, {})
