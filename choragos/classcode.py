@@ -86,17 +86,19 @@ class _Cache:
         key = self.digest(source.encode()).digest()
         where = self.index.get(key)
         code = self._load(where) if where is not None else None
-        if not isinstance(code, _CODE):
+        compiled = not isinstance(code, _CODE)
+        if compiled:
             # As exec would: no future flags of this module (annotations stay real).
             code = compile(source, "<string>", "exec", dont_inherit=True)
             self.compiled += 1
-            self.added += 1
-            self.used[key] = marshal.dumps(code)
-        else:
-            self.used[key] = where
         recording = self.recording.get(_thread.get_ident())
         if recording is not None:
-            recording.append(code)
+            recording.append(code)  # kept under the helper's key, not the text's
+        elif compiled:
+            self.used[key] = marshal.dumps(code)
+            self.added += 1
+        else:
+            self.used[key] = where
         exec(code, globals_, locals_)
 
     def _load(self, where: tuple[int, int]) -> Any:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from choragos import classcode
+
 pytestmark = pytest.mark.skipif(sys.version_info[:2] != (3, 11),
                                 reason="the helpers answered are Python 3.11's")
 
@@ -166,6 +168,9 @@ def test_a_warm_start_writes_no_source_and_makes_every_class_as_the_decorator(
     assert len(real["classes"]) > 150 and "variants.Post" in real["classes"]
     assert real["written"] > 600  # every method's source, written
     assert cold["written"] == real["written"] and cold["released"] > 0
+    # The file keeps each helper's code under its facts, not under its text too.
+    index = classcode.read_index(Path(cache).read_bytes())
+    assert index and all(isinstance(key, tuple) for key in index)
     assert warm["written"] == 0  # the helpers answered from the file: no source written
     assert warm["released"] == 0  # and nothing compiled
     for made in (cold, warm):
