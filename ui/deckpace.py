@@ -35,7 +35,8 @@ class FramePacer:
         self.loop: Any = None
         self.changed: set[str] = set()  # shown panes with output not drawn yet
         self.frame_due = False         # the frame budget is up: changed panes are drawn
-        self.last_frame = 0.0
+        self.last_frame = 0.0          # the last frame drawn for output (a budget runs from it)
+        self.whole_owed = False        # a new client's whole frame is the next one drawn
         self.frames = 0                # frames the loop drew
         self.wakeups = 0               # alarms that woke the loop for a frame
         self.watched: dict[str, Terminal] = {}  # terminals whose on_change wakes us
@@ -71,8 +72,11 @@ class FramePacer:
         self.changed.discard(role)
 
     def forget(self) -> None:
-        """A new client gets a whole frame: no pane waits for one."""
+        """A new client gets a whole frame: no pane waits for one, and no budget
+        runs from it (drawn for the client, not for output: the agents' first
+        prompts coming just after it are drawn at once, not a budget later)."""
         self.changed.clear()
+        self.whole_owed = True
 
     def note_typed(self, targets: list[str | None]) -> None:
         """The user is typing into ``targets``: their echo is drawn at once."""
@@ -127,9 +131,13 @@ class FramePacer:
     def drawn(self) -> None:
         """A frame of the loop's went out."""
         self.frames += 1
-        self.last_frame = time.monotonic()
+        now = time.monotonic()
+        if self.whole_owed:
+            self.whole_owed = False
+        else:
+            self.last_frame = now
         self.frame_due = False
-        self.typed = {r: until for r, until in self.typed.items() if until > self.last_frame}
+        self.typed = {r: until for r, until in self.typed.items() if until > now}
         for role in self.echo_owed:
             self.echo_drawn(role)
         self.echo_owed.clear()
