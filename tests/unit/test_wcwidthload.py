@@ -158,3 +158,22 @@ from pyte.screens import wcwidth
 print(json.dumps([wcwidth.cache_info().currsize, wcwidth.__wrapped__.cache_info().currsize]))
 """
     assert _run(code) == [0, 0]
+
+
+def test_the_scan_asks_the_width_function_under_the_caches() -> None:
+    """The scan asks each character's width once: through pyte's cache and
+    wcwidth's it took twice as long, and filled them for nothing."""
+    code = """
+import json
+from choragos.terminal import pytelib
+real, calls = pytelib.wcwidth, []
+def cached(char):  # stands in for pyte's cache: counts who asks through it
+    calls.append(char)
+    return real(char)
+cached.__wrapped__ = real
+pytelib.wcwidth = cached
+from choragos.terminal.vtcells import NARROW
+print(json.dumps([len(calls), NARROW.fullmatch("abc ─│") is not None,
+                  NARROW.match("中") is None]))
+"""
+    assert _run(code) == [0, True, True]
