@@ -112,7 +112,7 @@ class AftercareActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(CheckWork)
     def _check(self, msg: CheckWork) -> None:
         began = time.monotonic()
         unmerged, commit = False, ""
@@ -165,7 +165,7 @@ class AftercareActor(Actor):
         label = f"at the report of {msg.task_id}: {msg.label}"
         return self._store(msg.cwd).snapshot(done_name(msg.task_id), msg.role, label).tree
 
-    @handle.register
+    @handle.register(MergeWork)
     def _merge(self, msg: MergeWork) -> None:
         """Checkpoint the main tree, then merge, or change nothing."""
         from choragos.gitstore.checkpoints import CheckpointError, NotARepository

@@ -52,7 +52,7 @@ class CheckpointerActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(m.Snapshot)
     def _snapshot(self, msg: m.Snapshot) -> None:
         began = time.monotonic()
         try:
@@ -71,7 +71,7 @@ class CheckpointerActor(Actor):
             self._taken[msg.tree] = 0
             self._prune_one(store)
 
-    @handle.register
+    @handle.register(m.Rollback)
     def _rollback(self, msg: m.Rollback) -> dict:
         """A rollback the core decided on; the ack goes to whoever waits for it."""
         return run_rollback(self.store.root, msg, self._log_event, self.remote())
@@ -81,7 +81,7 @@ class CheckpointerActor(Actor):
         # hears; the core publishes it to the deck.
         self.core.tell(m.Announce(self.events.write(event, **fields)))
 
-    @handle.register
+    @handle.register(m.Prune)
     def _prune(self, msg: m.Prune) -> list[str]:
         self.keep, self.at_work = msg.keep, msg.at_work
         removed = self._prune_one(self.store)

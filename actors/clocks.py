@@ -104,25 +104,25 @@ class ClockActor(Actor):
         self.timers.after(clock.deadline - self.now(), self.me,
                           CheckClock(clock.task_id, clock.generation))
 
-    @handle.register
+    @handle.register(StartClock)
     def _on_start(self, msg: StartClock) -> None:
         left = msg.seconds if msg.left is None else msg.left
         clock = Clock(msg.task_id, msg.role, msg.seconds, self.now() + left)
         self.s.clocks[msg.task_id] = clock
         self._arm(clock)
 
-    @handle.register
+    @handle.register(StopClock)
     def _on_stop(self, msg: StopClock) -> None:
         self.s.clocks.pop(msg.task_id, None)
 
-    @handle.register
+    @handle.register(PauseClocks)
     def _on_pause(self, msg: PauseClocks) -> None:
         for clock in self._of(msg.role):
             if clock.remaining is None:
                 clock.remaining = max(0.0, clock.deadline - self.now())
                 clock.generation += 1  # the armed timer is now stale
 
-    @handle.register
+    @handle.register(ResumeClocks)
     def _on_resume(self, msg: ResumeClocks) -> None:
         for clock in self._of(msg.role):
             if clock.remaining is not None:
@@ -130,7 +130,7 @@ class ClockActor(Actor):
                 clock.remaining = None
                 self._arm(clock)
 
-    @handle.register
+    @handle.register(CheckClock)
     def _on_check(self, msg: CheckClock) -> None:
         clock = self.s.clocks.get(msg.task_id)
         if clock is None or clock.generation != msg.generation or clock.remaining is not None:

@@ -186,15 +186,15 @@ class CoreActor(Actor):
     def journal(self, kind: str, **fields: Any) -> None:
         self.journaling.append(kind, **fields)
 
-    @handle.register
+    @handle.register(Restore)
     def _restore(self, msg: Restore) -> None:
         self.resume.restore(msg.image)
 
-    @handle.register
+    @handle.register(Heartbeat)
     def _heartbeat(self, msg: Heartbeat) -> None:
         self.journaling.heartbeat()
 
-    @handle.register
+    @handle.register(SaveLayout)
     def _save_layout(self, msg: SaveLayout) -> None:
         self.journal("layout", layout=msg.layout)
 
@@ -204,7 +204,7 @@ class CoreActor(Actor):
         record = self.s.events.write(event, **fields)
         self.publish(news.EventLogged.of(record))
 
-    @handle.register
+    @handle.register(m.Announce)
     def _announced(self, msg: m.Announce) -> None:
         """An event another actor wrote (the checkpointer's rollback)."""
         self.publish(news.EventLogged.of(msg.record))
@@ -216,7 +216,7 @@ class CoreActor(Actor):
             except Exception:
                 log.exception("subscriber failed")
 
-    @handle.register
+    @handle.register(m.Subscribe)
     def _subscribe(self, msg: m.Subscribe) -> None:
         self.s.subscribers.append(msg.callback)
         # A late subscriber (the deck) would otherwise wait for the next change.
@@ -229,7 +229,7 @@ class CoreActor(Actor):
 
     # -- control requests --------------------------------------------------
 
-    @handle.register
+    @handle.register(m.Dispatch)
     def _dispatch(self, msg: m.Dispatch) -> dict:
         request = msg.request
         if msg.expires is not None and time.monotonic() > msg.expires:
@@ -318,7 +318,7 @@ class CoreActor(Actor):
         self.limits.reconfigured()
         return wire.ok(message=_reload_message(plan), **plan.summary())
 
-    @handle.register
+    @handle.register(m.TeamChanged)
     def _team_changed(self, message: m.TeamChanged) -> None:
         """The reload actor wrote the new team's briefs: the start role reads them."""
         self.enqueue(self.s.start_role, briefs.team_changed_line(
@@ -397,7 +397,7 @@ class CoreActor(Actor):
             return wire.ok(gates=[])
         return self.delegation.gate_command(request)
 
-    @handle.register
+    @handle.register(m.CheckpointDone)
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
         self.delegation.checkpoint_done(msg)
 
@@ -443,7 +443,7 @@ class CoreActor(Actor):
             return None
         return self.s.timers.after(seconds, self.s.me, message)
 
-    @handle.register
+    @handle.register(m.RoleReported)
     def _role_changed(self, msg: m.RoleReported) -> None:
         seat = self.s.seats.get(msg.view.name)
         if seat is None:
@@ -493,59 +493,59 @@ class CoreActor(Actor):
 
     # -- the gateway ------------------------------------------------
 
-    @handle.register
+    @handle.register(GatewayHealth)
     def _gateway_health(self, msg: GatewayHealth) -> None:
         self.usage.gateway_health(msg)
 
-    @handle.register
+    @handle.register(TokenTotals)
     def _token_totals(self, msg: TokenTotals) -> None:
         self.usage.totals(msg)
 
-    @handle.register
+    @handle.register(FlushTokens)
     def _flush_tokens(self, msg: FlushTokens) -> None:
         self.usage.flush(msg)
 
-    @handle.register
+    @handle.register(WorkChecked)
     def _checked(self, msg: WorkChecked) -> None:
         self.checks.work_checked(msg)
 
-    @handle.register
+    @handle.register(MergeDone)
     def _merged(self, msg: MergeDone) -> None:
         self.merges.done(msg)
 
-    @handle.register
+    @handle.register(AftercareFailed)
     def _aftercare_failed(self, msg: AftercareFailed) -> None:
         self.event(msg.event, task=msg.task_id, error=msg.error)
 
-    @handle.register
+    @handle.register(IdleCheck)
     def _idle_check(self, msg: IdleCheck) -> None:
         self.guard.idle_check(msg)
 
-    @handle.register
+    @handle.register(m.LimitReported)
     def _limit_reported(self, msg: m.LimitReported) -> None:
         self.limits.seen(msg.role, msg.limit)
 
-    @handle.register
+    @handle.register(m.LimitOnScreen)
     def _limit_screen(self, msg: m.LimitOnScreen) -> None:
         self.limits.on_screen(msg)
 
-    @handle.register
+    @handle.register(m.LimitWake)
     def _limit_due(self, msg: m.LimitWake) -> None:
         self.limits.wake(msg)
 
-    @handle.register
+    @handle.register(m.LimitLifted)
     def _limit_over(self, msg: m.LimitLifted) -> None:
         self.limits.lifted(msg)
 
-    @handle.register
+    @handle.register(m.BudgetRefused)
     def _call_refused(self, msg: m.BudgetRefused) -> None:
         self.budgets.refused(msg)
 
-    @handle.register
+    @handle.register(RoleHeld)
     def _held_for_memory(self, msg: RoleHeld) -> None:
         self.admission.role_held(msg)
 
-    @handle.register
+    @handle.register(MemoryCheck)
     def _read_memory(self, msg: MemoryCheck) -> None:
         self.admission.memory_check(msg)
 
@@ -563,15 +563,15 @@ class CoreActor(Actor):
     def tell_when_synced(self, target: Any, message: Any) -> None:
         self.journaling.when_synced(lambda: target.tell(message))
 
-    @handle.register
+    @handle.register(m.InjectionOutcome)
     def _injection_outcome(self, msg: m.InjectionOutcome) -> None:
         self.delivery.outcome(msg)
 
-    @handle.register
+    @handle.register(TimedOut)
     def _timed_out(self, msg: TimedOut) -> None:
         self.timeouts.timed_out(msg)
 
-    @handle.register
+    @handle.register(m.RoleExited)
     def _role_exited(self, msg: m.RoleExited) -> None:
         self.event("role exited", role=msg.role, status=msg.status.describe(),
                    restarting=msg.restarting, reason=msg.reason)

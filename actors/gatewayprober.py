@@ -113,7 +113,7 @@ class GatewayProber(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(Probe)
     def _on_probe(self, msg: Probe) -> None:
         # Re-arm first: a crash below must not end the probing.
         self.timers.after(PROBE_EVERY, self.me, Probe())
@@ -128,7 +128,7 @@ class GatewayProber(Actor):
         self.s.totals = totals
         self.core.tell(TokenTotals(totals))
 
-    @handle.register
+    @handle.register(FlushTick)
     def _on_flush(self, msg: FlushTick) -> None:
         self.timers.after(FLUSH_EVERY, self.me, FlushTick())
         self.core.tell(FlushTokens())

@@ -168,7 +168,7 @@ class ListenerActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(AcceptDied)
     def _accept_died(self, message: AcceptDied) -> None:
         raise AcceptLoopCrash(f"the control socket's accept loop died: {message.error}")
 

@@ -62,7 +62,7 @@ class NotifierActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(notify.Alert)
     def _alert(self, alert: notify.Alert) -> None:
         now = self.clock()
         due = self.s.coalescer.add(alert, now)
@@ -72,7 +72,7 @@ class NotifierActor(Actor):
             self.s.timer_due = due
             self.timers.after(due - now, self.me, Flush())
 
-    @handle.register
+    @handle.register(Flush)
     def _flush(self, message: Flush) -> None:
         self.s.timer_due = None
         self._send(self.clock())

@@ -113,7 +113,7 @@ class ProxyRunner(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(Launch)
     def _launch(self, msg: Launch) -> None:
         s = self.s
         s.proc = self._spawn()
@@ -130,7 +130,7 @@ class ProxyRunner(Actor):
         threading.Thread(target=self._read_news, args=(s.proc,), name="gateway-news",
                          daemon=True).start()
 
-    @handle.register
+    @handle.register(SetBudgets)
     def _set_budgets(self, msg: SetBudgets) -> None:
         self.s.policy = msg.policy
         if self.s.proc is not None:
@@ -145,11 +145,11 @@ class ProxyRunner(Actor):
         except OSError as exc:  # it is dying: its replacement gets the policy at start
             self.s.events("gateway budgets not sent", reason=str(exc.strerror or exc))
 
-    @handle.register
+    @handle.register(Ready)
     def _ready(self, msg: Ready) -> str:
         return self.s.problem
 
-    @handle.register
+    @handle.register(Exited)
     def _exited(self, msg: Exited) -> None:
         s = self.s
         if s.proc is None or s.proc.pid != msg.pid:

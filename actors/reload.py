@@ -77,7 +77,7 @@ class ReloadActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(m.ApplyReload)
     def _apply(self, message: m.ApplyReload) -> None:
         for step in steps(message.plan, message.handles):
             getattr(self.team, step.action)(*step.args)

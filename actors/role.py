@@ -216,7 +216,7 @@ class RoleActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(m.Spawn)
     def _spawn(self, msg: m.Spawn) -> None:
         if msg.manual:
             self.s.restarts_used = 0
@@ -316,21 +316,21 @@ class RoleActor(Actor):
 
     # -- output and status -------------------------------------------------
 
-    @handle.register
+    @handle.register(roleio.OutputSeen)
     def _output_seen(self, msg: roleio.OutputSeen) -> None:
         self.watch.output_seen(msg)
         if msg.gen == self.s.gen:
             self.typist.output_seen()
 
-    @handle.register
+    @handle.register(m.Classify)
     def _classify(self, msg: m.Classify) -> None:
         self.watch.classify(msg)
 
-    @handle.register
+    @handle.register(m.QuietCheck)
     def _quiet_check(self, msg: m.QuietCheck) -> None:
         self.watch.quiet_check(msg)
 
-    @handle.register
+    @handle.register(m.StallCheck)
     def _stall_check(self, msg: m.StallCheck) -> None:
         self.watch.stall_check(msg)
 
@@ -384,7 +384,7 @@ class RoleActor(Actor):
             self.core.tell(m.LimitOnScreen(s.spec.name, line))
         s.limit_line = line
 
-    @handle.register
+    @handle.register(m.Limited)
     def _limited(self, msg: m.Limited) -> None:
         s = self.s
         if s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
@@ -409,7 +409,7 @@ class RoleActor(Actor):
 
     # -- boot ---------------------------------------------------------
 
-    @handle.register
+    @handle.register(m.BootCheck)
     def _boot_check(self, msg: m.BootCheck) -> None:
         s = self.s
         if msg.gen != s.gen or s.booted or s.typing is not None:
@@ -426,7 +426,7 @@ class RoleActor(Actor):
 
     # -- injection ----------------------------------------------------
 
-    @handle.register
+    @handle.register(m.Inject)
     def _inject(self, msg: m.Inject) -> None:
         s = self.s
         if hopstamps.ON:
@@ -450,7 +450,7 @@ class RoleActor(Actor):
                 return
         self.typist.begin(msg.injection)
 
-    @handle.register
+    @handle.register(m.InjectStep)
     def _inject_step(self, msg: m.InjectStep) -> None:
         self.typist.step(msg)
 
@@ -479,7 +479,7 @@ class RoleActor(Actor):
 
     # -- process exit and restarts -------------------------------
 
-    @handle.register
+    @handle.register(m.Exited)
     def _exited(self, msg: m.Exited) -> None:
         s = self.s
         if msg.gen != s.gen:
@@ -510,7 +510,7 @@ class RoleActor(Actor):
         self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
                                     decision.reason, redeliver=lost))
 
-    @handle.register
+    @handle.register(m.Restart)
     def _restart(self, msg: m.Restart) -> None:
         s = self.s
         if s.pending_restart is not None:
@@ -527,7 +527,7 @@ class RoleActor(Actor):
         if not self._held():
             self._start_process()
 
-    @handle.register
+    @handle.register(m.Kill)
     def _kill(self, msg: m.Kill) -> None:
         """Unlike a stop, the exit that follows goes through the restart policy."""
         s = self.s
@@ -538,12 +538,12 @@ class RoleActor(Actor):
         s.child.signal_group(signal.SIGTERM)
         self.timers.after(msg.grace, self.me, m.KillHard(s.gen))
 
-    @handle.register
+    @handle.register(m.KillHard)
     def _kill_hard(self, msg: m.KillHard) -> None:
         if msg.gen == self.s.gen and self.s.child is not None and self.s.child.poll() is None:
             self.s.child.signal_group(signal.SIGKILL)
 
-    @handle.register
+    @handle.register(m.StopProcess)
     def _stop_process(self, msg: m.StopProcess) -> str:
         self._terminate(msg.grace)
         return self.s.exit.describe() if self.s.exit else "not running"
@@ -576,7 +576,7 @@ class RoleActor(Actor):
 
     # -- pause and direct input ---------------------------------------
 
-    @handle.register
+    @handle.register(m.Pause)
     def _pause(self, msg: m.Pause) -> str:
         s = self.s
         if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
@@ -587,7 +587,7 @@ class RoleActor(Actor):
             self._set_status(RoleStatus.PAUSED)
         return "paused"
 
-    @handle.register
+    @handle.register(m.Resume)
     def _resume(self, msg: m.Resume) -> str:
         s = self.s
         if s.status is not RoleStatus.PAUSED:
@@ -606,7 +606,7 @@ class RoleActor(Actor):
         self._refresh_status()
         return "resumed"
 
-    @handle.register
+    @handle.register(m.UpdateSpec)
     def _update_spec(self, msg: m.UpdateSpec) -> None:
         s = self.s
         s.spec, s.env = msg.spec, msg.env
@@ -616,7 +616,7 @@ class RoleActor(Actor):
         self._fit_terminal()  # a reload may have moved the floor
         self._publish()
 
-    @handle.register
+    @handle.register(m.Resize)
     def _resize(self, msg: m.Resize) -> None:
         """The pane's tile changed size: the agent's PTY follows it, never
         below the role's floor (a smaller tile shows part of it)."""
@@ -635,7 +635,7 @@ class RoleActor(Actor):
         if s.child is not None:
             s.child.resize(cols, rows)
 
-    @handle.register
+    @handle.register(m.TypeKeys)
     def _type_keys(self, msg: m.TypeKeys) -> None:
         keys = roleio.key_bytes(msg.keys, self.s.terminal.application_cursor)
         text = briefs.one_line(msg.text).encode()
@@ -645,11 +645,11 @@ class RoleActor(Actor):
         else:
             self._send_input(text or keys)
 
-    @handle.register
+    @handle.register(m.WriteInput)
     def _write_input(self, msg: m.WriteInput) -> None:
         self._send_input(msg.data)
 
-    @handle.register
+    @handle.register(roleio.FlushKeys)
     def _flush_keys(self, msg: roleio.FlushKeys) -> None:
         roleio.flush_one(self.s)
 

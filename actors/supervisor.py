@@ -189,7 +189,7 @@ class Supervisor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(StartChild)
     def _start_child(self, message: StartChild) -> Handle:
         spec = message.spec
         child = self.s.children.get(spec.name) or _Child(spec, message.handle or Handle(spec.name))
@@ -198,16 +198,16 @@ class Supervisor(Actor):
         self._launch(child)
         return child.handle
 
-    @handle.register
+    @handle.register(StartChildren)
     def _start_children(self, message: StartChildren) -> list[Handle]:
         return [self._start_child(start) for start in message.children]
 
-    @handle.register
+    @handle.register(ChildFailed)
     def _child_failed(self, message: ChildFailed) -> None:
         self._ended(message.name, message.urn, message.error, message.leftovers,
                     restart=lambda child: child.spec.restart != TEMPORARY)
 
-    @handle.register
+    @handle.register(ChildExited)
     def _child_exited(self, message: ChildExited) -> None:
         self._ended(message.name, message.urn, "it finished its work", [],
                     restart=lambda child: child.spec.restart == PERMANENT)
@@ -224,21 +224,21 @@ class Supervisor(Actor):
         else:
             self._drop(child, why)
 
-    @handle.register
+    @handle.register(StopChild)
     def _stop_child(self, message: StopChild) -> None:
         child = self.s.children.pop(message.name, None)
         if child is not None:
             _stop(child, message.timeout)
 
-    @handle.register
+    @handle.register(StopAll)
     def _stop_all(self, message: StopAll) -> None:
         stop_children(self.s, message.timeout)
 
-    @handle.register
+    @handle.register(SetIntensity)
     def _set_intensity(self, message: SetIntensity) -> None:
         self.s.intensity = message.intensity
 
-    @handle.register
+    @handle.register(ThreadDied)
     def _thread_died(self, message: ThreadDied) -> None:
         """A thread outside the tree died (see ``threadhook``): said, not restarted."""
         self.on_event("thread died", thread=message.thread, error=message.error,

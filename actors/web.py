@@ -81,6 +81,6 @@ class WebActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(WebDied)
     def _web_died(self, message: WebDied) -> None:
         raise WebServerCrash(f"the web server died: {message.error}")

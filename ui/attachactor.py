@@ -55,7 +55,7 @@ class AttachActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(RelayDied)
     def _relay_died(self, message: RelayDied) -> None:
         raise AttachRelayCrash(f"the attach socket's {message.error}")
 

@@ -55,7 +55,7 @@ class Actions:
     def do(self, intent: Any) -> None:
         raise TypeError(f"the deck has no action for {type(intent).__name__}")
 
-    @do.register
+    @do.register(di.TypeKeys)
     def _type(self, intent: di.TypeKeys) -> None:
         state = self.model.state
         layout = state.layout
@@ -72,29 +72,29 @@ class Actions:
                 self.port.type_keys(role, data)
         self.typed(targets)
 
-    @do.register
+    @do.register(di.ToEditor)
     def _to_editor(self, intent: di.ToEditor) -> None:
         if self.overlays.editor is not None:
             self.overlays.editor.send(intent.token)
 
-    @do.register
+    @do.register(di.ToDialog)
     def _to_dialog(self, intent: di.ToDialog) -> None:
         self.overlays.key(intent.token)
 
-    @do.register
+    @do.register(di.RunAction)
     def _run(self, intent: di.RunAction) -> None:
         getattr(self, "act_" + intent.action)()
 
-    @do.register
+    @do.register(di.FocusNumber)
     def _focus_number(self, intent: di.FocusNumber) -> None:
         self._user_focus(lambda: self.model.state.layout.focus_index(intent.number))
 
-    @do.register
+    @do.register(di.Unbound)
     def _unbound(self, intent: di.Unbound) -> None:
         self.host.say(f"{k.display_name(self.keymap.prefix_spelling)} {inert(intent.key)}: "
                       "not bound (? lists the keys)")
 
-    @do.register
+    @do.register(di.MoveBorder)
     def _move_border(self, intent: di.MoveBorder) -> None:
         if not self.model.state.layout.resize(intent.direction):
             self.host.say(f"no border to move {intent.direction}")
@@ -115,7 +115,7 @@ class Actions:
 
     # -- mouse -----------------------------------------------------------------------------
 
-    @do.register
+    @do.register(di.Mouse)
     def _mouse(self, intent: di.Mouse) -> None:
         if self.overlays.widget is not None:
             self.overlays.mouse(intent.event)
@@ -167,7 +167,7 @@ class Actions:
         height = state.sizes.get(role, (0, terminal.rows))[1]
         return role, state.pane(role), terminal, height
 
-    @do.register
+    @do.register(di.ScrollBack)
     def _scroll_back(self, intent: di.ScrollBack) -> None:
         found = self._focused_pane()
         if found is None:
@@ -179,7 +179,7 @@ class Actions:
         pane.scroll_to(terminal, (pane.scroll.offset if pane.scroll else 0)
                        + (max(height - 1, 1) if intent.page else 0), height)
 
-    @do.register
+    @do.register(di.ScrollKey)
     def _scroll_key(self, intent: di.ScrollKey) -> None:
         found = self._focused_pane()
         if found is None:

@@ -122,13 +122,13 @@ def _reduce(item: Any, state: DeckState) -> Result:
     raise TypeError(f"the deck has no reducer for {type(item).__name__}")
 
 
-@_reduce.register
+@_reduce.register(news.Bell)
 def _bell(item: news.Bell, state: DeckState) -> Result:
     # The core rings when a human is needed and [ui] bell is on.
     return state, [Ring()]
 
 
-@_reduce.register
+@_reduce.register(news.RoleChanged)
 def _role(item: news.RoleChanged, state: DeckState) -> Result:
     view = item.view
     old = state.roles.get(view.name)
@@ -146,7 +146,7 @@ def _role(item: news.RoleChanged, state: DeckState) -> Result:
     return replace(state, roles=roles), effects
 
 
-@_reduce.register
+@_reduce.register(news.TaskChanged)
 def _task(item: news.TaskChanged, state: DeckState) -> Result:
     task = item.task.as_dict()  # the deck keeps the rows the board command answers
     tasks = {**state.tasks, task["id"]: task}
@@ -182,7 +182,7 @@ def task_number(task_id: str) -> int:
     return int(task_id[1:]) if task_id[1:].isdigit() else 0
 
 
-@_reduce.register
+@_reduce.register(news.GateOpened)
 def _gate_opened(item: news.GateOpened, state: DeckState) -> Result:
     gate = item.gate.as_dict()
     tasks = state.tasks if gate.get("kind") == "merge" else {**state.tasks, gate["id"]: gate}
@@ -191,7 +191,7 @@ def _gate_opened(item: news.GateOpened, state: DeckState) -> Result:
     return replace(state, tasks=tasks, gates=gates), [RefreshBoard(), ShowGate()]
 
 
-@_reduce.register
+@_reduce.register(news.GateClosed)
 def _gate_closed(item: news.GateClosed, state: DeckState) -> Result:
     return _close_gate(state, item.task_id)
 
@@ -204,7 +204,7 @@ def _close_gate(state: DeckState, task_id: str) -> Result:
             [CloseGate(task_id)])
 
 
-@_reduce.register
+@_reduce.register(news.EventLogged)
 def _event(item: news.EventLogged, state: DeckState) -> Result:
     event = item.event
     if event == "reload":
@@ -216,12 +216,12 @@ def _event(item: news.EventLogged, state: DeckState) -> Result:
     return state, []
 
 
-@_reduce.register
+@_reduce.register(news.GatewayChanged)
 def _gateway(item: news.GatewayChanged, state: DeckState) -> Result:
     return replace(state, gateway=item.state), []
 
 
-@_reduce.register
+@_reduce.register(news.TokensChanged)
 def _tokens(item: news.TokensChanged, state: DeckState) -> Result:
     roles = dict(state.roles)
     for role, usage in item.usages.items():
@@ -231,24 +231,24 @@ def _tokens(item: news.TokensChanged, state: DeckState) -> Result:
     return replace(state, roles=roles), []
 
 
-@_reduce.register
+@_reduce.register(news.MarksChanged)
 def _marks(item: news.MarksChanged, state: DeckState) -> Result:
     roles = {name: replace(info, extra={**info.extra, "marks": tuple(item.marks.get(name, ()))})
              for name, info in state.roles.items()}
     return replace(state, roles=roles), []
 
 
-@_reduce.register
+@_reduce.register(StatusRead)
 def _status_read(item: StatusRead, state: DeckState) -> Result:
     return merge_status(state, list(item.rows), item.asked)
 
 
-@_reduce.register
+@_reduce.register(BoardRead)
 def _board_read(item: BoardRead, state: DeckState) -> Result:
     return replace(state, tasks={**state.tasks, **{task["id"]: task for task in item.tasks}}), []
 
 
-@_reduce.register
+@_reduce.register(GatesRead)
 def _gates_read(item: GatesRead, state: DeckState) -> Result:
     gates = OrderedDict(state.gates)
     for gate in item.gates:
@@ -256,12 +256,12 @@ def _gates_read(item: GatesRead, state: DeckState) -> Result:
     return replace(state, gates=gates), [ShowGate()]
 
 
-@_reduce.register
+@_reduce.register(GateDismissed)
 def _gate_dismissed(item: GateDismissed, state: DeckState) -> Result:
     return replace(state, dismissed=state.dismissed | {item.task_id}), []
 
 
-@_reduce.register
+@_reduce.register(GateDecided)
 def _gate_decided(item: GateDecided, state: DeckState) -> Result:
     # Its dialog is being closed by whoever decided: no CloseGate here.
     gates = OrderedDict(state.gates)

@@ -87,11 +87,11 @@ class UIActor(Actor):
     def handle(self, message: Any) -> Any:
         return super().handle(message)
 
-    @handle.register
+    @handle.register(News)
     def _news(self, message: News) -> None:
         self.deck.news(message.item)
 
-    @handle.register
+    @handle.register(DeckCrashed)
     def _deck_crashed(self, message: DeckCrashed) -> None:
         raise DeckLoopCrashed(f"the deck crashed: {message.error}")
 

@@ -35,47 +35,47 @@ def as_event(item: Any) -> tuple[str, Any]:
     raise TypeError(f"no web event for {type(item).__name__}")
 
 
-@as_event.register
+@as_event.register(news.RoleChanged)
 def _role(item: news.RoleChanged) -> tuple[str, Any]:
     return "role", item.view.as_dict()
 
 
-@as_event.register
+@as_event.register(news.TaskChanged)
 def _task(item: news.TaskChanged) -> tuple[str, Any]:
     return "task", item.task.as_dict()
 
 
-@as_event.register
+@as_event.register(news.GateOpened)
 def _gate_opened(item: news.GateOpened) -> tuple[str, Any]:
     return "gate-opened", item.gate.as_dict()
 
 
-@as_event.register
+@as_event.register(news.GateClosed)
 def _gate_closed(item: news.GateClosed) -> tuple[str, Any]:
     return "gate-closed", {"id": item.task_id}
 
 
-@as_event.register
+@as_event.register(news.EventLogged)
 def _event(item: news.EventLogged) -> tuple[str, Any]:
     return "event", item.as_dict()
 
 
-@as_event.register
+@as_event.register(news.Bell)
 def _bell(item: news.Bell) -> tuple[str, Any]:
     return "bell", {"role": item.role, "hook": item.hook}
 
 
-@as_event.register
+@as_event.register(news.GatewayChanged)
 def _gateway(item: news.GatewayChanged) -> tuple[str, Any]:
     return "gateway", {"state": item.state}
 
 
-@as_event.register
+@as_event.register(news.TokensChanged)
 def _tokens(item: news.TokensChanged) -> tuple[str, Any]:
     return "tokens", {role: usage.as_dict() for role, usage in item.usages.items()}
 
 
-@as_event.register
+@as_event.register(news.MarksChanged)
 def _marks(item: news.MarksChanged) -> tuple[str, Any]:
     return "marks", {role: list(marks) for role, marks in item.marks.items()}
 
