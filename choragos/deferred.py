@@ -10,7 +10,9 @@ subprocess imports ``locale`` (0.3 MB) for the encoding of a text run,
 and urwid asks it the same at its import: both questions are answered
 from the C module the real one takes them from (``_locale``), without it.
 urwid's raw display imports ``base64`` for a copy to the clipboard (OSC 52)
-that the deck never asks of it.
+that the deck never asks of it.  uuid (under pykka, for each actor's name)
+imports ``platform`` (about 1.2 ms of the server's start before its first
+spawn) to ask the system's name, which ``os.uname()`` answers on Linux.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
 # Standard library only, and cheap: the agents' verbs load it on every call.
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "locale", "secrets", "base64")
+UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform")
 
 
 def defer_unused() -> None:
@@ -74,7 +77,22 @@ try:
 except ImportError:
     _getencoding = None
 
-_STAND_INS = {"locale": _Locale}
+class _Platform(StandIn):
+    """``platform`` for what uuid asks of it at its import: the system's
+    name, on Linux (where the real one's answer is ``os.uname()``'s as it
+    is); anything else from the real module."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "system" and sys.platform == "linux":
+            return _linux_system
+        return super().__getattr__(attribute)
+
+
+def _linux_system() -> str:
+    return os.uname().sysname
+
+
+_STAND_INS = {"locale": _Locale, "platform": _Platform}
 
 
 def defer(name: str) -> None:

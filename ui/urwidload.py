@@ -11,7 +11,8 @@ asyncio's loop is a stand-in that imports the real one if it is ever used.
 urwid also asks ``platform.platform()`` whether it runs under WSL, which
 starts ``uname -p`` and reads the interpreter's binary for its libc: a
 process forked from the server at start-up.  The kernel's release names WSL
-as well, so during the import that answer comes from ``os.uname()``.
+as well, so during the import that answer comes from ``os.uname()`` (and
+the ``platform`` module itself is not loaded where it is stood in for).
 
 And urwid imports every widget it has: the deck draws with a dozen of them
 (text, list boxes, frames, overlays, a line box, an edit line), not with
@@ -36,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import platform
 import sys
 import types
 from collections.abc import Iterator
@@ -160,12 +160,18 @@ def _platform_from_uname() -> Iterator[None]:
         name = os.uname()
         return f"{name.sysname}-{name.release}-{name.machine}"
 
-    real = platform.platform
-    platform.platform = platform_name
+    # The module as it is: the real one, or the stand-in the ``choragos``
+    # command puts there (choragos/deferred.py), which this does not load.
+    module = sys.modules.get("platform") or importlib.import_module("platform")
+    real = module.__dict__.get("platform")
+    module.platform = platform_name  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        platform.platform = real
+        if real is None:
+            del module.platform  # the stand-in's: later questions go to the real module
+        else:
+            module.platform = real  # type: ignore[attr-defined]
 
 
 def _asyncio_stand_in() -> types.ModuleType:

@@ -105,3 +105,39 @@ def test_the_command_defers_locale() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert json.loads(out.stdout) == "_Locale"
+
+
+# What uuid (under pykka, at its import) and urwid (about WSL) ask of platform.
+PLATFORM_PROBE = """
+import json, sys
+import choragos.cli.main
+import uuid
+from choragos.ui.urwidload import load_urwid
+urwid = load_urwid()
+stood_in = type(sys.modules["platform"]).__name__
+answers = [uuid._LINUX, uuid._AIX, urwid.display._raw_display_base.IS_WSL]
+import platform
+answers += [platform.system(), platform.platform()]
+print(json.dumps([answers, stood_in, type(sys.modules["platform"]).__name__]))
+"""
+
+REAL_PLATFORM = """
+import json, platform, uuid, urwid
+print(json.dumps([uuid._LINUX, uuid._AIX, urwid.display._raw_display_base.IS_WSL,
+                  platform.system(), platform.platform()]))
+"""
+
+
+def test_platform_answers_uuid_and_urwid_as_the_real_one_without_loading() -> None:
+    """uuid's and urwid's imports ask platform the system's name and about
+    WSL: answered without loading it (1.2 ms of the server's start); later
+    questions get the real module's answers."""
+    pytest.importorskip("urwid")
+    run = {"capture_output": True, "text": True, "check": True, "timeout": 60}
+    answers, stood_in, after = json.loads(
+        subprocess.run([sys.executable, "-c", PLATFORM_PROBE], **run).stdout)
+    real = json.loads(subprocess.run([sys.executable, "-c", REAL_PLATFORM], **run).stdout)
+    assert answers == real
+    if sys.platform == "linux":
+        assert stood_in == "_Platform"  # not loaded by uuid's or urwid's import
+    assert after == "module"  # the real module, once asked more
