@@ -13,6 +13,10 @@ urwid's raw display imports ``base64`` for a copy to the clipboard (OSC 52)
 that the deck never asks of it.  uuid (under pykka, for each actor's name)
 imports ``platform`` (about 1.2 ms of the server's start before its first
 spawn) to ask the system's name, which ``os.uname()`` answers on Linux.
+dataclasses imports ``inspect`` (with ``ast`` and ``dis``: some 3 ms of the
+``serve`` client's start, before the server's fork) to write a docstring
+for a class without one, and every class of ours has one; urwid loads it
+with the deck, after the agents' spawn.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform")
+UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect")
 
 
 def defer_unused() -> None:

@@ -141,3 +141,31 @@ def test_platform_answers_uuid_and_urwid_as_the_real_one_without_loading() -> No
     if sys.platform == "linux":
         assert stood_in == "_Platform"  # not loaded by uuid's or urwid's import
     assert after == "module"  # the real module, once asked more
+
+
+# A dataclass with no docstring of its own gets one written from
+# inspect.signature: the real module, loaded then.
+INSPECT_PROBE = """
+import json, sys
+import choragos.cli.main
+import dataclasses
+before = [type(sys.modules["inspect"]).__name__, "ast" in sys.modules, "dis" in sys.modules]
+
+@dataclasses.dataclass
+class Plain:
+    name: str
+    count: int = 0
+
+print(json.dumps([before, Plain.__doc__, type(sys.modules["inspect"]).__name__]))
+"""
+
+
+def test_inspect_is_loaded_only_when_dataclasses_writes_a_docstring() -> None:
+    """dataclasses imports inspect (with ast and dis: some 3 ms of the serve
+    client's start) for the docstring of a class without one."""
+    out = subprocess.run([sys.executable, "-c", INSPECT_PROBE], capture_output=True, text=True,
+                         check=True, timeout=60)
+    before, doc, after = json.loads(out.stdout)
+    assert before == ["StandIn", False, False]
+    assert doc == "Plain(name: str, count: int = 0)"  # as the real module writes it
+    assert after == "module"
