@@ -18,10 +18,17 @@ def handled_messages() -> dict[str, str]:
                 continue
             for fn in cls.body:
                 if isinstance(fn, ast.FunctionDef) and any(
-                        ast.unparse(d).endswith("handle.register") for d in fn.decorator_list):
+                        _registers(d) for d in fn.decorator_list):
                     name = ast.unparse(fn.args.args[1].annotation).rsplit(".", 1)[-1]
                     found[name] = f"{path.relative_to(ROOT)}:{cls.name}.{fn.name}"
     return found
+
+
+def _registers(decorator: ast.expr) -> bool:
+    """``@handle.register`` or ``@handle.register(Message)``."""
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    return ast.unparse(decorator).endswith("handle.register")
 
 
 def test_every_handled_message_is_in_the_architecture_table():
