@@ -65,6 +65,16 @@ class Crashed:
     error: str
 
 
+def _dispatch_of(cls: type) -> Any:
+    """The lookup of ``cls``'s ``handle`` registrations, or None for a plain
+    ``handle``.  Reading ``self.handle`` makes a new wrapper each time on
+    Python 3.11 (a closure and ``functools.update_wrapper``), so each class
+    keeps its dispatcher's lookup instead."""
+    handle = next(k.__dict__["handle"] for k in cls.__mro__ if "handle" in k.__dict__)
+    found = getattr(getattr(handle, "dispatcher", None), "dispatch", None)
+    return found and staticmethod(found)
+
+
 class Actor(pykka.ThreadingActor):
     """Dispatches messages by type to ``handle`` registrations."""
 
@@ -87,25 +97,18 @@ class Actor(pykka.ThreadingActor):
     def handle(self, message: Any) -> Any:
         raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
-    # Reading ``self.handle`` makes a new wrapper each time on Python 3.11 (a
-    # closure and ``functools.update_wrapper``: a few microseconds on every
-    # message), so each class keeps its dispatcher's lookup instead.
-    _handler_for = staticmethod(handle.dispatcher.dispatch)
+    _handler_for: Any = None  # the class's dispatch, set for each subclass
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handle = next(klass.__dict__["handle"] for klass in cls.__mro__
-                      if "handle" in klass.__dict__)
-        dispatcher = getattr(handle, "dispatcher", None)  # None: a plain ``handle``
-        cls._handler_for = None if dispatcher is None else staticmethod(dispatcher.dispatch)
+        cls._handler_for = _dispatch_of(cls)
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Retire):
             return self._retire()
         try:
-            if self._handler_for is None:
-                return self.handle(message)
-            return self._handler_for(message.__class__).__get__(self, type(self))(message)
+            lookup = self._handler_for
+            return (lookup(message.__class__).__get__(self) if lookup else self.handle)(message)
         except BaseException as exc:
             return self._crashed(exc)
 
