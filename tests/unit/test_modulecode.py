@@ -203,7 +203,8 @@ import json, sys, types
 import choragos.cli.main
 from choragos.cli import serve
 from choragos.session import modulecode
-before = set(sys.modules)
+# A stand-in's module is loaded (through the cache) only when first used.
+before = {name for name, module in sys.modules.items() if type(module) is types.ModuleType}
 if sys.argv[1] != "-":
     modulecode.install(sys.argv[1])
 import choragos.actors.session, choragos.control.server
