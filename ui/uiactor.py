@@ -108,6 +108,8 @@ class SessionAccess:
         self.core = core
         self.workdir = workdir
         self.layout = layout  # the resumed session's, if any
+        # Bound once: a keystroke's way into the role goes through no method of ours.
+        self.type_echoed = roles.type_echoed
 
     @property
     def config(self) -> Config:
