@@ -341,7 +341,7 @@ class Deck:
 
     def shows_panes(self, size: tuple[int, int]) -> bool:
         """For the echo lane: the attached client sees the panes alone, at ``size``."""
-        loop = self.loop
+        loop = self._loop
         return (self.attached and loop is not None and loop.widget is self.view
                 and self.overlays.editor is None and loop.screen_size == size)
 

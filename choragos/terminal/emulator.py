@@ -259,7 +259,13 @@ class Terminal:
             self._settle(before)
             replies, rang, wake = self._take_outputs(rang=parser.bells != bells)
             owed, self._wake_owed = self._wake_owed, False
-        if echo is not None and _safecall(self.on_echo, text, *echo):
+        shown = False
+        if echo is not None:
+            try:  # as _safecall, inline: the consumer's failure is logged, never the feed's
+                shown = self.on_echo(text, *echo)
+            except Exception:
+                log.exception("terminal callback %r failed", self.on_echo)
+        if shown:
             with self._lock:
                 self._wake_owed = wake or owed
             self._notify(replies, rang, False)
