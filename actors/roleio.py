@@ -181,8 +181,10 @@ class OutputFeed:
         # The actor clears the flag before it reads the state, so output fed
         # after that sends another notice, and output before it is covered.
         self.state.output_noticed = True
-        with contextlib.suppress(ActorGone):
+        try:  # not contextlib.suppress: this follows a key's echo on its thread
             self.me.tell(OutputSeen(self.gen))
+        except ActorGone:
+            return  # given up: the reader drains the PTY, the notice has no reader
 
 
 def key_bytes(keys: tuple[str, ...], application_cursor: bool) -> bytes:
