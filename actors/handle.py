@@ -39,7 +39,9 @@ class Handle:
         self._pending: list[Any] = []
         self._lock = threading.Lock()
         self._replaced = threading.Condition(self._lock)
-        self._closed = False
+        # Set under the lock, read without it (a bool: the reader of every
+        # role's output asks it for every piece it reads).
+        self.closed = False
         self._why = "it has stopped"
 
     def __repr__(self) -> str:
@@ -58,7 +60,7 @@ class Handle:
     def requeue(self, messages: list[Any]) -> None:
         """Put an old instance's unread tells back, ahead of newer ones."""
         with self._lock:
-            if not self._closed:
+            if not self.closed:
                 self._pending[:0] = messages
 
     def detach(self) -> None:
@@ -69,7 +71,7 @@ class Handle:
     def close(self, why: str = "it has stopped") -> None:
         """Refuse every message from now on; ``why`` is what the senders are told."""
         with self._lock:
-            self._closed = True
+            self.closed = True
             self._why = why
             self._ref = None
             self._pending.clear()
@@ -79,7 +81,7 @@ class Handle:
         """Deliver (or buffer across a restart); raises :class:`ActorGone` when
         the actor will never run again."""
         with self._lock:
-            if self._closed:
+            if self.closed:
                 self._refuse(message)
             if self._ref is not None:
                 try:
@@ -112,15 +114,10 @@ class Handle:
         log.warning("%s; %s not delivered", error, type(message).__name__)
         raise ActorGone(error)
 
-    @property
-    def closed(self) -> bool:
-        with self._lock:
-            return self._closed
-
     def _wait_for_ref(self, deadline: float, message: Any = None) -> pykka.ActorRef:
         with self._lock:
             while self._ref is None:
-                if self._closed:
+                if self.closed:
                     self._refuse(message)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -130,6 +130,10 @@ class OutputFeed:
         self.me = me
         self.gen = gen
         self.now = now
+        # The role's screen is made once, before its first reader starts
+        # (``make_screen``), and kept across respawns: taken here, not on
+        # every piece read.
+        self.terminal = state.terminal
 
     def data(self, data: bytes) -> float | None:
         """Feed the terminal here; tell the actor only when no notice is pending.
@@ -148,7 +152,7 @@ class OutputFeed:
             if self.gen != s.gen:
                 return None
             s.last_output = self.now()
-            due = s.terminal.feed(data, eager=eager)
+            due = self.terminal.feed(data, eager=eager)
         if hopstamps.ON:  # the bench tells a neighbour's costly feeds (a batch drawn) by these
             hopstamps.mark("fed", s.spec.name)
         if s.output_noticed or (s.classify_pending and s.typing is None):
@@ -169,7 +173,7 @@ class OutputFeed:
             s.echo_wait.take_turn(s.spec.name)
         if hopstamps.ON:
             hopstamps.mark("lull", s.spec.name)
-        s.terminal.catch_up()
+        self.terminal.catch_up()
         if hopstamps.ON:
             hopstamps.mark("lull-drawn", s.spec.name)
 
@@ -177,8 +181,10 @@ class OutputFeed:
         # The actor clears the flag before it reads the state, so output fed
         # after that sends another notice, and output before it is covered.
         self.state.output_noticed = True
-        with contextlib.suppress(ActorGone):
+        try:  # not contextlib.suppress: this follows a key's echo on its thread
             self.me.tell(OutputSeen(self.gen))
+        except ActorGone:
+            return  # given up: the reader drains the PTY, the notice has no reader
 
 
 def key_bytes(keys: tuple[str, ...], application_cursor: bool) -> bytes:

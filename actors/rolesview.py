@@ -101,6 +101,20 @@ class RolesView:
         if state is not None and handle is not None:
             roleio.type_keys(state, data, handle.tell)
 
+    def type_echoed(self, name: str, data: bytes) -> bool:
+        """The operator's keys typed straight at ``name``'s agent (the deck's
+        way for plain typing): their echo announced first (the other roles'
+        output waits for it), then written as :meth:`type_keys` writes them.
+        False (nothing done) when there is no such role.  One call on every
+        keystroke's way, where :meth:`expect_echo` and :meth:`type_keys`
+        would look the role up twice."""
+        state, handle = self._states.get(name), self._handles.get(name)
+        if state is None or handle is None:
+            return False
+        self.echo_wait.expect(name, len(data))
+        roleio.type_keys(state, data, handle.tell)
+        return True
+
     def expect_echo(self, name: str, size: int) -> None:
         """``size`` bytes of keys were written straight to ``name``: other
         roles' output waits (briefly) for their echo."""

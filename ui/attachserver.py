@@ -367,11 +367,14 @@ class AttachServer:
             if client is None:
                 return
             queued = bool(client.outbox)
-            client.outbox += client.wrap(data)
+            # As client.wrap, inline: a key's echo comes this way.
+            client.outbox += data if client.tty is not None else f.encode_data(data)
             if not queued:  # nothing waits ahead of it: the frame may go now
-                with contextlib.suppress(OSError):  # a broken socket is the pump's to see
+                try:
                     if client.write():
                         client.progress = time.monotonic()
+                except OSError:
+                    pass  # a broken socket is the pump's to see
                 if hopstamps.ON:
                     hopstamps.mark("frame-written")
             if not client.outbox or client.out_fd is None:

@@ -132,7 +132,8 @@ class Deck:
                                 lambda: self.client_backlog(), self.redraw)
         self.renderer = Renderer(self.model, port, self.screen, self.pacer)
         self.lane = EchoLane(self, self.renderer, self.screen, self.pacer, port.echo_drawn)
-        self.pacer.on_echo = self._pane_echo
+        # The lane itself, no method of the deck's between: an echo's way.
+        self.pacer.on_echo = self.lane.send_ahead
         self.commands = CommandRunner(port, self)
         self.overlays = OverlayStack(self, self.view, self.screen, port.workdir,
                                      lambda: self.client.editor)
@@ -341,7 +342,7 @@ class Deck:
 
     def shows_panes(self, size: tuple[int, int]) -> bool:
         """For the echo lane: the attached client sees the panes alone, at ``size``."""
-        loop = self.loop
+        loop = self._loop
         return (self.attached and loop is not None and loop.widget is self.view
                 and self.overlays.editor is None and loop.screen_size == size)
 
@@ -367,13 +368,6 @@ class Deck:
             return
         self.post(lambda: self.pacer.pane_changed(
             role, self.attached and role in self.state.layout.visible()))
-
-    def _pane_echo(self, role: str, text: str, x: int, y: int) -> bool:
-        """A watched terminal drew ``text`` plainly at its cell ``(x, y)``,
-        on the feeding thread: while ``role`` is typed into, that is the
-        key's echo, sent to the client before the frame is built; True
-        when it was (the frame waits for the output to pause)."""
-        return self.pacer.echoing(role) and self.lane.send_ahead(role, text, x, y)
 
     def _schedule_overlay_refresh(self) -> None:
         """While a dialog with clocks is open (and drawn), tick it once a second;

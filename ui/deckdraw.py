@@ -307,9 +307,10 @@ class Renderer:
         columns from there and the cursor after them stay in its tile and
         keys go to that pane alone; else None."""
         placed = self.placed.get(role)
-        if placed is None or not placed[1] or self.model.state.broadcast:
+        state = self.model.state
+        if placed is None or not placed[1] or state.broadcast:
             return None  # broadcast: the other panes' echoes, drawn whole, show this one as cached
-        pane = self.model.state.panes.get(role)
+        pane = state.panes.get(role)
         if pane is None or pane.scroll is not None:
             return None
         rect = placed[0]

@@ -106,7 +106,8 @@ class EchoLane:
 
     def send_ahead(self, role: str, text: str, x: int, y: int) -> bool:
         """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
-        (``Terminal.on_echo``): send those characters to the client now,
+        (``Terminal.on_echo``, on the feeding thread): while ``role`` is
+        typed into, that is the key's echo; send those characters to the client now,
         where the pane shows that cell, before the frame that draws the
         echo is built (which then writes only what still differs).  True
         when sent: that frame waits until the output pauses (the reader's
@@ -116,8 +117,8 @@ class EchoLane:
         (about 130 Python calls).  False when nothing was sent: the loop
         holds the lock, the deck shows more than its panes or something
         else waits to be drawn, or the cell is not on the screen with room
-        after it."""
-        if not self.drawing.acquire(blocking=False):
+        after it, or ``role`` is not being typed into."""
+        if not self.pacer.echoing(role) or not self.drawing.acquire(blocking=False):
             return False
         try:
             size = self.screen.get_cols_rows()

@@ -42,36 +42,31 @@ class KeyPath:
         self._guard = threading.Lock()
 
     def feed(self, data: bytes) -> None:
-        """The client's bytes (on the attach pump's thread)."""
-        if self._direct(data):
-            return
+        """The client's bytes (on the attach pump's thread).
+
+        Plain typing for the focused agent, with nothing else going on in
+        the deck (no dialog, prefix, scroll, broadcast, key sequence or
+        earlier input in progress), is written to its PTY right here; the
+        keystroke's echo then waits for no hand-over to the deck's thread.
+        Everything else is the deck's loop's to act on.  (Every keystroke
+        takes this way: it is kept to a few calls.)"""
+        if self.router.plain(data):
+            role = self._target()
+            # The port holds the neighbours first, so none of them takes the
+            # interpreter while the keys are written; the rest is noted while
+            # the agent works on its echo, which takes far longer than these
+            # lines.  (Should the echo win all the same, it is drawn by the
+            # loop: later, never lost.)  False: no such role to type at.
+            if role is not None and self.port.type_echoed(role, data):
+                self.pacer.typed_directly(role)
+                # Acted on before the echo's wake-up (the echo is then drawn
+                # at once, as for keys typed through the loop), without a
+                # wake-up of its own competing with the echo's way back.
+                self.host.post(lambda: self._typed_at(role), wake=False)
+                return
         with self._guard:
             self._waiting += 1
         self.host.post(lambda: self._posted(data))
-
-    def _direct(self, data: bytes) -> bool:
-        """On the attach pump's thread: plain typing for the focused agent,
-        with nothing else going on in the deck (no dialog, prefix, scroll,
-        broadcast, key sequence or earlier input in progress), is written to
-        its PTY right here; the keystroke's echo then waits for no hand-over
-        to the deck's thread.  False: the deck's loop must act on ``data``."""
-        if not self.router.plain(data):
-            return False
-        role = self._target()
-        if role is None:
-            return False
-        # The neighbours are held first, so none of them takes the interpreter
-        # while the keys are written; the rest is noted while the agent works
-        # on its echo, which takes far longer than these lines.  (Should the
-        # echo win all the same, it is drawn by the loop: later, never lost.)
-        self.port.expect_echo(role, len(data))
-        self.port.type_keys(role, data)
-        self.pacer.typed_directly(role)
-        # Acted on before the echo's wake-up (the echo is then drawn at once,
-        # as for keys typed through the loop), without a wake-up of its own
-        # competing with the echo's way back.
-        self.host.post(lambda: self._typed_at(role), wake=False)
-        return True
 
     def _typed_at(self, role: str) -> bool:
         """What typing through the loop notes, for keys written directly."""
@@ -79,20 +74,23 @@ class KeyPath:
         return False
 
     def _target(self) -> str | None:
-        """The focused role when the deck would pass plain keys straight to it."""
-        with self._guard:
-            if self._waiting:
-                return None  # earlier bytes first
+        """The focused role when the deck would pass plain keys straight to it
+        (the port says whether it runs)."""
+        # Read without the guard: only this thread (the pump's) adds to it, so
+        # a stale value is one the loop has since lowered: the keys then go
+        # the loop's way, later, never ahead of earlier bytes.
+        if self._waiting:
+            return None  # earlier bytes first
         state = self.model.state
         if (not self.attached() or self.overlays.editor is not None
                 or self.overlays.widget is not None or not self.router.idle
                 or state.broadcast):
             return None
         role = state.layout.focus
-        pane = state.panes.get(role) if role else None
-        if role is None or (pane is not None and pane.scroll is not None):
+        if role is None:
             return None
-        return role if self.port.terminal(role) is not None else None
+        pane = state.panes.get(role)
+        return None if pane is not None and pane.scroll is not None else role
 
     def _posted(self, data: bytes) -> bool | None:
         try:

@@ -177,8 +177,14 @@ class PtyScreen(raw.Screen):
             out.append(escape.set_cursor_position(x, y))
         if not known or self._pen is not None:
             out.append(self._attr_to_escape(None))
-        self.write("".join(out) + text)
-        self.flush()
+        out.append(text)
+        if self._sink is not None and not self._held:
+            # As write and flush would send it, without their steps: escapes
+            # and printable ASCII, no newline to translate.
+            self._sink("".join(out).encode())
+        else:
+            self.write("".join(out))
+            self.flush()
         was = self._ahead.get(y, old[y])
         self._ahead[y] = _with_text(was, x, text.encode())
         self._painted_cursor = (x + len(text), y)

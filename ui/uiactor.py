@@ -108,6 +108,11 @@ class SessionAccess:
         self.core = core
         self.workdir = workdir
         self.layout = layout  # the resumed session's, if any
+        # Bound once: a keystroke's way into the role, and its echo's end of
+        # the wait, go through no method of ours (the roles' wait is theirs
+        # for the session's life).
+        self.type_echoed = roles.type_echoed
+        self.echo_drawn = roles.echo_wait.drawn
 
     @property
     def config(self) -> Config:
@@ -137,9 +142,6 @@ class SessionAccess:
         """``size`` bytes of keys were written straight to ``role``: other
         roles' output waits (briefly) for their echo."""
         self.roles.expect_echo(role, size)
-
-    def echo_drawn(self, role: str) -> None:
-        self.roles.echo_drawn(role)
 
     def terminal(self, role: str) -> Terminal | None:
         return self.roles.terminal(role)

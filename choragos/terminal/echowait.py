@@ -33,16 +33,22 @@ HOLD = 0.02  # the longest the other panes' output waits for one key's echo
 
 
 class EchoWait:
-    """Which role's echo is awaited, and the readers holding back for it."""
+    """Which role's echo is awaited, and the readers holding back for it.
+
+    Every key typed and every piece an agent writes passes here, so the
+    common steps are plain attribute reads and one lock: ``released`` says
+    whether anything is awaited, and a reader that must wait sleeps on a
+    condition of the same lock, notified only when a reader is waiting."""
 
     def __init__(self, hold: float = HOLD) -> None:
         self.hold = hold
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._role: str | None = None
         self._until = 0.0
         self._owed = 0  # bytes typed at the awaited role that have not come back yet
-        self._released = threading.Event()
-        self._released.set()
+        self.released = True  # no echo awaited (changed under the lock, read without)
+        self._releases = 0  # times the awaited echo was released (a waiter's wake-up)
         self.waiting = 0  # readers holding their output now (tests watch it)
         self.held = 0  # times a reader held its output
 
@@ -51,13 +57,13 @@ class EchoWait:
         echo is on its way."""
         with self._lock:
             now = time.monotonic()
-            if self._role == role and not self._released.is_set() and now < self._until:
+            if self._role == role and not self.released and now < self._until:
                 self._owed += size  # typed again before the last echo was whole
             else:
                 self._owed = size  # a hold that ran out owes nothing any more
             self._role = role
             self._until = now + self.hold
-            self._released.clear()
+            self.released = False
 
     def fed(self, role: str, size: int) -> None:
         """``role``'s reader is about to feed ``size`` bytes of its output."""
@@ -75,43 +81,57 @@ class EchoWait:
             if role is not None and (role != self._role or self._owed > 0):
                 return
             self._role = None
-            self._released.set()
+            self.released = True
+            self._releases += 1
+            if self.waiting:
+                self._cond.notify_all()
 
     def awaited(self, role: str) -> bool:
         """Whether ``role``'s echo is on its way (its output must be drawn at
         once).  Read without the lock: a stale answer costs one batch drawn
         early, or held a batch's time."""
-        return self._role == role and not self._released.is_set()
+        return self._role == role and not self.released
 
     def reading(self, role: str, size: int) -> bool:
         """``role``'s reader is about to feed ``size`` bytes: its turn taken
         (:meth:`take_turn`), an echo's bytes counted (:meth:`fed`); returns
         whether this output is the awaited echo (:meth:`awaited`).  One call
-        for every piece read, and next to nothing while no echo is awaited."""
+        for every piece read, and next to nothing while no echo is awaited
+        (the awaited echo's piece: one lock, no other call)."""
         awaited = self._role  # read without the lock, as awaited() does
         if awaited is None:
             return False
         if awaited != role:
             self.take_turn(role)
-        self.fed(role, size)
-        return self.awaited(role)
+            if self._role != role:  # as fed() reads it: typed at meanwhile, it counts
+                return False
+        with self._lock:
+            if self._role != role:
+                return False
+            self._owed -= size
+            return not self.released
 
     def take_turn(self, role: str) -> None:
         """Called by ``role``'s reader before it feeds what it read: returns at
         once unless another role's echo is awaited, else when it is drawn or
         the hold is over."""
-        if self._released.is_set():
+        if self.released:
             return
         with self._lock:
             if self._role is None or self._role == role:
                 return
-            left = self._until - time.monotonic()
+            end = self._until
+            left = end - time.monotonic()
             if left <= 0:
                 return
             self.waiting += 1
             self.held += 1
-        try:
-            self._released.wait(left)
-        finally:
-            with self._lock:
+            releases = self._releases
+            try:
+                # Until this echo is released (a later key's echo counts as
+                # released too: the wait is for one key) or the hold is over.
+                while self._releases == releases and left > 0:
+                    self._cond.wait(left)
+                    left = end - time.monotonic()
+            finally:
                 self.waiting -= 1

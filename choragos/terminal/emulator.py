@@ -115,15 +115,6 @@ ECHO_TEXT = 64
 ECHO_SETTLE = 0.002
 
 
-def _same_row(row: Row, was: object) -> bool:
-    """Whether ``row`` shows what ``was`` showed.  Blanks and rows kept as
-    text are values; a row of cells changes in place, so it is never the
-    same as it was."""
-    if row is None:
-        return was is None
-    return row.__class__ is TextRow and was.__class__ is TextRow and row == was
-
-
 class Terminal:
     """A VT emulator for one PTY: screen, modes, colours, replies and scrollback.
 
@@ -259,7 +250,13 @@ class Terminal:
             self._settle(before)
             replies, rang, wake = self._take_outputs(rang=parser.bells != bells)
             owed, self._wake_owed = self._wake_owed, False
-        if echo is not None and _safecall(self.on_echo, text, *echo):
+        shown = False
+        if echo is not None:
+            try:  # as _safecall, inline: the consumer's failure is logged, never the feed's
+                shown = self.on_echo(text, *echo)
+            except Exception:
+                log.exception("terminal callback %r failed", self.on_echo)
+        if shown:
             with self._lock:
                 self._wake_owed = wake or owed
             self._notify(replies, rang, False)
@@ -574,8 +571,14 @@ class Terminal:
             row_of = self._screen.row
             for y in touched:
                 if 0 <= y < rows:
-                    row = row_of(y)
-                    if _same_row(row, shown[y]):
+                    row, was = row_of(y), shown[y]
+                    # Showing what it showed (inline: every feed's rows come
+                    # here): blanks and rows kept as text are values; a row
+                    # of cells changes in place, so it is never the same.
+                    if row is None:
+                        if was is None:
+                            continue
+                    elif row.__class__ is TextRow and was.__class__ is TextRow and row == was:
                         continue
                     shown[y] = row
                     self._texts[y] = self._runs[y] = None

@@ -74,16 +74,17 @@ def agent_env() -> dict[str, str]:
 
 
 def start_role(tmp_path, command: str, args: tuple[str, ...],
-               extra_env: dict[str, str] | None = None, **spec_keys) -> SimpleNamespace:
+               extra_env: dict[str, str] | None = None, name: str = "coder",
+               **spec_keys) -> SimpleNamespace:
     """A role actor under a real supervisor, its agent spawned in a real PTY."""
-    spec = RoleSpec(name="coder", command=command, args=args, **spec_keys)
+    spec = RoleSpec(name=name, command=command, args=args, **spec_keys)
     env = {"PATH": "/usr/bin:/bin", "AGENT_LOG": str(tmp_path / "agent.jsonl"),
            **(extra_env or {})}
     state = new_state(Launch(spec, env, tmp_path, spec_profile(spec)), tmp_path)
     core, timers, events = Core(), Timers(), []
     sup = Supervisor.start(on_event=lambda name, **f: events.append((name, f)))
     handle = sup.ask(StartChild(ChildSpec(
-        "role:coder", lambda h: RoleActor.start(state, core, timers, sup, h))))
+        f"role:{name}", lambda h: RoleActor.start(state, core, timers, sup, h))))
     handle.tell(m.Spawn())
     return SimpleNamespace(handle=handle, state=state, core=core, events=events, sup=sup,
                            timers=timers)

@@ -61,6 +61,14 @@ class FakePort:
         self.echoes.append(("expect", role))
         self.echo_sizes.append(size)
 
+    def type_echoed(self, role: str, data: bytes) -> bool:
+        """As the session's: the echo announced, then the keys written."""
+        if role not in self.terminals:
+            return False
+        self.expect_echo(role, len(data))
+        self.type_keys(role, data)
+        return True
+
     def echo_drawn(self, role: str) -> None:
         self.echoes.append(("drawn", role))
 
