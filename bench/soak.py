@@ -107,6 +107,19 @@ class Worker:
         return text("Done.")
 
 
+def review(coder: Worker, listing: bool) -> Callable[[str], str]:
+    """The reviewer's command: it reads the file the coder wrote last (the
+    one it was asked to review).
+    With ``listing`` it lists the workspace instead, as the soak did before
+    the sixth pass: the coder adds a file to the top directory every round,
+    so that listing (and Gemini CLI's box around it, truncated with more
+    redraws past about 100 files) grows with the history, and so does the
+    agents' output per task -- the bench's own workload, not the session."""
+    if listing:
+        return lambda n: "ls"
+    return lambda n: f"cat r{coder.current}.txt"
+
+
 def _bash(command: str) -> list[Block]:
     return tool("Bash", {"command": command, "description": "Run a command"})
 
@@ -128,21 +141,27 @@ def sample(s: SeatCrew, started: float, done: int) -> dict:
 def _readers(pid: int) -> dict:
     """The CPU seconds and KB read of the roles' PTY readers (threads named
     ``pty-<role>``): the agents' output and its parsing, which the agents
-    decide, apart from the rest of the server.  A reader that ended (a role
-    restarted) leaves its share in the rest."""
+    decide, apart from the rest of the server; in all and per role (one
+    agent's output growing shows as its own).  A reader that ended (a role
+    restarted, or a turn's thread after a flood) leaves its share in the
+    rest."""
     cpu = kb = 0.0
+    roles: dict[str, list[float]] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         task = Path(f"/proc/{pid}/task/{tid}")
         try:
-            if not (task / "comm").read_text().startswith("pty-"):
+            if not (name := (task / "comm").read_text().strip()).startswith("pty-"):
                 continue
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
             io = (task / "io").read_text()
         except OSError:
             continue
-        cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        kb += int(io.split("rchar:", 1)[1].split()[0]) / 1024
-    return {"readers_cpu": round(cpu, 2), "readers_read_kb": round(kb)}
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        read = int(io.split("rchar:", 1)[1].split()[0]) / 1024
+        cpu, kb = cpu + seconds, kb + read
+        role = roles.setdefault(name.removeprefix("pty-"), [0.0, 0.0])
+        role[0], role[1] = round(role[0] + seconds, 2), round(role[1] + read)
+    return {"readers_cpu": round(cpu, 2), "readers_read_kb": round(kb), "roles": roles}
 
 
 def _read_kb(pid: int) -> int:
@@ -276,6 +295,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=150, help="coder + review pairs")
     parser.add_argument("--window", type=int, default=50, help="tasks between samples")
+    parser.add_argument("--list-review", action="store_true",
+                        help="the reviewer lists the workspace (`ls`, whose output grows "
+                        "a line a round) instead of reading the file it reviews")
     parser.add_argument("--fixtures", action="store_true",
                         help="the report path with fixture agents (no real CLI)")
     parser.add_argument("--minutes", type=float, default=10.0, help="--fixtures: how long "
@@ -298,10 +320,12 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="chg-soak-", dir="/tmp"))
     with FakeModel() as claude, FakeGemini() as gemini, FakeOpenAI() as openai:
         claude.on(lambda turn: True, Orchestrator(args.rounds), once=False)
-        openai.on(lambda turn: True, Worker(lambda n: f"printf 'round {n}\\n' > r{n}.txt",
-                                            lambda c, t: fakeopenai.shell(c)(t)), once=False)
-        gemini.on(lambda turn: True, Worker(lambda n: "ls", lambda c, t: fakegemini.shell(c)),
-                  once=False)
+        # The coder writes r<its task's number>.txt; the reviewer reads it.
+        coder = Worker(lambda n: f"printf 'round {n}\\n' > r{n}.txt",
+                       lambda c, t: fakeopenai.shell(c)(t))
+        openai.on(lambda turn: True, coder, once=False)
+        gemini.on(lambda turn: True, Worker(review(coder, args.list_review),
+                                            lambda c, t: fakegemini.shell(c)), once=False)
         team = (seat_role("orchestrator", "claude", start=True) + seat_role("coder", "codex")
                 + seat_role("reviewer", "gemini"))
         s = SeatCrew(root, team, Fakes(claude, gemini, openai),
@@ -335,6 +359,7 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
               f"{per_task(a, b, 'readers_cpu') * 1000:>16.1f} "
               f"{per_task(a, b, 'readers_read_kb'):>15.1f} {rest_per_task(a, b) * 1000:>13.1f} "
               f"{other_read_per_task(a, b):>19.1f}")
+    report_roles(samples)
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
     grown = per_task(warm, samples[-1], "rss_mb") * 1024
@@ -361,6 +386,29 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
          rounds=args.rounds, tasks=samples[-1]["done"], rss_kb_per_task_after_warmup=round(
              grown, 1), threads=[samples[0]["threads"], samples[-1]["threads"]],
          fds=[samples[0]["fds"], samples[-1]["fds"]], samples=samples)
+
+
+def report_roles(samples: list[dict]) -> None:
+    """Each role's reader apart: its CPU ms and its agent's output KB per task,
+    and last window / first, so one agent's growth is told from the rest."""
+    roles = sorted(samples[-1]["roles"])
+    print("\nper role's PTY reader: cpu ms/task, output KB/task")
+    print(f"{'tasks':>8} " + " ".join(f"{role:>22}" for role in roles))
+    for a, b in itertools.pairwise(samples):
+        print(f"{b['done']:>8} " + " ".join(
+            f"{'{:.1f} ms {:.1f} KB'.format(*role_per_task(a, b, r)):>22}" for r in roles))
+    first, last = samples[:2], samples[-2:]
+    ratios = [[now / max(was, 1e-9) for now, was in zip(role_per_task(*last, r),
+                                                         role_per_task(*first, r), strict=True)]
+              for r in roles]
+    print(f"{'last/1st':>8} " + " ".join(f"{'{:.2f}x {:.2f}x'.format(*x):>22}" for x in ratios))
+
+
+def role_per_task(a: dict, b: dict, role: str) -> tuple[float, float]:
+    """One role's reader between two samples: CPU ms and output KB per task."""
+    was, now = a["roles"].get(role, [0.0, 0.0]), b["roles"].get(role, [0.0, 0.0])
+    tasks = max(b["done"] - a["done"], 1)
+    return (now[0] - was[0]) * 1000 / tasks, (now[1] - was[1]) / tasks
 
 
 if __name__ == "__main__":
