@@ -220,14 +220,28 @@ class VTParser:
         if found is None:
             if len(self._sequences) > 256:
                 self._sequences.clear()
-            found = self._sequences[sequences] = tuple(
-                self._csi_action(params, "", final)
-                for params, final in _ONE_CSI.findall(sequences))
+            found = self._sequences[sequences] = self._erase_runs(
+                [self._csi_action(params, "", final)
+                 for params, final in _ONE_CSI.findall(sequences)])
         for function, args in found:
             try:
                 function(*args)
             except Exception:
                 self._contain()
+
+    def _erase_runs(self, actions: list[_Action]) -> tuple[_Action, ...]:
+        """``actions`` with each run of (erase the row, up one) pairs made one
+        action: an Ink frame starts with one such pair per row of the last."""
+        erase, up = (self.screen.erase_in_line, (2,)), self.screen.cursor_up
+        out: list[_Action] = []
+        for action in actions:
+            if out and out[-1] == erase and action[0] == up and action[1] in ((1,), (None,)):
+                out[-1] = (self.screen.erase_rows_up, (1,))
+                if len(out) > 1 and out[-2][0] == self.screen.erase_rows_up:
+                    out[-2:] = [(self.screen.erase_rows_up, (out[-2][1][0] + 1,))]
+            else:
+                out.append(action)
+        return tuple(out)
 
     def _run(self, run: str) -> None:
         """Text with colour sequences between its pieces, one piece at a time."""

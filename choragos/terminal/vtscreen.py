@@ -480,6 +480,24 @@ class VTScreen(pyte.Screen):
         elif how == 2:
             self._blank(self.cursor.y, 0, self.columns)
 
+    def erase_rows_up(self, count: int) -> None:
+        """``count`` times: erase the cursor's row and move up one
+        (``CSI 2 K CSI 1 A``), the way Ink (Gemini CLI, Claude Code) takes
+        its last frame off the screen before each redraw.  With plain
+        blanks to leave, in one loop rather than two calls a row."""
+        if self.cursor.attrs.bg != "default":
+            for _ in range(count):
+                self.erase_in_line(2)
+                self.cursor_up(1)
+            return
+        top = self.margins[0] if self.margins else 0
+        buffer, dirty, y = self.buffer, self.dirty, self.cursor.y
+        for _ in range(count):
+            buffer[y] = None  # what _blank leaves of a whole row's plain erase
+            dirty.add(y)
+            y = max(y - 1, top)  # as pyte's cursor_up: stops at (or moves to) the top margin
+        self.cursor.y = y
+
     def erase_in_display(self, how: int | None = 0, *args: Any, **kwargs: Any) -> None:
         how = how or 0
         y = self.cursor.y

@@ -837,3 +837,47 @@ def test_output_other_than_a_plain_echo_is_not_told():
         told, _ = _echoes(term)
         term.feed(echo, eager=True)
         assert told == [], (before, echo)
+
+
+# --- an Ink frame's erase of the last one ------------------------------------------------
+
+def _ink_erase(rows: int) -> str:
+    """How Ink (Gemini CLI, Claude Code) takes a frame of ``rows`` rows off the screen."""
+    return "\x1b[2K\x1b[1A" * (rows - 1) + "\x1b[2K\x1b[G"
+
+
+def test_an_ink_frames_erase_is_one_screen_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    for name in ("erase_in_line", "cursor_up"):
+        original = getattr(VTScreen, name)
+        monkeypatch.setattr(VTScreen, name, lambda screen, *args, _f=original, _n=name, **kw: (
+            calls.append(_n), _f(screen, *args, **kw))[1])
+    t = Terminal(40, 30)
+    frame = "".join(f"row {i}\r\n" for i in range(25))
+    t.feed(frame.encode())
+    t.feed((_ink_erase(26) + frame).encode())  # a redraw, as Gemini CLI sends each
+    # 25 erases and 25 moves up a redraw before; the last row's erase now.
+    assert calls == ["erase_in_line"]
+    assert t.display()[:25] == [f"row {i}" for i in range(25)] and t.cursor == (0, 25)
+
+
+_INK_PIECES = st.one_of(
+    st.integers(1, 9).map(_ink_erase), st.integers(1, 9).map(lambda n: "\x1b[2K\x1b[A" * n),
+    st.sampled_from(["\x1b[44m", "\x1b[0m", "\x1b[2;4r", "\x1b[r", "\x1b[H", "\x1b[5;1H",
+                     "\x1b[1A", "\x1b[2K", "\x1b[K", "\x1b[1;31m", "\r\n"]), _WORD, _LINES)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_INK_PIECES, max_size=30).map("".join), st.integers(3, 16), st.integers(1, 8))
+def test_an_ink_erase_in_one_call_leaves_what_its_steps_do(stream: str, cols: int,
+                                                           rows: int) -> None:
+    """Fed whole (erase runs taken in one call) or a sequence at a time (each
+    erase and move on its own): the same screen, colours, cursor and history."""
+    outcomes = []
+    for pieces in ([stream], stream.split("\x1b")):
+        scrolled: list[str] = []
+        t = Terminal(cols, rows, on_scrolled=scrolled.extend)
+        for i, piece in enumerate(pieces):
+            t.feed((("\x1b" if i else "") + piece).encode())
+        outcomes.append(_observe(t, scrolled))
+    assert outcomes[0] == outcomes[1]
