@@ -18,7 +18,9 @@ PTY readers (threads named ``pty-<role>``: the agents' output, read and
 parsed, which the agents decide) and the rest (the session's own work per
 task), each per task, with the agents' output per task, and the server's
 reads outside its readers per task (its own files, /proc, the socket, and
-what the ``git`` children it reaps read).
+what the ``git`` children it reaps read); then each role's reader apart, and
+the machine's load average at each sample (between runs the ratio follows
+the load more than any change).
 At the end every task must be done and the session must stop leaving no
 process behind.  Needs the CLIs (``make seats``); not part of the test
 suite, and not of ``make bench`` (it takes minutes): ``make soak``.
@@ -135,7 +137,7 @@ def sample(s: SeatCrew, started: float, done: int) -> dict:
             "journal_kb": _kb(state / "journal.log"),
             "events_kb": _kb(s.workdir / ".choragos" / "logs" / "events.jsonl"),
             "refs": sum(len(files) for _, _, files in os.walk(refs)),
-            "read_kb": _read_kb(pid), **_readers(pid)}
+            "read_kb": _read_kb(pid), "load": round(os.getloadavg()[0], 1), **_readers(pid)}
 
 
 def _readers(pid: int) -> dict:
@@ -351,14 +353,14 @@ def report(samples: list[dict], args: argparse.Namespace) -> None:
     print(f"\n{'tasks':>6} {'s/task':>7} {'cpu ms/task':>12} {'read KB/task':>13} "
           f"{'cpu ms/MB read':>15} {'rss MB':>7} {'threads':>8} {'fds':>4} {'journal KB':>11} "
           f"{'refs':>5} {'readers ms/task':>16} {'output KB/task':>15} {'rest ms/task':>13} "
-          f"{'other read KB/task':>19}")
+          f"{'other read KB/task':>19} {'load':>5}")
     for a, b in itertools.pairwise(samples):
         print(f"{b['done']:>6} {per_task(a, b, 't'):>7.2f} {per_task(a, b, 'cpu') * 1000:>12.1f} "
               f"{per_task(a, b, 'read_kb'):>13.1f} {per_read_mb(a, b):>15.1f} {b['rss_mb']:>7.1f} "
               f"{b['threads']:>8} {b['fds']:>4} {b['journal_kb']:>11} {b['refs']:>5} "
               f"{per_task(a, b, 'readers_cpu') * 1000:>16.1f} "
               f"{per_task(a, b, 'readers_read_kb'):>15.1f} {rest_per_task(a, b) * 1000:>13.1f} "
-              f"{other_read_per_task(a, b):>19.1f}")
+              f"{other_read_per_task(a, b):>19.1f} {b['load']:>5.1f}")
     report_roles(samples)
     time_ratio = per_task(*last, "t") / per_task(*first, "t")
     cpu_ratio = per_task(*last, "cpu") / max(per_task(*first, "cpu"), 1e-9)
