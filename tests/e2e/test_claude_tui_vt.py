@@ -18,7 +18,7 @@ from choragos.terminal.emulator import Terminal as Pane
 from choragos.terminal.vtcells import TextRow
 from tests.e2e.claudeenv import Terminal
 from tests.e2e.fakemodel import FakeModel, text, tool
-from tests.e2e.test_claude_tui import StartClaude, booted, status_is
+from tests.e2e.test_claude_tui import StartClaude, approve, booted, status_is
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(90)]
 
@@ -51,7 +51,7 @@ def test_a_claude_session_shows_the_same_with_the_fast_paths_on_and_off(
     terminal: Terminal = booted(claude_tui)
     terminal.submit("run the check")
     terminal.wait_for(status_is(WAITING), 20, "the permission dialog")
-    terminal.write("\r")
+    approve(terminal)
     terminal.wait_for(lambda ls: classify(ls, CLAUDE) == IDLE
                       and "The check printed 42" in "\n".join(activity_preview(ls, CLAUDE)),
                       30, "the final reply")
