@@ -299,19 +299,24 @@ def hop_steps(stamps: Path, spans: list[tuple[float, float]],
     probe missing a hop is left out.  With ``cpu``, a step taken on one
     thread also gets that thread's CPU µs there (the rest of it waited for
     a core or for the interpreter's lock)."""
-    marks = _marks(stamps)
     steps: dict[str, list[float]] = {}
+    for a, b in _hop_pairs(stamps, spans):
+        name = f"{a.hop} -> {b.hop}"
+        steps.setdefault(name, []).append((b.t - a.t) * 1e6)
+        if cpu is not None and a.thread and a.thread == b.thread:
+            cpu.setdefault(name, []).append((b.cpu - a.cpu) * 1e6)
+    return steps
+
+
+def _hop_pairs(stamps: Path, spans: list[tuple[float, float]]) -> Iterator[tuple[Mark, Mark]]:
+    """Each probe's consecutive hops, from the key typed to its echo seen; a
+    probe missing a hop is left out."""
+    marks = _marks(stamps)
     for typed, seen in spans:
         points = _probe_points(marks, typed, seen)
-        if points is None:
-            continue
-        ends = [Mark(typed, 0, 0.0, "typed"), *points, Mark(seen, 0, 0.0, "seen")]
-        for a, b in itertools.pairwise(ends):
-            name = f"{a.hop} -> {b.hop}"
-            steps.setdefault(name, []).append((b.t - a.t) * 1e6)
-            if cpu is not None and a.thread and a.thread == b.thread:
-                cpu.setdefault(name, []).append((b.cpu - a.cpu) * 1e6)
-    return steps
+        if points is not None:
+            yield from itertools.pairwise(
+                [Mark(typed, 0, 0.0, "typed"), *points, Mark(seen, 0, 0.0, "seen")])
 
 
 def neighbour_feeds(stamps: Path) -> list[tuple[float, float, float]]:
@@ -353,22 +358,16 @@ def wake_steps(stamps: Path, spans: list[tuple[float, float]]) -> dict[str, list
     interpreter, or waiting in the keys-first hold, which falls between the
     two stamps) or ``"<step>, free"``.  Tells what the floods' wake-ups cost
     a key from what their batches do."""
-    marks = _marks(stamps)
     feeds = neighbour_feeds(stamps)
     split: dict[str, list[float]] = {}
-    for typed, seen in spans:
-        points = _probe_points(marks, typed, seen)
-        if points is None:
+    for a, b in _hop_pairs(stamps, spans):
+        step = f"{a.hop} -> {b.hop}"
+        if step not in WAKE_STEPS:
             continue
-        ends = [Mark(typed, 0, 0.0, "typed"), *points]
-        for a, b in itertools.pairwise(ends):
-            step = f"{a.hop} -> {b.hop}"
-            if step not in WAKE_STEPS:
-                continue
-            at = b.t - WAKE_WINDOW
-            busy = [cpu for start, end, cpu in feeds if start <= at <= end]
-            state = "free" if not busy else "batch" if max(busy) >= BATCH_CPU else "piece"
-            split.setdefault(f"{step}, {state}", []).append((b.t - a.t) * 1e6)
+        at = b.t - WAKE_WINDOW
+        busy = [cpu for start, end, cpu in feeds if start <= at <= end]
+        state = "free" if not busy else "batch" if max(busy) >= BATCH_CPU else "piece"
+        split.setdefault(f"{step}, {state}", []).append((b.t - a.t) * 1e6)
     return split
 
 
