@@ -80,7 +80,11 @@ def _dispatch(args: list[str]) -> int:
         return 2
     if verb in WARM_START:
         from choragos import classcode
+        from choragos.session import modulecode
 
+        # The server is this process's fork: the modules loaded from here on
+        # come without their functions' docstrings (see modulecode).
+        modulecode.install()
         classcode.install()
     try:
         module = importlib.import_module(VERBS[verb][0])

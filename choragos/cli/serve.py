@@ -235,6 +235,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
     from choragos import classcode
 
     classcode.release(write=False)  # the server, this process's fork, writes it
+    _leave_module_cache()
     if not started.ok:
         fresh_line = "\n" if started.interrupted else ""  # after the terminal's "^C"
         print(f"{fresh_line}choragos serve: {started.reason}", file=sys.stderr)
@@ -261,7 +262,17 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
 
 
 def _load_attach() -> None:
+    _leave_module_cache()
     import choragos.ui.attach  # noqa: F401
+
+
+def _leave_module_cache() -> None:
+    """The client's own modules from here on are compiled as Python does:
+    the server, its fork, writes the module cache with what they both used
+    until the fork (choragos/session/modulecode.py)."""
+    from choragos.session import modulecode
+
+    modulecode.release(write=False)
 
 
 BOOT_WAIT = 40.0  # what --detach waits for the orchestrator, within daemon.READY_TIMEOUT
@@ -353,6 +364,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         if compiled is not None:
             log.info("modules compiled at the start without their functions' docstrings: "
                      "%d (cached in %s)", compiled, modulecode.cache_path())
+        stripped = modulecode.strip_loaded()  # the classes' and modules' docstrings
+        log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions holding "
+                 "one: %d (%d bytes)", *stripped)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,

@@ -1,13 +1,16 @@
 """The code of the modules the session server imports, without the
-functions' docstrings, compiled once and kept between runs.
+functions' docstrings, compiled once and kept between runs; and the
+classes' and modules' docstrings, let go once they are loaded.
 
 A module's code lives as long as the process, and so do its functions'
 docstrings, which the server never reads: some 0.7 MB of the server with
 its deck at rest.  ``python -OO`` drops them but drops the asserts too, and
-for every module.  While the server starts (:func:`install` to
-:func:`release`, the imports of ``_serve`` in ``choragos/cli/serve.py``),
-each module its main thread imports from a source file is looked up in a file kept from
-the last start, by its source's path, size and modification time (as
+for every module.  From the start of the ``serve`` verb (:func:`install`,
+in ``choragos/cli/main.py``: the server is the client's fork and keeps
+what it loaded) to :func:`release` (the server's modules loaded, in
+``_serve`` in ``choragos/cli/serve.py``; the client leaves it at the fork),
+each module the installing thread imports from a source file is looked
+up in a file kept from the last start, by its source's path, size and modification time (as
 Python's own ``__pycache__`` is, to the nanosecond), under a name that
 holds the interpreter's cache tag, bytecode version and optimization
 level.  A module not found there is compiled from its source as Python
@@ -20,6 +23,10 @@ anything was compiled anew: what this start used, and what the file held
 that is still true to its source (another checkout's modules, or the
 deck's when a headless server wrote it), within a bound.
 
+A class's docstring is read as the class is made (a dataclass without one
+makes one from its signature), so classes' and modules' docstrings go
+afterwards, once, in the server: :func:`strip_loaded`.
+
 The file lies beside the dataclasses' methods (``choragos/classcode.py``),
 with the same rules: one not owned by the user, bigger than such a file
 grows, or unreadable is not used, and a start that could not use it
@@ -29,17 +36,23 @@ imported (the file is not held in memory).
 
 from __future__ import annotations
 
-import ast  # loaded already: dataclasses' inspect imports it
+# The ``serve`` client installs this before it imports the rest
+# (choragos/cli/main.py): nothing here but what classcode loads anyway, or
+# the interpreter has, comes before it (``ast`` is not needed: ``_ast`` is).
+import _thread
+import gc
 import marshal
 import os
-import threading
+import sys
 from importlib.machinery import SourceFileLoader
+from types import FunctionType, ModuleType
 
 from choragos import classcode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    import _ast
+    from collections.abc import Iterator, Mapping
     from types import CodeType
 
 _MAX_BYTES = 64 << 20  # the server's modules take about 6 MB: more is not ours
@@ -55,7 +68,7 @@ class _File:
         self.fd = -1
         self.index: dict[bytes, tuple[int, int]] = {}
         self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
-        self.lock = threading.Lock()  # an import on another thread reads while it closes
+        self.lock = _thread.allocate_lock()  # another thread's import reads as it closes
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             if classcode.trusted(self.fd, _MAX_BYTES):
@@ -124,6 +137,7 @@ class _File:
 
 
 _current: _File | None = None
+_installer = -1  # the thread that installed it
 
 
 def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
@@ -133,12 +147,13 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
 
 def install(path: str | None = None) -> None:
     """Import modules from source files through the cache until :func:`release`."""
-    global _current
+    global _current, _installer
     if _current is not None:
         return
     path = path or cache_path()
     if path is None:
         return
+    _installer = _thread.get_ident()
     _current = _File(path)
     SourceFileLoader.get_code = _get_code  # type: ignore[method-assign]
 
@@ -177,11 +192,12 @@ def _get_code(loader, fullname: str) -> CodeType | None:
     """``SourceFileLoader.get_code`` through the cache."""
     cache = _current
     path = loader.get_filename(fullname)
-    # The main thread's imports only: they are the same at every start, so a
-    # warm start compiles nothing.  A role's thread imports its screen's
-    # modules beside the start, before or after the release as it happens.
+    # The main thread's imports only (the one that installed it): they are
+    # the same at every start, so a warm start compiles nothing.  A role's
+    # thread imports its screen's modules beside the start, before or after
+    # the release as it happens.
     if (cache is None or not path.endswith(".py")
-            or threading.current_thread() is not threading.main_thread()):
+            or _thread.get_ident() != _installer):
         return super(SourceFileLoader, loader).get_code(fullname)
     try:
         info = os.stat(path)
@@ -198,17 +214,95 @@ def _get_code(loader, fullname: str) -> CodeType | None:
 def _strip_and_compile(source: bytes, path: str) -> CodeType:
     """``source`` compiled as an import compiles it, every function's
     docstring first replaced by ``None`` (a statement that compiles to
-    nothing), so the compiler gives the function no docstring."""
-    tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _docstring(node):
-            node.body[0].value.value = None  # type: ignore[attr-defined]
+    nothing), so the compiler gives the function no docstring.  The syntax
+    tree's classes come from ``_ast``, the interpreter's own: the module
+    compiled may be ``ast`` itself, or one ``ast`` is importing."""
+    import _ast
+
+    tree = compile(source, path, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+    for node in _functions(tree):
+        first = node.body[0] if node.body else None
+        # What the compiler takes for a docstring: an expression that is a
+        # string constant, nothing else.
+        if (isinstance(first, _ast.Expr) and isinstance(first.value, _ast.Constant)
+                and type(first.value.value) is str):
+            first.value.value = None
     return compile(tree, path, "exec", dont_inherit=True)
 
 
-def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the compiler takes ``node``'s first statement for its docstring:
-    an expression that is a string constant, nothing else."""
-    first = node.body[0] if node.body else None
-    return (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and type(first.value.value) is str)
+def _functions(tree: _ast.AST) -> Iterator[_ast.FunctionDef | _ast.AsyncFunctionDef]:
+    """Every function definition in ``tree``, at any depth."""
+    import _ast
+
+    kinds = (_ast.FunctionDef, _ast.AsyncFunctionDef)
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, kinds):
+            yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                todo.extend(item for item in value if isinstance(item, _ast.AST))
+            elif isinstance(value, _ast.AST):
+                todo.append(value)
+
+
+def strip_loaded() -> tuple[int, int, int, int, int]:
+    """Let go of the docstrings of the classes and modules already loaded, as
+    ``-OO`` would not have made them: the server never reads them (``help()``
+    would).  Called once, in the server, its modules loaded.  A class's is
+    kept through its creation (a dataclass without one gets one made from
+    its signature), so they cannot go as the module is compiled.  Functions'
+    are counted, not touched: a function's lives in its code, and giving
+    the functions loaded before :func:`install` new code without it made
+    the server bigger, not smaller (docs/performance.md, the memory's sixth
+    pass); the modules imported since have none.
+
+    What it let go and left: (classes, modules, their texts' bytes;
+    functions still holding a docstring, their texts' bytes).
+    """
+    dropped: dict[int, str] = {}
+    held: dict[int, str] = {}
+    classes = 0
+    for o in gc.get_objects():
+        kind = type(o)
+        if kind is FunctionType:
+            if type(o.__doc__) is str:
+                held[id(o.__doc__)] = o.__doc__
+        # By its type alone: isinstance would ask a lazy module's __class__,
+        # which loads it (urwid's web display, and with it OpenSSL).
+        elif issubclass(kind, type) and not o.__flags__ & _IMMUTABLE:
+            doc = o.__dict__.get("__doc__")
+            if type(doc) is str and _set_class_doc(o):
+                dropped[id(doc)] = doc
+                classes += 1
+    modules = 0
+    for module in list(sys.modules.values()):
+        # A lazy module (importlib's, whose every attribute loads it) keeps its own.
+        plain = (issubclass(type(module), ModuleType)
+                 and type(module).__getattribute__ is ModuleType.__getattribute__)
+        namespace = module.__dict__ if plain else None
+        if namespace is not None and type(namespace.get("__doc__")) is str:
+            doc = namespace["__doc__"]
+            dropped[id(doc)] = doc
+            namespace["__doc__"] = None
+            modules += 1
+    return classes, modules, _size(dropped), len(held), _size(held)
+
+
+def _size(texts: dict[int, str]) -> int:
+    return sum(sys.getsizeof(text) for text in texts.values())
+
+
+def _set_class_doc(cls: type) -> bool:
+    """Whether ``cls``'s docstring could be set to None (past the metaclass's
+    own ``__setattr__``: an enum's refuses nothing of this, a C one may)."""
+    try:
+        type.__setattr__(cls, "__doc__", None)
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+_IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: the interpreter's own and C types

@@ -325,3 +325,102 @@ def test_only_the_main_thread_imports_through_the_cache(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.marshal"), str(folder)],
                          env=env, capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["0", "The", "doc"]
+
+
+# The sample and a few kinds of classes loaded, then the docstrings of the
+# classes and modules already loaded let go (argv[1]: the sample's folder).
+STRIP = '''
+import dataclasses, enum, importlib.util, json, sys
+sys.path.insert(0, sys.argv[1])
+import sample
+from choragos.session import modulecode
+
+class Colour(enum.Enum):
+    """An enum's doc."""
+    RED = 1
+
+@dataclasses.dataclass
+class Made:
+    """A dataclass's own doc."""
+    a: int
+
+Point = __import__("collections").namedtuple("Point", "x y")
+spec = importlib.util.find_spec("sample_lazy")
+lazy = importlib.util.module_from_spec(spec)
+spec.loader = importlib.util.LazyLoader(spec.loader)
+spec.loader.exec_module(lazy)
+sys.modules["sample_lazy"] = lazy
+stripped = modulecode.strip_loaded()
+again = modulecode.strip_loaded()
+
+@dataclasses.dataclass
+class Later:
+    a: int
+
+print(json.dumps({
+    "stripped": [n > least for n, least in zip(stripped, (100, 20, 50_000, 500, 50_000))],
+    "again": again[:3], "held": [stripped[3:], again[3:]],
+    "sample": sample.documented.__doc__ is sample.documented.__code__.co_consts[0],
+    "gone": [sample.__doc__, sample.Box.__doc__, Colour.__doc__, Made.__doc__, Point.__doc__,
+             json.__doc__, sys.__doc__, dataclasses.__doc__],
+    "kept": [sample.documented.__doc__, str.__doc__[:3], Later.__doc__],
+    "does": [Colour(1).name, repr(Made(2)), Point(1, 2)._replace(x=3), sample.Box().size],
+    "lazy": type(lazy).__name__, "lazy_ran": "sample_lazy_ran" in sys.modules}))
+'''
+
+
+def test_the_docstrings_of_classes_and_modules_already_loaded_go(tmp_path: Path) -> None:
+    """The server lets go of its classes' and modules' docstrings once its
+    modules are loaded (choragos/cli/serve.py), as ``-OO`` would not have
+    made them; the interpreter's own types keep theirs, a class made later
+    still gets its own, and a lazy module is not loaded for it."""
+    folder = _sample(tmp_path)
+    (folder / "sample_lazy.py").write_text(
+        '"""Lazy."""\nimport sys\nsys.modules["sample_lazy_ran"] = sys\n')
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", STRIP, str(folder)], env=env,
+                         capture_output=True, text=True, check=True, timeout=60)
+    found = json.loads(out.stdout)
+    assert found["stripped"] == [True] * 5  # classes, modules, bytes; functions holding one
+    assert found["again"] == [0, 0, 0]
+    assert found["held"][0] == found["held"][1]  # functions keep theirs
+    assert found["sample"] is True
+    assert found["gone"] == [None] * 8
+    assert found["kept"] == ["The doc", "str", "Later(a: int)"]
+    assert found["does"] == ["RED", "Made(a=2)", [3, 2], 3]
+    assert found["lazy"] == "_LazyModule" and found["lazy_ran"] is False
+
+
+# The `choragos` command's way to `serve` (argv[1]: the user's cache folder),
+# then the docstrings of functions from modules the verb loaded on its way
+# (the server, its fork, inherits them).
+CLIENT = """
+import json, sys
+from choragos.cli import main
+try:
+    main._dispatch(["serve", "--help"])
+except SystemExit:
+    pass
+import logging, threading, typing
+from choragos.cli import serve
+from choragos.session import modulecode
+print(json.dumps({"docs": [f.__doc__ for f in (logging.getLogger, threading.Thread.start,
+                                               typing.cast, serve.parse_args)],
+                  "released": modulecode.release()}))
+"""
+
+
+def test_the_serve_client_loads_its_modules_through_the_cache(tmp_path: Path) -> None:
+    """The server is the ``serve`` client's fork and keeps what it loaded:
+    the verb's modules (logging, threading and typing among them) come
+    through the cache from the start of the verb, and a warm run compiles
+    none of them."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", CLIENT], env=env, capture_output=True,
+                             text=True, check=True, timeout=60)
+        runs.append(json.loads(out.stdout.splitlines()[-1]))
+    assert [run["docs"] for run in runs] == [[None] * 4] * 2
+    assert runs[0]["released"] > 20  # the verb's modules, compiled once
+    assert runs[1]["released"] == 0
