@@ -40,7 +40,6 @@ from __future__ import annotations
 # (choragos/cli/main.py): nothing here but what classcode loads anyway, or
 # the interpreter has, comes before it (``ast`` is not needed: ``_ast`` is).
 import _thread
-import gc
 import marshal
 import os
 import sys
@@ -259,36 +258,58 @@ def strip_loaded() -> tuple[int, int, int, int, int]:
     the server bigger, not smaller (docs/performance.md, the memory's sixth
     pass); the modules imported since have none.
 
+    The classes are found through the modules' namespaces, not the
+    collector's list of every object: the roles' threads are importing
+    their screens meanwhile, and a tuple another thread is still building
+    must not gain a reference (CPython then fails that thread's import
+    with a SystemError).
+
     What it let go and left: (classes, modules, their texts' bytes;
     functions still holding a docstring, their texts' bytes).
     """
     dropped: dict[int, str] = {}
     held: dict[int, str] = {}
+    classes = modules = 0
+    seen: set[int] = set()
+    for module in list(sys.modules.values()):
+        # A lazy module (importlib's, whose every attribute loads it) keeps its own.
+        if not (issubclass(type(module), ModuleType)
+                and type(module).__getattribute__ is ModuleType.__getattribute__):
+            continue
+        namespace = module.__dict__
+        doc = namespace.get("__doc__")
+        if type(doc) is str:
+            dropped[id(doc)] = doc
+            namespace["__doc__"] = None
+            modules += 1
+        classes += _strip_classes(list(namespace.values()), seen, dropped, held)
+    return classes, modules, _size(dropped), len(held), _size(held)
+
+
+def _strip_classes(values: list[object], seen: set[int], dropped: dict[int, str],
+                   held: dict[int, str]) -> int:
+    """The classes among ``values`` (and the classes inside them) let go of
+    their docstrings; the functions among them counted in ``held``."""
     classes = 0
-    for o in gc.get_objects():
+    todo = values
+    while todo:
+        o = todo.pop()
+        # By its type alone: isinstance would ask a lazy module's __class__,
+        # which loads it (urwid's web display, and with it OpenSSL).
         kind = type(o)
         if kind is FunctionType:
             if type(o.__doc__) is str:
                 held[id(o.__doc__)] = o.__doc__
-        # By its type alone: isinstance would ask a lazy module's __class__,
-        # which loads it (urwid's web display, and with it OpenSSL).
-        elif issubclass(kind, type) and not o.__flags__ & _IMMUTABLE:
-            doc = o.__dict__.get("__doc__")
+        elif issubclass(kind, type) and not o.__flags__ & _IMMUTABLE and id(o) not in seen:
+            seen.add(id(o))
+            inside = o.__dict__
+            doc = inside.get("__doc__")
             if type(doc) is str and _set_class_doc(o):
                 dropped[id(doc)] = doc
                 classes += 1
-    modules = 0
-    for module in list(sys.modules.values()):
-        # A lazy module (importlib's, whose every attribute loads it) keeps its own.
-        plain = (issubclass(type(module), ModuleType)
-                 and type(module).__getattribute__ is ModuleType.__getattribute__)
-        namespace = module.__dict__ if plain else None
-        if namespace is not None and type(namespace.get("__doc__")) is str:
-            doc = namespace["__doc__"]
-            dropped[id(doc)] = doc
-            namespace["__doc__"] = None
-            modules += 1
-    return classes, modules, _size(dropped), len(held), _size(held)
+            todo.extend(v.__func__ if type(v) in (staticmethod, classmethod) else v
+                        for v in list(inside.values()))
+    return classes
 
 
 def _size(texts: dict[int, str]) -> int:

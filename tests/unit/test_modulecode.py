@@ -424,3 +424,34 @@ def test_the_serve_client_loads_its_modules_through_the_cache(tmp_path: Path) ->
     assert [run["docs"] for run in runs] == [[None] * 4] * 2
     assert runs[0]["released"] > 20  # the verb's modules, compiled once
     assert runs[1]["released"] == 0
+
+
+# The walk with the collector's list of every object refused (argv[1]: a folder
+# holding the sample module).
+WALK = '''
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import sample
+from choragos.session import modulecode
+
+def refused():
+    raise AssertionError("gc.get_objects")
+
+gc.get_objects = refused
+stripped = modulecode.strip_loaded()
+print(json.dumps({"classes": stripped[0], "gone": [sample.__doc__, sample.Box.__doc__]}))
+'''
+
+
+def test_the_classes_are_found_through_the_modules_not_every_object(tmp_path: Path) -> None:
+    """The roles' threads import their screens while the server lets go of
+    the docstrings: a walk of every object the collector tracks reaches
+    tuples still being built there, and CPython then fails that import
+    with a SystemError (seen in a full run).  The classes are found
+    through the modules' namespaces."""
+    folder = _sample(tmp_path)
+    out = subprocess.run([sys.executable, "-c", WALK, str(folder)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["classes"] > 100 and found["gone"] == [None, None]
