@@ -287,11 +287,11 @@ _writing: Any = None
 def _install_writers(cache: _Cache) -> None:
     """Answer the decorator's helpers from ``cache``."""
     global _writing
-    if _real:
+    if _writing is not None:
         return
     _writing = cache
     for name in _WRITERS:
-        _real[name] = getattr(dataclasses, name)
+        _real.setdefault(name, getattr(dataclasses, name))  # kept: see _release_writers
         setattr(dataclasses, name, globals()[name])
 
 
@@ -300,8 +300,17 @@ def _release_writers() -> None:
     global _writing
     for name, helper in _real.items():
         setattr(dataclasses, name, helper)
-    _real.clear()
+    # The real helpers stay known: a class being made on another thread (a
+    # role's screen imported as the start ends) may be inside one of ours.
     _writing = None
+
+
+def _write(cache: _Cache | None, key: Key, name: str, *args: Any) -> Any:
+    """The real helper ``name`` run, its code kept under ``key`` in ``cache``
+    (None: released meanwhile, nothing kept)."""
+    if cache is None:
+        return _real[name](*args)
+    return cache.record(key, _real[name], *args)
 
 
 def _made(code: CodeType, globals_: dict, locals_: dict) -> Any:
@@ -324,10 +333,11 @@ def _init_fn(fields: list, std_fields: list, kw_only_fields: list, frozen: bool,
     key = ("__init__", frozen, has_post_init, self_name, slots,
            tuple([(f.name, f._field_type is initvar, f.init, _default(f)) for f in fields]),
            tuple([f.name for f in std_fields]), tuple([f.name for f in kw_only_fields]))
-    codes = _writing.codes(key, 1)
+    cache = _writing
+    codes = cache.codes(key, 1) if cache is not None else None
     if codes is None:
-        return _writing.record(key, _real["_init_fn"], fields, std_fields, kw_only_fields,
-                               frozen, has_post_init, self_name, globals_, slots)
+        return _write(cache, key, "_init_fn", fields, std_fields, kw_only_fields, frozen,
+                      has_post_init, self_name, globals_, slots)
     # The names _init_fn and _field_init bind, to the same values.
     locals_ = {f"_type_{f.name}": f.type for f in fields}
     factory = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
@@ -348,9 +358,10 @@ def _names(fields: list) -> tuple[str, ...]:
 
 def _repr_fn(fields: list, globals_: dict) -> Any:
     key = ("__repr__", _names(fields))
-    codes = _writing.codes(key, 1)
+    cache = _writing
+    codes = cache.codes(key, 1) if cache is not None else None
     if codes is None:
-        return _writing.record(key, _real["_repr_fn"], fields, globals_)
+        return _write(cache, key, "_repr_fn", fields, globals_)
     recursive_repr = dataclasses._recursive_repr  # type: ignore[attr-defined]
     return recursive_repr(_made(codes[0], globals_, {}))
 
@@ -358,25 +369,27 @@ def _repr_fn(fields: list, globals_: dict) -> Any:
 def _cmp_fn(name: str, op: str, self_tuple: str, other_tuple: str, globals: dict) -> Any:
     # ``globals`` by name: the decorator passes it as a keyword.
     key = (name, op, self_tuple, other_tuple)
-    codes = _writing.codes(key, 1)
+    cache = _writing
+    codes = cache.codes(key, 1) if cache is not None else None
     if codes is None:
-        return _writing.record(key, _real["_cmp_fn"], name, op, self_tuple, other_tuple,
-                               globals)
+        return _write(cache, key, "_cmp_fn", name, op, self_tuple, other_tuple, globals)
     return _made(codes[0], globals, {})
 
 
 def _frozen_get_del_attr(cls: type, fields: list, globals_: dict) -> Any:
     key = ("__setattr__", _names(fields))
-    codes = _writing.codes(key, 2)
+    cache = _writing
+    codes = cache.codes(key, 2) if cache is not None else None
     if codes is None:
-        return _writing.record(key, _real["_frozen_get_del_attr"], cls, fields, globals_)
+        return _write(cache, key, "_frozen_get_del_attr", cls, fields, globals_)
     locals_ = {"cls": cls, "FrozenInstanceError": dataclasses.FrozenInstanceError}
     return _made(codes[0], globals_, locals_), _made(codes[1], globals_, locals_)
 
 
 def _hash_fn(fields: list, globals_: dict) -> Any:
     key = ("__hash__", _names(fields))
-    codes = _writing.codes(key, 1)
+    cache = _writing
+    codes = cache.codes(key, 1) if cache is not None else None
     if codes is None:
-        return _writing.record(key, _real["_hash_fn"], fields, globals_)
+        return _write(cache, key, "_hash_fn", fields, globals_)
     return _made(codes[0], globals_, {})

@@ -177,3 +177,31 @@ def test_a_warm_start_writes_no_source_and_makes_every_class_as_the_decorator(
         for name, described in real["classes"].items():
             assert made["classes"][name] == described, name
         assert made["classes"].keys() == real["classes"].keys()
+
+
+# One of the decorator's helpers, ours, called after the cache's release (a
+# role's thread making a class as the start ends); argv[1]: the cache file.
+RELEASED = '''
+import dataclasses, json, sys
+from choragos import classcode
+classcode.install(sys.argv[1])
+ours = dataclasses._repr_fn
+classcode.release(write=False)
+
+@dataclasses.dataclass
+class Point:
+    """A point."""
+    x: int
+    y: int = 2
+
+made = ours(list(dataclasses.fields(Point)), {})
+print(json.dumps({"ours": ours is not dataclasses._repr_fn, "repr": made(Point(1))}))
+'''
+
+
+@pytest.mark.skipif(not classcode._HELPERS_KNOWN, reason="the helpers are answered on 3.11")
+def test_a_helper_of_ours_called_after_the_release_runs_the_real_one(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", RELEASED, str(tmp_path / "dc.marshal")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"ours": True, "repr": "Point(x=1, y=2)"}
