@@ -161,7 +161,9 @@ def untrusted_folder_waits(start: Callable[..., SeatCrew], fake: FakeModel, cli:
     """The trust dialog at start: *waiting*, no brief typed, no model asked."""
     s = start(seat_role("orchestrator", cli, start=True), trusted=False)
     waits_at_dialog(s, "orchestrator", option, BOOT_TIMEOUT)
-    assert holds_for(lambda: s.state("orchestrator") == "waiting", 4)
+    seen: list[dict] = []
+    assert holds_for(lambda: seen.append(s.status()["orchestrator"])
+                     or seen[-1]["state"] == "waiting", 4), seen[-1]
     assert not s.boot_injections("orchestrator") and not fake.message_requests()
 
 
