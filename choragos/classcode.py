@@ -305,9 +305,17 @@ def _release_writers() -> None:
     _writing = None
 
 
-def _write(cache: _Cache | None, key: Key, name: str, *args: Any) -> Any:
-    """The real helper ``name`` run, its code kept under ``key`` in ``cache``
-    (None: released meanwhile, nothing kept)."""
+def _kept(key: Key, count: int) -> tuple[CodeType, ...] | None:
+    """The ``count`` codes the cache keeps under ``key`` (None: not kept, or
+    the cache released meanwhile)."""
+    cache = _writing
+    return cache.codes(key, count) if cache is not None else None
+
+
+def _write(key: Key, name: str, *args: Any) -> Any:
+    """The real helper ``name`` run, its code kept under ``key`` in the cache
+    (nothing kept once it is released)."""
+    cache = _writing
     if cache is None:
         return _real[name](*args)
     return cache.record(key, _real[name], *args)
@@ -333,10 +341,9 @@ def _init_fn(fields: list, std_fields: list, kw_only_fields: list, frozen: bool,
     key = ("__init__", frozen, has_post_init, self_name, slots,
            tuple([(f.name, f._field_type is initvar, f.init, _default(f)) for f in fields]),
            tuple([f.name for f in std_fields]), tuple([f.name for f in kw_only_fields]))
-    cache = _writing
-    codes = cache.codes(key, 1) if cache is not None else None
+    codes = _kept(key, 1)
     if codes is None:
-        return _write(cache, key, "_init_fn", fields, std_fields, kw_only_fields, frozen,
+        return _write(key, "_init_fn", fields, std_fields, kw_only_fields, frozen,
                       has_post_init, self_name, globals_, slots)
     # The names _init_fn and _field_init bind, to the same values.
     locals_ = {f"_type_{f.name}": f.type for f in fields}
@@ -358,10 +365,9 @@ def _names(fields: list) -> tuple[str, ...]:
 
 def _repr_fn(fields: list, globals_: dict) -> Any:
     key = ("__repr__", _names(fields))
-    cache = _writing
-    codes = cache.codes(key, 1) if cache is not None else None
+    codes = _kept(key, 1)
     if codes is None:
-        return _write(cache, key, "_repr_fn", fields, globals_)
+        return _write(key, "_repr_fn", fields, globals_)
     recursive_repr = dataclasses._recursive_repr  # type: ignore[attr-defined]
     return recursive_repr(_made(codes[0], globals_, {}))
 
@@ -369,27 +375,24 @@ def _repr_fn(fields: list, globals_: dict) -> Any:
 def _cmp_fn(name: str, op: str, self_tuple: str, other_tuple: str, globals: dict) -> Any:
     # ``globals`` by name: the decorator passes it as a keyword.
     key = (name, op, self_tuple, other_tuple)
-    cache = _writing
-    codes = cache.codes(key, 1) if cache is not None else None
+    codes = _kept(key, 1)
     if codes is None:
-        return _write(cache, key, "_cmp_fn", name, op, self_tuple, other_tuple, globals)
+        return _write(key, "_cmp_fn", name, op, self_tuple, other_tuple, globals)
     return _made(codes[0], globals, {})
 
 
 def _frozen_get_del_attr(cls: type, fields: list, globals_: dict) -> Any:
     key = ("__setattr__", _names(fields))
-    cache = _writing
-    codes = cache.codes(key, 2) if cache is not None else None
+    codes = _kept(key, 2)
     if codes is None:
-        return _write(cache, key, "_frozen_get_del_attr", cls, fields, globals_)
+        return _write(key, "_frozen_get_del_attr", cls, fields, globals_)
     locals_ = {"cls": cls, "FrozenInstanceError": dataclasses.FrozenInstanceError}
     return _made(codes[0], globals_, locals_), _made(codes[1], globals_, locals_)
 
 
 def _hash_fn(fields: list, globals_: dict) -> Any:
     key = ("__hash__", _names(fields))
-    cache = _writing
-    codes = cache.codes(key, 1) if cache is not None else None
+    codes = _kept(key, 1)
     if codes is None:
-        return _write(cache, key, "_hash_fn", fields, globals_)
+        return _write(key, "_hash_fn", fields, globals_)
     return _made(codes[0], globals_, {})
