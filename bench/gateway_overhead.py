@@ -17,17 +17,24 @@ hits both alike, each client on one kept-alive connection as agents do.
   each way (``recv_into`` a buffer, ``sendall``; no HTTP, no meter), read
   the same way between the same two.  What it reaches, of direct and in CPU
   per MiB, is the most any relay in Python gets from the machine as loaded
-  at that moment.
+  at that moment;
+- with ``--splice`` (Linux), a bare splice relay beside it: the answers'
+  bytes moved by the kernel (``splice`` from the upstream's socket into a
+  pipe, ``tee`` to a second pipe, ``splice`` on to the agent's socket) and
+  the tee'd copy read into a buffer, as a relay that reads the stream on the
+  way would: one copy to userspace where the copying relay makes two.
 
 Absolute numbers vary between machines and runs; the differences and the
 ratio are the result.
 
-    .venv/bin/python bench/gateway_overhead.py [--runs N] [--mib M] [--state FILE]
+    .venv/bin/python bench/gateway_overhead.py [--runs N] [--mib M] [--state FILE] [--splice]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import fcntl
 import http.client
 import json
 import os
@@ -41,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SPLICES = sys.platform == "linux" and hasattr(os, "splice")  # the splice relay can run
 FIRST = b'event: message_start\ndata: {"type":"message_start","message":{"model":"bench",' \
         b'"usage":{"input_tokens":10,"output_tokens":1}}}\n\n'
 LAST = b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":5}}\n\n'
@@ -100,30 +108,66 @@ def start_gateway(upstream: str, state: str | None) -> tuple[subprocess.Popen, i
     return proc, port
 
 
-def bare_relay(upstream_port: int) -> None:
-    """Relay every connection to the upstream byte for byte (the reference)."""
+PIECE = 1 << 18  # a relay's read
+
+
+def copy_pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy one way until the source closes: ``recv_into`` a buffer, ``sendall``."""
+    buf = bytearray(PIECE)
+    with memoryview(buf) as view:
+        while got := source.recv_into(buf):
+            sink.sendall(view[:got])
+
+
+def splice_pump(source: socket.socket, sink: socket.socket) -> None:
+    """Move the bytes one way through the kernel until the source closes: splice
+    into a pipe, tee it to a second, read that copy, splice the first on."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    tee = libc.tee
+    tee.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint)
+    tee.restype = ctypes.c_ssize_t
+    pipes = [os.pipe(), os.pipe()]
+    for _, end in pipes:
+        fcntl.fcntl(end, fcntl.F_SETPIPE_SZ, PIECE)
+    (out_a, in_a), (out_b, in_b) = pipes
+    buf = bytearray(PIECE)
+    src, dst = source.fileno(), sink.fileno()
+    with memoryview(buf) as view:
+        while got := os.splice(src, in_a, PIECE):
+            # The second pipe is empty and as large: the tee takes all of it.
+            if tee(out_a, in_b, got, 0) != got:
+                raise OSError(ctypes.get_errno(), "tee fell short")
+            read = 0
+            while read < got:
+                read += os.readv(out_b, [view[read:got]])
+            # (here a gateway reads view[:got]: the framing, the meter)
+            sent = 0
+            while sent < got:
+                sent += os.splice(out_a, dst, got - sent)
+    for fd in (out_a, in_a, out_b, in_b):
+        os.close(fd)
+
+
+def bare_relay(upstream_port: int, answers=copy_pump) -> None:
+    """Relay every connection to the upstream byte for byte (the reference): the
+    requests copied, the answers by ``answers``."""
     listener = socket.create_server(("127.0.0.1", 0))
     print("listening", listener.getsockname()[1], flush=True)
-
-    def pump(source: socket.socket, sink: socket.socket) -> None:
-        buf = bytearray(1 << 18)
-        with memoryview(buf) as view:
-            while got := source.recv_into(buf):
-                sink.sendall(view[:got])
 
     def serve(agent: socket.socket) -> None:
         upstream = socket.create_connection(("127.0.0.1", upstream_port))
         for sock in (agent, upstream):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=pump, args=(agent, upstream), daemon=True).start()
-        pump(upstream, agent)
+        threading.Thread(target=copy_pump, args=(agent, upstream), daemon=True).start()
+        answers(upstream, agent)
 
     while True:
         threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
 
 
-def start_bare_relay(upstream_port: int) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([sys.executable, __file__, "--bare-relay", str(upstream_port)],
+def start_bare_relay(upstream_port: int,
+                     kind: str = "--bare-relay") -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, __file__, kind, str(upstream_port)],
                             stdout=subprocess.PIPE)
     line = proc.stdout.readline()
     if not line.startswith(b"listening"):
@@ -194,22 +238,39 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=5, help="throughput samples per path")
     parser.add_argument("--state", metavar="FILE", help="run the gateway with --state FILE")
     parser.add_argument("--bare-relay", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--splice", action="store_true",
+                        help="also measure a bare splice relay (Linux)")
+    parser.add_argument("--splice-relay", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_relay:
         bare_relay(args.bare_relay)
         return
+    if args.splice_relay:
+        bare_relay(args.splice_relay, splice_pump)
+        return
     upstream = start_upstream()
-    proc, port = start_gateway(f"http://127.0.0.1:{upstream.server_address[1]}", args.state)
+    upstream_port = upstream.server_address[1]
+    proc, port = start_gateway(f"http://127.0.0.1:{upstream_port}", args.state)
+    children = [proc]
     try:
-        relay, relay_port = start_bare_relay(upstream.server_address[1])
+        relay, relay_port = start_bare_relay(upstream_port)
+        children.append(relay)
+        relays = [("bare relay", relay, relay_port)]
+        if args.splice and SPLICES:
+            spliced, spliced_port = start_bare_relay(upstream_port, "--splice-relay")
+            children.append(spliced)
+            relays.append(("splice relay", spliced, spliced_port))
     except SystemExit:
-        proc.terminate()
+        for child in children:
+            child.terminate()
         raise
     try:
-        direct = Client(upstream.server_address[1], "/v1/messages")
+        direct = Client(upstream_port, "/v1/messages")
         gateway = Client(port, "/agent/bench/v1/messages")
-        bare = Client(relay_port, "/v1/messages")
-        bare.first_byte()
+        measured = [("gateway", gateway, proc.pid)]
+        for path, child, relay_port in relays:
+            measured.append((path, Client(relay_port, "/v1/messages"), child.pid))
+            measured[-1][1].first_byte()
         for client in (direct, gateway):  # warm both connections
             client.first_byte()
         firsts: dict[str, list[float]] = {"direct": [], "gateway": []}
@@ -220,18 +281,17 @@ def main() -> None:
                 firsts[path].append(first)
                 wholes[path].append(whole)
         events = args.mib * 1024
-        rates: dict[str, list[float]] = {"direct": [], "gateway": [], "bare relay": []}
-        spent = {"gateway": 0.0, "bare relay": 0.0}
+        rates: dict[str, list[float]] = {"direct": [], **{path: [] for path, _, _ in measured}}
+        spent = {path: 0.0 for path, _, _ in measured}
         for _ in range(args.streams):
             rates["direct"].append(direct.throughput(events))
-            for path, client, pid in (("gateway", gateway, proc.pid),
-                                      ("bare relay", bare, relay.pid)):
+            for path, client, pid in measured:
                 before = cpu_seconds(pid)
                 rates[path].append(client.throughput(events))
                 after = cpu_seconds(pid)
                 spent[path] += after - before if None not in (before, after) else float("nan")
     finally:
-        for child in (proc, relay):
+        for child in children:
             child.terminate()
             child.wait(5)
         upstream.shutdown()
@@ -256,6 +316,14 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
     print(f"for reference, a bare relay (no HTTP, no meter): {mbs['bare relay']:.1f} MiB/s, "
           f"{mbs['bare relay'] / mbs['direct']:.0%} of direct, its CPU "
           f"{cpu_ms_per_mib['bare relay']:.2f} ms per MiB")
+    if "splice relay" in mbs:
+        print(f"and a bare splice relay (splice, tee, the copy read): "
+              f"{mbs['splice relay']:.1f} MiB/s, {mbs['splice relay'] / mbs['direct']:.0%} of "
+              f"direct, its CPU {cpu_ms_per_mib['splice relay']:.2f} ms per MiB")
+    spliced = {}
+    if "splice relay" in mbs:
+        spliced = {"splice_relay_ratio": round(mbs["splice relay"] / mbs["direct"], 3),
+                   "splice_relay_cpu_ms_per_mib": round(cpu_ms_per_mib["splice relay"], 3)}
     print(json.dumps({"bench": "gateway_overhead", "runs": args.runs, "stream_mib": args.mib,
                       "state": bool(args.state),
                       "whole_answer_ms": {k: round(v, 3) for k, v in whole.items()},
@@ -267,6 +335,7 @@ def report(firsts: dict[str, list[float]], wholes: dict[str, list[float]],
                       "gateway_cpu_ms_per_mib": round(cpu_ms_per_mib["gateway"], 3),
                       "bare_relay_ratio": round(mbs["bare relay"] / mbs["direct"], 3),
                       "bare_relay_cpu_ms_per_mib": round(cpu_ms_per_mib["bare relay"], 3),
+                      **spliced,
                       "load": [round(x, 2) for x in os.getloadavg()]}))
 
 
