@@ -69,7 +69,12 @@ def _typed(d: TmuxDeck, keys: str, row_end: str) -> None:
 def _drawn_afresh_the_same(d: TmuxDeck) -> None:
     """The pane as this client shows it equals the whole frame a client
     attached afresh is drawn."""
-    shown = _pane(d)
+    seen: list[list] = [_pane(d)]
+
+    def settled() -> list:  # the frame after the echo's lull drawn too
+        seen.append(_pane(d))
+        return seen[-1] if seen[-1] == seen[-2] else []
+    shown = wait_until(settled, 10, interval=0.05, message="the pane to settle")
     d.keys("C-b", "d")
     d.wait_screen("[detached from")
     d.shell("clear; choragos attach")
