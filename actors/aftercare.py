@@ -9,87 +9,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors.base import Actor
+from choragos.actors.latemessages import (
+    AftercareFailed,
+    CheckWork,
+    MergeDone,
+    MergeWork,
+    WorkChecked,
+)
 from choragos.control.authority import Behalf
 from choragos.gitstore import worktrees
 from choragos.gitstore.worktrees import MergeResult, WorktreeError
 
 if TYPE_CHECKING:
     from choragos.gitstore.checkpoints import CheckpointStore
-    from choragos.roles.verify import VerifyResult
 
 # The checkpoint store (with its walk, objects, ignore rules and dulwich:
 # 0.7 MB and some 10 ms of the start) is imported where it is used: a
 # session with checkpoints off never loads it.  The measure of changes and
 # verify, with the first work-done: the actor starts before the roles'
 # agents, which do not need them.
-
-
-@dataclass(frozen=True)
-class CheckWork:
-    """To the aftercare: measure what a reported task changed, then run its verify command."""
-
-    task_id: str
-    checkpoint: str | None      # the task's checkpoint ref: what changes are measured from
-    cwd: Path                   # the role's tree, where verify runs
-    verify: str = ""            # the command line, or "" for none
-    timeout: float = 600.0
-    branch: str = ""            # a worktree role's branch: its work is committed there
-    message: tuple[str, str] = ("", "")  # the commit's subject and body
-    env: dict[str, str] | None = None  # the role's environment, which verify runs with
-    role: str = ""              # whose work it is: verify runs with that role's authority
-    label: str = ""             # the task's first line, for the snapshot taken at its report
-
-
-@dataclass(frozen=True)
-class WorkChecked:
-    """To the core: what a task's check found (its changes, its verify, its commit)."""
-
-    task_id: str
-    changes: tuple[dict, ...] | None = None   # None: not measured (see error)
-    error: str = ""
-    verify: VerifyResult | None = None
-    seconds: float = 0.0
-    unmerged: bool = False      # a worktree role's branch holds work to merge
-    commit_error: str = ""      # why a worktree role's work could not be committed
-    commit: str = ""            # a worktree role's branch head once committed: what was checked
-
-
-@dataclass(frozen=True)
-class AftercareFailed:
-    """To the core: something went wrong off its thread that the log must hold."""
-
-    event: str
-    task_id: str
-    error: str
-
-
-@dataclass(frozen=True)
-class MergeWork:
-    """To the aftercare: checkpoint the main tree, then merge a worktree role's branch."""
-
-    task_id: str
-    role: str
-    label: str
-    branch: str
-    tree: Path                  # the role's worktree, brought up to date after a merge
-    message: str
-    commit: str = ""            # what to merge (a merge gate's pinned commit); "": the branch
-
-
-@dataclass(frozen=True)
-class MergeDone:
-    """To the core: how a merge went, and the main tree's checkpoint taken before it."""
-
-    task_id: str
-    result: MergeResult
-    checkpoint: str = ""        # the main tree's checkpoint taken just before the merge
-    checkpoint_error: str = ""
 
 
 class AftercareActor(Actor):

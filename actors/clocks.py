@@ -15,38 +15,14 @@ from functools import singledispatchmethod
 from typing import Any
 
 from choragos.actors.base import Actor
+from choragos.actors.latemessages import (
+    PauseClocks,
+    ResumeClocks,
+    StartClock,
+    StopClock,
+    TimedOut,
+)
 from choragos.actors.timers import Timers
-
-
-@dataclass(frozen=True)
-class StartClock:
-    """Start a task's timeout clock (``left``: what a resumed session's clock had left)."""
-
-    task_id: str
-    role: str
-    seconds: float
-    left: float | None = None  # a resumed session's clock starts with what it had left
-
-
-@dataclass(frozen=True)
-class StopClock:
-    """Stop ``task_id``'s clock: its task needs it no more."""
-
-    task_id: str
-
-
-@dataclass(frozen=True)
-class PauseClocks:
-    """The role is held (paused, or waiting out a limit): its tasks' clocks stop."""
-
-    role: str
-
-
-@dataclass(frozen=True)
-class ResumeClocks:
-    """The role is held no more: its tasks' clocks run on from what they had left."""
-
-    role: str
 
 
 @dataclass(frozen=True)
@@ -55,15 +31,6 @@ class CheckClock:
 
     task_id: str
     generation: int
-
-
-@dataclass(frozen=True)
-class TimedOut:
-    """To the core: a task's clock ran out before its work-done."""
-
-    task_id: str
-    role: str
-    seconds: float
 
 
 @dataclass

@@ -27,14 +27,22 @@ from choragos import __version__
 from choragos.actors import corepolicies
 from choragos.actors import messages as m
 from choragos.actors.admission import AdmissionState, MemoryCheck, RoleHeld
-from choragos.actors.aftercare import AftercareFailed, MergeDone, WorkChecked
 from choragos.actors.base import Actor
-from choragos.actors.clocks import PauseClocks, ResumeClocks, TimedOut
 from choragos.actors.coreport import unknown_roles
 from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
-from choragos.actors.gatewayprober import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
 from choragos.actors.handle import Handle
+from choragos.actors.latemessages import (
+    AftercareFailed,
+    FlushTokens,
+    GatewayHealth,
+    MergeDone,
+    PauseClocks,
+    ResumeClocks,
+    TimedOut,
+    TokenTotals,
+    WorkChecked,
+)
 from choragos.actors.policystate import BudgetState, CheckState, LimitState, MergeState
 from choragos.actors.timers import Timer, Timers
 from choragos.board.events import EventLog

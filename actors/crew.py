@@ -27,7 +27,6 @@ from choragos import statedir
 from choragos.actors import messages as m
 from choragos.actors.core import Seat
 from choragos.actors.handle import ActorGone, Handle
-from choragos.actors.listener import ListenerActor
 from choragos.actors.role import RoleActor, RoleState, new_state
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import (
@@ -198,6 +197,7 @@ class Crew:
         if self.remote is None:
             # Here, not at the top: a session without remote roles never loads
             # the seats' modules (ssh links, checkouts).
+            from choragos.actors.listener import ListenerActor
             from choragos.actors.remoteseats import RemoteSeats
 
             top = self.supervisor

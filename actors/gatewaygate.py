@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from choragos.actors.gatewayprober import ProberState
+from choragos.actors.latemessages import ProberState
 from choragos.control import wire
 from choragos.gateway.client import GatewayMode
 

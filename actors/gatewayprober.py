@@ -9,77 +9,25 @@ it without asking any actor); everything else goes to the core as tells.
 from __future__ import annotations
 
 import functools
-import threading
-from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import Any
 
 from choragos.actors.base import Actor
+from choragos.actors.latemessages import (
+    FlushTick,
+    FlushTokens,
+    GatewayHealth,
+    Probe,
+    ProberState,
+    TokenTotals,
+)
 from choragos.actors.timers import Timers
-from choragos.gateway.client import MAX_BODY, Totals, parse_metrics
+from choragos.gateway.client import MAX_BODY, parse_metrics
 
 PROBE_EVERY = 2.0
 FLUSH_EVERY = 30.0
 FETCH_TIMEOUT = 1.0
 
-
-
-@dataclass(frozen=True)
-class Probe:
-    """The timer's: scrape the gateway's metrics now (its health and token totals)."""
-
-
-@dataclass(frozen=True)
-class FlushTick:
-    """The timer's: time to tell the core to write the token totals."""
-
-
-@dataclass(frozen=True)
-class GatewayHealth:
-    """To the core, on a change only."""
-
-    up: bool
-    reason: str
-
-
-@dataclass(frozen=True)
-class TokenTotals:
-    """To the core, after every good scrape."""
-
-    totals: Totals
-
-
-@dataclass(frozen=True)
-class FlushTokens:
-    """To the core: write the cumulative "tokens" events (every 30 s and at stop)."""
-
-    force: bool = False
-
-
-class Health:
-    """Up or down, written by the prober and read by socket threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.up = False
-        self.known = False
-        self.reason = "not probed yet"
-
-    def set(self, up: bool, reason: str) -> bool:
-        """Record a probe result; True when it changed what we knew."""
-        with self._lock:
-            changed = not self.known or up != self.up
-            self.up, self.known, self.reason = up, True, reason
-            return changed
-
-
-@dataclass
-class ProberState:
-    """The prober's state: the gateway's metrics URL, its health, its last good totals."""
-
-    url: str
-    health: Health = field(default_factory=Health)
-    totals: Totals = field(default_factory=dict)  # the last good scrape (seeds a restarted gateway)
 
 
 def fetch_metrics(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:

@@ -18,14 +18,9 @@ than hanging a client.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
-from pathlib import Path
 from typing import Any, Protocol
 
 import pykka
@@ -172,27 +167,3 @@ class ListenerActor(Actor):
     def _accept_died(self, message: AcceptDied) -> None:
         raise AcceptLoopCrash(f"the control socket's accept loop died: {message.error}")
 
-
-FAULT_HOOK = "CHORAGOS_TEST_FAULTS"  # = "accept-loop": SIGUSR2 kills the accept loop
-
-
-def install_fault_hook(server: ControlServer) -> bool:
-    """Test hook, off unless the environment asks for it: SIGUSR2 makes the
-    accept loop raise, so a test can kill it for real in a running session."""
-    if os.environ.get(FAULT_HOOK) != "accept-loop":
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    signal.signal(signal.SIGUSR2, lambda signum, frame: server.inject_fault())
-    return True
-
-
-def bind_server(path: Path, log_event: Callable[..., None]) -> ControlServer:
-    """Take the session lock and bind the control socket (no accepting yet)."""
-
-    def on_socket_event(kind: str, fields: dict) -> None:
-        log_event(f"socket: {kind}", **fields)
-
-    server = ControlServer(path, log=on_socket_event)
-    server.bind()
-    return server

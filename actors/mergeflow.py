@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from choragos import statedir
-from choragos.actors.aftercare import MergeDone, MergeWork
 from choragos.actors.coreport import CorePort
+from choragos.actors.latemessages import MergeDone, MergeWork
 from choragos.actors.policystate import MergeState
 from choragos.board.tasks import Board, Task
 from choragos.control import wire

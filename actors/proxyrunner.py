@@ -33,8 +33,8 @@ import pykka
 from choragos import statedir
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
-from choragos.actors.gatewayprober import GatewayHealth, ProberState
 from choragos.actors.handle import ActorGone
+from choragos.actors.latemessages import GatewayHealth, ProberState
 from choragos.config.envpolicy import build_env
 from choragos.config.model import ProxySettings
 from choragos.fdwait import wait_ready

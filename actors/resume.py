@@ -13,10 +13,10 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from choragos.actors.clocks import PauseClocks, StartClock
 from choragos.actors.coreport import CorePort
 from choragos.actors.durable import task_from
 from choragos.actors.isolationrestore import IsolationRestore
+from choragos.actors.latemessages import PauseClocks, StartClock
 from choragos.board.journal import Image
 from choragos.board.tasks import Task, TaskState
 from choragos.roles import briefs

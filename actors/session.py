@@ -43,23 +43,14 @@ import pykka
 from choragos import __version__, statedir
 from choragos.actors import messages as m
 from choragos.actors import threadhook
-from choragos.actors.aftercare import AftercareActor
 from choragos.actors.children import Child, Start, build, nested
-from choragos.actors.clocks import ClockActor, ClockState
 from choragos.actors.core import CoreActor, CoreState
 from choragos.actors.crew import STOP_GRACE, Crew, role_intensity
 from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gatewaygate import GatewayGate
-from choragos.actors.gatewayprober import FlushTick, FlushTokens, GatewayProber, Probe, ProberState
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
-from choragos.actors.listener import (
-    FAULT_HOOK,
-    ListenerActor,
-    ListenerState,
-    bind_server,
-    install_fault_hook,
-)
+from choragos.actors.latemessages import FlushTick, FlushTokens, Probe, ProberState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import (
     TEMPORARY,
@@ -75,7 +66,13 @@ from choragos.board.tasks import SETTLED_STATES
 from choragos.config.memfloor import MemoryGate
 from choragos.config.model import Config
 from choragos.control import wire
-from choragos.control.server import ControlServer, ServerStartError
+from choragos.control.server import (
+    FAULT_HOOK,
+    ControlServer,
+    ServerStartError,
+    bind_server,
+    install_fault_hook,
+)
 from choragos.gateway.client import GatewayMode, decide_session
 from choragos.gateway.counts import session_path
 from choragos.gateway.roles import new_session_key
@@ -86,6 +83,7 @@ from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
 
 if TYPE_CHECKING:
+    from choragos.actors.listener import ListenerState
     from choragos.actors.proxyrunner import ProxyRunnerState
     from choragos.actors.startwatch import StartReport
     from choragos.web.news import NewsHub
@@ -351,7 +349,12 @@ class Session:
 
         notifier_started(self, self.core_state.hooks, handle)
 
+    # The clocks', the aftercare's, the prober's and the listener's actors are
+    # loaded as they start, after the roles' spawns (their messages are in
+    # actors/latemessages.py and actors/messages.py).
     def _clocks(self, deps: Mapping[str, Handle]) -> Start:
+        from choragos.actors.clocks import ClockActor, ClockState
+
         state, core, timers, sup = ClockState({}), deps["core"], self.timers, self.supervisor
         return lambda h: ClockActor.start(state, core, timers, h, sup)
 
@@ -382,6 +385,8 @@ class Session:
         handle.tell(m.Prune(self.config.checkpoints.keep, _tasks_at_work(self.restored)))
 
     def _aftercare(self, deps: Mapping[str, Handle]) -> Start:
+        from choragos.actors.aftercare import AftercareActor
+
         workdir, core, sup = self.workdir, deps["core"], self.supervisor
         behalf, fetchers = self.roles.behalf, self.crew.fetchers
         return lambda h: AftercareActor.start(workdir, core, sup, behalf, fetchers)
@@ -413,6 +418,8 @@ class Session:
     def _prober(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.gateway.on:
             return None
+        from choragos.actors.gatewayprober import GatewayProber
+
         state, core, timers, sup = self.prober, deps["core"], self.timers, self.supervisor
         return lambda h: GatewayProber.start(state, core, timers, h, sup)
 
@@ -445,6 +452,8 @@ class Session:
         return lambda h: ReloadActor.start(crew, sup)
 
     def _listener(self, deps: Mapping[str, Handle]) -> Start:
+        from choragos.actors.listener import ListenerActor, ListenerState
+
         self._journal_synced()
         gate = GatewayGate(self.gateway, self.prober, self.events.write)
         self.listening = listening = ListenerState(self.server, deps["core"], gate, self.roles,

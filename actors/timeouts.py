@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
-from choragos.actors.clocks import StartClock, StopClock, TimedOut
 from choragos.actors.coreport import CorePort
 from choragos.actors.judging import JudgeLoop
+from choragos.actors.latemessages import StartClock, StopClock, TimedOut
 from choragos.board.tasks import Task, TaskState
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from choragos.actors.coreport import CorePort
-from choragos.actors.gatewayprober import FlushTokens, GatewayHealth, TokenTotals
 from choragos.actors.guardrails import Guardrails
+from choragos.actors.latemessages import FlushTokens, GatewayHealth, TokenTotals
 from choragos.gateway.client import role_cost, role_estimated, role_tokens
 from choragos.session import news
 

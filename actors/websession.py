@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
 from choragos.actors.children import Start
-from choragos.actors.listener import FAULT_HOOK, ListenerState
+from choragos.actors.listener import ListenerState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
 from choragos.board import events, runfollow, timeline
 from choragos.control import tcppeer, wire
+from choragos.control.server import FAULT_HOOK
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
 from choragos.web.news import NewsHub

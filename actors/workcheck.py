@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from choragos import statedir
-from choragos.actors.aftercare import CheckWork, WorkChecked
 from choragos.actors.coreport import CorePort
 from choragos.actors.holds import Holds
 from choragos.actors.judging import JudgeLoop
+from choragos.actors.latemessages import CheckWork, WorkChecked
 from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.policystate import CheckState
 from choragos.board.tasks import Task, TaskState

@@ -19,7 +19,7 @@ from functools import singledispatchmethod
 from typing import Any
 
 from choragos.actors.base import Actor
-from choragos.actors.listener import FAULT_HOOK
+from choragos.control.server import FAULT_HOOK
 from choragos.ui.attachserver import AttachServer
 
 

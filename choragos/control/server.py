@@ -30,6 +30,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import socket
 import stat
 import struct
@@ -720,3 +721,30 @@ def _size(limit: int) -> str:
     if limit % 1024 == 0:
         return f"{limit // 1024} KiB"
     return f"{limit} bytes"
+
+
+# The session binds its socket before it starts its actors; the listener
+# actor (loaded after the roles' spawns) accepts on it once it starts.
+FAULT_HOOK = "CHORAGOS_TEST_FAULTS"  # = "accept-loop": SIGUSR2 kills the accept loop
+
+
+def install_fault_hook(server: ControlServer) -> bool:
+    """Test hook, off unless the environment asks for it: SIGUSR2 makes the
+    accept loop raise, so a test can kill it for real in a running session."""
+    if os.environ.get(FAULT_HOOK) != "accept-loop":
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.signal(signal.SIGUSR2, lambda signum, frame: server.inject_fault())
+    return True
+
+
+def bind_server(path: Path, log_event: Callable[..., None]) -> ControlServer:
+    """Take the session lock and bind the control socket (no accepting yet)."""
+
+    def on_socket_event(kind: str, fields: dict) -> None:
+        log_event(f"socket: {kind}", **fields)
+
+    server = ControlServer(path, log=on_socket_event)
+    server.bind()
+    return server

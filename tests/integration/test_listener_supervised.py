@@ -17,7 +17,7 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors.base import Actor
-from choragos.actors.listener import ListenerActor, ListenerState, bind_server
+from choragos.actors.listener import ListenerActor, ListenerState
 from choragos.actors.supervisor import (
     ChildSpec,
     StartChild,
@@ -26,6 +26,7 @@ from choragos.actors.supervisor import (
     SupervisorState,
 )
 from choragos.control import wire
+from choragos.control.server import bind_server
 from tests.conftest import wait_until
 
 

@@ -150,17 +150,25 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+# The actors the session starts after its roles: their modules load as they
+# start (the core names their messages, in actors/latemessages.py).
+AFTER_THE_ROLES = ("choragos.actors.clocks", "choragos.actors.aftercare",
+                   "choragos.actors.gatewayprober", "choragos.actors.listener")
+
+
 def test_the_server_spawns_its_agents_with_the_session_s_modules_alone() -> None:
     loaded = _loaded(BEFORE_THE_SPAWN)
     assert "choragos.actors.role" in loaded and "choragos.actors.core" in loaded
     assert [m for m in loaded if m in FIRST_USE or m.startswith("urwid")] == []
+    assert [m for m in loaded if m in AFTER_THE_ROLES] == []
     # dataclasses' inspect (with ast and dis) is a stand-in until urwid loads it.
     assert [m for m in ("ast", "dis", "opcode") if m in loaded] == []
     # Each is start-up time before the first agent starts, while the second
-    # core idles (242 here; 247 with inspect; 265 with the roles' screens;
-    # 291 with all of wcwidth; 312 with the core's policies).
+    # core idles (239 here; 242 with the actors started after the roles; 247
+    # with inspect; 265 with the roles' screens; 291 with all of wcwidth; 312
+    # with the core's policies).
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
-    assert len(loaded) < 245, f"{len(loaded)} modules"
+    assert len(loaded) < 240, f"{len(loaded)} modules"
 
 
 def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
@@ -470,7 +478,9 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     assert synced_after is True  # and while the journal's first sync waited
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
-    # 242 here; 247 with dataclasses' inspect (and ast, dis); 270 before the
-    # role actors made the screens (and with the IDNA codec of the gateway's
-    # probe and the web view's news).
-    assert len(loaded) < 245, f"{len(loaded)} modules"
+    assert [m for m in loaded if m in AFTER_THE_ROLES] == []  # loaded as they start
+    # 239 here; 242 with the actors started after the roles; 247 with
+    # dataclasses' inspect (and ast, dis); 270 before the role actors made the
+    # screens (and with the IDNA codec of the gateway's probe and the web
+    # view's news).
+    assert len(loaded) < 240, f"{len(loaded)} modules"
