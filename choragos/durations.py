@@ -20,7 +20,10 @@ _UNITS = {
 }
 # Longer units first so "ms" is not read as "m" followed by garbage.
 _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-_PART = re.compile(rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_RE})")
+# Compiled on its first use (re keeps it): a start that parses no duration
+# does not compile it (this module imports no other of ours, so not through
+# choragos/onuse.py).
+_PART = rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_RE})"
 _EXAMPLES = "(use 45m, 1h30m, 90s)"
 
 
@@ -41,7 +44,7 @@ def parse_duration(text: str) -> float:
 def _sum_parts(text: str, body: str) -> float:
     total, pos = 0.0, 0
     while pos < len(body):
-        match = _PART.match(body, pos)
+        match = re.compile(_PART).match(body, pos)
         if match is None:
             raise ValueError(_complaint(text, body))
         total += float(match.group(1)) * _UNITS[match.group(2)]

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from choragos import onuse
 from choragos.agents.profiles import MENU_OPTION, AgentProfile, question_markers
 
 WAITING = "waiting"
@@ -36,10 +37,10 @@ _MIN_RULE = 20
 # dialog) is always below the last of them.
 _ENTRY_GLYPHS = ("●", "⏺", "✻", "✢", "✳", "✶", "✽", "·", "✦", "•")
 # Long input is shown as "[Pasted text #1]" or "[Pasted text #2 +39 lines]".
-PASTE_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
+PASTE_PLACEHOLDER = onuse.pattern(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
 # Gemini CLI shows a long paste as "[Pasted Text: 999 chars]", Codex CLI
 # (over 1,000 characters) as "[Pasted Content 1234 chars]".
-PASTE_CHARS_PLACEHOLDER = re.compile(r"\[Pasted (?:Text:|Content) (\d+) chars\]")
+PASTE_CHARS_PLACEHOLDER = onuse.pattern(r"\[Pasted (?:Text:|Content) (\d+) chars\]")
 # How many last non-blank lines the every-profile question check reads, and
 # how many hold a plain-line CLI's input area (prompt, hints, footer).
 QUESTION_TAIL = 10
@@ -321,7 +322,7 @@ def input_pending(lines: Sequence[str], text: str,
 def _chars_placeholder_at(lines: Sequence[str], text: str, row: int) -> bool:
     """The cursor's line shows "[Pasted Text: N chars]" (or "[Pasted Content N
     chars]") with N about ``len(text)``."""
-    found = PASTE_CHARS_PLACEHOLDER.search(lines[row]) if 0 <= row < len(lines) else None
+    found = PASTE_CHARS_PLACEHOLDER().search(lines[row]) if 0 <= row < len(lines) else None
     # The CLI counts UTF-16 units of what arrived, so allow a little slack.
     return found is not None and abs(int(found.group(1)) - len(text)) <= 2 + len(text) // 50
 
@@ -357,7 +358,7 @@ def _shows(lines: Iterable[str], text: str) -> bool:
 
 def _placeholder_matches(lines: Iterable[str], text: str) -> bool:
     newlines = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").count("\n")
-    found = PASTE_PLACEHOLDER.search(" ".join(lines))
+    found = PASTE_PLACEHOLDER().search(" ".join(lines))
     return found is not None and int(found.group(1) or 0) == newlines
 
 

@@ -42,7 +42,6 @@ import errno
 import json
 import logging
 import os
-import re
 import shutil
 import stat
 import threading
@@ -52,7 +51,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from choragos import statedir
+from choragos import onuse, statedir
 from choragos.board import journalcheck
 
 log = logging.getLogger("choragos.journal")
@@ -223,11 +222,11 @@ def torn_tail(damage: list[Damage]) -> bool:
     return len(damage) == 1 and damage[0].cut
 
 
-_HEADER = re.compile(rb"[0-9a-f]{8} [0-9a-f]{8} ")  # exactly as frame() writes it
+_HEADER = onuse.pattern(rb"[0-9a-f]{8} [0-9a-f]{8} ")  # exactly as frame() writes it
 
 
 def _parse(line: bytes) -> dict | None:
-    if not _HEADER.match(line):
+    if not _HEADER().match(line):
         return None  # (int() alone would take " 65", "+65" or "6_5" for 0x65)
     length, crc, payload = int(line[:8], 16), int(line[9:17], 16), line[18:]
     if len(payload) != length or zlib.crc32(payload) != crc:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from choragos import onuse
 from choragos.board.tasks import TaskState
 
 Check = Callable[[Any], "str | None"]
@@ -30,9 +31,9 @@ MAX_PID = 2**22            # Linux's highest pid_max
 MAX_TIME = 2.0**34         # seconds since the epoch (the year 2514)
 MAX_SECONDS = 10.0**9      # a timeout clock's length
 MAX_DEPTH = 64             # a layout's nesting (a deck shows a few dozen tiles at most)
-_TASK_ID = re.compile(r"T[0-9]{1,16}")  # up to MAX_COUNT
-_ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # as the config allows
-_BRANCH = re.compile(r"choragos/[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_TASK_ID = onuse.pattern(r"T[0-9]{1,16}")  # up to MAX_COUNT
+_ROLE = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # as the config allows
+_BRANCH = onuse.pattern(r"choragos/[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _STATES = frozenset(str(state) for state in TaskState)
 
 
@@ -84,9 +85,9 @@ def shallow(value: Any, depth: int = 0) -> str | None:
     return next((why for item in items if (why := shallow(item, depth + 1)) is not None), None)
 
 
-def matching(pattern: re.Pattern, what: str) -> Check:
+def matching(pattern: Callable[[], re.Pattern], what: str) -> Check:
     def check(value: Any) -> str | None:
-        ok = isinstance(value, str) and pattern.fullmatch(value)
+        ok = isinstance(value, str) and pattern().fullmatch(value)
         return None if ok else f"is not {what}"
     return check
 

@@ -11,15 +11,15 @@ and ``rollback T1`` never has two sessions' T1 to choose from.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
+from choragos import onuse
 from choragos.board.events import KEEP_ROTATED, default_path
 
 # T3.md, T3.verify.log, merge-T3.diff; and a checkpoint's <epoch>-T3,
 # <epoch>-merge-T3, <epoch>-pre-rollback-T3, <epoch>-done-T3.
-_FILE = re.compile(r"(?:^|-)T([0-9]{1,9})(?:\.|$)")
-_LOGGED = re.compile(rb'"(?:task|id)": "T([0-9]{1,9})"')
+_FILE = onuse.pattern(r"(?:^|-)T([0-9]{1,9})(?:\.|$)")
+_LOGGED = onuse.pattern(rb'"(?:task|id)": "T([0-9]{1,9})"')
 
 
 def first_free(workdir: Path) -> int:
@@ -46,7 +46,7 @@ def _in_log(workdir: Path) -> int:
             data = path.read_bytes()
         except OSError:
             continue
-        highest = max([highest, *(int(m) for m in _LOGGED.findall(data))])
+        highest = max([highest, *(int(m) for m in _LOGGED().findall(data))])
     return highest
 
 
@@ -102,5 +102,5 @@ def _common_dir(workdir: Path) -> Path | None:
 
 
 def _number(name: str) -> int:
-    found = _FILE.search(name)
+    found = _FILE().search(name)
     return int(found.group(1)) if found else 0

@@ -15,8 +15,9 @@ prefix pattern is literal: ``GOOGLE_*`` matches ``GOOGLE_API_KEY`` but not
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
+
+from choragos import onuse
 
 __all__ = ["BASELINE", "build_env", "matches", "validate_pattern"]
 
@@ -38,7 +39,7 @@ BASELINE: tuple[str, ...] = (
     "TMPDIR", "XDG_*",
 )
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = onuse.pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def validate_pattern(pattern: object) -> str | None:
@@ -48,7 +49,7 @@ def validate_pattern(pattern: object) -> str | None:
     if pattern == "*":
         return 'a bare "*" would match every variable; list names or PREFIX_* patterns'
     stem = pattern[:-1] if pattern.endswith("*") else pattern
-    if _NAME.fullmatch(stem):
+    if _NAME().fullmatch(stem):
         return None
     if "*" in stem:
         return (f'{_quote(pattern)}: only one "*", at the end, is allowed '

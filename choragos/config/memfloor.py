@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from choragos import onuse
 
 log = logging.getLogger("choragos.memory")
 
@@ -32,12 +33,12 @@ HELD_MARK = "held: memory"
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
           "t": 1000**4, "tb": 1000**4, "tib": 1024**4}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")
+_SIZE = onuse.pattern(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")
 
 
 def parse_size(text: str) -> int:
     """Bytes for ``"1GiB"``, ``"512MiB"``, ``"2G"``, ``"0"``; ValueError otherwise."""
-    match = _SIZE.fullmatch(text) if isinstance(text, str) else None
+    match = _SIZE().fullmatch(text) if isinstance(text, str) else None
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _UNITS:
         raise ValueError(f"{text!r} is not a size; write it like \"1GiB\", \"512MiB\" or \"0\"")

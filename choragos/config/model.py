@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from choragos import onuse
 from choragos.agents.profiles import AGENT_NAMES
 from choragos.config import schema as cs
 from choragos.config import userconfig
@@ -543,12 +544,12 @@ def _warn_not_built(table: dict, name: str, where: str, report: cs.Report) -> No
 
 # The first character may not be "-" so a name never reads as a CLI option
 # (`choragos delegate --to -x`); no "." or "/" so it never leaves .choragos/.
-_ROLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_ROLE_NAME = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
 def _role_name(value: object) -> str:
     text = cs.string(value)
-    if not _ROLE_NAME.fullmatch(text):
+    if not _ROLE_NAME().fullmatch(text):
         raise ValueError(f"{cs.show(text)} is not a role name (1-32 letters, digits, "
                          "- or _, starting with a letter or digit)")
     return text
@@ -725,7 +726,7 @@ def _advise(seats: list[_Seat], where: str, report: cs.Report) -> None:
 
 # ---- the other sections ---------------------------------------------------------------
 
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
+_HOST = onuse.pattern(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
 
 
 def _addr(value: object) -> str:
@@ -759,7 +760,7 @@ def _is_host(host: str) -> bool:
         except ValueError:
             return False
         return True
-    return bool(_HOST.fullmatch(host))
+    return bool(_HOST().fullmatch(host))
 
 
 def _settings(cls: type, schema: cs.Schema) -> cs.Nested:

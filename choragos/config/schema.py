@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from choragos import onuse
 from choragos.config import envpolicy
 from choragos.config.memfloor import parse_size
 from choragos.durations import parse_duration
@@ -66,12 +67,12 @@ class Report:
 
 # ---- locations ------------------------------------------------------------------------
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BARE_KEY = onuse.pattern(r"[A-Za-z0-9_-]+")
 
 
 def join(where: str, key: str) -> str:
     """``where`` + ``.key``, quoting keys the way TOML would need them quoted."""
-    shown = key if _BARE_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+    shown = key if _BARE_KEY().fullmatch(key) else json.dumps(key, ensure_ascii=False)
     return f"{where}.{shown}" if where else shown
 
 
@@ -198,13 +199,13 @@ def positive_duration(value: object) -> float:
     return seconds
 
 
-_SIZE = re.compile(r"(\d{1,4})x(\d{1,4})")
+_SIZE = onuse.pattern(r"(\d{1,4})x(\d{1,4})")
 
 
 def terminal_size(value: object) -> tuple[int, int]:
     """``"COLSxROWS"``, such as ``"80x24"``: a terminal size, at most 1000 each way."""
     text = string(value)
-    match = _SIZE.fullmatch(text)
+    match = _SIZE().fullmatch(text)
     if match is None:
         raise ValueError(f'{show(text)} is not a size written COLSxROWS, such as "80x24"')
     cols, rows = int(match[1]), int(match[2])

@@ -8,12 +8,12 @@ The prober actor (actors/gatewayprober.py) does the fetching.
 
 from __future__ import annotations
 
-import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from choragos import onuse
 from choragos.config.model import Config, SphragisSettings
 from choragos.gateway.costs import estimated, priced
 
@@ -24,7 +24,8 @@ DIRECTIONS = ("input", "output", "cache_read", "cache_creation")
 # a gateway that also serves many other series must not be taken for down.
 MAX_BODY = 16 << 20
 _TOKEN_LINES = ("sphragis_tokens", "# HELP sphragis_tokens", "# TYPE sphragis_tokens")
-_ANY_LINE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*[{ \t]|#|\s*$")  # how a line of the format starts
+# How a line of the format starts.
+_ANY_LINE = onuse.pattern(r"[a-zA-Z_:][a-zA-Z0-9_:]*[{ \t]|#|\s*$")
 
 # role -> model -> direction -> cumulative count, as the gateway last reported it.
 Totals = dict[str, dict[str, dict[str, int]]]
@@ -114,7 +115,7 @@ def _token_lines(text: str) -> Iterator[str]:
     for line in text.splitlines(keepends=True):
         if line.startswith(_TOKEN_LINES):
             yield line
-        elif not _ANY_LINE.match(line):
+        elif not _ANY_LINE().match(line):
             raise MetricsError(f"not Prometheus text: {line[:60]!r}")
 
 

@@ -22,15 +22,15 @@ labels bounded by :mod:`choragos.gateway.labels`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from choragos import onuse
 from choragos.gateway.labels import UNKNOWN
 
 KEY_HEADER = "X-Choragos-Key"
 KEY_ENV = "CHORAGOS_GATEWAY_KEY"
-_AGENT = re.compile(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
-_KEY = re.compile(r"/([0-9a-f]{32})(?=/|$)")
+_AGENT = onuse.pattern(r"/agent/([A-Za-z0-9][A-Za-z0-9_-]{0,31})(/.*)?")
+_KEY = onuse.pattern(r"/([0-9a-f]{32})(?=/|$)")
 
 
 # hashlib, hmac and secrets are imported where used: they load OpenSSL's
@@ -71,11 +71,11 @@ class Roles:
 
     def caller(self, path: str, header_key: str | None) -> Caller | None:
         """The caller of a request for ``path`` (None: not an ``/agent/`` path)."""
-        found = _AGENT.fullmatch(path)
+        found = _AGENT().fullmatch(path)
         if found is None:
             return None
         role, rest = found[1], found[2] or "/"
-        in_path = _KEY.match(rest) if self.session_key is not None else None
+        in_path = _KEY().match(rest) if self.session_key is not None else None
         if in_path:
             rest = rest[in_path.end():] or "/"
         shown = f"/agent/{role}{'/…' if in_path else ''}{rest if rest != '/' else ''}"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from choragos import onuse
 from choragos.config import schema as cs
 
 __all__ = ["HostSpec", "check_roles", "read_hosts"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_NAME = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def read_hosts(raw: dict, where: str, report: cs.Report) -> dict[str, HostSpec]:
     hosts = {}
     for name, table in raw.items():
         at = cs.join(where, name)
-        if not _NAME.fullmatch(name):
+        if not _NAME().fullmatch(name):
             report.error(at, "a host name is letters, digits, '-' and '_' (at most 32)")
             continue
         if not isinstance(table, dict):

@@ -8,26 +8,26 @@ sequences, so text from the wire can never act on a terminal.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 
+from choragos import onuse
 from choragos.board.tasks import Task
 from choragos.plural import counted
 
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ESCAPES = onuse.pattern(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROLS = onuse.pattern(r"[\x00-\x1f\x7f-\x9f]")
 # Bidi marks, embeddings, overrides and isolates: invisible, and they can make
 # a typed line read differently than it is.
-_BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_SPACES = re.compile(r"\s+")
+_BIDI = onuse.pattern(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SPACES = onuse.pattern(r"\s+")
 
 
 def one_line(text: str, limit: int = 2000) -> str:
     """Flatten to one inert line: no escapes, no controls, single spaces."""
-    text = _ESCAPES.sub("", text)
-    text = _CONTROLS.sub(" ", _BIDI.sub("", text))
-    text = _SPACES.sub(" ", text).strip()
+    text = _ESCAPES().sub("", text)
+    text = _CONTROLS().sub(" ", _BIDI().sub("", text))
+    text = _SPACES().sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -171,10 +171,10 @@ def repeated_line(text: str, after: str = "the choragos session restarted") -> s
     off again is marked once, with the latest cause: the marks of a line
     repeated after every exit in a row would otherwise stack up, each
     longer than the last, ahead of the line itself."""
-    return f"(Repeated after {after}; ignore it if you had it) {_REPEAT_MARK.sub('', text, 1)}"
+    return f"(Repeated after {after}; ignore it if you had it) {_REPEAT_MARK().sub('', text, 1)}"
 
 
-_REPEAT_MARK = re.compile(r"\A\(Repeated after [^;]*; ignore it if you had it\) ")
+_REPEAT_MARK = onuse.pattern(r"\A\(Repeated after [^;]*; ignore it if you had it\) ")
 
 
 def handoff_line(wait: float) -> str:

@@ -25,8 +25,8 @@ GIT_READS = ("choragos.gitstore.taskdiff", "choragos.gitstore.changes")
 SUB_PACKAGES = ("terminal", "gitstore", "control", "agents", "config", "gateway", "board",
                 "roles", "session", "web")
 # What every sub-package may use: small modules that import no other of ours.
-SHARED = ("classcode", "deferred", "durations", "fdwait", "inert", "mallocarenas", "plural",
-          "safeexec", "statedir")
+SHARED = ("classcode", "deferred", "durations", "fdwait", "inert", "mallocarenas", "onuse",
+          "plural", "safeexec", "statedir")
 # The verbs, the demo and the remote seats sit above the core's sub-packages;
 # the configuration reads the hosts' table only.
 ABOVE = ("choragos.cli", "choragos.demo", "choragos.remote", "choragos.__main__")

@@ -164,12 +164,39 @@ def test_the_server_spawns_its_agents_with_the_session_s_modules_alone() -> None
     # dataclasses' inspect (with ast and dis) is a stand-in until urwid loads it.
     assert [m for m in ("ast", "dis", "opcode") if m in loaded] == []
     # Each is start-up time before the first agent starts, while the second
-    # core idles (239 here; 242 with the actors started after the roles; 247
+    # core idles (240 here, with choragos/onuse.py; 242 with the actors
+    # started after the roles and the patterns compiled at import; 247
     # with inspect; 265 with the roles' screens; 291 with all of wcwidth; 312
     # with the core's policies).
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
-    assert len(loaded) < 240, f"{len(loaded)} modules"
+    assert len(loaded) < 241, f"{len(loaded)} modules"
 
+
+# Every pattern a module of ours compiles as it is imported, by module: the
+# serve client's and the session's imports, before the first spawn.
+COMPILED_AT_IMPORT = """
+import json, re, sys
+compiled = []
+real_compile = re._compile
+def counting(pattern, flags):
+    frame = sys._getframe(1)
+    while frame.f_globals.get("__name__") == "re":
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__", "")
+    if frame.f_code.co_name == "<module>" and name.split(".")[0] == "choragos":
+        compiled.append(name)
+    return real_compile(pattern, flags)
+re._compile = counting
+""" + BEFORE_THE_SPAWN.replace("print(json.dumps(sorted(sys.modules)))",
+                              "print(json.dumps(compiled))")
+
+
+def test_the_session_s_modules_compile_no_pattern_as_they_are_imported() -> None:
+    """Patterns are compiled when first used (choragos/onuse.py): 24 were
+    compiled before the first spawn (some 1.2 ms), most of them used only
+    later (to brief an agent, read a journal, route the gateway) or never."""
+    assert hasattr(re, "_compile")  # the probe's hook into re
+    assert _loaded(COMPILED_AT_IMPORT) == []
 
 def test_urwid_loaded_without_its_event_loops_still_offers_them_on_use() -> None:
     pytest.importorskip("urwid")
@@ -479,8 +506,9 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
     assert [m for m in loaded if m in AFTER_THE_ROLES] == []  # loaded as they start
-    # 239 here; 242 with the actors started after the roles; 247 with
+    # 240 here, with choragos/onuse.py; 242 with the actors started after the
+    # roles and the patterns compiled at import; 247 with
     # dataclasses' inspect (and ast, dis); 270 before the role actors made the
     # screens (and with the IDNA codec of the gateway's probe and the web
     # view's news).
-    assert len(loaded) < 240, f"{len(loaded)} modules"
+    assert len(loaded) < 241, f"{len(loaded)} modules"
