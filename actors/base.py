@@ -65,13 +65,15 @@ class Crashed:
     error: str
 
 
-def _dispatch_of(cls: type) -> Any:
-    """The lookup of ``cls``'s ``handle`` registrations, or None for a plain
-    ``handle``.  Reading ``self.handle`` makes a new wrapper each time on
-    Python 3.11 (a closure and ``functools.update_wrapper``), so each class
-    keeps its dispatcher's lookup instead."""
-    handle = next(k.__dict__["handle"] for k in cls.__mro__ if "handle" in k.__dict__)
-    found = getattr(getattr(handle, "dispatcher", None), "dispatch", None)
+def dispatch_of(cls: type, name: str = "handle") -> Any:
+    """The lookup of the registrations of ``cls``'s ``singledispatchmethod``
+    ``name`` (a class -> the function registered for it), as a class
+    attribute; None when ``name`` is a plain method.  Reading ``self.handle``
+    makes a new wrapper each time on Python 3.11 (a closure and
+    ``functools.update_wrapper``), so each class keeps its dispatcher's
+    lookup instead (the actors here, the deck's actions too)."""
+    method = next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__)
+    found = getattr(getattr(method, "dispatcher", None), "dispatch", None)
     return found and staticmethod(found)
 
 
@@ -101,7 +103,7 @@ class Actor(pykka.ThreadingActor):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._handler_for = _dispatch_of(cls)
+        cls._handler_for = dispatch_of(cls)
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Retire):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import singledispatchmethod
 from typing import Any
 
+from choragos.actors.base import dispatch_of
 from choragos.roles.rolestatus import RoleStatus
 from choragos.terminal.emulator import Terminal
 from choragos.ui import deckinput as di
@@ -51,11 +52,17 @@ class Actions:
 
     # -- intents ---------------------------------------------------------------------------
 
-    @singledispatchmethod
+    _action_for: Any = None  # the class's lookup of its handlers, set below the class
+
     def do(self, intent: Any) -> None:
+        """Carry ``intent`` out, by the handler registered for its class."""
+        self._action_for(intent.__class__)(self, intent)
+
+    @singledispatchmethod
+    def _do(self, intent: Any) -> None:
         raise TypeError(f"the deck has no action for {type(intent).__name__}")
 
-    @do.register(di.TypeKeys)
+    @_do.register(di.TypeKeys)
     def _type(self, intent: di.TypeKeys) -> None:
         state = self.model.state
         layout = state.layout
@@ -72,29 +79,29 @@ class Actions:
                 self.port.type_keys(role, data)
         self.typed(targets)
 
-    @do.register(di.ToEditor)
+    @_do.register(di.ToEditor)
     def _to_editor(self, intent: di.ToEditor) -> None:
         if self.overlays.editor is not None:
             self.overlays.editor.send(intent.token)
 
-    @do.register(di.ToDialog)
+    @_do.register(di.ToDialog)
     def _to_dialog(self, intent: di.ToDialog) -> None:
         self.overlays.key(intent.token)
 
-    @do.register(di.RunAction)
+    @_do.register(di.RunAction)
     def _run(self, intent: di.RunAction) -> None:
         getattr(self, "act_" + intent.action)()
 
-    @do.register(di.FocusNumber)
+    @_do.register(di.FocusNumber)
     def _focus_number(self, intent: di.FocusNumber) -> None:
         self._user_focus(lambda: self.model.state.layout.focus_index(intent.number))
 
-    @do.register(di.Unbound)
+    @_do.register(di.Unbound)
     def _unbound(self, intent: di.Unbound) -> None:
         self.host.say(f"{k.display_name(self.keymap.prefix_spelling)} {inert(intent.key)}: "
                       "not bound (? lists the keys)")
 
-    @do.register(di.MoveBorder)
+    @_do.register(di.MoveBorder)
     def _move_border(self, intent: di.MoveBorder) -> None:
         if not self.model.state.layout.resize(intent.direction):
             self.host.say(f"no border to move {intent.direction}")
@@ -115,7 +122,7 @@ class Actions:
 
     # -- mouse -----------------------------------------------------------------------------
 
-    @do.register(di.Mouse)
+    @_do.register(di.Mouse)
     def _mouse(self, intent: di.Mouse) -> None:
         if self.overlays.widget is not None:
             self.overlays.mouse(intent.event)
@@ -167,7 +174,7 @@ class Actions:
         height = state.sizes.get(role, (0, terminal.rows))[1]
         return role, state.pane(role), terminal, height
 
-    @do.register(di.ScrollBack)
+    @_do.register(di.ScrollBack)
     def _scroll_back(self, intent: di.ScrollBack) -> None:
         found = self._focused_pane()
         if found is None:
@@ -179,7 +186,7 @@ class Actions:
         pane.scroll_to(terminal, (pane.scroll.offset if pane.scroll else 0)
                        + (max(height - 1, 1) if intent.page else 0), height)
 
-    @do.register(di.ScrollKey)
+    @_do.register(di.ScrollKey)
     def _scroll_key(self, intent: di.ScrollKey) -> None:
         found = self._focused_pane()
         if found is None:
@@ -328,3 +335,8 @@ class Actions:
     def act_help(self) -> None:
         self.overlays.open(HelpOverlay(self.keymap, self.overlays.close), "help",
                            ("relative", 80), ("relative", 85))
+
+
+# The class's lookup of its intents' handlers: reading ``self._do`` would make
+# a new wrapper for every intent (a keystroke's among them; see actors/base.py).
+Actions._action_for = dispatch_of(Actions, "_do")

@@ -471,3 +471,27 @@ def test_a_limited_role_card_says_what_limit_and_until_when(deck):
     text = "\n".join(screen_text(deck))
     assert "coder ◷ limited" in text, text
     assert "rate limit until 03:00:07" in text
+
+
+def test_the_deck_carries_out_keys_and_prefix_commands_without_a_wrapper_for_each(
+        deck, monkeypatch):
+    """The actions' handlers are found by the class's lookup: reading a
+    ``singledispatchmethod`` made a new wrapper (``functools.update_wrapper``)
+    for every intent, a keystroke's among them."""
+    import functools
+
+    made = []
+    real = functools.update_wrapper
+
+    def counting(wrapper, wrapped, *args, **kwargs):
+        made.append(getattr(wrapped, "__qualname__", "?"))
+        return real(wrapper, wrapped, *args, **kwargs)
+
+    monkeypatch.setattr(functools, "update_wrapper", counting)
+    keys(deck, b"echo hi\r")  # eight intents, each a key typed
+    keys(deck, b"\x022")  # the prefix and a number: the second role focused
+    keys(deck, b"x")
+    monkeypatch.undo()
+    assert deck.port.typed("orchestrator") == b"echo hi\r"
+    assert deck.port.typed("coder") == b"x"
+    assert made == []  # before, one for each of the ten intents
