@@ -72,8 +72,7 @@ from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
-from choragos.ui.editor import EditorPopup
-from choragos.ui.overlays import inert
+from choragos.ui.pane import inert
 from choragos.ui.ptyscreen import PtyScreen
 from choragos.ui.statusline import Chrome
 from choragos.ui.theme import build_palette
@@ -86,8 +85,8 @@ log = logging.getLogger("choragos.deck")
 # parsing on their readers, each hand-over waited up to the full interval.
 SWITCH_INTERVAL = 0.0005
 
-__all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "EditorPopup",
-           "RoleInfo", "SessionPort", "_Loop", "colors_for", "initial_state"]
+__all__ = ["COMMAND_TIMEOUT", "FRAME", "ClientInfo", "Deck", "DeckState", "RoleInfo",
+           "SessionPort", "_Loop", "colors_for", "initial_state"]
 
 
 class Deck:

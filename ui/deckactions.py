@@ -27,8 +27,7 @@ from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.layout import COLUMN, ROW, LayoutError
-from choragos.ui.overlays import ConfirmOverlay, HelpOverlay, PromptOverlay, inert
-from choragos.ui.pane import PaneView, deepest
+from choragos.ui.pane import PaneView, deepest, inert
 
 _SCROLL_ENDS = ("end", "G", "q", "esc")
 
@@ -262,6 +261,8 @@ class Actions:
         self.host.relayout()
 
     def act_restart_role(self) -> None:
+        from choragos.ui.overlays import ConfirmOverlay
+
         role = self.model.state.layout.focus
         if role is None:
             return
@@ -311,6 +312,8 @@ class Actions:
         self.dialogs.open_board()
 
     def act_search(self) -> None:
+        from choragos.ui.overlays import PromptOverlay
+
         found = self._focused_pane()
         if found is None:
             return
@@ -333,6 +336,8 @@ class Actions:
                            ("relative", 60), 5)
 
     def act_help(self) -> None:
+        from choragos.ui.overlays import HelpOverlay
+
         self.overlays.open(HelpOverlay(self.keymap, self.overlays.close), "help",
                            ("relative", 80), ("relative", 85))
 

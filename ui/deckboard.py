@@ -19,7 +19,7 @@ from choragos.ui.deckbase import DeckHost, read_text
 from choragos.ui.deckcommands import CommandRunner, answered
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckoverlays import OverlayStack
-from choragos.ui.overlays import BoardOverlay, ConfirmOverlay, GateOverlay, inert
+from choragos.ui.pane import inert
 from choragos.ui.reducer import BoardRead, GateDecided, GateDismissed, task_number
 
 
@@ -42,6 +42,8 @@ class TaskDialogs:
 
     def show_next_gate(self) -> None:
         """The first gate still waiting, in its dialog, when nothing else is open."""
+        from choragos.ui.overlays import GateOverlay
+
         if not self.overlays.free:
             return
         state = self.model.state
@@ -141,6 +143,8 @@ class TaskDialogs:
         return sorted(self.model.state.tasks.values(), key=lambda t: task_number(t["id"]))
 
     def _show_board(self) -> None:
+        from choragos.ui.overlays import BoardOverlay
+
         self.overlays.open(BoardOverlay(self._sorted_tasks(), self._board_action,
                                         self.board_selected),
                            "board", ("relative", 90), ("relative", 80))
@@ -223,6 +227,8 @@ class TaskDialogs:
                               and self._confirm_rollback(task, plan))
 
     def _confirm_rollback(self, task: dict, plan: dict) -> None:
+        from choragos.ui.overlays import ConfirmOverlay
+
         title = f"Roll back to before {task['id']}"
         lines = rollback_lines(task, plan)
         overlays = self.overlays

@@ -18,8 +18,7 @@ from choragos.ui.deckbase import SessionPort
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import RoleInfo
-from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, RowBuilder, blank_line, bytes_width, text_line
+from choragos.ui.pane import Line, RowBuilder, blank_line, bytes_width, inert, text_line
 from choragos.ui.ptyscreen import PtyScreen
 from choragos.ui.statusline import Chrome
 from choragos.ui.theme import STATE_DOT, STATE_STYLE

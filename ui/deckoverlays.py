@@ -14,15 +14,16 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urwid
 
 from choragos.ui import keys as k
 from choragos.ui.deckbase import DeckHost
-from choragos.ui.editor import EditorPopup
-from choragos.ui.overlays import PagerOverlay, PromptOverlay
 from choragos.ui.ptyscreen import PtyScreen
+
+if TYPE_CHECKING:
+    from choragos.ui.editor import EditorPopup
 
 Back = tuple[Any, str]  # (a dialog, its kind) to go back to
 
@@ -75,12 +76,16 @@ class OverlayStack:
 
     def page(self, title: str, text: str) -> None:
         """``text`` in the pager; closing it goes back to the dialog it covered."""
+        from choragos.ui.overlays import PagerOverlay
+
         back = (self.widget, self.kind)
         self.open(PagerOverlay(title, text, lambda: self.back(back, ("gate",))), "pager",
                   ("relative", 90), ("relative", 85))
 
     def key(self, token: k.Token) -> None:
         """A key for the open dialog."""
+        from choragos.ui.overlays import PromptOverlay
+
         if isinstance(self.widget, PromptOverlay) and token.key in (k.PASTE_TEXT,):
             self.widget.insert(k.text_of(token))
             return
@@ -95,6 +100,8 @@ class OverlayStack:
 
     def edit(self, path: str | None) -> None:
         """``$EDITOR`` on ``path`` over the deck, until it exits."""
+        from choragos.ui.editor import EditorPopup
+
         say = self.host.say
         if not path:
             say("nothing to edit")

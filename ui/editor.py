@@ -9,8 +9,7 @@ from pathlib import Path
 
 from choragos.terminal.emulator import Terminal
 from choragos.ui import keys as k
-from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, PaneView, text_line
+from choragos.ui.pane import Line, PaneView, inert, text_line
 
 
 class EditorPopup:

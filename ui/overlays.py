@@ -16,20 +16,8 @@ import urwid
 
 from choragos.durations import format_duration
 from choragos.gitstore.changes import files_cell
-from choragos.inert import inert as core_inert
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
-from choragos.ui.pane import fitted
-
-TAB = "    "  # a tab in agents' text: the deck lays it out as spaces
-
-
-def inert(text: object) -> str:
-    """``text`` with control, escape and bidi characters shown, not obeyed
-    (the core's rule, tabs as spaces)."""
-    return core_inert(text, tab=TAB)
-
-
-
+from choragos.ui.pane import fitted, inert
 
 HINT_GAP = "   "  # between the key groups of a hint line ("y approve   n reject")
 

@@ -14,12 +14,20 @@ from typing import Any
 
 from urwid import str_util
 
+from choragos.inert import inert as core_inert
 from choragos.terminal.emulator import Terminal
 from choragos.terminal.vtcells import NARROW
 from choragos.ui.theme import attr_of
 
 Attr = Any  # a palette name, an AttrSpec, or None
 Line = tuple[bytes, list[tuple[Attr, int]]]
+TAB = "    "  # a tab in agents' text: the deck lays it out as spaces
+
+
+def inert(text: object) -> str:
+    """``text`` with control, escape and bidi characters shown, not obeyed
+    (the core's rule, tabs as spaces)."""
+    return core_inert(text, tab=TAB)
 
 
 def text_width(text: str) -> int:

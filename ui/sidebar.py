@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from choragos.gateway.costs import cost_text
 from choragos.ui.deckstate import RoleInfo
-from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, blank_line, fitted, text_line
+from choragos.ui.pane import Line, blank_line, fitted, inert, text_line
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from choragos.ui import keys as k
 from choragos.ui.deckstate import DeckState
-from choragos.ui.overlays import inert
-from choragos.ui.pane import Line, RowBuilder
+from choragos.ui.pane import Line, RowBuilder, inert
 
 
 @dataclass(frozen=True)
