@@ -280,6 +280,9 @@ def _sha1() -> Callable[[bytes], Any]:
 # the class), as ``_create_fn`` makes it; if not, the real helper runs and
 # its code is kept under those facts.
 _WRITERS = ("_init_fn", "_repr_fn", "_cmp_fn", "_frozen_get_del_attr", "_hash_fn")
+# And the check the decorator makes of each field's annotation text three
+# times (is it ClassVar? InitVar? KW_ONLY?): see _is_type below.
+_ANSWERED = (*_WRITERS, "_is_type")
 _real: dict[str, Callable[..., Any]] = {}
 _writing: Any = None
 
@@ -290,7 +293,7 @@ def _install_writers(cache: _Cache) -> None:
     if _writing is not None:
         return
     _writing = cache
-    for name in _WRITERS:
+    for name in _ANSWERED:
         _real.setdefault(name, getattr(dataclasses, name))  # kept: see _release_writers
         setattr(dataclasses, name, globals()[name])
 
@@ -298,6 +301,7 @@ def _install_writers(cache: _Cache) -> None:
 def _release_writers() -> None:
     """The decorator's own helpers again."""
     global _writing
+    _parsed.clear()
     for name, helper in _real.items():
         setattr(dataclasses, name, helper)
     # The real helpers stay known: a class being made on another thread (a
@@ -396,3 +400,31 @@ def _hash_fn(fields: list, globals_: dict) -> Any:
     if codes is None:
         return _write(key, "_hash_fn", fields, globals_)
     return _made(codes[0], globals_, {})
+
+
+# Text -> its regular expression's groups (the module's name or None, the
+# name), or () where it does not match: what dataclasses' ``_is_type`` reads
+# of a text each time it is asked (some 1,800 times for the start's 600
+# fields, about 200 distinct texts), while the cache is installed.
+_parsed: dict[str, tuple[str | None, ...]] = {}
+
+
+def _is_type(annotation: str, cls: type, a_module: Any, a_type: Any,
+             is_type_predicate: Callable[[Any, Any], bool]) -> bool:
+    """dataclasses' ``_is_type``, each text matched once: the same lookups
+    in the class's module and the same question to the predicate."""
+    parsed = _parsed.get(annotation)
+    if parsed is None:
+        match = dataclasses._MODULE_IDENTIFIER_RE.match(annotation)  # type: ignore[attr-defined]
+        parsed = _parsed[annotation] = match.groups() if match else ()
+    if not parsed:
+        return False
+    module_name, name = parsed
+    module = sys.modules.get(cls.__module__)
+    if not module_name:  # "InitVar[int]": the name as the class's module binds it
+        ns = module.__dict__  # type: ignore[union-attr]  # (as dataclasses fails without it)
+    elif module and module.__dict__.get(module_name) is a_module:  # "dataclasses.InitVar"
+        ns = sys.modules.get(a_type.__module__).__dict__  # type: ignore[union-attr]
+    else:
+        return False
+    return bool(ns and is_type_predicate(ns.get(name), a_module))
