@@ -7,6 +7,7 @@ only when that verb runs, so ``choragos delegate`` and ``choragos work-done``
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -79,6 +80,11 @@ def _dispatch(args: list[str]) -> int:
               "--help` for the list.", file=sys.stderr)
         return 2
     if verb in WARM_START:
+        # The cyclic collector does not run while the start imports and makes
+        # its objects (some 45 collections, 4-5 ms before the first agent is
+        # spawned, finding a few hundred objects): serve turns it on again,
+        # the start's objects in its oldest generation (see serve.collector_on).
+        gc.disable()
         from choragos import classcode
         from choragos.session import modulecode
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import faulthandler
+import gc
 import logging
 import os
 import shutil
@@ -142,6 +143,25 @@ def write_stacks_to(log_path: Path) -> None:
 
 def run(argv: list[str], verb: str = "serve") -> int:
     try:
+        return _run(argv, verb)
+    finally:
+        collector_on()  # on every way out too: a refused start, --help
+
+
+def collector_on() -> None:
+    """The cyclic collector on again after the start (``choragos serve``
+    turned it off as it began, in choragos/cli/main.py), with every object
+    made so far moved into its oldest generation, not traversed: frozen
+    and let go again at once (two list splices).  The next collections then
+    look at new objects only; the start's, and what garbage it left, wait
+    for the next full collection, which comes as it would have."""
+    gc.freeze()
+    gc.unfreeze()
+    gc.enable()
+
+
+def _run(argv: list[str], verb: str) -> int:
+    try:
         args = parse_args(argv)
     except _client.Failure as failure:  # a usage error, said as every verb says one
         print(f"choragos {verb}: {failure.message}", file=sys.stderr)
@@ -236,6 +256,7 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
 
     classcode.release(write=False)  # the server, this process's fork, writes it
     _leave_module_cache()
+    collector_on()  # the server is started: this client only attaches now
     if not started.ok:
         fresh_line = "\n" if started.interrupted else ""  # after the terminal's "^C"
         print(f"{fresh_line}choragos serve: {started.reason}", file=sys.stderr)
@@ -367,6 +388,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         stripped = modulecode.strip_loaded()  # the classes' and modules' docstrings
         log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions holding "
                  "one: %d (%d bytes)", *stripped)
+        collector_on()  # the session and its deck are made
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
