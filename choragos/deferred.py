@@ -15,8 +15,9 @@ imports ``platform`` (about 1.2 ms of the server's start before its first
 spawn) to ask the system's name, which ``os.uname()`` answers on Linux.
 dataclasses imports ``inspect`` (with ``ast`` and ``dis``: some 3 ms of the
 ``serve`` client's start, before the server's fork) to write a docstring
-for a class without one, and every class of ours has one; urwid loads it
-with the deck, after the agents' spawn.
+for a class without one, and every class of ours has one; urwid asks it
+four questions with the deck (choragos/staticinspect.py answers them), so
+the server never loads it (0.7 MB with ``ast`` and ``dis``).
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -96,7 +97,24 @@ def _linux_system() -> str:
     return os.uname().sysname
 
 
-_STAND_INS = {"locale": _Locale, "platform": _Platform}
+class _Inspect(StandIn):
+    """``inspect`` for what urwid and dataclasses ask of it in the server
+    (answered by choragos/staticinspect.py, loaded then); anything else
+    from the real module."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute in _INSPECT_ANSWERS:
+            from choragos import staticinspect
+            return getattr(staticinspect, attribute)
+        if attribute == "signature" and sys._getframe(1).f_globals.get("__name__") == "dataclasses":
+            # Only dataclasses: it takes the text alone, for a class's docstring.
+            from choragos import staticinspect
+            return staticinspect.dataclass_signature
+        return super().__getattr__(attribute)
+
+
+_INSPECT_ANSWERS = frozenset({"getattr_static", "iscoroutinefunction", "currentframe"})
+_STAND_INS = {"locale": _Locale, "platform": _Platform, "inspect": _Inspect}
 
 
 def defer(name: str) -> None:

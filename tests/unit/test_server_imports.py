@@ -126,18 +126,22 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # wcwidth's C functions answer pyte and urwid; the rest of the package (its
     # Python twins, text wrapper and tables: 1 MB) is not loaded.
     assert [m for m in loaded if m.split(".")[0] == "wcwidth"] == ["wcwidth", "wcwidth._wcwidth_c"]
+    # urwid's and dataclasses' questions of inspect are answered without it
+    # (with ast and dis: 0.7 MB; see choragos/staticinspect.py).
+    assert [m for m in ("ast", "dis", "opcode", "_opcode") if m in loaded] == []
     # The deck's dialogs (and the changes' cells the board shows): loaded
     # when the first one opens.
     assert [m for m in loaded if m in DIALOGS] == []
-    # Every module is start-up time before the deck's first frame (354 here,
-    # with the built-in gc that serve turns off for its start; 358 with the
-    # dialogs and the actors started after the roles; 361 with
-    # concurrent.futures; 363 with pty and base64 (and its
+    # Every module is start-up time before the deck's first frame (350 here,
+    # with the built-in gc that serve turns off for its start; 354 with
+    # inspect's ast, dis and opcode; 358 with the dialogs and the actors
+    # started after the roles; 361 with concurrent.futures; 363 with pty and
+    # base64 (and its
     # binascii); 391 with all of wcwidth; 410 with the core's policies; 458
     # with all of urwid's widgets, hashlib, random, bz2, lzma, the checkpoint
     # store, the remote seats' modules and argparse; 481 before the agents'
     # spawn, the web view's modules, tarfile and email were left out).
-    assert len(loaded) < 355, f"{len(loaded)} modules"
+    assert len(loaded) < 351, f"{len(loaded)} modules"
 
 
 # A role's screen: made by its actor after its agent is spawned.
@@ -413,6 +417,15 @@ def test_the_server_with_its_deck_has_not_loaded_locale() -> None:
     code = SERVER.replace("print(json.dumps(sorted(sys.modules)))",
                           "print(json.dumps(type(sys.modules['locale']).__name__))")
     assert _loaded(code) == "_Locale"
+
+
+def test_the_server_with_its_deck_has_not_loaded_inspect() -> None:
+    """urwid asks inspect for a class's attribute, whether a callback is a
+    coroutine function and the caller's frame, dataclasses for a docstring's
+    signature: answered without loading it (see choragos/staticinspect.py)."""
+    code = SERVER.replace("print(json.dumps(sorted(sys.modules)))",
+                          "print(json.dumps(type(sys.modules['inspect']).__name__))")
+    assert _loaded(code) == "_Inspect"
 
 
 def test_the_server_with_its_deck_has_not_loaded_platform() -> None:
