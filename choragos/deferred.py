@@ -17,7 +17,10 @@ dataclasses imports ``inspect`` (with ``ast`` and ``dis``: some 3 ms of the
 ``serve`` client's start, before the server's fork) to write a docstring
 for a class without one, and every class of ours has one; urwid asks it
 four questions with the deck (choragos/staticinspect.py answers them), so
-the server never loads it (0.7 MB with ``ast`` and ``dis``).
+the server never loads it (0.7 MB with ``ast`` and ``dis``).  logging's
+traceback imports linecache, which imports ``tokenize`` (with ``token``,
+0.1 MB traced in the server) only to open a source file in its declared
+encoding, when a traceback or a warning is written with its lines.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect")
+UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect", "tokenize")
 
 
 def defer_unused() -> None:

@@ -176,3 +176,31 @@ def test_inspect_is_loaded_only_when_asked_more_than_the_server_asks() -> None:
     assert written == "_Inspect"
     assert parameters == ["name", "count"]  # any other question: the real module's answer
     assert (after, ast_loaded) == ("module", True)
+
+
+# A traceback written with its source lines: linecache opens the file
+# through tokenize (for its declared encoding).
+TRACEBACK_PROBE = """
+import json, sys
+{setup}
+import traceback
+before = type(sys.modules["tokenize"]).__name__
+try:
+    json.loads("{{")
+except ValueError:
+    text = traceback.format_exc()
+print(json.dumps([before, text, type(sys.modules["tokenize"]).__name__]))
+"""
+
+
+def test_tokenize_is_loaded_when_a_traceback_is_written_and_the_lines_are_the_same() -> None:
+    run = {"capture_output": True, "text": True, "check": True, "timeout": 60}
+    before, text, after = json.loads(subprocess.run(
+        [sys.executable, "-c", TRACEBACK_PROBE.format(setup="import choragos.cli.main")],
+        **run).stdout)
+    real = json.loads(subprocess.run(
+        [sys.executable, "-c", TRACEBACK_PROBE.format(setup="import tokenize")], **run).stdout)
+    assert before == "StandIn"  # the command's modules (logging's traceback) did not load it
+    assert after == "module"
+    assert "obj, end = self.scan_once(s, idx)" in text  # the source line, read through it
+    assert text == real[1]
