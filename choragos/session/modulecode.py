@@ -13,15 +13,17 @@ each module the installing thread imports from a source file is looked
 up in a file kept from the last start, by its source's path, size and modification time (as
 Python's own ``__pycache__`` is, to the nanosecond), under a name that
 holds the interpreter's cache tag, bytecode version and optimization
-level.  A module not found there is compiled from its source as Python
-would, after each function's docstring has been replaced by ``None`` in its
-syntax tree: the compiler then lays the function out as one without a
-docstring (``__doc__`` is None, its other constants renumbered as they
-must be).  Asserts, every other constant, and the modules' and classes'
-own docstrings stay as they are.  :func:`release` writes the file again if
+level, and a checksum of the folder choragos is installed in (a file per
+installation: see :func:`cache_path`).  A module not found there is
+compiled from its source as Python would, after each function's
+docstring has been replaced by ``None`` in its syntax tree: the compiler
+then lays the function out as one without a docstring (``__doc__`` is
+None, its other constants renumbered as they must be).  Asserts, every
+other constant, and the modules' and classes' own docstrings stay as they
+are.  :func:`release` writes the file again if
 anything was compiled anew: what this start used, and what the file held
-that is still true to its source (another checkout's modules, or the
-deck's when a headless server wrote it), within a bound.
+that is still true to its source (the deck's when a headless server
+wrote it), within a bound.
 
 A class's docstring is read as the class is made (a dataclass without one
 makes one from its signature), so classes' and modules' docstrings go
@@ -108,8 +110,8 @@ class _File:
 
     def _entries(self, used: dict[bytes, bytes | tuple[int, int]]) -> dict[bytes, bytes]:
         """What this run used, then what the file held that is still true to
-        its source (another checkout's modules, the deck's for a headless
-        start), as long as the file stays well under its bound."""
+        its source (the deck's for a headless start), as long as the file
+        stays well under its bound."""
         entries: dict[bytes, bytes] = {}
         room = _MAX_BYTES // 2
         for key, value in [*used.items(), *self.index.items()]:
@@ -140,8 +142,24 @@ _installer = -1  # the thread that installed it
 
 
 def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
-    """The file (None: an interpreter whose compiled code has no such name)."""
-    return classcode.cache_file("modules", env)
+    """The file of this installation of choragos (None: an interpreter whose
+    compiled code has no such name).  Each installation (each checkout,
+    each virtual environment) has a file of its own: the server reads the
+    whole index of the file it opens, and with some twenty checkouts sharing
+    one (a shared machine's benches and tests) their index kept 0.7 MB more
+    of the server resident."""
+    return classcode.cache_file(f"modules-{_checksum(os.fsencode(_PACKAGE)):08x}", env)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(classcode.__file__))
+
+
+def _checksum(data: bytes) -> int:
+    """FNV-1a, 32 bits: a short name for a folder, with no module to load."""
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
 
 
 def install(path: str | None = None) -> None:

@@ -14,6 +14,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 from choragos import classcode
 from choragos.session import modulecode
 
@@ -455,3 +457,20 @@ def test_the_classes_are_found_through_the_modules_not_every_object(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout)
     assert found["classes"] > 100 and found["gone"] == [None, None]
+
+
+def test_each_installation_reads_a_file_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server reads the whole index of the file it opens: another
+    checkout's modules (some twenty share one cache folder on a shared
+    machine) are not in it."""
+    env = {"XDG_CACHE_HOME": "/cache"}
+    mine = modulecode.cache_path(env)
+    here = modulecode._PACKAGE
+    monkeypatch.setattr(modulecode, "_PACKAGE", "/elsewhere/choragos")
+    other = modulecode.cache_path(env)
+    monkeypatch.setattr(modulecode, "_PACKAGE", here)
+    assert mine is not None and other is not None
+    assert os.path.dirname(mine) == os.path.dirname(other) == "/cache/choragos"
+    assert mine != other
+    assert modulecode.cache_path(env) == mine  # the same installation, the same file
+    assert os.path.basename(mine).startswith("modules-")
