@@ -461,7 +461,7 @@ def test_the_classes_are_found_through_the_modules_not_every_object(tmp_path: Pa
 
 def test_each_installation_reads_a_file_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server reads the whole index of the file it opens: another
-    checkout's modules (some twenty share one cache folder on a shared
+    installation's modules (ten share one cache folder on a shared
     machine) are not in it."""
     env = {"XDG_CACHE_HOME": "/cache"}
     mine = modulecode.cache_path(env)
