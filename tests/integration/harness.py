@@ -140,6 +140,14 @@ class Serve:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.diagnostics()}") from None
 
+    def wait_merged(self, name: str, timeout: float = 30) -> str:
+        """The text of ``name`` in the workdir once a merge has written it
+        whole: git makes the file before it writes its bytes, so a file
+        that exists may still read empty for a moment."""
+        path = self.workdir / name
+        return self.wait(lambda: path.exists() and path.read_text(), timeout,
+                         message=f"the merge of {name}")
+
     def diagnostics(self) -> str:
         records = self.events()
         tail = records[-25:]

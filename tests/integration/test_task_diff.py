@@ -55,7 +55,7 @@ def test_a_merged_worktree_task_keeps_its_own_diff(serve):
     s.wait_booted(["orchestrator", "alice"])
     assert s.cli("delegate", "--to", "alice", "--task", "N.\nwrite notes.txt from alice"
                  ).returncode == 0
-    s.wait(lambda: (s.workdir / "notes.txt").exists(), 30, message="the merge")
+    s.wait_merged("notes.txt")
     (s.workdir / "notes.txt").write_text("edited in the main tree after the merge\n")
     out = s.cli("diff", "T1")
     assert out.returncode == 0, out.stderr

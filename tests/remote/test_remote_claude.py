@@ -97,8 +97,7 @@ def test_a_real_claude_on_the_host_does_its_task_and_its_tokens_count_for_its_ro
         s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
         assert s.cli("delegate", "--to", "coder", "--task", "Create hello.txt").returncode == 0
         s.wait(lambda: s.board()["T1"]["state"] == "done", 120, message="T1 done")
-        s.wait(lambda: (s.workdir / "hello.txt").exists(), 30, message="the merge")
-        assert (s.workdir / "hello.txt").read_text() == "hello\n"
+        assert s.wait_merged("hello.txt") == "hello\n"
         assert "over there" in Path(s.board()["T1"]["report"]).read_text()
 
         calls = model.message_requests(with_tools=False)

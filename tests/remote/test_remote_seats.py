@@ -51,8 +51,7 @@ def test_a_remote_worker_does_the_task_and_its_work_merges_only_after_the_gate(
     assert "made.txt" in Path(gates["T1"]["file"]).read_text()
     assert not (s.workdir / "made.txt").exists(), "merged before the operator decided"
     assert s.cli("gate", "approve", "T1").returncode == 0
-    s.wait(lambda: (s.workdir / "made.txt").exists(), 30, message="the merge")
-    assert (s.workdir / "made.txt").read_text().strip() == "from afar"
+    assert s.wait_merged("made.txt").strip() == "from afar"
     done = s.wait(lambda: s.board()["T1"]["state"] == "done" and s.board()["T1"], 30)
     assert done["role"] == "coder"
     # The report travelled with the work-done and is readable here.
