@@ -71,7 +71,7 @@ from choragos.control.server import (
     ControlServer,
     ServerStartError,
     bind_server,
-    install_fault_hook,
+    fault_hook,
 )
 from choragos.gateway.client import GatewayMode, decide_session
 from choragos.gateway.counts import session_path
@@ -164,7 +164,7 @@ class Session:
         """Bind the socket first: a second session here must fail before it
         spawns anything or writes one line into the running session's log."""
         self.server = bind_server(self.options.socket, self.events.write)
-        install_fault_hook(self.server)
+        fault_hook("accept-loop", self.server.inject_fault)
         if os.environ.get(FAULT_HOOK):  # a test's; the web view's modules only then
             from choragos.actors.websession import install_fault_hook as install_web_fault_hook
 

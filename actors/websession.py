@@ -12,11 +12,9 @@ web actor.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.children import Start
@@ -25,7 +23,7 @@ from choragos.actors.rolesview import RolesView
 from choragos.actors.web import WebActor, WebState
 from choragos.board import events, runfollow, timeline
 from choragos.control import tcppeer, wire
-from choragos.control.server import FAULT_HOOK
+from choragos.control.server import fault_hook
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
 from choragos.web.news import NewsHub
@@ -94,17 +92,12 @@ class WebAccess:
 def install_fault_hook(session: Session) -> bool:
     """Test hook, off unless the environment asks for it (``CHORAGOS_TEST_FAULTS=web``):
     SIGUSR2 makes the web server's loop die, so a test can see it restarted."""
-    if os.environ.get(FAULT_HOOK) != "web":
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return False
 
-    def fault(signum: int, frame: Any) -> None:
+    def fault() -> None:
         if session.web is not None:
             session.web.server.inject_fault()
 
-    signal.signal(signal.SIGUSR2, fault)
-    return True
+    return fault_hook("web", fault)
 
 
 def web(session: Session, hub: NewsHub, access: WebAccess) -> tuple[WebState, Start] | None:

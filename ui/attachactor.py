@@ -11,15 +11,12 @@ away first, with the reason).  A deliberate stop closes the server.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from typing import Any
 
 from choragos.actors.base import Actor
-from choragos.control.server import FAULT_HOOK
+from choragos.control.server import fault_hook
 from choragos.ui.attachserver import AttachServer
 
 
@@ -61,12 +58,6 @@ class AttachActor(Actor):
 
 
 def install_fault_hook(server: AttachServer) -> bool:
-    """Test hook, off unless the environment asks for it
-    (``CHORAGOS_TEST_FAULTS=attach-pump``): SIGUSR2 makes the attach pump
-    raise, so a test can kill it for real in a running session."""
-    if os.environ.get(FAULT_HOOK) != "attach-pump":
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    signal.signal(signal.SIGUSR2, lambda signum, frame: server.inject_fault())
-    return True
+    """Test hook (``CHORAGOS_TEST_FAULTS=attach-pump``): SIGUSR2 makes the
+    attach pump raise, so a test can kill it for real in a running session."""
+    return fault_hook("attach-pump", server.inject_fault)

@@ -725,17 +725,19 @@ def _size(limit: int) -> str:
 
 # The session binds its socket before it starts its actors; the listener
 # actor (loaded after the roles' spawns) accepts on it once it starts.
-FAULT_HOOK = "CHORAGOS_TEST_FAULTS"  # = "accept-loop": SIGUSR2 kills the accept loop
+# A test names the loop it kills: "accept-loop", "attach-pump" or "web".
+FAULT_HOOK = "CHORAGOS_TEST_FAULTS"
 
 
-def install_fault_hook(server: ControlServer) -> bool:
-    """Test hook, off unless the environment asks for it: SIGUSR2 makes the
-    accept loop raise, so a test can kill it for real in a running session."""
-    if os.environ.get(FAULT_HOOK) != "accept-loop":
+def fault_hook(kind: str, inject: Callable[[], None]) -> bool:
+    """Test hook, off unless the environment names ``kind``: SIGUSR2 then
+    calls ``inject`` (which makes a loop raise), so a test can kill that loop
+    for real in a running session.  Only the main thread may set a handler."""
+    if os.environ.get(FAULT_HOOK) != kind:
         return False
     if threading.current_thread() is not threading.main_thread():
         return False
-    signal.signal(signal.SIGUSR2, lambda signum, frame: server.inject_fault())
+    signal.signal(signal.SIGUSR2, lambda signum, frame: inject())
     return True
 
 
