@@ -2,9 +2,12 @@
 whether it may be briefed, whether a line may be typed into it, and the
 view it publishes.
 
-Pure reads of a :class:`~choragos.actors.role.RoleState` (its emulated
+Reads of a :class:`~choragos.actors.role.RoleState` (its emulated
 terminal, its profile, when output last came) at ``now``: the role actor
-passes its clock's time, a test any time it likes.
+passes its clock's time, a test any time it likes.  The one thing a read
+keeps is since when the screen has matched nothing (``unmatched_since``):
+such a screen may be a frame half drawn, so it does not end a dialog state
+until it has stayed so for UNMATCHED_SETTLE.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ if TYPE_CHECKING:
     from choragos.actors.role import RoleState
 
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
+# Seconds a screen nothing on it matches must stay so before it ends a
+# dialog state.  A PTY read can end mid-frame: Gemini CLI redraws its trust
+# dialog as it starts, and on a loaded machine a read ended right after it
+# erased the last drawing, a blank screen for 67 ms, which its profile reads
+# as working.  A dialog really gone leaves at most this much later.
+UNMATCHED_SETTLE = 1.0
 # Boot timings: floors, a profile may ask for more (``boot_quiet``).
 BOOT_QUIET = 1.2
 BOOT_MAX_WAIT = 20.0
@@ -32,10 +41,21 @@ def drawn(lines: list[str]) -> bool:
 
 
 def screen_status(s: RoleState, now: float) -> RoleStatus:
-    """Working, waiting or idle, as the screen shows it."""
+    """Working, waiting or idle, as the screen shows it; a role waiting
+    stays so on a screen nothing on it matches until UNMATCHED_SETTLE has
+    passed since the first such read."""
     lines = s.terminal.display()
-    status = RoleStatus(screenstatus.classify(
-        lines, s.profile, s.spec.input_prompts, cursor=s.terminal.cursor))
+    said = screenstatus.matched_status(lines, s.profile, s.spec.input_prompts,
+                                       cursor=s.terminal.cursor)
+    if said is not None:
+        s.unmatched_since = None
+        status = RoleStatus(said)
+    else:
+        if s.unmatched_since is None:
+            s.unmatched_since = now
+        if s.status is RoleStatus.WAITING and now - s.unmatched_since < UNMATCHED_SETTLE:
+            return RoleStatus.WAITING  # maybe the dialog half redrawn: never typed into
+        status = RoleStatus(screenstatus.unmatched_reading(lines, s.profile))
     if status is RoleStatus.WORKING and _quiet_without_busy_marker(s, lines, now):
         # An unknown TUI whose prompt we do not recognise: nothing drawn for a
         # while and nothing that says "busy" means it waits for its next input.
@@ -47,6 +67,18 @@ def _quiet_without_busy_marker(s: RoleState, lines: list[str], now: float) -> bo
     if now - s.last_output < QUIET_IDLE or not drawn(lines):
         return False
     return not screenstatus.has_marker(lines, s.profile.busy_markers)
+
+
+def recheck_due(s: RoleState) -> float | None:
+    """When the screen must be read again with no new output, if ever: a
+    role working with no busy marker may count as idle after QUIET_IDLE, a
+    waiting role held on a screen nothing matches leaves it after
+    UNMATCHED_SETTLE."""
+    if s.status is RoleStatus.WORKING:
+        return s.last_output + QUIET_IDLE
+    if s.status is RoleStatus.WAITING and s.unmatched_since is not None:
+        return s.unmatched_since + UNMATCHED_SETTLE
+    return None
 
 
 def boot_ready(s: RoleState, now: float) -> bool:

@@ -3,7 +3,8 @@
 New output is classified CLASSIFY_DELAY after its notice (one
 classification on its way at a time); a role working with no busy marker is
 read again once output has been quiet for QUIET_IDLE (an unknown TUI then
-counts as idle); and a role whose screen has been still for its
+counts as idle), and a waiting role held on a screen nothing matches once
+that has lasted UNMATCHED_SETTLE; and a role whose screen has been still for its
 ``stall_after`` is marked stalled, unless it is held still on purpose
 (paused or limited).  One timer of each kind at a time, each told through
 the session's timers on the role actor's clock; what a look finds is the
@@ -16,8 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
-from choragos.actors import roleio
-from choragos.actors.rolescreen import QUIET_IDLE
+from choragos.actors import roleio, rolescreen
 from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
@@ -55,11 +55,13 @@ class Watch:
             self.arm_quiet_check(msg.gen)
 
     def arm_quiet_check(self, gen: int) -> None:
-        """Re-read the screen once output has been quiet for QUIET_IDLE."""
+        """Re-read the screen when a read with no new output may say more
+        (see :func:`rolescreen.recheck_due`)."""
         s = self.s
-        if s.status is RoleStatus.WORKING and not s.quiet_check:
+        due = rolescreen.recheck_due(s)
+        if due is not None and not s.quiet_check:
             s.quiet_check = True
-            wait = max(0.05, s.last_output + QUIET_IDLE - self.now() + 0.05)
+            wait = max(0.05, due - self.now() + 0.05)
             self.timers.after(wait, self.me, m.QuietCheck(gen))
 
     def quiet_check(self, msg: m.QuietCheck) -> None:

@@ -280,6 +280,11 @@ class World:
         self.inbox.tell(message)
         self._drain()
 
+    def output(self, data: bytes) -> None:
+        """The agent's output as its reader reads it: fed, the actor told."""
+        self.feed.data(data)
+        self._drain()
+
     def inject(self, text: str, injection_id: int = 1, kind: str = "notice") -> None:
         self.tell(m.Inject(m.Injection(injection_id, "coder", text, kind)))
 

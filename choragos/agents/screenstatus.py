@@ -116,9 +116,27 @@ def classify(lines: Sequence[str], profile: AgentProfile,
     ``extra_input_prompts`` are the role's own ``input_prompts``; ``cursor``
     (column, row) helps recognise a plain prompt line as the live one.
     """
+    status = matched_status(lines, profile, extra_input_prompts, cursor)
+    return status if status is not None else unmatched_reading(lines, profile)
+
+
+def unmatched_reading(lines: Sequence[str], profile: AgentProfile) -> str:
+    """What a screen nothing on it matches is read as: *working* while
+    nothing is drawn (the program is still starting), else the profile's
+    ``unmatched_status``."""
+    return profile.unmatched_status if any(line.strip() for line in lines) else WORKING
+
+
+def matched_status(lines: Sequence[str], profile: AgentProfile,
+                   extra_input_prompts: Iterable[str] = (),
+                   cursor: tuple[int, int] | None = None) -> str | None:
+    """What :func:`classify` says when something on the screen says it; None
+    for a blank screen or one nothing on it matches.  Such a screen may be a
+    frame half drawn (a PTY read can end mid-frame), so a caller that would
+    leave a dialog on it waits to see whether it stays so."""
     screen = [line.rstrip() for line in lines]
     if not any(screen):
-        return WORKING  # nothing drawn yet: the program is still starting
+        return None
     extra = tuple(extra_input_prompts)
     box = find_input_box(screen, profile.box_prompts) if profile.box_prompts else None
     if box is not None:
@@ -145,7 +163,7 @@ def _input_open(near: list[str], screen: list[str], profile: AgentProfile,
 
 
 def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, ...],
-                    cursor: tuple[int, int] | None) -> str:
+                    cursor: tuple[int, int] | None) -> str | None:
     scope = _scope(screen, profile)
     asking = profile.input_prompts + extra
     if _at_line_prompt(screen, profile, cursor) and not _asks(scope[-1:], profile, asking):
@@ -159,7 +177,7 @@ def _classify_plain(screen: list[str], profile: AgentProfile, extra: tuple[str, 
         return WORKING
     if has_marker(scope, profile.idle_markers) or _at_line_prompt(screen, profile, cursor):
         return IDLE
-    return profile.unmatched_status
+    return None
 
 
 # The agent's latest lines above its input, where its limit notice is looked
