@@ -81,6 +81,8 @@ class RoleState:
     last_output: float = 0.0
     booted: bool = False
     boot_attempts: int = 0
+    boot_busy_at: float = 0.0  # (monotonic) the boot check last found it running
+    boot_held_said: bool = False  # the operator was told its brief is held back
     restarts_used: int = 0
     restarts_total: int = 0
     stopping: bool = False
@@ -262,6 +264,7 @@ class RoleActor(Actor):
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
         s.spawned = s.last_output = self.now()
+        s.boot_held_said = False
         make_screen(s)  # before the reader feeds it: see RoleState.terminal
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
@@ -422,8 +425,21 @@ class RoleActor(Actor):
             boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
             self.typist.begin(boot, boot=True)
         else:
+            if not s.boot_held_said and rolescreen.boot_held_running(s, self.now()):
+                self._say_boot_held()
             self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
                               m.BootCheck(msg.gen))
+
+    def _say_boot_held(self) -> None:
+        """An agent that keeps running is never briefed (it may be drawing a
+        dialog the brief would answer): say so, once, on its card and to the core."""
+        s = self.s
+        s.boot_held_said = True
+        s.detail = (f"not briefed: still running {rolescreen.BOOT_MAX_WAIT:g}s after its "
+                    "start (busy, or starved of CPU); briefed once it rests")
+        boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+        self.core.tell(m.InjectionOutcome(s.spec.name, boot, False, s.detail, untouched=True))
+        self._publish()
 
     # -- injection ----------------------------------------------------
 
@@ -465,6 +481,8 @@ class RoleActor(Actor):
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
+            if s.boot_held_said:
+                s.detail, s.boot_held_said = "", False
             if ending.ok and s.conversation:
                 conversations.mark_used(s.workdir, s.spec.name, s.conversation)
             if s.status is RoleStatus.BOOTING:

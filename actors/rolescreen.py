@@ -7,7 +7,8 @@ terminal, its profile, when output last came) at ``now``: the role actor
 passes its clock's time, a test any time it likes.  The one thing a read
 keeps is since when the screen has matched nothing (``unmatched_since``):
 such a screen may be a frame half drawn, so it does not end a dialog state
-until it has stayed so for UNMATCHED_SETTLE.
+until it has stayed so for UNMATCHED_SETTLE; the boot check also keeps when
+it last found the agent running (``boot_busy_at``).
 """
 
 from __future__ import annotations
@@ -82,24 +83,51 @@ def recheck_due(s: RoleState) -> float | None:
 
 
 def boot_ready(s: RoleState, now: float) -> bool:
-    """Ready to brief: output quiet for 1.2 s, and no dialog on screen (the
-    role actor looks first 1 s after the spawn).
+    """Ready to brief: quiet for 1.2 s, no dialog on screen, and asleep for
+    as long (the role actor looks first 1 s after the spawn).
+
+    Quiet output alone does not tell an idle agent from one the machine
+    starves of CPU: Gemini CLI draws an idle-looking prompt a moment before
+    its folder-trust dialog, and starved in between, it would read the brief
+    as that dialog's answer.  The kernel does tell: an idle agent's threads
+    sleep, a starved or working one has a thread in state R.  An agent found
+    running is looked at every BOOT_POLL until it has rested a whole quiet
+    wait.
 
     An agent whose screen never looks idle (an unknown TUI) is briefed
-    anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
+    anyway after BOOT_MAX_WAIT, but never while it runs; one showing a
+    dialog is never typed into.
     """
-    if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
+    quiet = max(BOOT_QUIET, s.profile.boot_quiet)
+    if now - s.last_output < quiet:
+        return False
+    if s.boot_busy_at > s.last_output and now - s.boot_busy_at < quiet:
+        _running(s, now)  # still resting, or at work again: the wait starts over
         return False
     lines = s.terminal.display()
     screen = screen_status(s, now)
     if screen is RoleStatus.WAITING or not drawn(lines):
         return False
-    if now - s.spawned >= BOOT_MAX_WAIT:
-        return True
     # Some CLIs draw an idle-looking prompt before their startup dialog.
     markers = s.profile.boot_markers
-    return screen is RoleStatus.IDLE and (not markers
-                                          or screenstatus.has_marker(lines, markers))
+    if now - s.spawned < BOOT_MAX_WAIT and not (
+            screen is RoleStatus.IDLE
+            and (not markers or screenstatus.has_marker(lines, markers))):
+        return False
+    return not _running(s, now)  # asked last: it reads /proc
+
+
+def _running(s: RoleState, now: float) -> bool:
+    if s.child is None or not s.child.running():
+        return False
+    s.boot_busy_at = now
+    return True
+
+
+def boot_held_running(s: RoleState, now: float) -> bool:
+    """Past BOOT_MAX_WAIT and still unbriefed only because it keeps running:
+    a brief the operator must hear of, since it may never be typed."""
+    return now - s.spawned >= BOOT_MAX_WAIT and s.boot_busy_at == now
 
 
 def boot_recheck(s: RoleState, now: float) -> float:
@@ -107,7 +135,9 @@ def boot_recheck(s: RoleState, now: float) -> float:
     tick at which its output can have been quiet long enough.  Until then
     :func:`boot_ready` is False whatever the screen shows, so an agent that
     never stops printing is looked at once per quiet wait, not ten times a
-    second, and a quiet one is briefed on the same tick as before."""
+    second, and a quiet one is briefed on the same tick as before.  One
+    found running since its last output is looked at every BOOT_POLL, so
+    that its wait counts only the time it really rests."""
     short = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet) - now
     return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
 
