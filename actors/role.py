@@ -31,7 +31,6 @@ from choragos.actors.rolehost import MACHINE, Child, RoleHost
 from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
-from choragos.agents import screenstatus
 from choragos.agents.profiles import AgentProfile, profile_for
 from choragos.config.memfloor import HELD_MARK, MemoryGate, Verdict
 from choragos.config.model import RoleSpec
@@ -374,19 +373,10 @@ class RoleActor(Actor):
     # -- provider limits ------------------------------------------------
 
     def _notice_limit(self) -> None:
-        """Tell the session when the agent's own screen shows a limit, once per
-        notice: one still on the screen after the wait is not a new one."""
-        s = self.s
-        if s.status is RoleStatus.WORKING:
-            s.limit_line = None  # it went on: the next notice is a new one
-        if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
-            return
-        tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
-                else screenstatus.LIMIT_TAIL)
-        line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
-        if line is not None and line != s.limit_line:
-            self.core.tell(m.LimitOnScreen(s.spec.name, line))
-        s.limit_line = line
+        """Tell the session when the agent's own screen shows a limit."""
+        line = rolescreen.new_limit_line(self.s)
+        if line is not None:
+            self.core.tell(m.LimitOnScreen(self.s.spec.name, line))
 
     @handle.register(m.Limited)
     def _limited(self, msg: m.Limited) -> None:
@@ -422,24 +412,14 @@ class RoleActor(Actor):
             return  # paused or gone; resume/respawn re-arms the check
         if rolescreen.boot_ready(self.s, self.now()):
             s.boot_attempts += 1
-            boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-            self.typist.begin(boot, boot=True)
+            self.typist.begin(rolescreen.boot_injection(s), boot=True)
         else:
-            if not s.boot_held_said and rolescreen.boot_held_running(s, self.now()):
-                self._say_boot_held()
+            held = rolescreen.boot_held(s, self.now())
+            if held is not None:  # said once: its card, the core (event, hook)
+                self.core.tell(held)
+                self._publish()
             self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
                               m.BootCheck(msg.gen))
-
-    def _say_boot_held(self) -> None:
-        """An agent that keeps running is never briefed (it may be drawing a
-        dialog the brief would answer): say so, once, on its card and to the core."""
-        s = self.s
-        s.boot_held_said = True
-        s.detail = (f"not briefed: still running {rolescreen.BOOT_MAX_WAIT:g}s after its "
-                    "start (busy, or starved of CPU); briefed once it rests")
-        boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-        self.core.tell(m.InjectionOutcome(s.spec.name, boot, False, s.detail, untouched=True))
-        self._publish()
 
     # -- injection ----------------------------------------------------
 

@@ -130,6 +130,38 @@ def boot_held_running(s: RoleState, now: float) -> bool:
     return now - s.spawned >= BOOT_MAX_WAIT and s.boot_busy_at == now
 
 
+def boot_injection(s: RoleState) -> m.Injection:
+    """The role's brief as the typist takes it."""
+    return m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+
+
+def boot_held(s: RoleState, now: float) -> m.InjectionOutcome | None:
+    """Once, for an agent never briefed because it keeps running (it may be
+    drawing a dialog the brief would answer): its card's detail set, and the
+    outcome the core turns into an event, a warning and the input hook."""
+    if s.boot_held_said or not boot_held_running(s, now):
+        return None
+    s.boot_held_said = True
+    s.detail = (f"not briefed: still running {BOOT_MAX_WAIT:g}s after its "
+                "start (busy, or starved of CPU); briefed once it rests")
+    return m.InjectionOutcome(s.spec.name, boot_injection(s), False, s.detail, untouched=True)
+
+
+def new_limit_line(s: RoleState) -> str | None:
+    """The limit notice the agent's own screen shows that the session has not
+    been told of: once per notice (one still on the screen after the wait is
+    not a new one); None otherwise."""
+    if s.status is RoleStatus.WORKING:
+        s.limit_line = None  # it went on: the next notice is a new one
+    if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
+        return None
+    tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
+            else screenstatus.LIMIT_TAIL)
+    line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
+    told, s.limit_line = s.limit_line, line
+    return line if line is not None and line != told else None
+
+
 def boot_recheck(s: RoleState, now: float) -> float:
     """When a role not ready to brief is looked at again: the first BOOT_POLL
     tick at which its output can have been quiet long enough.  Until then
