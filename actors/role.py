@@ -98,6 +98,7 @@ class RoleState:
     left_in_input: str | None = None  # a line its input still shows that it did not take
     settle_until: float = 0.0  # (monotonic) no classification as idle before this
     unmatched_since: float | None = None  # (monotonic) the screen has matched nothing since
+    quiet_busy_at: float = 0.0  # (monotonic) found running while quiet on an unmarked screen
     limited_until: float | None = None  # (wall clock) a provider's limit is waited out
     limit_line: str | None = None  # the limit notice last reported from its screen
     before_pause: RoleStatus | None = None  # the status a resume returns to

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from choragos.actors.role import RoleState
 
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
+BUSY_RELOOK = 0.5  # a quiet program found running is looked at again this often
 # Seconds a screen nothing on it matches must stay so before it ends a
 # dialog state.  A PTY read can end mid-frame: Gemini CLI redraws its trust
 # dialog as it starts, and on a loaded machine a read ended right after it
@@ -67,16 +68,25 @@ def screen_status(s: RoleState, now: float) -> RoleStatus:
 def _quiet_without_busy_marker(s: RoleState, lines: list[str], now: float) -> bool:
     if now - s.last_output < QUIET_IDLE or not drawn(lines):
         return False
-    return not screenstatus.has_marker(lines, s.profile.busy_markers)
+    if screenstatus.has_marker(lines, s.profile.busy_markers):
+        return False
+    # Quiet is not idle while the program runs: at work without a word, or
+    # starved of CPU on its way to draw more (a dialog, maybe).  Asked last:
+    # it reads /proc.
+    if s.child is not None and s.child.running():
+        s.quiet_busy_at = now
+        return False
+    return True
 
 
 def recheck_due(s: RoleState) -> float | None:
     """When the screen must be read again with no new output, if ever: a
-    role working with no busy marker may count as idle after QUIET_IDLE, a
+    role working with no busy marker may count as idle after QUIET_IDLE
+    (looked at every BUSY_RELOOK while its program runs), a
     waiting role held on a screen nothing matches leaves it after
     UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
-        return s.last_output + QUIET_IDLE
+        return max(s.last_output + QUIET_IDLE, s.quiet_busy_at + BUSY_RELOOK)
     if s.status is RoleStatus.WAITING and s.unmatched_since is not None:
         return s.unmatched_since + UNMATCHED_SETTLE
     return None

@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 
 from choragos.actors import messages as m
-from choragos.actors.rolescreen import BOOT_MAX_WAIT, BOOT_QUIET, QUIET_IDLE, boot_ready, ready
+from choragos.actors.rolescreen import (
+    BOOT_MAX_WAIT,
+    BOOT_QUIET,
+    BUSY_RELOOK,
+    QUIET_IDLE,
+    boot_ready,
+    ready,
+)
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
@@ -126,3 +133,23 @@ def test_an_agent_running_past_the_longest_wait_is_never_typed_into_and_said_so(
     assert "not briefed" in held.detail and "not briefed" in world.state.detail
     assert not world.writes_of(world.state.boot_text.encode())
     assert not world.state.booted
+
+
+def test_a_quiet_unmarked_screen_is_not_idle_while_its_program_runs(tmp_path):
+    """An unknown TUI with no busy marker counts as idle after QUIET_IDLE of
+    quiet, but not while its program runs (at work without a word, or
+    starved of CPU on its way to draw more): it takes no line then, and it
+    is read as idle soon after it rests."""
+    world = World(tmp_path, prompt="")
+    s = world.state
+    world.output(b"thinking it over")  # matches nothing: working
+    world.run(0.5)
+    assert s.status is RoleStatus.WORKING
+    world.agent.busy = True
+    world.run(QUIET_IDLE + 4.0)
+    assert s.status is RoleStatus.WORKING and not ready(s, world.clock.t)
+    world.agent.busy = False
+    rested = world.clock.t
+    world.run_until(lambda: s.status is RoleStatus.IDLE)
+    assert world.clock.t - rested <= BUSY_RELOOK + 0.1
+    assert ready(s, world.clock.t + 1.0)
