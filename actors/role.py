@@ -31,6 +31,7 @@ from choragos.actors.rolehost import MACHINE, Child, RoleHost
 from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
+from choragos.agents import screenstatus
 from choragos.agents.profiles import AgentProfile, profile_for
 from choragos.config.memfloor import HELD_MARK, MemoryGate, Verdict
 from choragos.config.model import RoleSpec
@@ -80,8 +81,6 @@ class RoleState:
     last_output: float = 0.0
     booted: bool = False
     boot_attempts: int = 0
-    boot_busy_at: float = 0.0  # (monotonic) the boot check last found it running
-    boot_held_said: bool = False  # the operator was told its brief is held back
     restarts_used: int = 0
     restarts_total: int = 0
     stopping: bool = False
@@ -98,7 +97,6 @@ class RoleState:
     left_in_input: str | None = None  # a line its input still shows that it did not take
     settle_until: float = 0.0  # (monotonic) no classification as idle before this
     unmatched_since: float | None = None  # (monotonic) the screen has matched nothing since
-    quiet_busy_at: float = 0.0  # (monotonic) found running while quiet on an unmarked screen
     limited_until: float | None = None  # (wall clock) a provider's limit is waited out
     limit_line: str | None = None  # the limit notice last reported from its screen
     before_pause: RoleStatus | None = None  # the status a resume returns to
@@ -264,7 +262,6 @@ class RoleActor(Actor):
             self.core.tell(m.RoleExited(s.spec.name, ExitStatus(code=127), False, str(exc)))
             return
         s.spawned = s.last_output = self.now()
-        s.boot_held_said = False
         make_screen(s)  # before the reader feeds it: see RoleState.terminal
         s.transcript.start_session(argv, s.cwd or s.workdir, s.child.pid)
         gen = s.gen
@@ -374,10 +371,19 @@ class RoleActor(Actor):
     # -- provider limits ------------------------------------------------
 
     def _notice_limit(self) -> None:
-        """Tell the session when the agent's own screen shows a limit."""
-        line = rolescreen.new_limit_line(self.s)
-        if line is not None:
-            self.core.tell(m.LimitOnScreen(self.s.spec.name, line))
+        """Tell the session when the agent's own screen shows a limit, once per
+        notice: one still on the screen after the wait is not a new one."""
+        s = self.s
+        if s.status is RoleStatus.WORKING:
+            s.limit_line = None  # it went on: the next notice is a new one
+        if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
+            return
+        tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
+                else screenstatus.LIMIT_TAIL)
+        line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
+        if line is not None and line != s.limit_line:
+            self.core.tell(m.LimitOnScreen(s.spec.name, line))
+        s.limit_line = line
 
     @handle.register(m.Limited)
     def _limited(self, msg: m.Limited) -> None:
@@ -413,12 +419,9 @@ class RoleActor(Actor):
             return  # paused or gone; resume/respawn re-arms the check
         if rolescreen.boot_ready(self.s, self.now()):
             s.boot_attempts += 1
-            self.typist.begin(rolescreen.boot_injection(s), boot=True)
+            boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+            self.typist.begin(boot, boot=True)
         else:
-            held = rolescreen.boot_held(s, self.now())
-            if held is not None:  # said once: its card, the core (event, hook)
-                self.core.tell(held)
-                self._publish()
             self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
                               m.BootCheck(msg.gen))
 
@@ -462,8 +465,6 @@ class RoleActor(Actor):
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
-            if s.boot_held_said:
-                s.detail, s.boot_held_said = "", False
             if ending.ok and s.conversation:
                 conversations.mark_used(s.workdir, s.spec.name, s.conversation)
             if s.status is RoleStatus.BOOTING:

@@ -7,8 +7,7 @@ terminal, its profile, when output last came) at ``now``: the role actor
 passes its clock's time, a test any time it likes.  The one thing a read
 keeps is since when the screen has matched nothing (``unmatched_since``):
 such a screen may be a frame half drawn, so it does not end a dialog state
-until it has stayed so for UNMATCHED_SETTLE; the boot check also keeps when
-it last found the agent running (``boot_busy_at``).
+until it has stayed so for UNMATCHED_SETTLE.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
     from choragos.actors.role import RoleState
 
 QUIET_IDLE = 3.0  # seconds without output after which an unmarked screen counts as idle
-BUSY_RELOOK = 0.5  # a quiet program found running is looked at again this often
 # Seconds a screen nothing on it matches must stay so before it ends a
 # dialog state.  A PTY read can end mid-frame: Gemini CLI redraws its trust
 # dialog as it starts, and on a loaded machine a read ended right after it
@@ -68,108 +66,40 @@ def screen_status(s: RoleState, now: float) -> RoleStatus:
 def _quiet_without_busy_marker(s: RoleState, lines: list[str], now: float) -> bool:
     if now - s.last_output < QUIET_IDLE or not drawn(lines):
         return False
-    if screenstatus.has_marker(lines, s.profile.busy_markers):
-        return False
-    # Quiet is not idle while the program runs: at work without a word, or
-    # starved of CPU on its way to draw more (a dialog, maybe).  Asked last:
-    # it reads /proc.
-    if s.child is not None and s.child.running():
-        s.quiet_busy_at = now
-        return False
-    return True
+    return not screenstatus.has_marker(lines, s.profile.busy_markers)
 
 
 def recheck_due(s: RoleState) -> float | None:
     """When the screen must be read again with no new output, if ever: a
-    role working with no busy marker may count as idle after QUIET_IDLE
-    (looked at every BUSY_RELOOK while its program runs), a
+    role working with no busy marker may count as idle after QUIET_IDLE, a
     waiting role held on a screen nothing matches leaves it after
     UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
-        return max(s.last_output + QUIET_IDLE, s.quiet_busy_at + BUSY_RELOOK)
+        return s.last_output + QUIET_IDLE
     if s.status is RoleStatus.WAITING and s.unmatched_since is not None:
         return s.unmatched_since + UNMATCHED_SETTLE
     return None
 
 
 def boot_ready(s: RoleState, now: float) -> bool:
-    """Ready to brief: quiet for 1.2 s, no dialog on screen, and asleep for
-    as long (the role actor looks first 1 s after the spawn).
-
-    Quiet output alone does not tell an idle agent from one the machine
-    starves of CPU: Gemini CLI draws an idle-looking prompt a moment before
-    its folder-trust dialog, and starved in between, it would read the brief
-    as that dialog's answer.  The kernel does tell: an idle agent's threads
-    sleep, a starved or working one has a thread in state R.  An agent found
-    running is looked at every BOOT_POLL until it has rested a whole quiet
-    wait.
+    """Ready to brief: output quiet for 1.2 s, and no dialog on screen (the
+    role actor looks first 1 s after the spawn).
 
     An agent whose screen never looks idle (an unknown TUI) is briefed
-    anyway after BOOT_MAX_WAIT, but never while it runs; one showing a
-    dialog is never typed into.
+    anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
     """
-    quiet = max(BOOT_QUIET, s.profile.boot_quiet)
-    if now - s.last_output < quiet:
-        return False
-    if s.boot_busy_at > s.last_output and now - s.boot_busy_at < quiet:
-        _running(s, now)  # still resting, or at work again: the wait starts over
+    if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
         return False
     lines = s.terminal.display()
     screen = screen_status(s, now)
     if screen is RoleStatus.WAITING or not drawn(lines):
         return False
+    if now - s.spawned >= BOOT_MAX_WAIT:
+        return True
     # Some CLIs draw an idle-looking prompt before their startup dialog.
     markers = s.profile.boot_markers
-    if now - s.spawned < BOOT_MAX_WAIT and not (
-            screen is RoleStatus.IDLE
-            and (not markers or screenstatus.has_marker(lines, markers))):
-        return False
-    return not _running(s, now)  # asked last: it reads /proc
-
-
-def _running(s: RoleState, now: float) -> bool:
-    if s.child is None or not s.child.running():
-        return False
-    s.boot_busy_at = now
-    return True
-
-
-def boot_held_running(s: RoleState, now: float) -> bool:
-    """Past BOOT_MAX_WAIT and still unbriefed only because it keeps running:
-    a brief the operator must hear of, since it may never be typed."""
-    return now - s.spawned >= BOOT_MAX_WAIT and s.boot_busy_at == now
-
-
-def boot_injection(s: RoleState) -> m.Injection:
-    """The role's brief as the typist takes it."""
-    return m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-
-
-def boot_held(s: RoleState, now: float) -> m.InjectionOutcome | None:
-    """Once, for an agent never briefed because it keeps running (it may be
-    drawing a dialog the brief would answer): its card's detail set, and the
-    outcome the core turns into an event, a warning and the input hook."""
-    if s.boot_held_said or not boot_held_running(s, now):
-        return None
-    s.boot_held_said = True
-    s.detail = (f"not briefed: still running {BOOT_MAX_WAIT:g}s after its "
-                "start (busy, or starved of CPU); briefed once it rests")
-    return m.InjectionOutcome(s.spec.name, boot_injection(s), False, s.detail, untouched=True)
-
-
-def new_limit_line(s: RoleState) -> str | None:
-    """The limit notice the agent's own screen shows that the session has not
-    been told of: once per notice (one still on the screen after the wait is
-    not a new one); None otherwise."""
-    if s.status is RoleStatus.WORKING:
-        s.limit_line = None  # it went on: the next notice is a new one
-    if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
-        return None
-    tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
-            else screenstatus.LIMIT_TAIL)
-    line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
-    told, s.limit_line = s.limit_line, line
-    return line if line is not None and line != told else None
+    return screen is RoleStatus.IDLE and (not markers
+                                          or screenstatus.has_marker(lines, markers))
 
 
 def boot_recheck(s: RoleState, now: float) -> float:
@@ -177,9 +107,7 @@ def boot_recheck(s: RoleState, now: float) -> float:
     tick at which its output can have been quiet long enough.  Until then
     :func:`boot_ready` is False whatever the screen shows, so an agent that
     never stops printing is looked at once per quiet wait, not ten times a
-    second, and a quiet one is briefed on the same tick as before.  One
-    found running since its last output is looked at every BOOT_POLL, so
-    that its wait counts only the time it really rests."""
+    second, and a quiet one is briefed on the same tick as before."""
     short = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet) - now
     return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
 

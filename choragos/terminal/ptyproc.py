@@ -164,10 +164,8 @@ class PtyChild:
         is on a CPU or waiting for one (state R): it is at work on what it
         read, not ignoring it.  The whole session counts because a CLI may be
         a wrapper whose child does the work (Codex's launcher runs its
-        native binary so).  The leader is looked at first: only when it
-        rests is the whole of /proc read for the rest of its session."""
-        return _thread_running(self.pid) or any(
-            _thread_running(pid) for pid in session_members(self.pid)[1:])
+        native binary so)."""
+        return any(_thread_running(pid) for pid in session_members(self.pid))
 
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):

@@ -8,14 +8,7 @@ from dataclasses import replace
 import pytest
 
 from choragos.actors import messages as m
-from choragos.actors.rolescreen import (
-    BOOT_MAX_WAIT,
-    BOOT_QUIET,
-    BUSY_RELOOK,
-    QUIET_IDLE,
-    boot_ready,
-    ready,
-)
+from choragos.actors.rolescreen import BOOT_MAX_WAIT, BOOT_QUIET, QUIET_IDLE, boot_ready, ready
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
@@ -101,55 +94,3 @@ def test_a_printing_agent_is_looked_at_once_per_quiet_wait_and_briefed_on_the_ti
     assert quiet_from + BOOT_QUIET <= briefed < quiet_from + BOOT_QUIET + 0.1 + 1e-6
     assert round((briefed - start) / 0.1, 6).is_integer()  # on the 0.1 s grid
     assert len(looks) <= 12, f"{len(looks)} boot checks"
-
-
-def test_a_running_agent_is_not_briefed_until_it_has_rested_a_whole_quiet_wait(tmp_path):
-    """An idle-looking prompt, quiet, but the agent runs (starved of CPU on
-    its way to a dialog): the quiet wait counts again from its last sight
-    running, so the brief goes in one quiet wait after it rests, not before."""
-    world = booting(tmp_path)
-    world.agent.busy = True
-    rests = world.clock.t + 5.0
-    world.timers.call(5.0, lambda: setattr(world.agent, "busy", False))
-    world.tell(m.BootCheck(world.state.gen))
-    world.run_until(lambda: world.writes_of(world.state.boot_text.encode()))
-    (briefed,) = world.writes_of(world.state.boot_text.encode())
-    # Seen running every 0.1 s: the wait counts from its last sight running.
-    assert rests - 0.1 + BOOT_QUIET - 1e-6 <= briefed < rests + BOOT_QUIET + 0.2
-    world.run_until(world.core.outcomes)
-    assert [o.ok for o in world.core.outcomes()] == [True]  # nothing said but the brief
-
-
-def test_an_agent_running_past_the_longest_wait_is_never_typed_into_and_said_so(tmp_path):
-    """Even an unknown TUI briefed anyway after BOOT_MAX_WAIT is not typed
-    into while it runs; the operator hears of the held brief once."""
-    world = booting(tmp_path, prompt="loading...")
-    world.agent.busy = True
-    world.tell(m.BootCheck(world.state.gen))
-    world.run_until(lambda: world.core.outcomes(final=True), limit=BOOT_MAX_WAIT + 5)
-    world.run(10.0)
-    (held,) = world.core.outcomes(final=True)
-    assert not held.ok and held.untouched and held.injection.kind == "boot"
-    assert "not briefed" in held.detail and "not briefed" in world.state.detail
-    assert not world.writes_of(world.state.boot_text.encode())
-    assert not world.state.booted
-
-
-def test_a_quiet_unmarked_screen_is_not_idle_while_its_program_runs(tmp_path):
-    """An unknown TUI with no busy marker counts as idle after QUIET_IDLE of
-    quiet, but not while its program runs (at work without a word, or
-    starved of CPU on its way to draw more): it takes no line then, and it
-    is read as idle soon after it rests."""
-    world = World(tmp_path, prompt="")
-    s = world.state
-    world.output(b"thinking it over")  # matches nothing: working
-    world.run(0.5)
-    assert s.status is RoleStatus.WORKING
-    world.agent.busy = True
-    world.run(QUIET_IDLE + 4.0)
-    assert s.status is RoleStatus.WORKING and not ready(s, world.clock.t)
-    world.agent.busy = False
-    rested = world.clock.t
-    world.run_until(lambda: s.status is RoleStatus.IDLE)
-    assert world.clock.t - rested <= BUSY_RELOOK + 0.1
-    assert ready(s, world.clock.t + 1.0)
