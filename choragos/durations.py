@@ -12,6 +12,8 @@ import json
 import math
 import re
 
+from choragos.onuse import pattern
+
 __all__ = ["format_duration", "parse_duration"]
 
 _UNITS = {
@@ -20,10 +22,7 @@ _UNITS = {
 }
 # Longer units first so "ms" is not read as "m" followed by garbage.
 _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-# Compiled on its first use (re keeps it): a start that parses no duration
-# does not compile it (this module imports no other of ours, so not through
-# choragos/onuse.py).
-_PART = rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_RE})"
+_PART = pattern(rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_RE})")
 _EXAMPLES = "(use 45m, 1h30m, 90s)"
 
 
@@ -44,7 +43,7 @@ def parse_duration(text: str) -> float:
 def _sum_parts(text: str, body: str) -> float:
     total, pos = 0.0, 0
     while pos < len(body):
-        match = re.compile(_PART).match(body, pos)
+        match = _PART().match(body, pos)
         if match is None:
             raise ValueError(_complaint(text, body))
         total += float(match.group(1)) * _UNITS[match.group(2)]
