@@ -110,6 +110,7 @@ class RoleState:
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
+    enter_floor: float = 0.0  # the text-to-Enter floor learned from lines that took two
     tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
     memory_gate: MemoryGate | None = None  # the session's: no start while memory is short
     # The emulated screen and the transcript it scrolls into: see :attr:`terminal`.

@@ -62,6 +62,14 @@ STARVED_WAIT = 30.0
 # is not looked at every 50 ms for half a minute.
 SLOW_POLL_MAX = 1.0
 PAUSED_POLL = 0.2
+# An agent that read a line's first Enter as part of the text (its paste
+# timer ran late on a busy machine) gets the next lines' Enters later: the
+# floor from the text to the Enter doubles, up to ENTER_FLOOR_MAX, and
+# eases back by a quarter with each line a first Enter submits (a busy
+# machine stays busy for a while: one good line does not undo it).
+ENTER_FLOOR_STEP = 0.2
+ENTER_FLOOR_MAX = 1.6
+ENTER_FLOOR_EASE = 0.75
 RETRY_DELAY = 3.0
 BOOT_RETRIES = 2
 LEFT_IN_INPUT = "its input holds a line it did not take: press Enter in its pane, or clear it"
@@ -172,7 +180,7 @@ class Typist:
         else:
             typing.pasted = self._type_text(text)
             s.typed.append(injection.id)
-        self._next(typing, max(FAST_POLL, s.profile.enter_delay))
+        self._next(typing, max(FAST_POLL, self._enter_floor()))
 
     def step(self, msg: m.InjectStep) -> None:
         """A step's timer came: take the step the table names, unless the
@@ -280,9 +288,26 @@ class Typist:
     def _enter_due(self, typing: Typing, now: float) -> float:
         """Seconds until the Enter may follow the shown text: the pane quiet
         for the profile's ``enter_quiet``, and its floor from the text passed."""
-        profile = self.s.profile
-        return max(profile.enter_quiet - (now - self.s.last_output),
-                   typing.began + profile.enter_delay - now)
+        return max(self.s.profile.enter_quiet - (now - self.s.last_output),
+                   typing.began + self._enter_floor() - now)
+
+    def _enter_floor(self) -> float:
+        """The least time from the text to its Enter: the profile's, or more
+        where this agent has lately needed a second Enter."""
+        return max(self.s.profile.enter_delay, self.s.enter_floor)
+
+    def _learn_pace(self, typing: Typing) -> None:
+        """A line its first Enter did not submit raises the floor for the
+        next; one it did brings a raised floor back down."""
+        s = self.s
+        if typing.enters > 1:
+            s.enter_floor = min(ENTER_FLOOR_MAX, max(ENTER_FLOOR_STEP, 2 * self._enter_floor()))
+            log.info("%s: its first Enter did not submit; the next lines' Enters wait %.2fs",
+                     s.spec.name, s.enter_floor)
+        elif s.enter_floor:
+            lower = s.enter_floor * ENTER_FLOOR_EASE
+            s.enter_floor = lower if lower > max(s.profile.enter_delay,
+                                                 ENTER_FLOOR_STEP / 2) else 0.0
 
     def _slow(self, typing: Typing) -> bool:
         """The agent has not read all that was typed, or is still at work on
@@ -334,6 +359,7 @@ class Typist:
     def _taken(self, typing: Typing) -> None:
         if hopstamps.ON:
             hopstamps.mark("taken", self.s.spec.name)
+        self._learn_pace(typing)
         self._end(typing, Step.TAKEN, Ending(True, typing.summary()))
 
     def _retype(self, typing: Typing) -> None:

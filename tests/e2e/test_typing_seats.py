@@ -45,8 +45,8 @@ def test_every_line_is_submitted_by_its_first_enter(seat_crew: StartCrew, cli: s
     assert all(event["ok"] for event in typed), said
     # A machine busy enough can hold the CLI's read of the text past the
     # quiet, and its Enter then lands in the paste (the typist's second Enter
-    # submits it): one such line of the run is allowed, a quiet too short
-    # for the CLI fails most of them.
+    # submits it), and the role's next Enters wait longer: one such line of
+    # the run is allowed, a quiet too short for the CLI fails most of them.
     again = [e for e in typed if "submitted after 1 enter" not in e["detail"]]
     assert len(again) <= 1, said
     quiet = [float(re.search(r"Enter (\d+\.\d+)s after", e["detail"]).group(1)) for e in typed]

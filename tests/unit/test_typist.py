@@ -352,3 +352,27 @@ def test_an_agent_that_never_reads_is_looked_at_less_and_less(tmp_path, starve):
     assert f"in {STARVED_WAIT:g}s" in outcome.detail
     assert looks[-1] - looks[0] >= STARVED_WAIT - 1.0  # the whole wait, not cut short
     assert len(looks) <= 80, f"{len(looks)} looks in {looks[-1] - looks[0]:.1f} fake s"
+
+
+def test_an_agent_that_needed_a_second_enter_gets_the_next_ones_later(tmp_path):
+    """Gemini's paste timer runs late on a busy machine, so an Enter at the
+    profile's floor can still be read as part of the text.  The line after
+    one its first Enter did not submit waits twice as long for its Enter,
+    and the floor eases back as first Enters submit again."""
+    world = World(tmp_path, paste_window=0.25)
+    world.state.profile = replace(world.state.profile, enter_quiet=0.1, enter_delay=0.2)
+    details = []
+    for n in range(1, 7):
+        world.inject(f"{TEXT} ({n})", injection_id=n)
+        world.run_until(lambda n=n: len(world.core.outcomes()) == n)
+        details.append(world.core.outcomes()[-1].detail)
+        world.run(1.0)
+    enters = [d.split("submitted after ")[1] for d in details]
+    floors = [d.split("Enter ")[1].split("s after")[0] for d in details]
+    # The profile's floor is inside the agent's window: a second Enter; the
+    # floor doubles past it and eases back a quarter a line until it is
+    # inside again, and doubles again.  (Without it, every line took two.)
+    assert enters == ["2 enters", "1 enter", "1 enter", "2 enters", "1 enter", "1 enter"]
+    assert floors == ["0.20", "0.40", "0.30", "0.23", "0.45", "0.34"]
+    assert world.agent.submitted == [f"{TEXT} ({n})" + ("\n" if n in (1, 4) else "")
+                                     for n in range(1, 7)]
