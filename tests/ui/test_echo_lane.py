@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from choragos.terminal.emulator import ECHO_SETTLE, Terminal
 from choragos.ui.deckdraw import join_pieces
+from choragos.ui.ptyscreen import _UNSURE
 from tests.conftest import wait_until
 from tests.ui.test_deck import drain as _drain
 from tests.ui.test_redraw import _Sent, _settled
@@ -312,13 +313,28 @@ def _client(deck) -> Terminal:
     return client
 
 
-def _shows(deck, client: Terminal, frames: list[bytes]) -> bool:
-    for frame in frames:
-        client.feed(frame)
-    frames.clear()
-    painted = deck.screen._painted
-    return (client.display() == [raw.decode("utf-8").rstrip() for raw, _ in painted]
-            and client.cursor == deck.screen._painted_cursor)
+def _shows(deck, client: Terminal, frames: list[bytes], *, ahead: bool = False) -> bool:
+    """The client, fed the frames handed to it so far, shows exactly what the
+    deck painted last.  ``ahead``: with the echoes sent ahead of their frame
+    since over it, as the screen noted them (what the client shows until that
+    frame; a row noted as not known is not compared)."""
+    while frames:  # one at a time: the loop may hand on another meanwhile
+        client.feed(frames.pop(0))
+    screen = deck.screen
+    shown = client.display()
+    rows = [raw.decode("utf-8").rstrip() for raw, _ in screen._painted]
+    for y, line in screen._ahead.items() if ahead else ():
+        rows[y] = shown[y] if line is _UNSURE else line[0].decode("utf-8").rstrip()
+    return shown == rows and client.cursor == screen._painted_cursor
+
+
+def _settles(deck, client: Terminal, frames: list[bytes]) -> None:
+    """Wait for the client to show exactly the deck's last frame, looked at
+    with the loop kept out (it draws under the same lock)."""
+    def shown() -> bool:
+        with deck.lane.drawing:
+            return _shows(deck, client, frames)
+    wait_until(shown, 10, message="the client showing the deck's last frame")
 
 
 def test_a_plain_echo_goes_out_before_its_frame_and_the_frame_settles_the_screen(running):
@@ -396,7 +412,8 @@ def test_only_a_plain_echo_at_the_cursor_is_sent_ahead(running):
 def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
     """Keys typed, echoed plainly and otherwise, in a pane that scrolls and
     wraps, with a flooding neighbour: after every echo the client shows
-    exactly what the deck painted, and most echoes went out ahead."""
+    exactly what the deck painted (with the echo sent ahead over it while
+    the loop owes its frame, then that frame), and most echoes went out ahead."""
     deck, port = running
     client = _client(deck)
     frames = _frames(deck, client)
@@ -410,9 +427,40 @@ def test_echoes_sent_ahead_leave_the_client_showing_every_frame(running):
         if i % 5 == 0:
             port.terminals["coder"].feed(b"flood %d\r\n" % i)
         with deck.lane.drawing:
-            assert _shows(deck, client, frames), i
+            assert _shows(deck, client, frames, ahead=True), i
+            owed = bool(deck.screen._ahead)
+        if owed:
+            # The lane found the loop holding the lock when the echo's frame
+            # was due (a busy machine): the echo is on the client, and the
+            # loop's frame, in its turn, leaves it showing exactly that frame.
+            _settles(deck, client, frames)
     assert deck.lane.sent_ahead >= 60
-    wait_until(lambda: _shows(deck, client, frames), 10, message="the client settled")
+    _settles(deck, client, frames)
+
+
+def test_an_echo_sent_ahead_whose_frame_finds_the_loop_busy_is_settled_by_the_loops_frame(
+        running):
+    """The reader's lull finds the loop holding the drawing lock: the echo is
+    on the client already, as the screen noted it, and the loop's frame (not
+    the lane's) then leaves the client showing exactly what it painted."""
+    deck, port = running
+    client = _client(deck)
+    frames = _frames(deck, client)
+    terminal = port.terminals["orchestrator"]
+    deck.feed_input(b"k")
+    ahead, echoes, missed = deck.lane.sent_ahead, deck.lane.frames, deck.lane.missed
+    assert terminal.feed(b"kQZX", eager=True) == ECHO_SETTLE
+    assert deck.lane.sent_ahead == ahead + 1
+    with _loop_busy(deck):
+        terminal.catch_up()  # the lull: the lane misses, the frame is the loop's
+        assert deck.lane.missed == missed + 1 and deck.lane.frames == echoes
+        # Nothing draws while the loop is held: looked at without the lock.
+        assert _shows(deck, client, frames, ahead=True)
+        assert not _shows(deck, client, frames)  # not in the last frame yet
+        _, y = deck.screen._painted_cursor
+        assert "orchestrator> kQZX" in client.display()[y]
+    _settles(deck, client, frames)
+    assert deck.lane.frames == echoes and not deck.screen._ahead
 
 
 def test_an_echo_sent_ahead_on_a_row_not_known_cell_by_cell_has_its_row_written_whole(running):
