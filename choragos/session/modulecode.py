@@ -9,12 +9,14 @@ for every module.  From the start of the ``serve`` verb (:func:`install`,
 in ``choragos/cli/main.py``: the server is the client's fork and keeps
 what it loaded) to :func:`release` (the server's modules loaded, in
 ``_serve`` in ``choragos/cli/serve.py``; the client leaves it at the fork),
-each module the installing thread imports from a source file is looked
-up in a file kept from the last start, by its source's path, size and modification time (as
-Python's own ``__pycache__`` is, to the nanosecond), under a name that
-holds the interpreter's cache tag, bytecode version and optimization
-level, and a checksum of the folder choragos is installed in (a file per
-installation: see :func:`cache_path`).  A module not found there is
+each module imported from a source file, on any thread (the roles'
+threads import their screens' modules beside the start), is looked up
+in a file kept from the last start, by its source's path, size and
+modification time (as Python's own ``__pycache__`` is, to the
+nanosecond), under a name that holds the interpreter's cache tag,
+bytecode version and optimization level, and a checksum of the folder
+choragos is installed in (a file per installation: see
+:func:`cache_path`).  A module not found there is
 compiled from its source as Python would, after each function's
 docstring has been replaced by ``None`` in its syntax tree: the compiler
 then lays the function out as one without a docstring (``__doc__`` is
@@ -69,6 +71,7 @@ class _File:
         self.fd = -1
         self.index: dict[bytes, tuple[int, int]] = {}
         self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
+        self.own = 0  # compiled anew by the main thread (the start's own imports)
         self.lock = _thread.allocate_lock()  # another thread's import reads as it closes
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -94,15 +97,13 @@ class _File:
         self.used[key] = where
         return code
 
-    def compiled(self) -> int:
-        return sum(isinstance(value, bytes) for value in list(self.used.values()))
-
     def close(self, write: bool) -> None:
         """Write the file again if anything was compiled anew (and ``write``),
         then let it go."""
         used = dict(self.used)
         if write and any(isinstance(value, bytes) for value in used.values()):
             classcode.write_file(self.path, self._entries(used))
+            _drop_shared(self.path)
         with self.lock:
             if self.fd >= 0:
                 os.close(self.fd)
@@ -154,6 +155,28 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
 _PACKAGE = os.path.dirname(os.path.abspath(classcode.__file__))
 
 
+def _drop_shared(path: str) -> None:
+    """Remove, beside an installation's own file at ``path``, the file all
+    installations shared before each had its own (``modules.<tag>.marshal``:
+    10-20 MB on a shared machine, never read again by a version that names
+    its own).  Only that name, in our own cache folder; an older version
+    still running here writes it again at its next start, and loses only
+    that start's compilations.  (Another installation's own file is left:
+    nothing says whether it is still installed.)"""
+    import contextlib  # loaded long before a server writes the file
+
+    folder, name = os.path.split(path)
+    if not name.startswith("modules-"):  # not a file cache_path named
+        return
+    with contextlib.suppress(OSError):  # a folder not to list: nothing to remove
+        names = os.listdir(folder)
+        for other in names:
+            if other.startswith("modules.") and other.endswith(".marshal"):
+                # Gone meanwhile, or not ours to remove: it only costs room.
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, other))
+
+
 def _checksum(data: bytes) -> int:
     """FNV-1a, 32 bits: a short name for a folder, with no module to load."""
     value = 0x811C9DC5
@@ -177,17 +200,21 @@ def install(path: str | None = None) -> None:
 
 def release(write: bool = True) -> int | None:
     """Import as Python does again; write the file if anything was compiled
-    anew (and ``write``).  The number of modules compiled anew in this run
-    (0: every one came from the file; None: no cache was installed)."""
+    anew (and ``write``).  The number of modules the installing thread
+    compiled anew in this run (0: every one came from the file; None: no
+    cache was installed).  Another thread's are written too but not
+    counted: a module the main thread never loads (a role's screen's
+    pyte), or loads after another thread did, is there from the next start
+    on, while one another thread loads only now and then (a policy the core
+    makes as a role reports) is compiled at the start it first comes in."""
     global _current
     cache, _current = _current, None
     if cache is None:
         return None
     if SourceFileLoader.__dict__.get("get_code") is _get_code:
         del SourceFileLoader.get_code  # SourceLoader's own again
-    compiled = cache.compiled()
     cache.close(write)
-    return compiled
+    return cache.own
 
 
 def _key(path: str, info: os.stat_result) -> bytes:
@@ -209,12 +236,7 @@ def _get_code(loader, fullname: str) -> CodeType | None:
     """``SourceFileLoader.get_code`` through the cache."""
     cache = _current
     path = loader.get_filename(fullname)
-    # The main thread's imports only (the one that installed it): they are
-    # the same at every start, so a warm start compiles nothing.  A role's
-    # thread imports its screen's modules beside the start, before or after
-    # the release as it happens.
-    if (cache is None or not path.endswith(".py")
-            or _thread.get_ident() != _installer):
+    if cache is None or not path.endswith(".py"):
         return super(SourceFileLoader, loader).get_code(fullname)
     try:
         info = os.stat(path)
@@ -225,6 +247,14 @@ def _get_code(loader, fullname: str) -> CodeType | None:
     if code is None:
         code = _strip_and_compile(loader.get_data(path), path)
         cache.used[key] = marshal.dumps(code)
+        # Every thread's imports come through the file, but only the main
+        # thread's (the one that installed it) are the same at every start.
+        # A module both import (wcwidthload: the deck's urwid on the main
+        # thread, a role's screen on its own) is the first one's to load:
+        # kept only from the main thread, a start whose role was first left
+        # it out of the file, and the next start's main thread compiled it.
+        if _thread.get_ident() == _installer:
+            cache.own += 1
     return code
 
 

@@ -73,11 +73,14 @@ def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     assert modules[1] == 0
     # Every class's and module's docstring goes once the modules are loaded;
     # the functions still holding one are those loaded before the verb began
-    # (the interpreter's frozen modules, the site's) and on a role's thread.
+    # (the interpreter's frozen modules, the site's).  A role's thread's
+    # imports come through the cache too (its screen's pyte and emulator).
     # (classes, modules, bytes; functions holding one, bytes.)
     classes, modules_, _, holding, _ = docstrings[1]
     assert classes > 500 and modules_ > 200
-    assert holding < 1400  # 1,739 when only the server's own imports came through the cache
+    # 760 counted; 951 when only the main thread's imports came through the
+    # cache, 1,739 when only the server's own did.
+    assert holding < 860
     cache = root / "cache" / "choragos"
     assert sorted(str(p) for p in cache.iterdir()) == sorted(
         [classcode.cache_path(env), modulecode.cache_path(env)])
