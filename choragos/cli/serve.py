@@ -322,6 +322,29 @@ def _boot_refusal(session, log: logging.Logger) -> str | None:
     return None
 
 
+# The classes' and modules' docstrings (0.4 MB the server never reads) are
+# let go of this long after the start, once the first frame is drawn: the
+# walk takes 5-8 ms of CPU, which the client's attach (it waits for the
+# server to say it is ready) and its first frame waited for.
+LET_GO_AFTER = 2.0
+
+
+class _LetGo:
+    """The session's timer's target (it is told, on the timers' thread):
+    lets go of the docstrings of the classes and modules loaded (see
+    choragos/session/modulecode.py) and says so in the log."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+
+    def tell(self, _message: object) -> None:
+        from choragos.session import modulecode
+
+        stripped = modulecode.strip_loaded()
+        self.log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions "
+                      "holding one: %d (%d bytes)", *stripped)
+
+
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
@@ -385,10 +408,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         if compiled is not None:
             log.info("modules compiled at the start without their functions' docstrings: "
                      "%d (cached in %s)", compiled, modulecode.cache_path())
-        stripped = modulecode.strip_loaded()  # the classes' and modules' docstrings
-        log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions holding "
-                 "one: %d (%d bytes)", *stripped)
         collector_on()  # the session and its deck are made
+        session.timers.after(LET_GO_AFTER, _LetGo(log), None)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,

@@ -15,6 +15,7 @@ import pytest
 from choragos import classcode
 from choragos.session import modulecode
 from choragos.session.daemon import sidecar_for
+from tests.conftest import wait_until
 from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
 
 pytestmark = pytest.mark.timeout(120)
@@ -56,16 +57,22 @@ def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     cli = cli_for(env, work)
     log = work / ".choragos" / "logs" / "server.log"
     compiled, modules, docstrings = [], [], []
-    for _ in range(2):
+    for start in range(2):
         started = cli("serve", "--detach")
         assert started.returncode == 0, started.stderr
-        lines = log.read_text().splitlines()
+        # The docstrings go after the start (choragos/cli/serve.py's
+        # LET_GO_AFTER), not on the way to the first frame.
+        lines = wait_until(lambda n=start: _after(log, "docstrings let go", n), 30,
+                           message="the docstrings let go")
         said = [line for line in lines if "dataclasses' methods compiled at the start" in line]
         compiled.append(int(said[-1].split(": ")[-1].split()[0]))
         said = [line for line in lines if "modules compiled at the start" in line]
         modules.append(int(said[-1].split(": ")[-1].split()[0]))
         said = [line for line in lines if "docstrings let go" in line]
         docstrings.append([int(n) for n in re.findall(r"\b\d+\b", said[-1].split("go: ")[1])])
+        running = [n for n, line in enumerate(lines) if "session running in" in line]
+        assert len(running) == start + 1
+        assert lines.index(said[-1]) > running[-1]  # after the server said it is ready
         assert cli("kill", "--all").returncode == 0
     assert compiled[0] > 300  # the first start: the session's, the deck's
     assert compiled[1] == 0
@@ -84,3 +91,9 @@ def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     cache = root / "cache" / "choragos"
     assert sorted(str(p) for p in cache.iterdir()) == sorted(
         [classcode.cache_path(env), modulecode.cache_path(env)])
+
+
+def _after(log: Path, what: str, start: int) -> list[str] | None:
+    """The log's lines once the ``start``-th start (from 0) has said ``what``."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return lines if sum(what in line for line in lines) > start else None
