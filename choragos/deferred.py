@@ -21,6 +21,10 @@ the server never loads it (0.7 MB with ``ast`` and ``dis``).  logging's
 traceback imports linecache, which imports ``tokenize`` (with ``token``,
 0.1 MB traced in the server) only to open a source file in its declared
 encoding, when a traceback or a warning is written with its lines.
+logging imports ``traceback`` itself (with ``linecache`` and ``textwrap``:
+about 1 ms of the ``serve`` client's start before its fork, and of every
+agent's verb) to write an exception it is given, and our modules to write
+one they caught: both only when there is one.
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -46,7 +50,8 @@ if TYPE_CHECKING:
 
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
-UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect", "tokenize")
+UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect", "tokenize",
+          "traceback")
 
 
 def defer_unused() -> None:

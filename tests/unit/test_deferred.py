@@ -204,3 +204,39 @@ def test_tokenize_is_loaded_when_a_traceback_is_written_and_the_lines_are_the_sa
     assert after == "module"
     assert "obj, end = self.scan_once(s, idx)" in text  # the source line, read through it
     assert text == real[1]
+
+
+# An exception logged, and one written by traceback itself, after the
+# ``choragos`` command's modules are loaded ({setup}).
+LOGGED_PROBE = """
+import sys
+{setup}
+import io, json, logging, traceback
+before = [type(sys.modules.get(name)).__name__ for name in ("traceback", "linecache", "textwrap")]
+out = io.StringIO()
+log = logging.getLogger("probe")
+log.addHandler(logging.StreamHandler(out))
+try:
+    json.loads("{{")
+except ValueError:
+    log.exception("it failed")
+    written = traceback.format_exc()
+print(json.dumps([before, out.getvalue(), written, type(sys.modules["traceback"]).__name__]))
+"""
+
+
+def test_traceback_is_loaded_when_an_exception_is_written_and_writes_the_same() -> None:
+    """logging's ``traceback`` (with linecache and textwrap) is a stand-in
+    until an exception is written: logged, or formatted by our code."""
+    run = {"capture_output": True, "text": True, "check": True, "timeout": 60}
+    before, logged, written, after = json.loads(subprocess.run(
+        [sys.executable, "-c", LOGGED_PROBE.format(setup="import choragos.cli.main")],
+        **run).stdout)
+    real = json.loads(subprocess.run(
+        [sys.executable, "-c", LOGGED_PROBE.format(setup="")], **run).stdout)
+    assert before == ["StandIn", "NoneType", "NoneType"]
+    assert real[0] == ["module", "module", "module"]
+    assert after == "module"
+    assert "it failed\nTraceback (most recent call last):" in logged
+    assert "obj, end = self.scan_once(s, idx)" in logged  # with its source lines
+    assert (logged, written) == (real[1], real[2])

@@ -132,8 +132,9 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # The deck's dialogs (and the changes' cells the board shows): loaded
     # when the first one opens.
     assert [m for m in loaded if m in DIALOGS] == []
-    # Every module is start-up time before the deck's first frame (349 here,
-    # with the built-in gc that serve turns off for its start; 350 with
+    # Every module is start-up time before the deck's first frame (347 here,
+    # with logging's traceback a stand-in; 349 with its linecache and
+    # textwrap, and the built-in gc that serve turns off for its start; 350 with
     # tokenize's token; 354 with inspect's ast, dis and opcode; 358 with the
     # dialogs and the actors started after the roles; 361 with
     # concurrent.futures; 363 with pty and base64 (and its
@@ -141,7 +142,7 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # with all of urwid's widgets, hashlib, random, bz2, lzma, the checkpoint
     # store, the remote seats' modules and argparse; 481 before the agents'
     # spawn, the web view's modules, tarfile and email were left out).
-    assert len(loaded) < 350, f"{len(loaded)} modules"
+    assert len(loaded) < 348, f"{len(loaded)} modules"
 
 
 # A role's screen: made by its actor after its agent is spawned.
@@ -175,12 +176,13 @@ def test_the_server_spawns_its_agents_with_the_session_s_modules_alone() -> None
     # dataclasses' inspect (with ast and dis) is a stand-in until urwid loads it.
     assert [m for m in ("ast", "dis", "opcode") if m in loaded] == []
     # Each is start-up time before the first agent starts, while the second
-    # core idles (241 here, with choragos/onuse.py and the built-in gc; 242
+    # core idles (238 here, with logging's traceback a stand-in; 240 with its
+    # linecache and textwrap, choragos/onuse.py and the built-in gc; 242
     # with the actors started after the roles and the patterns compiled at
     # import; 247 with inspect; 265 with the roles' screens; 291 with all of
     # wcwidth; 312 with the core's policies).
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
-    assert len(loaded) < 242, f"{len(loaded)} modules"
+    assert len(loaded) < 239, f"{len(loaded)} modules"
 
 
 # Every pattern a module of ours compiles as it is imported, by module: the
@@ -431,6 +433,17 @@ print(json.dumps([type(sys.modules[name]).__name__ for name in ("inspect", "toke
     assert _loaded(code) == ["_Inspect", "StandIn", False]
 
 
+def test_the_server_with_its_deck_has_not_loaded_traceback() -> None:
+    """logging imports traceback (with linecache and textwrap) to write an
+    exception, our modules to write one they caught: loaded when there is
+    one (see choragos/deferred.py)."""
+    code = SERVER.replace("print(json.dumps(sorted(sys.modules)))", """
+print(json.dumps([type(sys.modules["traceback"]).__name__,
+                  [name for name in ("linecache", "textwrap") if name in sys.modules]]))
+""")
+    assert _loaded(code) == ["StandIn", []]
+
+
 def test_the_server_with_its_deck_has_not_loaded_platform() -> None:
     """uuid (under pykka) and urwid ask platform the system's name and about
     WSL: answered without loading it (1.2 ms; see choragos/deferred.py)."""
@@ -529,9 +542,10 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
     assert [m for m in loaded if m in AFTER_THE_ROLES] == []  # loaded as they start
-    # 241 here, with choragos/onuse.py and the built-in gc; 242 with the
+    # 238 here, with logging's traceback a stand-in (240 with its linecache
+    # and textwrap); 241 with choragos/onuse.py and the built-in gc; 242 with the
     # actors started after the roles and the patterns compiled at import; 247
     # with dataclasses' inspect (and ast, dis); 270 before the role actors
     # made the screens (and with the IDNA codec of the gateway's probe and the
     # web view's news).
-    assert len(loaded) < 242, f"{len(loaded)} modules"
+    assert len(loaded) < 239, f"{len(loaded)} modules"
