@@ -24,7 +24,11 @@ encoding, when a traceback or a warning is written with its lines.
 logging imports ``traceback`` itself (with ``linecache`` and ``textwrap``:
 about 1 ms of the ``serve`` client's start before its fork, and of every
 agent's verb) to write an exception it is given, and our modules to write
-one they caught: both only when there is one.
+one they caught: both only when there is one.  pathlib's ``urllib.parse``
+imports ``ipaddress`` to check a bracketed host in a URL it splits, which
+the start never does.  (A development checkout's editable install loads
+pathlib, and with it ``ipaddress``, before the command's first line runs;
+an installed choragos does not.)
 
 :func:`defer` puts a stand-in in ``sys.modules``: the first attribute asked
 of it imports the real module, which takes its place there, and the
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
 # What the ``choragos`` command defers (see the module's note), so the
 # session server, which it starts, never loads them for nothing.
 UNUSED = ("bz2", "lzma", "locale", "secrets", "base64", "platform", "inspect", "tokenize",
-          "traceback")
+          "traceback", "ipaddress")
 
 
 def defer_unused() -> None:

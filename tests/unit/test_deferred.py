@@ -240,3 +240,36 @@ def test_traceback_is_loaded_when_an_exception_is_written_and_writes_the_same() 
     assert "it failed\nTraceback (most recent call last):" in logged
     assert "obj, end = self.scan_once(s, idx)" in logged  # with its source lines
     assert (logged, written) == (real[1], real[2])
+
+
+# The command's modules, then pathlib, in an interpreter without the site's
+# modules (an editable install's finder imports pathlib there, as an
+# installed choragos's start does not); then a URL with a bracketed host split.
+IPADDRESS_PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+before = "ipaddress" in sys.modules
+import choragos.cli.main
+import pathlib, urllib.parse
+kind = type(sys.modules["ipaddress"]).__name__
+url = pathlib.Path("/tmp/a b").as_uri()
+try:
+    urllib.parse.urlsplit("http://[::1x]/")
+    refused = False
+except ValueError:
+    refused = True
+print(json.dumps([before, kind, url, type(sys.modules["ipaddress"]).__name__, refused,
+                  urllib.parse.urlsplit("http://[::1]:80/").port]))
+"""
+
+
+def test_ipaddress_waits_for_a_bracketed_host() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-S", "-c", IPADDRESS_PROBE, root],
+                         capture_output=True, text=True, check=True, timeout=60)
+    before, kind, url, after, refused, port = json.loads(out.stdout)
+    assert before is False  # nothing in this interpreter loaded it before the command
+    assert kind == "StandIn"  # pathlib's urllib.parse imported it, did not run it
+    assert url == "file:///tmp/a%20b"
+    assert after == "module" and refused is True  # the real module checked the host
+    assert port == 80
