@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 _HELPERS_KNOWN = sys.version_info[:2] == (3, 11)
 _MAX_BYTES = 8 << 20  # a file bigger than this is not ours to trust: start afresh
 _LENGTH = 4  # the file: the index's length, the index, then each method's code
+# What a file keeps: a server with its deck uses about 0.75 MB (728 entries).
+_KEEP_BYTES = 2 << 20
 
 
 class _Cache:
@@ -133,10 +135,29 @@ class _Cache:
         return made
 
     def entries(self) -> dict[Key, bytes]:
-        """What this run used, each method's code marshalled."""
+        """What this run used, each method's code marshalled; then what the
+        file held besides, most recently used first, within
+        ``_KEEP_BYTES``.  A start of another kind (headless, another team's
+        configuration) makes classes this one did not: kept, the next
+        start of that kind finds them, while what no start used for a while
+        (an old version's) falls off the end.  A helper's entries are kept
+        only while they hold for this Python (a text's hold for any)."""
         view = memoryview(self.data)
-        return {key: value if isinstance(value, bytes) else
-                bytes(view[value[0]:value[0] + value[1]]) for key, value in self.used.items()}
+        entries = {key: value if isinstance(value, bytes) else
+                   bytes(view[value[0]:value[0] + value[1]])
+                   for key, value in self.used.items()}
+        room = _KEEP_BYTES - sum(len(blob) for blob in entries.values())
+        for key, where in self.index.items():
+            if key in entries or not (type(key) is bytes or self.helpers_hold):
+                continue
+            if not (type(where) is tuple and len(where) == 2
+                    and all(type(n) is int and n >= 0 for n in where)):
+                continue  # an index that is not ours
+            start, size = where
+            if size <= room and start + size <= len(self.data):
+                entries[key] = bytes(view[start:start + size])
+                room -= size
+        return entries
 
 
 _current: _Cache | None = None
@@ -145,9 +166,53 @@ _PYTHON = ("python", sys.version)  # the entry naming the Python the helpers' en
 
 
 def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
-    """The file, named for the interpreter and its bytecode's version (None:
-    an interpreter whose compiled code has no such name, which is not cached)."""
-    return cache_file("dataclasses", env)
+    """The file of this installation of choragos, named for the interpreter
+    and its bytecode's version (None: an interpreter whose compiled code has
+    no such name, which is not cached).  Each installation has its own
+    (see :func:`installation`): one shared by every checkout, bench and test
+    on a machine was written by whichever last compiled something, with
+    what that start used alone, and the next start of another installation
+    compiled its own classes' methods again (181 in one traced start)."""
+    return cache_file(installation("dataclasses"), env)
+
+
+def installation(stem: str) -> str:
+    """``stem`` named for the folder this choragos is installed in."""
+    return f"{stem}-{checksum(os.fsencode(_PACKAGE)):08x}"
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def checksum(data: bytes) -> int:
+    """FNV-1a, 32 bits: a short name for a folder, with no module to load."""
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
+def drop_shared(path: str) -> None:
+    """Remove, beside an installation's own file at ``path``
+    (``<stem>-<checksum>.<tag>.marshal``), the file all installations shared
+    before each had its own (``<stem>.<tag>.marshal``, of any interpreter):
+    never read again by a version that names its own.  Only that name, in
+    our own cache folder; an older version still running here writes it
+    again at its next start, and loses only that start's compilations.
+    (Another installation's own file is left: nothing says whether it is
+    still installed.)"""
+    import contextlib  # loaded long before a server writes the file
+
+    folder, name = os.path.split(path)
+    stem, dash, rest = name.partition("-")
+    if not (dash and rest[:8].isalnum() and rest[8:9] == "."):  # not installation()'s naming
+        return
+    with contextlib.suppress(OSError):  # a folder not to list: nothing to remove
+        for other in os.listdir(folder):
+            if other.startswith(stem + ".") and other.endswith(".marshal"):
+                # Gone meanwhile, or not ours to remove: it only costs room.
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, other))
 
 
 def cache_file(stem: str, env: Mapping[str, str] = os.environ) -> str | None:
@@ -193,6 +258,7 @@ def release(write: bool = True) -> int | None:
         _release_writers()
     if cache.added and write:
         write_file(cache.path, cache.entries())
+        drop_shared(cache.path)
     return cache.compiled
 
 

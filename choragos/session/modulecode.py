@@ -103,7 +103,7 @@ class _File:
         used = dict(self.used)
         if write and any(isinstance(value, bytes) for value in used.values()):
             classcode.write_file(self.path, self._entries(used))
-            _drop_shared(self.path)
+            classcode.drop_shared(self.path)
         with self.lock:
             if self.fd >= 0:
                 os.close(self.fd)
@@ -149,40 +149,10 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
     whole index of the file it opens, and with ten installations sharing one
     (a shared machine's checkouts, benches and tests: 1,889 modules, an
     index of 0.5 MB once read) it kept 0.7 MB more of the server resident."""
-    return classcode.cache_file(f"modules-{_checksum(os.fsencode(_PACKAGE)):08x}", env)
+    return classcode.cache_file(f"modules-{classcode.checksum(os.fsencode(_PACKAGE)):08x}", env)
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(classcode.__file__))
-
-
-def _drop_shared(path: str) -> None:
-    """Remove, beside an installation's own file at ``path``, the file all
-    installations shared before each had its own (``modules.<tag>.marshal``:
-    10-20 MB on a shared machine, never read again by a version that names
-    its own).  Only that name, in our own cache folder; an older version
-    still running here writes it again at its next start, and loses only
-    that start's compilations.  (Another installation's own file is left:
-    nothing says whether it is still installed.)"""
-    import contextlib  # loaded long before a server writes the file
-
-    folder, name = os.path.split(path)
-    if not name.startswith("modules-"):  # not a file cache_path named
-        return
-    with contextlib.suppress(OSError):  # a folder not to list: nothing to remove
-        names = os.listdir(folder)
-        for other in names:
-            if other.startswith("modules.") and other.endswith(".marshal"):
-                # Gone meanwhile, or not ours to remove: it only costs room.
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(folder, other))
-
-
-def _checksum(data: bytes) -> int:
-    """FNV-1a, 32 bits: a short name for a folder, with no module to load."""
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value
+_PACKAGE = classcode._PACKAGE
 
 
 def install(path: str | None = None) -> None:

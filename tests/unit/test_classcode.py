@@ -67,17 +67,24 @@ def test_a_second_run_compiles_none_and_its_classes_behave_the_same(tmp_path: Pa
     assert second == SAME
 
 
-def test_a_changed_class_is_compiled_and_the_file_holds_what_a_run_used(tmp_path: Path) -> None:
+def test_a_changed_class_is_compiled_and_the_file_keeps_what_other_runs_used(
+        tmp_path: Path) -> None:
+    """A start of another kind (headless, another team) makes classes this
+    one does not: the file keeps them for the next start of that kind
+    (it held what the last run used alone, and the two kinds took turns
+    compiling)."""
     path = tmp_path / "dc.marshal"
-    gone = "\n@dataclasses.dataclass\nclass Gone{n}:\n    a: int = 0\n    c: str = ''\n"
-    _run(path, gone.format(n=1) + gone.format(n=2))
-    with_gone = path.stat().st_size
+    other = "\n@dataclasses.dataclass\nclass Other{n}:\n    a: int = 0\n    c: str = ''\n"
+    _run(path, other.format(n=1) + other.format(n=2))
+    with_other = path.stat().st_size
     changed = _run(path, "\n@dataclasses.dataclass\nclass New:\n    b: int = 0\n")
     assert changed.pop("released") > 0  # New's methods were not in the file
     assert changed == SAME
-    assert path.stat().st_size < with_gone  # rewritten with what the run used: Gone's left
+    assert path.stat().st_size > with_other  # New's added, Other's kept
     assert _run(path, "\n@dataclasses.dataclass\nclass New:\n    b: int = 0\n")[
         "released"] == 0
+    again = _run(path, other.format(n=1) + other.format(n=2))
+    assert again.pop("released") == 0 and again == SAME
 
 
 def test_an_unreadable_or_foreign_file_is_not_used(tmp_path: Path) -> None:
@@ -109,3 +116,27 @@ def test_without_install_release_says_so() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "None"
+
+
+def test_each_installation_has_a_file_of_its_own_and_the_shared_one_goes(
+        tmp_path: Path) -> None:
+    """Every checkout, bench and test on a machine shared one file, written
+    by whichever last compiled something: another installation's start
+    compiled its classes' methods again.  Writing an installation's own
+    removes the shared one (of any interpreter), nothing else."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    from choragos import classcode
+
+    mine = Path(classcode.cache_path(env) or "")
+    assert mine.name.startswith(classcode.installation("dataclasses") + ".")
+    assert classcode.installation("dataclasses") != "dataclasses"
+    cache = mine.parent
+    cache.mkdir(parents=True)
+    shared = [cache / "dataclasses.cpython-311-a70d0d0a.marshal",
+              cache / "dataclasses.cpython-312-cb0d0d0a.marshal"]
+    others = [cache / "dataclasses-00c0ffee.cpython-311-a70d0d0a.marshal",
+              cache / "modules.cpython-311-a70d0d0a.marshal", cache / "notes"]
+    for path in shared + others:
+        path.write_bytes(b"x")
+    assert _run(mine)["released"] > 0
+    assert sorted(cache.iterdir()) == sorted([*others, mine])
