@@ -197,22 +197,30 @@ def drop_shared(path: str) -> None:
     (``<stem>-<checksum>.<tag>.marshal``), the file all installations shared
     before each had its own (``<stem>.<tag>.marshal``, of any interpreter):
     never read again by a version that names its own.  Only that name, in
-    our own cache folder; an older version still running here writes it
-    again at its next start, and loses only that start's compilations.
-    (Another installation's own file is left: nothing says whether it is
-    still installed.)"""
+    our own cache folder, and only once no start has written it for
+    ``SHARED_IDLE`` seconds: an older version still in use beside this one
+    (a machine's other checkouts) would otherwise find it gone and compile
+    its start again, again and again.  (Another installation's own file is
+    left: nothing says whether it is still installed.)"""
     import contextlib  # loaded long before a server writes the file
+    import time
 
     folder, name = os.path.split(path)
     stem, dash, rest = name.partition("-")
     if not (dash and rest[:8].isalnum() and rest[8:9] == "."):  # not installation()'s naming
         return
+    idle_since = time.time() - SHARED_IDLE
     with contextlib.suppress(OSError):  # a folder not to list: nothing to remove
         for other in os.listdir(folder):
             if other.startswith(stem + ".") and other.endswith(".marshal"):
                 # Gone meanwhile, or not ours to remove: it only costs room.
                 with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(folder, other))
+                    shared = os.path.join(folder, other)
+                    if os.stat(shared).st_mtime < idle_since:
+                        os.unlink(shared)
+
+
+SHARED_IDLE = 24 * 3600.0  # a day without a start of an older version here
 
 
 def cache_file(stem: str, env: Mapping[str, str] = os.environ) -> str | None:

@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -499,9 +500,11 @@ def test_each_installation_reads_a_file_of_its_own(monkeypatch: pytest.MonkeyPat
 def test_writing_an_installation_s_file_removes_the_file_all_shared(tmp_path: Path) -> None:
     """Before each installation had a file of its own, they shared one
     (``modules.<tag>.marshal``, 34 MB on this machine): nothing reads it
-    now, and the first start that writes its own removes it.  Nothing else
-    in the folder goes: another installation's file, the dataclasses'
-    methods, a file of another name, a file being written."""
+    now, and a start that writes its own removes it once no start has
+    written it for a day (an older version in use beside this one keeps
+    it).  Nothing else in the folder goes: another installation's file,
+    the dataclasses' methods, a file of another name, a file being
+    written."""
     folder = _sample(tmp_path)
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     mine = Path(modulecode.cache_path(env) or "")
@@ -512,12 +515,18 @@ def test_writing_an_installation_s_file_removes_the_file_all_shared(tmp_path: Pa
     others = [cache / "modules-00c0ffee.cpython-311-a70d0d0a.marshal",
               cache / "dataclasses.cpython-311-a70d0d0a.marshal",
               cache / "modules.cpython-311-a70d0d0a.marshal.123.tmp", cache / "notes"]
-    for path in shared + others:
+    recent = cache / "modules.cpython-310-6f0d0d0a.marshal"  # an older version's, in use
+    for path in [*shared, *others, recent]:
         path.write_bytes(b"x")
+    day_ago = time.time() - classcode.SHARED_IDLE - 60
+    for path in [*shared, *others]:
+        os.utime(path, (day_ago, day_ago))
+    others.append(recent)
     assert _run(cache / "elsewhere-modules.marshal", folder)["released"] == 1
     assert all(path.exists() for path in shared + others)  # not a file of cache_path's naming
     assert _run(mine, folder)["released"] == 1
     assert sorted(cache.iterdir()) == sorted([*others, mine, cache / "elsewhere-modules.marshal"])
     shared[0].write_bytes(b"x")  # an older version's start wrote it again
+    os.utime(shared[0], (day_ago, day_ago))
     assert _run(mine, folder)["released"] == 0  # nothing written: nothing removed
     assert shared[0].exists()
