@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import logging
@@ -113,12 +114,18 @@ def install_signals(stop, hard_stop=None) -> None:
     armed = []
 
     def on_signal(signum, frame) -> None:
-        logging.getLogger("choragos").info("signal %d: stopping the session", signum)
         stop()
         if hard_stop is not None and not armed:
             armed.append(threading.Timer(HARD_STOP_AFTER, hard_stop))
             armed[0].daemon = True
             armed[0].start()
+        # Said after the stop, never before it: the signal may come while this
+        # (the main) thread is writing a log line to the same stream, and a
+        # second write from here raises (a reentrant call); raised before the
+        # stop, it left the session running (seen beside a full run).  The
+        # stop is logged as the session ends all the same.
+        with contextlib.suppress(RuntimeError):
+            logging.getLogger("choragos").info("signal %d: stopping the session", signum)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
