@@ -602,6 +602,7 @@ class RoleActor(Actor):
         for n in range(held):
             self.timers.after(n * KEYS_APART, self.me, roleio.FlushKeys())
         if not s.booted:
+            s.rest_mark = None  # a window across the pause measured a stopped agent
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
         return "resumed"

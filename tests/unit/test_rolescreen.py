@@ -205,3 +205,22 @@ def test_a_remote_seat_is_not_measured(tmp_path):
     finally:
         s.seat = None
     assert not read
+
+
+def test_a_window_across_a_pause_does_not_count(tmp_path):
+    """Paused before its brief, an agent wants no CPU; a window opened
+    before the pause would call it at rest however busy it is once resumed.
+    The resume opens a new one."""
+    world = booting(tmp_path)
+    world.tell(m.BootCheck(world.state.gen))
+    world.run(BOOT_QUIET - REST_WINDOW + 0.1)
+    assert world.state.rest_mark is not None  # a window open
+    world.tell(m.Pause())
+    world.run(10.0)
+    world.agent.wanted_ns()  # (the fake counts at its present rate since its last reading)
+    world.agent.busy = True
+    world.tell(m.Resume())
+    world.run(3.0)
+    assert not world.writes_of(world.state.boot_text.encode())
+    world.agent.busy = False
+    world.run_until(lambda: world.state.booted)
