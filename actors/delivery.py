@@ -91,6 +91,12 @@ class Delivery:
         injection = msg.injection
         fields = {"role": msg.role, "kind": injection.kind, "ok": msg.ok,
                   "detail": msg.detail, "task": injection.task_id}
+        if injection.kind == "boot" and msg.untouched:
+            # Not typed: the agent kept wanting the CPU past the boot's longest wait.
+            self.port.event("boot held", **fields)
+            log.warning("%s is not briefed yet (%s)", msg.role, msg.detail)
+            self.port.alert("on_input", msg.role, None)
+            return
         if injection.kind == "boot":
             self.port.event("boot injection" if msg.final else "boot injection retry", **fields)
             if msg.final and not msg.ok:

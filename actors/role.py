@@ -31,7 +31,6 @@ from choragos.actors.rolehost import MACHINE, Child, RoleHost
 from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
-from choragos.agents import screenstatus
 from choragos.agents.profiles import AgentProfile, profile_for
 from choragos.config.memfloor import HELD_MARK, MemoryGate, Verdict
 from choragos.config.model import RoleSpec
@@ -81,6 +80,9 @@ class RoleState:
     last_output: float = 0.0
     booted: bool = False
     boot_attempts: int = 0
+    rest_mark: tuple[float, int] | None = None  # (monotonic, ns its session wanted the CPU)
+    boot_busy_at: float = 0.0  # (monotonic) the boot check last found it wanting the CPU
+    boot_held_said: bool = False  # the operator was told its brief is held back
     restarts_used: int = 0
     restarts_total: int = 0
     stopping: bool = False
@@ -250,7 +252,7 @@ class RoleActor(Actor):
                 s.terminal.reset()
         s.stopping = False
         s.booted = False
-        s.boot_attempts = 0
+        s.boot_attempts, s.boot_held_said, s.rest_mark = 0, False, None
         s.exit = None
         if s.seat is not None and not self._seat_ready():
             return
@@ -372,19 +374,10 @@ class RoleActor(Actor):
     # -- provider limits ------------------------------------------------
 
     def _notice_limit(self) -> None:
-        """Tell the session when the agent's own screen shows a limit, once per
-        notice: one still on the screen after the wait is not a new one."""
-        s = self.s
-        if s.status is RoleStatus.WORKING:
-            s.limit_line = None  # it went on: the next notice is a new one
-        if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
-            return
-        tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
-                else screenstatus.LIMIT_TAIL)
-        line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
-        if line is not None and line != s.limit_line:
-            self.core.tell(m.LimitOnScreen(s.spec.name, line))
-        s.limit_line = line
+        """Tell the session when the agent's own screen shows a limit."""
+        line = rolescreen.new_limit_line(self.s)
+        if line is not None:
+            self.core.tell(m.LimitOnScreen(self.s.spec.name, line))
 
     @handle.register(m.Limited)
     def _limited(self, msg: m.Limited) -> None:
@@ -420,9 +413,12 @@ class RoleActor(Actor):
             return  # paused or gone; resume/respawn re-arms the check
         if rolescreen.boot_ready(self.s, self.now()):
             s.boot_attempts += 1
-            boot = m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
-            self.typist.begin(boot, boot=True)
+            self.typist.begin(rolescreen.boot_injection(s), boot=True)
         else:
+            held = rolescreen.boot_held(s, self.now())
+            if held is not None:  # said once: its card, the core (event, hook)
+                self.core.tell(held)
+                self._publish()
             self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
                               m.BootCheck(msg.gen))
 
@@ -466,6 +462,8 @@ class RoleActor(Actor):
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
             s.booted = True
+            if s.boot_held_said:
+                s.detail, s.boot_held_said = "", False
             if ending.ok and s.conversation:
                 conversations.mark_used(s.workdir, s.spec.name, s.conversation)
             if s.status is RoleStatus.BOOTING:
@@ -604,6 +602,7 @@ class RoleActor(Actor):
         for n in range(held):
             self.timers.after(n * KEYS_APART, self.me, roleio.FlushKeys())
         if not s.booted:
+            s.rest_mark = None  # a window across the pause measured a stopped agent
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
         return "resumed"

@@ -7,11 +7,14 @@ terminal, its profile, when output last came) at ``now``: the role actor
 passes its clock's time, a test any time it likes.  The one thing a read
 keeps is since when the screen has matched nothing (``unmatched_since``):
 such a screen may be a frame half drawn, so it does not end a dialog state
-until it has stayed so for UNMATCHED_SETTLE.
+until it has stayed so for UNMATCHED_SETTLE; the boot check also keeps the
+reading that opened its rest window (``rest_mark``) and when it last found
+the agent wanting the CPU (``boot_busy_at``).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING
 
@@ -33,6 +36,16 @@ UNMATCHED_SETTLE = 1.0
 BOOT_QUIET = 1.2
 BOOT_MAX_WAIT = 20.0
 BOOT_POLL = 0.1  # the boot check looks again this often (or a multiple of it)
+# At rest: over the last REST_WINDOW seconds of its quiet wait, the agent's
+# threads wanted a CPU (ran, or waited on a run queue for one) for less than
+# AT_REST of the time.  Starved or at work, an agent wants it all the time
+# (1.0 and more); the real CLIs at rest want 0.01-0.2 of it, beside CPU
+# burners too (docs/agents.md has the figures).
+REST_WINDOW = 0.6
+AT_REST = 0.5
+
+log = logging.getLogger(__name__)
+_unmeasured_said = False
 
 
 def drawn(lines: list[str]) -> bool:
@@ -82,33 +95,144 @@ def recheck_due(s: RoleState) -> float | None:
 
 
 def boot_ready(s: RoleState, now: float) -> bool:
-    """Ready to brief: output quiet for 1.2 s, and no dialog on screen (the
-    role actor looks first 1 s after the spawn).
+    """Ready to brief: output quiet for 1.2 s, no dialog on screen, and the
+    agent at rest, not merely quiet (the role actor looks first 1 s after
+    the spawn).
+
+    Quiet output alone does not tell an idle agent from one the machine
+    starves of CPU: Gemini CLI draws an idle-looking prompt a moment before
+    its folder-trust dialog, and starved in between it would read the brief
+    as that dialog's answer.  So the last REST_WINDOW of the quiet wait is
+    measured (:func:`at_rest`), and an agent found wanting the CPU is
+    measured again over the next window until it rests.
 
     An agent whose screen never looks idle (an unknown TUI) is briefed
-    anyway after BOOT_MAX_WAIT; one showing a dialog is never typed into.
+    anyway after BOOT_MAX_WAIT, but only at rest; one showing a dialog is
+    never typed into.
     """
-    if now - s.last_output < max(BOOT_QUIET, s.profile.boot_quiet):
+    quiet = max(BOOT_QUIET, s.profile.boot_quiet)
+    if now - s.last_output < quiet:
+        if now - s.last_output >= quiet - REST_WINDOW and not _window_open(s):
+            _open_window(s, now)
         return False
     lines = s.terminal.display()
     screen = screen_status(s, now)
     if screen is RoleStatus.WAITING or not drawn(lines):
         return False
-    if now - s.spawned >= BOOT_MAX_WAIT:
-        return True
     # Some CLIs draw an idle-looking prompt before their startup dialog.
     markers = s.profile.boot_markers
-    return screen is RoleStatus.IDLE and (not markers
-                                          or screenstatus.has_marker(lines, markers))
+    if now - s.spawned < BOOT_MAX_WAIT and not (
+            screen is RoleStatus.IDLE
+            and (not markers or screenstatus.has_marker(lines, markers))):
+        return False
+    return at_rest(s, now)  # asked last: it reads /proc
+
+
+def at_rest(s: RoleState, now: float) -> bool:
+    """The agent's session wanted a CPU for less than AT_REST of the rest
+    window that ends now (see :mod:`choragos.terminal.runqueue`).  A resting
+    agent wakes for its timers and, on a busy machine, waits a little on the
+    run queue each time; a starved or working one wants the CPU throughout.
+    A stopped one (SIGSTOP) wants nothing but reads nothing either, so it is
+    not at rest.  No window open yet, or one shorter than REST_WINDOW: one
+    is opened (or kept), and the answer is no for now.
+
+    Not measured, so at rest (briefed on quiet alone, as the screen says):
+    a remote seat (its agent runs on the other machine; the local process
+    is the ssh client), and a system without per-thread scheduler
+    statistics (macOS, a kernel built without them), said once in the log.
+    """
+    if s.seat is not None or s.child is None:
+        return True
+    if s.child.stopped():
+        s.boot_busy_at, s.rest_mark = now, None
+        return False
+    mark = s.rest_mark if _window_open(s) else None
+    if mark is not None and now - mark[0] < REST_WINDOW - 1e-6:
+        return False
+    wanted = _open_window(s, now)
+    if wanted is None:
+        return True
+    if mark is None:
+        return False
+    if (wanted - mark[1]) / 1e9 < AT_REST * (now - mark[0]):  # the share it wanted
+        return True
+    s.boot_busy_at = now
+    return False
+
+
+def _window_open(s: RoleState) -> bool:
+    return s.rest_mark is not None and s.rest_mark[0] >= s.last_output
+
+
+def _open_window(s: RoleState, now: float) -> int | None:
+    """Read what the agent's session has wanted of the CPU so far, and open
+    a rest window there; None (and no window) when it cannot be measured."""
+    global _unmeasured_said
+    wanted = None if s.seat is not None or s.child is None else s.child.wanted_ns()
+    s.rest_mark = None if wanted is None else (now, wanted)
+    if wanted is None and s.seat is None and s.child is not None and not _unmeasured_said:
+        _unmeasured_said = True
+        log.info("no per-thread scheduler statistics here: a role is briefed once its "
+                 "screen is quiet, without knowing that its agent is at rest")
+    return wanted
+
+
+def boot_held_running(s: RoleState, now: float) -> bool:
+    """Past BOOT_MAX_WAIT and still unbriefed only because it wants the CPU
+    (or is stopped): a brief the operator must hear of, since it may never
+    be typed."""
+    return now - s.spawned >= BOOT_MAX_WAIT and s.boot_busy_at == now
+
+
+def boot_injection(s: RoleState) -> m.Injection:
+    """The role's brief as the typist takes it."""
+    return m.Injection(id=0, role=s.spec.name, text=s.boot_text, kind="boot")
+
+
+def boot_held(s: RoleState, now: float) -> m.InjectionOutcome | None:
+    """Once, for an agent never briefed because it keeps wanting the CPU (it
+    may be on its way to draw a dialog the brief would answer): its card's
+    detail set, and the outcome the core turns into an event, a warning and
+    the input hook."""
+    if s.boot_held_said or not boot_held_running(s, now):
+        return None
+    s.boot_held_said = True
+    s.detail = (f"not briefed: still busy {BOOT_MAX_WAIT:g}s after its start (at work, "
+                "starved of CPU, or stopped); briefed once it rests")
+    return m.InjectionOutcome(s.spec.name, boot_injection(s), False, s.detail, untouched=True)
+
+
+def new_limit_line(s: RoleState) -> str | None:
+    """The limit notice the agent's own screen shows that the session has not
+    been told of: once per notice (one still on the screen after the wait is
+    not a new one); None otherwise."""
+    if s.status is RoleStatus.WORKING:
+        s.limit_line = None  # it went on: the next notice is a new one
+    if s.status not in (RoleStatus.IDLE, RoleStatus.WAITING):
+        return None
+    tail = (screenstatus.LIMIT_DIALOG_TAIL if s.status is RoleStatus.WAITING
+            else screenstatus.LIMIT_TAIL)
+    line = screenstatus.limit_notice(s.terminal.display(), s.profile, tail)
+    told, s.limit_line = s.limit_line, line
+    return line if line is not None and line != told else None
 
 
 def boot_recheck(s: RoleState, now: float) -> float:
-    """When a role not ready to brief is looked at again: the first BOOT_POLL
-    tick at which its output can have been quiet long enough.  Until then
-    :func:`boot_ready` is False whatever the screen shows, so an agent that
-    never stops printing is looked at once per quiet wait, not ten times a
-    second, and a quiet one is briefed on the same tick as before."""
-    short = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet) - now
+    """When a role not ready to brief is looked at again, on the BOOT_POLL
+    grid: the tick at which its output can have been quiet long enough to
+    open a rest window (REST_WINDOW before the end of its quiet wait), then
+    the tick at which the quiet wait and the window have both run.  Until
+    then :func:`boot_ready` is False whatever the screen shows, so an agent
+    that never stops printing is looked at about twice per quiet wait (and
+    measured at most once), not ten times a second, and a quiet one is
+    briefed on the first tick after its quiet wait, as before."""
+    due = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet)
+    if _window_open(s):
+        due = max(due, s.rest_mark[0] + REST_WINDOW)
+    elif now < due - REST_WINDOW:
+        due -= REST_WINDOW
+    short = due - now
     return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
 
 

@@ -114,7 +114,9 @@ class FakeAgent:
     reading an Enter and taking the line), ``bracketed`` (mode 2004 on), ``chatter``
     (after each echo, this many lines of output 50 ms apart), and the
     machine's doings: :meth:`starve` (nothing read until then),
-    ``stopped`` (SIGSTOP), ``busy`` (on a CPU).
+    ``stopped`` (SIGSTOP), ``busy`` (on a CPU), ``wants`` (the share of
+    the clock its threads want a CPU while not busy; None: the system
+    gives no figures).
     """
 
     world: World
@@ -128,7 +130,9 @@ class FakeAgent:
     chatter: int = 0
     stopped_: bool = False
     busy: bool = False
+    wants: float | None = 0.01
     pid: int = 4242
+    wanted: tuple[float, float] = (0.0, 0.0)  # (clock, ns) when last read
     writes: list[tuple[float, bytes]] = field(default_factory=list)
     submitted: list[str] = field(default_factory=list)
     unread: bytearray = field(default_factory=bytearray)
@@ -156,6 +160,16 @@ class FakeAgent:
 
     def running(self) -> bool:
         return self.busy
+
+    def wanted_ns(self) -> int | None:
+        """Grows by ``wants`` of the clock (all of it while busy) since the
+        last reading."""
+        if self.wants is None:
+            return None
+        at, ns = self.wanted
+        rate = 1.0 if self.busy else 0.0 if self.stopped_ else self.wants
+        self.wanted = (self.world.clock.t, ns + (self.world.clock.t - at) * rate * 1e9)
+        return int(self.wanted[1])
 
     def poll(self) -> None:
         return None

@@ -167,6 +167,14 @@ class PtyChild:
         native binary so)."""
         return any(_thread_running(pid) for pid in session_members(self.pid))
 
+    def wanted_ns(self) -> int | None:
+        """Nanoseconds the threads of the agent's session have spent on a CPU
+        or waiting on a run queue for one (None where the system does not
+        say): see :mod:`choragos.terminal.runqueue`."""
+        from choragos.terminal import runqueue  # with the first boot check, not the server's start
+
+        return runqueue.wanted_ns(session_members(self.pid))
+
     def resize(self, cols: int, rows: int) -> None:
         with contextlib.suppress(OSError):
             ptyspawn.set_size(self.fd, cols, rows)

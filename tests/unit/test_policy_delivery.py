@@ -120,3 +120,14 @@ def test_a_fresh_role_is_restarted_before_its_second_task(tmp_path):
     assert [type(msg) for msg in seat.handle.told] == [m.Inject, m.Restart]
     assert [i.task_id for i in seat.queue] == [second.id] and seat.view.ready is False
     assert "event:fresh restart" in port.kinds()
+
+
+def test_a_brief_held_back_from_a_busy_agent_is_said_and_nothing_retried(tmp_path, caplog):
+    delivery, port, state = policy(tmp_path, status="booting")
+    boot = m.Injection(id=0, role="lead", text="brief", kind="boot")
+    delivery.outcome(m.InjectionOutcome("lead", boot, False, "not briefed: still busy",
+                                        untouched=True))
+    assert port.kinds() == ["event:boot held", "alert"]
+    assert port.named("alert")[0][0] == ("on_input", "lead", None)
+    assert "lead is not briefed yet (not briefed: still busy)" in caplog.text
+    assert not injected(state, "lead") and not state.seats["lead"].queue
