@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from choragos import mallocarenas
 from choragos.terminal.pytelib import charsets, mo
 from choragos.terminal.vtcells import (
     BLANK,
@@ -205,6 +206,10 @@ class Terminal:
         # whichever thread drew them (a read draws held output too).
         self._outbox: deque[Scrolled] = deque()
         self._delivering = False
+        # Threads other than the feeder that drew held output (a read does):
+        # once the output pauses, each hands its cache of freed blocks back
+        # at its next read (see ``mallocarenas.drain_thread_cache``).
+        self._drawn_on: set[int] = set()
 
     # -- input -----------------------------------------------------------------
 
@@ -272,14 +277,15 @@ class Terminal:
             outputs = self._caught_up()
             owed, self._wake_owed = self._wake_owed, False
             packed = self._history.pack()
+        if packed:
+            # Before the notice: the reads it brings drain those threads' caches.
+            drawn_on, self._drawn_on = self._drawn_on, set()
+            mallocarenas.owe_drain(drawn_on)
         if outputs is not None or owed:
             replies, rang, wake = outputs or (b"", False, False)
             self._notify(replies, rang, wake or owed)
         if packed:
-            # Imported here: ctypes stays out of a process that never packs (a client).
-            from choragos.mallocarenas import give_back
-
-            give_back()
+            mallocarenas.give_back()
 
     def resize(self, cols: int, rows: int) -> None:
         """Change the size; rows cut from the top go to the history."""
@@ -504,7 +510,10 @@ class Terminal:
             outputs = self._caught_up()
             yield
         if outputs is not None:
+            self._drawn_on.add(threading.get_ident())
             self._notify(*outputs)
+        elif mallocarenas.owed:
+            mallocarenas.settle()
 
     def _caught_up(self) -> tuple[bytes, bool, bool] | None:
         """Under the lock: draw what a feed held; the outputs to notify, None
