@@ -71,6 +71,9 @@ def give_back() -> bool:
 _CACHED_SIZES = tuple(24 + 16 * index for index in range(64))
 _CACHED_EACH = 7
 owed: set[int] = set()  # threads whose cache is to be drained at their next settle()
+QUIET = 1.0  # seconds a thread has drawn no held output before it drains
+_drew_at: dict[int, float] = {}  # when each thread last drew output a feed held
+_clock = time.monotonic
 _heap = None  # (malloc, free) once looked up; False where there is none
 
 
@@ -80,11 +83,20 @@ def owe_drain(idents: Iterable[int]) -> None:
     owed.update(idents)
 
 
+def drew() -> None:
+    """The calling thread drew output a feed held (a parse of it)."""
+    _drew_at[threading.get_ident()] = _clock()
+
+
 def settle() -> bool:
-    """Drain the calling thread's cache if it is owed (see :func:`owe_drain`);
-    True when it was.  Cheap when not: a set lookup."""
+    """Drain the calling thread's cache if it is owed (see :func:`owe_drain`)
+    and has drawn no held output for :data:`QUIET` seconds; True when it
+    did.  Cheap when not: a set lookup.  The wait keeps a flood that pauses
+    often (output at a steady rate: the pane packs at every pause) from
+    draining the threads that draw it again and again: they drain once it
+    is over."""
     ident = threading.get_ident()
-    if ident not in owed:
+    if ident not in owed or _clock() - _drew_at.get(ident, float("-inf")) < QUIET:
         return False
     owed.discard(ident)
     return drain_thread_cache()

@@ -511,6 +511,7 @@ class Terminal:
             yield
         if outputs is not None:
             self._drawn_on.add(threading.get_ident())
+            mallocarenas.drew()
             self._notify(*outputs)
         elif mallocarenas.owed:
             mallocarenas.settle()

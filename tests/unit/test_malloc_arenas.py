@@ -141,7 +141,10 @@ for start in range(0, len(text), 4096):
     if start // 4096 % 3 == 0:
         on_thread(terminal.display)  # draws what the feeds held, on that thread
 terminal.catch_up()  # the output paused
-on_thread(terminal.display)
+on_thread(terminal.display)  # the thread drew held output a moment ago: not yet
+from choragos import mallocarenas
+mallocarenas._clock = lambda: time.monotonic() + mallocarenas.QUIET
+on_thread(terminal.display)  # quiet since
 print(cache_held())
 """)
     assert kept < 32_000
@@ -154,10 +157,18 @@ def test_only_a_thread_owed_a_drain_drains(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(mallocarenas, "drain_thread_cache",
                         lambda: drained.append(threading.get_ident()) or True)
     monkeypatch.setattr(mallocarenas, "owed", set())
+    monkeypatch.setattr(mallocarenas, "_drew_at", {})
+    now = [100.0]
+    monkeypatch.setattr(mallocarenas, "_clock", lambda: now[0])
     assert mallocarenas.settle() is False
     mallocarenas.owe_drain([threading.get_ident() + 1])
     assert mallocarenas.settle() is False and drained == []
     mallocarenas.owe_drain([threading.get_ident()])
+    mallocarenas.drew()  # still drawing a flood's output
+    now[0] += mallocarenas.QUIET / 2
+    assert mallocarenas.settle() is False and drained == []
+    mallocarenas.drew()
+    now[0] += mallocarenas.QUIET
     assert mallocarenas.settle() is True
     assert mallocarenas.settle() is False  # once
     assert drained == [threading.get_ident()]
@@ -190,3 +201,36 @@ def test_a_drain_without_a_thread_to_spare_gives_the_blocks_back(
     monkeypatch.setattr(threading.Thread, "start", no_thread)
     assert mallocarenas.drain_thread_cache() is False
     assert len(freed) == 64 * 7  # every block taken is freed again, none lost
+
+
+def test_a_flood_that_pauses_often_drains_its_reader_once_it_is_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output at a steady rate packs the history at every pause; the thread
+    drawing it (the deck's, a role's) drains once, after it stopped drawing,
+    not at every pause."""
+    from choragos import mallocarenas
+    from choragos.terminal.emulator import Terminal
+
+    drained: list[int] = []
+    monkeypatch.setattr(mallocarenas, "drain_thread_cache", lambda: drained.append(1) or True)
+    monkeypatch.setattr(mallocarenas, "owed", set())
+    monkeypatch.setattr(mallocarenas, "_drew_at", {})
+    now = [100.0]
+    monkeypatch.setattr(mallocarenas, "_clock", lambda: now[0])
+    terminal = Terminal(80, 24, scrollback=5000, hold=60.0)
+    line = 0
+    for _pause in range(20):  # 20 bursts of 400 lines, 50 ms apart
+        burst = "".join(f"line {n}\r\n" for n in range(line, line + 400)).encode()
+        line += 400
+        for start in range(0, len(burst), 4096):
+            terminal.feed(burst[start:start + 4096])
+        terminal.display()  # draws what was held
+        terminal.catch_up()  # the pause: the history packs
+        terminal.display()
+        now[0] += 0.05
+    assert drained == []
+    assert terminal.history()[-1] == f"line {line - 24}"  # nothing lost
+    now[0] += mallocarenas.QUIET
+    terminal.display()
+    terminal.display()
+    assert drained == [1]
