@@ -192,35 +192,56 @@ def checksum(data: bytes) -> int:
     return value
 
 
-def drop_shared(path: str) -> None:
+def drop_unused(path: str) -> None:
     """Remove, beside an installation's own file at ``path``
-    (``<stem>-<checksum>.<tag>.marshal``), the file all installations shared
-    before each had its own (``<stem>.<tag>.marshal``, of any interpreter):
-    never read again by a version that names its own.  Only that name, in
-    our own cache folder, and only once no start has written it for
-    ``SHARED_IDLE`` seconds: an older version still in use beside this one
-    (a machine's other checkouts) would otherwise find it gone and compile
-    its start again, again and again.  (Another installation's own file is
-    left: nothing says whether it is still installed.)"""
+    (``<stem>-<checksum>.<tag>.marshal``), the files of its kind no start
+    reads any more:
+
+    - the file all installations shared before each had its own
+      (``<stem>.<tag>.marshal``, of any interpreter), once no start has
+      written it for ``SHARED_IDLE`` seconds: an older version still in use
+      beside this one (a machine's other checkouts) would otherwise find it
+      gone and compile its start again, again and again;
+    - another installation's own file, once no start has read or written it
+      for ``STALE_IDLE`` seconds: a checkout or virtual environment deleted
+      long ago (each left some 4-10 MB).  One still installed but unused
+      that long compiles its next start again and writes a new one.
+
+    Only those names, in our own cache folder; a file that cannot be
+    removed only costs room."""
     import contextlib  # loaded long before a server writes the file
     import time
 
     folder, name = os.path.split(path)
     stem, dash, rest = name.partition("-")
-    if not (dash and rest[:8].isalnum() and rest[8:9] == "."):  # not installation()'s naming
+    if not (dash and _named_for_installation(rest)):  # not installation()'s naming
         return
-    idle_since = time.time() - SHARED_IDLE
+    now = time.time()
     with contextlib.suppress(OSError):  # a folder not to list: nothing to remove
         for other in os.listdir(folder):
-            if other.startswith(stem + ".") and other.endswith(".marshal"):
-                # Gone meanwhile, or not ours to remove: it only costs room.
-                with contextlib.suppress(OSError):
-                    shared = os.path.join(folder, other)
-                    if os.stat(shared).st_mtime < idle_since:
-                        os.unlink(shared)
+            if other == name or not other.endswith(".marshal"):
+                continue
+            if other.startswith(stem + "."):
+                idle = SHARED_IDLE
+            elif other.startswith(stem + "-") and _named_for_installation(other[len(stem) + 1:]):
+                idle = STALE_IDLE
+            else:
+                continue
+            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+                seen = os.stat(os.path.join(folder, other))
+                # Read without a write (a warm start) counts: its access time,
+                # where the file system keeps one (at least daily on Linux).
+                if max(seen.st_mtime, seen.st_atime) < now - idle:
+                    os.unlink(os.path.join(folder, other))
+
+
+def _named_for_installation(rest: str) -> bool:
+    """``rest`` (after ``<stem>-``) begins with :func:`installation`'s checksum."""
+    return rest[:8].isalnum() and rest[8:9] == "."
 
 
 SHARED_IDLE = 24 * 3600.0  # a day without a start of an older version here
+STALE_IDLE = 30 * 24 * 3600.0  # a month without a start of that installation
 
 
 def cache_file(stem: str, env: Mapping[str, str] = os.environ) -> str | None:
@@ -266,7 +287,7 @@ def release(write: bool = True) -> int | None:
         _release_writers()
     if cache.added and write:
         write_file(cache.path, cache.entries())
-        drop_shared(cache.path)
+        drop_unused(cache.path)
     return cache.compiled
 
 

@@ -103,7 +103,7 @@ class _File:
         used = dict(self.used)
         if write and any(isinstance(value, bytes) for value in used.values()):
             classcode.write_file(self.path, self._entries(used))
-            classcode.drop_shared(self.path)
+            classcode.drop_unused(self.path)
         with self.lock:
             if self.fd >= 0:
                 os.close(self.fd)

@@ -148,3 +148,27 @@ def test_each_installation_has_a_file_of_its_own_and_the_shared_one_goes(
     os.utime(recent, (time.time() - 3600,) * 2)
     assert _run(mine)["released"] > 0
     assert sorted(cache.iterdir()) == sorted([*others, recent, mine])
+
+
+def test_an_installation_unused_for_a_month_leaves_no_file_behind(tmp_path: Path) -> None:
+    """Each checkout or virtual environment has a file of its own, and one
+    deleted long ago would keep it forever: writing an installation's file
+    removes another's that no start has read or written for a month (a
+    warm start only reads it), and nothing else."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    from choragos import classcode
+
+    mine = Path(classcode.cache_path(env) or "")
+    cache = mine.parent
+    cache.mkdir(parents=True)
+    month = time.time() - classcode.STALE_IDLE
+    gone = cache / "dataclasses-0dead0ff.cpython-311-a70d0d0a.marshal"
+    kept = {cache / "dataclasses-0a11ed0f.cpython-311-a70d0d0a.marshal": (month + 3600,) * 2,
+            cache / "dataclasses-0bead0ff.cpython-311-a70d0d0a.marshal": (time.time(), month - 60),
+            cache / "modules-0dead0ff.cpython-311-a70d0d0a.marshal": (month - 60,) * 2,
+            cache / "dataclasses-notours.marshal": (month - 60,) * 2}
+    for path, times in [(gone, (month - 60,) * 2), *kept.items()]:
+        path.write_bytes(b"x")
+        os.utime(path, times)
+    assert _run(mine)["released"] > 0
+    assert sorted(cache.iterdir()) == sorted([*kept, mine])
