@@ -178,13 +178,13 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
 
 def installation(stem: str) -> str:
     """``stem`` named for the folder this choragos is installed in."""
-    return f"{stem}-{checksum(os.fsencode(_PACKAGE)):08x}"
+    return f"{stem}-{_checksum(os.fsencode(_PACKAGE)):08x}"
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
-def checksum(data: bytes) -> int:
+def _checksum(data: bytes) -> int:
     """FNV-1a, 32 bits: a short name for a folder, with no module to load."""
     value = 0x811C9DC5
     for byte in data:

@@ -149,10 +149,7 @@ def cache_path(env: Mapping[str, str] = os.environ) -> str | None:
     whole index of the file it opens, and with ten installations sharing one
     (a shared machine's checkouts, benches and tests: 1,889 modules, an
     index of 0.5 MB once read) it kept 0.7 MB more of the server resident."""
-    return classcode.cache_file(f"modules-{classcode.checksum(os.fsencode(_PACKAGE)):08x}", env)
-
-
-_PACKAGE = classcode._PACKAGE
+    return classcode.cache_file(classcode.installation("modules"), env)
 
 
 def install(path: str | None = None) -> None:

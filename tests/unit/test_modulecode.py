@@ -486,10 +486,10 @@ def test_each_installation_reads_a_file_of_its_own(monkeypatch: pytest.MonkeyPat
     machine) are not in it."""
     env = {"XDG_CACHE_HOME": "/cache"}
     mine = modulecode.cache_path(env)
-    here = modulecode._PACKAGE
-    monkeypatch.setattr(modulecode, "_PACKAGE", "/elsewhere/choragos")
+    here = classcode._PACKAGE
+    monkeypatch.setattr(classcode, "_PACKAGE", "/elsewhere/choragos")
     other = modulecode.cache_path(env)
-    monkeypatch.setattr(modulecode, "_PACKAGE", here)
+    monkeypatch.setattr(classcode, "_PACKAGE", here)
     assert mine is not None and other is not None
     assert os.path.dirname(mine) == os.path.dirname(other) == "/cache/choragos"
     assert mine != other
