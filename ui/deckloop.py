@@ -16,6 +16,8 @@ from typing import Any
 
 import urwid
 
+from choragos.ui.deckselect import KeptSelectLoop
+
 log = logging.getLogger("choragos.deck")
 
 
@@ -23,6 +25,10 @@ class _Loop(urwid.MainLoop):
     """A main loop that draws only for an attached client, and only on change."""
 
     deck: Any  # the Deck this loop draws
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # One epoll set for the run, not one made and closed every pass.
+        super().__init__(*args, event_loop=KeptSelectLoop(), **kwargs)
 
     # Everything the loop runs for the deck holds the deck's drawing lock, so
     # the echo lane (drawing from a pane's reader thread) never sees a state
