@@ -80,6 +80,7 @@ class KeyQueue:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     waiting: deque[bytes] = field(default_factory=deque)
+    typed: int = 0  # operator keys taken, ever: the role's card waits while it moves
 
 
 def type_keys(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
@@ -90,6 +91,7 @@ def type_keys(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
         child = state.child
         if child is None or state.status in GONE:
             return
+        queue.typed += 1
         if state.status is RoleStatus.PAUSED:
             queue.waiting.append(data)  # the resume sends them
             return
@@ -200,6 +202,7 @@ def send_input(state: Any, data: bytes, tell: Callable[[Any], None]) -> None:
     if state.child is None or state.status in GONE:
         return
     with queue.lock:
+        queue.typed += 1
         if state.status is RoleStatus.PAUSED or queue.waiting:
             queue.waiting.append(data)  # behind the keys already waiting
             held = state.status is RoleStatus.PAUSED

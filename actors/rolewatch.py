@@ -9,11 +9,20 @@ that has lasted UNMATCHED_SETTLE; and a role whose screen has been still for its
 (paused or limited).  One timer of each kind at a time, each told through
 the session's timers on the role actor's clock; what a look finds is the
 actor's to publish.
+
+While the operator types at the role, each classification finds the line
+being typed in its preview, and publishing it wakes the core, the UI
+actor and the deck beside the next key's echo.  A view that differs from
+the one published only in its preview waits for a pause in the keys
+(PREVIEW_PAUSE without one); anything else in it (status, readiness,
+detail, a stall) goes at once and takes the preview with it.  What is
+classified, and when, does not change: only the card's text waits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
@@ -24,7 +33,15 @@ if TYPE_CHECKING:
     from choragos.actors.role import RoleState
 
 CLASSIFY_DELAY = 0.15
+# Keys that stop for this long let a preview held for them out; a preview
+# is held at most twice this after the last key.
+PREVIEW_PAUSE = 0.25
 HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
+
+
+@dataclass(frozen=True)
+class PreviewCheck:
+    """Publish the view if the keys that held its preview back have paused."""
 
 
 class Watch:
@@ -53,6 +70,25 @@ class Watch:
         if msg.gen == self.s.gen:
             self.refresh()
             self.arm_quiet_check(msg.gen)
+
+    def holds_preview(self, view: m.RoleView) -> bool:
+        """True when ``view`` (not the one last published) waits: only its
+        preview is new, and keys were typed since the last publication (or
+        a check is on its way).  The check publishes it once no key came
+        for PREVIEW_PAUSE."""
+        s = self.s
+        last = s.last_view
+        if last is None or replace(last, preview=view.preview) != view:
+            s.keys_seen = s.keys.typed
+            return False  # something besides the preview: at once, the preview with it
+        if s.preview_held:
+            return True  # the check on its way publishes it
+        typed = s.keys.typed
+        if typed == s.keys_seen:
+            return False
+        s.keys_seen, s.preview_held = typed, True
+        self.timers.after(PREVIEW_PAUSE, self.me, PreviewCheck())
+        return True
 
     def arm_quiet_check(self, gen: int) -> None:
         """Re-read the screen when a read with no new output may say more

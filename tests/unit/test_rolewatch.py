@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from choragos.actors import messages as m
 from choragos.actors import roleio
-from choragos.actors.rolewatch import CLASSIFY_DELAY
+from choragos.actors.rolewatch import CLASSIFY_DELAY, PREVIEW_PAUSE
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
@@ -63,3 +64,63 @@ def test_a_burst_of_output_is_classified_once(tmp_path):
     world.run(CLASSIFY_DELAY)
     assert len(pending) == 2  # one classification and one stall check, not five of each
     assert not world.state.classify_pending
+
+
+KEYS = 50
+KEY_GAP = 0.06  # a quick typist: about 17 keys a second
+
+
+def reported(world: World) -> list[m.RoleView]:
+    return [x.view for x in world.core.told if isinstance(x, m.RoleReported)]
+
+
+def at_prompt(tmp_path) -> World:
+    """An idle role whose prompt reads idle with a line typed into it (as
+    the real agents' input boxes do), its first view published."""
+    world = World(tmp_path)
+    s = world.state
+    s.profile = replace(s.profile, idle_markers=("agent>",))
+    world.output(b"")
+    world.run(1.0)
+    assert reported(world) and reported(world)[-1].status is RoleStatus.IDLE
+    return world
+
+
+def type_line(world: World, text: str) -> None:
+    for char in text:
+        roleio.type_keys(world.state, char.encode(), world.inbox.tell)
+        world.run(KEY_GAP)
+
+
+def test_the_line_being_typed_is_published_once_the_keys_pause(tmp_path):
+    """50 keys over 3 s: the preview was published after every
+    classification (about 20 times); now once, after the last key."""
+    world = at_prompt(tmp_path)
+    before = len(reported(world))
+    line = "abcdefghij" * (KEYS // 10)
+    type_line(world, line)
+    assert len(reported(world)) == before  # the card's text waited
+    world.run(2 * PREVIEW_PAUSE + CLASSIFY_DELAY)
+    views = reported(world)[before:]
+    assert len(views) == 1
+    assert any(line in text for text in views[0].preview)
+    assert views[0] == world.actor.view()  # the card as the screen is now
+
+
+def test_a_status_change_is_published_at_once_while_keys_are_typed(tmp_path):
+    world = at_prompt(tmp_path)
+    type_line(world, "abcdef")
+    world.state.status = RoleStatus.WORKING  # what a classification of a busy screen sets
+    world.actor._publish()
+    view = reported(world)[-1]
+    assert view.status is RoleStatus.WORKING  # at once, not after the keys pause
+    assert any("abcdef" in text for text in view.preview)  # the preview goes with it
+
+
+def test_a_preview_with_no_keys_typed_is_published_at_its_classification(tmp_path):
+    world = at_prompt(tmp_path)
+    before = len(reported(world))
+    world.output(b"agent output")
+    world.run(CLASSIFY_DELAY)
+    views = reported(world)[before:]
+    assert len(views) == 1 and any("agent output" in text for text in views[0].preview)
