@@ -332,13 +332,9 @@ class RoleActor(Actor):
     def _classify(self, msg: m.Classify) -> None:
         self.watch.classify(msg)
 
-    @handle.register(PreviewCheck)
-    def _preview_check(self, msg: PreviewCheck) -> None:
-        self.s.preview_held = False
-        self._publish()
-
     @handle.register(m.QuietCheck)
-    def _quiet_check(self, msg: m.QuietCheck) -> None:
+    @handle.register(PreviewCheck)
+    def _quiet_check(self, msg: m.QuietCheck | PreviewCheck) -> None:
         self.watch.quiet_check(msg)
 
     @handle.register(m.StallCheck)

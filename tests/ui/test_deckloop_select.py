@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from choragos.ui.deckselect import KeptSelectLoop
+from choragos.ui.deckloop import KeptSelectLoop
 from tests.conftest import wait_until
 from tests.ui.test_redraw import _settled
 
