@@ -199,8 +199,7 @@ class RoleActor(Actor):
         self.host = host
         self.now = host.now
         self.typist = Typist(state, host.now, timers, self_handle, core.tell, self._typed)
-        self.watch = Watch(state, host.now, timers, self_handle, self._refresh_status,
-                           self._publish)
+        self.watch = Watch(state, host.now, timers, self.me, self._refresh_status, self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -332,9 +331,12 @@ class RoleActor(Actor):
     def _classify(self, msg: m.Classify) -> None:
         self.watch.classify(msg)
 
-    @handle.register(m.QuietCheck)
     @handle.register(PreviewCheck)
-    def _quiet_check(self, msg: m.QuietCheck | PreviewCheck) -> None:
+    def _preview_check(self, msg: PreviewCheck) -> None:
+        self.watch.preview_check()
+
+    @handle.register(m.QuietCheck)
+    def _quiet_check(self, msg: m.QuietCheck) -> None:
         self.watch.quiet_check(msg)
 
     @handle.register(m.StallCheck)

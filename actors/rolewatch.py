@@ -100,11 +100,12 @@ class Watch:
             wait = max(0.05, due - self.now() + 0.05)
             self.timers.after(wait, self.me, m.QuietCheck(gen))
 
-    def quiet_check(self, msg: m.QuietCheck | PreviewCheck) -> None:
-        if isinstance(msg, PreviewCheck):  # no reading: the view held for the keys, if they paused
-            self.s.preview_held = False
-            self.publish()
-            return
+    def preview_check(self) -> None:
+        """The view held for the keys' preview: published if they paused (else held again)."""
+        self.s.preview_held = False
+        self.publish()
+
+    def quiet_check(self, msg: m.QuietCheck) -> None:
         self.s.quiet_check = False
         if msg.gen == self.s.gen:
             self.refresh()

@@ -19,10 +19,8 @@ def handled_messages() -> dict[str, str]:
             for fn in cls.body:
                 if isinstance(fn, ast.FunctionDef) and any(
                         _registers(d) for d in fn.decorator_list):
-                    # One handler may take several (``A | B``, one register each).
-                    for name in ast.unparse(fn.args.args[1].annotation).split("|"):
-                        name = name.strip().rsplit(".", 1)[-1]
-                        found[name] = f"{path.relative_to(ROOT)}:{cls.name}.{fn.name}"
+                    name = ast.unparse(fn.args.args[1].annotation).rsplit(".", 1)[-1]
+                    found[name] = f"{path.relative_to(ROOT)}:{cls.name}.{fn.name}"
     return found
 
 
