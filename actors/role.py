@@ -28,7 +28,7 @@ from choragos.actors.admission import RoleHeld
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.rolehost import MACHINE, Child, RoleHost
-from choragos.actors.rolewatch import PreviewCheck, Watch
+from choragos.actors.rolewatch import Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
 from choragos.agents.profiles import AgentProfile, profile_for
@@ -109,8 +109,6 @@ class RoleState:
     keys: roleio.KeyQueue = field(default_factory=roleio.KeyQueue)  # operator keys in wait
     feed_lock: threading.Lock = field(default_factory=threading.Lock)  # gen vs. the reader's feed
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
-    keys_seen: int = 0  # keys.typed when the view was last published or a PreviewCheck armed
-    preview_held: bool = False  # a view held for its preview: a PreviewCheck is on its way
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
@@ -199,7 +197,8 @@ class RoleActor(Actor):
         self.host = host
         self.now = host.now
         self.typist = Typist(state, host.now, timers, self_handle, core.tell, self._typed)
-        self.watch = Watch(state, host.now, timers, self.me, self._refresh_status, self._publish)
+        self.watch = Watch(state, host.now, timers, self_handle, self._refresh_status,
+                           self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -208,7 +207,7 @@ class RoleActor(Actor):
             self.typist.abandon("choragos restarted the role's actor during the injection")
         # A notice or classification the crashed instance never read must
         # not silence the reader.
-        self.s.output_noticed = self.s.classify_pending = self.s.preview_held = False
+        self.s.output_noticed = self.s.classify_pending = False
         if self.s.child is not None and self.s.status not in roleio.GONE:
             self._output_seen(roleio.OutputSeen(self.s.gen))
         for _ in range(len(self.s.keys.waiting)):  # their flushes may have died with it
@@ -330,10 +329,6 @@ class RoleActor(Actor):
     @handle.register(m.Classify)
     def _classify(self, msg: m.Classify) -> None:
         self.watch.classify(msg)
-
-    @handle.register(PreviewCheck)
-    def _preview_check(self, msg: PreviewCheck) -> None:
-        self.watch.preview_check()
 
     @handle.register(m.QuietCheck)
     def _quiet_check(self, msg: m.QuietCheck) -> None:

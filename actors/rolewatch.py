@@ -10,19 +10,22 @@ that has lasted UNMATCHED_SETTLE; and a role whose screen has been still for its
 the session's timers on the role actor's clock; what a look finds is the
 actor's to publish.
 
-While the operator types at the role, each classification finds the line
-being typed in its preview, and publishing it wakes the core, the UI
-actor and the deck beside the next key's echo.  A view that differs from
-the one published only in its preview waits for a pause in the keys
-(PREVIEW_PAUSE without one); anything else in it (status, readiness,
-detail, a stall) goes at once and takes the preview with it.  What is
-classified, and when, does not change: only the card's text waits.
+While the operator types at the role, every classification found the line
+being typed in its preview and published it (the core, the UI actor and
+the deck woke for it), and every echo after one sent the actor a notice
+(the actor and the timers woke beside the client's read of that echo).
+Now a classification that finds keys typed since the last one holds a
+view new only in its preview and arms the next classification itself, so
+the reader sends no notice meanwhile; the first classification after a
+pause in the keys publishes it.  A view with anything else new (status,
+readiness, detail, a stall) goes at once, the preview with it; output is
+still classified within CLASSIFY_DELAY of its coming, as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
@@ -33,15 +36,7 @@ if TYPE_CHECKING:
     from choragos.actors.role import RoleState
 
 CLASSIFY_DELAY = 0.15
-# Keys that stop for this long let a preview held for them out; a preview
-# is held at most twice this after the last key.
-PREVIEW_PAUSE = 0.25
 HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
-
-
-@dataclass(frozen=True)
-class PreviewCheck:
-    """Publish the view if the keys that held its preview back have paused."""
 
 
 class Watch:
@@ -53,6 +48,9 @@ class Watch:
         self.me = me
         self.refresh = refresh
         self.publish = publish
+        self.keys_seen = state.keys.typed  # the operator's keys at the last classification
+        self.keyed = False  # the classification under way came after keys: it may hold
+        self.held = False  # it held a view for its preview
 
     def output_seen(self, msg: roleio.OutputSeen) -> None:
         """The reader fed new output: classify it soon, and it is not a stall."""
@@ -66,28 +64,31 @@ class Watch:
             self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
 
     def classify(self, msg: m.Classify) -> None:
-        self.s.classify_pending = False
-        if msg.gen == self.s.gen:
+        s = self.s
+        s.classify_pending = False
+        if msg.gen != s.gen:
+            return
+        typed = s.keys.typed
+        self.keyed, self.keys_seen, self.held = typed != self.keys_seen, typed, False
+        try:
             self.refresh()
-            self.arm_quiet_check(msg.gen)
+        finally:
+            self.keyed = False
+        self.arm_quiet_check(msg.gen)
+        if self.held and not s.classify_pending:
+            # Keys still coming: look again then, in place of the notice the
+            # reader sends none of while this is pending.
+            s.classify_pending = True
+            self.timers.after(CLASSIFY_DELAY, self.me, m.Classify(msg.gen))
 
     def holds_preview(self, view: m.RoleView) -> bool:
-        """True when ``view`` (not the one last published) waits: only its
-        preview is new, and keys were typed since the last publication (or
-        a check is on its way).  The check publishes it once no key came
-        for PREVIEW_PAUSE."""
-        s = self.s
-        last = s.last_view
-        if last is None or replace(last, preview=view.preview) != view:
-            s.keys_seen = s.keys.typed
-            return False  # something besides the preview: at once, the preview with it
-        if s.preview_held:
-            return True  # the check on its way publishes it
-        typed = s.keys.typed
-        if typed == s.keys_seen:
+        """True when ``view`` (not the one last published) waits: the
+        classification under way came after keys, and only its preview is
+        new.  The classification then arms the next one."""
+        last = self.s.last_view
+        if not self.keyed or last is None or replace(last, preview=view.preview) != view:
             return False
-        s.keys_seen, s.preview_held = typed, True
-        self.timers.after(PREVIEW_PAUSE, self.me, PreviewCheck())
+        self.held = True
         return True
 
     def arm_quiet_check(self, gen: int) -> None:
@@ -99,11 +100,6 @@ class Watch:
             s.quiet_check = True
             wait = max(0.05, due - self.now() + 0.05)
             self.timers.after(wait, self.me, m.QuietCheck(gen))
-
-    def preview_check(self) -> None:
-        """The view held for the keys' preview: published if they paused (else held again)."""
-        self.s.preview_held = False
-        self.publish()
 
     def quiet_check(self, msg: m.QuietCheck) -> None:
         self.s.quiet_check = False

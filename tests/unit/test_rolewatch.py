@@ -10,7 +10,7 @@ import pytest
 
 from choragos.actors import messages as m
 from choragos.actors import roleio
-from choragos.actors.rolewatch import CLASSIFY_DELAY, PREVIEW_PAUSE
+from choragos.actors.rolewatch import CLASSIFY_DELAY
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 
@@ -94,17 +94,27 @@ def type_line(world: World, text: str) -> None:
 
 def test_the_line_being_typed_is_published_once_the_keys_pause(tmp_path):
     """50 keys over 3 s: the preview was published after every
-    classification (about 20 times); now once, after the last key."""
+    classification (17 times), and every echo after one sent the actor a
+    notice (17); now the card's text once, after the last key, and one
+    notice, for the first key's echo."""
     world = at_prompt(tmp_path)
     before = len(reported(world))
+    notices = []
+    tell = world.inbox.tell
+    world.inbox.tell = lambda msg: (notices.append(msg) if isinstance(msg, roleio.OutputSeen)
+                                    else None, tell(msg))
     line = "abcdefghij" * (KEYS // 10)
     type_line(world, line)
     assert len(reported(world)) == before  # the card's text waited
-    world.run(2 * PREVIEW_PAUSE + CLASSIFY_DELAY)
+    assert len(notices) == 1
+    world.run(2 * CLASSIFY_DELAY)
     views = reported(world)[before:]
     assert len(views) == 1
     assert any(line in text for text in views[0].preview)
     assert views[0] == world.actor.view()  # the card as the screen is now
+    world.run(5.0)
+    assert reported(world)[before:] == views
+    assert not world.state.classify_pending  # no more looks once it was published
 
 
 def test_a_status_change_is_published_at_once_while_keys_are_typed(tmp_path):
