@@ -46,6 +46,7 @@ class Delivery:
                  timeouts: Timeouts) -> None:
         self.port, self.s = port, s
         self.fresh, self.guard, self.timeouts = fresh, guard, timeouts
+        self.held_said: dict[str, float] = {}  # role: the busy hold last said (its start)
 
     def enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
                 front: bool = False) -> None:
@@ -61,7 +62,10 @@ class Delivery:
         self.pump(seat)
 
     def pump(self, seat: Seat) -> None:
-        if seat.in_flight is not None or not seat.queue or not seat.view.ready:
+        if seat.in_flight is not None or not seat.queue:
+            return
+        if not seat.view.ready:
+            self._busy_held(seat)
             return
         injection = seat.queue.popleft()
         if self.fresh.restart_first(seat, injection):
@@ -75,6 +79,27 @@ class Delivery:
             hopstamps.mark("inject-queued", seat.name)
         # Typed only once on disk: a restart must know it may have reached the agent.
         self.port.tell_when_synced(seat.handle, m.Inject(injection))
+
+    def _busy_held(self, seat: Seat) -> None:
+        """Lines wait on a role whose screen went quiet but whose agent has
+        kept wanting the CPU since (at work, starved, stopped, or hung in a
+        loop): said once per such hold, as a brief held back is."""
+        since = seat.view.busy_held
+        if since is None or self.held_said.get(seat.name) == since:
+            return
+        self.held_said[seat.name] = since
+        head = seat.queue[0]
+        task = self.s.board.lookup(head.task_id) if head.task_id else None
+        self._say_held("lines held", f"{len(seat.queue)} line(s) for {seat.name} wait",
+                       {"role": seat.name, "kind": head.kind, "task": head.task_id,
+                        "waiting": len(seat.queue), "detail": seat.view.detail}, task)
+
+    def _say_held(self, event: str, what: str, fields: dict, task: Task | None) -> None:
+        """Nothing was typed into a role that has been busy too long: the
+        event, a warning, and the input hook (its card says why)."""
+        self.port.event(event, **fields)
+        log.warning("%s (%s)", what, fields["detail"])
+        self.port.alert("on_input", fields["role"], task)
 
     def _write_worker_file(self, role: str, task: Task) -> None:
         """The role's latest task; the typed line names the per-task copy, so a
@@ -93,9 +118,7 @@ class Delivery:
                   "detail": msg.detail, "task": injection.task_id}
         if injection.kind == "boot" and msg.untouched:
             # Not typed: the agent kept wanting the CPU past the boot's longest wait.
-            self.port.event("boot held", **fields)
-            log.warning("%s is not briefed yet (%s)", msg.role, msg.detail)
-            self.port.alert("on_input", msg.role, None)
+            self._say_held("boot held", f"{msg.role} is not briefed yet", fields, None)
             return
         if injection.kind == "boot":
             self.port.event("boot injection" if msg.final else "boot injection retry", **fields)

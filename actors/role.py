@@ -83,6 +83,9 @@ class RoleState:
     rest_mark: tuple[float, int] | None = None  # (monotonic, ns its session wanted the CPU)
     boot_busy_at: float = 0.0  # (monotonic) the boot check last found it wanting the CPU
     boot_held_said: bool = False  # the operator was told its brief is held back
+    rested_at: float | None = None  # (monotonic) a window ending here found it at rest
+    busy_since: float | None = None  # (monotonic) quiet, but found wanting the CPU since
+    busy_held: bool = False  # ... for BUSY_HOLD: said on its card, lines wait
     restarts_used: int = 0
     restarts_total: int = 0
     stopping: bool = False

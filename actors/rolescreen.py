@@ -7,9 +7,11 @@ terminal, its profile, when output last came) at ``now``: the role actor
 passes its clock's time, a test any time it likes.  The one thing a read
 keeps is since when the screen has matched nothing (``unmatched_since``):
 such a screen may be a frame half drawn, so it does not end a dialog state
-until it has stayed so for UNMATCHED_SETTLE; the boot check also keeps the
-reading that opened its rest window (``rest_mark``) and when it last found
-the agent wanting the CPU (``boot_busy_at``).
+until it has stayed so for UNMATCHED_SETTLE; the rest checks (the boot's,
+and the quiet-means-idle one after it) also keep the reading that opened
+their rest window (``rest_mark``), when one last found the agent wanting the
+CPU (``boot_busy_at``), and, until new output, that it rested
+(``rested_at``) or since when it has not (``busy_since``, ``busy_held``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ BOOT_POLL = 0.1  # the boot check looks again this often (or a multiple of it)
 # burners too (docs/agents.md has the figures).
 REST_WINDOW = 0.6
 AT_REST = 0.5
+# A screen read idle on quiet alone whose agent has kept wanting the CPU this
+# long past its quiet wait is said once (its card; the core, if lines wait).
+BUSY_HOLD = 20.0
+BUSY_HELD = (f"quiet, but still busy {BUSY_HOLD:g}s on (at work, starved of CPU, or "
+             "stopped): nothing is typed into it until it rests")
 
 log = logging.getLogger(__name__)
 _unmeasured_said = False
@@ -58,6 +65,8 @@ def screen_status(s: RoleState, now: float) -> RoleStatus:
     stays so on a screen nothing on it matches until UNMATCHED_SETTLE has
     passed since the first such read."""
     lines = s.terminal.display()
+    if s.busy_since is not None and s.last_output > s.busy_since:
+        _end_hold(s)  # it drew something: its quiet is over
     said = screenstatus.matched_status(lines, s.profile, s.spec.input_prompts,
                                        cursor=s.terminal.cursor)
     if said is not None:
@@ -69,26 +78,75 @@ def screen_status(s: RoleState, now: float) -> RoleStatus:
         if s.status is RoleStatus.WAITING and now - s.unmatched_since < UNMATCHED_SETTLE:
             return RoleStatus.WAITING  # maybe the dialog half redrawn: never typed into
         status = RoleStatus(screenstatus.unmatched_reading(lines, s.profile))
-    if status is RoleStatus.WORKING and _quiet_without_busy_marker(s, lines, now):
+    if status is RoleStatus.WORKING and _quiet_idle(s, lines, now):
         # An unknown TUI whose prompt we do not recognise: nothing drawn for a
         # while and nothing that says "busy" means it waits for its next input.
         return RoleStatus.IDLE
     return status
 
 
-def _quiet_without_busy_marker(s: RoleState, lines: list[str], now: float) -> bool:
-    if now - s.last_output < QUIET_IDLE or not drawn(lines):
+def _quiet_idle(s: RoleState, lines: list[str], now: float) -> bool:
+    """Quiet for QUIET_IDLE with no busy marker drawn, and, once briefed,
+    at rest over the last REST_WINDOW of that quiet: a program starved on
+    its way from an idle-looking screen to a dialog is quiet too, and a
+    line typed then would be read by the dialog.  The window is opened by
+    the look REST_WINDOW before the quiet wait ends (see
+    :func:`recheck_due`), so a resting agent is read idle when it always
+    was.  (Before its brief the boot check measures, on its own window.)"""
+    quiet = now - s.last_output
+    if (quiet < QUIET_IDLE - (REST_WINDOW if s.booted else 0.0) or not drawn(lines)
+            or screenstatus.has_marker(lines, s.profile.busy_markers)):
         return False
-    return not screenstatus.has_marker(lines, s.profile.busy_markers)
+    if not s.booted:
+        return quiet >= QUIET_IDLE
+    if quiet < QUIET_IDLE:
+        if not _window_open(s) and not _known_rested(s) and _open_window(s, now) is None:
+            s.rested_at = now  # not measured here: the quiet screen decides alone
+        return False
+    return _rested(s, now)
+
+
+def _known_rested(s: RoleState) -> bool:
+    return s.rested_at is not None and s.rested_at >= s.last_output
+
+
+def _rested(s: RoleState, now: float) -> bool:
+    """At rest since its last output: measured once, the verdict holds until
+    it draws again (the screen is read again on every look and every line
+    offered, and a second reading so soon would have no window)."""
+    if _known_rested(s):
+        return True
+    if at_rest(s, now):
+        s.rested_at = now
+        _end_hold(s)
+        return True
+    if s.busy_since is None:
+        s.busy_since = now
+    if not s.busy_held and now - s.busy_since >= BUSY_HOLD:
+        s.busy_held, s.detail = True, BUSY_HELD  # said once: its card, the core's hook
+    return False
+
+
+def _end_hold(s: RoleState) -> None:
+    """It drew something or rested: the hold is over, and so is its word."""
+    if s.busy_held and s.detail == BUSY_HELD:
+        s.detail = ""
+    s.busy_since, s.busy_held = None, False
 
 
 def recheck_due(s: RoleState) -> float | None:
     """When the screen must be read again with no new output, if ever: a
-    role working with no busy marker may count as idle after QUIET_IDLE, a
-    waiting role held on a screen nothing matches leaves it after
-    UNMATCHED_SETTLE."""
+    role working with no busy marker may count as idle after QUIET_IDLE
+    (looked at REST_WINDOW before too, to open the window that tells it at
+    rest, then at the end of each window until it rests), a waiting role
+    held on a screen nothing matches leaves it after UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
-        return s.last_output + QUIET_IDLE
+        due = s.last_output + QUIET_IDLE
+        if not s.booted or _known_rested(s):
+            return due
+        if _window_open(s):
+            return max(due, s.rest_mark[0] + REST_WINDOW)
+        return max(due - REST_WINDOW, s.boot_busy_at + REST_WINDOW)  # (stopped: no window)
     if s.status is RoleStatus.WAITING and s.unmatched_since is not None:
         return s.unmatched_since + UNMATCHED_SETTLE
     return None
@@ -257,4 +315,5 @@ def view(s: RoleState, now: float) -> m.RoleView:
         detail=s.detail,
         preview=tuple(preview), exit=s.exit.describe() if s.exit else "",
         stalled=s.stalled, profile=s.profile.name,
-        held=s.left_in_input is not None, limited_until=s.limited_until)
+        held=s.left_in_input is not None, limited_until=s.limited_until,
+        busy_held=s.busy_since if s.busy_held else None)

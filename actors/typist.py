@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
+from choragos.actors import rolescreen
 from choragos.agents import screenstatus
 from choragos.agents.profiles import typed_form
 from choragos.plural import counted
@@ -351,6 +352,10 @@ class Typist:
             # after it, by whatever the first one opens.
             self._leave_in_input(typing, f"the agent has not read the Enter in "
                                          f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
+        elif self._dialog_up():
+            # Whatever the first Enter did, a second one would answer the dialog.
+            self._leave_in_input(typing, "a dialog came up before the Enter was seen taken; "
+                                         "no second Enter", submitted=True)
         elif typing.enters < 2:
             self._press_enter(typing)  # the one second Enter
         else:
@@ -371,7 +376,17 @@ class Typist:
             typing.move(Step.TYPED)
             self._await_echo(typing)
             return
+        if self._dialog_up():
+            # The text went somewhere and a dialog shows: typed again, it would answer it.
+            self._end(typing, Step.FAILED, Ending(
+                False, "the text did not appear, and a dialog is on the agent's screen; "
+                       "not typed again"))
+            return
         self.begin(typing.injection, typing.boot, typing.attempts + 1)
+
+    def _dialog_up(self) -> bool:
+        """The agent's screen shows a question, a menu or a dialog."""
+        return rolescreen.screen_status(self.s, self.now()) is RoleStatus.WAITING
 
     def _leave_in_input(self, typing: Typing, why: str, submitted: bool = False) -> None:
         """Give up on a line that is (or will be) in the agent's input: the

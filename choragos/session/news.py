@@ -34,6 +34,8 @@ class RoleView:
     budget_used: int = 0  # restarts counted against restart_retries
     stalled: bool = False  # no new output for the role's stall_after
     held: bool = False  # its input still shows a line it did not take: nothing is typed
+    # (monotonic) quiet, but wanting the CPU since then, for long: nothing is typed
+    busy_held: float | None = None
     profile: str = ""  # the agent profile its screen is read with
     limited_until: float | None = None  # wall clock: when a provider's limit is waited out
 
@@ -41,7 +43,8 @@ class RoleView:
         return {"name": self.name, "state": self.status, "pid": self.pid,
                 "restarts": self.restarts, "ready": self.ready, "detail": self.detail,
                 "preview": list(self.preview), "exit": self.exit, "stalled": self.stalled,
-                "held": self.held, "limited_until": self.limited_until,
+                "held": self.held, "busy_held": self.busy_held is not None,
+                "limited_until": self.limited_until,
                 "profile": self.profile}
 
 
