@@ -22,6 +22,7 @@ from choragos.actors.fresh import FreshContexts
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.timeouts import Timeouts
 from choragos.board.tasks import Task, TaskState
+from choragos.plural import counted
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import hopstamps
@@ -90,7 +91,7 @@ class Delivery:
         self.held_said[seat.name] = since
         head = seat.queue[0]
         task = self.s.board.lookup(head.task_id) if head.task_id else None
-        self._say_held("lines held", f"{len(seat.queue)} line(s) for {seat.name} wait",
+        self._say_held("lines held", f"{counted(len(seat.queue), 'line')} for {seat.name} waiting",
                        {"role": seat.name, "kind": head.kind, "task": head.task_id,
                         "waiting": len(seat.queue), "detail": seat.view.detail}, task)
 

@@ -604,8 +604,8 @@ class RoleActor(Actor):
         # text-then-Enter pair is still typed rather than pasted.
         for n in range(held):
             self.timers.after(n * KEYS_APART, self.me, roleio.FlushKeys())
+        s.rest_mark = None  # a window across the pause measured a stopped agent
         if not s.booted:
-            s.rest_mark = None  # a window across the pause measured a stopped agent
             self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
         self._refresh_status()
         return "resumed"

@@ -48,6 +48,10 @@ AT_REST = 0.5
 # A screen read idle on quiet alone whose agent has kept wanting the CPU this
 # long past its quiet wait is said once (its card; the core, if lines wait).
 BUSY_HOLD = 20.0
+# The role's quiet check looks this long after the time it is due
+# (actors/rolewatch.py): a window opened that much early ends on the look at
+# the quiet wait's end, not one look later.
+LOOK_LAG = 0.05
 BUSY_HELD = (f"quiet, but still busy {BUSY_HOLD:g}s on (at work, starved of CPU, or "
              "stopped): nothing is typed into it until it rests")
 
@@ -94,7 +98,7 @@ def _quiet_idle(s: RoleState, lines: list[str], now: float) -> bool:
     :func:`recheck_due`), so a resting agent is read idle when it always
     was.  (Before its brief the boot check measures, on its own window.)"""
     quiet = now - s.last_output
-    if (quiet < QUIET_IDLE - (REST_WINDOW if s.booted else 0.0) or not drawn(lines)
+    if (quiet < QUIET_IDLE - (REST_WINDOW + LOOK_LAG if s.booted else 0.0) or not drawn(lines)
             or screenstatus.has_marker(lines, s.profile.busy_markers)):
         return False
     if not s.booted:
@@ -146,7 +150,8 @@ def recheck_due(s: RoleState) -> float | None:
             return due
         if _window_open(s):
             return max(due, s.rest_mark[0] + REST_WINDOW)
-        return max(due - REST_WINDOW, s.boot_busy_at + REST_WINDOW)  # (stopped: no window)
+        return max(due - REST_WINDOW - LOOK_LAG,
+                   s.boot_busy_at + REST_WINDOW)  # (stopped: no window)
     if s.status is RoleStatus.WAITING and s.unmatched_since is not None:
         return s.unmatched_since + UNMATCHED_SETTLE
     return None

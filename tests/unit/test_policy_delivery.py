@@ -5,6 +5,8 @@ journal, events and hooks the policy asked for."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from choragos.actors import messages as m
@@ -131,3 +133,27 @@ def test_a_brief_held_back_from_a_busy_agent_is_said_and_nothing_retried(tmp_pat
     assert port.named("alert")[0][0] == ("on_input", "lead", None)
     assert "lead is not briefed yet (not briefed: still busy)" in caplog.text
     assert not injected(state, "lead") and not state.seats["lead"].queue
+
+
+def test_lines_held_by_a_quiet_busy_agent_are_said_once_per_hold(tmp_path, caplog):
+    """A role whose screen went quiet but whose agent kept wanting the CPU
+    takes no line: with lines waiting, the operator hears of it once per
+    hold (as of a held brief), and nothing is typed."""
+    delivery, port, state = policy(tmp_path, status="working")
+    seat = state.seats["lead"]
+    seat.view = replace(seat.view, busy_held=5.0, detail="quiet, but still busy")
+    delivery.pump(seat)  # nothing waits: nothing to say
+    assert port.kinds() == []
+    delivery.enqueue("lead", "a report", "report")
+    delivery.enqueue("lead", "another", "report")
+    delivery.pump(seat)
+    assert [k for k in port.kinds() if k != "journal"] == ["event:lines held", "alert"]
+    assert port.named("alert")[0][0] == ("on_input", "lead", None)
+    assert "1 line for lead waiting (quiet, but still busy)" in caplog.text
+    assert not injected(state, "lead")
+    seat.view = replace(seat.view, busy_held=40.0)  # a new hold, after output
+    delivery.pump(seat)
+    assert [k for k in port.kinds() if k != "journal"].count("event:lines held") == 2
+    seat.view = replace(seat.view, busy_held=None, status=RoleStatus.IDLE, ready=True)
+    delivery.pump(seat)
+    assert [i.text for i in injected(state, "lead")] == ["a report"]
