@@ -140,11 +140,14 @@ def _end_hold(s: RoleState) -> None:
 
 def recheck_due(s: RoleState) -> float | None:
     """When the screen must be read again with no new output, if ever: a
-    role working with no busy marker may count as idle after QUIET_IDLE
+    role working with no busy marker (on a screen drawn) may count as idle after QUIET_IDLE
     (looked at REST_WINDOW before too, to open the window that tells it at
     rest, then at the end of each window until it rests), a waiting role
     held on a screen nothing matches leaves it after UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
+        lines = s.terminal.display()
+        if not drawn(lines) or screenstatus.has_marker(lines, s.profile.busy_markers):
+            return None  # nothing but new output changes what it reads (and that is read)
         due = s.last_output + QUIET_IDLE
         if not s.booted or _known_rested(s):
             return due

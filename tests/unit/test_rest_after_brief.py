@@ -6,6 +6,7 @@ fake clock with a fake PTY: the real role actor, typist and screen reads.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from choragos.actors import messages as m
 from choragos.actors import rolescreen
@@ -181,3 +182,17 @@ def test_no_second_enter_goes_into_a_dialog(tmp_path):
     outcome = world.core.outcomes()[-1]
     assert outcome.left_in_input and "a dialog came up" in outcome.detail
     assert typings[0].path[-1] is Step.LEFT
+
+
+def test_a_quiet_screen_showing_busy_is_not_looked_at_again_and_again(tmp_path):
+    """A static busy marker reads working however long it is quiet: only
+    new output can change that, and it is read as it comes.  Counted: no
+    look in 10 s (there were 140, every 50 ms, before)."""
+    world, readings, looks = quiet_screen(tmp_path)
+    world.state.profile = replace(world.state.profile, busy_markers=("esc to interrupt",))
+    world.output(b"\r\nthinking (esc to interrupt)")
+    world.run(10.0)
+    assert world.state.status is RoleStatus.WORKING
+    assert len(looks) <= 1 and not readings
+    world.output(b"\x1b[2J\x1b[H" + QUIET_LINE.encode())  # the marker gone
+    idle_at(world)
