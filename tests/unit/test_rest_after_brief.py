@@ -14,6 +14,7 @@ from choragos.actors.rolescreen import BUSY_HELD, BUSY_HOLD, QUIET_IDLE, REST_WI
 from choragos.actors.typist import Step, Typing
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
+from tests.unit.test_rolescreen import paused_then_busy
 
 QUIET_LINE = "ready for the next message"  # idle-looking, yet no profile's prompt
 DIALOG = "\r\nDo you trust the files in this folder?\r\n\u276f 1. Yes, proceed\r\n  2. No\r\n"
@@ -144,12 +145,7 @@ def test_a_window_across_a_pause_does_not_count(tmp_path):
     world, _, _ = quiet_screen(tmp_path)
     world.run(QUIET_IDLE - REST_WINDOW + 0.1)
     assert world.state.rest_mark is not None
-    world.tell(m.Pause())
-    world.run(10.0)
-    world.agent.wanted_ns()  # (the fake counts at its present rate since its last reading)
-    world.agent.busy = True
-    world.tell(m.Resume())
-    world.run(3.0)
+    paused_then_busy(world)
     assert world.state.status is RoleStatus.WORKING
 
 

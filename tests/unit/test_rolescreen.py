@@ -215,12 +215,17 @@ def test_a_window_across_a_pause_does_not_count(tmp_path):
     world.tell(m.BootCheck(world.state.gen))
     world.run(BOOT_QUIET - REST_WINDOW + 0.1)
     assert world.state.rest_mark is not None  # a window open
+    paused_then_busy(world)
+    assert not world.writes_of(world.state.boot_text.encode())
+    world.agent.busy = False
+    world.run_until(lambda: world.state.booted)
+
+
+def paused_then_busy(world: World) -> None:
+    """Paused 10 s with a window open, resumed busy, and 3 s on."""
     world.tell(m.Pause())
     world.run(10.0)
     world.agent.wanted_ns()  # (the fake counts at its present rate since its last reading)
     world.agent.busy = True
     world.tell(m.Resume())
     world.run(3.0)
-    assert not world.writes_of(world.state.boot_text.encode())
-    world.agent.busy = False
-    world.run_until(lambda: world.state.booted)
