@@ -94,7 +94,7 @@ def _quiet_idle(s: RoleState, lines: list[str], now: float) -> bool:
     at rest over the last REST_WINDOW of that quiet: a program starved on
     its way from an idle-looking screen to a dialog is quiet too, and a
     line typed then would be read by the dialog.  The window is opened by
-    the look REST_WINDOW before the quiet wait ends (see
+    a look just over REST_WINDOW before the quiet wait ends (see
     :func:`recheck_due`), so a resting agent is read idle when it always
     was.  (Before its brief the boot check measures, on its own window.)"""
     quiet = now - s.last_output
@@ -140,10 +140,11 @@ def _end_hold(s: RoleState) -> None:
 
 def recheck_due(s: RoleState) -> float | None:
     """When the screen must be read again with no new output, if ever: a
-    role working with no busy marker (on a screen drawn) may count as idle after QUIET_IDLE
-    (looked at REST_WINDOW before too, to open the window that tells it at
-    rest, then at the end of each window until it rests), a waiting role
-    held on a screen nothing matches leaves it after UNMATCHED_SETTLE."""
+    role working on a drawn screen with no busy marker may count as idle
+    after QUIET_IDLE (looked at REST_WINDOW before too, to open the window
+    that tells it at rest, then at the end of each window until it rests),
+    a waiting role held on a screen nothing matches leaves it after
+    UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
         lines = s.terminal.display()
         if not drawn(lines) or screenstatus.has_marker(lines, s.profile.busy_markers):
@@ -239,8 +240,8 @@ def _open_window(s: RoleState, now: float) -> int | None:
     s.rest_mark = None if wanted is None else (now, wanted)
     if wanted is None and s.seat is None and s.child is not None and not _unmeasured_said:
         _unmeasured_said = True
-        log.info("no per-thread scheduler statistics here: a role is briefed once its "
-                 "screen is quiet, without knowing that its agent is at rest")
+        log.info("no per-thread scheduler statistics here: a role is briefed, and given "
+                 "lines, once its screen is quiet, without knowing that its agent is at rest")
     return wanted
 
 
