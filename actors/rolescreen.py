@@ -238,11 +238,21 @@ def _open_window(s: RoleState, now: float) -> int | None:
     global _unmeasured_said
     wanted = None if s.seat is not None or s.child is None else s.child.wanted_ns()
     s.rest_mark = None if wanted is None else (now, wanted)
-    if wanted is None and s.seat is None and s.child is not None and not _unmeasured_said:
+    if wanted is None and s.seat is None and s.child is not None and not _unmeasured_said \
+            and not _kept_here():
         _unmeasured_said = True
         log.info("no per-thread scheduler statistics here: a role is briefed, and given "
                  "lines, once its screen is quiet, without knowing that its agent is at rest")
     return wanted
+
+
+def _kept_here() -> bool:
+    """Whether the system keeps per-thread scheduler figures: an agent's
+    session that exited between two readings leaves none to read either,
+    and must not be taken for a system that keeps none."""
+    from choragos.terminal import runqueue  # already loaded by the child's reading
+
+    return runqueue.kept_here()
 
 
 def boot_held_running(s: RoleState, now: float) -> bool:

@@ -21,6 +21,7 @@ gives None: not known, never a guess.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 
@@ -43,6 +44,18 @@ def wanted_ns(pids: Iterable[int]) -> int | None:
             if reading is not None:
                 total, known = total + reading, True
     return total if known else None
+
+
+@functools.cache
+def kept_here() -> bool:
+    """Whether this system keeps the figures at all, read once from this
+    process's own thread: a None from :func:`wanted_ns` then means the
+    session it was asked of is gone, not that nothing can be measured."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as handle:
+            return parse(handle.read()) is not None
+    except OSError:
+        return False
 
 
 def thread_wanted_ns(pid: int, thread: int | str) -> int | None:

@@ -121,6 +121,7 @@ def test_without_figures_the_quiet_screen_decides_alone_as_before(tmp_path, capl
                                                                  monkeypatch):
     caplog.set_level(logging.INFO, logger="choragos.actors.rolescreen")
     monkeypatch.setattr(rolescreen, "_unmeasured_said", False)
+    monkeypatch.setattr(rolescreen, "_kept_here", lambda: False)
     world, _, looks = quiet_screen(tmp_path, wants=None, busy=True)
     drawn = world.state.last_output
     assert idle_at(world) == drawn + QUIET_IDLE + 0.05

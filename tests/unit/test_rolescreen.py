@@ -182,6 +182,7 @@ def test_without_scheduler_figures_a_quiet_idle_screen_is_enough_and_said(tmp_pa
     log says once that the agent's rest is not known."""
     caplog.set_level(logging.INFO, logger="choragos.actors.rolescreen")
     monkeypatch.setattr(rolescreen, "_unmeasured_said", False)
+    monkeypatch.setattr(rolescreen, "_kept_here", lambda: False)
     world = booting(tmp_path)
     world.agent.wants = None
     world.agent.busy = True  # were it measured, it would be held
@@ -189,6 +190,21 @@ def test_without_scheduler_figures_a_quiet_idle_screen_is_enough_and_said(tmp_pa
     world.run_until(lambda: world.writes_of(world.state.boot_text.encode()))
     assert world.writes_of(world.state.boot_text.encode())[0] < 1000.0 + BOOT_QUIET + 0.1 + 1e-6
     assert caplog.text.count("no per-thread scheduler statistics") == 1
+
+
+def test_an_agent_gone_between_readings_is_not_taken_for_a_system_without_figures(
+        tmp_path, caplog, monkeypatch):
+    """Where the system keeps the figures, an agent whose session exited
+    between two readings has none to read either: that is not the system
+    lacking them, and the log does not say so."""
+    caplog.set_level(logging.INFO, logger="choragos.actors.rolescreen")
+    monkeypatch.setattr(rolescreen, "_unmeasured_said", False)
+    monkeypatch.setattr(rolescreen, "_kept_here", lambda: True)
+    world = booting(tmp_path)
+    world.agent.wants = None
+    world.tell(m.BootCheck(world.state.gen))
+    world.run_until(lambda: world.writes_of(world.state.boot_text.encode()))
+    assert "no per-thread scheduler statistics" not in caplog.text
 
 
 def test_a_remote_seat_is_not_measured(tmp_path):

@@ -34,6 +34,13 @@ def test_no_process_no_figures():
     assert runqueue.wanted_ns([2 ** 22 + 12345]) is None  # above any pid_max default
 
 
+def test_the_system_keeping_figures_is_told_from_a_process_gone():
+    """A pid gone gives no figures; whether the system keeps them at all
+    is read from this process's own thread, the same answer every time."""
+    assert runqueue.kept_here() is HAS_SCHEDSTAT
+    assert runqueue.wanted_ns([2 ** 22 + 12345]) is None
+
+
 def share(pid: int, seconds: float) -> float:
     before, start = runqueue.wanted_ns([pid]), time.monotonic()
     time.sleep(seconds)
