@@ -352,6 +352,40 @@ class _LetGo:
                       "holding one: %d (%d bytes)", *stripped)
 
 
+# What `serve` in a terminal waits for its client to attach before it starts
+# the session's clocks, aftercare and reload actors (Session.rest: none of
+# them answers anyone, and their start, some 2 ms of this thread, was on the
+# way to the first frame).  A client that never comes only delays them.
+REST_WAIT = 2.0
+
+
+def _settle(session, log: logging.Logger) -> None:
+    """The end of the start: the session's remaining children (see
+    Session.rest; one that cannot start stops the session like any failed
+    start), then the caches of the start let go (their modules' and classes'
+    too) and the collector on again."""
+    try:
+        session.start_rest()
+    except Exception as exc:
+        log.error("the session's clocks, aftercare or reload actor did not start: %s", exc)
+        session.failure = f"the rest of the tree did not start: {exc}"
+        session.stopped.set()
+    from choragos import classcode
+    from choragos.session import modulecode
+
+    compiled = classcode.release()  # every dataclass of the start is made: see there
+    if compiled is not None:
+        # A start that compiled any wrote them to the file for the next one.
+        log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
+                 compiled, classcode.cache_path())
+    compiled = modulecode.release()  # the session and its deck are loaded
+    if compiled is not None:
+        log.info("modules compiled at the start without their functions' docstrings: "
+                 "%d (cached in %s)", compiled, modulecode.cache_path())
+    collector_on()  # the session and its deck are made
+    session.timers.after(LET_GO_AFTER, _LetGo(log), None)
+
+
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
@@ -377,8 +411,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              salvage=salvage, compact_every=_compact_every())
     session = Session(config, options)
     install_signals(session.stopped.set, session.hard_stop)
+    attaching = ready is not None and not wait_boot  # `serve` in a terminal
     try:
-        session.start()
+        session.start(rest=False)  # the rest once nothing waits for the start: below
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))
@@ -388,6 +423,13 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              roles=[role.name for role in config.roles],
                              ui_socket=str(daemon.ui_path_for(control)) if deck else None)
     ui = None
+    attached = threading.Event()
+
+    def on_client(pid: int | None) -> None:
+        sidecar.attached(pid)
+        if pid is not None:
+            attached.set()
+
     try:
         if deck is not None:
             from choragos.ui.urwidload import load_urwid
@@ -397,26 +439,15 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
             try:
                 ui = start_ui(session, daemon.ui_path_for(control), *deck,
-                              on_client=sidecar.attached)
+                              on_client=on_client)
             except ServerStartError as exc:
                 if ready is not None:
                     ready.fail(f"the deck could not start: {exc}")
                 print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
                 return 1
         sidecar.write()
-        from choragos import classcode
-
-        compiled = classcode.release()  # every dataclass of the start is made: see there
-        if compiled is not None:
-            # A start that compiled any wrote them to the file for the next one.
-            log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
-                     compiled, classcode.cache_path())
-        compiled = modulecode.release()  # the session and its deck are loaded
-        if compiled is not None:
-            log.info("modules compiled at the start without their functions' docstrings: "
-                     "%d (cached in %s)", compiled, modulecode.cache_path())
-        collector_on()  # the session and its deck are made
-        session.timers.after(LET_GO_AFTER, _LetGo(log), None)
+        if not attaching:
+            _settle(session, log)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -432,6 +463,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         elif deck is not None:
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
+        if attaching:
+            # The client attaches once it hears the server is ready, and its
+            # whole frame is drawn as it does: the rest starts after that.
+            attached.wait(REST_WAIT)
+            _settle(session, log)
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()
