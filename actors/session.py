@@ -306,7 +306,8 @@ class Session:
                          (self.options.cols, self.options.rows), self.roles, self.events.write,
                          self.config.sphragis.agent_url if self.gateway.on else None,
                          self.gateway_key, self.memory_gate, self.restored)
-        self.crew.write_briefs(self.config)
+        if self._briefs_first():
+            self.crew.write_briefs(self.config)
         selfpath.write_shim(self.workdir)
         self.core_state = CoreState(
             config=self.config, workdir=self.workdir, events=self.events,
@@ -466,13 +467,25 @@ class Session:
         self.crew.roles_sup = handle
         if self.restored is None:
             self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),))
-            return
-        self.crew.start_all(self.config.roles, self.core_state.seats)
-        self.core.ask(Restore(self.restored), timeout=30)
-        for name in self.roles.names():
-            self.roles.tell(name, m.Spawn())
-            if self.restored.roles.get(name, {}).get("paused"):
-                self.roles.tell(name, m.Pause())
+        else:
+            self.crew.start_all(self.config.roles, self.core_state.seats)
+            self.core.ask(Restore(self.restored), timeout=30)
+            for name in self.roles.names():
+                self.roles.tell(name, m.Spawn())
+                if self.restored.roles.get(name, {}).get("paused"):
+                    self.roles.tell(name, m.Pause())
+        if not self._briefs_first():
+            self.crew.write_briefs(self.config)
+
+    def _briefs_first(self) -> bool:
+        """Whether the roles' briefs are written before their agents spawn.
+        An agent reads its brief only when told to, once it has booted (its
+        prompt, then at least rolescreen's BOOT_QUIET, 1.2 s, of quiet), so
+        they are written right after the spawns, beside the agents' start:
+        some 3 ms of this thread for 12 roles that no longer come before the
+        first agent.  A remote role's seat sends its brief as it is prepared,
+        before its actor starts, so with one they are written first."""
+        return any(spec.host for spec in self.config.roles)
 
     def _reload(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.config.source:  # the built-in team: no file to re-read
