@@ -359,7 +359,7 @@ class _LetGo:
 REST_WAIT = 2.0
 
 
-def _settle(session, log: logging.Logger) -> None:
+def _settle(session, log: logging.Logger, when: str) -> None:
     """The end of the start: the session's remaining children (see
     Session.rest; one that cannot start stops the session like any failed
     start), then the caches of the start let go (their modules' and classes'
@@ -370,6 +370,8 @@ def _settle(session, log: logging.Logger) -> None:
         log.error("the session's clocks, aftercare or reload actor did not start: %s", exc)
         session.failure = f"the rest of the tree did not start: {exc}"
         session.stopped.set()
+    else:
+        log.info("clocks, aftercare and reload started %s", when)
     from choragos import classcode
     from choragos.session import modulecode
 
@@ -447,7 +449,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 return 1
         sidecar.write()
         if not attaching:
-            _settle(session, log)
+            _settle(session, log, "with the start")
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -466,8 +468,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         if attaching:
             # The client attaches once it hears the server is ready, and its
             # whole frame is drawn as it does: the rest starts after that.
-            attached.wait(REST_WAIT)
-            _settle(session, log)
+            came = attached.wait(REST_WAIT)
+            _settle(session, log, "after its client attached" if came else
+                    f"no client attached within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()
