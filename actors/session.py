@@ -196,18 +196,20 @@ class Session:
         if rest:
             self.start_rest()
 
-    def start_rest(self) -> None:
+    def start_rest(self) -> bool:
         """Start the children of :meth:`rest` (once; not once the session is
-        stopping).  A failure to start one raises, as :meth:`start` does."""
+        stopping); whether this call started them.  A failure to start one
+        raises, as :meth:`start` does."""
         if self._rest_started or self.stopped.is_set():
-            return
+            return False
         self._rest_started = True
         try:
             build(self.rest(), self.supervisor, self.handles)
         except Exception:
             if self.stopped.is_set():  # stopped meanwhile: the tree is going anyway
-                return
+                return False
             raise
+        return True
 
     def _open_state(self) -> None:
         """After the socket is ours, so a live session's state is never touched."""

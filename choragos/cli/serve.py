@@ -365,13 +365,12 @@ def _settle(session, log: logging.Logger, when: str) -> None:
     start), then the caches of the start let go (their modules' and classes'
     too) and the collector on again."""
     try:
-        session.start_rest()
+        if session.start_rest():
+            log.info("clocks, aftercare and reload started %s", when)
     except Exception as exc:
         log.error("the session's clocks, aftercare or reload actor did not start: %s", exc)
         session.failure = f"the rest of the tree did not start: {exc}"
         session.stopped.set()
-    else:
-        log.info("clocks, aftercare and reload started %s", when)
     from choragos import classcode
     from choragos.session import modulecode
 
@@ -412,8 +411,14 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=resume,
                              salvage=salvage, compact_every=_compact_every())
     session = Session(config, options)
-    install_signals(session.stopped.set, session.hard_stop)
     attaching = ready is not None and not wait_boot  # `serve` in a terminal
+    attached = threading.Event()  # its client attached, or a signal came meanwhile
+
+    def stop() -> None:
+        session.stopped.set()
+        attached.set()  # a stop does not wait for a client that is not coming
+
+    install_signals(stop, session.hard_stop)
     try:
         session.start(rest=False)  # the rest once nothing waits for the start: below
     except ServerStartError as exc:
@@ -425,7 +430,6 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              roles=[role.name for role in config.roles],
                              ui_socket=str(daemon.ui_path_for(control)) if deck else None)
     ui = None
-    attached = threading.Event()
 
     def on_client(pid: int | None) -> None:
         sidecar.attached(pid)
@@ -468,7 +472,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         if attaching:
             # The client attaches once it hears the server is ready, and its
             # whole frame is drawn as it does: the rest starts after that.
-            came = attached.wait(REST_WAIT)
+            came = attached.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
             _settle(session, log, "after its client attached" if came else
                     f"no client attached within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of

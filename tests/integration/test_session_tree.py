@@ -133,8 +133,8 @@ def test_the_clocks_aftercare_and_reload_start_with_the_rest_and_keep_what_waite
         assert session.core_state.reloader is session.reloader is not None
         assert session.clocks.current() is None
         session.clocks.tell(StartClock("T1", "orchestrator", 3600.0))
-        session.start_rest()
-        session.start_rest()  # once
+        assert session.start_rest() is True
+        assert session.start_rest() is False  # once
         assert [name for name in rest if name in session.tree.children] == list(rest)
         assert list(session.tree.children)[-3:] == list(rest)
         for handle in (session.clocks, session.aftercare, session.reloader):
@@ -142,5 +142,5 @@ def test_the_clocks_aftercare_and_reload_start_with_the_rest_and_keep_what_waite
         assert session.clocks._pending == []  # the clock told before was delivered
     finally:
         session.stop()
-    session.start_rest()  # a stopped session starts nothing more
+    assert session.start_rest() is False  # a stopped session starts nothing more
     assert session.supervisor is None
