@@ -18,15 +18,20 @@ from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import git_init, role_toml
 
 
-def _started(short_tmp, coder: str) -> Session:
-    """A session started in process on an orchestrator and ``coder``, both
-    agents running."""
+def _made(short_tmp, coder: str = "") -> Session:
+    """A session made (not started) in process on an orchestrator and ``coder``."""
     work = short_tmp / "work"
     work.mkdir()
     git_init(work)
     (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True) + coder)
-    session = Session(load_config(None, work),
-                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    return Session(load_config(None, work),
+                   SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+
+
+def _started(short_tmp, coder: str) -> Session:
+    """A session started in process on an orchestrator and ``coder``, both
+    agents running."""
+    session = _made(short_tmp, coder)
     session.start()
     try:
         wait_until(lambda: all(s.child is not None and s.child.poll() is None
@@ -119,12 +124,7 @@ def test_the_clocks_aftercare_and_reload_start_with_the_rest_and_keep_what_waite
     in their handles, and a reload finds its handle already."""
     from choragos.actors.latemessages import StartClock
 
-    work = short_tmp / "work"
-    work.mkdir()
-    git_init(work)
-    (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True))
-    session = Session(load_config(None, work),
-                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    session = _made(short_tmp)
     rest = ("clocks", "aftercare", "reload")
     session.start(rest=False)
     try:
