@@ -357,6 +357,10 @@ class _LetGo:
 # them answers anyone, and their start, some 2 ms of this thread, was on the
 # way to the first frame).  A client that never comes only delays them.
 REST_WAIT = 2.0
+# And how long after the attach, so that they do not share the interpreter
+# with the deck's thread drawing the client's first frame (the frame a
+# bench of 12 roles waits for came 0-7 ms after the attach).
+DRAWN_AFTER = 0.2
 
 
 def _settle(session, log: logging.Logger, when: str) -> None:
@@ -471,8 +475,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                   "`choragos attach` shows the deck", file=sys.stderr)
         if attaching:
             # The client attaches once it hears the server is ready, and its
-            # whole frame is drawn as it does: the rest starts after that.
+            # whole frame is drawn as it does, on the deck's thread: the rest
+            # starts after that, not beside it.
             came = attached.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
+            if came:
+                session.stopped.wait(DRAWN_AFTER)
             _settle(session, log, "after its client attached" if came else
                     f"no client attached within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
