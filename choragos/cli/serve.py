@@ -354,8 +354,12 @@ class _LetGo:
 
 # What `serve` in a terminal waits for its client to attach before it starts
 # the session's clocks, aftercare and reload actors (Session.rest: none of
-# them answers anyone, and their start, some 2 ms of this thread, was on the
-# way to the first frame).  A client that never comes only delays them.
+# them answers anyone, and their start, some 1.4 ms of CPU, was on the way
+# to the first frame).  A client that never comes only delays them.  The
+# other modes start them with the session, where they were: the caches'
+# release then comes where it did, before the deck's thread loads what it
+# loads lazily (its first board's cells), which a start's file would
+# otherwise hold at one start and not at the next.
 REST_WAIT = 2.0
 # And how long after the attach, so that they do not share the interpreter
 # with the deck's thread drawing the client's first frame (the frame a
@@ -363,11 +367,11 @@ REST_WAIT = 2.0
 DRAWN_AFTER = 0.2
 
 
-def _settle(session, log: logging.Logger, when: str) -> None:
-    """The end of the start: the session's remaining children (see
-    Session.rest; one that cannot start stops the session like any failed
-    start), then the caches of the start let go (their modules' and classes'
-    too) and the collector on again."""
+def _settle(session, log: logging.Logger, when: str = "") -> None:
+    """The end of the start: the session's remaining children if they wait
+    (see Session.rest; one that cannot start stops the session like any
+    failed start), then the caches of the start let go (their modules' and
+    classes' too) and the collector on again."""
     try:
         if session.start_rest():
             log.info("clocks, aftercare and reload started %s", when)
@@ -424,7 +428,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
     install_signals(stop, session.hard_stop)
     try:
-        session.start(rest=False)  # the rest once nothing waits for the start: below
+        # In a terminal the rest once the client's frame is drawn (below).
+        session.start(rest=not attaching)
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))
@@ -457,7 +462,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 return 1
         sidecar.write()
         if not attaching:
-            _settle(session, log, "with the start")
+            _settle(session, log)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -481,7 +486,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             if came:
                 session.stopped.wait(DRAWN_AFTER)
             _settle(session, log, "after its client attached" if came else
-                    f"no client attached within {REST_WAIT:g} s")
+                    f"when no client attached within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()
