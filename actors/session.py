@@ -5,12 +5,15 @@ supervisor and its children, as the table in :meth:`Session.children`
 lists them (``actors/children.py`` builds it): core → notifier →
 checkpointer → built-in gateway (its own supervisor; up before any role) →
 the roles supervisor and one child per role, each told to spawn its agent
-before its actor starts → clocks → aftercare → gateway prober → the reload
-actor → listener (accepting from now on) → web view, when ``[web] listen``
-is set.  The agents' start is the longest part of the session's, so it
-begins as early as what the roles need allows; the clocks and the
-aftercare come after the roles, their handles made beforehand so what the
-core tells them meanwhile waits there.
+before its actor starts → gateway prober → listener (accepting from now on)
+→ web view, when ``[web] listen`` is set; then, from :meth:`Session.start_rest`
+(``serve`` calls it once its deck has drawn for the attaching client, so
+their start is not on the way to the first frame), the clocks → aftercare →
+the reload actor (the table in :meth:`Session.rest`).  The agents' start is
+the longest part of the session's, so it begins as early as what the roles
+need allows; the clocks, the aftercare and the reload actor wait only for
+a task or a reload, their handles made beforehand so what the core tells
+them meanwhile waits there.
 Stopping runs the other way round, in a ``finally``, so the socket
 disappears first (no new work), then every role's process group is
 terminated in parallel, then the actors and the timer thread stop.
@@ -135,6 +138,9 @@ class Session:
         # Started after the roles (see children()): what the core sends them
         # from the first role's report on waits in their handles.
         self.clocks, self.aftercare = Handle("clocks"), Handle("aftercare")
+        # The reload actor's likewise, when the team came from a file (the
+        # built-in team has none to re-read: no reloader, the core says so).
+        self.reloader = Handle("reload") if config.source else None
         self.core_state: CoreState | None = None
         self.gateway: GatewayMode = GatewayMode(False, False, "not decided yet")
         self.prober = ProberState(config.sphragis.base_url + "/metrics")
@@ -157,12 +163,15 @@ class Session:
         self.news_hub: NewsHub | None = None  # the web view's event streams, when served
         self.web = None  # the web actor's state, when [web] listen is served
         self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
+        self.handles: dict[str, Handle] = {}  # the started children's, by name
+        self._rest_started = False
 
     # -- start ---------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, rest: bool = True) -> None:
         """Bind the socket first: a second session here must fail before it
-        spawns anything or writes one line into the running session's log."""
+        spawns anything or writes one line into the running session's log.
+        ``rest=False`` leaves the children of :meth:`rest` to :meth:`start_rest`."""
         self.server = bind_server(self.options.socket, self.events.write)
         fault_hook("accept-loop", self.server.inject_fault)
         if os.environ.get(FAULT_HOOK):  # a test's; the web view's modules only then
@@ -184,6 +193,23 @@ class Session:
         except BaseException:
             self.stop()
             raise
+        if rest:
+            self.start_rest()
+
+    def start_rest(self) -> bool:
+        """Start the children of :meth:`rest` (once; not once the session is
+        stopping); whether this call started them.  A failure to start one
+        raises, as :meth:`start` does."""
+        if self._rest_started or self.stopped.is_set():
+            return False
+        self._rest_started = True
+        try:
+            build(self.rest(), self.supervisor, self.handles)
+        except Exception:
+            if self.stopped.is_set():  # stopped meanwhile: the tree is going anyway
+                return False
+            raise
+        return True
 
     def _open_state(self) -> None:
         """After the socket is ours, so a live session's state is never touched."""
@@ -282,7 +308,8 @@ class Session:
                          (self.options.cols, self.options.rows), self.roles, self.events.write,
                          self.config.sphragis.agent_url if self.gateway.on else None,
                          self.gateway_key, self.memory_gate, self.restored)
-        self.crew.write_briefs(self.config)
+        if self._briefs_first():
+            self.crew.write_briefs(self.config)
         selfpath.write_shim(self.workdir)
         self.core_state = CoreState(
             config=self.config, workdir=self.workdir, events=self.events,
@@ -291,8 +318,8 @@ class Session:
                                  next_number=taskids.first_free(self.workdir)),
             journal=self.journal, memory_gate=self.memory_gate, hooks=self._hooks(),
             trees=self.crew.trees, role_env=self.roles.env_of,
-            clocks=self.clocks, aftercare=self.aftercare)
-        build(self.children(), self.supervisor)
+            clocks=self.clocks, aftercare=self.aftercare, reloader=self.reloader)
+        self.handles = build(self.children(), self.supervisor)
 
     # -- the tree ------------------------------------------------------------------
 
@@ -313,17 +340,23 @@ class Session:
             # start is the longest part of the session's (and beside it the
             # rest of the tree starts, the deck loads).
             nested("roles", self.roles_tree, sup, on_event, started=self._roles_started),
-            Child("clocks", self._clocks, needs=core, handle=self.clocks),
-            Child("aftercare", self._aftercare, needs=core, handle=self.aftercare),
+            # Before the listener: an enforced gateway refuses the agents'
+            # requests until the prober's first probe finds it up.
             Child("gateway", self._prober, needs=core, started=self._prober_started),
-            Child("reload", self._reload, needs=("core", "roles"), started=self._set("reloader")),
             Child("listener", self._listener, needs=core),
             Child("web", self._web, needs=("listener",)),
         )
 
-    def _set(self, field: str) -> Callable[[Handle], None]:
-        """A ``started`` hook: the core's state names the child's handle."""
-        return lambda handle: setattr(self.core_state, field, handle)
+    def rest(self) -> tuple[Child, ...]:
+        """The children :meth:`start_rest` starts after the others, in order:
+        none of them is needed to answer anyone, so ``serve`` starts them once
+        its first frame is drawn."""
+        core = ("core",)
+        return (
+            Child("clocks", self._clocks, needs=core, handle=self.clocks),
+            Child("aftercare", self._aftercare, needs=core, handle=self.aftercare),
+            Child("reload", self._reload, needs=("core", "roles"), handle=self.reloader),
+        )
 
     def _core(self, deps: Mapping[str, Handle]) -> Start:
         state, sup = self.core_state, self.supervisor
@@ -351,7 +384,8 @@ class Session:
 
     # The clocks', the aftercare's, the prober's and the listener's actors are
     # loaded as they start, after the roles' spawns (their messages are in
-    # actors/latemessages.py and actors/messages.py).
+    # actors/latemessages.py and actors/messages.py); the clocks' and the
+    # aftercare's with the reload's after the first frame (see rest()).
     def _clocks(self, deps: Mapping[str, Handle]) -> Start:
         from choragos.actors.clocks import ClockActor, ClockState
 
@@ -435,13 +469,25 @@ class Session:
         self.crew.roles_sup = handle
         if self.restored is None:
             self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),))
-            return
-        self.crew.start_all(self.config.roles, self.core_state.seats)
-        self.core.ask(Restore(self.restored), timeout=30)
-        for name in self.roles.names():
-            self.roles.tell(name, m.Spawn())
-            if self.restored.roles.get(name, {}).get("paused"):
-                self.roles.tell(name, m.Pause())
+        else:
+            self.crew.start_all(self.config.roles, self.core_state.seats)
+            self.core.ask(Restore(self.restored), timeout=30)
+            for name in self.roles.names():
+                self.roles.tell(name, m.Spawn())
+                if self.restored.roles.get(name, {}).get("paused"):
+                    self.roles.tell(name, m.Pause())
+        if not self._briefs_first():
+            self.crew.write_briefs(self.config)
+
+    def _briefs_first(self) -> bool:
+        """Whether the roles' briefs are written before their agents spawn.
+        An agent reads its brief only when told to, once it has booted (its
+        prompt, then at least rolescreen's BOOT_QUIET, 1.2 s, of quiet), so
+        they are written right after the spawns, beside the agents' start:
+        some 3 ms of this thread for 12 roles that no longer come before the
+        first agent.  A remote role's seat sends its brief as it is prepared,
+        before its actor starts, so with one they are written first."""
+        return any(spec.host for spec in self.config.roles)
 
     def _reload(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.config.source:  # the built-in team: no file to re-read

@@ -352,6 +352,49 @@ class _LetGo:
                       "holding one: %d (%d bytes)", *stripped)
 
 
+# What `serve` in a terminal waits for its client to attach before it starts
+# the session's clocks, aftercare and reload actors (Session.rest: none of
+# them answers anyone, and their start, some 1.4 ms of CPU, was on the way
+# to the first frame).  A client that never comes only delays them.  The
+# other modes start them with the session, where they were: the caches'
+# release then comes where it did, before the deck's thread loads what it
+# loads lazily (its first board's cells), which a start's file would
+# otherwise hold at one start and not at the next.
+REST_WAIT = 2.0
+# And how long after the attach, so that they do not share the interpreter
+# with the deck's thread drawing the client's first frame (the frame a
+# bench of 12 roles waits for came 0-7 ms after the attach).
+DRAWN_AFTER = 0.2
+
+
+def _settle(session, log: logging.Logger, when: str = "") -> None:
+    """The end of the start: the session's remaining children if they wait
+    (see Session.rest; one that cannot start stops the session like any
+    failed start), then the caches of the start let go (their modules' and
+    classes' too) and the collector on again."""
+    try:
+        if session.start_rest():
+            log.info("clocks, aftercare and reload started %s", when)
+    except Exception as exc:
+        log.error("the session's clocks, aftercare or reload actor did not start: %s", exc)
+        session.failure = f"the rest of the tree did not start: {exc}"
+        session.stopped.set()
+    from choragos import classcode
+    from choragos.session import modulecode
+
+    compiled = classcode.release()  # every dataclass of the start is made: see there
+    if compiled is not None:
+        # A start that compiled any wrote them to the file for the next one.
+        log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
+                 compiled, classcode.cache_path())
+    compiled = modulecode.release()  # the session and its deck are loaded
+    if compiled is not None:
+        log.info("modules compiled at the start without their functions' docstrings: "
+                 "%d (cached in %s)", compiled, modulecode.cache_path())
+    collector_on()  # the session and its deck are made
+    session.timers.after(LET_GO_AFTER, _LetGo(log), None)
+
+
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
@@ -376,9 +419,17 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=resume,
                              salvage=salvage, compact_every=_compact_every())
     session = Session(config, options)
-    install_signals(session.stopped.set, session.hard_stop)
+    attaching = ready is not None and not wait_boot  # `serve` in a terminal
+    attached = threading.Event()  # its client attached, or a signal came meanwhile
+
+    def stop() -> None:
+        session.stopped.set()
+        attached.set()  # a stop does not wait for a client that is not coming
+
+    install_signals(stop, session.hard_stop)
     try:
-        session.start()
+        # In a terminal the rest once the client's frame is drawn (below).
+        session.start(rest=not attaching)
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))
@@ -388,6 +439,12 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              roles=[role.name for role in config.roles],
                              ui_socket=str(daemon.ui_path_for(control)) if deck else None)
     ui = None
+
+    def on_client(pid: int | None) -> None:
+        sidecar.attached(pid)
+        if pid is not None:
+            attached.set()
+
     try:
         if deck is not None:
             from choragos.ui.urwidload import load_urwid
@@ -397,26 +454,15 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
             try:
                 ui = start_ui(session, daemon.ui_path_for(control), *deck,
-                              on_client=sidecar.attached)
+                              on_client=on_client)
             except ServerStartError as exc:
                 if ready is not None:
                     ready.fail(f"the deck could not start: {exc}")
                 print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
                 return 1
         sidecar.write()
-        from choragos import classcode
-
-        compiled = classcode.release()  # every dataclass of the start is made: see there
-        if compiled is not None:
-            # A start that compiled any wrote them to the file for the next one.
-            log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
-                     compiled, classcode.cache_path())
-        compiled = modulecode.release()  # the session and its deck are loaded
-        if compiled is not None:
-            log.info("modules compiled at the start without their functions' docstrings: "
-                     "%d (cached in %s)", compiled, modulecode.cache_path())
-        collector_on()  # the session and its deck are made
-        session.timers.after(LET_GO_AFTER, _LetGo(log), None)
+        if not attaching:
+            _settle(session, log)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -432,6 +478,15 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         elif deck is not None:
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
+        if attaching:
+            # The client attaches once it hears the server is ready, and its
+            # whole frame is drawn as it does, on the deck's thread: the rest
+            # starts after that, not beside it.
+            came = attached.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
+            if came:
+                session.stopped.wait(DRAWN_AFTER)
+            _settle(session, log, "after its client attached" if came else
+                    f"when no client attached within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()

@@ -18,15 +18,20 @@ from tests.conftest import pid_alive, wait_until
 from tests.integration.harness import git_init, role_toml
 
 
-def _started(short_tmp, coder: str) -> Session:
-    """A session started in process on an orchestrator and ``coder``, both
-    agents running."""
+def _made(short_tmp, coder: str = "") -> Session:
+    """A session made (not started) in process on an orchestrator and ``coder``."""
     work = short_tmp / "work"
     work.mkdir()
     git_init(work)
     (work / ".choragos.toml").write_text(role_toml("orchestrator", start=True) + coder)
-    session = Session(load_config(None, work),
-                      SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+    return Session(load_config(None, work),
+                   SessionOptions(workdir=work, socket=short_tmp / "run" / "s.sock"))
+
+
+def _started(short_tmp, coder: str) -> Session:
+    """A session started in process on an orchestrator and ``coder``, both
+    agents running."""
+    session = _made(short_tmp, coder)
     session.start()
     try:
         wait_until(lambda: all(s.child is not None and s.child.poll() is None
@@ -109,3 +114,33 @@ def test_a_reload_that_adds_roles_raises_the_roles_supervisors_intensity(short_t
                    message="the intensity of four roles")
     finally:
         session.stop()
+
+
+@pytest.mark.timeout(90)
+def test_the_clocks_aftercare_and_reload_start_with_the_rest_and_keep_what_waited(short_tmp):
+    """`serve` starts the session without its clocks, aftercare and reload
+    actors (Session.rest) and starts them once its first frame is drawn:
+    until then none of them is in the tree, what the core tells them waits
+    in their handles, and a reload finds its handle already."""
+    from choragos.actors.latemessages import StartClock
+
+    session = _made(short_tmp)
+    rest = ("clocks", "aftercare", "reload")
+    session.start(rest=False)
+    try:
+        assert [name for name in rest if name in session.tree.children] == []
+        assert "listener" in session.tree.children  # answering already
+        assert session.core_state.reloader is session.reloader is not None
+        assert session.clocks.current() is None
+        session.clocks.tell(StartClock("T1", "orchestrator", 3600.0))
+        assert session.start_rest() is True
+        assert session.start_rest() is False  # once
+        assert [name for name in rest if name in session.tree.children] == list(rest)
+        assert list(session.tree.children)[-3:] == list(rest)
+        for handle in (session.clocks, session.aftercare, session.reloader):
+            assert handle.current() is not None
+        assert session.clocks._pending == []  # the clock told before was delivered
+    finally:
+        session.stop()
+    assert session.start_rest() is False  # a stopped session starts nothing more
+    assert session.supervisor is None

@@ -145,10 +145,35 @@ def test_the_sessions_own_table_holds_together(tmp_path):
     session = Session(load_config(None, tmp_path),
                       SessionOptions(workdir=tmp_path, socket=tmp_path / "s.sock"))
     try:
-        table = session.children()
+        table, rest = session.children(), session.rest()
     finally:
         session.events.close()
     check(table)
+    check((*table, *rest))  # the rest needs only children the start made
     assert [child.name for child in table] == [
-        "core", "notifier", "checkpointer", "builtin-gateway", "roles", "clocks", "aftercare",
-        "gateway", "reload", "listener", "web"]
+        "core", "notifier", "checkpointer", "builtin-gateway", "roles", "gateway", "listener",
+        "web"]
+    # Started after the first frame (serve) or at the end of the start: none
+    # of them answers anyone.
+    assert [child.name for child in rest] == ["clocks", "aftercare", "reload"]
+
+
+@pytest.mark.parametrize(("extra", "first"), [
+    ("", False),
+    ('[[roles]]\nname = "far"\ncommand = "sleep"\nhost = "box"\n\n[hosts.box]\nssh = "me@box"\n',
+     True)])
+def test_the_briefs_are_written_before_the_spawns_only_with_a_remote_role(tmp_path, extra, first):
+    """An agent here reads its brief once booted, so the briefs are written
+    after the spawns; a remote role's seat sends its brief as it is
+    prepared, before its actor starts, so then they come first."""
+    from choragos.actors.session import Session, SessionOptions
+    from choragos.config.model import load_config
+
+    (tmp_path / ".choragos.toml").write_text(
+        '[[roles]]\nname = "lead"\ncommand = "sleep"\nstart = true\n\n' + extra)
+    session = Session(load_config(tmp_path / ".choragos.toml", tmp_path),
+                      SessionOptions(workdir=tmp_path, socket=tmp_path / "s.sock"))
+    try:
+        assert session._briefs_first() is first
+    finally:
+        session.events.close()

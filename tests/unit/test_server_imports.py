@@ -472,9 +472,14 @@ work, roles, hold = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 at_first_spawn, spawned, held = [], threading.Semaphore(0), []
 real_spawn = ptyspawn.spawn
 
+briefs = work / ".choragos" / "briefs"
+written = lambda: sorted(path.name for path in briefs.glob("*.md"))
+briefs_at_first_spawn = []
+
 def spawn(*args, **kwargs):
     if not at_first_spawn:
         at_first_spawn.append(sorted(sys.modules))
+        briefs_at_first_spawn.append(written())
     try:
         return real_spawn(*args, **kwargs)
     finally:
@@ -513,8 +518,10 @@ session = session_module.Session(load_config(work / ".choragos.toml", work),
                                  session_module.SessionOptions(workdir=work,
                                                                socket=work / "s.sock"))
 session.start()
+briefs_at_start = written()
 session.stop()
-print(json.dumps([at_first_spawn[0], held[0], prepared_after[0], synced_after[0]]))
+print(json.dumps([at_first_spawn[0], held[0], prepared_after[0], synced_after[0],
+                  briefs_at_first_spawn[0], briefs_at_start]))
 """
 
 @pytest.mark.timeout(60)
@@ -524,8 +531,8 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     their spawns, beside the agents' start; the spawns are told as the roles'
     actors start, so they wait neither for the listener (nor anything after
     the roles supervisor) nor for the emulator nor for the journal's first
-    sync (the listener waits for that), and the first role starts before the
-    others are prepared."""
+    sync (the listener waits for that) nor for the briefs, and the first role
+    starts before the others are prepared."""
     roles = 3
     (short_tmp / ".choragos.toml").write_text("".join(
         f'[[roles]]\nname = "r{n}"\ncommand = "sleep"\nargs = ["30"]\n'
@@ -535,10 +542,15 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
     out = subprocess.run([sys.executable, "-c", FIRST_SPAWN, str(short_tmp), str(roles), "10"],
                          capture_output=True, text=True, check=True, timeout=50, env=env,
                          cwd=ROOT)
-    loaded, not_waited, first_alone, synced_after = json.loads(out.stdout.splitlines()[-1])
+    (loaded, not_waited, first_alone, synced_after, briefs_at_spawn,
+     briefs_at_start) = json.loads(out.stdout.splitlines()[-1])
     assert not_waited is True  # every agent spawned while the listener was held
     assert first_alone is True  # the first while the second role was being prepared
     assert synced_after is True  # and while the journal's first sync waited
+    # The briefs (read by an agent once it has booted) are written after the
+    # spawns, before the session answers anyone.
+    assert briefs_at_spawn == []
+    assert briefs_at_start == [f"r{n}.md" for n in range(roles)]
     assert "choragos.actors.role" in loaded
     assert [m for m in loaded if m.split(".")[0] in SCREEN_MODULES or m in SCREEN_MODULES] == []
     assert [m for m in loaded if m in AFTER_THE_ROLES] == []  # loaded as they start
