@@ -21,7 +21,7 @@ changes: the calls say False, once, in the log.
 from __future__ import annotations
 
 import logging
-import platform
+import os
 import struct
 import sys
 
@@ -37,7 +37,7 @@ _FAIR = (0, 3)  # SCHED_OTHER, SCHED_BATCH: the policies a slice applies to
 RESET_ON_FORK = 0x01
 
 log = logging.getLogger("choragos")
-_syscall = None  # libc's syscall(), once looked up; False where there is none
+_syscall = None  # libc's syscall() and the numbers once looked up; False where none
 
 
 def short(tid: int = 0) -> bool:
@@ -78,24 +78,25 @@ def _get(tid: int) -> tuple[int, ...] | None:
 def _call(which: int, tid: int, raw: bytes, *rest: int) -> bytes | None:
     """sched_getattr (0) or sched_setattr (1) on ``tid`` with the struct in
     ``raw``; what the struct holds afterwards, None on failure."""
-    call = _lookup()
-    if not call:
+    found = _lookup()
+    if not found:
         return None
+    call, numbers = found
     import ctypes  # already loaded in the server (mallocarenas)
 
     buffer = ctypes.create_string_buffer(raw, len(raw))
-    number = _CALLS[platform.machine()][which]
-    if call(number, tid, buffer, *rest) != 0:
+    if call(numbers[which], tid, buffer, *rest) != 0:
         _refused(ctypes.get_errno())
         return None
     return buffer.raw
 
 
-def _lookup():  # a ctypes function, or False
+def _lookup():  # libc's syscall() and the calls' numbers, or False
     global _syscall
     if _syscall is None:
         _syscall = False
-        if sys.platform.startswith("linux") and platform.machine() in _CALLS:
+        numbers = _CALLS.get(os.uname().machine) if sys.platform.startswith("linux") else None
+        if numbers is not None:
             import ctypes
 
             try:
@@ -103,7 +104,7 @@ def _lookup():  # a ctypes function, or False
             except (OSError, AttributeError):
                 return False
             call.restype = ctypes.c_long
-            _syscall = call
+            _syscall = (call, numbers)
     return _syscall
 
 
