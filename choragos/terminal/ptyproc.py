@@ -26,7 +26,7 @@ from pathlib import Path
 from choragos import safeexec
 from choragos.fdwait import wait_ready
 from choragos.mallocarenas import give_back
-from choragos.terminal import ptyspawn, schedslice
+from choragos.terminal import ptyspawn
 from choragos.terminal.restartpolicy import ExitStatus
 
 READ_CHUNK = 65536
@@ -333,7 +333,6 @@ class Reader(threading.Thread):
         """Read on this thread, turn after turn, until the child's end or
         until a quiet turn's end has another thread to read on."""
         name_os_thread(self.name)
-        schedslice.short()  # an echo's reader: in ahead of a batch (see schedslice)
         if before is not None:
             threading.Thread.join(before)  # the thread itself (this class's join waits for all)
             give_back()  # the turn's thread ended: its cache of freed blocks too
@@ -442,8 +441,6 @@ class Reader(threading.Thread):
         self._burst = (0 if now - self._last_read >= TURN_QUIET else self._burst) + len(data)
         self._last_read = now
         if self._burst >= FLOOD_BYTES:
-            if self._turn_ends_at is None:
-                schedslice.default()  # a flood: its batches not cut short (see schedslice)
             self._turn_ends_at = now + TURN_QUIET
         due = self.on_data(data)
         if due is not None and self.on_lull is not None:

@@ -9,10 +9,12 @@ changes when a thread runs, not how much).  A role's reader drawing a
 flood's held batch runs about a millisecond at a stretch, and a key that
 comes meanwhile found its threads (the attach pump that reads it, the
 reader that takes its echo) waiting for a core behind it or behind the
-machine's other work.  So those threads ask for the shortest slice, and a
-reader that starts to flood goes back to the default one: a flood's batch
-holds the interpreter's lock, and a batch cut short on its core would keep
-the key waiting for the lock instead.
+machine's other work.  So those threads ask for the shortest slice: the
+pump always, a role's reader once its pane is typed at (the echo read),
+until it holds a flood's batch: a batch holds the interpreter's lock, and
+a batch cut short on its core would keep the key waiting for the lock
+instead.  The other panes' readers keep the default, so a busy crew's
+output does not go ahead of the key's threads.
 
 Elsewhere (another system, an older kernel, a seccomp filter) nothing
 changes: the calls say False, once, in the log.

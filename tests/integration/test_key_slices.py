@@ -1,90 +1,85 @@
 """The threads a keystroke wakes ask the scheduler for the shortest slice,
-so a flood's batch on a core does not keep them waiting for it; a reader
-that floods goes back to the default slice, and nothing the short threads
-start inherits theirs.  Real PTYs, processes and the kernel's own record of
+so a flood's batch on a core does not keep them waiting for it: the reader
+of the pane typed at (once its echo is read), not its neighbours; a reader
+that holds a flood's batch goes back to the default slice; nothing a short
+thread starts inherits it.  A role's real terminal, echo wait and reader
+callbacks, fed on a thread of their own, and the kernel's own record of
 each thread's slice."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
+from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
-from choragos.terminal import ptyproc, schedslice
-from choragos.terminal.ptyproc import PtyChild, Reader
-from tests.conftest import wait_until
+from choragos.actors import roleio
+from choragos.terminal import schedslice
+from choragos.terminal.echowait import EchoWait
+from choragos.terminal.emulator import Terminal
 
 DEFAULT = schedslice.slice_of()
 pytestmark = pytest.mark.skipif(
     DEFAULT is None or not schedslice.short(threading.get_native_id())
     or not schedslice.default(threading.get_native_id()),
     reason="needs sched_getattr/sched_setattr (Linux)")
+FLOOD = b"".join(b"\x1b[32mline %05d\x1b[0m of a flood, coloured\r\n" % i for i in range(120))
 
 
-class Slices:
-    """Each piece a reader handed on, with its thread and that thread's slice then."""
+class Actor:
+    closed = False
 
-    def __init__(self) -> None:
-        self.pieces: list[tuple[int, int, int | None]] = []
-        self.exited = threading.Event()
-
-    def data(self, data: bytes) -> None:
-        self.pieces.append((len(data), threading.get_native_id(), schedslice.slice_of()))
-
-    def exit(self, _status: object) -> None:
-        self.exited.set()
-
-    def read(self) -> int:
-        return sum(size for size, _, _ in self.pieces)
+    def tell(self, _message: object) -> None:
+        pass
 
 
-def _read(tmp_path: Path, script: str) -> tuple[PtyChild, Reader, Slices]:
-    child = PtyChild.spawn(["/bin/sh", "-c", script], tmp_path, {"PATH": os.defpath})
-    seen = Slices()
-    reader = Reader(child, seen.data, seen.exit)
-    reader.start()
-    return child, reader, seen
+def _role(name: str, wait: EchoWait) -> roleio.OutputFeed:
+    state = SimpleNamespace(spec=SimpleNamespace(name=name), echo_wait=wait,
+                            feed_lock=threading.Lock(), gen=1, last_output=0.0,
+                            output_noticed=False, classify_pending=False, typing=None,
+                            terminal=Terminal(80, 24, hold=roleio.FLOOD_HOLD))
+    return roleio.OutputFeed(state, Actor(), 1)
 
 
-def _finish(child: PtyChild, reader: Reader) -> None:
-    child.terminate(1.0)
-    reader.halt()
-    reader.join(5)
-    child.close()
-    assert not reader.is_alive()
+def _slices_on_a_reader(feed: roleio.OutputFeed, pieces: list[bytes],
+                        between: Callable[[], None] = lambda: None) -> list[int | None]:
+    """Each piece fed on one fresh thread, as a reader does: that thread's
+    slice after each (``between`` called after the first)."""
+    seen: list[int | None] = []
+
+    def read() -> None:
+        for piece in pieces:
+            feed.data(piece)
+            seen.append(schedslice.slice_of())
+            between()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join(10)
+    return seen
 
 
-def test_a_quiet_panes_reader_has_the_short_slice_and_its_agent_the_default(tmp_path):
-    child, reader, seen = _read(tmp_path, "echo ready; exec sleep 60")
-    try:
-        wait_until(lambda: seen.read() >= 5, 10, message="the child's first line")
-        assert {slice_ for _, _, slice_ in seen.pieces} == {schedslice.SHORT}
-        # The agent was spawned by this thread, not the reader; and a short
-        # thread's children are reset anyway (asked below).
-        assert schedslice.slice_of(child.pid) == DEFAULT
-    finally:
-        _finish(child, reader)
+def test_the_typed_panes_reader_takes_the_short_slice_its_neighbour_does_not():
+    wait = EchoWait(hold=5)
+    typed, neighbour = _role("echo", wait), _role("idle", wait)
+    assert _slices_on_a_reader(typed, [b"$ "]) == [DEFAULT]  # nobody typed yet
+    wait.expect("echo", 1)
+    assert _slices_on_a_reader(typed, [b"k"]) == [schedslice.SHORT]  # the awaited echo
+    wait.expect("echo", 1)
+    wait.drawn()  # the neighbour would hold its output for the echo otherwise
+    assert _slices_on_a_reader(neighbour, [b"a line\r\n"]) == [DEFAULT]
 
 
-def test_a_flooding_reader_goes_back_to_the_default_and_the_next_turn_is_short(
-        tmp_path, monkeypatch):
-    monkeypatch.setattr(ptyproc, "FLOOD_BYTES", 65536)
-    monkeypatch.setattr(ptyproc, "TURN_QUIET", 0.2)
-    child, reader, seen = _read(tmp_path, "head -c 300000 /dev/zero | tr '\\0' x;"
-                                          " sleep 0.6; echo after; exec sleep 60")
-    try:
-        wait_until(lambda: seen.read() >= 300000 + 7, 10, message="the flood and the line after")
-        flooded = [(tid, slice_) for _, tid, slice_ in seen.pieces[:-1]]
-        after_tid, after_slice = seen.pieces[-1][1:]
-        assert flooded[0][1] == schedslice.SHORT  # before it was a flood
-        assert flooded[-1][1] == DEFAULT  # past FLOOD_BYTES: its batches not cut short
-        assert after_tid != flooded[-1][0] and after_slice == schedslice.SHORT
-    finally:
-        _finish(child, reader)
+def test_a_reader_that_holds_a_floods_batch_goes_back_to_the_default_slice():
+    wait = EchoWait(hold=5)
+    feed = _role("echo", wait)
+    wait.expect("echo", 1)
+    seen = _slices_on_a_reader(feed, [b"k", FLOOD[:2048], FLOOD[2048:4096]], wait.drawn)
+    assert feed.terminal.held  # the flood's pieces held for a batch
+    assert seen == [schedslice.SHORT, DEFAULT, DEFAULT]
 
 
 def test_what_a_short_thread_starts_gets_the_default_slice():
