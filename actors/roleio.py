@@ -38,7 +38,7 @@ from typing import Any
 from choragos.actors.handle import ActorGone
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import hopstamps
-from choragos.terminal import schedslice
+from choragos.terminal import ptyproc
 
 GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 
@@ -173,12 +173,12 @@ class OutputFeed:
 
     def _slice(self, typed_at: bool) -> None:
         """A reader whose pane is typed at takes the shortest slice, one that
-        holds a flood's batch the default (see schedslice)."""
+        holds a flood's batch the default (see ptyproc's time slice)."""
         me = threading.get_ident()
         if typed_at and self._short_on != me:
-            self._short_on = me if schedslice.short() else None
+            self._short_on = me if ptyproc.short_slice() else None
         elif not typed_at and self._short_on == me:
-            schedslice.default()
+            ptyproc.default_slice()
             self._short_on = None
 
     def lull(self) -> None:

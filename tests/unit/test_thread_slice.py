@@ -6,14 +6,14 @@ from __future__ import annotations
 import ctypes
 import logging
 
-from choragos.terminal import schedslice
+from choragos.terminal import ptyproc
 
 
 def test_without_the_calls_nothing_changes_and_nothing_raises(monkeypatch):
-    monkeypatch.setattr(schedslice, "_syscall", False)
-    assert schedslice.short() is False
-    assert schedslice.default() is False
-    assert schedslice.slice_of() is None
+    monkeypatch.setattr(ptyproc, "_sched_call", False)
+    assert ptyproc.short_slice() is False
+    assert ptyproc.default_slice() is False
+    assert ptyproc.slice_of() is None
 
 
 def test_a_refusing_kernel_is_logged_once(monkeypatch, caplog):
@@ -21,10 +21,10 @@ def test_a_refusing_kernel_is_logged_once(monkeypatch, caplog):
         ctypes.set_errno(1)
         return -1
 
-    monkeypatch.setattr(schedslice, "_syscall", (refuse, (315, 314)))
-    monkeypatch.setattr(schedslice, "_told", False)
+    monkeypatch.setattr(ptyproc, "_sched_call", (refuse, (315, 314)))
+    monkeypatch.setattr(ptyproc, "_slice_told", False)
     with caplog.at_level(logging.DEBUG, logger="choragos"):
-        assert schedslice.short() is False
-        assert schedslice.short(1234) is False
+        assert ptyproc.short_slice() is False
+        assert ptyproc.short_slice(1234) is False
     said = [r for r in caplog.records if "sched_setattr" in r.getMessage()]
     assert len(said) == 1 and "errno 1" in said[0].getMessage()
