@@ -38,6 +38,7 @@ from typing import Any
 from choragos.actors.handle import ActorGone
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import hopstamps
+from choragos.terminal import ptyproc
 
 GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 
@@ -136,6 +137,7 @@ class OutputFeed:
         # (``make_screen``), and kept across respawns: taken here, not on
         # every piece read.
         self.terminal = state.terminal
+        self._short_on: int | None = None  # the reader thread given a short slice
 
     def data(self, data: bytes) -> float | None:
         """Feed the terminal here; tell the actor only when no notice is pending.
@@ -155,6 +157,8 @@ class OutputFeed:
                 return None
             s.last_output = self.now()
             due = self.terminal.feed(data, eager=eager)
+        if eager or (due is not None and self._short_on is not None):
+            self._slice(eager)
         if hopstamps.ON:  # the bench tells a neighbour's costly feeds (a batch drawn) by these
             hopstamps.mark("fed", s.spec.name)
         if s.output_noticed or (s.classify_pending and s.typing is None):
@@ -166,6 +170,16 @@ class OutputFeed:
             return due
         self._notice()
         return due
+
+    def _slice(self, typed_at: bool) -> None:
+        """A reader whose pane is typed at takes the shortest slice, one that
+        holds a flood's batch the default (see ptyproc's time slice)."""
+        me = threading.get_ident()
+        if typed_at and self._short_on != me:
+            self._short_on = me if ptyproc.short_slice() else None
+        elif not typed_at and self._short_on == me:
+            ptyproc.default_slice()
+            self._short_on = None
 
     def lull(self) -> None:
         """The output stopped while log lines were held: draw them now

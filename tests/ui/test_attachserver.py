@@ -15,6 +15,7 @@ import tty
 
 import pytest
 
+from choragos.terminal import ptyproc
 from choragos.ui import attachserver
 from choragos.ui import framing as f
 from choragos.ui.attachserver import AttachServer
@@ -496,3 +497,13 @@ def test_a_killed_client_gets_its_terminal_back_from_the_session(served, short_t
             client.wait(5)
         os.close(master)
         os.close(slave)
+
+
+@pytest.mark.skipif(ptyproc.slice_of() is None, reason="needs sched_getattr (Linux)")
+def test_the_pump_that_reads_the_keys_has_the_shortest_slice(served):
+    server, _, _, _ = served
+    pump = next(thread for thread in server._threads if thread.name == "attach-pump")
+    accept = next(thread for thread in server._threads if thread.name == "attach-accept")
+    wait_until(lambda: ptyproc.slice_of(pump.native_id) == ptyproc.SHORT_SLICE, 5,
+               message="the pump's slice")
+    assert ptyproc.slice_of(accept.native_id) == ptyproc.slice_of()  # the default
