@@ -52,6 +52,7 @@ BUSY_HOLD = 20.0
 # (actors/rolewatch.py): a window opened that much early ends on the look at
 # the quiet wait's end, not one look later.
 LOOK_LAG = 0.05
+Mark = tuple[float, int]  # a rest window's opening: (when, the CPU its session had wanted)
 BUSY_HELD = (f"quiet, but still busy {BUSY_HOLD:g}s on (at work, starved of CPU, or "
              "stopped): nothing is typed into it until it rests")
 
@@ -209,23 +210,32 @@ def at_rest(s: RoleState, now: float) -> bool:
     is the ssh client), and a system without per-thread scheduler
     statistics (macOS, a kernel built without them), said once in the log.
     """
+    verdict, s.rest_mark = rest_window(s, now, s.rest_mark if _window_open(s) else None)
+    if verdict is False:
+        s.boot_busy_at = now
+    return bool(verdict)
+
+
+def rest_window(s: RoleState, now: float, mark: Mark | None) -> tuple[bool | None, Mark | None]:
+    """The measure of :func:`at_rest` over a window its caller keeps
+    (``mark``, None: none open): True at rest through it (or not measured),
+    False wanting the CPU (or stopped), None no verdict yet (a window was
+    opened now, or the one open is shorter than REST_WINDOW); and the
+    window to keep, a new one from now once measured.  The typist keeps its
+    own for a second Enter, so the quiet check's window (``rest_mark``) and
+    its verdicts are never another's."""
     if s.seat is not None or s.child is None:
-        return True
+        return True, None
     if s.child.stopped():
-        s.boot_busy_at, s.rest_mark = now, None
-        return False
-    mark = s.rest_mark if _window_open(s) else None
+        return False, None
     if mark is not None and now - mark[0] < REST_WINDOW - 1e-6:
-        return False
-    wanted = _open_window(s, now)
+        return None, mark
+    wanted = _wanted(s)
     if wanted is None:
-        return True
+        return True, None
     if mark is None:
-        return False
-    if (wanted - mark[1]) / 1e9 < AT_REST * (now - mark[0]):  # the share it wanted
-        return True
-    s.boot_busy_at = now
-    return False
+        return None, (now, wanted)
+    return (wanted - mark[1]) / 1e9 < AT_REST * (now - mark[0]), (now, wanted)  # the share
 
 
 def _window_open(s: RoleState) -> bool:
@@ -235,9 +245,16 @@ def _window_open(s: RoleState) -> bool:
 def _open_window(s: RoleState, now: float) -> int | None:
     """Read what the agent's session has wanted of the CPU so far, and open
     a rest window there; None (and no window) when it cannot be measured."""
+    wanted = _wanted(s)
+    s.rest_mark = None if wanted is None else (now, wanted)
+    return wanted
+
+
+def _wanted(s: RoleState) -> int | None:
+    """What the agent's session has wanted of the CPU so far (ns); None when
+    it cannot be measured (a system without the figures said once)."""
     global _unmeasured_said
     wanted = None if s.seat is not None or s.child is None else s.child.wanted_ns()
-    s.rest_mark = None if wanted is None else (now, wanted)
     if wanted is None and s.seat is None and s.child is not None and not _unmeasured_said \
             and not _kept_here():
         _unmeasured_said = True

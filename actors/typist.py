@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
 from choragos.actors import rolescreen
+from choragos.actors.rolescreen import REST_WINDOW
 from choragos.agents import screenstatus
 from choragos.agents.profiles import typed_form
 from choragos.plural import counted
@@ -116,6 +117,7 @@ class Typing:
     first_enter: float = 0.0
     timer: Any = None  # the next look's timer: one at a time, a newer look replaces it
     slow_poll: float = 0.0  # the last look's wait once the agent was found slow (0: not slow)
+    rest_mark: Any = None  # the rest window before the next Enter (the role's own is another)
     step: Step = Step.TYPED
     path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
 
@@ -267,7 +269,7 @@ class Typist:
             # terminal's input queue, so the echo comes once it runs again.
             typing.started = now
             self._slow_down(typing, ECHO_POLL)
-        elif now - typing.started >= ECHO_WAIT and self._slow(typing):
+        elif now - typing.started >= ECHO_WAIT and self._slow(typing, s.child.running):
             # Starved of CPU on a busy machine: the text is unread, or the
             # agent is still at work on it.  Typing it again would put it in
             # twice; it gets the whole wait again once it has run.
@@ -310,14 +312,14 @@ class Typist:
             s.enter_floor = lower if lower > max(s.profile.enter_delay,
                                                  ENTER_FLOOR_STEP / 2) else 0.0
 
-    def _slow(self, typing: Typing) -> bool:
+    def _slow(self, typing: Typing, busy: Callable[[], bool]) -> bool:
         """The agent has not read all that was typed, or is still at work on
-        it, and has not been waited on for that longer than STARVED_WAIT (one
-        that never reads or never rests is hung, and its line fails loudly as
-        any other)."""
+        it (``busy``), and has not been waited on for that longer than
+        STARVED_WAIT (one that never reads or never rests is hung, and its
+        line fails loudly as any other)."""
         if self.now() - typing.began > STARVED_WAIT:
             return False
-        return self.s.child.unread_input() > 0 or self.s.child.running()
+        return self.s.child.unread_input() > 0 or busy()
 
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
@@ -336,22 +338,39 @@ class Typist:
 
         The agent's time to take the Enter counts from when it read it and
         came to rest: one the machine has not run since the Enter went in,
-        or has not finished running, is slow, not deaf.
+        or has not finished running, is slow, not deaf.  At rest is measured
+        over the confirm window's last REST_WINDOW, as for the brief: a
+        single look at its state finds a starved agent asleep often enough,
+        and a second Enter it reads once it has drawn a dialog answers it.
+        A line the first Enter submits is seen taken before any window.
         """
         if not self.shows_pending(typing.text):
             self._taken(typing)
             return
         now = self.now()
-        if now - typing.entered >= CONFIRM_WINDOW and self._slow(typing):
+        waited = now - typing.entered
+        if waited < CONFIRM_WINDOW - REST_WINDOW - TIMER_SLACK:
+            self._next(typing, self._poll(typing, waited, CONFIRM_POLL))
+            return
+        rested, measured = self._rested(typing, now)
+        if waited < CONFIRM_WINDOW or rested is None:
+            self._next(typing, self._confirm_look(typing, now, waited))
+            return
+        if self._slow(typing, lambda: not rested):
             typing.entered = now  # the whole window again once it has run
+            typing.rest_mark = None  # and its rest measured over that window's end
             self._slow_down(typing, CONFIRM_POLL)
-        if now - typing.entered < CONFIRM_WINDOW:
-            self._next(typing, self._poll(typing, now - typing.entered, CONFIRM_POLL))
+            self._next(typing, self._poll(typing, 0.0, CONFIRM_POLL))
         elif self.s.child.unread_input() > 0:
             # The Enter itself is still unread: a second one would be read
             # after it, by whatever the first one opens.
             self._leave_in_input(typing, f"the agent has not read the Enter in "
                                          f"{STARVED_WAIT:g}s; no second Enter", submitted=True)
+        elif not rested and measured:
+            # Never at rest: a second Enter would be read whenever it does,
+            # by whatever it has drawn by then.
+            self._leave_in_input(typing, f"the agent has not come to rest in {STARVED_WAIT:g}s "
+                                         "after its Enter; no second Enter", submitted=True)
         elif self._dialog_up():
             # Whatever the first Enter did, a second one would answer the dialog.
             self._leave_in_input(typing, "a dialog came up before the Enter was seen taken; "
@@ -360,6 +379,25 @@ class Typist:
             self._press_enter(typing)  # the one second Enter
         else:
             self._leave_in_input(typing, "the agent did not take the Enter")
+
+    def _rested(self, typing: Typing, now: float) -> tuple[bool | None, bool]:
+        """Whether the agent rested through the window the typing keeps (None:
+        not run yet; one is opened on the first look), and whether that was
+        measured.  Not measured (a remote seat, a system without the
+        figures): as one look at its state says, as before the measure."""
+        rested, typing.rest_mark = rolescreen.rest_window(self.s, now, typing.rest_mark)
+        if rested and typing.rest_mark is None:
+            return not self.s.child.running(), False
+        return rested, True
+
+    def _confirm_look(self, typing: Typing, now: float, waited: float) -> float:
+        """The next look in the confirm window's end: its usual poll, and no
+        later than the end of the rest window open."""
+        poll = self._poll(typing, waited, CONFIRM_POLL)
+        if typing.rest_mark is None:
+            return poll
+        ends = max(typing.rest_mark[0] + REST_WINDOW, typing.entered + CONFIRM_WINDOW)
+        return min(poll, max(ends - now, QUIET_TICK))
 
     def _taken(self, typing: Typing) -> None:
         if hopstamps.ON:

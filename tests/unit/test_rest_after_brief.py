@@ -8,10 +8,12 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+import pytest
+
 from choragos.actors import messages as m
 from choragos.actors import rolescreen
 from choragos.actors.rolescreen import BUSY_HELD, BUSY_HOLD, QUIET_IDLE, REST_WINDOW
-from choragos.actors.typist import Step, Typing
+from choragos.actors.typist import CONFIRM_POLL, CONFIRM_WINDOW, Step, Typing
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
 from tests.unit.test_rolescreen import paused_then_busy
@@ -25,9 +27,7 @@ def quiet_screen(tmp_path, **agent) -> tuple[World, list[float], list[float]]:
     """A briefed role whose agent has just drawn a screen nothing recognises;
     the times its session's CPU was read and its screen looked at again."""
     world = World(tmp_path, prompt=QUIET_LINE, **agent)
-    readings: list[float] = []
-    wanted_ns = world.agent.wanted_ns
-    world.agent.wanted_ns = lambda: readings.append(world.clock.t) or wanted_ns()
+    readings = cpu_readings(world)
     looks: list[float] = []
     quiet_check = world.actor.watch.quiet_check
     world.actor.watch.quiet_check = lambda msg: (looks.append(world.clock.t), quiet_check(msg))
@@ -35,6 +35,14 @@ def quiet_screen(tmp_path, **agent) -> tuple[World, list[float], list[float]]:
     world.run(0.2)  # classified: a screen nothing matches reads working
     assert world.state.status is RoleStatus.WORKING
     return world, readings, looks
+
+
+def cpu_readings(world: World) -> list[float]:
+    """The times the agent's session's CPU is read from now on."""
+    readings: list[float] = []
+    wanted_ns = world.agent.wanted_ns
+    world.agent.wanted_ns = lambda: readings.append(world.clock.t) or wanted_ns()
+    return readings
 
 
 def idle_at(world: World, limit: float = 60.0) -> float:
@@ -50,7 +58,7 @@ def test_a_resting_agent_reads_idle_on_the_tick_it_did_and_is_read_twice(tmp_pat
     drawn = world.state.last_output
     assert idle_at(world) == drawn + QUIET_IDLE + 0.05
     assert len(looks) == 2 and len(readings) == 2
-    assert readings[1] - readings[0] >= REST_WINDOW
+    assert readings[1] - readings[0] >= REST_WINDOW - 1e-6
     assert world.core.view().ready
     world.inject(TEXT)
     world.run_until(world.core.outcomes)
@@ -193,3 +201,87 @@ def test_a_quiet_screen_showing_busy_is_not_looked_at_again_and_again(tmp_path):
     assert len(looks) <= 1 and not readings
     world.output(b"\x1b[2J\x1b[H" + QUIET_LINE.encode())  # the marker gone
     idle_at(world)
+
+
+# -- the second Enter waits for rest too ------------------------------------
+
+def _entered(tmp_path, **agent) -> tuple[World, list[float]]:
+    """A line whose first Enter the agent read and did not take (the text
+    still in its input); the times the typist read its session's CPU."""
+    world = World(tmp_path, deaf_enters=1, **agent)
+    world.inject(TEXT)
+    world.run_until(lambda: world.writes_of(b"\r"))
+    return world, cpu_readings(world)
+
+
+def test_an_agent_starved_after_its_enter_gets_none_in_the_dialog_it_draws(tmp_path):
+    """It read the Enter, then wants the CPU with its input not redrawn,
+    and a look at its state finds it asleep (as a starved one often is):
+    one look said idle and the second Enter went in at 1.5 s, to be read
+    by the dialog it drew at 3 s.  Measured over a window, it is not at
+    rest; once the dialog is up, the line is left for the operator."""
+    world, _ = _entered(tmp_path, busy=True)
+    world.agent.running = lambda: False
+    world.timers.call(3.0, lambda: (setattr(world.agent, "busy", False),
+                                    world.agent.draw("\x1b7" + DIALOG.replace("\r\n", "\x1b[B\r")
+                                                     + "\x1b8")))
+    world.run_until(world.core.outcomes, limit=60.0)
+    assert len(world.writes_of(b"\r")) == 1
+    outcome = world.core.outcomes()[-1]
+    assert outcome.left_in_input and "a dialog came up" in outcome.detail
+
+
+def test_a_stopped_agent_gets_its_second_enter_only_once_it_runs_and_rests(tmp_path):
+    """Stopped, an agent is not running, yet reads nothing: the second
+    Enter went in at 1.5 s, to whatever it would draw on waking."""
+    world, _ = _entered(tmp_path)
+    world.agent.stopped_ = True
+    world.timers.call(5.0, lambda: setattr(world.agent, "stopped_", False))
+    world.run(5.0)
+    assert len(world.writes_of(b"\r")) == 1
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok and len(world.writes_of(b"\r")) == 2
+
+
+def test_a_resting_agent_gets_its_second_enter_when_it_did(tmp_path):
+    """The window is the confirm window's last REST_WINDOW, not time added:
+    the second Enter within a poll of CONFIRM_WINDOW, as before.  Counted:
+    two readings of the agent's CPU."""
+    world, readings = _entered(tmp_path)
+    world.run_until(lambda: len(world.writes_of(b"\r")) == 2)
+    first, second = world.writes_of(b"\r")
+    assert CONFIRM_WINDOW <= second - first <= CONFIRM_WINDOW + CONFIRM_POLL
+    assert len(readings) == 2 and readings[1] - readings[0] >= REST_WINDOW - 1e-6
+    world.run_until(world.core.outcomes)
+    assert world.core.outcomes()[-1].ok
+
+
+@pytest.mark.parametrize("takes", [0.0, 1.2])
+def test_a_line_its_first_enter_submits_waits_for_no_window(tmp_path, takes):
+    """Taken at once, or after 1.2 s of work on a CPU: seen taken as it is
+    drawn, whatever the window.  Counted: no reading before the window's
+    opening look."""
+    world = World(tmp_path, enter_takes=takes)
+    readings = cpu_readings(world)
+    world.inject(TEXT)
+    world.run_until(world.core.outcomes)
+    (enter,) = world.writes_of(b"\r")
+    assert world.clock.t == enter + takes and world.core.outcomes()[-1].ok
+    assert len(readings) == (1 if takes else 0)
+
+
+def test_the_typists_window_and_the_quiet_checks_are_kept_apart(tmp_path):
+    """The quiet check's window read (and reopened) in the middle of the
+    typist's does not move the second Enter, and the typist's readings
+    leave the quiet check's window and verdicts as they were."""
+    world, readings = _entered(tmp_path)
+    s = world.state
+    world.run(1.2)
+    assert len(readings) == 1  # the typist's window is open
+    s.last_output = world.clock.t - 0.1
+    rolescreen.at_rest(s, world.clock.t)  # the quiet check opens its own
+    kept = (s.rest_mark, s.boot_busy_at, s.rested_at)
+    world.run_until(lambda: len(world.writes_of(b"\r")) == 2)
+    first, second = world.writes_of(b"\r")
+    assert second - first <= CONFIRM_WINDOW + CONFIRM_POLL
+    assert (s.rest_mark, s.boot_busy_at, s.rested_at) == kept

@@ -77,8 +77,14 @@ CASES = [
     Case("busy-after-reading-its-enter-gets-no-second-enter", {"enter_takes": 5.0}),
     Case("stopped-from-outside-is-waited-for-as-long-as-it-is",
          before=lambda agent: agent.stop(STARVED_WAIT + 10)),
-    Case("busy-on-a-cpu-gets-its-second-enter-after-the-starved-wait",
-         {"deaf_enters": 1, "busy": True}, path=(T, E, E, Step.TAKEN),
+    # Never at rest after its Enter: no second Enter, whenever it might read it.
+    Case("busy-on-a-cpu-past-the-starved-wait-gets-no-second-enter",
+         {"deaf_enters": 1, "busy": True}, ok=False, path=(T, E, Step.LEFT),
+         detail="has not come to rest in 30s after its Enter; no second Enter",
+         submitted=[], left=True, was_submitted=True),
+    # Where the system keeps no figures, one look at its state decides, as before.
+    Case("unmeasured-busy-gets-its-second-enter-after-the-starved-wait",
+         {"deaf_enters": 1, "busy": True, "wants": None}, path=(T, E, E, Step.TAKEN),
          detail="submitted after 2 enters"),
     # An agent that reads an Enter within 0.1 s of text as part of a paste
     # (Gemini CLI's timer): its profile's quiet and floor make the first
