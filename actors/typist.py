@@ -324,6 +324,7 @@ class Typist:
     def _press_enter(self, typing: Typing) -> None:
         typing.enters += 1
         typing.slow_poll = 0.0  # a new wait: looked at as closely as any
+        typing.rest_mark = None  # and its rest measured over its own window's end
         typing.entered = self.now()
         if typing.enters == 1:
             typing.first_enter = typing.entered - typing.started
@@ -353,7 +354,7 @@ class Typist:
             self._next(typing, self._poll(typing, waited, CONFIRM_POLL))
             return
         rested, measured = self._rested(typing, now)
-        if waited < CONFIRM_WINDOW or rested is None:
+        if waited < CONFIRM_WINDOW - TIMER_SLACK or rested is None:
             self._next(typing, self._confirm_look(typing, now, waited))
             return
         if self._slow(typing, lambda: not rested):
@@ -391,8 +392,8 @@ class Typist:
         return rested, True
 
     def _confirm_look(self, typing: Typing, now: float, waited: float) -> float:
-        """The next look in the confirm window's end: its usual poll, and no
-        later than the end of the rest window open."""
+        """The next look near the confirm window's end: its usual poll, and
+        no later than the end of the window (and of the rest window open)."""
         poll = self._poll(typing, waited, CONFIRM_POLL)
         if typing.rest_mark is None:
             return poll
