@@ -23,6 +23,17 @@ calls the real name when first called, and a later import of the module
 finds the real one (about 2 MB of the server's memory and 22 modules).
 Should a version of urwid need one of them to load, it is loaded whole.
 
+The deck's first frame is drawn by a widget of its own on a text canvas,
+under urwid's main loop and raw display: the widgets its dialogs are made
+of (text, list boxes, frames, overlays, a line box, an edit line, and what
+they are built on) wait for the first dialog the same way
+(:data:`ON_FIRST_USE`, 19 modules and 3-4 ms of the main thread before the
+first frame).  The dialogs subclass those classes and test instances
+against them, so in ``urwid`` and ``urwid.widget`` a name stood in for is
+not left as a function: it is taken out of the module, and the module's
+``__getattr__`` imports the real module when the name is first asked for
+and keeps the real class there.
+
 urwid marks its deprecated names with ``typing_extensions.deprecated``
 (``category=None``: no warning at run time, only ``__deprecated__`` set
 for type checkers), and importing ``typing_extensions`` for that decorator
@@ -58,6 +69,12 @@ LEFT_OUT = ("urwid.vterm", "urwid.font", "urwid.ansi_parser", "urwid.numedit",
                 "filtered_walker", "grid_flow", "monitored_deque", "notifications",
                 "overlay_stack", "popup", "progress_bar", "spinner", "table", "tabs",
                 "treetools", "wimp", "scrollable")))
+ON_FIRST_USE = tuple(_WIDGETS + name for name in (
+    "attr_map", "attr_wrap", "box_adapter", "columns", "container", "divider", "edit",
+    "filler", "frame", "line_box", "list_walker", "listbox", "monitored_list", "overlay",
+    "padding", "pile", "solid_fill", "text", "widget_decoration"))
+# The modules that only hand urwid's names on: theirs resolve on first use.
+REEXPORTS = ("urwid", "urwid.widget")
 
 
 def load_urwid() -> types.ModuleType:
@@ -80,7 +97,7 @@ def load_urwid() -> types.ModuleType:
 
 
 def _without_unused_widgets() -> types.ModuleType:
-    stood_in = [name for name in LEFT_OUT if name not in sys.modules]
+    stood_in = [name for name in (*LEFT_OUT, *ON_FIRST_USE) if name not in sys.modules]
     for name in stood_in:
         sys.modules[name] = _LeftOut(name)
     if TYPING_EXTENSIONS not in sys.modules:
@@ -97,7 +114,33 @@ def _without_unused_widgets() -> types.ModuleType:
         import urwid
     finally:
         _forget(stood_in)
+    for name in REEXPORTS:
+        _resolve_on_use(sys.modules[name])
     return urwid
+
+
+def _resolve_on_use(module: types.ModuleType) -> None:
+    """Takes the stand-ins' names out of ``module``: its ``__getattr__``
+    (urwid's own, for its moved modules, behind it) gives the real ones."""
+    homes = {name: value.left_out for name, value in vars(module).items()
+             if isinstance(value, types.FunctionType) and "left_out" in value.__dict__}
+    if not homes:
+        return
+    for name in homes:
+        delattr(module, name)
+    behind = vars(module).get("__getattr__")
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            if behind is None:
+                raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+            return behind(name)
+        value = getattr(importlib.import_module(home), name)
+        setattr(module, name, value)  # asked once: later lookups find it in place
+        return value
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
 
 def _forget(stood_in: list[str]) -> list[str]:

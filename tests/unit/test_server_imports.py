@@ -132,8 +132,9 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # The deck's dialogs (and the changes' cells the board shows): loaded
     # when the first one opens.
     assert [m for m in loaded if m in DIALOGS] == []
-    # Every module is start-up time before the deck's first frame (347 here,
-    # with logging's traceback a stand-in; 349 with its linecache and
+    # Every module is start-up time before the deck's first frame (328 here,
+    # with the widgets only the dialogs use loaded on first use; 347 with
+    # them and logging's traceback a stand-in; 349 with its linecache and
     # textwrap, and the built-in gc that serve turns off for its start; 350 with
     # tokenize's token; 354 with inspect's ast, dis and opcode; 358 with the
     # dialogs and the actors started after the roles; 361 with
@@ -142,7 +143,7 @@ def test_the_server_with_its_deck_loads_none_of_the_libraries_it_uses_only_on_de
     # with all of urwid's widgets, hashlib, random, bz2, lzma, the checkpoint
     # store, the remote seats' modules and argparse; 481 before the agents'
     # spawn, the web view's modules, tarfile and email were left out).
-    assert len(loaded) < 348, f"{len(loaded)} modules"
+    assert len(loaded) < 329, f"{len(loaded)} modules"
 
 
 # A role's screen: made by its actor after its agent is spawned.
@@ -280,27 +281,38 @@ def test_the_serve_client_loads_nothing_the_server_or_an_error_needs() -> None:
 
 def test_urwid_is_loaded_without_the_widgets_the_deck_does_not_use() -> None:
     """Every urwid name the deck's code uses is urwid's own; the widgets left
-    out are not loaded, and one of them called still works (loaded then)."""
+    out, and those only the dialogs use, are not loaded with the deck, and
+    each loads when first asked for (the dialogs subclass them)."""
     pytest.importorskip("urwid")
     used = sorted({name for path in (ROOT / "ui").glob("*.py") if path.name != "urwidload.py"
                    for name in re.findall(r"\burwid\.([A-Za-z_]\w*)", path.read_text())})
     code = f"""
 import json, sys
-from choragos.ui.urwidload import LEFT_OUT, _LeftOut, load_urwid
+from choragos.ui.urwidload import LEFT_OUT, ON_FIRST_USE, _LeftOut, load_urwid
 urwid = load_urwid()
 import choragos.ui.uiactor, choragos.ui.deck
+loaded = [name for name in LEFT_OUT + ON_FIRST_USE if name in sys.modules]
+widgets = sorted(name for name in sys.modules if name.startswith("urwid.widget."))
 left_out = [name for name in {used!r} if hasattr(getattr(urwid, name), "left_out")]
-loaded = [name for name in LEFT_OUT if name in sys.modules]
+text = [type(urwid.Text).__name__, urwid.widget.Text is urwid.Text,
+        "urwid.widget.text" in sys.modules]
+import choragos.ui.overlays
+hint = isinstance(choragos.ui.overlays.KeyHint("x"), urwid.Text)
 button = type(urwid.Button("x")).__module__
 import urwid.vterm
-print(json.dumps([left_out, loaded, button, isinstance(urwid.vterm, _LeftOut)]))
+print(json.dumps([loaded, widgets, left_out, text, hint, button,
+                  isinstance(urwid.vterm, _LeftOut)]))
 """
-    left_out, loaded, button, vterm_stood_in = json.loads(
+    loaded, widgets, left_out, text, hint, button, vterm_stood_in = json.loads(
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        check=True, timeout=60).stdout)
     assert "Text" in used and "ListBox" in used  # the scan finds the deck's names
-    assert left_out == []
     assert loaded == []
+    # The deck draws on its own widget: urwid's base classes and constants alone.
+    assert widgets == ["urwid.widget.constants", "urwid.widget.widget"]
+    assert left_out == []  # asked for: the real classes, not stand-ins
+    assert text == ["WidgetMeta", True, True]
+    assert hint is True  # a dialog's widget is one of urwid's own
     assert button == "urwid.widget.wimp"  # called: the real widget, its module loaded
     assert vterm_stood_in is False  # imported later: the real module
 
@@ -310,7 +322,7 @@ def test_an_urwid_that_needs_a_module_left_out_is_loaded_whole() -> None:
     code = """
 import json, sys
 from choragos.ui import urwidload
-urwidload.LEFT_OUT += ("urwid.widget.text",)  # every version of urwid needs it to load
+urwidload.LEFT_OUT += ("urwid.display.common",)  # every urwid's raw display needs it to load
 urwid = urwidload.load_urwid()
 stand_ins = [n for n, m in list(sys.modules.items()) if type(m) is urwidload._LeftOut]
 print(json.dumps([stand_ins, type(urwid.Text).__name__, "urwid.vterm" in sys.modules,
@@ -360,6 +372,9 @@ print(json.dumps(marks()))
 from choragos.ui.urwidload import load_urwid
 load_urwid()
 import choragos.ui.uiactor
+import urwid  # the widgets loaded on first use, marked as they load
+for name in ("ListBox", "Frame", "LineBox", "Overlay", "Edit", "Pile", "AttrWrap"):
+    getattr(urwid, name)
 loaded = "typing_extensions" in sys.modules
 print(json.dumps([marks(), loaded]))
 """
