@@ -132,6 +132,8 @@ class AttachServer:
         self._requests: deque = deque()
         self._lock = threading.Lock()
         self._out = threading.Lock()  # the client's outbox: the pump and the drawing thread
+        # on_client, told by the deck's thread (a frame) and the pump's (a drop)
+        self._telling = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -141,6 +143,7 @@ class AttachServer:
         # Told (on the dying thread) when the accept loop or the pump dies.
         self.on_died: Callable[[str], None] | None = None
         deck.on_detach = lambda reason: self._request("detach", reason)
+        deck.on_client_frame = self._client_drawn
         deck.on_crash = lambda reason: self.on_event("deck crashed", reason=reason)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -417,8 +420,16 @@ class AttachServer:
                 self._client = client
         self.on_event("attached", pid=client.pid, cols=client.info.cols,
                       rows=client.info.rows, direct=client.tty is not None)
-        self.on_client(client.pid)
+        # on_client (the sidecar's write, the rest of `serve`'s start) waits
+        # for the client's first frame: see _client_drawn.
         self.deck.client_attached(client.info)
+
+    def _client_drawn(self) -> None:
+        """The attached client's first frame went out (on the deck's thread)."""
+        with self._telling:  # a drop meanwhile has cleared the client first
+            client = self._client
+            if client is not None:
+                self.on_client(client.pid)
 
     def _drop(self, reason: str, code: int) -> None:
         client = self._client
@@ -442,7 +453,8 @@ class AttachServer:
         with contextlib.suppress(OSError):
             client.sock.close()
         self.on_event("detached", pid=client.pid, reason=reason)
-        self.on_client(None)
+        with self._telling:
+            self.on_client(None)
         self.deck.client_detached()
 
     def _from_deck(self) -> None:

@@ -111,6 +111,11 @@ class Deck:
         self.on_crash: Callable[[str], None] = lambda reason: None  # for the event log
         # The UI actor crashes with the loop, so its supervisor sees the crash.
         self.on_loop_crash: Callable[[str], None] = lambda error: None
+        # Told on the deck's thread once an attached client's first frame has
+        # gone out (after the drawing lock is let go): the attach server's.
+        self.on_client_frame: Callable[[], None] = lambda: None
+        self._frame_owed = False  # a client attached and its first frame is not drawn yet
+        self._frame_told = True  # that frame went out: on_client_frame is due
         # Bytes sent to the client it has not read yet (set by the attach server).
         self.client_backlog: Callable[[], int] = lambda: 0
         self.message: tuple[str, str, float] | None = None
@@ -295,6 +300,7 @@ class Deck:
             self.loop.screen_size = None
         self.attached = True
         self.dirty = True
+        self._frame_owed = True
         self.pacer.forget()
         self.relayout()
         self.dialogs.show_next_gate()
@@ -312,6 +318,7 @@ class Deck:
 
     def _detach(self) -> None:
         self.attached = False
+        self._frame_owed = False
         self.lane.close()
         self.router.reset()
         self.pacer.stop()
@@ -345,9 +352,19 @@ class Deck:
         return (self.attached and loop is not None and loop.widget is self.view
                 and self.overlays.editor is None and loop.screen_size == size)
 
-    def drawn(self) -> None:
-        """A frame went out (called by the loop)."""
+    def drawn(self, shown: bool = True) -> None:
+        """A frame went out (called by the loop); ``shown=False``: urwid drew
+        nothing in it, as it does while a resize is pending."""
         self.pacer.drawn()
+        if self._frame_owed and shown:
+            self._frame_owed, self._frame_told = False, False
+
+    def after_draw(self) -> None:
+        """The loop's drawing is over (its lock let go): an attached client's
+        first frame, if that was it, is said to be out."""
+        if not self._frame_told:
+            self._frame_told = True
+            self.on_client_frame()
 
     def relayout(self) -> None:
         """Send every shown pane's size to its role, as the next frame will draw it."""

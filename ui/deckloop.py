@@ -59,6 +59,7 @@ class _Loop(urwid.MainLoop):
         with lane.drawing:
             self._draw()
             lane.open = self.deck.attached
+        self.deck.after_draw()
 
     def _draw(self) -> None:
         deck = self.deck
@@ -81,7 +82,7 @@ class _Loop(urwid.MainLoop):
         drawn = deck.view.last if whole else None
         self.screen.drawn_whole(drawn[0] if drawn else None, drawn[1] if drawn else None,
                                 self.screen_size or size)
-        deck.drawn()
+        deck.drawn(shown=not self.screen._resized)
 
 
 class DeckView(urwid.Widget):

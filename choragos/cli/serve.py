@@ -352,19 +352,17 @@ class _LetGo:
                       "holding one: %d (%d bytes)", *stripped)
 
 
-# What `serve` in a terminal waits for its client to attach before it starts
-# the session's clocks, aftercare and reload actors (Session.rest: none of
-# them answers anyone, and their start, some 1.4 ms of CPU, was on the way
-# to the first frame).  A client that never comes only delays them.  The
-# other modes start them with the session, where they were: the caches'
-# release then comes where it did, before the deck's thread loads what it
-# loads lazily (its first board's cells), which a start's file would
-# otherwise hold at one start and not at the next.
+# How long `serve` in a terminal waits for its client's first frame before
+# it starts the session's clocks, aftercare and reload actors (Session.rest:
+# none of them answers anyone, and their start, some 1.4 ms of CPU, was on
+# the way to that frame).  The deck's thread says when the frame is out (the
+# attach server's on_client), so they never share the interpreter with its
+# drawing; a client that never comes only delays them.  The other modes
+# start them with the session, where they were: the caches' release then
+# comes where it did, before the deck's thread loads what it loads lazily
+# (its first board's cells), which a start's file would otherwise hold at
+# one start and not at the next.
 REST_WAIT = 2.0
-# And how long after the attach, so that they do not share the interpreter
-# with the deck's thread drawing the client's first frame (the frame a
-# bench of 12 roles waits for came 0-7 ms after the attach).
-DRAWN_AFTER = 0.2
 
 
 def _settle(session, log: logging.Logger, when: str = "") -> None:
@@ -420,11 +418,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              salvage=salvage, compact_every=_compact_every())
     session = Session(config, options)
     attaching = ready is not None and not wait_boot  # `serve` in a terminal
-    attached = threading.Event()  # its client attached, or a signal came meanwhile
+    drawn = threading.Event()  # its client's first frame went out, or a signal came meanwhile
 
     def stop() -> None:
         session.stopped.set()
-        attached.set()  # a stop does not wait for a client that is not coming
+        drawn.set()  # a stop does not wait for a client that is not coming
 
     install_signals(stop, session.hard_stop)
     try:
@@ -441,9 +439,10 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     ui = None
 
     def on_client(pid: int | None) -> None:
-        sidecar.attached(pid)
+        # A client's first frame has gone out (the deck's thread), or it left.
         if pid is not None:
-            attached.set()
+            drawn.set()
+        sidecar.attached(pid)
 
     try:
         if deck is not None:
@@ -479,14 +478,12 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
         if attaching:
-            # The client attaches once it hears the server is ready, and its
-            # whole frame is drawn as it does, on the deck's thread: the rest
-            # starts after that, not beside it.
-            came = attached.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
-            if came:
-                session.stopped.wait(DRAWN_AFTER)
-            _settle(session, log, "after its client attached" if came else
-                    f"when no client attached within {REST_WAIT:g} s")
+            # The client attaches once it hears the server is ready, and the
+            # deck's thread draws its whole frame: the rest starts after that
+            # frame has gone out, not beside it.
+            came = drawn.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
+            _settle(session, log, "after its client's first frame" if came else
+                    f"when no client's frame was drawn within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()

@@ -21,7 +21,7 @@ def test_serve_starts_the_clocks_aftercare_and_reload_after_its_client_attached(
     wait_until(lambda: REST.search(d.server_log()), 15, message="the rest of the tree started")
     log = d.server_log()
     found = [(match.start(), match.group(1)) for match in REST.finditer(log)]
-    assert [when for _, when in found] == ["after its client attached"]
+    assert [when for _, when in found] == ["after its client's first frame"]
     assert found[0][0] > log.index("session running")  # after the server said it is ready
     # The reload actor, started that late, answers a reload (nothing changed).
     out = d.cli("reload")
