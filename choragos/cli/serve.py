@@ -363,6 +363,11 @@ class _LetGo:
 # (its first board's cells), which a start's file would otherwise hold at
 # one start and not at the next.
 REST_WAIT = 2.0
+# And how long after that frame went out: started at once, their start and
+# the caches' release (some 3 ms of the process's CPU) came while the
+# client's terminal took the frame, and the bench's count of the server's
+# CPU when it saw the frame rose by 5-7 ms in 6 of 6 pairs.
+DRAWN_AFTER = 0.2
 
 
 def _settle(session, log: logging.Logger, when: str = "") -> None:
@@ -482,6 +487,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             # deck's thread draws its whole frame: the rest starts after that
             # frame has gone out, not beside it.
             came = drawn.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
+            if came:
+                session.stopped.wait(DRAWN_AFTER)
             _settle(session, log, "after its client's first frame" if came else
                     f"when no client's frame was drawn within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
