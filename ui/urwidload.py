@@ -27,7 +27,7 @@ The deck's first frame is drawn by a widget of its own on a text canvas,
 under urwid's main loop and raw display: the widgets its dialogs are made
 of (text, list boxes, frames, overlays, a line box, an edit line, and what
 they are built on) wait for the first dialog the same way
-(:data:`ON_FIRST_USE`, 19 modules and 3-4 ms of the main thread before the
+(:data:`ON_FIRST_USE`, 19 modules and about 5 ms of the main thread before the
 first frame).  The dialogs subclass those classes and test instances
 against them, so in ``urwid`` and ``urwid.widget`` a name stood in for is
 not left as a function: it is taken out of the module, and the module's
