@@ -38,7 +38,6 @@ from typing import Any
 from choragos.actors.handle import ActorGone
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import hopstamps
-from choragos.terminal import ptyproc
 
 GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
 
@@ -173,12 +172,14 @@ class OutputFeed:
 
     def _slice(self, typed_at: bool) -> None:
         """A reader whose pane is typed at takes the shortest slice, one that
-        holds a flood's batch the default (see ptyproc's time slice)."""
+        holds a flood's batch the default (see choragos.terminal.timeslice)."""
+        from choragos.terminal import timeslice  # with the first key's echo, not the start
+
         me = threading.get_ident()
         if typed_at and self._short_on != me:
-            self._short_on = me if ptyproc.short_slice() else None
+            self._short_on = me if timeslice.short_slice() else None
         elif not typed_at and self._short_on == me:
-            ptyproc.default_slice()
+            timeslice.default_slice()
             self._short_on = None
 
     def lull(self) -> None:

@@ -51,7 +51,6 @@ from choragos.control import authority
 from choragos.control.server import _bind, _peer_creds, _prepare_dir, _remove_stale
 from choragos.fdwait import wait_ready
 from choragos.session import hopstamps
-from choragos.terminal.ptyproc import short_slice
 from choragos.ui import attachtty
 from choragos.ui import framing as f
 from choragos.ui.deck import ClientInfo, Deck, colors_for
@@ -321,6 +320,8 @@ class AttachServer:
     # -- the pump -------------------------------------------------------------------------
 
     def _pump(self) -> None:
+        from choragos.terminal.timeslice import short_slice  # with the first client
+
         short_slice()  # the key's first thread: in ahead of a flood's batch
         poller = select.poll()
         poller.register(self.master, select.POLLIN)

@@ -17,14 +17,14 @@ from types import SimpleNamespace
 import pytest
 
 from choragos.actors import roleio
-from choragos.terminal import ptyproc
+from choragos.terminal import timeslice
 from choragos.terminal.echowait import EchoWait
 from choragos.terminal.emulator import Terminal
 
-DEFAULT = ptyproc.slice_of()
+DEFAULT = timeslice.slice_of()
 pytestmark = pytest.mark.skipif(
-    DEFAULT is None or not ptyproc.short_slice(threading.get_native_id())
-    or not ptyproc.default_slice(threading.get_native_id()),
+    DEFAULT is None or not timeslice.short_slice(threading.get_native_id())
+    or not timeslice.default_slice(threading.get_native_id()),
     reason="needs sched_getattr/sched_setattr (Linux)")
 FLOOD = b"".join(b"\x1b[32mline %05d\x1b[0m of a flood, coloured\r\n" % i for i in range(120))
 
@@ -53,7 +53,7 @@ def _slices_on_a_reader(feed: roleio.OutputFeed, pieces: list[bytes],
     def read() -> None:
         for piece in pieces:
             feed.data(piece)
-            seen.append(ptyproc.slice_of())
+            seen.append(timeslice.slice_of())
             between()
 
     thread = threading.Thread(target=read)
@@ -67,7 +67,7 @@ def test_the_typed_panes_reader_takes_the_short_slice_its_neighbour_does_not():
     typed, neighbour = _role("echo", wait), _role("idle", wait)
     assert _slices_on_a_reader(typed, [b"$ "]) == [DEFAULT]  # nobody typed yet
     wait.expect("echo", 1)
-    assert _slices_on_a_reader(typed, [b"k"]) == [ptyproc.SHORT_SLICE]  # the awaited echo
+    assert _slices_on_a_reader(typed, [b"k"]) == [timeslice.SHORT_SLICE]  # the awaited echo
     wait.expect("echo", 1)
     wait.drawn()  # the neighbour would hold its output for the echo otherwise
     assert _slices_on_a_reader(neighbour, [b"a line\r\n"]) == [DEFAULT]
@@ -79,21 +79,21 @@ def test_a_reader_that_holds_a_floods_batch_goes_back_to_the_default_slice():
     wait.expect("echo", 1)
     seen = _slices_on_a_reader(feed, [b"k", FLOOD[:2048], FLOOD[2048:4096]], wait.drawn)
     assert feed.terminal.held  # the flood's pieces held for a batch
-    assert seen == [ptyproc.SHORT_SLICE, DEFAULT, DEFAULT]
+    assert seen == [timeslice.SHORT_SLICE, DEFAULT, DEFAULT]
 
 
 def test_what_a_short_thread_starts_gets_the_default_slice():
     found: dict[str, int | None] = {}
 
     def short_thread() -> None:
-        assert ptyproc.short_slice()
-        found["self"] = ptyproc.slice_of()
-        inner = threading.Thread(target=lambda: found.update(thread=ptyproc.slice_of()))
+        assert timeslice.short_slice()
+        found["self"] = timeslice.slice_of()
+        inner = threading.Thread(target=lambda: found.update(thread=timeslice.slice_of()))
         inner.start()
         inner.join()
         process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
         try:
-            found["process"] = ptyproc.slice_of(process.pid)
+            found["process"] = timeslice.slice_of(process.pid)
         finally:
             process.kill()
             process.wait()
@@ -101,4 +101,4 @@ def test_what_a_short_thread_starts_gets_the_default_slice():
     thread = threading.Thread(target=short_thread)
     thread.start()
     thread.join(10)
-    assert found == {"self": ptyproc.SHORT_SLICE, "thread": DEFAULT, "process": DEFAULT}
+    assert found == {"self": timeslice.SHORT_SLICE, "thread": DEFAULT, "process": DEFAULT}

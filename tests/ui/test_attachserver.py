@@ -15,7 +15,7 @@ import tty
 
 import pytest
 
-from choragos.terminal import ptyproc
+from choragos.terminal import timeslice
 from choragos.ui import attachserver
 from choragos.ui import framing as f
 from choragos.ui.attachserver import AttachServer
@@ -499,11 +499,11 @@ def test_a_killed_client_gets_its_terminal_back_from_the_session(served, short_t
         os.close(slave)
 
 
-@pytest.mark.skipif(ptyproc.slice_of() is None, reason="needs sched_getattr (Linux)")
+@pytest.mark.skipif(timeslice.slice_of() is None, reason="needs sched_getattr (Linux)")
 def test_the_pump_that_reads_the_keys_has_the_shortest_slice(served):
     server, _, _, _ = served
     pump = next(thread for thread in server._threads if thread.name == "attach-pump")
     accept = next(thread for thread in server._threads if thread.name == "attach-accept")
-    wait_until(lambda: ptyproc.slice_of(pump.native_id) == ptyproc.SHORT_SLICE, 5,
+    wait_until(lambda: timeslice.slice_of(pump.native_id) == timeslice.SHORT_SLICE, 5,
                message="the pump's slice")
-    assert ptyproc.slice_of(accept.native_id) == ptyproc.slice_of()  # the default
+    assert timeslice.slice_of(accept.native_id) == timeslice.slice_of()  # the default

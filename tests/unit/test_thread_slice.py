@@ -6,14 +6,14 @@ from __future__ import annotations
 import ctypes
 import logging
 
-from choragos.terminal import ptyproc
+from choragos.terminal import timeslice
 
 
 def test_without_the_calls_nothing_changes_and_nothing_raises(monkeypatch):
-    monkeypatch.setattr(ptyproc, "_sched_call", False)
-    assert ptyproc.short_slice() is False
-    assert ptyproc.default_slice() is False
-    assert ptyproc.slice_of() is None
+    monkeypatch.setattr(timeslice, "_sched_call", False)
+    assert timeslice.short_slice() is False
+    assert timeslice.default_slice() is False
+    assert timeslice.slice_of() is None
 
 
 def test_a_refusing_kernel_is_logged_once(monkeypatch, caplog):
@@ -21,10 +21,10 @@ def test_a_refusing_kernel_is_logged_once(monkeypatch, caplog):
         ctypes.set_errno(1)
         return -1
 
-    monkeypatch.setattr(ptyproc, "_sched_call", (refuse, (315, 314)))
-    monkeypatch.setattr(ptyproc, "_slice_told", False)
+    monkeypatch.setattr(timeslice, "_sched_call", (refuse, (315, 314)))
+    monkeypatch.setattr(timeslice, "_slice_told", False)
     with caplog.at_level(logging.DEBUG, logger="choragos"):
-        assert ptyproc.short_slice() is False
-        assert ptyproc.short_slice(1234) is False
+        assert timeslice.short_slice() is False
+        assert timeslice.short_slice(1234) is False
     said = [r for r in caplog.records if "sched_setattr" in r.getMessage()]
     assert len(said) == 1 and "errno 1" in said[0].getMessage()
