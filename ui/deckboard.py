@@ -42,14 +42,16 @@ class TaskDialogs:
 
     def show_next_gate(self) -> None:
         """The first gate still waiting, in its dialog, when nothing else is open."""
-        from choragos.ui.overlays import GateOverlay
-
         if not self.overlays.free:
             return
         state = self.model.state
         waiting = [g for g in state.gates.values() if g["id"] not in state.dismissed]
         if not waiting:
             return
+        # The dialogs' module (and the urwid widgets it is made of) with the
+        # first gate, not with the first news: a crew without gates never loads it.
+        from choragos.ui.overlays import GateOverlay
+
         gate = waiting[0]
         position = list(state.gates).index(gate["id"]) + 1
         widget = GateOverlay(gate, position, len(state.gates), self._task_text(gate),

@@ -495,3 +495,39 @@ def test_the_deck_carries_out_keys_and_prefix_commands_without_a_wrapper_for_eac
     assert deck.port.typed("orchestrator") == b"echo hi\r"
     assert deck.port.typed("coder") == b"x"
     assert made == []  # before, one for each of the ten intents
+
+
+GATES_PROBE = """
+import sys, tempfile
+from pathlib import Path
+from choragos.board.tasks import Task, TaskState
+from choragos.session import news
+from choragos.ui.deck import Deck, _Loop
+from choragos.ui.theme import build_palette
+from tests.ui.test_deck import FakePort
+
+made = Deck(FakePort(Path(tempfile.mkdtemp())), 120, 40)
+made.loop = _Loop(made.view, build_palette(made.ui.theme), screen=made.screen)
+made.loop.deck = made
+made.attached = True
+made.dialogs.show_next_gate()  # as at an attach, and when a dialog closes
+made.apply(news.Bell("coder", "on_input"))
+before = "choragos.ui.overlays" in sys.modules
+made.apply(news.GateOpened(news.GateView(Task("T4", "release", "Tag", state=TaskState.GATED))))
+print(before, "choragos.ui.overlays" in sys.modules, made.overlays.widget is not None)
+made.stop()
+made.screen.close()
+"""
+
+
+def test_the_dialogs_module_loads_with_the_first_gate_not_with_the_first_news():
+    """A crew without gates never loads the dialogs (and the urwid widgets
+    they are made of): looking for a gate to show loads nothing when there
+    is none, and the first gate's dialog loads it."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", GATES_PROBE], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True"]
