@@ -172,14 +172,19 @@ class OutputFeed:
 
     def _slice(self, typed_at: bool) -> None:
         """A reader whose pane is typed at takes the shortest slice, one that
-        holds a flood's batch the default (see choragos.terminal.timeslice)."""
-        from choragos.terminal import timeslice  # with the first key's echo, not the start
-
+        holds a flood's batch the default (see choragos.terminal.timeslice);
+        the kernel is asked only when that changes, as the echo's way calls
+        this on every key."""
         me = threading.get_ident()
-        if typed_at and self._short_on != me:
-            self._short_on = me if timeslice.short_slice() else None
-        elif not typed_at and self._short_on == me:
-            timeslice.default_slice()
+        if typed_at == (self._short_on == me):
+            return
+        # With the first key's echo, not the start.
+        from choragos.terminal.timeslice import default_slice, short_slice
+
+        if typed_at:
+            self._short_on = me if short_slice() else None
+        else:
+            default_slice()
             self._short_on = None
 
     def lull(self) -> None:
