@@ -20,9 +20,13 @@ def _frame_on(sock, decoder: f.Decoder) -> bytes:
     got = bytearray()
 
     def arrived() -> bool:
-        got.extend(b"".join(p for k, p in decoder.feed(sock.recv(65536)) if k == f.DATA))
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:  # the socket's own timeout: the deadline below decides
+            return False
+        got.extend(b"".join(p for k, p in decoder.feed(data) if k == f.DATA))
         return b"C-b ? help" in got  # the status line: the whole frame's last part
-    wait_until(arrived, 10, message="the client's first frame")
+    wait_until(arrived, 30, message="the client's first frame")
     return bytes(got)
 
 
