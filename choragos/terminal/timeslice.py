@@ -17,11 +17,16 @@ instead.  The other panes' readers keep the default, so a busy crew's
 output does not go ahead of the key's threads.
 
 Elsewhere (another system, an older kernel, a seccomp filter) nothing
-changes: the calls say False, once, in the log.
+changes: the calls say False, once, in the log.  A refusal of that kind is
+remembered, so no later call asks the kernel again (a typed pane's reader
+asks as each key's echo comes while it has no short slice): one refused
+call per process, not one per key.  An error of one thread's (ESRCH: it
+has ended) says False for that call alone.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
@@ -41,6 +46,11 @@ _FAIR_POLICIES = (0, 3)  # SCHED_OTHER, SCHED_BATCH: the policies a slice applie
 SCHED_RESET_ON_FORK = 0x01
 
 _sched_call = None  # libc's syscall() and the numbers once looked up; False where none
+# The kernel's answers that hold for every later call: no such call (an old
+# kernel, a seccomp filter's usual answer), not allowed (a filter, a policy),
+# a struct or a runtime for fair threads it does not know (a kernel before
+# EEVDF's slices).
+_SYSTEM_REFUSALS = (errno.ENOSYS, errno.EPERM, errno.EINVAL)
 
 
 def short_slice(tid: int = 0) -> bool:
@@ -115,8 +125,11 @@ _slice_told = False
 
 
 def _slice_refused(number: int) -> None:
-    global _slice_told
-    if not _slice_told:
-        _slice_told = True
+    global _sched_call, _slice_told
+    if number in _SYSTEM_REFUSALS:
+        _sched_call = False  # asked no more: the answer will not change
         log.debug("sched_getattr/sched_setattr refused (errno %d): threads keep their slices",
                   number)
+    elif not _slice_told:  # one thread's (ended meanwhile): said once, the calls go on
+        _slice_told = True
+        log.debug("sched_getattr/sched_setattr failed for a thread (errno %d)", number)
