@@ -9,8 +9,12 @@ a quiet machine).  While ``choragos serve`` starts, those compilations are
 looked up first in a cache file kept from the last start, keyed by the
 source text's SHA-1, so a hit is the code that text compiles to (the
 interpreter's cache tag and bytecode version name the file).  Once the session is up,
-:func:`release` rewrites the file if anything was compiled anew (a first
-start, a new version), with what this start used, and lets the cache go.
+:func:`save` rewrites the file if anything was compiled anew (a first
+start, a new version), with what this start used; the cache stays until
+:func:`release` (some 2 s later), which writes it again only if a class
+was made anew meanwhile: one a thread (the deck's, a role's) makes lazily
+as the start ends, which would otherwise be in one start's file and not
+in the next's.
 
 Writing that source and hashing it was still about a third of the
 decorator's work at a warm start (some 700 methods' text).  On Python 3.11, whose
@@ -71,7 +75,7 @@ class _Cache:
         self.index = index
         self.used: dict[Key, bytes | tuple[int, int]] = {}  # new code, or where it is
         self.compiled = 0  # compiled anew in this run
-        self.added = 0  # entries not in the file (compiled anew, or a helper's first run)
+        self.written: set[Key] = set()  # the entries of new code the file was last written with
         self.digest = _sha1()
         self.recording: dict[int, list[CodeType]] = {}  # a helper's codes, by thread
         # A helper's entries hold for the Python that wrote them, to its patch release.
@@ -98,7 +102,6 @@ class _Cache:
             recording.append(code)  # kept under the helper's key, not the text's
         elif compiled:
             self.used[key] = marshal.dumps(code)
-            self.added += 1
         else:
             self.used[key] = where
         exec(code, globals_, locals_)
@@ -131,11 +134,23 @@ class _Cache:
             del self.recording[thread]
         self.used[key] = marshal.dumps(tuple(codes))
         self.used[_PYTHON] = marshal.dumps(())
-        self.added += 1
         return made
 
-    def entries(self) -> dict[Key, bytes]:
-        """What this run used, each method's code marshalled; then what the
+    def save(self) -> None:
+        """Write the file with what this run used, if it used an entry of
+        new code since the file was last written (the first time: since it
+        was read)."""
+        # A copy made at once (the interpreter's lock held): the other
+        # threads making classes meanwhile add to ``used``.
+        used = dict(self.used)
+        new = {key for key, value in used.items() if type(value) is bytes}
+        if new - self.written:
+            write_file(self.path, self.entries(used))
+            drop_unused(self.path)
+            self.written = new
+
+    def entries(self, used: dict[Key, bytes | tuple[int, int]]) -> dict[Key, bytes]:
+        """What this run ``used``, each method's code marshalled; then what the
         file held besides, most recently used first, within
         ``_KEEP_BYTES``.  A start of another kind (headless, another team's
         configuration) makes classes this one did not: kept, the next
@@ -145,7 +160,7 @@ class _Cache:
         view = memoryview(self.data)
         entries = {key: value if isinstance(value, bytes) else
                    bytes(view[value[0]:value[0] + value[1]])
-                   for key, value in self.used.items()}
+                   for key, value in used.items()}
         room = _KEEP_BYTES - sum(len(blob) for blob in entries.values())
         for key, where in self.index.items():
             if key in entries or not (type(key) is bytes or self.helpers_hold):
@@ -272,11 +287,25 @@ def install(path: str | None = None) -> None:
         _install_writers(_current)
 
 
+def save() -> int | None:
+    """Write the file if anything was compiled anew since it was last
+    written, and go on caching (the start is made: the classes a thread
+    makes lazily around this moment are kept too, by :func:`release`).
+    The number of methods compiled anew in this run so far (None: no cache
+    is installed)."""
+    cache = _current
+    if cache is None:
+        return None
+    compiled = cache.compiled
+    cache.save()
+    return compiled
+
+
 def release(write: bool = True) -> int | None:
-    """Stop caching; write the file if anything was compiled anew (and
-    ``write``: the process that made every class of the start writes it).
-    The number of methods compiled anew in this run (0: every one came from
-    the file; None: no cache was installed)."""
+    """Stop caching; write the file if anything was compiled anew since it
+    was last written (and ``write``: the process that made every class of
+    the start writes it).  The number of methods compiled anew in this run
+    (0: every one came from the file; None: no cache was installed)."""
     global _current
     cache, _current = _current, None
     if cache is None:
@@ -285,9 +314,8 @@ def release(write: bool = True) -> int | None:
         del dataclasses.exec  # type: ignore[attr-defined]  # the builtin again
     if _HELPERS_KNOWN:
         _release_writers()
-    if cache.added and write:
-        write_file(cache.path, cache.entries())
-        drop_unused(cache.path)
+    if write:
+        cache.save()
     return cache.compiled
 
 

@@ -332,21 +332,31 @@ def _boot_refusal(session, log: logging.Logger) -> str | None:
 # The classes' and modules' docstrings (0.4 MB the server never reads) are
 # let go of this long after the start, once the first frame is drawn: the
 # walk takes 5-8 ms of CPU, which the client's attach (it waits for the
-# server to say it is ready) and its first frame waited for.
+# server to say it is ready) and its first frame waited for.  The start's
+# caches are let go with them: what a thread (the deck's, a role's) loads
+# lazily about the start's end is kept for the next start too.
 LET_GO_AFTER = 2.0
 
 
 class _LetGo:
     """The session's timer's target (it is told, on the timers' thread):
-    lets go of the docstrings of the classes and modules loaded (see
-    choragos/session/modulecode.py) and says so in the log."""
+    lets go of the start's caches, writing them again if they compiled
+    anything since the start, and of the docstrings of the classes and
+    modules loaded (see choragos/session/modulecode.py); says so in the log."""
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, methods: int | None, modules: int | None) -> None:
         self.log = log
+        self.at_start = methods, modules  # compiled by the start (see _settle)
 
     def tell(self, _message: object) -> None:
+        from choragos import classcode
         from choragos.session import modulecode
 
+        methods, modules = classcode.release(), modulecode.release()
+        if methods is not None and modules is not None:
+            self.log.info("start caches let go; compiled since the start (and cached): "
+                          "%d dataclasses' methods, %d modules",
+                          methods - (self.at_start[0] or 0), modules - (self.at_start[1] or 0))
         stripped = modulecode.strip_loaded()
         self.log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions "
                       "holding one: %d (%d bytes)", *stripped)
@@ -373,8 +383,8 @@ DRAWN_AFTER = 0.2
 def _settle(session, log: logging.Logger, when: str = "") -> None:
     """The end of the start: the session's remaining children if they wait
     (see Session.rest; one that cannot start stops the session like any
-    failed start), then the caches of the start let go (their modules' and
-    classes' too) and the collector on again."""
+    failed start), then the caches of the start written (let go with the
+    modules' and classes' docstrings, _LetGo) and the collector on again."""
     try:
         if session.start_rest():
             log.info("clocks, aftercare and reload started %s", when)
@@ -385,17 +395,18 @@ def _settle(session, log: logging.Logger, when: str = "") -> None:
     from choragos import classcode
     from choragos.session import modulecode
 
-    compiled = classcode.release()  # every dataclass of the start is made: see there
-    if compiled is not None:
-        # A start that compiled any wrote them to the file for the next one.
+    # Every dataclass and module of the start is made: written for the next
+    # start (when any was compiled), the caches kept until the _LetGo.
+    methods = classcode.save()
+    if methods is not None:
         log.info("dataclasses' methods compiled at the start: %d (cached in %s)",
-                 compiled, classcode.cache_path())
-    compiled = modulecode.release()  # the session and its deck are loaded
-    if compiled is not None:
+                 methods, classcode.cache_path())
+    modules = modulecode.save()
+    if modules is not None:
         log.info("modules compiled at the start without their functions' docstrings: "
-                 "%d (cached in %s)", compiled, modulecode.cache_path())
+                 "%d (cached in %s)", modules, modulecode.cache_path())
     collector_on()  # the session and its deck are made
-    session.timers.after(LET_GO_AFTER, _LetGo(log), None)
+    session.timers.after(LET_GO_AFTER, _LetGo(log, methods, modules), None)
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,

@@ -7,8 +7,9 @@ docstrings, which the server never reads: some 0.7 MB of the server with
 its deck at rest.  ``python -OO`` drops them but drops the asserts too, and
 for every module.  From the start of the ``serve`` verb (:func:`install`,
 in ``choragos/cli/main.py``: the server is the client's fork and keeps
-what it loaded) to :func:`release` (the server's modules loaded, in
-``_serve`` in ``choragos/cli/serve.py``; the client leaves it at the fork),
+what it loaded) to :func:`release` (2 s after the server's modules are
+loaded, ``_LetGo`` in ``choragos/cli/serve.py``; the client leaves it at
+the fork),
 each module imported from a source file, on any thread (the roles'
 threads import their screens' modules beside the start), is looked up
 in a file kept from the last start, by its source's path, size and
@@ -22,10 +23,15 @@ docstring has been replaced by ``None`` in its syntax tree: the compiler
 then lays the function out as one without a docstring (``__doc__`` is
 None, its other constants renumbered as they must be).  Asserts, every
 other constant, and the modules' and classes' own docstrings stay as they
-are.  :func:`release` writes the file again if
-anything was compiled anew: what this start used, and what the file held
-that is still true to its source (the deck's when a headless server
-wrote it), within a bound.
+are.  :func:`save` (the session started: ``_settle`` in
+``choragos/cli/serve.py``) writes the file again if anything was
+compiled anew: what this start used, and what the file held that is
+still true to its source (the deck's when a headless server wrote it),
+within a bound.  Modules go on coming through the file until
+:func:`release`, 2 s later, which writes it once more only if a module
+was compiled anew meanwhile: one a thread (the deck's, a role's) imports
+lazily as the start ends would otherwise be in one start's file and not
+in the next's, and compiled again at the next.
 
 A class's docstring is read as the class is made (a dataclass without one
 makes one from its signature), so classes' and modules' docstrings go
@@ -71,7 +77,11 @@ class _File:
         self.fd = -1
         self.index: dict[bytes, tuple[int, int]] = {}
         self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
-        self.own = 0  # compiled anew by the main thread (the start's own imports)
+        self.written: set[bytes] = set()  # the modules compiled anew the file was last written with
+        # Compiled anew by the main thread (the start's own imports), and by
+        # any thread once the start is saved.
+        self.own = 0
+        self.saved = False
         self.lock = _thread.allocate_lock()  # another thread's import reads as it closes
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -97,13 +107,23 @@ class _File:
         self.used[key] = where
         return code
 
-    def close(self, write: bool) -> None:
-        """Write the file again if anything was compiled anew (and ``write``),
-        then let it go."""
+    def save(self) -> None:
+        """Write the file again if a module was compiled anew since it was
+        last written (the first time: since it was read)."""
+        # A copy made at once (the interpreter's lock held): the other
+        # threads' imports meanwhile add to ``used``.
         used = dict(self.used)
-        if write and any(isinstance(value, bytes) for value in used.values()):
+        new = {key for key, value in used.items() if type(value) is bytes}
+        if new - self.written:
             classcode.write_file(self.path, self._entries(used))
             classcode.drop_unused(self.path)
+            self.written = new
+
+    def close(self, write: bool) -> None:
+        """Write the file again if anything was compiled anew since (and
+        ``write``), then let it go."""
+        if write:
+            self.save()
         with self.lock:
             if self.fd >= 0:
                 os.close(self.fd)
@@ -165,15 +185,32 @@ def install(path: str | None = None) -> None:
     SourceFileLoader.get_code = _get_code  # type: ignore[method-assign]
 
 
+def save() -> int | None:
+    """Write the file if anything was compiled anew since it was last
+    written, and go on importing through it (the start is made: what a
+    thread imports lazily about now is kept too, by :func:`release`).  The
+    number of modules the installing thread compiled anew so far (None: no
+    cache is installed); from here on every thread's are counted."""
+    cache = _current
+    if cache is None:
+        return None
+    own = cache.own
+    cache.saved = True
+    cache.save()
+    return own
+
+
 def release(write: bool = True) -> int | None:
     """Import as Python does again; write the file if anything was compiled
-    anew (and ``write``).  The number of modules the installing thread
-    compiled anew in this run (0: every one came from the file; None: no
-    cache was installed).  Another thread's are written too but not
+    anew since it was last written (and ``write``).  The number of modules
+    the installing thread compiled anew in this run, and any thread since
+    :func:`save` (0: every one came from the file; None: no cache was
+    installed).  Another thread's before it are written too but not
     counted: a module the main thread never loads (a role's screen's
     pyte), or loads after another thread did, is there from the next start
     on, while one another thread loads only now and then (a policy the core
-    makes as a role reports) is compiled at the start it first comes in."""
+    makes as a role reports) is compiled at the start it first comes in,
+    or after it (kept then when it comes before the release)."""
     global _current
     cache, _current = _current, None
     if cache is None:
@@ -220,7 +257,10 @@ def _get_code(loader, fullname: str) -> CodeType | None:
         # thread, a role's screen on its own) is the first one's to load:
         # kept only from the main thread, a start whose role was first left
         # it out of the file, and the next start's main thread compiled it.
-        if _thread.get_ident() == _installer:
+        if cache.saved:
+            with cache.lock:  # the threads import side by side
+                cache.own += 1
+        elif _thread.get_ident() == _installer:
             cache.own += 1
     return code
 

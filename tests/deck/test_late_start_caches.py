@@ -1,0 +1,114 @@
+"""The start's caches (choragos/classcode.py, choragos/session/modulecode.py)
+keep what a thread makes lazily around the end of the start: a module and
+its dataclass first loaded just after the start at one start and before it
+at the next come from the file at the next, not compiled again."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
+from tests.deck.test_server_at_rest import _after
+
+pytestmark = pytest.mark.timeout(120)
+
+# Loaded into the `serve` verb's process (and only there) from PYTHONPATH:
+# at the first start a thread of the server imports the latecomer as the
+# start's end is logged (the caches' counts said); at the second the
+# server's main thread imports it as the server is forked, within the start.
+# Each says which in a file.
+HOOK = '''
+import os
+import sys
+
+if sys.orig_argv[-2:] == ["serve", "--detach"]:
+    import logging
+    import threading
+
+    _SAID = os.environ["LATE_SAID"]
+
+    def _load(when):
+        import latecomer
+
+        with open(_SAID, "a") as said:
+            said.write(f"{when} {latecomer.Latecomer(1).late_alpha}\\n")
+
+    def _early():
+        if os.path.exists(_SAID) and "latecomer" not in sys.modules:
+            _load("early")
+
+    class _AfterTheStart(logging.Handler):
+        def emit(self, record):
+            if ("modules compiled at the start" in record.getMessage()
+                    and "latecomer" not in sys.modules):
+                thread = threading.Thread(target=_load, args=("late",))
+                thread.start()
+                thread.join()
+
+    os.register_at_fork(after_in_child=_early)
+    logging.getLogger().addHandler(_AfterTheStart())
+'''
+
+LATECOMER = '''
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Latecomer:
+    late_alpha: int
+    late_beta: str = "b"
+'''
+
+
+@pytest.fixture
+def project():
+    root, work, env = scratch_project()
+    (work / ".choragos.toml").write_text(TEAM + "\n[checkpoints]\nenabled = false\n")
+    hooks = root / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(textwrap.dedent(HOOK))
+    (hooks / "latecomer.py").write_text(textwrap.dedent(LATECOMER))
+    env["PYTHONPATH"] = f"{hooks}:{env['PYTHONPATH']}"
+    env["LATE_SAID"] = str(root / "said")
+    env["XDG_CACHE_HOME"] = str(root / "cache")
+    yield root, work, env
+    kill_all_and_remove(cli_for(env, work), root)
+
+
+def test_what_a_thread_loads_just_after_the_start_is_not_compiled_at_the_next(project):
+    root, work, env = project
+    cli = cli_for(env, work)
+    log = work / ".choragos" / "logs" / "server.log"
+    compiled, modules, late = [], [], []
+    for start in range(2):
+        started = cli("serve", "--detach")
+        assert started.returncode == 0, started.stderr
+        # The caches are let go with the docstrings (choragos/cli/serve.py).
+        lines = _wait_let_go(log, start)
+        said = [line for line in lines if "dataclasses' methods compiled at the start" in line]
+        compiled.append(int(said[-1].split(": ")[-1].split()[0]))
+        said = [line for line in lines if "modules compiled at the start" in line]
+        modules.append(int(said[-1].split(": ")[-1].split()[0]))
+        said = [line for line in lines if "start caches let go" in line]
+        late.append([int(n) for n in re.findall(r"\b\d+\b", said[-1].split("cached): ")[1])])
+        assert cli("kill", "--all").returncode == 0
+    # Loaded after the start's counts at the first, within them at the second.
+    assert (root / "said").read_text().split() == ["late", "1", "early", "1"]
+    assert compiled[0] > 300 and modules[0] > 150
+    # At the first start the latecomer's methods and module were compiled
+    # after the start's counts, and kept then (its class has 10 methods).
+    assert late[0][0] >= 10 and late[0][1] >= 1
+    # The latecomer's module and its class's methods came from the files
+    # (before, the first start's files were written before it was loaded:
+    # its 10 methods and its module were compiled again).
+    assert (compiled[1], modules[1]) == (0, 0)
+
+
+def _wait_let_go(log, start):
+    from tests.conftest import wait_until
+
+    return wait_until(lambda: _after(log, "docstrings let go", start), 30,
+                      message="the docstrings let go")
