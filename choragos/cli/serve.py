@@ -350,6 +350,7 @@ class _LetGo:
 
     def tell(self, _message: object) -> None:
         from choragos import classcode
+        from choragos.mallocarenas import give_back
         from choragos.session import modulecode
 
         methods, modules = classcode.release(), modulecode.release()
@@ -358,6 +359,9 @@ class _LetGo:
                           "%d dataclasses' methods, %d modules",
                           methods - (self.at_start[0] or 0), modules - (self.at_start[1] or 0))
         stripped = modulecode.strip_loaded()
+        # What they held (the caches' files' code, the texts) lay among what
+        # the start's last 2 s allocated: its pages go back.
+        give_back()
         self.log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions "
                       "holding one: %d (%d bytes)", *stripped)
 
