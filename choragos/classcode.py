@@ -73,9 +73,9 @@ class _Cache:
         self.path = path
         self.data = data
         self.index = index
-        self.used: dict[Key, bytes | tuple[int, int]] = {}  # new code, or where it is
+        # New code, where it is in the file read, or _WRITTEN.
+        self.used: dict[Key, bytes | tuple[int, int] | None] = {}
         self.compiled = 0  # compiled anew in this run
-        self.written: set[Key] = set()  # the entries of new code the file was last written with
         self.digest = _sha1()
         self.recording: dict[int, list[CodeType]] = {}  # a helper's codes, by thread
         # A helper's entries hold for the Python that wrote them, to its patch release.
@@ -143,13 +143,17 @@ class _Cache:
         # A copy made at once (the interpreter's lock held): the other
         # threads making classes meanwhile add to ``used``.
         used = dict(self.used)
-        new = {key for key, value in used.items() if type(value) is bytes}
-        if new - self.written:
-            write_file(self.path, self.entries(used))
-            drop_unused(self.path)
-            self.written = new
+        new = [key for key, value in used.items() if type(value) is bytes]
+        if not new:
+            return
+        write_file(self.path, self.entries(used))
+        drop_unused(self.path)
+        # Not held until the release, among what the seconds until then
+        # allocate: read back from the file if that is written again.
+        for key in new:
+            self.used[key] = _WRITTEN
 
-    def entries(self, used: dict[Key, bytes | tuple[int, int]]) -> dict[Key, bytes]:
+    def entries(self, used: dict[Key, bytes | tuple[int, int] | None]) -> dict[Key, bytes]:
         """What this run ``used``, each method's code marshalled; then what the
         file held besides, most recently used first, within
         ``_KEEP_BYTES``.  A start of another kind (headless, another team's
@@ -158,9 +162,17 @@ class _Cache:
         (an old version's) falls off the end.  A helper's entries are kept
         only while they hold for this Python (a text's hold for any)."""
         view = memoryview(self.data)
-        entries = {key: value if isinstance(value, bytes) else
-                   bytes(view[value[0]:value[0] + value[1]])
-                   for key, value in used.items()}
+        # What this run wrote (_WRITTEN), read back; gone from there, not kept.
+        back = _read(self.path) if _WRITTEN in used.values() else (b"", {})
+        entries = {}
+        for key, value in used.items():
+            if value is _WRITTEN:
+                blob = _blob(*back, key)
+                if blob is not None:
+                    entries[key] = blob
+            else:
+                entries[key] = value if isinstance(value, bytes) else bytes(
+                    view[value[0]:value[0] + value[1]])
         room = _KEEP_BYTES - sum(len(blob) for blob in entries.values())
         for key, where in self.index.items():
             if key in entries or not (type(key) is bytes or self.helpers_hold):
@@ -176,6 +188,7 @@ class _Cache:
 
 
 _current: _Cache | None = None
+_WRITTEN = None  # code in use, in the file as this run last wrote it
 _CODE = type(_Cache.exec.__code__)
 _PYTHON = ("python", sys.version)  # the entry naming the Python the helpers' entries are for
 
@@ -329,6 +342,16 @@ def _read(path: str) -> tuple[bytes, dict[Key, tuple[int, int]]]:
     except OSError:
         return b"", {}
     return (data, index) if index else (b"", {})
+
+
+def _blob(data: bytes, index: dict[Key, tuple[int, int]], key: Key) -> bytes | None:
+    """The code ``index`` places in ``data`` for ``key`` (None: none there)."""
+    where = index.get(key)
+    if not (type(where) is tuple and len(where) == 2
+            and all(type(n) is int and n >= 0 for n in where)):
+        return None
+    start, size = where
+    return data[start:start + size] if start + size <= len(data) else None
 
 
 def trusted(fd: int, max_bytes: int) -> bool:

@@ -76,8 +76,8 @@ class _File:
         self.path = path
         self.fd = -1
         self.index: dict[bytes, tuple[int, int]] = {}
-        self.used: dict[bytes, bytes | tuple[int, int]] = {}  # new code, or where it is
-        self.written: set[bytes] = set()  # the modules compiled anew the file was last written with
+        # New code, where it is in the file read, or _WRITTEN.
+        self.used: dict[bytes, bytes | tuple[int, int] | None] = {}
         # Compiled anew by the main thread (the start's own imports), and by
         # any thread once the start is saved.
         self.own = 0
@@ -113,11 +113,16 @@ class _File:
         # A copy made at once (the interpreter's lock held): the other
         # threads' imports meanwhile add to ``used``.
         used = dict(self.used)
-        new = {key for key, value in used.items() if type(value) is bytes}
-        if new - self.written:
-            classcode.write_file(self.path, self._entries(used))
-            classcode.drop_unused(self.path)
-            self.written = new
+        new = [key for key, value in used.items() if type(value) is bytes]
+        if not new:
+            return
+        classcode.write_file(self.path, self._entries(used))
+        classcode.drop_unused(self.path)
+        # Their code (some 5 MB at a first start) is not held until the
+        # release, among what the seconds until then allocate: it is read
+        # back from the file if that is written again.
+        for key in new:
+            self.used[key] = _WRITTEN
 
     def close(self, write: bool) -> None:
         """Write the file again if anything was compiled anew since (and
@@ -129,22 +134,28 @@ class _File:
                 os.close(self.fd)
                 self.fd = -1
 
-    def _entries(self, used: dict[bytes, bytes | tuple[int, int]]) -> dict[bytes, bytes]:
+    def _entries(self, used: dict[bytes, bytes | tuple[int, int] | None]) -> dict[bytes, bytes]:
         """What this run used, then what the file held that is still true to
         its source (the deck's for a headless start), as long as the file
         stays well under its bound."""
         entries: dict[bytes, bytes] = {}
         room = _MAX_BYTES // 2
+        written = _File(self.path) if _WRITTEN in used.values() else None
         for key, value in [*used.items(), *self.index.items()]:
             if key in entries or (key not in used and not _fresh(key)):
                 continue
-            blob = value if isinstance(value, bytes) else self._blob(value)
+            if value is _WRITTEN:  # from the file as this run wrote it (gone: not kept)
+                blob = written._blob(written.index.get(key))  # type: ignore[union-attr, arg-type]
+            else:
+                blob = value if isinstance(value, bytes) else self._blob(value)
             if blob is not None and len(blob) <= room:
                 entries[key] = blob
                 room -= len(blob)
+        if written is not None:
+            written.close(write=False)
         return entries
 
-    def _blob(self, where: tuple[int, int]) -> bytes | None:
+    def _blob(self, where: tuple[int, int] | None) -> bytes | None:
         if not (type(where) is tuple and len(where) == 2  # an index that is not ours
                 and all(type(n) is int and 0 <= n <= _MAX_BYTES for n in where)):
             return None
@@ -159,6 +170,7 @@ class _File:
 
 
 _current: _File | None = None
+_WRITTEN = None  # a module's code in use, in the file as this run last wrote it
 _installer = -1  # the thread that installed it
 
 
