@@ -174,16 +174,13 @@ class _Cache:
                 entries[key] = value if isinstance(value, bytes) else bytes(
                     view[value[0]:value[0] + value[1]])
         room = _KEEP_BYTES - sum(len(blob) for blob in entries.values())
-        for key, where in self.index.items():
+        for key in self.index:
             if key in entries or not (type(key) is bytes or self.helpers_hold):
                 continue
-            if not (type(where) is tuple and len(where) == 2
-                    and all(type(n) is int and n >= 0 for n in where)):
-                continue  # an index that is not ours
-            start, size = where
-            if size <= room and start + size <= len(self.data):
-                entries[key] = bytes(view[start:start + size])
-                room -= size
+            blob = _blob(self.data, self.index, key)  # (None: an index that is not ours)
+            if blob is not None and len(blob) <= room:
+                entries[key] = blob
+                room -= len(blob)
         return entries
 
 

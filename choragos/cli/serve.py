@@ -372,10 +372,9 @@ class _LetGo:
 # the way to that frame).  The deck's thread says when the frame is out (the
 # attach server's on_client), so they never share the interpreter with its
 # drawing; a client that never comes only delays them.  The other modes
-# start them with the session, where they were: the caches' release then
+# start them with the session, where they were: the caches' save then
 # comes where it did, before the deck's thread loads what it loads lazily
-# (its first board's cells), which a start's file would otherwise hold at
-# one start and not at the next.
+# (its first board's cells; kept for the next start either way, see _LetGo).
 REST_WAIT = 2.0
 # And how long after that frame went out: started at once, their start and
 # the caches' release (some 3 ms of the process's CPU) came while the

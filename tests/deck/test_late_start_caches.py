@@ -5,13 +5,12 @@ at the next come from the file at the next, not compiled again."""
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 import pytest
 
 from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
-from tests.deck.test_server_at_rest import _after
+from tests.deck.test_server_at_rest import figures, start_to_let_go
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,33 +81,20 @@ def test_what_a_thread_loads_just_after_the_start_is_not_compiled_at_the_next(pr
     root, work, env = project
     cli = cli_for(env, work)
     log = work / ".choragos" / "logs" / "server.log"
-    compiled, modules, late = [], [], []
+    counts, late = [], []  # (methods, modules) compiled by each start, and after it
     for start in range(2):
-        started = cli("serve", "--detach")
-        assert started.returncode == 0, started.stderr
-        # The caches are let go with the docstrings (choragos/cli/serve.py).
-        lines = _wait_let_go(log, start)
-        said = [line for line in lines if "dataclasses' methods compiled at the start" in line]
-        compiled.append(int(said[-1].split(": ")[-1].split()[0]))
-        said = [line for line in lines if "modules compiled at the start" in line]
-        modules.append(int(said[-1].split(": ")[-1].split()[0]))
-        said = [line for line in lines if "start caches let go" in line]
-        late.append([int(n) for n in re.findall(r"\b\d+\b", said[-1].split("cached): ")[1])])
+        lines, *compiled = start_to_let_go(cli, log, start)
+        counts.append(compiled)
+        late.append(figures(lines, "start caches let go", "cached): "))
         assert cli("kill", "--all").returncode == 0
     # Loaded after the start's counts at the first, within them at the second.
     assert (root / "said").read_text().split() == ["late", "1", "early", "1"]
-    assert compiled[0] > 300 and modules[0] > 150
+    assert counts[0][0] > 300 and counts[0][1] > 150
     # At the first start the latecomer's methods and module were compiled
     # after the start's counts, and kept then (its class has 10 methods).
     assert late[0][0] >= 10 and late[0][1] >= 1
     # The latecomer's module and its class's methods came from the files
     # (before, the first start's files were written before it was loaded:
     # its 10 methods and its module were compiled again).
-    assert (compiled[1], modules[1]) == (0, 0)
+    assert counts[1] == [0, 0]
 
-
-def _wait_let_go(log, start):
-    from tests.conftest import wait_until
-
-    return wait_until(lambda: _after(log, "docstrings let go", start), 30,
-                      message="the docstrings let go")

@@ -58,21 +58,14 @@ def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     log = work / ".choragos" / "logs" / "server.log"
     compiled, modules, docstrings = [], [], []
     for start in range(2):
-        started = cli("serve", "--detach")
-        assert started.returncode == 0, started.stderr
-        # The docstrings go after the start (choragos/cli/serve.py's
-        # LET_GO_AFTER), not on the way to the first frame.
-        lines = wait_until(lambda n=start: _after(log, "docstrings let go", n), 30,
-                           message="the docstrings let go")
-        said = [line for line in lines if "dataclasses' methods compiled at the start" in line]
-        compiled.append(int(said[-1].split(": ")[-1].split()[0]))
-        said = [line for line in lines if "modules compiled at the start" in line]
-        modules.append(int(said[-1].split(": ")[-1].split()[0]))
-        said = [line for line in lines if "docstrings let go" in line]
-        docstrings.append([int(n) for n in re.findall(r"\b\d+\b", said[-1].split("go: ")[1])])
+        lines, methods, modules_compiled = start_to_let_go(cli, log, start)
+        compiled.append(methods)
+        modules.append(modules_compiled)
+        docstrings.append(figures(lines, "docstrings let go", "go: "))
         running = [n for n, line in enumerate(lines) if "session running in" in line]
         assert len(running) == start + 1
-        assert lines.index(said[-1]) > running[-1]  # after the server said it is ready
+        said = [n for n, line in enumerate(lines) if "docstrings let go" in line]
+        assert said[-1] > running[-1]  # after the server said it is ready
         assert cli("kill", "--all").returncode == 0
     assert compiled[0] > 300  # the first start: the session's, the deck's
     assert compiled[1] == 0
@@ -91,6 +84,28 @@ def test_a_second_start_compiles_no_dataclass_method_and_no_module(project):
     cache = root / "cache" / "choragos"
     assert sorted(str(p) for p in cache.iterdir()) == sorted(
         [classcode.cache_path(env), modulecode.cache_path(env)])
+
+
+def start_to_let_go(cli, log: Path, start: int) -> tuple[list[str], int, int]:
+    """``serve --detach`` (the ``start``-th in ``log``, from 0) until it has
+    let go of its docstrings and caches: the log's lines then, and the
+    dataclasses' methods and the modules its start compiled."""
+    started = cli("serve", "--detach")
+    assert started.returncode == 0, started.stderr
+    # The docstrings go after the start (choragos/cli/serve.py's
+    # LET_GO_AFTER), not on the way to the first frame.
+    lines = wait_until(lambda: _after(log, "docstrings let go", start), 30,
+                       message="the docstrings let go")
+    counts = [int([line for line in lines if what in line][-1].split(": ")[-1].split()[0])
+              for what in ("dataclasses' methods compiled at the start",
+                           "modules compiled at the start")]
+    return lines, *counts
+
+
+def figures(lines: list[str], what: str, after: str) -> list[int]:
+    """The numbers in the last of ``lines`` that says ``what``, after ``after``."""
+    said = [line for line in lines if what in line][-1]
+    return [int(n) for n in re.findall(r"\b\d+\b", said.split(after, 1)[1])]
 
 
 def _after(log: Path, what: str, start: int) -> list[str] | None:
