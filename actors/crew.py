@@ -17,7 +17,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,11 +104,12 @@ class Crew:
         return self._started(spec, state, self.roles_sup.ask(start, timeout=10))
 
     def start_all(self, specs: tuple[RoleSpec, ...], seats: dict[str, Seat],
-                  first: tuple[Any, ...] = ()) -> None:
+                  first: tuple[Any, ...] = (), hold: Collection[str] = ()) -> None:
         """Start every role's actor, each seat in ``seats`` first.  ``first``:
         what each actor reads first (its Spawn), told to its handle before it
-        starts.  The first role's actor is started on its own, so its agent
-        spawns while the others are prepared; the others with one request to
+        starts; not to the roles in ``hold`` (their Spawn comes later).  The
+        first role's actor is started on its own, so its agent spawns while
+        the others are prepared; the others with one request to
         the roles supervisor (the start waits for it once, not once a role).
         A role whose preparation may fail (its worktree, its remote seat) is
         prepared before any actor starts, so such a failure spawns nothing."""
@@ -121,7 +122,7 @@ class Crew:
                     spec, strict=True, handle=Handle(f"role:{spec.name}"))
                 seats[spec.name] = self._started(spec, state, start.handle)
                 self.carry_over(spec)
-                for message in first:
+                for message in () if spec.name in hold else first:
                     start.handle.tell(message)
                 starts.append(start)
             if starts:

@@ -165,13 +165,19 @@ class Session:
         self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
         self.handles: dict[str, Handle] = {}  # the started children's, by name
         self._rest_started = False
+        self._held: tuple[str, ...] = ()  # roles whose agents spawn later: see start()
 
     # -- start ---------------------------------------------------------------
 
-    def start(self, *, rest: bool = True) -> None:
+    def start(self, *, rest: bool = True, hold: tuple[str, ...] = ()) -> None:
         """Bind the socket first: a second session here must fail before it
         spawns anything or writes one line into the running session's log.
-        ``rest=False`` leaves the children of :meth:`rest` to :meth:`start_rest`."""
+        ``rest=False`` leaves the children of :meth:`rest` to :meth:`start_rest`.
+        ``hold``: roles whose actors start with the others but whose agents
+        spawn only at :meth:`spawn_held` (or :meth:`start_rest`): ``serve``
+        holds the ones its deck does not show until its first frame is out
+        (a resumed session spawns every role with its board back)."""
+        self._held = () if self.options.resume else tuple(hold)
         self.server = bind_server(self.options.socket, self.events.write)
         fault_hook("accept-loop", self.server.inject_fault)
         if os.environ.get(FAULT_HOOK):  # a test's; the web view's modules only then
@@ -203,6 +209,7 @@ class Session:
         if self._rest_started or self.stopped.is_set():
             return False
         self._rest_started = True
+        self.spawn_held()  # never later than the rest
         try:
             build(self.rest(), self.supervisor, self.handles)
         except Exception:
@@ -210,6 +217,16 @@ class Session:
                 return False
             raise
         return True
+
+    def spawn_held(self) -> tuple[str, ...]:
+        """Spawn the agents :meth:`start` held (once; not once the session
+        is stopping): the roles spawned by this call."""
+        held, self._held = self._held, ()
+        if self.stopped.is_set():
+            return ()
+        for name in held:
+            self.roles.tell(name, m.Spawn())
+        return held
 
     def _open_state(self) -> None:
         """After the socket is ours, so a live session's state is never touched."""
@@ -468,7 +485,8 @@ class Session:
         anyone connects either way."""
         self.crew.roles_sup = handle
         if self.restored is None:
-            self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),))
+            self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),),
+                                hold=self._held)
         else:
             self.crew.start_all(self.config.roles, self.core_state.seats)
             self.core.ask(Restore(self.restored), timeout=30)

@@ -66,10 +66,17 @@ class DeckState:
         return view
 
 
-def initial_state(config: Config, sidebar_on: bool) -> DeckState:
+def first_layout(config: Config) -> Layout:
+    """The tiling a new session's deck starts with: the start role and the
+    next ones beside it, the rest hidden (``serve`` spawns the hidden roles'
+    agents after its first frame: see choragos/cli/serve.py)."""
     names = [role.name for role in config.roles]
     main = config.start_role.name if any(r.start for r in config.roles) else None
-    state = DeckState(layout=Layout.main_vertical(names, main), sidebar=sidebar_on)
+    return Layout.main_vertical(names, main)
+
+
+def initial_state(config: Config, sidebar_on: bool) -> DeckState:
+    state = DeckState(layout=first_layout(config), sidebar=sidebar_on)
     for role in config.roles:
         state.roles[role.name] = RoleInfo(role.name, model=role.model, command=role.command,
                                           host=role.host, approve=role.approve, start=role.start)

@@ -383,6 +383,20 @@ REST_WAIT = 2.0
 DRAWN_AFTER = 0.2
 
 
+def _hidden_at_first(config) -> tuple[str, ...]:
+    """The roles the deck does not show as it starts.  Their agents spawn
+    once its client's first frame is out, not beside the shown ones: on a
+    machine with fewer cores than agents, twelve agents starting at once
+    share the cores evenly, so the shown panes' prompts (and the deck)
+    came only when every agent had started.  Held, the hidden ones start
+    after the frame, on the cores the shown ones no longer need; their
+    actors start with the others, so what is sent to them waits in their
+    handles as for any role still booting."""
+    from choragos.ui.deckstate import first_layout
+
+    return tuple(first_layout(config).hidden())
+
+
 def _settle(session, log: logging.Logger, when: str = "") -> None:
     """The end of the start: the session's remaining children if they wait
     (see Session.rest; one that cannot start stops the session like any
@@ -445,8 +459,9 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
     install_signals(stop, session.hard_stop)
     try:
-        # In a terminal the rest once the client's frame is drawn (below).
-        session.start(rest=not attaching)
+        # In a terminal the rest once the client's frame is drawn (below),
+        # and the agents of the roles its deck does not show then too.
+        session.start(rest=not attaching, hold=_hidden_at_first(config) if attaching else ())
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))
@@ -501,6 +516,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             # deck's thread draws its whole frame: the rest starts after that
             # frame has gone out, not beside it.
             came = drawn.wait(REST_WAIT)  # (set by a stop too: then nothing starts)
+            held = session.spawn_held()
+            if held:
+                log.info("the agents of %d roles the deck does not show spawned %s", len(held),
+                         "after its client's first frame" if came else
+                         f"when no client's frame was drawn within {REST_WAIT:g} s")
             if came:
                 session.stopped.wait(DRAWN_AFTER)
             _settle(session, log, "after its client's first frame" if came else

@@ -144,3 +144,55 @@ def test_the_clocks_aftercare_and_reload_start_with_the_rest_and_keep_what_waite
         session.stop()
     assert session.start_rest() is False  # a stopped session starts nothing more
     assert session.supervisor is None
+
+
+@pytest.mark.timeout(90)
+def test_a_held_roles_agent_spawns_only_once_let_go(short_tmp):
+    """`serve` in a terminal holds the agents of the roles its deck does not
+    show until its client's first frame is out (Session.spawn_held): their
+    actors start with the others, their agents do not; let go, they spawn,
+    once, and the rest's start lets go of any still held."""
+    session = _made(short_tmp, role_toml("coder", "--worker") + role_toml("reviewer", "--worker"))
+    session.start(rest=False, hold=("reviewer",))
+    try:
+        states = session.roles.states()
+        # Booted (a prompt, then quiet for a while): long after any Spawn
+        # told with theirs would have started the reviewer's agent too.
+        wait_until(lambda: states["orchestrator"].booted and states["coder"].booted, 30,
+                   message="the shown roles' agents booted")
+        assert states["reviewer"].child is None
+        assert session.roles.handle("reviewer").current() is not None  # its actor runs
+        assert session.spawn_held() == ("reviewer",)
+        assert session.spawn_held() == ()  # once
+        wait_until(lambda: states["reviewer"].child is not None
+                   and states["reviewer"].child.poll() is None, 20,
+                   message="the held agent running")
+        pid = states["reviewer"].child.pid
+        assert session.start_rest() is True
+        assert states["reviewer"].child.pid == pid  # not spawned a second time
+    finally:
+        session.stop()
+
+
+@pytest.mark.timeout(90)
+def test_the_rest_lets_go_of_the_held_agents(short_tmp):
+    """A client that never drew a frame: the rest's start spawns them."""
+    session = _made(short_tmp, role_toml("coder", "--worker"))
+    session.start(rest=False, hold=("coder",))
+    try:
+        coder = session.roles.state("coder")
+        assert coder.child is None
+        assert session.start_rest() is True
+        wait_until(lambda: coder.child is not None, 20, message="the held agent spawned")
+    finally:
+        session.stop()
+
+
+@pytest.mark.timeout(90)
+def test_a_stopped_session_spawns_no_held_agent(short_tmp):
+    session = _made(short_tmp, role_toml("coder", "--worker"))
+    session.start(rest=False, hold=("coder",))
+    session.stop()
+    assert session.spawn_held() == ()
+    assert session.start_rest() is False
+    assert session.roles.state("coder").child is None
