@@ -6,8 +6,8 @@ roles' scrollback costs in memory, next to tmux doing the same in one run.
   ``attach`` do) with ``--roles`` roles running the fixture agent until the
   terminal shows the prompt in every pane the deck shows.
   tmux tiles all of them; the deck shows the start role and six more
-  stacked beside it and keeps the rest hidden (their agents run all the
-  same), so for 12 roles it waits for 7 prompts, which come before the
+  stacked beside it and keeps the rest hidden (their agents spawn once
+  its first frame is out), so for 12 roles it waits for 7 prompts, which come before the
   agents are briefed (a briefed agent shows a second prompt: the JSON line
   says whether a briefing was already on the first frame).
   ``serve --detach`` is not what is timed: it returns only once the start
