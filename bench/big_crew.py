@@ -100,7 +100,11 @@ def quiet(pid: int, still: float = 1.0, timeout: float = 600) -> None:
     raise SystemExit(f"process {pid} never went quiet")
 
 
-def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, float]:
+def choragos(root: Path, roles: int, flooders: int, lines: int,
+             marks: dict | None = None) -> dict[str, float]:
+    """One first frame (and the memory, with ``flooders``); ``marks`` gets the
+    start's and the frame's ``perf_counter`` times, the wall time at the start
+    and the client's and the server's pids (``start_timeline.py``)."""
     work = root / "w"
     work.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
@@ -121,6 +125,9 @@ def choragos(root: Path, roles: int, flooders: int, lines: int) -> dict[str, flo
             first_frame = time.perf_counter() - started
             # CPU to the first frame moves less with the machine's load than the wall time.
             server = _server_pid(Path(env["CHORAGOS_SOCK"]))
+            if marks is not None:
+                marks.update(t0=started, t1=started + first_frame, client=screen.proc.pid,
+                             server=server, wall0=time.time() - (time.perf_counter() - started))
             cpu = {"client": process_cpu(screen.proc.pid), "server": process_cpu(server)}
             server_ms = threads_cpu_ms(server)
             briefed = "you said" in screen.text()
@@ -182,15 +189,18 @@ def rss_parts(pid: int) -> dict[str, float]:
     return {"anon_mb": anonymous, "file_mb": fields.get("Rss", 0.0) - anonymous}
 
 
-def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str) -> dict[str, float]:
+def tmux(root: Path, roles: int, flooders: int, lines: int, binary: str,
+         marks: dict | None = None) -> dict[str, float]:
     env = environment(root)
     server = [binary, "-L", f"crew-{os.getpid()}", "-f", "/dev/null"]
     started = time.perf_counter()
-    tmux_tiled(server, env, [" ".join([sys.executable, str(AGENT), *AGENT_ARGS])] * roles)
+    pid = tmux_tiled(server, env, [" ".join([sys.executable, str(AGENT), *AGENT_ARGS])] * roles)
     screen = Screen([*server, "attach"], env, root)
     try:
         screen.wait_for(lambda text: text.count("agent>") >= roles, 120)
         first_frame = time.perf_counter() - started
+        if marks is not None:
+            marks.update(t0=started, t1=started + first_frame, client=screen.proc.pid, server=pid)
     finally:
         screen.close()
         subprocess.run([*server, "kill-server"], env=env, capture_output=True)
