@@ -174,11 +174,17 @@ def test_a_held_roles_agent_spawns_only_once_let_go(short_tmp):
         session.stop()
 
 
+def _holding_the_coder(short_tmp) -> Session:
+    """A session started as `serve` in a terminal starts it, the coder's agent held."""
+    session = _made(short_tmp, role_toml("coder", "--worker"))
+    session.start(rest=False, hold=("coder",))
+    return session
+
+
 @pytest.mark.timeout(90)
 def test_the_rest_lets_go_of_the_held_agents(short_tmp):
     """A client that never drew a frame: the rest's start spawns them."""
-    session = _made(short_tmp, role_toml("coder", "--worker"))
-    session.start(rest=False, hold=("coder",))
+    session = _holding_the_coder(short_tmp)
     try:
         coder = session.roles.state("coder")
         assert coder.child is None
@@ -190,8 +196,7 @@ def test_the_rest_lets_go_of_the_held_agents(short_tmp):
 
 @pytest.mark.timeout(90)
 def test_a_stopped_session_spawns_no_held_agent(short_tmp):
-    session = _made(short_tmp, role_toml("coder", "--worker"))
-    session.start(rest=False, hold=("coder",))
+    session = _holding_the_coder(short_tmp)
     session.stop()
     assert session.spawn_held() == ()
     assert session.start_rest() is False
