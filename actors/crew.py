@@ -104,29 +104,35 @@ class Crew:
         return self._started(spec, state, self.roles_sup.ask(start, timeout=10))
 
     def start_all(self, specs: tuple[RoleSpec, ...], seats: dict[str, Seat],
-                  first: tuple[Any, ...] = (), hold: Collection[str] = ()) -> None:
+                  first: tuple[Any, ...] = (),
+                  hold: Callable[[], Collection[str]] = tuple) -> None:
         """Start every role's actor, each seat in ``seats`` first.  ``first``:
         what each actor reads first (its Spawn), told to its handle before it
-        starts; not to the roles in ``hold`` (their Spawn comes later).  The
-        first role's actor is started on its own, so its agent spawns while
-        the others are prepared; the others with one request to
-        the roles supervisor (the start waits for it once, not once a role).
+        starts; not to the roles ``hold()`` names (their Spawn comes later;
+        asked once the first role's actor has started, so what it loads comes
+        beside that agent's spawn, not before it).
+        The first role's actor is started on its own, so its agent spawns
+        while the others are prepared; the others with one request to the
+        roles supervisor (the start waits for it once, not once a role).
         A role whose preparation may fail (its worktree, its remote seat) is
         prepared before any actor starts, so such a failure spawns nothing."""
         early = {spec.name: self._prepared(spec, strict=True, handle=Handle(f"role:{spec.name}"))
                  for spec in specs if spec.worktree or spec.host}
-        for batch in (specs[:1], specs[1:]):
+        held: Collection[str] = ()  # the first role is never held
+        for second, batch in enumerate((specs[:1], specs[1:])):
             starts = []
             for spec in batch:
                 state, start = early.get(spec.name) or self._prepared(
                     spec, strict=True, handle=Handle(f"role:{spec.name}"))
                 seats[spec.name] = self._started(spec, state, start.handle)
                 self.carry_over(spec)
-                for message in () if spec.name in hold else first:
+                for message in () if spec.name in held else first:
                     start.handle.tell(message)
                 starts.append(start)
             if starts:
                 self.roles_sup.ask(StartChildren(tuple(starts)), timeout=10 + len(starts))
+            if not second:
+                held = hold()  # the first role's actor (and its spawn) under way
 
     def _prepared(self, spec: RoleSpec, strict: bool,
                   handle: Handle | None = None) -> tuple[RoleState, StartChild]:

@@ -36,7 +36,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -165,19 +165,22 @@ class Session:
         self._unhook: Callable[[], None] = lambda: None  # puts threading.excepthook back
         self.handles: dict[str, Handle] = {}  # the started children's, by name
         self._rest_started = False
-        self._held: tuple[str, ...] = ()  # roles whose agents spawn later: see start()
+        self._hold: Callable[[], Collection[str]] = tuple  # see start()
+        self._held: tuple[str, ...] = ()  # the roles whose agents spawn later
 
     # -- start ---------------------------------------------------------------
 
-    def start(self, *, rest: bool = True, hold: tuple[str, ...] = ()) -> None:
+    def start(self, *, rest: bool = True,
+              hold: Callable[[], Collection[str]] = tuple) -> None:
         """Bind the socket first: a second session here must fail before it
         spawns anything or writes one line into the running session's log.
         ``rest=False`` leaves the children of :meth:`rest` to :meth:`start_rest`.
-        ``hold``: roles whose actors start with the others but whose agents
-        spawn only at :meth:`spawn_held` (or :meth:`start_rest`): ``serve``
-        holds the ones its deck does not show until its first frame is out
-        (a resumed session spawns every role with its board back)."""
-        self._held = () if self.options.resume else tuple(hold)
+        ``hold()``: the roles whose actors start with the others but whose
+        agents spawn only at :meth:`spawn_held` (or :meth:`start_rest`),
+        asked once the first role's actor has started: ``serve`` holds the
+        ones its deck does not show until its first frame is out (a resumed
+        session spawns every role with its board back)."""
+        self._hold = hold
         self.server = bind_server(self.options.socket, self.events.write)
         fault_hook("accept-loop", self.server.inject_fault)
         if os.environ.get(FAULT_HOOK):  # a test's; the web view's modules only then
@@ -217,6 +220,11 @@ class Session:
                 return False
             raise
         return True
+
+    def _held_now(self) -> tuple[str, ...]:
+        """What :meth:`start` was told to hold, kept for :meth:`spawn_held`."""
+        self._held = tuple(self._hold())
+        return self._held
 
     def spawn_held(self) -> tuple[str, ...]:
         """Spawn the agents :meth:`start` held (once; not once the session
@@ -486,7 +494,7 @@ class Session:
         self.crew.roles_sup = handle
         if self.restored is None:
             self.crew.start_all(self.config.roles, self.core_state.seats, first=(m.Spawn(),),
-                                hold=self._held)
+                                hold=self._held_now)
         else:
             self.crew.start_all(self.config.roles, self.core_state.seats)
             self.core.ask(Restore(self.restored), timeout=30)

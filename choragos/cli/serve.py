@@ -461,7 +461,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     try:
         # In a terminal the rest once the client's frame is drawn (below),
         # and the agents of the roles its deck does not show then too.
-        session.start(rest=not attaching, hold=_hidden_at_first(config) if attaching else ())
+        session.start(rest=not attaching,
+                      hold=(lambda: _hidden_at_first(config)) if attaching else tuple)
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))

@@ -153,7 +153,7 @@ def test_a_held_roles_agent_spawns_only_once_let_go(short_tmp):
     actors start with the others, their agents do not; let go, they spawn,
     once, and the rest's start lets go of any still held."""
     session = _made(short_tmp, role_toml("coder", "--worker") + role_toml("reviewer", "--worker"))
-    session.start(rest=False, hold=("reviewer",))
+    session.start(rest=False, hold=lambda: ("reviewer",))
     try:
         states = session.roles.states()
         # Booted (a prompt, then quiet for a while): long after any Spawn
@@ -177,7 +177,7 @@ def test_a_held_roles_agent_spawns_only_once_let_go(short_tmp):
 def _holding_the_coder(short_tmp) -> Session:
     """A session started as `serve` in a terminal starts it, the coder's agent held."""
     session = _made(short_tmp, role_toml("coder", "--worker"))
-    session.start(rest=False, hold=("coder",))
+    session.start(rest=False, hold=lambda: ("coder",))
     return session
 
 

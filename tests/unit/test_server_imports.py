@@ -529,14 +529,19 @@ def fdatasync(fd):  # the journal's first sync waits for the first agent
 
 ptyspawn.spawn, session_module.Session._listener = spawn_first, listener
 crew_module.Crew.launch, os.fdatasync = launch, fdatasync
-session = session_module.Session(load_config(work / ".choragos.toml", work),
-                                 session_module.SessionOptions(workdir=work,
-                                                               socket=work / "s.sock"))
-session.start()
+config, asked_after = load_config(work / ".choragos.toml", work), []
+
+def hidden():  # what serve holds in a terminal, asked once the first agent is spawned
+    asked_after.append(first_spawned.wait(hold))
+    return serve._hidden_at_first(config)
+
+session = session_module.Session(config, session_module.SessionOptions(workdir=work,
+                                                                       socket=work / "s.sock"))
+session.start(hold=hidden)
 briefs_at_start = written()
 session.stop()
 print(json.dumps([at_first_spawn[0], held[0], prepared_after[0], synced_after[0],
-                  briefs_at_first_spawn[0], briefs_at_start]))
+                  briefs_at_first_spawn[0], briefs_at_start, asked_after[0]]))
 """
 
 @pytest.mark.timeout(60)
@@ -558,10 +563,15 @@ def test_the_agents_are_spawned_before_their_screens_and_the_rest_of_the_tree_lo
                          capture_output=True, text=True, check=True, timeout=50, env=env,
                          cwd=ROOT)
     (loaded, not_waited, first_alone, synced_after, briefs_at_spawn,
-     briefs_at_start) = json.loads(out.stdout.splitlines()[-1])
+     briefs_at_start, hold_asked_after) = json.loads(out.stdout.splitlines()[-1])
     assert not_waited is True  # every agent spawned while the listener was held
     assert first_alone is True  # the first while the second role was being prepared
     assert synced_after is True  # and while the journal's first sync waited
+    # The roles `serve` holds (its deck's first layout) are asked after the
+    # first role's actor started: the deck's layout modules load beside
+    # that agent's spawn, not before it.
+    assert hold_asked_after is True
+    assert [m for m in loaded if m.startswith("choragos.ui")] == []
     # The briefs (read by an agent once it has booted) are written after the
     # spawns, before the session answers anyone.
     assert briefs_at_spawn == []
