@@ -31,7 +31,7 @@ from choragos.actors.base import Actor
 from choragos.actors.coreport import unknown_roles
 from choragos.actors.durable import Heartbeat, JournaledBoard, Restore, SaveLayout
 from choragos.actors.guardrails import Guardrails, GuardState, IdleCheck
-from choragos.actors.handle import Handle
+from choragos.actors.handle import ActorGone, Handle
 from choragos.actors.latemessages import (
     AftercareFailed,
     FlushTokens,
@@ -221,6 +221,11 @@ class CoreActor(Actor):
         for callback in list(self.s.subscribers):
             try:
                 callback(item)
+            except ActorGone:
+                # Its actor stopped for good (the deck as the session ends):
+                # told no more, rather than a traceback for every item after.
+                self.s.subscribers.remove(callback)
+                log.info("a subscriber has stopped; no more news is sent to it")
             except Exception:
                 log.exception("subscriber failed")
 

@@ -236,3 +236,19 @@ def test_a_line_a_live_orchestrator_never_shows_gets_one_more_round_then_is_loud
     lost = next(r for r in read_events(log) if r["event"] == "line not taken")
     assert (lost["kind"], lost["task"], lost["text"]) == ("report", "T1", report.text)
     assert core.state.rounds == {}
+
+
+def test_a_subscriber_whose_actor_has_stopped_is_told_no_more(core, caplog):
+    from choragos.actors.handle import Handle
+
+    gone, heard = Handle("ui"), []
+    gone.close("the session ended")
+    core.handle.tell(m.Subscribe(lambda item: gone.tell(item)))
+    core.handle.tell(m.Subscribe(heard.append))
+    for _ in range(3):
+        dispatch(core.handle, cmd="delegate", to=["coder"], task="news", brief=None)
+    wait_until(lambda: len(heard) >= 3, 5, "the live subscriber's news")
+    assert len(core.state.subscribers) == 1  # the live one alone
+    refusals = [r for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(refusals) == 1  # refused once, then no longer told
+    assert not [r for r in caplog.records if r.getMessage() == "subscriber failed"]
