@@ -105,10 +105,9 @@ class EchoLane:
         return False
 
     def send_ahead(self, role: str, text: str, x: int, y: int) -> bool:
-        """``role``'s terminal is about to write ``text`` plainly at its cell
-        ``(x, y)`` (``Terminal.on_echo``, on the feeding thread, under that
-        terminal's lock, before its parse): while ``role`` is typed into,
-        that is the key's echo; send those characters to the client now,
+        """``role``'s terminal just wrote ``text`` plainly at its cell ``(x, y)``
+        (``Terminal.on_echo``, on the feeding thread): while ``role`` is
+        typed into, that is the key's echo; send those characters to the client now,
         where the pane shows that cell, before the frame that draws the
         echo is built (which then writes only what still differs).  True
         when sent: that frame waits until the output pauses (the reader's

@@ -148,20 +148,16 @@ class Terminal:
     clearing must not flood the transcript.  ``CSI 3 J`` empties the history
     as it would in a terminal; lines already given to ``on_scrolled`` stay given.
 
-    ``on_echo(text, x, y)`` is called in an ``eager`` feed (a key's echo
-    is awaited) that only writes ``text``, printable ASCII, at the cursor
-    ``(x, y)`` in the default colours on one row (no escape, none begun
-    before it, no wrap nor one pending, no line-drawing charset, no insert
-    mode): the cells a terminal showing the screen before the feed needs
-    written to show it after, less the cursor's move past them.  It is
-    called before the parse, from the bytes and the cursor as they stand,
-    so a viewer can send those bytes while the terminal draws them; under
-    the terminal's lock (a renderer reads the screen after the echo is
-    drawn, never between its bytes sent and its parse), so it must not
-    call the terminal.  When it returns True (shown), ``on_change`` waits
-    until the output pauses: ``feed`` returns ``ECHO_SETTLE`` and
-    :meth:`catch_up` calls it then, unless a feed that is not such an echo
-    came first.
+    ``on_echo(text, x, y)`` is called after an ``eager`` feed (a key's echo
+    is awaited) that only wrote ``text``, printable ASCII, at the cursor
+    ``(x, y)`` in the default colours on one row (no escape, no wrap nor
+    one pending, no line-drawing charset, no insert mode): the cells a
+    terminal showing the screen before the feed needs written to show it
+    after, less the cursor's move past them.  It runs before ``on_change``,
+    so a viewer can send those bytes before it draws the frame; when it
+    returns True (shown), ``on_change`` waits until the output pauses:
+    ``feed`` returns ``ECHO_SETTLE`` and :meth:`catch_up` calls it then,
+    unless a feed that is not such an echo came first.
 
     Plain attributes: ``dirty`` (see :meth:`take_dirty`), ``generation``
     (bumped by every change; each row of a :class:`Snapshot` carries the
@@ -182,7 +178,7 @@ class Terminal:
         self.on_scrolled = on_scrolled
         self.on_bell = on_bell
         self.on_change = on_change
-        self.on_echo: Callable[[str, int, int], bool] | None = None
+        self.on_echo: Callable[[str, int, int], None] | None = None
         self.fast_path = fast_path
         self.dirty = False
         self.generation = 0
@@ -225,19 +221,14 @@ class Terminal:
         ``eager`` holds nothing (a key's echo is on its way)."""
         parser = self._parser
         with self._lock:
-            decoder = self._decoder
-            # ASCII with no character begun before it needs no decoder (which,
-            # replacing what it cannot decode, never raises).
-            text = (data.decode("ascii") if not decoder.buffer and data.isascii()
-                    else decoder.decode(data))
-            # The echo to the viewer before the parse (see on_echo): the
-            # client reads it while this thread draws it here.
-            shown = (self._echo_ahead(text)
-                     if eager and self.on_echo is not None and len(data) <= ECHO_TEXT
-                     else None)
             before = self._state()
             bells = parser.bells
+            text = ""
             try:
+                decoder = self._decoder
+                # ASCII with no character begun before it needs no decoder.
+                text = (data.decode("ascii") if not decoder.buffer and data.isascii()
+                        else decoder.decode(data))
                 if (parser.held and not eager and text.isascii()
                         and not data.translate(None, _HOLDABLE)):
                     parser.hold_more(text)  # more of a flood: checked when drawn
@@ -249,6 +240,7 @@ class Terminal:
                     parser.feed(text, self.fast_path, hold)
             except Exception:  # the parser contains its own; this is the last guard
                 self._own_errors += 1
+                text = ""  # no echo to tell of
                 parser.reset()
                 log.debug("terminal feed failed; parser reset", exc_info=True)
             due = None
@@ -257,18 +249,21 @@ class Terminal:
                 if eager or due <= 0 or parser.held_size >= HOLD_LIMIT:
                     parser.flush()
                     due = None
-            if shown is not None and self._plain_echo(text, before) != shown:
-                # The parse did not write the echo as told (it cannot, short
-                # of a fault contained): a change is announced now, changed
-                # or not, so the viewer's next frame writes what differs from
-                # the bytes it sent.
-                shown = None
-                self.dirty = True
+            echo = (self._plain_echo(text, before)
+                    if eager and text and self.on_echo is not None and len(data) <= ECHO_TEXT
+                    else None)
             self._settle(before)
             replies, rang, wake = self._take_outputs(rang=parser.bells != bells)
-            owed = self._wake_owed
-            self._wake_owed = shown is not None and (wake or owed)
-        if shown is not None:
+            owed, self._wake_owed = self._wake_owed, False
+        shown = False
+        if echo is not None:
+            try:  # as _safecall, inline: the consumer's failure is logged, never the feed's
+                shown = self.on_echo(text, *echo)
+            except Exception:
+                log.exception("terminal callback %r failed", self.on_echo)
+        if shown:
+            with self._lock:
+                self._wake_owed = wake or owed
             self._notify(replies, rang, False)
             return ECHO_SETTLE if due is None else min(due, ECHO_SETTLE)
         self._notify(replies, rang, wake or owed)
@@ -530,28 +525,6 @@ class Terminal:
         self._parser.flush()
         self._settle(before)
         return self._take_outputs(rang=False)
-
-    def _echo_ahead(self, text: str) -> tuple[int, int] | None:
-        """Under the lock, before the parse: when feeding ``text`` writes it
-        at the cursor as it is and does nothing else (see ``on_echo``: the
-        parser between sequences, nothing held, printable ASCII that ends
-        before the last column, the default pen, no line-drawing set, no
-        insert mode), ``on_echo`` is told; the cursor's cell when it showed
-        the echo, else None."""
-        screen = self._screen
-        cursor = screen.cursor
-        x = cursor.x
-        if (not text or x + len(text) >= screen.columns
-                or not text.isascii() or not text.isprintable()
-                or cursor.attrs != BLANK or not self._parser.between()
-                or screen.charset or screen.g0_charset is not charsets.LAT1_MAP
-                or mo.IRM in screen.mode):
-            return None
-        try:  # as _safecall, inline: the viewer's failure is logged, never the feed's
-            return (x, cursor.y) if self.on_echo(text, x, cursor.y) else None
-        except Exception:
-            log.exception("terminal callback %r failed", self.on_echo)
-            return None
 
     def _plain_echo(self, text: str, before: tuple[Any, ...]) -> tuple[int, int] | None:
         """Under the lock, after the parse: where ``text`` was written as it

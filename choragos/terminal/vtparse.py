@@ -122,11 +122,6 @@ class VTParser:
         self._pending = ""
         self._truncated = False
 
-    def between(self) -> bool:
-        """No sequence begun, nothing held: printable text fed now is drawn
-        as it is (``feed``'s first path)."""
-        return not (self._pending or self.held or self._unchecked)
-
     # -- the token loop ----------------------------------------------------------
 
     def feed(self, text: str, blocks: bool = True, hold: bool = False) -> None:

@@ -822,33 +822,6 @@ def test_the_change_after_an_echo_shown_waits_for_the_output_to_pause():
     assert order.count("change") == 2
 
 
-def test_a_plain_echo_is_told_before_its_parse_under_the_lock():
-    """The viewer sends the echo while the terminal draws it, and no reader
-    sees the screen between the two."""
-    term = Terminal(20, 5)
-    term.feed(b"> ")
-    order: list[object] = []
-    parse = term._parser.feed
-    term._parser.feed = lambda *args: (order.append("parse"), parse(*args))[1]
-    term.on_echo = lambda text, x, y: order.append((text, x, y, term._lock.locked())) or True
-    assert term.feed(b"ab", eager=True) == ECHO_SETTLE
-    assert order == [("ab", 2, 0, True), "parse"]
-    assert term.display()[0] == "> ab" and term.cursor == (4, 0)
-
-
-def test_an_echo_its_parse_did_not_write_as_told_is_announced_at_once(monkeypatch):
-    term = Terminal(20, 5)
-    term.feed(b"> ")
-    term.take_dirty()
-    told, order = _echoes(term, shown=True)
-
-    def fails(text: str) -> None:
-        raise RuntimeError("a fault in the screen")
-    monkeypatch.setattr(term._screen, "draw", fails)
-    assert term.feed(b"ab", eager=True) is None  # not put off to the lull
-    assert told == [("ab", 2, 0)] and order == ["echo", "change"]
-
-
 def test_output_other_than_a_plain_echo_is_not_told():
     for before, echo in ((b"", b"\x1b[31mred"),  # an escape
                          (b"\x1b[1m", b"bold"),  # a pen that is not the default
