@@ -9,9 +9,12 @@ was woken by another, back to the bench's write of the key.  Each link of
 that chain is a wake-up: who woke whom (the bench, the session's or tmux's
 threads, the kworkers that move bytes through a PTY, the agent), on which
 CPU each ran, whether the wakee's CPU was idle (a vCPU that may have
-halted), the wake-up's latency (``sched_waking`` to the wakee on a CPU)
-and the waker's run from its own switch-in to the wake-up it issued.
-Printed: per link, the medians over the probes whose chains have that link;
+halted), the wake-up's latency (``sched_waking`` to the wakee on a CPU;
+also over the wake-ups on the waker's own CPU alone, where the wakee
+waits for the waker to give the CPU up), the waker's run from its own
+switch-in to the wake-up it issued, and its run on after it (until it
+switched out).  Printed: per link, the medians over the probes whose
+chains have that link;
 the chains' length; migrations of the chain's tasks per probe.  Needs root
 (``perf``).  Not part of the test suite.
 
@@ -101,6 +104,7 @@ class Link(NamedTuple):
     wakee_cpu: int
     idle: bool  # the wakee's CPU ran its idle task at the waking
     ran_from: float  # the waker's switch-in before it issued the waking
+    ran_on: float  # the waker's switch-out after it (its run after handing on)
 
 
 class Trace:
@@ -109,12 +113,14 @@ class Trace:
     def __init__(self, evs: list[Ev]) -> None:
         self.evs = evs
         self.switch_in: dict[int, list[tuple[float, int]]] = {}  # tid -> (t, cpu)
+        self.switch_out: dict[int, list[float]] = {}
         self.waking: dict[int, list[tuple[float, int, int]]] = {}  # wakee -> (t, waker, cpu)
         self.migrations: dict[int, list[float]] = {}
         self.cpu_current: dict[int, list[tuple[float, int]]] = {}  # cpu -> (t, tid switched in)
         for e in evs:
             if e.ev == "sched_switch":
                 nxt = int(_field(e.rest, "next_pid"))
+                self.switch_out.setdefault(int(_field(e.rest, "prev_pid")), []).append(e.t)
                 self.switch_in.setdefault(nxt, []).append((e.t, e.cpu))
                 self.cpu_current.setdefault(e.cpu, []).append((e.t, nxt))
             elif e.ev == "sched_waking":
@@ -150,8 +156,9 @@ class Trace:
             if waker == 0:  # woken from an interrupt on an idle CPU: a timer, not a chain
                 return None
             ran = self._last_before(self.switch_in.get(waker, []), wk[0])
+            out = next((t for t in self.switch_out.get(waker, []) if t >= wk[0]), wk[0])
             links.append(Link(waker, tid, wk[0], sw[0], wk[2], sw[1],
-                              self.current(sw[1], wk[0]) == 0, ran[0] if ran else wk[0]))
+                              self.current(sw[1], wk[0]) == 0, ran[0] if ran else wk[0], out))
             tid, at = waker, wk[0]
             if len(links) > 30:
                 return None
@@ -174,7 +181,7 @@ def labeller(setup: str, server: int, bench: int, reader: int, main: int,
         if tgid.get(tid) in agents:
             return "agent"
         name = comm.get(tid, "?")
-        if name.startswith("kworker"):
+        if name.startswith("kworker") or name == "kthreadd":  # a kworker just forked
             return "kworker"
         if tgid.get(tid) == bench:
             return "bench other"
@@ -268,14 +275,18 @@ def report(rows: list[tuple[str, list[Link], int]], label_of: dict, setup: str) 
             key = f"{label_of[(setup, ln.waker)]} -> {label_of[(setup, ln.wakee)]}"
             by.setdefault(key, []).append(ln)
             order.setdefault(key, []).append(i)
-    print(f"  {'link (waker -> wakee)':<44} {'n':>4} {'waker ran µs':>12} {'latency µs':>10} "
-          f"{'p90':>6} {'idle CPU':>8} {'cross-CPU':>9}")
+    print(f"  {'link (waker -> wakee)':<44} {'n':>4} {'waker ran µs':>12} {'ran on':>6} "
+          f"{'latency µs':>10} {'p90':>6} {'same CPU':>8} {'idle CPU':>8} {'cross-CPU':>9}")
     for key in sorted(by, key=lambda k: statistics.median(order[k])):
         lns = by[key]
         lat = sorted((ln.on_cpu - ln.waking) * 1e6 for ln in lns)
         ran = statistics.median((ln.waking - ln.ran_from) * 1e6 for ln in lns)
-        print(f"  {key:<44} {len(lns):>4} {ran:>12.0f} {statistics.median(lat):>10.0f} "
+        on = statistics.median((ln.ran_on - ln.waking) * 1e6 for ln in lns)
+        same = [(ln.on_cpu - ln.waking) * 1e6 for ln in lns if ln.waker_cpu == ln.wakee_cpu]
+        print(f"  {key:<44} {len(lns):>4} {ran:>12.0f} {on:>6.0f} "
+              f"{statistics.median(lat):>10.0f} "
               f"{lat[int(len(lat) * 0.9) - 1] if len(lat) >= 10 else lat[-1]:>6.0f} "
+              f"{statistics.median(same) if same else float('nan'):>8.0f} "
               f"{sum(ln.idle for ln in lns) / len(lns):>8.0%} "
               f"{sum(ln.waker_cpu != ln.wakee_cpu for ln in lns) / len(lns):>9.0%}")
 
