@@ -327,17 +327,12 @@ class AttachServer:
         poller.register(self.master, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         watched: list[int] = []
-        # What ``watched`` was set for: a key's turn changes neither.
-        kept_client: _Client | None = None
-        kept_waiting: bool | None = None
         while True:
             client = self._client
             # Frames still waiting for the client: watch for room to send them,
             # and keep a clock for the stall check.  Else asleep until something comes.
             waiting = client is not None and bool(client.outbox)
-            if client is not kept_client or waiting is not kept_waiting:
-                watched = _watch(poller, watched, client, waiting)
-                kept_client, kept_waiting = client, waiting
+            watched = _watch(poller, watched, client, waiting)
             for fd, events in poller.poll(1000 if waiting else None):
                 client = self._client
                 if fd == self._wake_r:

@@ -52,22 +52,18 @@ class KeyPath:
         takes this way: it is kept to a few calls.)"""
         if self.router.plain(data):
             role = self._target()
-            if role is not None:
-                # Noted before the keys are written, so that the write is the
-                # last thing this thread does before its poll: the kworker
-                # that carries the keys to the agent is woken on this CPU as
-                # often as not and waits until the thread gives it up.  (Were
-                # the role gone, the keys go the loop's way below, which notes
-                # them too.)  The loop acts on it before the echo's wake-up
-                # (the echo is then drawn at once, as for keys typed through
-                # the loop), without a wake-up of its own.
+            # The port holds the neighbours first, so none of them takes the
+            # interpreter while the keys are written; the rest is noted while
+            # the agent works on its echo, which takes far longer than these
+            # lines.  (Should the echo win all the same, it is drawn by the
+            # loop: later, never lost.)  False: no such role to type at.
+            if role is not None and self.port.type_echoed(role, data):
                 self.pacer.typed_directly(role)
+                # Acted on before the echo's wake-up (the echo is then drawn
+                # at once, as for keys typed through the loop), without a
+                # wake-up of its own competing with the echo's way back.
                 self.host.post(lambda: self._typed_at(role), wake=False)
-                # The port holds the neighbours first, so none of them takes
-                # the interpreter while the keys are written.  False: no such
-                # role to type at.
-                if self.port.type_echoed(role, data):
-                    return
+                return
         with self._guard:
             self._waiting += 1
         self.host.post(lambda: self._posted(data))
