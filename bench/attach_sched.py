@@ -12,15 +12,16 @@ CPU each ran, whether the wakee's CPU was idle (a vCPU that may have
 halted), the wake-up's latency (``sched_waking`` to the wakee on a CPU;
 also over the wake-ups on the waker's own CPU alone, where the wakee
 waits for the waker to give the CPU up), the waker's run from its own
-switch-in to the wake-up it issued, and its run on after it (until it
-switched out).  Printed: per link, the medians over the probes whose
-chains have that link;
-the chains' length; migrations of the chain's tasks per probe.  Needs root
-(``perf``).  Not part of the test suite.
+switch-in to the wake-up it issued and its run on after it (until it
+switched out), and for the wake-ups that waited over 15 µs, what their
+CPU ran meanwhile (the last task switched in there before the wakee).
+Printed: per link, the medians over the probes whose chains have that
+link; the chains' length; migrations of the chain's tasks per probe.
+Needs root (``perf``).  Not part of the test suite.
 
     .venv/bin/python bench/attach_sched.py [--probes N] [--rounds R] [--rate MBPS]
                                            [--idle] [--roles N] [--flooders K]
-                                           [--checkout PATH] [--only choragos|tmux]
+                                           [--checkout PATH] [--only choragos|tmux] [--hops]
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class Link(NamedTuple):
     idle: bool  # the wakee's CPU ran its idle task at the waking
     ran_from: float  # the waker's switch-in before it issued the waking
     ran_on: float  # the waker's switch-out after it (its run after handing on)
+    behind: int  # what the wakee's CPU ran meanwhile (see Trace.ahead; 0: its idle task)
 
 
 class Trace:
@@ -141,6 +143,13 @@ class Trace:
         got = self._last_before(self.cpu_current.get(cpu, []), t)
         return got[1] if got else -1
 
+    def ahead(self, cpu: int, waking: float, on_cpu: float) -> int:
+        """What ``cpu`` ran between a waking and its wakee's switch-in: the
+        last task switched in there meanwhile, else the one running at the
+        waking (the waker itself, when it woke a task onto its own CPU)."""
+        between = [tid for t, tid in self.cpu_current.get(cpu, []) if waking < t < on_cpu]
+        return between[-1] if between else self.current(cpu, waking)
+
     def chain(self, tid: int, at: float, start: float, stop: int) -> list[Link] | None:
         """The wake-ups that led to ``tid`` running at ``at``, back to ``stop``'s
         (the bench's main thread) after ``start``; None if it breaks."""
@@ -157,8 +166,9 @@ class Trace:
                 return None
             ran = self._last_before(self.switch_in.get(waker, []), wk[0])
             out = next((t for t in self.switch_out.get(waker, []) if t >= wk[0]), wk[0])
-            links.append(Link(waker, tid, wk[0], sw[0], wk[2], sw[1],
-                              self.current(sw[1], wk[0]) == 0, ran[0] if ran else wk[0], out))
+            behind = self.ahead(sw[1], wk[0], sw[0])
+            links.append(Link(waker, tid, wk[0], sw[0], wk[2], sw[1], behind == 0,
+                              ran[0] if ran else wk[0], out, behind))
             tid, at = waker, wk[0]
             if len(links) > 30:
                 return None
@@ -241,6 +251,7 @@ def run_round(setup: str, crew: al.Crew, probes: int, number: int, hops: bool,
         for ln in links:
             label_of[(setup, ln.waker)] = label(ln.waker)
             label_of[(setup, ln.wakee)] = label(ln.wakee)
+            label_of[(setup, ln.behind)] = "idle" if ln.behind == 0 else label(ln.behind)
     return number
 
 
@@ -289,6 +300,10 @@ def report(rows: list[tuple[str, list[Link], int]], label_of: dict, setup: str) 
               f"{statistics.median(same) if same else float('nan'):>8.0f} "
               f"{sum(ln.idle for ln in lns) / len(lns):>8.0%} "
               f"{sum(ln.waker_cpu != ln.wakee_cpu for ln in lns) / len(lns):>9.0%}")
+        slow = Counter(label_of[(setup, ln.behind)] for ln in lns if ln.on_cpu - ln.waking > 15e-6)
+        if slow:
+            print(f"  {'':<6}waited over 15 µs in {sum(slow.values())}, its CPU running meanwhile: "
+                  + ", ".join(f"{name} {n}" for name, n in slow.most_common(3)))
 
 
 def main() -> None:
