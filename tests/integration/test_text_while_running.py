@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.scenario import holds_for
-from tests.integration.harness import role_toml
-from tests.integration.test_seat_safety import status
+from tests.integration.test_enter_while_running import dialog_after_spell, operator_answers
 
 SPELL = 7.0  # wanting the CPU after reading the text: past the old retype (5 s in)
 
@@ -30,16 +28,8 @@ def _failed(s) -> list[dict]:
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("how", [(), ("--starved",)], ids=["busy", "starved"])
-def test_no_text_typed_again_lands_in_the_dialog_a_starved_agent_draws(serve, short_tmp, how):
-    s = serve(role_toml("orchestrator", start=True)
-              + role_toml("coder", "--read-then-menu", "tasks/T1.md", *how,
-                          "--starve", str(SPELL)))
-    assert s.cli("delegate", "--to", "coder", "--task", "the task").returncode == 0
-    s.wait(lambda: s.agents("read text", "coder"), 40, "the task's text read")
-    s.wait(lambda: s.agents("menu", "coder"), 20, "the dialog after the spell")
-    # The text typed again meanwhile is read now, by the dialog.
-    assert holds_for(lambda: not s.agents("answer", "coder"), 1.5), s.agents("answer", "coder")
-    s.wait(lambda: status(s)["coder"]["state"] == "waiting", 10, "the dialog read as waiting")
+def test_no_text_typed_again_lands_in_the_dialog_a_starved_agent_draws(serve, how):
+    s = dialog_after_spell(serve, "--read-then-menu", "read text", SPELL, how)
     # Not typed again, and said: the task fails with the reason.
     s.wait(lambda: _failed(s), 30, "the line given up on")
     (failed,) = _failed(s)
@@ -47,7 +37,4 @@ def test_no_text_typed_again_lands_in_the_dialog_a_starved_agent_draws(serve, sh
     s.wait(lambda: s.board()["T1"]["state"] == "failed", 10, "T1 failed")
     assert not s.agents("answer", "coder"), "the text typed again answered the dialog"
     assert len(s.agents("read text", "coder")) == 1 and len(s.submitted("coder")) == 1
-    # The operator answers: the one key the dialog reads is the operator's.
-    assert s.cli("keys", "coder", "esc").returncode == 0
-    s.wait(lambda: s.agents("answer", "coder"), 10, "the operator's answer")
-    assert [a["text"] for a in s.agents("answer", "coder")] == ["\x1b"]
+    operator_answers(s)
