@@ -6,9 +6,11 @@ role's status.  The text is written (``typed``: inside bracketed-paste
 markers when the agent asked for them), its echo is awaited on the emulated
 screen, the Enter goes in a write of its own once the echo shows and the
 pane is quiet (``entered``), and the input clearing says it was ``taken``.
-An echo that never comes is typed again after a pause (``retrying``); a
-line that reached the agent's input but was not taken is ``left`` there for
-the operator; everything else that ends it is ``failed``.
+An echo that never comes is typed again after a pause (``retrying``), but
+only into an agent at rest at the end of the wait and again at the end of
+the pause, and never into a dialog; a line that reached the agent's input
+but was not taken is ``left`` there for the operator; everything else that
+ends it is ``failed``.
 
 Every wait reads the clock and every write goes to the child the role's
 state holds, both given by the role actor (see ``actors/rolehost.py``), so
@@ -117,7 +119,7 @@ class Typing:
     first_enter: float = 0.0
     timer: Any = None  # the next look's timer: one at a time, a newer look replaces it
     slow_poll: float = 0.0  # the last look's wait once the agent was found slow (0: not slow)
-    rest_mark: Any = None  # the rest window before the next Enter (the role's own is another)
+    rest_mark: Any = None  # the rest window of the wait in progress (the role's own is another)
     step: Step = Step.TYPED
     path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
 
@@ -255,6 +257,13 @@ class Typist:
         return pasted
 
     def _await_echo(self, typing: Typing) -> None:
+        """Press Enter once the text shows and the pane is quiet.  An echo
+        that never came is no proof the text was lost: the agent may be
+        starved, or at work on it (on its way to a dialog, say), and a look
+        at its state finds such an agent asleep often enough.  So, as for a
+        second Enter, the text counts as not echoed only if the agent read it
+        and was at rest over the wait's last REST_WINDOW (:meth:`_rest_at_end`);
+        a line whose echo comes is seen before any window opens."""
         s = self.s
         now = self.now()
         shown = self.shows_pending(typing.text)
@@ -266,27 +275,50 @@ class Typist:
             return
         if s.child.stopped():
             # Stopped from outside (SIGSTOP, a debugger): the text waits in the
-            # terminal's input queue, so the echo comes once it runs again.
-            typing.started = now
+            # terminal's input queue, so the echo comes once it runs again.  (A
+            # stopped agent wants no CPU: a window across the stop says nothing.)
+            typing.started, typing.rest_mark = now, None
             self._slow_down(typing, ECHO_POLL)
-        elif now - typing.started >= ECHO_WAIT and self._slow(typing, s.child.running):
-            # Starved of CPU on a busy machine: the text is unread, or the
-            # agent is still at work on it.  Typing it again would put it in
-            # twice; it gets the whole wait again once it has run.
-            typing.started = now
-            self._slow_down(typing, ECHO_POLL)
-        if now - typing.started < ECHO_WAIT:
-            # Shown: the Enter is due once the pane has been quiet long enough.
-            self._next(typing, max(due, QUIET_TICK) if shown
-                       else self._poll(typing, now - typing.began, ECHO_POLL))
+        if shown:
+            # The Enter is due once the pane has been quiet long enough.
+            self._next(typing, max(due, QUIET_TICK))
             return
-        if s.child.unread_input() > 0:
+        verdict = self._rest_at_end(typing, now, typing.started, ECHO_WAIT, ECHO_POLL)
+        if verdict is not None and self._may_type_again(typing, now, *verdict):
+            self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+
+    def _may_type_again(self, typing: Typing, now: float, rested: bool, measured: bool) -> bool:
+        """At the end of the echo wait, and again at the end of the pause
+        before the text goes in again: whether it may go in again now.  An
+        agent that has not read all that was typed, or was not at rest, may
+        be at work on the text: typed again it could go in twice, or into the
+        dialog it draws next; the whole wait again, up to STARVED_WAIT from
+        the text.  Past that, a line still unread is left in the input, one
+        never at rest fails, and a dialog on the screen is never typed into."""
+        if self._slow(typing, lambda: not rested):
+            if typing.step is Step.RETRYING:
+                typing.move(Step.TYPED)  # something changed in the pause: its echo awaited again
+            typing.started = now
+            self._wait_again(typing, ECHO_POLL)
+            return False
+        if self.s.child.unread_input() > 0:
             # Unread through the whole starved wait: typed again, it would go
             # in twice the moment the agent reads.
             self._leave_in_input(typing, f"the agent has not read the text in "
                                          f"{STARVED_WAIT:g}s; not typed again")
-            return
-        self._retry_or_fail(typing, "the text did not appear on the agent's screen")
+            return False
+        if not rested and measured:
+            self._end(typing, Step.FAILED, Ending(
+                False, f"the text did not appear, and the agent has not come to rest in "
+                       f"{STARVED_WAIT:g}s; not typed again"))
+            return False
+        if self._dialog_up():
+            # The text went somewhere and a dialog shows: typed again, it would answer it.
+            self._end(typing, Step.FAILED, Ending(
+                False, "the text did not appear, and a dialog is on the agent's screen; "
+                       "not typed again"))
+            return False
+        return True
 
     def _enter_due(self, typing: Typing, now: float) -> float:
         """Seconds until the Enter may follow the shown text: the pane quiet
@@ -349,19 +381,13 @@ class Typist:
             self._taken(typing)
             return
         now = self.now()
-        waited = now - typing.entered
-        if waited < CONFIRM_WINDOW - REST_WINDOW - TIMER_SLACK:
-            self._next(typing, self._poll(typing, waited, CONFIRM_POLL))
+        verdict = self._rest_at_end(typing, now, typing.entered, CONFIRM_WINDOW, CONFIRM_POLL)
+        if verdict is None:
             return
-        rested, measured = self._rested(typing, now)
-        if waited < CONFIRM_WINDOW - TIMER_SLACK or rested is None:
-            self._next(typing, self._confirm_look(typing, now, waited))
-            return
+        rested, measured = verdict
         if self._slow(typing, lambda: not rested):
             typing.entered = now  # the whole window again once it has run
-            typing.rest_mark = None  # and its rest measured over that window's end
-            self._slow_down(typing, CONFIRM_POLL)
-            self._next(typing, self._poll(typing, 0.0, CONFIRM_POLL))
+            self._wait_again(typing, CONFIRM_POLL)
         elif self.s.child.unread_input() > 0:
             # The Enter itself is still unread: a second one would be read
             # after it, by whatever the first one opens.
@@ -381,6 +407,25 @@ class Typist:
         else:
             self._leave_in_input(typing, "the agent did not take the Enter")
 
+    def _rest_at_end(self, typing: Typing, now: float, since: float, wait: float,
+                     poll: float) -> tuple[bool, bool] | None:
+        """Whether the agent rested through the last REST_WINDOW of a wait
+        that began at ``since`` and lasts ``wait`` (looked at every ``poll``),
+        and whether that was measured; None, and the next look set, until
+        the wait has run and the window has a verdict.  The window is opened
+        by the first look in the wait's last REST_WINDOW, so a resting
+        agent's verdict comes at the wait's end, as one look's did."""
+        waited = now - since
+        if waited < wait - REST_WINDOW - TIMER_SLACK:
+            self._next(typing, self._poll(typing, waited, poll))
+            return None
+        rested, measured = self._rested(typing, now)
+        if waited < wait - TIMER_SLACK or rested is None:
+            self._next(typing, self._window_look(typing, now, since + wait,
+                                                 self._poll(typing, waited, poll)))
+            return None
+        return rested, measured
+
     def _rested(self, typing: Typing, now: float) -> tuple[bool | None, bool]:
         """Whether the agent rested through the window the typing keeps (None:
         not run yet; one is opened on the first look), and whether that was
@@ -391,14 +436,21 @@ class Typist:
             return not self.s.child.running(), False
         return rested, True
 
-    def _confirm_look(self, typing: Typing, now: float, waited: float) -> float:
-        """The next look near the confirm window's end: its usual poll, and
-        no later than the end of the window (and of the rest window open)."""
-        poll = self._poll(typing, waited, CONFIRM_POLL)
-        if typing.rest_mark is None:
-            return poll
-        ends = max(typing.rest_mark[0] + REST_WINDOW, typing.entered + CONFIRM_WINDOW)
+    @staticmethod
+    def _window_look(typing: Typing, now: float, ends: float, poll: float) -> float:
+        """The next look near a wait's end (``ends``): its usual poll, and no
+        later than that end (or, if later, the end of the rest window open)."""
+        if typing.rest_mark is not None:
+            ends = max(typing.rest_mark[0] + REST_WINDOW, ends)
         return min(poll, max(ends - now, QUIET_TICK))
+
+    def _wait_again(self, typing: Typing, poll: float) -> None:
+        """The agent was slow (the caller has moved the wait's start to now):
+        the whole wait again, its rest measured over that wait's end, its
+        looks backing off from ``poll``."""
+        typing.rest_mark = None
+        self._slow_down(typing, poll)
+        self._next(typing, self._poll(typing, 0.0, poll))
 
     def _taken(self, typing: Typing) -> None:
         if hopstamps.ON:
@@ -409,19 +461,19 @@ class Typist:
     def _retype(self, typing: Typing) -> None:
         """Never type the same text twice: the agent stopped with it still
         unread is waited for, and text that reached its input after all is
-        not typed again (:meth:`begin` looks first)."""
+        not typed again (:meth:`begin` looks first).  What allowed the text
+        in again is asked again as the pause ends (at rest over its last
+        REST_WINDOW, nothing unread, no dialog): an agent asleep at the end
+        of the echo wait and at work since may be on its way to a dialog."""
         if self.s.child.stopped():
-            typing.started = self.now()
+            typing.started, typing.rest_mark = self.now(), None
             typing.move(Step.TYPED)
             self._await_echo(typing)
             return
-        if self._dialog_up():
-            # The text went somewhere and a dialog shows: typed again, it would answer it.
-            self._end(typing, Step.FAILED, Ending(
-                False, "the text did not appear, and a dialog is on the agent's screen; "
-                       "not typed again"))
-            return
-        self.begin(typing.injection, typing.boot, typing.attempts + 1)
+        now = self.now()
+        verdict = self._rest_at_end(typing, now, typing.started, RETRY_DELAY, RETRY_DELAY)
+        if verdict is not None and self._may_type_again(typing, now, *verdict):
+            self.begin(typing.injection, typing.boot, typing.attempts + 1)
 
     def _dialog_up(self) -> bool:
         """The agent's screen shows a question, a menu or a dialog."""
@@ -441,7 +493,9 @@ class Typist:
             self.report(m.InjectionOutcome(self.s.spec.name, typing.injection, False,
                                            f"{why}; retrying in {RETRY_DELAY:g}s", final=False))
             typing.move(Step.RETRYING)
-            self._next(typing, RETRY_DELAY)
+            # A pause looked at only as it ends: first to open its rest window.
+            typing.started, typing.slow_poll, typing.rest_mark = self.now(), 0.0, None
+            self._next(typing, RETRY_DELAY - REST_WINDOW)
             return
         self._end(typing, Step.FAILED, Ending(False, f"{why} after {typing.attempts} attempts"))
 

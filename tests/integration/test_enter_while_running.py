@@ -23,21 +23,33 @@ from tests.integration.test_seat_safety import status
 SPELL = 4.0  # wanting the CPU after the Enter, with its input not redrawn
 
 
-@pytest.mark.timeout(90)
-@pytest.mark.parametrize("how", [(), ("--starved",)], ids=["busy", "starved"])
-def test_no_second_enter_lands_in_the_dialog_a_starved_agent_draws(serve, short_tmp, how):
+def dialog_after_spell(serve, mode: str, read: str, spell: float, how: tuple[str, ...]):
+    """A session whose coder, given a task, reads it (recorded as ``read``),
+    wants the CPU for ``spell`` seconds in ``mode`` (busy, or ``how``
+    starved) and then shows a dialog; returned once the dialog is up and
+    read as waiting, having read no key for 1.5 s."""
     s = serve(role_toml("orchestrator", start=True)
-              + role_toml("coder", "--enter-then-menu", "tasks/T1.md", *how,
-                          "--starve", str(SPELL)))
+              + role_toml("coder", mode, "tasks/T1.md", *how, "--starve", str(spell)))
     assert s.cli("delegate", "--to", "coder", "--task", "the task").returncode == 0
-    s.wait(lambda: s.agents("read enter", "coder"), 40, "the task's first Enter read")
+    s.wait(lambda: s.agents(read, "coder"), 40, f"the task's {read}")
     s.wait(lambda: s.agents("menu", "coder"), 20, "the dialog after the spell")
-    # A second Enter written meanwhile is read now, by the dialog.
+    # A key written meanwhile is read now, by the dialog.
     assert holds_for(lambda: not s.agents("answer", "coder"), 1.5), s.agents("answer", "coder")
     s.wait(lambda: status(s)["coder"]["state"] == "waiting", 10, "the dialog read as waiting")
-    assert not s.agents("answer", "coder"), "a second Enter answered the dialog"
-    assert len(s.submitted("coder")) == 1  # its brief; the task's line went to the spell
-    # The operator answers: the one key the dialog reads is the operator's.
+    return s
+
+
+def operator_answers(s) -> None:
+    """The operator answers: the one key the dialog reads is the operator's."""
     assert s.cli("keys", "coder", "esc").returncode == 0
     s.wait(lambda: s.agents("answer", "coder"), 10, "the operator's answer")
     assert [a["text"] for a in s.agents("answer", "coder")] == ["\x1b"]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("how", [(), ("--starved",)], ids=["busy", "starved"])
+def test_no_second_enter_lands_in_the_dialog_a_starved_agent_draws(serve, short_tmp, how):
+    s = dialog_after_spell(serve, "--enter-then-menu", "read enter", SPELL, how)
+    assert not s.agents("answer", "coder"), "a second Enter answered the dialog"
+    assert len(s.submitted("coder")) == 1  # its brief; the task's line went to the spell
+    operator_answers(s)
