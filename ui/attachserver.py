@@ -65,6 +65,10 @@ READ_BUDGET = 1 << 20  # PTY bytes taken per pass, so the client side gets its t
 # backlog (the deck then holds back neighbours' frames) instead of hiding in
 # the kernel ahead of the next echo.
 SEND_BUFFER = 64 * 1024
+# The poll masks a keystroke's dispatch tests, as module globals (no
+# attribute look-up of the select module on a key's way).
+_POLLIN, _POLLOUT = select.POLLIN, select.POLLOUT
+_READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
 
 
 @dataclass
@@ -335,15 +339,16 @@ class AttachServer:
             watched = _watch(poller, watched, client, waiting)
             for fd, events in poller.poll(1000 if waiting else None):
                 client = self._client
-                if fd == self._wake_r:
+                # The direct client's terminal first: a keystroke comes this way.
+                if client is not None and fd == client.tty:
+                    self._terminal_event(client, events)
+                elif fd == self._wake_r:
                     if self._serve_requests():
                         return
                 elif fd == self.master:
                     self._from_deck()
                 elif client is not None and fd == client.fd:
                     self._client_event(events)
-                elif client is not None and fd == client.tty:
-                    self._terminal_event(events)
             self._check_stall()
 
     def backlog(self) -> int:
@@ -500,15 +505,15 @@ class AttachServer:
             for kind, payload in frames:
                 self._client_frame(kind, payload)
 
-    def _terminal_event(self, events: int) -> None:
+    def _terminal_event(self, client: _Client, events: int) -> None:
         """The direct client's terminal: room for the outbox, or keys."""
-        client = self._client
-        if events & select.POLLOUT:
-            self._send(client)
-            if self._client is not client:
+        if events != _POLLIN:  # a key alone skips these two looks
+            if events & _POLLOUT:
+                self._send(client)
+                if self._client is not client:
+                    return
+            if not events & _READABLE:
                 return
-        if not events & (select.POLLIN | select.POLLHUP | select.POLLERR):
-            return
         try:  # read here, not through _read_some: a key's way is kept short
             data = os.read(client.tty, 1 << 16)
         except BlockingIOError:

@@ -149,6 +149,9 @@ class Deck:
                                self.dialogs, self.commands, self.renderer, self.pacer)
         self.keypath = KeyPath(self.model, port, self.router, self.actions, self.overlays,
                                self.pacer, self, lambda: self.attached)
+        # The client's bytes go to the key path with no call of the deck's
+        # own between (every keystroke takes this way): see feed_input.
+        self.feed_input = self.keypath.feed  # type: ignore[method-assign]
 
     @property
     def loop(self) -> _Loop | None:

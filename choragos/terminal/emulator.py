@@ -643,8 +643,10 @@ class Terminal:
         if self._fresh:
             self._outbox.append(self._fresh)
             self._fresh = Scrolled()
-        replies = "".join(self._replies).encode()
-        self._replies.clear()
+        replies = b""
+        if self._replies:  # (none almost always: an echo's feed comes here too)
+            replies = "".join(self._replies).encode()
+            self._replies.clear()
         wake = self.dirty and not self._woke
         self._woke |= wake
         return replies, rang, wake

@@ -1,0 +1,138 @@
+"""What one keystroke costs the session's Python, counted in bytecodes: from
+the key's bytes given to the deck to their write into the agent's PTY, and
+from the echo's read off that PTY by the role's reader to its bytes handed
+to the client.  Beside ``test_key_calls.py`` (calls): on a core the floods
+left cold each bytecode costs about a microsecond, so this is the figure a
+change to either half moves first.
+
+The real pieces, as ``test_key_calls.py`` has them: the deck, the roles'
+view with a real role actor, its agent (the echo fixture) in a real PTY,
+that role's reader thread, terminal and echo wait.  Counted with a trace
+hook asking for opcode events, not timed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import pytest
+
+from choragos.actors.rolesview import RolesView
+from choragos.ui.deck import Deck
+from tests.conftest import wait_until
+from tests.integration.harness import AGENT
+from tests.integration.test_role_actor import start_role, stop_role
+from tests.ui.test_deck import FakePort
+from tests.ui.test_key_calls import _Port, _take
+from tests.ui.test_redraw import _settled
+
+pytestmark = pytest.mark.timeout(120)
+
+KEYS = 8
+# Bytecodes on each half (the median key), measured on Python 3.11: the
+# key's way in 252 (258 before the eleventh pass: the deck's own feed_input
+# between the pump and the key path), the echo's way out 1015 (1026
+# before: the terminal joined and encoded its empty replies on every feed).
+# Each bound leaves room for another Python's compiler, not for new steps.
+MOST_IN = 262
+MOST_OUT = 1040
+
+
+class _Ops:
+    """Bytecodes run on one thread from a ``read`` (or ``begin``) to the next
+    ``write`` of the posix module: one count per key."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self._n: int | None = None
+
+    def begin(self) -> None:
+        self._n = 0
+
+    def trace(self, frame, event: str, _arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode" and self._n is not None:
+            self._n += 1
+        return self.trace
+
+    def profile(self, _frame, event: str, arg) -> None:
+        if event != "c_call" or getattr(arg, "__module__", "") != "posix":
+            return
+        name = getattr(arg, "__name__", "")
+        if name == "read":
+            self._n = 0
+        elif name == "write" and self._n is not None:
+            self.counts.append(self._n)
+            self._n = None
+
+
+def test_a_keystroke_and_its_echo_take_few_bytecodes(tmp_path):
+    echo = _Ops()
+    reader = "pty-orchestrator"
+
+    def on_trace(frame, event, arg):
+        return echo.trace(frame, event, arg) if threading.current_thread().name == reader \
+            else None
+
+    def on_profile(frame, event, arg):
+        if threading.current_thread().name == reader:
+            echo.profile(frame, event, arg)
+
+    threading.settrace(on_trace)
+    threading.setprofile(on_profile)
+    role = start_role(tmp_path, sys.executable, (str(AGENT),), name="orchestrator")
+    try:
+        wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+        roles = RolesView(FakePort(tmp_path).config)
+        roles.add("orchestrator", role.state, role.handle)
+        deck = Deck(_Port(tmp_path, roles), 120, 40)
+        client, sink = os.pipe()
+        deck.screen.set_sink(lambda data: os.write(sink, data))  # as the attach server's
+        deck.start()
+        deck.client_attached(deck.client)
+        try:
+            wait_until(lambda: deck.lane.open, 10, message="a first frame")
+            _settled(deck)
+            typing, echoes = _type(deck, echo, client)
+        finally:
+            deck.stop()
+            deck.screen.close()
+            os.close(client)
+            os.close(sink)
+    finally:
+        threading.settrace(None)
+        threading.setprofile(None)
+        stop_role(role)
+    assert len(typing.counts) == KEYS  # every key went straight into the PTY
+    assert deck.lane.sent_ahead >= KEYS // 2, deck.lane.sent_ahead
+    assert sorted(typing.counts)[KEYS // 2] <= MOST_IN, typing.counts
+    assert sorted(echoes)[KEYS // 2] <= MOST_OUT, echoes
+
+
+def _type(deck: Deck, echo: _Ops, client: int) -> tuple[_Ops, list[int]]:
+    """Type KEYS keys at the deck, each once the last one's echo came back."""
+    typing = _Ops()
+    echoes: list[int] = []
+    for i in range(KEYS):
+        key = b"abcdefgh"[i:i + 1]
+        echo.counts.clear()
+        shown = bytearray()
+        sys.settrace(typing.trace)
+        sys.setprofile(typing.profile)
+        try:
+            typing.begin()
+            deck.feed_input(key)
+        finally:
+            sys.settrace(None)
+            sys.setprofile(None)
+
+        def echoed(key: bytes = key, shown: bytearray = shown) -> bool:
+            shown += _take(client)
+            return key in shown and bool(echo.counts)
+        wait_until(echoed, 10, message="the echo sent ahead to the client")
+        echoes.append(echo.counts[0])
+        _settled(deck, quiet=0.05)
+        _take(client)
+    return typing, echoes
