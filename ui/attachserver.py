@@ -331,12 +331,20 @@ class AttachServer:
         poller.register(self.master, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         watched: list[int] = []
+        # What the poll set was made for: made again only when one of these
+        # changed (after a keystroke, none has: its write is the pump's last
+        # step but for this look).
+        seen: tuple[_Client | None, bool, bool] | None = None
         while True:
             client = self._client
             # Frames still waiting for the client: watch for room to send them,
             # and keep a clock for the stall check.  Else asleep until something comes.
             waiting = client is not None and bool(client.outbox)
-            watched = _watch(poller, watched, client, waiting)
+            ready = client is not None and client.ready
+            if seen is None or seen[0] is not client or seen[1] != waiting \
+                    or seen[2] != ready:
+                watched = _watch(poller, watched, client, waiting)
+                seen = (client, waiting, ready)
             for fd, events in poller.poll(1000 if waiting else None):
                 client = self._client
                 # The direct client's terminal first: a keystroke comes this way.

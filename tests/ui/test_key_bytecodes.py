@@ -8,7 +8,9 @@ change to either half moves first.
 The real pieces, as ``test_key_calls.py`` has them: the deck, the roles'
 view with a real role actor, its agent (the echo fixture) in a real PTY,
 that role's reader thread, terminal and echo wait.  Counted with a trace
-hook asking for opcode events, not timed.
+hook asking for opcode events, not timed.  The attach pump's own share
+(from its poll's return to the key's write, and from there to its next
+poll) is counted on the real attach server with a stand-in deck.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import tty
 
 import pytest
 
 from choragos.actors.rolesview import RolesView
+from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import Deck
 from tests.conftest import wait_until
 from tests.integration.harness import AGENT
 from tests.integration.test_role_actor import start_role, stop_role
+from tests.ui.test_attachserver import _read_until, connect
 from tests.ui.test_deck import FakePort
 from tests.ui.test_key_calls import _Port, _take
 from tests.ui.test_redraw import _settled
@@ -136,3 +141,113 @@ def _type(deck: Deck, echo: _Ops, client: int) -> tuple[_Ops, list[int]]:
         _settled(deck, quiet=0.05)
         _take(client)
     return typing, echoes
+
+
+# -- the pump's own share: the attach server from its poll's return to the key's
+# write, and from that write to its next poll (a stand-in deck that writes
+# the key at once, so the deck's key path, counted above, is not in it).
+
+# Measured: 53 to the write (84 before: the terminal's keys were the last of
+# four descriptors the dispatch looked at, and the select module's masks
+# looked up on each), 72 from it to the next poll (145 before: the poll set
+# made again after every key).
+PUMP_TO_WRITE = 60
+PUMP_AFTER_WRITE = 80
+
+
+class _PumpOps:
+    """Bytecodes on the pump's thread: poll's return -> the write, the write -> poll."""
+
+    def __init__(self) -> None:
+        self.to_write: list[int] = []
+        self.after: list[int] = []
+        self._n: int | None = None
+        self._written = False
+
+    def trace(self, frame, event: str, _arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode" and self._n is not None:
+            self._n += 1
+        return self.trace
+
+    def profile(self, _frame, event: str, arg) -> None:
+        name = getattr(arg, "__name__", "")
+        if event == "c_return" and name == "poll":
+            self._n, self._written = 0, False
+        elif event != "c_call" or self._n is None:
+            return
+        elif name == "poll":
+            if self._written:
+                self.after.append(self._n)
+            self._n = None
+        elif name == "write" and getattr(arg, "__module__", "") == "posix" \
+                and not self._written:
+            self.to_write.append(self._n)
+            self._n, self._written = 0, True
+
+
+class _KeyDeck:
+    """What the attach server uses of a deck, with each key written on at
+    once (as the deck's key path ends): the pump's own steps alone counted."""
+
+    def __init__(self, sink: int) -> None:
+        self.screen = _Pipe()
+        self.sink = sink
+        self.on_detach = self.on_crash = None
+
+    def client_attached(self, info) -> None:
+        pass
+
+    def client_detached(self) -> None:
+        pass
+
+    def feed_input(self, data: bytes) -> None:
+        os.write(self.sink, data)
+
+
+class _Pipe:
+    def __init__(self) -> None:
+        self.master, self.writer = os.pipe()
+        os.set_blocking(self.master, False)
+
+
+def test_the_pump_takes_few_bytecodes_around_a_key(short_tmp):
+    ops = _PumpOps()
+
+    def on_trace(frame, event, arg):
+        return ops.trace(frame, event, arg) if threading.current_thread().name == "attach-pump" \
+            else None
+
+    def on_profile(frame, event, arg):
+        if threading.current_thread().name == "attach-pump":
+            ops.profile(frame, event, arg)
+
+    keys_r, keys_w = os.pipe()
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    deck = _KeyDeck(keys_w)
+    threading.settrace(on_trace)
+    threading.setprofile(on_profile)
+    server = AttachServer(short_tmp / "s.ui.sock", deck, role_pids=list, workdir=short_tmp)
+    try:
+        server.start()
+        sock, _decoder, _frames = connect(server, [slave])
+        to_write, after = [], []
+        for i in range(KEYS):
+            ops.to_write.clear()
+            ops.after.clear()
+            key = b"abcdefgh"[i:i + 1]
+            os.write(master, key)
+            assert _read_until(keys_r, key) == key  # one read, one write: one key
+            wait_until(lambda: ops.after, 5, message="the pump back in its poll")
+            to_write.append(ops.to_write[0])
+            after.append(ops.after[0])
+        sock.close()
+    finally:
+        server.close()
+        threading.settrace(None)
+        threading.setprofile(None)
+        for fd in (keys_r, keys_w, master, slave, deck.screen.master, deck.screen.writer):
+            os.close(fd)
+    assert sorted(to_write)[KEYS // 2] <= PUMP_TO_WRITE, to_write
+    assert sorted(after)[KEYS // 2] <= PUMP_AFTER_WRITE, after
