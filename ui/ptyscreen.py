@@ -75,10 +75,7 @@ class PtyScreen(raw.Screen):
         # The attribute in force on the client's terminal after our last frame,
         # when that frame was paint's and nothing was written since (see write).
         self._pen: Any = _UNKNOWN
-        # Rows written to outside a frame (an echo sent ahead of it): what the
-        # client shows there now, which the next paint diffs against (_UNSURE:
-        # not known, written whole).
-        self._ahead: dict[int, Line] = {}
+        self._ahead = {}  # rows written to outside a frame (see _ahead)
         self.rows_written = 0  # rows sent by paint, ever (tests count them)
 
     # -- where frames go ---------------------------------------------------------
@@ -153,6 +150,25 @@ class PtyScreen(raw.Screen):
 
     # -- the fast path -------------------------------------------------------------
 
+    @property
+    def _ahead(self) -> dict[int, Line]:
+        """Rows written to outside a frame (an echo sent ahead of it): what the
+        client shows there now, which the next paint diffs against (_UNSURE:
+        not known, written whole).  The echoes noted since the last look are
+        worked in here, in the order they were written."""
+        ahead = self._ahead_rows
+        if self._echoed:
+            old = self._painted
+            for text, x, y in self._echoed:
+                ahead[y] = _with_text(ahead.get(y, old[y]), x, text.encode())
+            self._echoed.clear()
+        return ahead
+
+    @_ahead.setter
+    def _ahead(self, rows: dict[int, Line]) -> None:
+        self._ahead_rows = rows
+        self._echoed: list[tuple[str, int, int]] = []
+
     def drawn_whole(self, lines: list[Line] | None, cursor: tuple[int, int] | None,
                     size: tuple[int, int]) -> None:
         """urwid just drew a frame; ``lines`` is what it shows, when known
@@ -185,8 +201,10 @@ class PtyScreen(raw.Screen):
         else:
             self.write("".join(out))
             self.flush()
-        was = self._ahead.get(y, old[y])
-        self._ahead[y] = _with_text(was, x, text.encode())
+        # Noted as written, worked into the rows (see _ahead) once a frame
+        # or a look needs them: not on the reader's thread after the write,
+        # where the client's kworker waits behind whatever runs on.
+        self._echoed.append((text, x, y))
         self._painted_cursor = (x + len(text), y)
         self._pen = None
         return True
