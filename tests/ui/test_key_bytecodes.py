@@ -22,15 +22,11 @@ import tty
 
 import pytest
 
-from choragos.actors.rolesview import RolesView
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import Deck
 from tests.conftest import wait_until
-from tests.integration.harness import AGENT
-from tests.integration.test_role_actor import start_role, stop_role
 from tests.ui.test_attachserver import _read_until, connect
-from tests.ui.test_deck import FakePort
-from tests.ui.test_key_calls import _Port, _take
+from tests.ui.test_key_calls import _take, typed, typing_deck
 from tests.ui.test_redraw import _settled
 
 pytestmark = pytest.mark.timeout(120)
@@ -103,29 +99,12 @@ def test_a_keystroke_and_its_echo_take_few_bytecodes(tmp_path):
 
     threading.settrace(on_trace)
     threading.setprofile(on_profile)
-    role = start_role(tmp_path, sys.executable, (str(AGENT),), name="orchestrator")
     try:
-        wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
-        roles = RolesView(FakePort(tmp_path).config)
-        roles.add("orchestrator", role.state, role.handle)
-        deck = Deck(_Port(tmp_path, roles), 120, 40)
-        client, sink = os.pipe()
-        deck.screen.set_sink(lambda data: os.write(sink, data))  # as the attach server's
-        deck.start()
-        deck.client_attached(deck.client)
-        try:
-            wait_until(lambda: deck.lane.open, 10, message="a first frame")
-            _settled(deck)
+        with typing_deck(tmp_path) as (deck, client):
             typing, echoes, after = _type(deck, echo, client)
-        finally:
-            deck.stop()
-            deck.screen.close()
-            os.close(client)
-            os.close(sink)
     finally:
         threading.settrace(None)
         threading.setprofile(None)
-        stop_role(role)
     assert len(typing.counts) == KEYS  # every key went straight into the PTY
     assert deck.lane.sent_ahead >= KEYS // 2, deck.lane.sent_ahead
     assert sorted(typing.counts)[KEYS // 2] <= MOST_IN, typing.counts
@@ -143,20 +122,13 @@ def _type(deck: Deck, echo: _Ops, client: int) -> tuple[_Ops, list[int], list[in
         key = b"abcdefgh"[i:i + 1]
         echo.counts.clear()
         echo.after.clear()
-        shown = bytearray()
-        sys.settrace(typing.trace)
-        sys.setprofile(typing.profile)
-        try:
-            typing.begin()
-            deck.feed_input(key)
-        finally:
-            sys.settrace(None)
-            sys.setprofile(None)
 
-        def echoed(key: bytes = key, shown: bytearray = shown) -> bool:
-            shown += _take(client)
-            return key in shown and bool(echo.counts)
-        wait_until(echoed, 10, message="the echo sent ahead to the client")
+        def hooked(on: bool) -> None:
+            if on:
+                typing.begin()
+            sys.settrace(typing.trace if on else None)
+            sys.setprofile(typing.profile if on else None)
+        typed(deck, client, key, hooked, lambda: bool(echo.counts))
         echoes.append(echo.counts[0])
         wait_until(lambda: echo.after, 10, message="the reader back in its poll")
         after.append(echo.after[0])

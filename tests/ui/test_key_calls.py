@@ -11,10 +11,12 @@ these halves costs about a microsecond on a core the floods left cold.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -90,6 +92,19 @@ def typed_at(tmp_path):
 
     # Every thread started from now on, the reader's turns among them.
     threading.setprofile(on_reader)
+    try:
+        with typing_deck(tmp_path) as (deck, read):
+            yield deck, echo, read
+    finally:
+        threading.setprofile(None)
+
+
+@contextlib.contextmanager
+def typing_deck(tmp_path: Path) -> Iterator[tuple[Deck, int]]:
+    """A started deck attached to a pipe, typing at a real role "orchestrator"
+    (the echo fixture) through the session's roles' view: (deck, the pipe's
+    end the client's bytes come out of).  Hooks on the role's threads are
+    the caller's to set first."""
     role = start_role(tmp_path, sys.executable, (str(AGENT),), name="orchestrator")
     try:
         wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
@@ -100,17 +115,16 @@ def typed_at(tmp_path):
         deck.screen.set_sink(lambda data: os.write(write, data))  # as the attach server's
         deck.start()
         deck.client_attached(deck.client)
-        wait_until(lambda: deck.lane.open, 10, message="a first frame")
-        _settled(deck)
         try:
-            yield deck, echo, read
+            wait_until(lambda: deck.lane.open, 10, message="a first frame")
+            _settled(deck)
+            yield deck, read
         finally:
             deck.stop()
             deck.screen.close()
             os.close(read)
             os.close(write)
     finally:
-        threading.setprofile(None)
         stop_role(role)
 
 
@@ -121,18 +135,12 @@ def test_a_keystroke_and_its_echo_take_few_python_calls(typed_at):
     for i in range(KEYS):
         key = b"abcdefghijkl"[i:i + 1]
         echo.counts.clear()
-        shown = bytearray()
-        sys.setprofile(typing.profile)
-        try:
-            typing.begin()
-            deck.feed_input(key)
-        finally:
-            sys.setprofile(None)
 
-        def echoed(key: bytes = key, shown: bytearray = shown) -> bool:
-            shown += _take(client)
-            return key in shown and bool(echo.counts)
-        wait_until(echoed, 10, message="the echo sent ahead to the client")
+        def hooked(on: bool) -> None:
+            if on:
+                typing.begin()
+            sys.setprofile(typing.profile if on else None)
+        typed(deck, client, key, hooked, lambda: bool(echo.counts))
         echoes.append(echo.counts[0])  # the echo's piece read and sent ahead
         _settled(deck, quiet=0.05)
         _take(client)
@@ -140,6 +148,24 @@ def test_a_keystroke_and_its_echo_take_few_python_calls(typed_at):
     assert deck.lane.sent_ahead >= KEYS // 2, deck.lane.sent_ahead
     assert sorted(typing.counts)[KEYS // 2] <= MOST_IN, typing.counts
     assert sorted(echoes)[KEYS // 2] <= MOST_OUT, echoes
+
+
+def typed(deck: Deck, client: int, key: bytes, hooked: Callable[[bool], None],
+          heard: Callable[[], bool]) -> None:
+    """``key`` given to the deck with this thread's hooks on (``hooked(True)``,
+    ``hooked(False)`` after), then its echo awaited on ``client`` until
+    ``heard()`` too."""
+    shown = bytearray()
+    hooked(True)
+    try:
+        deck.feed_input(key)
+    finally:
+        hooked(False)
+
+    def echoed() -> bool:
+        shown.extend(_take(client))
+        return key in shown and heard()
+    wait_until(echoed, 10, message="the echo sent ahead to the client")
 
 
 def _take(fd: int) -> bytes:
