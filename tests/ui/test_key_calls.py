@@ -38,7 +38,8 @@ KEYS = 12
 # wait each took a layer or more), the echo's way out 23 (35 before: the
 # reader's look-ups, the echo wait's Event, the deck's hand-on to the lane,
 # the screen's write and flush, the attach server's contextlib).  Each
-# bound sits between the two.
+# bound sits between the two.  (The way in is 11 since the deck's own
+# feed_input went; test_key_bytecodes.py counts bytecodes on both.)
 MOST_IN = 15
 MOST_OUT = 26
 
