@@ -73,7 +73,7 @@ class _Cache:
         self.path = path
         self.data = data
         self.index = index
-        # New code, where it is in the file read, or _WRITTEN.
+        # New code, where it is in the file read, or WRITTEN.
         self.used: dict[Key, bytes | tuple[int, int] | None] = {}
         self.compiled = 0  # compiled anew in this run
         self.digest = _sha1()
@@ -140,18 +140,7 @@ class _Cache:
         """Write the file with what this run used, if it used an entry of
         new code since the file was last written (the first time: since it
         was read)."""
-        # A copy made at once (the interpreter's lock held): the other
-        # threads making classes meanwhile add to ``used``.
-        used = dict(self.used)
-        new = [key for key, value in used.items() if type(value) is bytes]
-        if not new:
-            return
-        write_file(self.path, self.entries(used))
-        drop_unused(self.path)
-        # Not held until the release, among what the seconds until then
-        # allocate: read back from the file if that is written again.
-        for key in new:
-            self.used[key] = _WRITTEN
+        save_used(self.path, self.used, self.entries)
 
     def entries(self, used: dict[Key, bytes | tuple[int, int] | None]) -> dict[Key, bytes]:
         """What this run ``used``, each method's code marshalled; then what the
@@ -162,11 +151,11 @@ class _Cache:
         (an old version's) falls off the end.  A helper's entries are kept
         only while they hold for this Python (a text's hold for any)."""
         view = memoryview(self.data)
-        # What this run wrote (_WRITTEN), read back; gone from there, not kept.
-        back = _read(self.path) if _WRITTEN in used.values() else (b"", {})
+        # What this run wrote (WRITTEN), read back; gone from there, not kept.
+        back = _read(self.path) if WRITTEN in used.values() else (b"", {})
         entries = {}
         for key, value in used.items():
-            if value is _WRITTEN:
+            if value is WRITTEN:
                 blob = _blob(*back, key)
                 if blob is not None:
                     entries[key] = blob
@@ -185,7 +174,7 @@ class _Cache:
 
 
 _current: _Cache | None = None
-_WRITTEN = None  # code in use, in the file as this run last wrote it
+WRITTEN = None  # code in use, in the file as this run last wrote it (see save_used)
 _CODE = type(_Cache.exec.__code__)
 _PYTHON = ("python", sys.version)  # the entry naming the Python the helpers' entries are for
 
@@ -215,6 +204,24 @@ def _checksum(data: bytes) -> int:
     for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return value
+
+
+def save_used(path: str, used: dict, entries: Callable[[dict], dict]) -> None:
+    """Write ``entries(used)`` to the cache file at ``path`` if ``used``
+    holds new code (bytes), then mark that code WRITTEN: not held until the
+    release among what the seconds until then allocate, but read back from
+    the file if it is written again.  The start caches' save, for classes
+    and for modules alike."""
+    # A copy made at once (the interpreter's lock held): the other threads
+    # making classes or importing meanwhile add to ``used``.
+    snapshot = dict(used)
+    new = [key for key, value in snapshot.items() if type(value) is bytes]
+    if not new:
+        return
+    write_file(path, entries(snapshot))
+    drop_unused(path)
+    for key in new:
+        used[key] = WRITTEN
 
 
 def drop_unused(path: str) -> None:

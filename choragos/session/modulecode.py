@@ -76,7 +76,7 @@ class _File:
         self.path = path
         self.fd = -1
         self.index: dict[bytes, tuple[int, int]] = {}
-        # New code, where it is in the file read, or _WRITTEN.
+        # New code, where it is in the file read, or classcode.WRITTEN.
         self.used: dict[bytes, bytes | tuple[int, int] | None] = {}
         # Compiled anew by the main thread (the start's own imports), and by
         # any thread once the start is saved.
@@ -109,20 +109,9 @@ class _File:
 
     def save(self) -> None:
         """Write the file again if a module was compiled anew since it was
-        last written (the first time: since it was read)."""
-        # A copy made at once (the interpreter's lock held): the other
-        # threads' imports meanwhile add to ``used``.
-        used = dict(self.used)
-        new = [key for key, value in used.items() if type(value) is bytes]
-        if not new:
-            return
-        classcode.write_file(self.path, self._entries(used))
-        classcode.drop_unused(self.path)
-        # Their code (some 5 MB at a first start) is not held until the
-        # release, among what the seconds until then allocate: it is read
-        # back from the file if that is written again.
-        for key in new:
-            self.used[key] = _WRITTEN
+        last written (the first time: since it was read).  Their code (some
+        5 MB at a first start) is then let go: see classcode.save_used."""
+        classcode.save_used(self.path, self.used, self._entries)
 
     def close(self, write: bool) -> None:
         """Write the file again if anything was compiled anew since (and
@@ -140,11 +129,11 @@ class _File:
         stays well under its bound."""
         entries: dict[bytes, bytes] = {}
         room = _MAX_BYTES // 2
-        written = _File(self.path) if _WRITTEN in used.values() else None
+        written = _File(self.path) if classcode.WRITTEN in used.values() else None
         for key, value in [*used.items(), *self.index.items()]:
             if key in entries or (key not in used and not _fresh(key)):
                 continue
-            if value is _WRITTEN:  # from the file as this run wrote it (gone: not kept)
+            if value is classcode.WRITTEN:  # from the file as this run wrote it (gone: not kept)
                 blob = written._blob(written.index.get(key))  # type: ignore[union-attr, arg-type]
             else:
                 blob = value if isinstance(value, bytes) else self._blob(value)
@@ -170,7 +159,6 @@ class _File:
 
 
 _current: _File | None = None
-_WRITTEN = None  # a module's code in use, in the file as this run last wrote it
 _installer = -1  # the thread that installed it
 
 
