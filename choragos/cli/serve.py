@@ -377,7 +377,7 @@ class _LetGo:
 # (its first board's cells; kept for the next start either way, see _LetGo).
 REST_WAIT = 2.0
 # And how long after that frame went out: started at once, their start and
-# the caches' release (some 3 ms of the process's CPU) came while the
+# the caches' save (some 3 ms of the process's CPU) came while the
 # client's terminal took the frame, and the bench's count of the server's
 # CPU when it saw the frame rose by 5-7 ms in 6 of 6 pairs.
 DRAWN_AFTER = 0.2
