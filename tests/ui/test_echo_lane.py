@@ -447,18 +447,29 @@ def test_an_echo_sent_ahead_whose_frame_finds_the_loop_busy_is_settled_by_the_lo
     client = _client(deck)
     frames = _frames(deck, client)
     terminal = port.terminals["orchestrator"]
-    deck.feed_input(b"k")
-    ahead, echoes, missed = deck.lane.sent_ahead, deck.lane.frames, deck.lane.missed
-    assert terminal.feed(b"kQZX", eager=True) == ECHO_SETTLE
-    assert deck.lane.sent_ahead == ahead + 1
-    with _loop_busy(deck):
-        terminal.catch_up()  # the lull: the lane misses, the frame is the loop's
-        assert deck.lane.missed == missed + 1 and deck.lane.frames == echoes
-        # Nothing draws while the loop is held: looked at without the lock.
-        assert _shows(deck, client, frames, ahead=True)
-        assert not _shows(deck, client, frames)  # not in the last frame yet
-        _, y = deck.screen._painted_cursor
-        assert "orchestrator> kQZX" in client.display()[y]
+    for key in b"kmn":
+        deck.feed_input(bytes([key]))
+        ahead, echoes, missed = deck.lane.sent_ahead, deck.lane.frames, deck.lane.missed
+        assert terminal.feed(bytes([key]) + b"QZX", eager=True) == ECHO_SETTLE
+        assert deck.lane.sent_ahead == ahead + 1
+        with _loop_busy(deck):
+            # On a loaded machine the loop may have drawn the echo's frame in
+            # its own turn before the lock was held: nothing owed, no race to
+            # see, and the next key tries again.
+            owed = bool(deck.screen._ahead)
+            if owed:
+                terminal.catch_up()  # the lull: the lane misses, the frame is the loop's
+                assert deck.lane.missed == missed + 1 and deck.lane.frames == echoes
+                # Nothing draws while the loop is held: looked at without the lock.
+                assert _shows(deck, client, frames, ahead=True)
+                assert not _shows(deck, client, frames)  # not in the last frame yet
+                _, y = deck.screen._painted_cursor
+                assert chr(key) + "QZX" in client.display()[y]
+        if owed:
+            break
+        terminal.catch_up()
+        _settles(deck, client, frames)
+    assert owed
     _settles(deck, client, frames)
     assert deck.lane.frames == echoes and not deck.screen._ahead
 
