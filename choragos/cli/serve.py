@@ -349,8 +349,22 @@ class _LetGo:
         self.at_start = methods, modules  # compiled by the start (see _settle)
 
     def tell(self, _message: object) -> None:
-        from choragos import classcode
         from choragos.mallocarenas import give_back
+        from choragos.session import modulecode
+
+        self.caches()
+        stripped = modulecode.strip_loaded()
+        # What they held (the caches' files' code, the texts) lay among what
+        # the start's last 2 s allocated: its pages go back.
+        give_back()
+        self.log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions "
+                      "holding one: %d (%d bytes)", *stripped)
+
+    def caches(self) -> None:
+        """Let go of the start's caches, written again if anything was
+        compiled since the start; nothing when they are let go already.
+        Also called as the session stops, when that comes before the timer."""
+        from choragos import classcode
         from choragos.session import modulecode
 
         methods, modules = classcode.release(), modulecode.release()
@@ -358,12 +372,6 @@ class _LetGo:
             self.log.info("start caches let go; compiled since the start (and cached): "
                           "%d dataclasses' methods, %d modules",
                           methods - (self.at_start[0] or 0), modules - (self.at_start[1] or 0))
-        stripped = modulecode.strip_loaded()
-        # What they held (the caches' files' code, the texts) lay among what
-        # the start's last 2 s allocated: its pages go back.
-        give_back()
-        self.log.info("docstrings let go: %d classes', %d modules' (%d bytes); functions "
-                      "holding one: %d (%d bytes)", *stripped)
 
 
 # How long `serve` in a terminal waits for its client's first frame before
@@ -397,11 +405,12 @@ def _hidden_at_first(config) -> tuple[str, ...]:
     return tuple(first_layout(config).hidden())
 
 
-def _settle(session, log: logging.Logger, when: str = "") -> None:
+def _settle(session, log: logging.Logger, when: str = "") -> _LetGo:
     """The end of the start: the session's remaining children if they wait
     (see Session.rest; one that cannot start stops the session like any
     failed start), then the caches of the start written (let go with the
-    modules' and classes' docstrings, _LetGo) and the collector on again."""
+    modules' and classes' docstrings, _LetGo) and the collector on again.
+    The let-go, which the session's stop also gives its caches to."""
     try:
         if session.start_rest():
             log.info("clocks, aftercare and reload started %s", when)
@@ -423,7 +432,9 @@ def _settle(session, log: logging.Logger, when: str = "") -> None:
         log.info("modules compiled at the start without their functions' docstrings: "
                  "%d (cached in %s)", modules, modulecode.cache_path())
     collector_on()  # the session and its deck are made
-    session.timers.after(LET_GO_AFTER, _LetGo(log, methods, modules), None)
+    let_go = _LetGo(log, methods, modules)
+    session.timers.after(LET_GO_AFTER, let_go, None)
+    return let_go
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
@@ -472,6 +483,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                              roles=[role.name for role in config.roles],
                              ui_socket=str(daemon.ui_path_for(control)) if deck else None)
     ui = None
+    let_go: _LetGo | None = None
 
     def on_client(pid: int | None) -> None:
         # A client's first frame has gone out (the deck's thread), or it left.
@@ -496,7 +508,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 return 1
         sidecar.write()
         if not attaching:
-            _settle(session, log)
+            let_go = _settle(session, log)
         for notice in session.notices:
             print(f"choragos: {notice}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -524,8 +536,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                          f"when no client's frame was drawn within {REST_WAIT:g} s")
             if came:
                 session.stopped.wait(DRAWN_AFTER)
-            _settle(session, log, "after its client's first frame" if came else
-                    f"when no client's frame was drawn within {REST_WAIT:g} s")
+            let_go = _settle(session, log, "after its client's first frame" if came else
+                             f"when no client's frame was drawn within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.
         drain_thread_cache()
@@ -534,6 +546,10 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         if ui is not None:
             ui.stop()
         session.stop()
+        if let_go is not None:
+            # Stopped before the let-go's timer: what a thread compiled
+            # since the start is kept for the next start all the same.
+            let_go.caches()
         sidecar.remove()
     if session.failure:
         # The supervision tree gave up: the state is kept for `serve --resume`.

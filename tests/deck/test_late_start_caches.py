@@ -9,8 +9,9 @@ import textwrap
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.deck.conftest import TEAM, cli_for, kill_all_and_remove, scratch_project
-from tests.deck.test_server_at_rest import figures, start_to_let_go
+from tests.deck.test_server_at_rest import _after, figures, start_to_let_go
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,6 +44,9 @@ if sys.orig_argv[-2:] == ["serve", "--detach"]:
         def emit(self, record):
             if ("modules compiled at the start" in record.getMessage()
                     and "latecomer" not in sys.modules):
+                if os.environ.get("LATE_HOLD_LET_GO"):
+                    # Read just after this line: the start is stopped first.
+                    sys.modules["choragos.cli.serve"].LET_GO_AFTER = 600.0
                 thread = threading.Thread(target=_load, args=("late",))
                 thread.start()
                 thread.join()
@@ -98,3 +102,27 @@ def test_what_a_thread_loads_just_after_the_start_is_not_compiled_at_the_next(pr
     # kept at the let-go.
     late = figures(logs[0], "start caches let go", "cached): ")
     assert late[0] >= 10 and late[1] >= 1
+
+
+def test_what_a_thread_loads_after_the_start_is_kept_by_a_stop_before_the_let_go(project):
+    """A session stopped before its let-go's timer lets go of the caches as
+    it stops: what a thread compiled since the start is written all the same."""
+    root, work, env = project
+    env["LATE_HOLD_LET_GO"] = "1"  # the first start's let-go is 10 minutes away
+    cli = cli_for(env, work)
+    log = work / ".choragos" / "logs" / "server.log"
+    said = root / "said"
+    assert cli("serve", "--detach").returncode == 0
+    wait_until(lambda: said.exists() and said.read_text().split() == ["late", "1"], 30,
+               message="the latecomer loaded after the start")
+    assert "start caches let go" not in log.read_text()
+    assert cli("kill", "--all").returncode == 0
+    lines = wait_until(lambda: _after(log, "start caches let go", 0), 30,
+                       message="the caches let go as the session stopped")
+    assert "docstrings let go" not in "\n".join(lines)  # the timer's part never came
+    late = figures(lines, "start caches let go", "cached): ")
+    assert late[0] >= 10 and late[1] >= 1
+    _lines, *compiled = start_to_let_go(cli, log, 0)
+    assert said.read_text().split() == ["late", "1", "early", "1"]
+    assert compiled == [0, 0]  # the latecomer's methods and module came from the files
+    assert cli("kill", "--all").returncode == 0
