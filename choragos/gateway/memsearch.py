@@ -18,6 +18,10 @@ the rest of choragos reaches the C library:
 A shorter piece is searched by Python (a foreign call costs more than the
 search there), and so is every piece where ctypes or these functions are
 missing: the answer is the same, only the speed differs.
+
+The buffer a stream's reads land in is searched read after read:
+:func:`finder` binds the search to it once, its address taken (and the
+buffer pinned) once a stream instead of once a read.
 """
 
 from __future__ import annotations
@@ -63,8 +67,32 @@ def find(buf: Buffer, needle: bytes, start: int = 0, end: int | None = None,
     end = len(buf) if end is None else min(end, len(buf))
     if libc is None or end - start < LONG or start < 0 or not needle or 0 in needle:
         return buf.find(needle, start, end)
+    return _search(buf, _address(buf), needle, start, end, libc)
+
+
+def finder(buf: bytearray, needle: bytes,
+           libc: tuple[Search, Search] | None = _LIBC) -> Callable[[int, int], int]:
+    """``find(buf, needle, start, end)`` for one buffer searched read after read
+    (``0 <= start <= end <= len(buf)``): its address is taken once, not once a
+    read, and the buffer is held where it is (it cannot be resized) while the
+    finder lives."""
+    if libc is None or not buf or not needle or 0 in needle:
+        return lambda start, end: buf.find(needle, start, end)
+    pin = ctypes.c_char.from_buffer(buf)  # an export of buf: it can neither move nor resize
+    base = ctypes.addressof(pin)
+
+    def search(start: int, end: int, _pin: object = pin) -> int:  # the pin lives as long
+        if end - start < LONG:
+            return buf.find(needle, start, end)
+        return _search(buf, base, needle, start, end, libc)
+
+    return search
+
+
+def _search(buf: Buffer, base: int, needle: bytes, start: int, end: int,
+            libc: tuple[Search, Search]) -> int:
+    """The C library's search of ``buf[start:end]`` (at ``base`` in memory)."""
     memmem, strstr = libc
-    base = _address(buf)
     if buf.find(b"\0", start, end) >= 0:  # strstr would stop there
         found = memmem(base + start, end - start, needle, len(needle))
     elif end == len(buf):

@@ -57,6 +57,7 @@ READ_TIMEOUT = 600.0   # between two reads: a model may think for minutes
 PIECE = 65536
 RAW_PIECE = 1 << 18    # one read of a chunked answer passed on as it came (see _pass_chunked)
 MAX_DRAIN = 16 << 20   # a refused request's body is read off up to this, else the line is closed
+Reads = Callable[[memoryview], int]  # reads into a buffer: how many bytes came (0: the end)
 
 DEFAULT_UPSTREAMS: Mapping[str, str] = {
     ANTHROPIC: "https://api.anthropic.com",
@@ -491,30 +492,34 @@ class _Handler(BaseHTTPRequestHandler):
         body = ChunkedBody()
         buf = bytearray(RAW_PIECE)
         held = 0  # a line the last read cut in two, moved to the buffer's front
-        read = _reader(response, self._upstream.sock if self._upstream else None)
-        write = self.wfile.write
+        read, rest = _reader(response, self._upstream.sock if self._upstream else None)
+        # wfile writes through to the socket (no buffer: wbufsize 0); its Python
+        # wrapper is skipped on a path run once a read.
+        write = self.connection.sendall
+        look = meter.spans_feeder(buf) if meter is not None else None
         with memoryview(buf) as view:
             while not body.ended:
                 try:
-                    got = read(view[held:])
+                    got = read(view[held:] if held else view)
+                    read = rest  # the response's own buffer is empty after the first
                     if not got:
                         raise BrokenFraming("the upstream closed the stream before its end")
                     size = held + got
-                    step = body.feed(buf, size)
+                    passed, kept, payload = body.feed(buf, size)
                 except (OSError, BrokenFraming):
                     self.close_connection = True  # the agent sees the stream end unfinished
                     return "upstream_broken"
                 try:
-                    if step.passed:
-                        write(view[:step.passed])
+                    if passed:
+                        write(view[:passed])
                 except OSError:
                     self.close_connection = True
                     return "client_gone"
-                if meter is not None and step.payload:
-                    meter.feed_spans(buf, step.payload)
-                held = size - step.kept
+                if look is not None and payload:
+                    look(payload)
+                held = size - kept
                 if held:
-                    buf[:held] = buf[step.kept:size]
+                    buf[:held] = buf[kept:size]
         if not body.extra:  # else what came after the end is not ours: the line is dropped
             response.close()
         settle("")
@@ -581,22 +586,18 @@ class _Handler(BaseHTTPRequestHandler):
                 f"{note}{' ' + kind if kind else ''} {elapsed:.0f}ms")
 
 
-def _reader(response: HTTPResponse, sock: socket.socket | None) -> Callable[[memoryview], int]:
-    """Reads of ``response``'s body into a buffer: the first takes what the
-    response's own buffer holds (it read past the headers), or reads once; it
-    is empty after that, so the rest come straight from the socket."""
-    first = True
+def _reader(response: HTTPResponse, sock: socket.socket | None) -> tuple[Reads, Reads]:
+    """Reads of ``response``'s body into a buffer, the first and the rest: the
+    first takes what the response's own buffer holds (it read past the
+    headers), or reads once; it is empty after that, so the rest come straight
+    from the socket (its own ``recv_into``: no Python between)."""
 
-    def read(into: memoryview) -> int:
-        nonlocal first
-        if first or sock is None:
-            first = False
-            data = response.fp.read1(len(into))
-            into[:len(data)] = data
-            return len(data)
-        return sock.recv_into(into)
+    def buffered(into: memoryview) -> int:
+        data = response.fp.read1(len(into))
+        into[:len(data)] = data
+        return len(data)
 
-    return read
+    return buffered, (sock.recv_into if sock is not None else buffered)
 
 
 def _readable_encodings(values: list[str]) -> str:

@@ -24,9 +24,10 @@ import json
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from choragos.gateway.memsearch import find
+from choragos.gateway.memsearch import find, finder
 
 MAX_LINE = 8 << 20   # one SSE line: OpenAI's response.completed repeats the whole output
 MAX_JSON = 16 << 20  # a non-streamed body
@@ -174,22 +175,34 @@ class UsageMeter:
         event stream whose spans hold no hint, the open line (after the last
         newline) is all that is kept, as :meth:`feed` does with one piece.
         """
+        self._feed_runs(lambda start, end: find(buf, _HINT, start, end), buf, spans)
+
+    def spans_feeder(self, buf: bytearray) -> Callable[[list[tuple[int, int]]], None]:
+        """:meth:`feed_spans` for the one buffer a stream's reads land in, read
+        after read: the search for the hint is bound to the buffer once
+        (:func:`~choragos.gateway.memsearch.finder`), not once a read."""
+        return partial(self._feed_runs, finder(buf, _HINT), buf)
+
+    def _feed_runs(self, search: Callable[[int, int], int], buf: bytes | bytearray,
+                   spans: list[tuple[int, int]]) -> None:
         if not spans:
             return
         if (self._decoder is None and self._sse and not self._dead and not self._skipping
-                and not self._hinted and not self._spans_hint(buf, spans)
+                and not self._hinted and not self._spans_hint(buf, spans, search)
                 and self._keep_open_line(buf, spans)):
             return
         with memoryview(buf) as view:
             self.feed(b"".join([view[start:end] for start, end in spans]))
 
-    def _spans_hint(self, buf: bytes | bytearray, spans: list[tuple[int, int]]) -> bool:
+    def _spans_hint(self, buf: bytes | bytearray, spans: list[tuple[int, int]],
+                    search: Callable[[int, int], int] | None = None) -> bool:
         """Whether the spans, joined after the open line, hold the hint: one
         search from the first span's start to the last's end (a hint in the
         framing between them only sends the piece the slow way), then the
         seams where the hint may be cut in two: those after a byte that ends
         a start of the hint ("u", "us", "usa", "usag")."""
-        if find(buf, _HINT, spans[0][0], spans[-1][1]) >= 0:
+        begin, stop = spans[0][0], spans[-1][1]
+        if (search(begin, stop) if search else find(buf, _HINT, begin, stop)) >= 0:
             return True
         last = self._partial[-1] if self._partial else -1
         for at, (_, end) in enumerate(spans):

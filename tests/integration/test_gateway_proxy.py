@@ -435,7 +435,17 @@ def test_a_streamed_answer_is_searched_once_and_copied_out_only_where_usage_is(m
         joined.append(len(data))
         real_feed(self, data)
 
+    def counted_finder(buf, needle):  # the search bound to the relay's buffer
+        search = real_finder(buf, needle)
+
+        def counted(start, end):
+            searched.append(end - start)
+            return search(start, end)
+        return counted
+
+    real_finder = usage.finder
     monkeypatch.setattr(usage, "find", counted_find)
+    monkeypatch.setattr(usage, "finder", counted_finder)
     monkeypatch.setattr(usage.UsageMeter, "feed", counted_feed)
     piece = (b'data: {"choices":[{"delta":{"content":"' + b"x" * 1000 + b'"}}]}\n\n') * 64
     pieces = [piece] * 200 + [CHAT[2]]
@@ -453,6 +463,57 @@ def test_a_streamed_answer_is_searched_once_and_copied_out_only_where_usage_is(m
     # Every byte once (with the framing between chunks), bar what was joined: that
     # is searched again the slow way.
     assert payload - sum(joined) <= sum(searched) <= payload + 8 * len(pieces) + 2 * sum(joined)
+
+
+def test_the_relay_runs_no_python_per_chunk_and_takes_the_buffers_address_once():
+    # What a read of a streamed answer costs in Python, counted (threading.setprofile
+    # sees the handler's thread): the framing turns once a chunk in its own loop,
+    # with no call per chunk; the search is bound to the buffer once a stream, not
+    # once a read (its address, a ctypes call); and the reads and the writes reach
+    # the sockets straight from the relay's loop, no Python wrapper between.
+    import ctypes
+
+    from choragos.gateway import proxy
+    events = {"from_feed": 0, "addresses": 0, "reads": [], "writes": []}
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and frame.f_back is not None and code.co_filename.endswith(
+                "chunked.py") and frame.f_back.f_code.co_name == "feed" \
+                and frame.f_back.f_code.co_filename.endswith("chunked.py"):
+            events["from_feed"] += 1
+        elif event == "c_call" and arg is ctypes.addressof:
+            events["addresses"] += 1
+        elif event == "c_call" and getattr(arg, "__name__", "") in ("recv_into", "sendall"):
+            kind = "reads" if arg.__name__ == "recv_into" else "writes"
+            events[kind].append((threading.get_ident(), code.co_name,
+                                 code.co_filename == proxy.__file__))
+
+    piece = (b'data: {"choices":[{"delta":{"content":"' + b"x" * 1000 + b'"}}]}\n\n') * 16
+    pieces = [piece] * 400 + [CHAT[2]]
+    upstream = ScriptedUpstream(pieces)
+    try:
+        with running_gateway({"openai": upstream.url}) as gw:
+            threading.setprofile(profile)
+            try:
+                status, _, body = request(f"{base_url(gw)}/agent/coder/v1/chat/completions",
+                                          body=b"{}")
+            finally:
+                threading.setprofile(None)
+            assert status == 200 and len(body) == len(piece) * 400 + len(CHAT[2])
+            assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
+    finally:
+        upstream.close()
+    relayed = [at for at in events["reads"] if at[2]]
+    assert len(relayed) >= 20  # 6.5 MB in reads of 256 KiB at most: the counts mean something
+    handler = relayed[0][0]  # the gateway's thread (the upstream's is profiled too)
+    assert set(relayed) == {(handler, "_pass_chunked", True)}
+    # The stream's writes (the headers went before, through wfile) come from the loop.
+    writes = [at[1:] for at in events["writes"] if at[0] == handler]
+    assert writes.count(("_pass_chunked", True)) >= len(relayed)
+    assert writes.count(("write", False)) <= 1
+    assert events["from_feed"] <= 2  # at the last chunk (its size, the trailers), not each
+    assert events["addresses"] == 1  # for the whole stream
 
 
 def test_an_https_upstream_is_verified_and_streams_through(short_tmp, monkeypatch):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from choragos.gateway import memsearch
-from choragos.gateway.memsearch import LONG, find
+from choragos.gateway.memsearch import LONG, find, finder
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -36,6 +36,27 @@ def test_the_answer_is_bytes_find_with_the_c_library_and_without():
             assert find(buf, needle, start, end) == expected, (len(data), needle, start, end)
             assert find(buf, needle, start, end, libc=None) == expected
             assert buf == data  # the byte after a piece, set to NUL for strstr, is back
+
+
+def test_a_finder_bound_to_one_buffer_answers_as_bytes_find_and_holds_the_buffer():
+    for data, needle, start, end in _cases(44):
+        if not data:
+            continue
+        buf = bytearray(data)
+        end = len(data) if end is None else min(end, len(data))
+        start = min(start, end)
+        for search in (finder(buf, needle), finder(buf, needle, libc=None)):
+            assert search(start, end) == data.find(needle, start, end), (len(data), needle)
+            assert buf == data
+    buf = bytearray(b"x" * LONG + b"usage")
+    search = finder(buf, b"usage")
+    if memsearch._LIBC is not None:  # its address is taken once: the buffer stays put
+        with pytest.raises(BufferError):
+            buf.extend(b"more")
+    buf[:5] = b"usage"  # its bytes change read after read; the search sees them
+    assert search(0, len(buf)) == 0 and search(1, len(buf)) == LONG
+    del search
+    buf.extend(b"more")  # let go with the finder
 
 
 class _Counted:
