@@ -46,6 +46,7 @@ from choragos.gateway.labels import UNKNOWN
 from choragos.gateway.limits import BODY_KEEP
 from choragos.gateway.metrics import CONTENT_TYPE, Tally, exposition
 from choragos.gateway.roles import KEY_HEADER, Caller, Roles
+from choragos.gateway.sockwait import kernel_timeout
 from choragos.gateway.streamcut import Cut
 from choragos.gateway.usage import ANTHROPIC, GEMINI, OPENAI, UsageMeter
 from choragos.gateway.watch import AnswerWatch
@@ -492,12 +493,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = ChunkedBody()
         buf = bytearray(RAW_PIECE)
         held = 0  # a line the last read cut in two, moved to the buffer's front
-        read, rest = _reader(response, self._upstream.sock if self._upstream else None)
+        sock = self._upstream.sock if self._upstream else None
+        read, rest = _reader(response, sock)
         # wfile writes through to the socket (no buffer: wbufsize 0); its Python
         # wrapper is skipped on a path run once a read.
         write = self.connection.sendall
         look = meter.spans_feeder(buf) if meter is not None else None
-        with memoryview(buf) as view:
+        # No poll before each read: the read timeout is the kernel's for this stream.
+        with memoryview(buf) as view, kernel_timeout(sock, self.server.read_timeout):
             while not body.ended:
                 try:
                     got = read(view[held:] if held else view)

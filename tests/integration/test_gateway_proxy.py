@@ -11,6 +11,7 @@ import http.client
 import json
 import shutil
 import socket
+import struct
 import threading
 from urllib.parse import urlsplit
 
@@ -515,6 +516,50 @@ def test_the_relay_runs_no_python_per_chunk_and_takes_the_buffers_address_once()
     assert writes.count(("write", False)) == 1
     assert events["from_feed"] <= 2  # at the last chunk (its size, the trailers), not each
     assert events["addresses"] == 1  # for the whole stream
+
+
+def test_a_stream_that_stalls_past_the_read_timeout_ends_and_its_wait_is_the_kernels():
+    # The read timeout holds between two reads of a stream as before; on Linux the
+    # upstream's plain socket is blocking for the stream, its timeout the kernel's
+    # (no poll before each read), and gets Python's timeout back afterwards.
+    import socket as sockets
+    import sys
+
+    from choragos.gateway import proxy
+    seen: list[tuple[float | None, bytes]] = []
+
+    def profile(frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", "") == "recv_into" \
+                and frame.f_code.co_filename == proxy.__file__:
+            sock = arg.__self__
+            seen.append((sock.gettimeout(), sock.getsockopt(
+                sockets.SOL_SOCKET, sockets.SO_RCVTIMEO, 16)))
+
+    upstream = ScriptedUpstream(CHAT)
+    upstream.hold = threading.Event()  # never set while the gateway waits: a stall
+    try:
+        with running_gateway({"openai": upstream.url}, timeout=0.5) as gw:
+            threading.setprofile(profile)
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+                conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+                response = conn.getresponse()
+                with pytest.raises(http.client.IncompleteRead) as cut:
+                    response.read()
+                conn.close()
+            finally:
+                threading.setprofile(None)
+            assert cut.value.partial == CHAT[0]
+            assert metric(gw, "sphragis_errors_total", kind="upstream_broken") == 1
+    finally:
+        upstream.close()
+    assert seen  # the stalled read, at least
+    if sys.platform.startswith("linux"):
+        assert {timeout for timeout, _ in seen} == {None}
+        kernel = {struct.unpack("@ll", kernel) for _, kernel in seen}
+        assert len(kernel) == 1
+        seconds, micro = kernel.pop()
+        assert 0.5 <= seconds + micro / 1e6 < 0.52  # the kernel rounds up to its tick
 
 
 def test_an_https_upstream_is_verified_and_streams_through(short_tmp, monkeypatch):
