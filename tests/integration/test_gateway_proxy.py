@@ -333,17 +333,22 @@ def test_a_chunked_request_body_is_streamed_on():
         upstream.close()
 
 
+def _chat_cut_short(gw) -> bytes:
+    """A chat completion through ``gw`` whose stream ends unfinished: what came."""
+    conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
+    conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
+    response = conn.getresponse()
+    with pytest.raises(http.client.IncompleteRead) as cut:
+        response.read()
+    conn.close()
+    return cut.value.partial
+
+
 def test_an_upstream_that_breaks_off_mid_stream_ends_the_agents_stream_and_counts():
     upstream = ScriptedUpstream(CHAT[:3], truncate=True)
     try:
         with running_gateway({"openai": upstream.url}) as gw:
-            conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
-            conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
-            response = conn.getresponse()
-            with pytest.raises(http.client.IncompleteRead) as cut:
-                response.read()
-            conn.close()
-            assert cut.value.partial == b"".join(CHAT[:3])
+            assert _chat_cut_short(gw) == b"".join(CHAT[:3])
             assert metric(gw, "sphragis_errors_total", kind="upstream_broken") == 1
             # What arrived before the break is still counted.
             assert tokens(gw)["coder"]["gpt-chat-test"]["output"] == 33
@@ -541,15 +546,10 @@ def test_a_stream_that_stalls_past_the_read_timeout_ends_and_its_wait_is_the_ker
         with running_gateway({"openai": upstream.url}, timeout=0.5) as gw:
             threading.setprofile(profile)
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", gw.server_address[1], timeout=20)
-                conn.request("POST", "/agent/coder/v1/chat/completions", body=b"{}")
-                response = conn.getresponse()
-                with pytest.raises(http.client.IncompleteRead) as cut:
-                    response.read()
-                conn.close()
+                partial = _chat_cut_short(gw)
             finally:
                 threading.setprofile(None)
-            assert cut.value.partial == CHAT[0]
+            assert partial == CHAT[0]
             assert metric(gw, "sphragis_errors_total", kind="upstream_broken") == 1
     finally:
         upstream.close()
