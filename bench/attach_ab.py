@@ -7,12 +7,19 @@ its echo agent and neighbours as in ``attach_latency.py`` (the same agent,
 flooder and probe), and types its probes into the two clients in turn (the
 order swapped every probe), so whatever the machine does meanwhile falls on
 both alike.  It prints each one's median, quartiles and p90 and its server's
-wake-ups per probe.  Both sessions' neighbours run at once: with floods the
-machine carries twice the floods of ``attach_latency.py``, so the times are
-for comparing the two checkouts, not for comparing with tmux.
+wake-ups per probe.  ``--block N`` types N probes into one session before
+the other's turn (each block after a pause, the order swapped every block):
+then between two probes of a block nothing of the other session runs, and
+the probes show what a session's own work between two keys (its frames,
+its classifications) costs its next key, which the probes alternating
+every one hide behind the other session's work.  Both sessions'
+neighbours run at once: with floods the machine carries twice the floods of
+``attach_latency.py``, so the times are for comparing the two checkouts,
+not for comparing with tmux.
 
     .venv/bin/python bench/attach_ab.py CHECKOUT_A CHECKOUT_B [--idle] [--rate MBPS]
                                         [--roles N] [--flooders K] [--probes N]
+                                        [--block N]
 
 A checkout is a directory with ``choragos/``, ``actors/`` and ``ui/`` side by
 side, as this repository; run from an environment without choragos
@@ -45,6 +52,11 @@ from bench.common import (  # noqa: E402
     served,
 )
 
+# Before a block of probes (``--block``): long enough for the other session's
+# work after its last keys (two classifications, 0.15 s apart, and the card's
+# preview) to be over.
+BLOCK_PAUSE = 0.6
+
 
 @contextlib.contextmanager
 def session(checkout: Path, root: Path, crew: al.Crew) -> Iterator[al.Screen]:
@@ -61,6 +73,14 @@ def session(checkout: Path, root: Path, crew: al.Crew) -> Iterator[al.Screen]:
                                 and ("compiling" in text or not crew.flooders), 60, pid)
 
 
+def turns(names: tuple[str, str], probes: int, block: int) -> Iterator[tuple[str, int]]:
+    """(session, probes typed into it in a row), ``probes`` for each: ``block``
+    at a time, the order of the two swapped every block."""
+    for i, start in enumerate(range(0, probes, block)):
+        for name in names if i % 2 else names[::-1]:
+            yield name, min(block, probes - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a", type=Path)
@@ -70,6 +90,11 @@ def main() -> None:
     parser.add_argument("--roles", type=int, default=2)
     parser.add_argument("--flooders", type=int, default=1)
     parser.add_argument("--probes", type=int, default=100, help="probes for each checkout")
+    parser.add_argument("--block", type=int, default=1,
+                        help="probes typed into one session before the other's turn (1: "
+                        "they alternate every probe); each block after a pause, so the "
+                        "other session's work after its keys is over: between two probes "
+                        "of a block only that session's own work runs")
     args = parser.parse_args()
     crew = al.Crew(args.rate, args.idle, max(args.roles, 2), args.flooders)
     names = ("A", "B")
@@ -83,8 +108,10 @@ def main() -> None:
             screen.probing()
         before = {name: process_wakeups(s.server_pid) for name, s in screens.items()}
         number = 0
-        for i in range(args.probes):
-            for name in names if i % 2 else names[::-1]:
+        for name, count in turns(names, args.probes, args.block):
+            if args.block > 1:
+                time.sleep(BLOCK_PAUSE)
+            for _ in range(count):
                 number += 1
                 span = al.probe(screens[name], number)
                 if span is not None:
@@ -93,8 +120,9 @@ def main() -> None:
                 for name, s in screens.items()}
     load = os.getloadavg()[0]
     flood = "idle" if args.idle else f"{args.rate:g} MB/s"
+    order = "alternating" if args.block == 1 else f"in blocks of {args.block}"
     print(f"keystroke-to-screen latency, {crew.roles} panes, {crew.flooders} flooding each "
-          f"({flood}), probes alternating; load {load:.1f}")
+          f"({flood}), probes {order}; load {load:.1f}")
     for name, path in zip(names, (args.a, args.b), strict=True):
         got = sorted(ms[name])
         print(f"{name} {path}: median {statistics.median(got):.2f} ms, quartiles "
@@ -103,7 +131,7 @@ def main() -> None:
               f"{woke[name] / args.probes:.1f} server wake-ups a probe")
     emit("attach_ab", {"b/a": statistics.median(ms["B"]) / statistics.median(ms["A"])},
          setup={"roles": crew.roles, "flooders": crew.flooders, "rate_mbps": args.rate,
-                "idle": args.idle},
+                "idle": args.idle, "block": args.block},
          median_ms={name: round(statistics.median(v), 3) for name, v in ms.items()},
          p90_ms={name: round(sorted(v)[9 * len(v) // 10], 3) for name, v in ms.items()},
          probes={name: len(v) for name, v in ms.items()},
