@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,13 @@ import pytest
 for _name in list(os.environ):
     if _name.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "GEMINI_", "CHORAGOS_")):
         del os.environ[_name]
+
+# A run started with SIGINT ignored (a background job of a script, nohup)
+# passes that on to every child it starts, and the tests that interrupt one
+# (Ctrl-C in a verb, in a terminal) saw nothing happen.  With a handler
+# here, a child starts with the default, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0,
