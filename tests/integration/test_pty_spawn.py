@@ -90,7 +90,10 @@ def test_the_environment_is_exactly_the_one_given(way, tmp_path: Path) -> None:
 def test_no_descriptor_of_ours_reaches_the_child(way, tmp_path: Path) -> None:
     leaked = os.dup(1)  # inheritable on purpose: a careless spawn would pass it on
     os.set_inheritable(leaked, True)
-    child = PtyChild.spawn(["/bin/sh", "-c", "echo READY; exec sleep 60"], tmp_path, ENV)
+    # The spawned shell itself, waiting in its own `read`: a program it
+    # exec'd (a `sleep`) holds its loader's descriptor (3) for a moment as it
+    # starts, which a busy machine let the listing see (1 in 150 spawns).
+    child = PtyChild.spawn(["/bin/sh", "-c", "echo READY; read line"], tmp_path, ENV)
     try:
         _output(child, b"READY")
         assert sorted(os.listdir(f"/proc/{child.pid}/fd")) == ["0", "1", "2"]
