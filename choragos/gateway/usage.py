@@ -175,7 +175,7 @@ class UsageMeter:
         event stream whose spans hold no hint, the open line (after the last
         newline) is all that is kept, as :meth:`feed` does with one piece.
         """
-        self._feed_runs(lambda start, end: find(buf, _HINT, start, end), buf, spans)
+        self._feed_runs(partial(find, buf, _HINT), buf, spans)
 
     def spans_feeder(self, buf: bytearray) -> Callable[[list[tuple[int, int]]], None]:
         """:meth:`feed_spans` for the one buffer a stream's reads land in, read
@@ -195,14 +195,14 @@ class UsageMeter:
             self.feed(b"".join([view[start:end] for start, end in spans]))
 
     def _spans_hint(self, buf: bytes | bytearray, spans: list[tuple[int, int]],
-                    search: Callable[[int, int], int] | None = None) -> bool:
+                    search: Callable[[int, int], int]) -> bool:
         """Whether the spans, joined after the open line, hold the hint: one
         search from the first span's start to the last's end (a hint in the
         framing between them only sends the piece the slow way), then the
         seams where the hint may be cut in two: those after a byte that ends
-        a start of the hint ("u", "us", "usa", "usag")."""
-        begin, stop = spans[0][0], spans[-1][1]
-        if (search(begin, stop) if search else find(buf, _HINT, begin, stop)) >= 0:
+        a start of the hint ("u", "us", "usa", "usag").  ``search(start, end)``
+        finds the hint in ``buf``."""
+        if search(spans[0][0], spans[-1][1]) >= 0:
             return True
         last = self._partial[-1] if self._partial else -1
         for at, (_, end) in enumerate(spans):

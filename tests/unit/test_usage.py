@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import zlib
+from functools import partial
 
 import pytest
 
-from choragos.gateway.usage import MAX_LINE, UsageMeter
+from choragos.gateway.memsearch import find
+from choragos.gateway.usage import _HINT, MAX_LINE, UsageMeter
 
 SSE = "text/event-stream"
 
@@ -199,7 +201,8 @@ def test_a_hint_cut_by_every_seam_is_found():
     for kept in (b"u", b"us", b"usa", b"usag"):  # the open line shorter than the hint's edge
         meter = UsageMeter("anthropic", SSE)
         meter._partial[:] = kept
-        assert meter._spans_hint(b"--" + b"usage"[len(kept):] + b"--", [(2, 7 - len(kept))])
+        buf = b"--" + b"usage"[len(kept):] + b"--"
+        assert meter._spans_hint(buf, [(2, 7 - len(kept))], partial(find, buf, _HINT))
 
 
 def test_a_stream_without_usage_is_searched_once_and_never_copied_out(monkeypatch):
