@@ -441,6 +441,10 @@ def sizes(total: int, weights: list[float], minimum: int = 1) -> list[int]:
 
 
 def _place(node: Node, rect: Rect, tiles: dict[str, Rect], bars: list[Rect]) -> None:
+    if rect.w <= 0 or rect.h <= 0:
+        # A terminal too small for every tile: the ones squeezed to nothing are
+        # not drawn (a tile of no rows would put its title below the body).
+        return
     if isinstance(node, Leaf):
         tiles[node.role] = rect
         return
@@ -451,7 +455,7 @@ def _place(node: Node, rect: Rect, tiles: dict[str, Rect], bars: list[Rect]) -> 
         for index, (child, w) in enumerate(zip(node.children, widths, strict=True)):
             _place(child, Rect(x, rect.y, w, rect.h), tiles, bars)
             x += w
-            if index < count - 1:
+            if index < count - 1 and x < rect.right:
                 bars.append(Rect(x, rect.y, 1, rect.h))
                 x += 1
     else:

@@ -159,6 +159,18 @@ def test_zoom_shows_one_pane(deck):
     assert "ZOOM" in screen_text(deck)[-1]
 
 
+@pytest.mark.parametrize("dialog", [b"", b"\x02?"])
+def test_a_terminal_too_small_for_every_tile_still_draws(deck, dialog):
+    """Three tiles in two rows (a terminal shrunk to its status line and one
+    more) once put a title below the body: the deck crashed at every restart
+    until the whole session gave up."""
+    keys(deck, dialog)
+    for cols in (1, 4, 10, 40, 120):
+        for rows in (1, 2, 3, 4, 6):
+            canvas = deck.loop.widget.render((cols, rows), focus=True)
+            assert (canvas.cols(), canvas.rows()) == (cols, rows)
+
+
 def test_status_line_shows_the_prefix_mode(deck):
     keys(deck, b"\x02")
     assert "PREFIX" in screen_text(deck)[-1]

@@ -210,3 +210,18 @@ def test_a_saved_layout_round_trips_and_fits_a_changed_roster():
 def test_a_saved_layout_that_cannot_be_read_is_refused(bad):
     with pytest.raises(LayoutError):
         Layout.from_dict(bad, ["a", "b"])
+
+
+@pytest.mark.parametrize("direction", [ROW, COLUMN])
+def test_a_terminal_too_small_for_every_tile_draws_only_tiles_inside_it(direction):
+    layout = Layout.main_vertical(TEAM, "orchestrator")
+    layout.focus = "coder"
+    while layout.hidden():
+        layout.split(direction)
+    for width in range(1, 30):
+        for height in range(1, 9):
+            geometry = layout.geometry(width, height)
+            for rect in [*geometry.tiles.values(), *geometry.bars]:
+                assert rect.w > 0 and rect.h > 0, (width, height, rect)
+                assert rect.right <= width and rect.bottom <= height, (width, height, rect)
+            covered(layout, width, height)
