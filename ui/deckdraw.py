@@ -18,7 +18,15 @@ from choragos.ui.deckbase import SessionPort
 from choragos.ui.deckmodel import DeckModel
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import RoleInfo
-from choragos.ui.pane import Line, RowBuilder, blank_line, bytes_width, inert, text_line
+from choragos.ui.pane import (
+    Line,
+    RowBuilder,
+    blank_line,
+    bytes_width,
+    clipped_line,
+    inert,
+    text_line,
+)
 from choragos.ui.ptyscreen import PtyScreen
 from choragos.ui.statusline import Chrome
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
@@ -197,7 +205,8 @@ class Renderer:
         task = tasks.get(role)
         pane = state.panes.get(role)
         scroll = pane.scroll if pane is not None else None
-        key = (width, focused, number, info.status, task and (task["id"], task.get("label")),
+        key = (width, focused, number, info.status, info.detail,
+               task and (task["id"], task.get("label")),
                scroll and (scroll.offset, scroll.query, scroll.current, len(scroll.matches)),
                state.layout.zoomed)
         held = self._title_memo.get(role)
@@ -213,7 +222,7 @@ class Renderer:
         base = "title focus" if focused else "title"
         style = base if focused else STATE_STYLE.get(info.status, "idle")
         pieces = [(f" {number} " if number else " ", base), (inert(role), base),
-                  (f" {STATE_DOT.get(info.status, '●')} {info.status}", style)]
+                  (f" {STATE_DOT.get(info.status, '●')} {sidebar.state_text(info)}", style)]
         if task:
             pieces.append((f"  {task['id']} {inert(task.get('label', ''))}", base))
         pane = state.panes.get(role)
@@ -227,10 +236,7 @@ class Renderer:
             right.append((" ZOOM ", "status accent"))
         fill = base if focused else None
         right_width = sum(len(text) for text, _ in right)
-        row = RowBuilder(max(width - right_width, 0))
-        for text, attr in pieces:
-            row.add(text, attr)
-        left = row.line(fill)
+        left = clipped_line(max(width - right_width, 0), pieces, fill)
         if not right or right_width >= width:
             return join_pieces([(0, left)], width)
         tail = RowBuilder(right_width)

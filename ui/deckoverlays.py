@@ -53,8 +53,10 @@ class OverlayStack:
     def open(self, widget: urwid.Widget, kind: str, width: Any = ("relative", 80),
              height: Any = ("relative", 70)) -> None:
         self.widget, self.kind = widget, kind
+        # A small terminal gives a dialog all it has, up to these: its question
+        # and its keys need the room more than the panes behind it.
         self.loop.widget = urwid.Overlay(widget, self.view, "center", width, "middle", height,
-                                         min_width=40, min_height=8)
+                                         min_width=60, min_height=16)
         self.on_open()
 
     def close(self) -> None:

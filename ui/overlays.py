@@ -17,7 +17,7 @@ import urwid
 from choragos.durations import format_duration
 from choragos.gitstore.changes import files_cell
 from choragos.ui.keys import ACTION_HELP, Keymap, display_name
-from choragos.ui.pane import fitted, inert
+from choragos.ui.pane import clipped, fitted, inert, text_width
 
 HINT_GAP = "   "  # between the key groups of a hint line ("y approve   n reject")
 
@@ -29,7 +29,7 @@ class KeyHint(urwid.Text):
     def __init__(self, hint: str) -> None:
         self.groups = hint.split(HINT_GAP)
         self._fitted_to: int | None = None
-        super().__init__(hint, wrap="clip")
+        super().__init__(hint, wrap="ellipsis")
 
     def _fit(self, cols: int) -> None:
         if cols != self._fitted_to:
@@ -59,8 +59,26 @@ class Dialog(urwid.WidgetWrap):
         return True
 
 
+class MoreList(urwid.ListBox):
+    """A dialog's lines: while some are below its last row, that row says so
+    and how to reach them, so a dialog shorter than its text (a small
+    terminal) hides none of it without a sign."""
+
+    MORE = "↓ more below: ↓ PgDn"
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        canvas = super().render(size, focus)
+        cols, rows = size
+        if rows < 2 or "bottom" in self.ends_visible(size, focus):
+            return canvas
+        mark = urwid.Text(("overlay title", self.MORE), wrap="ellipsis").render((cols,))
+        above = urwid.CompositeCanvas(canvas)
+        above.trim_end(1)
+        return urwid.CanvasCombine([(above, None, False), (mark, None, False)])
+
+
 def _lines(texts: Sequence[Any]) -> urwid.ListBox:
-    return urwid.ListBox(urwid.SimpleFocusListWalker(
+    return MoreList(urwid.SimpleFocusListWalker(
         [t if isinstance(t, urwid.Widget) else urwid.Text(t) for t in texts]))
 
 
@@ -168,7 +186,7 @@ class HelpOverlay(_Scrolling):
 
 class PagerOverlay(_Scrolling):
     def __init__(self, title: str, text: str, on_close: Callable[[], None]) -> None:
-        lines = urwid.ListBox(LazyLines(text.splitlines() or ["(empty)"]))
+        lines = MoreList(LazyLines(text.splitlines() or ["(empty)"]))
         super().__init__(inert(title), lines, "↑ ↓ PgUp PgDn g G scroll   q / Esc close",
                          on_close)
 
@@ -260,7 +278,29 @@ class GateOverlay(Dialog):
 
 
 _BOARD_COLUMNS = (("ID", 5), ("ROLE", 14), ("STATE", 10), ("AGE", 7), ("TOOK", 7),
-                  ("CK", 3), ("FILES", 6))
+                  ("CK", 3), ("FILES", 6))  # each column's least width
+_ROLE_WIDEST = 20  # past this the role column cuts a name (with "…"), to leave the task room
+
+
+def board_widths(tasks: list[dict]) -> tuple[int, ...]:
+    """The board's column widths: every id whole (T1000 is not T100), every
+    role name whole up to a limit."""
+    widths = [width for _, width in _BOARD_COLUMNS]
+    widths[0] = max([widths[0], *(text_width(inert(t["id"])) + 1 for t in tasks)])
+    widths[1] = max(widths[1], min(_ROLE_WIDEST, max(
+        (text_width(inert(t["role"])) + 1 for t in tasks), default=0)))
+    return tuple(widths)
+
+
+def board_header(widths: tuple[int, ...]) -> str:
+    return "".join(name.ljust(width) for (name, _), width in zip(_BOARD_COLUMNS, widths,
+                                                                 strict=True)) + "TASK"
+
+
+def _cell(text: str, width: int) -> str:
+    """``text`` in a column ``width`` wide, a column apart from the next."""
+    shown = clipped(text, width - 1)
+    return shown + " " * (width - text_width(shown))
 
 
 SHOWN_CHANGES = 12  # file entries the board's detail line names; it counts the rest
@@ -283,7 +323,7 @@ def changed_files(task: dict) -> str:
 
 
 class _TaskRow(urwid.WidgetWrap):
-    def __init__(self, task: dict, now: float) -> None:
+    def __init__(self, task: dict, now: float, widths: tuple[int, ...]) -> None:
         self.task = task
         state = task.get("state", "")
         style = {"done": "working", "gated": "waiting", "failed": "failed",
@@ -295,10 +335,10 @@ class _TaskRow(urwid.WidgetWrap):
                  format_duration(int(took)) if took is not None else "-",
                  "✓" if task.get("checkpoint") else "·", files_cell(task)]
         markup: list[Any] = []
-        for (_, width), cell in zip(_BOARD_COLUMNS, cells, strict=True):
-            markup.append((style if cell == state else None, cell[:width - 1].ljust(width)))
+        for width, cell in zip(widths, cells, strict=True):
+            markup.append((style if cell == state else None, _cell(cell, width)))
         markup.append(inert(task.get("label", "")))
-        text = urwid.Text(markup, wrap="clip")
+        text = urwid.Text(markup, wrap="ellipsis")
         super().__init__(urwid.AttrMap(text, None, focus_map="selected"))
 
     def selectable(self) -> bool:
@@ -316,10 +356,11 @@ class BoardOverlay(Dialog):
         self.on_action = on_action
         now = time.time()
         self.count = len(tasks)
-        header = "".join(name.ljust(width) for name, width in _BOARD_COLUMNS) + "TASK"
-        self.walker = urwid.SimpleFocusListWalker([_TaskRow(t, now) for t in tasks])
+        widths = board_widths(tasks)
+        self.header = urwid.Text(board_header(widths), wrap="clip")
+        self.walker = urwid.SimpleFocusListWalker([_TaskRow(t, now, widths) for t in tasks])
         self.listbox = urwid.ListBox(self.walker)
-        self.detail = urwid.Text("", wrap="clip")
+        self.detail = urwid.Text("", wrap="ellipsis")
         if not tasks:
             body: urwid.Widget = urwid.Filler(urwid.Text(
                 "No tasks yet. The orchestrator hands them out with `choragos delegate`.",
@@ -327,8 +368,8 @@ class BoardOverlay(Dialog):
         else:
             ids = [t["id"] for t in tasks]
             self.listbox.focus_position = ids.index(selected) if selected in ids else len(tasks) - 1
-            body = urwid.Frame(self.listbox, header=urwid.AttrMap(
-                urwid.Text(header, wrap="clip"), "dim"), footer=self.detail)
+            body = urwid.Frame(self.listbox, header=urwid.AttrMap(self.header, "dim"),
+                               footer=self.detail)
             self._show_detail()
         super().__init__(f"Task board ({len(tasks)})", body,
                          "Enter view   r report   d diff   e edit   u roll back   y / n gate   "
@@ -341,7 +382,9 @@ class BoardOverlay(Dialog):
             return False
         chosen = (self.current() or {}).get("id")
         now = time.time()
-        self.walker[:] = [_TaskRow(t, now) for t in tasks]
+        widths = board_widths(tasks)
+        self.header.set_text(board_header(widths))
+        self.walker[:] = [_TaskRow(t, now, widths) for t in tasks]
         ids = [t["id"] for t in tasks]
         self.listbox.focus_position = ids.index(chosen) if chosen in ids else len(tasks) - 1
         self.count = len(tasks)

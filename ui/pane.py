@@ -111,6 +111,34 @@ def text_line(width: int, pieces: Iterable[tuple[str, Attr]], fill: Attr = None)
     return row.line(fill)
 
 
+CUT = "…"  # the last column of deck text that did not fit
+
+
+def clipped_line(width: int, pieces: Iterable[tuple[str, Attr]], fill: Attr = None) -> Line:
+    """:func:`text_line`, ending in ``…`` when the pieces are wider than
+    ``width``: the deck's own text (titles, cards, the status line) is never
+    cut without a sign.  Not for an agent's screen, which is drawn as it is."""
+    pieces = list(pieces)
+    if width < 2 or sum(text_width(text) for text, _ in pieces) <= width:
+        return text_line(width, pieces, fill)
+    row = RowBuilder(width - 1)
+    for text, attr in pieces:
+        row.add(text, attr)
+    row.width = width  # room for the mark, in the style of the text it ends
+    row.add(CUT, row.attrs[-1][0] if row.attrs else fill)
+    return row.line(fill)
+
+
+def clipped(text: str, room: int) -> str:
+    """``text`` cut to ``room`` columns, ending in ``…`` when it was cut."""
+    if text_width(text) <= room:
+        return text
+    if room <= 0:
+        return ""
+    pos, _ = str_util.calc_text_pos(text, 0, len(text), room - 1)
+    return text[:pos] + CUT
+
+
 @dataclass
 class Scroll:
     """A pane looking back into its history instead of at the live screen."""

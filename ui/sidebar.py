@@ -12,15 +12,24 @@ from __future__ import annotations
 
 from choragos.gateway.costs import cost_text
 from choragos.ui.deckstate import RoleInfo
-from choragos.ui.pane import Line, blank_line, fitted, inert, text_line
+from choragos.ui.pane import Line, blank_line, clipped_line, fitted, inert, text_line
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34
+EXPLAINED = ("exited", "failed", "limited")  # states whose detail says why (held: memory)
+
+
+def state_text(info: RoleInfo) -> str:
+    """The role's state, with why for a role not running (``exited, held: memory``)."""
+    if info.status in EXPLAINED and info.detail:
+        return f"{info.status}, {inert(info.detail)}"
+    return info.status
 
 
 def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
-         task: dict | None, preview_lines: int) -> list[Line]:
-    inner = width - 2
+         task: dict | None, preview_lines: int, compact: bool = False) -> list[Line]:
+    """A role's card; ``compact``: its head row alone, the state named on it
+    (a team too big for whole cards).  A row too long ends in ``…``."""
     style = STATE_STYLE.get(info.status, "idle")
     dot = STATE_DOT.get(info.status, "●")
     name_attr = "card focus" if focused else "card name"
@@ -32,7 +41,9 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
         head.append((" ⚑", "waiting"))
     if not shown:
         head.append((" (hidden)", "dim"))
-    lines = [text_line(width, head)]
+    if compact:
+        return [clipped_line(width, [*head, (f" {state_text(info)}", style)])]
+    lines = [clipped_line(width, head)]
     facts = [info.status]
     if info.host:
         facts.append(inert(f"@{info.host}"))
@@ -45,19 +56,19 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
         facts.append(f"pid {info.pid}")
     # A fact is never cut across two rows: a pid cut short names another process.
     for row in fitted(facts, width - 3, " · "):
-        lines.append(text_line(width, [("   ", None), (row, style)]))
-    if info.status in ("exited", "failed", "limited") and info.detail:
-        lines.append(text_line(width, [("   ", None), (inert(info.detail)[:inner], "dim")]))
+        lines.append(clipped_line(width, [("   ", None), (row, style)]))
+    if info.status in EXPLAINED and info.detail:
+        lines.append(clipped_line(width, [("   ", None), (inert(info.detail), "dim")]))
     if info.usage is not None:
-        lines.append(text_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
+        lines.append(clipped_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
     if info.extra.get("marks"):  # "over budget", "stalled"...: set by the core's guardrails
-        lines.append(text_line(width, [("   ", None),
-                                       (" · ".join(info.extra["marks"]), "waiting")]))
+        lines.append(clipped_line(width, [("   ", None),
+                                          (" · ".join(info.extra["marks"]), "waiting")]))
     if task is not None:
-        lines.append(text_line(width, [("   ", None), (f"{task['id']} ", "accent"),
+        lines.append(clipped_line(width, [("   ", None), (f"{task['id']} ", "accent"),
                                        (inert(task.get("label", "")), None)]))
     for text in list(info.preview)[-preview_lines:] if preview_lines else []:
-        lines.append(text_line(width, [("   › ", "dim"), (inert(text), "idle")]))
+        lines.append(clipped_line(width, [("   › ", "dim"), (inert(text), "idle")]))
     return lines
 
 
@@ -90,25 +101,35 @@ def count_text(n: int) -> str:
 def render(infos: list[RoleInfo], width: int, height: int, *, focus: str | None,
            shown: set[str], tasks: dict[str, dict],
            spans: list[tuple[str, int, int]] | None = None) -> list[Line]:
-    """``height`` rows of cards; previews shrink when the team does not fit.
+    """``height`` rows of cards; previews shrink when the team does not fit,
+    then each card shrinks to its head row, and the cards that still do not
+    fit are counted on the last row.
 
     ``spans``, when given, receives (role, first row, end row) of each card,
     for mouse clicks."""
     border = [("│", "bar")]
     inner = width - 1
     lines: list[Line] = []
-    for preview in (3, 2, 1, 0):
+    for preview in (3, 2, 1, 0, None):
         lines = []
         placed = []
         for number, info in enumerate(infos, 1):
             start = len(lines)
             lines += card(info, number, inner, focused=info.name == focus,
                           shown=info.name in shown, task=tasks.get(info.name),
-                          preview_lines=preview)
+                          preview_lines=preview or 0, compact=preview is None)
             placed.append((info.name, start, len(lines)))
-            lines.append(blank_line(inner))
+            if preview is not None:
+                lines.append(blank_line(inner))
         if len(lines) <= height:
             break
+    if len(lines) > height > 0:
+        # The last row says how many cards are left out rather than cutting one.
+        placed = [(name, start, end) for name, start, end in placed if end < height]
+        left_out = len(infos) - len(placed)
+        lines = [*lines[:height - 1], clipped_line(inner, [(
+            f"   … {left_out} more role{'s' if left_out != 1 else ''}",
+            "dim")])]
     if spans is not None:
         spans[:] = placed
     lines = lines[:height]

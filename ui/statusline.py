@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from choragos.ui import keys as k
 from choragos.ui.deckstate import DeckState
-from choragos.ui.pane import Line, RowBuilder, inert
+from choragos.ui.pane import Line, clipped_line, inert, text_width
 
 
 @dataclass(frozen=True)
@@ -22,28 +22,27 @@ class Chrome:
 
 def render(state: DeckState, chrome: Chrome, cols: int) -> Line:
     """The status line, ``cols`` wide."""
-    row = RowBuilder(cols)
-    for text, attr in mode_tags(state, chrome):
-        row.add(text, attr)
-    row.add(" choragos ", "status dim")
+    pieces = list(mode_tags(state, chrome))
+    pieces.append((" choragos ", "status dim"))
     focus = state.layout.focus
     if focus:
         info = state.roles.get(focus)
-        row.add(f"▸ {inert(focus)} ", "status")
-        row.add(f"({info.status if info else '?'}) ", "status dim")
+        pieces.append((f"▸ {inert(focus)} ", "status"))
+        pieces.append((f"({info.status if info else '?'}) ", "status dim"))
     if state.gateway is not None:
         attr = "status waiting" if state.gateway == "down" else "status dim"
-        row.add(f" gateway {state.gateway} ", attr)
+        pieces.append((f" gateway {state.gateway} ", attr))
     gates = len(state.gates)
     if gates:
-        row.add(f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting")
+        pieces.append((f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting"))
     if chrome.message is not None:
-        row.add(" " + chrome.message + " ", "status message")
+        pieces.append((" " + chrome.message + " ", "status message"))
     hint = f" {k.display_name(chrome.prefix)} ? help "
-    if row.col + len(hint) < cols:
-        row.add(" " * (cols - row.col - len(hint)), "status")
-        row.add(hint, "status dim")
-    return row.line("status")
+    used = sum(text_width(text) for text, _ in pieces)
+    if used + len(hint) < cols:
+        pieces += [(" " * (cols - used - len(hint)), "status"), (hint, "status dim")]
+    # A message too long for the line ends in "…" rather than stopping short.
+    return clipped_line(cols, pieces, "status")
 
 
 def shown(state: DeckState, chrome: Chrome, cols: int) -> tuple:
