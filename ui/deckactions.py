@@ -222,9 +222,11 @@ class Actions:
         def close() -> None:
             layout = self.model.state.layout
             role = layout.close()
-            self.host.say(f"{role} is hidden and keeps running "
-                          f"({k.display_name(self.keymap.prefix_spelling)} "
-                          f"{layout.roster.index(role) + 1} shows it)")
+            number = layout.roster.index(role) + 1
+            # Only roles 1-9 have a key; the rest are shown from their card.
+            how = (f"{k.display_name(self.keymap.prefix_spelling)} {number} shows it"
+                   if number <= 9 else "a click on its card shows it")
+            self.host.say(f"{role} is hidden and keeps running ({how})")
         self._user_focus(close)
 
     def _move(self, direction: str) -> None:
@@ -286,6 +288,11 @@ class Actions:
         if role is None:
             return
         info = state.roles.get(role)
+        if info is not None and info.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            # The session would accept it and the role ignore it: "paused" would be a lie.
+            self.host.say(f"{role} is not running ({info.status}): nothing to pause; "
+                          f"{self.keymap.describe('restart_role')} restarts it")
+            return
         action = "resume" if info is not None and info.status == RoleStatus.PAUSED else "pause"
         self.commands.command({"cmd": action, "role": role},
                               lambda ack: ack.get("status") == "ok" and self.host.say(

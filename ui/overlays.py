@@ -161,22 +161,21 @@ class HelpOverlay(_Scrolling):
         prefix = display_name(keymap.prefix_spelling)
         rows: list[Any] = [("overlay title", f"Everything starts with the prefix, {prefix}; "
                                              "other keys go to the focused agent."), ""]
-        width = max(len(keymap.describe(a)) for a in ACTION_HELP) + 2
-        for action, text in ACTION_HELP.items():
-            rows.append([("accent", keymap.describe(action).ljust(width)), text])
         extra = [
             (f"{prefix} 1-9", "focus role N (a hidden role takes the focused pane)"),
             (f"{prefix} {prefix}", f"send {prefix} itself to the agent"),
             (f"{prefix} PgUp / [", "scroll back through the focused pane's history"),
             (f"{prefix} Esc", "cancel the prefix"),
         ]
-        rows += [[("accent", k.ljust(width)), t] for k, t in extra]
+        bindings = [(keymap.describe(a), text) for a, text in ACTION_HELP.items()] + extra
+        width = max(len(key) for key, _ in bindings) + 2  # every key apart from its text
+        rows += [[("accent", key.ljust(width)), text] for key, text in bindings]
         rows += ["", ("overlay title", "Scrollback (after PgUp or /)"),
                  "PgUp PgDn ↑ ↓ wheel  move    /  search    n / N  older / newer match",
                  "g / G  oldest / newest    q or Esc  back to the live screen", "",
                  ("overlay title", "Dialogs"),
                  "gate:  y approve   n reject   v view the task   e edit it   Esc later",
-                 "board: ↑ ↓ select   Enter view   r report   e edit   u roll back   "
+                 "board: ↑ ↓ select   Enter view   r report   d diff   e edit   u roll back   "
                  "y / n decide a gate   h write the session's HTML page",
                  "", "The mouse focuses panes and scrolls them (unless [ui] mouse = false)."]
         super().__init__("Keys", rows, "↑ ↓ scroll   q / Esc close", on_close)
