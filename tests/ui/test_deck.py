@@ -77,14 +77,19 @@ class FakePort:
                         if r == role and isinstance(msg, m.WriteInput))
 
 
-@pytest.fixture
-def deck(tmp_path):
-    port = FakePort(tmp_path)
+def deck_on(port: FakePort) -> Deck:
+    """A deck on ``port``, 120x40, its loop ready to draw."""
     made = Deck(port, 120, 40)
     made.loop = _Loop(made.view, build_palette(made.ui.theme), screen=made.screen)
     made.loop.deck = made
     made.loop.screen_size = (120, 40)
     made.attached = True
+    return made
+
+
+@pytest.fixture
+def deck(tmp_path):
+    made = deck_on(FakePort(tmp_path))
     yield made
     made.stop()
     made.screen.close()
@@ -231,6 +236,46 @@ def test_pause_uses_the_control_commands(deck):
     keys(deck, b"\x02p")
     deck.commands.shutdown(wait=True)
     assert {"cmd": "pause", "role": "orchestrator"} in deck.port.requests
+
+
+def test_pause_of_a_role_that_is_not_running_says_so_and_asks_nothing(deck):
+    deck.apply(news.RoleChanged(news.RoleView("orchestrator", "exited", detail="exit status 3")))
+    keys(deck, b"\x02p")
+    deck.commands.shutdown(wait=True)
+    assert not [r for r in deck.port.requests if r.get("cmd") in ("pause", "resume")]
+    status = screen_text(deck)[-1]
+    assert "orchestrator is not running (exited): nothing to pause; C-b R restarts it" in status
+    assert "paused" not in status
+
+
+def test_closing_a_role_past_the_number_keys_names_no_key_it_lacks(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.ROLES", ("orchestrator", *(f"w{n}" for n in range(2, 11))))
+    made = deck_on(FakePort(tmp_path))
+    try:
+        made.state.layout.show("w10")
+        keys(made, b"\x02x")
+        status = screen_text(made)[-1]
+        assert "w10 is hidden and keeps running (a click on its card shows it)" in status
+        made.state.layout.show("w9")
+        keys(made, b"\x02x")
+        assert "w9 is hidden and keeps running (C-b 9 shows it)" in screen_text(made)[-1]
+    finally:
+        made.stop()
+        made.screen.close()
+
+
+def test_text_cut_at_a_title_or_the_status_line_ends_in_an_ellipsis(deck):
+    deck.apply(news.TaskChanged(Task("T9", "coder", "a task title " * 12,
+                                     state=TaskState.DELIVERED, created=1.0)))
+    deck.apply(news.RoleChanged(news.RoleView("release", "exited",
+                                              detail="held: memory: 0.2 GiB available")))
+    deck.say("a message far longer than the status line has room for " * 3)
+    text = screen_text(deck)
+    title = next(row for row in text if " 2 coder " in row)
+    assert re.search(r" 2 coder ◌ booting  T9 a task title .*…│", title), title
+    assert " 3 release ✕ exited, held: memory: 0.2 Gi…│" in "\n".join(text)  # why, on its title
+    assert text[-1].endswith("has room for a message far longer than th…"), text[-1]
+    assert len(text[-1]) == 120
 
 
 def test_scrollback_and_search(deck):

@@ -1,0 +1,46 @@
+"""Dialogs at any size: a cut is marked, lines below the last row are
+announced, every key of the help stands apart from its text."""
+
+from __future__ import annotations
+
+import time
+
+import urwid
+
+from choragos.config.model import Keys
+from choragos.ui.keys import Keymap
+from choragos.ui.overlays import BoardOverlay, ConfirmOverlay, HelpOverlay
+
+
+def shown(widget: urwid.Widget, size: tuple[int, int]) -> list[str]:
+    return [row.decode("utf-8") for row in widget.render(size, focus=True).text]
+
+
+def test_a_dialog_shorter_than_its_text_says_more_is_below_until_it_is_not():
+    lines = [f"line {n}" for n in range(12)] + ["undo with `choragos rollback pre-rollback-T4`"]
+    dialog = ConfirmOverlay("Roll back?", lines, lambda answer: None, "y roll back")
+    first = shown(dialog, (60, 10))
+    assert first[7].startswith("│" + "↓ more below: ↓ PgDn") and "line 5" in first[6]
+    assert "y roll back   n / Esc cancel" in first[8]
+    for _ in range(3):
+        dialog.keypress((60, 10), "page down")
+    last = shown(dialog, (60, 10))
+    assert not any("↓ more below: ↓ PgDn" in row for row in last)
+    assert "undo with `choragos rollback pre-rollback-T4`" in last[7]
+
+
+def test_the_board_shows_every_id_whole_and_marks_what_it_cuts():
+    tasks = [{"id": f"T{n}", "role": "a-very-long-role-name-of-32-char", "state": "done",
+              "label": "write the changelog " * 8, "created": time.time() - 5, "changes": []}
+             for n in (999, 1000)]
+    text = shown(BoardOverlay(tasks, lambda action, task: None), (90, 12))
+    assert text[1].startswith("│ID    ROLE                STATE")
+    row = next(line for line in text if "T1000" in line)
+    assert row.startswith("│T1000 a-very-long-role-n… done "), row
+    assert row.endswith("write the changelog write th…│"), row
+
+
+def test_every_key_in_the_help_stands_apart_from_its_text():
+    text = shown(HelpOverlay(Keymap.from_config(Keys()), lambda: None), (100, 60))
+    assert any("C-b PgUp / [  scroll back" in row for row in text)
+    assert any("r report   d diff   e edit" in row for row in text)
