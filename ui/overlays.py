@@ -338,7 +338,9 @@ class _TaskRow(urwid.WidgetWrap):
             markup.append((style if cell == state else None, _cell(cell, width)))
         markup.append(inert(task.get("label", "")))
         text = urwid.Text(markup, wrap="ellipsis")
-        super().__init__(urwid.AttrMap(text, None, focus_map="selected"))
+        # The selection bar runs whole through the state's colour too.
+        super().__init__(urwid.AttrMap(text, None, focus_map={None: "selected",
+                                                              style: "selected"}))
 
     def selectable(self) -> bool:
         return True

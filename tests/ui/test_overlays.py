@@ -44,3 +44,14 @@ def test_every_key_in_the_help_stands_apart_from_its_text():
     text = shown(HelpOverlay(Keymap.from_config(Keys()), lambda: None), (100, 60))
     assert any("C-b PgUp / [  scroll back" in row for row in text)
     assert any("r report   d diff   e edit" in row for row in text)
+
+
+def test_the_selected_task_is_one_bar_through_its_state_colour():
+    tasks = [{"id": "T1", "role": "coder", "state": "gated", "label": "ship it",
+              "created": time.time(), "changes": []}]
+    canvas = BoardOverlay(tasks, lambda action, task: None).render((60, 8), focus=True)
+    row = next(runs for runs in canvas.content()
+               if b"T1" in b"".join(text for _, _, text in runs))
+    # Between the dialog's borders; the innermost layer is the row's own.
+    inside = {getattr(attr, "layers", (attr,))[0] for attr, _, _ in row[1:-1]}
+    assert inside == {"selected"}, row
