@@ -60,7 +60,9 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     if info.status in EXPLAINED and info.detail:
         lines.append(clipped_line(width, [("   ", None), (inert(info.detail), "dim")]))
     if info.usage is not None:
-        lines.append(clipped_line(width, [("   ", None), (usage_text(info.usage), "dim")]))
+        # Tokens, then spending and budget: each whole, the budget never cut off.
+        for row in fitted(usage_pieces(info.usage), width - 3, " "):
+            lines.append(clipped_line(width, [("   ", None), (row, "dim")]))
     if info.extra.get("marks"):  # "over budget", "stalled"...: set by the core's guardrails
         lines.append(clipped_line(width, [("   ", None),
                                           (" · ".join(info.extra["marks"]), "waiting")]))
@@ -72,13 +74,15 @@ def card(info: RoleInfo, number: int, width: int, *, focused: bool, shown: bool,
     return lines
 
 
-def usage_text(usage: dict) -> str:
-    """``↑in ↓out $cost`` (``~$cost``: an estimate); no cost without a ``[pricing]`` table."""
+def usage_pieces(usage: dict) -> list[str]:
+    """``↑in ↓out`` and ``$cost/$budget`` (``~$cost``: an estimate), pieces a card
+    may put on rows of their own; no cost without a ``[pricing]`` table."""
     tokens = usage.get("tokens", {})
-    text = f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"
+    pieces = [f"↑{count_text(tokens.get('input', 0))} ↓{count_text(tokens.get('output', 0))}"]
     cost = usage.get("cost")
-    text = text if cost is None else f"{text} {cost_text(cost, bool(usage.get('estimated')))}"
-    return text + budget_text(usage.get("budget"))
+    spent = "" if cost is None else cost_text(cost, bool(usage.get("estimated")))
+    spent += budget_text(usage.get("budget"))
+    return [*pieces, spent] if spent else pieces
 
 
 def budget_text(budget: dict | None) -> str:

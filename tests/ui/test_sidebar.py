@@ -62,3 +62,13 @@ def test_a_team_too_big_for_whole_cards_gets_a_row_each_and_a_count_of_the_rest(
     whole = rows(sidebar.render(team[:12], sidebar.WIDTH, 46, focus=None, shown=set(),
                                 tasks={}))
     assert whole[1].rstrip() == "│   idle · ↻0 · pid 100"
+
+
+def test_a_budget_too_long_for_the_usage_row_goes_whole_to_the_next():
+    usage = {"tokens": {"input": 1234567, "output": 98765}, "cost": 123.45, "estimated": True,
+             "budget": {"usd": 200, "tokens": 5000000}}
+    text = card_text(RoleInfo("coder", RoleStatus.WORKING, pid=5, usage=usage))
+    assert text[2:] == ["   ↑1.2M ↓98.8k", "   ~$123.45/$200.00 5.0M tok"]
+    short = card_text(RoleInfo("coder", RoleStatus.WORKING, usage={"tokens": {"input": 12},
+                                                                   "cost": 0.01}))
+    assert short[2] == "   ↑12 ↓0 $0.01"
