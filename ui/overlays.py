@@ -403,7 +403,9 @@ class BoardOverlay(Dialog):
         task = self.current()
         if task is None:
             return
-        lines = [[("dim", "brief   "), inert(task.get("brief") or "-  (the task file: "
+        # The task again, as wide as the dialog: its column is narrow on a small screen.
+        lines = [[("dim", "task    "), inert(task.get("label", ""))],
+                 [("dim", "brief   "), inert(task.get("brief") or "-  (the task file: "
                                             f".choragos/tasks/{task['id']}.md)")],
                  [("dim", "report  "), inert(task.get("report") or "-")]]
         if task.get("note"):

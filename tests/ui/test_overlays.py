@@ -55,3 +55,11 @@ def test_the_selected_task_is_one_bar_through_its_state_colour():
     # Between the dialog's borders; the innermost layer is the row's own.
     inside = {getattr(attr, "layers", (attr,))[0] for attr, _, _ in row[1:-1]}
     assert inside == {"selected"}, row
+
+
+def test_the_selected_task_is_named_whole_under_a_narrow_board():
+    tasks = [{"id": "T7", "role": "release", "state": "gated", "created": time.time(),
+              "label": "Tag v1.2.3 and push the tag", "changes": []}]
+    text = shown(BoardOverlay(tasks, lambda action, task: None), (60, 16))
+    assert any(row.startswith("│T7   release       gated") and "Tag v…" in row for row in text)
+    assert "│task    Tag v1.2.3 and push the tag" in "\n".join(text)
