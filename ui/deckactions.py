@@ -225,7 +225,7 @@ class Actions:
             number = layout.roster.index(role) + 1
             # Only roles 1-9 have a key; the rest are shown from their card.
             how = (f"{k.display_name(self.keymap.prefix_spelling)} {number} shows it"
-                   if number <= 9 else "a click on its card shows it")
+                   if number <= 9 else "a click on its card or a split shows it")
             self.host.say(f"{role} is hidden and keeps running ({how})")
         self._user_focus(close)
 

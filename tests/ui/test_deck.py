@@ -255,7 +255,7 @@ def test_closing_a_role_past_the_number_keys_names_no_key_it_lacks(tmp_path, mon
         made.state.layout.show("w10")
         keys(made, b"\x02x")
         status = screen_text(made)[-1]
-        assert "w10 is hidden and keeps running (a click on its card shows it)" in status
+        assert "w10 is hidden and keeps running (a click on its card or a split shows it)" in status
         made.state.layout.show("w9")
         keys(made, b"\x02x")
         assert "w9 is hidden and keeps running (C-b 9 shows it)" in screen_text(made)[-1]
