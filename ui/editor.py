@@ -9,7 +9,7 @@ from pathlib import Path
 
 from choragos.terminal.emulator import Terminal
 from choragos.ui import keys as k
-from choragos.ui.pane import Line, PaneView, inert, text_line
+from choragos.ui.pane import Line, PaneView, clipped_line, inert
 
 
 class EditorPopup:
@@ -55,7 +55,7 @@ class EditorPopup:
         self.view.generation += 1
         lines, cursor = self.view.content(self.terminal, cols, height, focused=True,
                                           colors=colors)
-        status = text_line(cols, [(" EDITOR ", "status accent"),
+        status = clipped_line(cols, [(" EDITOR ", "status accent"),
                                   (f" {inert(self.path)}: the deck comes back when the editor "
                                    "exits ", "status")], "status")
         return [*lines, status][:rows], cursor

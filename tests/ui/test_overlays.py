@@ -63,3 +63,16 @@ def test_the_selected_task_is_named_whole_under_a_narrow_board():
     text = shown(BoardOverlay(tasks, lambda action, task: None), (60, 16))
     assert any(row.startswith("│T7   release       gated") and "Tag v…" in row for row in text)
     assert "│task    Tag v1.2.3 and push the tag" in "\n".join(text)
+
+
+def test_the_editors_status_line_marks_a_path_cut_at_a_narrow_screen(tmp_path):
+    from choragos.ui.editor import EditorPopup
+
+    path = str(tmp_path / ("a-long-folder-name/" * 4) / "T7.md")
+    popup = EditorPopup(["sleep", "30"], path, tmp_path, 50, 14, lambda: None, lambda: None)
+    try:
+        lines, _ = popup.render(50, 15, 256)
+    finally:
+        popup.kill()
+    status = lines[-1][0].decode("utf-8")
+    assert status.startswith(" EDITOR ") and status.endswith("…"), status
