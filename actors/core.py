@@ -390,6 +390,12 @@ class CoreActor(Actor):
         seat = self.s.seats.get(role)
         if seat is None:
             return wire.error(unknown_roles([role], self.s.seats))
+        status = seat.view.status
+        if action != "restart" and status in (RoleStatus.EXITED, RoleStatus.FAILED):
+            # The role would refuse too, but only after this answer: a dead role
+            # journaled as paused would come back paused at its next start.
+            return wire.error(f"{role} is {status}: nothing to {action}; "
+                              f"`choragos restart {role}` starts it again")
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self.event(f"role {action}", role=role, by="operator")

@@ -252,3 +252,21 @@ def test_a_subscriber_whose_actor_has_stopped_is_told_no_more(core, caplog):
     refusals = [r for r in caplog.records if "not delivered" in r.getMessage()]
     assert len(refusals) == 1  # refused once, then no longer told
     assert not [r for r in caplog.records if r.getMessage() == "subscriber failed"]
+
+
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_a_dead_role_is_not_paused_nor_journaled_paused(start_core, action):
+    """Pause or resume of an exited role is refused in words and changes
+    nothing: told to no role, journaled nowhere (a role journaled as paused
+    would come back paused at its next start)."""
+    core = start_core()
+    core.handle.tell(m.RoleReported(m.RoleView("coder", "exited", ready=False)))
+    wait_until(lambda: core.state.seats["coder"].view.status == "exited", 5,
+               message="the core sees the coder exited")
+    answer = dispatch(core.handle, cmd=action, role="coder")
+    assert answer["status"] == "error"
+    assert answer["error"] == (f"coder is exited: nothing to {action}; "
+                               "`choragos restart coder` starts it again")
+    assert core.roles["coder"].told == []
+    assert not [r for r in read_events(core.log) if r["event"] == f"role {action}"]
+    assert dispatch(core.handle, cmd="restart", role="coder")["status"] == "ok"
