@@ -149,7 +149,7 @@ bench: venv
 	$(BIN)/python bench/big_crew.py
 	$(BIN)/python bench/flood_delay.py --runs 5
 	$(BIN)/python bench/board_growth.py --tasks 1000 --levels 2 --window 10 --repeats 1
-	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 16 --streams 3
+	$(BIN)/python bench/gateway_overhead.py --runs 100 --mib 64 --streams 11
 	$(BIN)/python bench/web_latency.py --rounds 5 --window 30
 	$(BIN)/python bench/crew30.py
 
