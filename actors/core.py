@@ -13,6 +13,7 @@ queued for the roles.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -140,6 +141,15 @@ class CoreState:
     @property
     def start_role(self) -> str:
         return self.config.start_role.name
+
+    def tell_clocks(self, message: Any) -> None:
+        """Tell the clocks, if any.  They stop before the core as the session
+        ends, and what the core handles after (a held role's exit, a task
+        settled in flight) still has its other steps to take: the handle has
+        logged the refusal, and the journal keeps the clock's record."""
+        if self.clocks is not None:
+            with contextlib.suppress(ActorGone):
+                self.clocks.tell(message)
 
 
 class CoreActor(Actor):
@@ -492,9 +502,8 @@ class CoreActor(Actor):
             self.alert("on_input", role, open_tasks[0] if open_tasks else None)
         # A task's clock does not run while its role is held (paused, or waiting out a limit).
         held = (RoleStatus.PAUSED, RoleStatus.LIMITED)
-        if self.s.clocks is not None and (was in held) != (now in held):
-            message = PauseClocks(role) if now in held else ResumeClocks(role)
-            self.s.clocks.tell(message)
+        if (was in held) != (now in held):
+            self.s.tell_clocks(PauseClocks(role) if now in held else ResumeClocks(role))
 
     def alert(self, hook: str, role: str, task: Task | None) -> None:
         """A human is needed: ring (if [ui] bell) and run the hook, if any."""

@@ -154,7 +154,7 @@ class ProxyRunner(Actor):
         s = self.s
         if s.proc is None or s.proc.pid != msg.pid:
             return  # an old process, or one this actor stopped itself
-        s.proc = None
+        self._end_process()  # gone already: its pipes are closed, not left to the collector
         s.problem = f"the built-in gateway exited ({msg.status})"
         s.events("gateway exited", pid=msg.pid, status=msg.status)
         self._down(s.problem)

@@ -218,6 +218,9 @@ class RoleActor(Actor):
 
     def on_shutdown(self) -> None:
         self._terminate(3.0)
+        made = self.s.screen_made
+        if made is not None:  # its last screen is written: let go of the file now
+            made[1].close()
 
     @singledispatchmethod
     def handle(self, message: Any) -> Any:

@@ -30,13 +30,13 @@ class Timeouts:
     def start(self, task: Task) -> None:
         seconds = self.s.config.role(task.role).timeout
         if seconds and self.s.clocks is not None:
-            self.s.clocks.tell(StartClock(task.id, task.role, seconds))
+            self.s.tell_clocks(StartClock(task.id, task.role, seconds))
             self.port.journal("clock", action="start", task=task.id, role=task.role,
                          seconds=seconds, left=seconds)
 
     def stop(self, task_id: str) -> None:
         if self.s.clocks is not None:
-            self.s.clocks.tell(StopClock(task_id))
+            self.s.tell_clocks(StopClock(task_id))
             self.port.journal("clock", action="stop", task=task_id)
 
     def timed_out(self, msg: TimedOut) -> None:

@@ -59,6 +59,11 @@ class Timers:
             timer = self._next_due()
             if timer is None:
                 return
+            if getattr(timer.target, "closed", False):
+                # An actor stopped for good (as the session ends): its own
+                # ticks are moot, and its handle would warn of a lost message.
+                log.debug("timer target %r stopped: %r dropped", timer.target, timer.message)
+                continue
             try:
                 timer.target.tell(timer.message)
             except Exception:

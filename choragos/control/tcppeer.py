@@ -52,18 +52,19 @@ def _inode(peer: tuple, local: tuple) -> str | None:
 def _holder(inode: str) -> int | None:
     target = f"socket:[{inode}]"
     me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            fds = os.scandir(f"/proc/{entry.name}/fd")
-        except OSError:
-            continue
-        with fds:
-            for fd in fds:
-                try:
-                    if os.readlink(fd.path) == target:
-                        return int(entry.name)
-                except OSError:
-                    continue
+    with os.scandir("/proc") as procs:  # left at the holder: closed, not collected
+        for entry in procs:
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                fds = os.scandir(f"/proc/{entry.name}/fd")
+            except OSError:
+                continue
+            with fds:
+                for fd in fds:
+                    try:
+                        if os.readlink(fd.path) == target:
+                            return int(entry.name)
+                    except OSError:
+                        continue
     return None

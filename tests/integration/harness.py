@@ -91,11 +91,11 @@ class Serve:
     def start(self, ready: bool = True, command: list[str] | None = None,
               args: tuple[str, ...] = ()) -> Serve:
         """Start ``serve --headless [args]``; ``command`` replaces ``python -m choragos``."""
-        self.proc = subprocess.Popen(
-            [*(command or [sys.executable, "-m", "choragos"]), "serve", "--headless", *args],
-            cwd=self.workdir,
-            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(self.stderr_path, "w"))  # noqa: SIM115 - closed with the process
+        with open(self.stderr_path, "w") as err:  # the server has its own copy
+            self.proc = subprocess.Popen(
+                [*(command or [sys.executable, "-m", "choragos"]), "serve", "--headless",
+                 *args], cwd=self.workdir, env=self.env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=err)
         # 30 s: on a saturated machine (two suites side by side on two cores)
         # the interpreter's start alone was seen to pass 15.
         wait_until(lambda: self.proc.poll() is not None or self._answers(), 30,

@@ -243,6 +243,19 @@ def test_a_gateway_that_cannot_start_leaves_the_session_up_and_fail_closed(serve
         assert "Address already in use" in log
 
 
+def test_a_gateway_that_dies_leaves_no_pipe_of_it_open(serve):
+    # The session's pipes to a gateway that died were left to the garbage
+    # collector; Python says so when asked, as here.
+    s = serve(role_toml("orchestrator", start=True) + _gateway(free_port()),
+              env={"PYTHONWARNINGS": "always::ResourceWarning"})
+    first = s.wait_event(lambda e: e["event"] == "gateway started", message="gateway")
+    os.kill(first["pid"], signal.SIGKILL)
+    s.wait_event(lambda e: e["event"] == "gateway started" and e["pid"] != first["pid"],
+                 message="a second gateway")
+    assert s.stop() == 0
+    assert "ResourceWarning" not in s.stderr()
+
+
 def test_the_gateway_does_not_outlive_a_killed_session(short_tmp):
     from tests.conftest import wait_until
     from tests.integration.harness import Serve

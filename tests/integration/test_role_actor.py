@@ -232,3 +232,26 @@ def test_a_role_limited_while_booting_is_briefed_once_the_limit_is_over(tmp_path
         assert submitted(role)[0].startswith("You are the coder role")
     finally:
         stop_role(role)
+
+
+def test_a_stopped_role_lets_go_of_its_transcript(tmp_path):
+    log = str(tmp_path / ".choragos" / "logs" / "coder.log")
+
+    def held() -> int:
+        fds = os.listdir("/proc/self/fd")
+        return sum(1 for fd in fds if _link(f"/proc/self/fd/{fd}") == log)
+
+    role = start_role(tmp_path, sys.executable, (str(AGENT),))
+    try:
+        wait_until(lambda: role.core.outcomes(), 15, message="the boot brief")
+        assert held() == 1
+    finally:
+        stop_role(role)
+    assert held() == 0  # closed by the stop, not left to the garbage collector
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:  # an fd closed since the listing
+        return None

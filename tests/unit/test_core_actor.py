@@ -247,7 +247,7 @@ def test_a_subscriber_whose_actor_has_stopped_is_told_no_more(core, caplog):
     core.handle.tell(m.Subscribe(heard.append))
     for _ in range(3):
         dispatch(core.handle, cmd="delegate", to=["coder"], task="news", brief=None)
-    wait_until(lambda: len(heard) >= 3, 5, "the live subscriber's news")
+    wait_until(lambda: len(heard) >= 3, 5, message="the live subscriber's news")
     assert len(core.state.subscribers) == 1  # the live one alone
     refusals = [r for r in caplog.records if "not delivered" in r.getMessage()]
     assert len(refusals) == 1  # refused once, then no longer told
@@ -270,3 +270,23 @@ def test_a_dead_role_is_not_paused_nor_journaled_paused(start_core, action):
     assert core.roles["coder"].told == []
     assert not [r for r in read_events(core.log) if r["event"] == f"role {action}"]
     assert dispatch(core.handle, cmd="restart", role="coder")["status"] == "ok"
+
+
+def test_a_held_role_reported_after_the_clocks_stopped_is_no_crash_of_the_core(core, caplog):
+    # The clocks stop before the core as a session ends, and the roles' exits
+    # arrive after: a role paused until then used to crash the core there.
+    from choragos.actors.handle import Handle
+    from choragos.session import news
+
+    core.state.clocks = Handle("clocks")
+    core.state.clocks.close()
+    heard = []
+    core.handle.tell(m.Subscribe(heard.append))
+    for status in ("paused", "exited"):
+        core.handle.tell(m.RoleReported(m.RoleView("coder", status, ready=False)))
+    wait_until(lambda: [n.view.status for n in heard if isinstance(n, news.RoleChanged)]
+               == ["paused", "exited"], 5, message="both changes published")
+    assert not [r for r in read_events(core.log) if r["event"] == "actor restarted"]
+    refusals = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert refusals == ["clocks is gone: it has stopped; PauseClocks not delivered",
+                        "clocks is gone: it has stopped; ResumeClocks not delivered"]

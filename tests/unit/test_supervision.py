@@ -204,3 +204,23 @@ def test_timers_fire_in_order_and_cancel():
         assert received == ["first", "second", "last"]
     finally:
         timers.stop()
+
+
+def test_a_tick_for_an_actor_stopped_for_good_is_dropped_without_a_warning(caplog):
+    # An actor's own ticks (a role's Classify, the prober's Probe) still due
+    # as the session stops are moot: the stop must not read as lost messages.
+    gone, done = Handle("role:coder"), threading.Event()
+    gone.close()
+
+    class Last:
+        def tell(self, message):
+            done.set()
+
+    timers = Timers()
+    try:
+        timers.after(0.01, gone, "Classify")
+        timers.after(0.02, Last(), "last")
+        assert done.wait(5)
+    finally:
+        timers.stop()
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
