@@ -14,6 +14,10 @@ import threading
 import time
 from typing import Any
 
+import pykka
+
+from choragos.actors.handle import ActorGone
+
 log = logging.getLogger("choragos.timers")
 
 
@@ -66,8 +70,12 @@ class Timers:
                 continue
             try:
                 timer.target.tell(timer.message)
-            except Exception:
+            except (ActorGone, pykka.ActorDeadError):
                 log.debug("timer target %r gone", timer.target, exc_info=True)
+            except Exception:
+                # A target that is no actor runs its own code here (the start
+                # caches' let-go): its fault must be seen, and the thread go on.
+                log.exception("timer target %r failed on %r", timer.target, timer.message)
 
     def _next_due(self) -> Timer | None:
         with self._cv:

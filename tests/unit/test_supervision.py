@@ -224,3 +224,28 @@ def test_a_tick_for_an_actor_stopped_for_good_is_dropped_without_a_warning(caplo
     finally:
         timers.stop()
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_a_timer_target_that_fails_is_logged_as_an_error_and_the_timers_go_on(caplog):
+    # An actor gone is routine (debug); any other fault in a target's tell is
+    # code that failed (the start caches' let-go runs there) and must be seen.
+    done = threading.Event()
+
+    class Broken:
+        def tell(self, message):
+            raise ValueError("the let-go broke")
+
+    class Last:
+        def tell(self, message):
+            done.set()
+
+    timers = Timers()
+    try:
+        timers.after(0.01, Broken(), "LetGo")
+        timers.after(0.02, Last(), "last")
+        assert done.wait(5)
+    finally:
+        timers.stop()
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "failed on 'LetGo'" in errors[0].getMessage()
+    assert "the let-go broke" in caplog.text
