@@ -145,6 +145,7 @@ class AttachServer:
         self._closed = False
         # Told (on the dying thread) when the accept loop or the pump dies.
         self.on_died: Callable[[str], None] | None = None
+        self.refusal = ""  # once the deck is given up: what every client is told
         deck.on_detach = lambda reason: self._request("detach", reason)
         deck.on_client_frame = self._client_drawn
         deck.on_crash = lambda reason: self.on_event("deck crashed", reason=reason)
@@ -224,6 +225,19 @@ class AttachServer:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    def give_up(self, reason: str) -> None:
+        """The deck is given up for good (its supervisor's last word): the
+        attached client is told ``reason`` and let go, and every later one is
+        refused with it.  The socket stays bound until the session ends, so
+        nobody hangs on it or is told there is no session."""
+        self.refusal = reason
+        self.on_died = None  # its actor is gone: a death now goes to the thread hook
+        set_sink = getattr(self.deck.screen, "set_sink", None)
+        if set_sink is not None:
+            set_sink(None)
+        self.serve()  # a dead thread again: the pump sends the client away, accepts go on
+        self._request("give up", reason)
+
     def inject_fault(self) -> None:
         """Test hook: make the pump raise, as a real failure would."""
         self._request("fault")
@@ -281,6 +295,8 @@ class AttachServer:
 
     def _accept(self, conn: socket.socket, pid: int, hello: dict,
                 passed: list[int]) -> _Client:
+        if self.refusal:
+            raise _Refusal(self.refusal, pid)
         size = f.size_of(hello)
         if size is None:
             raise _Refusal("the client did not say its window size", pid)
@@ -414,6 +430,9 @@ class AttachServer:
                 self._drop(value, f.DETACHED)
             elif kind == "close":
                 self._drop(value, f.ENDED)
+                return True
+            elif kind == "give up":  # the deck is gone: nothing left to pump
+                self._drop(value, f.DROPPED)
                 return True
             elif kind == "fault":
                 raise RuntimeError("a fault was injected into the attach pump")

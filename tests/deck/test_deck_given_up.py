@@ -1,0 +1,70 @@
+"""A deck that crashes at every restart, for real in a running session (the
+test fault hook makes its loop raise): its own supervisor gives it up alone.
+The session, its roles and their agents go on; the event log, the server log
+and the ``on_exit`` hook say so; the attached client is told in one sentence
+and exits; a later ``choragos attach`` is refused with the same sentence."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.conftest import pid_alive, wait_until
+from tests.deck.conftest import TmuxDeck
+from tests.integration.harness import role_toml
+
+TEAM = (role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+        + '\n[ui]\non_exit = \'echo "$CHORAGOS_ROLE: $CHORAGOS_EXIT" >> hook.out\'\n')
+SENTENCE = "the deck stopped after repeated failures"
+
+
+def _events(d: TmuxDeck, kind: str, **fields: str) -> list[dict]:
+    from choragos.board.events import default_path, read_events
+
+    return [e for e in read_events(default_path(d.workdir)) if e["event"] == kind
+            and all(e.get(k) == v for k, v in fields.items())]
+
+
+@pytest.mark.timeout(180)
+def test_a_deck_that_keeps_crashing_is_given_up_alone_and_the_crew_goes_on(deck):
+    from choragos.ui.uiactor import DECK_INTENSITY
+
+    d: TmuxDeck = deck(TEAM)
+    d.shell("export CHORAGOS_TEST_FAULTS=deck-loop")  # the session's environment
+    d.serve()
+    d.wait_booted(["orchestrator", "coder"])
+    agents = d.agent_pids()
+    server = d.ls()[0]["pid"]
+
+    for crash in range(1, DECK_INTENSITY + 1):  # each one restarted, the deck drawn again
+        os.kill(server, signal.SIGUSR2)
+        wait_until(lambda c=crash: len(_events(d, "actor restarted", actor="ui")) == c, 15,
+                   message=f"deck restart {crash}")
+        d.wait_screen("the deck crashed and restarted", 15)
+    os.kill(server, signal.SIGUSR2)  # one more within the period: the deck is given up
+
+    # The client was told and exited: its last words are on the shell's screen.
+    d.wait_screen(lambda s: SENTENCE in s and "choragos shutdown" in s and "[detached" in s, 20)
+    given = wait_until(lambda: _events(d, "actor given up"), 10, message="the give-up")
+    assert [(e["actor"], e["supervisor"]) for e in given] == [("ui", "deck")]
+    assert "a fault was injected into the deck loop" in given[0]["reason"]
+    assert [e["actor"] for e in _events(d, "actor exited", restart="temporary")] == ["deck"]
+    assert not _events(d, "session gave up")
+    assert "the deck is given up after repeated failures" in d.server_log()
+    hook = d.workdir / "hook.out"
+    wait_until(lambda: hook.exists() and hook.read_text(), 10, message="the on_exit hook")
+    assert hook.read_text() == "deck: given up after repeated failures\n"
+
+    # The crew goes on: the same agents, the control socket answers.
+    assert d.ls()[0]["pid"] == server and pid_alive(server)
+    assert d.agent_pids() == agents and all(pid_alive(p) for p in agents.values())
+    status = d.cli("status")
+    assert status.returncode == 0 and "coder" in status.stdout, status.stderr
+
+    # A later attach is refused with the same sentence, and returns.
+    d.shell("clear; choragos attach; echo attach-exit=$?")
+    screen = d.wait_screen("attach-exit=", 20)
+    assert f"refused: {SENTENCE}" in screen and "attach-exit=1" in screen
+    assert _events(d, "deck: attach refused")
