@@ -50,7 +50,10 @@ def test_a_deck_that_keeps_crashing_is_given_up_alone_and_the_crew_goes_on(deck)
     given = wait_until(lambda: _events(d, "actor given up"), 10, message="the give-up")
     assert [(e["actor"], e["supervisor"]) for e in given] == [("ui", "deck")]
     assert "a fault was injected into the deck loop" in given[0]["reason"]
-    assert [e["actor"] for e in _events(d, "actor exited", restart="temporary")] == ["deck"]
+    # The session's supervisor drops its temporary child (on its own thread, just after).
+    exited = wait_until(lambda: _events(d, "actor exited", restart="temporary"), 10,
+                        message="the deck child dropped")
+    assert [e["actor"] for e in exited] == ["deck"]
     assert not _events(d, "session gave up")
     assert "the deck is given up after repeated failures" in d.server_log()
     hook = d.workdir / "hook.out"
