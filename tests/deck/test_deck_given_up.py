@@ -80,3 +80,37 @@ def test_a_deck_that_keeps_crashing_is_given_up_alone_and_the_crew_goes_on(deck)
     assert _flat(f"choragos attach: refused: {SENTENCE}") in _flat(screen), screen
     assert "attach-exit=1" in screen
     assert _events(d, "deck: attach refused")
+
+
+@pytest.mark.timeout(180)
+def test_an_attach_relay_that_keeps_dying_gives_the_deck_up_and_attach_is_refused(deck):
+    """The other half of the deck: its relay (the attach pump) dies at every
+    restart.  The deck is given up alone; a dead pump is no reason to leave
+    a later client hanging: it is refused with the sentence."""
+    from choragos.ui.uiactor import DECK_INTENSITY
+
+    d: TmuxDeck = deck(TEAM)
+    d.shell("export CHORAGOS_TEST_FAULTS=attach-pump")
+    d.serve()
+    d.wait_booted(["orchestrator", "coder"])
+    agents = d.agent_pids()
+    server = d.ls()[0]["pid"]
+    for death in range(1, DECK_INTENSITY + 2):  # one more than the deck's supervisor allows
+        os.kill(server, signal.SIGUSR2)
+        wait_until(lambda n=death: len(_events(d, "deck: relay died")) == n, 15,
+                   message=f"relay death {death}")
+        if death <= DECK_INTENSITY:
+            wait_until(lambda n=death: len(_events(d, "actor restarted", actor="attach")) == n,
+                       15, message=f"attach restart {death}")
+    given = wait_until(lambda: _events(d, "actor given up", supervisor="deck"), 10,
+                       message="the give-up")
+    assert given[0]["actor"] == "attach"
+    wait_until(lambda: _events(d, "actor exited", actor="deck"), 10, message="deck dropped")
+    assert not _events(d, "session gave up")
+
+    d.shell("choragos attach; echo attach-exit=$?")
+    screen = d.wait_screen(lambda s: re.search(r"attach-exit=\d", s), 20)
+    assert _flat(f"choragos attach: refused: {SENTENCE}") in _flat(screen), screen
+    assert "attach-exit=1" in screen
+    assert d.agent_pids() == agents and all(pid_alive(p) for p in agents.values())
+    assert d.cli("status").returncode == 0
