@@ -81,6 +81,14 @@ def test_a_deck_that_keeps_crashing_is_given_up_alone_and_the_crew_goes_on(deck)
     assert "attach-exit=1" in screen
     assert _events(d, "deck: attach refused")
 
+    # What the sentence says brings the deck back does.
+    assert d.cli("shutdown").returncode == 0
+    wait_until(lambda: not pid_alive(server), 30, message="the session stopped")
+    d.shell("choragos serve --resume")
+    d.wait_screen("C-b ? help", 30)
+    d.server_pids.add(d.ls()[0]["pid"])
+    assert d.ls()[0]["pid"] != server and _events(d, "session resumed")
+
 
 @pytest.mark.timeout(180)
 def test_an_attach_relay_that_keeps_dying_gives_the_deck_up_and_attach_is_refused(deck):
