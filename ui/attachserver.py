@@ -27,7 +27,9 @@ stalled SSH session must never hold up the crew.
 The accept loop and the pump are the attach actor's (``attachactor.py``):
 one that dies is said (``relay died``) and told to ``on_died``, which makes
 it the actor's crash; the restarted actor's :meth:`AttachServer.serve`
-starts it again on the socket still bound.
+starts it again on the socket still bound.  Once the deck's supervisor
+gives the deck up (:meth:`AttachServer.give_up`), the client is sent away
+with the reason and every later one refused with it, until the session ends.
 """
 
 from __future__ import annotations
