@@ -40,6 +40,9 @@ class Hooks:
         self.timeout = timeout
         self.base_env = base_env
         self._threads: list[threading.Thread] = []
+        # fire() runs on the core's thread, and on the deck supervisor's when
+        # the deck is given up: the list of running hooks is kept under a lock.
+        self._lock = threading.Lock()
         # Told of every hook that fires, configured or not: the push notifier.
         self.heard: list[Callable[[str, str, str, str], None]] = []
 
@@ -60,7 +63,8 @@ class Hooks:
                     **(extra or {})})
         thread = threading.Thread(target=self._run, args=(hook, command, env, role),
                                   name=f"hook-{hook}", daemon=True)
-        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return True
 
@@ -86,7 +90,9 @@ class Hooks:
 
     def wait(self, timeout: float = 5.0) -> None:
         """Wait for running hooks (tests, and shutdown)."""
-        for thread in list(self._threads):
+        with self._lock:
+            running = list(self._threads)
+        for thread in running:
             thread.join(timeout)
 
 
