@@ -494,6 +494,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--probes", type=int, default=15, help="probes per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="seconds from the setup to the first probe")
     parser.add_argument("--rate", type=float, default=0.0,
                         help="flood rate in MB/s (0: as fast as the terminal takes)")
     parser.add_argument("--idle", action="store_true",
@@ -530,7 +532,7 @@ def main() -> None:
                 spans: list[tuple[float, float]] = []
                 clocks: list[Clocks] | None = [] if args.hops and name == "choragos" else None
                 with setup as screen:
-                    time.sleep(1.0)  # let the flood get going
+                    time.sleep(args.settle)  # let the flood get going
                     number = probe_round(screen, args.probes, number, results[name],
                                          busy[name], spans, clocks)
                     missed[name] += screen.missed
