@@ -109,7 +109,8 @@ def echoes(count: int, evict: Callable[[], None] | None, parts: bool,
         for name, owner, attr in PARTS:
             saved.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, _timed(spent, name, getattr(owner, attr)))
-    deck, port = _running_deck(Path(tempfile.mkdtemp(prefix="chb-echo-")))
+    workdir = tempfile.TemporaryDirectory(prefix="chb-echo-")
+    deck, port = _running_deck(Path(workdir.name))
     try:
         terminal: Terminal = port.terminals["orchestrator"]
         deck.screen.set_sink(lambda frame: None)  # as the attach server takes frames
@@ -130,6 +131,7 @@ def echoes(count: int, evict: Callable[[], None] | None, parts: bool,
     finally:
         deck.stop()
         deck.screen.close()
+        workdir.cleanup()  # six runs a `make bench`: none left in /tmp
         for owner, attr, method in saved:
             setattr(owner, attr, method)
 
