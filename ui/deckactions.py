@@ -289,7 +289,7 @@ class Actions:
             return
         info = state.roles.get(role)
         if info is not None and info.status in (RoleStatus.EXITED, RoleStatus.FAILED):
-            # The session would accept it and the role ignore it: "paused" would be a lie.
+            # The session refuses it too; said here at once, with the key that helps.
             self.host.say(f"{role} is not running ({info.status}): nothing to pause; "
                           f"{self.keymap.describe('restart_role')} restarts it")
             return
