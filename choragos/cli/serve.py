@@ -93,6 +93,8 @@ def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
+    # Never closed, not even by logging's own shutdown at exit: a daemon
+    # thread's last line (a hard stop's, a dying actor's) still lands then.
     handlers: list[logging.Handler] = [logging.StreamHandler(statedir.open_append(path))]
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))

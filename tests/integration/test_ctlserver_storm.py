@@ -69,7 +69,7 @@ def test_pings_are_answered_through_a_connect_and_close_storm(make: Make, sock_p
     finally:
         for storm in storms:
             storm.kill()
-            storm.wait()
+            storm.communicate()  # its stdout pipe closed too
     refused = [ack["error"] for ack in acks if ack["status"] != "ok"]
     assert not refused, f"{len(refused)} of {PINGS} pings refused: {refused[:3]}"
     # Closed connections were neither counted nor handled nor logged.
@@ -118,9 +118,9 @@ def test_closed_connections_do_not_count_against_the_cap(sock_path: Path,
     try:
         for _ in range(5):
             _connected(sock_path).close()
-        late = _connected(sock_path, b'{"cmd": "ping"}\n')
-        server.serve()
-        assert wire.parse_ack(_read_until_eof(late))["status"] == "ok"
+        with _connected(sock_path, b'{"cmd": "ping"}\n') as late:
+            server.serve()
+            assert wire.parse_ack(_read_until_eof(late))["status"] == "ok"
         wait_until(lambda: server.open_connections() == 2, timeout=5, message="the idle two")
         assert "idle dropped" not in rec.kinds() and "bad request" not in rec.kinds()
     finally:

@@ -24,6 +24,17 @@ def _gateway(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _ended(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
+    """The gateway's exit code and what it wrote to stderr, its pipes closed."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc.returncode, err
+
+
 def test_standalone_gateway_serves_counts_and_stops_on_sigterm():
     port = free_port()
     with FakeModel() as fake:
@@ -42,8 +53,8 @@ def test_standalone_gateway_serves_counts_and_stops_on_sigterm():
                 assert raw.recv(100).startswith(b"HTTP/1.1 404")
         finally:
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
-        log = proc.stderr.read()
+            code, log = _ended(proc, 10)
+        assert code == 0
         assert "a anthropic POST /agent/a/v1/messages -> 200" in log
         assert "sk-secret-key" not in log
         assert "\x1b" not in log and "/agent/a/\\x1b[31mred -> 404" in log
@@ -54,16 +65,13 @@ def test_a_taken_port_and_bad_arguments_are_clear_errors():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = _gateway("--addr", f"127.0.0.1:{port}")
-        assert proc.wait(20) == 1
-        assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in \
-            proc.stderr.read()
-    proc = _gateway("--addr", "nowhere", "--openai", "ftp://x")
-    assert proc.wait(20) == 2
-    assert "--addr" in proc.stderr.read()
-    proc = _gateway("--openai", "https://user:pw@example.com")
-    assert proc.wait(20) == 2
-    assert "no credentials in the URL" in proc.stderr.read()
+        code, err = _ended(_gateway("--addr", f"127.0.0.1:{port}"), 20)
+        assert code == 1
+        assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
+    code, err = _ended(_gateway("--addr", "nowhere", "--openai", "ftp://x"), 20)
+    assert code == 2 and "--addr" in err
+    code, err = _ended(_gateway("--openai", "https://user:pw@example.com"), 20)
+    assert code == 2 and "no credentials in the URL" in err
 
 
 def test_a_standalone_gateway_with_a_state_file_keeps_its_counts_across_a_kill(short_tmp):
@@ -81,9 +89,7 @@ def test_a_standalone_gateway_with_a_state_file_keeps_its_counts_across_a_kill(s
                 assert status == 200
             finally:
                 proc.kill()  # right after the answer: nothing else gets a chance to save
-                proc.wait(10)
-                proc.stderr.close()
-                proc.stdout.close()
+                _ended(proc, 10)
             kept = load(state)
             assert kept["tokens"] == {("a", "m", "input"): expected,
                                       ("a", "m", "output"): expected // 10}
@@ -94,17 +100,16 @@ def test_a_standalone_gateway_with_a_state_file_keeps_its_counts_across_a_kill(s
             assert tokens(url)["a"]["m"]["input"] == 240
         finally:
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
+            assert _ended(proc, 10)[0] == 0
     assert state.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_state_file_that_is_not_a_counts_file_is_refused_and_left_alone(short_tmp):
     state = short_tmp / "notes.txt"
     state.write_text("my notes\n")
-    proc = _gateway("--addr", f"127.0.0.1:{free_port()}", "--state", str(state))
-    assert proc.wait(20) == 1
-    assert f"--state {state}: not a choragos gateway counts file (not JSON)" in \
-        proc.stderr.read()
+    code, err = _ended(_gateway("--addr", f"127.0.0.1:{free_port()}", "--state", str(state)), 20)
+    assert code == 1
+    assert f"--state {state}: not a choragos gateway counts file (not JSON)" in err
     assert state.read_text() == "my notes\n"
 
 
@@ -125,7 +130,6 @@ def test_a_sessions_gateway_with_an_unreadable_file_starts_from_the_sessions_tot
             "coder": {"m": {"input": 700, "output": 0, "cache_read": 0, "cache_creation": 0}}}
         assert load(state)["tokens"] == {("coder", "m", "input"): 700}
     finally:
-        proc.stdin.close()  # the session's end: the gateway goes
-        assert proc.wait(10) == 0
-    assert "unreadable (not a choragos gateway counts file (not JSON))" in proc.stderr.read()
-    proc.stdout.close()
+        code, err = _ended(proc, 10)  # its stdin closed: the session's end, the gateway goes
+    assert code == 0
+    assert "unreadable (not a choragos gateway counts file (not JSON))" in err

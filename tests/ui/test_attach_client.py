@@ -57,6 +57,7 @@ class ScriptedServer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
+        self.listener.close()  # one client only
         decoder = f.Decoder()
         with conn:
             conn.settimeout(10)
@@ -125,6 +126,7 @@ def test_a_refusal_is_one_line_and_touches_nothing(where):
 
     def refuse() -> None:
         conn, _ = listener.accept()
+        listener.close()
         with conn:
             conn.recv(65536)
             conn.sendall(f.encode_json(f.EXIT, {"reason": "the session is already attached "
@@ -170,15 +172,19 @@ class FloodingServer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
+        self.listener.close()  # one client only
         decoder = f.Decoder()
         conn.settimeout(10)
         while not self.received:
             self.received += decoder.feed(conn.recv(65536))
         conn.sendall(f.encode_json(f.ACCEPTED, {"pid": 1, "dir": self.dir}))
-        threading.Thread(target=self._flood, args=(conn,), daemon=True).start()
+        flood = threading.Thread(target=self._flood, args=(conn,), daemon=True)
+        flood.start()
         with contextlib.suppress(OSError):
             while data := conn.recv(65536):
                 self.received += decoder.feed(data)
+        flood.join(10)  # the client is gone: its next send fails
+        conn.close()
 
     def _flood(self, conn: socket.socket) -> None:
         frame = f.encode_data(b"\x1b[31mflood line\x1b[0m\r\n" * 2000)
@@ -241,6 +247,7 @@ class DirectServer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
+        self.listener.close()  # one client only
         conn.settimeout(10)
         data, fds, _, _ = socket.recv_fds(conn, 65536, 4)
         decoder = f.Decoder()
