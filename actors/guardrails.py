@@ -138,7 +138,8 @@ class Guardrails:
             return  # the operator asked for it; nothing to alarm about
         then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
         log.warning("%s exited (%s); %s", msg.role, status, then)
-        self.port.ring("on_exit", msg.role, status, extra={"CHORAGOS_EXIT": status})
+        self.port.ring("on_exit", msg.role, status,
+                       extra={"CHORAGOS_EXIT": status, "CHORAGOS_EXITED": "role"})
         self._guard_alive()
 
     def _guard_alive(self) -> None:

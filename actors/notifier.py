@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import TYPE_CHECKING, Any
@@ -93,12 +93,13 @@ class NotifierActor(Actor):
         self.s.on_event("notified", items=len(batch), hooks=sorted({a.hook for a in batch}))
 
 
-def hear(handle: Any) -> Callable[[str, str, str, str], None]:
+def hear(handle: Any) -> Callable[[str, str, str, str, Mapping[str, str]], None]:
     """The ``Hooks.heard`` listener that tells the notifier of the hooks it sends for."""
 
-    def listener(hook: str, role: str, task: str, task_id: str) -> None:
+    def listener(hook: str, role: str, task: str, task_id: str,
+                 extra: Mapping[str, str]) -> None:
         if hook in notify.NOTIFIED:
-            handle.tell(notify.Alert(hook, role, task_id, task))
+            handle.tell(notify.Alert(hook, role, task_id, task, part=notify.part_of(extra)))
 
     return listener
 

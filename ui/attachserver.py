@@ -29,7 +29,9 @@ one that dies is said (``relay died``) and told to ``on_died``, which makes
 it the actor's crash; the restarted actor's :meth:`AttachServer.serve`
 starts it again on the socket still bound.  Once the deck's supervisor
 gives the deck up (:meth:`AttachServer.give_up`), the client is sent away
-with the reason and every later one refused with it, until the session ends.
+with the reason; the next client asks ``revive`` for a new deck
+(``decktree.py``), which this server then serves (:meth:`AttachServer.adopt`),
+and is refused with the reason only if that fails.
 """
 
 from __future__ import annotations
@@ -126,12 +128,10 @@ class AttachServer:
                  workdir: Path, on_event: Callable[..., None] | None = None,
                  on_client: Callable[[int | None], None] | None = None) -> None:
         self.path = Path(path)
-        self.deck = deck
         self.role_pids = role_pids
         self.workdir = workdir
         self.on_event = on_event or (lambda *a, **kw: None)
         self.on_client = on_client or (lambda pid: None)
-        self.master = deck.screen.master
         self._listener: socket.socket | None = None
         self._client: _Client | None = None
         self._requests: deque = deque()
@@ -147,10 +147,29 @@ class AttachServer:
         self._closed = False
         # Told (on the dying thread) when the accept loop or the pump dies.
         self.on_died: Callable[[str], None] | None = None
-        self.refusal = ""  # once the deck is given up: what every client is told
+        self.refusal = ""  # while the deck is given up: what a client is told
+        # Asked (on the handshake's thread, with the client's pid) when a
+        # client comes while the deck is given up: True once it runs again.
+        self.revive: Callable[[int], bool] | None = None
+        self._bound = False
+        self._wire(deck)
+
+    def _wire(self, deck: Deck) -> None:
+        """Serve ``deck`` (the first one, or the one built after a give-up)."""
+        self.deck = deck
+        self.master = deck.screen.master
         deck.on_detach = lambda reason: self._request("detach", reason)
         deck.on_client_frame = self._client_drawn
         deck.on_crash = lambda reason: self.on_event("deck crashed", reason=reason)
+        if self._bound:
+            self._hand_frames()
+
+    def _hand_frames(self) -> None:
+        """The deck's frames come straight to the client (see _frame_out)."""
+        set_sink = getattr(self.deck.screen, "set_sink", None)
+        if set_sink is not None:
+            set_sink(self._frame_out)
+        self.deck.client_backlog = self.backlog
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -164,10 +183,8 @@ class AttachServer:
         _prepare_dir(self.path.parent, lambda kind, fields: self.on_event(kind, **fields))
         _remove_stale(self.path)
         self._listener = _bind(self.path)
-        set_sink = getattr(self.deck.screen, "set_sink", None)
-        if set_sink is not None:
-            set_sink(self._frame_out)
-        self.deck.client_backlog = self.backlog
+        self._bound = True
+        self._hand_frames()
 
     def serve(self) -> None:
         """Start the accept loop and the pump, or the one of them that died."""
@@ -240,6 +257,17 @@ class AttachServer:
         self.serve()  # a dead thread again: the pump sends the client away, accepts go on
         self._request("give up", reason)
 
+    def adopt(self, deck: Deck) -> None:
+        """A new deck after a give-up (``revive`` builds it): served from now
+        on, once the given-up one's pump has stopped; its actor's
+        :meth:`serve` starts the pump again."""
+        for thread in [t for t in self._threads if t.name == "attach-pump"]:
+            thread.join(timeout=3.0)
+            if thread.is_alive():
+                raise RuntimeError("the given-up deck's relay has not stopped")
+        self._wire(deck)
+        self.refusal = ""
+
     def inject_fault(self) -> None:
         """Test hook: make the pump raise, as a real failure would."""
         self._request("fault")
@@ -297,8 +325,6 @@ class AttachServer:
 
     def _accept(self, conn: socket.socket, pid: int, hello: dict,
                 passed: list[int]) -> _Client:
-        if self.refusal:
-            raise _Refusal(self.refusal, pid)
         size = f.size_of(hello)
         if size is None:
             raise _Refusal("the client did not say its window size", pid)
@@ -306,6 +332,8 @@ class AttachServer:
         if role:
             raise _Refusal(f"you are inside this session's own pane ({role}); attaching "
                            "there would draw the deck inside itself", pid)
+        if self.refusal and not self._revived(pid):
+            raise _Refusal(self.refusal, pid)
         with self._lock:
             holder = self._client
         if holder is not None and not hello.get("force"):
@@ -329,6 +357,10 @@ class AttachServer:
         # these are the settings to give back should it die without doing so.
         saved = attachtty.modes(tty) if tty is not None else None
         return _Client(conn, info.pid, info, tty=tty, peer=pid, saved=saved)
+
+    def _revived(self, pid: int) -> bool:
+        """The deck is given up: this attach asks for it back (once)."""
+        return not self._closed and self.revive is not None and self.revive(pid)
 
     def _inside_pane(self, pid: int, hello: dict) -> str | None:
         if hello.get("role"):

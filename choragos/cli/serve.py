@@ -498,7 +498,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             from choragos.ui.urwidload import load_urwid
 
             load_urwid()  # before the deck's modules import it: see there
-            from choragos.ui.uiactor import start_ui
+            from choragos.ui.decktree import start_ui
 
             try:
                 ui = start_ui(session, daemon.ui_path_for(control), *deck,

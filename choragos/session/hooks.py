@@ -44,14 +44,15 @@ class Hooks:
         # the deck is given up: the list of running hooks is kept under a lock.
         self._lock = threading.Lock()
         # Told of every hook that fires, configured or not: the push notifier.
-        self.heard: list[Callable[[str, str, str, str], None]] = []
+        # (hook, role, task, task_id, extra): extra as the hook's environment gets it.
+        self.heard: list[Callable[[str, str, str, str, Mapping[str, str]], None]] = []
 
     def fire(self, hook: str, role: str, task: str = "", task_id: str = "",
              extra: Mapping[str, str] | None = None) -> bool:
         """Start ``hook`` if configured; False when there is nothing to run."""
         for listener in list(self.heard):
             try:
-                listener(hook, role, task, task_id)
+                listener(hook, role, task, task_id, extra or {})
             except Exception as exc:  # a listener must never cost the hook
                 self.on_failure(hook=hook, role=role, reason=f"listener failed: {exc}")
         command = self.commands.get(hook)

@@ -17,6 +17,7 @@ that passes through someone else's service carries no key to the crew.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 NOTIFIED = ("on_gate", "on_input", "on_budget", "on_exit", "on_done")
 _TITLES = {"on_gate": "gate", "on_input": "question", "on_budget": "budget",
            "on_exit": "role stopped", "on_done": "crew finished"}
+# The title of an ``on_exit`` about a part of the session (the deck), not a role.
+PART_TITLE = "session part stopped"
 SEND_TIMEOUT = 10.0
 MAX_ITEMS = 20  # lines in one message; the rest are counted
 MAX_TEXT = 120  # characters of a task's text in a line
@@ -40,9 +43,18 @@ class Alert:
     role: str
     task_id: str = ""
     text: str = ""
+    # What stopped when it is a part of the session (the deck), not a role:
+    # ``role`` then holds its name too, as the hook's ``$CHORAGOS_ROLE`` does.
+    part: str = ""
+
+    @property
+    def title(self) -> str:
+        return PART_TITLE if self.part else _TITLES.get(self.hook, self.hook)
 
     def anchor(self) -> str:
-        """The page item it is about."""
+        """The page item it is about ("": the page itself)."""
+        if self.part:
+            return ""
         if self.hook == "on_gate" and self.task_id:
             return f"gate-{self.task_id}"
         if self.hook == "on_input":
@@ -53,9 +65,15 @@ class Alert:
 
     def line(self) -> str:
         text = self.text.strip().splitlines()[0][:MAX_TEXT] if self.text.strip() else ""
-        head = f"{_TITLES.get(self.hook, self.hook)}: {self.role}"
+        head = f"{self.title}: {self.part or self.role}"
         head += f" {self.task_id}" if self.task_id else ""
         return f"{head} — {text}" if text else head
+
+
+def part_of(extra: Mapping[str, str]) -> str:
+    """The part of the session an ``on_exit`` hook's environment names, or ""
+    for a role (``CHORAGOS_EXITED`` and ``CHORAGOS_PART``, see the hooks)."""
+    return extra.get("CHORAGOS_PART", "") if extra.get("CHORAGOS_EXITED") == "part" else ""
 
 
 @dataclass
@@ -100,10 +118,11 @@ def compose(batch: list[Alert], base: str, token: str | None) -> Message:
     lines = [alert.line() for alert in shown]
     if len(batch) > len(shown):
         lines.append(f"… and {len(batch) - len(shown)} more")
-    title = ("choragos: " + _TITLES.get(batch[0].hook, batch[0].hook) if len(batch) == 1
+    title = ("choragos: " + batch[0].title if len(batch) == 1
              else f"choragos: {len(batch)} things need you")
     query = f"?token={quote(token)}" if token else ""
-    link = f"{base.rstrip('/')}/{query}#{batch[0].anchor()}" if base else ""
+    anchor = batch[0].anchor()
+    link = f"{base.rstrip('/')}/{query}{'#' + anchor if anchor else ''}" if base else ""
     return Message(title, "\n".join(lines), link, tuple(batch))
 
 
@@ -115,8 +134,9 @@ def request(url: str, kind: str, message: Message) -> urllib.request.Request:
 
     if kind == "webhook":
         body = {"title": message.title, "message": message.body, "link": message.link,
-                "items": [{"hook": a.hook, "role": a.role, "task_id": a.task_id,
-                           "text": a.text[:MAX_TEXT]} for a in message.items]}
+                "items": [{"hook": a.hook, "role": a.role, "part": a.part,
+                           "task_id": a.task_id, "text": a.text[:MAX_TEXT]}
+                          for a in message.items]}
         return urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                       headers={"Content-Type": "application/json"})
     headers = {"Title": _header(message.title), "Tags": "bell",

@@ -1,0 +1,217 @@
+"""The deck's subtree: its supervisor, the attach and UI actors, and the
+core's news to them; built as ``serve`` starts, and built again when an
+attach finds the deck given up.
+
+:func:`start_ui` wires the deck, its attach socket (owned by the attach
+actor, ``attachactor.py``) and the UI actor (``uiactor.py``) into a running
+:class:`~actors.session.Session`, under a supervisor of their own ("deck",
+temporary): a deck that keeps failing is given up alone, the crew goes on
+without it (the control socket, the CLI, the web view, the notifier), and
+the give-up is said (:func:`deck_given_up`).
+
+The attach socket stays bound through a give-up.  The next ``choragos
+attach`` asks for the deck back (:meth:`DeckTree.revive`): a new deck on
+the same access to the session, a new "deck" supervisor with fresh actors
+and handles, a new subscription to the core, and the attach goes on as any
+other.  Only an attach brings it back, once per attach: a deck that fails
+again is given up again, and the client told so, with no loop of restarts
+that nobody asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from choragos.actors import messages as m
+from choragos.actors.children import Child, build, nested
+from choragos.actors.handle import Handle
+from choragos.actors.supervisor import TEMPORARY, SupervisorState
+from choragos.control.server import fault_hook
+from choragos.ui.attachactor import AttachActor, install_fault_hook
+from choragos.ui.attachserver import AttachServer
+from choragos.ui.deck import Deck
+from choragos.ui.uiactor import News, SessionAccess, UIActor
+
+if TYPE_CHECKING:
+    from choragos.actors.session import Session
+
+log = logging.getLogger("choragos.ui")
+
+# The deck's own allowance: its restarts do not count against the session's.
+DECK_INTENSITY = 5
+DECK_PERIOD = 60.0
+# How long a revival waits for the session's supervisor to drop the deck it
+# gave up (its own message, normally at once): under the attach client's
+# wait for an answer (5 s).
+DROPPED_WAIT = 3.0
+# The what-exited variables the ``on_exit`` hook gets (docs/configuration.md).
+EXITED_PART = {"CHORAGOS_EXITED": "part", "CHORAGOS_PART": "deck"}
+
+
+class DeckTree:
+    """The deck's subtree in a session: what it is built of, the deck it runs
+    now, and its revival after a give-up."""
+
+    def __init__(self, session: Session, access: SessionAccess, server: AttachServer) -> None:
+        self.session = session
+        self.access = access
+        self.server = server
+        self.deck = server.deck
+        self.handle: Handle | None = None  # the UI actor's, while the deck runs
+        self.gave_up = ""  # why the deck was given up last
+        self._reviving = threading.Lock()  # two attaches at once: one revival
+
+    def build(self) -> Handle:
+        """Start the "deck" supervisor, its actors and the core's news to the UI actor."""
+        deck, server = self.deck, self.server
+        tree = SupervisorState("deck", intensity=DECK_INTENSITY, period=DECK_PERIOD)
+
+        def attach(deps: dict) -> Any:
+            return lambda h: AttachActor.start(server, h, deps["deck"])
+
+        def ui(deps: dict) -> Any:
+            return lambda h: UIActor.start(deck, deps["deck"])
+
+        sup = self.session.supervisor
+        handles = build((nested("deck", tree, sup, self._on_event, restart=TEMPORARY,
+                                children=(Child("attach", attach, needs=("deck",)),
+                                          Child("ui", ui, needs=("deck",)))),), sup)
+        handle = self.handle = handles["ui"]
+        # The old deck's subscription ends by itself: its closed handle
+        # refuses the next item and the core drops it.
+        self.session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
+        return handle
+
+    def _on_event(self, kind: str, **fields: Any) -> None:
+        self.session.events.write(kind, **fields)
+        if kind == "actor given up" and fields.get("supervisor") == "deck":
+            self.gave_up = str(fields.get("reason", ""))
+            try:
+                deck_given_up(self.session, self.server, str(fields.get("reason", "")))
+            except Exception:  # the give-up itself must still happen
+                log.exception("telling of the deck's give-up failed")
+
+    def revive(self, pid: int) -> bool:
+        """An attach (client ``pid``) found the deck given up: build it anew;
+        True when it runs again.  On the attach's handshake thread."""
+        with self._reviving:
+            if not self.server.refusal:
+                return True  # another attach brought it back meanwhile
+            try:
+                self._rebuild()
+            except Exception as exc:
+                log.exception("the deck could not be restarted on attach")
+                self.session.events.write("deck restart failed", pid=pid, error=str(exc))
+                self.server.give_up(given_up_sentence(self.session))
+                return False
+        log.info("deck restarted on attach (client pid %d)", pid)
+        self.session.events.write("actor restarted", actor="deck", supervisor="session",
+                                  error=self.gave_up, on="attach", pid=pid)
+        return True
+
+    def _rebuild(self) -> None:
+        if not _wait(lambda: "deck" not in self.session.tree.children, DROPPED_WAIT):
+            raise RuntimeError("the session's supervisor still holds the deck it gave up")
+        old = self.deck
+        self.deck = Deck(self.access, *old.screen.get_cols_rows())
+        self.server.adopt(self.deck)  # the old relay has stopped: its screen goes
+        old.screen.close()
+        self.build()
+
+
+def _wait(condition: Any, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@dataclass
+class UI:
+    """What start_ui started, for stopping it."""
+
+    tree: DeckTree
+    attach: AttachServer
+
+    @property
+    def deck(self) -> Deck:
+        """The deck running now (a new one after a revival)."""
+        return self.tree.deck
+
+    @property
+    def handle(self) -> Handle | None:
+        return self.tree.handle
+
+    def stop(self) -> None:
+        self.attach.close("the session ended")
+        self.tree.deck.stop()
+
+
+def start_ui(session: Session, ui_socket: Path, cols: int, rows: int,
+             on_client: Any = None) -> UI:
+    """Start the deck, bind its attach socket and subscribe it to the core:
+    the attach and UI actors, under the "deck" supervisor, a temporary child
+    of the session's (after the session's own table)."""
+    restored = session.restored
+    access = SessionAccess(session.roles, session.core, session.workdir,
+                           restored.layout if restored is not None else None)
+    deck = Deck(access, cols, rows)
+    server = AttachServer(ui_socket, deck, role_pids=access.role_pids,
+                          workdir=session.workdir,
+                          on_event=lambda kind, **fields: session.events.write(
+                              f"deck: {kind}", **fields),
+                          on_client=on_client)
+    server.bind()
+    tree = DeckTree(session, access, server)
+    server.revive = tree.revive
+    install_fault_hook(server)
+    install_deck_fault_hook(tree)
+    tree.build()
+    return UI(tree, server)
+
+
+def deck_given_up(session: Session, server: AttachServer, reason: str) -> None:
+    """The deck's supervisor gives up (on its thread, before it stops): the
+    server log says so, a person is told as for a role stopped for good (the
+    ``on_exit`` hook, with ``CHORAGOS_EXITED=part`` so a role named ``deck``
+    is not mistaken for it, and the notifier), and the attached client, and
+    any later one whose attach cannot bring it back, hear what still
+    reaches the crew."""
+    log.error("the deck is given up after repeated failures; the crew goes on without it "
+              "(an attach starts it again): %s", reason)
+    hooks = session.core_state.hooks if session.core_state is not None else None
+    if hooks is not None:
+        hooks.fire("on_exit", role="deck", task=f"the deck stopped: {reason}",
+                   extra={"CHORAGOS_EXIT": "given up after repeated failures", **EXITED_PART})
+    server.deck.stop()  # its loop, if the attach socket's threads were what failed
+    server.give_up(given_up_sentence(session))
+
+
+def given_up_sentence(session: Session) -> str:
+    """What an attached (or attaching) client is told: true for this session."""
+    page = ""
+    if session.web is not None:
+        from choragos.web.access import page_url
+
+        page = f", the web view at {page_url(session.web.addr)}"
+    return ("the deck stopped after repeated failures (the server log says why) and the crew "
+            f"goes on without it: `choragos status`, `choragos gate`{page} reach it; "
+            "`choragos attach` starts the deck again")
+
+
+def install_deck_fault_hook(tree: DeckTree) -> bool:
+    """Test hook (``CHORAGOS_TEST_FAULTS=deck-loop``): SIGUSR2 makes the
+    deck's loop raise (the deck running then, a revived one too), so a test
+    can crash it for real in a running session."""
+
+    def crash() -> None:
+        raise RuntimeError("a fault was injected into the deck loop")
+
+    return fault_hook("deck-loop", lambda: tree.deck.post(crash))
