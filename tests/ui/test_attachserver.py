@@ -507,3 +507,52 @@ def test_the_pump_that_reads_the_keys_has_the_shortest_slice(served):
     wait_until(lambda: timeslice.slice_of(pump.native_id) == timeslice.SHORT_SLICE, 5,
                message="the pump's slice")
     assert timeslice.slice_of(accept.native_id) == timeslice.slice_of()  # the default
+
+
+def test_a_given_up_deck_is_brought_back_by_the_next_attach_only(short_tmp):
+    """Given up, the client is sent away with the reason.  The next attach
+    asks ``revive``: refused with the reason when it cannot bring the deck
+    back; else served by the new deck (its frames, its keys), the old one's
+    screen no longer read."""
+    old, new = DirectDeck(), DirectDeck()
+    asked: list[int] = []
+    server = AttachServer(short_tmp / "s.ui.sock", old, role_pids=list, workdir=short_tmp)
+    server.start()
+    try:
+        first, first_decoder, _ = connect(server, pid=4242)
+        wait_until(lambda: server.holder == 4242, 5, message="attach")
+        server.give_up("the deck stopped; `choragos attach` starts the deck again")
+        first.settimeout(5)
+        told = [f.decode_json(p) for k, p in first_decoder.feed(first.recv(65536))
+                if k == f.EXIT]
+        assert told and told[0]["code"] == f.DROPPED and "starts the deck" in told[0]["reason"]
+
+        server.revive = lambda pid: asked.append(pid) or False
+        _, _, frames = connect(server, pid=777)
+        assert frames[0][0] == f.EXIT and "starts the deck" in f.decode_json(frames[0][1])[
+            "reason"]
+
+        def brought_back(pid: int) -> bool:
+            asked.append(pid)
+            server.adopt(new)
+            server.serve()  # as the new attach actor's start does
+            return True
+        server.revive = brought_back
+        sock, decoder, frames = connect(server, pid=999)
+        assert frames[0][0] == f.ACCEPTED and asked == [os.getpid(), os.getpid()]
+        wait_until(lambda: ("attached", 999, 100, 30) in new.events, 5, message="new deck")
+        assert not [e for e in old.events if e[0] == "attached" and e[1] != 4242]
+        new.screen.write("the new deck")
+        new.screen.flush()
+        assert b"the new deck" in _data_until(sock, decoder, b"the new deck")
+        sock.sendall(f.encode_data(b"keys"))
+        wait_until(lambda: ("input", b"keys") in new.events, 5, message="keys to the new deck")
+        assert server.refusal == ""
+        _, _, frames = connect(server, pid=555)  # running again: no second revival
+        assert frames[0][0] == f.EXIT and "pid 999" in f.decode_json(frames[0][1])["reason"]
+        assert len(asked) == 2
+        sock.close()
+    finally:
+        server.close()
+        old.screen.close()
+        new.screen.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from choragos.web.notify import Alert, Coalescer, compose, request
 
 GATE = Alert("on_gate", "coder", "T1", "ship it\nand more")
@@ -40,3 +42,32 @@ def test_ntfy_headers_survive_text_beyond_latin_1() -> None:
     wide = request("http://push.example/topic", "ntfy",
                    compose([Alert("on_gate", "c", "T1")], "", None))
     assert "Click" not in wide.headers
+
+
+def test_the_deck_given_up_is_told_as_a_part_of_the_session_not_a_role() -> None:
+    """A role named ``deck`` and the deck itself, both heard from ``on_exit``:
+    the message tells them apart, and links no role's card for the deck."""
+    from choragos.actors.notifier import hear
+
+    told: list[Alert] = []
+
+    class Inbox:
+        def tell(self, alert: Alert) -> None:
+            told.append(alert)
+
+    listener = hear(Inbox())
+    listener("on_exit", "deck", "exit status 3", "",
+             {"CHORAGOS_EXIT": "exit status 3", "CHORAGOS_EXITED": "role"})
+    listener("on_exit", "deck", "the deck stopped: ui failed 6 times", "",
+             {"CHORAGOS_EXIT": "given up after repeated failures", "CHORAGOS_EXITED": "part",
+              "CHORAGOS_PART": "deck"})
+    role, part = told
+    assert (role.part, part.part) == ("", "deck")
+    assert role.line() == "role stopped: deck — exit status 3"
+    assert part.line() == "session part stopped: deck — the deck stopped: ui failed 6 times"
+    assert compose([role], "http://h", None).link == "http://h/#role-deck"
+    alone = compose([part], "http://h", None)
+    assert (alone.title, alone.link) == ("choragos: session part stopped", "http://h/")
+    body = json.loads(request("http://push.example/hook", "webhook",
+                              compose([role, part], "", None)).data)
+    assert [(i["role"], i["part"]) for i in body["items"]] == [("deck", ""), ("deck", "deck")]
