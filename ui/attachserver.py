@@ -249,7 +249,8 @@ class AttachServer:
         attached client is told ``reason`` and let go, and every later one is
         refused with it.  The socket stays bound until the session ends, so
         nobody hangs on it or is told there is no session."""
-        self.refusal = reason
+        with self._lock:  # a client handed in after this is refused (_hand_in)
+            self.refusal = reason
         self.on_died = None  # its actor is gone: a death now goes to the thread hook
         set_sink = getattr(self.deck.screen, "set_sink", None)
         if set_sink is not None:
@@ -266,7 +267,8 @@ class AttachServer:
             if thread.is_alive():
                 raise RuntimeError("the given-up deck's relay has not stopped")
         self._wire(deck)
-        self.refusal = ""
+        with self._lock:
+            self.refusal = ""
 
     def inject_fault(self) -> None:
         """Test hook: make the pump raise, as a real failure would."""
@@ -300,6 +302,7 @@ class AttachServer:
     def _handshake(self, conn: socket.socket) -> None:
         try:
             client = self._greet(conn)
+            self._hand_in(client)
         except _Refusal as refusal:
             self.on_event("attach refused", reason=refusal.reason, pid=refusal.pid)
             _send_exit(conn, refusal.reason, f.REFUSED)
@@ -309,7 +312,20 @@ class AttachServer:
             self.on_event("attach failed", error=str(exc))
             conn.close()
             return
-        self._request("client", client)
+
+    def _hand_in(self, client: _Client) -> None:
+        """The accepted client to the pump, unless the deck was given up
+        meanwhile (a revived deck failing again at once): then refused with
+        the reason, never left waiting behind the pump's last request."""
+        with self._lock:  # give_up sets the refusal under it, then asks the pump
+            refusal = self.refusal
+            if not refusal:
+                self._requests.append(("client", client))
+        if refusal:
+            client.release_terminal()
+            raise _Refusal(refusal, client.peer or client.pid)
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"!")
 
     def _greet(self, conn: socket.socket) -> _Client:
         conn.settimeout(HELLO_DEADLINE)

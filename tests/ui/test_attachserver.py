@@ -556,3 +556,31 @@ def test_a_given_up_deck_is_brought_back_by_the_next_attach_only(short_tmp):
         server.close()
         old.screen.close()
         new.screen.close()
+
+
+def test_a_deck_given_up_again_while_its_attach_is_accepted_refuses_that_client(short_tmp):
+    """The revived deck fails at once (a bug hit at every start): the client
+    whose attach revived it hears the reason at once, not the silence of a
+    pump that has stopped before taking it."""
+    old, new = FakeDeck(), FakeDeck()
+    server = AttachServer(short_tmp / "s.ui.sock", old, role_pids=list, workdir=short_tmp)
+    server.start()
+    try:
+        server.give_up("given up")
+
+        def revived_and_given_up_again(pid: int) -> bool:
+            server.adopt(new)
+            server.serve()
+            server.give_up("given up again")
+            return True
+        server.revive = revived_and_given_up_again
+        sock, _, frames = connect(server, pid=999)
+        assert frames[0][0] == f.EXIT
+        assert f.decode_json(frames[0][1])["reason"] == "given up again"
+        assert server.holder is None and not new.events
+        sock.close()
+    finally:
+        server.close()
+        for deck in (old, new):
+            os.close(deck.screen.writer)
+            os.close(deck.screen.master)
