@@ -51,10 +51,13 @@ def _did_you_mean(made: Parser, message: str) -> str:
         return ""
     import difflib  # only on the error path: the agents' verbs start fast
 
+    # Compared without their dashes, which every option shares: "--json" is
+    # not close to "--sock" for being six characters that start with "--".
+    bare = {option.lstrip("-"): option for option in options}
     for word in unknown:
-        close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.6)
         if close:
-            return f" ({word}: did you mean {close[0]}?)"
+            return f" ({word}: did you mean {bare[close[0]]}?)"
     return ""
 
 

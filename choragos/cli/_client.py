@@ -223,6 +223,22 @@ def non_empty(text: str, option: str) -> str:
     return text
 
 
+def seconds(option: str, low: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a number of seconds from ``low`` to ``high``:
+    anything else (a word, a negative, nan, inf) is a usage error before the
+    verb does anything."""
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not low <= value <= high:  # nan fails it too
+            raise Failure(EXIT_USAGE, f"{option} takes a number of seconds from {low:g} to "
+                                      f"{high:g}, not '{inert(text)}'")
+        return value
+    return check
+
+
 def role_name(name: str) -> str:
     problem = paths.check_role_name(name)
     if problem:

@@ -15,6 +15,7 @@ from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client
+from choragos.control import commands
 
 SETTLE = 1.0  # the file must stay unchanged this long: the agent finished writing it
 
@@ -29,7 +30,8 @@ def arguments(verb: str) -> ArgumentParser:
                                 "then end the session; `choragos serve --resume` continues it.")
     made.add_argument("--config", metavar="NEW",
                       help="the config the next team runs with (roles it drops become history)")
-    made.add_argument("--wait", type=float, default=300.0, metavar="SECONDS",
+    made.add_argument("--wait", default=300.0, metavar="SECONDS",
+                      type=_client.seconds("--wait", 1, commands.MAX_HANDOFF_WAIT),
                       help="how long the orchestrator has to write the handoff (default 300)")
     return made
 

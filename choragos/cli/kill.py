@@ -20,6 +20,8 @@ from choragos.cli.ls import find_sessions
 from choragos.control import wire
 from choragos.session import daemon
 
+MAX_WAIT = 3600.0  # seconds --wait may be: an hour is already far past any clean stop
+
 
 def run(argv: list[str], verb: str = "kill") -> int:
     return _client.guard(verb, lambda: _main(argv, verb))
@@ -29,7 +31,8 @@ def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Stop this directory's session, or every session (--all).")
     made.add_argument("--all", action="store_true", help="stop every running session")
-    made.add_argument("--wait", type=float, default=20.0, metavar="SECONDS",
+    made.add_argument("--wait", type=_client.seconds("--wait", 0, MAX_WAIT), default=20.0,
+                      metavar="SECONDS",
                       help="how long to wait for each session to stop (default 20)")
     return made
 

@@ -28,12 +28,13 @@ MEMINFO = "/proc/meminfo"
 # a machine short of memory.
 MEMINFO_ENV = "CHORAGOS_TEST_MEMINFO"
 DEFAULT_FLOOR = "1GiB"
+MAX_SIZE = 1024**5  # no machine has a pebibyte of memory: a larger size is a typo
 HELD_MARK = "held: memory"
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
           "t": 1000**4, "tb": 1000**4, "tib": 1024**4}
-_SIZE = onuse.pattern(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")
+_SIZE = onuse.pattern(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*")
 
 
 def parse_size(text: str) -> int:
@@ -42,7 +43,10 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _UNITS:
         raise ValueError(f"{text!r} is not a size; write it like \"1GiB\", \"512MiB\" or \"0\"")
-    return int(float(match.group(1)) * _UNITS[unit])
+    size = float(match.group(1)) * _UNITS[unit]
+    if size > MAX_SIZE:  # inf among them: int() of it would raise OverflowError
+        raise ValueError(f"{text!r} is more than 1 PiB, more memory than any machine has")
+    return int(size)
 
 
 def format_size(size: int) -> str:

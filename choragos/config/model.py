@@ -13,6 +13,7 @@ import ipaddress
 import os
 import re
 import shlex
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -27,6 +28,7 @@ from choragos.config import userconfig
 from choragos.config.envpolicy import build_env
 from choragos.config.memfloor import DEFAULT_FLOOR, parse_size
 from choragos.config.schema import ConfigError
+from choragos.inert import inert
 from choragos.remote.hosts import HostSpec, check_roles, read_hosts
 
 __all__ = [
@@ -377,7 +379,8 @@ def load_config(path: Path | None = None, cwd: Path | None = None,
         if user is None:
             return config
         return replace(config, **user.values, user_source=user.path, warnings=user.warnings)
-    shown = CONFIG_NAME if path is None else str(path)  # as the user would write it
+    # As the user would write it, escapes made visible: it starts every error line.
+    shown = CONFIG_NAME if path is None else inert(str(path))
     data = _parse(target, shown)
     if user is None:
         return _build(data, target, shown)
@@ -398,9 +401,9 @@ class _UserLayer:
 
 def _read_user(target: Path) -> _UserLayer | None:
     """The user's file, checked on its own so each problem names that file."""
-    if not target.is_file():
+    shown = inert(str(target))
+    if not _user_file(target, shown):
         return None
-    shown = str(target)
     data = _parse(target, shown)
     report = cs.Report(shown)
     for key in data:
@@ -419,6 +422,22 @@ def _read_user(target: Path) -> _UserLayer | None:
     return _UserLayer(target, raw, values, tuple(report.warnings))
 
 
+def _user_file(target: Path, shown: str) -> bool:
+    """Whether the user's file is there; one that cannot even be looked at
+    (a folder on its way not searchable, a name too long) is an error, never
+    taken for no file."""
+    try:
+        mode = target.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise ConfigError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError([f"{shown}: not a file; the user configuration is a TOML file "
+                           "(or nothing)"])
+    return True
+
+
 def _locate(path: Path | None, base: Path) -> Path | None:
     if path is None:
         found = base / CONFIG_NAME
@@ -426,7 +445,7 @@ def _locate(path: Path | None, base: Path) -> Path | None:
     path = Path(path)
     target = path if path.is_absolute() else base / path
     if not target.exists():
-        raise ConfigError([f"{path}: no such file"])
+        raise ConfigError([f"{inert(str(path))}: no such file"])
     return target
 
 

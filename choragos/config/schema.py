@@ -82,6 +82,12 @@ def show(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(show, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{join('', k)} = {show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
     return repr(value)
 
 
@@ -179,8 +185,14 @@ def choice(*options: str) -> Converter:
     return convert
 
 
+# The longest duration a setting takes: a wait or socket timeout beyond some
+# 292 years overflows the platform's time_t (every request through a gateway
+# with such a timeout would fail), and nothing here waits a century anyway.
+MAX_DURATION = 876000 * 3600.0  # "876000h", 100 years
+
+
 def optional_duration(value: object) -> float | None:
-    """A positive duration in seconds; ``""`` means none."""
+    """A positive duration in seconds, at most :data:`MAX_DURATION`; ``""`` means none."""
     if not isinstance(value, str):
         raise expected('a duration string such as "45m"', value)
     if value == "":
@@ -188,6 +200,9 @@ def optional_duration(value: object) -> float | None:
     seconds = parse_duration(value)
     if seconds <= 0:
         raise ValueError(f"{show(value)} is zero; use \"\" for none")
+    if seconds > MAX_DURATION:
+        raise ValueError(f'{show(value)} is longer than 100 years ("876000h"), the most '
+                         "a duration may be")
     return seconds
 
 
@@ -199,7 +214,7 @@ def positive_duration(value: object) -> float:
     return seconds
 
 
-_SIZE = onuse.pattern(r"(\d{1,4})x(\d{1,4})")
+_SIZE = onuse.pattern(r"([0-9]{1,4})x([0-9]{1,4})")
 
 
 def terminal_size(value: object) -> tuple[int, int]:
