@@ -38,7 +38,7 @@ def _budget(argv: list[str], verb: str) -> int:
                               "coder 5.00), or --session and an amount")
     amount = words[-1].strip().removeprefix("$")
     try:
-        if float(amount) <= 0:
+        if not 0 < float(amount) < float("inf"):  # nan and inf fail it too
             raise ValueError
     except ValueError:
         raise _client.Failure(_client.EXIT_USAGE, f"{words[-1]!r} is not an amount of USD "

@@ -37,7 +37,8 @@ def _gate(argv: list[str], verb: str) -> int:
 
 def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, "List, approve or reject delegations waiting for approval.")
-    made.add_argument("action", nargs="?", default="list", choices=("list", "approve", "reject"))
+    made.add_argument("action", nargs="?", default="list", choices=("list", "approve", "reject"),
+                      help="list the gates (the default), or approve or reject one")
     made.add_argument("id", nargs="?", help="the gated task id (approve, reject)")
     made.add_argument("--reason", default="", metavar="TEXT",
                       help="why a delegation is rejected; passed on to the orchestrator")
@@ -46,6 +47,10 @@ def arguments(verb: str) -> ArgumentParser:
 
 
 def _payload(args: Namespace) -> dict[str, Any]:
+    if args.reason and args.action != "reject":
+        # Said, not dropped: a reason written on an approval was meant for someone.
+        raise _client.Failure(_client.EXIT_USAGE, "--reason goes with `gate reject` only; "
+                                                  "nothing was done")
     if args.action == "list":
         if args.id is not None:
             raise _client.Failure(_client.EXIT_USAGE, "gate list takes no task id")
@@ -54,7 +59,7 @@ def _payload(args: Namespace) -> dict[str, Any]:
         raise _client.Failure(_client.EXIT_USAGE, f"gate {args.action} needs a task id, "
                                                   "such as T4")
     payload = {"cmd": "gate", "action": args.action, "id": args.id.strip()}
-    if args.reason and args.action == "reject":
+    if args.reason:
         payload["reason"] = args.reason
     return payload
 

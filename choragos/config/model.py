@@ -29,7 +29,7 @@ from choragos.config.envpolicy import build_env
 from choragos.config.memfloor import DEFAULT_FLOOR, parse_size
 from choragos.config.schema import ConfigError
 from choragos.inert import inert
-from choragos.remote.hosts import HostSpec, check_roles, read_hosts
+from choragos.remote.hosts import HOST_SCHEMA, HostSpec, check_roles, read_hosts
 
 __all__ = [
     "CONFIG_NAME",
@@ -784,7 +784,8 @@ def _is_host(host: str) -> bool:
 
 def _settings(cls: type, schema: cs.Schema) -> cs.Nested:
     """A section read straight into ``cls``; absent keys keep the class defaults."""
-    return cs.Nested(lambda raw, at, report: cls(**cs.read_table(raw, schema, at, report)))
+    return cs.Nested(lambda raw, at, report: cls(**cs.read_table(raw, schema, at, report)),
+                     keys=schema)
 
 
 _CHECKPOINTS = _settings(CheckpointSettings, {
@@ -866,12 +867,12 @@ _PRICE = _settings(Price, _PRICE_SCHEMA)
 
 def _read_pricing(raw: dict, where: str, report: cs.Report) -> dict[str, Price]:
     # Every key is a model-name prefix, so there is nothing to call unknown.
-    prices = cs.read_table(raw, {prefix: _PRICE for prefix in raw}, where, report)
+    prices = cs.read_table(raw, dict.fromkeys(raw, _PRICE), where, report)
     return {prefix: price for prefix, price in prices.items() if isinstance(price, Price)}
 
 
 def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str]:
-    schema = {name: cs.colour for name in DEFAULT_THEME}
+    schema = dict.fromkeys(DEFAULT_THEME, cs.colour)
     return {**DEFAULT_THEME, **cs.read_table(raw, schema, where, report)}
 
 
@@ -883,7 +884,7 @@ _UI_SCHEMA: cs.Schema = {
     "min_terminal": cs.terminal_size, "on_limit": cs.string,
     "limit_wait": cs.positive_duration, "limit_give_up": cs.positive_duration,
     "min_free_memory": cs.byte_size,
-    "theme": cs.Nested(_read_theme),
+    "theme": cs.Nested(_read_theme, keys=dict.fromkeys(DEFAULT_THEME, cs.colour)),
 }
 _UI = _settings(UISettings, _UI_SCHEMA)
 _BUDGET = _settings(BudgetSettings, {"session": cs.money,
@@ -918,15 +919,15 @@ _NOTIFY_SCHEMA: cs.Schema = {
     "kind": cs.choice("ntfy", "webhook"), "link": lambda v: upstream_url(v) if v != "" else "",
     "token_in_link": cs.boolean, "every": cs.positive_duration}
 _TOP: cs.Schema = {
-    "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])"),
+    "roles": cs.Nested(_read_roles, list, "an array of tables ([[roles]])", _ROLE_SCHEMA),
     "checkpoints": _CHECKPOINTS,
     "sphragis": _SPHRAGIS,
     "gateway": _GATEWAY,
-    "pricing": cs.Nested(_read_pricing),
+    "pricing": cs.Nested(_read_pricing, keys=_PRICE_SCHEMA),
     "ui": _UI,
-    "keys": cs.Nested(_read_keys),
+    "keys": cs.Nested(_read_keys, keys=_KEY_SCHEMA),
     "budget": _BUDGET,
-    "hosts": cs.Nested(read_hosts),
+    "hosts": cs.Nested(read_hosts, keys=HOST_SCHEMA),
     "metrics": _settings(MetricsSettings, {"listen": lambda v: _addr(v) if v != "" else ""}),
     "web": _settings(WebSettings, {"listen": lambda v: web_listen(v) if v != "" else ""}),
     "notify": _settings(NotifySettings, _NOTIFY_SCHEMA),

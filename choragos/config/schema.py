@@ -294,6 +294,9 @@ class Nested:
     read: Callable[[Any, str, Report], object]
     shape: type = dict
     what: str = "a table"
+    # The keys the table takes (each table's, for an array or a map of them),
+    # when they are fixed: how the docs are checked against the code.
+    keys: Schema | None = None
 
 
 Schema = Mapping[str, "Converter | Nested"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from choragos import onuse
 from choragos.config import schema as cs
 
-__all__ = ["HostSpec", "check_roles", "read_hosts"]
+__all__ = ["HOST_SCHEMA", "HostSpec", "check_roles", "read_hosts"]
 
 _NAME = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
@@ -46,7 +46,7 @@ def _workdir(value: object) -> str:
     return text
 
 
-_SCHEMA: cs.Schema = {
+HOST_SCHEMA: cs.Schema = {
     "ssh": _destination,
     "ssh_args": cs.list_of(cs.argv_string),
     "workdir": _workdir,
@@ -64,7 +64,7 @@ def read_hosts(raw: dict, where: str, report: cs.Report) -> dict[str, HostSpec]:
         if not isinstance(table, dict):
             report.error(at, str(cs.expected("a table", table)))
             continue
-        values = cs.read_table(table, _SCHEMA, at, report)
+        values = cs.read_table(table, HOST_SCHEMA, at, report)
         if "ssh" not in table:
             report.error(at, 'needs ssh = "user@host" (or an alias from ~/.ssh/config)')
             continue

@@ -49,3 +49,44 @@ def test_bare_choragos_prints_usage_and_exits_2(tmp_path: Path) -> None:
                           env=_env(tmp_path), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "usage:" in done.stderr and done.stdout == ""
+
+
+def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "choragos", *argv], cwd=tmp, env=_env(tmp),
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    # Taken before: with a session running, kill sent SIGTERM right after the
+    # shutdown it asked for (-1) or waited forever (nan).
+    (["kill", "--wait", "-1"], "--wait takes a number of seconds from 0 to 3600, not '-1'"),
+    (["kill", "--wait", "nan"], "--wait takes a number of seconds from 0 to 3600, not 'nan'"),
+    (["kill", "--wait", "\x1b[2J"], "not '\\x1b[2J'"),
+    (["handoff", "--wait", "0"], "--wait takes a number of seconds from 1 to 3600, not '0'"),
+    (["handoff", "--wait", "inf"], "--wait takes a number of seconds from 1 to 3600"),
+    # A reason on an approval was dropped without a word.
+    (["gate", "approve", "T1", "--reason", "no"], "--reason goes with `gate reject` only"),
+    (["gate", "--json", "--reason", "no"], "--reason goes with `gate reject` only"),
+    (["budget", "coder", "1e400"], "'1e400' is not an amount of USD above zero"),
+    (["budget", "--session", "nan"], "'nan' is not an amount of USD above zero"),
+])
+def test_a_bad_value_is_a_usage_error_before_any_session_is_asked(
+        tmp_path: Path, argv: list[str], said: str) -> None:
+    done = _run(tmp_path, *argv)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "no choragos session" not in done.stderr
+    assert "\x1b" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_did_you_mean_ignores_the_dashes_every_option_shares(tmp_path: Path) -> None:
+    # "--json" and "--sock" were a near miss for their shared "--".
+    done = _run(tmp_path, "kill", "--json")
+    assert done.returncode == 2 and "did you mean" not in done.stderr
+    assert "(--jsno: did you mean --json?)" in _run(tmp_path, "status", "--jsno").stderr
+
+
+def test_a_config_path_with_escapes_is_echoed_escaped(tmp_path: Path) -> None:
+    done = _run(tmp_path, "serve", "--headless", "--config", "\x1b]0;owned\x07\x1b[2J")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == "\\x1b]0;owned\\x07\\x1b[2J: no such file"
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr

@@ -60,6 +60,15 @@ BAD = [
     (cs.prefix_key, "prefix+a", '"prefix+a": the prefix cannot be bound after itself'),
     (cs.prefix_key, "a", '"a": the prefix must be ctrl+<letter> or f1..f12, '
                          "so ordinary typing still reaches the agents"),
+    # Past some 292 years a wait overflows time_t: a gateway with such a
+    # timeout failed every request it forwarded.
+    (cs.optional_duration, "3000000h",
+     '"3000000h" is longer than 100 years ("876000h"), the most a duration may be'),
+    (cs.positive_duration, "99999999999999999999h",
+     '"99999999999999999999h" is longer than 100 years ("876000h"), the most a duration '
+     "may be"),
+    (cs.terminal_size, "\u0668\u0660x24",
+     '"\u0668\u0660x24" is not a size written COLSxROWS, such as "80x24"'),
 ]
 
 
@@ -76,7 +85,7 @@ GOOD = [
     (lambda: cs.integer(), -7, -7), (lambda: cs.number(), 0, 0.0),
     (lambda: cs.number(0.5), 0.5, 0.5), (lambda: cs.number(1.0, above=True), 1.5, 1.5),
     (lambda: cs.choice("a", "b"), "b", "b"), (cs.optional_duration, "", None),
-    (cs.optional_duration, "1m30s", 90.0), (lambda: cs.list_of(cs.word), ["a", "b"], ("a", "b")),
+    (cs.optional_duration, "1m30s", 90.0), (cs.optional_duration, "876000h", 876000 * 3600.0), (lambda: cs.list_of(cs.word), ["a", "b"], ("a", "b")),
     (lambda: cs.list_of(cs.word), [], ()), (cs.env_name, "HOME", "HOME"),
     (cs.env_pattern, "LC_*", "LC_*"), (cs.marker, "> ", "> "),
     (cs.colour, 0, 0), (cs.colour, 255, 255), (cs.colour, "42", 42),
@@ -97,9 +106,11 @@ def test_what_passes_comes_back_canonical(convert, value, result):
 @pytest.mark.parametrize(("value", "shown", "kind"), [
     ("a\x1b", '"a\\u001b"', "string"), (True, "true", "boolean"), (False, "false", "boolean"),
     (3, "3", "integer"), (1.5, "1.5", "float"), ([1], "[1]", "array"), ({}, "{}", "table"),
-    (datetime.datetime(2026, 1, 2, 3, 4), "datetime.datetime(2026, 1, 2, 3, 4)", "datetime"),
-    (datetime.date(2026, 1, 2), "datetime.date(2026, 1, 2)", "date"),
-    (datetime.time(3, 4), "datetime.time(3, 4)", "time"), (None, "None", "NoneType"),
+    (datetime.datetime(2026, 1, 2, 3, 4), "2026-01-02T03:04:00", "datetime"),
+    (datetime.date(2026, 1, 2), "2026-01-02", "date"),
+    (datetime.time(3, 4), "03:04:00", "time"), (None, "None", "NoneType"),
+    # Tables and arrays as TOML writes them, not as Python prints them.
+    ({"name": "x", "a b": ["\x1b", True]}, '{name = "x", "a b" = ["\\u001b", true]}', "table"),
 ])
 def test_values_are_shown_escaped_with_their_toml_kind(value, shown, kind):
     assert (cs.show(value), cs.kind(value)) == (shown, kind)

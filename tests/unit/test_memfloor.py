@@ -34,6 +34,20 @@ def test_what_is_not_a_size_is_said_plainly(text: str) -> None:
         parse_size(text)
 
 
+@pytest.mark.parametrize("text", ["9" * 400, "2048TiB", "1e3TiB"])
+def test_a_size_past_a_pebibyte_is_refused_in_a_sentence(text: str) -> None:
+    # 400 nines are an infinite float: int() of it raised OverflowError out of
+    # the loader, a traceback instead of the config's error line.
+    with pytest.raises(ValueError, match=r"is more than 1 PiB|is not a size"):
+        parse_size(text)
+    assert parse_size("1024TiB") == 1024**5
+
+
+def test_a_size_in_other_digits_is_not_one() -> None:
+    with pytest.raises(ValueError, match="is not a size"):
+        parse_size("\u0661GiB")
+
+
 def test_sizes_are_shown_short() -> None:
     assert [format_size(n) for n in (GiB, int(1.5 * GiB), 300 * MiB, 10)] == [
         "1 GiB", "1.5 GiB", "300 MiB", "10 B"]

@@ -94,3 +94,31 @@ def test_doctor_names_the_files_it_read(home: dict[str, str], tmp_path: Path) ->
     found = [c.message for c in doctor.diagnose(work, env) if c.message.startswith("read ")]
     assert found == [f"read {work / CONFIG_NAME}, {path}; your own settings ([keys], [ui], "
                      f"[notify]) from {path}, under the project's"]
+
+
+def test_a_user_file_that_cannot_be_looked_at_is_an_error_not_a_traceback(
+        tmp_path: Path) -> None:
+    # A name too long to stat (as a folder on the way that cannot be searched):
+    # the loader raised OSError before, out of every verb that loads the config.
+    env = {"XDG_CONFIG_HOME": str(tmp_path / ("x" * 300)), "HOME": str(tmp_path)}
+    with pytest.raises(ConfigError) as refused:
+        load_config(cwd=tmp_path, env=env)
+    assert refused.value.errors == [f"{userconfig.path(env)}: cannot read: File name too long"]
+
+
+def test_a_folder_where_the_user_file_goes_is_not_taken_for_no_file(
+        home: dict[str, str], tmp_path: Path) -> None:
+    (Path(home["XDG_CONFIG_HOME"]) / "choragos" / "config.toml").mkdir()
+    with pytest.raises(ConfigError, match="config.toml: not a file; the user configuration "
+                                          "is a TOML file"):
+        load_config(cwd=tmp_path / "work", env=home)
+
+
+def test_escapes_in_the_user_file_s_path_are_shown_escaped(tmp_path: Path) -> None:
+    folder = tmp_path / "a\x1b]0;x\x07"
+    (folder / "choragos").mkdir(parents=True)
+    (folder / "choragos" / "config.toml").write_text("[ui\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(cwd=tmp_path, env={"XDG_CONFIG_HOME": str(folder)})
+    assert "\x1b" not in str(refused.value) and "\x07" not in str(refused.value)
+    assert "a\\x1b]0;x\\x07/choragos/config.toml:1: invalid TOML" in str(refused.value)
