@@ -109,6 +109,11 @@ def _tally(state: str | None, session: _Session | None):
         tally = Tally()
     else:
         path = Path(state).absolute()
+        if not session and not path.parent.is_dir():
+            # A mistyped folder is not made: the counts would go where nobody looks.
+            raise _client.Failure(_client.EXIT_USAGE, f"--state {_client.inert(state)}: there "
+                                  f"is no folder {_client.inert(path.parent)}; create it or "
+                                  "name a file in one that exists")
         tally = Tally(CountsFile(path, _record))
         try:
             counts = load(path)

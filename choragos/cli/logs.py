@@ -49,6 +49,10 @@ def _main(argv: list[str], verb: str) -> int:
     if not path.exists() and not args.follow:
         raise _client.Failure(_client.EXIT_REFUSED, f"{role} has no transcript at {path} "
                                                     "(the role never ran here?)")
+    if not path.exists():
+        # -f waits for it, as tail -F does; said, so an empty screen is not taken for a hang.
+        print(f"choragos {verb}: {role} has no transcript yet at {_client.inert(path)}; "
+              "waiting for it (Ctrl-C stops)", file=sys.stderr, flush=True)
     older, current = _read(path, args.all)
     _print_lines(older + current, args.lines)
     if args.follow:

@@ -96,6 +96,9 @@ def prices(path: Path | None, project: Path | None = None) -> PriceFor:
 
 
 def _read(path: Path) -> report.LogRead:
+    if path.exists() and not path.is_file():  # /dev/zero or a pipe would be read forever
+        raise _client.Failure(_client.EXIT_USAGE, f"{_client.inert(path)} is not an event "
+                                                  "log: not a regular file")
     try:
         return report.read_or_say(path)
     except report.ReportError as exc:

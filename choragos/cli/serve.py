@@ -177,6 +177,10 @@ def _run(argv: list[str], verb: str) -> int:
         return failure.code
     except SystemExit as leaving:  # --help
         return leaving.code if isinstance(leaving.code, int) else _client.EXIT_USAGE
+    if args.dir is not None and not args.dir.is_dir():
+        print(f"choragos {verb}: --dir {_client.inert(args.dir)} is not a directory; give "
+              "the project's folder", file=sys.stderr)
+        return _client.EXIT_USAGE
     workdir = (args.dir or Path.cwd()).resolve()
     if isinstance(args.resume, Path):
         args.resume = workdir / args.resume  # as the kept-aside notice names it

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,35 @@ def test_a_config_path_with_escapes_is_echoed_escaped(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == "\\x1b]0;owned\\x07\\x1b[2J: no such file"
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["serve", "--detach", "--dir", "TMP/nope"], "--dir TMP/nope is not a directory"),
+    # The gateway made the missing folders and kept its counts where nobody looks.
+    (["gateway", "--addr", "127.0.0.1:9", "--state", "TMP/nope/counts.jsonl"],
+     "--state TMP/nope/counts.jsonl: there is no folder TMP/nope"),
+    # /dev/zero was read for ever, the memory growing.
+    (["report", "/dev/zero"], "/dev/zero is not an event log: not a regular file"),
+])
+def test_a_path_that_is_not_there_is_said_and_nothing_is_made(
+        tmp_path: Path, argv: list[str], said: str) -> None:
+    done = _run(tmp_path, *(a.replace("TMP", str(tmp_path)) for a in argv))
+    assert done.returncode == 2, done.stderr
+    assert said.replace("TMP", str(tmp_path)) in done.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_following_a_transcript_not_there_yet_says_it_waits(tmp_path: Path) -> None:
+    follow = subprocess.Popen([sys.executable, "-m", "choragos", "logs", "-f", "coder"],
+                              cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = threading.Timer(20, follow.kill)  # the notice, or EOF once killed
+    deadline.start()
+    try:
+        line = follow.stderr.readline()
+    finally:
+        deadline.cancel()
+        follow.kill()
+        follow.communicate(timeout=30)
+    assert line.startswith("choragos logs: coder has no transcript yet at ")
+    assert line.rstrip().endswith("; waiting for it (Ctrl-C stops)")
