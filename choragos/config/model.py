@@ -408,8 +408,9 @@ def _read_user(target: Path) -> _UserLayer | None:
     report = cs.Report(shown)
     for key in data:
         if key not in userconfig.SECTIONS:
-            report.error(key, "only [keys], [ui] and [notify] belong in the user configuration; "
-                              f"the team and the rest go in a project's {CONFIG_NAME}")
+            report.error(key, f"only [keys], [ui] and [notify] belong in the user configuration"
+                              f"{_nearest_section(key)}; the team and the rest go in a "
+                              f"project's {CONFIG_NAME}")
     schema = {key: _TOP[key] for key in userconfig.SECTIONS}
     raw = {k: v for k, v in data.items() if k in userconfig.SECTIONS}
     values = cs.read_table(raw, schema, "", report)
@@ -420,6 +421,14 @@ def _read_user(target: Path) -> _UserLayer | None:
     raw = {section: {k: v for k, v in table.items() if k in known[section]}
            for section, table in raw.items() if isinstance(table, dict)}
     return _UserLayer(target, raw, values, tuple(report.warnings))
+
+
+def _nearest_section(key: str) -> str:
+    """`` (did you mean [keys]?)`` for a mistyped section of the user's file."""
+    import difflib  # only for a file in error
+
+    close = difflib.get_close_matches(key, userconfig.SECTIONS, n=1, cutoff=0.6)
+    return f" (did you mean [{close[0]}]?)" if close else ""
 
 
 def _user_file(target: Path, shown: str) -> bool:
@@ -876,12 +885,14 @@ def _read_theme(raw: dict, where: str, report: cs.Report) -> dict[str, int | str
     return {**DEFAULT_THEME, **cs.read_table(raw, schema, where, report)}
 
 
+# A hook's command goes into sh's argv, where a NUL cannot go: taken, it made
+# every run of the hook die in its thread, unsaid.
 _UI_SCHEMA: cs.Schema = {
     "bell": cs.boolean, "sidebar": cs.boolean, "mouse": cs.boolean, "auto_focus": cs.boolean,
-    "on_gate": cs.string, "on_input": cs.string, "on_timeout": cs.string,
-    "on_budget": cs.string, "on_exit": cs.string, "on_idle": cs.string,
-    "on_done": cs.string, "idle_after": cs.positive_duration,
-    "min_terminal": cs.terminal_size, "on_limit": cs.string,
+    "on_gate": cs.argv_string, "on_input": cs.argv_string, "on_timeout": cs.argv_string,
+    "on_budget": cs.argv_string, "on_exit": cs.argv_string, "on_idle": cs.argv_string,
+    "on_done": cs.argv_string, "idle_after": cs.positive_duration,
+    "min_terminal": cs.terminal_size, "on_limit": cs.argv_string,
     "limit_wait": cs.positive_duration, "limit_give_up": cs.positive_duration,
     "min_free_memory": cs.byte_size,
     "theme": cs.Nested(_read_theme, keys=dict.fromkeys(DEFAULT_THEME, cs.colour)),

@@ -783,3 +783,22 @@ def test_min_terminal_from_ui_unless_a_role_sets_its_own(tmp_path: Path) -> None
 def test_min_terminal_errors(tmp_path: Path, value: str) -> None:
     errors = fail(tmp_path, LEAD + f"min_terminal = {value}\n")
     assert len(errors) == 1 and errors[0].startswith(f"{CONFIG_NAME}:roles[1].min_terminal: ")
+
+
+@pytest.mark.parametrize("hook", ["on_gate", "on_input", "on_timeout", "on_budget", "on_exit",
+                                  "on_idle", "on_done", "on_limit"])
+def test_a_hook_with_a_nul_is_a_load_error(tmp_path: Path, hook: str) -> None:
+    # sh's argv cannot hold a NUL: taken, the hook died in its thread at every
+    # run without a word to anyone.
+    errors = fail(tmp_path, LEAD + f'[ui]\n{hook} = "notify-send a\\u0000b"\n')
+    assert errors == [f".choragos.toml:ui.{hook}: must not contain a NUL character"]
+
+
+def test_a_config_path_with_escapes_is_shown_escaped(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(Path("\x1b]0;owned\x07"), tmp_path)
+    assert refused.value.errors == ["\\x1b]0;owned\\x07: no such file"]
+    (tmp_path / "a\x1b[2J.toml").write_text("[ui\n")
+    with pytest.raises(ConfigError) as broken:
+        load_config(Path("a\x1b[2J.toml"), tmp_path)
+    assert broken.value.errors[0].startswith("a\\x1b[2J.toml:1: invalid TOML")

@@ -109,8 +109,8 @@ def test_a_user_file_that_cannot_be_looked_at_is_an_error_not_a_traceback(
 def test_a_folder_where_the_user_file_goes_is_not_taken_for_no_file(
         home: dict[str, str], tmp_path: Path) -> None:
     (Path(home["XDG_CONFIG_HOME"]) / "choragos" / "config.toml").mkdir()
-    with pytest.raises(ConfigError, match="config.toml: not a file; the user configuration "
-                                          "is a TOML file"):
+    with pytest.raises(ConfigError, match=r"config\.toml: not a file; the user configuration "
+                                          r"is a TOML file"):
         load_config(cwd=tmp_path / "work", env=home)
 
 
@@ -122,3 +122,11 @@ def test_escapes_in_the_user_file_s_path_are_shown_escaped(tmp_path: Path) -> No
         load_config(cwd=tmp_path, env={"XDG_CONFIG_HOME": str(folder)})
     assert "\x1b" not in str(refused.value) and "\x07" not in str(refused.value)
     assert "a\\x1b]0;x\\x07/choragos/config.toml:1: invalid TOML" in str(refused.value)
+
+
+def test_a_mistyped_section_names_the_nearest_one(home: dict[str, str], tmp_path: Path) -> None:
+    user_file(home, '[kyes]\nzoom = "Z"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_config(cwd=tmp_path / "work", env=home)
+    assert "kyes: only [keys], [ui] and [notify] belong in the user configuration (did you " \
+           "mean [keys]?); the team" in refused.value.errors[0]
