@@ -28,7 +28,7 @@ def run(argv: list[str], verb: str = "init") -> int:
 def arguments(verb: str) -> argparse.ArgumentParser:
     made = _client.bare_parser(verb, f"Write a commented {CONFIG_NAME} in the current "
                                      "directory.")
-    made.add_argument("--template", choices=list(templates.TEMPLATES), default="starter",
+    made.add_argument("--template", choices=list(templates.TEMPLATES),
                       help="the team to start from (default: starter)")
     made.add_argument("--auto", action="store_true",
                       help="detect the project's language and name its test and lint "
@@ -45,10 +45,16 @@ def _init(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
     workdir = Path.cwd()
     if args.seats:
+        if args.template or args.auto or args.force:
+            # Said, not ignored: no file is written, whatever template was named.
+            raise _client.Failure(_client.EXIT_USAGE, f"--seats writes the seat settings of "
+                                  f"the {CONFIG_NAME} here and nothing else; it takes no "
+                                  "--template, --auto or --force")
         return _seats(workdir)
+    template = args.template or "starter"
     detected = templates.detect(workdir) if args.auto else None
-    write_config(workdir / CONFIG_NAME, templates.render(args.template, detected), args.force)
-    print(f"wrote {CONFIG_NAME} ({args.template} template{_found(args.auto, detected)}); "
+    write_config(workdir / CONFIG_NAME, templates.render(template, detected), args.force)
+    print(f"wrote {CONFIG_NAME} ({template} template{_found(args.auto, detected)}); "
           "next: run `choragos doctor`, then `choragos serve`")
     _write_seats(workdir, _roles(workdir))
     return _client.EXIT_OK

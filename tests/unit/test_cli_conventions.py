@@ -70,6 +70,8 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["gate", "--json", "--reason", "no"], "--reason goes with `gate reject` only"),
     (["budget", "coder", "1e400"], "'1e400' is not an amount of USD above zero"),
     (["budget", "--session", "nan"], "'nan' is not an amount of USD above zero"),
+    # --template was ignored without a word, and the seats written anyway.
+    (["init", "--seats", "--template", "review"], "it takes no --template, --auto or --force"),
 ])
 def test_a_bad_value_is_a_usage_error_before_any_session_is_asked(
         tmp_path: Path, argv: list[str], said: str) -> None:
@@ -77,6 +79,7 @@ def test_a_bad_value_is_a_usage_error_before_any_session_is_asked(
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and "no choragos session" not in done.stderr
     assert "\x1b" not in done.stderr and len(done.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 def test_did_you_mean_ignores_the_dashes_every_option_shares(tmp_path: Path) -> None:
