@@ -159,6 +159,7 @@ def _exchange(sock: Path | str, payload: dict[str, Any], workdir: Path | None
               ) -> dict[str, Any]:
     # "busy", "dropped", a full accept queue and a refused connect all mean the
     # session never handled the request, so sending it again cannot duplicate work.
+    _check_socket(sock)
     start = time.monotonic()
     pause = 0.02
     while True:
@@ -174,6 +175,19 @@ def _exchange(sock: Path | str, payload: dict[str, Any], workdir: Path | None
                 return ack
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
+
+
+def _check_socket(sock: Path | str) -> None:
+    """A path that is there but no socket (a file, a folder) is a wrong
+    --sock or $CHORAGOS_SOCK, not a session that crashed."""
+    try:
+        mode = os.stat(sock).st_mode
+    except OSError:
+        return  # not there: the connect says so, naming the sessions that run
+    if not stat.S_ISSOCK(mode):
+        raise Failure(EXIT_USAGE, f"{inert(sock)} is not a socket; --sock and $CHORAGOS_SOCK "
+                                  "name a session's control socket (`choragos ls` lists the "
+                                  "sessions)")
 
 
 def _retry_answer(ack: dict[str, Any], start: float, pause: float) -> bool:

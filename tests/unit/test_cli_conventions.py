@@ -70,6 +70,9 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["gate", "--json", "--reason", "no"], "--reason goes with `gate reject` only"),
     (["budget", "coder", "1e400"], "'1e400' is not an amount of USD above zero"),
     (["budget", "--session", "nan"], "'nan' is not an amount of USD above zero"),
+    # A file was taken for a session that crashed ("connection refused").
+    (["ping", "--sock", "/etc/passwd"], "/etc/passwd is not a socket; --sock and "
+                                        "$CHORAGOS_SOCK name a session's control socket"),
     # --template was ignored without a word, and the seats written anyway.
     (["init", "--seats", "--template", "review"], "it takes no --template, --auto or --force"),
 ])
