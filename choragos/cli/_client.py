@@ -88,6 +88,14 @@ def guard(verb: str, body: Callable[[], int], *, json: bool = False) -> int:
         return leaving.code if isinstance(leaving.code, int) else EXIT_USAGE
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON as argparse reads it: ``--json``,
+    or an abbreviation of it (``--js``), so a failure answers in the envelope
+    as the success would."""
+    return any(len(word) >= 3 and "--json".startswith(word.partition("=")[0])
+               for word in argv)
+
+
 def socket_for(option: str | None) -> tuple[Path, Path | None]:
     """The socket to use and, when it was looked up, the directory it serves."""
     from pathlib import Path

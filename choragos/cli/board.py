@@ -20,7 +20,7 @@ _COLUMNS = [("id", "ID"), ("role", "ROLE"), ("state", "STATE"), ("age", "AGE"),
 
 def run(argv: list[str], verb: str = "board") -> int:
     """Entry point for ``choragos board``."""
-    return _client.guard(verb, lambda: _board(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _board(argv, verb), json=_client.wants_json(argv))
 
 
 def arguments(verb: str) -> ArgumentParser:

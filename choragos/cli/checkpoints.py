@@ -39,7 +39,7 @@ _TREE = ("tree", "TREE")  # shown once any worktree holds checkpoints
 
 def run(argv: list[str], verb: str = "checkpoints") -> int:
     """Entry point for ``choragos checkpoints [list|prune]``."""
-    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _main(argv, verb), json=_client.wants_json(argv))
 
 
 def arguments(verb: str) -> ArgumentParser:

@@ -51,7 +51,7 @@ class Check:
 
 def run(argv: list[str], verb: str = "doctor") -> int:
     """Entry point for ``choragos doctor``."""
-    return _client.guard(verb, lambda: _doctor(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _doctor(argv, verb), json=_client.wants_json(argv))
 
 
 def arguments(verb: str) -> ArgumentParser:

@@ -20,7 +20,7 @@ _COLUMNS = [("id", "ID"), ("role", "ROLE"), ("age", "AGE"), ("label", "TASK"),
 
 def run(argv: list[str], verb: str = "gate") -> int:
     """Entry point for ``choragos gate``."""
-    return _client.guard(verb, lambda: _gate(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _gate(argv, verb), json=_client.wants_json(argv))
 
 
 def _gate(argv: list[str], verb: str) -> int:

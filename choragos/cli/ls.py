@@ -19,7 +19,7 @@ from choragos.session import daemon
 
 
 def run(argv: list[str], verb: str = "ls") -> int:
-    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _main(argv, verb), json=_client.wants_json(argv))
 
 
 def arguments(verb: str) -> ArgumentParser:

@@ -21,7 +21,7 @@ from choragos.plural import counted
 
 def run(argv: list[str], verb: str = "report") -> int:
     """Entry point for ``choragos report``."""
-    return _client.guard(verb, lambda: _main(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _main(argv, verb), json=_client.wants_json(argv))
 
 
 def _main(argv: list[str], verb: str) -> int:

@@ -18,7 +18,7 @@ _COLUMNS = [("name", "ROLE"), ("state", "STATE"), ("pid", "PID"), ("restarts", "
 
 def run(argv: list[str], verb: str = "status") -> int:
     """Entry point for ``choragos status``."""
-    return _client.guard(verb, lambda: _status(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _status(argv, verb), json=_client.wants_json(argv))
 
 
 def arguments(verb: str) -> ArgumentParser:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def run(argv: list[str], verb: str = "web") -> int:
     """Entry point for ``choragos web``."""
-    return _client.guard(verb, lambda: _web(argv, verb), json="--json" in argv)
+    return _client.guard(verb, lambda: _web(argv, verb), json=_client.wants_json(argv))
 
 
 def _web(argv: list[str], verb: str) -> int:

@@ -129,3 +129,12 @@ def test_following_a_transcript_not_there_yet_says_it_waits(tmp_path: Path) -> N
         follow.communicate(timeout=30)
     assert line.startswith("choragos logs: coder has no transcript yet at ")
     assert line.rstrip().endswith("; waiting for it (Ctrl-C stops)")
+
+
+@pytest.mark.parametrize("spelled", ["--js", "--jso", "--json=yes"])
+def test_json_abbreviated_fails_in_the_envelope_as_it_succeeds(tmp_path: Path,
+                                                                spelled: str) -> None:
+    # argparse takes --js for --json: the answer was JSON, but a failure text only.
+    done = _run(tmp_path, "status", spelled)
+    document = json.loads(done.stdout)
+    assert document["ok"] is False and document["exit"] == done.returncode != 0
