@@ -54,7 +54,9 @@ def decide(policy: str, retries: int, used: int, status: ExitStatus,
     if policy == "always" or (policy == "on-failure" and status.failed):
         if used >= retries:
             return Decision(False, reason=f"restart budget spent ({used} of {retries})")
-        delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** used))
+        # The exponent stops growing long before the cap matters: 2 ** 1024 is
+        # no float, and a role with a large restart_retries gets that far.
+        delay = min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(used, 64))
         return Decision(True, delay, reason=f"restart {used + 1} of {retries}")
     if policy == "on-failure":
         return Decision(False, reason="clean exit")

@@ -54,3 +54,11 @@ def test_exit_status_failed():
     assert FAIL.failed and KILLED.failed and not CLEAN.failed
     assert not ExitStatus().failed  # nothing known: not a failure
     assert ExitStatus(code=0, signal=15).failed
+
+
+def test_a_thousand_restarts_in_the_delay_stays_the_cap():
+    # restart_retries has no ceiling: after 1024 restarts 2 ** used was no
+    # float, and deciding the next restart raised OverflowError in the role.
+    for used in (64, 1024, 10**6):
+        assert decide("always", 10**7, used, FAIL) == Decision(
+            True, 30.0, f"restart {used + 1} of {10**7}")
