@@ -13,7 +13,6 @@ import ipaddress
 import os
 import re
 import shlex
-import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -432,16 +431,10 @@ def _nearest_section(key: str) -> str:
 
 
 def _user_file(target: Path, shown: str) -> bool:
-    """Whether the user's file is there; one that cannot even be looked at
-    (a folder on its way not searchable, a name too long) is an error, never
-    taken for no file."""
-    try:
-        mode = target.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
+    """Whether the user's file is there; a folder in its place is an error."""
+    if not _there(target, shown):
         return False
-    except OSError as exc:
-        raise ConfigError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
-    if not stat.S_ISREG(mode):
+    if not target.is_file():
         raise ConfigError([f"{shown}: not a file; the user configuration is a TOML file "
                            "(or nothing)"])
     return True
@@ -450,12 +443,24 @@ def _user_file(target: Path, shown: str) -> bool:
 def _locate(path: Path | None, base: Path) -> Path | None:
     if path is None:
         found = base / CONFIG_NAME
-        return found if found.exists() else None
+        return found if _there(found, CONFIG_NAME) else None
     path = Path(path)
     target = path if path.is_absolute() else base / path
-    if not target.exists():
+    if not _there(target, inert(str(path))):
         raise ConfigError([f"{inert(str(path))}: no such file"])
     return target
+
+
+def _there(target: Path, shown: str) -> bool:
+    """Whether ``target`` exists; one that cannot be looked at (a name too
+    long, a folder not searchable) is an error, never taken for no file."""
+    try:
+        target.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise ConfigError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
+    return True
 
 
 def _parse(target: Path, shown: str) -> dict:

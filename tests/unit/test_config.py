@@ -802,3 +802,11 @@ def test_a_config_path_with_escapes_is_shown_escaped(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as broken:
         load_config(Path("a\x1b[2J.toml"), tmp_path)
     assert broken.value.errors[0].startswith("a\\x1b[2J.toml:1: invalid TOML")
+
+
+def test_a_config_path_that_cannot_be_looked_at_is_an_error_not_a_traceback(
+        tmp_path: Path) -> None:
+    # stat's ENAMETOOLONG came out of Path.exists: `serve --config <300 x>` crashed.
+    with pytest.raises(ConfigError) as refused:
+        load_config(Path("x" * 300), tmp_path)
+    assert refused.value.errors == ["x" * 300 + ": cannot read: File name too long"]
