@@ -24,7 +24,11 @@ def run(argv: list[str], verb: str = "ls") -> int:
 
 def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
-    made = _client.parser(verb, "List the running choragos sessions.")
+    made = _client.bare_parser(verb, "List the running choragos sessions.")
+    # Not the shared --sock: ls asks every session it finds, this one's folder too.
+    made.add_argument("--sock", metavar="PATH",
+                      help="also look for sessions in this control socket's folder (as for "
+                           "$CHORAGOS_SOCK); the per-user socket folder is always searched")
     made.add_argument("--json", action="store_true", help="print JSON")
     return made
 

@@ -140,23 +140,34 @@ def parser_words(made: argparse.ArgumentParser) -> set[str]:
     return words
 
 
-def documented_words() -> dict[str, set[str]]:
-    """verb -> the options and arguments its rows of the options table name."""
+def documented_rows() -> dict[str, dict[str, str]]:
+    """verb -> each option or argument its rows of the options table name -> the row's text."""
     section = CLI_DOC.read_text(encoding="utf-8").split(
         "\n## Every verb's arguments and options\n", 1)[1].split("\n## ", 1)[0]
-    found: dict[str, set[str]] = {}
+    found: dict[str, dict[str, str]] = {}
     for line in section.splitlines():
-        row = re.match(r"\| `([a-z-]+)` \| (.*?) \| ", line)
+        row = re.match(r"\| `([a-z-]+)` \| (.*?) \| (.*) \|$", line)
         if row:
-            spelled = {re.split(r" ", word, maxsplit=1)[0] if word.startswith("-") else word
-                       for word in re.findall(r"`([^`]+)`", row[2])}
-            found.setdefault(row[1], set()).update(spelled)
+            for word in re.findall(r"`([^`]+)`", row[2]):
+                spelled = word.split(" ", 1)[0] if word.startswith("-") else word
+                found.setdefault(row[1], {})[spelled] = row[3].replace("\\|", "|")
     return found
+
+
+def documented_words() -> dict[str, set[str]]:
+    return {verb: set(rows) for verb, rows in documented_rows().items()}
 
 
 @pytest.mark.parametrize("verb", list(commands.VERBS))
 def test_every_verb_s_options_are_in_the_cli_docs(verb: str) -> None:
-    assert documented_words().get(verb, set()) == parser_words(_parsers.verb_parser(verb))
+    made = _parsers.verb_parser(verb)
+    assert documented_words().get(verb, set()) == parser_words(made)
+    rows = documented_rows()[verb] if parser_words(made) else {}
+    for action in made._actions:  # each row says what the verb's --help says
+        if not isinstance(action, argparse._HelpAction):
+            said = (action.help or "") % {"default": action.default}
+            word = (action.option_strings or [action.metavar or action.dest.upper()])[0]
+            assert rows[word].startswith(said), (word, rows[word], said)
 
 
 def test_the_cli_docs_name_no_verb_that_is_not_one() -> None:
