@@ -65,7 +65,9 @@ def _valid_config(path: Path) -> str:
     try:
         load_config(target, target.parent)
     except ConfigError as exc:
-        raise _client.Failure(_client.EXIT_USAGE, f"{exc}; nothing was changed") from None
+        # The errors on one line: the doctor hint's newline would show as "\n".
+        raise _client.Failure(_client.EXIT_USAGE, f"{'; '.join(exc.errors)}; nothing was "
+                                                  "changed") from None
     return str(target)
 
 

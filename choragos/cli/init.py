@@ -64,8 +64,9 @@ def _roles(workdir: Path) -> tuple[RoleSpec, ...]:
     try:
         return load_config(None, workdir).roles
     except ConfigError as exc:
-        raise _client.Failure(EXIT_EXISTS, f"{CONFIG_NAME} does not load, so its seats are "
-                                           f"unknown: {exc.errors[0]}") from None
+        # A config that does not load is a usage error, as for every verb that reads it.
+        raise _client.Failure(_client.EXIT_USAGE, f"{CONFIG_NAME} does not load, so its seats "
+                                                  f"are unknown: {exc.errors[0]}") from None
 
 
 def _seats(workdir: Path) -> int:

@@ -138,3 +138,20 @@ def test_json_abbreviated_fails_in_the_envelope_as_it_succeeds(tmp_path: Path,
     done = _run(tmp_path, "status", spelled)
     document = json.loads(done.stdout)
     assert document["ok"] is False and document["exit"] == done.returncode != 0
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    # Status 1 before, where every other verb reading a broken config says 2.
+    (["init", "--seats"], "init: .choragos.toml does not load, so its seats are unknown: "
+                          ".choragos.toml:1: invalid TOML"),
+    # The doctor hint came after a "\n" shown as the two characters.
+    (["handoff", "--config", ".choragos.toml"], ".choragos.toml:1: invalid TOML: Expected ']' "
+                                                "at the end of a table declaration (column 4); "
+                                                "nothing was changed"),
+])
+def test_a_config_that_does_not_load_is_one_line_and_status_2(
+        tmp_path: Path, argv: list[str], said: str) -> None:
+    (tmp_path / ".choragos.toml").write_text("[ui\n")
+    done = _run(tmp_path, *argv)
+    assert done.returncode == 2 and said in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "\\n" not in done.stderr
