@@ -64,6 +64,33 @@ def test_reload_with_a_broken_config_changes_nothing(serve):
     assert states(s) == {"orchestrator": "idle", "coder": "idle"}
 
 
+def test_reload_with_a_user_config_it_cannot_look_at_changes_nothing(short_tmp):
+    """The user's file turned unreadable under a running session (here: its
+    folder a link to a name too long to look up; a folder chmod 000 is the
+    everyday case): the reload is refused in a sentence.  Before, stat's
+    OSError came out of the loader and crashed the session's core."""
+    work, xdg = short_tmp / "work", short_tmp / "xdg"
+    work.mkdir()
+    xdg.mkdir()
+    s = Serve(work, role_toml("orchestrator", start=True) + role_toml("coder"),
+              sock=short_tmp / "s.sock")
+    s.env["XDG_CONFIG_HOME"] = str(xdg)
+    s.start()
+    try:
+        s.wait_booted(["orchestrator", "coder"])
+        (xdg / "choragos").symlink_to("/" + "x" * 300)
+        out = s.cli("reload")
+        assert out.returncode == 1
+        assert out.stderr == ("choragos reload: the session refused: the config has errors, "
+                              f"nothing changed: {xdg}/choragos/config.toml: cannot read: File "
+                              "name too long\n")
+        assert states(s) == {"orchestrator": "idle", "coder": "idle"}
+        assert [e["errors"] for e in s.events() if e["event"] == "reload refused"] == [
+            [f"{xdg}/choragos/config.toml: cannot read: File name too long"]]
+    finally:
+        assert s.stop() == 0
+
+
 def test_builtin_team_without_binaries(short_tmp):
     """No config and no claude on PATH: roles fail with a reason, the session lives."""
     work = short_tmp / "work"
