@@ -12,6 +12,7 @@ import json
 import math
 import re
 
+from choragos.inert import inert
 from choragos.onuse import pattern
 
 __all__ = ["format_duration", "parse_duration"]
@@ -60,8 +61,9 @@ def _complaint(text: str, body: str) -> str:
 
 
 def _quote(text: str) -> str:
-    # Escaped, because config values end up on the operator's terminal.
-    return json.dumps(text, ensure_ascii=False)
+    # Escaped, because config values end up on the operator's terminal: json
+    # for the C0 controls, inert for the C1 ones and bidi.
+    return inert(json.dumps(text, ensure_ascii=False))
 
 
 def format_duration(seconds: float) -> str:

@@ -80,7 +80,7 @@ def guard(verb: str, body: Callable[[], int], *, json: bool = False) -> int:
     try:
         return body()
     except Failure as failure:
-        print(f"choragos {verb}: {inert(failure.message)}", file=sys.stderr)
+        print(f"choragos {verb}: {said(failure.message)}", file=sys.stderr)
         if json:
             _dump(envelope({}, error=failure.message, code=failure.code))
         return failure.code
@@ -94,6 +94,21 @@ def wants_json(argv: Sequence[str]) -> bool:
     as the success would."""
     return any(len(word) >= 3 and "--json".startswith(word.partition("=")[0])
                for word in argv)
+
+
+# The longest failure line printed whole: a message quoting a 1 MB argument
+# would otherwise fill the operator's scrollback with it.
+SAID_LIMIT = 1000
+
+
+def said(message: str) -> str:
+    """A failure's message for the terminal: escapes made visible, and the
+    middle of a very long one left out (saying how much)."""
+    text = inert(message)
+    if len(text) <= SAID_LIMIT:
+        return text
+    head, tail = text[:SAID_LIMIT - 200], text[-150:]
+    return f"{head} … ({len(text) - len(head) - len(tail)} characters left out) … {tail}"
 
 
 def socket_for(option: str | None) -> tuple[Path, Path | None]:

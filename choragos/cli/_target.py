@@ -64,7 +64,7 @@ def directory(args: argparse.Namespace, verb: str, holding: str) -> Path:
 def _named(target: str) -> tuple[Path, Path | None]:
     folder = Path(target).expanduser()
     sessions = _running()
-    if folder.is_dir():
+    if os.path.isdir(folder):  # False, not OSError, for a name too long to look up
         return _of_directory(folder.resolve(), sessions)
     matches = [s for s in sessions if target in (s["dir"], Path(s["dir"]).name)]
     if len(matches) == 1:

@@ -8,6 +8,7 @@ holds role names, ids and directories that came from outside.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def prices(path: Path | None, project: Path | None = None) -> PriceFor:
 
 
 def _read(path: Path) -> report.LogRead:
-    if path.exists() and not path.is_file():  # /dev/zero or a pipe would be read forever
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/zero: read for ever
         raise _client.Failure(_client.EXIT_USAGE, f"{_client.inert(path)} is not an event "
                                                   "log: not a regular file")
     try:

@@ -173,11 +173,11 @@ def _run(argv: list[str], verb: str) -> int:
     try:
         args = parse_args(argv)
     except _client.Failure as failure:  # a usage error, said as every verb says one
-        print(f"choragos {verb}: {failure.message}", file=sys.stderr)
+        print(f"choragos {verb}: {_client.said(failure.message)}", file=sys.stderr)
         return failure.code
     except SystemExit as leaving:  # --help
         return leaving.code if isinstance(leaving.code, int) else _client.EXIT_USAGE
-    if args.dir is not None and not args.dir.is_dir():
+    if args.dir is not None and not os.path.isdir(args.dir):  # never raises
         print(f"choragos {verb}: --dir {_client.inert(args.dir)} is not a directory; give "
               "the project's folder", file=sys.stderr)
         return _client.EXIT_USAGE
@@ -188,7 +188,8 @@ def _run(argv: list[str], verb: str) -> int:
         config = load_config(args.config or _handed_off_config(args.resume, workdir,
                                                                args.salvage), workdir)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
+        for line in str(exc).splitlines():  # every error, then the doctor hint
+            print(_client.inert(line), file=sys.stderr)
         return 2
     interactive = not (args.detach or args.headless or args.foreground)
     if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -196,10 +197,10 @@ def _run(argv: list[str], verb: str) -> int:
               "in the background or --headless to run it without a deck", file=sys.stderr)
         return 2
     for warning in config.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {_client.inert(warning)}", file=sys.stderr)
     refusal = statedir.check(workdir) or worktree_refusal(config, workdir)
     if refusal:
-        print(f"choragos serve: {refusal}", file=sys.stderr)
+        print(f"choragos serve: {_client.inert(refusal)}", file=sys.stderr)
         return 2
     if args.headless:
         write_stacks_to(setup_logging(workdir))
@@ -272,13 +273,14 @@ def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
     collector_on()  # the server is started: this client only attaches now
     if not started.ok:
         fresh_line = "\n" if started.interrupted else ""  # after the terminal's "^C"
-        print(f"{fresh_line}choragos serve: {started.reason}", file=sys.stderr)
+        print(f"{fresh_line}choragos serve: {_client.inert(started.reason)}", file=sys.stderr)
         return EXIT_INTERRUPTED if started.interrupted else 1
     info = started.info or {}
     for notice in info.get("notices") or []:
-        print(f"choragos: {notice}", file=sys.stderr)
+        print(f"choragos: {_client.inert(notice)}", file=sys.stderr)
     if not attach:
-        print(f"choragos: session started in {workdir} (pid {info.get('pid', '?')}); "
+        print(f"choragos: session started in {_client.inert(workdir)} "
+              f"(pid {info.get('pid', '?')}); "
               "`choragos attach` shows the deck")
         return 0
     from choragos.ui.attach import attach_to
@@ -483,7 +485,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     except ServerStartError as exc:
         if ready is not None:
             ready.fail(str(exc))
-        print(f"choragos: {exc}", file=sys.stderr)
+        print(f"choragos: {_client.inert(exc)}", file=sys.stderr)
         return 1
     sidecar = daemon.Sidecar(control, dir=str(workdir), mode=mode, version=__version__,
                              roles=[role.name for role in config.roles],
@@ -510,13 +512,14 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             except ServerStartError as exc:
                 if ready is not None:
                     ready.fail(f"the deck could not start: {exc}")
-                print(f"choragos: the deck could not start: {exc}", file=sys.stderr)
+                print(f"choragos: the deck could not start: {_client.inert(exc)}",
+                      file=sys.stderr)
                 return 1
         sidecar.write()
         if not attaching:
             let_go = _settle(session, log)
         for notice in session.notices:
-            print(f"choragos: {notice}", file=sys.stderr)
+            print(f"choragos: {_client.inert(notice)}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
                  os.getpid(), mode)
         if ready is not None and wait_boot:
@@ -528,7 +531,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             ready.ok(pid=os.getpid(), dir=str(workdir), socket=str(control),
                      ui_socket=str(daemon.ui_path_for(control)), notices=session.notices)
         elif deck is not None:
-            print(f"choragos: session running in {workdir} (pid {os.getpid()}); "
+            print(f"choragos: session running in {_client.inert(workdir)} (pid {os.getpid()}); "
                   "`choragos attach` shows the deck", file=sys.stderr)
         if attaching:
             # The client attaches once it hears the server is ready, and the

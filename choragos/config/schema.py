@@ -21,6 +21,7 @@ from choragos import onuse
 from choragos.config import envpolicy
 from choragos.config.memfloor import parse_size
 from choragos.durations import parse_duration
+from choragos.inert import inert
 
 Converter = Callable[[object], object]
 
@@ -72,14 +73,15 @@ _BARE_KEY = onuse.pattern(r"[A-Za-z0-9_-]+")
 
 def join(where: str, key: str) -> str:
     """``where`` + ``.key``, quoting keys the way TOML would need them quoted."""
-    shown = key if _BARE_KEY().fullmatch(key) else json.dumps(key, ensure_ascii=False)
+    shown = key if _BARE_KEY().fullmatch(key) else inert(json.dumps(key, ensure_ascii=False))
     return f"{where}.{shown}" if where else shown
 
 
 def show(value: object) -> str:
     """A value as it would look in TOML, escaped so it is safe to print."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        # json escapes the C0 controls; inert the C1 ones (\x9b opens a CSI) and bidi.
+        return inert(json.dumps(value, ensure_ascii=False))
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):

@@ -155,3 +155,28 @@ def test_a_config_that_does_not_load_is_one_line_and_status_2(
     done = _run(tmp_path, *argv)
     assert done.returncode == 2 and said in done.stderr
     assert len(done.stderr.splitlines()) == 1 and "\\n" not in done.stderr
+
+
+@pytest.mark.parametrize("verb", ["status", "board", "logs", "diff", "report", "attach"])
+def test_a_target_too_long_to_look_up_is_no_session_not_a_traceback(tmp_path: Path,
+                                                                    verb: str) -> None:
+    # Path.is_dir raised ENAMETOOLONG out of -t's lookup.
+    args = {"logs": ["coder"], "diff": ["T1"]}.get(verb, [])
+    done = _run(tmp_path, verb, *args, "-t", "x" * 300)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "no directory and no running session is named xxx" in done.stderr
+
+
+def test_a_huge_argument_is_not_echoed_whole(tmp_path: Path) -> None:
+    done = _run(tmp_path, "status", "-t", "A" * 120_000)
+    assert done.returncode == 3 and len(done.stderr) < 1100
+    assert done.stderr.startswith("choragos status: no directory and no running session is "
+                                  "named AAAA")
+    assert "characters left out" in done.stderr
+
+
+def test_serve_s_usage_error_is_shown_escaped(tmp_path: Path) -> None:
+    done = _run(tmp_path, "serve", "\x1b]0;owned\x07\x1b[2J")
+    assert done.returncode == 2
+    assert done.stderr == ("choragos serve: unrecognized arguments: \\x1b]0;owned\\x07\\x1b[2J "
+                           "(see `choragos serve --help`)\n")

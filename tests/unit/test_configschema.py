@@ -106,6 +106,8 @@ def test_what_passes_comes_back_canonical(convert, value, result):
 
 @pytest.mark.parametrize(("value", "shown", "kind"), [
     ("a\x1b", '"a\\u001b"', "string"), (True, "true", "boolean"), (False, "false", "boolean"),
+    # json leaves C1 controls (\x9b opens a CSI on some terminals) and bidi raw.
+    ("a\x9b2J\u202e", '"a\\x9b2J\\u202e"', "string"),
     (3, "3", "integer"), (1.5, "1.5", "float"), ([1], "[1]", "array"), ({}, "{}", "table"),
     (datetime.datetime(2026, 1, 2, 3, 4), "2026-01-02T03:04:00", "datetime"),
     (datetime.date(2026, 1, 2), "2026-01-02", "date"),
@@ -148,3 +150,9 @@ def test_read_table_checks_every_key_and_keeps_the_good_ones():
                              "f.toml:ui.t: expected a table, got array []"]
     assert report.warnings == ["f.toml:ui.x: unknown key, ignored"]
     assert cs.read_table({"t": {"a": 1}}, schema, "", report) == {"t": {"a": 1}}
+
+
+def test_a_bad_duration_is_quoted_with_its_c1_controls_escaped():
+    with pytest.raises(ValueError) as refused:
+        cs.optional_duration("\x9b2J")
+    assert str(refused.value) == '"\\x9b2J" is not a duration (use 45m, 1h30m, 90s)'
