@@ -95,7 +95,7 @@ def test_init_seats_refuses_a_config_that_does_not_load(tmp_path: Path, monkeypa
                                                         capsys) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / CONFIG_NAME).write_text('[[roles]]\nname = 5\n')
-    assert init.run(["--seats"]) == 1
+    assert init.run(["--seats"]) == 2  # a config that does not load: a usage error
     assert "does not load" in capsys.readouterr().err
     assert not (tmp_path / ".claude").exists()
 
