@@ -37,8 +37,8 @@ def arguments(verb: str) -> ArgumentParser:
 def _main(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
     if not _TASK_ID.fullmatch(args.id):
-        raise _client.Failure(_client.EXIT_USAGE, f"{_client.inert(args.id)!s} is not a task "
-                                                  "id (such as T3)")
+        raise _client.Failure(_client.EXIT_USAGE, f"'{_client.inert(args.id)}' is not a task "
+                                                  "id (such as T3)")  # quoted: '' shows too
     try:
         found = task_diff(_target.directory(args, verb, ".choragos"), args.id)
     except TaskDiffError as exc:

@@ -73,6 +73,8 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     # A file was taken for a session that crashed ("connection refused").
     (["ping", "--sock", "/etc/passwd"], "/etc/passwd is not a socket; --sock and "
                                         "$CHORAGOS_SOCK name a session's control socket"),
+    # An empty id read "choragos diff:  is not a task id".
+    (["diff", ""], "choragos diff: '' is not a task id (such as T3)"),
     # --template was ignored without a word, and the seats written anyway.
     (["init", "--seats", "--template", "review"], "it takes no --template, --auto or --force"),
 ])
