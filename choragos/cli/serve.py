@@ -88,9 +88,18 @@ def arguments(verb: str) -> argparse.ArgumentParser:
     return parser
 
 
+class InertFormatter(logging.Formatter):
+    """Log lines with every escape made visible, line by line (a traceback
+    keeps its lines): a workdir, a role's reason or a config value holding an
+    escape sequence reaches the terminal (stderr, `tail server.log`) as text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(map(_client.inert, super().format(record).split("\n")))
+
+
 def setup_logging(workdir: Path, to_stderr: bool = True) -> Path:
     path = workdir / ".choragos" / "logs" / "server.log"
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    fmt = InertFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     # Never closed, not even by logging's own shutdown at exit: a daemon

@@ -182,3 +182,22 @@ def test_serve_s_usage_error_is_shown_escaped(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == ("choragos serve: unrecognized arguments: \\x1b]0;owned\\x07\\x1b[2J "
                            "(see `choragos serve --help`)\n")
+
+
+def test_the_server_s_log_lines_show_escapes_as_text() -> None:
+    import logging
+
+    from choragos.cli.serve import InertFormatter
+
+    made = InertFormatter("%(levelname)s %(message)s")
+    record = logging.LogRecord("choragos", logging.INFO, __file__, 1,
+                               "session running in %s", ("/p/\x1b]0;x\x07\x1b[2J",), None)
+    assert made.format(record) == "INFO session running in /p/\\x1b]0;x\\x07\\x1b[2J"
+    try:
+        raise ValueError("bad\x1b[2J")
+    except ValueError:
+        failed = logging.LogRecord("choragos", logging.ERROR, __file__, 1, "died", (),
+                                   sys.exc_info())
+    lines = made.format(failed).split("\n")
+    assert lines[0] == "ERROR died" and lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == "ValueError: bad\\x1b[2J"
