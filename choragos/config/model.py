@@ -621,7 +621,7 @@ _ROLE_SCHEMA: cs.Schema = {
     "args": cs.list_of(cs.argv_string),
     "model": cs.argv_string,
     "model_flag": cs.argv_string,
-    "prompt_template": cs.string,
+    "prompt_template": cs.argv_string,  # typed into the agent: no NUL
     "start": cs.boolean,
     "approve": cs.boolean,
     "env_allow": cs.list_of(cs.env_pattern),

@@ -292,7 +292,9 @@ class LimitWatch:
     def _wake(self, limit: Limit, now: float, repeats: int, first: float) -> float:
         wait = limit.until - now if limit.until is not None else self.default_wait
         if repeats:
-            wait = max(wait, min(self.default_wait * 2 ** repeats, BACKOFF_CAP))
+            # The exponent is bounded: past the cap it changes nothing, and an
+            # unbounded one overflows a float after about a thousand repeats.
+            wait = max(wait, min(self.default_wait * 2 ** min(repeats, 64), BACKOFF_CAP))
         wait = max(wait, 0.0)
         # Never past the give-up by more than the jitter: a limit that will
         # outlast it is reported when the give-up comes, not hours later.

@@ -221,6 +221,7 @@ ROLE_ERRORS = [
     ("model = 1", "model", "expected a string"),
     ("model_flag = false", "model_flag", "expected a string, got boolean false"),
     ("prompt_template = 1.5", "prompt_template", "expected a string, got float 1.5"),
+    ('prompt_template = "a\\u0000b"', "prompt_template", "NUL"),
     ('approve = "yes"', "approve", "expected true or false"),
     ('agent = "cursor"', "agent", '"cursor" is not one of "", "claude", "gemini"'),
     ('env_allow = ["FOO-BAR"]', "env_allow", '"FOO-BAR" is not a variable name'),

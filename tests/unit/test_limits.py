@@ -148,6 +148,18 @@ def test_a_limit_coming_straight_back_backs_off_up_to_the_cap() -> None:
     assert max(waits) == BACKOFF_CAP
 
 
+def test_a_limit_back_a_thousand_times_still_waits_the_cap() -> None:
+    watch = LimitWatch(default_wait=10.0, give_up=float("inf"), rng=lambda: 0.0)
+    now = NOW
+    for _ in range(1100):  # past 1024 repeats, where 2 ** n overflows a float
+        episode = watch.seen("coder", _limit(1, now), now).episode
+        waited = episode.wake - now
+        now = episode.wake
+        watch.wake("coder", episode.token, now)
+        now += 5
+    assert episode.repeats >= 1099 and waited == BACKOFF_CAP
+
+
 def test_a_limit_after_a_quiet_while_starts_over() -> None:
     watch = LimitWatch(default_wait=10, rng=lambda: 0.0)
     episode = watch.seen("coder", _limit(1), NOW).episode
