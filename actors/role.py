@@ -28,7 +28,7 @@ from choragos.actors.admission import RoleHeld
 from choragos.actors.base import Actor
 from choragos.actors.handle import ActorGone
 from choragos.actors.rolehost import MACHINE, Child, RoleHost
-from choragos.actors.rolewatch import Watch
+from choragos.actors.rolewatch import Boot, Watch
 from choragos.actors.timers import Timers
 from choragos.actors.typist import Ending, Typing, Typist
 from choragos.agents.profiles import AgentProfile, profile_for
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("choragos.role")
 
-BOOT_SETTLE = 1.0
 # The operator's text and its keys (and keys held over a pause) go out this
 # far apart: nothing watches their echo, and text+Enter read together is a
 # paste that never submits.
@@ -83,6 +82,7 @@ class RoleState:
     rest_mark: tuple[float, int] | None = None  # (monotonic, ns its session wanted the CPU)
     boot_busy_at: float = 0.0  # (monotonic) the boot check last found it wanting the CPU
     boot_held_said: bool = False  # the operator was told its brief is held back
+    boot_parked: bool = False  # no boot check is armed: the next output arms one
     rested_at: float | None = None  # (monotonic) a window ending here found it at rest
     busy_since: float | None = None  # (monotonic) quiet, but found wanting the CPU since
     busy_held: bool = False  # ... for BUSY_HOLD: said on its card, lines wait
@@ -202,6 +202,8 @@ class RoleActor(Actor):
         self.typist = Typist(state, host.now, timers, self_handle, core.tell, self._typed)
         self.watch = Watch(state, host.now, timers, self_handle, self._refresh_status,
                            self._publish)
+        self.boot = Boot(state, host.now, timers, self_handle, self.typist, core.tell,
+                         self._set_status, self._screen_status, self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -284,7 +286,7 @@ class RoleActor(Actor):
         s.left_in_input = None  # that process's input went with it
         s.limited_until = None  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
-        self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(gen))
+        self.boot.arm()
         self.watch.arm_stall_check(gen)
 
     def _seat_ready(self) -> bool:
@@ -331,6 +333,7 @@ class RoleActor(Actor):
         self.watch.output_seen(msg)
         if msg.gen == self.s.gen:
             self.typist.output_seen()
+            self.boot.output_seen()
 
     @handle.register(m.Classify)
     def _classify(self, msg: m.Classify) -> None:
@@ -398,7 +401,7 @@ class RoleActor(Actor):
                 s.detail = ""
                 self._set_status(self._screen_status())
                 if not s.booted:  # limited before its brief: the boot check stopped
-                    self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
+                    self.boot.arm()
             self._publish()
             return
         s.limited_until = msg.until
@@ -412,21 +415,7 @@ class RoleActor(Actor):
 
     @handle.register(m.BootCheck)
     def _boot_check(self, msg: m.BootCheck) -> None:
-        s = self.s
-        if msg.gen != s.gen or s.booted or s.typing is not None:
-            return
-        if s.status not in (RoleStatus.BOOTING, *SCREEN_STATES):
-            return  # paused or gone; resume/respawn re-arms the check
-        if rolescreen.boot_ready(self.s, self.now()):
-            s.boot_attempts += 1
-            self.typist.begin(rolescreen.boot_injection(s), boot=True)
-        else:
-            held = rolescreen.boot_held(s, self.now())
-            if held is not None:  # said once: its card, the core (event, hook)
-                self.core.tell(held)
-                self._publish()
-            self.timers.after(rolescreen.boot_recheck(s, self.now()), self.me,
-                              m.BootCheck(msg.gen))
+        self.boot.check(msg)
 
     # -- injection ----------------------------------------------------
 
@@ -467,13 +456,7 @@ class RoleActor(Actor):
             s.settle_until = self.now() + s.profile.submit_settle
             self.timers.after(s.profile.submit_settle + 0.05, self.me, m.Classify(s.gen))
         if typing.boot:
-            s.booted = True
-            if s.boot_held_said:
-                s.detail, s.boot_held_said = "", False
-            if ending.ok and s.conversation:
-                conversations.mark_used(s.workdir, s.spec.name, s.conversation)
-            if s.status is RoleStatus.BOOTING:
-                self._set_status(self._screen_status())
+            self.boot.ended(ending)
         self.core.tell(m.InjectionOutcome(s.spec.name, typing.injection, ending.ok,
                                           ending.detail, submitted=ending.submitted,
                                           left_in_input=ending.left_in_input))
@@ -609,7 +592,7 @@ class RoleActor(Actor):
             self.timers.after(n * KEYS_APART, self.me, roleio.FlushKeys())
         s.rest_mark = None  # a window across the pause measured a stopped agent
         if not s.booted:
-            self.timers.after(BOOT_SETTLE, self.me, m.BootCheck(s.gen))
+            self.boot.arm()
         self._refresh_status()
         return "resumed"
 

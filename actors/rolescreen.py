@@ -53,6 +53,8 @@ BUSY_HOLD = 20.0
 # the quiet wait's end, not one look later.
 LOOK_LAG = 0.05
 Mark = tuple[float, int]  # a rest window's opening: (when, the CPU its session had wanted)
+# How a card begins that says the role's brief has not gone in.
+NOT_BRIEFED = "not briefed"
 BUSY_HELD = (f"quiet, but still busy {BUSY_HOLD:g}s on (at work, starved of CPU, or "
              "stopped): nothing is typed into it until it rests")
 
@@ -99,7 +101,8 @@ def _quiet_idle(s: RoleState, lines: list[str], now: float) -> bool:
     :func:`recheck_due`), so a resting agent is read idle when it always
     was.  (Before its brief the boot check measures, on its own window.)"""
     quiet = now - s.last_output
-    if (quiet < QUIET_IDLE - (REST_WINDOW + LOOK_LAG if s.booted else 0.0) or not drawn(lines)
+    if (quiet < QUIET_IDLE - (REST_WINDOW + LOOK_LAG if s.booted else 0.0)
+            or not _idle_blank(s, lines)
             or screenstatus.has_marker(lines, s.profile.busy_markers)):
         return False
     if not s.booted:
@@ -109,6 +112,15 @@ def _quiet_idle(s: RoleState, lines: list[str], now: float) -> bool:
             s.rested_at = now  # not measured here: the quiet screen decides alone
         return False
     return _rested(s, now)
+
+
+def _idle_blank(s: RoleState, lines: list[str]) -> bool:
+    """Whether the screen, quiet, may read idle: a drawn one, or a blank one
+    that was never briefed.  Briefed, a blank screen is an agent between two
+    drawings (idle, it would be typed into); unbriefed, it is a program that
+    draws nothing (a plain ``cat``), shown idle once quiet, yet never
+    briefed nor given a line, since it is not ready (see :func:`ready`)."""
+    return drawn(lines) or not s.booted
 
 
 def _known_rested(s: RoleState) -> bool:
@@ -148,7 +160,8 @@ def recheck_due(s: RoleState) -> float | None:
     UNMATCHED_SETTLE."""
     if s.status is RoleStatus.WORKING:
         lines = s.terminal.display()
-        if not drawn(lines) or screenstatus.has_marker(lines, s.profile.busy_markers):
+        if (not _idle_blank(s, lines)
+                or screenstatus.has_marker(lines, s.profile.busy_markers)):
             return None  # nothing but new output changes what it reads (and that is read)
         due = s.last_output + QUIET_IDLE
         if not s.booted or _known_rested(s):
@@ -272,11 +285,28 @@ def _kept_here() -> bool:
     return runqueue.kept_here()
 
 
-def boot_held_running(s: RoleState, now: float) -> bool:
-    """Past BOOT_MAX_WAIT and still unbriefed only because it wants the CPU
-    (or is stopped): a brief the operator must hear of, since it may never
-    be typed."""
-    return now - s.spawned >= BOOT_MAX_WAIT and s.boot_busy_at == now
+def boot_overdue(s: RoleState, now: float) -> bool:
+    """BOOT_MAX_WAIT has passed since the spawn: a role still unbriefed is
+    said so, and its status follows its screen from then on."""
+    return now - s.spawned >= BOOT_MAX_WAIT
+
+
+def unbriefed_why(s: RoleState, now: float) -> str | None:
+    """Why a role past BOOT_MAX_WAIT is still not briefed, in words for its
+    card; None while a dialog holds it (that is said as *waiting*)."""
+    if s.status is RoleStatus.WAITING:
+        return None
+    quiet = max(BOOT_QUIET, s.profile.boot_quiet)
+    if s.boot_busy_at == now:  # the boot check measured it just now
+        return (f"still busy {BOOT_MAX_WAIT:g}s after its start (at work, starved of CPU, "
+                "or stopped); briefed once it rests")
+    if now - s.last_output < quiet:
+        return (f"its output has not paused for {quiet:g}s in the {BOOT_MAX_WAIT:g}s since "
+                "its start; briefed once it does")
+    if not drawn(s.terminal.display()):
+        return (f"it has drawn nothing in the {BOOT_MAX_WAIT:g}s since its start (a program "
+                "with no prompt?); briefed once it draws something and rests")
+    return None
 
 
 def boot_injection(s: RoleState) -> m.Injection:
@@ -285,15 +315,19 @@ def boot_injection(s: RoleState) -> m.Injection:
 
 
 def boot_held(s: RoleState, now: float) -> m.InjectionOutcome | None:
-    """Once, for an agent never briefed because it keeps wanting the CPU (it
-    may be on its way to draw a dialog the brief would answer): its card's
-    detail set, and the outcome the core turns into an event, a warning and
-    the input hook."""
-    if s.boot_held_said or not boot_held_running(s, now):
+    """Once, for a role past BOOT_MAX_WAIT and still never briefed: one that
+    keeps wanting the CPU (it may be on its way to draw a dialog the brief
+    would answer), whose output never pauses, or that has drawn nothing
+    (a program with no prompt, or still fetching itself).  Its card's
+    detail is set, and the outcome the core turns into an event, a warning
+    and the input hook."""
+    if s.boot_held_said or not boot_overdue(s, now):
+        return None
+    why = unbriefed_why(s, now)
+    if why is None:
         return None
     s.boot_held_said = True
-    s.detail = (f"not briefed: still busy {BOOT_MAX_WAIT:g}s after its start (at work, "
-                "starved of CPU, or stopped); briefed once it rests")
+    s.detail = f"{NOT_BRIEFED}: {why}"
     return m.InjectionOutcome(s.spec.name, boot_injection(s), False, s.detail, untouched=True)
 
 
@@ -312,7 +346,7 @@ def new_limit_line(s: RoleState) -> str | None:
     return line if line is not None and line != told else None
 
 
-def boot_recheck(s: RoleState, now: float) -> float:
+def boot_recheck(s: RoleState, now: float) -> float | None:
     """When a role not ready to brief is looked at again, on the BOOT_POLL
     grid: the tick at which its output can have been quiet long enough to
     open a rest window (REST_WINDOW before the end of its quiet wait), then
@@ -320,14 +354,34 @@ def boot_recheck(s: RoleState, now: float) -> float:
     then :func:`boot_ready` is False whatever the screen shows, so an agent
     that never stops printing is looked at about twice per quiet wait (and
     measured at most once), not ten times a second, and a quiet one is
-    briefed on the first tick after its quiet wait, as before."""
+    briefed on the first tick after its quiet wait, as before.
+
+    A screen quiet past its wait that is blank, or shows a dialog, changes
+    only with new output: a blank one is looked at once more, as
+    BOOT_MAX_WAIT passes (to say it is not briefed), and then, as a dialog
+    is, not until it draws again (None: the role actor looks after its
+    next output).  Looked at every tick, a program that draws nothing, or
+    a dialog left up overnight, woke the role ten times a second for good."""
     due = s.last_output + max(BOOT_QUIET, s.profile.boot_quiet)
-    if _window_open(s):
+    if now >= due and _still_screen(s):  # (a rest window it opened is never read)
+        if s.status is RoleStatus.WAITING or boot_overdue(s, now):
+            return None
+        due = s.spawned + BOOT_MAX_WAIT
+    elif _window_open(s):
         due = max(due, s.rest_mark[0] + REST_WINDOW)
     elif now < due - REST_WINDOW:
         due -= REST_WINDOW
     short = due - now
     return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
+
+
+def _still_screen(s: RoleState) -> bool:
+    """A screen no time passing changes: a dialog its last read matched
+    (one held on a screen that matches nothing leaves after a while), or a
+    blank one."""
+    if s.status is RoleStatus.WAITING:
+        return s.unmatched_since is None
+    return not drawn(s.terminal.display())
 
 
 def ready(s: RoleState, now: float) -> bool:

@@ -20,6 +20,16 @@ the reader sends no notice meanwhile; the first classification after a
 pause in the keys publishes it.  A view with anything else new (status,
 readiness, detail, a stall) goes at once, the preview with it; output is
 still classified within CLASSIFY_DELAY of its coming, as before.
+
+:class:`Boot` holds the boot's looks: the role actor looks first
+BOOT_SETTLE after the spawn; the screen's reads (:mod:`actors.rolescreen`)
+say whether the brief may go in now and when to look again.  A role still
+unbriefed once the boot's longest wait has passed (a program that draws
+nothing, one that never stops printing, one that never rests) is said so
+once, and its status follows its screen from then on rather than showing
+``booting`` for good; the brief still goes in if it comes to rest at a
+prompt.  A screen only new output can change (blank, or a dialog) is not
+looked at again until it draws: the next output arms the check.
 """
 
 from __future__ import annotations
@@ -30,12 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
 from choragos.actors import roleio, rolescreen
-from choragos.roles.rolestatus import RoleStatus
+from choragos.roles import conversations
+from choragos.roles.rolestatus import LIVE_STATES, SCREEN_STATES, RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState
+    from choragos.actors.typist import Ending, Typist
 
 CLASSIFY_DELAY = 0.15
+BOOT_SETTLE = 1.0
 HELD_STILL = (RoleStatus.PAUSED, RoleStatus.LIMITED)  # quiet on purpose: never a stall
 
 
@@ -131,3 +144,75 @@ class Watch:
             return
         s.stalled = True
         self.publish()
+
+
+class Boot:
+    """A role's looks at its screen until its brief is typed (see the top)."""
+
+    def __init__(self, state: RoleState, now: Callable[[], float], timers: Any, me: Any,
+                 typist: Typist, tell_core: Callable[[Any], None],
+                 set_status: Callable[[RoleStatus], None],
+                 screen_status: Callable[[], RoleStatus],
+                 publish: Callable[[], None]) -> None:
+        self.s = state
+        self.now = now
+        self.timers = timers
+        self.me = me
+        self.typist = typist
+        self.tell_core = tell_core
+        self.set_status = set_status
+        self.screen_status = screen_status
+        self.publish = publish
+
+    def arm(self, delay: float = BOOT_SETTLE) -> None:
+        """One boot check on its way: a parked one is unparked."""
+        self.s.boot_parked = False
+        self.timers.after(delay, self.me, m.BootCheck(self.s.gen))
+
+    def output_seen(self) -> None:
+        """The screen may have changed: a parked check looks again."""
+        if self.s.boot_parked and not self.s.booted:
+            self.arm(rolescreen.BOOT_POLL)
+
+    def check(self, msg: m.BootCheck) -> None:
+        """Brief the role if its screen allows, else say so once it is
+        overdue, and look again when something can have changed."""
+        s = self.s
+        if msg.gen != s.gen or s.booted or s.typing is not None:
+            return
+        if s.status not in (RoleStatus.BOOTING, *SCREEN_STATES):
+            return  # paused or gone; resume/respawn re-arms the check
+        if rolescreen.boot_ready(s, self.now()):
+            s.boot_attempts += 1
+            self.typist.begin(rolescreen.boot_injection(s), boot=True)
+            return
+        held = rolescreen.boot_held(s, self.now())
+        if held is not None:  # said once: its card, the core (event, hook)
+            self.tell_core(held)
+            if s.status is RoleStatus.BOOTING:
+                # Not "booting" for good: from now on its status says what
+                # its screen does, and the brief still waits to be typed.
+                self.set_status(self.screen_status())
+            self.publish()
+        delay = rolescreen.boot_recheck(s, self.now())
+        if delay is None:
+            s.boot_parked = True  # only new output can change its screen
+        else:
+            self.timers.after(delay, self.me, m.BootCheck(msg.gen))
+
+    def ended(self, ending: Ending) -> None:
+        """The brief's typing ended: the role is booted, whatever came of it."""
+        s = self.s
+        s.booted = True
+        s.boot_held_said = False
+        if s.detail.startswith(rolescreen.NOT_BRIEFED):
+            s.detail = ""  # the word of a held brief goes with it
+        if not ending.ok and not ending.left_in_input and s.status in LIVE_STATES:
+            # Logged and alarmed by the core, and said on its card (and in
+            # status) for as long as this process runs.  (A line left in its
+            # input says so itself; an exit says why it ended.)
+            s.detail = f"{rolescreen.NOT_BRIEFED}: {ending.detail}"
+        if ending.ok and s.conversation:
+            conversations.mark_used(s.workdir, s.spec.name, s.conversation)
+        if s.status is RoleStatus.BOOTING:
+            self.set_status(self.screen_status())
