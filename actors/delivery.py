@@ -123,9 +123,13 @@ class Delivery:
             return
         if injection.kind == "boot":
             self.port.event("boot injection" if msg.final else "boot injection retry", **fields)
-            if msg.final and not msg.ok:
+            seat = self.s.seats.get(msg.role)
+            gone = seat is not None and seat.view.status in (RoleStatus.EXITED,
+                                                             RoleStatus.FAILED)
+            if msg.final and not msg.ok and not gone:
                 # A role that never read its brief waits for work it cannot
-                # take: the operator must hear of it.
+                # take: the operator must hear of it.  (One cut off by its
+                # exit or a stop is not waiting: its exit is said as such.)
                 log.warning("%s did not take its brief (%s)", msg.role, msg.detail)
                 self.port.alert("on_input", msg.role, None)
             return

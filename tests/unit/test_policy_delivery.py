@@ -135,6 +135,20 @@ def test_a_brief_held_back_from_a_busy_agent_is_said_and_nothing_retried(tmp_pat
     assert not injected(state, "lead") and not state.seats["lead"].queue
 
 
+@pytest.mark.parametrize(("status", "alerts"), [("idle", 1), ("exited", 0)],
+                         ids=["live: it waits unbriefed", "gone: its exit says so"])
+def test_a_brief_cut_off_by_an_exit_or_a_stop_rings_no_input_alarm(tmp_path, caplog, status,
+                                                                   alerts):
+    """Every stop of a session while a role was being briefed ran
+    ``on_input`` and warned that the role "did not take its brief": the
+    role is gone, not waiting for a person.  The event stays."""
+    delivery, port, state = policy(tmp_path, status=status)
+    boot = m.Injection(id=0, role="lead", text="brief", kind="boot")
+    delivery.outcome(m.InjectionOutcome("lead", boot, False, "lead was stopped mid-injection"))
+    assert port.kinds() == ["event:boot injection"] + ["alert"] * alerts
+    assert ("did not take its brief" in caplog.text) is bool(alerts)
+
+
 def test_lines_held_by_a_quiet_busy_agent_are_said_once_per_hold(tmp_path, caplog):
     """A role whose screen went quiet but whose agent kept wanting the CPU
     takes no line: with lines waiting, the operator hears of it once per
