@@ -27,7 +27,7 @@ from choragos.gateway.budgetgate import BLOCKING
 from choragos.gateway.client import role_cost, role_estimated, role_tokens
 from choragos.plural import counted
 from choragos.roles import briefs
-from choragos.roles.rolestatus import RoleStatus
+from choragos.roles.rolestatus import NOT_BRIEFED, RoleStatus
 from choragos.session import news
 
 if TYPE_CHECKING:
@@ -111,6 +111,10 @@ class Guardrails:
             self._guard_stall(view)
         if before.held != view.held:
             self.mark(view.name, INPUT_HELD, view.held)
+        unbriefed = view.detail.startswith(NOT_BRIEFED)
+        if before.detail.startswith(NOT_BRIEFED) != unbriefed:
+            # Cards show a live role's detail nowhere else (nor `status`'s table).
+            self.mark(view.name, NOT_BRIEFED, unbriefed)
         self.check_idle()
 
     def _guard_status(self, view: m.RoleView) -> None:

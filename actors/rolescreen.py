@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.agents import screenstatus
-from choragos.roles.rolestatus import RoleStatus
+from choragos.roles.rolestatus import NOT_BRIEFED, RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState
@@ -53,8 +53,6 @@ BUSY_HOLD = 20.0
 # the quiet wait's end, not one look later.
 LOOK_LAG = 0.05
 Mark = tuple[float, int]  # a rest window's opening: (when, the CPU its session had wanted)
-# How a card begins that says the role's brief has not gone in.
-NOT_BRIEFED = "not briefed"
 BUSY_HELD = (f"quiet, but still busy {BUSY_HOLD:g}s on (at work, starved of CPU, or "
              "stopped): nothing is typed into it until it rests")
 

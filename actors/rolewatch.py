@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from choragos.actors import messages as m
 from choragos.actors import roleio, rolescreen
 from choragos.roles import conversations
-from choragos.roles.rolestatus import LIVE_STATES, SCREEN_STATES, RoleStatus
+from choragos.roles.rolestatus import LIVE_STATES, NOT_BRIEFED, SCREEN_STATES, RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.role import RoleState
@@ -205,13 +205,13 @@ class Boot:
         s = self.s
         s.booted = True
         s.boot_held_said = False
-        if s.detail.startswith(rolescreen.NOT_BRIEFED):
+        if s.detail.startswith(NOT_BRIEFED):
             s.detail = ""  # the word of a held brief goes with it
         if not ending.ok and not ending.left_in_input and s.status in LIVE_STATES:
             # Logged and alarmed by the core, and said on its card (and in
             # status) for as long as this process runs.  (A line left in its
             # input says so itself; an exit says why it ended.)
-            s.detail = f"{rolescreen.NOT_BRIEFED}: {ending.detail}"
+            s.detail = f"{NOT_BRIEFED}: {ending.detail}"
         if ending.ok and s.conversation:
             conversations.mark_used(s.workdir, s.spec.name, s.conversation)
         if s.status is RoleStatus.BOOTING:

@@ -6,7 +6,8 @@ PATH, it exited at once) is no session: saying "started" and exiting 0 would
 leave the user to find the reason in the server log.  So the start waits for
 the start role to leave ``booting`` (briefed and at its prompt, showing a
 question, or failed) and reports each role that failed by then with its
-reason.
+reason.  A start role shown up but never briefed (a program that draws
+nothing, one that never rests) is reported with why, not as up.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from choragos.roles.rolestatus import RoleStatus
+from choragos.roles.rolestatus import NOT_BRIEFED, RoleStatus
 from choragos.session.news import RoleView
 
 # Between looks at a booting orchestrator: a start takes seconds, and each
@@ -31,15 +32,18 @@ class StartReport:
     failed: dict[str, str] = field(default_factory=dict)  # role -> why it did not start
     waiting: list[str] = field(default_factory=list)      # showing a question at start
     booting: list[str] = field(default_factory=list)      # not up by the deadline
+    unbriefed: dict[str, str] = field(default_factory=dict)  # role -> why its brief waits
 
 
 def outcome(view: RoleView) -> str:
-    """``booting``, ``failed``, ``waiting`` or ``up``, for one role's view."""
+    """``booting``, ``failed``, ``waiting``, ``unbriefed`` or ``up``, for one role's view."""
     if view.status is RoleStatus.BOOTING:
         return "booting"
     if view.status in (RoleStatus.FAILED, RoleStatus.EXITED):
         return "failed"
-    return "waiting" if view.status is RoleStatus.WAITING else "up"
+    if view.status is RoleStatus.WAITING:
+        return "waiting"
+    return "unbriefed" if view.detail.startswith(NOT_BRIEFED) else "up"
 
 
 def why(view: RoleView) -> str:
@@ -68,6 +72,8 @@ def watch_start(look: Callable[[str], RoleView | None], start: str, roles: Itera
         state = outcome(view) if view is not None else "booting"
         if state == "failed":
             report.failed[name] = why(view)
+        elif state == "unbriefed":
+            report.unbriefed[name] = view.detail
         elif state in ("waiting", "booting"):
             getattr(report, state).append(name)
     return report

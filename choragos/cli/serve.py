@@ -338,6 +338,8 @@ def _boot_refusal(session, log: logging.Logger) -> str | None:
         return f"{reason}; the session was stopped"
     for name, why in report.failed.items():
         session.notices.append(f"{name} did not start: {why}")
+    for name, why in report.unbriefed.items():
+        session.notices.append(f"{name} is up but {why}")
     if start in report.waiting:
         session.notices.append(f"{start} is showing a question: `choragos attach` to answer it")
     elif start in report.booting:

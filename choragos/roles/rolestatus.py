@@ -23,6 +23,10 @@ class RoleStatus(StrEnum):
     FAILED = "failed"     # could not start, or the restart budget is spent
 
 
+# How a role's detail begins while its brief has not gone in (or did not land):
+# the card, ``status`` and a detached start say so.
+NOT_BRIEFED = "not briefed"
+
 SCREEN_STATES = frozenset({RoleStatus.WORKING, RoleStatus.WAITING, RoleStatus.IDLE})
 LIVE_STATES = SCREEN_STATES | {RoleStatus.BOOTING, RoleStatus.PAUSED, RoleStatus.LIMITED}
 

@@ -114,6 +114,18 @@ def test_a_held_input_marks_the_card_and_clears(tmp_path):
     assert guard.state.marks["coder"] == () and port.kinds() == ["publish", "publish"]
 
 
+def test_a_role_not_briefed_is_marked_until_its_detail_changes(tmp_path):
+    """The deck's card and ``status``'s table show a live role's detail
+    nowhere: a role whose brief never went in looked like any idle one."""
+    guard, _port, _state = policy(tmp_path)
+    before = m.RoleView("coder", RoleStatus.BOOTING)
+    unbriefed = m.RoleView("coder", RoleStatus.IDLE, detail="not briefed: it has drawn nothing")
+    guard.view_changed(before, unbriefed)
+    assert guard.state.marks["coder"] == ("not briefed",)
+    guard.view_changed(unbriefed, replace(unbriefed, detail=""))
+    assert guard.state.marks["coder"] == ()
+
+
 def test_the_team_idle_with_open_work_arms_one_check_and_rings_once(tmp_path):
     guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
     state.timers = object()  # only its presence matters: the port sends the check

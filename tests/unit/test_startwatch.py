@@ -22,6 +22,17 @@ def test_each_state_is_booting_failed_waiting_or_up():
     assert outcome(view("o", RoleStatus.WORKING)) == "up"
 
 
+def test_a_role_up_but_never_briefed_is_reported_with_why():
+    """A start role that draws nothing leaves ``booting`` once the boot's
+    longest wait has passed: the start said nothing of it, as if it were
+    up and briefed."""
+    detail = "not briefed: it has drawn nothing in the 20s since its start"
+    lead = view("lead", RoleStatus.IDLE, detail=detail)
+    assert outcome(lead) == "unbriefed"
+    report = watch_start(lambda name: lead, "lead", ["lead"], threading.Event(), 10)
+    assert report.unbriefed == {"lead": detail} and report.booting == []
+
+
 def test_an_exit_points_at_the_transcript():
     gone = view("lead", RoleStatus.EXITED, detail="exit status 2")
     assert why(gone) == ("it exited (exit status 2); what it printed is in "

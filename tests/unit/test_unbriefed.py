@@ -7,8 +7,8 @@ looked at only as often as something can change."""
 from __future__ import annotations
 
 from choragos.actors import messages as m
-from choragos.actors.rolescreen import BOOT_MAX_WAIT, NOT_BRIEFED
-from choragos.roles.rolestatus import RoleStatus
+from choragos.actors.rolescreen import BOOT_MAX_WAIT
+from choragos.roles.rolestatus import NOT_BRIEFED, RoleStatus
 from tests.fakehost import World
 
 DIALOG = "Do you trust the files in this folder?\r\n\u276f 1. Yes, proceed\r\n  2. No\r\n"
