@@ -142,7 +142,7 @@ def test_a_brief_cut_off_by_an_exit_or_a_stop_rings_no_input_alarm(tmp_path, cap
     """Every stop of a session while a role was being briefed ran
     ``on_input`` and warned that the role "did not take its brief": the
     role is gone, not waiting for a person.  The event stays."""
-    delivery, port, state = policy(tmp_path, status=status)
+    delivery, port, _state = policy(tmp_path, status=status)
     boot = m.Injection(id=0, role="lead", text="brief", kind="boot")
     delivery.outcome(m.InjectionOutcome("lead", boot, False, "lead was stopped mid-injection"))
     assert port.kinds() == ["event:boot injection"] + ["alert"] * alerts
