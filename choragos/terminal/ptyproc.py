@@ -62,12 +62,22 @@ def resolve_command(command: str, env: Mapping[str, str], workspace: Path) -> st
     if os.sep in command:
         if os.access(command, os.X_OK) and not os.path.isdir(command):
             return command
-        raise SpawnError(f"{command} is not an executable file")
+        raise SpawnError(f"{command} is not an executable file{_args_hint(command)}")
     found = safeexec.which(command, env, workspace)
     if found is None:
         raise SpawnError(f"command {command!r} was not found on PATH outside the workspace; "
-                         f"install it or fix `command` in .choragos.toml")
+                         f"install it or fix `command` in .choragos.toml{_args_hint(command)}")
     return found
+
+
+def _args_hint(command: str) -> str:
+    """A command line written whole into ``command`` (``"sh -c '...'"``) is
+    looked up as one program's name: say where its words go."""
+    words = command.split()
+    if len(words) < 2:
+        return ""
+    return (f" (`command` is one program, its arguments go in `args`: "
+            f'command = "{words[0]}", args = [...])')
 
 
 class PtyChild:
