@@ -211,7 +211,7 @@ class LimitFlow:
         for other in self.s.seats.values():
             if (other.name != seat.name and other.name != self.s.start_role
                     and other.view.profile == seat.view.profile
-                    and other.view.status is RoleStatus.IDLE
+                    and other.view.status is RoleStatus.IDLE and other.view.ready
                     and self._limits().limited(other.name) is None):
                 return other
         return None

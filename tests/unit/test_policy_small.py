@@ -21,6 +21,7 @@ from choragos.board.tasks import TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import RoleSpec
 from choragos.gateway.limits import Limit
+from choragos.roles.rolestatus import RoleStatus
 from tests.unit.policyport import RecordingPort, core_state, delivered
 
 GIB = 1 << 30
@@ -108,6 +109,23 @@ def test_a_limited_role_waits_and_its_queued_tasks_may_go_to_an_idle_twin(tmp_pa
     port.calls.clear()
     limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
     assert "event:role limited" not in port.kinds()  # the same limit is not news
+
+
+def test_a_queued_task_never_goes_to_an_idle_twin_that_is_not_briefed(tmp_path):
+    """A twin whose program never drew a prompt is shown idle once its boot
+    has waited its longest, but it takes no line: a task rerouted to it
+    would wait there for good."""
+    state = core_state(tmp_path, RoleSpec(name="coder", command="x", limit_action="reroute"),
+                       RoleSpec(name="twin", command="x"))
+    state.seats["twin"].view = m.RoleView("twin", RoleStatus.IDLE, ready=False,
+                                          detail="not briefed: it has drawn nothing")
+    delivered(state)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    queued = state.board.create("coder", "next")
+    state.seats["coder"].queue.append(m.Injection(1, "coder", "next", "task", queued.id))
+    limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
+    assert state.board.get(queued.id).role == "coder"
 
 
 @pytest.mark.parametrize(("report", "outcome", "effect", "state_after"), [
