@@ -10,7 +10,9 @@ Git moves the commits both ways over the host's ssh connection:
   checkout there takes it with ``receive.denyCurrentBranch=updateInstead``,
   so its files follow) and copies the task's file to the same relative path;
 - :func:`bring_back` commits what the role changed there and fast-forwards
-  the mirror to it when the role reports, before its work is checked;
+  the mirror to it when the role reports, before its work is checked, unless
+  it reaches into the session's state or out of the checkout
+  (:mod:`inbound`);
 - :func:`reset` drops what the checkout there holds beyond its commit,
   before a rolled-back mirror is sent.
 
@@ -24,6 +26,7 @@ import subprocess
 from pathlib import Path
 
 from choragos.gitstore import worktrees
+from choragos.remote import inbound
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import SshError
 
@@ -71,6 +74,12 @@ def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> 
                   "sh", seat.checkout], stdin=subject.encode(), what="committing the remote work")
     _git(link, mirror, "fetch", "-q", f"{link.host.ssh}:{seat.checkout}",
          f"refs/heads/{branch}")
+    try:
+        refused = inbound.refusal(mirror, link.host.name)
+    except OSError as exc:
+        raise SshError(f"checking the work from {link.host.name}: {exc}") from None
+    if refused:
+        raise SshError(refused)
     _git(link, mirror, "merge", "-q", "--ff-only", "FETCH_HEAD")
 
 

@@ -1,0 +1,68 @@
+"""A remote seat met by a hostile agent, a flaky network and a tired operator.
+
+Real sshd, real ssh, real git: what the agent there does is typed into the
+fixture agent's shell line (``run: ...``), as a hostile agent would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import Serve
+from tests.remote.conftest import remote_role
+
+pytestmark = pytest.mark.timeout(240)
+
+COMMIT = "git -c user.name=x -c user.email=x@y commit -qm sneaky"
+PAYLOADS = {
+    # The task file here, overwritten by the merge into the main checkout.
+    "state": ("echo EVIL > .choragos/tasks/T1.md && git add -f .choragos/tasks/T1.md",
+              "under .choragos"),
+    "link": ("ln -s /etc leak && git add leak", "symbolic link leak"),
+    "climbing link": ("mkdir -p sub && ln -s ../../.. sub/up && git add sub/up",
+                      "symbolic link sub/up"),
+}
+
+
+def _ran(s: Serve, role: str) -> list[dict]:
+    return [json.loads(r["text"]) for r in s.agents("ran", role)]
+
+
+def _run_there(s: Serve, role: str, *lines: str) -> list[dict]:
+    """Each line run by the agent there, in turn; what each gave."""
+    before = len(_ran(s, role))
+    for count, line in enumerate(lines, before + 1):
+        assert s.cli("keys", role, "--text", f"run: {line}").returncode == 0
+        assert s.cli("keys", role, "enter").returncode == 0
+        s.wait(lambda n=count: len(_ran(s, role)) >= n, 30, message=f"{line!r} to run there")
+    return _ran(s, role)[before:]
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_work_that_reaches_into_the_state_or_out_of_the_checkout_is_not_taken(
+        remote_session, ssh_server, payload):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell", merge="auto"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "the honest task").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 there")
+    task_file = s.workdir / ".choragos" / "tasks" / "T1.md"
+    before = task_file.read_text()
+    script, said = PAYLOADS[payload]
+    sneaky, report = _run_there(s, "coder", f"sh -c '{script} && {COMMIT}'",
+                                "choragos work-done --id T1 --done --task finished")
+    assert sneaky["rc"] == 0, sneaky
+    assert report["rc"] == 0, report
+    failed = s.wait_event(lambda e: e["event"] == "commit failed" and e["task"] == "T1", 60)
+    assert said in failed["error"] and "nothing was taken" in failed["error"], failed
+    mirror = s.workdir / ".choragos" / "worktrees" / "coder"
+    assert (mirror / ".choragos").is_symlink(), "the mirror lost its link to the state"
+    assert not (mirror / "leak").exists() and not (mirror / "sub").exists()
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 30, message="T1 reported")
+    assert task_file.read_text() == before
+    assert not any(e["event"] == "merged" for e in s.events())
+    assert not os.path.lexists(s.workdir / "leak")
+    assert not Path(s.workdir / "sub").exists()
