@@ -66,3 +66,24 @@ def test_work_that_reaches_into_the_state_or_out_of_the_checkout_is_not_taken(
     assert not any(e["event"] == "merged" for e in s.events())
     assert not os.path.lexists(s.workdir / "leak")
     assert not Path(s.workdir / "sub").exists()
+
+
+# Started as a daemon is: SIGHUP ignored, its output elsewhere, in the background.
+DAEMON = "sh -c 'nohup sleep 321 >/dev/null 2>&1 &'"
+
+
+def _daemons(ssh_server) -> list[str]:
+    return [line for line in ssh_server.processes() if "sleep 321" in line]
+
+
+def test_what_an_ended_agent_left_running_there_is_stopped(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell", "--exit-on", "bye"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    [started] = _run_there(s, "coder", DAEMON)
+    assert started["rc"] == 0, started
+    assert len(_daemons(ssh_server)) == 1
+    assert s.cli("keys", "coder", "--text", "bye").returncode == 0
+    assert s.cli("keys", "coder", "enter").returncode == 0
+    s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 30)
+    s.wait(lambda: _daemons(ssh_server) == [], 20,
+           message="what the agent started there to end with it")

@@ -10,7 +10,11 @@ ones come from the file, never from a command line.
 
 ``seat.py stop DIR ROLE`` ends every process of that role's login session
 (what the agent started too), TERM first, then KILL; ``ROLE`` ``--all``
-stops every role of the session directory.
+stops every role of the session directory.  The agent may be gone by then
+and what it started still running, in its session or in one of its own (a
+daemon): where the host has ``/proc``, each process the launcher started
+is known by a mark in its environment, ``CHORAGOS_SEAT``, which they all
+inherit, whoever their session leader was.
 
 Standard library only, and Python 3.6 or newer: this file is all the host
 gets of choragos besides the agent verbs.
@@ -29,6 +33,7 @@ MACHINE = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MAIL", "PWD", 
            "TERM", "DISPLAY")
 MACHINE_PREFIXES = ("SSH_", "XDG_")
 GRACE = 3.0
+MARK = "CHORAGOS_SEAT"
 
 
 def main(argv):
@@ -44,6 +49,7 @@ def run(folder, role, extra):
     with open(os.path.join(folder, role + ".json"), encoding="utf-8") as handle:
         recipe = json.load(handle)
     env = environment(recipe["env"], os.environ, os.path.join(folder, "bin"))
+    env[MARK] = mark(folder, role)
     argv = list(recipe["argv"]) + list(extra)
     with open(os.path.join(folder, role + ".pid"), "w", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
@@ -73,9 +79,16 @@ def bound(key):
     return key in MACHINE or key.startswith(MACHINE_PREFIXES)
 
 
+def mark(folder, role):
+    """The environment's mark of every process of ``role``'s seat."""
+    return f"{os.path.realpath(folder)}/{role}"
+
+
 def stop(folder, role):
     names = [name[:-4] for name in os.listdir(folder) if name.endswith(".pid")]
     targets = names if role == "--all" else [role]
+    # ``--all``: every role's mark, the ones without a pid file too.
+    marks = {mark(folder, "") if role == "--all" else mark(folder, role)}
     sessions = set()
     for name in targets:
         path = os.path.join(folder, name + ".pid")
@@ -88,29 +101,30 @@ def stop(folder, role):
             os.unlink(path)
     sessions.discard(os.getsid(0))  # never this very login
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not signal_sessions(sessions, sig):
+        if not signal_all(sessions, marks, sig):
             return 0
         end = time.monotonic() + GRACE
-        while time.monotonic() < end and members(sessions):
+        while time.monotonic() < end and members(sessions, marks):
             time.sleep(0.05)
     return 0
 
 
-def signal_sessions(sessions, sig):
-    """Signal every process of ``sessions``; False when none is left."""
-    found = members(sessions)
+def signal_all(sessions, marks, sig):
+    """Signal every process of ``sessions`` or marked; False when none is left."""
+    found = members(sessions, marks)
     for pid in found:
         with contextlib.suppress(OSError):
             os.kill(pid, sig)
     return bool(found)
 
 
-def members(sessions):
+def members(sessions, marks):
     pids = []
+    me = os.getpid()
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if entry.isdigit():
+        if entry.isdigit() and int(entry) != me:
             try:
-                if os.getsid(int(entry)) in sessions:
+                if os.getsid(int(entry)) in sessions or marked(int(entry), marks):
                     pids.append(int(entry))
             except OSError:
                 pass
@@ -122,6 +136,22 @@ def members(sessions):
             except OSError:
                 pass
     return pids
+
+
+def marked(pid, marks):
+    """Whether ``pid``'s environment carries one of ``marks`` (``--all``'s is a prefix)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            variables = handle.read().split(b"\0")
+    except OSError:  # another user's, or gone
+        return False
+    prefix = (MARK + "=").encode()
+    for variable in variables:
+        if variable.startswith(prefix):
+            value = variable[len(prefix):].decode("utf-8", "surrogateescape")
+            return any(value == one or (one.endswith("/") and value.startswith(one))
+                       for one in marks)
+    return False
 
 
 if __name__ == "__main__":
