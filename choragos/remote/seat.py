@@ -91,6 +91,9 @@ class RemoteRole:
             raise SeatError(f"its host {self.local.spec.host} was added by a reload; "
                             "[hosts] apply after a restart of the session")
         try:
+            # Connected first: what an earlier run left there (one a dropped
+            # connection or a killed server left running) is found only then.
+            self.link.up()
             self.link.stop_role(self.role)
             seat = self.link.prepare(self.role, self.local.argv, self.local.env,
                                      self.control_socket, self.gateway)

@@ -6,8 +6,11 @@ fixture agent's shell line (``run: ...``), as a hostile agent would run it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,3 +90,42 @@ def test_what_an_ended_agent_left_running_there_is_stopped(remote_session, ssh_s
     s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 30)
     s.wait(lambda: _daemons(ssh_server) == [], 20,
            message="what the agent started there to end with it")
+
+
+def _sshd_sessions(ssh_server) -> list[int]:
+    """The account's own sshd processes: each carries one connection's data."""
+    out = subprocess.run(["pgrep", "-u", ssh_server.account, "-x", "sshd"],
+                         capture_output=True, text=True).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def _agents_there(ssh_server) -> list[str]:
+    return [line for line in ssh_server.processes() if "agent.py" in line]
+
+
+def test_a_connection_that_went_silent_leaves_one_agent_there_not_two(
+        remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "2", "--cli",
+                                   "choragos", restart="on-failure"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert len(_agents_there(ssh_server)) == 1
+    # The network drops without a word: the host's end of the connection
+    # hears nothing more, and its agent runs on.
+    frozen = _sshd_sessions(ssh_server)
+    assert frozen
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        lost = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder",
+                            60)
+        assert "connection to box" in lost["status"] and lost["restarting"], lost
+        s.wait(lambda: sum(e["event"] == "boot injection" and e["role"] == "coder"
+                           and e["ok"] for e in s.events()) == 2, 60,
+               message="coder connected again and booted")
+        assert len(_agents_there(ssh_server)) == 1, _agents_there(ssh_server)
+    finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert s.cli("delegate", "--to", "coder", "--task", "after the drop").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done there")
