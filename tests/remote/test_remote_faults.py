@@ -129,3 +129,15 @@ def test_a_connection_that_went_silent_leaves_one_agent_there_not_two(
                 os.kill(pid, signal.SIGCONT)
     assert s.cli("delegate", "--to", "coder", "--task", "after the drop").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done there")
+
+
+def test_a_killed_server_leaves_nothing_running_on_the_host(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    [started] = _run_there(s, "coder", DAEMON)
+    assert started["rc"] == 0 and len(_daemons(ssh_server)) == 1, started
+    s.kill9()
+    # Nobody resumes: what the agent started must not wait for a session.
+    s.wait(lambda: ssh_server.processes() == [], 20, message="nothing left there")
+    s.start(args=("--resume",))  # so the session ends cleanly, there too
+    s.wait_booted(["coder"], timeout=60)

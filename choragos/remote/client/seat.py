@@ -4,9 +4,13 @@
 ``seat.py run DIR ROLE [ARG ...]`` reads ``DIR/ROLE.json`` (written by the
 session over its ssh connection: the command line, the environment the
 role's env policy gives it, its checkout), records its own pid and runs the
-program in its place.  The environment's machine-bound variables (PATH,
-HOME, the user, the temp dir, ssh's own) are this host's; the role's own
-ones come from the file, never from a command line.
+program, waiting for it: its exit status is the launcher's.  When the
+terminal goes first (SIGHUP: the connection dropped, or the server at its
+other end was killed outright), the launcher ends the role's processes, so
+nothing of it waits on the host for a session that may never come back.
+The environment's machine-bound variables (PATH, HOME, the user, the temp
+dir, ssh's own) are this host's; the role's own ones come from the file,
+never from a command line.
 
 ``seat.py stop DIR ROLE`` ends every process of that role's login session
 (what the agent started too), TERM first, then KILL; ``ROLE`` ``--all``
@@ -62,8 +66,46 @@ def run(folder, role, extra):
     if program is None:
         sys.stderr.write(f"choragos: {argv[0]} is not on the PATH of this host\n")
         return 127
-    os.execve(program, argv, env)
-    return 0
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execve(program, argv, env)
+        except OSError as exc:
+            sys.stderr.write(f"choragos: cannot run {program}: {exc.strerror}\n")
+        os._exit(126)
+    return keep(child, {mark(folder, role)})
+
+
+class HungUp(Exception):
+    """The terminal went: the connection, or the server at its other end."""
+
+
+def hang_up(signum, frame):
+    raise HungUp()
+
+
+def keep(child, marks):
+    """Wait for the agent, its exit status as ours.  Should the terminal go
+    first (the server here was killed outright, the connection dropped),
+    end every process of the role, what the agent started too: nothing
+    waits for a session that may never come back."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):  # the agent's, typed
+        signal.signal(sig, signal.SIG_IGN)
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, hang_up)
+    try:
+        _, status = os.waitpid(child, 0)
+    except HungUp:
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        end({os.getsid(0)}, marks)
+        return 129
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        return 128 + number
+    return os.WEXITSTATUS(status)
 
 
 def environment(sent, here, bin_dir):
@@ -100,13 +142,18 @@ def stop(folder, role):
         with contextlib.suppress(OSError):
             os.unlink(path)
     sessions.discard(os.getsid(0))  # never this very login
+    end(sessions, marks)
+    return 0
+
+
+def end(sessions, marks):
+    """Every process of ``sessions`` or marked (but this one): TERM, then KILL."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not signal_all(sessions, marks, sig):
-            return 0
-        end = time.monotonic() + GRACE
-        while time.monotonic() < end and members(sessions, marks):
+            return
+        until = time.monotonic() + GRACE
+        while time.monotonic() < until and members(sessions, marks):
             time.sleep(0.05)
-    return 0
 
 
 def signal_all(sessions, marks, sig):
