@@ -35,14 +35,30 @@ __all__ = ["bring_back", "ensure", "reset", "send", "send_file"]
 IDENTITY = ("-c", "user.name=choragos", "-c", "user.email=choragos@localhost")
 
 
+# A folder there that holds anything is taken only when it is this role's
+# checkout (marked so, or, made before the mark, on the role's branch): the
+# operator's own clone at that path is never switched, committed or sent back.
+_ENSURE = """mkdir -p "$1" && cd "$1" || exit 1
+if [ -n "$(ls -A)" ]; then
+  mark=; [ -d .git ] && mark=$(git config --get choragos.checkout || echo none)
+  head=; [ -d .git ] && head=$(git symbolic-ref -q HEAD)
+  if [ "$mark" != "$3" ] && ! { [ "$mark" = none ] && [ "$head" = "refs/heads/$2" ]; }; then
+    echo "$1 holds files that are not this role's checkout; choragos leaves them alone:" \
+         "point workdir elsewhere, or remove that folder there" >&2
+    exit 3
+  fi
+fi
+{ [ -d .git ] || git init -q; } && git config choragos.checkout "$3" &&
+git config receive.denyCurrentBranch updateInstead &&
+git symbolic-ref HEAD "refs/heads/$2" && mkdir -p .choragos/tasks .choragos/reports .choragos/briefs
+"""
+
+
 def ensure(link: HostLink, seat: RemoteSeat) -> None:
     """A git repository at the seat's checkout whose pushed branch updates its files."""
     branch = worktrees.branch_of(seat.role)
-    link.ssh.run(["sh", "-c", 'mkdir -p "$1" && cd "$1" && { [ -d .git ] || git init -q; } && '
-                  'git config receive.denyCurrentBranch updateInstead && '
-                  'git symbolic-ref HEAD "refs/heads/$2" && mkdir -p .choragos/tasks '
-                  '.choragos/reports .choragos/briefs', "sh", seat.checkout, branch],
-                 what="preparing the checkout")
+    link.ssh.run(["sh", "-c", _ENSURE, "sh", seat.checkout, branch,
+                  f"{link.project}/{seat.role}"], what="preparing the checkout")
 
 
 def send(link: HostLink, seat: RemoteSeat, mirror: Path) -> None:

@@ -141,3 +141,28 @@ def test_a_killed_server_leaves_nothing_running_on_the_host(remote_session, ssh_
     s.wait(lambda: ssh_server.processes() == [], 20, message="nothing left there")
     s.start(args=("--resume",))  # so the session ends cleanly, there too
     s.wait_booted(["coder"], timeout=60)
+
+
+def _workdir_there(workdir: str):
+    def setup(s: Serve) -> None:
+        config = s.workdir / ".choragos.toml"
+        config.write_text(config.read_text().replace("ssh_args", f'workdir = "{workdir}"\n'
+                                                     "ssh_args", 1))
+    return setup
+
+
+def test_a_folder_there_that_is_not_the_roles_checkout_is_left_alone(remote_session,
+                                                                     ssh_server):
+    # The operator's own clone on the host, where workdir says the role's goes.
+    made = ssh_server.run("sh", "-c", "rm -rf ~/mine && mkdir -p ~/mine/coder && cd "
+                          "~/mine/coder && git init -q -b main && echo secret > private.txt "
+                          "&& git add . && git -c user.name=x -c user.email=x@y commit -qm own")
+    assert made.returncode == 0, made.stderr
+    s = remote_session(remote_role(ssh_server, "coder"), setup=_workdir_there("mine"))
+    s.wait_booted(["orchestrator"], timeout=60)
+    exited = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 60)
+    assert "not this role's checkout" in exited["status"], exited
+    state = ssh_server.run("sh", "-c", "cd ~/mine/coder && git symbolic-ref HEAD && "
+                           "git config --get receive.denyCurrentBranch; git status --short")
+    assert state.stdout.split() == ["refs/heads/main"], state
+    ssh_server.run("rm", "-rf", str(ssh_server.home / "mine"))
