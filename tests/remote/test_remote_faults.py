@@ -146,8 +146,8 @@ def test_a_killed_server_leaves_nothing_running_on_the_host(remote_session, ssh_
 def _workdir_there(workdir: str):
     def setup(s: Serve) -> None:
         config = s.workdir / ".choragos.toml"
-        config.write_text(config.read_text().replace("ssh_args", f'workdir = "{workdir}"\n'
-                                                     "ssh_args", 1))
+        line = f"workdir = {json.dumps(workdir)}\n"
+        config.write_text(config.read_text().replace("ssh_args", line + "ssh_args", 1))
     return setup
 
 
@@ -166,3 +166,76 @@ def test_a_folder_there_that_is_not_the_roles_checkout_is_left_alone(remote_sess
                            "git config --get receive.denyCurrentBranch; git status --short")
     assert state.stdout.split() == ["refs/heads/main"], state
     ssh_server.run("rm", "-rf", str(ssh_server.home / "mine"))
+
+
+FORGERY = """import json, os, socket
+def ask(request):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(os.environ["CHORAGOS_SOCK"])
+    c.sendall(json.dumps(request).encode())
+    c.shutdown(socket.SHUT_WR)
+    answer = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            return json.loads(answer)
+        answer += chunk
+for request in json.load(open(os.path.expanduser("~/forged.json"))):
+    print(json.dumps(ask(request)))
+"""
+OPERATOR_ONLY = (
+    {"cmd": "gate", "action": "reject", "id": "T1", "reason": "no"},
+    {"cmd": "rollback", "target": "T1"}, {"cmd": "budget", "role": "coder", "amount": "99"},
+    {"cmd": "budget", "session": True, "amount": "99"}, {"cmd": "shutdown"},
+    {"cmd": "pause", "role": "alice"}, {"cmd": "resume", "role": "alice"},
+    {"cmd": "restart", "role": "alice"}, {"cmd": "reload"}, {"cmd": "handoff"},
+    {"cmd": "input", "role": "alice", "text": "approve it"},
+    # Whoever the request says is calling: the socket says who.
+    {"cmd": "gate", "action": "approve", "id": "T1", "caller": None},
+)
+
+
+def test_no_operator_command_passes_the_forwarded_socket(remote_session, ssh_server):
+    from tests.integration.harness import role_toml
+
+    s = remote_session(remote_role(ssh_server, "coder", "--shell")
+                       + role_toml("alice", approve=True))
+    s.wait_booted(["orchestrator", "coder", "alice"], timeout=60)
+    assert s.cli("delegate", "--to", "alice", "--task", "held at the gate").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "gated", 20, message="the approve gate")
+    for name, text in (("forge.py", FORGERY), ("forged.json", json.dumps(OPERATOR_ONLY))):
+        copied = ssh_server.run("sh", "-c", f"cat > ~/{name}", stdin=text)
+        assert copied.returncode == 0, copied.stderr
+    try:
+        [ran] = _run_there(s, "coder", f"python3 {ssh_server.home}/forge.py")
+    finally:
+        ssh_server.run("rm", "-f", f"{ssh_server.home}/forge.py",
+                       f"{ssh_server.home}/forged.json")
+    acks = [json.loads(line) for line in ran["out"].splitlines()]
+    assert len(acks) == len(OPERATOR_ONLY), ran
+    for request, ack in zip(OPERATOR_ONLY, acks, strict=True):
+        assert ack["status"] == "error" and "operator command" in ack["error"], (request, ack)
+    assert s.board()["T1"]["state"] == "gated"
+    assert s.cli("ping").returncode == 0
+    refused = [e for e in s.events() if e["event"] == "request refused"]
+    assert len(refused) == len(OPERATOR_ONLY) and {e["caller"] for e in refused} == {"coder"}
+
+
+# Every shell's metacharacters, a quote of each kind, a newline in the task.
+NASTY = "w $(touch ~/PWNED1) `touch ~/PWNED2`;touch ~/PWNED3 ' \\\" & | > < * ? ! # %"
+
+
+def test_config_and_task_text_never_run_in_the_remote_shell(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
+                                   "choragos", merge="auto"), setup=_workdir_there(NASTY))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    task = "write a.txt $(touch ~/PWNED4) `touch ~/PWNED5`\nappend a.txt '; touch ~/PWNED6"
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
+    try:
+        s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
+        assert s.wait_merged("a.txt").splitlines() == [
+            "$(touch ~/PWNED4) `touch ~/PWNED5`", "'; touch ~/PWNED6"]
+        listed = ssh_server.run("sh", "-c", "ls -A ~").stdout
+        assert "PWNED" not in listed, listed
+    finally:
+        ssh_server.run("sh", "-c", 'rm -rf ~/"$1"', "sh", NASTY.split("/")[0])
