@@ -226,12 +226,12 @@ NASTY = "w $(touch ~/PWNED1) `touch ~/PWNED2`;touch ~/PWNED3 ' \\\" & | > < * ? 
 
 
 def test_config_and_task_text_never_run_in_the_remote_shell(remote_session, ssh_server):
-    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
-                                   "choragos", merge="auto"), setup=_workdir_there(NASTY))
-    s.wait_booted(["orchestrator", "coder"], timeout=60)
-    task = "write a.txt $(touch ~/PWNED4) `touch ~/PWNED5`\nappend a.txt '; touch ~/PWNED6"
-    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
     try:
+        s = remote_session(remote_role(ssh_server, "coder", "--worker", "--edit", "--cli",
+                                       "choragos", merge="auto"), setup=_workdir_there(NASTY))
+        s.wait_booted(["orchestrator", "coder"], timeout=60)
+        task = "write a.txt $(touch ~/PWNED4) `touch ~/PWNED5`\nappend a.txt '; touch ~/PWNED6"
+        assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
         s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
         assert s.wait_merged("a.txt").splitlines() == [
             "$(touch ~/PWNED4) `touch ~/PWNED5`", "'; touch ~/PWNED6"]
