@@ -246,13 +246,18 @@ class HostLink:
                              what=f"stopping {role}", timeout=30)
 
     def close(self) -> None:
-        """Stop every process of the session there, remove its folder, disconnect."""
+        """Stop every process of the session there, remove its folder, disconnect.
+
+        With the master gone (a connection that dropped silently: the host's
+        sshd may keep its agents running for hours), a connection of its own,
+        briefly tried, does it."""
         with self._lock:
             try:
-                if self._alive():
+                if self.home:  # it connected once: there may be something there
+                    alive = self._alive()
                     self.ssh.run(["sh", "-c", 'python3 "$1/seat.py" stop "$1" --all; '
                                   'rm -rf "$1"', "sh", self.folder], what="cleaning up",
-                                 timeout=30)
+                                 timeout=30 if alive else 15, direct=not alive)
             except (SshError, subprocess.SubprocessError) as exc:
                 log.warning("cleaning up on %s: %s", self.host.name, exc)
             finally:

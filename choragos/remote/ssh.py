@@ -21,6 +21,7 @@ from choragos.remote.hosts import HostSpec
 __all__ = ["Ssh", "SshError"]
 
 KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+DIRECT_TIMEOUT = 5  # seconds a cleanup waits for a host that may be gone
 
 
 class SshError(Exception):
@@ -34,7 +35,12 @@ class Ssh:
     host: HostSpec
     control: Path  # the master's socket on this machine
 
-    def options(self) -> list[str]:
+    def options(self, direct: bool = False) -> list[str]:
+        """``direct``: a connection of its own, briefly tried, for when the
+        master is gone (its socket may still answer for a dead one)."""
+        if direct:
+            return ["ssh", *self.host.ssh_args, "-o", "BatchMode=yes", "-S", "none",
+                    "-o", f"ConnectTimeout={DIRECT_TIMEOUT}"]
         return ["ssh", *self.host.ssh_args, "-o", "BatchMode=yes", "-S", str(self.control)]
 
     def master(self) -> list[str]:
@@ -46,21 +52,22 @@ class Ssh:
         """``ssh -O check|exit|forward|cancel`` on the master."""
         return [*self.options(), "-O", operation, *forward, self.host.ssh]
 
-    def command(self, remote: Sequence[str], tty: bool = False) -> list[str]:
+    def command(self, remote: Sequence[str], tty: bool = False,
+                direct: bool = False) -> list[str]:
         """Run ``remote`` (one word per item) over the master connection."""
-        return [*self.options(), "-tt" if tty else "-T", *KEEPALIVE, self.host.ssh, "--",
-                shlex.join(remote)]
+        return [*self.options(direct), "-tt" if tty else "-T", *KEEPALIVE, self.host.ssh,
+                "--", shlex.join(remote)]
 
     def git_ssh_command(self) -> str:
         """``GIT_SSH_COMMAND`` for git over the same connection."""
         return shlex.join([*self.options(), "-T"])
 
     def run(self, remote: Sequence[str], stdin: bytes = b"", timeout: float = 60.0,
-            what: str = "") -> str:
+            what: str = "", direct: bool = False) -> str:
         """Run ``remote`` to completion; its output, or SshError naming ``what``."""
         try:
-            done = subprocess.run(self.command(remote), input=stdin, capture_output=True,
-                                  timeout=timeout)
+            done = subprocess.run(self.command(remote, direct=direct), input=stdin,
+                                  capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise SshError(f"{what or remote[0]} on {self.host.name} did not finish within "
                            f"{timeout:g}s") from None

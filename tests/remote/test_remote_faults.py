@@ -239,3 +239,27 @@ def test_config_and_task_text_never_run_in_the_remote_shell(remote_session, ssh_
         assert "PWNED" not in listed, listed
     finally:
         ssh_server.run("sh", "-c", 'rm -rf ~/"$1"', "sh", NASTY.split("/")[0])
+
+
+def test_a_shutdown_after_a_silent_drop_leaves_nothing_running_there(remote_session,
+                                                                      ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    frozen = _sshd_sessions(ssh_server)
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        lost = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder",
+                            60)
+        assert "connection to box" in lost["status"] and not lost["restarting"], lost
+        assert len(_agents_there(ssh_server)) == 1  # the host's sshd has not noticed
+        assert s.stop() == 0, s.stderr()
+        # Still frozen: only the shutdown itself can have ended it.
+        s.wait(lambda: _agents_there(ssh_server) == [], 15,
+               message="the shutdown to end the agent there")
+        folder = ssh_server.run("sh", "-c", "ls -A ~/.choragos-remote")
+        assert folder.stdout == "", folder
+    finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
