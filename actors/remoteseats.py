@@ -125,6 +125,14 @@ class RemoteSeats:
         request.pop(wire.PEER_PID, None)  # the ssh process: says nothing about the caller
         if self.dispatch is None:
             return wire.error("the session is still starting; try again")
+        # A path in a request names a file there, never one here: a work-done's
+        # report travels as its text (report_text); a brief has no way here.
+        request.pop("report", None)
+        if request.get("cmd") == "delegate" and request.get("brief"):
+            spec = self.config.role(role)
+            host = spec.host if spec is not None else "its host"
+            return wire.error(f"--brief names a file on {host}, which this session cannot "
+                              "read; put the details in --task instead")
         return self.dispatch(role, request)
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import Serve
+from tests.integration.harness import Serve, role_toml
 from tests.remote.conftest import remote_role
 
 pytestmark = pytest.mark.timeout(240)
@@ -195,15 +195,9 @@ OPERATOR_ONLY = (
 )
 
 
-def test_no_operator_command_passes_the_forwarded_socket(remote_session, ssh_server):
-    from tests.integration.harness import role_toml
-
-    s = remote_session(remote_role(ssh_server, "coder", "--shell")
-                       + role_toml("alice", approve=True))
-    s.wait_booted(["orchestrator", "coder", "alice"], timeout=60)
-    assert s.cli("delegate", "--to", "alice", "--task", "held at the gate").returncode == 0
-    s.wait(lambda: s.board()["T1"]["state"] == "gated", 20, message="the approve gate")
-    for name, text in (("forge.py", FORGERY), ("forged.json", json.dumps(OPERATOR_ONLY))):
+def _forge(s: Serve, ssh_server, requests) -> list[dict]:
+    """``requests`` sent raw by the agent there on its socket; their acks."""
+    for name, text in (("forge.py", FORGERY), ("forged.json", json.dumps(requests))):
         copied = ssh_server.run("sh", "-c", f"cat > ~/{name}", stdin=text)
         assert copied.returncode == 0, copied.stderr
     try:
@@ -212,7 +206,17 @@ def test_no_operator_command_passes_the_forwarded_socket(remote_session, ssh_ser
         ssh_server.run("rm", "-f", f"{ssh_server.home}/forge.py",
                        f"{ssh_server.home}/forged.json")
     acks = [json.loads(line) for line in ran["out"].splitlines()]
-    assert len(acks) == len(OPERATOR_ONLY), ran
+    assert len(acks) == len(requests), ran
+    return acks
+
+
+def test_no_operator_command_passes_the_forwarded_socket(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell")
+                       + role_toml("alice", approve=True))
+    s.wait_booted(["orchestrator", "coder", "alice"], timeout=60)
+    assert s.cli("delegate", "--to", "alice", "--task", "held at the gate").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "gated", 20, message="the approve gate")
+    acks = _forge(s, ssh_server, OPERATOR_ONLY)
     for request, ack in zip(OPERATOR_ONLY, acks, strict=True):
         assert ack["status"] == "error" and "operator command" in ack["error"], (request, ack)
     assert s.board()["T1"]["state"] == "gated"
@@ -263,3 +267,23 @@ def test_a_shutdown_after_a_silent_drop_leaves_nothing_running_there(remote_sess
         for pid in frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
+
+
+def test_a_path_from_a_remote_role_never_names_a_file_here(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--shell", can_delegate=True)
+                       + role_toml("alice"))
+    s.wait_booted(["orchestrator", "coder", "alice"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "the task").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 there")
+    secret = str(s.workdir.parent / "operator-secret.txt")
+    delegated, reported = _forge(s, ssh_server, [
+        {"cmd": "delegate", "to": ["alice"], "task": "see the brief", "brief": secret},
+        {"cmd": "work-done", "id": "T1", "task": "finished", "done": True, "report": secret}])
+    assert delegated["status"] == "error" and "on box" in delegated["error"], delegated
+    assert reported["status"] == "ok", reported
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 30, message="T1 reported")
+    assert s.board()["T1"]["report"] is None
+    assert set(s.board()) == {"T1"}
+    said = s.wait(lambda: [line for line in s.submitted("orchestrator") if "[T1" in line], 30,
+                  message="the report to reach the orchestrator")
+    assert not any(secret in line for line in said), said
