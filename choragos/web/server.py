@@ -34,7 +34,7 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
-from choragos.control import commands, wire
+from choragos.control import commands, tcppeer, wire
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
 from choragos.web.news import CUT, NewsHub, Stream, frame
@@ -255,6 +255,14 @@ class WebServer:
 
     def _dispatch(self, parsed: dict, peer: Any, local: Any) -> dict:
         pid = self.peer_pid(peer, local) if peer and local else None
+        if pid == tcppeer.UNTRACED:
+            # A process on this machine that left no trace (it closed its end
+            # at once, say) could be an agent: it never passes for the operator.
+            log.warning("web: refused %s from a process on this machine that could not be "
+                        "traced", parsed.get("cmd"))
+            return wire.error("this request came from a process on this machine that could "
+                              "not be traced (did it close the connection before the answer?); "
+                              "nothing was done")
         return self.session.dispatch(parsed, pid)
 
     def _simple(self, cmd: str) -> Callable[[web.Request], Any]:

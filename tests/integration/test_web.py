@@ -203,6 +203,36 @@ def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serv
     assert web.post("/api/gates/T1/approve").status == 200  # the operator, from outside
 
 
+HIT_AND_RUN = """\
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+token = open(".choragos/state/web-token").read().strip()
+head = f"POST {sys.argv[2]} HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer {token}\\r\\n"
+conn = socket.create_connection((host, int(port)), timeout=10)
+conn.sendall((head + "Content-Length: 2\\r\\n\\r\\n{}").encode())
+conn.close()  # gone before the server looks for who is asking
+print("sent")
+"""
+
+
+def test_an_agent_that_closes_its_connection_at_once_is_still_not_the_operator(serve,
+                                                                             short_tmp):
+    s = serve(role_toml("orchestrator", "--shell", start=True)
+              + role_toml("coder", approve=True) + WEB)
+    s.wait_booted(["orchestrator", "coder"])
+    web = Web(s)
+    poster = short_tmp / "hit_and_run.py"
+    poster.write_text(HIT_AND_RUN)
+    assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
+    s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    line = f"run: {sys.executable} {poster} {web.addr} /api/gates/T1/approve"
+    assert s.cli("keys", "orchestrator", "--text", line, "enter").returncode == 0
+    s.wait(lambda: "refused gate from a process on this machine" in s.stderr(), 20,
+           "the untraced request refused")
+    assert s.board()["T1"]["state"] == "gated"
+    assert not [e for e in s.events() if e["event"] == "gate approved"]
+
+
 def test_roles_paused_resumed_and_restarted_and_the_timeline_read_through_the_api(serve):
     s = serve(role_toml("orchestrator", start=True) + role_toml("coder") + WEB)
     s.wait_booted(["coder"])

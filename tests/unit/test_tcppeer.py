@@ -7,7 +7,7 @@ import subprocess
 import sys
 import warnings
 
-from choragos.control.tcppeer import peer_pid
+from choragos.control.tcppeer import UNTRACED, peer_pid
 
 CLIENT = ("import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1])));"
           " sys.stdin.read()")
@@ -29,3 +29,29 @@ def test_the_client_process_is_found_and_nothing_is_left_open():
     assert found == client.pid
     # The walk of /proc stopped at the holder: its iterator is closed, not collected.
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+CLOSER = ("import socket, struct, sys;"
+          " s = socket.create_connection(('127.0.0.1', int(sys.argv[1])));"
+          " s.sendall(b'x'); rst = sys.argv[2] == 'rst';"
+          " rst and s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0));"
+          " s.close()")
+
+
+def test_a_local_client_that_closed_its_end_is_untraced_not_the_operator():
+    # An agent could send its request and close at once, leaving no process
+    # to find: that must never read as "nobody in particular" (the operator).
+    for how in ("fin", "rst"):
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            listener.settimeout(20)
+            client = subprocess.run([sys.executable, "-c", CLOSER,
+                                     str(listener.getsockname()[1]), how], timeout=20)
+            assert client.returncode == 0
+            conn, peer = listener.accept()
+            with conn:
+                assert peer_pid(peer, conn.getsockname()) == UNTRACED, how
+
+
+def test_a_peer_on_another_machine_is_none():
+    assert peer_pid(("192.0.2.7", 40000), ("127.0.0.1", 8787)) is None
+    assert peer_pid(("2001:db8::7", 40000, 0, 0), ("::1", 8787, 0, 0)) is None
