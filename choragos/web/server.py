@@ -43,6 +43,14 @@ from choragos.web.screen import answers, screen_json
 log = logging.getLogger("choragos.web")
 
 KEEPALIVE = 25.0  # seconds between comments on an idle event stream (proxies cut at 30-60)
+# Connections open at once, beyond which a new one gets a 503 and is closed:
+# each is a file descriptor of the session's, whose PTYs, pipes and logs need
+# theirs, and anyone who reaches the port can open them, token or not.  A
+# browser opens at most six to a host, so this is a room full of phones.
+MAX_CONNECTIONS = 128
+# Seconds a connection may sit without a whole request (a client sending one
+# byte a second) or idle between requests before it is closed.
+IDLE_TIMEOUT = 60.0
 START_TIMEOUT = 10.0
 PAGE_FILES = {"/": ("index.html", "text/html"), "/app.js": ("app.js", "text/javascript"),
               "/app.css": ("app.css", "text/css")}
@@ -74,12 +82,15 @@ class WebSession(Protocol):
 class WebServer:
     def __init__(self, session: WebSession, hub: NewsHub, *,
                  peer_pid: Callable[[tuple, tuple], int | None] = lambda peer, local: None,
-                 keepalive: float = KEEPALIVE) -> None:
+                 keepalive: float = KEEPALIVE, max_connections: int = MAX_CONNECTIONS,
+                 idle_timeout: float = IDLE_TIMEOUT) -> None:
         self.session = session
         self.hub = hub
         self.tokens = webaccess.TokenFile(session.workdir)
         self.peer_pid = peer_pid
         self.keepalive = keepalive
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
         self.on_died: Callable[[str], None] = lambda error: None
         self.addr = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,7 +98,10 @@ class WebServer:
         self._dead = False  # its loop died (the thread may still be winding down)
         self._stop: asyncio.Future | None = None
         self._stopping = False
-        self._queues: set[asyncio.Queue] = set()  # this server's open event streams
+        # This server's open event streams, each with the token it signed in with.
+        self._streams: dict[Stream, str] = {}
+        self._generation = 0  # the token's, when the streams were last checked against it
+        self.cookie = webaccess.COOKIE
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -131,20 +145,21 @@ class WebServer:
     async def _serve(self, host: str, port: int, ready: dict,
                      started: threading.Event) -> None:
         runner = web.AppRunner(self._app(), handle_signals=False, access_log=None,
-                               shutdown_timeout=2.0)
+                               shutdown_timeout=2.0, keepalive_timeout=self.idle_timeout)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, host, port, reuse_address=True)
+            site = _CappedSite(runner, host, port, self.max_connections)
             await site.start()
             bound = runner.addresses[0]
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
             ready["addr"] = f"{shown}:{bound[1]}"
+            self.cookie = webaccess.cookie_name(ready["addr"])
             self._stop = asyncio.get_running_loop().create_future()
             started.set()
             await self._stop
         finally:
-            for queue in list(self._queues):  # open event streams end now, not at a timeout
-                queue.put_nowait(CUT)
+            for stream in list(self._streams):  # open event streams end now, not at a timeout
+                stream.queue.put_nowait(CUT)
             await runner.cleanup()
 
     def close(self) -> None:
@@ -197,6 +212,7 @@ class WebServer:
             return _refuse(401, "a valid access token is needed: open the link "
                                 "`choragos web` prints, or send Authorization: Bearer <token>",
                            {"WWW-Authenticate": "Bearer"})
+        self._cut_stale()
         if request.method not in _SAFE_METHODS and not _same_origin(request):
             return _refuse(403, "this request came from another site's page; "
                                 "use the web view itself")
@@ -213,7 +229,24 @@ class WebServer:
         header = request.headers.get("Authorization", "")
         if header.startswith("Bearer "):
             return self.tokens.accepts(header[7:].strip())
-        return self.tokens.accepts(request.cookies.get(webaccess.COOKIE))
+        return self.tokens.accepts(request.cookies.get(self.cookie))
+
+    def _credential(self, request: web.Request) -> str:
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Bearer "):
+            return header[7:].strip()
+        return request.cookies.get(self.cookie, "")
+
+    def _cut_stale(self) -> None:
+        """Once the token changed (``choragos web --rotate``), the streams signed
+        in with the old one end: a stolen phone's open page hears nothing more."""
+        current = self.tokens.current()
+        if self.tokens.generation == self._generation:
+            return
+        self._generation = self.tokens.generation
+        for stream, given in list(self._streams.items()):
+            if not webaccess.same_token(given, current):
+                stream.end()
 
     def _sign_in(self, request: web.Request) -> web.StreamResponse:
         """``/?token=``: set the cookie and send the browser on without the token in its URL."""
@@ -223,8 +256,8 @@ class WebServer:
         rest = [(k, v) for k, v in request.query.items() if k != "token"]
         target = "/" + ("?" + urlencode(rest) if rest else "")
         response = web.Response(status=303, headers={"Location": target})
-        response.set_cookie(webaccess.COOKIE, self.tokens.current(), httponly=True,
-                            samesite="Lax", path="/", secure=request.secure)
+        response.set_cookie(self.cookie, self.tokens.current(), httponly=True,
+                            samesite="Lax", path="/", secure=_behind_tls(request))
         response.headers.update(_HEADERS)
         return response
 
@@ -326,9 +359,12 @@ class WebServer:
                                                "X-Accel-Buffering": "no", **_HEADERS})
         await response.prepare(request)
         queue: asyncio.Queue[str] = asyncio.Queue()
-        stream = Stream(asyncio.get_running_loop(), queue)
+        transport = request.transport
+        stream = Stream(asyncio.get_running_loop(), queue,
+                        transport.abort if transport is not None else lambda: None)
+        given = self._credential(request)
         self.hub.add(stream)
-        self._queues.add(queue)
+        self._streams[stream] = given
         try:
             # ``retry``: a page whose server restarted is back within two seconds.
             await response.write(("retry: 2000\n" + frame("hello", {"retry": 2000})).encode())
@@ -337,18 +373,68 @@ class WebServer:
                     text = await asyncio.wait_for(queue.get(), self.keepalive)
                 except TimeoutError:
                     text = ": still here\n\n"
-                if text == CUT:
+                else:
+                    stream.taken(text)
+                self._cut_stale()
+                if text == CUT or stream.ended:
                     break
                 await response.write(text.encode())
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
             self.hub.remove(stream)
-            self._queues.discard(queue)
+            self._streams.pop(stream, None)
         return response
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+class _CappedSite(web.TCPSite):
+    """A TCP site that answers a connection beyond ``limit`` with a 503 and closes it."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, limit: int) -> None:
+        super().__init__(runner, host, port, reuse_address=True, backlog=16)
+        self.limit = limit
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registered with the runner, as TCPSite does
+        server = self._runner.server
+        assert server is not None
+
+        def protocol() -> asyncio.BaseProtocol:
+            # Counted when made: several accepted in one go are not yet connected.
+            if len(server.connections) >= self.limit:
+                return _Busy()
+            return server()
+
+        self._server = await asyncio.get_running_loop().create_server(
+            protocol, self._host, self._port, reuse_address=True, backlog=self._backlog)
+
+
+class _Busy(asyncio.Protocol):
+    """A connection over the limit: one plain sentence, then closed."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        body = json.dumps(wire.envelope("web", {}, error="the web view has too many open "
+                                        "connections; close some pages and try again",
+                                        code=3)).encode()
+        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(head.encode() + body)
+        transport.close()
+
+
+def _behind_tls(request: web.Request) -> bool:
+    """Whether the browser reached the page over TLS: directly, or through a
+    proxy in front that says so.  A cookie set over TLS is ``Secure``, so the
+    browser never sends it in plain HTTP to the same host."""
+    if request.secure:
+        return True
+    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    forwarded = request.headers.get("Forwarded", "").lower().replace(" ", "")
+    return proto == "https" or "proto=https" in forwarded
+
 
 def _settle(future: asyncio.Future, error: BaseException | None) -> None:
     if future.done():
