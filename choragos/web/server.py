@@ -206,13 +206,13 @@ class WebServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self._cut_stale()  # any request at all, even one refused, carries a rotation
         if request.path == "/" and "token" in request.query:
             return self._sign_in(request)
         if not self._signed_in(request):
             return _refuse(401, "a valid access token is needed: open the link "
                                 "`choragos web` prints, or send Authorization: Bearer <token>",
                            {"WWW-Authenticate": "Bearer"})
-        self._cut_stale()
         if request.method not in _SAFE_METHODS and not _same_origin(request):
             return _refuse(403, "this request came from another site's page; "
                                 "use the web view itself")

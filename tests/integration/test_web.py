@@ -55,6 +55,20 @@ def test_the_link_signs_in_with_a_cookie_and_drops_the_token(serve):
     assert web.token not in s.stderr()
 
 
+def test_a_rotation_ends_the_open_event_streams_at_once(serve):
+    s = serve(GATED)
+    web = Web(s)
+    stream = web.events()
+    try:
+        s.wait(lambda: stream.first("hello"), 10, "the stream's hello")
+        assert s.cli("web", "--rotate", "--no-qr").returncode == 0
+        # At once: well before the stream's next keep-alive comment (25 s).
+        stream.thread.join(10)
+        assert not stream.thread.is_alive()
+    finally:
+        stream.close()
+
+
 def test_a_cross_site_post_is_403_and_changes_nothing(serve):
     s = serve(GATED)
     s.wait_booted(["coder"])
