@@ -118,6 +118,19 @@ def test_gates_approved_and_rejected_through_the_api_the_worker_gets_its_task(se
     assert bad.status == 400 and bad.json()["exit"] == 2
 
 
+def test_a_gate_document_too_long_to_show_whole_says_where_it_was_cut(serve):
+    s = serve(GATED)
+    s.wait_booted(["coder"])
+    web = Web(s)
+    task = "x" * 70_000 + " THE LAST WORDS"
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
+    s.wait(lambda: web.get("/api/gates").json()["gates"], 10, "the gate")
+    document = web.get("/api/gates").json()["gates"][0]["document"]
+    assert "THE LAST WORDS" not in document
+    assert document.rstrip().endswith("bytes]") and ".choragos/tasks/T1.md" in document[-200:]
+    assert "cut here" in document[-200:]
+
+
 def test_a_waiting_question_is_answered_from_the_api(serve):
     s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--ask", "New task")
               + WEB)
