@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from choragos.control import commands, tcppeer, wire
 from choragos.terminal.emulator import Snapshot
@@ -41,6 +43,40 @@ from choragos.web.news import CUT, NewsHub, Stream, frame
 from choragos.web.screen import answers, screen_json
 
 log = logging.getLogger("choragos.web")
+
+
+class _UnreadableRequests(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR, with its first line (a
+    ``/?token=`` in it, say) and a traceback: anyone who reaches the port could
+    write the token into the log, or fill the disk with tracebacks.  Such a
+    record becomes one line that names no request, at most one a minute."""
+
+    EVERY = 60.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: float | None = None
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError):
+            return True  # a fault of ours: its traceback is wanted
+        now = time.monotonic()
+        if self.last is not None and now - self.last < self.EVERY:
+            self.dropped += 1
+            return False
+        since = f"; {self.dropped} more since the last one" if self.dropped else ""
+        record.msg, record.args = "web: refused a request it could not read (%s)%s", (
+            type(exc).__name__, since)
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        self.last, self.dropped = now, 0
+        return True
+
+
+HTTP_LOG = logging.getLogger("choragos.web.http")  # aiohttp's own records, filtered
+HTTP_LOG.addFilter(_UnreadableRequests())
 
 KEEPALIVE = 25.0  # seconds between comments on an idle event stream (proxies cut at 30-60)
 # Connections open at once, beyond which a new one gets a 503 and is closed:
@@ -145,7 +181,8 @@ class WebServer:
     async def _serve(self, host: str, port: int, ready: dict,
                      started: threading.Event) -> None:
         runner = web.AppRunner(self._app(), handle_signals=False, access_log=None,
-                               shutdown_timeout=2.0, keepalive_timeout=self.idle_timeout)
+                               shutdown_timeout=2.0, keepalive_timeout=self.idle_timeout,
+                               logger=HTTP_LOG)
         await runner.setup()
         try:
             site = _CappedSite(runner, host, port, self.max_connections)
@@ -201,7 +238,8 @@ class WebServer:
         app.router.add_post("/api/roles/{role}/input", self._input)
         app.router.add_get("/api/roles/{role}/screen", self._screen)
         app.router.add_get("/api/timeline", self._timeline)
-        app.router.add_get("/api/events", self._events)
+        # Not HEAD: an endless stream with no body would only hold a connection.
+        app.router.add_get("/api/events", self._events, allow_head=False)
         return app
 
     @web.middleware

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import logging
 import socket
 import threading
 import time
@@ -238,3 +239,26 @@ def test_bytes_that_are_not_text_in_a_credential_are_a_plain_401(tmp_path, crede
         with sock:
             answer = read_until(sock, b"}")
         assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+
+
+def test_unreadable_requests_put_no_token_and_no_flood_into_the_log(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    with served(tmp_path) as (server, _, token):
+        for n in range(30):
+            line = (f"GET /?token={token}\x00 HTTP/1.1\r\nHost: x\r\n\r\n" if n % 2
+                    else f"GET /?token={token} HTTP/1.1\r\nBad Header\r\n\r\n")
+            with raw(server.addr, line.encode()) as sock:
+                assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.0 400 ")
+    said = [r for r in caplog.records if r.name.startswith(("aiohttp", "choragos.web"))]
+    # One line at most (none if another test's came within the minute), naming no request.
+    assert len(said) <= 1 and all("could not read" in r.getMessage() for r in said), [
+        r.getMessage() for r in said]
+    assert not [r for r in caplog.records if token in r.getMessage() or r.exc_info]
+
+
+def test_head_on_the_event_stream_is_refused_not_held_open(tmp_path):
+    with served(tmp_path) as (server, _, token):
+        with raw(server.addr, (f"HEAD /api/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                               f"{token}\r\nConnection: close\r\n\r\n").encode()) as sock:
+            answer = read_until(sock, b"\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 405 ")
