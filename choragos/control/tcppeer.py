@@ -55,11 +55,31 @@ def _hex_addr(host: str, port: int) -> str | None:
 
 
 def _row(peer: tuple, local: tuple) -> tuple[str, int] | None:
-    """The client end's socket inode and owner's uid, from the kernel's table."""
+    """The client end's socket inode and owner's uid, from the kernel's table.
+
+    On a dual-stack listener an IPv4 client shows as ``::ffff:a.b.c.d``, but
+    its own socket (AF_INET) is in the IPv4 table under the plain address."""
+    found = _find("/proc/net/tcp6" if ":" in peer[0] else "/proc/net/tcp", peer, local)
+    mapped = _unmapped(peer[0]), _unmapped(local[0])
+    if found is None and mapped[0] and mapped[1]:
+        found = _find("/proc/net/tcp", (mapped[0], peer[1]), (mapped[1], local[1]))
+    return found
+
+
+def _unmapped(host: str) -> str | None:
+    """``a.b.c.d`` for ``::ffff:a.b.c.d``, else None."""
+    try:
+        address = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return None
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return str(mapped) if mapped else None
+
+
+def _find(table: str, peer: tuple, local: tuple) -> tuple[str, int] | None:
     mine, theirs = _hex_addr(peer[0], peer[1]), _hex_addr(local[0], local[1])
     if mine is None or theirs is None:
         return None
-    table = "/proc/net/tcp6" if ":" in peer[0] else "/proc/net/tcp"
     try:
         with open(table, encoding="ascii") as handle:
             next(handle, None)
