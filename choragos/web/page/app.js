@@ -311,7 +311,11 @@ function onRole(view) {
   S.roles[view.name] = { ...(before || {}), ...view };
   if (!S.order.includes(view.name)) S.order.push(view.name);
   if (view.state === "waiting") loadQuestion(view.name);
-  else if (S.questions[view.name]) { delete S.questions[view.name]; renderAttention(); }
+  else if (S.questions[view.name]) {
+    // The next question starts folded again, with an empty answer box.
+    delete S.questions[view.name]; S.shown.delete(view.name); delete S.drafts["answer-" + view.name];
+    renderAttention();
+  }
   renderCrew();
 }
 
@@ -340,7 +344,9 @@ const HANDLERS = {
   role: onRole,
   task: onTask,
   "gate-opened": () => loadGates(),
-  "gate-closed": (data) => { S.gates = S.gates.filter((g) => g.id !== data.id); renderAttention(); },
+  "gate-closed": (data) => {
+    S.gates = S.gates.filter((g) => g.id !== data.id); delete S.drafts["reason-" + data.id]; renderAttention();
+  },
   tokens: (usages) => {
     for (const [name, usage] of Object.entries(usages)) if (S.roles[name]) Object.assign(S.roles[name], usage);
     renderCrew();
