@@ -11,7 +11,7 @@ import stat
 import sys
 import time
 
-from tests.integration.harness import role_toml
+from tests.integration.harness import Serve, role_toml
 from tests.integration.webclient import WEB, Web
 
 GATED = role_toml("orchestrator", start=True) + role_toml("coder", approve=True) + WEB
@@ -212,17 +212,24 @@ print(answer.status, answer.read().decode())
 """
 
 
-def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serve, short_tmp):
+def an_agent_approves(serve, short_tmp, script: str) -> tuple[Serve, Web]:
+    """A session with T1 at a gate, whose orchestrator runs ``script`` against
+    its approve path, with the token it read from the session's files."""
     s = serve(role_toml("orchestrator", "--shell", start=True)
               + role_toml("coder", approve=True) + WEB)
     s.wait_booted(["orchestrator", "coder"])
     web = Web(s)
-    poster = short_tmp / "poster.py"
-    poster.write_text(POSTER)
+    path = short_tmp / "agent_script.py"
+    path.write_text(script)
     assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
     s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
-    line = f"run: {sys.executable} {poster} {web.addr} /api/gates/T1/approve"
+    line = f"run: {sys.executable} {path} {web.addr} /api/gates/T1/approve"
     assert s.cli("keys", "orchestrator", "--text", line, "enter").returncode == 0
+    return s, web
+
+
+def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serve, short_tmp):
+    s, web = an_agent_approves(serve, short_tmp, POSTER)
     ran = s.wait(lambda: s.agents("ran", "orchestrator"), 20, "the agent's request")
     out = json.loads(ran[0]["text"])["out"]
     assert out.startswith("409 ") and "operator command" in out and "orchestrator" in out, out
@@ -244,16 +251,7 @@ print("sent")
 
 def test_an_agent_that_closes_its_connection_at_once_is_still_not_the_operator(serve,
                                                                              short_tmp):
-    s = serve(role_toml("orchestrator", "--shell", start=True)
-              + role_toml("coder", approve=True) + WEB)
-    s.wait_booted(["orchestrator", "coder"])
-    web = Web(s)
-    poster = short_tmp / "hit_and_run.py"
-    poster.write_text(HIT_AND_RUN)
-    assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
-    s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
-    line = f"run: {sys.executable} {poster} {web.addr} /api/gates/T1/approve"
-    assert s.cli("keys", "orchestrator", "--text", line, "enter").returncode == 0
+    s, _ = an_agent_approves(serve, short_tmp, HIT_AND_RUN)
     s.wait(lambda: "refused gate from a process on this machine" in s.stderr(), 20,
            "the untraced request refused")
     assert s.board()["T1"]["state"] == "gated"
