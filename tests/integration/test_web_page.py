@@ -165,6 +165,14 @@ def test_a_tired_operator_on_a_phone_loses_nothing_typed_and_is_told_when_signed
         driver.find_element("css selector", "#task-T1").click()
         s.wait(lambda: "AND THE END OF IT" in text_of(driver, "#task-T1"), 5, "the whole task")
 
+        # A pane wider than the phone says so (a scrollbar may not show); one that fits does not.
+        driver.find_element("css selector", "#role-orchestrator button").click()
+        s.wait(lambda: driver.find_element("css selector", "#screen-wide").is_displayed(), 5,
+               "the wide pane's sign")
+        browser.viewport(driver, 1280, 800)
+        s.wait(lambda: not driver.find_element("css selector", "#screen-wide").is_displayed(), 5,
+               "no sign once the pane fits")
+
         # A rotated token: the open page says it is signed out, not "reconnecting" forever.
         assert s.cli("web", "--rotate", "--no-qr").returncode == 0
         s.wait(lambda: text_of(driver, "#conn") == "signed out", 15, "signed out, said")

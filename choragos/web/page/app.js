@@ -262,6 +262,9 @@ async function refreshScreen() {
         if (flags.includes("u")) span.style.textDecoration = "underline";
         return span;
       }) : "\u00a0")));
+    // Cut by the phone's width, the pane says so: a scrollbar alone may not show.
+    const pre = $("screen");
+    $("screen-wide").hidden = pre.scrollWidth <= pre.clientWidth + 1;
   } catch (e) { toast(e.message); }
 }
 
