@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 import time
 
 from tests.integration.harness import Serve, role_toml
@@ -116,6 +117,27 @@ def test_gates_approved_and_rejected_through_the_api_the_worker_gets_its_task(se
                             "error": "no delegation T2 is waiting at a gate"}
     bad = web.post("/api/gates/T%20/approve", origin=web.origin)
     assert bad.status == 400 and bad.json()["exit"] == 2
+
+
+def test_a_gate_approved_from_pages_and_the_cli_at_once_is_approved_once(serve):
+    s = serve(GATED)
+    s.wait_booted(["coder"])
+    web = Web(s)
+    assert s.cli("delegate", "--to", "coder", "--task", "only once").returncode == 0
+    s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    won: list[bool] = []
+    clicks = [threading.Thread(target=lambda: won.append(
+        web.post("/api/gates/T1/approve", origin=web.origin).status == 200)) for _ in range(3)]
+    clicks.append(threading.Thread(target=lambda: won.append(
+        s.cli("gate", "approve", "T1").returncode == 0)))
+    for click in clicks:
+        click.start()
+    for click in clicks:
+        click.join(30)
+    assert sorted(won) == [False, False, False, True]
+    s.wait(lambda: any("tasks/T1.md" in line for line in s.submitted("coder")), 15, "T1 typed")
+    assert len([e for e in s.events() if e["event"] == "gate approved"]) == 1
+    assert len([line for line in s.submitted("coder") if "tasks/T1.md" in line]) == 1
 
 
 def test_a_gate_document_too_long_to_show_whole_says_where_it_was_cut(serve):
