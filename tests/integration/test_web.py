@@ -70,12 +70,18 @@ def test_a_rotation_ends_the_open_event_streams_at_once(serve):
         stream.close()
 
 
-def test_a_cross_site_post_is_403_and_changes_nothing(serve):
+def one_gate(serve, task: str) -> tuple[Serve, Web]:
+    """A session with ``task`` delegated to the coder, waiting at its gate as T1."""
     s = serve(GATED)
     s.wait_booted(["coder"])
     web = Web(s)
-    assert s.cli("delegate", "--to", "coder", "--task", "wait here").returncode == 0
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
     s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    return s, web
+
+
+def test_a_cross_site_post_is_403_and_changes_nothing(serve):
+    s, web = one_gate(serve, "wait here")
     jar = web.get(f"/?token={web.token}", token=None).headers["Set-Cookie"].split(";")[0]
     for origin in ("http://evil.example", f"http://127.0.0.2:{web.port}", None):
         answer = web.post("/api/gates/T1/approve", token=None, cookie=jar, origin=origin)
@@ -120,11 +126,7 @@ def test_gates_approved_and_rejected_through_the_api_the_worker_gets_its_task(se
 
 
 def test_a_gate_approved_from_pages_and_the_cli_at_once_is_approved_once(serve):
-    s = serve(GATED)
-    s.wait_booted(["coder"])
-    web = Web(s)
-    assert s.cli("delegate", "--to", "coder", "--task", "only once").returncode == 0
-    s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    s, web = one_gate(serve, "only once")
     won: list[bool] = []
     clicks = [threading.Thread(target=lambda: won.append(
         web.post("/api/gates/T1/approve", origin=web.origin).status == 200)) for _ in range(3)]
