@@ -84,9 +84,15 @@ class WebAccess:
             if not target.is_relative_to(state) or not target.is_file():
                 return None
             with open(target, encoding="utf-8", errors="replace") as handle:
-                return handle.read(DOCUMENT_LIMIT)
+                text = handle.read(DOCUMENT_LIMIT + 1)
+            size = target.stat().st_size
         except OSError:
             return None
+        if len(text) <= DOCUMENT_LIMIT:
+            return text
+        # Cut, and saying so: the operator must not approve thinking this was all.
+        return (text[:DOCUMENT_LIMIT] + f"\n\n[… cut here: the page shows the first "
+                f"{DOCUMENT_LIMIT:,} characters; the whole file is {path}, {size:,} bytes]\n")
 
 
 def install_fault_hook(session: Session) -> bool:

@@ -38,6 +38,8 @@ def _web(argv: list[str], verb: str) -> int:
         raise _client.Failure(_client.EXIT_REFUSED, f"cannot keep the access token under "
                                                     f"{workdir}/.choragos/state: "
                                                     f"{exc.strerror or exc}") from None
+    if args.rotate and running and addr:
+        _tell_server(addr, token)
     url = f"{webaccess.page_url(addr)}/?token={token}"
     if args.json:
         return _client.print_json({"url": url, "token": token, "addr": addr,
@@ -91,6 +93,23 @@ def _configured(workdir: Path) -> str:
         raise _client.Failure(_client.EXIT_REFUSED, "[web] listen takes any free port and no "
                                                     "session is running to say which; start it")
     return listen
+
+
+def _tell_server(addr: str, token: str) -> None:
+    """One request with the new token, so the running server reads it now and
+    ends the event streams of pages signed in with the old one at once.  If it
+    cannot be reached, those streams still end before they carry any more news."""
+    import http.client
+
+    host, _, port = addr.rpartition(":")
+    host = {"0.0.0.0": "127.0.0.1", "[::]": "::1"}.get(host, host).strip("[]")
+    try:
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("GET", "/favicon.ico", headers={"Authorization": f"Bearer {token}"})
+        conn.getresponse().read()
+        conn.close()
+    except (OSError, ValueError, http.client.HTTPException):
+        pass
 
 
 def _qr(url: str) -> str:

@@ -21,7 +21,13 @@ from choragos.board import journal
 
 TOKEN_FILE = "web-token"
 ADDR_FILE = "web-addr"
-COOKIE = "choragos_web"
+COOKIE = "choragos_web"  # and the port: cookies are not kept apart by port
+
+
+def cookie_name(addr: str) -> str:
+    """The cookie of the server on ``addr``: one per port, so signing in to a
+    second session on this host does not sign the browser out of the first."""
+    return f"{COOKIE}_{addr.rpartition(':')[2]}"
 
 
 def token_path(workdir: Path) -> Path:
@@ -84,7 +90,9 @@ def same_token(given: str, token: str) -> bool:
     """Constant-time comparison, so the answer's timing does not spell the token."""
     import hmac
 
-    return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+    # A header's undecodable bytes arrive as surrogates: not a token, and no crash.
+    raw = given.encode("utf-8", "surrogatepass")
+    return bool(token) and hmac.compare_digest(raw, token.encode())
 
 
 class TokenFile:
@@ -94,15 +102,19 @@ class TokenFile:
         self.workdir = workdir
         self._seen: tuple[int, int] | None = None
         self._token = ""
+        self.generation = 0  # how many times the token was seen to change
 
     def current(self) -> str:
         try:
             info = os.stat(token_path(self.workdir))
+            key: tuple[int, int] | None = (info.st_ino, info.st_mtime_ns)
         except OSError:
-            return ""
-        key = (info.st_ino, info.st_mtime_ns)
+            key = None  # removed: no token works until one is made again
         if key != self._seen:
-            self._token, self._seen = read_token(self.workdir), key
+            token, self._seen = (read_token(self.workdir) if key else ""), key
+            if token != self._token:
+                self._token = token
+                self.generation += 1
         return self._token
 
     def accepts(self, given: str | None) -> bool:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
 from choragos.session import news
 
 QUEUE_LIMIT = 2000  # frames a page may fall behind before its stream is cut
+QUEUE_BYTES = 4 << 20  # and characters: a few big frames weigh as much as many small ones
 CUT = ""  # the frame that tells a stream to end
 
 
@@ -81,11 +83,18 @@ def _marks(item: news.MarksChanged) -> tuple[str, Any]:
 
 
 class Stream:
-    """One open ``/api/events``: a queue on its server's event loop."""
+    """One open ``/api/events``: a queue on its server's event loop.
 
-    def __init__(self, loop: Any, queue: Any) -> None:
+    ``cut`` ends the connection itself: a page that stopped reading leaves its
+    writer stuck in a write that never finishes, so a frame at the end of the
+    queue would never be read; the queue stops growing once it is cut."""
+
+    def __init__(self, loop: Any, queue: Any, cut: Callable[[], None] = lambda: None) -> None:
         self.loop = loop
         self.queue = queue
+        self.pending = 0  # characters queued and not yet taken by the writer
+        self.ended = False
+        self._cut = cut
 
     def offer(self, text: str) -> bool:
         """Hand ``text`` over on the stream's loop; False once that loop is gone."""
@@ -95,11 +104,25 @@ class Stream:
             return False
         return True
 
-    def _put(self, text: str) -> None:
-        if self.queue.qsize() >= QUEUE_LIMIT:
+    def taken(self, text: str) -> None:
+        """The writer took ``text`` off the queue (on the loop)."""
+        self.pending -= len(text)
+
+    def end(self) -> None:
+        """Cut the stream (on the loop): its page reconnects and reloads."""
+        if not self.ended:
+            self.ended = True
             self.queue.put_nowait(CUT)
-        else:
-            self.queue.put_nowait(text)
+            self._cut()
+
+    def _put(self, text: str) -> None:
+        if self.ended:
+            return
+        if self.queue.qsize() >= QUEUE_LIMIT or self.pending + len(text) > QUEUE_BYTES:
+            self.end()
+            return
+        self.pending += len(text)
+        self.queue.put_nowait(text)
 
 
 class NewsHub:
@@ -131,3 +154,8 @@ class NewsHub:
     def remove(self, stream: Stream) -> None:
         with self._guard:
             self._streams.discard(stream)
+
+    def count(self) -> int:
+        """How many streams are open."""
+        with self._guard:
+            return len(self._streams)

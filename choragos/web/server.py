@@ -34,9 +34,10 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
-from choragos.control import commands, wire
+from choragos.control import commands, tcppeer, wire
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
+from choragos.web.limits import HTTP_LOG, IDLE_TIMEOUT, MAX_CONNECTIONS, CappedSite
 from choragos.web.news import CUT, NewsHub, Stream, frame
 from choragos.web.screen import answers, screen_json
 
@@ -74,12 +75,15 @@ class WebSession(Protocol):
 class WebServer:
     def __init__(self, session: WebSession, hub: NewsHub, *,
                  peer_pid: Callable[[tuple, tuple], int | None] = lambda peer, local: None,
-                 keepalive: float = KEEPALIVE) -> None:
+                 keepalive: float = KEEPALIVE, max_connections: int = MAX_CONNECTIONS,
+                 idle_timeout: float = IDLE_TIMEOUT) -> None:
         self.session = session
         self.hub = hub
         self.tokens = webaccess.TokenFile(session.workdir)
         self.peer_pid = peer_pid
         self.keepalive = keepalive
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
         self.on_died: Callable[[str], None] = lambda error: None
         self.addr = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,7 +91,10 @@ class WebServer:
         self._dead = False  # its loop died (the thread may still be winding down)
         self._stop: asyncio.Future | None = None
         self._stopping = False
-        self._queues: set[asyncio.Queue] = set()  # this server's open event streams
+        # This server's open event streams, each with the token it signed in with.
+        self._streams: dict[Stream, str] = {}
+        self._generation = 0  # the token's, when the streams were last checked against it
+        self.cookie = webaccess.COOKIE
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -131,20 +138,22 @@ class WebServer:
     async def _serve(self, host: str, port: int, ready: dict,
                      started: threading.Event) -> None:
         runner = web.AppRunner(self._app(), handle_signals=False, access_log=None,
-                               shutdown_timeout=2.0)
+                               shutdown_timeout=2.0, keepalive_timeout=self.idle_timeout,
+                               logger=HTTP_LOG)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, host, port, reuse_address=True)
+            site = CappedSite(runner, host, port, self.max_connections)
             await site.start()
             bound = runner.addresses[0]
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
             ready["addr"] = f"{shown}:{bound[1]}"
+            self.cookie = webaccess.cookie_name(ready["addr"])
             self._stop = asyncio.get_running_loop().create_future()
             started.set()
             await self._stop
         finally:
-            for queue in list(self._queues):  # open event streams end now, not at a timeout
-                queue.put_nowait(CUT)
+            for stream in list(self._streams):  # open event streams end now, not at a timeout
+                stream.queue.put_nowait(CUT)
             await runner.cleanup()
 
     def close(self) -> None:
@@ -186,11 +195,13 @@ class WebServer:
         app.router.add_post("/api/roles/{role}/input", self._input)
         app.router.add_get("/api/roles/{role}/screen", self._screen)
         app.router.add_get("/api/timeline", self._timeline)
-        app.router.add_get("/api/events", self._events)
+        # Not HEAD: an endless stream with no body would only hold a connection.
+        app.router.add_get("/api/events", self._events, allow_head=False)
         return app
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self._cut_stale()  # any request at all, even one refused, carries a rotation
         if request.path == "/" and "token" in request.query:
             return self._sign_in(request)
         if not self._signed_in(request):
@@ -213,7 +224,24 @@ class WebServer:
         header = request.headers.get("Authorization", "")
         if header.startswith("Bearer "):
             return self.tokens.accepts(header[7:].strip())
-        return self.tokens.accepts(request.cookies.get(webaccess.COOKIE))
+        return self.tokens.accepts(request.cookies.get(self.cookie))
+
+    def _credential(self, request: web.Request) -> str:
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Bearer "):
+            return header[7:].strip()
+        return request.cookies.get(self.cookie, "")
+
+    def _cut_stale(self) -> None:
+        """Once the token changed (``choragos web --rotate``), the streams signed
+        in with the old one end: a stolen phone's open page hears nothing more."""
+        current = self.tokens.current()
+        if self.tokens.generation == self._generation:
+            return
+        self._generation = self.tokens.generation
+        for stream, given in list(self._streams.items()):
+            if not webaccess.same_token(given, current):
+                stream.end()
 
     def _sign_in(self, request: web.Request) -> web.StreamResponse:
         """``/?token=``: set the cookie and send the browser on without the token in its URL."""
@@ -223,8 +251,8 @@ class WebServer:
         rest = [(k, v) for k, v in request.query.items() if k != "token"]
         target = "/" + ("?" + urlencode(rest) if rest else "")
         response = web.Response(status=303, headers={"Location": target})
-        response.set_cookie(webaccess.COOKIE, self.tokens.current(), httponly=True,
-                            samesite="Lax", path="/", secure=request.secure)
+        response.set_cookie(self.cookie, self.tokens.current(), httponly=True,
+                            samesite="Lax", path="/", secure=_behind_tls(request))
         response.headers.update(_HEADERS)
         return response
 
@@ -255,6 +283,14 @@ class WebServer:
 
     def _dispatch(self, parsed: dict, peer: Any, local: Any) -> dict:
         pid = self.peer_pid(peer, local) if peer and local else None
+        if pid == tcppeer.UNTRACED:
+            # A process on this machine that left no trace (it closed its end
+            # at once, say) could be an agent: it never passes for the operator.
+            log.warning("web: refused %s from a process on this machine that could not be "
+                        "traced", parsed.get("cmd"))
+            return wire.error("this request came from a process on this machine that could "
+                              "not be traced (did it close the connection before the answer?); "
+                              "nothing was done")
         return self.session.dispatch(parsed, pid)
 
     def _simple(self, cmd: str) -> Callable[[web.Request], Any]:
@@ -318,9 +354,12 @@ class WebServer:
                                                "X-Accel-Buffering": "no", **_HEADERS})
         await response.prepare(request)
         queue: asyncio.Queue[str] = asyncio.Queue()
-        stream = Stream(asyncio.get_running_loop(), queue)
+        transport = request.transport
+        stream = Stream(asyncio.get_running_loop(), queue,
+                        transport.abort if transport is not None else lambda: None)
+        given = self._credential(request)
         self.hub.add(stream)
-        self._queues.add(queue)
+        self._streams[stream] = given
         try:
             # ``retry``: a page whose server restarted is back within two seconds.
             await response.write(("retry: 2000\n" + frame("hello", {"retry": 2000})).encode())
@@ -329,18 +368,32 @@ class WebServer:
                     text = await asyncio.wait_for(queue.get(), self.keepalive)
                 except TimeoutError:
                     text = ": still here\n\n"
-                if text == CUT:
+                else:
+                    stream.taken(text)
+                self._cut_stale()
+                if text == CUT or stream.ended:
                     break
                 await response.write(text.encode())
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
             self.hub.remove(stream)
-            self._queues.discard(queue)
+            self._streams.pop(stream, None)
         return response
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+def _behind_tls(request: web.Request) -> bool:
+    """Whether the browser reached the page over TLS: directly, or through a
+    proxy in front that says so.  A cookie set over TLS is ``Secure``, so the
+    browser never sends it in plain HTTP to the same host."""
+    if request.secure:
+        return True
+    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    forwarded = request.headers.get("Forwarded", "").lower().replace(" ", "")
+    return proto == "https" or "proto=https" in forwarded
+
 
 def _settle(future: asyncio.Future, error: BaseException | None) -> None:
     if future.done():

@@ -88,7 +88,7 @@ def test_a_webhook_gets_json_and_the_token_only_when_asked(serve, push):
     assert push.got[0]["headers"]["Content-Type"] == "application/json"
     assert body["title"] == "choragos: gate"
     assert body["link"] == f"https://crew.example.ts.net/?token={web.token}#gate-T1"
-    assert body["items"] == [{"hook": "on_gate", "role": "coder", "task_id": "T1",
+    assert body["items"] == [{"hook": "on_gate", "role": "coder", "part": "", "task_id": "T1",
                               "text": "ship it"}]
 
 

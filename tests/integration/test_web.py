@@ -9,9 +9,10 @@ import os
 import signal
 import stat
 import sys
+import threading
 import time
 
-from tests.integration.harness import role_toml
+from tests.integration.harness import Serve, role_toml
 from tests.integration.webclient import WEB, Web
 
 GATED = role_toml("orchestrator", start=True) + role_toml("coder", approve=True) + WEB
@@ -55,12 +56,32 @@ def test_the_link_signs_in_with_a_cookie_and_drops_the_token(serve):
     assert web.token not in s.stderr()
 
 
-def test_a_cross_site_post_is_403_and_changes_nothing(serve):
+def test_a_rotation_ends_the_open_event_streams_at_once(serve):
+    s = serve(GATED)
+    web = Web(s)
+    stream = web.events()
+    try:
+        s.wait(lambda: stream.first("hello"), 10, "the stream's hello")
+        assert s.cli("web", "--rotate", "--no-qr").returncode == 0
+        # At once: well before the stream's next keep-alive comment (25 s).
+        stream.thread.join(10)
+        assert not stream.thread.is_alive()
+    finally:
+        stream.close()
+
+
+def one_gate(serve, task: str) -> tuple[Serve, Web]:
+    """A session with ``task`` delegated to the coder, waiting at its gate as T1."""
     s = serve(GATED)
     s.wait_booted(["coder"])
     web = Web(s)
-    assert s.cli("delegate", "--to", "coder", "--task", "wait here").returncode == 0
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
     s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
+    return s, web
+
+
+def test_a_cross_site_post_is_403_and_changes_nothing(serve):
+    s, web = one_gate(serve, "wait here")
     jar = web.get(f"/?token={web.token}", token=None).headers["Set-Cookie"].split(";")[0]
     for origin in ("http://evil.example", f"http://127.0.0.2:{web.port}", None):
         answer = web.post("/api/gates/T1/approve", token=None, cookie=jar, origin=origin)
@@ -102,6 +123,36 @@ def test_gates_approved_and_rejected_through_the_api_the_worker_gets_its_task(se
                             "error": "no delegation T2 is waiting at a gate"}
     bad = web.post("/api/gates/T%20/approve", origin=web.origin)
     assert bad.status == 400 and bad.json()["exit"] == 2
+
+
+def test_a_gate_approved_from_pages_and_the_cli_at_once_is_approved_once(serve):
+    s, web = one_gate(serve, "only once")
+    won: list[bool] = []
+    clicks = [threading.Thread(target=lambda: won.append(
+        web.post("/api/gates/T1/approve", origin=web.origin).status == 200)) for _ in range(3)]
+    clicks.append(threading.Thread(target=lambda: won.append(
+        s.cli("gate", "approve", "T1").returncode == 0)))
+    for click in clicks:
+        click.start()
+    for click in clicks:
+        click.join(30)
+    assert sorted(won) == [False, False, False, True]
+    s.wait(lambda: any("tasks/T1.md" in line for line in s.submitted("coder")), 15, "T1 typed")
+    assert len([e for e in s.events() if e["event"] == "gate approved"]) == 1
+    assert len([line for line in s.submitted("coder") if "tasks/T1.md" in line]) == 1
+
+
+def test_a_gate_document_too_long_to_show_whole_says_where_it_was_cut(serve):
+    s = serve(GATED)
+    s.wait_booted(["coder"])
+    web = Web(s)
+    task = "x" * 70_000 + " THE LAST WORDS"
+    assert s.cli("delegate", "--to", "coder", "--task", task).returncode == 0
+    s.wait(lambda: web.get("/api/gates").json()["gates"], 10, "the gate")
+    document = web.get("/api/gates").json()["gates"][0]["document"]
+    assert "THE LAST WORDS" not in document
+    assert document.rstrip().endswith("bytes]") and ".choragos/tasks/T1.md" in document[-200:]
+    assert "cut here" in document[-200:]
 
 
 def test_a_waiting_question_is_answered_from_the_api(serve):
@@ -185,22 +236,50 @@ print(answer.status, answer.read().decode())
 """
 
 
-def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serve, short_tmp):
+def an_agent_approves(serve, short_tmp, script: str) -> tuple[Serve, Web]:
+    """A session with T1 at a gate, whose orchestrator runs ``script`` against
+    its approve path, with the token it read from the session's files."""
     s = serve(role_toml("orchestrator", "--shell", start=True)
               + role_toml("coder", approve=True) + WEB)
     s.wait_booted(["orchestrator", "coder"])
     web = Web(s)
-    poster = short_tmp / "poster.py"
-    poster.write_text(POSTER)
+    path = short_tmp / "agent_script.py"
+    path.write_text(script)
     assert s.cli("delegate", "--to", "coder", "--task", "gated work").returncode == 0
     s.wait(lambda: s.board().get("T1", {}).get("state") == "gated", 10, "the gate")
-    line = f"run: {sys.executable} {poster} {web.addr} /api/gates/T1/approve"
+    line = f"run: {sys.executable} {path} {web.addr} /api/gates/T1/approve"
     assert s.cli("keys", "orchestrator", "--text", line, "enter").returncode == 0
+    return s, web
+
+
+def test_an_agent_holding_the_token_has_its_role_authority_not_the_operator(serve, short_tmp):
+    s, web = an_agent_approves(serve, short_tmp, POSTER)
     ran = s.wait(lambda: s.agents("ran", "orchestrator"), 20, "the agent's request")
     out = json.loads(ran[0]["text"])["out"]
     assert out.startswith("409 ") and "operator command" in out and "orchestrator" in out, out
     assert s.board()["T1"]["state"] == "gated"
     assert web.post("/api/gates/T1/approve").status == 200  # the operator, from outside
+
+
+HIT_AND_RUN = """\
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+token = open(".choragos/state/web-token").read().strip()
+head = f"POST {sys.argv[2]} HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer {token}\\r\\n"
+conn = socket.create_connection((host, int(port)), timeout=10)
+conn.sendall((head + "Content-Length: 2\\r\\n\\r\\n{}").encode())
+conn.close()  # gone before the server looks for who is asking
+print("sent")
+"""
+
+
+def test_an_agent_that_closes_its_connection_at_once_is_still_not_the_operator(serve,
+                                                                             short_tmp):
+    s, _ = an_agent_approves(serve, short_tmp, HIT_AND_RUN)
+    s.wait(lambda: "refused gate from a process on this machine" in s.stderr(), 20,
+           "the untraced request refused")
+    assert s.board()["T1"]["state"] == "gated"
+    assert not [e for e in s.events() if e["event"] == "gate approved"]
 
 
 def test_roles_paused_resumed_and_restarted_and_the_timeline_read_through_the_api(serve):

@@ -117,6 +117,13 @@ def test_a_question_is_answered_by_a_click_on_its_option(serve, short_tmp):
         s.cli("delegate", "--to", "coder", "--task", "needs a yes")
         s.wait(lambda: "Do you want to proceed?" in text_of(driver, "#question-coder"), 15,
                "the question drawn with its screen")
+        # The whole pane is there before answering: its top a tap away, with a sign.
+        assert "starting" not in text_of(driver, "#question-coder pre")
+        more = driver.find_element("css selector", "#question-coder button.more")
+        assert "earlier line" in more.text
+        more.click()
+        s.wait(lambda: "fixture agent coder starting" in text_of(driver, "#question-coder pre"),
+               5, "the earlier lines shown")
         options = driver.find_elements("css selector", "#question-coder button.approve")
         assert [b.text for b in options] == ["1. Yes", "2. No"]
         assert not s.agents("answer", "coder")  # nothing typed until a person chooses
@@ -125,5 +132,51 @@ def test_a_question_is_answered_by_a_click_on_its_option(serve, short_tmp):
                "the option's key typed")
         s.wait(lambda: not driver.find_elements("css selector", "#question-coder"), 10,
                "the question gone once the agent goes on")
+    finally:
+        driver.quit()
+
+
+def test_a_tired_operator_on_a_phone_loses_nothing_typed_and_is_told_when_signed_out(
+        serve, short_tmp):
+    s = serve(TEAM)
+    s.wait_booted(["orchestrator", "coder"])
+    web = Web(s)
+    driver = browser.start(short_tmp / "profile")
+    try:
+        browser.viewport(driver, 390, 844, mobile=True)
+        driver.get(web.url)
+        s.wait(lambda: text_of(driver, "#conn") == "live", 15, "the page's event stream")
+        long_task = "tidy the build " * 30 + "AND THE END OF IT"
+        assert s.cli("delegate", "--to", "coder", "--task", long_task).returncode == 0
+        s.wait(lambda: driver.find_elements("css selector", "#gate-T1 input"), 10, "the gate")
+
+        # A reason half typed survives the page redrawing its gates for news.
+        reason = driver.find_element("css selector", "#gate-T1 input")
+        reason.click()
+        reason.send_keys("not like this")
+        assert s.cli("delegate", "--to", "coder", "--task", "a second gate").returncode == 0
+        s.wait(lambda: driver.find_elements("css selector", "#gate-T2"), 10, "the second gate")
+        assert driver.execute_script(
+            "const i = document.querySelector('#gate-T1 input');"
+            "return [i.value, document.activeElement === i];") == ["not like this", True]
+
+        # The board cuts a task to one line; a tap shows all of it (no hover on a phone).
+        assert "AND THE END OF IT" not in text_of(driver, "#task-T1")
+        driver.find_element("css selector", "#task-T1").click()
+        s.wait(lambda: "AND THE END OF IT" in text_of(driver, "#task-T1"), 5, "the whole task")
+
+        # A pane wider than the phone says so (a scrollbar may not show); one that fits does not.
+        driver.find_element("css selector", "#role-orchestrator button").click()
+        s.wait(lambda: driver.find_element("css selector", "#screen-wide").is_displayed(), 5,
+               "the wide pane's sign")
+        browser.viewport(driver, 1280, 800)
+        s.wait(lambda: not driver.find_element("css selector", "#screen-wide").is_displayed(), 5,
+               "no sign once the pane fits")
+
+        # A rotated token: the open page says it is signed out, not "reconnecting" forever.
+        assert s.cli("web", "--rotate", "--no-qr").returncode == 0
+        s.wait(lambda: text_of(driver, "#conn") == "signed out", 15, "signed out, said")
+        assert driver.find_element("css selector", "#signed-out").is_displayed()
+        assert "choragos web" in text_of(driver, "#signed-out")
     finally:
         driver.quit()

@@ -4,7 +4,8 @@
 // as HTML: task text and agent screens are not ours.
 "use strict";
 
-const S = { roles: {}, order: [], tasks: {}, gates: [], questions: {}, screenRole: null };
+const S = { roles: {}, order: [], tasks: {}, gates: [], questions: {}, screenRole: null,
+  drafts: {}, open: new Set(), shown: new Set(), held: null };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -30,6 +31,25 @@ async function api(path, body) {
   try { ack = await response.json(); } catch (e) { ack = { ok: false, error: response.statusText }; }
   if (!ack.ok) throw new Error(ack.error || ("HTTP " + response.status));
   return ack;
+}
+
+// A text box the page redraws (a gate's reason, an answer) keeps what was typed
+// into it, and the focus, across redraws: news arrives while someone types.
+function draftInput(key, placeholder, label) {
+  const input = el("input", { type: "text", placeholder, "aria-label": label, "data-draft": key });
+  input.value = S.drafts[key] || "";
+  input.addEventListener("input", () => { S.drafts[key] = input.value; });
+  return input;
+}
+
+function keepFocus(redraw) {
+  const before = document.activeElement;
+  const key = before && before.dataset ? before.dataset.draft : undefined;
+  const caret = key ? [before.selectionStart, before.selectionEnd] : null;
+  redraw();
+  if (!key) return;
+  const again = document.querySelector('[data-draft="' + CSS.escape(key) + '"]');
+  if (again && again !== before) { again.focus(); again.setSelectionRange(...caret); }
 }
 
 function toast(text) {
@@ -109,9 +129,11 @@ function roleButton(name, action) {
 
 // -- gates and questions ----------------------------------------------------------------
 
-function renderAttention() {
+function renderAttention() { keepFocus(drawAttention); }
+
+function drawAttention() {
   $("gates").replaceChildren(...S.gates.map((gate) => {
-    const reason = el("input", { type: "text", placeholder: "reason (optional)", "aria-label": "reason" });
+    const reason = draftInput("reason-" + gate.id, "reason (optional)", "reason");
     const approve = el("button", { type: "button", class: "approve", "data-gate": gate.id }, "Approve");
     const reject = el("button", { type: "button", class: "reject" }, "Reject");
     approve.addEventListener("click", act(approve, () => decide(gate.id, "approve", {})));
@@ -130,6 +152,7 @@ function renderAttention() {
 async function decide(id, action, body) {
   await api("/api/gates/" + encodeURIComponent(id) + "/" + action, body);
   S.gates = S.gates.filter((g) => g.id !== id);
+  delete S.drafts["reason-" + id];
   renderAttention();
 }
 
@@ -137,31 +160,42 @@ async function loadQuestion(name) {
   try {
     const screen = await api("/api/roles/" + encodeURIComponent(name) + "/screen");
     if (!S.roles[name] || S.roles[name].state !== "waiting") return;
-    // The question is at the bottom of the pane: its last lines, shown whole.
-    S.questions[name] = { lines: screen.lines.filter((l) => l.trim()).slice(-10), answers: screen.answers };
+    // The question is at the bottom of the pane; the whole pane is kept, so
+    // what it asks about (a command, a diff) can be read before answering.
+    const lines = screen.lines.slice();
+    while (lines.length && !lines[lines.length - 1].trim()) lines.pop();
+    while (lines.length && !lines[0].trim()) lines.shift();
+    S.questions[name] = { lines, answers: screen.answers };
     renderAttention();
   } catch (e) { toast(e.message); }
 }
 
+const QUESTION_LINES = 12;
+
 function renderQuestion(name, q) {
   const send = (body) => api("/api/roles/" + encodeURIComponent(name) + "/input", body);
-  const text = el("input", { type: "text", placeholder: "type an answer", "aria-label": "answer" });
+  const text = draftInput("answer-" + name, "type an answer", "answer");
   const answerButtons = q.answers.map((a) => {
     const button = el("button", { type: "button", class: "approve" }, a.label);
     button.addEventListener("click", act(button, () => send({ text: a.text })));
     return button;
   });
   const typed = el("button", { type: "button" }, "Send + Enter");
-  typed.addEventListener("click", act(typed, async () => { await send({ text: text.value, keys: ["enter"] }); typed.disabled = false; text.value = ""; }));
+  typed.addEventListener("click", act(typed, async () => { await send({ text: text.value, keys: ["enter"] }); typed.disabled = false; text.value = ""; delete S.drafts["answer-" + name]; }));
   const keys = ["enter", "esc", "up", "down"].map((key) => {
     const button = el("button", { type: "button", class: "small" }, key);
     button.addEventListener("click", act(button, async () => { await send({ keys: [key] }); button.disabled = false; }));
     return button;
   });
-  const screen = el("pre", {}, q.lines.join("\n"));
+  // The last lines show; the earlier ones are a tap away, and say how many they are.
+  const hidden = S.shown.has(name) ? 0 : Math.max(q.lines.length - QUESTION_LINES, 0);
+  const more = hidden ? el("button", { type: "button", class: "small more",
+    onclick: () => { S.shown.add(name); renderAttention(); } },
+    "show " + hidden + " earlier line" + (hidden === 1 ? "" : "s")) : null;
+  const screen = el("pre", {}, q.lines.slice(hidden).join("\n"));
   return el("div", { class: "question", id: "question-" + name },
     el("h3", {}, name + " asks"),
-    screen,
+    more, screen,
     el("div", { class: "actions" }, ...answerButtons),
     el("div", { class: "actions" }, text, typed, ...keys));
 }
@@ -172,9 +206,18 @@ function taskNumber(id) { return parseInt(id.slice(1), 10) || 0; }
 
 function renderBoard() {
   const tasks = Object.values(S.tasks).sort((a, b) => taskNumber(b.id) - taskNumber(a.id));
-  $("board").replaceChildren(...tasks.map((t) => el("div", { class: "task", id: "task-" + t.id, "data-state": t.state },
-    el("b", {}, t.id), el("span", { class: "label", title: t.text || t.label }, t.role + ": " + t.label),
-    el("span", { class: "state " + t.state.replace(" ", "_") }, t.state))));
+  // A row shows the task's label, cut to one line with an ellipsis; a tap (or
+  // Enter) opens it to the whole text, which a phone has no hover to show.
+  $("board").replaceChildren(...tasks.map((t) => {
+    const open = S.open.has(t.id);
+    const toggle = () => { if (open) S.open.delete(t.id); else S.open.add(t.id); renderBoard(); };
+    return el("div", { class: "task" + (open ? " open" : ""), id: "task-" + t.id, "data-state": t.state,
+      role: "button", tabindex: "0", "aria-expanded": String(open), onclick: toggle,
+      onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); } } },
+    el("b", {}, t.id),
+    el("span", { class: "label", title: t.text || t.label }, t.role + ": " + (open ? t.text || t.label : t.label)),
+    el("span", { class: "state " + t.state.replace(" ", "_") }, t.state));
+  }));
   if (!tasks.length) $("board").replaceChildren(el("p", { class: "muted" }, "No tasks yet."));
 }
 
@@ -219,6 +262,9 @@ async function refreshScreen() {
         if (flags.includes("u")) span.style.textDecoration = "underline";
         return span;
       }) : "\u00a0")));
+    // Cut by the phone's width, the pane says so: a scrollbar alone may not show.
+    const pre = $("screen");
+    $("screen-wide").hidden = pre.scrollWidth <= pre.clientWidth + 1;
   } catch (e) { toast(e.message); }
 }
 
@@ -244,7 +290,7 @@ async function loadTimeline() {
     const span = Math.max(line.t1 - line.t0, 1);
     const now = line.t1;
     $("timeline").replaceChildren(...line.roles.map((role) => el("div", { class: "lane" },
-      el("span", {}, role),
+      el("span", { title: role }, role),
       el("div", { class: "track" }, ...line.bars.filter((b) => b.role === role).map((b) => {
         const start = b.start ?? (b.gate ? b.gate[0] : line.t0);
         const end = b.end ?? now;
@@ -268,7 +314,11 @@ function onRole(view) {
   S.roles[view.name] = { ...(before || {}), ...view };
   if (!S.order.includes(view.name)) S.order.push(view.name);
   if (view.state === "waiting") loadQuestion(view.name);
-  else if (S.questions[view.name]) { delete S.questions[view.name]; renderAttention(); }
+  else if (S.questions[view.name]) {
+    // The next question starts folded again, with an empty answer box.
+    delete S.questions[view.name]; S.shown.delete(view.name); delete S.drafts["answer-" + view.name];
+    renderAttention();
+  }
   renderCrew();
 }
 
@@ -284,11 +334,22 @@ function onTask(task) {
 }
 
 const HANDLERS = {
-  hello: () => loadAll().catch((e) => toast(e.message)),
+  hello: () => {
+    // News that comes while the whole picture loads is held and applied after
+    // it: a snapshot read before a change must not overwrite the change.
+    S.held = [];
+    loadAll().catch((e) => toast(e.message)).finally(() => {
+      const held = S.held || [];
+      S.held = null;
+      for (const [kind, data] of held) HANDLERS[kind](data);
+    });
+  },
   role: onRole,
   task: onTask,
   "gate-opened": () => loadGates(),
-  "gate-closed": (data) => { S.gates = S.gates.filter((g) => g.id !== data.id); renderAttention(); },
+  "gate-closed": (data) => {
+    S.gates = S.gates.filter((g) => g.id !== data.id); delete S.drafts["reason-" + data.id]; renderAttention();
+  },
   tokens: (usages) => {
     for (const [name, usage] of Object.entries(usages)) if (S.roles[name]) Object.assign(S.roles[name], usage);
     renderCrew();
@@ -305,10 +366,30 @@ const HANDLERS = {
 function connect() {
   const source = new EventSource("/api/events");
   for (const [kind, handler] of Object.entries(HANDLERS)) {
-    source.addEventListener(kind, (message) => handler(JSON.parse(message.data)));
+    source.addEventListener(kind, (message) => {
+      const data = JSON.parse(message.data);
+      if (S.held && kind !== "hello") S.held.push([kind, data]); else handler(data);
+    });
   }
-  source.onopen = () => { $("conn").textContent = "live"; $("conn").className = "conn live"; };
-  source.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").className = "conn lost"; };
+  source.onopen = () => {
+    $("conn").textContent = "live"; $("conn").className = "conn live"; $("signed-out").hidden = true;
+  };
+  source.onerror = () => {
+    $("conn").textContent = "reconnecting…"; $("conn").className = "conn lost";
+    // An answer that is not a stream (401 after a rotation, a proxy's 502 while
+    // the session restarts) makes the browser give up for good: find out why,
+    // say so, and try again.
+    if (source.readyState === EventSource.CLOSED) lost();
+  };
+}
+
+async function lost() {
+  let status = 0;
+  try { status = (await fetch("/api/status", { credentials: "same-origin" })).status; } catch (e) { /* down */ }
+  if (status === 401) {
+    $("conn").textContent = "signed out"; $("signed-out").hidden = false;
+  }
+  setTimeout(connect, status === 401 ? 30000 : 5000);
 }
 
 function highlight() {
