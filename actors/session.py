@@ -56,7 +56,6 @@ from choragos.actors.handle import Handle
 from choragos.actors.latemessages import FlushTick, FlushTokens, Probe, ProberState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import (
-    TEMPORARY,
     StopAll,
     Supervisor,
     SupervisorState,
@@ -86,6 +85,7 @@ from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
 
 if TYPE_CHECKING:
+    from choragos.actors.gatewayrevival import GatewayRevival
     from choragos.actors.listener import ListenerState
     from choragos.actors.proxyrunner import ProxyRunnerState
     from choragos.actors.startwatch import StartReport
@@ -129,8 +129,7 @@ class Session:
         self.timers: Timers | None = None
         self.supervisor: pykka.ActorRef | None = None  # the top of the tree
         self.tree = SupervisorState("session", intensity=SESSION_INTENSITY, period=PERIOD)
-        self.gateway_tree = SupervisorState("builtin-gateway", intensity=GATEWAY_INTENSITY,
-                                            period=PERIOD)
+        self.gateway_revival: GatewayRevival | None = None  # with the built-in gateway
         self.roles_tree = SupervisorState("roles", intensity=role_intensity(len(config.roles)),
                                           period=PERIOD)
         self.failure: str | None = None  # why the tree gave up, if it did
@@ -356,11 +355,7 @@ class Session:
             Child("notifier", self._notifier, needs=core, started=self._notifier_started),
             Child("checkpointer", self._checkpointer, needs=core,
                   started=self._checkpointer_started),
-            nested("builtin-gateway", self.gateway_tree, sup, on_event, restart=TEMPORARY,
-                   wanted=self.config.gateway.builtin,
-                   children=(Child("gateway-server", self._gateway_server,
-                                   needs=("core", "builtin-gateway"),
-                                   started=self._gateway_server_started),)),
+            *self._gateway_subtree(),
             # The roles as soon as what they may need is up: their agents'
             # start is the longest part of the session's (and beside it the
             # rest of the tree starts, the deck loads).
@@ -371,6 +366,20 @@ class Session:
             Child("listener", self._listener, needs=core),
             Child("web", self._web, needs=("listener",)),
         )
+
+    def _gateway_subtree(self) -> tuple[Child, ...]:
+        """The built-in gateway under a temporary supervisor of its own, tried
+        again after a cool-down when it is given up (actors/gatewayrevival.py)."""
+        if not self.config.gateway.builtin:
+            return ()
+        from choragos.actors.gatewayrevival import GatewayRevival
+
+        self.gateway_revival = GatewayRevival(
+            self, intensity=GATEWAY_INTENSITY, period=PERIOD,
+            children=(Child("gateway-server", self._gateway_server,
+                            needs=("core", "builtin-gateway"),
+                            started=self._gateway_server_started),))
+        return (self.gateway_revival.subtree.child(),)
 
     def rest(self) -> tuple[Child, ...]:
         """The children :meth:`start_rest` starts after the others, in order:
@@ -455,10 +464,13 @@ class Session:
         from choragos.actors.proxyrunner import ProxyRunner, ProxyRunnerState
         from choragos.gateway import budgetgate
 
-        logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
-        state = self._gateway_server_state = ProxyRunnerState(
-            self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
-            session_path(self.workdir), self.gateway_key, policy=budgetgate.policy(self.config))
+        state = self._gateway_server_state
+        if state is None:  # the first; a gateway started again goes on with its counts
+            logs = statedir.make_dir(self.workdir / ".choragos" / "logs")
+            state = self._gateway_server_state = ProxyRunnerState(
+                self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
+                session_path(self.workdir), self.gateway_key,
+                policy=budgetgate.policy(self.config))
         core, sup = deps["core"], deps["builtin-gateway"]
         return lambda h: ProxyRunner.start(state, core, sup)
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
-from choragos.actors.children import Child, build, nested
+from choragos.actors.children import Child
 from choragos.actors.handle import Handle
-from choragos.actors.supervisor import TEMPORARY, SupervisorState
+from choragos.actors.subtree import Subtree
 from choragos.control.server import fault_hook
 from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
@@ -45,10 +44,6 @@ log = logging.getLogger("choragos.ui")
 # The deck's own allowance: its restarts do not count against the session's.
 DECK_INTENSITY = 5
 DECK_PERIOD = 60.0
-# How long a revival waits for the session's supervisor to drop the deck it
-# gave up (its own message, normally at once): under the attach client's
-# wait for an answer (5 s).
-DROPPED_WAIT = 3.0
 # The what-exited variables the ``on_exit`` hook gets (docs/configuration.md).
 EXITED_PART = {"CHORAGOS_EXITED": "part", "CHORAGOS_PART": "deck"}
 
@@ -65,23 +60,22 @@ class DeckTree:
         self.handle: Handle | None = None  # the UI actor's, while the deck runs
         self.gave_up = ""  # why the deck was given up last
         self._reviving = threading.Lock()  # two attaches at once: one revival
+        self.subtree = Subtree("deck", session.supervisor, session.tree, self._on_event,
+                               (Child("attach", self._attach, needs=("deck",)),
+                                Child("ui", self._ui, needs=("deck",))),
+                               intensity=DECK_INTENSITY, period=DECK_PERIOD)
+
+    def _attach(self, deps: dict) -> Any:
+        server = self.server
+        return lambda h: AttachActor.start(server, h, deps["deck"])
+
+    def _ui(self, deps: dict) -> Any:
+        deck = self.deck  # the deck of this build: a restart within it keeps it
+        return lambda h: UIActor.start(deck, deps["deck"])
 
     def build(self) -> Handle:
         """Start the "deck" supervisor, its actors and the core's news to the UI actor."""
-        deck, server = self.deck, self.server
-        tree = SupervisorState("deck", intensity=DECK_INTENSITY, period=DECK_PERIOD)
-
-        def attach(deps: dict) -> Any:
-            return lambda h: AttachActor.start(server, h, deps["deck"])
-
-        def ui(deps: dict) -> Any:
-            return lambda h: UIActor.start(deck, deps["deck"])
-
-        sup = self.session.supervisor
-        handles = build((nested("deck", tree, sup, self._on_event, restart=TEMPORARY,
-                                children=(Child("attach", attach, needs=("deck",)),
-                                          Child("ui", ui, needs=("deck",)))),), sup)
-        handle = self.handle = handles["ui"]
+        handle = self.handle = self.subtree.build()["ui"]
         # The old deck's subscription ends by itself: its closed handle
         # refuses the next item and the core drops it.
         self.session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
@@ -115,22 +109,13 @@ class DeckTree:
         return True
 
     def _rebuild(self) -> None:
-        if not _wait(lambda: "deck" not in self.session.tree.children, DROPPED_WAIT):
-            raise RuntimeError("the session's supervisor still holds the deck it gave up")
+        # Under the attach client's wait for an answer (5 s).
+        self.subtree.await_dropped()
         old = self.deck
         self.deck = Deck(self.access, *old.screen.get_cols_rows())
         self.server.adopt(self.deck)  # the old relay has stopped: its screen goes
         old.screen.close()
         self.build()
-
-
-def _wait(condition: Any, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @dataclass

@@ -1,0 +1,141 @@
+"""The built-in gateway given up, said aloud and tried again after a cool-down.
+
+The gateway's runner (``proxyrunner.py``) lives under a supervisor of its
+own ("builtin-gateway", a temporary child of the session's): restarted up
+to 5 times a minute, then given up.  A session run overnight must not end
+its night there on a transient fault (the port briefly taken, a crash loop
+on one bad answer), so a give-up is
+
+- said: the server log warns that work is held (fail-closed) and when the
+  next try is, an event says the same, and the ``on_exit`` hook (and the
+  notifier through it) hears of it as a part of the session, not a role
+  (``CHORAGOS_EXITED=part``, ``CHORAGOS_PART=gateway``);
+- tried again by the session's timers after a cool-down that doubles at
+  each give-up in a row (30 s, 1 min, 2, 4, 8, then 15 min at most) and
+  starts over from 30 s once a revived gateway has stayed up longer than
+  the longest wait; at once when the operator asks (``choragos restart
+  --gateway``).
+
+A try builds the subtree anew (:class:`~choragos.actors.subtree.Subtree`:
+a new supervisor with a fresh allowance, a new runner on the same state, so
+the counts file goes on from where it was and is not reset).  The prober
+then finds the gateway up and the gate opens as after any outage.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from choragos.actors.children import Child
+from choragos.actors.subtree import Subtree
+
+if TYPE_CHECKING:
+    from choragos.actors.session import Session
+
+log = logging.getLogger("choragos.gateway")
+
+NAME = "builtin-gateway"
+FIRST_WAIT = 30.0
+LONGEST_WAIT = 15 * 60.0
+# Tests only: the first wait in seconds (the later ones double it as usual).
+COOLDOWN_ENV = "CHORAGOS_TEST_GATEWAY_COOLDOWN"
+# The what-exited variables the ``on_exit`` hook gets (docs/configuration.md).
+EXITED_PART = {"CHORAGOS_EXITED": "part", "CHORAGOS_PART": "gateway"}
+
+
+@dataclass(frozen=True)
+class TryAgain:
+    """The timers': the cool-down after give-up ``number`` is over."""
+
+    number: int
+
+
+def cool_down(tries: int, first: float = FIRST_WAIT) -> float:
+    """The wait before try ``tries + 1`` of a run of give-ups."""
+    return min(first * 2 ** min(tries, 32), LONGEST_WAIT)
+
+
+class GatewayRevival:
+    """The "builtin-gateway" subtree of ``session``, its give-ups and its tries."""
+
+    def __init__(self, session: Session, *, intensity: int, period: float,
+                 children: tuple[Child, ...]) -> None:
+        self.session = session
+        self.subtree = Subtree(NAME, session.supervisor, session.tree, self.on_event,
+                               children, intensity=intensity, period=period)
+        self.first = float(os.environ.get(COOLDOWN_ENV) or FIRST_WAIT)
+        self.down = ""  # why it was given up, while it is
+        self.give_ups = 0  # in this session: a timer for an older one is stale
+        self.tries = 0  # give-ups in a row: the next wait grows with them
+        self.revived_at: float | None = None
+        self._lock = threading.Lock()  # one give-up or try at a time
+
+    def on_event(self, kind: str, **fields: Any) -> None:
+        """The "builtin-gateway" supervisor's events (on its thread)."""
+        self.session.events.write(kind, **fields)
+        if kind == "actor given up" and fields.get("supervisor") == NAME:
+            try:
+                self.given_up(str(fields.get("reason", "")))
+            except Exception:  # the give-up itself must still happen
+                log.exception("telling of the gateway's give-up failed")
+
+    def given_up(self, reason: str) -> None:
+        """Say so, and set the timer for the next try."""
+        session = self.session
+        if session.stopped.is_set() or session.timers is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if self.revived_at is not None and now - self.revived_at > LONGEST_WAIT:
+                self.tries = 0  # it stayed up a long while: a new run of faults
+            wait = cool_down(self.tries, self.first)
+            self.tries += 1
+            self.give_ups += 1
+            self.down = reason
+            number = self.give_ups
+        at = time.strftime("%H:%M:%S", time.localtime(time.time() + wait))
+        log.warning("the built-in gateway is given up after repeated failures: %s; work is "
+                    "held (no work is handed out while it is down) until it is back; next "
+                    "try in %gs, at %s (`choragos restart --gateway` tries now)",
+                    reason, wait, at)
+        session.events.write("gateway retry scheduled", after=wait, at=at, reason=reason)
+        hooks = session.core_state.hooks if session.core_state is not None else None
+        if hooks is not None:
+            hooks.fire("on_exit", role="gateway", task=f"the built-in gateway stopped: {reason}",
+                       extra={"CHORAGOS_EXIT": "given up after repeated failures",
+                              **EXITED_PART})
+        session.timers.after(wait, self, TryAgain(number))
+
+    def tell(self, message: TryAgain) -> None:
+        """The timers' call (so never blocking their thread): try on a thread of its own."""
+        threading.Thread(target=self.revive, args=("cool-down", message.number),
+                         name="gateway-revival", daemon=True).start()
+
+    def revive(self, on: str, number: int | None = None) -> str:
+        """Build the given-up gateway anew: '' when it was started, else why not
+        (``number``: the give-up a timer was set for; a later one has its own)."""
+        session = self.session
+        with self._lock:
+            if not self.down or session.stopped.is_set():
+                return "the built-in gateway is not given up: nothing to restart"
+            if number is not None and number != self.give_ups:
+                return "a later give-up has a timer of its own"
+            error, self.down = self.down, ""
+            self.revived_at = time.monotonic()
+        log.warning("the built-in gateway is started again (on: %s)", on)
+        session.events.write("actor restarted", actor=NAME, supervisor="session",
+                             error=error, on=on)
+        try:
+            self.subtree.await_dropped()
+            self.subtree.build({"core": session.core})
+        except Exception as exc:
+            log.exception("the built-in gateway could not be started again")
+            session.events.write("gateway restart failed", on=on, error=str(exc))
+            self.given_up(f"its restart failed: {exc}")
+            return f"the built-in gateway could not be started again: {exc}"
+        return ""
