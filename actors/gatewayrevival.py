@@ -116,6 +116,16 @@ class GatewayRevival:
         threading.Thread(target=self.revive, args=("cool-down", message.number),
                          name="gateway-revival", daemon=True).start()
 
+    def try_now(self) -> str:
+        """The operator's ``choragos restart --gateway``: '' once a try is under
+        way (on a thread of its own), else why there is nothing to try."""
+        if not self.down:
+            return ("the built-in gateway is not given up (its supervisor starts it again "
+                    "after a crash): nothing to restart; `choragos status` shows it")
+        threading.Thread(target=self.revive, args=("operator",), name="gateway-revival",
+                         daemon=True).start()
+        return ""
+
     def revive(self, on: str, number: int | None = None) -> str:
         """Build the given-up gateway anew: '' when it was started, else why not
         (``number``: the give-up a timer was set for; a later one has its own)."""

@@ -51,6 +51,7 @@ from choragos.actors.core import CoreActor, CoreState
 from choragos.actors.crew import STOP_GRACE, Crew, role_intensity
 from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gatewaygate import GatewayGate
+from choragos.actors.gatewayrevival import GatewayRevival
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
 from choragos.actors.latemessages import FlushTick, FlushTokens, Probe, ProberState
@@ -85,7 +86,6 @@ from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
 
 if TYPE_CHECKING:
-    from choragos.actors.gatewayrevival import GatewayRevival
     from choragos.actors.listener import ListenerState
     from choragos.actors.proxyrunner import ProxyRunnerState
     from choragos.actors.startwatch import StartReport
@@ -355,7 +355,7 @@ class Session:
             Child("notifier", self._notifier, needs=core, started=self._notifier_started),
             Child("checkpointer", self._checkpointer, needs=core,
                   started=self._checkpointer_started),
-            *self._gateway_subtree(),
+            self._gateway_subtree(),
             # The roles as soon as what they may need is up: their agents'
             # start is the longest part of the session's (and beside it the
             # rest of the tree starts, the deck loads).
@@ -367,19 +367,17 @@ class Session:
             Child("web", self._web, needs=("listener",)),
         )
 
-    def _gateway_subtree(self) -> tuple[Child, ...]:
+    def _gateway_subtree(self) -> Child:
         """The built-in gateway under a temporary supervisor of its own, tried
         again after a cool-down when it is given up (actors/gatewayrevival.py)."""
-        if not self.config.gateway.builtin:
-            return ()
-        from choragos.actors.gatewayrevival import GatewayRevival
-
-        self.gateway_revival = GatewayRevival(
+        revival = GatewayRevival(
             self, intensity=GATEWAY_INTENSITY, period=PERIOD,
             children=(Child("gateway-server", self._gateway_server,
                             needs=("core", "builtin-gateway"),
                             started=self._gateway_server_started),))
-        return (self.gateway_revival.subtree.child(),)
+        if self.config.gateway.builtin:
+            self.gateway_revival = revival
+        return revival.subtree.child(wanted=self.config.gateway.builtin)
 
     def rest(self) -> tuple[Child, ...]:
         """The children :meth:`start_rest` starts after the others, in order:
@@ -401,6 +399,7 @@ class Session:
         self.core_state.timers, self.core_state.me = self.timers, handle
         self.crew.core, self.crew.timers = handle, self.timers
         self.crew.supervisor = self.supervisor
+        self.core_state.gateway_revival = self.gateway_revival
 
     # The notifier's and the web view's modules are loaded only when their
     # section is set: a session without them starts (and draws) sooner.

@@ -1,4 +1,5 @@
-"""``choragos restart|pause|resume ROLE``: one role's process.
+"""``choragos restart|pause|resume ROLE``: one role's process;
+``choragos restart --gateway``: a given-up built-in gateway, at once.
 
 One module serves the three verbs; ``main`` passes the verb it was run as.
 """
@@ -24,7 +25,13 @@ def run(argv: list[str], verb: str = "restart") -> int:
 def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, _ABOUT[verb][1])
-    made.add_argument("role", help="the role's name")
+    if verb != "restart":
+        made.add_argument("role", help="the role's name")
+        return made
+    made.add_argument("role", nargs="?", help="the role's name")
+    made.add_argument("--gateway", action="store_true",
+                      help="start a given-up built-in gateway again now, not after its "
+                           "cool-down")
     return made
 
 
@@ -33,6 +40,14 @@ def _control(argv: list[str], verb: str) -> int:
         raise _client.Failure(_client.EXIT_USAGE, f"unknown role command {verb!r}")
     done = _ABOUT[verb][0]
     args = arguments(verb).parse_args(argv)
+    if getattr(args, "gateway", False):
+        if args.role is not None:
+            raise _client.Failure(_client.EXIT_USAGE, "give a role or --gateway, not both")
+        _client.send(args.sock, {"cmd": verb, "gateway": True})
+        return _client.say("the built-in gateway is being started again; "
+                           "`choragos status` shows when it is on")
+    if args.role is None:
+        raise _client.Failure(_client.EXIT_USAGE, "name the role to restart (or --gateway)")
     role = _client.role_name(args.role)
     _client.send(args.sock, {"cmd": verb, "role": role})
     return _client.say(f"{done} {role}")

@@ -205,9 +205,13 @@ DECLARED: tuple[Command | Verb, ...] = (
     Command("status", gateway_exempt=True,
             verb=_verb("status", "status", "show every role's state in the running session",
                           "choragos status")),
-    Command("restart", (ROLE_FIELD,), operator=True,
-            verb=_verb("restart", "rolectl", "restart a role (resets its restart budget)",
-                          "choragos restart coder")),
+    Command("restart", (
+        Field("gateway", FLAG, default=False),
+        Field("role", ROLE, required=True, when=When("gateway", False)),
+    ), operator=True, gateway_exempt=When("gateway", True),
+        verb=_verb("restart", "rolectl", "restart a role (resets its restart budget), "
+                   "or a given-up built-in gateway", "choragos restart coder",
+                   "choragos restart --gateway")),
     Command("pause", (ROLE_FIELD,), operator=True,
             verb=_verb("pause", "rolectl", "pause a role (SIGSTOP its process group)",
                           "choragos pause coder")),

@@ -126,3 +126,43 @@ def test_a_given_up_gateway_is_tried_again_after_a_cool_down_and_work_flows(serv
                       code="200") == 2
         s.wait(lambda: _roles(s)["coder"]["tokens"]["input"] == 2400, message="cumulative")
         assert _alive(back["pid"])
+
+
+@pytest.mark.timeout(120)
+def test_the_operator_restarts_a_given_up_gateway_at_once(serve):
+    """A port taken from the start: the gateway is given up and its next try is
+    far off (the product's waits); ``choragos restart --gateway`` tries now,
+    and says plainly when there is nothing to restart."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
+                  + _gateway(port) + HOOK)
+        s.wait_event(lambda e: e["event"] == "actor given up"
+                     and e["supervisor"] == "builtin-gateway", 60, "given up")
+        scheduled = s.wait_event(lambda e: e["event"] == "gateway retry scheduled",
+                                 message="the next try")
+        assert scheduled["after"] == 30
+        s.wait_booted(["orchestrator", "coder"])
+        out = s.cli("delegate", "--to", "coder", "--task", "held work")
+        assert out.returncode == 1 and "dispatch refused: gateway down" in out.stderr
+
+    out = s.cli("restart", "--gateway")
+    assert out.returncode == 0, out.stderr
+    assert "the built-in gateway is being started again" in out.stdout
+    tried = s.wait_event(lambda e: e["event"] == "actor restarted"
+                         and e["actor"] == "builtin-gateway", message="the operator's try")
+    assert tried["on"] == "operator" and "did not start" in tried["error"]
+    s.wait_event(lambda e: e["event"] == "gateway started", 30, "the gateway started")
+    s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
+    out = s.cli("delegate", "--to", "coder", "--task", "held work")
+    assert out.returncode == 0, out.stderr
+    s.wait(lambda: s.board().get("T1", {}).get("state") == "done", 30, message="T1 done")
+
+    # Nothing given up: one sentence, and nothing changes.
+    out = s.cli("restart", "--gateway")
+    assert out.returncode == 1 and "the built-in gateway is not given up" in out.stderr
+    assert len(_of(s, "actor restarted", actor="builtin-gateway")) == 1
+    out = s.cli("restart", "--gateway", "coder")
+    assert out.returncode == 2 and "give a role or --gateway, not both" in out.stderr

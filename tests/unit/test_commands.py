@@ -113,6 +113,7 @@ def test_no_other_table_of_commands_is_left() -> None:
     ({"cmd": "gate", "action": "list"}, False),
     ({"cmd": "handoff"}, True),
     ({"cmd": "input", "role": "coder", "text": "y"}, True),
+    ({"cmd": "restart", "gateway": True}, True),
     ({"cmd": "board"}, False),
     ({"cmd": "work-done", "id": "T1", "task": "t"}, False),
 ])
@@ -123,6 +124,18 @@ def test_the_authority_rule_is_the_declared_one(request_: dict, operator_only: b
     if refused:
         spoken = "gate approve" if request_["cmd"] == "gate" else request_["cmd"]
         assert refused.startswith(f"{spoken} is an operator command")
+
+
+def test_restarting_the_gateway_passes_the_gate_it_reopens_and_a_role_restart_does_not() -> None:
+    """While an enforced gateway is down, ``restart --gateway`` is what brings
+    it back: refused then, it could never be sent."""
+    gateway = wire.parse_request(b'{"cmd": "restart", "gateway": true}')
+    assert gateway["role"] is None
+    assert wire.gateway_refusal(gateway) is None
+    role = wire.parse_request(b'{"cmd": "restart", "role": "coder"}')
+    assert role["gateway"] is False and wire.gateway_refusal(role) is not None
+    with pytest.raises(wire.WireError, match='needs "role"'):
+        wire.parse_request(b'{"cmd": "restart"}')
 
 
 def test_a_new_declaration_is_validated_by_its_schema(monkeypatch: pytest.MonkeyPatch) -> None:
