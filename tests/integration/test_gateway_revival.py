@@ -33,6 +33,7 @@ from tests.integration.test_builtin_gateway import (
     _roles,
     _status,
 )
+from tests.integration.webclient import WEB, Web
 
 HOOK = ('[ui]\non_exit = \'echo "$CHORAGOS_ROLE $CHORAGOS_EXITED=$CHORAGOS_PART: '
         '$CHORAGOS_EXIT" >> hook.out\'\n')
@@ -72,10 +73,11 @@ def test_a_given_up_gateway_is_tried_again_after_a_cool_down_and_work_flows(serv
     port = free_port()
     with FakeModel(usage=CLAUDE_USAGE) as claude:
         s = serve(role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
-                  + _gateway(port, anthropic=claude.base_url) + HOOK,
+                  + _gateway(port, anthropic=claude.base_url) + HOOK + WEB,
                   env={"CHORAGOS_TEST_GATEWAY_COOLDOWN": f"{COOLDOWN:g}"})
         s.wait_booted(["orchestrator", "coder"])
         s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on")
+        web = Web(s)
         url = _environ(_roles(s)["coder"]["pid"])["ANTHROPIC_BASE_URL"]
         _messages(url)
         s.wait(lambda: _roles(s)["coder"]["tokens"]["input"] == 1200, message="first tokens")
@@ -91,6 +93,7 @@ def test_a_given_up_gateway_is_tried_again_after_a_cool_down_and_work_flows(serv
                 "gateway part=gateway: given up after repeated failures")
             assert "work is held" in s.stderr() and "next try in 1s" in s.stderr()
             s.wait(lambda: _status(s)["gateway"] == "down", message="gateway down")
+            assert web.get("/api/status").json()["gateway"] == "down"
             out = s.cli("delegate", "--to", "coder", "--task", "held work")
             assert out.returncode == 1 and "dispatch refused: gateway down" in out.stderr
             assert "T1" not in s.board()
@@ -111,6 +114,7 @@ def test_a_given_up_gateway_is_tried_again_after_a_cool_down_and_work_flows(serv
         back = s.wait(lambda: _of(s, "gateway started")[before:], 60,
                       message="the gateway back")[0]
         s.wait(lambda: _status(s)["gateway"] == "on", message="gateway on again")
+        assert web.get("/api/status").json()["gateway"] == "on"
         waits = [e["after"] for e in _of(s, "gateway retry scheduled")]
         assert waits[:2] == [COOLDOWN, 2 * COOLDOWN], waits
         assert len(_of(s, "actor restarted", actor="builtin-gateway")) == len(waits)
