@@ -78,6 +78,8 @@ if TYPE_CHECKING:
     from choragos.actors.workdone import WorkDone
 
 log = logging.getLogger("choragos.core")
+NO_BUILTIN_GATEWAY = ("this session has no built-in gateway ([gateway] builtin is not set): "
+                      "nothing to restart")
 
 
 @dataclass
@@ -113,7 +115,8 @@ class CoreState:
     clocks: Handle | None = None    # the timeout clocks actor
     aftercare: Handle | None = None  # changes and verify after a work-done
     gateway_runner: Handle | None = None  # the built-in gateway's actor: the blocking budgets
-    gateway_revival: Any = None  # the built-in gateway's tries after a give-up (gatewayrevival)
+    # ``restart --gateway``: the built-in gateway's revival answers (gatewayrevival.py).
+    restart_gateway: Callable[[], dict] = lambda: wire.error(NO_BUILTIN_GATEWAY)
     me: Handle | None = None      # this core's own handle, for what the timers send back
     timers: Timers | None = None
     hooks: Hooks | None = None
@@ -373,21 +376,9 @@ class CoreActor(Actor):
         return self.rollback.command(request)
 
     def _cmd_restart(self, request: dict) -> dict:
-        if request["gateway"]:
-            return self._restart_gateway()
+        if request.get("gateway"):  # the given-up built-in gateway, at once
+            return self.s.restart_gateway()
         return self._role_control(request["role"], "restart")
-
-    def _restart_gateway(self) -> dict:
-        """The operator's try at once for a given-up built-in gateway (it runs on
-        a thread of its own: the answer does not wait for the gateway to listen)."""
-        revival = self.s.gateway_revival
-        if revival is None:
-            return wire.error("this session has no built-in gateway ([gateway] builtin is "
-                              "not set): nothing to restart")
-        problem = revival.try_now()
-        if problem:
-            return wire.error(problem)
-        return wire.ok(action="restart", part="gateway")
 
     def _cmd_pause(self, request: dict) -> dict:
         return self._role_control(request["role"], "pause")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors.children import Child
 from choragos.actors.subtree import Subtree
+from choragos.control import wire
 
 if TYPE_CHECKING:
     from choragos.actors.session import Session
@@ -116,15 +117,17 @@ class GatewayRevival:
         threading.Thread(target=self.revive, args=("cool-down", message.number),
                          name="gateway-revival", daemon=True).start()
 
-    def try_now(self) -> str:
-        """The operator's ``choragos restart --gateway``: '' once a try is under
-        way (on a thread of its own), else why there is nothing to try."""
+    def restart(self) -> dict:
+        """The answer to the operator's ``choragos restart --gateway`` (on the
+        core's thread: the try runs on a thread of its own, the answer does not
+        wait for the gateway to listen)."""
         if not self.down:
-            return ("the built-in gateway is not given up (its supervisor starts it again "
-                    "after a crash): nothing to restart; `choragos status` shows it")
+            return wire.error("the built-in gateway is not given up (its supervisor starts it "
+                              "again after a crash): nothing to restart; `choragos status` "
+                              "shows it")
         threading.Thread(target=self.revive, args=("operator",), name="gateway-revival",
                          daemon=True).start()
-        return ""
+        return wire.ok(action="restart", part="gateway")
 
     def revive(self, on: str, number: int | None = None) -> str:
         """Build the given-up gateway anew: '' when it was started, else why not
@@ -149,3 +152,4 @@ class GatewayRevival:
             self.given_up(f"its restart failed: {exc}")
             return f"the built-in gateway could not be started again: {exc}"
         return ""
+

@@ -51,12 +51,12 @@ from choragos.actors.core import CoreActor, CoreState
 from choragos.actors.crew import STOP_GRACE, Crew, role_intensity
 from choragos.actors.durable import JournaledBoard, Restore
 from choragos.actors.gatewaygate import GatewayGate
-from choragos.actors.gatewayrevival import GatewayRevival
 from choragos.actors.guardrails import budget_summary
 from choragos.actors.handle import Handle
 from choragos.actors.latemessages import FlushTick, FlushTokens, Probe, ProberState
 from choragos.actors.rolesview import RolesView
 from choragos.actors.supervisor import (
+    TEMPORARY,
     StopAll,
     Supervisor,
     SupervisorState,
@@ -86,6 +86,7 @@ from choragos.session.stopflag import StopFlag
 from choragos.web.access import clear_addr
 
 if TYPE_CHECKING:
+    from choragos.actors.gatewayrevival import GatewayRevival
     from choragos.actors.listener import ListenerState
     from choragos.actors.proxyrunner import ProxyRunnerState
     from choragos.actors.startwatch import StartReport
@@ -369,15 +370,18 @@ class Session:
 
     def _gateway_subtree(self) -> Child:
         """The built-in gateway under a temporary supervisor of its own, tried
-        again after a cool-down when it is given up (actors/gatewayrevival.py)."""
-        revival = GatewayRevival(
-            self, intensity=GATEWAY_INTENSITY, period=PERIOD,
-            children=(Child("gateway-server", self._gateway_server,
-                            needs=("core", "builtin-gateway"),
-                            started=self._gateway_server_started),))
-        if self.config.gateway.builtin:
-            self.gateway_revival = revival
-        return revival.subtree.child(wanted=self.config.gateway.builtin)
+        again after a cool-down when it is given up (actors/gatewayrevival.py,
+        loaded only then)."""
+        table = (Child("gateway-server", self._gateway_server, needs=("core", "builtin-gateway"),
+                       started=self._gateway_server_started),)
+        if not self.config.gateway.builtin:
+            return nested("builtin-gateway", SupervisorState("builtin-gateway"), self.supervisor,
+                          self.events.write, wanted=False, restart=TEMPORARY, children=table)
+        from choragos.actors.gatewayrevival import GatewayRevival
+
+        self.gateway_revival = GatewayRevival(self, intensity=GATEWAY_INTENSITY, period=PERIOD,
+                                              children=table)
+        return self.gateway_revival.subtree.child()
 
     def rest(self) -> tuple[Child, ...]:
         """The children :meth:`start_rest` starts after the others, in order:
@@ -399,7 +403,8 @@ class Session:
         self.core_state.timers, self.core_state.me = self.timers, handle
         self.crew.core, self.crew.timers = handle, self.timers
         self.crew.supervisor = self.supervisor
-        self.core_state.gateway_revival = self.gateway_revival
+        if self.gateway_revival is not None:
+            self.core_state.restart_gateway = self.gateway_revival.restart
 
     # The notifier's and the web view's modules are loaded only when their
     # section is set: a session without them starts (and draws) sooner.

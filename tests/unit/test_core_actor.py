@@ -272,6 +272,15 @@ def test_a_dead_role_is_not_paused_nor_journaled_paused(start_core, action):
     assert dispatch(core.handle, cmd="restart", role="coder")["status"] == "ok"
 
 
+def test_restarting_the_gateway_of_a_session_without_one_is_one_sentence(start_core):
+    core = start_core()
+    answer = dispatch(core.handle, cmd="restart", gateway=True)
+    assert answer["status"] == "error" and answer["error"] == (
+        "this session has no built-in gateway ([gateway] builtin is not set): "
+        "nothing to restart")
+    assert core.roles["coder"].told == []
+
+
 def test_a_held_role_reported_after_the_clocks_stopped_is_no_crash_of_the_core(core, caplog):
     # The clocks stop before the core as a session ends, and the roles' exits
     # arrive after: a role paused until then used to crash the core there.

@@ -99,7 +99,8 @@ def test_each_refusal_is_one_exact_sentence(obj: Any, message: str) -> None:
      {"cmd": "input", "role": "c", "text": "", "keys": ["esc"] * 64}),
     ({"cmd": "input", "role": "c", "text": "y" * 4096},
      {"cmd": "input", "role": "c", "text": "y" * 4096, "keys": []}),
-    ({"cmd": "restart", "role": "c", "extra": 1}, {"cmd": "restart", "role": "c"}),
+    ({"cmd": "restart", "role": "c", "extra": 1}, {"cmd": "restart", "gateway": False,
+                                                   "role": "c"}),
 ])
 def test_what_passes_comes_back_normalised(obj: Any, normalised: dict) -> None:
     assert wire.parse_request(json.dumps(obj).encode()) == normalised
