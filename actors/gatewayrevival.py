@@ -129,15 +129,13 @@ class GatewayRevival:
                          daemon=True).start()
         return wire.ok(action="restart", part="gateway")
 
-    def revive(self, on: str, number: int | None = None) -> str:
-        """Build the given-up gateway anew: '' when it was started, else why not
-        (``number``: the give-up a timer was set for; a later one has its own)."""
+    def revive(self, on: str, number: int | None = None) -> None:
+        """Build the given-up gateway anew (``number``: the give-up a timer was
+        set for; a try since, the operator's, leaves that timer nothing to do)."""
         session = self.session
         with self._lock:
-            if not self.down or session.stopped.is_set():
-                return "the built-in gateway is not given up: nothing to restart"
-            if number is not None and number != self.give_ups:
-                return "a later give-up has a timer of its own"
+            if not self.down or session.stopped.is_set() or number not in (None, self.give_ups):
+                return
             error, self.down = self.down, ""
             self.revived_at = time.monotonic()
         log.warning("the built-in gateway is started again (on: %s)", on)
@@ -150,6 +148,4 @@ class GatewayRevival:
             log.exception("the built-in gateway could not be started again")
             session.events.write("gateway restart failed", on=on, error=str(exc))
             self.given_up(f"its restart failed: {exc}")
-            return f"the built-in gateway could not be started again: {exc}"
-        return ""
 
