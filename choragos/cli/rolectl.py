@@ -11,7 +11,8 @@ from argparse import ArgumentParser
 from choragos.cli import _client
 
 _ABOUT = {
-    "restart": ("restarted", "Restart a role; a manual restart resets its restart budget."),
+    "restart": ("restarted", "Restart a role; a manual restart resets its restart budget. "
+                "With --gateway: start a given-up built-in gateway again now."),
     "pause": ("paused", "Pause a role: SIGSTOP its process group until resumed."),
     "resume": ("resumed", "Resume a paused role (SIGCONT)."),
 }
