@@ -125,7 +125,16 @@ def install_signals(stop, hard_stop=None) -> None:
     armed = []
 
     def on_signal(signum, frame) -> None:
-        stop()
+        # The stop's flags are set from a thread of their own.  This handler
+        # runs on the main thread between two of its bytecodes, perhaps inside
+        # an Event's wait on the very flag the stop sets, holding that Event's
+        # lock (not reentrant): a set() from here waited for it for ever.  Seen
+        # as a detached start's SIGTERM that hung the server, and with it every
+        # later stop (the core's set() queued behind the same lock).
+        try:
+            threading.Thread(target=stop, name="signal-stop", daemon=True).start()
+        except RuntimeError:  # the interpreter is exiting: no new thread, no wait either
+            stop()
         if hard_stop is not None and not armed:
             armed.append(threading.Timer(HARD_STOP_AFTER, hard_stop))
             armed[0].daemon = True
