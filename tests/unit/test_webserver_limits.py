@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,18 +20,9 @@ from choragos.session import news
 from choragos.web import access
 from choragos.web.news import QUEUE_LIMIT, NewsHub
 from choragos.web.server import WebServer
+from tests.conftest import wait_until
 
 DEADLINE = 20.0
-
-
-def wait_for(condition, what: str, timeout: float = DEADLINE):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Session:
@@ -104,7 +94,7 @@ def test_a_page_that_never_reads_is_cut_and_what_waits_for_it_stays_bounded(tmp_
         sock = raw(server.addr, events_request(token), rcvbuf=4096)
         with sock:
             assert b"event: hello" in read_until(sock, b"event: hello")
-            wait_for(lambda: hub.count() == 1, "the stream on the hub")
+            wait_until(lambda: hub.count() == 1, DEADLINE, message="the stream on the hub")
             stream = next(iter(server._streams))
             most = 0
             padding = "x" * 4000
@@ -112,7 +102,7 @@ def test_a_page_that_never_reads_is_cut_and_what_waits_for_it_stays_bounded(tmp_
             for n in range(QUEUE_LIMIT * 2):
                 hub.publish(news.EventLogged("note", float(n), {"text": padding}))
                 most = max(most, stream.queue.qsize())
-            wait_for(lambda: hub.count() == 0, "the stream cut")
+            wait_until(lambda: hub.count() == 0, DEADLINE, message="the stream cut")
             assert stream.ended and most <= QUEUE_LIMIT + 1
             assert drained(sock)  # the connection itself was closed, not left stuck
 
@@ -144,7 +134,7 @@ def test_connections_beyond_the_limit_get_one_sentence_and_the_rest_go_on(tmp_pa
             finally:
                 conn.close()
 
-        wait_for(served_again, "a connection served once one closed")
+        wait_until(served_again, DEADLINE, message="a connection served once one closed")
         for conn in held:
             conn.close()
 
@@ -181,7 +171,7 @@ def test_a_rotated_token_ends_the_streams_signed_in_with_the_old_one(tmp_path):
         sock = raw(server.addr, events_request(token))
         with sock:
             assert b"event: hello" in read_until(sock, b"event: hello")
-            wait_for(lambda: hub.count() == 1, "the stream on the hub")
+            wait_until(lambda: hub.count() == 1, DEADLINE, message="the stream on the hub")
             new = access.rotate(tmp_path)
             hub.publish(news.Bell("coder", "on_gate"))  # news after the rotation
             rest = b""
