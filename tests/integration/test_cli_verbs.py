@@ -382,11 +382,18 @@ def test_status_shows_until_when_a_role_is_limited(cli: Env) -> None:
 
 # --- role control and the field-less commands -----------------------------------------------
 
-@pytest.mark.parametrize(("verb", "word"), [("restart", "restarted"), ("pause", "paused"),
-                                            ("resume", "resumed")])
-def test_role_control(cli: Env, verb: str, word: str) -> None:
+@pytest.mark.parametrize(("verb", "word", "defaults"), [
+    ("restart", "restarted", {"gateway": False}), ("pause", "paused", {}),
+    ("resume", "resumed", {})])
+def test_role_control(cli: Env, verb: str, word: str, defaults: dict) -> None:
     assert one_line(cli.run(verb, "coder").stdout) == f"{word} coder"
-    assert cli.session.requests == [{"cmd": verb, "role": "coder"}]
+    # The server's parse fills in the command's optional fields.
+    assert cli.session.requests == [{"cmd": verb, "role": "coder", **defaults}]
+
+
+def test_restart_gateway(cli: Env) -> None:
+    assert "the built-in gateway is being started again" in cli.run("restart", "--gateway").stdout
+    assert cli.session.requests == [{"cmd": "restart", "gateway": True, "role": None}]
 
 
 def test_role_control_bad_name(cli: Env) -> None:
