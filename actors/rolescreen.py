@@ -373,6 +373,13 @@ def boot_recheck(s: RoleState, now: float) -> float | None:
     return BOOT_POLL * max(1, math.ceil(short / BOOT_POLL - 1e-6))
 
 
+def boot_look_late(s: RoleState, due: float, now: float) -> bool:
+    """The boot check on its way, due at ``due``, looks later than new output
+    can need: it waits out a still screen (see :func:`boot_recheck`), while
+    any other wait ends within a quiet wait and a rest window of now."""
+    return due - now > max(BOOT_QUIET, s.profile.boot_quiet) + REST_WINDOW + BOOT_POLL
+
+
 def _still_screen(s: RoleState) -> bool:
     """A screen no time passing changes: a dialog its last read matched
     (one held on a screen that matches nothing leaves after a while), or a

@@ -163,15 +163,30 @@ class Boot:
         self.set_status = set_status
         self.screen_status = screen_status
         self.publish = publish
+        self._pending: Any = None  # the boot check on its way (a timer), if any
+        self._due = 0.0  # when it looks
 
     def arm(self, delay: float = BOOT_SETTLE) -> None:
         """One boot check on its way: a parked one is unparked."""
         self.s.boot_parked = False
-        self.timers.after(delay, self.me, m.BootCheck(self.s.gen))
+        self._look_in(delay, self.s.gen)
+
+    def _look_in(self, delay: float, gen: int) -> None:
+        """The boot check on its way, the only one: one still on the timer is cancelled."""
+        if self._pending is not None:
+            self._pending.cancel()
+        self._due = self.now() + delay
+        self._pending = self.timers.after(delay, self.me, m.BootCheck(gen))
 
     def output_seen(self) -> None:
-        """The screen may have changed: a parked check looks again."""
-        if self.s.boot_parked and not self.s.booted:
+        """The screen may have changed: a parked check looks again, and so
+        does one waiting out a still screen (a blank one waits for the
+        longest boot wait): an agent that was loading may now be drawn, and
+        is briefed once it rests, not when that wait ends."""
+        s = self.s
+        if s.booted:
+            return
+        if s.boot_parked or rolescreen.boot_look_late(s, self._due, self.now()):
             self.arm(rolescreen.BOOT_POLL)
 
     def check(self, msg: m.BootCheck) -> None:
@@ -198,7 +213,7 @@ class Boot:
         if delay is None:
             s.boot_parked = True  # only new output can change its screen
         else:
-            self.timers.after(delay, self.me, m.BootCheck(msg.gen))
+            self._look_in(delay, msg.gen)
 
     def ended(self, ending: Ending) -> None:
         """The brief's typing ended: the role is booted, whatever came of it."""

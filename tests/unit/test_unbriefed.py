@@ -53,6 +53,22 @@ def test_a_program_that_draws_nothing_leaves_booting_and_is_said_once(tmp_path):
     assert len(held(world)) == 1
 
 
+def test_an_agent_blank_for_a_while_is_briefed_once_it_draws_not_at_the_longest_wait(tmp_path):
+    """An agent still loading shows a blank, quiet screen (a real CLI on a
+    busy machine, for seconds): its boot check then waited until the
+    longest wait, 20 s after the spawn, whatever it drew meanwhile, so every
+    boot took 20 s and the brief came at the moment the role was said
+    unbriefed.  Now its prompt's arrival is looked at as it comes."""
+    world, _ = booting(tmp_path, prompt="")
+    s = world.state
+    world.run(4.0)  # blank and quiet past the boot's quiet wait
+    assert not s.booted
+    world.output(b"agent> ")
+    world.run_until(lambda: s.booted)
+    assert world.clock.t - s.spawned < 8.0, f"briefed {world.clock.t - s.spawned:.1f}s in"
+    assert world.agent.submitted == [s.boot_text] and not held(world)
+
+
 def test_a_program_that_never_stops_printing_is_said_and_shown_working(tmp_path):
     """A line every 50 ms for ever (``yes``): never quiet, so never briefed,
     and it showed ``booting`` in silence.  Now said once past the longest
