@@ -29,10 +29,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from choragos.actors.children import Child
-from choragos.actors.subtree import Subtree
+from choragos.actors.subtree import Subtree, tell_exit_hook
 from choragos.control import wire
 
 if TYPE_CHECKING:
@@ -45,8 +45,6 @@ FIRST_WAIT = 30.0
 LONGEST_WAIT = 15 * 60.0
 # Tests only: the first wait in seconds (the later ones double it as usual).
 COOLDOWN_ENV = "CHORAGOS_TEST_GATEWAY_COOLDOWN"
-# The what-exited variables the ``on_exit`` hook gets (docs/configuration.md).
-EXITED_PART = {"CHORAGOS_EXITED": "part", "CHORAGOS_PART": "gateway"}
 
 
 @dataclass(frozen=True)
@@ -67,23 +65,14 @@ class GatewayRevival:
     def __init__(self, session: Session, *, intensity: int, period: float,
                  children: tuple[Child, ...]) -> None:
         self.session = session
-        self.subtree = Subtree(NAME, session.supervisor, session.tree, self.on_event,
-                               children, intensity=intensity, period=period)
+        self.subtree = Subtree(NAME, session, children, intensity=intensity, period=period,
+                               on_given_up=self.given_up)
         self.first = float(os.environ.get(COOLDOWN_ENV) or FIRST_WAIT)
         self.down = ""  # why it was given up, while it is
         self.give_ups = 0  # in this session: a timer for an older one is stale
         self.tries = 0  # give-ups in a row: the next wait grows with them
         self.revived_at: float | None = None
         self._lock = threading.Lock()  # one give-up or try at a time
-
-    def on_event(self, kind: str, **fields: Any) -> None:
-        """The "builtin-gateway" supervisor's events (on its thread)."""
-        self.session.events.write(kind, **fields)
-        if kind == "actor given up" and fields.get("supervisor") == NAME:
-            try:
-                self.given_up(str(fields.get("reason", "")))
-            except Exception:  # the give-up itself must still happen
-                log.exception("telling of the gateway's give-up failed")
 
     def given_up(self, reason: str) -> None:
         """Say so, and set the timer for the next try."""
@@ -105,11 +94,7 @@ class GatewayRevival:
                     "try in %gs, at %s (`choragos restart --gateway` tries now)",
                     reason, wait, at)
         session.events.write("gateway retry scheduled", after=wait, at=at, reason=reason)
-        hooks = session.core_state.hooks if session.core_state is not None else None
-        if hooks is not None:
-            hooks.fire("on_exit", role="gateway", task=f"the built-in gateway stopped: {reason}",
-                       extra={"CHORAGOS_EXIT": "given up after repeated failures",
-                              **EXITED_PART})
+        tell_exit_hook(session, "gateway", "the built-in gateway", reason)
         session.timers.after(wait, self, TryAgain(number))
 
     def tell(self, message: TryAgain) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from choragos.actors import messages as m
 from choragos.actors.children import Child
 from choragos.actors.handle import Handle
-from choragos.actors.subtree import Subtree
+from choragos.actors.subtree import Subtree, tell_exit_hook
 from choragos.control.server import fault_hook
 from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
@@ -44,8 +44,6 @@ log = logging.getLogger("choragos.ui")
 # The deck's own allowance: its restarts do not count against the session's.
 DECK_INTENSITY = 5
 DECK_PERIOD = 60.0
-# The what-exited variables the ``on_exit`` hook gets (docs/configuration.md).
-EXITED_PART = {"CHORAGOS_EXITED": "part", "CHORAGOS_PART": "deck"}
 
 
 class DeckTree:
@@ -60,10 +58,11 @@ class DeckTree:
         self.handle: Handle | None = None  # the UI actor's, while the deck runs
         self.gave_up = ""  # why the deck was given up last
         self._reviving = threading.Lock()  # two attaches at once: one revival
-        self.subtree = Subtree("deck", session.supervisor, session.tree, self._on_event,
+        self.subtree = Subtree("deck", session,
                                (Child("attach", self._attach, needs=("deck",)),
                                 Child("ui", self._ui, needs=("deck",))),
-                               intensity=DECK_INTENSITY, period=DECK_PERIOD)
+                               intensity=DECK_INTENSITY, period=DECK_PERIOD,
+                               on_given_up=self._given_up)
 
     def _attach(self, deps: dict) -> Any:
         server = self.server
@@ -81,14 +80,9 @@ class DeckTree:
         self.session.core.tell(m.Subscribe(lambda item: handle.tell(News(item))))
         return handle
 
-    def _on_event(self, kind: str, **fields: Any) -> None:
-        self.session.events.write(kind, **fields)
-        if kind == "actor given up" and fields.get("supervisor") == "deck":
-            self.gave_up = str(fields.get("reason", ""))
-            try:
-                deck_given_up(self.session, self.server, str(fields.get("reason", "")))
-            except Exception:  # the give-up itself must still happen
-                log.exception("telling of the deck's give-up failed")
+    def _given_up(self, reason: str) -> None:
+        self.gave_up = reason
+        deck_given_up(self.session, self.server, reason)
 
     def revive(self, pid: int) -> bool:
         """An attach (client ``pid``) found the deck given up: build it anew;
@@ -171,10 +165,7 @@ def deck_given_up(session: Session, server: AttachServer, reason: str) -> None:
     reaches the crew."""
     log.error("the deck is given up after repeated failures; the crew goes on without it "
               "(an attach starts it again): %s", reason)
-    hooks = session.core_state.hooks if session.core_state is not None else None
-    if hooks is not None:
-        hooks.fire("on_exit", role="deck", task=f"the deck stopped: {reason}",
-                   extra={"CHORAGOS_EXIT": "given up after repeated failures", **EXITED_PART})
+    tell_exit_hook(session, "deck", "the deck", reason)
     server.deck.stop()  # its loop, if the attach socket's threads were what failed
     server.give_up(given_up_sentence(session))
 
