@@ -96,11 +96,9 @@ def _on_this_machine(peer: tuple) -> bool:
     """Whether the peer's address is one of this machine's (loopback, or one
     a socket can bind); when that cannot be told, it is taken to be."""
     try:
-        address = ipaddress.ip_address(peer[0].split("%")[0])
+        address = ipaddress.ip_address(_unmapped(peer[0]) or peer[0].split("%")[0])
     except ValueError:
         return True
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
     if address.is_loopback:
         return True
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET

@@ -24,6 +24,8 @@ import posixpath
 import subprocess
 from pathlib import Path
 
+from choragos import safeexec
+
 __all__ = ["refusal"]
 
 STATE = ".choragos"
@@ -69,7 +71,11 @@ def _escapes(path: str, target: str) -> bool:
 
 
 def _git(cwd: Path, *args: str) -> bytes:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=60)
+    # As the session's own git runs anywhere agents write: no hooks, and no
+    # `git` from a folder of the workspace on PATH.
+    done = subprocess.run(safeexec.git_argv(cwd, *args), capture_output=True, timeout=60,
+                          stdin=subprocess.DEVNULL,
+                          env=safeexec.trusted_env(None, safeexec.workspace_of(cwd)))
     if done.returncode != 0:
         raise OSError(f"git {args[0]} failed: "
                       f"{done.stderr.decode('utf-8', 'replace').strip() or done.returncode}")
