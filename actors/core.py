@@ -54,7 +54,7 @@ from choragos.config.model import Config, ConfigError
 from choragos.control import authority, commands, wire
 from choragos.gateway.client import Totals
 from choragos.roles import briefs
-from choragos.roles.rolestatus import RoleStatus
+from choragos.roles.rolestatus import NO_PROCESS, RoleStatus
 from choragos.session import news
 from choragos.session.hooks import Hooks
 
@@ -336,7 +336,7 @@ class CoreActor(Actor):
             self._remove_seat(name)
         for spec in plan.add:  # addressable at once: the handle keeps what is sent meanwhile
             self.s.seats[spec.name] = Seat(spec.name, Handle(f"role:{spec.name}"),
-                                           m.RoleView(spec.name, RoleStatus.EXITED))
+                                           m.RoleView(spec.name, RoleStatus.STARTING))
         reloader.tell(m.ApplyReload(plan, {s.name: self.s.seats[s.name].handle
                                            for s in plan.add}))
         self.event("reload", **plan.summary())
@@ -392,7 +392,7 @@ class CoreActor(Actor):
         seat = self.s.seats.get(role)
         if seat is None:
             return wire.error(unknown_roles([role], self.s.seats))
-        if seat.view.status in (RoleStatus.EXITED, RoleStatus.FAILED):
+        if seat.view.status in NO_PROCESS:
             return wire.error(f"{role} is {seat.view.status}; nothing can be typed into it")
         if seat.in_flight is not None:
             return wire.error(f"choragos is typing a delivery into {role} right now; "
@@ -407,11 +407,10 @@ class CoreActor(Actor):
         if seat is None:
             return wire.error(unknown_roles([role], self.s.seats))
         status = seat.view.status
-        if action != "restart" and status in (RoleStatus.EXITED, RoleStatus.FAILED):
+        if action != "restart" and status in NO_PROCESS:
             # The role would refuse too, but only after this answer: a dead role
             # journaled as paused would come back paused at its next start.
-            return wire.error(f"{role} is {status}: nothing to {action}; "
-                              f"`choragos restart {role}` starts it again")
+            return wire.error(_nothing_to(role, status, action))
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self.event(f"role {action}", role=role, by="operator")
@@ -629,6 +628,13 @@ class CoreActor(Actor):
 
     def _cmd_work_done(self, request: dict) -> dict:
         return self.workdone.command(request)
+
+
+def _nothing_to(role: str, status: RoleStatus, action: str) -> str:
+    """Why a pause or resume of a role with no process is refused, and what to do."""
+    if status == RoleStatus.STARTING:
+        return f"{role} is starting: nothing to {action} yet; try again once it is booting"
+    return f"{role} is {status}: nothing to {action}; `choragos restart {role}` starts it again"
 
 
 def _reload_message(plan: Any) -> str:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("choragos.core")
 # A role in these states has no process that read what was being typed:
 # a line cut off by the exit is for the next one.
-LOST_WITH_PROCESS = (RoleStatus.EXITED, RoleStatus.FAILED, RoleStatus.BOOTING)
+LOST_WITH_PROCESS = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED,
+                     RoleStatus.BOOTING)
 # More rounds for a report or notice a live agent did not show: each is typed
 # (and retyped once) when the role is next ready, behind what came meanwhile.
 LINE_ROUNDS = 1

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("choragos.crew")
 
-DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
+DOWN = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED)  # no process
 # a team with a role in one of these is not idle (a limited role is set going
 # again by the session itself: the crew waits on a provider, it is not stuck)
 BUSY = (RoleStatus.WORKING, RoleStatus.BOOTING, RoleStatus.WAITING, RoleStatus.LIMITED)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("choragos.crew")
 
-DOWN = (RoleStatus.EXITED, RoleStatus.FAILED)
+DOWN = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED)  # no process
 LIMIT_NOTE = "waits out a provider's limit"
 
 

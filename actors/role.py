@@ -71,7 +71,7 @@ class RoleState:
     brief_file: str
     boot_text: str
     size: tuple[int, int] = (120, 40)  # the PTY's columns and rows, and so its terminal's
-    status: RoleStatus = RoleStatus.EXITED
+    status: RoleStatus = RoleStatus.STARTING  # until its first spawn
     child: Child | None = None
     reader: Any = None  # the thread that reads the child's PTY
     gen: int = 0

@@ -39,7 +39,7 @@ from choragos.actors.handle import ActorGone
 from choragos.roles.rolestatus import RoleStatus
 from choragos.session import hopstamps
 
-GONE = (RoleStatus.EXITED, RoleStatus.FAILED)
+GONE = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED)
 
 # How long a pane's terminal may hold log lines back to draw them with the
 # next ones (see Terminal's ``hold``): a flood is read 4 KB at a time, and

@@ -37,7 +37,7 @@ class StartReport:
 
 def outcome(view: RoleView) -> str:
     """``booting``, ``failed``, ``waiting``, ``unbriefed`` or ``up``, for one role's view."""
-    if view.status is RoleStatus.BOOTING:
+    if view.status in (RoleStatus.STARTING, RoleStatus.BOOTING):
         return "booting"
     if view.status in (RoleStatus.FAILED, RoleStatus.EXITED):
         return "failed"

@@ -25,7 +25,7 @@ class RoleInfo:
     """What the deck knows about a role (from the core's published views)."""
 
     name: str
-    status: RoleStatus = RoleStatus.BOOTING
+    status: RoleStatus = RoleStatus.STARTING
     model: str = ""
     command: str = ""
     host: str = ""  # the [hosts.<name>] it runs on; "" on this machine

@@ -22,7 +22,8 @@ def test_roles_wait_for_memory_and_start_in_order_once_it_is_back(serve, short_t
     assert held[0]["reason"].startswith("200 MiB of memory available, under the 1 GiB floor")
     crew = roles(s)
     for name in ("orchestrator", "coder"):
-        assert crew[name]["state"] == "exited" and crew[name]["pid"] is None
+        # Never run, so never "exited": held before its first spawn.
+        assert crew[name]["state"] == "starting" and crew[name]["pid"] is None
         assert crew[name]["marks"] == ["held: memory"]
         assert crew[name]["detail"].startswith("held: memory: 200 MiB of memory available")
     assert "coder is held: 200 MiB of memory available" in s.stderr()

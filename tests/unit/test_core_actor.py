@@ -272,6 +272,20 @@ def test_a_dead_role_is_not_paused_nor_journaled_paused(start_core, action):
     assert dispatch(core.handle, cmd="restart", role="coder")["status"] == "ok"
 
 
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_a_role_not_spawned_yet_is_not_paused_nor_called_exited(start_core, action):
+    core = start_core()
+    core.handle.tell(m.RoleReported(m.RoleView("coder", "starting", ready=False)))
+    wait_until(lambda: core.state.seats["coder"].view.status == "starting", 5,
+               message="the core sees the coder starting")
+    answer = dispatch(core.handle, cmd=action, role="coder")
+    assert answer["error"] == f"coder is starting: nothing to {action} yet; try again once " \
+                              "it is booting"
+    assert dispatch(core.handle, cmd="input", role="coder", text="y", keys=[])["error"] == (
+        "coder is starting; nothing can be typed into it")
+    assert core.roles["coder"].told == []
+
+
 def test_restarting_the_gateway_of_a_session_without_one_is_one_sentence(start_core):
     core = start_core()
     answer = dispatch(core.handle, cmd="restart", gateway=True)

@@ -34,7 +34,7 @@ def test_a_role_view_makes_a_new_state_and_leaves_the_old_one_alone():
     before = state()
     after, effects = r.reduce(before, news.RoleChanged(RoleView("coder", RoleStatus.WORKING,
                                                                 pid=7, restarts=1)))
-    assert before.roles["coder"].status is RoleStatus.BOOTING and before.roles["coder"].news == 0
+    assert before.roles["coder"].status is RoleStatus.STARTING and before.roles["coder"].news == 0
     info = after.roles["coder"]
     assert (info.status, info.pid, info.restarts, info.news, info.model) == (
         RoleStatus.WORKING, 7, 1, 1, "m1")
