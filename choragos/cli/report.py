@@ -85,14 +85,20 @@ def write_page(path: Path, summary: report.Report, runs: list[list[dict]],
 
 def prices(path: Path | None, project: Path | None = None) -> PriceFor:
     """The ``[pricing]`` lookup of the project's configuration (``path`` when
-    given); without one, nothing is priced."""
+    given); without one, nothing is priced.  A ``--config`` FILE that does not
+    load is a usage error: the operator named it to get prices, and a table
+    without them would pass for priced.  The project's own file may be broken
+    mid-edit; the log is still worth reading, so that one is only a note."""
     from choragos.config.model import ConfigError, load_config
 
     try:
         return load_config(path and path.absolute(), project or Path.cwd()).price_for
     except ConfigError as exc:
-        first = exc.errors[0] if exc.errors else str(exc)
-        print(f"note: no prices ({_client.inert(first)}); COST reads n/a", file=sys.stderr)
+        first = _client.inert(exc.errors[0] if exc.errors else str(exc))
+        if path is not None:
+            raise _client.Failure(_client.EXIT_USAGE, f"the --config file does not load: "
+                                  f"{first}; fix it, or leave --config out") from None
+        print(f"note: no prices ({first}); COST reads n/a", file=sys.stderr)
         return lambda model: None
 
 

@@ -367,6 +367,30 @@ def test_tokens_are_priced_per_model_with_the_pricing_table(tmp_path, capsys):
     assert roles["lead"]["estimated"] == ["mystery"] and roles["dev"]["estimated"] == []
 
 
+@pytest.mark.parametrize("body", ["[[roles]\nname = ", None])
+def test_a_config_named_with_config_that_does_not_load_is_a_usage_error(
+        tmp_path, capsys, body):
+    """Named to price the table: a table without prices would pass for priced."""
+    config = tmp_path / "c.toml"
+    if body is not None:
+        config.write_text(body)
+    log = write_log(tmp_path / "e.jsonl", two_role_run())
+    page = tmp_path / "page.html"
+    code, out, err = run_cli(capsys, log, "--config", config, "--html", page)
+    assert code == 2 and out == "" and not page.exists()
+    assert err.startswith(f"choragos report: the --config file does not load: {config}")
+    assert err.endswith("; fix it, or leave --config out\n") and err.count("\n") == 1
+    code, out, _ = run_cli(capsys, log, "--config", config, "--json")
+    assert code == 2 and json.loads(out)["ok"] is False
+
+
+def test_a_broken_project_config_only_leaves_cost_unpriced(tmp_path, capsys, monkeypatch):
+    (tmp_path / ".choragos.toml").write_text("[[roles]\nname = ")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, write_log(tmp_path / "e.jsonl", two_role_run()))
+    assert code == 0 and "COST" in out and "note: no prices (" in err
+
+
 def test_escape_sequences_from_the_log_are_never_printed_raw(tmp_path, capsys):
     evil = "dev\x1b]0;pwned\x07\x1b[2J"
     records = [start(0, workdir="/p\x1b[31mroj"),
