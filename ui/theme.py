@@ -123,11 +123,11 @@ def build_palette(theme: Mapping[str, int | str]) -> list[tuple]:
 
 STATE_STYLE: dict[RoleStatus, str] = {
     RoleStatus.WORKING: "working", RoleStatus.WAITING: "waiting", RoleStatus.IDLE: "idle",
-    RoleStatus.STARTING: "accent", RoleStatus.BOOTING: "accent", RoleStatus.PAUSED: "scroll", RoleStatus.EXITED: "dim",
-    RoleStatus.FAILED: "failed", RoleStatus.LIMITED: "waiting",
+    RoleStatus.STARTING: "accent", RoleStatus.BOOTING: "accent", RoleStatus.PAUSED: "scroll",
+    RoleStatus.EXITED: "dim", RoleStatus.FAILED: "failed", RoleStatus.LIMITED: "waiting",
 }
 STATE_DOT: dict[RoleStatus, str] = {
     RoleStatus.WORKING: "●", RoleStatus.WAITING: "●", RoleStatus.IDLE: "○",
-    RoleStatus.STARTING: "◌", RoleStatus.BOOTING: "◌", RoleStatus.PAUSED: "‖", RoleStatus.EXITED: "✕",
-    RoleStatus.FAILED: "✕", RoleStatus.LIMITED: "◷",
+    RoleStatus.STARTING: "◌", RoleStatus.BOOTING: "◌", RoleStatus.PAUSED: "‖",
+    RoleStatus.EXITED: "✕", RoleStatus.FAILED: "✕", RoleStatus.LIMITED: "◷",
 }
