@@ -18,14 +18,21 @@ from choragos.control import commands
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2, with a
-    "did you mean" for a mistyped option or choice."""
+    "did you mean" for a mistyped option or choice, and no abbreviations:
+    ``choragos kill --al`` must not be ``kill --all`` (a destructive verb
+    doing what a typo asked), and the verbs' own readers
+    (:mod:`choragos.cli._quickargs`) take only whole option names too."""
 
     words: Sequence[str] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # the verbs' subparsers are made through here too
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None

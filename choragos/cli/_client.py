@@ -89,11 +89,10 @@ def guard(verb: str, body: Callable[[], int], *, json: bool = False) -> int:
 
 
 def wants_json(argv: Sequence[str]) -> bool:
-    """Whether the command line asks for JSON as argparse reads it: ``--json``,
-    or an abbreviation of it (``--js``), so a failure answers in the envelope
-    as the success would."""
-    return any(len(word) >= 3 and "--json".startswith(word.partition("=")[0])
-               for word in argv)
+    """Whether the command line asks for JSON (``--json``, or ``--json=...``,
+    which argparse refuses), so a failure answers in the envelope as the
+    success would.  No abbreviation is taken (see choragos/cli/_argparser.py)."""
+    return any(word.partition("=")[0] == "--json" for word in argv)
 
 
 # The longest failure line printed whole: a message quoting a 1 MB argument

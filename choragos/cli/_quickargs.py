@@ -9,7 +9,8 @@ reads the plain spellings itself: ``--opt value``, ``--opt=value`` and
 flags.  Anything else (a word it does not know, an abbreviation, a value
 that starts with ``-`` or is ``--``, an option given twice, a required one missing,
 ``--help``) returns None, and the verb parses with argparse, which answers
-as it always did.  Standard library only, and only what is loaded anyway.
+as it always did (an abbreviation it refuses too: see ``_argparser.Parser``).
+Standard library only, and only what is loaded anyway.
 """
 
 from __future__ import annotations

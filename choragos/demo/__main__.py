@@ -10,7 +10,7 @@ import sys
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m choragos.demo")
+    parser = argparse.ArgumentParser(prog="python -m choragos.demo", allow_abbrev=False)
     sub = parser.add_subparsers(dest="kind", required=True)
     sub.add_parser("orchestrator", help="plans the demo and delegates it")
     worker = sub.add_parser("worker", help="does delegated tasks and reports")

@@ -133,13 +133,19 @@ def test_following_a_transcript_not_there_yet_says_it_waits(tmp_path: Path) -> N
     assert line.rstrip().endswith("; waiting for it (Ctrl-C stops)")
 
 
-@pytest.mark.parametrize("spelled", ["--js", "--jso", "--json=yes"])
-def test_json_abbreviated_fails_in_the_envelope_as_it_succeeds(tmp_path: Path,
-                                                                spelled: str) -> None:
-    # argparse takes --js for --json: the answer was JSON, but a failure text only.
-    done = _run(tmp_path, "status", spelled)
+def test_json_misspelled_fails_in_the_envelope_as_it_succeeds(tmp_path: Path) -> None:
+    done = _run(tmp_path, "status", "--json=yes")
     document = json.loads(done.stdout)
     assert document["ok"] is False and document["exit"] == done.returncode != 0
+
+
+@pytest.mark.parametrize("spelled", ["--js", "--jso"])
+def test_json_abbreviated_is_no_json_but_a_usage_error(tmp_path: Path, spelled: str) -> None:
+    # No option is taken by a part of its name: one line naming the whole one.
+    done = _run(tmp_path, "status", spelled)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"choragos status: unrecognized arguments: {spelled} ({spelled}: "
+                           "did you mean --json?) (see `choragos status --help`)\n")
 
 
 @pytest.mark.parametrize(("argv", "said"), [
