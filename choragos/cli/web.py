@@ -28,7 +28,7 @@ def run(argv: list[str], verb: str = "web") -> int:
 
 def _web(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
-    workdir, running = _session_dir(args)
+    workdir, running = _session_dir(args, args.rotate)
     addr = webaccess.read_addr(workdir) if running else ""
     if not addr:
         addr = _configured(workdir)
@@ -65,8 +65,11 @@ def arguments(verb: str) -> ArgumentParser:
     return made
 
 
-def _session_dir(args: Namespace) -> tuple[Path, bool]:
-    """The running session's directory (it says where it runs), else this one's."""
+def _session_dir(args: Namespace, rotate: bool) -> tuple[Path, bool]:
+    """The running session's directory (it says where it runs), else this one's.
+    A rotation is the operator's: the session names the role (by process
+    ancestry, as for a gate's approval) this verb runs inside, if any, and
+    a new token from there would lock the operator out of the page."""
     sock, cwd = _client.socket_for(args.sock)
     if sock.exists():
         try:
@@ -74,6 +77,13 @@ def _session_dir(args: Namespace) -> tuple[Path, bool]:
         except _client.Failure:
             ack = {}
         if isinstance(ack.get("dir"), str):
+            caller = _client.send(str(sock), {"cmd": "whoami"}).get("role") if rotate else None
+            if caller:
+                from choragos.control.authority import operator_only
+
+                raise _client.Failure(_client.EXIT_REFUSED,
+                                      operator_only("web --rotate", caller)
+                                      + "; the token was not changed")
             return Path(ack["dir"]), True
     return (cwd or Path.cwd()), False
 

@@ -118,6 +118,13 @@ class Behalf:
                 self._pids.pop(pid, None)
 
 
+def operator_only(what: str, caller: str) -> str:
+    """The refusal of an operator command ``what`` that ``caller`` (a role, or
+    one of the callers that are no role) sent."""
+    where = _WHO.get(caller) or f"inside the {caller} role's process tree"
+    return f"{what} is an operator command and was sent from {where}; run it from your own terminal"
+
+
 def refusal(request: dict, caller: str | None, may_delegate: bool) -> str | None:
     """Why ``caller`` may not send ``request``, or None.  ``work-done``
     ownership needs the board and is checked by the core."""
@@ -128,10 +135,7 @@ def refusal(request: dict, caller: str | None, may_delegate: bool) -> str | None
     # is declared with each command (``operator`` in choragos/control/commands.py).
     command = commands.COMMANDS.get(cmd)
     if command is not None and command.operator_only(request):
-        what = command.spoken_as(request)
-        where = _WHO.get(caller) or f"inside the {caller} role's process tree"
-        return (f"{what} is an operator command and was sent from {where}; "
-                "run it from your own terminal")
+        return operator_only(command.spoken_as(request), caller)
     if caller in _WHO and cmd in ("delegate", "work-done"):
         return (f"{cmd} was sent from {_WHO[caller]}, which is no role; only a role's own "
                 "agent delegates or reports work done")

@@ -43,11 +43,17 @@ def test_gate_approve_from_inside_a_role_is_refused_and_from_outside_accepted(se
 def test_operator_verbs_are_refused_from_inside_a_role(serve):
     s = serve(TEAM)
     s.wait_booted(["orchestrator", "coder", "reviewer"])
+    token = s.workdir / ".choragos" / "state" / "web-token"
+    before = token.read_bytes() if token.exists() else None
     for args in ("pause reviewer", "restart reviewer", "reload", "shutdown",
-                 "keys reviewer --text hi enter", "kill"):
+                 "keys reviewer --text hi enter", "kill", "web --rotate"):
         ran = run_inside(s, "orchestrator", args)
         assert ran["rc"] != 0, (args, ran)
         assert "operator command" in ran["out"], (args, ran)
+    assert ran["out"] == ("choragos web: web --rotate is an operator command and was sent "
+                          "from inside the orchestrator role's process tree; run it from your "
+                          "own terminal; the token was not changed\n")
+    assert (token.read_bytes() if token.exists() else None) == before  # nobody locked out
     assert s.cli("ping").returncode == 0
     assert not [e for e in s.events() if e["event"] in ("role pause", "role restart",
                                                           "shutdown requested")]
