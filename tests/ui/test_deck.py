@@ -274,7 +274,7 @@ def test_text_cut_at_a_title_or_the_status_line_ends_in_an_ellipsis(deck):
     title = next(row for row in text if " 2 coder " in row)
     assert re.search(r" 2 coder ◌ starting  T9 a task title .*…│", title), title
     assert " 3 release ✕ exited, held: memory: 0.2 Gi…│" in "\n".join(text)  # why, on its title
-    assert text[-1].endswith("has room for a message far longer than th…"), text[-1]
+    assert text[-1].endswith("has room for a message far longer than t…"), text[-1]
     assert len(text[-1]) == 120
 
 
