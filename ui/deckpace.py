@@ -59,6 +59,19 @@ class FramePacer:
             if self.on_echo is not None:
                 terminal.on_echo = functools.partial(self.on_echo, role)
 
+    def let_go(self) -> None:
+        """This deck is done (a deck built anew after a give-up takes over the
+        roles): the terminals it watched stop calling it.  Their callbacks
+        would keep the whole dead deck for the session's life and post into
+        its stopped loop.  A no-op, not None: a feed on a reader thread may be
+        between its check of the callback and its call."""
+        for terminal in self.watched.values():
+            if getattr(terminal.on_change, "func", None) == self.on_output:
+                terminal.on_change = _unwatched
+            if self.on_echo is not None and getattr(terminal.on_echo, "func", None) == self.on_echo:
+                terminal.on_echo = _unwatched
+        self.watched.clear()
+
     def echoing(self, role: str) -> bool:
         """``role`` was typed into just now: its output is likely the echo."""
         return self.echo_until.get(role, 0.0) > time.monotonic()
@@ -147,3 +160,8 @@ class FramePacer:
         if self._alarm is not None and self.loop is not None:
             self.loop.remove_alarm(self._alarm)
         self._alarm = None
+
+
+def _unwatched(*args: Any) -> None:
+    """A let-go terminal's callback: nobody is told (an echo is "not shown")."""
+    return None

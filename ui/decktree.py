@@ -12,8 +12,9 @@ the give-up is said (:func:`deck_given_up`).
 The attach socket stays bound through a give-up.  The next ``choragos
 attach`` asks for the deck back (:meth:`DeckTree.revive`): a new deck on
 the same access to the session, a new "deck" supervisor with fresh actors
-and handles, a new subscription to the core, and the attach goes on as any
-other.  Only an attach brings it back, once per attach: a deck that fails
+and handles, a new subscription to the core, the roles' terminals let go by
+the dead deck (they would keep it, and post into its stopped loop), and the
+attach goes on as any other.  Only an attach brings it back, once per attach: a deck that fails
 again is given up again, and the client told so, with no loop of restarts
 that nobody asked for.
 """
@@ -106,6 +107,7 @@ class DeckTree:
         # Under the attach client's wait for an answer (5 s).
         self.subtree.await_dropped()
         old = self.deck
+        old.pacer.let_go()  # before the new deck watches them: the roles' terminals are shared
         self.deck = Deck(self.access, *old.screen.get_cols_rows())
         self.server.adopt(self.deck)  # the old relay has stopped: its screen goes
         old.screen.close()

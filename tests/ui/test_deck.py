@@ -79,7 +79,11 @@ class FakePort:
 
 def deck_on(port: FakePort) -> Deck:
     """A deck on ``port``, 120x40, its loop ready to draw."""
-    made = Deck(port, 120, 40)
+    return ready_to_draw(Deck(port, 120, 40))
+
+
+def ready_to_draw(made: Deck) -> Deck:
+    """``made`` (120x40) with a loop to draw with, and a client attached."""
     made.loop = _Loop(made.view, build_palette(made.ui.theme), screen=made.screen)
     made.loop.deck = made
     made.loop.screen_size = (120, 40)
