@@ -57,19 +57,36 @@ def _project(args: argparse.Namespace, verb: str) -> Path:
 
 def arguments(verb: str) -> argparse.ArgumentParser:
     made = _client.bare_parser(verb, "Summarise a session per role from its event log.")
-    made.add_argument("log", nargs="?", metavar="LOG",
+    made.add_argument("log", nargs="?", metavar="LOG", type=_named,
                       help="event log (default: .choragos/logs/events.jsonl here)")
     made.add_argument("--all", action="store_true",
                       help="add up every run in the log, not only the last")
     made.add_argument("--json", action="store_true", help="print the summary as JSON")
-    made.add_argument("--html", type=Path, metavar="FILE",
+    made.add_argument("--html", type=_page_file, metavar="FILE",
                       help="also write the session as one self-contained page: a timeline "
                            "per role, the table, the cost curve")
-    made.add_argument("--config", type=Path, metavar="FILE",
+    made.add_argument("--config", type=lambda text: Path(_named(text)), metavar="FILE",
                       help="price tokens with this file's [pricing] (default: "
                            ".choragos.toml here)")
     _target.add_option(made)
     return made
+
+
+def _named(text: str) -> str:
+    """A file named on the command line: an empty one is a slip (a variable
+    unset), never "the default" nor the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty name; name a file, or leave it out")
+    return text
+
+
+def _page_file(text: str) -> Path:
+    """``--html``'s file: a name to write, not a directory."""
+    path = Path(_named(text))
+    if path.name in ("", "..") or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{_client.inert(text)} is a directory; name the "
+                                         "page's file, such as report.html")
+    return path
 
 
 def write_page(path: Path, summary: report.Report, runs: list[list[dict]],

@@ -384,6 +384,26 @@ def test_a_config_named_with_config_that_does_not_load_is_a_usage_error(
     assert code == 2 and json.loads(out)["ok"] is False
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--html", ""], "argument --html: an empty name; name a file, or leave it out"),
+    (["--html", "."], "argument --html: . is a directory; name the page's file"),
+    (["--html", ".."], "argument --html: .. is a directory; name the page's file"),
+    (["--config", ""], "argument --config: an empty name; name a file, or leave it out"),
+    ([""], "argument LOG: an empty name; name a file, or leave it out"),
+])
+def test_an_empty_name_or_a_directory_for_a_file_is_one_usage_line(
+        tmp_path, capsys, monkeypatch, argv, said):
+    """``--html ''`` was a traceback (the page's name taken from ``.``); an
+    empty LOG or --config quietly meant the default."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".choragos" / "logs").mkdir(parents=True)
+    write_log(tmp_path / ".choragos" / "logs" / "events.jsonl", two_role_run())
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 2 and json.loads(out)["ok"] is False
+    assert err.startswith(f"choragos report: {said}") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".choragos"]  # nothing written
+
+
 def test_a_broken_project_config_only_leaves_cost_unpriced(tmp_path, capsys, monkeypatch):
     (tmp_path / ".choragos.toml").write_text("[[roles]\nname = ")
     monkeypatch.chdir(tmp_path)
