@@ -68,6 +68,14 @@ def _did_you_mean(made: Parser, message: str) -> str:
     return ""
 
 
+def named(text: str) -> str:
+    """A file named on the command line (an argparse ``type``): an empty one is
+    a slip (a variable unset), never "the default" nor the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; give one, or leave it out")
+    return text
+
+
 class Formatter(argparse.RawDescriptionHelpFormatter):
     """Help text sized without shutil, which argparse would import otherwise
     on every run (help or not) just to ask for the terminal width."""

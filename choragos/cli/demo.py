@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from choragos.cli import _client
+from choragos.cli._argparser import named
 from choragos.control import paths, wire
 
 
@@ -29,8 +30,9 @@ def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Run the scripted demo team (no agent CLI needed) in a "
                                      "scratch git repository.")
-    made.add_argument("--dir", type=Path, default=None,
-                      help="the scratch repository (default: ~/.cache/choragos/demo)")
+    made.add_argument("--dir", type=lambda text: Path(named(text)), default=None,
+                      help="the scratch repository: a new or empty directory, or one the "
+                           "demo made (default: ~/.cache/choragos/demo)")
     mode = made.add_mutually_exclusive_group()
     mode.add_argument("--detach", action="store_true", help="start it in the background")
     mode.add_argument("--headless", action="store_true", help="run it with no deck")
@@ -62,6 +64,12 @@ def prepare(workdir: Path) -> Path:
     from choragos.demo.workspace import create
 
     workdir = workdir.absolute()
+    if not _scratch(workdir):
+        raise _client.Failure(_client.EXIT_USAGE,
+                              f"{_client.inert(workdir)} is neither new, empty nor a demo's: "
+                              "the demo writes its team file and commits its files there; "
+                              "name a new or empty directory, or leave --dir out; nothing "
+                              "was changed")
     try:
         create(str(workdir))
         (workdir / ".choragos.toml").write_text(team_file(sys.executable), encoding="utf-8")
@@ -70,6 +78,26 @@ def prepare(workdir: Path) -> Path:
         raise _client.Failure(_client.EXIT_REFUSED,
                               f"cannot set up the demo in {workdir}: {exc}") from None
     return workdir
+
+
+# How the demo's team file begins (choragos/demo/demo.toml): a directory
+# whose .choragos.toml begins so is a demo's, set up again at each run.
+DEMO_MARK = "# The demo team: "
+
+
+def _scratch(workdir: Path) -> bool:
+    """Whether the demo may set up in ``workdir``: not there yet, empty, or a
+    demo's already (its team file).  A project's own .choragos.toml and
+    files were overwritten and committed to by a --dir naming them."""
+    try:
+        if not any(workdir.iterdir()):
+            return True
+        head = (workdir / ".choragos.toml").read_text(encoding="utf-8")[:len(DEMO_MARK)]
+    except FileNotFoundError:
+        return not workdir.exists()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head == DEMO_MARK
 
 
 def team_file(python: str) -> str:

@@ -30,6 +30,7 @@ def run(argv: list[str], verb: str = "gateway") -> int:
 
 
 def arguments(verb: str):
+    from choragos.cli._argparser import named
     from choragos.config import schema as cs
     from choragos.config.model import Upstreams, parse_addr, upstream_url
 
@@ -52,7 +53,7 @@ def arguments(verb: str):
                           help=f"upstream for the {api} API (default {url})")
     made.add_argument("--timeout", default="10m", type=checked(cs.optional_duration, "--timeout"),
                       help='how long an upstream may stay silent (default 10m; "" for no limit)')
-    made.add_argument("--state", metavar="FILE", default=None,
+    made.add_argument("--state", metavar="FILE", default=None, type=named,
                       help="keep the counters in FILE: start from it, add to it after "
                       "each counted response")
     made.add_argument("--session", action="store_true", help="run as a session's child "
@@ -109,6 +110,9 @@ def _tally(state: str | None, session: _Session | None):
         tally = Tally()
     else:
         path = Path(state).absolute()
+        if path.is_dir():  # (read as a file, a traceback)
+            raise _client.Failure(_client.EXIT_USAGE, f"--state {_client.inert(state)} is a "
+                                  "folder; name a file in it, such as gateway-counts.jsonl")
         if not session and not path.parent.is_dir():
             # A mistyped folder is not made: the counts would go where nobody looks.
             raise _client.Failure(_client.EXIT_USAGE, f"--state {_client.inert(state)}: there "

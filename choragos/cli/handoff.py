@@ -15,6 +15,7 @@ from argparse import ArgumentParser
 from pathlib import Path
 
 from choragos.cli import _client
+from choragos.cli._argparser import named
 from choragos.control import commands
 
 SETTLE = 1.0  # the file must stay unchanged this long: the agent finished writing it
@@ -28,7 +29,7 @@ def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.parser(verb, "Ask the orchestrator to write .choragos/handoff.md, "
                                 "then end the session; `choragos serve --resume` continues it.")
-    made.add_argument("--config", metavar="NEW",
+    made.add_argument("--config", metavar="NEW", type=named,
                       help="the config the next team runs with (roles it drops become history)")
     made.add_argument("--wait", default=300.0, metavar="SECONDS",
                       type=_client.seconds("--wait", 1, commands.MAX_HANDOFF_WAIT),
@@ -39,7 +40,7 @@ def arguments(verb: str) -> ArgumentParser:
 def _handoff(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
     payload: dict = {"cmd": "handoff", "wait": args.wait}
-    if args.config:
+    if args.config is not None:
         payload["config"] = _valid_config(Path(args.config))
     asked = time.time()
     ack = _client.send(args.sock, payload)

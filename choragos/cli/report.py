@@ -15,6 +15,7 @@ from pathlib import Path
 from choragos.board import events, report
 from choragos.board.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 from choragos.cli import _client, _target
+from choragos.cli._argparser import named
 from choragos.durations import format_duration
 from choragos.gateway import costs
 from choragos.plural import counted
@@ -57,7 +58,7 @@ def _project(args: argparse.Namespace, verb: str) -> Path:
 
 def arguments(verb: str) -> argparse.ArgumentParser:
     made = _client.bare_parser(verb, "Summarise a session per role from its event log.")
-    made.add_argument("log", nargs="?", metavar="LOG", type=_named,
+    made.add_argument("log", nargs="?", metavar="LOG", type=named,
                       help="event log (default: .choragos/logs/events.jsonl here)")
     made.add_argument("--all", action="store_true",
                       help="add up every run in the log, not only the last")
@@ -65,24 +66,16 @@ def arguments(verb: str) -> argparse.ArgumentParser:
     made.add_argument("--html", type=_page_file, metavar="FILE",
                       help="also write the session as one self-contained page: a timeline "
                            "per role, the table, the cost curve")
-    made.add_argument("--config", type=lambda text: Path(_named(text)), metavar="FILE",
+    made.add_argument("--config", type=lambda text: Path(named(text)), metavar="FILE",
                       help="price tokens with this file's [pricing] (default: "
                            ".choragos.toml here)")
     _target.add_option(made)
     return made
 
 
-def _named(text: str) -> str:
-    """A file named on the command line: an empty one is a slip (a variable
-    unset), never "the default" nor the current directory."""
-    if not text:
-        raise argparse.ArgumentTypeError("an empty name; name a file, or leave it out")
-    return text
-
-
 def _page_file(text: str) -> Path:
     """``--html``'s file: a name to write, not a directory."""
-    path = Path(_named(text))
+    path = Path(named(text))
     if path.name in ("", "..") or path.is_dir():
         raise argparse.ArgumentTypeError(f"{_client.inert(text)} is a directory; name the "
                                          "page's file, such as report.html")

@@ -61,6 +61,8 @@ PATHS = ("config", "dir")
 
 def parse_args(argv: list[str]) -> argparse.Namespace | SimpleNamespace:
     args = quick(argv, OPTIONS)
+    if args is not None and any(getattr(args, name) == "" for name in PATHS):
+        args = None  # argparse says what is wrong with an empty path (see arguments)
     if args is not None:
         args.resume, args.salvage = False, False
     else:
@@ -76,8 +78,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace | SimpleNamespace:
 
 def arguments(verb: str) -> argparse.ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
+    from choragos.cli._argparser import named
+
     parser = _client.bare_parser(verb, "Run a choragos session in this directory.")
     _client.add_options(parser, OPTIONS)
+    for action in parser._actions:
+        if action.dest in PATHS:  # '' would be the current directory: a slip, not a choice
+            action.type = named
     parser.add_argument("--resume", nargs="?", const=True, default=False, type=Path,
                         metavar="STATE",
                         help="continue the saved session (.choragos/state, or a state "

@@ -75,6 +75,14 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
                                         "$CHORAGOS_SOCK name a session's control socket"),
     # An empty id read "choragos diff:  is not a task id".
     (["diff", ""], "choragos diff: '' is not a task id (such as T3)"),
+    # An empty --config was "no new config": the session was handed off and ended.
+    (["handoff", "--config", ""], "argument --config: an empty path; give one, or leave it out"),
+    # '' was the current directory: a session started there, a demo's files written
+    # over a project's, a traceback reading a folder as the gateway's counts.
+    (["serve", "--headless", "--dir", ""], "argument --dir: an empty path"),
+    (["serve", "--detach", "--config="], "argument --config: an empty path"),
+    (["demo", "--dir", ""], "argument --dir: an empty path"),
+    (["gateway", "--state", ""], "argument --state: an empty path"),
     # --template was ignored without a word, and the seats written anyway.
     (["init", "--seats", "--template", "review"], "it takes no --template, --auto or --force"),
 ])
@@ -106,6 +114,9 @@ def test_a_config_path_with_escapes_is_echoed_escaped(tmp_path: Path) -> None:
     # The gateway made the missing folders and kept its counts where nobody looks.
     (["gateway", "--addr", "127.0.0.1:9", "--state", "TMP/nope/counts.jsonl"],
      "--state TMP/nope/counts.jsonl: there is no folder TMP/nope"),
+    # A traceback: the folder read as the counts file.
+    (["gateway", "--addr", "127.0.0.1:9", "--state", "TMP"],
+     "--state TMP is a folder; name a file in it, such as gateway-counts.jsonl"),
     # /dev/zero was read for ever, the memory growing.
     (["report", "/dev/zero"], "/dev/zero is not an event log: not a regular file"),
 ])

@@ -385,11 +385,11 @@ def test_a_config_named_with_config_that_does_not_load_is_a_usage_error(
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["--html", ""], "argument --html: an empty name; name a file, or leave it out"),
+    (["--html", ""], "argument --html: an empty path; give one, or leave it out"),
     (["--html", "."], "argument --html: . is a directory; name the page's file"),
     (["--html", ".."], "argument --html: .. is a directory; name the page's file"),
-    (["--config", ""], "argument --config: an empty name; name a file, or leave it out"),
-    ([""], "argument LOG: an empty name; name a file, or leave it out"),
+    (["--config", ""], "argument --config: an empty path; give one, or leave it out"),
+    ([""], "argument LOG: an empty path; give one, or leave it out"),
 ])
 def test_an_empty_name_or_a_directory_for_a_file_is_one_usage_line(
         tmp_path, capsys, monkeypatch, argv, said):
