@@ -237,6 +237,9 @@ def file_text(path: str, what: str, limit: int) -> str:
 
 def existing_file(path: str, what: str) -> str:
     """The absolute form of ``path``, which must be a non-empty regular file."""
+    if not path:  # not the current directory, which it would be made absolute
+        raise Failure(EXIT_USAGE, f"the {what} file's name is empty; name the file, or leave "
+                                  f"--{what} out")
     absolute = os.path.abspath(path)
     try:
         info = os.stat(absolute)

@@ -103,6 +103,8 @@ def _only_running(verb: str, here: Path | None) -> dict | None:
         raise _client.Failure(_client.EXIT_UNREACHABLE,
                               f"no choragos session is running{where}; {len(sessions)} run "
                               f"elsewhere ({listed}): pick one with -t DIR")
+    if here is not None and Path(sessions[0]["dir"]) in (here, *here.parents):
+        return sessions[0]  # this project's own (what was looked for is just not there)
     print(f"choragos {verb}: no session here; using the one running in "
           f"{_client.inert(sessions[0]['dir'])}", file=sys.stderr)
     return sessions[0]

@@ -66,6 +66,13 @@ def test_the_read_verbs_reach_the_only_session_and_say_so(machine):
     assert ping.returncode == 3
     assert f"a session runs in {work} (`choragos ls`)" in ping.stderr
     assert "start one" not in ping.stderr
+    # In the project (or below it), a file not there is not "no session here".
+    (work / "src").mkdir()
+    for where in (work, work / "src"):
+        inside = cli("logs", "nosuch", cwd=where)
+        assert inside.returncode == 1 and "no session here" not in inside.stderr, inside.stderr
+        assert inside.stderr.startswith("choragos logs: nosuch has no transcript at "), \
+            inside.stderr
 
 
 def test_target_names_a_session_by_directory_or_name(machine):

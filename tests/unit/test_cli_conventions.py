@@ -83,6 +83,11 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["serve", "--detach", "--config="], "argument --config: an empty path"),
     (["demo", "--dir", ""], "argument --dir: an empty path"),
     (["gateway", "--state", ""], "argument --state: an empty path"),
+    # "the brief file /home/me/proj is not a regular file": '' made absolute.
+    (["delegate", "--to", "coder", "--task", "t", "--brief", ""],
+     "the brief file's name is empty; name the file, or leave --brief out"),
+    (["work-done", "--id", "T1", "--done", "--task", "t", "--report="],
+     "the report file's name is empty; name the file, or leave --report out"),
     # --template was ignored without a word, and the seats written anyway.
     (["init", "--seats", "--template", "review"], "it takes no --template, --auto or --force"),
 ])
