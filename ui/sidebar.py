@@ -16,11 +16,12 @@ from choragos.ui.pane import Line, blank_line, clipped_line, fitted, inert, text
 from choragos.ui.theme import STATE_DOT, STATE_STYLE
 
 WIDTH = 34
-EXPLAINED = ("exited", "failed", "limited")  # states whose detail says why (held: memory)
+# States whose detail says why (held: memory, at a first start or a restart).
+EXPLAINED = ("starting", "exited", "failed", "limited")
 
 
 def state_text(info: RoleInfo) -> str:
-    """The role's state, with why for a role not running (``exited, held: memory``)."""
+    """The role's state, with why for a role not running (``starting, held: memory``)."""
     if info.status in EXPLAINED and info.detail:
         return f"{info.status}, {inert(info.detail)}"
     return info.status

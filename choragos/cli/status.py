@@ -57,10 +57,12 @@ def render(ack: dict[str, Any]) -> str:
 
 
 def _reasons(roles: list) -> list[str]:
-    """Why each failed or exited role is down: the table has no room for it."""
+    """Why each failed or exited role is down, or a starting one held back (too
+    little memory): the table has no room for it."""
     lines = []
     for role in roles:
-        if not isinstance(role, dict) or role.get("state") not in ("failed", "exited"):
+        if not isinstance(role, dict) or role.get("state") not in ("failed", "exited",
+                                                                   "starting"):
             continue
         why = role.get("detail") or role.get("exit")
         if why:

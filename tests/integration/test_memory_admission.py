@@ -27,6 +27,8 @@ def test_roles_wait_for_memory_and_start_in_order_once_it_is_back(serve, short_t
         assert crew[name]["marks"] == ["held: memory"]
         assert crew[name]["detail"].startswith("held: memory: 200 MiB of memory available")
     assert "coder is held: 200 MiB of memory available" in s.stderr()
+    table = s.cli("status").stdout  # why, under the table
+    assert "\ncoder starting: held: memory: 200 MiB of memory available" in table, table
 
     # Its work waits in its queue rather than failing.
     out = s.cli("delegate", "--to", "coder", "--task", "after the memory")

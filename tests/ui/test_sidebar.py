@@ -47,7 +47,7 @@ def test_a_name_too_long_for_its_card_ends_in_an_ellipsis():
 def test_a_team_too_big_for_whole_cards_gets_a_row_each_and_a_count_of_the_rest():
     team = [RoleInfo(f"worker-{n:02d}", RoleStatus.IDLE, pid=100 + n) for n in range(30)]
     team[3] = RoleInfo("worker-03", RoleStatus.EXITED, detail="held: memory")
-    team[4] = RoleInfo("worker-04", RoleStatus.EXITED, detail="held: memory")
+    team[4] = RoleInfo("worker-04", RoleStatus.STARTING, detail="held: memory")  # never ran
     spans: list = []
     text = rows(sidebar.render(team, sidebar.WIDTH, 23, focus="worker-00",
                                shown={"worker-00", "worker-04"},
@@ -55,7 +55,7 @@ def test_a_team_too_big_for_whole_cards_gets_a_row_each_and_a_count_of_the_rest(
     assert len(text) == 23
     assert text[0].rstrip() == "│ 1 ○ worker-00 idle"
     assert text[3].rstrip() == "│ 4 ✕ worker-03 (hidden) exited, …"
-    assert text[4].rstrip() == "│ 5 ✕ worker-04 exited, held: mem…"
+    assert text[4].rstrip() == "│ 5 ◌ worker-04 starting, held: m…"
     assert text[-1].rstrip() == "│   … 8 more roles"  # 22 rows of cards, 30 roles
     assert [name for name, _, _ in spans] == [f"worker-{n:02d}" for n in range(22)]
     # A team that fits keeps its whole cards.
