@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from contextlib import suppress
+from pathlib import Path
 
 from choragos.cli._client import EXIT_USAGE, Failure
 from choragos.control import commands
@@ -74,6 +75,11 @@ def named(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path; give one, or leave it out")
     return text
+
+
+def named_path(text: str) -> Path:
+    """:func:`named`, as a path."""
+    return Path(named(text))
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from choragos.cli import _client
-from choragos.cli._argparser import named
+from choragos.cli._argparser import named_path
 from choragos.control import paths, wire
 
 
@@ -30,7 +30,7 @@ def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Run the scripted demo team (no agent CLI needed) in a "
                                      "scratch git repository.")
-    made.add_argument("--dir", type=lambda text: Path(named(text)), default=None,
+    made.add_argument("--dir", type=named_path, default=None,
                       help="the scratch repository: a new or empty directory, or one the "
                            "demo made (default: ~/.cache/choragos/demo)")
     mode = made.add_mutually_exclusive_group()

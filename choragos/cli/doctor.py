@@ -17,6 +17,7 @@ from pathlib import Path
 
 from choragos import __version__, safeexec
 from choragos.cli import _client
+from choragos.cli._argparser import named_path
 from choragos.config import userconfig
 from choragos.config.model import (
     CONFIG_NAME,
@@ -57,7 +58,7 @@ def run(argv: list[str], verb: str = "doctor") -> int:
 def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
     made = _client.bare_parser(verb, "Check this directory's choragos setup.")
-    made.add_argument("--config", type=Path, help=f"config file (default ./{CONFIG_NAME})")
+    made.add_argument("--config", type=named_path, help=f"config file (default ./{CONFIG_NAME})")
     made.add_argument("--json", action="store_true", help="print the checks as JSON")
     return made
 

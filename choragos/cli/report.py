@@ -15,7 +15,7 @@ from pathlib import Path
 from choragos.board import events, report
 from choragos.board.reporttable import COLUMNS, PriceFor, clock, header, local_time, role_cost, row
 from choragos.cli import _client, _target
-from choragos.cli._argparser import named
+from choragos.cli._argparser import named, named_path
 from choragos.durations import format_duration
 from choragos.gateway import costs
 from choragos.plural import counted
@@ -66,7 +66,7 @@ def arguments(verb: str) -> argparse.ArgumentParser:
     made.add_argument("--html", type=_page_file, metavar="FILE",
                       help="also write the session as one self-contained page: a timeline "
                            "per role, the table, the cost curve")
-    made.add_argument("--config", type=lambda text: Path(named(text)), metavar="FILE",
+    made.add_argument("--config", type=named_path, metavar="FILE",
                       help="price tokens with this file's [pricing] (default: "
                            ".choragos.toml here)")
     _target.add_option(made)

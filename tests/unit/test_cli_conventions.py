@@ -83,6 +83,7 @@ def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (["serve", "--detach", "--config="], "argument --config: an empty path"),
     (["demo", "--dir", ""], "argument --dir: an empty path"),
     (["gateway", "--state", ""], "argument --state: an empty path"),
+    (["doctor", "--config", ""], "argument --config: an empty path"),
     # "the brief file /home/me/proj is not a regular file": '' made absolute.
     (["delegate", "--to", "coder", "--task", "t", "--brief", ""],
      "the brief file's name is empty; name the file, or leave --brief out"),
