@@ -299,7 +299,14 @@ class CheckpointStore:
                                       plan.head_now)
             saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
                                  f"before rolling back to {checkpoint.name}", time.time())
-            return self._apply(plan, then, saved)
+            try:
+                return self._apply(plan, then, saved)
+            except Exception as exc:
+                # Some files may have changed already: say where the way back is.
+                raise CheckpointError(
+                    f"rollback failed part way: {_reason(exc)}; the files as they were "
+                    f"before it are saved as {saved.task_id}: `choragos rollback "
+                    f"{saved.task_id}` puts them back") from exc
 
     # ---- scanning and committing
 
@@ -650,6 +657,7 @@ class CheckpointStore:
         links = {p for p, v in (*now.items(), *then.items()) if v[0] == MODE_GITLINK}
         moved = sorted(p for p in links if now.get(p) != then.get(p))
         conflicts = _conflicts(os.fsencode(self.root), restore, set(delete))
+        conflicts = sorted({*conflicts, *_unreadable(scan.stats.skipped, restore)})
         plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
                             self._head(), _decode(conflicts), _decode(moved))
         return plan, then
@@ -827,8 +835,8 @@ def _reason(exc: BaseException) -> str:
 def _conflict_message(conflicts: list[str]) -> str:
     shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5
                                          else "")
-    return (f"rollback would overwrite ignored or untracked content in the way: {shown}; "
-            "move it aside and try again (nothing was changed)")
+    return (f"rollback would overwrite ignored, unreadable or untracked content in the way: "
+            f"{shown}; move it aside (or make it readable) and try again (nothing was changed)")
 
 
 def _read_or_empty(path: str) -> bytes:
@@ -901,6 +909,16 @@ def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[
         if _kind(root + b"/" + path) == "dir" and _holds_kept(root, path, deleting):
             found.add(path)
     return sorted(found)
+
+
+def _unreadable(skipped: list[str], restore: list[bytes]) -> list[bytes]:
+    """What the plan would write over that the walk could not read (a file
+    it may not open, one that changed while it was read, a directory it may
+    not list): the ``pre-rollback-`` checkpoint cannot hold it, so the
+    rollback could not be undone -- it is in the way like ignored content."""
+    files = {os.fsencode(p) for p in skipped if not p.endswith("/")}
+    dirs = tuple(os.fsencode(p) for p in skipped if p.endswith("/"))
+    return [p for p in restore if p in files or (dirs and p.startswith(dirs))]
 
 
 def _kind(path: bytes) -> str | None:
@@ -987,16 +1005,22 @@ def _write_file(target: bytes, data: bytes, *, executable: bool) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o777 if executable else 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        with suppress(FileNotFoundError):
-            old = os.lstat(target)
-            if stat.S_ISREG(old.st_mode):
-                os.fchmod(fd, _keep_permissions(old.st_mode, executable))
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            with suppress(FileNotFoundError):
+                old = os.lstat(target)
+                if stat.S_ISREG(old.st_mode):
+                    os.fchmod(fd, _keep_permissions(old.st_mode, executable))
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        # A full disk, say: no half-written temporary is left in the work tree.
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _keep_permissions(mode: int, executable: bool) -> int:

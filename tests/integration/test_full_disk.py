@@ -1,51 +1,17 @@
 """A full disk under the workspace: the session keeps answering and recovers.
 
-The workspace lives on a small tmpfs mounted for the test (root only; the
-test is skipped, saying so, where mounting is not permitted).
+The workspace lives on a small tmpfs mounted for the test (the ``small_fs`` fixture).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-
-import pytest
 
 from tests.integration.harness import Serve, role_toml
+from tests.integration.smallfs import fill
 
 TEAM = role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
-
-
-@pytest.fixture
-def small_fs(short_tmp):
-    mount = short_tmp / "fs"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs",
-                           str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(path) -> int:
-    """Write ``path`` until the file system is full; the bytes written."""
-    written = 0
-    block = b"\0" * (1 << 16)
-    with open(path, "wb", buffering=0) as out:
-        while True:
-            try:
-                written += out.write(block)
-            except OSError:
-                break
-        for size in (4096, 512, 1):  # the last crumbs, so even a small write fails
-            with contextlib.suppress(OSError):
-                while True:
-                    written += out.write(block[:size])
-    return written
 
 
 def start_on(small_fs, short_tmp) -> Serve:
