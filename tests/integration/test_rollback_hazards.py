@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from choragos.gitstore import walk
 from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _tmp_name
+from choragos.gitstore.objects import ChangedWhileReading, ObjectWriter
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
@@ -139,3 +141,52 @@ def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> N
         write(clone, "a.txt", "changed\n")
         store.rollback("T1")
     assert (clone / "a.txt").read_text() == "from upstream\n"
+
+
+def test_content_the_rollback_cannot_read_is_in_the_way_not_overwritten(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo, "busy.log.txt", "before\n")
+    write(repo, "other.txt", "before\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    write(repo, "busy.log.txt", "being written\n")
+    write(repo, "other.txt", "after\n")
+    real = ObjectWriter.put_file
+
+    def changing(self: ObjectWriter, path: bytes, *, write: bool = True) -> bytes:
+        if path.endswith(b"busy.log.txt"):  # a file written while it is read
+            raise ChangedWhileReading("file grew while it was being read")
+        return real(self, path, write=write)
+
+    monkeypatch.setattr(ObjectWriter, "put_file", changing)
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == ["busy.log.txt"]
+        with pytest.raises(CheckpointError, match=r"in the way: busy\.log\.txt; move it aside"):
+            store.rollback("T1")
+        # The undo point could not have held it: nothing was changed or saved.
+        assert [c.task_id for c in store.list()] == ["T1"]
+    assert (repo / "busy.log.txt").read_text() == "being written\n"
+    assert (repo / "other.txt").read_text() == "after\n"
+
+
+def test_a_directory_the_rollback_cannot_list_is_in_the_way(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo, "locked/a.txt", "before\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    write(repo, "locked/a.txt", "after\n")
+    write(repo, "locked/b.txt", "new\n")  # the directory changed: it is listed again
+    real = walk._listing
+
+    def refuse(absdir: bytes) -> tuple:
+        if absdir.endswith(b"/locked/"):  # what a 0o300 directory does to a non-root user
+            raise PermissionError(13, "Permission denied", os.fsdecode(absdir))
+        return real(absdir)
+
+    monkeypatch.setattr(walk, "_listing", refuse)
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == ["locked/a.txt"]
+        with pytest.raises(CheckpointError, match=r"in the way: locked/a\.txt"):
+            store.rollback("T1")
+    assert (repo / "locked/a.txt").read_text() == "after\n"
+    assert (repo / "locked/b.txt").exists()
