@@ -752,12 +752,31 @@ def _open_repo(workdir: Path) -> Repo:
     try:
         repo = Repo.discover(str(workdir))
     except NotGitRepository:
+        if os.environ.get("GIT_DIR"):
+            raise NotARepository(_git_env_message("GIT_DIR", workdir, None)) from None
         raise NotARepository(
             f"{workdir} is not inside a git repository, so there are no checkpoints "
             "(run `git init` to have them).") from None
     if repo.bare:
+        repo.close()
         raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint.")
+    for name, ours in (("GIT_DIR", repo.controldir()), ("GIT_WORK_TREE", repo.path)):
+        theirs = os.environ.get(name)
+        if theirs and os.path.realpath(theirs) != os.path.realpath(ours):
+            repo.close()
+            raise NotARepository(_git_env_message(name, workdir, ours))
     return repo
+
+
+def _git_env_message(name: str, workdir: Path, found: str | None) -> str:
+    """Why checkpoints are off when the environment points git elsewhere:
+    git (and the agents' git) would work on one repository, checkpoints and
+    rollback on the one the directory's own ``.git`` leads to."""
+    where = (f"the repository {workdir}'s own .git leads to ({found})" if found else
+             f"a repository found through a .git in {workdir} or above, and there is none")
+    return (f"{name} is set to {os.environ[name]}, but checkpoints can only follow {where}: "
+            f"checkpoints are off, as a rollback would not restore what git here works on "
+            f"(unset {name} to have them).")
 
 
 def worktree_prefix(name: str) -> str:
