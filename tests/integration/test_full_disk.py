@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 
 from tests.integration.harness import Serve, role_toml
 from tests.integration.smallfs import fill
@@ -68,6 +69,44 @@ def test_sigterm_stops_a_session_whose_disk_is_full(small_fs, short_tmp):
             s.cli("delegate", "--to", "coder", "--task", "refused")
         assert s.cli("ping").returncode == 0
     finally:
+        code = s.stop(timeout=30)
+    assert code == 0, s.stderr()
+    s.assert_no_leftovers()
+
+
+def test_a_checkpoint_the_disk_cannot_hold_fails_loudly_and_the_task_goes_out(
+        small_fs, short_tmp):
+    s = start_on(small_fs, short_tmp)
+    work = s.workdir
+    data = os.urandom(2 << 20)  # random: it does not compress, and it is stored loose
+    try:
+        s.wait_booted(["orchestrator", "coder"])
+        (work / "data.bin").write_bytes(data)
+        filler = work / "filler.bin"
+        fill(filler, leave=512 << 10)  # room for the journal and the log, not for data.bin
+        assert s.cli("delegate", "--to", "coder", "--task", "on a nearly full disk"
+                     ).returncode == 0
+        failed = s.wait_event(lambda e: e["event"] == "checkpoint failed", 20,
+                              message="the checkpoint's failure")
+        assert failed["task"] == "T1"
+        assert failed["error"] == ("checkpoint for T1 failed: cannot write to the "
+                                   "repository's objects: No space left on device")
+        s.wait(lambda: s.board()["T1"]["state"] == "done", 20, message="T1 done anyway")
+        assert s.board()["T1"]["checkpoint"] is None  # not one missing data.bin
+
+        filler.unlink()
+        assert s.cli("delegate", "--to", "coder", "--task", "with room again").returncode == 0
+        s.wait(lambda: s.board()["T2"]["state"] == "done", 20, message="T2 done")
+        ref = s.board()["T2"]["checkpoint"]
+        assert ref, s.events()
+        held = subprocess.run(["git", "cat-file", "blob", f"{ref}:data.bin"], cwd=work,
+                              capture_output=True, check=True).stdout
+        assert held == data
+        assert [e["event"] for e in s.events()].count("checkpoint failed") == 1
+        assert s.proc.poll() is None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(work / "filler.bin")
         code = s.stop(timeout=30)
     assert code == 0, s.stderr()
     s.assert_no_leftovers()
