@@ -23,7 +23,6 @@ checkpointer before a delivery) logs it and carries on.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import re
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING
 from choragos.gitstore.ignore import IgnoreList, RuleStack
 from choragos.gitstore.objects import ObjectWriter, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
+from choragos.gitstore.treewrite import WorkTree, ancestors
 from choragos.gitstore.walk import (
     MODE_GITLINK,
     MODE_LINK,
@@ -692,26 +692,19 @@ class CheckpointStore:
 
     def _apply(self, plan: RollbackPlan, then: dict[bytes, tuple[int, bytes]],
                saved: Checkpoint) -> RollbackResult:
-        root = os.fsencode(self.root)
         restore = [os.fsencode(p) for p in plan.restore]
-        deleted = _delete(root, [os.fsencode(p) for p in plan.delete])
-        removed = _prune_dirs(root, deleted, _ancestors(restore))
-        for path in restore:
-            self._restore(root, path, *then[path])
+        with WorkTree(os.fsencode(self.root)) as tree:
+            deleted = tree.delete([os.fsencode(p) for p in plan.delete])
+            removed = tree.prune_dirs(deleted, ancestors(restore))
+            for path in restore:
+                mode, oid = then[path]
+                data = self._repo.object_store[oid.hex().encode()].as_raw_string()
+                if mode == MODE_LINK:
+                    tree.write_link(path, data)
+                else:
+                    tree.write_file(path, data, executable=mode & 0o100 != 0)
         return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
                               _decode(removed), plan.head_then, self._head())
-
-    def _restore(self, root: bytes, path: bytes, mode: int, oid: bytes) -> None:
-        target = root + b"/" + path
-        _make_parents(root, path)
-        with suppress(FileNotFoundError):
-            if stat.S_ISDIR(os.lstat(target).st_mode):
-                _remove_empty_tree(target)
-        data = self._repo.object_store[oid.hex().encode()].as_raw_string()
-        if mode == MODE_LINK:
-            _write_link(target, data)
-        else:
-            _write_file(target, data, executable=mode & 0o100 != 0)
 
     # ---- plumbing
 
@@ -900,15 +893,6 @@ def _check_name(name: bytes) -> None:
 
 # ---- helpers: changing the work tree ------------------------------------------------
 
-def _ancestors(paths: list[bytes]) -> set[bytes]:
-    out = set()
-    for path in paths:
-        while b"/" in path:
-            path = path.rsplit(b"/", 1)[0]
-            out.add(path)
-    return out
-
-
 def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[bytes]:
     """Paths that block a restore and that rollback may not remove: a file
     or symlink where a directory must go, or a directory holding content
@@ -916,7 +900,7 @@ def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[
     found: set[bytes] = set()
     kinds: dict[bytes, str | None] = {}
     for path in restore:
-        for parent in sorted(_ancestors([path])):
+        for parent in sorted(ancestors([path])):
             if parent not in kinds:
                 kinds[parent] = _kind(root + b"/" + parent)
             kind = kinds[parent]
@@ -960,103 +944,6 @@ def _holds_kept(root: bytes, path: bytes, deleting: set[bytes]) -> bool:
                 elif child not in deleting:
                     return True
     return False
-
-
-def _delete(root: bytes, paths: list[bytes]) -> list[bytes]:
-    done = []
-    for path in paths:
-        target = root + b"/" + path
-        try:
-            if stat.S_ISDIR(os.lstat(target).st_mode):
-                continue  # became a directory since the plan; leave it
-            os.unlink(target)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        done.append(path)
-    return done
-
-
-def _prune_dirs(root: bytes, deleted: list[bytes], keep: set[bytes]) -> list[bytes]:
-    """Remove directories left empty by ``deleted``, deepest first."""
-    removed = []
-    for folder in sorted(_ancestors(deleted), key=lambda p: p.count(b"/"), reverse=True):
-        if folder in keep:
-            continue
-        try:
-            os.rmdir(root + b"/" + folder)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                raise
-            continue
-        removed.append(folder)
-    return removed
-
-
-def _make_parents(root: bytes, path: bytes) -> None:
-    parts = path.split(b"/")[:-1]
-    current = root
-    for part in parts:
-        current += b"/" + part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            os.mkdir(current)
-            continue
-        if not stat.S_ISDIR(mode):
-            # Only a file that the plan deletes can be here (conflicts were refused).
-            os.unlink(current)
-            os.mkdir(current)
-
-
-def _remove_empty_tree(path: bytes) -> None:
-    for folder, _dirs, _files in os.walk(path, topdown=False):
-        os.rmdir(folder)
-
-
-def _tmp_name(target: bytes) -> bytes:
-    head, _, tail = target.rpartition(b"/")
-    return b"%s/.%s.choragos-%d" % (head, tail[:64], os.getpid())
-
-
-def _write_file(target: bytes, data: bytes, *, executable: bool) -> None:
-    tmp = _tmp_name(target)
-    # The kernel applies the umask to a new file, as git checkout does.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o777 if executable else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            with suppress(FileNotFoundError):
-                old = os.lstat(target)
-                if stat.S_ISREG(old.st_mode):
-                    os.fchmod(fd, _keep_permissions(old.st_mode, executable))
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        # A full disk, say: no half-written temporary is left in the work tree.
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _keep_permissions(mode: int, executable: bool) -> int:
-    """The file's existing permissions, with the executable bits set or
-    cleared the way git records them (readers may execute)."""
-    perms = stat.S_IMODE(mode)
-    if executable:
-        return perms | (perms & 0o444) >> 2
-    return perms & ~0o111
-
-
-def _write_link(target: bytes, data: bytes) -> None:
-    tmp = _tmp_name(target)
-    with suppress(FileNotFoundError):
-        os.unlink(tmp)
-    os.symlink(data, tmp)
-    os.replace(tmp, target)
 
 
 UNDO_PREFIX = "pre-rollback-"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from choragos.gitstore import walk
-from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _tmp_name
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore
 from choragos.gitstore.objects import ChangedWhileReading, ObjectWriter
+from choragos.gitstore.treewrite import tmp_name
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
@@ -32,9 +33,9 @@ def committed_nested(repo: Path, name: str = "nested") -> Path:
 
 def test_the_temporary_file_sits_beside_its_target_with_a_bounded_name() -> None:
     pid = os.getpid()
-    assert _tmp_name(b"/r/a/b.txt") == b"/r/a/.b.txt.choragos-%d" % pid
+    assert tmp_name(b"b.txt") == b".b.txt.choragos-%d" % pid
     long = b"n" * 200  # a name near the 255-byte limit must leave room for the suffix
-    assert _tmp_name(b"/r/" + long) == b"/r/." + b"n" * 64 + b".choragos-%d" % pid
+    assert tmp_name(long) == b"." + b"n" * 64 + b".choragos-%d" % pid
 
 
 def test_a_link_planted_at_the_temporary_name_is_not_written_through(
