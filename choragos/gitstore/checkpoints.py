@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from choragos.gitstore.ignore import IgnoreList, RuleStack
-from choragos.gitstore.objects import ObjectWriter, remove_stale_temporaries
+from choragos.gitstore.objects import ObjectWriter, loose_blob, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
 from choragos.gitstore.treewrite import WorkTree, ancestors
 from choragos.gitstore.walk import (
@@ -698,13 +698,17 @@ class CheckpointStore:
             removed = tree.prune_dirs(deleted, ancestors(restore))
             for path in restore:
                 mode, oid = then[path]
-                data = self._repo.object_store[oid.hex().encode()].as_raw_string()
                 if mode == MODE_LINK:
-                    tree.write_link(path, data)
-                else:
-                    tree.write_file(path, data, executable=mode & 0o100 != 0)
+                    tree.write_link(path, self._content(oid))
+                    continue
+                pieces = loose_blob(self.objects_dir(), oid) or [self._content(oid)]
+                tree.write_file(path, pieces, executable=mode & 0o100 != 0)
         return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
                               _decode(removed), plan.head_then, self._head())
+
+    def _content(self, oid: bytes) -> bytes:
+        """A blob's content, read whole (a pack's, a link's: small or rare)."""
+        return self._repo.object_store[oid.hex().encode()].as_raw_string()
 
     # ---- plumbing
 

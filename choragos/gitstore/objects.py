@@ -410,6 +410,62 @@ def _load_packs(pack_dir: Path) -> list[_PackNames]:
     return packs
 
 
+def loose_blob(objects_dir: str | bytes, sha: bytes) -> Iterator[bytes] | None:
+    """The content of blob ``sha`` in pieces of at most 1 MB, read from its
+    loose object and never held whole (a rollback of a file of gigabytes
+    held it three times over); None when no loose copy is here (a pack or
+    another store holds it).  Raises ``ValueError`` at the end when the
+    object is not the blob it is named for, before a caller puts it in
+    place."""
+    hexsha = sha.hex().encode()
+    try:
+        fd = os.open(b"%s/%s/%s" % (os.fsencode(objects_dir), hexsha[:2], hexsha[2:]),
+                     os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    return _blob_pieces(fd, sha)
+
+
+def _blob_pieces(fd: int, sha: bytes) -> Iterator[bytes]:
+    digest = hashlib.sha1()
+    head, size, seen = b"", -1, 0
+    try:
+        for piece in _inflate(fd):
+            digest.update(piece)
+            if size < 0:  # the header, "blob <size>\0", comes first
+                head += piece
+                kind, nul, piece = head.partition(b"\0")
+                if not nul:
+                    continue
+                if not kind.startswith(b"blob ") or not kind[5:].isdigit():
+                    raise ValueError(f"object {sha.hex()} is not a blob")
+                size = int(kind[5:])
+            seen += len(piece)
+            if piece:
+                yield piece
+    finally:
+        os.close(fd)
+    if seen != size or digest.digest() != sha:
+        raise ValueError(f"object {sha.hex()} is damaged")
+
+
+def _inflate(fd: int) -> Iterator[bytes]:
+    """What the zlib stream of ``fd`` holds, in bounded pieces (a megabyte
+    of zeros compressed is a kilobyte)."""
+    inflate = zlib.decompressobj()
+    while not inflate.eof:
+        data = os.read(fd, _CHUNK)
+        if not data:
+            raise ValueError("a loose object ends short")
+        while True:
+            out = inflate.decompress(data, _CHUNK)
+            if out:
+                yield out
+            data = inflate.unconsumed_tail
+            if inflate.eof or (not data and len(out) < _CHUNK):
+                break
+
+
 def _read_all(fd: int, size: int) -> bytes:
     data = os.read(fd, size)
     if len(data) == size:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -91,9 +91,10 @@ class WorkTree:
             removed.append(folder)
         return removed
 
-    def write_file(self, path: bytes, data: bytes, *, executable: bool) -> None:
-        """``path`` holds ``data``, written through a temporary and renamed
-        into place; an existing file's permission bits are kept."""
+    def write_file(self, path: bytes, data: Iterable[bytes], *, executable: bool) -> None:
+        """``path`` holds ``data`` (its pieces, in order), written through a
+        temporary and renamed into place; an existing file's permission
+        bits are kept."""
         with self._parent(path, make=True) as parent:
             name = _name(path)
             _clear_directory(parent, name)
@@ -103,7 +104,8 @@ class WorkTree:
                          | os.O_CLOEXEC, 0o777 if executable else 0o666, dir_fd=parent)
             try:
                 try:
-                    _write_all(fd, data)
+                    for piece in data:
+                        _write_all(fd, piece)
                     with suppress(FileNotFoundError):
                         old = os.stat(name, dir_fd=parent, follow_symlinks=False)
                         if stat.S_ISREG(old.st_mode):

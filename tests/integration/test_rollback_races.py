@@ -1,12 +1,15 @@
-"""A rollback while something swaps a directory of the work tree for a
-symlink to a directory outside it (an agent still at work, say): the
-rollback never writes or deletes through that symlink.  The swap is made
-at a fixed point of the rollback (after it checked the way, before it
-wrote), so the race is the same on every run."""
+"""How a rollback writes: never through a directory that something swapped
+for a symlink to outside the work tree while it ran (an agent still at
+work, say), and a big file in pieces, checked, never held whole.  The swap
+is made at a fixed point of the rollback (after it checked the way, before
+it wrote), so the race is the same on every run."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from dulwich.object_store import DiskObjectStore
 
 from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
+    git,
     isolated_git,
     write,
 )
@@ -32,6 +36,7 @@ def test_a_directory_swapped_for_a_link_while_a_file_is_restored_is_not_written_
     write(repo, "d/a.txt", "mine\n")
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "before")
+    git(repo, "repack", "-a", "-d", "-q")  # packed: the rollback reads it through dulwich
     write(repo, "d/a.txt", "changed\n")
     real = DiskObjectStore.__getitem__
     swapped = []
@@ -74,3 +79,44 @@ def test_a_directory_swapped_for_a_link_before_deletions_is_not_deleted_through(
         except CheckpointError as exc:  # refusing is fine; deleting outside is not
             assert "part way" in str(exc)
     assert (outside / "new.txt").read_text() == "theirs\n"
+
+
+ROLLBACK_PEAK = """
+import resource, sys
+from choragos.gitstore.checkpoints import CheckpointStore
+with CheckpointStore(sys.argv[1]) as store:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    store.rollback("T1")
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_a_big_file_is_restored_in_pieces_not_held_whole(repo: Path) -> None:
+    size = 96 << 20
+    data = os.urandom(1 << 20) * 96  # compresses poorly within a piece
+    write(repo, "big.bin", data)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    with open(repo / "big.bin", "r+b") as damaged:
+        damaged.write(b"damage")
+    # In a fresh process, so its peak memory is the rollback's own.
+    grew_kb = int(subprocess.run([sys.executable, "-c", ROLLBACK_PEAK, str(repo)],
+                                 capture_output=True, text=True, check=True).stdout)
+    assert (repo / "big.bin").read_bytes() == data
+    # It held the whole file three times over (288 MB); in pieces, a few MB.
+    assert grew_kb * 1024 < size // 4, f"the rollback grew by {grew_kb} kB"
+
+
+def test_a_damaged_loose_object_is_never_put_in_place(repo: Path) -> None:
+    write(repo, "big.bin", os.urandom(2 << 20))  # over 1 MB: stored loose
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T1", "coder", "before")
+    oid = git(repo, "rev-parse", f"{checkpoint.ref}:big.bin").strip()
+    loose = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    other = zlib.compress(b"blob 5\0wrong", 1)  # a blob, but not the one it is named for
+    loose.chmod(0o644)
+    loose.write_bytes(other)
+    write(repo, "big.bin", "the task's\n")
+    with CheckpointStore(repo) as store, pytest.raises(CheckpointError, match="is damaged"):
+        store.rollback("T1")
+    assert (repo / "big.bin").read_text() == "the task's\n"
