@@ -899,17 +899,25 @@ def _check_name(name: bytes) -> None:
 
 def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[bytes]:
     """Paths that block a restore and that rollback may not remove: a file
-    or symlink where a directory must go, or a directory holding content
-    that is not being deleted (ignored files, nested repositories)."""
+    or symlink where a directory must go, a directory holding content
+    that is not being deleted (ignored files, nested repositories), or a
+    nested repository that a restored file would go into (one made since
+    the checkpoint: the walk never enters it, so the undo point does not
+    hold the file the restore would write over)."""
     found: set[bytes] = set()
     kinds: dict[bytes, str | None] = {}
     for path in restore:
         for parent in sorted(ancestors([path])):
             if parent not in kinds:
                 kinds[parent] = _kind(root + b"/" + parent)
+                if kinds[parent] == "dir" and os.path.lexists(root + b"/" + parent + b"/.git"):
+                    kinds[parent] = "repository"
             kind = kinds[parent]
             if kind == "dir":
                 continue
+            if kind == "repository":
+                found.add(parent)
+                break
             if kind is not None and parent not in deleting:
                 found.add(parent)
             break  # nothing exists below a missing or doomed parent

@@ -191,3 +191,17 @@ def test_a_directory_the_rollback_cannot_list_is_in_the_way(
             store.rollback("T1")
     assert (repo / "locked/a.txt").read_text() == "after\n"
     assert (repo / "locked/b.txt").exists()
+
+
+def test_a_directory_made_a_nested_repository_since_is_in_the_way_not_written_into(
+        repo: Path) -> None:
+    write(repo, "src/a.py", "before\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    git(repo / "src", "init", "-q")  # the walk no longer enters src: no undo point holds it
+    write(repo, "src/a.py", "work in the new repository\n")
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == ["src"]
+        with pytest.raises(CheckpointError, match="in the way: src; move it aside"):
+            store.rollback("T1")
+    assert (repo / "src/a.py").read_text() == "work in the new repository\n"
