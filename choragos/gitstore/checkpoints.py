@@ -387,8 +387,8 @@ class CheckpointStore:
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             records = scan.previous.replaced_by(scan.records)
-            if self._watch is None or not self._index_describes(scan.tree):
-                self._save_cache(Cache(commit.id, scan.tree, records))
+            if ((self._watch is None or not self._index_describes(scan.tree))
+                    and self._save_cache(Cache(commit.id, scan.tree, records))):
                 self._cache_ref = self.ref_prefix + name
         if not scan.stats.walked and self._own is not None:
             records = self._own[1].records  # the walk reused: still this store's own
@@ -626,12 +626,20 @@ class CheckpointStore:
                     return oid
         return None
 
-    def _save_cache(self, cache: Cache) -> None:
+    def _save_cache(self, cache: Cache) -> bool:
+        """Write the private index; False when the disk would not take it.
+        It is only a cache: the checkpoint is whole without it, and the file
+        left on disk still describes the checkpoint it names, so a full
+        disk costs the next walk time, not the checkpoint."""
         path = str(self._state / "index")
-        save_cache(path, cache)
+        try:
+            save_cache(path, cache)
+        except OSError:
+            return False
         self._cache_memo = (_signature(path), cache)
         with _SAVED_LOCK:
             _SAVED[path] = (self._cache_memo[0], cache.tree)
+        return True
 
     def _index_describes(self, tree: bytes) -> bool:
         """Whether the private index on disk is, as this process last wrote

@@ -93,3 +93,26 @@ def test_a_rollback_out_of_space_part_way_names_its_undo_point(small_fs: Path) -
         store.rollback("pre-rollback-T1")  # the undo point holds the state before
     assert (repo / "notes.txt").read_text() == "after\n"
     assert not (repo / "data.bin").exists()
+
+
+def test_a_private_index_the_disk_cannot_take_costs_time_not_the_checkpoint(
+        small_fs: Path) -> None:
+    repo = init_repo(small_fs / "repo")
+    for n in range(3000):
+        write(repo, f"d{n % 30}/f{n}.txt", "same\n")  # one blob: the objects stay small
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    index = repo / ".git" / "choragos" / "index"
+    assert index.stat().st_size > 64 << 10
+    for path in repo.glob("d*/f*.txt"):
+        os.utime(path, (1, 1))  # every record changes; no new content
+    fill(small_fs / "filler", leave=32 << 10)  # room for a commit and a ref, not the index
+    kept = index.read_bytes()
+    with CheckpointStore(repo) as store:
+        checkpoint = store.snapshot("T2", "coder", "on a full disk")
+        assert [c.task_id for c in store.list()] == ["T2", "T1"]
+    assert len(ls_tree(repo, checkpoint.ref)) == 3000
+    assert index.read_bytes() == kept, "the private index on disk was damaged"
+    assert not strays(repo)
+    with CheckpointStore(repo) as store:  # the old index still serves the next walk
+        store.snapshot("T3", "coder", "again")
