@@ -665,7 +665,9 @@ class CheckpointStore:
         links = {p for p, v in (*now.items(), *then.items()) if v[0] == MODE_GITLINK}
         moved = sorted(p for p in links if now.get(p) != then.get(p))
         conflicts = _conflicts(os.fsencode(self.root), restore, set(delete))
-        conflicts = sorted({*conflicts, *_unreadable(scan.stats.skipped, restore)})
+        unseen = _unseen(os.fsencode(self.root), restore, now, delete)
+        # Named once: below a path already in the way, the rest is too.
+        conflicts = sorted({*conflicts, *(p for p in unseen if not ancestors([p]) & {*conflicts})})
         plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
                             self._head(), _decode(conflicts), _decode(moved))
         return plan, then
@@ -934,14 +936,16 @@ def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[
     return sorted(found)
 
 
-def _unreadable(skipped: list[str], restore: list[bytes]) -> list[bytes]:
-    """What the plan would write over that the walk could not read (a file
-    it may not open, one that changed while it was read, a directory it may
-    not list): the ``pre-rollback-`` checkpoint cannot hold it, so the
-    rollback could not be undone -- it is in the way like ignored content."""
-    files = {os.fsencode(p) for p in skipped if not p.endswith("/")}
-    dirs = tuple(os.fsencode(p) for p in skipped if p.endswith("/"))
-    return [p for p in restore if p in files or (dirs and p.startswith(dirs))]
+def _unseen(root: bytes, restore: list[bytes], now: dict, delete: list[bytes]) -> list[bytes]:
+    """What the plan would write over that its walk did not see: a file that
+    is there but that the walk left out -- ignored by the rules now in force,
+    unreadable, changed while it was read, in a directory it could not list.
+    The undo point cannot hold it, so the rollback could not be undone: it
+    is in the way like ignored content.  (A name the plan deletes that
+    differs only in case is the same file on a case-insensitive disk.)"""
+    folded = {path.lower() for path in delete}
+    return [path for path in restore if path not in now and path.lower() not in folded
+            and _kind(root + b"/" + path) == "other"]
 
 
 def _kind(path: bytes) -> str | None:

@@ -205,3 +205,18 @@ def test_a_directory_made_a_nested_repository_since_is_in_the_way_not_written_in
         with pytest.raises(CheckpointError, match="in the way: src; move it aside"):
             store.rollback("T1")
     assert (repo / "src/a.py").read_text() == "work in the new repository\n"
+
+
+def test_a_file_ignored_since_the_checkpoint_is_in_the_way_not_written_over(
+        repo: Path) -> None:
+    write(repo, "build/x.txt", "before\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    write(repo, ".gitignore", "build/\n")  # the undo point would leave build/ out
+    write(repo, "build/x.txt", "the task's\n")
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == ["build/x.txt"]
+        with pytest.raises(CheckpointError, match=r"in the way: build/x\.txt; move it aside"):
+            store.rollback("T1")
+    assert (repo / "build/x.txt").read_text() == "the task's\n"
+    assert (repo / ".gitignore").exists()
