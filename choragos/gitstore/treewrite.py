@@ -43,7 +43,9 @@ class WorkTree:
     """The work tree at ``root``, changed only below it."""
 
     def __init__(self, root: bytes) -> None:
-        self._fd = os.open(root, _DIR_FLAGS)
+        # The root itself may be reached through a symlink (the user's
+        # choice, like a home on another disk): only what is below is not.
+        self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
     def close(self) -> None:
         os.close(self._fd)

@@ -120,3 +120,16 @@ def test_a_damaged_loose_object_is_never_put_in_place(repo: Path) -> None:
     with CheckpointStore(repo) as store, pytest.raises(CheckpointError, match="is damaged"):
         store.rollback("T1")
     assert (repo / "big.bin").read_text() == "the task's\n"
+
+
+def test_a_work_tree_reached_through_a_symlink_rolls_back(repo: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    os.symlink(repo, link)  # the user's own choice of path, followed as git follows it
+    write(repo, "d/a.txt", "before\n")
+    with CheckpointStore(link) as store:
+        store.snapshot("T1", "coder", "before")
+        write(repo, "d/a.txt", "after\n")
+        write(repo, "d/new.txt", "new\n")
+        result = store.rollback("T1")
+    assert (result.restored, result.deleted) == (["d/a.txt"], ["d/new.txt"])
+    assert (repo / "d/a.txt").read_text() == "before\n"
