@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+from collections.abc import Iterator
 
 from tests.integration.harness import Serve, role_toml
 from tests.integration.smallfs import fill
@@ -15,26 +16,32 @@ from tests.integration.smallfs import fill
 TEAM = role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
 
 
-def start_on(small_fs, short_tmp) -> Serve:
-    """A session whose workspace is on the small disk; what the test reads is not."""
+@contextlib.contextmanager
+def running_on(small_fs, short_tmp) -> Iterator[Serve]:
+    """A session whose workspace is on the small disk (what the test reads
+    is not); it must stop cleanly at the end, full disk or not."""
     work = small_fs / "work"
     work.mkdir()
     s = Serve(work, TEAM, sock=short_tmp / "s.sock")
     s.agent_log = short_tmp / "agents.jsonl"
     s.env["AGENT_LOG"] = str(s.agent_log)
     s.stderr_path = short_tmp / "serve.err"
-    return s.start()
+    s.start()
+    try:
+        yield s
+    finally:
+        code = s.stop(timeout=30)
+    assert code == 0, s.stderr()
+    s.assert_no_leftovers()
 
 
 def test_a_full_disk_refuses_delegations_then_recovers(small_fs, short_tmp):
-    s = start_on(small_fs, short_tmp)
-    work = s.workdir
-    try:
+    with running_on(small_fs, short_tmp) as s:
         s.wait_booted(["orchestrator", "coder"])
         assert s.cli("delegate", "--to", "coder", "--task", "before the disk filled"
                      ).returncode == 0
         s.wait(lambda: s.board()["T1"]["state"] == "done", 20, message="T1 done")
-        filler = work / "filler.bin"
+        filler = s.workdir / "filler.bin"
         assert fill(filler) > 0
 
         assert s.cli("ping").returncode == 0
@@ -52,34 +59,22 @@ def test_a_full_disk_refuses_delegations_then_recovers(small_fs, short_tmp):
         assert out.stdout.strip() == "delegated T2 to coder"
         s.wait(lambda: s.board()["T2"]["state"] == "done", 20, message="T2 done")
         assert s.proc.poll() is None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(work / "filler.bin")
-        code = s.stop(timeout=30)
-    assert code == 0, s.stderr()
-    s.assert_no_leftovers()
 
 
 def test_sigterm_stops_a_session_whose_disk_is_full(small_fs, short_tmp):
-    s = start_on(small_fs, short_tmp)
-    try:
+    with running_on(small_fs, short_tmp) as s:
         s.wait_booted(["orchestrator", "coder"])
         fill(s.workdir / "filler.bin")
         for _ in range(5):
             s.cli("delegate", "--to", "coder", "--task", "refused")
         assert s.cli("ping").returncode == 0
-    finally:
-        code = s.stop(timeout=30)
-    assert code == 0, s.stderr()
-    s.assert_no_leftovers()
 
 
 def test_a_checkpoint_the_disk_cannot_hold_fails_loudly_and_the_task_goes_out(
         small_fs, short_tmp):
-    s = start_on(small_fs, short_tmp)
-    work = s.workdir
     data = os.urandom(2 << 20)  # random: it does not compress, and it is stored loose
-    try:
+    with running_on(small_fs, short_tmp) as s:
+        work = s.workdir
         s.wait_booted(["orchestrator", "coder"])
         (work / "data.bin").write_bytes(data)
         filler = work / "filler.bin"
@@ -104,9 +99,3 @@ def test_a_checkpoint_the_disk_cannot_hold_fails_loudly_and_the_task_goes_out(
         assert held == data
         assert [e["event"] for e in s.events()].count("checkpoint failed") == 1
         assert s.proc.poll() is None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(work / "filler.bin")
-        code = s.stop(timeout=30)
-    assert code == 0, s.stderr()
-    s.assert_no_leftovers()

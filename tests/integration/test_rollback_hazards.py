@@ -5,6 +5,7 @@ repositories, and objects kept in another repository's store."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,24 @@ def committed_nested(repo: Path, name: str = "nested") -> Path:
     git(nested, "add", "-A")
     git(nested, "commit", "-q", "-m", "nested")
     return nested
+
+
+def checkpoint_of(repo: Path, files: dict[str, str]) -> None:
+    """``files`` written, then checkpointed as T1."""
+    for path, text in files.items():
+        write(repo, path, text)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+
+
+def assert_refused(repo: Path, blocked: str) -> None:
+    """The plan names ``blocked`` (alone) as in the way, and the rollback
+    refuses, naming it, saving and changing nothing."""
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == [blocked]
+        with pytest.raises(CheckpointError, match=f"in the way: {re.escape(blocked)}; move"):
+            store.rollback("T1")
+        assert [c.task_id for c in store.list()] == ["T1"]
 
 
 def test_the_temporary_file_sits_beside_its_target_with_a_bounded_name() -> None:
@@ -146,10 +165,7 @@ def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> N
 
 def test_content_the_rollback_cannot_read_is_in_the_way_not_overwritten(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(repo, "busy.log.txt", "before\n")
-    write(repo, "other.txt", "before\n")
-    with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
+    checkpoint_of(repo, {"busy.log.txt": "before\n", "other.txt": "before\n"})
     write(repo, "busy.log.txt", "being written\n")
     write(repo, "other.txt", "after\n")
     real = ObjectWriter.put_file
@@ -160,21 +176,15 @@ def test_content_the_rollback_cannot_read_is_in_the_way_not_overwritten(
         return real(self, path, write=write)
 
     monkeypatch.setattr(ObjectWriter, "put_file", changing)
-    with CheckpointStore(repo) as store:
-        assert store.plan_rollback("T1").conflicts == ["busy.log.txt"]
-        with pytest.raises(CheckpointError, match=r"in the way: busy\.log\.txt; move it aside"):
-            store.rollback("T1")
-        # The undo point could not have held it: nothing was changed or saved.
-        assert [c.task_id for c in store.list()] == ["T1"]
+    # The undo point could not have held it: nothing was changed or saved.
+    assert_refused(repo, "busy.log.txt")
     assert (repo / "busy.log.txt").read_text() == "being written\n"
     assert (repo / "other.txt").read_text() == "after\n"
 
 
 def test_a_directory_the_rollback_cannot_list_is_in_the_way(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(repo, "locked/a.txt", "before\n")
-    with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
+    checkpoint_of(repo, {"locked/a.txt": "before\n"})
     write(repo, "locked/a.txt", "after\n")
     write(repo, "locked/b.txt", "new\n")  # the directory changed: it is listed again
     real = walk._listing
@@ -185,38 +195,25 @@ def test_a_directory_the_rollback_cannot_list_is_in_the_way(
         return real(absdir)
 
     monkeypatch.setattr(walk, "_listing", refuse)
-    with CheckpointStore(repo) as store:
-        assert store.plan_rollback("T1").conflicts == ["locked/a.txt"]
-        with pytest.raises(CheckpointError, match=r"in the way: locked/a\.txt"):
-            store.rollback("T1")
+    assert_refused(repo, "locked/a.txt")
     assert (repo / "locked/a.txt").read_text() == "after\n"
     assert (repo / "locked/b.txt").exists()
 
 
 def test_a_directory_made_a_nested_repository_since_is_in_the_way_not_written_into(
         repo: Path) -> None:
-    write(repo, "src/a.py", "before\n")
-    with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
+    checkpoint_of(repo, {"src/a.py": "before\n"})
     git(repo / "src", "init", "-q")  # the walk no longer enters src: no undo point holds it
     write(repo, "src/a.py", "work in the new repository\n")
-    with CheckpointStore(repo) as store:
-        assert store.plan_rollback("T1").conflicts == ["src"]
-        with pytest.raises(CheckpointError, match="in the way: src; move it aside"):
-            store.rollback("T1")
+    assert_refused(repo, "src")
     assert (repo / "src/a.py").read_text() == "work in the new repository\n"
 
 
 def test_a_file_ignored_since_the_checkpoint_is_in_the_way_not_written_over(
         repo: Path) -> None:
-    write(repo, "build/x.txt", "before\n")
-    with CheckpointStore(repo) as store:
-        store.snapshot("T1", "coder", "before")
+    checkpoint_of(repo, {"build/x.txt": "before\n"})
     write(repo, ".gitignore", "build/\n")  # the undo point would leave build/ out
     write(repo, "build/x.txt", "the task's\n")
-    with CheckpointStore(repo) as store:
-        assert store.plan_rollback("T1").conflicts == ["build/x.txt"]
-        with pytest.raises(CheckpointError, match=r"in the way: build/x\.txt; move it aside"):
-            store.rollback("T1")
+    assert_refused(repo, "build/x.txt")
     assert (repo / "build/x.txt").read_text() == "the task's\n"
     assert (repo / ".gitignore").exists()
