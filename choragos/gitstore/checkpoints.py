@@ -286,7 +286,10 @@ class CheckpointStore:
         ``pre-rollback-<task>``.  Refuses (changing nothing) on conflicts;
         when the files already match, changes and saves nothing."""
         checkpoint = self._target(target)
-        with self._failures("rollback"), self._locked() as fs_now:
+        # Until the changes begin (they fail "part way", saying so), a
+        # failure leaves the files as they were: the message says that too.
+        with self._failures("rollback", then="nothing was changed"), \
+                self._locked() as fs_now:
             scan = self._scan(fs_now, write=True)
             plan, then = self._plan(checkpoint, scan)
             if plan.conflicts:
@@ -737,13 +740,14 @@ class CheckpointStore:
             os.close(fd)
 
     @contextmanager
-    def _failures(self, doing: str) -> Iterator[None]:
+    def _failures(self, doing: str, then: str = "") -> Iterator[None]:
         try:
             yield
         except (CheckpointError, NotARepository):
             raise
         except Exception as exc:  # every failure becomes a reason, never a crash
-            raise CheckpointError(f"{doing} failed: {_reason(exc)}") from exc
+            tail = f"; {then}" if then else ""
+            raise CheckpointError(f"{doing} failed: {_reason(exc)}{tail}") from exc
 
 
 # ---- helpers: repository, names, messages -------------------------------------------

@@ -116,3 +116,20 @@ def test_a_private_index_the_disk_cannot_take_costs_time_not_the_checkpoint(
     assert not strays(repo)
     with CheckpointStore(repo) as store:  # the old index still serves the next walk
         store.snapshot("T3", "coder", "again")
+
+
+def test_a_rollback_whose_undo_point_the_disk_cannot_hold_changes_nothing(
+        small_fs: Path) -> None:
+    repo = init_repo(small_fs / "repo")
+    write(repo, "notes.txt", "before\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+    write(repo, "notes.txt", "after\n")
+    write(repo, "data.bin", os.urandom(BIG))  # the undo point must store it first
+    fill(small_fs / "filler", leave=256 << 10)
+    with CheckpointStore(repo) as store, pytest.raises(CheckpointError) as failed:
+        store.rollback("T1")
+    assert str(failed.value) == ("rollback failed: cannot write to the repository's objects: "
+                                 "No space left on device; nothing was changed")
+    assert (repo / "notes.txt").read_text() == "after\n" and (repo / "data.bin").exists()
+    assert not strays(repo)
