@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from choragos.gitstore import walk
-from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _unseen
 from choragos.gitstore.objects import ChangedWhileReading, ObjectWriter
 from choragos.gitstore.treewrite import tmp_name
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
@@ -217,3 +217,13 @@ def test_a_file_ignored_since_the_checkpoint_is_in_the_way_not_written_over(
     assert_refused(repo, "build/x.txt")
     assert (repo / "build/x.txt").read_text() == "the task's\n"
     assert (repo / ".gitignore").exists()
+
+
+def test_a_case_only_rename_is_not_in_the_way(tmp_path: Path) -> None:
+    # On a case-insensitive disk Readme.md is README.md, which the plan
+    # deletes: a second name of the same file stands in for that here.
+    write(tmp_path, "README.md", "renamed\n")
+    os.link(tmp_path / "README.md", tmp_path / "Readme.md")
+    root = os.fsencode(tmp_path)
+    assert _unseen(root, [b"Readme.md"], {}, [b"README.md"]) == []
+    assert _unseen(root, [b"Readme.md"], {}, []) == [b"Readme.md"]
