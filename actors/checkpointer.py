@@ -61,8 +61,10 @@ class CheckpointerActor(Actor):
         except (CheckpointError, NotARepository, OSError) as exc:
             self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
             return
+        stats = store.last_stats
         self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
-                                        seconds=round(time.monotonic() - began, 4)))
+                                        seconds=round(time.monotonic() - began, 4),
+                                        skipped=tuple(stats.skipped) if stats else ()))
         # Sent with the snapshot, so it names every task whose snapshot was
         # asked for before (still on its way here or not) that is not settled.
         self.at_work = msg.at_work | {msg.task_id}

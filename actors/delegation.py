@@ -32,6 +32,7 @@ from choragos.session import news
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
 
+SKIPPED_LISTED = 20  # unreadable paths a checkpoint event names (and counts them all)
 
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
@@ -114,7 +115,12 @@ class Delegation:
         task = self.s.board.get(msg.task_id)
         if msg.ref:
             task = self.port.annotate(task.id, checkpoint=msg.ref)
-            self.port.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds)
+            # What it could not read is not in it: a rollback would not
+            # bring it back, so the log names it.
+            unread = ({"skipped": list(msg.skipped[:SKIPPED_LISTED]),
+                       "skipped_count": len(msg.skipped)} if msg.skipped else {})
+            self.port.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds,
+                            **unread)
         else:
             # A failed snapshot is logged and never blocks the delegation.
             self.port.event("checkpoint failed", task=task.id, error=msg.error)

@@ -289,6 +289,7 @@ class CheckpointDone:
     ref: str | None = None
     error: str | None = None
     seconds: float | None = None  # how long the snapshot took
+    skipped: tuple[str, ...] = ()  # paths it could not read, so left out
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -20,6 +21,9 @@ from choragos import statedir
 
 MAX_BYTES = 5 * 1024 * 1024
 KEEP_ROTATED = 3
+LOST_EVENT = "event log write failed"  # written once the log takes records again
+
+log = logging.getLogger(__name__)
 
 
 def log_dir(workdir: Path) -> Path:
@@ -40,13 +44,18 @@ class EventLog:
     :meth:`append` raises ``OSError`` when the record could not be written
     (a full disk, a link planted in ``.choragos/``); the caller decides what
     that means.  :meth:`write` is for records that must never take their
-    writer down: it notes the failure in ``error`` and carries on.
+    writer down: it notes the failure in ``error`` and carries on, says so
+    once in the server's log when records start being lost, and once the
+    log takes records again, writes how many were lost (``event log write
+    failed``, with ``lost``, ``first`` and ``error``) before the next one.
     """
 
     def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self.error: OSError | None = None
+        self._lost: tuple[int, str, str] | None = None  # (how many, the first, why)
+        self._lost_lock = threading.Lock()
         self._closed = False
         self._lock = threading.Lock()
         # Called with each record after it is written (the session's /metrics).
@@ -77,10 +86,36 @@ class EventLog:
     def write(self, event: str, **fields: object) -> dict:
         """:meth:`append`, but a failure is remembered instead of raised."""
         try:
+            self._tell_lost()
             return self.append(event, **fields)
         except OSError as exc:
             self.error = exc
+            self._note_lost(event, exc)
             return {"event": event, **fields}
+
+    def _note_lost(self, event: str, exc: OSError) -> None:
+        with self._lost_lock:
+            first = self._lost is None
+            count = 0 if self._lost is None else self._lost[0]
+            self._lost = (count + 1, *(self._lost[1:] if self._lost else (event, str(exc))))
+        if first:  # once, not for every record while the disk stays full
+            log.error("cannot write the event log %s (%s): events are lost until it can; "
+                      "the first lost: %s", self.path, exc, event)
+
+    def _tell_lost(self) -> None:
+        """Before the first record after an outage: how many went missing."""
+        with self._lost_lock:
+            lost, self._lost = self._lost, None
+        if lost is None:
+            return
+        try:
+            self.append(LOST_EVENT, lost=lost[0], first=lost[1], error=lost[2])
+        except OSError:
+            with self._lost_lock:  # still failing: go on counting from there
+                more = self._lost[0] if self._lost else 0
+                self._lost = (lost[0] + more, lost[1], lost[2])
+            raise
+        log.warning("the event log %s takes records again; %d were lost", self.path, lost[0])
 
     def _write_whole(self, line: bytes) -> None:
         written = 0

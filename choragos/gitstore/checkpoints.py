@@ -23,7 +23,6 @@ checkpointer before a delivery) logs it and carries on.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import re
@@ -39,8 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from choragos.gitstore.ignore import IgnoreList, RuleStack
-from choragos.gitstore.objects import ObjectWriter, remove_stale_temporaries
+from choragos.gitstore.objects import ObjectWriter, loose_blob, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
+from choragos.gitstore.treewrite import WorkTree, ancestors
 from choragos.gitstore.walk import (
     MODE_GITLINK,
     MODE_LINK,
@@ -286,7 +286,10 @@ class CheckpointStore:
         ``pre-rollback-<task>``.  Refuses (changing nothing) on conflicts;
         when the files already match, changes and saves nothing."""
         checkpoint = self._target(target)
-        with self._failures("rollback"), self._locked() as fs_now:
+        # Until the changes begin (they fail "part way", saying so), a
+        # failure leaves the files as they were: the message says that too.
+        with self._failures("rollback", then="nothing was changed"), \
+                self._locked() as fs_now:
             scan = self._scan(fs_now, write=True)
             plan, then = self._plan(checkpoint, scan)
             if plan.conflicts:
@@ -299,7 +302,14 @@ class CheckpointStore:
                                       plan.head_now)
             saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
                                  f"before rolling back to {checkpoint.name}", time.time())
-            return self._apply(plan, then, saved)
+            try:
+                return self._apply(plan, then, saved)
+            except Exception as exc:
+                # Some files may have changed already: say where the way back is.
+                raise CheckpointError(
+                    f"rollback failed part way: {_reason(exc)}; the files as they were "
+                    f"before it are saved as {saved.task_id}: `choragos rollback "
+                    f"{saved.task_id}` puts them back") from exc
 
     # ---- scanning and committing
 
@@ -380,8 +390,8 @@ class CheckpointStore:
         if scan.changed:
             # Unchanged records stay valid under the older checkpoint they name.
             records = scan.previous.replaced_by(scan.records)
-            if self._watch is None or not self._index_describes(scan.tree):
-                self._save_cache(Cache(commit.id, scan.tree, records))
+            if ((self._watch is None or not self._index_describes(scan.tree))
+                    and self._save_cache(Cache(commit.id, scan.tree, records))):
                 self._cache_ref = self.ref_prefix + name
         if not scan.stats.walked and self._own is not None:
             records = self._own[1].records  # the walk reused: still this store's own
@@ -619,12 +629,20 @@ class CheckpointStore:
                     return oid
         return None
 
-    def _save_cache(self, cache: Cache) -> None:
+    def _save_cache(self, cache: Cache) -> bool:
+        """Write the private index; False when the disk would not take it.
+        It is only a cache: the checkpoint is whole without it, and the file
+        left on disk still describes the checkpoint it names, so a full
+        disk costs the next walk time, not the checkpoint."""
         path = str(self._state / "index")
-        save_cache(path, cache)
+        try:
+            save_cache(path, cache)
+        except OSError:
+            return False
         self._cache_memo = (_signature(path), cache)
         with _SAVED_LOCK:
             _SAVED[path] = (self._cache_memo[0], cache.tree)
+        return True
 
     def _index_describes(self, tree: bytes) -> bool:
         """Whether the private index on disk is, as this process last wrote
@@ -650,6 +668,9 @@ class CheckpointStore:
         links = {p for p, v in (*now.items(), *then.items()) if v[0] == MODE_GITLINK}
         moved = sorted(p for p in links if now.get(p) != then.get(p))
         conflicts = _conflicts(os.fsencode(self.root), restore, set(delete))
+        unseen = _unseen(os.fsencode(self.root), restore, now, delete)
+        # Named once: below a path already in the way, the rest is too.
+        conflicts = sorted({*conflicts, *(p for p in unseen if not ancestors([p]) & {*conflicts})})
         plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
                             self._head(), _decode(conflicts), _decode(moved))
         return plan, then
@@ -684,26 +705,23 @@ class CheckpointStore:
 
     def _apply(self, plan: RollbackPlan, then: dict[bytes, tuple[int, bytes]],
                saved: Checkpoint) -> RollbackResult:
-        root = os.fsencode(self.root)
         restore = [os.fsencode(p) for p in plan.restore]
-        deleted = _delete(root, [os.fsencode(p) for p in plan.delete])
-        removed = _prune_dirs(root, deleted, _ancestors(restore))
-        for path in restore:
-            self._restore(root, path, *then[path])
+        with WorkTree(os.fsencode(self.root)) as tree:
+            deleted = tree.delete([os.fsencode(p) for p in plan.delete])
+            removed = tree.prune_dirs(deleted, ancestors(restore))
+            for path in restore:
+                mode, oid = then[path]
+                if mode == MODE_LINK:
+                    tree.write_link(path, self._content(oid))
+                    continue
+                pieces = loose_blob(self.objects_dir(), oid) or [self._content(oid)]
+                tree.write_file(path, pieces, executable=mode & 0o100 != 0)
         return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
                               _decode(removed), plan.head_then, self._head())
 
-    def _restore(self, root: bytes, path: bytes, mode: int, oid: bytes) -> None:
-        target = root + b"/" + path
-        _make_parents(root, path)
-        with suppress(FileNotFoundError):
-            if stat.S_ISDIR(os.lstat(target).st_mode):
-                _remove_empty_tree(target)
-        data = self._repo.object_store[oid.hex().encode()].as_raw_string()
-        if mode == MODE_LINK:
-            _write_link(target, data)
-        else:
-            _write_file(target, data, executable=mode & 0o100 != 0)
+    def _content(self, oid: bytes) -> bytes:
+        """A blob's content, read whole (a pack's, a link's: small or rare)."""
+        return self._repo.object_store[oid.hex().encode()].as_raw_string()
 
     # ---- plumbing
 
@@ -722,13 +740,14 @@ class CheckpointStore:
             os.close(fd)
 
     @contextmanager
-    def _failures(self, doing: str) -> Iterator[None]:
+    def _failures(self, doing: str, then: str = "") -> Iterator[None]:
         try:
             yield
         except (CheckpointError, NotARepository):
             raise
         except Exception as exc:  # every failure becomes a reason, never a crash
-            raise CheckpointError(f"{doing} failed: {_reason(exc)}") from exc
+            tail = f"; {then}" if then else ""
+            raise CheckpointError(f"{doing} failed: {_reason(exc)}{tail}") from exc
 
 
 # ---- helpers: repository, names, messages -------------------------------------------
@@ -744,12 +763,31 @@ def _open_repo(workdir: Path) -> Repo:
     try:
         repo = Repo.discover(str(workdir))
     except NotGitRepository:
+        if os.environ.get("GIT_DIR"):
+            raise NotARepository(_git_env_message("GIT_DIR", workdir, None)) from None
         raise NotARepository(
             f"{workdir} is not inside a git repository, so there are no checkpoints "
             "(run `git init` to have them).") from None
     if repo.bare:
+        repo.close()
         raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint.")
+    for name, ours in (("GIT_DIR", repo.controldir()), ("GIT_WORK_TREE", repo.path)):
+        theirs = os.environ.get(name)
+        if theirs and os.path.realpath(theirs) != os.path.realpath(ours):
+            repo.close()
+            raise NotARepository(_git_env_message(name, workdir, ours))
     return repo
+
+
+def _git_env_message(name: str, workdir: Path, found: str | None) -> str:
+    """Why checkpoints are off when the environment points git elsewhere:
+    git (and the agents' git) would work on one repository, checkpoints and
+    rollback on the one the directory's own ``.git`` leads to."""
+    where = (f"the repository {workdir}'s own .git leads to ({found})" if found else
+             f"a repository found through a .git in {workdir} or above, and there is none")
+    return (f"{name} is set to {os.environ[name]}, but checkpoints can only follow {where}: "
+            f"checkpoints are off, as a rollback would not restore what git here works on "
+            f"(unset {name} to have them).")
 
 
 def worktree_prefix(name: str) -> str:
@@ -827,8 +865,8 @@ def _reason(exc: BaseException) -> str:
 def _conflict_message(conflicts: list[str]) -> str:
     shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5
                                          else "")
-    return (f"rollback would overwrite ignored or untracked content in the way: {shown}; "
-            "move it aside and try again (nothing was changed)")
+    return (f"rollback would overwrite ignored, unreadable or untracked content in the way: "
+            f"{shown}; move it aside (or make it readable) and try again (nothing was changed)")
 
 
 def _read_or_empty(path: str) -> bytes:
@@ -873,34 +911,45 @@ def _check_name(name: bytes) -> None:
 
 # ---- helpers: changing the work tree ------------------------------------------------
 
-def _ancestors(paths: list[bytes]) -> set[bytes]:
-    out = set()
-    for path in paths:
-        while b"/" in path:
-            path = path.rsplit(b"/", 1)[0]
-            out.add(path)
-    return out
-
-
 def _conflicts(root: bytes, restore: list[bytes], deleting: set[bytes]) -> list[bytes]:
     """Paths that block a restore and that rollback may not remove: a file
-    or symlink where a directory must go, or a directory holding content
-    that is not being deleted (ignored files, nested repositories)."""
+    or symlink where a directory must go, a directory holding content
+    that is not being deleted (ignored files, nested repositories), or a
+    nested repository that a restored file would go into (one made since
+    the checkpoint: the walk never enters it, so the undo point does not
+    hold the file the restore would write over)."""
     found: set[bytes] = set()
     kinds: dict[bytes, str | None] = {}
     for path in restore:
-        for parent in sorted(_ancestors([path])):
+        for parent in sorted(ancestors([path])):
             if parent not in kinds:
                 kinds[parent] = _kind(root + b"/" + parent)
+                if kinds[parent] == "dir" and os.path.lexists(root + b"/" + parent + b"/.git"):
+                    kinds[parent] = "repository"
             kind = kinds[parent]
             if kind == "dir":
                 continue
+            if kind == "repository":
+                found.add(parent)
+                break
             if kind is not None and parent not in deleting:
                 found.add(parent)
             break  # nothing exists below a missing or doomed parent
         if _kind(root + b"/" + path) == "dir" and _holds_kept(root, path, deleting):
             found.add(path)
     return sorted(found)
+
+
+def _unseen(root: bytes, restore: list[bytes], now: dict, delete: list[bytes]) -> list[bytes]:
+    """What the plan would write over that its walk did not see: a file that
+    is there but that the walk left out -- ignored by the rules now in force,
+    unreadable, changed while it was read, in a directory it could not list.
+    The undo point cannot hold it, so the rollback could not be undone: it
+    is in the way like ignored content.  (A name the plan deletes that
+    differs only in case is the same file on a case-insensitive disk.)"""
+    folded = {path.lower() for path in delete}
+    return [path for path in restore if path not in now and path.lower() not in folded
+            and _kind(root + b"/" + path) == "other"]
 
 
 def _kind(path: bytes) -> str | None:
@@ -923,97 +972,6 @@ def _holds_kept(root: bytes, path: bytes, deleting: set[bytes]) -> bool:
                 elif child not in deleting:
                     return True
     return False
-
-
-def _delete(root: bytes, paths: list[bytes]) -> list[bytes]:
-    done = []
-    for path in paths:
-        target = root + b"/" + path
-        try:
-            if stat.S_ISDIR(os.lstat(target).st_mode):
-                continue  # became a directory since the plan; leave it
-            os.unlink(target)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        done.append(path)
-    return done
-
-
-def _prune_dirs(root: bytes, deleted: list[bytes], keep: set[bytes]) -> list[bytes]:
-    """Remove directories left empty by ``deleted``, deepest first."""
-    removed = []
-    for folder in sorted(_ancestors(deleted), key=lambda p: p.count(b"/"), reverse=True):
-        if folder in keep:
-            continue
-        try:
-            os.rmdir(root + b"/" + folder)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                raise
-            continue
-        removed.append(folder)
-    return removed
-
-
-def _make_parents(root: bytes, path: bytes) -> None:
-    parts = path.split(b"/")[:-1]
-    current = root
-    for part in parts:
-        current += b"/" + part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            os.mkdir(current)
-            continue
-        if not stat.S_ISDIR(mode):
-            # Only a file that the plan deletes can be here (conflicts were refused).
-            os.unlink(current)
-            os.mkdir(current)
-
-
-def _remove_empty_tree(path: bytes) -> None:
-    for folder, _dirs, _files in os.walk(path, topdown=False):
-        os.rmdir(folder)
-
-
-def _tmp_name(target: bytes) -> bytes:
-    head, _, tail = target.rpartition(b"/")
-    return b"%s/.%s.choragos-%d" % (head, tail[:64], os.getpid())
-
-
-def _write_file(target: bytes, data: bytes, *, executable: bool) -> None:
-    tmp = _tmp_name(target)
-    # The kernel applies the umask to a new file, as git checkout does.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o777 if executable else 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        with suppress(FileNotFoundError):
-            old = os.lstat(target)
-            if stat.S_ISREG(old.st_mode):
-                os.fchmod(fd, _keep_permissions(old.st_mode, executable))
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
-
-
-def _keep_permissions(mode: int, executable: bool) -> int:
-    """The file's existing permissions, with the executable bits set or
-    cleared the way git records them (readers may execute)."""
-    perms = stat.S_IMODE(mode)
-    if executable:
-        return perms | (perms & 0o444) >> 2
-    return perms & ~0o111
-
-
-def _write_link(target: bytes, data: bytes) -> None:
-    tmp = _tmp_name(target)
-    with suppress(FileNotFoundError):
-        os.unlink(tmp)
-    os.symlink(data, tmp)
-    os.replace(tmp, target)
 
 
 UNDO_PREFIX = "pre-rollback-"

@@ -20,8 +20,8 @@ import re
 import struct
 import threading
 import zlib
-from collections.abc import Callable, Iterable
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,30 @@ _TMP_NUMBERS = itertools.count()  # temporary names: tmp_obj_choragos_<pid>_<n>
 
 class ChangedWhileReading(OSError):
     """A big file changed size while it was being hashed; try again later."""
+
+
+class StoreWriteFailed(Exception):
+    """Writing into the repository's object store failed (a full disk, a
+    quota, a read-only store).  Not an ``OSError`` on purpose: a file that
+    cannot be *read* is left out of a checkpoint, but a blob that cannot be
+    *written* fails the checkpoint -- left out, the file would be missing
+    from it, and a rollback to it would delete the file."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write to the repository's objects: "
+                         f"{exc.strerror or exc}")
+        self.errno = exc.errno
+
+
+@contextmanager
+def _writing() -> Iterator[None]:
+    """Turn a failed write into the object store into :class:`StoreWriteFailed`."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, ChangedWhileReading):
+            raise
+        raise StoreWriteFailed(exc) from exc
 
 
 class _PackNames:
@@ -266,7 +290,8 @@ class ObjectWriter:
             self._held_bytes += len(item.raw)
             if self._pack is None and (len(self._held) >= _PACK_MIN_OBJECTS
                                        or self._held_bytes >= _PACK_MIN_BYTES):
-                self._pack = _PackFile(self._dir + b"/pack", next(self._tmp))
+                with _writing():
+                    self._pack = _PackFile(self._dir + b"/pack", next(self._tmp))
             pack, batch = self._pack, self._held
             if pack is None:
                 return
@@ -276,7 +301,7 @@ class ObjectWriter:
         # lock, as the others were.
         ready = [(held, held.packed if held.packed is not None else zlib.compress(held.raw, 1))
                  for held in batch]
-        with self._lock:
+        with self._lock, _writing():
             for held, packed in ready:
                 pack.add(held.sha, held.type_num, len(held.raw), packed)
 
@@ -312,23 +337,28 @@ class ObjectWriter:
         os.lseek(fd, 0, os.SEEK_SET)
         digest = hashlib.sha1(header)
         compressor = zlib.compressobj(1)
-        tmp, out = self._open_tmp(sha)
+        with _writing():
+            tmp, out = self._open_tmp(sha)
         try:
-            _write_all(out, compressor.compress(header))
+            with _writing():
+                _write_all(out, compressor.compress(header))
 
             def take(chunk: bytes) -> None:
                 digest.update(chunk)
-                _write_all(out, compressor.compress(chunk))
+                with _writing():
+                    _write_all(out, compressor.compress(chunk))
 
-            _feed(fd, size, take)
-            _write_all(out, compressor.flush())
+            _feed(fd, size, take)  # a read that fails stays an OSError
+            with _writing():
+                _write_all(out, compressor.flush())
         except BaseException:
             os.close(out)
             os.unlink(tmp)
             raise
         os.close(out)
         sha = digest.digest()
-        self._finish(tmp, sha)
+        with _writing():
+            self._finish(tmp, sha)
         return sha
 
     def _loose_path(self, sha: bytes) -> bytes:
@@ -356,16 +386,19 @@ class ObjectWriter:
             self.written += 1
 
     def _store(self, sha: bytes, parts: Iterable[bytes]) -> None:
-        tmp, fd = self._open_tmp(sha)
+        with _writing():
+            tmp, fd = self._open_tmp(sha)
         try:
-            for part in parts:
-                _write_all(fd, part)
+            with _writing():
+                for part in parts:
+                    _write_all(fd, part)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)
             raise
         os.close(fd)
-        self._finish(tmp, sha)
+        with _writing():
+            self._finish(tmp, sha)
 
 
 def _load_packs(pack_dir: Path) -> list[_PackNames]:
@@ -375,6 +408,62 @@ def _load_packs(pack_dir: Path) -> list[_PackNames]:
             with suppress(OSError, ValueError):
                 packs.append(_PackNames(idx))
     return packs
+
+
+def loose_blob(objects_dir: str | bytes, sha: bytes) -> Iterator[bytes] | None:
+    """The content of blob ``sha`` in pieces of at most 1 MB, read from its
+    loose object and never held whole (a rollback of a file of gigabytes
+    held it three times over); None when no loose copy is here (a pack or
+    another store holds it).  Raises ``ValueError`` at the end when the
+    object is not the blob it is named for, before a caller puts it in
+    place."""
+    hexsha = sha.hex().encode()
+    try:
+        fd = os.open(b"%s/%s/%s" % (os.fsencode(objects_dir), hexsha[:2], hexsha[2:]),
+                     os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    return _blob_pieces(fd, sha)
+
+
+def _blob_pieces(fd: int, sha: bytes) -> Iterator[bytes]:
+    digest = hashlib.sha1()
+    head, size, seen = b"", -1, 0
+    try:
+        for piece in _inflate(fd):
+            digest.update(piece)
+            if size < 0:  # the header, "blob <size>\0", comes first
+                head += piece
+                kind, nul, piece = head.partition(b"\0")
+                if not nul:
+                    continue
+                if not kind.startswith(b"blob ") or not kind[5:].isdigit():
+                    raise ValueError(f"object {sha.hex()} is not a blob")
+                size = int(kind[5:])
+            seen += len(piece)
+            if piece:
+                yield piece
+    finally:
+        os.close(fd)
+    if seen != size or digest.digest() != sha:
+        raise ValueError(f"object {sha.hex()} is damaged")
+
+
+def _inflate(fd: int) -> Iterator[bytes]:
+    """What the zlib stream of ``fd`` holds, in bounded pieces (a megabyte
+    of zeros compressed is a kilobyte)."""
+    inflate = zlib.decompressobj()
+    while not inflate.eof:
+        data = os.read(fd, _CHUNK)
+        if not data:
+            raise ValueError("a loose object ends short")
+        while True:
+            out = inflate.decompress(data, _CHUNK)
+            if out:
+                yield out
+            data = inflate.unconsumed_tail
+            if inflate.eof or (not data and len(out) < _CHUNK):
+                break
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -27,6 +27,7 @@ changed in.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 import operator
@@ -307,9 +308,14 @@ def save_cache(path: str, cache: Cache) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)
-    with open(fd, "wb") as f:
-        f.write(_CACHE_MAGIC + hashlib.sha1(body).digest() + body)
-    os.replace(tmp, path)
+    try:
+        with open(fd, "wb") as f:
+            f.write(_CACHE_MAGIC + hashlib.sha1(body).digest() + body)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # a full disk: no torn temporary left
+            os.unlink(tmp)
+        raise
 
 
 # ---- the walk -----------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 from tests.integration.gitrepo import init_repo
 from tests.integration.harness import Serve
+from tests.integration.smallfs import small_fs  # noqa: F401 - a fixture for the tests here
 
 
 @pytest.fixture

@@ -155,8 +155,8 @@ def test_many_things_in_the_way_are_named_five_at_a_time(repo: Path, count: int,
         with pytest.raises(CheckpointError) as refused:
             store.rollback("T1")
     assert str(refused.value) == (
-        f"rollback would overwrite ignored or untracked content in the way: {shown}; "
-        "move it aside and try again (nothing was changed)")
+        f"rollback would overwrite ignored, unreadable or untracked content in the way: "
+        f"{shown}; move it aside (or make it readable) and try again (nothing was changed)")
 
 
 def test_a_directory_holding_only_what_rollback_deletes_is_not_in_the_way(repo: Path) -> None:

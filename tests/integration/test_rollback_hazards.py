@@ -5,11 +5,15 @@ repositories, and objects kept in another repository's store."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _tmp_name
+from choragos.gitstore import walk
+from choragos.gitstore.checkpoints import CheckpointError, CheckpointStore, _unseen
+from choragos.gitstore.objects import ChangedWhileReading, ObjectWriter
+from choragos.gitstore.treewrite import tmp_name
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     git,
     init_repo,
@@ -28,11 +32,29 @@ def committed_nested(repo: Path, name: str = "nested") -> Path:
     return nested
 
 
+def checkpoint_of(repo: Path, files: dict[str, str]) -> None:
+    """``files`` written, then checkpointed as T1."""
+    for path, text in files.items():
+        write(repo, path, text)
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+
+
+def assert_refused(repo: Path, blocked: str) -> None:
+    """The plan names ``blocked`` (alone) as in the way, and the rollback
+    refuses, naming it, saving and changing nothing."""
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback("T1").conflicts == [blocked]
+        with pytest.raises(CheckpointError, match=f"in the way: {re.escape(blocked)}; move"):
+            store.rollback("T1")
+        assert [c.task_id for c in store.list()] == ["T1"]
+
+
 def test_the_temporary_file_sits_beside_its_target_with_a_bounded_name() -> None:
     pid = os.getpid()
-    assert _tmp_name(b"/r/a/b.txt") == b"/r/a/.b.txt.choragos-%d" % pid
+    assert tmp_name(b"b.txt") == b".b.txt.choragos-%d" % pid
     long = b"n" * 200  # a name near the 255-byte limit must leave room for the suffix
-    assert _tmp_name(b"/r/" + long) == b"/r/." + b"n" * 64 + b".choragos-%d" % pid
+    assert tmp_name(long) == b"." + b"n" * 64 + b".choragos-%d" % pid
 
 
 def test_a_link_planted_at_the_temporary_name_is_not_written_through(
@@ -139,3 +161,69 @@ def test_a_rollback_restores_content_kept_in_a_shared_store(tmp_path: Path) -> N
         write(clone, "a.txt", "changed\n")
         store.rollback("T1")
     assert (clone / "a.txt").read_text() == "from upstream\n"
+
+
+def test_content_the_rollback_cannot_read_is_in_the_way_not_overwritten(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpoint_of(repo, {"busy.log.txt": "before\n", "other.txt": "before\n"})
+    write(repo, "busy.log.txt", "being written\n")
+    write(repo, "other.txt", "after\n")
+    real = ObjectWriter.put_file
+
+    def changing(self: ObjectWriter, path: bytes, *, write: bool = True) -> bytes:
+        if path.endswith(b"busy.log.txt"):  # a file written while it is read
+            raise ChangedWhileReading("file grew while it was being read")
+        return real(self, path, write=write)
+
+    monkeypatch.setattr(ObjectWriter, "put_file", changing)
+    # The undo point could not have held it: nothing was changed or saved.
+    assert_refused(repo, "busy.log.txt")
+    assert (repo / "busy.log.txt").read_text() == "being written\n"
+    assert (repo / "other.txt").read_text() == "after\n"
+
+
+def test_a_directory_the_rollback_cannot_list_is_in_the_way(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpoint_of(repo, {"locked/a.txt": "before\n"})
+    write(repo, "locked/a.txt", "after\n")
+    write(repo, "locked/b.txt", "new\n")  # the directory changed: it is listed again
+    real = walk._listing
+
+    def refuse(absdir: bytes) -> tuple:
+        if absdir.endswith(b"/locked/"):  # what a 0o300 directory does to a non-root user
+            raise PermissionError(13, "Permission denied", os.fsdecode(absdir))
+        return real(absdir)
+
+    monkeypatch.setattr(walk, "_listing", refuse)
+    assert_refused(repo, "locked/a.txt")
+    assert (repo / "locked/a.txt").read_text() == "after\n"
+    assert (repo / "locked/b.txt").exists()
+
+
+def test_a_directory_made_a_nested_repository_since_is_in_the_way_not_written_into(
+        repo: Path) -> None:
+    checkpoint_of(repo, {"src/a.py": "before\n"})
+    git(repo / "src", "init", "-q")  # the walk no longer enters src: no undo point holds it
+    write(repo, "src/a.py", "work in the new repository\n")
+    assert_refused(repo, "src")
+    assert (repo / "src/a.py").read_text() == "work in the new repository\n"
+
+
+def test_a_file_ignored_since_the_checkpoint_is_in_the_way_not_written_over(
+        repo: Path) -> None:
+    checkpoint_of(repo, {"build/x.txt": "before\n"})
+    write(repo, ".gitignore", "build/\n")  # the undo point would leave build/ out
+    write(repo, "build/x.txt", "the task's\n")
+    assert_refused(repo, "build/x.txt")
+    assert (repo / "build/x.txt").read_text() == "the task's\n"
+    assert (repo / ".gitignore").exists()
+
+
+def test_a_case_only_rename_is_not_in_the_way(tmp_path: Path) -> None:
+    # On a case-insensitive disk Readme.md is README.md, which the plan
+    # deletes: a second name of the same file stands in for that here.
+    write(tmp_path, "README.md", "renamed\n")
+    os.link(tmp_path / "README.md", tmp_path / "Readme.md")
+    root = os.fsencode(tmp_path)
+    assert _unseen(root, [b"Readme.md"], {}, [b"README.md"]) == []
+    assert _unseen(root, [b"Readme.md"], {}, []) == [b"Readme.md"]
