@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +20,14 @@ import pytest
 for _name in list(os.environ):
     if _name.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "GEMINI_", "CHORAGOS_")):
         del os.environ[_name]
+
+# A verb that finds no session for its directory falls back to the one
+# session running for the user.  The suite gets a runtime directory of its
+# own (each xdist worker one), so a test never finds the user's sessions or
+# those of another run of the suite on the same machine.
+_RUNTIME = tempfile.mkdtemp(prefix="chg-rt-", dir="/tmp")
+os.environ["XDG_RUNTIME_DIR"] = _RUNTIME
+atexit.register(shutil.rmtree, _RUNTIME, True)
 
 # A run started with SIGINT ignored (a background job of a script, nohup)
 # passes that on to every child it starts, and the tests that interrupt one

@@ -436,7 +436,8 @@ def test_cli_as_a_real_subprocess(tmp_path):
     assert done.stdout.startswith("run ") and "1 task never reported work-done" in done.stdout
     missing = subprocess.run([sys.executable, "-m", "choragos", "report"],
                              cwd=tmp_path, capture_output=True, text=True, timeout=30,
-                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                  "XDG_RUNTIME_DIR": str(tmp_path)})
     assert missing.returncode == 1 and "no event log" in missing.stderr
 
 
