@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from choragos.actors.judging import JudgeLoop, Judging
     from choragos.actors.limitflow import LimitFlow
     from choragos.actors.mergeflow import MergeFlow
+    from choragos.actors.outages import HostOutages
     from choragos.actors.resume import Resume
     from choragos.actors.rollbackcmd import RollbackCommand
     from choragos.actors.timeouts import Timeouts
@@ -174,6 +175,7 @@ class CoreActor(Actor):
         budgets: BudgetFlow
         limits: LimitFlow
         admission: Admission
+        outages: HostOutages
         fresh: FreshContexts
         merges: MergeFlow
         holds: Holds
@@ -582,6 +584,14 @@ class CoreActor(Actor):
     @handle.register(MemoryCheck)
     def _read_memory(self, msg: MemoryCheck) -> None:
         self.admission.memory_check(msg)
+
+    @handle.register(m.HostHeld)
+    def _held_for_host(self, msg: m.HostHeld) -> None:
+        self.outages.held(msg)
+
+    @handle.register(m.HostBack)
+    def _host_back(self, msg: m.HostBack) -> None:
+        self.outages.back(msg)
 
     def fail_task(self, task: Task, reason: str) -> None:
         self.timeouts.stop(task.id)

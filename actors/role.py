@@ -43,6 +43,7 @@ from choragos.terminal.ptyproc import SpawnError
 from choragos.terminal.restartpolicy import ExitStatus, decide
 
 if TYPE_CHECKING:
+    from choragos.actors.hostwait import HostWait
     from choragos.remote.seat import RemoteRole
     from choragos.terminal.emulator import Terminal
     from choragos.terminal.transcript import Transcript
@@ -114,6 +115,7 @@ class RoleState:
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
+    host_held: Any = None  # its host does not answer: the hold (actors/hostwait.py)
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
     enter_floor: float = 0.0  # the text-to-Enter floor learned from lines that took two
     tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
@@ -204,6 +206,7 @@ class RoleActor(Actor):
                            self._publish)
         self.boot = Boot(state, host.now, timers, self_handle, self.typist, core.tell,
                          self._set_status, self._screen_status, self._publish)
+        self._host_wait: HostWait | None = None  # made with a remote role's first exit
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -286,6 +289,8 @@ class RoleActor(Actor):
         s.left_in_input = None  # that process's input went with it
         s.limited_until = None  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
+        if s.host_held is not None:
+            self.host_wait.started()
         self.boot.arm()
         self.watch.arm_stall_check(gen)
 
@@ -296,7 +301,7 @@ class RoleActor(Actor):
         try:
             self.s.seat.prepare()
         except SeatError as exc:
-            self._exited(m.Exited(self.s.gen, ExitStatus(code=255, cause=str(exc))))
+            self._exited(m.Exited(self.s.gen, ExitStatus(code=255, cause=str(exc)), exc.kind))
             return False
         return True
 
@@ -474,6 +479,7 @@ class RoleActor(Actor):
         if msg.gen != s.gen:
             return
         lost = s.seat is not None and s.seat.lost(msg.status)
+        kind = self.host_wait.kind_of(msg) if s.seat is not None else ""
         if s.seat is not None:
             msg = m.Exited(msg.gen, s.seat.explain(msg.status))
             s.seat.after_exit()
@@ -486,6 +492,9 @@ class RoleActor(Actor):
             # A lost connection took the agent that read it: the next one types it afresh.
             self.typist.abandon(f"{s.spec.name} exited ({msg.status.describe()})",
                                 submitted=s.typing.enters > 0 and not lost)
+        if kind:
+            self._held_for_host(msg.status, kind)
+            return
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:
@@ -498,6 +507,31 @@ class RoleActor(Actor):
         self._publish()
         self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
                                     decision.reason, redeliver=lost))
+
+    @property
+    def host_wait(self) -> HostWait:
+        """A remote role's hold through its host's outages (its module loaded then)."""
+        if self._host_wait is None:
+            from choragos.actors.hostwait import HostWait
+
+            self._host_wait = HostWait(self.s, self.timers, self.me, self.core.tell,
+                                       self._publish)
+        return self._host_wait
+
+    def _held_for_host(self, status: ExitStatus, kind: str) -> None:
+        """Its host did not answer: held, its crash budget untouched; the core
+        hears of the exit once, and redelivers its task when it is back."""
+        if self.host_wait.hold(status, kind):
+            self.core.tell(m.RoleExited(self.s.spec.name, status, True, self.s.detail,
+                                        redeliver=True))
+
+    @handle.register(m.ProbeDue)
+    def _probe_due(self, msg: m.ProbeDue) -> None:
+        self.host_wait.due(msg)
+
+    @handle.register(m.Probed)
+    def _probed(self, msg: m.Probed) -> None:
+        self.host_wait.probed(msg)
 
     @handle.register(m.Restart)
     def _restart(self, msg: m.Restart) -> None:
