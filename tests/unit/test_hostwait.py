@@ -49,7 +49,7 @@ LOST = ExitStatus(code=255, cause="the connection to box (me@box) was lost")
 
 
 def test_an_unreachable_host_holds_the_role_once_per_outage_and_probes_it():
-    wait, state, core, me, timers = _wait()
+    wait, state, core, _me, timers = _wait()
     assert wait.kind_of(m.Exited(1, LOST)) == reach.UNREACHABLE
     assert wait.hold(LOST, reach.UNREACHABLE) is True  # the core hears of this exit
     [held] = core.told
@@ -83,7 +83,7 @@ def test_the_host_answering_starts_the_role_and_ends_the_hold():
 
 
 def test_a_refused_login_is_held_without_a_probe():
-    wait, state, core, me, timers = _wait()
+    wait, state, core, _me, timers = _wait()
     refused = ExitStatus(code=255, cause="cannot reach box (me@box): me@box: Permission "
                          "denied (publickey).")
     wait.hold(refused, reach.REFUSED)
