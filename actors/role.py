@@ -487,7 +487,8 @@ class RoleActor(Actor):
         s.transcript.flush_screen(s.terminal.whole_display(), s.terminal.cols)
         if s.child is not None:
             s.child.close()
-        self._set_status(RoleStatus.EXITED, msg.status.describe())
+        if s.status is not RoleStatus.FAILED:  # a failed role's restart that failed to start
+            self._set_status(RoleStatus.EXITED, msg.status.describe())
         if s.typing is not None:  # after EXITED: the core then requeues it, unless submitted
             # A lost connection took the agent that read it: the next one types it afresh.
             self.typist.abandon(f"{s.spec.name} exited ({msg.status.describe()})",

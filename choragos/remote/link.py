@@ -176,7 +176,13 @@ class HostLink:
             if self._closed:
                 return reach.Probe(reach.UNREACHABLE, "the session is stopping",
                                    time.monotonic())
-            self._probe_process = process = self.ssh.probe()
+            try:
+                self._probe_process = process = self.ssh.probe()
+            except OSError as exc:  # no ssh here: said on the card, probed again later
+                found = reach.Probe(reach.UNREACHABLE, f"cannot run ssh: {exc.strerror or exc}",
+                                    time.monotonic())
+                self.reach.probed(found)
+                return found
             try:
                 _, said = process.communicate(timeout=PROBE_TIMEOUT)
                 said = said.decode("utf-8", "replace")
