@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from choragos.actors.coreport import CorePort
+from choragos.actors.coreport import CorePort, note_waits
 from choragos.actors.hostwait import said
 from choragos.actors.messages import (
     HOST_MARK,
@@ -25,7 +25,6 @@ from choragos.actors.messages import (
     HostBack,
     HostHeld,
 )
-from choragos.board.tasks import TaskState
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
@@ -66,8 +65,4 @@ class HostOutages:
 
     def _note(self, role: str, note: str) -> None:
         """The board says why the role's tasks wait; the note goes with the hold."""
-        for task in self.s.board.open_for(role):
-            if task.state is TaskState.GATED or task.note == note:
-                continue
-            if note or task.note.startswith(HOST_NOTE):
-                self.port.annotate(task.id, note=note)
+        note_waits(self.port, self.s.board.open_for(role), note, HOST_NOTE)

@@ -8,12 +8,11 @@ its return the same sshd started again on the same port.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from tests.integration.harness import Serve
-from tests.remote.conftest import remote_role
+from tests.remote.conftest import kill_master, remote_role
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -75,11 +74,7 @@ def test_a_login_the_host_turns_away_is_held_not_probed_until_a_restart(
     keys.write_text("")
     try:
         # The connection drops: the next one is turned away at the login.
-        control = s.sock.with_name(f"{s.sock.stem}.box.ssh")
-        masters = subprocess.run(["pgrep", "-f", f"{control} -M"],
-                                 capture_output=True, text=True).stdout.split()
-        assert len(masters) == 1, masters
-        subprocess.run(["kill", "-9", masters[0]], check=True)
+        kill_master(s)
         lost, held = s.wait(lambda: _held(s, "coder")[1:] and _held(s, "coder"), 60,
                             message="coder held, then refused")
         assert lost["reason"] == "host unreachable", lost
