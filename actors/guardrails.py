@@ -141,7 +141,7 @@ class Guardrails:
         if msg.reason == "restarted on request":
             return  # the operator asked for it; nothing to alarm about
         if msg.reason.startswith(m.HOST_MARK):
-            return  # held for its host: the outage's own noise, once (actors/outages.py)
+            return  # held for its host: the outage's own noise, once (actors/roleexits.py)
         then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
         log.warning("%s exited (%s); %s", msg.role, status, then)
         self.port.ring("on_exit", msg.role, status,

@@ -4,7 +4,7 @@ When a remote seat ends because its host did not answer (the connection
 dropped, ssh could not connect), the role is not restarted under its
 crash budget: it is *held*.  Its status stays ``exited`` with the reason
 on its card (``held: host unreachable: gpu (me@gpu-box): ...; next try at
-...``), the core is told (:mod:`choragos.actors.outages`) and the host is
+...``), the core is told (:mod:`choragos.actors.roleexits`) and the host is
 probed with back-off, one cheap connection and no agent, on a thread of
 its own so the actor keeps answering.  The probes of the roles on one host
 are shared (:class:`~choragos.remote.reach.Reach`).  When the host answers,
@@ -85,18 +85,19 @@ class HostWait:
             return reach.ANSWERED  # a role nothing restarts is not held either
         return msg.kind or s.seat.fault(msg.status)
 
-    def hold(self, status: ExitStatus, kind: str) -> bool:
-        """Hold the role; True if it was running until now (not a start the
-        hold tried), so the core must hear of the exit."""
+    def hold(self, status: ExitStatus, kind: str) -> None:
+        """Hold the role, its crash budget untouched.  The core hears of the
+        exit once, when the role was running until now (not for a start the
+        hold tried), and types its task again when it is back."""
         s = self.s
-        link = s.seat.link
         why = status.cause or status.describe()
-        outage = link.reach.lost(kind, _short(why))
+        outage = s.seat.link.reach.lost(kind, _short(why))
         first = self.held is None
         if first:
             self.held = Held(outage, time.monotonic())
         self._held_now(outage)
-        return first
+        if first:
+            self.tell_core(m.RoleExited(s.spec.name, status, True, s.detail, redeliver=True))
 
     def _held_now(self, outage: reach.Outage) -> None:
         held = self.held
@@ -113,6 +114,13 @@ class HostWait:
         s.detail = said(news)
         self.publish()
         self.tell_core(news)
+
+    def heard(self, msg: ProbeDue | Probed) -> None:
+        """The timers' round, or what its probe found."""
+        if isinstance(msg, ProbeDue):
+            self.due(msg)
+        else:
+            self.probed(msg)
 
     def due(self, msg: ProbeDue) -> None:
         """Probe the host, on a thread: the actor answers meanwhile."""

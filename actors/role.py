@@ -43,7 +43,6 @@ from choragos.terminal.ptyproc import SpawnError
 from choragos.terminal.restartpolicy import ExitStatus, decide
 
 if TYPE_CHECKING:
-    from choragos.actors.hostwait import HostWait
     from choragos.remote.seat import RemoteRole
     from choragos.terminal.emulator import Terminal
     from choragos.terminal.transcript import Transcript
@@ -206,7 +205,9 @@ class RoleActor(Actor):
                            self._publish)
         self.boot = Boot(state, host.now, timers, self_handle, self.typist, core.tell,
                          self._set_status, self._screen_status, self._publish)
-        self._host_wait: HostWait | None = None  # made with a remote role's first exit
+        if state.seat is not None:  # held through its host's outages (actors/hostwait.py)
+            from choragos.actors.hostwait import HostWait
+            self.host_wait = HostWait(state, timers, self_handle, core.tell, self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -494,7 +495,7 @@ class RoleActor(Actor):
             self.typist.abandon(f"{s.spec.name} exited ({msg.status.describe()})",
                                 submitted=s.typing.enters > 0 and not lost)
         if kind:
-            self._held_for_host(msg.status, kind)
+            self.host_wait.hold(msg.status, kind)
             return
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
@@ -509,30 +510,9 @@ class RoleActor(Actor):
         self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
                                     decision.reason, redeliver=lost))
 
-    @property
-    def host_wait(self) -> HostWait:
-        """A remote role's hold through its host's outages (its module loaded then)."""
-        if self._host_wait is None:
-            from choragos.actors.hostwait import HostWait
-
-            self._host_wait = HostWait(self.s, self.timers, self.me, self.core.tell,
-                                       self._publish)
-        return self._host_wait
-
-    def _held_for_host(self, status: ExitStatus, kind: str) -> None:
-        """Its host did not answer: held, its crash budget untouched; the core
-        hears of the exit once, and redelivers its task when it is back."""
-        if self.host_wait.hold(status, kind):
-            self.core.tell(m.RoleExited(self.s.spec.name, status, True, self.s.detail,
-                                        redeliver=True))
-
-    @handle.register(m.ProbeDue)
-    def _probe_due(self, msg: m.ProbeDue) -> None:
-        self.host_wait.due(msg)
-
-    @handle.register(m.Probed)
-    def _probed(self, msg: m.Probed) -> None:
-        self.host_wait.probed(msg)
+    @handle.register(m.ProbeDue | m.Probed)
+    def _host_probe(self, msg: m.ProbeDue | m.Probed) -> None:
+        self.host_wait.heard(msg)
 
     @handle.register(m.Restart)
     def _restart(self, msg: m.Restart) -> None:

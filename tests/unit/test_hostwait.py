@@ -51,8 +51,10 @@ LOST = ExitStatus(code=255, cause="the connection to box (me@box) was lost")
 def test_an_unreachable_host_holds_the_role_once_per_outage_and_probes_it():
     wait, state, core, _me, timers = _wait()
     assert wait.kind_of(m.Exited(1, LOST)) == reach.UNREACHABLE
-    assert wait.hold(LOST, reach.UNREACHABLE) is True  # the core hears of this exit
-    [held] = core.told
+    wait.hold(LOST, reach.UNREACHABLE)
+    held, exited = core.told  # the hold, and the exit (its task typed again when back)
+    assert exited == m.RoleExited("coder", LOST, True, state.detail, redeliver=True)
+    core.told.remove(exited)
     assert held.new and not held.refused and held.why == "the connection was lost"
     assert state.detail.startswith("held: host unreachable: box (me@box): the connection")
     assert "next try at" in state.detail
@@ -60,12 +62,12 @@ def test_an_unreachable_host_holds_the_role_once_per_outage_and_probes_it():
     assert 0 < delay <= reach.FIRST_DELAY and isinstance(due, m.ProbeDue)
     # The probe found nothing: still held, probed later, nothing said again.
     state.seat.link.reach.probed(Probe(reach.UNREACHABLE, "Connection refused", due.due))
-    wait.probed(m.Probed(due.token, Probe(reach.UNREACHABLE, "Connection refused", due.due)))
+    wait.heard(m.Probed(due.token, Probe(reach.UNREACHABLE, "Connection refused", due.due)))
     assert [msg.new for msg in core.told] == [True, False]
     assert len(timers.set) == 2 and timers.set[1][1].token != due.token
     # A start the hold tried that failed too: no second exit for the core.
-    assert wait.hold(ExitStatus(code=255, cause="cannot reach box (me@box): Connection "
-                                "refused"), reach.UNREACHABLE) is False
+    wait.hold(ExitStatus(code=255, cause="cannot reach box (me@box): Connection refused"),
+              reach.UNREACHABLE)
     assert [msg.new for msg in core.told] == [True, False, False]
 
 
@@ -73,9 +75,9 @@ def test_the_host_answering_starts_the_role_and_ends_the_hold():
     wait, state, core, me, timers = _wait()
     wait.hold(LOST, reach.UNREACHABLE)
     due = timers.set[0][1]
-    wait.probed(m.Probed(due.token - 1, Probe(reach.ANSWERED, "", 1.0)))
+    wait.heard(m.Probed(due.token - 1, Probe(reach.ANSWERED, "", 1.0)))
     assert me.told == []  # a stale round's answer starts nothing
-    wait.probed(m.Probed(due.token, Probe(reach.ANSWERED, "", 1.0)))
+    wait.heard(m.Probed(due.token, Probe(reach.ANSWERED, "", 1.0)))
     assert me.told == [m.Spawn()]
     wait.started()
     assert isinstance(core.told[-1], m.HostBack) and state.host_held is None
@@ -87,7 +89,7 @@ def test_a_refused_login_is_held_without_a_probe():
     refused = ExitStatus(code=255, cause="cannot reach box (me@box): me@box: Permission "
                          "denied (publickey).")
     wait.hold(refused, reach.REFUSED)
-    [held] = core.told
+    held, _ = core.told
     assert held.refused and held.new and held.next_try == ""
     assert "fix the login, then `choragos restart coder`" in state.detail
     assert timers.set == []

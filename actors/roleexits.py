@@ -1,6 +1,12 @@
-"""Host outages, the core's side (the role's is :mod:`choragos.actors.hostwait`).
+"""What becomes of an exited role's work, and of a remote role held for its host.
 
-A remote role whose host stopped answering is held by its actor, not
+When a role's process exits (:meth:`RoleExits.work_of`), the tasks it was
+working on are failed and the orchestrator told, unless the role comes back
+and its agent was only out of reach (a remote seat's connection dropped):
+then the task is typed again into the next agent.
+
+Host outages, the core's side (the role's is :mod:`choragos.actors.hostwait`):
+a remote role whose host stopped answering is held by its actor, not
 restarted under its crash budget; it says so here with :class:`HostHeld`.
 The core makes the hold seen as it does a memory hold: a mark on the card
 and in ``status`` (``held: host``), a note on the tasks that wait for it,
@@ -15,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort, note_waits
 from choragos.actors.hostwait import said
 from choragos.actors.messages import (
@@ -25,6 +32,8 @@ from choragos.actors.messages import (
     HostBack,
     HostHeld,
 )
+from choragos.board.tasks import TaskState
+from choragos.roles import briefs
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
@@ -32,11 +41,35 @@ if TYPE_CHECKING:
 log = logging.getLogger("choragos.remote")
 
 
-class HostOutages:
-    """A policy of the core: the marks, notes and noise of held remote roles."""
+class RoleExits:
+    """A policy of the core: an exited role's tasks, and the marks, notes and
+    noise of remote roles held for their hosts."""
 
     def __init__(self, port: CorePort, s: CoreState) -> None:
         self.port, self.s = port, s
+
+    def work_of(self, msg: m.RoleExited) -> None:
+        """The tasks ``msg.role`` was working on: failed, or typed again."""
+        if msg.role not in self.s.seats or msg.role == self.s.start_role:
+            return  # the start role's reports wait in its queue for the next orchestrator
+        for task in self.s.board.open_for(msg.role):
+            if task.state not in (TaskState.DELIVERED, TaskState.TIMED_OUT):
+                continue
+            if msg.redeliver and msg.restarting:
+                self.port.event("task redelivered", task=task.id, role=msg.role,
+                                reason=msg.status.describe())
+                self.port.enqueue(task.role, briefs.task_line(
+                    task, f".choragos/tasks/{task.id}.md"), "task", task.id, front=True)
+            else:
+                self.port.fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
+                                          f"before reporting work-done")
+
+    def outage(self, msg: HostHeld | HostBack) -> None:
+        """A role actor's word about its host's outage."""
+        if isinstance(msg, HostHeld):
+            self.held(msg)
+        else:
+            self.back(msg)
 
     def held(self, msg: HostHeld) -> None:
         self.port.mark(msg.role, HOST_MARK, True)
