@@ -30,8 +30,10 @@ def _held(s: Serve, role: str) -> list[dict]:
 def test_an_outage_holds_the_role_and_its_task_is_done_when_the_host_is_back(
         remote_session, ssh_server):
     s = remote_session(remote_role(ssh_server, "coder", "--worker", "--work", "6", "--cli",
-                                   "choragos", restart="on-failure"))
-    s.wait_booted(["orchestrator", "coder"], timeout=60)
+                                   "choragos", restart="on-failure")
+                       + remote_role(ssh_server, "helper", "--worker", "--cli", "choragos",
+                                     restart="always"))
+    s.wait_booted(["orchestrator", "coder", "helper"], timeout=60)
     assert s.cli("delegate", "--to", "coder", "--task", "through the outage").returncode == 0
     s.wait(lambda: any("T1.md" in line for line in s.submitted("coder")), 30,
            message="the task typed into the agent there")
@@ -39,6 +41,7 @@ def test_an_outage_holds_the_role_and_its_task_is_done_when_the_host_is_back(
     try:
         [held] = s.wait(lambda: _held(s, "coder"), 60, message="coder held")
         assert held["reason"] == "host unreachable" and "box" in held["host"], held
+        s.wait(lambda: _held(s, "helper"), 60, message="helper held too")
         role = _role(s, "coder")
         assert role["state"] == "exited" and "held: host" in role["marks"], role
         assert role["detail"].startswith("held: host unreachable: box"), role
@@ -47,19 +50,23 @@ def test_an_outage_holds_the_role_and_its_task_is_done_when_the_host_is_back(
         # Probed again (the next try moved on): still one outage, one event.
         s.wait(lambda: _role(s, "coder")["detail"] != first, 30,
                message="a second probe of the host")
-        assert len(_held(s, "coder")) == 1
-        role = _role(s, "coder")
-        assert role["restarts"] == 0 and role["state"] == "exited", role
+        assert len(_held(s, "coder")) == 1 and len(_held(s, "helper")) == 1
+        for name in ("coder", "helper"):
+            role = _role(s, name)
+            assert role["restarts"] == 0 and role["state"] == "exited", role
         assert s.board()["T1"]["state"] == "delivered"
         assert not [e for e in s.events() if e["event"] == "task failed"]
     finally:
         ssh_server.again()
     back = s.wait_event(lambda e: e["event"] == "host answered" and e["role"] == "coder", 60)
     assert back["lasted"] > 0, back
+    s.wait_event(lambda e: e["event"] == "host answered" and e["role"] == "helper", 60)
     s.wait(lambda: s.board()["T1"]["state"] == "done", 90, message="T1 done after the outage")
     role = _role(s, "coder")
     assert role["restarts"] == 0 and "held: host" not in role["marks"], role
-    assert len(_held(s, "coder")) == 1
+    assert len(_held(s, "coder")) == 1 and len(_held(s, "helper")) == 1
+    assert s.cli("delegate", "--to", "helper", "--task", "after the outage").returncode == 0
+    s.wait(lambda: s.board()["T2"]["state"] == "done", 60, message="T2 done by helper")
     typed = [line for line in s.submitted("coder") if "T1.md" in line]
     assert len(typed) == 2, typed  # once before the outage, once to the agent after it
 
