@@ -8,6 +8,7 @@ its return the same sshd started again on the same port.
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -98,3 +99,20 @@ def test_a_login_the_host_turns_away_is_held_not_probed_until_a_restart(
     assert len(_held(s, "coder")) == 2
     assert s.cli("delegate", "--to", "coder", "--task", "after the fix").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
+
+
+def test_a_shutdown_during_a_hold_ends_cleanly(remote_session, ssh_server):
+    s = remote_session(remote_role(ssh_server, "coder", "--worker", "--cli", "choragos",
+                                   restart="on-failure"))
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    ssh_server.stop()
+    try:
+        s.wait(lambda: _held(s, "coder"), 60, message="coder held")
+        assert s.stop() == 0, s.stderr()
+        # Nothing here waits for the host: no probe, no cleanup, no master left.
+        left = subprocess.run(["pgrep", "-f", str(ssh_server.config)], capture_output=True,
+                              text=True)
+        assert left.stdout == "", f"ssh processes left here: {left.stdout.split()}"
+        assert "Traceback" not in s.stderr()
+    finally:
+        ssh_server.again()
