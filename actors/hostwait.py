@@ -52,9 +52,8 @@ def said(msg: HostHeld) -> str:
 
 @dataclass
 class Held:
-    """The role's hold: which outage, since when, and what the core was told."""
+    """The role's hold: since when, and what the core was told."""
 
-    outage: reach.Outage
     began: float  # (monotonic)
     token: int = 0
     told: tuple[int, str] | None = None  # (episode, kind) the noise was made for
@@ -77,13 +76,17 @@ class HostWait:
     def held(self, held: Held | None) -> None:
         self.s.host_held = held
 
-    def kind_of(self, msg: m.Exited) -> str:
+    def fault(self, msg: m.Exited) -> str:
         """Why a remote seat ended: its host's fault (UNREACHABLE, REFUSED) or
-        not (ANSWERED: the agent exited, or the role holds nothing for it)."""
+        not (ANSWERED: the agent exited, or the role holds nothing for it).
+        A hold whose host answered is over: the crash policy takes it on."""
         s = self.s
         if s.seat is None or s.stopping or not s.spec.restart:
             return reach.ANSWERED  # a role nothing restarts is not held either
-        return msg.kind or s.seat.fault(msg.status)
+        kind = msg.kind or s.seat.fault(msg.status)
+        if kind == reach.ANSWERED:
+            self.over()
+        return kind
 
     def hold(self, status: ExitStatus, kind: str) -> None:
         """Hold the role, its crash budget untouched.  The core hears of the
@@ -94,14 +97,13 @@ class HostWait:
         outage = s.seat.link.reach.lost(kind, _short(why))
         first = self.held is None
         if first:
-            self.held = Held(outage, time.monotonic())
+            self.held = Held(time.monotonic())
         self._held_now(outage)
         if first:
             self.tell_core(m.RoleExited(s.spec.name, status, True, s.detail, redeliver=True))
 
     def _held_now(self, outage: reach.Outage) -> None:
         held = self.held
-        held.outage = outage
         held.token += 1
         s = self.s
         if outage.next_try is not None:
@@ -152,8 +154,8 @@ class HostWait:
         return (held is not None and held.token == token and not self.s.stopping
                 and self.s.status in (RoleStatus.EXITED, RoleStatus.FAILED))
 
-    def started(self) -> None:
-        """The role's process started: its host answered, the hold is over."""
+    def over(self) -> None:
+        """Its host answered (the role's process started): the hold is over."""
         held, self.held = self.held, None
         if held is None:
             return

@@ -291,7 +291,7 @@ class RoleActor(Actor):
         s.limited_until = None  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
         if s.host_held is not None:
-            self.host_wait.started()
+            self.host_wait.over()
         self.boot.arm()
         self.watch.arm_stall_check(gen)
 
@@ -480,7 +480,7 @@ class RoleActor(Actor):
         if msg.gen != s.gen:
             return
         lost = s.seat is not None and s.seat.lost(msg.status)
-        kind = self.host_wait.kind_of(msg) if s.seat is not None else ""
+        kind = self.host_wait.fault(msg) if s.seat is not None else ""
         if s.seat is not None:
             msg = m.Exited(msg.gen, s.seat.explain(msg.status))
             s.seat.after_exit()

@@ -50,12 +50,17 @@ class RoleExits:
 
     def work_of(self, msg: m.RoleExited) -> None:
         """The tasks ``msg.role`` was working on: failed, or typed again."""
-        if msg.role not in self.s.seats or msg.role == self.s.start_role:
+        seat = self.s.seats.get(msg.role)
+        if seat is None or msg.role == self.s.start_role:
             return  # the start role's reports wait in its queue for the next orchestrator
+        # A line an earlier exit queued again (a start that failed since) is typed once.
+        waiting = {line.task_id for line in seat.queue if line.kind == "task"}
         for task in self.s.board.open_for(msg.role):
             if task.state not in (TaskState.DELIVERED, TaskState.TIMED_OUT):
                 continue
             if msg.redeliver and msg.restarting:
+                if task.id in waiting:
+                    continue
                 self.port.event("task redelivered", task=task.id, role=msg.role,
                                 reason=msg.status.describe())
                 self.port.enqueue(task.role, briefs.task_line(

@@ -50,7 +50,7 @@ LOST = ExitStatus(code=255, cause="the connection to box (me@box) was lost")
 
 def test_an_unreachable_host_holds_the_role_once_per_outage_and_probes_it():
     wait, state, core, _me, timers = _wait()
-    assert wait.kind_of(m.Exited(1, LOST)) == reach.UNREACHABLE
+    assert wait.fault(m.Exited(1, LOST)) == reach.UNREACHABLE
     wait.hold(LOST, reach.UNREACHABLE)
     held, exited = core.told  # the hold, and the exit (its task typed again when back)
     assert exited == m.RoleExited("coder", LOST, True, state.detail, redeliver=True)
@@ -79,7 +79,7 @@ def test_the_host_answering_starts_the_role_and_ends_the_hold():
     assert me.told == []  # a stale round's answer starts nothing
     wait.heard(m.Probed(due.token, Probe(reach.ANSWERED, "", 1.0)))
     assert me.told == [m.Spawn()]
-    wait.started()
+    wait.over()
     assert isinstance(core.told[-1], m.HostBack) and state.host_held is None
     assert state.seat.link.reach.current is None
 
@@ -97,7 +97,18 @@ def test_a_refused_login_is_held_without_a_probe():
 
 def test_a_role_nothing_restarts_or_a_stop_is_not_held():
     wait, state, *_ = _wait(restart="")
-    assert wait.kind_of(m.Exited(1, LOST)) == reach.ANSWERED
+    assert wait.fault(m.Exited(1, LOST)) == reach.ANSWERED
     wait, state, *_ = _wait()
     state.stopping = True
-    assert wait.kind_of(m.Exited(1, LOST)) == reach.ANSWERED
+    assert wait.fault(m.Exited(1, LOST)) == reach.ANSWERED
+
+
+def test_a_start_the_host_answered_that_failed_ends_the_hold():
+    # The host is back but the start fails for a reason of its own (a
+    # program missing there): the crash policy takes over, the mark goes.
+    wait, state, core, *_ = _wait()
+    wait.hold(LOST, reach.UNREACHABLE)
+    state.seat.fault = lambda status: reach.ANSWERED
+    missing = ExitStatus(code=255, cause="claude is not on the PATH of box (me@box)")
+    assert wait.fault(m.Exited(2, missing)) == reach.ANSWERED
+    assert isinstance(core.told[-1], m.HostBack) and state.host_held is None
