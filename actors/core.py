@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from choragos.actors.limitflow import LimitFlow
     from choragos.actors.mergeflow import MergeFlow
     from choragos.actors.resume import Resume
+    from choragos.actors.roleexits import RoleExits
     from choragos.actors.rollbackcmd import RollbackCommand
     from choragos.actors.timeouts import Timeouts
     from choragos.actors.tokenusage import TokenUsage
@@ -174,6 +175,7 @@ class CoreActor(Actor):
         budgets: BudgetFlow
         limits: LimitFlow
         admission: Admission
+        exits: RoleExits
         fresh: FreshContexts
         merges: MergeFlow
         holds: Holds
@@ -582,6 +584,10 @@ class CoreActor(Actor):
     def _read_memory(self, msg: MemoryCheck) -> None:
         self.admission.memory_check(msg)
 
+    @handle.register(m.HostHeld | m.HostBack)
+    def _host_outage(self, msg: m.HostHeld | m.HostBack) -> None:
+        self.exits.outage(msg)
+
     def fail_task(self, task: Task, reason: str) -> None:
         self.timeouts.stop(task.id)
         self.move(task.id, TaskState.FAILED, note=reason)
@@ -609,22 +615,7 @@ class CoreActor(Actor):
         self.event("role exited", role=msg.role, status=msg.status.describe(),
                    restarting=msg.restarting, reason=msg.reason)
         self.guard.exited(msg)
-        seat = self.s.seats.get(msg.role)
-        if seat is None:
-            return
-        if msg.role == self.s.start_role:
-            return  # reports wait in its queue for the next orchestrator
-        for task in self.s.board.open_for(msg.role):
-            if task.state not in (TaskState.DELIVERED, TaskState.TIMED_OUT):
-                continue
-            if msg.redeliver and msg.restarting:
-                self.event("task redelivered", task=task.id, role=msg.role,
-                           reason=msg.status.describe())
-                self.enqueue(task.role, briefs.task_line(task, f".choragos/tasks/{task.id}.md"),
-                             "task", task.id, front=True)
-            else:
-                self.fail_task(task, f"{msg.role} exited ({msg.status.describe()}) "
-                                     f"before reporting work-done")
+        self.exits.work_of(msg)
 
     def _cmd_work_done(self, request: dict) -> dict:
         return self.workdone.command(request)

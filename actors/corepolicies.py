@@ -24,6 +24,7 @@ POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "budgets": ("budgetflow", "BudgetFlow", ("guard",)),
     "limits": ("limitflow", "LimitFlow", ("guard",)),
     "admission": ("admission", "Admission", ()),
+    "exits": ("roleexits", "RoleExits", ()),
     "fresh": ("fresh", "FreshContexts", ()),
     "merges": ("mergeflow", "MergeFlow", ()),
     "holds": ("holds", "Holds", ("merges",)),

@@ -93,3 +93,13 @@ def not_recorded(exc: OSError, what: str) -> str:
     if not isinstance(exc, statedir.StateDirError):
         reason = reason[:1].lower() + reason[1:]
     return f"{reason}: the {what} was not recorded"
+
+
+def note_waits(port: CorePort, tasks: Iterable[Task], note: str, prefix: str) -> None:
+    """The board says why ``tasks`` wait (``note``); ``""`` clears a note that
+    begins with ``prefix``.  A task at a gate keeps the gate's word."""
+    for task in tasks:
+        if task.state is TaskState.GATED or task.note == note:
+            continue
+        if note or task.note.startswith(prefix):
+            port.annotate(task.id, note=note)

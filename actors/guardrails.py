@@ -140,6 +140,8 @@ class Guardrails:
             self.state.gone.add(msg.role)
         if msg.reason == "restarted on request":
             return  # the operator asked for it; nothing to alarm about
+        if msg.reason.startswith(m.HOST_MARK):
+            return  # held for its host: the outage's own noise, once (actors/roleexits.py)
         then = "restarting" if msg.restarting else f"not restarted ({msg.reason})"
         log.warning("%s exited (%s); %s", msg.role, status, then)
         self.port.ring("on_exit", msg.role, status,
@@ -364,7 +366,7 @@ class Guardrails:
             if view.status == RoleStatus.FAILED:
                 down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
                               f"come back by itself; `choragos restart {name}` tries again")
-            elif HELD_MARK in self.state.marks.get(name, ()):
+            elif {HELD_MARK, m.HOST_MARK} & set(self.state.marks.get(name, ())):
                 down[name] = f"{name} is {view.detail}"
             elif view.status == RoleStatus.EXITED:
                 then = (f"nothing restarts it; `choragos restart {name}` does"

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
-from choragos.actors.coreport import CorePort
+from choragos.actors.coreport import CorePort, note_waits
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.policystate import LimitState
 from choragos.board.tasks import Task, TaskState
@@ -162,11 +162,7 @@ class LimitFlow:
 
     def _note_limit(self, role: str, note: str) -> None:
         """The board says why the role's tasks wait; the note goes with the limit."""
-        for task in self.s.board.open_for(role):
-            if task.state is TaskState.GATED or task.note == note:
-                continue
-            if note or task.note.startswith(LIMIT_NOTE):
-                self.port.annotate(task.id, note=note)
+        note_waits(self.port, self.s.board.open_for(role), note, LIMIT_NOTE)
 
     # -- reroute ------------------------------------------------------------------
 

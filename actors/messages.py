@@ -31,6 +31,7 @@ class Exited:
 
     gen: int
     status: ExitStatus
+    kind: str = ""  # a remote seat's host did not answer, or refused the login (remote/reach.py)
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,51 @@ class RoleExited:
     # The agent may be well but out of reach (a remote seat's connection
     # dropped): its delivered task is typed again after the restart.
     redeliver: bool = False
+
+
+# --- a remote role held while its host does not answer (actors/hostwait.py) -----
+
+HOST_MARK = "held: host"
+HOST_NOTE = "waits for its host"
+HOST_UNREACHABLE = "host unreachable"
+HOST_REFUSED = "host refused the login"
+
+
+@dataclass(frozen=True)
+class HostHeld:
+    """A role actor's word: ``role``'s host did not answer (or refused the login)."""
+
+    role: str
+    host: str      # "gpu (me@gpu-box)"
+    refused: bool  # the login was turned away: the operator must fix it
+    why: str       # what ssh said
+    next_try: str  # when the host is probed next ("" when it is not: refused)
+    new: bool      # a new outage (or a new kind of one): the noise is made
+
+
+@dataclass(frozen=True)
+class HostBack:
+    """``role``'s host answered again and the role started, ``lasted`` seconds on."""
+
+    role: str
+    host: str
+    lasted: float
+
+
+@dataclass(frozen=True)
+class ProbeDue:
+    """The timer's: probe the held role's host (``token`` names the round)."""
+
+    token: int
+    due: float  # (monotonic) when the round was due: a probe since answers it
+
+
+@dataclass(frozen=True)
+class Probed:
+    """The probe thread's: what the round ``token`` found."""
+
+    token: int
+    probe: Any  # choragos.remote.reach.Probe
 
 
 # --- to the session core ----------------------------------------------------

@@ -114,6 +114,7 @@ class RoleState:
     output_noticed: bool = False  # an OutputSeen is on its way to the actor
     echo_wait: EchoWait | None = None  # the session's: output held while a key's echo is awaited
     seat: RemoteRole | None = None  # a role on another machine: the hooks of its seat
+    host_held: Any = None  # its host does not answer: the hold (actors/hostwait.py)
     typed: deque[int] = field(default_factory=lambda: deque(maxlen=64))  # injections typed
     enter_floor: float = 0.0  # the text-to-Enter floor learned from lines that took two
     tile: tuple[int, int] | None = None  # the size the deck last asked for (None: never)
@@ -204,6 +205,9 @@ class RoleActor(Actor):
                            self._publish)
         self.boot = Boot(state, host.now, timers, self_handle, self.typist, core.tell,
                          self._set_status, self._screen_status, self._publish)
+        if state.seat is not None:  # held through its host's outages (actors/hostwait.py)
+            from choragos.actors.hostwait import HostWait
+            self.host_wait = HostWait(state, timers, self_handle, core.tell, self._publish)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -286,6 +290,8 @@ class RoleActor(Actor):
         s.left_in_input = None  # that process's input went with it
         s.limited_until = None  # the session says again if the limit holds
         self._set_status(RoleStatus.BOOTING)
+        if s.host_held is not None:
+            self.host_wait.over()
         self.boot.arm()
         self.watch.arm_stall_check(gen)
 
@@ -296,7 +302,7 @@ class RoleActor(Actor):
         try:
             self.s.seat.prepare()
         except SeatError as exc:
-            self._exited(m.Exited(self.s.gen, ExitStatus(code=255, cause=str(exc))))
+            self._exited(m.Exited(self.s.gen, ExitStatus(code=255, cause=str(exc)), exc.kind))
             return False
         return True
 
@@ -474,6 +480,7 @@ class RoleActor(Actor):
         if msg.gen != s.gen:
             return
         lost = s.seat is not None and s.seat.lost(msg.status)
+        kind = self.host_wait.fault(msg) if s.seat is not None else ""
         if s.seat is not None:
             msg = m.Exited(msg.gen, s.seat.explain(msg.status))
             s.seat.after_exit()
@@ -481,11 +488,15 @@ class RoleActor(Actor):
         s.transcript.flush_screen(s.terminal.whole_display(), s.terminal.cols)
         if s.child is not None:
             s.child.close()
-        self._set_status(RoleStatus.EXITED, msg.status.describe())
+        if s.status is not RoleStatus.FAILED:  # a failed role's restart that failed to start
+            self._set_status(RoleStatus.EXITED, msg.status.describe())
         if s.typing is not None:  # after EXITED: the core then requeues it, unless submitted
             # A lost connection took the agent that read it: the next one types it afresh.
             self.typist.abandon(f"{s.spec.name} exited ({msg.status.describe()})",
                                 submitted=s.typing.enters > 0 and not lost)
+        if kind:
+            self.host_wait.hold(msg.status, kind)
+            return
         decision = decide(s.spec.restart, s.spec.restart_retries, s.restarts_used,
                           msg.status, stopping=s.stopping)
         if decision.restart:
@@ -498,6 +509,10 @@ class RoleActor(Actor):
         self._publish()
         self.core.tell(m.RoleExited(s.spec.name, msg.status, decision.restart,
                                     decision.reason, redeliver=lost))
+
+    @handle.register(m.ProbeDue | m.Probed)
+    def _host_probe(self, msg: m.ProbeDue | m.Probed) -> None:
+        self.host_wait.heard(msg)
 
     @handle.register(m.Restart)
     def _restart(self, msg: m.Restart) -> None:

@@ -25,6 +25,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from choragos.config.memfloor import format_size
 from choragos.gitstore import worktrees
 from choragos.remote import inbound
 from choragos.remote.link import HostLink, RemoteSeat
@@ -80,6 +81,16 @@ def send_file(link: HostLink, seat: RemoteSeat, local: Path, relative: str) -> N
     link.write(f"{seat.checkout}/{relative}", local.read_bytes())
 
 
+# The bytes of the objects the branch there holds beyond the mirror's commit
+# (all of its objects when that commit is not there): what a fetch would bring.
+_MEASURE = """cd "$1" || exit 1
+if git cat-file -e "$3^{commit}" 2>/dev/null; then set -- "refs/heads/$2" --not "$3"
+else set -- "refs/heads/$2"; fi
+git rev-list --objects "$@" | cut -d' ' -f1 | git cat-file --batch-check='%(objectsize)' |
+awk '{ n += $1 } END { printf "%.0f\\n", n }'
+"""
+
+
 def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> None:
     """Commit the role's work there and fast-forward the mirror to it."""
     branch = worktrees.branch_of(seat.role)
@@ -88,6 +99,7 @@ def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> 
                   '{ git diff --cached --quiet || git -c user.name=choragos '
                   '-c user.email=choragos@localhost commit -q -F -; }',
                   "sh", seat.checkout], stdin=subject.encode(), what="committing the remote work")
+    _within_limit(link, seat, mirror, branch)
     _git(link, mirror, "fetch", "-q", f"{link.host.ssh}:{seat.checkout}",
          f"refs/heads/{branch}")
     try:
@@ -97,6 +109,27 @@ def bring_back(link: HostLink, seat: RemoteSeat, mirror: Path, subject: str) -> 
     if refused:
         raise SshError(refused)
     _git(link, mirror, "merge", "-q", "--ff-only", "FETCH_HEAD")
+
+
+def _within_limit(link: HostLink, seat: RemoteSeat, mirror: Path, branch: str) -> None:
+    """SshError, before anything is fetched, when the work there is larger than
+    the host's ``work_limit``: a runaway agent does not fill this machine's disk."""
+    limit = link.host.work_limit
+    if not limit:
+        return
+    base = worktrees.tip(mirror, branch)
+    said = link.ssh.run(["sh", "-c", _MEASURE, "sh", seat.checkout, branch, base],
+                        what="measuring the remote work").strip()
+    try:
+        size = int(said)
+    except ValueError:
+        raise SshError(f"measuring the work on {link.host.name} gave {said[:80]!r}; "
+                       "nothing was taken") from None
+    if size > limit:
+        raise SshError(f"the work from {link.host.name} is {format_size(size)} of new files "
+                       f"and history, more than its work_limit ({format_size(limit)}); "
+                       "nothing was taken (make it smaller there, or raise "
+                       f"[hosts.{link.host.name}] work_limit)")
 
 
 def _git(link: HostLink, cwd: Path, *args: str) -> None:

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from choragos import onuse
 from choragos.config import schema as cs
+from choragos.config.memfloor import parse_size
 
 __all__ = ["HOST_SCHEMA", "HostSpec", "check_roles", "read_hosts"]
 
+DEFAULT_WORK_LIMIT = "1GiB"
 _NAME = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
@@ -22,6 +24,8 @@ class HostSpec:
     ssh_args: tuple[str, ...] = ()
     # Relative to the remote home unless absolute; each role has a checkout below it.
     workdir: str = ""
+    # Bytes of new git objects a report may bring back from there (0: no limit).
+    work_limit: int = parse_size(DEFAULT_WORK_LIMIT)
 
     def checkout(self, project: str, role: str) -> str:
         """Where ``role``'s checkout of ``project`` lives on this host."""
@@ -50,6 +54,7 @@ HOST_SCHEMA: cs.Schema = {
     "ssh": _destination,
     "ssh_args": cs.list_of(cs.argv_string),
     "workdir": _workdir,
+    "work_limit": cs.byte_size,
 }
 
 

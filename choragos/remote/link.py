@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from choragos.remote import tether
+from choragos.remote import reach, tether
 from choragos.remote.hosts import HostSpec
 from choragos.remote.ssh import Ssh, SshError
 from choragos.roles import selfpath
@@ -51,6 +51,7 @@ CLIENT_MODULES = (
     *(f"cli/{verb}.py" for verb in CLIENT_VERBS),
 )
 CONNECT_TIMEOUT = 30.0
+PROBE_TIMEOUT = 20.0  # a probe's connection is tried for 5 s; a login that hangs, no longer
 PROBE = ("import json, os, shutil; print(json.dumps({'home': os.path.expanduser('~'), "
          "'git': shutil.which('git') or ''}))")
 
@@ -86,6 +87,10 @@ class HostLink:
         self.home = ""
         self._forwards: dict[str, int] = {}  # what -> the generation it was set up in
         self.gateway_port = 0
+        self.reach = reach.Reach()  # its outages, shared by its roles
+        self._probing = threading.Lock()  # one probe of the host at a time
+        self._probe_process: subprocess.Popen | None = None
+        self._closed = False
 
     @property
     def folder(self) -> str:
@@ -127,29 +132,78 @@ class HostLink:
         end = time.monotonic() + CONNECT_TIMEOUT
         while time.monotonic() < end:
             if self._master.poll() is not None:
-                raise SshError(self._refused())
+                raise self._refused()
             if self.ssh.control.exists() and self._alive():
                 return
             time.sleep(0.05)
         self._stop_master()
         raise SshError(f"cannot reach {self.host.name} ({self.host.ssh}): no connection "
-                       f"within {CONNECT_TIMEOUT:g}s")
+                       f"within {CONNECT_TIMEOUT:g}s", reach.UNREACHABLE)
 
-    def _refused(self) -> str:
+    def _refused(self) -> SshError:
         assert self._master is not None and self._master.stderr is not None
-        lines = [line for line in self._master.stderr.read().decode("utf-8", "replace")
-                 .splitlines() if line.strip()]
-        why = lines[-1].strip() if lines else f"ssh exited with {self._master.returncode}"
+        said = self._master.stderr.read().decode("utf-8", "replace")
+        why = reach.last_line(said) or f"ssh exited with {self._master.returncode}"
         hint = ""
         if "Permission denied" in why or "password" in why.lower():
             hint = " (choragos never types a password: use a key or an agent, see docs/remote.md)"
-        return f"cannot reach {self.host.name} ({self.host.ssh}): {why}{hint}"
+        return SshError(f"cannot reach {self.host.name} ({self.host.ssh}): {why}{hint}",
+                        reach.classify(self._master.returncode, said))
+
+    # -- is it there? ----------------------------------------------------------------
+
+    def answers(self) -> bool:
+        """The master connection is alive and carries a command there and back.
+
+        Asked when a seat ended with ssh's own status: alive, the agent's own
+        exit it was; gone, the connection's."""
+        with self._lock:
+            if not self._alive():
+                return False
+            try:
+                self.ssh.run(["true"], what="a round trip", timeout=PROBE_TIMEOUT)
+            except SshError:
+                return False
+            return True
+
+    def probe(self, due: float) -> reach.Probe:
+        """Does the host answer?  One connection of its own (no agent started),
+        shared by the roles whose round is due at ``due`` (monotonic)."""
+        with self._probing:
+            found = self.reach.fresh(due)
+            if found is not None:
+                return found
+            if self._closed:
+                return reach.Probe(reach.UNREACHABLE, "the session is stopping",
+                                   time.monotonic())
+            try:
+                self._probe_process = process = self.ssh.probe()
+            except OSError as exc:  # no ssh here: said on the card, probed again later
+                found = reach.Probe(reach.UNREACHABLE, f"cannot run ssh: {exc.strerror or exc}",
+                                    time.monotonic())
+                self.reach.probed(found)
+                return found
+            try:
+                _, said = process.communicate(timeout=PROBE_TIMEOUT)
+                said = said.decode("utf-8", "replace")
+                kind = reach.classify(process.returncode, said)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+                said, kind = f"no answer within {PROBE_TIMEOUT:g}s", reach.UNREACHABLE
+            finally:
+                self._probe_process = None
+            found = reach.Probe(kind, reach.last_line(said), time.monotonic())
+            self.reach.probed(found)
+            return found
 
     def _probe(self) -> None:
         try:
             found = json.loads(self.ssh.run(["python3", "-c", PROBE], what="python3",
                                             timeout=20))
         except SshError as exc:
+            if exc.kind != reach.ANSWERED:
+                raise
             raise SshError(f"{exc}; the host needs python3 on its PATH") from None
         if not found.get("git"):
             raise SshError(f"git is not installed on {self.host.name}; install it there")
@@ -251,6 +305,10 @@ class HostLink:
         With the master gone (a connection that dropped silently: the host's
         sshd may keep its agents running for hours), a connection of its own,
         briefly tried, does it."""
+        self._closed = True
+        probing = self._probe_process
+        if probing is not None and probing.poll() is None:
+            probing.kill()  # its waiter reaps it
         with self._lock:
             try:
                 if self.home:  # it connected once: there may be something there

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from choragos.gitstore import worktrees
 from choragos.gitstore.worktrees import WorktreeError
-from choragos.remote import checkout
+from choragos.remote import checkout, reach
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import KEEPALIVE, SshError
 from choragos.roles.launch import Launch
@@ -42,7 +42,12 @@ NOT_FOUND = 127   # the launcher's when the program is not on the host's PATH
 
 
 class SeatError(Exception):
-    """A remote seat could not be made ready; the message says why."""
+    """A remote seat could not be made ready; the message says why, ``kind``
+    whether the host answered (see :mod:`choragos.remote.reach`)."""
+
+    def __init__(self, message: str, kind: str = reach.ANSWERED) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def seat_argv(role: str, link: HostLink) -> list[str]:
@@ -103,7 +108,9 @@ class RemoteRole:
             brief = Path(".choragos") / "briefs" / f"{self.role}.md"
             if (self.workdir / brief).is_file():
                 checkout.send_file(self.link, seat, self.workdir / brief, brief.as_posix())
-        except (SshError, OSError) as exc:
+        except SshError as exc:
+            raise SeatError(str(exc), exc.kind) from None
+        except OSError as exc:
             raise SeatError(str(exc)) from None
 
     def _program_there(self, seat: RemoteSeat) -> None:
@@ -185,8 +192,23 @@ class RemoteRole:
 
     @staticmethod
     def lost(status: ExitStatus) -> bool:
-        """The exit was the connection's, not the agent's."""
+        """The exit may be the connection's, not the agent's."""
         return status.code == SSH_FAILED
+
+    def fault(self, status: ExitStatus) -> str:
+        """Whether the host is gone (:data:`reach.UNREACHABLE`) after the seat
+        ended with ``status``, or the exit was the agent's own
+        (:data:`reach.ANSWERED`: its host still answers over the connection)."""
+        if self.link is None or not self.lost(status) or self.link.answers():
+            return reach.ANSWERED
+        return reach.UNREACHABLE
+
+    @property
+    def host(self) -> str:
+        """The host as the card names it: ``gpu (me@gpu-box)``."""
+        if self.link is None:
+            return str(self.local.spec.host)
+        return f"{self.link.host.name} ({self.link.host.ssh})"
 
     def after_exit(self) -> None:
         """Nothing of the role left running there."""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from choragos.remote import reach
 from choragos.remote.hosts import HostSpec
 
 __all__ = ["Ssh", "SshError"]
@@ -25,7 +26,15 @@ DIRECT_TIMEOUT = 5  # seconds a cleanup waits for a host that may be gone
 
 
 class SshError(Exception):
-    """An ssh command failed; the message says what and why, in one sentence."""
+    """An ssh command failed; the message says what and why, in one sentence.
+
+    ``kind`` says whether the host did not answer (:data:`reach.UNREACHABLE`),
+    turned the login away (:data:`reach.REFUSED`), or answered and the
+    command itself failed (:data:`reach.ANSWERED`)."""
+
+    def __init__(self, message: str, kind: str = reach.ANSWERED) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -75,13 +84,19 @@ class Ssh:
             raise SshError(f"cannot run ssh: {exc.strerror or exc}") from None
         if done.returncode != 0:
             raise SshError(f"{what or remote[0]} on {self.host.name} failed "
-                           f"({_why(done.returncode, done.stderr)})")
+                           f"({_why(done.returncode, done.stderr)})",
+                           reach.classify(done.returncode, done.stderr.decode("utf-8", "replace")))
         return done.stdout.decode("utf-8", "replace")
+
+    def probe(self) -> subprocess.Popen:
+        """One connection of its own that runs ``true`` there and ends: does the
+        host answer?  Started, not waited for (:meth:`HostLink.probe` waits)."""
+        return subprocess.Popen(self.command(["true"], direct=True), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def _why(code: int, stderr: bytes) -> str:
-    lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    text = lines[-1].strip() if lines else ""
+    text = reach.last_line(stderr.decode("utf-8", "replace"))
     if code == 255:
         return f"the connection failed: {text}" if text else "the connection failed"
     return f"exit {code}: {text}" if text else f"exit {code}"

@@ -125,3 +125,12 @@ def checkout_there(server: sshd.Server, s: Serve, role: str) -> str:
     from choragos.actors.remoteseats import session_id
 
     return f"{server.home}/choragos-work/{s.workdir.name}-{session_id(s.workdir)[:8]}/{role}"
+
+
+def kill_master(s: Serve) -> None:
+    """The session's master connection to ``box`` killed outright: the connection drops."""
+    control = s.sock.with_name(f"{s.sock.stem}.box.ssh")
+    masters = subprocess.run(["pgrep", "-f", f"{control} -M"],
+                             capture_output=True, text=True).stdout.split()
+    assert len(masters) == 1, masters
+    subprocess.run(["kill", "-9", masters[0]], check=True)

@@ -63,10 +63,17 @@ class Server:
                 if line.strip() and "sshd" not in line.split()[1]]
 
     def stop(self) -> None:
+        """The server down, and every process of the account with it: a host
+        that reboots (its port refuses connections until :meth:`again`)."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGTERM)
         self.process.wait(timeout=10)
         subprocess.run(["pkill", "-KILL", "-u", self.account], capture_output=True)
+
+    def again(self) -> None:
+        """The server up again after :meth:`stop`, on the same port and keys."""
+        self.process = _sshd(self.config.parent)
+        _wait_listening(self)
 
 
 def ensure_account(name: str = ACCOUNT) -> Path:
@@ -119,10 +126,7 @@ def start(workdir: Path, account: str = ACCOUNT) -> Server:
         "StreamLocalBindUnlink yes", "PermitTTY yes", "MaxSessions 64",
         "MaxStartups 64", "LogLevel ERROR", "",
     ]))
-    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation
-    with open(workdir / "sshd.log", "wb") as log:
-        process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config)],
-                                   stdout=subprocess.DEVNULL, stderr=log)
+    process = _sshd(workdir)
     client = workdir / "ssh_config"
     known = workdir / "known_hosts"
     known.write_text(f"[127.0.0.1]:{port} {(host_key.with_suffix('.pub')).read_text()}")
@@ -134,6 +138,13 @@ def start(workdir: Path, account: str = ACCOUNT) -> Server:
     server = Server(process, port, account, home, key, client)
     _wait_listening(server)
     return server
+
+
+def _sshd(workdir: Path) -> subprocess.Popen:
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation
+    with open(workdir / "sshd.log", "ab") as log:
+        return subprocess.Popen([SSHD, "-D", "-e", "-f", str(workdir / "sshd_config")],
+                                stdout=subprocess.DEVNULL, stderr=log)
 
 
 def _authorize(home: Path, account: str, public_key: str) -> None:

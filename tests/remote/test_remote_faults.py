@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.harness import Serve, role_toml
-from tests.remote.conftest import remote_role
+from tests.remote.conftest import checkout_there, remote_role
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -287,3 +287,34 @@ def test_a_path_from_a_remote_role_never_names_a_file_here(remote_session, ssh_s
     said = s.wait(lambda: [line for line in s.submitted("orchestrator") if "[T1" in line], 30,
                   message="the report to reach the orchestrator")
     assert not any(secret in line for line in said), said
+
+
+def test_work_larger_than_the_hosts_limit_is_not_taken(remote_session, ssh_server):
+    def setup(s: Serve) -> None:
+        config = s.workdir / ".choragos.toml"
+        config.write_text(config.read_text().replace("ssh_args", 'work_limit = "1MiB"\nssh_args',
+                                                     1))
+
+    s = remote_session(remote_role(ssh_server, "coder", "--shell", merge="auto"), setup=setup)
+    s.wait_booted(["orchestrator", "coder"], timeout=60)
+    assert s.cli("delegate", "--to", "coder", "--task", "a modest task").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30, message="T1 there")
+    mirror = s.workdir / ".choragos" / "worktrees" / "coder"
+    before = subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout
+    made, report = _run_there(s, "coder", "sh -c 'head -c 3000000 /dev/urandom > big.bin'",
+                              "choragos work-done --id T1 --done --task finished")
+    assert made["rc"] == 0 and report["rc"] == 0, (made, report)
+    failed = s.wait_event(lambda e: e["event"] == "commit failed" and e["task"] == "T1", 60)
+    assert "work_limit (1 MiB)" in failed["error"], failed
+    assert "nothing was taken" in failed["error"], failed
+    there = ssh_server.run("git", "-C", checkout_there(ssh_server, s, "coder"), "rev-parse",
+                           "HEAD:big.bin")
+    assert there.returncode == 0, there  # committed there, and there only
+    blob = there.stdout.strip()
+    here = subprocess.run(["git", "-C", str(mirror), "cat-file", "-e", blob],
+                          capture_output=True)
+    assert here.returncode != 0, "the blob was fetched here"
+    assert subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout == before
+    assert not (mirror / "big.bin").exists() and not (s.workdir / "big.bin").exists()

@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.integration.harness import Serve, base_env, role_toml
-from tests.remote.conftest import ORCH, checkout_there, host_toml, remote_role
+from tests.remote.conftest import ORCH, checkout_there, host_toml, kill_master, remote_role
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -100,11 +100,7 @@ def test_a_dropped_connection_restarts_the_role_and_types_its_task_again(
     assert s.cli("delegate", "--to", "coder", "--task", "a long one").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "delivered", 30,
            message="the task to reach the remote agent")
-    control = s.sock.with_name(f"{s.sock.stem}.box.ssh")
-    masters = subprocess.run(["pgrep", "-f", f"{control} -M"],
-                             capture_output=True, text=True).stdout.split()
-    assert len(masters) == 1, masters
-    subprocess.run(["kill", "-9", masters[0]], check=True)
+    kill_master(s)
     lost = s.wait_event(lambda e: e["event"] == "role exited" and e["role"] == "coder", 30)
     assert "connection to box" in lost["status"] and lost["restarting"], lost
     s.wait_event(lambda e: e["event"] == "task redelivered" and e["task"] == "T1", 30)

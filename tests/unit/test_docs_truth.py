@@ -39,6 +39,7 @@ SAID_IN_WORDS = {
     ("roles", "budget_tokens"): "none", ("roles", "min_terminal"): "`[ui] min_terminal`",
     ("roles", "host"): '`""` (this machine)', ("hosts", "ssh"): "required",
     ("hosts", "workdir"): '`"choragos-work/<project>"`',
+    ("hosts", "work_limit"): '`"1GiB"`',
     ("sphragis", "enabled"): "*soft* (see below)", ("gateway", "addr"): "`[sphragis] addr`",
     ("budget", "session"): "none", ("ui", "min_free_memory"): f'`"{model.DEFAULT_FLOOR}"`',
 }
