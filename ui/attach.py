@@ -141,8 +141,11 @@ class Client:
         if control.is_socket():
             return (f"the session{where} runs without a deck (--headless), so there is "
                     "nothing to attach to")
-        return (f"no choragos session with a deck is running{where} (socket {self.path} not "
-                "found); start one with `choragos serve`")
+        from choragos.session.resume import with_resume_hint
+
+        return with_resume_hint(f"no choragos session with a deck is running{where} (socket "
+                                f"{self.path} not found); start one with `choragos serve`",
+                                self.workdir)
 
     def _hello(self) -> dict:
         cols, rows = _size()

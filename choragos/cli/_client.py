@@ -139,6 +139,15 @@ def send(option: str | None, payload: dict[str, Any]) -> dict[str, Any]:
         raise
 
 
+def _here() -> Path | None:
+    """The current directory (a named socket says nothing of the project)."""
+    from pathlib import Path
+
+    with suppress(OSError):
+        return Path.cwd()
+    return None
+
+
 def _running_elsewhere(message: str) -> str:
     """``message``, naming the sessions that do run when there are any: "start
     one" is the wrong advice when ``choragos ls`` shows one."""
@@ -156,7 +165,14 @@ def _running_elsewhere(message: str) -> str:
 def send_to(sock: Path | str, workdir: Path | None, payload: dict[str, Any]
             ) -> dict[str, Any]:
     """:func:`send` to a socket already chosen (``-t/--target``)."""
-    ack = _exchange(sock, payload, workdir)
+    try:
+        ack = _exchange(sock, payload, workdir)
+    except Failure as failure:
+        if failure.code == EXIT_UNREACHABLE:
+            from choragos.session.resume import with_resume_hint
+
+            failure.message = with_resume_hint(failure.message, workdir or _here())
+        raise
     if ack["status"] != "ok":
         raise Failure(EXIT_REFUSED, f"the session refused: {ack['error']}")
     return ack

@@ -269,7 +269,9 @@ def _session(workdir: Path, env: Mapping[str, str]) -> Check:
     try:
         ack = wire.request(sock, {"cmd": "ping"}, _PING_TIMEOUT)
     except (wire.Unreachable, wire.WireError):
-        return Check("session", OK, "no session running")
+        hint = resume.resume_hint(workdir)
+        return Check("session", OK, f"no session running; {hint}" if hint else
+                     "no session running")
     if ack.get("status") != "ok":
         return Check("session", WARN, f"a session answered but refused a ping: {ack.get('error')}")
     return Check("session", OK, f"a session is running (pid {ack.get('pid')})")

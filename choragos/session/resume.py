@@ -187,6 +187,43 @@ def kept_states(workdir: Path) -> list[tuple[Path, str]]:
     return found
 
 
+def resume_hint(workdir: Path) -> str | None:
+    """With no session running in ``workdir``: the sentence that names
+    ``serve --resume`` when the last session's state is saved there (a plain
+    ``serve`` would keep it aside instead), or None when there is nothing to
+    resume.  Said wherever "no session" is, so a person who stopped a
+    session, or lost it to a crash, is not steered into starting afresh."""
+    home = journal.state_dir(workdir)
+    if not journal.exists(home):
+        return None
+    try:
+        image = journal.load(home)
+    except (JournalError, OSError) as exc:
+        words = f"unreadable: {exc}"
+    else:
+        if image.empty:
+            return None  # the next serve discards it: nothing anyone was told about
+        words = _state_words(image)
+    return (f"the last session here is saved ({words}): `choragos serve --resume` "
+            "carries it on; a plain `choragos serve` starts afresh and keeps it aside")
+
+
+# The advice a "no session" message ends with, wrong when there is a state to resume.
+_START_ADVICE = ("; start one with `choragos serve`",
+                 " (it may have crashed; `choragos serve` starts a new one)")
+
+
+def with_resume_hint(message: str, workdir: Path | None) -> str:
+    """A "no session" ``message`` whose advice to start one names ``serve
+    --resume`` instead, when ``workdir`` holds a state to resume."""
+    hint = resume_hint(workdir) if workdir is not None else None
+    if hint is None:
+        return message
+    for advice in _START_ADVICE:
+        message = message.replace(advice, "")
+    return f"{message}; {hint}"
+
+
 def _discard_empty(home: Path) -> None:
     """A state with no task and nothing queued holds nothing anyone was told about."""
     for name in (journal.JOURNAL, journal.SNAPSHOT):

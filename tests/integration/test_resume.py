@@ -255,3 +255,29 @@ def test_resume_args_are_added_to_the_first_start_of_a_resumed_session_only(serv
     assert s.cli("restart", "coder").returncode == 0
     s.wait(lambda: (view := role_view(s, "coder"))["pid"] and view["restarts"] >= 1
            and "--paste-mode" not in cmdline(view["pid"]), 20, "a plain restart")
+
+
+def test_stopped_or_crashed_the_way_back_is_serve_resume_not_a_fresh_serve(serve):
+    """Every "no session" a person meets after a crash or a stop names
+    ``serve --resume``: a plain ``serve`` would keep the open tasks aside."""
+    s = serve(TEAM)
+    s.wait_booted(["lead"])
+    gated = delegate(s, "reviewer", "gated work")
+    hint = ("the last session here is saved (1 task, 1 open): `choragos serve --resume` "
+            "carries it on; a plain `choragos serve` starts afresh and keeps it aside")
+    s.kill9()  # the socket is left behind: "connection refused", not "not found"
+    status = s.cli("status")
+    assert status.returncode == 3 and hint in status.stderr, status.stderr
+    assert "starts a new one" not in status.stderr
+
+    s.start(args=("--resume",))
+    out = s.cli("shutdown")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (f"the session is shutting down: 1 task still open ({gated}); "
+                                  "`choragos serve --resume` carries it on")
+    s.wait(lambda: s.proc.poll() is not None, 60, "the session to stop")
+    for verb in ("status", "board"):
+        said = s.cli(verb)
+        assert said.returncode == 3 and hint in said.stderr, said.stderr
+        assert "start one with `choragos serve`" not in said.stderr
+    assert f"OK   no session running; {hint}" in s.cli("doctor").stdout.splitlines()
