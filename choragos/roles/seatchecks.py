@@ -89,9 +89,30 @@ def _claude(workdir: Path, env: Mapping[str, str]) -> list[Finding]:
     auth = (OK, "Claude Code has credentials") if keyed else \
         (WARN, "Claude Code has no credentials here: run `claude` once and sign in, or set "
                "ANTHROPIC_API_KEY")
-    return [trusted, auth, _rules(seatsetup.claude_rules_missing, workdir,
-                                  f"{seatsetup.CLAUDE_SETTINGS} allows the protocol verbs",
-                                  f"{seatsetup.CLAUDE_SETTINGS} lacks")]
+    return [trusted, auth, *_claude_key(env, state),
+            _rules(seatsetup.claude_rules_missing, workdir,
+                   f"{seatsetup.CLAUDE_SETTINGS} allows the protocol verbs",
+                   f"{seatsetup.CLAUDE_SETTINGS} lacks")]
+
+
+def _claude_key(env: Mapping[str, str], state: dict) -> list[Finding]:
+    """An ANTHROPIC_API_KEY Claude Code has not been told to use stops it at
+    "Do you want to use this API key?" (its default answer is No).  It
+    remembers its answers by the key's last 20 characters."""
+    key = env.get("ANTHROPIC_API_KEY")
+    if not key:
+        return []
+    answers = state.get("customApiKeyResponses") or {}
+    tail = key[-20:]
+    if tail in (answers.get("approved") or []):
+        return []
+    if tail in (answers.get("rejected") or []):
+        return [(WARN, "Claude Code was told not to use this ANTHROPIC_API_KEY: it signs in "
+                       "its own way, or shows its login; to use the key, remove its entry "
+                       "from customApiKeyResponses.rejected in ~/.claude.json")]
+    return [(WARN, "Claude Code has not been told to use this ANTHROPIC_API_KEY: it asks "
+                   "\"Do you want to use this API key?\" at start; start `claude` here once "
+                   "and answer Yes")]
 
 
 def _gemini(workdir: Path, env: Mapping[str, str]) -> list[Finding]:

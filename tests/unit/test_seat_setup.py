@@ -131,7 +131,8 @@ def test_seat_checks_follow_trust_auth_and_rules(tmp_path: Path) -> None:
     assert all("choragos init --seats" in m for _, m in before if " lack" in m)
     seatsetup.write_for(work, ["claude", "gemini"])
     (home / ".claude.json").write_text(json.dumps(
-        {"projects": {str(work.resolve()): {"hasTrustDialogAccepted": True}}}))
+        {"projects": {str(work.resolve()): {"hasTrustDialogAccepted": True}},
+         "customApiKeyResponses": {"approved": ["sk-ant-x"], "rejected": []}}))
     (home / ".gemini" / "trustedFolders.json").write_text(
         json.dumps({str(tmp_path): "TRUST_PARENT"}))
     (home / ".gemini" / "settings.json").write_text(
@@ -141,6 +142,27 @@ def test_seat_checks_follow_trust_auth_and_rules(tmp_path: Path) -> None:
     after = seat_findings(work, roles, env)
     assert [level for level, _ in after].count(OK) == len(after), after
     assert levels(after, "signs in with gemini-api-key") == [OK]
+
+
+def test_seat_checks_warn_of_claudes_question_about_an_unapproved_api_key(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    key = "sk-ant-" + "k" * 30
+    env = {"HOME": str(home), "PATH": "/nonexistent", "ANTHROPIC_API_KEY": key}
+
+    def said(answers: dict) -> list[str]:
+        (home / ".claude.json").write_text(json.dumps({"customApiKeyResponses": answers}))
+        return [m for level, m in seat_findings(tmp_path, (role("claude"),), env)
+                if "this ANTHROPIC_API_KEY" in m and level == WARN]
+
+    asked = said({"approved": [], "rejected": []})
+    assert len(asked) == 1 and "Do you want to use this API key?" in asked[0]
+    assert "answer Yes" in asked[0]
+    assert said({"approved": [key[-20:]], "rejected": []}) == []
+    assert "told not to use" in said({"approved": [], "rejected": [key[-20:]]})[0]
+    del env["ANTHROPIC_API_KEY"]  # signed in another way: no question about a key
+    assert said({}) == []
 
 
 def test_seat_checks_report_the_installed_version(tmp_path: Path) -> None:
