@@ -232,7 +232,8 @@ def _git(workdir: Path, config: Config | None) -> Check:
         with CheckpointStore(workdir) as store:
             return Check("git", OK, f"git repository at {store.root}: checkpoints active")
     except NotARepository:
-        return Check("git", WARN, "not a git repository: delegations run without checkpoints")
+        return Check("git", WARN, "not a git repository: delegations run without checkpoints, "
+                                  "so nothing can be rolled back; `git init` here turns them on")
     except Exception as exc:  # a damaged repository must not stop the other checks
         return Check("git", WARN, f"cannot open the git repository ({exc}): "
                                   "delegations run without checkpoints")

@@ -116,7 +116,8 @@ def test_unknown_and_not_built_keys_warn(work: Path, bindir: Path, short_tmp: Pa
 
 def test_git_repository_means_checkpoints_active(work: Path, bindir: Path,
                                                  short_tmp: Path) -> None:
-    assert _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "git")[0].level == "WARN"
+    bare = _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "git")[0]
+    assert bare.level == "WARN" and "`git init` here turns them on" in bare.message
     subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30,
                    env={"PATH": os.defpath, "HOME": str(work)})
     git = _by_name(doctor.diagnose(work, _env(bindir, short_tmp)), "git")[0]
