@@ -169,7 +169,10 @@ class HelpOverlay(_Scrolling):
         ]
         bindings = [(keymap.describe(a), text) for a, text in ACTION_HELP.items()] + extra
         width = max(len(key) for key, _ in bindings) + 2  # every key apart from its text
-        rows += [[("accent", key.ljust(width)), text] for key, text in bindings]
+        # Two columns, so a text that wraps on a narrow screen stays under its
+        # own column and every key stands alone at the left edge.
+        rows += [urwid.Columns([(width, urwid.Text(("accent", key))), urwid.Text(text)])
+                 for key, text in bindings]
         rows += ["", ("overlay title", "Scrollback (after PgUp or /)"),
                  "PgUp PgDn ↑ ↓ wheel  move    /  search    n / N  older / newer match",
                  "g / G  oldest / newest    q or Esc  back to the live screen", "",

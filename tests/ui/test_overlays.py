@@ -46,6 +46,16 @@ def test_every_key_in_the_help_stands_apart_from_its_text():
     assert any("r report   d diff   e edit" in row for row in text)
 
 
+def test_a_help_text_that_wraps_stays_in_its_column_at_80x24():
+    # The deck's dialog at 80 columns is 64 wide: two borders and 62 inside.
+    text = shown(HelpOverlay(Keymap.from_config(Keys()), lambda: None), (64, 22))
+    split = next(i for i, row in enumerate(text) if row.startswith("│C-b -  "))
+    assert text[split + 1].startswith("│" + " " * 14), text[split + 1]
+    assert text[split + 1].strip("│ ") == "role", text[split + 1]
+    keys = [row[1:15].strip() for row in text[4:18]]
+    assert all(key.startswith("C-b") or key == "" for key in keys), keys
+
+
 def test_the_selected_task_is_one_bar_through_its_state_colour():
     tasks = [{"id": "T1", "role": "coder", "state": "gated", "label": "ship it",
               "created": time.time(), "changes": []}]
