@@ -53,10 +53,9 @@ from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import Config, ConfigError
 from choragos.control import authority, commands, wire
 from choragos.gateway.client import Totals
-from choragos.plural import counted
 from choragos.roles import briefs
 from choragos.roles.rolestatus import NO_PROCESS, RoleStatus
-from choragos.session import news
+from choragos.session import news, resume
 from choragos.session.hooks import Hooks
 
 if TYPE_CHECKING:
@@ -294,14 +293,7 @@ class CoreActor(Actor):
     def _cmd_shutdown(self, request: dict) -> dict:
         self.event("shutdown requested")
         self.s.on_shutdown()
-        # Said now: a later plain `serve` keeps these aside, never resumes them.
-        left = [t.id for t in self.s.board.tasks.unsettled_tasks() if t.is_open]
-        if not left:
-            return wire.ok()
-        shown = ", ".join(left[:5]) + (", …" if len(left) > 5 else "")
-        return wire.ok(message=f"{counted(len(left), 'task')} still open ({shown}); "
-                               f"`choragos serve --resume` carries "
-                               f"{'it' if len(left) == 1 else 'them'} on")
+        return wire.ok(**resume.left_open(self.s.board.tasks.unsettled_tasks()))
 
     def _cmd_handoff(self, request: dict) -> dict:
         """End the session on purpose: first the orchestrator writes down what it knows."""

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from choragos.board import journal
 from choragos.board.journal import Image, Journal, JournalError
-from choragos.board.tasks import OPEN_STATES
+from choragos.board.tasks import OPEN_STATES, Task
 from choragos.config.model import Config
+from choragos.plural import counted
 from choragos.session import daemon
 
 RECAP_LIMIT = 40        # tasks listed per section of the recap
@@ -206,6 +207,17 @@ def resume_hint(workdir: Path) -> str | None:
         words = _state_words(image)
     return (f"the last session here is saved ({words}): `choragos serve --resume` "
             "carries it on; a plain `choragos serve` starts afresh and keeps it aside")
+
+
+def left_open(tasks: list[Task]) -> dict[str, str]:
+    """What ``shutdown`` adds to its answer when tasks are still open: said
+    now, since a later plain ``serve`` keeps them aside, never resumes them."""
+    left = [task.id for task in tasks if task.is_open]
+    if not left:
+        return {}
+    shown = ", ".join(left[:5]) + (", …" if len(left) > 5 else "")
+    return {"message": f"{counted(len(left), 'task')} still open ({shown}); `choragos serve "
+                       f"--resume` carries {'it' if len(left) == 1 else 'them'} on"}
 
 
 # The advice a "no session" message ends with, wrong when there is a state to resume.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from choragos.board import journal
 from choragos.board.journal import Journal
-from choragos.session.resume import resume_hint, with_resume_hint
+from choragos.session.resume import left_open, resume_hint, with_resume_hint
 from choragos.ui.attach import Client
 from tests.unit.test_journal import task
 
@@ -47,3 +47,15 @@ def test_attach_without_a_session_names_the_resume(tmp_path: Path) -> None:
     said = Client(tmp_path / "x.ui.sock", False, tmp_path)._not_running()
     assert "(1 task, 1 open): `choragos serve --resume` carries it on" in said
     assert "start one with" not in said
+
+
+def test_shutdown_names_the_open_tasks_and_the_resume() -> None:
+    from choragos.board.tasks import Task, TaskState
+
+    def made(n: int, state: TaskState) -> Task:
+        return Task(id=f"T{n}", role="coder", text="x", state=state)
+
+    assert left_open([made(1, TaskState.DONE)]) == {}
+    many = [made(n, TaskState.DELIVERED) for n in range(1, 8)]
+    assert left_open(many) == {"message": "7 tasks still open (T1, T2, T3, T4, T5, …); "
+                                          "`choragos serve --resume` carries them on"}
