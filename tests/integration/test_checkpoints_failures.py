@@ -56,7 +56,7 @@ def test_a_failing_prune_is_named(repo: Path, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.parametrize(("call", "doing"), [
     (lambda store: store.plan_rollback("T1"), "planning the rollback"),
-    (lambda store: store.rollback("T1"), "rollback"),
+    (lambda store: store.rollback("T1"), "rollback"),  # before any change: says so
     (lambda store: store.tree_now(), "reading the work tree"),
     (lambda store: store.snapshot("T2", "coder", "two"), "checkpoint for T2"),
 ])
@@ -68,7 +68,10 @@ def test_a_failing_walk_is_named_for_what_it_was_for(
         monkeypatch.setattr(checkpoints, "ObjectWriter", broken)
         with pytest.raises(CheckpointError) as failed:
             call(store)
-    assert str(failed.value) == f"{doing} failed: Input/output error"
+    told = f"{doing} failed: Input/output error"
+    if doing == "rollback":
+        told += "; nothing was changed"
+    assert str(failed.value) == told
     assert (repo / "a.txt").read_text() == "changed\n"
 
 

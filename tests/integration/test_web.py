@@ -276,8 +276,15 @@ print("sent")
 def test_an_agent_that_closes_its_connection_at_once_is_still_not_the_operator(serve,
                                                                              short_tmp):
     s, _ = an_agent_approves(serve, short_tmp, HIT_AND_RUN)
-    s.wait(lambda: "refused gate from a process on this machine" in s.stderr(), 20,
-           "the untraced request refused")
+
+    def refused() -> bool:
+        # Usually the agent is gone before the server looks (untraced); on a
+        # busy machine the server may find it first (traced to its role).
+        # Either way it is refused: test_tcppeer holds the untraced case alone.
+        return ("refused gate from a process on this machine" in s.stderr()
+                or any(e["event"] == "request refused" and e.get("caller") == "orchestrator"
+                       for e in s.events()))
+    s.wait(refused, 20, "the agent's request refused")
     assert s.board()["T1"]["state"] == "gated"
     assert not [e for e in s.events() if e["event"] == "gate approved"]
 
