@@ -11,7 +11,8 @@ session's counts file (:mod:`choragos.gateway.counts`), added to after
 every counted response, and a fresh process starts from it, so the
 session's counts stay cumulative even for the tokens of the last moments
 before a crash.  The file is reset when the session starts its first
-gateway: a new session does not inherit an old one's counts.
+gateway: a new session does not inherit an old one's counts (a resumed one
+goes on with its own: what it spent before the server died is still spent).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class ProxyRunnerState:
     problem: str = "not started yet"
     spawned: int = 0  # processes started for this session
     policy: dict | None = None  # the blocking budgets (choragos.gateway.budgetgate.policy)
+    resumed: bool = False  # the counts file is this session's: its first gateway goes on from it
 
 
 class ProxyRunner(Actor):
@@ -168,7 +170,7 @@ class ProxyRunner(Actor):
                 "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
         for api, url in s.settings.upstream.by_api().items():
             argv += [f"--{api}", url]
-        if not s.spawned:
+        if not s.spawned and not s.resumed:
             self._reset_counts()
         if s.counts_path is not None:
             argv += ["--state", str(s.counts_path)]
