@@ -6,7 +6,12 @@ with ``budget_action = "block"`` is also enforced in the built-in gateway,
 which refuses the role's next model calls by itself (see
 :mod:`choragos.gateway.budgetgate`).  This keeps the gateway's policy in step with
 the config (a reload, ``choragos budget``) and says why a call was refused:
-an event, and a note on the role's open tasks on the board.
+an event, and a note on the role's open tasks on the board.  A role refused
+is held: nothing queued for it is typed (each line would only be refused
+again) until the block is over.  When the operator's raise ends it, the
+held lines go on, and an agent resting idle at its prompt with the task the
+refusal stopped is told to continue it: its CLI gave up the turn and would
+otherwise sit there all night.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ from choragos.config.model import Config
 from choragos.control import wire
 from choragos.gateway import budgetgate
 from choragos.gateway.costs import cost_text
+from choragos.roles import briefs
+from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
+    from choragos.actors.delivery import Delivery
 
 BLOCKED_NOTE = "model calls blocked: "
 
@@ -35,8 +43,9 @@ class BudgetFlow:
     """A policy of the core: owns what the gateway last refused, per role;
     the guardrails it is given ring when a budget is crossed."""
 
-    def __init__(self, port: CorePort, s: CoreState, guard: Guardrails) -> None:
-        self.port, self.s, self.guard = port, s, guard
+    def __init__(self, port: CorePort, s: CoreState, guard: Guardrails,
+                 delivery: Delivery) -> None:
+        self.port, self.s, self.guard, self.delivery = port, s, guard, delivery
         self.state: BudgetState = s.budget
 
     def changed(self, before: Config) -> None:
@@ -49,18 +58,40 @@ class BudgetFlow:
         self.guard.check_budgets()
 
     def _send_budgets(self) -> None:
-        """The gateway's policy follows the config; a refusal after it is news again."""
+        """The gateway's policy follows the config; a role it no longer refuses
+        (as the session counts) goes on, one still over stays held, and its
+        next refusal is news again."""
+        policy = budgetgate.policy(self.s.config)
         if self.s.gateway_runner is not None:
-            self.s.gateway_runner.tell(SetBudgets(budgetgate.policy(self.s.config)))
+            self.s.gateway_runner.tell(SetBudgets(policy))
+        gate = budgetgate.BudgetGate(lambda: _flat(self.s.tokens))
+        gate.update({"budgets": policy})
         for role in list(self.state.refused):
-            self._clear_blocked(role)
+            why = gate.refusal(role)
+            if why is None:
+                self._clear_blocked(role, raised=True)
+            else:
+                self.state.refused[role] = ""  # still held; said again when next refused
+                self._note(role, why)
 
-    def _clear_blocked(self, role: str) -> None:
-        """The board's note about ``role``'s blocked calls goes with the block."""
+    def _clear_blocked(self, role: str, raised: bool = False) -> None:
+        """The block is over: the board's note goes, the lines held go on, and
+        (when the operator's raise ended it) an agent idle with its task stopped
+        by the refusal is told to continue."""
         self.state.refused.pop(role, None)
         for task in self.s.board.open_for(role):
             if task.note.startswith(BLOCKED_NOTE):
                 self.port.annotate(task.id, note="")
+        seat = self.s.seats.get(role)
+        if seat is None:
+            return
+        task = self.guard.held_task(role)
+        if raised and task is not None and seat.view.status is RoleStatus.IDLE:
+            self.port.event("budget continue", role=role, task=task.id)
+            self.port.enqueue(role, briefs.budget_continue_line(task.id), "notice", task.id,
+                              front=True)
+        else:
+            self.delivery.pump(seat)
 
     def command(self, request: dict) -> dict:
         try:
@@ -94,7 +125,20 @@ class BudgetFlow:
             return
         self.state.refused[msg.role] = msg.why
         self.port.event("model call refused", role=msg.role, why=msg.why)
-        note = BLOCKED_NOTE + msg.why.removeprefix("choragos: ").split(";")[0]
-        for task in self.s.board.open_for(msg.role):
+        self._note(msg.role, msg.why)
+
+    def blocked(self, role: str) -> bool:
+        """``role``'s model calls are refused: nothing queued is typed into it."""
+        return role in self.state.refused
+
+    def _note(self, role: str, why: str) -> None:
+        note = BLOCKED_NOTE + why.removeprefix("choragos: ").split(";")[0]
+        for task in self.s.board.open_for(role):
             if task.note != note:
                 self.port.annotate(task.id, note=note)
+
+
+def _flat(tokens: dict) -> dict[tuple[str, str, str], int]:
+    """The session's totals (role -> model -> direction -> count) as the gateway keeps its own."""
+    return {(role, model, direction): count for role, models in tokens.items()
+            for model, counts in models.items() for direction, count in counts.items()}

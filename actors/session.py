@@ -245,10 +245,6 @@ class Session:
             raise ServerStartError(str(exc)) from None
         self.journal, self.restored, self.notices = (opened.journal, opened.restore,
                                                      opened.notices)
-        if self.restored is not None:
-            # A floor under the gateway's counts, should its file be lost: what
-            # the session last journaled was spent.
-            self.prober.totals = dict(self.restored.tokens)
         for notice in self.notices:
             self.events.write("session state", message=notice)
         self.journal.on_callback_error = self._journal_callback_failed
@@ -478,7 +474,8 @@ class Session:
             state = self._gateway_server_state = ProxyRunnerState(
                 self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
                 session_path(self.workdir), self.gateway_key,
-                policy=budgetgate.policy(self.config), resumed=self.restored is not None)
+                policy=budgetgate.policy(self.config),
+                resumed=None if self.restored is None else dict(self.restored.tokens))
         core, sup = deps["core"], deps["builtin-gateway"]
         return lambda h: ProxyRunner.start(state, core, sup)
 

@@ -25,8 +25,9 @@ BODY = {"model": "claude-test-1", "max_tokens": 50, "stream": True,
         "messages": [{"role": "user", "content": "hi"}]}
 
 
-def _crew(port: int, upstream: str, hook_file: Path, coder: dict, budget: str = "") -> str:
-    return (role_toml("orchestrator", start=True) + role_toml("coder", **coder)
+def _crew(port: int, upstream: str, hook_file: Path, coder: dict, budget: str = "",
+          flags: tuple[str, ...] = ()) -> str:
+    return (role_toml("orchestrator", start=True) + role_toml("coder", *flags, **coder)
             + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n'
             + f'[gateway.upstream]\nanthropic = "{upstream}"\n'
             + '[pricing."claude-test"]\ninput = 1.0\n'
@@ -135,3 +136,34 @@ def test_a_cutting_budget_ends_the_answer_that_crosses_it(serve, short_tmp):
         s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
         s.wait(lambda: hook_file.exists() and "coder|$0.40 of $0.30" in hook_file.read_text(),
                15, "on_budget")
+
+
+def test_a_task_stopped_by_a_blocking_budget_holds_and_goes_on_once_it_is_raised(serve,
+                                                                                  short_tmp):
+    """The worker's CLI shows the refusal and gives up the turn; nothing more is
+    typed into it while blocked; the operator's raise has it continue its task."""
+    port, hook_file = free_port(), short_tmp / "hooks.txt"
+    with FakeModel(usage=Usage(input_tokens=400_000, output_tokens=0)) as claude:
+        s = serve(_crew(port, claude.base_url, hook_file,
+                        {"budget": "0.30", "budget_action": "block", "stall_after": ""},
+                        flags=("--worker", "--model")))
+        s.wait_booted(["orchestrator", "coder"])
+        assert s.cli("delegate", "--to", "coder", "--task", "first").returncode == 0
+        s.wait(lambda: s.board()["T1"]["state"] == "done", 20, "T1 done ($0.40: crossed)")
+        assert s.cli("delegate", "--to", "coder", "--task", "second").returncode == 0
+        s.wait(lambda: any(r["kind"] == "model error" for r in s.agents(role="coder")), 20,
+               "the second task's call refused")
+        s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
+        typed = len(s.submitted("coder"))
+        assert s.cli("delegate", "--to", "coder", "--task", "third").returncode == 0
+        # Held, not typed: the delegation is answered once the core queued it.
+        assert _roles(s)["coder"]["queued"] == 1 and s.board()["T3"]["state"] == "queued"
+        assert len(s.submitted("coder")) == typed, "a line was typed into a blocked role"
+        assert len(claude.message_requests(with_tools=False)) == 1
+
+        assert s.cli("budget", "coder", "5").returncode == 0
+        s.wait(lambda: s.board()["T2"]["state"] == "done", 20, "T2 continued and done")
+        assert s.submitted("coder")[typed].startswith("Continue: the operator raised")
+        s.wait(lambda: s.board()["T3"]["state"] == "done", 20, "T3 delivered and done")
+        assert [e["task"] for e in s.events() if e["event"] == "budget continue"] == ["T2"]
+        assert [e["event"] for e in s.events()].count("model call refused") == 1

@@ -19,8 +19,9 @@ from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.tokenusage import TokenUsage
 from choragos.board.tasks import TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
-from choragos.config.model import RoleSpec
+from choragos.config.model import Price, RoleSpec
 from choragos.gateway.limits import Limit
+from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from tests.unit.policyport import RecordingPort, core_state, delivered
 
@@ -61,6 +62,41 @@ def test_one_held_role_is_let_in_per_memory_reading(tmp_path):
     assert len(port.named("later")) == 2  # lead still waits: read again
 
 
+class Pumps:
+    """The delivery as the budgets use it: the roles whose queues were pumped."""
+
+    def __init__(self) -> None:
+        self.pumped: list[str] = []
+
+    def pump(self, seat) -> None:
+        self.pumped.append(seat.name)
+
+
+@pytest.mark.parametrize(("budget", "continued"), [(5.0, True), (0.5, False)],
+                         ids=["raised past the spend", "changed, still spent"])
+def test_a_raise_continues_a_blocked_role_only_when_it_ends_the_block(tmp_path, budget,
+                                                                       continued):
+    spec = RoleSpec(name="coder", command="x", budget=1.0, budget_action="block")
+    state = core_state(tmp_path, spec, pricing={"claude-test": Price(input=1.0)})
+    state.tokens = {"coder": {"claude-test-1": {"input": 800_000}}}
+    task = delivered(state)
+    port, pumps = RecordingPort(state), Pumps()
+    budgets = BudgetFlow(port, state, Guardrails(port, state), pumps)
+    budgets.refused(m.BudgetRefused("coder", "choragos: spent ($0.80 of $0.50); wait"))
+    assert budgets.blocked("coder")
+    port.calls.clear()
+    assert budgets.command({"amount": str(budget), "role": "coder"})["status"] == "ok"
+    lines = [args for args, fields in port.named("enqueue") if fields.get("front")]
+    assert budgets.blocked("coder") is not continued
+    if continued:
+        assert lines == [("coder", briefs.budget_continue_line(task.id), "notice", task.id)]
+        assert state.board.get(task.id).note == ""
+    else:
+        assert lines == [] and pumps.pumped == []
+        assert state.board.get(task.id).note == BLOCKED_NOTE + "the budget of role coder is " \
+            "spent ($0.80 of $0.50)"
+
+
 @pytest.mark.parametrize(("whys", "events", "note"), [
     (["choragos: over budget; wait"], 1, BLOCKED_NOTE + "over budget"),
     (["choragos: over budget; wait"] * 3, 1, BLOCKED_NOTE + "over budget"),
@@ -70,7 +106,7 @@ def test_a_refused_call_is_said_once_and_noted_on_the_board(tmp_path, whys, even
     state = core_state(tmp_path)
     task = delivered(state)
     port = RecordingPort(state)
-    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    budgets = BudgetFlow(port, state, Guardrails(port, state), Pumps())
     for why in whys:
         budgets.refused(m.BudgetRefused("coder", why))
     assert port.kinds().count("event:model call refused") == events
@@ -80,7 +116,7 @@ def test_a_refused_call_is_said_once_and_noted_on_the_board(tmp_path, whys, even
 def test_the_budget_verb_refuses_a_bad_amount_and_an_unknown_role(tmp_path):
     state = core_state(tmp_path)
     port = RecordingPort(state)
-    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    budgets = BudgetFlow(port, state, Guardrails(port, state), Pumps())
     assert "no budget was changed" in budgets.command({"amount": "lots", "role": "coder"})[
         "error"]
     assert "unknown role ghost" in budgets.command({"amount": "1", "role": "ghost"})["error"]
