@@ -197,7 +197,8 @@ def _timestamp(text: str) -> float | None:
 
 @dataclass
 class Episode:
-    """One role's limit, from the first "not now" until it is over."""
+    """One role's limit, from the first "not now" until it is over; its times
+    on the clock the watch is handed (the session's is monotonic)."""
 
     limit: Limit
     first: float          # when it was first seen

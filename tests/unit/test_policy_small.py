@@ -20,7 +20,7 @@ from choragos.actors.tokenusage import TokenUsage
 from choragos.board.tasks import TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import Price, RoleSpec
-from choragos.gateway.limits import Limit
+from choragos.gateway.limits import REPEAT_WINDOW, Limit
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from tests.unit.policyport import RecordingPort, core_state, delivered
@@ -162,6 +162,34 @@ def test_a_queued_task_never_goes_to_an_idle_twin_that_is_not_briefed(tmp_path):
     state.seats["coder"].queue.append(m.Injection(1, "coder", "next", "task", queued.id))
     limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
     assert state.board.get(queued.id).role == "coder"
+
+
+@pytest.mark.parametrize("jump", [9 * 3600.0, -3600.0], ids=["set forward 9 h", "set back 1 h"])
+def test_a_wall_clock_that_jumps_neither_gives_up_a_limit_nor_backs_it_off(tmp_path,
+                                                                           monkeypatch, jump):
+    """The reset the provider gave is waited out; the 8 h give-up and the
+    straight-back window count time that passed, not the wall clock's steps."""
+    state = core_state(tmp_path)
+    task = delivered(state)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    start = time.time()
+    limits.seen("coder", Limit("rate limit", "anthropic", start + 60))
+    (seconds, wake), _ = port.named("later")[-1]
+    assert seconds == pytest.approx(60, abs=5)
+    assert state.seats["coder"].handle.told[-1].until == pytest.approx(start + 60, abs=5)
+    monkeypatch.setattr(time, "time", lambda: start + 60 + jump)
+    limits.wake(wake)
+    assert "event:limit given up" not in port.kinds() and "event:limit over" in port.kinds()
+    assert state.board.get(task.id).state is TaskState.DELIVERED
+    port.calls.clear()
+    monkeypatch.setattr(time, "time", lambda: start + 60 + jump + REPEAT_WINDOW + 60)
+    limits.seen("coder", Limit("rate limit", "anthropic", None))
+    # The wall clock says it came back past the straight-back window; it came
+    # back at once: a repeat, which waits twice as long.
+    (seconds, _), _ = port.named("later")[-1]
+    assert seconds >= 2 * state.config.ui.limit_wait
+    assert [f["repeats"] for a, f in port.named("event") if a[0] == "role limited"] == [1]
 
 
 @pytest.mark.parametrize(("report", "outcome", "effect", "state_after"), [
