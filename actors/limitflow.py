@@ -93,15 +93,15 @@ class LimitFlow:
         now, wall = time.monotonic(), time.time()
         seen = self._limits().seen(role, _monotonic(limit, wall, now), now)
         if seen is None:
+            # Nothing new; but an agent started again meanwhile (a crash, a
+            # restart) came up not limited: it is held again, with no more noise.
+            episode = self._limits().limited(role)
+            if episode is not None and seat.view.limited_until is None:
+                self._hold(seat, episode.limit, wall + episode.wake - now)
             return
         episode = seen.episode
         wake = wall + episode.wake - now  # as people and the card read it
-        until = clock(wake)
-        detail = f"{limit.kind} until {until}"  # short: it fits on the card
-        seat.handle.tell(m.Limited(wake, detail))
-        # Not ready from now on, before the role says it is limited: nothing
-        # queued meanwhile may be typed into it.
-        seat.view = replace(seat.view, ready=False)
+        until = self._hold(seat, limit, wake)
         self.port.later(episode.wake - now, m.LimitWake(role, episode.token))
         self._note_limit(role, f"{LIMIT_NOTE} ({limit.kind}, {limit.source}) until {until}")
         fields = {"role": role, "kind": limit.kind, "source": limit.source,
@@ -113,7 +113,7 @@ class LimitFlow:
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
         self.port.event("role limited", **fields)
-        self.port.ring("on_limit", role, detail, extra={
+        self.port.ring("on_limit", role, f"{limit.kind} until {until}", extra={
             "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
             "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
                                                   time.localtime(wake))})
@@ -121,6 +121,15 @@ class LimitFlow:
         if role != self.s.start_role:
             self.port.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
                           "notice")
+
+    def _hold(self, seat: Seat, limit: Limit, wake: float) -> str:
+        """The role shows ``limited`` until ``wake`` (wall clock), said as people read it."""
+        until = clock(wake)
+        seat.handle.tell(m.Limited(wake, f"{limit.kind} until {until}"))  # short: fits the card
+        # Not ready from now on, before the role says it is limited: nothing
+        # queued meanwhile may be typed into it.
+        seat.view = replace(seat.view, ready=False)
+        return until
 
     def wake(self, msg: m.LimitWake) -> None:
         woke = self._limits().wake(msg.role, msg.token, time.monotonic())

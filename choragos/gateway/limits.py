@@ -206,6 +206,7 @@ class Episode:
     repeats: int = 0      # how often it came straight back
     token: int = 0        # names the wake-up timer that is current
     woke: float | None = None  # when the role was last set going
+    due: float = 0.0      # the wake before its jitter: what a report again is compared with
 
 
 @dataclass(frozen=True)
@@ -247,18 +248,20 @@ class LimitWatch:
         hitting the same limit before its reset)."""
         episode = self.episodes.get(role)
         if episode is not None and episode.woke is None:
-            later = self._wake(limit, now, episode.repeats, episode.first)
-            if later <= episode.wake + 1.0:
+            # Compared without the jitter: a retry hitting the same reset is no
+            # news, whatever jitter a new draw would give it.
+            due, later = self._wake(limit, now, episode.repeats, episode.first)
+            if due <= episode.due + 1.0:
                 return None
-            episode.wake, episode.limit = later, limit
+            episode.due, episode.wake, episode.limit = due, later, limit
             episode.token = self._token()
             return Seen(episode, new=False)
         repeats = 0
         first = now
         if episode is not None and episode.woke is not None and now - episode.woke < REPEAT_WINDOW:
             repeats, first = episode.repeats + 1, episode.first
-        episode = Episode(limit, first, self._wake(limit, now, repeats, first), repeats,
-                          self._token())
+        due, wake = self._wake(limit, now, repeats, first)
+        episode = Episode(limit, first, wake, repeats, self._token(), due=due)
         self.episodes[role] = episode
         return Seen(episode, new=True)
 
@@ -290,7 +293,10 @@ class LimitWatch:
         episode = self.episodes.get(role)
         return episode if episode is not None and episode.woke is None else None
 
-    def _wake(self, limit: Limit, now: float, repeats: int, first: float) -> float:
+    def _wake(self, limit: Limit, now: float, repeats: int, first: float
+              ) -> tuple[float, float]:
+        """When the limit is due to lift as said (or backed off), and the wake:
+        that plus the jitter."""
         wait = limit.until - now if limit.until is not None else self.default_wait
         if repeats:
             # The exponent is bounded: past the cap it changes nothing, and an
@@ -300,7 +306,7 @@ class LimitWatch:
         # Never past the give-up by more than the jitter: a limit that will
         # outlast it is reported when the give-up comes, not hours later.
         wait = min(wait, max(self.give_up - (now - first), 0.0))
-        return now + wait + min(wait * JITTER_SHARE, JITTER_MAX) * self.rng()
+        return now + wait, now + wait + min(wait * JITTER_SHARE, JITTER_MAX) * self.rng()
 
     def _token(self) -> int:
         self._tokens += 1

@@ -128,6 +128,16 @@ def test_one_episode_per_limit_and_retries_before_the_reset_add_nothing() -> Non
     assert not later.new and later.episode.wake == NOW + 302  # a later reset moves the wake
 
 
+def test_a_retry_hitting_the_same_reset_is_no_news_whatever_the_jitter() -> None:
+    draws = iter([0.0, 1.0, 1.0])
+    watch = LimitWatch(rng=lambda: next(draws))
+    first = watch.seen("coder", _limit(600), NOW).episode
+    assert first.wake == NOW + 600
+    assert watch.seen("coder", _limit(599, NOW + 1), NOW + 1) is None  # 30 s more jitter
+    later = watch.seen("coder", _limit(900, NOW + 2), NOW + 2)
+    assert not later.new and later.episode.wake == NOW + 902 + 30
+
+
 def test_the_wake_is_the_reset_plus_a_capped_jitter() -> None:
     watch = LimitWatch(rng=lambda: 1.0)
     assert watch.seen("a", _limit(100), NOW).episode.wake == NOW + 100 + 5  # 5 % of the wait

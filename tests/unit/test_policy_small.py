@@ -164,6 +164,28 @@ def test_a_queued_task_never_goes_to_an_idle_twin_that_is_not_briefed(tmp_path):
     assert state.board.get(queued.id).role == "coder"
 
 
+def test_an_agent_started_again_while_its_role_waits_out_a_limit_is_held_again(tmp_path):
+    """Its new process comes up not limited; the same limit reported again is no
+    news (no event, no hook), but it holds the role again until the reset."""
+    state = core_state(tmp_path)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    limits._limits().rng = lambda: 0.0  # no jitter: the same reset is the same wake
+    limit = Limit("rate limit", "anthropic", time.time() + 600)
+    limits.seen("coder", limit)
+    coder = state.seats["coder"]
+    until = coder.handle.told[-1].until
+    coder.view = m.RoleView("coder", RoleStatus.IDLE, ready=True)  # restarted: not limited
+    port.calls.clear()
+    limits.seen("coder", limit)
+    assert [type(msg) for msg in coder.handle.told] == [m.Limited, m.Limited]
+    assert coder.handle.told[-1].until == pytest.approx(until, abs=1)
+    assert not coder.view.ready and port.kinds() == []  # held again, no more noise
+    coder.view = m.RoleView("coder", RoleStatus.LIMITED, ready=False, limited_until=until)
+    limits.seen("coder", limit)
+    assert len(coder.handle.told) == 2  # still shown limited: nothing to tell
+
+
 @pytest.mark.parametrize("jump", [9 * 3600.0, -3600.0], ids=["set forward 9 h", "set back 1 h"])
 def test_a_wall_clock_that_jumps_neither_gives_up_a_limit_nor_backs_it_off(tmp_path,
                                                                            monkeypatch, jump):
