@@ -113,11 +113,13 @@ class LimitFlow:
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
         self.port.event("role limited", **fields)
+        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
+        if episode.repeats and not moved:
+            return  # the same limit back: the bell, the hook and the orchestrator had it
         self.port.ring("on_limit", role, f"{limit.kind} until {until}", extra={
             "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
             "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
                                                   time.localtime(wake))})
-        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
         if role != self.s.start_role:
             self.port.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
                           "notice")
