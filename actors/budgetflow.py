@@ -48,16 +48,18 @@ class BudgetFlow:
         self.port, self.s, self.guard, self.delivery = port, s, guard, delivery
         self.state: BudgetState = s.budget
 
-    def changed(self, before: Config) -> None:
+    def changed(self, before: Config) -> dict[str, str]:
         """The config's budgets changed (a reload, the budget verb): said, sent
-        to the gateway, and checked again (a changed cap re-arms, or fires at once)."""
+        to the gateway, and checked again (a changed cap re-arms, or fires at once).
+        Returns the roles still refused, with why."""
         summary = budget_summary(self.s.config)
         if summary != budget_summary(before):
             self.port.event("budgets", **(summary or {"roles": {}, "session": None}))
-        self._send_budgets()
+        held = self._send_budgets()
         self.guard.check_budgets()
+        return held
 
-    def _send_budgets(self) -> None:
+    def _send_budgets(self) -> dict[str, str]:
         """The gateway's policy follows the config; a role it no longer refuses
         (as the session counts) goes on, one still over stays held, and its
         next refusal is news again."""
@@ -66,6 +68,7 @@ class BudgetFlow:
             self.s.gateway_runner.tell(SetBudgets(policy))
         gate = budgetgate.BudgetGate(lambda: _flat(self.s.tokens))
         gate.update({"budgets": policy})
+        held = {}
         for role in list(self.state.refused):
             why = gate.refusal(role)
             if why is None:
@@ -73,6 +76,8 @@ class BudgetFlow:
             else:
                 self.state.refused[role] = ""  # still held; said again when next refused
                 self._note(role, why)
+                held[role] = why
+        return held
 
     def _clear_blocked(self, role: str, raised: bool = False) -> None:
         """The block is over: the board's note goes, the lines held go on, and
@@ -112,9 +117,11 @@ class BudgetFlow:
         self.port.event("budget set", role=None if request.get("session") else role,
                         scope="session" if request.get("session") else "role", usd=amount,
                         by="operator")
-        self.changed(before)
+        held = self.changed(before)
+        still = "".join(f"; {name}'s model calls are still refused: "
+                        f"{why.removeprefix('choragos: ')}" for name, why in held.items())
         return wire.ok(message=f"the budget of {who} is now {cost_text(amount)} (until a "
-                               f"reload re-reads the config)")
+                               f"reload re-reads the config){still}")
 
     def refused(self, msg: m.BudgetRefused) -> None:
         """Said once per refusal reason: an agent retrying its call is not news."""

@@ -85,7 +85,11 @@ def test_a_raise_continues_a_blocked_role_only_when_it_ends_the_block(tmp_path, 
     budgets.refused(m.BudgetRefused("coder", "choragos: spent ($0.80 of $0.50); wait"))
     assert budgets.blocked("coder")
     port.calls.clear()
-    assert budgets.command({"amount": str(budget), "role": "coder"})["status"] == "ok"
+    answer = budgets.command({"amount": str(budget), "role": "coder"})
+    assert answer["status"] == "ok"
+    # The operator is told when the change does not end the block, and why.
+    assert ("coder's model calls are still refused: the budget of role coder is spent "
+            "($0.80 of $0.50)" in answer["message"]) is not continued
     lines = [args for args, fields in port.named("enqueue") if fields.get("front")]
     assert budgets.blocked("coder") is not continued
     if continued:
