@@ -24,6 +24,18 @@ from tests.integration.gatewayfakes import free_port
 BIG = Usage(input_tokens=200_000, output_tokens=10)
 
 
+def _raised_then_continued(s) -> None:
+    """The operator raises the coder's token budget (a reload): it is told to
+    continue T1, and reports it."""
+    config = s.workdir / ".choragos.toml"
+    config.write_text(config.read_text().replace("budget_tokens = 100000",
+                                                 "budget_tokens = 10000000"))
+    assert s.cli("reload").returncode == 0
+    s.wait_event(lambda e: e["event"] == "budget continue" and e["task"] == "T1", 30,
+                 "the continue line")
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+
+
 def _coder(s) -> dict:
     out = s.cli("status", "--json")
     assert out.returncode == 0, out.stderr
@@ -62,13 +74,7 @@ def test_claude_code_blocked_by_its_budget_holds_then_continues_once_raised(
     # Held, not typed into a blocked role: the delegation is answered once queued.
     assert _coder(s)["queued"] == 1 and s.board()["T2"]["state"] == "queued"
 
-    config = work / ".choragos.toml"
-    config.write_text(config.read_text().replace("budget_tokens = 100000",
-                                                 "budget_tokens = 10000000"))
-    assert s.cli("reload").returncode == 0
-    s.wait_event(lambda e: e["event"] == "budget continue" and e["task"] == "T1", 30,
-                 "the continue line")
-    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    _raised_then_continued(s)
     assert s.board()["T1"]["state"] == "done"
     assert [e["event"] for e in s.events()].count("model call refused") == 1
 
@@ -107,13 +113,7 @@ def test_codex_and_gemini_blocked_by_a_budget_hold_then_continue_once_raised(
     assert refused["role"] == "coder"
     s.wait(lambda: _coder(s)["state"] == "idle", 60, "the CLI gave up the turn, idle")
     calls = len(model.requests)
-    config = s.workdir / ".choragos.toml"
-    config.write_text(config.read_text().replace("budget_tokens = 100000",
-                                                 "budget_tokens = 10000000"))
-    assert s.cli("reload").returncode == 0
-    s.wait_event(lambda e: e["event"] == "budget continue" and e["task"] == "T1", 30,
-                 "the continue line")
-    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    _raised_then_continued(s)
     # The refused call was not retried over and over: one refusal said, few calls made.
     assert [e["event"] for e in s.events()].count("model call refused") == 1
     assert calls < 20, calls

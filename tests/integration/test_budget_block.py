@@ -35,6 +35,14 @@ def _crew(port: int, upstream: str, hook_file: Path, coder: dict, budget: str = 
             + budget)
 
 
+def _started(serve, claude: FakeModel, coder: dict, hook_file: Path):
+    """A crew whose coder's calls reach ``claude`` through the built-in gateway,
+    booted; and the coder's base URL."""
+    s = serve(_crew(free_port(), claude.base_url, hook_file, coder))
+    s.wait_booted(["orchestrator", "coder"])
+    return s, _coder_url(s)
+
+
 def _roles(s) -> dict[str, dict]:
     out = s.cli("status", "--json")
     assert out.returncode == 0, out.stderr

@@ -9,19 +9,15 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.fakemodel import FakeModel, Usage
-from tests.integration.gatewayfakes import free_port
-from tests.integration.test_budget_block import _blocked, _call, _coder_url, _crew, _roles
+from tests.integration.test_budget_block import _blocked, _call, _coder_url, _roles, _started
 
 pytestmark = pytest.mark.timeout(150)
 
 
 def test_spend_counted_before_a_kill9_still_counts_after_resume(serve, short_tmp):
-    port, hook_file = free_port(), short_tmp / "hooks.txt"
     with FakeModel(usage=Usage(input_tokens=400_000, output_tokens=0)) as claude:
-        s = serve(_crew(port, claude.base_url, hook_file,
-                        {"budget": "1.00", "budget_action": "block"}))
-        s.wait_booted(["orchestrator", "coder"])
-        url = _coder_url(s)
+        s, url = _started(serve, claude, {"budget": "1.00", "budget_action": "block"},
+                          short_tmp / "hooks.txt")
         assert _call(url)[0] == 200 and _call(url)[0] == 200  # $0.80 spent
         s.kill9()  # before any "tokens" record: the spend is only in the gateway's counts
         s.start(args=("--resume",))
