@@ -134,10 +134,6 @@ class BudgetFlow:
         self.port.event("model call refused", role=msg.role, why=msg.why)
         self._note(msg.role, msg.why)
 
-    def blocked(self, role: str) -> bool:
-        """``role``'s model calls are refused: nothing queued is typed into it."""
-        return role in self.state.refused
-
     def _note(self, role: str, why: str) -> None:
         note = BLOCKED_NOTE + why.removeprefix("choragos: ").split(";")[0]
         for task in self.s.board.open_for(role):
