@@ -71,8 +71,10 @@ def test_claude_code_blocked_by_its_budget_holds_then_continues_once_raised(
     s.wait(lambda: s.board()["T1"]["note"].startswith("model calls blocked"), 30, "the note")
     assert (work / "hello.txt").read_text() == "hello\n"
     assert s.cli("delegate", "--to", "coder", "--task", "Then this").returncode == 0
-    # Held, not typed into a blocked role: the delegation is answered once queued.
-    assert _coder(s)["queued"] == 1 and s.board()["T2"]["state"] == "queued"
+    # Held, not typed into a blocked role: it stays in the coder's queue (queued
+    # after its checkpoint, which the delegation's answer does not wait for).
+    s.wait(lambda: _coder(s)["queued"] == 1, 10, "T2 queued and held")
+    assert s.board()["T2"]["state"] == "queued"
 
     _raised_then_continued(s)
     assert s.board()["T1"]["state"] == "done"

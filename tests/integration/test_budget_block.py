@@ -164,8 +164,10 @@ def test_a_task_stopped_by_a_blocking_budget_holds_and_goes_on_once_it_is_raised
         s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
         typed = len(s.submitted("coder"))
         assert s.cli("delegate", "--to", "coder", "--task", "third").returncode == 0
-        # Held, not typed: the delegation is answered once the core queued it.
-        assert _roles(s)["coder"]["queued"] == 1 and s.board()["T3"]["state"] == "queued"
+        # Held, not typed: it stays in the coder's queue (queued after its
+        # checkpoint, which the delegation's answer does not wait for).
+        s.wait(lambda: _roles(s)["coder"]["queued"] == 1, 10, "T3 queued and held")
+        assert s.board()["T3"]["state"] == "queued"
         assert len(s.submitted("coder")) == typed, "a line was typed into a blocked role"
         assert len(claude.message_requests(with_tools=False)) == 1
 
