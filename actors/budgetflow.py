@@ -9,9 +9,9 @@ the config (a reload, ``choragos budget``) and says why a call was refused:
 an event, and a note on the role's open tasks on the board.  A role refused
 is held: nothing queued for it is typed (each line would only be refused
 again) until the block is over.  When the operator's raise ends it, the
-held lines go on, and an agent resting idle at its prompt with the task the
-refusal stopped is told to continue it: its CLI gave up the turn and would
-otherwise sit there all night.
+held lines go on, and the agent holding the task the refusal stopped is
+told to continue it once it rests idle at its prompt: its CLI gave up the
+turn and would otherwise sit there all night.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from choragos.control import wire
 from choragos.gateway import budgetgate
 from choragos.gateway.costs import cost_text
 from choragos.roles import briefs
-from choragos.roles.rolestatus import RoleStatus
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
     from choragos.actors.delivery import Delivery
 
 BLOCKED_NOTE = "model calls blocked: "
+CONTINUE = briefs.budget_continue_line("")[:40]  # how the continue line starts
 
 
 class BudgetFlow:
@@ -91,12 +91,23 @@ class BudgetFlow:
         if seat is None:
             return
         task = self.guard.held_task(role)
-        if raised and task is not None and seat.view.status is RoleStatus.IDLE:
+        if raised and task is not None:
+            # Queued, not typed: the delivery types it once the agent rests
+            # idle at its prompt (it may still be drawing the refusal).
             self.port.event("budget continue", role=role, task=task.id)
             self.port.enqueue(role, briefs.budget_continue_line(task.id), "notice", task.id,
                               front=True)
         else:
             self.delivery.pump(seat)
+
+    def _went_on(self, role: str) -> None:
+        """A call of ``role`` went through before its continue line was typed:
+        the agent went on by itself, so the line is not typed after all."""
+        seat = self.s.seats.get(role)
+        for line in [i for i in (seat.queue if seat else ()) if i.kind == "notice"
+                     and i.text.startswith(CONTINUE)]:
+            seat.queue.remove(line)
+            self.port.journal("injected", id=line.id, role=role, requeued=False)
 
     def command(self, request: dict) -> dict:
         try:
@@ -126,6 +137,7 @@ class BudgetFlow:
     def refused(self, msg: m.BudgetRefused) -> None:
         """Said once per refusal reason: an agent retrying its call is not news."""
         if not msg.why:  # a call went through again: the block is over
+            self._went_on(msg.role)
             self._clear_blocked(msg.role)
             return
         if self.state.refused.get(msg.role) == msg.why:

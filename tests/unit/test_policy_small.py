@@ -95,6 +95,13 @@ def test_a_raise_continues_a_blocked_role_only_when_it_ends_the_block(tmp_path, 
     if continued:
         assert lines == [("coder", briefs.budget_continue_line(task.id), "notice", task.id)]
         assert state.board.get(task.id).note == ""
+        # Its agent went on by itself (a call let through) before the line was
+        # typed: the line is taken back, not typed after all.
+        line = m.Injection(7, "coder", briefs.budget_continue_line(task.id), "notice", task.id)
+        state.seats["coder"].queue.append(line)
+        budgets.refused(m.BudgetRefused("coder", ""))
+        assert list(state.seats["coder"].queue) == []
+        assert port.named("journal")[-1][0] == ("injected",)
     else:
         assert lines == [] and pumps.pumped == []
         assert state.board.get(task.id).note == BLOCKED_NOTE + "the budget of role coder is " \
