@@ -21,7 +21,7 @@ from choragos.mallocarenas import give_back
 # attribute -> (module in choragos.actors, class, the policies it is built with)
 POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "journaling": ("corejournal", "CoreJournal", ()),
-    "budgets": ("budgetflow", "BudgetFlow", ("guard",)),
+    "budgets": ("budgetflow", "BudgetFlow", ("guard", "delivery")),
     "limits": ("limitflow", "LimitFlow", ("guard",)),
     "admission": ("admission", "Admission", ()),
     "exits": ("roleexits", "RoleExits", ()),

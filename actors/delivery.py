@@ -69,6 +69,8 @@ class Delivery:
         if not seat.view.ready:
             self._busy_held(seat)
             return
+        if seat.name in self.s.budget.refused:
+            return  # its model calls are refused (said so once): typed when that is over
         injection = seat.queue.popleft()
         if self.fresh.restart_first(seat, injection):
             return

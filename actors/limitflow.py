@@ -51,6 +51,11 @@ def clock(when: float) -> str:
     return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
 
 
+def _monotonic(limit: Limit, wall: float, now: float) -> Limit:
+    """``limit`` with its reset on the monotonic clock that reads ``now`` at wall time ``wall``."""
+    return limit if limit.until is None else replace(limit, until=limit.until - wall + now)
+
+
 class LimitFlow:
     """A policy of the core: owns the limits roles wait out (:class:`LimitState`);
     the guardrails say which task a role still holds."""
@@ -81,21 +86,26 @@ class LimitFlow:
         seat = self.s.seats.get(role)
         if seat is None or seat.view.status in DOWN:
             return
-        now = time.time()
-        seen = self._limits().seen(role, limit, now)
+        # The watch counts on the monotonic clock: a wall clock set forward (a
+        # VM resumed, NTP stepping it) must not pass the give-up at once, nor
+        # one set back make a limit look like it came straight back.  The
+        # provider's reset, a wall time, is turned into a wait on it here.
+        now, wall = time.monotonic(), time.time()
+        seen = self._limits().seen(role, _monotonic(limit, wall, now), now)
         if seen is None:
+            # Nothing new; but an agent started again meanwhile (a crash, a
+            # restart) came up not limited: it is held again, with no more noise.
+            episode = self._limits().limited(role)
+            if episode is not None and seat.view.limited_until is None:
+                self._hold(seat, episode.limit, wall + episode.wake - now)
             return
         episode = seen.episode
-        until = clock(episode.wake)
-        detail = f"{limit.kind} until {until}"  # short: it fits on the card
-        seat.handle.tell(m.Limited(episode.wake, detail))
-        # Not ready from now on, before the role says it is limited: nothing
-        # queued meanwhile may be typed into it.
-        seat.view = replace(seat.view, ready=False)
+        wake = wall + episode.wake - now  # as people and the card read it
+        until = self._hold(seat, limit, wake)
         self.port.later(episode.wake - now, m.LimitWake(role, episode.token))
         self._note_limit(role, f"{LIMIT_NOTE} ({limit.kind}, {limit.source}) until {until}")
         fields = {"role": role, "kind": limit.kind, "source": limit.source,
-                  "until": round(episode.wake, 3), "repeats": episode.repeats,
+                  "until": round(wake, 3), "repeats": episode.repeats,
                   "said": limit.detail}
         if not seen.new:
             self.port.event("role limit extended", **fields)
@@ -103,17 +113,28 @@ class LimitFlow:
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
         self.port.event("role limited", **fields)
-        self.port.ring("on_limit", role, detail, extra={
+        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
+        if episode.repeats and not moved:
+            return  # the same limit back: the bell, the hook and the orchestrator had it
+        self.port.ring("on_limit", role, f"{limit.kind} until {until}", extra={
             "CHORAGOS_LIMIT": limit.kind, "CHORAGOS_LIMIT_SOURCE": limit.source,
             "CHORAGOS_LIMIT_UNTIL": time.strftime("%Y-%m-%dT%H:%M:%S%z",
-                                                  time.localtime(episode.wake))})
-        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
+                                                  time.localtime(wake))})
         if role != self.s.start_role:
             self.port.enqueue(self.s.start_role, briefs.limit_line(role, limit.kind, until, moved),
                           "notice")
 
+    def _hold(self, seat: Seat, limit: Limit, wake: float) -> str:
+        """The role shows ``limited`` until ``wake`` (wall clock), said as people read it."""
+        until = clock(wake)
+        seat.handle.tell(m.Limited(wake, f"{limit.kind} until {until}"))  # short: fits the card
+        # Not ready from now on, before the role says it is limited: nothing
+        # queued meanwhile may be typed into it.
+        seat.view = replace(seat.view, ready=False)
+        return until
+
     def wake(self, msg: m.LimitWake) -> None:
-        woke = self._limits().wake(msg.role, msg.token, time.time())
+        woke = self._limits().wake(msg.role, msg.token, time.monotonic())
         seat = self.s.seats.get(msg.role)
         if woke is None or seat is None:
             return
@@ -144,8 +165,8 @@ class LimitFlow:
             return
         seat.handle.tell(m.Limited(None))
         self._note_limit(msg.role, "")
-        self.port.event("limit over", role=msg.role, lasted=round(time.time() - episode.first, 3),
-                    by="answered")
+        lasted = round(time.monotonic() - episode.first, 3)
+        self.port.event("limit over", role=msg.role, lasted=lasted, by="answered")
 
     def after_limit(self, seat: Seat) -> None:
         """Once the role no longer shows ``limited`` (nor paused, if it was paused

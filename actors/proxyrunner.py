@@ -11,7 +11,8 @@ session's counts file (:mod:`choragos.gateway.counts`), added to after
 every counted response, and a fresh process starts from it, so the
 session's counts stay cumulative even for the tokens of the last moments
 before a crash.  The file is reset when the session starts its first
-gateway: a new session does not inherit an old one's counts.
+gateway: a new session does not inherit an old one's counts (a resumed one
+goes on with its own: what it spent before the server died is still spent).
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class ProxyRunnerState:
     problem: str = "not started yet"
     spawned: int = 0  # processes started for this session
     policy: dict | None = None  # the blocking budgets (choragos.gateway.budgetgate.policy)
+    # Resumed: the last totals journaled, a floor should the counts file be lost; the
+    # file is then this session's own, and its first gateway goes on from it.
+    resumed: dict | None = None
 
 
 class ProxyRunner(Actor):
@@ -168,7 +172,7 @@ class ProxyRunner(Actor):
                 "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
         for api, url in s.settings.upstream.by_api().items():
             argv += [f"--{api}", url]
-        if not s.spawned:
+        if not s.spawned and s.resumed is None:
             self._reset_counts()
         if s.counts_path is not None:
             argv += ["--state", str(s.counts_path)]
@@ -183,7 +187,7 @@ class ProxyRunner(Actor):
         # The session's key (on a pipe: never in the argv other users can read) and its
         # last totals (a floor under the counts file); then stdin stays open: its end
         # is the child's cue to go.
-        line = {"key": s.key.hex(), "totals": s.prober.totals}
+        line = {"key": s.key.hex(), "totals": s.prober.totals or s.resumed or {}}
         proc.stdin.write((json.dumps(line) + "\n").encode())
         proc.stdin.flush()
         self._send_policy(proc)

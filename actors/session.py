@@ -474,7 +474,8 @@ class Session:
             state = self._gateway_server_state = ProxyRunnerState(
                 self.config.gateway, self.prober, logs / "gateway.log", self.events.write,
                 session_path(self.workdir), self.gateway_key,
-                policy=budgetgate.policy(self.config))
+                policy=budgetgate.policy(self.config),
+                resumed=None if self.restored is None else dict(self.restored.tokens))
         core, sup = deps["core"], deps["builtin-gateway"]
         return lambda h: ProxyRunner.start(state, core, sup)
 

@@ -116,9 +116,12 @@ CLAUDE = AgentProfile(
     box_prompts=("❯", ">"),
     # "● API Error: Request rejected (429) · …" once it stops retrying
     # (claude_idle_limit_429.txt); a subscription's "Claude usage limit
-    # reached … resets 3am" / "5-hour limit reached ∙ resets 3am".
+    # reached … resets 3am" / "5-hour limit reached ∙ resets 3am", and since
+    # 2.1 "You've hit your session limit · resets 3am (UTC)" (a warning says
+    # "You've used 90% of your …" or "Approaching …": not a limit).
     limit_patterns=(r"^\s*[●⎿]?\s*API Error:.*\((429|529)\)", r"^\s*[●⎿]?\s*API Error: (429|529)\b",
-                    r"usage limit reached", r"\blimit reached\b.*\bresets?\b"),
+                    r"usage limit reached", r"\blimit reached\b.*\bresets?\b",
+                    r"\bYou[’']ve hit your\b.*\blimit\b"),
     unmatched_status="waiting",
     boot_quiet=1.2,
     needs_split_enter=True,

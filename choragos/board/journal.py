@@ -53,6 +53,7 @@ from pathlib import Path
 
 from choragos import onuse, statedir
 from choragos.board import journalcheck
+from choragos.gateway import counts
 
 log = logging.getLogger("choragos.journal")
 
@@ -416,12 +417,13 @@ _APPLY = {"session": _session, "stop": _stop, "task": _task, "forget": _forget,
 # -- reading and writing -----------------------------------------------------------------
 
 def move_state(source: Path, target: Path) -> None:
-    """Move the journal's two files and the roles' conversation ids (only them:
-    other state may share the directory)."""
+    """Move the journal's two files, the roles' conversation ids and the
+    gateway's counts, what the session spent (only them: other state may
+    share the directory)."""
     ensure_private_dir(target)
     # A conversations folder left at the target belongs to a state not kept.
     shutil.rmtree(target / CONVERSATIONS, ignore_errors=True)
-    for name in (JOURNAL, SNAPSHOT, CONVERSATIONS):
+    for name in (JOURNAL, SNAPSHOT, CONVERSATIONS, counts.SESSION_FILE):
         with contextlib.suppress(FileNotFoundError):
             os.replace(source / name, target / name)
     fsync_dir(source)

@@ -238,14 +238,22 @@ def byte_size(value: object) -> int:
     return parse_size(value)
 
 
+MOST_MONEY = 1e9  # USD: no session spends it; a larger budget is a typo, not a cap
+
+
 def money(value: object) -> float:
-    """USD above zero, as a number or a decimal string (``"20.00"``)."""
+    """USD above zero and at most :data:`MOST_MONEY`, as a number or a decimal
+    string (``"20.00"``)."""
     if isinstance(value, str):
         try:
             value = float(value.strip().removeprefix("$"))
         except ValueError:
             raise ValueError(f'{show(value)} is not an amount of USD (e.g. "20.00")') from None
-    return number(0.0, above=True)(value)
+    amount = number(0.0, above=True)(value)
+    if amount > MOST_MONEY:
+        raise ValueError(f"must be at most {MOST_MONEY:,.0f} USD, got {show(value)} (for no "
+                         f"budget, leave it out)")
+    return amount
 
 
 def list_of(item: Converter) -> Converter:

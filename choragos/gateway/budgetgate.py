@@ -99,6 +99,10 @@ class BudgetGate:
         if isinstance(own, dict):
             spent = self._over(by_role.get(role, {}), own.get("usd"), own.get("tokens"),
                                rules["pricing"])
+            if spent and " tokens of " in spent:  # only the config sets a token budget
+                return (f"choragos: the token budget of role {role} is spent ({spent}); no "
+                        f"more model calls go out for it. The operator can raise its "
+                        f"budget_tokens in .choragos.toml and run `choragos reload`.")
             if spent:
                 return (f"choragos: the budget of role {role} is spent ({spent}); no more "
                         f"model calls go out for it. The operator can raise it with "

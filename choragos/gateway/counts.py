@@ -37,6 +37,7 @@ FAMILIES = ("tokens", "requests", "errors")
 COMPACT_AT = 1 << 20   # journal bytes after which the totals are rewritten as one line
 MAX_SIZE = 16 << 20    # far above any journal this module writes; a larger file is not ours
 MAX_COUNT = 10**15     # no count this gateway keeps gets near it: a row above is junk
+SESSION_FILE = "gateway-counts.jsonl"  # in the session's state directory, beside its journal
 
 # family -> {(label, label, label): count}
 Counts = dict[str, dict[tuple[str, str, str], int]]
@@ -48,7 +49,7 @@ class CountsError(ValueError):
 
 def session_path(workdir: Path) -> Path:
     """Where a session's built-in gateway keeps its counters."""
-    return Path(workdir) / statedir.STATE_DIRNAME / "state" / "gateway-counts.jsonl"
+    return Path(workdir) / statedir.STATE_DIRNAME / "state" / SESSION_FILE
 
 
 def encode(counts: Counts) -> str:

@@ -82,15 +82,22 @@ _SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|s
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _IN = re.compile(r"\b(?:in|after)\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)",
                  re.IGNORECASE)
-_AT = re.compile(r"\b(?:resets?|reset at|try again at|retry at)\s+(?:at\s+)?"
-                 r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b", re.IGNORECASE)
+_WHEN = r"\b(?:resets?|reset at|try again at|retry at)\s+(?:at\s+)?"
+_CLOCK = r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b"
+_AT = re.compile(_WHEN + _CLOCK, re.IGNORECASE)
+# A reset on another day, as Claude Code ("resets Dec 9, 3am", "resets Jan 5,
+# 2027, 3:30pm") and Codex ("try again at Dec 9th, 2026 3:05 PM") say it.
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_ON = re.compile(_WHEN + r"(" + "|".join(_MONTHS) + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?"
+                 r"\s+(?:(\d{4}),?\s+)?(?:at\s+)?" + _CLOCK, re.IGNORECASE)
 
 
 def read_screen(line: str, now: float) -> Limit:
     """The limit an agent CLI's own notice describes: "resets 3am", "try
     again in 2 hours 5 minutes", "retry in 37.5s"; the time is the machine's
     local time, as the CLI shows it."""
-    kind = "usage limit" if re.search(r"usage|quota", line, re.IGNORECASE) else "rate limit"
+    kind = ("usage limit" if re.search(r"usage|quota|you[’']ve hit your", line, re.IGNORECASE)
+            else "rate limit")
     return Limit(kind, "screen", _screen_until(line, now), line[:200])
 
 
@@ -100,18 +107,47 @@ def _screen_until(line: str, now: float) -> float | None:
         parts = _SPAN.findall(span.group(1))
         if parts:
             return now + sum(float(n) * _UNIT_SECONDS[unit[0].lower()] for n, unit in parts)
+    dated = _ON.search(line)
+    if dated is not None:
+        return _on_day(dated, now)
     clock = _AT.search(line)
     if clock is None:
         return None
-    hour, minute = int(clock.group(1)), int(clock.group(2) or 0)
-    half = (clock.group(3) or "").lower()
-    if (half and not 1 <= hour <= 12) or hour > 23 or minute > 59:
+    time_of_day = _time_of_day(*clock.groups())
+    if time_of_day is None:
         return None
-    hour = hour % 12 + (12 if half == "pm" else 0) if half else hour
-    today = datetime.fromtimestamp(now).replace(hour=hour, minute=minute, second=0,
-                                                 microsecond=0)
+    today = datetime.fromtimestamp(now).replace(hour=time_of_day[0], minute=time_of_day[1],
+                                                 second=0, microsecond=0)
     when = today.timestamp()
-    return when if when > now else (today + timedelta(days=1)).timestamp()
+    # The CLI shows the minute, not the second: a reset in the minute just
+    # begun is today's (at once), not tomorrow's.
+    return when if when > now - 60 else (today + timedelta(days=1)).timestamp()
+
+
+def _time_of_day(hour: str, minute: str | None, half: str | None) -> tuple[int, int] | None:
+    """(hour, minute) on a 24-hour clock, or None for a time no clock shows."""
+    hours, minutes, half = int(hour), int(minute or 0), (half or "").lower()
+    if (half and not 1 <= hours <= 12) or hours > 23 or minutes > 59:
+        return None
+    return (hours % 12 + (12 if half == "pm" else 0) if half else hours), minutes
+
+
+def _on_day(found: re.Match, now: float) -> float | None:
+    """A month, day, maybe a year, and a time of day, in local time; without
+    a year, the next such day (a reset is never long past)."""
+    month, day, year = _MONTHS.index(found.group(1)[:3].lower()) + 1, int(found.group(2)), \
+        found.group(3)
+    time_of_day = _time_of_day(*found.groups()[3:])
+    today = datetime.fromtimestamp(now)
+    if time_of_day is None:
+        return None
+    try:
+        when = datetime(int(year) if year else today.year, month, day, *time_of_day)
+        if not year and when.timestamp() < now - 86400:
+            when = when.replace(year=today.year + 1)
+    except ValueError:  # no such day (Feb 30)
+        return None
+    return when.timestamp()
 
 
 def _error_object(body: bytes) -> dict:
@@ -149,7 +185,7 @@ def _vendor_resets(headers: Mapping[str, str], now: float) -> tuple[list[float],
     resets: dict[str, float] = {}  # the header saying what is left -> when it resets
     for name, value in headers.items():
         if name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
-            when, left = _timestamp(value), name[:-len("reset")] + "remaining"
+            when, left = _timestamp(value), name[:-len("reset")]
         elif name.startswith("x-ratelimit-reset-"):
             when = _after(value, now)
             left = "x-ratelimit-remaining-" + name[len("x-ratelimit-reset-"):]
@@ -157,8 +193,18 @@ def _vendor_resets(headers: Mapping[str, str], now: float) -> tuple[list[float],
             continue
         if when is not None:
             resets[left] = when
-    spent = [when for left, when in resets.items() if headers.get(left, "").strip() == "0"]
+    spent = [when for left, when in resets.items() if _spent(headers, left)]
     return spent, list(resets.values())
+
+
+def _spent(headers: Mapping[str, str], left: str) -> bool:
+    """The limit the header ``left`` names is spent: its remaining count is 0,
+    or (a subscription's ``anthropic-ratelimit-unified-...``) its status is
+    ``rejected``."""
+    if left.startswith("anthropic-ratelimit-"):
+        return (headers.get(left + "remaining", "").strip() == "0"
+                or headers.get(left + "status", "").strip().lower() == "rejected")
+    return headers.get(left, "").strip() == "0"
 
 
 def _gemini_delay(error: dict, now: float) -> float | None:
@@ -186,6 +232,10 @@ def _number(text: str) -> float | None:
 
 
 def _timestamp(text: str) -> float | None:
+    """An RFC 3339 time, or (a subscription's unified limits) Unix seconds."""
+    seconds = _number(text.strip())
+    if seconds is not None:
+        return seconds
     try:
         return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -197,7 +247,8 @@ def _timestamp(text: str) -> float | None:
 
 @dataclass
 class Episode:
-    """One role's limit, from the first "not now" until it is over."""
+    """One role's limit, from the first "not now" until it is over; its times
+    on the clock the watch is handed (the session's is monotonic)."""
 
     limit: Limit
     first: float          # when it was first seen
@@ -205,6 +256,7 @@ class Episode:
     repeats: int = 0      # how often it came straight back
     token: int = 0        # names the wake-up timer that is current
     woke: float | None = None  # when the role was last set going
+    due: float = 0.0      # the wake before its jitter: what a report again is compared with
 
 
 @dataclass(frozen=True)
@@ -246,18 +298,20 @@ class LimitWatch:
         hitting the same limit before its reset)."""
         episode = self.episodes.get(role)
         if episode is not None and episode.woke is None:
-            later = self._wake(limit, now, episode.repeats, episode.first)
-            if later <= episode.wake + 1.0:
+            # Compared without the jitter: a retry hitting the same reset is no
+            # news, whatever jitter a new draw would give it.
+            due, later = self._wake(limit, now, episode.repeats, episode.first)
+            if due <= episode.due + 1.0:
                 return None
-            episode.wake, episode.limit = later, limit
+            episode.due, episode.wake, episode.limit = due, later, limit
             episode.token = self._token()
             return Seen(episode, new=False)
         repeats = 0
         first = now
         if episode is not None and episode.woke is not None and now - episode.woke < REPEAT_WINDOW:
             repeats, first = episode.repeats + 1, episode.first
-        episode = Episode(limit, first, self._wake(limit, now, repeats, first), repeats,
-                          self._token())
+        due, wake = self._wake(limit, now, repeats, first)
+        episode = Episode(limit, first, wake, repeats, self._token(), due=due)
         self.episodes[role] = episode
         return Seen(episode, new=True)
 
@@ -289,7 +343,10 @@ class LimitWatch:
         episode = self.episodes.get(role)
         return episode if episode is not None and episode.woke is None else None
 
-    def _wake(self, limit: Limit, now: float, repeats: int, first: float) -> float:
+    def _wake(self, limit: Limit, now: float, repeats: int, first: float
+              ) -> tuple[float, float]:
+        """When the limit is due to lift as said (or backed off), and the wake:
+        that plus the jitter."""
         wait = limit.until - now if limit.until is not None else self.default_wait
         if repeats:
             # The exponent is bounded: past the cap it changes nothing, and an
@@ -299,7 +356,7 @@ class LimitWatch:
         # Never past the give-up by more than the jitter: a limit that will
         # outlast it is reported when the give-up comes, not hours later.
         wait = min(wait, max(self.give_up - (now - first), 0.0))
-        return now + wait + min(wait * JITTER_SHARE, JITTER_MAX) * self.rng()
+        return now + wait, now + wait + min(wait * JITTER_SHARE, JITTER_MAX) * self.rng()
 
     def _token(self) -> int:
         self._tokens += 1

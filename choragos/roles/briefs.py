@@ -339,6 +339,13 @@ def continue_line(task_id: str) -> str:
             f"{task_id} where you left off.")
 
 
+def budget_continue_line(task_id: str) -> str:
+    """Typed into an agent idle at its prompt once the operator raised the
+    budget whose refusal stopped its model calls."""
+    return (f"Continue: the operator raised the budget that stopped your model calls. Carry "
+            f"on with task {task_id} where you left off.")
+
+
 def nudge_line(task_id: str) -> str:
     """Typed into an agent idle at its prompt while it holds a task it stopped on."""
     return (f"Continue with task {task_id}, or report it with `choragos work-done --id "

@@ -45,8 +45,11 @@ def test_operator_verbs_are_refused_from_inside_a_role(serve):
     s.wait_booted(["orchestrator", "coder", "reviewer"])
     token = s.workdir / ".choragos" / "state" / "web-token"
     before = token.read_bytes() if token.exists() else None
+    # An agent raising its own budget, or the session's, decides what only
+    # the operator may: it is refused like the rest.
     for args in ("pause reviewer", "restart reviewer", "reload", "shutdown",
-                 "keys reviewer --text hi enter", "kill", "web --rotate"):
+                 "keys reviewer --text hi enter", "kill", "budget orchestrator 1000",
+                 "budget --session 1000", "resume orchestrator", "web --rotate"):
         ran = run_inside(s, "orchestrator", args)
         assert ran["rc"] != 0, (args, ran)
         assert "operator command" in ran["out"], (args, ran)
@@ -56,7 +59,7 @@ def test_operator_verbs_are_refused_from_inside_a_role(serve):
     assert (token.read_bytes() if token.exists() else None) == before  # nobody locked out
     assert s.cli("ping").returncode == 0
     assert not [e for e in s.events() if e["event"] in ("role pause", "role restart",
-                                                          "shutdown requested")]
+                                                          "shutdown requested", "budget set")]
 
 
 def test_work_done_only_for_the_callers_own_task(serve):

@@ -25,13 +25,22 @@ BODY = {"model": "claude-test-1", "max_tokens": 50, "stream": True,
         "messages": [{"role": "user", "content": "hi"}]}
 
 
-def _crew(port: int, upstream: str, hook_file: Path, coder: dict, budget: str = "") -> str:
-    return (role_toml("orchestrator", start=True) + role_toml("coder", **coder)
+def _crew(port: int, upstream: str, hook_file: Path, coder: dict, budget: str = "",
+          flags: tuple[str, ...] = ()) -> str:
+    return (role_toml("orchestrator", start=True) + role_toml("coder", *flags, **coder)
             + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n'
             + f'[gateway.upstream]\nanthropic = "{upstream}"\n'
             + '[pricing."claude-test"]\ninput = 1.0\n'
             + f'[ui]\non_budget = \'echo "$CHORAGOS_ROLE|$CHORAGOS_TASK" >> "{hook_file}"\'\n'
             + budget)
+
+
+def _started(serve, claude: FakeModel, coder: dict, hook_file: Path):
+    """A crew whose coder's calls reach ``claude`` through the built-in gateway,
+    booted; and the coder's base URL."""
+    s = serve(_crew(free_port(), claude.base_url, hook_file, coder))
+    s.wait_booted(["orchestrator", "coder"])
+    return s, _coder_url(s)
 
 
 def _roles(s) -> dict[str, dict]:
@@ -135,3 +144,36 @@ def test_a_cutting_budget_ends_the_answer_that_crosses_it(serve, short_tmp):
         s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
         s.wait(lambda: hook_file.exists() and "coder|$0.40 of $0.30" in hook_file.read_text(),
                15, "on_budget")
+
+
+def test_a_task_stopped_by_a_blocking_budget_holds_and_goes_on_once_it_is_raised(serve,
+                                                                                  short_tmp):
+    """The worker's CLI shows the refusal and gives up the turn; nothing more is
+    typed into it while blocked; the operator's raise has it continue its task."""
+    port, hook_file = free_port(), short_tmp / "hooks.txt"
+    with FakeModel(usage=Usage(input_tokens=400_000, output_tokens=0)) as claude:
+        s = serve(_crew(port, claude.base_url, hook_file,
+                        {"budget": "0.30", "budget_action": "block", "stall_after": ""},
+                        flags=("--worker", "--model")))
+        s.wait_booted(["orchestrator", "coder"])
+        assert s.cli("delegate", "--to", "coder", "--task", "first").returncode == 0
+        s.wait(lambda: s.board()["T1"]["state"] == "done", 20, "T1 done ($0.40: crossed)")
+        assert s.cli("delegate", "--to", "coder", "--task", "second").returncode == 0
+        s.wait(lambda: any(r["kind"] == "model error" for r in s.agents(role="coder")), 20,
+               "the second task's call refused")
+        s.wait_event(lambda e: e["event"] == "model call refused", 10, "the refusal")
+        typed = len(s.submitted("coder"))
+        assert s.cli("delegate", "--to", "coder", "--task", "third").returncode == 0
+        # Held, not typed: it stays in the coder's queue (queued after its
+        # checkpoint, which the delegation's answer does not wait for).
+        s.wait(lambda: _roles(s)["coder"]["queued"] == 1, 10, "T3 queued and held")
+        assert s.board()["T3"]["state"] == "queued"
+        assert len(s.submitted("coder")) == typed, "a line was typed into a blocked role"
+        assert len(claude.message_requests(with_tools=False)) == 1
+
+        assert s.cli("budget", "coder", "5").returncode == 0
+        s.wait(lambda: s.board()["T2"]["state"] == "done", 20, "T2 continued and done")
+        assert s.submitted("coder")[typed].startswith("Continue: the operator raised")
+        s.wait(lambda: s.board()["T3"]["state"] == "done", 20, "T3 delivered and done")
+        assert [e["task"] for e in s.events() if e["event"] == "budget continue"] == ["T2"]
+        assert [e["event"] for e in s.events()].count("model call refused") == 1

@@ -186,6 +186,14 @@ def test_a_limit_coming_straight_back_waits_longer(serve, short_tmp):
         continued = [t for t in s.submitted("coder") if t.startswith("Continue")]
         assert len(continued) == 2 and len(upstream.seen) == 3
         assert upstream.seen[2] - upstream.seen[1] >= 2.0
+        # The same limit back is said in the log, not rung nor told again.
+        hook_file = short_tmp / "hooks.txt"
+        s.wait(lambda: hook_file.exists() and "CHORAGOS_HOOK=on_limit" in hook_file.read_text(),
+               10, "the first limit's hook")
+        hooks = hook_file.read_text().splitlines()
+        assert sum(line.startswith("CHORAGOS_HOOK=on_limit") for line in hooks) == 1
+        told = [t for t in s.submitted("orchestrator") if "limit" in t and "coder" in t]
+        assert len(told) == 1, told
 
 
 def test_a_limit_past_the_give_up_fails_the_task(serve, short_tmp):

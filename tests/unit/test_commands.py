@@ -114,6 +114,8 @@ def test_no_other_table_of_commands_is_left() -> None:
     ({"cmd": "handoff"}, True),
     ({"cmd": "input", "role": "coder", "text": "y"}, True),
     ({"cmd": "restart", "gateway": True}, True),
+    ({"cmd": "budget", "role": "coder", "amount": "100"}, True),
+    ({"cmd": "budget", "session": True, "amount": "100"}, True),
     ({"cmd": "board"}, False),
     ({"cmd": "work-done", "id": "T1", "task": "t"}, False),
 ])

@@ -156,3 +156,17 @@ def test_a_bad_duration_is_quoted_with_its_c1_controls_escaped():
     with pytest.raises(ValueError) as refused:
         cs.optional_duration("\x9b2J")
     assert str(refused.value) == '"\\x9b2J" is not a duration (use 45m, 1h30m, 90s)'
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("20.00", None), (5, None), ("$1000000000", None),
+    (0, "must be greater than 0"), ("1e308", "must be at most 1,000,000,000 USD"),
+    (2e9, "must be at most 1,000,000,000 USD"), ("inf", "must be a finite number"),
+])
+def test_a_budget_is_a_sane_amount_of_usd(value: object, error: str | None) -> None:
+    """A budget of 1e308 dollars is a typo: refused in one sentence, not shown as 309 digits."""
+    if error is None:
+        assert cs.money(value) > 0
+        return
+    with pytest.raises(ValueError, match=error):
+        cs.money(value)

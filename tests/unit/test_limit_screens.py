@@ -83,3 +83,16 @@ def test_an_old_notice_the_agent_went_on_from_is_not_seen() -> None:
     assert classify(later, profile_named("claude")) == IDLE
     assert limit_notice(later, profile_named("claude")) is None
     assert limit_notice(lines, profile_named("claude")) is not None
+
+
+@pytest.mark.parametrize(("line", "seen"), [
+    # Claude Code 2.1's subscription notices (hJ() in its code), and its warnings
+    ("⎿  You've hit your session limit · resets 3am (UTC)", True),
+    ("  You've hit your weekly limit · resets Dec 9, 3am (UTC)", True),
+    ("  You've used 90% of your session limit · resets 3am (UTC)", False),
+    ("  Approaching usage limit · resets 3am (UTC)", False),
+])
+def test_claude_codes_subscription_limit_notice_is_seen(line: str, seen: bool) -> None:
+    screen = ["● Working on it.", line, "", "╭────╮", "│ >  │", "╰────╯"]
+    notice = limit_notice(screen, profile_named("claude"))
+    assert (notice is not None) is seen

@@ -38,6 +38,12 @@ def _body(**error: object) -> bytes:
                         "anthropic-ratelimit-requests-remaining": "7",
                         "anthropic-ratelimit-requests-reset": _iso(NOW + 3600)},
      b"", "rate limit", 42.0),
+    # A subscription's unified limit: Unix seconds, spent when "rejected"
+    ("anthropic", 429, {"anthropic-ratelimit-unified-status": "rejected",
+                        "anthropic-ratelimit-unified-reset": str(int(NOW + 7200)),
+                        "anthropic-ratelimit-unified-7d-status": "allowed",
+                        "anthropic-ratelimit-unified-7d-reset": str(int(NOW + 86400))},
+     _body(type="rate_limit_error", message="x"), "rate limit", 7200.0),
     # OpenAI's Go-style durations
     ("openai", 429, {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s",
                      "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "20ms"},
@@ -112,6 +118,33 @@ def test_a_clock_time_is_the_next_one_in_local_time(line) -> None:
     assert 0 < until - NOW <= 24 * 3600
 
 
+@pytest.mark.parametrize(("line", "month", "day", "clock", "year"), [
+    # Claude Code 2.1 past a day ahead, and in another year (its Vee())
+    ("⎿  You've hit your weekly limit · resets Dec 9, 3am (UTC)", 12, 9, (3, 0), None),
+    ("You've hit your limit · resets Jan 5, 2028, 3:30pm (UTC)", 1, 5, (15, 30), 2028),
+    # Codex's format_retry_timestamp() past today
+    ("■ You’ve hit your usage limit. Upgrade to Plus, or try again at Mar 3rd, 2028 "
+     "3:05 PM.", 3, 3, (15, 5), 2028),
+])
+def test_a_reset_on_another_day_is_read_with_its_date(line, month, day, clock, year) -> None:
+    limit = read_screen(line, NOW)
+    then = datetime.fromtimestamp(limit.until)
+    assert limit.kind == "usage limit"
+    assert (then.month, then.day, (then.hour, then.minute)) == (month, day, clock)
+    assert limit.until > NOW
+    if year is None:  # the next such date
+        assert limit.until - NOW < 366 * 86400
+    else:
+        assert then.year == year
+
+
+def test_a_reset_in_the_minute_just_begun_is_now_not_tomorrow() -> None:
+    """The CLI shows minutes; read 20 s past 3:00 a "resets 3am" is over, not 24 h away."""
+    three = datetime.fromtimestamp(NOW).replace(hour=3, minute=0, second=0).timestamp()
+    until = read_screen("You've hit your session limit · resets 3am (UTC)", three + 20).until
+    assert until == three
+
+
 # ---- waiting out ----------------------------------------------------------------------
 
 
@@ -126,6 +159,16 @@ def test_one_episode_per_limit_and_retries_before_the_reset_add_nothing() -> Non
     assert watch.seen("coder", _limit(29, NOW + 1), NOW + 1) is None  # same reset: nothing
     later = watch.seen("coder", _limit(300, NOW + 2), NOW + 2)
     assert not later.new and later.episode.wake == NOW + 302  # a later reset moves the wake
+
+
+def test_a_retry_hitting_the_same_reset_is_no_news_whatever_the_jitter() -> None:
+    draws = iter([0.0, 1.0, 1.0])
+    watch = LimitWatch(rng=lambda: next(draws))
+    first = watch.seen("coder", _limit(600), NOW).episode
+    assert first.wake == NOW + 600
+    assert watch.seen("coder", _limit(599, NOW + 1), NOW + 1) is None  # 30 s more jitter
+    later = watch.seen("coder", _limit(900, NOW + 2), NOW + 2)
+    assert not later.new and later.episode.wake == NOW + 902 + 30
 
 
 def test_the_wake_is_the_reset_plus_a_capped_jitter() -> None:

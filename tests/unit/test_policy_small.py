@@ -19,8 +19,9 @@ from choragos.actors.mergeflow import MergeFlow
 from choragos.actors.tokenusage import TokenUsage
 from choragos.board.tasks import TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
-from choragos.config.model import RoleSpec
-from choragos.gateway.limits import Limit
+from choragos.config.model import Price, RoleSpec
+from choragos.gateway.limits import REPEAT_WINDOW, Limit
+from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from tests.unit.policyport import RecordingPort, core_state, delivered
 
@@ -61,6 +62,52 @@ def test_one_held_role_is_let_in_per_memory_reading(tmp_path):
     assert len(port.named("later")) == 2  # lead still waits: read again
 
 
+class Pumps:
+    """The delivery as the budgets use it: the roles whose queues were pumped."""
+
+    def __init__(self) -> None:
+        self.pumped: list[str] = []
+
+    def pump(self, seat) -> None:
+        self.pumped.append(seat.name)
+
+
+@pytest.mark.parametrize(("budget", "continued"), [(5.0, True), (0.5, False)],
+                         ids=["raised past the spend", "changed, still spent"])
+def test_a_raise_continues_a_blocked_role_only_when_it_ends_the_block(tmp_path, budget,
+                                                                       continued):
+    spec = RoleSpec(name="coder", command="x", budget=1.0, budget_action="block")
+    state = core_state(tmp_path, spec, pricing={"claude-test": Price(input=1.0)})
+    state.tokens = {"coder": {"claude-test-1": {"input": 800_000}}}
+    task = delivered(state)
+    port, pumps = RecordingPort(state), Pumps()
+    budgets = BudgetFlow(port, state, Guardrails(port, state), pumps)
+    budgets.refused(m.BudgetRefused("coder", "choragos: spent ($0.80 of $0.50); wait"))
+    assert "coder" in state.budget.refused
+    port.calls.clear()
+    answer = budgets.command({"amount": str(budget), "role": "coder"})
+    assert answer["status"] == "ok"
+    # The operator is told when the change does not end the block, and why.
+    assert ("coder's model calls are still refused: the budget of role coder is spent "
+            "($0.80 of $0.50)" in answer["message"]) is not continued
+    lines = [args for args, fields in port.named("enqueue") if fields.get("front")]
+    assert ("coder" in state.budget.refused) is not continued
+    if continued:
+        assert lines == [("coder", briefs.budget_continue_line(task.id), "notice", task.id)]
+        assert state.board.get(task.id).note == ""
+        # Its agent went on by itself (a call let through) before the line was
+        # typed: the line is taken back, not typed after all.
+        line = m.Injection(7, "coder", briefs.budget_continue_line(task.id), "notice", task.id)
+        state.seats["coder"].queue.append(line)
+        budgets.refused(m.BudgetRefused("coder", ""))
+        assert list(state.seats["coder"].queue) == []
+        assert port.named("journal")[-1][0] == ("injected",)
+    else:
+        assert lines == [] and pumps.pumped == []
+        assert state.board.get(task.id).note == BLOCKED_NOTE + "the budget of role coder is " \
+            "spent ($0.80 of $0.50)"
+
+
 @pytest.mark.parametrize(("whys", "events", "note"), [
     (["choragos: over budget; wait"], 1, BLOCKED_NOTE + "over budget"),
     (["choragos: over budget; wait"] * 3, 1, BLOCKED_NOTE + "over budget"),
@@ -70,7 +117,7 @@ def test_a_refused_call_is_said_once_and_noted_on_the_board(tmp_path, whys, even
     state = core_state(tmp_path)
     task = delivered(state)
     port = RecordingPort(state)
-    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    budgets = BudgetFlow(port, state, Guardrails(port, state), Pumps())
     for why in whys:
         budgets.refused(m.BudgetRefused("coder", why))
     assert port.kinds().count("event:model call refused") == events
@@ -80,7 +127,7 @@ def test_a_refused_call_is_said_once_and_noted_on_the_board(tmp_path, whys, even
 def test_the_budget_verb_refuses_a_bad_amount_and_an_unknown_role(tmp_path):
     state = core_state(tmp_path)
     port = RecordingPort(state)
-    budgets = BudgetFlow(port, state, Guardrails(port, state))
+    budgets = BudgetFlow(port, state, Guardrails(port, state), Pumps())
     assert "no budget was changed" in budgets.command({"amount": "lots", "role": "coder"})[
         "error"]
     assert "unknown role ghost" in budgets.command({"amount": "1", "role": "ghost"})["error"]
@@ -126,6 +173,56 @@ def test_a_queued_task_never_goes_to_an_idle_twin_that_is_not_briefed(tmp_path):
     state.seats["coder"].queue.append(m.Injection(1, "coder", "next", "task", queued.id))
     limits.seen("coder", Limit("rate limit", "anthropic", time.time() + 60))
     assert state.board.get(queued.id).role == "coder"
+
+
+def test_an_agent_started_again_while_its_role_waits_out_a_limit_is_held_again(tmp_path):
+    """Its new process comes up not limited; the same limit reported again is no
+    news (no event, no hook), but it holds the role again until the reset."""
+    state = core_state(tmp_path)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    limits._limits().rng = lambda: 0.0  # no jitter: the same reset is the same wake
+    limit = Limit("rate limit", "anthropic", time.time() + 600)
+    limits.seen("coder", limit)
+    coder = state.seats["coder"]
+    until = coder.handle.told[-1].until
+    coder.view = m.RoleView("coder", RoleStatus.IDLE, ready=True)  # restarted: not limited
+    port.calls.clear()
+    limits.seen("coder", limit)
+    assert [type(msg) for msg in coder.handle.told] == [m.Limited, m.Limited]
+    assert coder.handle.told[-1].until == pytest.approx(until, abs=1)
+    assert not coder.view.ready and port.kinds() == []  # held again, no more noise
+    coder.view = m.RoleView("coder", RoleStatus.LIMITED, ready=False, limited_until=until)
+    limits.seen("coder", limit)
+    assert len(coder.handle.told) == 2  # still shown limited: nothing to tell
+
+
+@pytest.mark.parametrize("jump", [9 * 3600.0, -3600.0], ids=["set forward 9 h", "set back 1 h"])
+def test_a_wall_clock_that_jumps_neither_gives_up_a_limit_nor_backs_it_off(tmp_path,
+                                                                           monkeypatch, jump):
+    """The reset the provider gave is waited out; the 8 h give-up and the
+    straight-back window count time that passed, not the wall clock's steps."""
+    state = core_state(tmp_path)
+    task = delivered(state)
+    port = RecordingPort(state)
+    limits = LimitFlow(port, state, Guardrails(port, state))
+    start = time.time()
+    limits.seen("coder", Limit("rate limit", "anthropic", start + 60))
+    (seconds, wake), _ = port.named("later")[-1]
+    assert seconds == pytest.approx(60, abs=5)
+    assert state.seats["coder"].handle.told[-1].until == pytest.approx(start + 60, abs=5)
+    monkeypatch.setattr(time, "time", lambda: start + 60 + jump)
+    limits.wake(wake)
+    assert "event:limit given up" not in port.kinds() and "event:limit over" in port.kinds()
+    assert state.board.get(task.id).state is TaskState.DELIVERED
+    port.calls.clear()
+    monkeypatch.setattr(time, "time", lambda: start + 60 + jump + REPEAT_WINDOW + 60)
+    limits.seen("coder", Limit("rate limit", "anthropic", None))
+    # The wall clock says it came back past the straight-back window; it came
+    # back at once: a repeat, which waits twice as long.
+    (seconds, _), _ = port.named("later")[-1]
+    assert seconds >= 2 * state.config.ui.limit_wait
+    assert [f["repeats"] for a, f in port.named("event") if a[0] == "role limited"] == [1]
 
 
 @pytest.mark.parametrize(("report", "outcome", "effect", "state_after"), [
