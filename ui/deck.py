@@ -26,7 +26,8 @@ what it needs: the model (``deckmodel``: the state, changed by the
 actions that carry the intents out (``deckactions``), the renderer
 (``deckdraw`` with the ``statusline``) and its echo lane (``deckecho``),
 the frame pacer (``deckpace``), the overlay stack (``deckoverlays``, with
-the ``editor``) and the dialogs about tasks on it (``deckboard``), and the
+the ``editor``) and the dialogs on it: about tasks (``deckboard``) and the
+start's notices (``decknotices``), and the
 command runner (``deckcommands``).  It keeps the mailbox, the urwid loop
 (``deckloop``), attach and detach, and carries out the reducer's effects.
 """
@@ -69,6 +70,7 @@ from choragos.ui.deckinput import InputRouter
 from choragos.ui.deckkeys import KeyPath
 from choragos.ui.deckloop import DeckView, Mailbox, _Loop
 from choragos.ui.deckmodel import DeckModel
+from choragos.ui.decknotices import StartNotices
 from choragos.ui.deckoverlays import OverlayStack
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
@@ -143,7 +145,8 @@ class Deck:
                                      lambda: self.client.editor)
         self.dialogs = TaskDialogs(self.model, self.overlays, self.commands, self, self.keymap,
                                    port.workdir, lambda model: port.config.price_for(model))
-        self.overlays.when_free = self.dialogs.show_next_gate
+        self.notices = StartNotices(self.overlays)
+        self.overlays.when_free = self._show_waiting
         self.overlays.on_open = self._schedule_overlay_refresh
         self.actions = Actions(self.model, port, self.keymap, self, self.overlays,
                                self.dialogs, self.commands, self.renderer, self.pacer)
@@ -306,9 +309,15 @@ class Deck:
         self._frame_owed = True
         self.pacer.forget()
         self.relayout()
-        self.dialogs.show_next_gate()
+        self._show_waiting()
         self._schedule_overlay_refresh()
         self._tmux_prefix_hint(info)
+
+    def _show_waiting(self) -> None:
+        """What waits for the operator, when nothing covers the panes: the
+        start's notices first (read once), then the gates in arrival order."""
+        if not self.notices.show():
+            self.dialogs.show_next_gate()
 
     def _tmux_prefix_hint(self, info: ClientInfo) -> None:
         """Once a session: inside tmux, our default prefix is tmux's own (and a

@@ -109,6 +109,7 @@ class DeckTree:
         old = self.deck
         old.pacer.let_go()  # before the new deck watches them: the roles' terminals are shared
         self.deck = Deck(self.access, *old.screen.get_cols_rows())
+        self.deck.notices.hold(old.notices.unread)  # not read yet: still to be shown
         self.server.adopt(self.deck)  # the old relay has stopped: its screen goes
         old.screen.close()
         self.build()
@@ -136,14 +137,16 @@ class UI:
 
 
 def start_ui(session: Session, ui_socket: Path, cols: int, rows: int,
-             on_client: Any = None) -> UI:
+             on_client: Any = None, notices: tuple[str, ...] = ()) -> UI:
     """Start the deck, bind its attach socket and subscribe it to the core:
     the attach and UI actors, under the "deck" supervisor, a temporary child
-    of the session's (after the session's own table)."""
+    of the session's (after the session's own table).  ``notices``: what
+    the start said, shown in a dialog on the first attach's first frame."""
     restored = session.restored
     access = SessionAccess(session.roles, session.core, session.workdir,
                            restored.layout if restored is not None else None)
     deck = Deck(access, cols, rows)
+    deck.notices.hold(notices)
     server = AttachServer(ui_socket, deck, role_pids=access.role_pids,
                           workdir=session.workdir,
                           on_event=lambda kind, **fields: session.events.write(

@@ -1,4 +1,5 @@
-"""Dialogs drawn over the deck: help, task board, gate, pager, confirmation, search.
+"""Dialogs drawn over the deck: help, task board, gate, pager, confirmation,
+search, and what the session said as it started.
 
 Each is an urwid widget that handles its own keys and reports what the user
 chose through a callback; none of them talks to the session itself.  Text
@@ -191,6 +192,21 @@ class PagerOverlay(_Scrolling):
         lines = MoreList(LazyLines(text.splitlines() or ["(empty)"]))
         super().__init__(inert(title), lines, "↑ ↓ PgUp PgDn g G scroll   q / Esc close",
                          on_close)
+
+
+class NoticeOverlay(_Scrolling):
+    """What the session said as it started (a state kept aside, a config
+    warning), each notice a paragraph wrapped to the dialog's width."""
+
+    CLOSE = ("esc", "q", "enter")
+
+    def __init__(self, notices: Sequence[str], on_close: Callable[[], None]) -> None:
+        rows: list[Any] = [("overlay title", "This session said as it started:"), ""]
+        for notice in notices:
+            rows += [inert(notice), ""]
+        rows.append(("dim", "Also on the terminal once the deck leaves it, and in "
+                            ".choragos/logs/server.log."))
+        super().__init__("Start notices", rows, "↑ ↓ PgDn scroll   Enter / Esc close", on_close)
 
 
 class ConfirmOverlay(Dialog):

@@ -426,6 +426,14 @@ REST_WAIT = 2.0
 DRAWN_AFTER = 0.2
 
 
+def start_notices(config, session) -> tuple[str, ...]:
+    """What `serve` in a terminal says on stderr just before the deck takes
+    the screen (its config's warnings, the session's notices: a previous
+    state kept aside, a resume): the deck's alternate screen hides them, so
+    the deck shows them too, on its first frame."""
+    return (*(f"warning: {warning}" for warning in config.warnings), *session.notices)
+
+
 def _hidden_at_first(config) -> tuple[str, ...]:
     """The roles the deck does not show as it starts.  Their agents spawn
     once its client's first frame is out, not beside the shown ones: on a
@@ -535,7 +543,8 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
 
             try:
                 ui = start_ui(session, daemon.ui_path_for(control), *deck,
-                              on_client=on_client)
+                              on_client=on_client,
+                              notices=start_notices(config, session) if attaching else ())
             except ServerStartError as exc:
                 if ready is not None:
                     ready.fail(f"the deck could not start: {exc}")
