@@ -436,7 +436,7 @@ class Deck:
         elif isinstance(effect, reducer.FollowRoster):
             self.state.layout.set_roster(list(effect.names))
         elif isinstance(effect, reducer.ShowGate):
-            self.dialogs.show_next_gate()
+            self._show_waiting()  # the start's notices, if unread, come first
         elif isinstance(effect, reducer.CloseGate):
             self.dialogs.close_gate(effect.task_id)
         elif isinstance(effect, reducer.RefreshBoard):

@@ -27,9 +27,12 @@ def board(d: TmuxDeck) -> dict[str, str]:
 
 
 def resume(d: TmuxDeck) -> str:
+    """Resume; the deck's first frame tells what was resumed, and Enter closes that."""
     d.shell("choragos serve --resume")
-    screen = d.wait_screen("C-b ? help", 30)
+    screen = d.wait_screen(lambda s: "C-b ? help" in s and "Start notices" in s, 30)
     d.server_pids.add(d.ls()[0]["pid"])
+    d.keys("Enter")
+    d.wait_screen(lambda s: "Start notices" not in s)
     return screen
 
 
@@ -52,7 +55,7 @@ def test_stop_and_handoff_each_resume_with_layout_board_and_gate(deck):
     assert d.cli("shutdown").returncode == 0
     d.wait_screen(lambda s: "ended]" in s and not d.sock.exists(), 30)
     screen = resume(d)
-    assert "session that ran as pid" not in screen
+    assert "resuming the session that ran as pid" in screen and " died at " not in screen
     d.wait_screen(lambda s: shown(s) == {"orchestrator", "release"}
                   and "1 gate waiting" in s.splitlines()[-1])
     assert board(d) == {"T1": "done", "T2": "gated"}
