@@ -181,6 +181,7 @@ class HelpOverlay(_Scrolling):
                  "gate:  y approve   n reject   v view the task   e edit it   Esc later",
                  "board: ↑ ↓ select   Enter view   r report   d diff   e edit   u roll back   "
                  "y / n decide a gate   h write the session's HTML page",
+                 "start notices (what the start said): ↑ ↓ scroll   Enter / Esc close",
                  "", "The mouse focuses panes and scrolls them (unless [ui] mouse = false)."]
         super().__init__("Keys", rows, "↑ ↓ scroll   q / Esc close", on_close)
 
