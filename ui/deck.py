@@ -27,7 +27,7 @@ actions that carry the intents out (``deckactions``), the renderer
 (``deckdraw`` with the ``statusline``) and its echo lane (``deckecho``),
 the frame pacer (``deckpace``), the overlay stack (``deckoverlays``, with
 the ``editor``) and the dialogs on it: about tasks (``deckboard``) and the
-start's notices (``decknotices``), and the
+start's notices (``deckoverlays`` too), and the
 command runner (``deckcommands``).  It keeps the mailbox, the urwid loop
 (``deckloop``), attach and detach, and carries out the reducer's effects.
 """
@@ -70,8 +70,7 @@ from choragos.ui.deckinput import InputRouter
 from choragos.ui.deckkeys import KeyPath
 from choragos.ui.deckloop import DeckView, Mailbox, _Loop
 from choragos.ui.deckmodel import DeckModel
-from choragos.ui.decknotices import StartNotices
-from choragos.ui.deckoverlays import OverlayStack
+from choragos.ui.deckoverlays import OverlayStack, StartNotices
 from choragos.ui.deckpace import FramePacer
 from choragos.ui.deckstate import DeckState, RoleInfo, initial_state
 from choragos.ui.pane import inert

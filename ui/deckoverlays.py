@@ -5,14 +5,15 @@ whole deck.
 :class:`OverlayStack` sets the loop's top widget: the deck's view alone,
 or a dialog over it.  When the last dialog closes it calls ``when_free``
 (the next waiting gate opens there); when one opens, ``on_open`` (a dialog
-with clocks starts ticking).
+with clocks starts ticking).  :class:`StartNotices` holds what the session
+said as it started until a dialog on the stack has shown it.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,3 +146,41 @@ class OverlayStack:
     def stop(self) -> None:
         if self.editor is not None:
             self.editor.kill()
+
+
+class StartNotices:
+    """What the session said as it started, not read yet, and its dialog.
+
+    ``choragos serve`` in a terminal prints its start notices (a previous
+    state kept aside, config warnings) just before the deck takes the
+    screen, whose alternate screen hides them until the deck leaves.  The
+    deck shows them too, in a dialog on its first frame: it stays (across
+    detaches) until a key closes it, and never comes back in this session.
+    Here, not in a module of its own: every deck makes one, and a start
+    that has nothing to say loads no more than before."""
+
+    def __init__(self, overlays: OverlayStack) -> None:
+        self.overlays = overlays
+        self.unread: tuple[str, ...] = ()
+
+    def hold(self, notices: Sequence[str]) -> None:
+        """Show ``notices`` on the next attach (or as soon as nothing covers the panes)."""
+        self.unread = tuple(notices)
+
+    def show(self) -> bool:
+        """Open the dialog when there is anything unread and nothing else is
+        open; True when it is open (a gate waits behind it)."""
+        if self.overlays.kind == "notices":
+            return True
+        if not self.unread or not self.overlays.free:
+            return False
+        # The dialogs' module only for a start that has something to say.
+        from choragos.ui.overlays import NoticeOverlay
+
+        self.overlays.open(NoticeOverlay(self.unread, self._read), "notices",
+                           ("relative", 80), ("relative", 70))
+        return True
+
+    def _read(self) -> None:
+        self.unread = ()
+        self.overlays.close()
