@@ -571,7 +571,7 @@ made = Deck(FakePort(Path(tempfile.mkdtemp())), 120, 40)
 made.loop = _Loop(made.view, build_palette(made.ui.theme), screen=made.screen)
 made.loop.deck = made
 made.attached = True
-made.dialogs.show_next_gate()  # as at an attach, and when a dialog closes
+made._show_waiting()  # as at an attach, and when a dialog closes (no notices, no gate)
 made.apply(news.Bell("coder", "on_input"))
 before = "choragos.ui.overlays" in sys.modules
 made.apply(news.GateOpened(news.GateView(Task("T4", "release", "Tag", state=TaskState.GATED))))
