@@ -154,8 +154,9 @@ class StartNotices:
     ``choragos serve`` in a terminal prints its start notices (a previous
     state kept aside, config warnings) just before the deck takes the
     screen, whose alternate screen hides them until the deck leaves.  The
-    deck shows them too, in a dialog on its first frame: it stays (across
-    detaches) until a key closes it, and never comes back in this session.
+    deck shows them too, in a dialog on its first frame: it stays until a
+    key closes it (a client that leaves meanwhile, or one taking the deck
+    over, finds it again), and never comes back in this session after.
     Here, not in a module of its own: every deck makes one, and a start
     that has nothing to say loads no more than before."""
 
