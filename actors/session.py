@@ -243,10 +243,10 @@ class Session:
                                        self.options.compact_every, self.options.salvage)
         except (resume.ResumeRefused, journal.JournalError, OSError) as exc:
             raise ServerStartError(str(exc)) from None
-        self.journal, self.restored, self.notices = (opened.journal, opened.restore,
-                                                     opened.notices)
-        for notice in self.notices:
+        self.journal, self.restored = opened.journal, opened.restore
+        for notice in opened.notices:
             self.events.write("session state", message=notice)
+        self.notices.extend(opened.notices)
         self.journal.on_callback_error = self._journal_callback_failed
         self.journal.append("session", version=journal.VERSION,
                             config=resume.config_label(self.config), pid=os.getpid(),
@@ -324,6 +324,9 @@ class Session:
                    "so no tokens are counted")
             log.warning("%s", why)
             self.events.write("config warning", message=why)
+            # Said where the operator looks at the start, not only in the
+            # server's log: serve's terminal and the deck's first frame.
+            self.notices.append(why)
 
     def _start_actors(self) -> None:
         self.timers = Timers()
