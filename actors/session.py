@@ -104,6 +104,12 @@ HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_id
              "on_limit")
 
 
+def unenforced_budgets(reason: str) -> str:
+    """What the start says of budgets the gateway is not there to count."""
+    return (f"budgets cannot be enforced: the gateway is off ({reason}), "
+            "so no tokens are counted")
+
+
 @dataclass
 class SessionOptions:
     """How a session starts: its directory and socket, headless or with the deck, resumed or not."""
@@ -244,9 +250,9 @@ class Session:
         except (resume.ResumeRefused, journal.JournalError, OSError) as exc:
             raise ServerStartError(str(exc)) from None
         self.journal, self.restored = opened.journal, opened.restore
+        self.notices.extend(opened.notices)  # after the start's own (the budgets')
         for notice in opened.notices:
             self.events.write("session state", message=notice)
-        self.notices.extend(opened.notices)
         self.journal.on_callback_error = self._journal_callback_failed
         self.journal.append("session", version=journal.VERSION,
                             config=resume.config_label(self.config), pid=os.getpid(),
@@ -320,13 +326,10 @@ class Session:
             return
         self.events.write("budgets", **summary)
         if not self.gateway.on:
-            why = (f"budgets cannot be enforced: the gateway is off ({self.gateway.reason}), "
-                   "so no tokens are counted")
+            why = unenforced_budgets(self.gateway.reason)
             log.warning("%s", why)
             self.events.write("config warning", message=why)
-            # Said where the operator looks at the start, not only in the
-            # server's log: serve's terminal and the deck's first frame.
-            self.notices.append(why)
+            self.notices.append(why)  # serve's terminal, the deck's first frame
 
     def _start_actors(self) -> None:
         self.timers = Timers()
