@@ -46,6 +46,13 @@ STALLED = "stalled"
 INPUT_HELD = "input holds an untaken line"
 
 
+def _busy(view: m.RoleView) -> bool:
+    """Working, or waiting on something the session itself waits out: a
+    provider's limit, or a host it probes (that hold rang once already)."""
+    return view.status in BUSY or (view.status == RoleStatus.EXITED
+                                   and view.detail.startswith(m.HOST_WAITING))
+
+
 def budget_summary(config: Config) -> dict | None:
     """Every budget in ``config``, for the "budgets" event that ``report`` reads."""
     roles = {r.name: {"usd": r.budget, "tokens": r.budget_tokens}
@@ -182,9 +189,8 @@ class Guardrails:
         return self.s.board.tasks.unsettled_tasks()
 
     def _team_idle(self) -> bool:
-        return self.s.board.tasks.unsettled > 0 and all(
-            seat.view.status not in BUSY and seat.in_flight is None
-            for seat in self.s.seats.values())
+        return self.s.board.tasks.unsettled > 0 and not any(
+            _busy(seat.view) or seat.in_flight is not None for seat in self.s.seats.values())
 
     def check_idle(self) -> None:
         guard = self.state

@@ -26,7 +26,7 @@ from choragos.actors import messages as m
 from choragos.actors.handle import ActorGone
 from choragos.actors.messages import (
     HOST_REFUSED,
-    HOST_UNREACHABLE,
+    HOST_WAITING,
     HostBack,
     HostHeld,
     Probed,
@@ -47,7 +47,7 @@ def said(msg: HostHeld) -> str:
         return (f"held: {HOST_REFUSED}: {msg.host}: {msg.why}; fix the login, then "
                 f"`choragos restart {msg.role}`")
     then = f"; next try at {msg.next_try}" if msg.next_try else ""
-    return f"held: {HOST_UNREACHABLE}: {msg.host}: {msg.why}{then}"
+    return f"{HOST_WAITING} {msg.host}: {msg.why}{then}"
 
 
 @dataclass

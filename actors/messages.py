@@ -254,6 +254,9 @@ HOST_MARK = "held: host"
 HOST_NOTE = "waits for its host"
 HOST_UNREACHABLE = "host unreachable"
 HOST_REFUSED = "host refused the login"
+# A held role's detail starts so while its host is probed: the crew waits on
+# that host, as on a provider's limit, and is not stuck (a refused login is).
+HOST_WAITING = f"held: {HOST_UNREACHABLE}:"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ restarted under its crash budget; it says so here with :class:`HostHeld`.
 The core makes the hold seen as it does a memory hold: a mark on the card
 and in ``status`` (``held: host``), a note on the tasks that wait for it,
 and once per outage a line in the server log, a ``role held`` event and
-the ``on_exit`` hook (so the notifier).  Its tasks are not failed: the one
+the ``on_exit`` hook (so the notifier).  Its tasks' timeout clocks stop
+until it is back, as for a limit.  Its tasks are not failed: the one
 it was working on is typed again when it is back (the core's
 ``redeliver``), the rest wait in its queue.  :class:`HostBack` ends it.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort, note_waits
 from choragos.actors.hostwait import said
+from choragos.actors.latemessages import PauseClocks, ResumeClocks
 from choragos.actors.messages import (
     HOST_MARK,
     HOST_NOTE,
@@ -77,6 +79,9 @@ class RoleExits:
             self.back(msg)
 
     def held(self, msg: HostHeld) -> None:
+        # Its task's clock stops as a limit's does: an outage is no time spent
+        # on the work (a clock already stopped stays as it is).
+        self.s.tell_clocks(PauseClocks(msg.role))
         self.port.mark(msg.role, HOST_MARK, True)
         self._note(msg.role, f"{HOST_NOTE} ({msg.host})")
         if not msg.new:
@@ -94,6 +99,7 @@ class RoleExits:
                        extra={"CHORAGOS_EXIT": line, "CHORAGOS_EXITED": "role"})
 
     def back(self, msg: HostBack) -> None:
+        self.s.tell_clocks(ResumeClocks(msg.role))  # runs on from what it had left
         self.port.mark(msg.role, HOST_MARK, False)
         self._note(msg.role, "")
         log.warning("%s is back: its host %s answered after %.0fs", msg.role, msg.host,

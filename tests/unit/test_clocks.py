@@ -135,3 +135,30 @@ def test_stop_cancels_and_other_roles_are_not_paused(rig):
     wait_until(lambda: core.told, 5, message="T2 to expire")
     assert core.told == [TimedOut("T2", "reviewer", 10)]
     assert handle.left() == {}
+
+
+def test_a_role_held_for_its_host_keeps_its_task_clock_stopped(rig, tmp_path):
+    """A long outage of a remote role's host is no time spent on its task:
+    the clock stops at the hold, as for a limit, and runs on when it is back."""
+    from choragos.actors.messages import HostBack, HostHeld
+    from choragos.actors.roleexits import RoleExits
+    from tests.unit.policyport import RecordingPort, core_state
+
+    fake, core, handle, timers = rig
+    state = core_state(tmp_path)
+    state.clocks = handle
+    exits = RoleExits(RecordingPort(state), state)
+    handle.tell(StartClock("T1", "coder", 60))
+    handle.settled()
+    expire(fake, timers, 30, handle)
+    exits.outage(HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:00:00", True))
+    exits.outage(HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:05:00", False))
+    expire(fake, timers, 3600, handle)
+    assert handle.left() == {"T1": 30}
+    assert core.told == []
+    exits.outage(HostBack("coder", "gpu (me@gpu-box)", 3600.0))
+    expire(fake, timers, 29, handle)
+    assert handle.left()["T1"] == pytest.approx(1)
+    expire(fake, timers, 2, handle)
+    wait_until(lambda: core.told, 5, message="TimedOut after the host is back")
+    assert core.told == [TimedOut("T1", "coder", 60)]

@@ -140,6 +140,29 @@ def test_the_team_idle_with_open_work_arms_one_check_and_rings_once(tmp_path):
     assert port.named("ring")[0][0][0] == "on_idle"
 
 
+def test_work_held_for_a_probed_host_is_no_idle_team_but_a_refused_login_is(tmp_path):
+    """The crew waits on a host the session probes, as on a limit: no
+    ``on_idle`` (the hold rang once itself).  A login the host turned away
+    mends only by the operator's hand: that crew is stuck, and said so."""
+    from choragos.actors.hostwait import said
+
+    guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
+    state.timers = object()
+    delivered(state)
+    down = m.HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:00:00", True)
+    idle = state.seats["coder"].view
+    held = replace(idle, status=RoleStatus.EXITED, ready=False, detail=said(down))
+    state.seats["coder"].view = held
+    guard.view_changed(idle, held)
+    assert port.named("later") == []
+    refused = replace(held, detail=said(replace(down, refused=True, next_try="")))
+    state.seats["coder"].view = refused
+    guard.view_changed(held, refused)
+    (_, check), _ = port.named("later")[0]
+    guard.idle_check(check)
+    assert port.named("ring")[0][0][0] == "on_idle"
+
+
 def test_an_exit_with_no_restart_coming_leaves_no_worker_alive(tmp_path):
     guard, port, _state = policy(tmp_path)
     guard.exited(m.RoleExited("coder", ExitStatus(code=1), restarting=False, reason="gone"))
