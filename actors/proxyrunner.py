@@ -40,9 +40,11 @@ from choragos.config.envpolicy import build_env
 from choragos.config.model import ProxySettings
 from choragos.fdwait import wait_ready
 from choragos.gateway.counts import whole_file
+from choragos.gateway.portfree import await_free
 from choragos.gateway.watch import limit_of, read_news
 
 READY_TIMEOUT = 15.0
+PORT_WAIT = 3.0  # for the port held by a killed server's gateway, still ending
 STOP_GRACE = 3.0
 # The gateway passes on the agents' own keys; it needs none of the session's.
 _DENY = ("ANTHROPIC_*", "OPENAI_*", "GEMINI_*", "GOOGLE_*", "CLAUDE_*", "CODEX_*", "AWS_*",
@@ -172,8 +174,8 @@ class ProxyRunner(Actor):
                 "--addr", s.settings.addr, "--timeout", _duration(s.settings.timeout)]
         for api, url in s.settings.upstream.by_api().items():
             argv += [f"--{api}", url]
-        if not s.spawned and s.resumed is None:
-            self._reset_counts()
+        if not s.spawned:
+            self._first(s)
         if s.counts_path is not None:
             argv += ["--state", str(s.counts_path)]
         s.spawned += 1
@@ -192,6 +194,17 @@ class ProxyRunner(Actor):
         proc.stdin.flush()
         self._send_policy(proc)
         return proc
+
+    def _first(self, s: ProxyRunnerState) -> None:
+        """Before the session's first gateway: a new session's counts start
+        from zero; and the gateway of a server killed before this one (a
+        resume) is let go of the port, once it has noticed (its stdin closed)."""
+        if s.resumed is None:
+            self._reset_counts()
+        waited = await_free(s.settings.addr, PORT_WAIT)
+        # None: someone else's, or one not ending: the gateway says it cannot listen.
+        if waited:
+            s.events("gateway port waited", addr=s.settings.addr, seconds=round(waited, 3))
 
     def _reset_counts(self) -> None:
         """The session's first gateway starts from zero, not from an older session's file.
