@@ -153,10 +153,12 @@ def test_a_role_held_for_its_host_keeps_its_task_clock_stopped(rig, tmp_path):
     expire(fake, timers, 30, handle)
     exits.outage(HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:00:00", True))
     exits.outage(HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:05:00", False))
+    handle.settled()  # the clock actor has the hold before the fake clock moves on
     expire(fake, timers, 3600, handle)
     assert handle.left() == {"T1": 30}
     assert core.told == []
     exits.outage(HostBack("coder", "gpu (me@gpu-box)", 3600.0))
+    handle.settled()
     expire(fake, timers, 29, handle)
     assert handle.left()["T1"] == pytest.approx(1)
     expire(fake, timers, 2, handle)
