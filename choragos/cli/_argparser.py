@@ -30,6 +30,10 @@ class Parser(argparse.ArgumentParser):
     (:mod:`choragos.cli._quickargs`) take only whole option names too."""
 
     words: Sequence[str] = ()
+    # What a verb says when its required arguments are missing, in its own
+    # words ("name the role to pause"), as the verbs that check for
+    # themselves do; argparse's "the following arguments are required" if unset.
+    missing: str = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False  # the verbs' subparsers are made through here too
@@ -42,6 +46,8 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
+        if self.missing and message.startswith("the following arguments are required"):
+            message = self.missing
         raise Failure(EXIT_USAGE, f"{message}{_did_you_mean(self, message)} "
                                   f"(see `{self.prog} --help`)")
 

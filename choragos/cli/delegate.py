@@ -69,9 +69,13 @@ def arguments(verb: str) -> ArgumentParser:
 
 def _targets(values: list[str]) -> list[str]:
     names = [name.strip() for value in values for name in value.split(",")]
-    names = [name for name in names if name]
-    if not names:
+    if not any(names):
         raise _client.Failure(_client.EXIT_USAGE, "--to must name at least one role")
+    if not all(names):
+        # Said, not dropped: "coder,,reviewer" may be a name left out (a variable unset).
+        spelled = ",".join(values)
+        raise _client.Failure(_client.EXIT_USAGE, f"--to '{_client.inert(spelled)}' has an "
+                              "empty role name; separate the names with single commas")
     return list(dict.fromkeys(_client.role_name(name) for name in names))
 
 

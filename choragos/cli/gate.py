@@ -55,7 +55,8 @@ def _payload(args: Namespace) -> dict[str, Any]:
         if args.id is not None:
             raise _client.Failure(_client.EXIT_USAGE, "gate list takes no task id")
         return {"cmd": "gate", "action": "list"}
-    if args.id is None:
+    if args.id is None or not args.id.strip():
+        # An empty id (a variable unset) is a slip, not a task the session should look up.
         raise _client.Failure(_client.EXIT_USAGE, f"gate {args.action} needs a task id, "
                                                   "such as T4")
     payload = {"cmd": "gate", "action": args.action, "id": args.id.strip()}

@@ -26,6 +26,7 @@ def arguments(verb: str) -> ArgumentParser:
     made.add_argument("keys", nargs="*", metavar="KEY",
                       help=f"key names: {', '.join(wire.KEY_NAMES)} (any case)")
     made.add_argument("--text", default="", help="text to type before the keys")
+    made.missing = "name the role and the keys to press, such as `choragos keys coder Enter`"
     return made
 
 

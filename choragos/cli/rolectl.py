@@ -28,6 +28,7 @@ def arguments(verb: str) -> ArgumentParser:
     made = _client.parser(verb, _ABOUT[verb][1])
     if verb != "restart":
         made.add_argument("role", help="the role's name")
+        made.missing = f"name the role to {verb}"
         return made
     made.add_argument("role", nargs="?", help="the role's name")
     made.add_argument("--gateway", action="store_true",

@@ -43,11 +43,16 @@ def arguments(verb: str) -> ArgumentParser:
     made.add_argument("target", help="a task id (T3), pre-rollback-T3, or a ref name")
     made.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     made.add_argument("--dry-run", action="store_true", help="only show what would change")
+    made.missing = "name the task id or checkpoint to roll back to, such as T3"
     return made
 
 
 def _main(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
+    if not args.target.strip():
+        # An empty target (a variable unset) is a slip: said before any session is asked.
+        raise _client.Failure(_client.EXIT_USAGE, "name the task id or checkpoint to roll "
+                                                  "back to, such as T3; nothing was changed")
     with open_store() as here:
         workdir = here.workdir
     present, role = _session()
