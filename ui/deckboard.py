@@ -256,8 +256,9 @@ class TaskDialogs:
             if ack.get("saved") is None:
                 self.host.say("the files already matched; nothing changed", "working")
                 return
-            self.host.say(f"rolled back to before {task['id']}: restored {ack['restored']}, "
-                          f"deleted {ack['deleted']}; undo: choragos rollback {ack['saved']}",
+            # Short, so the undo command fits on an 80-column status line
+            # whole; the counts were in the plan confirmed.
+            self.host.say(f"rolled back {task['id']}; undo: choragos rollback {ack['saved']}",
                           "working")
         self.commands.command({"cmd": "rollback", "target": checkpoint}, done)
 

@@ -22,27 +22,45 @@ class Chrome:
 
 def render(state: DeckState, chrome: Chrome, cols: int) -> Line:
     """The status line, ``cols`` wide."""
-    pieces = list(mode_tags(state, chrome))
-    pieces.append((" choragos ", "status dim"))
+    tags = list(mode_tags(state, chrome))
+    where = [(" choragos ", "status dim")]
     focus = state.layout.focus
     if focus:
         info = state.roles.get(focus)
-        pieces.append((f"▸ {inert(focus)} ", "status"))
-        pieces.append((f"({info.status if info else '?'}) ", "status dim"))
+        where.append((f"▸ {inert(focus)} ", "status"))
+        where.append((f"({info.status if info else '?'}) ", "status dim"))
+    alerts = _alerts(state)
+    if chrome.message is not None:
+        message = (" " + chrome.message + " ", "status message")
+        # A message that fits whole without the name and the focused role
+        # is shown whole (its end is often the command to run, such as a
+        # rollback's undo); they are back once it has gone.
+        if _width([*tags, *where, *alerts, message]) > cols >= _width([*tags, *alerts, message]):
+            where = []
+        alerts.append(message)
+    pieces = [*tags, *where, *alerts]
+    hint = f" {k.display_name(chrome.prefix)} ? help "
+    used = _width(pieces)
+    if used + len(hint) < cols:
+        pieces += [(" " * (cols - used - len(hint)), "status"), (hint, "status dim")]
+    # A message too long for the line ends in "…" rather than stopping short.
+    return clipped_line(cols, pieces, "status")
+
+
+def _width(pieces: list[tuple[str, str]]) -> int:
+    return sum(text_width(text) for text, _ in pieces)
+
+
+def _alerts(state: DeckState) -> list[tuple[str, str]]:
+    """The gateway and the gates waiting: kept on the line, a message or not."""
+    pieces = []
     if state.gateway is not None:
         attr = "status waiting" if state.gateway == "down" else "status dim"
         pieces.append((f" gateway {state.gateway} ", attr))
     gates = len(state.gates)
     if gates:
         pieces.append((f" ⚑ {gates} gate{'s' if gates != 1 else ''} waiting ", "status waiting"))
-    if chrome.message is not None:
-        pieces.append((" " + chrome.message + " ", "status message"))
-    hint = f" {k.display_name(chrome.prefix)} ? help "
-    used = sum(text_width(text) for text, _ in pieces)
-    if used + len(hint) < cols:
-        pieces += [(" " * (cols - used - len(hint)), "status"), (hint, "status dim")]
-    # A message too long for the line ends in "…" rather than stopping short.
-    return clipped_line(cols, pieces, "status")
+    return pieces
 
 
 def shown(state: DeckState, chrome: Chrome, cols: int) -> tuple:
