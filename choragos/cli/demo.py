@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from argparse import ArgumentParser
@@ -47,11 +48,24 @@ def _main(argv: list[str], verb: str) -> int:
     if not args.headless and _running(workdir):
         from choragos.cli import attach
 
-        return attach.run([])
+        return _left_running(attach.run([]), workdir, args.dir is not None)
     from choragos.cli import serve
 
     flags = ["--headless"] if args.headless else ["--detach"] if args.detach else []
-    return serve.run(flags)
+    code = serve.run(flags)
+    return code if args.headless else _left_running(code, workdir, args.dir is not None)
+
+
+def _left_running(code: int, workdir: Path, named: bool) -> int:
+    """After a detach (or ``--detach``) the demo runs on in a directory the
+    operator's shell is not in, where ``choragos attach`` finds nothing: say
+    how to come back to it and how to stop it."""
+    if code == _client.EXIT_OK and _running(workdir):
+        here = shlex.quote(str(workdir))
+        again = f"choragos demo --dir {here}" if named else "choragos demo"
+        print(f"choragos demo: the demo runs on in {workdir}: `{again}` shows its deck, "
+              f"`cd {here} && choragos kill` stops it", file=sys.stderr)
+    return code
 
 
 def default_dir(env: dict[str, str] | os._Environ) -> Path:

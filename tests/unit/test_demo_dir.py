@@ -41,3 +41,18 @@ def test_a_new_or_empty_directory_or_the_demos_own_is_set_up(tmp_path: Path, the
     (workdir / ".choragos.toml").write_text(demo.team_file("/old/python"))
     assert demo.prepare(workdir) == workdir  # its own, again: the team file made anew
     assert "/old/python" not in (workdir / ".choragos.toml").read_text()
+
+
+@pytest.mark.parametrize("runs_on", [True, False])
+def test_after_a_detach_from_its_deck_the_demo_says_how_to_stop_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, runs_on: bool) -> None:
+    from choragos.cli import attach
+
+    monkeypatch.chdir(tmp_path)
+    left = iter([True, runs_on])  # running before the attach; after it, running or ended
+    monkeypatch.setattr(demo, "_running", lambda workdir: next(left))
+    monkeypatch.setattr(attach, "run", lambda argv: _client.EXIT_OK)  # C-b d, or the end
+    workdir = tmp_path / "demo"
+    assert demo.run(["--dir", str(workdir)]) == _client.EXIT_OK
+    said = capsys.readouterr().err
+    assert (f"`cd {workdir} && choragos kill` stops it" in said) == runs_on, said
