@@ -169,7 +169,7 @@ def test_board_u_rolls_back_to_before_a_task_after_confirmation(deck):
     d.keys("y")
     wait_until(lambda: readme.read_text() == before, 10, message="README restored")
     assert not (d.workdir / "stray.txt").exists()
-    d.wait_screen("rolled back to before T1")
+    d.wait_screen("rolled back T1; undo: choragos rollback")
     # the deck went through the core's rollback command: refused from a role
     # like any operator command, and written to the event log
     log = d.workdir / ".choragos" / "logs" / "events.jsonl"

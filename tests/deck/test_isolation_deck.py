@@ -101,7 +101,7 @@ def test_u_on_a_worktree_task_rolls_back_its_worktree_only(deck):
     assert "delete   notes.txt" in screen
     d.keys("y")
     wait_until(lambda: not (tree / "notes.txt").exists(), 10, message="the worktree rolled back")
-    d.wait_screen("rolled back to before T1")
+    d.wait_screen("rolled back T1; undo: choragos rollback")
     assert (d.workdir / "notes.txt").read_text() == "the main tree's own\n"
     undo = d.cli("rollback", "pre-rollback-T1", "--yes")
     assert undo.returncode == 0, undo.stderr
