@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import select
+import shlex
 import signal
 import socket
 import sys
@@ -380,11 +381,26 @@ class Client:
             termios.tcsetattr(0, termios.TCSADRAIN, self.saved)
         self.saved = None
 
+    def _again(self) -> str:
+        """The command that finds this session again from the shell's
+        directory: a plain attach looks for the session of the directory it
+        runs in (a demo's runs elsewhere)."""
+        if self.workdir is None:
+            return "choragos attach"
+        try:
+            here = os.path.realpath(os.getcwd())
+        except OSError:  # the shell's directory is gone
+            here = ""
+        there = os.path.realpath(self.workdir)
+        if here == there or here.startswith(there.rstrip(os.sep) + os.sep):
+            return "choragos attach"
+        return f"choragos attach -t {shlex.quote(str(self.workdir))}"
+
     def _report(self) -> int:
         where = f" from {self.workdir}" if self.workdir else ""
         if self.code == f.DETACHED:
             why = f": {self.reason}" if self.reason not in ("", "detached") else ""
-            print(f"[detached{where}{why}; `choragos attach` brings the deck back]")
+            print(f"[detached{where}{why}; `{self._again()}` brings the deck back]")
             return EXIT_OK
         if self.code == f.ENDED:
             print(f"[the session{where.replace(' from', ' in')} ended]")

@@ -73,11 +73,16 @@ class ScriptedServer:
                 pass
 
 
-def run_client(sock: Path, workdir: Path, mode: str) -> tuple[str, PtyProcess]:
-    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), mode],
+def spawn_client(sock: Path, workdir: Path, mode: str, cwd: Path | None = None) -> PtyProcess:
+    return PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), mode],
                             env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
                                  "PATH": "/usr/bin:/bin"},
-                            cwd=str(workdir), dimensions=(30, 100))
+                            cwd=str(cwd or workdir), dimensions=(30, 100))
+
+
+def run_client(sock: Path, workdir: Path, mode: str,
+               cwd: Path | None = None) -> tuple[str, PtyProcess]:
+    proc = spawn_client(sock, workdir, mode, cwd)
     output = bytearray()
     while True:
         try:
@@ -106,6 +111,15 @@ def test_a_detach_restores_the_terminal(where):
     assert "exit=0 echo=on" in output
     hello = f.decode_json(server.received[0][1])
     assert (hello["cols"], hello["rows"]) == (100, 30) and hello["force"] is False
+
+
+def test_a_detach_elsewhere_names_the_session_to_come_back_to(where, tmp_path):
+    """Detached in a shell whose directory is not the session's (a demo's),
+    a plain ``choragos attach`` would find nothing: the line names it."""
+    ScriptedServer(where / "u.sock", [
+        f.encode_json(f.EXIT, {"reason": "detached", "code": f.DETACHED})])
+    output, _ = run_client(where / "u.sock", where, "plain", cwd=tmp_path)
+    assert f"`choragos attach -t {where}` brings the deck back]" in output
 
 
 def test_a_crash_restores_the_terminal_and_leaves_the_traceback(where):
@@ -203,10 +217,7 @@ def test_keys_go_out_while_the_terminal_is_behind(where):
     while the screen waits."""
     sock, workdir = where / "u.sock", where
     server = FloodingServer(sock)
-    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), "normal"],
-                            env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
-                                 "PATH": "/usr/bin:/bin"},
-                            cwd=str(workdir), dimensions=(30, 100))
+    proc = spawn_client(sock, workdir, "normal")
     try:
         wait_until(lambda: server.received, 10, message="the hello")
         time.sleep(0.5)  # the flood fills the terminal, which nobody reads yet
@@ -278,10 +289,7 @@ class DirectServer:
 def _ready_client(server: DirectServer, sock: Path, workdir: Path, mode: str = "normal"):
     """The client in a PTY of its own, once it has told ``server`` its
     terminal is raw; never left running."""
-    proc = PtyProcess.spawn([sys.executable, "-c", CLIENT, str(sock), str(workdir), mode],
-                            env={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
-                                 "PATH": "/usr/bin:/bin"},
-                            cwd=str(workdir), dimensions=(30, 100))
+    proc = spawn_client(sock, workdir, mode)
     try:
         assert server.ready.wait(10), "the client never said its terminal is ready"
         yield proc
