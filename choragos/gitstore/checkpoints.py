@@ -32,12 +32,13 @@ import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from choragos.gitstore.ignore import IgnoreList, RuleStack
+from choragos.gitstore.ignore import IgnoreList, RuleStack, ignore_settings, repository_rules
+from choragos.gitstore.nested import uncommitted
 from choragos.gitstore.objects import ObjectWriter, loose_blob, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
 from choragos.gitstore.treewrite import WorkTree, ancestors
@@ -116,6 +117,9 @@ class RollbackPlan:
     head_now: str
     conflicts: list[str]  # ignored or foreign content in the way; rollback refuses
     submodules: list[str]  # nested repositories at another commit; left alone
+    # Nested repositories (at any depth) whose work tree holds changes not
+    # committed there, or that cannot be read: never restored, left alone.
+    nested_changes: list[str] = field(default_factory=list)
 
     @property
     def head_moved(self) -> bool:
@@ -137,6 +141,8 @@ class RollbackResult:
     removed_dirs: list[str]
     head_then: str
     head_now: str
+    submodules: list[str] = field(default_factory=list)  # as in the plan: left alone
+    nested_changes: list[str] = field(default_factory=list)
 
     @property
     def head_moved(self) -> bool:
@@ -279,7 +285,7 @@ class CheckpointStore:
         checkpoint = self._target(target)
         with self._failures("planning the rollback"), self._locked() as fs_now:
             scan = self._scan(fs_now, write=False)
-            return self._plan(checkpoint, scan)[0]
+            return self._plan(checkpoint, scan, fs_now)[0]
 
     def rollback(self, target: str | Checkpoint) -> RollbackResult:
         """Restore ``target``'s files, first saving the current state as
@@ -291,7 +297,7 @@ class CheckpointStore:
         with self._failures("rollback", then="nothing was changed"), \
                 self._locked() as fs_now:
             scan = self._scan(fs_now, write=True)
-            plan, then = self._plan(checkpoint, scan)
+            plan, then = self._plan(checkpoint, scan, fs_now)
             if plan.conflicts:
                 raise CheckpointError(_conflict_message(plan.conflicts))
             self._check_objects(then, plan.restore)
@@ -299,7 +305,7 @@ class CheckpointStore:
                 # Saving an identical state would hide the pre-rollback
                 # checkpoint of a rollback that did change something.
                 return RollbackResult(checkpoint, None, [], [], [], plan.head_then,
-                                      plan.head_now)
+                                      plan.head_now, plan.submodules, plan.nested_changes)
             saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
                                  f"before rolling back to {checkpoint.name}", time.time())
             try:
@@ -539,10 +545,8 @@ class CheckpointStore:
     # ---- what a walk needs
 
     def _rules(self) -> RuleStack:
-        info = os.path.join(self._repo.commondir(), "info", "exclude")
-        user, ignorecase = self._ignore_settings()
-        return RuleStack.root([_read_or_empty(info), _read_or_empty(user)], ignorecase,
-                              self._ignore_memo)
+        return repository_rules(self._repo.commondir(), self._ignore_settings(),
+                                self._ignore_memo)
 
     def _ignore_settings(self) -> tuple[str, bool]:
         """The user's ignore file and ``core.ignorecase``.  Every snapshot asks,
@@ -550,12 +554,7 @@ class CheckpointStore:
         tree's snapshot: they are read again only when one of them changed."""
         key = tuple(_signature(path) for path in self._config_paths())
         if self._settings_memo is None or self._settings_memo[0] != key:
-            from dulwich.ignore import default_user_ignore_filter_path  # see _open_repo
-
-            config = self._repo.get_config_stack()
-            user = os.path.expanduser(default_user_ignore_filter_path(config))
-            self._settings_memo = (key, (user, config.get_boolean((b"core",), b"ignorecase",
-                                                                  False)))
+            self._settings_memo = (key, ignore_settings(self._repo.get_config_stack()))
         return self._settings_memo[1]
 
     def _config_paths(self) -> list[str]:
@@ -658,8 +657,8 @@ class CheckpointStore:
 
     # ---- rollback
 
-    def _plan(self, checkpoint: Checkpoint,
-              scan: Scan) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]]]:
+    def _plan(self, checkpoint: Checkpoint, scan: Scan,
+              fs_now: int) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]]]:
         """The plan, and the checkpoint's files it was made from."""
         now = scan.files()
         then = self._tree_files(checkpoint.tree)
@@ -671,8 +670,9 @@ class CheckpointStore:
         unseen = _unseen(os.fsencode(self.root), restore, now, delete)
         # Named once: below a path already in the way, the rest is too.
         conflicts = sorted({*conflicts, *(p for p in unseen if not ancestors([p]) & {*conflicts})})
+        nested = uncommitted(os.fsencode(self.root), scan.repos, fs_now)
         plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
-                            self._head(), _decode(conflicts), _decode(moved))
+                            self._head(), _decode(conflicts), _decode(moved), _decode(nested))
         return plan, then
 
     def _tree_files(self, tree: str) -> dict[bytes, tuple[int, bytes]]:
@@ -717,7 +717,8 @@ class CheckpointStore:
                 pieces = loose_blob(self.objects_dir(), oid) or [self._content(oid)]
                 tree.write_file(path, pieces, executable=mode & 0o100 != 0)
         return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
-                              _decode(removed), plan.head_then, self._head())
+                              _decode(removed), plan.head_then, self._head(), plan.submodules,
+                              plan.nested_changes)
 
     def _content(self, oid: bytes) -> bytes:
         """A blob's content, read whole (a pack's, a link's: small or rare)."""
@@ -867,14 +868,6 @@ def _conflict_message(conflicts: list[str]) -> str:
                                          else "")
     return (f"rollback would overwrite ignored, unreadable or untracked content in the way: "
             f"{shown}; move it aside (or make it readable) and try again (nothing was changed)")
-
-
-def _read_or_empty(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
 
 
 def _signature(path: str | bytes) -> tuple:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -160,3 +161,30 @@ class RuleStack:
                     return verdict
             stack = stack.parent
         return False
+
+
+def repository_rules(common_dir: str, settings: tuple[str, bool],
+                     memo: dict[bytes, IgnoreList] | None = None) -> RuleStack:
+    """The root stack of the repository whose shared git directory is
+    ``common_dir``: its ``info/exclude``, then the excludes file, with
+    ``settings`` as :func:`ignore_settings` gives them."""
+    user, ignorecase = settings
+    info = os.path.join(common_dir, "info", "exclude")
+    return RuleStack.root([_read_or_empty(info), _read_or_empty(user)], ignorecase, memo)
+
+
+def ignore_settings(config: object) -> tuple[str, bool]:
+    """The excludes file (``core.excludesFile``, or git's default) and
+    ``core.ignorecase`` a repository's config stack (dulwich's) says."""
+    from dulwich.ignore import default_user_ignore_filter_path  # dulwich is loaded on use
+
+    user = os.path.expanduser(default_user_ignore_filter_path(config))
+    return user, bool(config.get_boolean((b"core",), b"ignorecase", False))  # type: ignore[attr-defined]
+
+
+def _read_or_empty(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

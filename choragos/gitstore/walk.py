@@ -137,6 +137,9 @@ class Scan:
     records: dict[bytes, Record]
     changed: bool  # records differ from the cache the walk started from
     previous: Records  # that cache
+    # The nested repositories the walk met and did not enter ("a/b/"), a
+    # submodule not cloned included: the rollback's plan looks inside them.
+    repos: list[bytes] = field(default_factory=list)
 
     def files(self) -> dict[bytes, tuple[int, bytes]]:
         """Every checkpointed path (files, symlinks, gitlinks) -> (mode, id)."""
@@ -357,7 +360,7 @@ class Walker:
         tree = records[b""][2] or self._writer.put_tree(b"", write=self._write)
         self._writer.finish()
         self.stats.written = self._writer.written
-        return Scan(tree, self.stats, records, self.changed, self._old)
+        return Scan(tree, self.stats, records, self.changed, self._old, sorted(self._repos))
 
     # -- directories
 
