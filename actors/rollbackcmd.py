@@ -76,13 +76,18 @@ def run_rollback(workdir: Path, order: m.Rollback, log_event: Callable[..., Any]
             log_event("rollback failed", target=target, error=str(exc), by=by)
         return wire.error(f"cannot roll back to {target}: {exc}")
     saved = result.saved.task_id if result.saved is not None else None
+    # The nested repositories it left as they are, named (never silently).
+    left = {"submodules": result.submodules[:MAX_LISTED],
+            "submodules_count": len(result.submodules),
+            "nested_changes": result.nested_changes[:MAX_LISTED],
+            "nested_changes_count": len(result.nested_changes)}
     log_event("rollback", target=target, checkpoint=result.checkpoint.ref,
               task=result.checkpoint.task_id, restored=len(result.restored),
-              deleted=len(result.deleted), saved=saved, by=by)
+              deleted=len(result.deleted), saved=saved, by=by, **left)
     return wire.ok(checkpoint=result.checkpoint.ref, task=result.checkpoint.task_id,
                    restored=len(result.restored), deleted=len(result.deleted), saved=saved,
                    saved_ref=result.saved.ref if result.saved is not None else None,
-                   removed_dirs=len(result.removed_dirs))
+                   removed_dirs=len(result.removed_dirs), **left)
 
 
 def plan_fields(plan: RollbackPlan, store: CheckpointStore) -> dict[str, Any]:
@@ -97,5 +102,8 @@ def plan_fields(plan: RollbackPlan, store: CheckpointStore) -> dict[str, Any]:
             "delete_count": len(plan.delete), "conflicts": plan.conflicts[:MAX_LISTED],
             "conflicts_count": len(plan.conflicts),
             "submodules": plan.submodules[:MAX_LISTED],
+            "submodules_count": len(plan.submodules),
+            "nested_changes": plan.nested_changes[:MAX_LISTED],
+            "nested_changes_count": len(plan.nested_changes),
             "head_then": plan.head_then, "head_now": plan.head_now,
             "head_moved": plan.head_moved, "empty": plan.empty}

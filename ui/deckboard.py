@@ -268,7 +268,8 @@ def rollback_lines(task: dict, plan: dict) -> list[Any]:
     lines: list[Any] = [f"checkpoint {plan['name']} (before {task['id']} went to "
                         f"{task['role']})", ""]
     if plan["empty"] and not plan["conflicts"]:
-        return [*lines, "The files already match this checkpoint: nothing to roll back."]
+        return [*lines, "The files already match this checkpoint: nothing to roll back.",
+                *nested_lines(plan)]
     lines.append(f"{counted(plan['restore_count'], 'file')} to restore, {plan['delete_count']} to "
                  "delete:")
     lines += [f"  restore  {inert(p)}" for p in plan["restore"]]
@@ -279,8 +280,25 @@ def rollback_lines(task: dict, plan: dict) -> list[Any]:
     lines += ["", ("waiting", "Agents of this session may be writing files right now."),
               f"The current state is saved first: undo with "
               f"`choragos rollback pre-rollback-{task['id']}`."]
+    lines += nested_lines(plan)
     if plan["conflicts"]:
         lines += ["", ("failed", "In the way (rollback refuses until they are moved):")]
         lines += [f"  {inert(p)}" for p in plan["conflicts"][:50]]
     return lines
 
+
+def nested_lines(plan: dict) -> list[Any]:
+    """The nested repositories the rollback leaves as they are although they
+    are not as they were: never left unsaid."""
+    lines: list[Any] = []
+    for key, heading in (("nested_changes", "Nested repositories with work not committed "
+                                            "there stay as they are (rollback never enters "
+                                            "one):"),
+                         ("submodules", "Nested repositories at another commit stay as they "
+                                        "are:")):
+        paths = plan.get(key) or []
+        if paths:
+            more = int(plan.get(f"{key}_count", len(paths))) - len(paths[:50])
+            lines += ["", ("waiting", heading), *(f"  {inert(p)}" for p in paths[:50])]
+            lines += [f"  ... and {more} more"] if more > 0 else []
+    return lines

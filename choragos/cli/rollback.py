@@ -121,6 +121,7 @@ def _show_plan(plan: Plan) -> None:
               f"{_client.inert(plan.root)}; the main tree and other worktrees are left alone")
     if plan.empty and not plan.conflicts:
         print("the files already match this checkpoint: nothing to roll back")
+        _show_nested(plan)
         return
     print(f"{counted(plan.restore_count, 'file')} to restore, {plan.delete_count} to delete"
           + _relative_note(plan.root))
@@ -128,6 +129,7 @@ def _show_plan(plan: Plan) -> None:
                 plan.restore_count + plan.delete_count)
     for line in _warnings(plan):
         print(f"warning: {line}")
+    _show_nested(plan)
     if plan.conflicts:
         print("in the way (ignored or nested-repository content rollback will not touch):")
         _list_paths([("blocked", p) for p in plan.conflicts], plan.conflicts_count)
@@ -156,10 +158,20 @@ def _warnings(plan: Plan) -> list[str]:
     if live is not None:
         found.append(f"a choragos session is running here ({_client.inert(live)}); its "
                      "agents may be writing files while you roll back")
-    if plan.submodules:
-        found.append("nested repositories at another commit are left alone: "
-                     + _client.inert(", ".join(plan.submodules[:5])))
     return found
+
+
+def _show_nested(left: Plan | Done) -> None:
+    """Every nested repository a rollback leaves as it is although it is not
+    as it was: one whose work its commit does not hold (edited, added,
+    staged there) outlives the rollback, and the operator must know."""
+    if left.nested_changes:
+        print("warning: nested repositories with work not committed there are left as they "
+              "are (rollback never enters one; see to it with git there):")
+        _list_paths([("changed", p) for p in left.nested_changes], left.nested_changes_count)
+    if left.submodules:
+        print("warning: nested repositories at another commit are left as they are:")
+        _list_paths([("moved", p) for p in left.submodules], left.submodules_count)
 
 
 def _short(head: str) -> str:
@@ -195,9 +207,11 @@ def _confirmed() -> bool:
 def _show_result(done: Done) -> None:
     if done.saved_task is None:
         print("the files already matched the checkpoint: nothing changed")
+        _show_nested(done)
         return
     print(f"saved the state before as {_client.inert(done.saved_task)} "
           f"({_client.inert(done.saved_ref or '')})")
     dirs = f", removed {counted(done.removed_dirs, 'empty directory')}" if done.removed_dirs else ""
     print(f"restored {counted(done.restored, 'file')}, deleted {done.deleted}{dirs}")
+    _show_nested(done)
     print(f"undo with: choragos rollback {_client.inert(done.saved_task)}")

@@ -26,6 +26,9 @@ class Plan:
     conflicts: list[str]
     conflicts_count: int
     submodules: list[str]
+    submodules_count: int
+    nested_changes: list[str]  # nested repositories holding uncommitted work: left alone
+    nested_changes_count: int
     head_then: str
     head_now: str
     empty: bool
@@ -38,7 +41,8 @@ class Plan:
     def of(cls, store: CheckpointStore, plan: RollbackPlan) -> Plan:
         return cls(plan.checkpoint, store.root, store.worktree, plan.restore, plan.delete,
                    len(plan.restore), len(plan.delete), plan.conflicts, len(plan.conflicts),
-                   plan.submodules, plan.head_then, plan.head_now, plan.empty)
+                   plan.submodules, len(plan.submodules), plan.nested_changes,
+                   len(plan.nested_changes), plan.head_then, plan.head_now, plan.empty)
 
     @classmethod
     def of_ack(cls, ack: dict[str, Any]) -> Plan:
@@ -49,13 +53,15 @@ class Plan:
             label=ack.get("label") or "", created=float(ack.get("created") or 0.0),
             head=ack.get("head_then") or "", commit="", tree="",
             worktree=ack.get("worktree") or "")
-        conflicts = list(ack.get("conflicts") or [])
+        conflicts, moved, nested = (list(ack.get(key) or [])
+                                    for key in ("conflicts", "submodules", "nested_changes"))
         return cls(checkpoint, Path(ack["root"]), ack.get("worktree") or "",
                    list(ack["restore"]), list(ack["delete"]), int(ack["restore_count"]),
                    int(ack["delete_count"]), conflicts,
-                   int(ack.get("conflicts_count", len(conflicts))),
-                   list(ack.get("submodules") or []), ack.get("head_then") or "",
-                   ack.get("head_now") or "", bool(ack["empty"]))
+                   int(ack.get("conflicts_count", len(conflicts))), moved,
+                   int(ack.get("submodules_count", len(moved))), nested,
+                   int(ack.get("nested_changes_count", len(nested))),
+                   ack.get("head_then") or "", ack.get("head_now") or "", bool(ack["empty"]))
 
 
 @dataclass(frozen=True)
@@ -67,14 +73,24 @@ class Done:
     restored: int
     deleted: int
     removed_dirs: int
+    # Nested repositories left as they are: at another commit, holding uncommitted work.
+    submodules: list[str]
+    submodules_count: int
+    nested_changes: list[str]
+    nested_changes_count: int
 
     @classmethod
     def of(cls, result: RollbackResult) -> Done:
         saved = result.saved
         return cls(saved.task_id if saved else None, saved.ref if saved else None,
-                   len(result.restored), len(result.deleted), len(result.removed_dirs))
+                   len(result.restored), len(result.deleted), len(result.removed_dirs),
+                   result.submodules, len(result.submodules), result.nested_changes,
+                   len(result.nested_changes))
 
     @classmethod
     def of_ack(cls, ack: dict[str, Any]) -> Done:
+        moved, nested = (list(ack.get(key) or []) for key in ("submodules", "nested_changes"))
         return cls(ack.get("saved"), ack.get("saved_ref"), int(ack.get("restored", 0)),
-                   int(ack.get("deleted", 0)), int(ack.get("removed_dirs", 0)))
+                   int(ack.get("deleted", 0)), int(ack.get("removed_dirs", 0)), moved,
+                   int(ack.get("submodules_count", len(moved))), nested,
+                   int(ack.get("nested_changes_count", len(nested))))
