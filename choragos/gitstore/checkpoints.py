@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from choragos.gitstore import nested
 from choragos.gitstore.ignore import IgnoreList, RuleStack, ignore_settings, repository_rules
-from choragos.gitstore.nested import uncommitted
 from choragos.gitstore.objects import ObjectWriter, loose_blob, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
 from choragos.gitstore.treewrite import WorkTree, ancestors
@@ -195,6 +195,7 @@ class CheckpointStore:
         # what changed since.  None after a walk that saved no checkpoint.
         self._own: tuple[str, Cache] | None = None
         self._swept = False  # stale temporaries removed (remove_stale_temporaries)
+        self._nested = nested.Survey()  # the nested repositories' last walks
         # Each checkpoint as last described, by (name, commit): a commit never
         # changes, so a prune or a listing reads only the commits it has not
         # seen (a session prunes every few snapshots; reading every kept
@@ -222,7 +223,7 @@ class CheckpointStore:
         when = time.time() if now is None else now
         with self._failures(f"checkpoint for {task_id}"), self._locked() as fs_now:
             scan = self._unchanged_scan() or self._scan(fs_now, write=True)
-            return self._commit(scan, task_id, role, label, when)
+            return self._commit(scan, task_id, role, label, when, self._survey(scan, fs_now))
 
     def tree_now(self) -> str:
         """The work tree as a git tree id, objects stored, no ref or checkpoint
@@ -297,7 +298,7 @@ class CheckpointStore:
         with self._failures("rollback", then="nothing was changed"), \
                 self._locked() as fs_now:
             scan = self._scan(fs_now, write=True)
-            plan, then = self._plan(checkpoint, scan, fs_now)
+            plan, then, found = self._plan(checkpoint, scan, fs_now)
             if plan.conflicts:
                 raise CheckpointError(_conflict_message(plan.conflicts))
             self._check_objects(then, plan.restore)
@@ -307,7 +308,8 @@ class CheckpointStore:
                 return RollbackResult(checkpoint, None, [], [], [], plan.head_then,
                                       plan.head_now, plan.submodules, plan.nested_changes)
             saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
-                                 f"before rolling back to {checkpoint.name}", time.time())
+                                 f"before rolling back to {checkpoint.name}", time.time(),
+                                 found)
             try:
                 return self._apply(plan, then, saved)
             except Exception as exc:
@@ -342,8 +344,10 @@ class CheckpointStore:
         if scan.tree != cache.tree:
             scan.changed = True
         if watch is not None:
-            if any(MODE_GITLINK in record[7] for record in scan.records.values()):
-                watch.distrust()  # a nested repository's HEAD moves where no watch sees
+            if scan.repos:
+                # A nested repository's HEAD and files change where no
+                # watch sees (its files are surveyed at each checkpoint).
+                watch.distrust()
             self._last_walk = ((scan.tree, *depends), scan.stats)
         return scan
 
@@ -375,8 +379,8 @@ class CheckpointStore:
         # the private index stays as it is); a rollback always walks.
         return Scan(cache.tree, self.last_stats, {}, False, cache.records)
 
-    def _commit(self, scan: Scan, task_id: str, role: str, label: str,
-                when: float) -> Checkpoint:
+    def _commit(self, scan: Scan, task_id: str, role: str, label: str, when: float,
+                found: list[nested.Nested]) -> Checkpoint:
         _check_task_id(task_id)
         if not self._swept:  # once per store: its first checkpoint (or undo point)
             self.remove_stale_temporaries()
@@ -389,7 +393,8 @@ class CheckpointStore:
         commit.author = commit.committer = _IDENTITY
         commit.author_time = commit.commit_time = int(when)
         commit.author_timezone = commit.commit_timezone = 0
-        commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head)
+        commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head,
+                                  nested.trailers(found))
         self._store_commit(commit)
         name = self._add_ref(int(when), task_id, commit.id)
         records = scan.previous  # the same, unless the walk changed them
@@ -657,9 +662,10 @@ class CheckpointStore:
 
     # ---- rollback
 
-    def _plan(self, checkpoint: Checkpoint, scan: Scan,
-              fs_now: int) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]]]:
-        """The plan, and the checkpoint's files it was made from."""
+    def _plan(self, checkpoint: Checkpoint, scan: Scan, fs_now: int
+              ) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]], list[nested.Nested]]:
+        """The plan, the checkpoint's files it was made from, and the nested
+        repositories as they are (the undo point records them)."""
         now = scan.files()
         then = self._tree_files(checkpoint.tree)
         restore = sorted(p for p, v in then.items() if v[0] != MODE_GITLINK and now.get(p) != v)
@@ -670,10 +676,25 @@ class CheckpointStore:
         unseen = _unseen(os.fsencode(self.root), restore, now, delete)
         # Named once: below a path already in the way, the rest is too.
         conflicts = sorted({*conflicts, *(p for p in unseen if not ancestors([p]) & {*conflicts})})
-        nested = uncommitted(os.fsencode(self.root), scan.repos, fs_now)
+        found = self._survey(scan, fs_now)
+        left = nested.left_changed(found, self._recorded_nested(checkpoint))
         plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
-                            self._head(), _decode(conflicts), _decode(moved), _decode(nested))
-        return plan, then
+                            self._head(), _decode(conflicts), _decode(moved), _decode(left))
+        return plan, then, found
+
+    def _survey(self, scan: Scan, fs_now: int) -> list[nested.Nested]:
+        """The nested repositories the walk met, surveyed (none: no cost)."""
+        if not scan.repos:
+            return []
+        return self._nested.run(os.fsencode(self.root), scan.repos, fs_now)
+
+    def _recorded_nested(self, checkpoint: Checkpoint) -> dict[bytes, bytes]:
+        """The nested repositories' work trees ``checkpoint`` recorded."""
+        try:
+            commit = self._repo.object_store[checkpoint.commit.encode()]
+        except (KeyError, ValueError):
+            return {}
+        return nested.recorded(commit.message.decode("utf-8", "replace"))
 
     def _tree_files(self, tree: str) -> dict[bytes, tuple[int, bytes]]:
         if not tree:
@@ -831,12 +852,13 @@ def clean_text(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _message(task_id: str, role: str, label: str, when: float, head: str) -> bytes:
+def _message(task_id: str, role: str, label: str, when: float, head: str,
+             more: list[str]) -> bytes:
     stamp = datetime.fromtimestamp(when, UTC).isoformat(timespec="microseconds")
     subject = f"checkpoint {task_id}" + (f" for {role}" if role else "")
     lines = [subject, "", f"Choragos-Task: {task_id}", f"Choragos-Role: {role}",
              f"Choragos-Label: {label}", f"Choragos-Time: {stamp.replace('+00:00', 'Z')}",
-             f"Choragos-Head: {head}"]
+             f"Choragos-Head: {head}", *more]
     return ("\n".join(lines) + "\n").encode()
 
 

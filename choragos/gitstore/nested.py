@@ -1,34 +1,53 @@
-"""Which nested repositories hold work their own commit does not.
+"""What the nested repositories of a work tree hold, for the checkpoints
+that never enter them.
 
 A checkpoint records a nested repository (a submodule, or any directory
-holding a ``.git``) as a gitlink to its HEAD and never enters it, and a
-rollback leaves it alone.  Work an agent left inside one -- a submodule's
-files edited, a file added, a ``git init`` with files and no commit -- then
-outlives the rollback, and a rollback that kept quiet about it would let
-the operator believe the task undone.  So its plan asks of each nested
-repository what ``git status`` would: walked as a checkpoint walks the main
-tree (under that repository's own ignore rules, ids taken from its own
-index where the stat data git recorded still holds), do its work tree and
-its index hold what its HEAD commit holds?
+holding a ``.git``) as a gitlink to its HEAD and never stores its files,
+and a rollback leaves it alone.  Work an agent left inside one -- a
+submodule's files edited, a file added, a ``git init`` with files and no
+commit, a ``git stash`` of what was there -- then outlives the rollback,
+and a rollback that kept quiet about it would let the operator believe the
+task undone.  So each nested repository is surveyed, walked as a checkpoint
+walks the main tree (under that repository's own ignore rules, ids taken
+from its own index where the stat data git recorded still holds, nothing
+written):
 
-Nothing is run and nothing is written, in the nested repository or
-anywhere: git itself is not asked, as a repository an agent made can name
-programs in its config (a clean filter, a filesystem monitor) that ``git
-status`` would start.  A nested repository inside one is asked in turn, to
-any depth.  One that cannot be read (a damaged ``.git``, a missing HEAD
-commit, a directory it may not list) is named too: nothing vouches for it.
+* its work tree's fingerprint -- the tree id ``git add -A`` would stage
+  there -- which a checkpoint records in its commit message, so that a
+  rollback's plan can tell a work tree that is not what it was;
+* whether its work tree and index hold other than its HEAD commit, as
+  ``git status`` would say.
+
+Nothing is run: git itself is not asked, as a repository an agent made can
+name programs in its config (a clean filter, a filesystem monitor) that
+``git status`` would start.  A nested repository inside one is surveyed in
+turn, to any depth.  One that cannot be read (a damaged ``.git``, a missing
+HEAD commit, a directory it may not list) is "changed": nothing vouches
+for it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from choragos.gitstore.ignore import ignore_settings, repository_rules
 from choragos.gitstore.objects import ObjectWriter
 from choragos.gitstore.walk import Records, UserIndex, Walker, read_user_index
 
 _EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+TRAILER = "Choragos-Nested: "  # + <work tree id> <path as a JSON string>
+
+
+@dataclass(frozen=True)
+class Nested:
+    """One nested repository as a survey found it."""
+
+    path: bytes  # relative to the work tree's root, no trailing slash
+    tree: bytes  # its work tree's id (binary); b"" when it cannot be read
+    changed: bool  # work tree or index other than its HEAD, or unreadable
 
 
 class _Hasher(ObjectWriter):
@@ -43,52 +62,74 @@ class _Hasher(ObjectWriter):
         return True
 
 
-def uncommitted(root: bytes, repos: Iterable[bytes], fs_now: int) -> list[bytes]:
-    """The nested repositories among ``repos`` (paths below ``root`` such as
-    ``b"lib/"``, as a walk lists them) and the ones inside those, whose work
-    tree differs from their HEAD commit or that cannot be read; sorted
-    paths without the trailing slash.  ``fs_now``: the walk's clock."""
-    found: list[bytes] = []
-    pending = list(repos)
-    while pending:
-        rel = pending.pop()
-        differs, inner = _status(root + b"/" + rel.rstrip(b"/"), fs_now)
-        if differs:
-            found.append(rel.rstrip(b"/"))
-        pending += [rel + path for path in inner]
-    return sorted(found)
+class Survey:
+    """Surveys of one work tree's nested repositories.  Kept by a store, it
+    remembers each one's last walk and index, so a survey of an unchanged
+    nested repository costs an ``lstat`` per file and directory."""
 
+    def __init__(self) -> None:
+        self._walks: dict[bytes, Records] = {}
+        self._indexes: dict[bytes, tuple[tuple, UserIndex]] = {}
 
-def _status(path: bytes, fs_now: int) -> tuple[bool, list[bytes]]:
-    """Whether the repository at ``path`` differs from its HEAD (or cannot
-    be read), and the nested repositories inside it."""
-    from dulwich.repo import Repo  # loaded on use, as in checkpoints
+    def run(self, root: bytes, repos: Iterable[bytes], fs_now: int) -> list[Nested]:
+        """Every nested repository among ``repos`` (paths below ``root`` such
+        as ``b"lib/"``, as a walk lists them) and inside those, sorted by
+        path.  ``fs_now``: the walk's clock (what is newer is read again)."""
+        found: list[Nested] = []
+        pending = list(repos)
+        seen: dict[bytes, Records] = {}
+        while pending:
+            rel = pending.pop()
+            path = root + b"/" + rel.rstrip(b"/")
+            nested, inner = self._one(rel.rstrip(b"/"), path, fs_now, seen)
+            found.append(nested)
+            pending += [rel + below for below in inner]
+        self._walks = seen  # what is gone is forgotten
+        self._indexes = {p: i for p, i in self._indexes.items() if p in seen}
+        return sorted(found, key=lambda n: n.path)
 
-    if not os.path.lexists(path + b"/.git"):
-        # A gitlink git's index keeps for a directory that holds no
-        # repository (a submodule not cloned): anything in it is outside
-        # every checkpoint, and git has nothing to say about it.
+    def _one(self, rel: bytes, path: bytes, fs_now: int,
+             seen: dict[bytes, Records]) -> tuple[Nested, list[bytes]]:
+        from dulwich.repo import Repo  # loaded on use, as in checkpoints
+
+        if not os.path.lexists(path + b"/.git"):
+            # A gitlink git's index keeps for a directory that holds no
+            # repository (a submodule not cloned): anything in it is outside
+            # every checkpoint, and git has nothing to say about it.
+            try:
+                return Nested(rel, _EMPTY_TREE, bool(os.listdir(path))), []
+            except OSError:
+                return Nested(rel, b"", True), []
         try:
-            return bool(os.listdir(path)), []
+            repo = Repo(os.fsdecode(path))
+        except Exception:  # any damage: nothing vouches for its files
+            return Nested(rel, b"", True), []
+        try:
+            head = _head_tree(repo)
+            index = self._index(path, repo.index_path())
+            rules = repository_rules(repo.commondir(), ignore_settings(repo.get_config_stack()))
+            walker = Walker(os.fsdecode(path), rules, _Hasher(),
+                            cache=self._walks.get(path) or Records(), racy_from_ns=fs_now,
+                            user_index=lambda: index, write=False)
+            scan = walker.run()
+        except Exception:
+            return Nested(rel, b"", True), []
+        finally:
+            repo.close()
+        seen[path] = Records(decoded=scan.records)
+        changed = scan.tree != head or bool(scan.stats.skipped) or _staged(index, scan.files())
+        return Nested(rel, b"" if scan.stats.skipped else scan.tree, changed), scan.repos
+
+    def _index(self, path: bytes, index_path: str) -> UserIndex:
+        try:
+            st = os.stat(index_path)
+            sig: tuple = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
         except OSError:
-            return True, []
-    try:
-        repo = Repo(os.fsdecode(path))
-    except Exception:  # any damage: nothing vouches for its files
-        return True, []
-    try:
-        head = _head_tree(repo)
-        index = read_user_index(repo.index_path())
-        rules = repository_rules(repo.commondir(), ignore_settings(repo.get_config_stack()))
-        walker = Walker(os.fsdecode(path), rules, _Hasher(), cache=Records(),
-                        racy_from_ns=fs_now, user_index=lambda: index, write=False)
-        scan = walker.run()
-        return (scan.tree != head or bool(scan.stats.skipped)
-                or _staged(index, scan.files())), scan.repos
-    except Exception:
-        return True, []
-    finally:
-        repo.close()
+            sig = ()
+        known = self._indexes.get(path)
+        if known is None or known[0] != sig or not sig:
+            known = self._indexes[path] = (sig, read_user_index(index_path))
+        return known[1]
 
 
 def _staged(index: UserIndex, files: dict[bytes, tuple[int, bytes]]) -> bool:
@@ -108,3 +149,33 @@ def _head_tree(repo: object) -> bytes:
     except KeyError:
         return _EMPTY_TREE
     return bytes.fromhex(repo.object_store[head].tree.decode())  # type: ignore[attr-defined]
+
+
+def trailers(found: list[Nested]) -> list[str]:
+    """The lines a checkpoint's commit message records ``found`` with."""
+    return [f"{TRAILER}{n.tree.hex() or '-'} {json.dumps(os.fsdecode(n.path))}"
+            for n in found]
+
+
+def recorded(message: str) -> dict[bytes, bytes]:
+    """The work tree id of each nested repository a checkpoint's commit
+    message records (b"" for one it could not read); {} for none."""
+    out: dict[bytes, bytes] = {}
+    for line in message.splitlines():
+        if line.startswith(TRAILER):
+            tree, _, name = line.removeprefix(TRAILER).partition(" ")
+            try:
+                out[os.fsencode(json.loads(name))] = bytes.fromhex(tree) if tree != "-" else b""
+            except ValueError:
+                continue  # not a line this module wrote
+    return out
+
+
+def left_changed(now: list[Nested], then: dict[bytes, bytes]) -> list[bytes]:
+    """The nested repositories a rollback to a checkpoint that recorded
+    ``then`` leaves other than they were: work not committed there now,
+    a work tree unlike the one recorded (or unreadable then), or one
+    recorded that is gone."""
+    here = {n.path for n in now}
+    named = {n.path for n in now if n.changed or then.get(n.path, n.tree) != n.tree}
+    return sorted(named | (then.keys() - here))

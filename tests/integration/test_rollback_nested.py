@@ -53,20 +53,26 @@ def staged_then_undone(nested: Path) -> None:
     write(nested, "inside.txt", original)
 
 
-# What an agent does inside the nested repository, and whether that leaves
-# work its commit does not hold (git status agrees: checked in each case).
-CHANGES: dict[str, tuple[Callable[[Path], object], bool]] = {
-    "nothing": (lambda n: None, False),
-    "a tracked file edited": (lambda n: write(n, "inside.txt", "edited\n"), True),
-    "a tracked file deleted": (lambda n: (n / "inside.txt").unlink(), True),
-    "a file made executable": (lambda n: (n / "inside.txt").chmod(0o755), True),
-    "a file added": (lambda n: write(n, "new.txt", "new\n"), True),
-    "a change staged": (lambda n: (write(n, "inside.txt", "s\n"), git(n, "add", "-A")), True),
-    "a change staged, the file then put back": (staged_then_undone, True),
+# What an agent does inside the nested repository; whether that leaves work
+# its commit does not hold (git status agrees: checked in each case); and
+# whether the rollback names it: that, or files not as they were.
+CHANGES: dict[str, tuple[Callable[[Path], object], bool, bool]] = {
+    "nothing": (lambda n: None, False, False),
+    "a tracked file edited": (lambda n: write(n, "inside.txt", "edited\n"), True, True),
+    "a tracked file deleted": (lambda n: (n / "inside.txt").unlink(), True, True),
+    "a file made executable": (lambda n: (n / "inside.txt").chmod(0o755), True, True),
+    "a file added": (lambda n: write(n, "new.txt", "new\n"), True, True),
+    "a change staged": (lambda n: (write(n, "inside.txt", "s\n"), git(n, "add", "-A")),
+                        True, True),
+    "a change staged, the file then put back": (staged_then_undone, True, True),
     "a file its own rules ignore": (lambda n: (exclude_in_nested(n, "*.tmp"),
-                                               write(n, "scratch.tmp", "x")), False),
-    "a file only the main tree's rules ignore": (lambda n: write(n, "debug.log", "x"), True),
-    "a commit made there": (lambda n: (write(n, "inside.txt", "c\n"), commit(n)), False),
+                                               write(n, "scratch.tmp", "x")), False, False),
+    "a file only the main tree's rules ignore": (lambda n: write(n, "debug.log", "x"),
+                                                 True, True),
+    "a commit made there": (lambda n: (write(n, "inside.txt", "c\n"), commit(n)),
+                            False, True),
+    "a commit of nothing new": (lambda n: git(n, "commit", "-q", "--allow-empty", "-m", "e"),
+                                False, False),
 }
 
 
@@ -90,7 +96,7 @@ def test_the_plan_and_the_result_name_a_nested_repository_with_uncommitted_work(
     write(repo, ".gitignore", "*.log\n")
     commit(repo)
     nested = submodule(repo) if kind == "a submodule" else plain_nested(repo)
-    act, changed = CHANGES[change]
+    act, changed, named = CHANGES[change]
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "before")
         write(repo, "a.txt", "the task's\n")
@@ -98,8 +104,8 @@ def test_the_plan_and_the_result_name_a_nested_repository_with_uncommitted_work(
         assert git_says_changed(nested) is changed  # the case is what it says
         after = inside(nested)
         plan = store.plan_rollback("T1")
-        assert plan.nested_changes == (["lib"] if changed else [])
-        assert plan.submodules == (["lib"] if change == "a commit made there" else [])
+        assert plan.nested_changes == (["lib"] if named else [])
+        assert plan.submodules == (["lib"] if change.startswith("a commit") else [])
         result = store.rollback("T1")
     assert (result.nested_changes, result.submodules) == (plan.nested_changes, plan.submodules)
     assert (repo / "a.txt").read_text() == "top\n"
@@ -161,3 +167,47 @@ def test_a_watched_store_names_them_too(repo: Path) -> None:
         store.snapshot("T2", "coder", "before")
         write(nested, "inside.txt", "edited\n")
         assert store.plan_rollback("T1").nested_changes == ["lib"]
+
+
+@pytest.mark.parametrize("undo", [["stash", "-q"], ["checkout", "-q", "--", "."]],
+                         ids=["stashed", "discarded"])
+def test_work_there_at_the_checkpoint_and_gone_since_is_named(repo: Path,
+                                                              undo: list[str]) -> None:
+    """The checkpoint records each nested repository's work tree: one that
+    held uncommitted work then and is clean now (the agent stashed or
+    discarded it) is not what it was, though git status is silent."""
+    write(repo, "a.txt", "top\n")
+    commit(repo)
+    nested = plain_nested(repo)
+    write(nested, "inside.txt", "the operator's own, not committed\n")
+    with CheckpointStore(repo) as store:
+        store.snapshot("T1", "coder", "before")
+        git(nested, *undo)
+        assert not git_says_changed(nested)
+        plan = store.plan_rollback("T1")
+        result = store.rollback("T1")
+    assert plan.nested_changes == ["lib"] and result.nested_changes == ["lib"]
+    assert (nested / "inside.txt").read_text() == "sub\n"  # left as it is
+
+
+def test_the_checkpoint_records_each_nested_work_tree_and_its_undo_point_too(
+        repo: Path) -> None:
+    write(repo, "a.txt", "top\n")
+    commit(repo)
+    nested = plain_nested(repo)
+    with CheckpointStore(repo) as store:
+        first = store.snapshot("T1", "coder", "before")
+        write(nested, "new.txt", "x")
+        write(repo, "a.txt", "the task's\n")
+        result = store.rollback("T1")
+        assert result.saved is not None
+        undo = store.plan_rollback(result.saved.task_id)
+    message = git(repo, "log", "-1", "--format=%B", first.ref)
+    (line,) = [x for x in message.splitlines() if x.startswith("Choragos-Nested: ")]
+    assert line == f'Choragos-Nested: {git(nested, "rev-parse", "HEAD^{tree}").strip()} "lib"'
+    # The undo point recorded lib as it was when it was saved: as it is.
+    assert undo.nested_changes == ["lib"]  # still uncommitted there
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "kept")
+    with CheckpointStore(repo) as store:
+        assert store.plan_rollback(result.saved.task_id).nested_changes == []
