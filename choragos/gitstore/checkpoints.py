@@ -117,8 +117,9 @@ class RollbackPlan:
     head_now: str
     conflicts: list[str]  # ignored or foreign content in the way; rollback refuses
     submodules: list[str]  # nested repositories at another commit; left alone
-    # Nested repositories (at any depth) whose work tree holds changes not
-    # committed there, or that cannot be read: never restored, left alone.
+    # Nested repositories (at any depth) holding work not committed there,
+    # with a work tree other than the checkpoint recorded (or gone), or
+    # that cannot be read: never entered, left as they are, named.
     nested_changes: list[str] = field(default_factory=list)
 
     @property
@@ -132,7 +133,8 @@ class RollbackPlan:
 
 @dataclass(frozen=True)
 class RollbackResult:
-    """What a rollback did: files restored and deleted, the state saved first, HEAD then and now."""
+    """What a rollback did: files restored and deleted, the state saved first, HEAD then
+    and now, and the nested repositories it left as they are (as in its plan)."""
 
     checkpoint: Checkpoint
     saved: Checkpoint | None  # the state before (pre-rollback-<task>); None if nothing changed
