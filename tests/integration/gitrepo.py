@@ -45,6 +45,12 @@ def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return done.stdout.decode("utf-8", "surrogateescape")
 
 
+def commit(repo: Path, message: str = "c") -> None:
+    """Everything in ``repo``'s work tree committed."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
 def init_repo(root: Path) -> Path:
     """A new repository at ``root``: a copy of one made by ``git init`` once
     per process (under `make mutate`, once in the parent, not per mutant)."""

@@ -17,16 +17,12 @@ import pytest
 from choragos.gitstore.checkpoints import CheckpointStore
 from tests.integration.gitrepo import (  # noqa: F401 - the fixture is autouse
     add_submodule,
+    commit,
     git,
     init_repo,
     isolated_git,
     write,
 )
-
-
-def commit(repo: Path, message: str = "c") -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
 
 
 def git_says_changed(nested: Path) -> bool:
