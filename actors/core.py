@@ -333,9 +333,13 @@ class CoreActor(Actor):
         except ConfigError as exc:
             self.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
+        if plan.loosened and not request.get("loosen"):
+            # An agent may have written it: the operator says so, or nothing changes.
+            self.event("reload refused", loosened=plan.loosened)
+            return wire.error(_loosen_refusal(plan.loosened, self.s.config.source))
         before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
-            self._remove_seat(name)
+            plan.notes += self._remove_seat(name)
         for spec in plan.add:  # addressable at once: the handle keeps what is sent meanwhile
             self.s.seats[spec.name] = Seat(spec.name, Handle(f"role:{spec.name}"),
                                            m.RoleView(spec.name, RoleStatus.STARTING))
@@ -359,17 +363,30 @@ class CoreActor(Actor):
         return busy | {name for name, seat in self.s.seats.items()
                        if seat.queue or seat.in_flight}
 
-    def _remove_seat(self, name: str) -> None:
+    def _remove_seat(self, name: str) -> list[str]:
+        """``name`` leaves the roster: its work that cannot go on ends, said on
+        the board, in the event log and to the start role; its finished work
+        held for the operator stays held.  Returns what the answer says of it."""
         seat = self.s.seats.pop(name, None)
         if seat is None:
-            return
+            return []
         self.limits.forget(name)
         self.journal("drop queue", role=name)
+        reason = f"{name} was removed from the team by a reload"
         for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
             task = self.s.gates.pop(task_id)
-            self.move(task_id, TaskState.REJECTED, note="role removed by reload")
-        for task in self.s.board.open_for(name):
-            self.fail_task(task, f"{name} was removed from the team by a reload")
+            self.move(task_id, TaskState.REJECTED, note=reason)
+            self.event("gate rejected", task=task_id, role=name, reason=reason)
+            self.enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice",
+                         task_id)
+        blocked = [task for task in self.s.board.tasks.unsettled_tasks()
+                   if task.role == name and task.state is TaskState.BLOCKED]
+        for task in [*self.s.board.open_for(name), *blocked]:
+            self.fail_task(task, reason)
+        held = [i for i, gate in (*self.s.holds.items(), *self.s.merging.gates.items())
+                if gate.role == name]
+        return [f"{name}'s finished work {', '.join(held)} stays at its gate: "
+                f"`choragos gate approve|reject ID`"] if held else []
 
     def _cmd_budget(self, request: dict) -> dict:
         return self.budgets.command(request)
@@ -634,7 +651,17 @@ def _reload_message(plan: Any) -> str:
         ("respawned", [r.name for r in plan.respawn]),
         ("updated", [r.name for r in plan.update])) if names]
     text = "; ".join(parts) if parts else "no role changed"
-    extra = plan.refused + plan.notes
+    extra = plan.refused + plan.notes + list(plan.config.warnings)
+    if plan.operator:
+        extra.append("only you decide these, now as the file says: "
+                     + ", ".join(change.text for change in plan.operator))
     return text + (" (" + "; ".join(extra) + ")" if extra else "")
+
+
+def _loosen_refusal(loosened: list[str], source: Any) -> str:
+    """One sentence: what the file loosens, and how the operator applies it."""
+    return (f"the config loosens what only you decide ({'; '.join(loosened)}), so nothing "
+            f"changed: check {source}, and if these are your changes run "
+            f"`choragos reload --loosen`")
 
 

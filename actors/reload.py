@@ -56,7 +56,7 @@ def steps(plan: ReloadPlan, handles: dict[str, Any] | None = None) -> list[Step]
     handles = handles or {}
     team_changed = bool(plan.add or plan.remove)
     out = [Step("use_config", (plan.config,))]
-    if team_changed:  # before the new roles boot and read them
+    if plan.changed:  # before the roles (re)boot and read them: a prompt or an owner moved
         out.append(Step("write_briefs", (plan.config,)))
     out += [Step("add", (spec, handles.get(spec.name))) for spec in plan.add]
     out += [Step("respawn", (spec,)) for spec in plan.respawn]

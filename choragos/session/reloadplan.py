@@ -5,9 +5,13 @@ whose process-defining keys changed respawns, and a role whose other keys
 changed takes them on its next task (budgets and ``stall_after`` at once,
 and ``[budget]`` too, so a raised cap re-arms without a restart).
 Guardrails: the start role is never touched (its process holds the plan),
-and a role with work in flight (a pending gate or an unresolved delegation)
-is not respawned.  Only ``[[roles]]`` and ``[budget]`` converge; other
-sections need a restart.
+a role with work in flight (a pending gate or an unresolved delegation)
+is not respawned, and a role whose ``host`` or ``worktree`` changed, or a
+remote role whose process changed, keeps running as it is until a restart
+(its seat, its tree and its remote command are made when it starts).  Only
+``[[roles]]`` and ``[budget]`` converge; other sections need a restart.
+What it changes that only the operator may decide is listed in
+``operator`` (``choragos/session/reloadguard.py``).
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from choragos.config.model import Config, RoleSpec
+from choragos.session.reloadguard import OperatorChange, operator_changes
 
 # Changing one of these means a different process: the role respawns.
 PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny",
                 "base_url_env")
+# Made once, when the role starts: its remote seat, its worktree.
+SEAT_KEYS = ("host", "worktree")
 SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics", "web",
             "notify", "hosts")
 
@@ -34,6 +41,12 @@ class ReloadPlan:
     update: list[RoleSpec] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)   # "coder: has work in flight"
     notes: list[str] = field(default_factory=list)
+    operator: list[OperatorChange] = field(default_factory=list)
+
+    @property
+    def loosened(self) -> list[str]:
+        """The operator's decisions the file loosens: applied only when confirmed."""
+        return [change.text for change in self.operator if change.loosens]
 
     @property
     def changed(self) -> bool:
@@ -43,7 +56,9 @@ class ReloadPlan:
         return {"added": [r.name for r in self.add], "removed": self.remove,
                 "respawned": [r.name for r in self.respawn],
                 "updated": [r.name for r in self.update],
-                "refused": self.refused, "notes": self.notes}
+                "refused": self.refused, "notes": self.notes,
+                "operator": [change.text for change in self.operator],
+                "loosened": self.loosened}
 
 
 def _differs(old: RoleSpec, new: RoleSpec, keys: tuple[str, ...]) -> bool:
@@ -52,7 +67,7 @@ def _differs(old: RoleSpec, new: RoleSpec, keys: tuple[str, ...]) -> bool:
 
 def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
     """Compare ``old`` (running) with ``new`` (re-read); ``busy`` roles have work."""
-    plan = ReloadPlan(config=new)
+    plan = ReloadPlan(config=new, operator=operator_changes(old, new))
     start = old.start_role
     kept: dict[str, RoleSpec] = {}
     for spec in new.roles:
@@ -86,6 +101,15 @@ def _converge_one(plan: ReloadPlan, before: RoleSpec | None, spec: RoleSpec,
         return spec
     if before == spec:
         return spec
+    if _differs(before, spec, SEAT_KEYS):
+        plan.refused.append(f"{spec.name}: a changed host or worktree applies after a "
+                            f"restart of the session; {spec.name} kept running as it was")
+        return before
+    if before.host and _differs(before, spec, PROCESS_KEYS):
+        plan.refused.append(f"{spec.name} runs on {before.host}: a changed command, args, "
+                            f"model or env applies after a restart of the session; "
+                            f"{spec.name} kept running as it was")
+        return before
     if _differs(before, spec, PROCESS_KEYS):
         if spec.name in busy:
             plan.refused.append(f"{spec.name}: has a pending gate or an unresolved "

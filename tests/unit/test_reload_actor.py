@@ -58,10 +58,15 @@ def test_a_removal_stops_the_role_and_tells_the_team_after_the_briefs():
     assert steps(plan)[-1] == Step("announce", ([], ["reviewer"]))
 
 
-def test_a_change_in_place_rewrites_no_brief_and_tells_nobody():
+def test_a_change_in_place_rewrites_the_briefs_and_tells_nobody():
+    """The brief holds the whole prompt (the boot line only its first 600
+    characters) and the orchestrator's lists each worker's approve: before,
+    a changed prompt left the brief on disk saying the old one."""
     plan = plan_reload(config(ORCH, CODER), config(ORCH, replace(CODER, approve=True)),
                        busy=set())
-    assert steps(plan) == [Step("use_config", (plan.config,)), Step("update", (plan.update[0],))]
+    assert steps(plan) == [Step("use_config", (plan.config,)),
+                           Step("write_briefs", (plan.config,)),
+                           Step("update", (plan.update[0],))]
 
 
 def test_an_empty_plan_only_carries_the_config():
