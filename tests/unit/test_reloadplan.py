@@ -67,3 +67,27 @@ def test_every_section_of_the_config_is_either_reloaded_or_said_to_need_a_restar
     """A section added to the config later cannot be left out of the reload's notes."""
     converged = {"roles", "budget", "source", "user_source", "warnings"}  # files, not sections
     assert {f.name for f in fields(Config)} - converged == set(SECTIONS)
+
+
+def test_a_changed_host_or_worktree_waits_for_a_restart():
+    """A role's seat and tree are made when it starts: before, the change was
+    'updated' in place and the role went on where it was."""
+    for key, value in (("host", "box"), ("worktree", True)):
+        new = replace(CODER, prompt_template="x", **{key: value})
+        plan = plan_reload(config(ORCH, CODER), config(ORCH, new), busy=set())
+        assert not plan.changed and plan.config.role("coder") == CODER
+        assert plan.refused == ["coder: a changed host or worktree applies after a restart "
+                                "of the session; coder kept running as it was"]
+
+
+def test_a_remote_role_s_process_change_waits_for_a_restart():
+    """A remote role's command on its host is made with its seat: before, a
+    changed model was 'respawned' while the host ran the old command line."""
+    remote = replace(CODER, host="box", worktree=False)
+    plan = plan_reload(config(ORCH, remote), config(ORCH, replace(remote, model="sonnet")),
+                       busy=set())
+    assert not plan.respawn and plan.config.role("coder") == remote
+    assert plan.refused[0].startswith("coder runs on box: a changed command, args, model")
+    prompt = plan_reload(config(ORCH, remote),
+                         config(ORCH, replace(remote, prompt_template="new")), busy=set())
+    assert [r.name for r in prompt.update] == ["coder"]  # what is typed still applies
