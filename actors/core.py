@@ -329,7 +329,9 @@ class CoreActor(Actor):
         from choragos.actors.reload import plan_from_file  # a reload's only
 
         try:
-            plan = plan_from_file(self.s.config, self.s.workdir, self._busy_roles())
+            paused = [name for name, seat in self.s.seats.items()
+                      if seat.view.status == RoleStatus.PAUSED]
+            plan = plan_from_file(self.s.config, self.s.workdir, self._busy_roles(), paused)
         except ConfigError as exc:
             self.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))

@@ -14,6 +14,7 @@ supervisor, which never waits on it, so a reload never waits on a parent.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
@@ -45,10 +46,11 @@ class Step:
     args: tuple = ()
 
 
-def plan_from_file(running: Config, workdir: Path, busy: set[str]) -> ReloadPlan:
+def plan_from_file(running: Config, workdir: Path, busy: set[str],
+                   paused: Collection[str] = ()) -> ReloadPlan:
     """Re-read ``running``'s config file and plan the convergence (on the
     core's thread); raises ``ConfigError`` and then nothing changed."""
-    return plan_reload(running, load_config(running.source, workdir), busy)
+    return plan_reload(running, load_config(running.source, workdir), busy, paused)
 
 
 def steps(plan: ReloadPlan, handles: dict[str, Any] | None = None) -> list[Step]:

@@ -16,6 +16,7 @@ What it changes that only the operator may decide is listed in
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from choragos.config.model import Config, RoleSpec
@@ -65,8 +66,10 @@ def _differs(old: RoleSpec, new: RoleSpec, keys: tuple[str, ...]) -> bool:
     return any(getattr(old, key) != getattr(new, key) for key in keys)
 
 
-def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
-    """Compare ``old`` (running) with ``new`` (re-read); ``busy`` roles have work."""
+def plan_reload(old: Config, new: Config, busy: set[str],
+                paused: Collection[str] = ()) -> ReloadPlan:
+    """Compare ``old`` (running) with ``new`` (re-read); ``busy`` roles have
+    work, ``paused`` ones the operator paused (a respawn would resume them)."""
     plan = ReloadPlan(config=new, operator=operator_changes(old, new))
     start = old.start_role
     kept: dict[str, RoleSpec] = {}
@@ -74,7 +77,7 @@ def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
         if spec.start or spec.name == start.name:
             continue
         before = old.role(spec.name)
-        kept[spec.name] = _converge_one(plan, before, spec, busy)
+        kept[spec.name] = _converge_one(plan, before, spec, busy, paused)
     new_start = next((r for r in new.roles if r.start), None)
     if new_start is None or new_start != start:
         plan.notes.append(f"the start role {start.name} is never changed by a reload; "
@@ -94,7 +97,7 @@ def plan_reload(old: Config, new: Config, busy: set[str]) -> ReloadPlan:
 
 
 def _converge_one(plan: ReloadPlan, before: RoleSpec | None, spec: RoleSpec,
-                  busy: set[str]) -> RoleSpec:
+                  busy: set[str], paused: Collection[str]) -> RoleSpec:
     """Decide for one role of the new config; return the spec that will run."""
     if before is None:
         plan.add.append(spec)
@@ -114,6 +117,10 @@ def _converge_one(plan: ReloadPlan, before: RoleSpec | None, spec: RoleSpec,
         if spec.name in busy:
             plan.refused.append(f"{spec.name}: has a pending gate or an unresolved "
                                 f"delegation; reload again once it is resolved")
+            return before
+        if spec.name in paused:
+            plan.refused.append(f"{spec.name} is paused: a respawn would resume it; "
+                                f"`choragos resume {spec.name}`, then reload again")
             return before
         plan.respawn.append(spec)
         return spec

@@ -91,3 +91,16 @@ def test_a_remote_role_s_process_change_waits_for_a_restart():
     prompt = plan_reload(config(ORCH, remote),
                          config(ORCH, replace(remote, prompt_template="new")), busy=set())
     assert [r.name for r in prompt.update] == ["coder"]  # what is typed still applies
+
+
+def test_a_paused_role_is_not_respawned():
+    """A respawn starts a running process: before, a role the operator paused
+    came back running from a reload, its journal still saying paused."""
+    new = replace(CODER, args=("-x",))
+    plan = plan_reload(config(ORCH, CODER), config(ORCH, new), busy=set(), paused=["coder"])
+    assert not plan.respawn and plan.config.role("coder") == CODER
+    assert plan.refused == ["coder is paused: a respawn would resume it; "
+                            "`choragos resume coder`, then reload again"]
+    in_place = plan_reload(config(ORCH, CODER), config(ORCH, replace(CODER, approve=True)),
+                           busy=set(), paused=["coder"])
+    assert [r.name for r in in_place.update] == ["coder"]  # nothing restarts
