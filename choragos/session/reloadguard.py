@@ -120,15 +120,28 @@ def _session(old: Config, new: Config) -> list[OperatorChange]:
     for section, key in _LATER_KEYS:
         before, after = getattr(getattr(old, section), key), getattr(getattr(new, section), key)
         if before != after:
-            loosens = after in (False, None) if key in ("enabled", "fail_closed") else (
-                key != "token_in_link" or bool(after))
-            change = _change(f"[{section}]", key, before, after, loosens)
+            change = _change(f"[{section}]", key, before, after, _loosens(key, after))
             out.append(OperatorChange(change.text + LATER, change.loosens))
+    # Where model traffic and the roles go: too long to quote, named.
+    for where, before, after in (("[gateway] upstream", old.gateway.upstream,
+                                  new.gateway.upstream), ("[hosts]", old.hosts, new.hosts)):
+        if before != after:
+            out.append(OperatorChange(f"{where} changed{LATER}", True))
     return out
 
 
+def _loosens(key: str, after: object) -> bool:
+    """A switch loosens when it goes off (a link token when it goes on); any
+    other value of these keys is the operator's to set."""
+    if key in ("enabled", "fail_closed", "builtin"):
+        return after in (False, None)
+    return bool(after) if key == "token_in_link" else True
+
+
 # The hooks are commands run on this machine, the gateway enforces budgets,
-# the web view and notifications reach beyond it: any change is the operator's.
+# checkpoints are what a rollback restores, the web view and notifications
+# reach beyond the machine: any change is the operator's.
 _LATER_KEYS = (*(("ui", key) for key in HOOKS),
                *(("sphragis", key) for key in ("enabled", "fail_closed", "addr", "command")),
+               ("gateway", "builtin"), ("checkpoints", "enabled"),
                ("notify", "url"), ("notify", "token_in_link"), ("web", "listen"))

@@ -2,7 +2,17 @@
 
 from dataclasses import replace
 
-from choragos.config.model import BudgetSettings, Config, RoleSpec, UISettings
+from choragos.config.model import (
+    BudgetSettings,
+    CheckpointSettings,
+    Config,
+    ProxySettings,
+    RoleSpec,
+    SphragisSettings,
+    UISettings,
+    Upstreams,
+    WebSettings,
+)
 from choragos.session.reloadguard import OperatorChange, operator_changes
 from choragos.session.reloadplan import plan_reload
 
@@ -80,3 +90,17 @@ def test_the_plan_carries_them_and_lists_the_loosened():
 
 def test_an_unchanged_file_changes_nothing_of_the_operator_s():
     assert changes(config(ORCH, CODER), config(ORCH, CODER)) == []
+
+
+def test_what_a_restart_would_apply_is_named_too():
+    """Checkpoints off, the gateway's upstream moved, the web view opened:
+    read at the start only, but the next start applies them."""
+    new = config(ORCH, checkpoints=CheckpointSettings(enabled=False),
+                 sphragis=SphragisSettings(enabled=True, fail_closed=True),
+                 web=WebSettings(listen="0.0.0.0:80"),
+                 gateway=ProxySettings(upstream=Upstreams(anthropic="http://elsewhere")))
+    assert changes(config(ORCH), new) == [
+        ("[sphragis] enabled none -> true (applies after a restart)", False),
+        ("[checkpoints] enabled true -> false (applies after a restart)", True),
+        ("[web] listen '' -> '0.0.0.0:80' (applies after a restart)", True),
+        ("[gateway] upstream changed (applies after a restart)", True)]
