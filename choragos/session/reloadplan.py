@@ -20,7 +20,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from choragos.config.model import Config, RoleSpec
-from choragos.session.reloadguard import OperatorChange, operator_changes
+
+# typing is needed for annotations only; the session loads this module at its
+# start (for the reload message's type) and the guard only on a reload.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from choragos.session.reloadguard import OperatorChange
 
 # Changing one of these means a different process: the role respawns.
 PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny",
@@ -70,6 +75,8 @@ def plan_reload(old: Config, new: Config, busy: set[str],
                 paused: Collection[str] = ()) -> ReloadPlan:
     """Compare ``old`` (running) with ``new`` (re-read); ``busy`` roles have
     work, ``paused`` ones the operator paused (a respawn would resume them)."""
+    from choragos.session.reloadguard import operator_changes
+
     plan = ReloadPlan(config=new, operator=operator_changes(old, new))
     start = old.start_role
     kept: dict[str, RoleSpec] = {}
