@@ -25,6 +25,7 @@ from choragos.config.model import ConfigError
 from choragos.control import wire
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
+from choragos.session.reloadguard import LATER
 
 if TYPE_CHECKING:
     from choragos.actors.budgetflow import BudgetFlow
@@ -39,6 +40,9 @@ class ReloadCommand:
     def __init__(self, port: CorePort, s: CoreState, budgets: BudgetFlow,
                  limits: LimitFlow) -> None:
         self.port, self.s, self.budgets, self.limits = port, s, budgets, limits
+        # Loosenings confirmed that wait for a restart: the running config
+        # keeps its old side, so each later reload would name them again.
+        self.confirmed: set[str] = set()
 
     def command(self, request: dict) -> dict:
         reloader = self.s.reloader
@@ -51,10 +55,12 @@ class ReloadCommand:
         except ConfigError as exc:
             self.port.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
-        if plan.loosened and not request.get("loosen"):
+        loosened = [change for change in plan.loosened if change not in self.confirmed]
+        if loosened and not request.get("loosen"):
             # An agent may have written it: the operator says so, or nothing changes.
-            self.port.event("reload refused", loosened=plan.loosened)
-            return wire.error(loosen_refusal(plan.loosened, self.s.config.source))
+            self.port.event("reload refused", loosened=loosened)
+            return wire.error(loosen_refusal(loosened, self.s.config.source))
+        self.confirmed |= {change for change in plan.loosened if change.endswith(LATER)}
         before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
             plan.notes += self._remove_seat(name)

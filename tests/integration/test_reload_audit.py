@@ -57,27 +57,36 @@ def test_a_loosening_needs_the_operator_s_word_and_is_named(serve):
     s = serve(ORCH + role_toml("coder", approve=True, budget_tokens=5000))
     s.wait_booted(["orchestrator", "coder"])
     (s.workdir / ".choragos.toml").write_text(
-        ORCH + role_toml("coder", approve=False, budget_tokens=90000) + role_toml("auditor"))
+        ORCH + role_toml("coder", approve=False, budget_tokens=90000) + role_toml("auditor")
+        + '[ui]\non_done = "true"\n')
+    hook = "[ui] on_done '' -> 'true' (applies after a restart)"
     out = s.cli("reload")
     assert (out.returncode, out.stdout) == (1, "")
     assert out.stderr == (
         "choragos reload: the session refused: the config loosens what only you decide "
-        "(coder approve true -> false; coder budget_tokens 5000 -> 90000), so nothing "
-        f"changed: check {s.workdir}/.choragos.toml, and if these are your changes run "
-        "`choragos reload --loosen`\n")
+        f"(coder approve true -> false; coder budget_tokens 5000 -> 90000; {hook}), so "
+        f"nothing changed: check {s.workdir}/.choragos.toml, and if these are your changes "
+        "run `choragos reload --loosen`\n")
     assert states(s) == {"orchestrator": "idle", "coder": "idle"}
     assert [e["loosened"] for e in s.events() if e["event"] == "reload refused"] == [
-        ["coder approve true -> false", "coder budget_tokens 5000 -> 90000"]]
+        ["coder approve true -> false", "coder budget_tokens 5000 -> 90000", hook]]
     assert s.cli("delegate", "--to", "coder", "--task", "still gated").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "gated", 10, "the gate still on")
     out = s.cli("reload", "--loosen")
     assert out.returncode == 0, out.stderr
-    assert out.stdout == ("reloaded the configuration: added auditor; updated coder (only you "
-                          "decide these, now as the file says: coder approve true -> false, "
-                          "coder budget_tokens 5000 -> 90000)\n")
+    assert out.stdout == ("reloaded the configuration: added auditor; updated coder ([ui] "
+                          "changed; it applies after a restart; only you decide these, now as "
+                          "the file says: coder approve true -> false, coder budget_tokens "
+                          f"5000 -> 90000, {hook})\n")
     reload = next(e for e in s.events() if e["event"] == "reload")
     assert reload["loosened"] == ["coder approve true -> false",
-                                  "coder budget_tokens 5000 -> 90000"]
+                                  "coder budget_tokens 5000 -> 90000", hook]
+    # The hook waits for a restart: confirmed once, it is named, not asked again.
+    out = s.cli("reload")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("reloaded the configuration: no role changed ([ui] changed; it "
+                          f"applies after a restart; only you decide these, now as the file "
+                          f"says: {hook})\n")
     assert s.cli("delegate", "--to", "coder", "--task", "ungated now").returncode == 0
     s.wait(lambda: s.board()["T2"]["state"] == "delivered", 15, "no gate any more")
 
