@@ -100,14 +100,17 @@ class ReloadCommand:
             self.port.event("gate rejected", task=task_id, role=name, reason=reason)
             self.port.enqueue(self.s.start_role, briefs.failure_line(task, reason), "notice",
                               task_id)
-        blocked = [task for task in self.s.board.tasks.unsettled_tasks()
-                   if task.role == name and task.state is TaskState.BLOCKED]
-        for task in [*self.s.board.open_for(name), *blocked]:
-            self.port.fail_task(task, reason)
-        held = [i for i, gate in (*self.s.holds.items(), *self.s.merging.gates.items())
-                if gate.role == name]
-        return [f"{name}'s finished work {', '.join(held)} stays at its gate: "
-                f"`choragos gate approve|reject ID`"] if held else []
+        mine = [task for task in self.s.board.tasks.unsettled_tasks() if task.role == name]
+        # Finished work waiting at a judge, owner or merge gate, or for its
+        # judge, is the operator's (or the judge's) to decide, worker or not.
+        held = [task.id for task in mine if task.waiting] + [
+            i for i, gate in (*self.s.holds.items(), *self.s.merging.gates.items())
+            if gate.role == name]
+        for task in mine:
+            if not task.waiting and (task.is_open or task.state is TaskState.BLOCKED):
+                self.port.fail_task(task, reason)
+        return [f"{name}'s finished work {', '.join(dict.fromkeys(held))} still waits at its "
+                f"gate or for its judge (`choragos gate list`)"] if held else []
 
 
 def reload_message(plan: ReloadPlan) -> str:

@@ -115,3 +115,27 @@ def test_a_prompt_change_reaches_the_brief_and_bad_files_change_nothing(serve):
         1, f"choragos reload: the session refused: the config has errors, nothing changed: "
            f"{config}: no such file\n")
     assert states(s) == {"orchestrator": "idle", "coder": "idle"}
+
+
+def test_a_removed_role_s_work_held_at_a_gate_stays_for_the_operator(serve):
+    """Finished work held at an owner gate is the operator's to decide, its
+    worker gone or not: before, the reload failed the task (and told the
+    orchestrator so) while its hold stayed, and approving it then sent the
+    report of a task the board called failed."""
+    s = serve(ORCH + role_toml("keeper", owns_files=["defects.md"])
+              + role_toml("coder", "--worker", "--edit"))
+    s.wait_booted(["orchestrator", "keeper", "coder"])
+    assert s.cli("delegate", "--to", "coder", "--task", "write defects.md hid it").returncode == 0
+    s.wait_event(lambda e: e["event"] == "work held", 30, "the hold")
+    (s.workdir / ".choragos.toml").write_text(ORCH + role_toml("keeper",
+                                                               owns_files=["defects.md"]))
+    out = s.cli("reload")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("reloaded the configuration: removed coder (coder's finished work T1 "
+                          "still waits at its gate or for its judge (`choragos gate list`))\n")
+    assert s.board()["T1"]["state"] == "delivered"
+    assert not [e for e in s.events() if e["event"] == "task failed"]
+    assert s.cli("gate", "approve", "T1").returncode == 0
+    s.wait(lambda: s.board()["T1"]["state"] == "done", 20, "the approved work done")
+    s.wait(lambda: any(line.startswith("A worker reports: [T1 from coder]")
+                       for line in s.submitted("orchestrator")), 20, "the report")
