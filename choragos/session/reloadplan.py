@@ -3,13 +3,15 @@
 Roles are matched by name.  Added roles spawn, removed roles stop, a role
 whose process-defining keys changed respawns, and a role whose other keys
 changed takes them on its next task (budgets and ``stall_after`` at once,
-and ``[budget]`` too, so a raised cap re-arms without a restart).
+and ``[budget]`` too, so a raised cap re-arms without a restart, and
+``[ui] limit_wait`` and ``limit_give_up`` at the next provider limit).
 Guardrails: the start role is never touched (its process holds the plan),
 a role with work in flight (a pending gate or an unresolved delegation)
 is not respawned, and a role whose ``host`` or ``worktree`` changed, or a
 remote role whose process changed, keeps running as it is until a restart
 (its seat, its tree and its remote command are made when it starts).  Only
-``[[roles]]`` and ``[budget]`` converge; other sections need a restart.
+``[[roles]]``, ``[budget]`` and those two keys converge; other sections
+need a restart.
 What it changes that only the operator may decide is listed in
 ``operator`` (``choragos/session/reloadguard.py``).
 """
@@ -32,6 +34,8 @@ PROCESS_KEYS = ("command", "args", "model", "model_flag", "env_allow", "env_deny
                 "base_url_env")
 # Made once, when the role starts: its remote seat, its worktree.
 SEAT_KEYS = ("host", "worktree")
+# The provider limits' waits, read by the core at each limit: a reload sets them.
+UI_NOW = ("limit_wait", "limit_give_up")
 SECTIONS = ("checkpoints", "sphragis", "gateway", "pricing", "ui", "keys", "metrics", "web",
             "notify", "hosts")
 
@@ -94,12 +98,19 @@ def plan_reload(old: Config, new: Config, busy: set[str],
             plan.remove.append(spec.name)
     if old.budget != new.budget:
         plan.notes.append("[budget] changed; it applies now")
+    now = {key: getattr(new.ui, key) for key in UI_NOW
+           if getattr(old.ui, key) != getattr(new.ui, key)}
+    if now:
+        plan.notes.append(f"[ui] {' and '.join(now)} changed; the next provider limit uses it")
     for section in SECTIONS:
-        if getattr(old, section) != getattr(new, section):
+        before, after = getattr(old, section), getattr(new, section)
+        if section == "ui":  # what applies now is not what waits
+            after = replace(after, **{key: getattr(old.ui, key) for key in UI_NOW})
+        if before != after:
             plan.notes.append(f"[{section}] changed; it applies after a restart")
     roles = (start, *(kept[name] for name in kept))
     plan.config = replace(old, roles=roles, budget=new.budget, source=new.source,
-                          warnings=new.warnings)
+                          warnings=new.warnings, ui=replace(old.ui, **now))
     return plan
 
 

@@ -104,3 +104,19 @@ def test_a_paused_role_is_not_respawned():
     in_place = plan_reload(config(ORCH, CODER), config(ORCH, replace(CODER, approve=True)),
                            busy=set(), paused=["coder"])
     assert [r.name for r in in_place.update] == ["coder"]  # nothing restarts
+
+
+def test_the_limit_waits_apply_now_and_the_rest_of_ui_after_a_restart():
+    """The core reads the limit waits at each limit (LimitFlow.reconfigured):
+    before, the plan kept the running [ui] whole, so a reload said nothing
+    applied while the core's re-read of them found the old values."""
+    old = config(ORCH)
+    waits = replace(old.ui, limit_wait=5.0)
+    plan = plan_reload(old, config(ORCH, ui=waits), busy=set())
+    assert plan.config.ui.limit_wait == 5.0
+    assert plan.notes == ["[ui] limit_wait changed; the next provider limit uses it"]
+    both = replace(waits, idle_after=30.0)
+    plan = plan_reload(old, config(ORCH, ui=both), busy=set())
+    assert plan.config.ui == waits  # idle_after waits for a restart
+    assert plan.notes == ["[ui] limit_wait changed; the next provider limit uses it",
+                          "[ui] changed; it applies after a restart"]
