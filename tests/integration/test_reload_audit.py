@@ -139,3 +139,27 @@ def test_a_removed_role_s_work_held_at_a_gate_stays_for_the_operator(serve):
     s.wait(lambda: s.board()["T1"]["state"] == "done", 20, "the approved work done")
     s.wait(lambda: any(line.startswith("A worker reports: [T1 from coder]")
                        for line in s.submitted("orchestrator")), 20, "the report")
+
+
+def test_a_role_removed_in_a_delegate_storm_loses_no_acknowledged_task(serve):
+    """The orchestrator delegates to both workers every 50 ms while a reload
+    removes one: every delegation it was told was made is on the board, and
+    each of the removed role's ends failed with the reason."""
+    storm = role_toml("orchestrator", "--delegate", "coder,reviewer", "--every", "0.05",
+                      start=True)
+    s = serve(storm + role_toml("coder") + role_toml("reviewer"))
+    s.wait(lambda: sum("to reviewer" in r["text"] for r in s.agents("delegated")) >= 3, 30,
+           "delegations to the reviewer")
+    (s.workdir / ".choragos.toml").write_text(storm + role_toml("coder"))
+    assert s.cli("reload").returncode == 0
+    s.wait_event(lambda e: e["event"] == "role removed" and e["role"] == "reviewer", 20,
+                 "the reviewer stopped")
+    s.wait(lambda: sum("to coder" in r["text"] for r in s.agents("delegated"))
+           > sum("to reviewer" in r["text"] for r in s.agents("delegated")) + 3, 30,
+           "the storm going on after the reload")
+    board = s.board()
+    acked = [r["text"].split()[1] for r in s.agents("delegated")]
+    assert set(acked) <= set(board), "an acknowledged delegation is not on the board"
+    theirs = [t for t in board.values() if t["role"] == "reviewer"]
+    assert theirs and {(t["state"], t["note"]) for t in theirs} == {
+        ("failed", "reviewer was removed from the team by a reload")}
