@@ -128,7 +128,7 @@ def reload_message(plan: ReloadPlan) -> str:
 
 
 def loosen_refusal(loosened: list[str], source: Any) -> str:
-    """One sentence: what the file loosens, and how the operator applies it."""
-    return (f"the config loosens what only you decide ({'; '.join(loosened)}), so nothing "
-            f"changed: check {source}, and if these are your changes run "
-            f"`choragos reload --loosen`")
+    """One sentence: what to run first (a deck's status line may cut the
+    end), then what the file loosens."""
+    return (f"nothing changed: {source} loosens what only you decide; if you made these "
+            f"changes, run `choragos reload --loosen`: {'; '.join(loosened)}")

@@ -63,10 +63,9 @@ def test_a_loosening_needs_the_operator_s_word_and_is_named(serve):
     out = s.cli("reload")
     assert (out.returncode, out.stdout) == (1, "")
     assert out.stderr == (
-        "choragos reload: the session refused: the config loosens what only you decide "
-        f"(coder approve true -> false; coder budget_tokens 5000 -> 90000; {hook}), so "
-        f"nothing changed: check {s.workdir}/.choragos.toml, and if these are your changes "
-        "run `choragos reload --loosen`\n")
+        f"choragos reload: the session refused: nothing changed: {s.workdir}/.choragos.toml "
+        "loosens what only you decide; if you made these changes, run `choragos reload "
+        f"--loosen`: coder approve true -> false; coder budget_tokens 5000 -> 90000; {hook}\n")
     assert states(s) == {"orchestrator": "idle", "coder": "idle"}
     assert [e["loosened"] for e in s.events() if e["event"] == "reload refused"] == [
         ["coder approve true -> false", "coder budget_tokens 5000 -> 90000", hook]]
