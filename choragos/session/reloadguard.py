@@ -3,8 +3,8 @@
 An agent can edit ``.choragos.toml`` (docs/security.md): the operator's next
 ``choragos reload`` would apply what it wrote.  So a reload names every
 change to what only the operator decides (a role's gates, budgets, env,
-authority and host, the session's budget and hooks) in its answer and in
-the event log, and one that loosens any of it is refused unless the
+authority and host, a role added, the session's budget and hooks) in its
+answer and in the event log, and one that loosens any of it is refused unless the
 operator confirms it (``choragos reload --loosen``).  A tightening (a gate
 added, a budget lowered) is named but needs no confirmation.
 
@@ -22,8 +22,10 @@ BUDGET_ACTIONS = ("notify", "pause", "block", "cut")
 SESSION_ACTIONS = ("pause", "block")
 HOOKS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle",
          "on_done", "on_limit")
-# Any change of these is the operator's: who a role is to the system.
-AUTHORITY_KEYS = ("env_allow", "env_deny", "base_url_env", "host", "owns_files", "verify")
+# Any change of these is the operator's: what a role runs (its flags hold
+# an agent's permission mode), with what of the environment, where.
+AUTHORITY_KEYS = ("command", "args", "env_allow", "env_deny", "base_url_env", "host",
+                  "owns_files", "verify")
 LATER = " (applies after a restart)"
 
 
@@ -97,8 +99,9 @@ def _role(before: RoleSpec, spec: RoleSpec) -> list[OperatorChange]:
 
 
 def _added(spec: RoleSpec) -> list[OperatorChange]:
-    """A role added with more than a worker's usual room says so."""
-    out = []
+    """A role added is a program the session starts with the environment its
+    policy lets through: what it runs, and any room beyond a worker's usual."""
+    out = [OperatorChange(f"{spec.name} (added) runs {_show(' '.join(spec.argv()))}", True)]
     if spec.can_delegate:
         out.append(OperatorChange(f"{spec.name} (added) can_delegate true", True))
     for key in ("env_allow", "base_url_env", "host"):

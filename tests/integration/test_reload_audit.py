@@ -57,7 +57,7 @@ def test_a_loosening_needs_the_operator_s_word_and_is_named(serve):
     s = serve(ORCH + role_toml("coder", approve=True, budget_tokens=5000))
     s.wait_booted(["orchestrator", "coder"])
     (s.workdir / ".choragos.toml").write_text(
-        ORCH + role_toml("coder", approve=False, budget_tokens=90000) + role_toml("auditor")
+        ORCH + role_toml("coder", approve=False, budget_tokens=90000)
         + '[ui]\non_done = "true"\n')
     hook = "[ui] on_done '' -> 'true' (applies after a restart)"
     out = s.cli("reload")
@@ -73,7 +73,7 @@ def test_a_loosening_needs_the_operator_s_word_and_is_named(serve):
     s.wait(lambda: s.board()["T1"]["state"] == "gated", 10, "the gate still on")
     out = s.cli("reload", "--loosen")
     assert out.returncode == 0, out.stderr
-    assert out.stdout == ("reloaded the configuration: added auditor; updated coder ([ui] "
+    assert out.stdout == ("reloaded the configuration: updated coder ([ui] "
                           "changed; it applies after a restart; only you decide these, now as "
                           "the file says: coder approve true -> false, coder budget_tokens "
                           f"5000 -> 90000, {hook})\n")

@@ -56,11 +56,22 @@ def test_env_authority_and_host_always_count():
         ("coder host '' -> 'box'", True)]
 
 
-def test_an_added_role_with_room_beyond_a_worker_s_says_so():
+def test_an_added_role_says_what_it_runs_and_any_room_beyond_a_worker_s():
+    """A role added runs a program with what its env policy lets through: an
+    agent that wrote one into the file would reach beyond its own env."""
     added = RoleSpec(name="helper", command="claude", can_delegate=True, env_allow=("*",))
     assert changes(config(ORCH), config(ORCH, added)) == [
-        ("helper (added) can_delegate true", True), ("helper (added) env_allow [*]", True)]
-    assert changes(config(ORCH), config(ORCH, RoleSpec(name="plain", command="x"))) == []
+        ("helper (added) runs 'claude'", True), ("helper (added) can_delegate true", True),
+        ("helper (added) env_allow [*]", True)]
+    plain = RoleSpec(name="plain", command="sh", args=("-c", "env"))
+    assert changes(config(ORCH), config(ORCH, plain)) == [("plain (added) runs 'sh -c env'", True)]
+
+
+def test_what_a_role_runs_is_the_operator_s():
+    """Its flags hold an agent's permission mode."""
+    new = replace(CODER, args=("--dangerously-skip-permissions",))
+    assert changes(config(ORCH, CODER), config(ORCH, new)) == [
+        ("coder args [] -> [--dangerously-skip-permissions]", True)]
 
 
 def test_session_budget_and_hooks():
