@@ -29,8 +29,9 @@ def arguments(verb: str) -> ArgumentParser:
     if verb == "reload":
         made.add_argument("--loosen", action="store_true",
                           help="apply the file even where it loosens what only you decide "
-                               "(gates, budgets, a role's env, authority or host, hooks); "
-                               "without it such a reload is refused and names them")
+                               "(a role added, what a role runs, gates, budgets, a role's "
+                               "env, authority or host, hooks); without it such a reload is "
+                               "refused and names them")
     return made
 
 

@@ -228,7 +228,7 @@ DECLARED: tuple[Command | Verb, ...] = (
     Command("reload", (Field("loosen", FLAG, default=False),), operator=True,
             gateway_exempt=True,
             verb=_verb("reload", "simple", "re-read the config and converge the roles "
-                       "(--loosen: apply what it loosens of gates, budgets, env, hooks)",
+                       "(--loosen: apply what it loosens of roles, gates, budgets, env, hooks)",
                        "choragos reload", "choragos reload --loosen")),
     Command("ping", gateway_exempt=True,
             verb=_verb("ping", "simple", "check that a session answers",
