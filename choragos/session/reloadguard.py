@@ -2,11 +2,12 @@
 
 An agent can edit ``.choragos.toml`` (docs/security.md): the operator's next
 ``choragos reload`` would apply what it wrote.  So a reload names every
-change to what only the operator decides (a role's gates, budgets, env,
-authority and host, a role added, the session's budget and hooks) in its
-answer and in the event log, and one that loosens any of it is refused unless the
-operator confirms it (``choragos reload --loosen``).  A tightening (a gate
-added, a budget lowered) is named but needs no confirmation.
+change to what only the operator decides (a role added, what a role runs,
+its gates, budgets, env, authority and host, the session's budget and
+hooks) in its answer and in the event log, and one that loosens any of it
+is refused unless the operator confirms it (``choragos reload --loosen``).
+A tightening (a gate added, a budget lowered) is named but needs no
+confirmation.
 
 Pure: two configs in, sentences out.
 """
@@ -42,12 +43,10 @@ def operator_changes(old: Config, new: Config) -> list[OperatorChange]:
     out: list[OperatorChange] = []
     for spec in new.roles:
         before = old.role(spec.name)
-        if before is None:
-            out += _added(spec)
-        else:  # a reload never changes the start role: its changes wait for a restart
-            later = LATER if spec.name == old.start_role.name else ""
-            out += [OperatorChange(change.text + later, change.loosens)
-                    for change in _role(before, spec)]
+        changes = _added(spec) if before is None else _role(before, spec)
+        # A reload never changes the start role: its changes wait for a restart.
+        later = LATER if spec.start or spec.name == old.start_role.name else ""
+        out += [OperatorChange(change.text + later, change.loosens) for change in changes]
     out += _session(old, new)
     return out
 

@@ -115,3 +115,10 @@ def test_what_a_restart_would_apply_is_named_too():
         ("[checkpoints] enabled true -> false (applies after a restart)", True),
         ("[web] listen '' -> '0.0.0.0:80' (applies after a restart)", True),
         ("[gateway] upstream changed (applies after a restart)", True)]
+
+
+def test_a_new_start_role_is_named_as_waiting_for_a_restart():
+    """A reload never changes the start role (the plan keeps the old one)."""
+    lead = RoleSpec(name="lead", command="claude", start=True)
+    assert changes(config(ORCH), config(lead)) == [
+        ("lead (added) runs 'claude' (applies after a restart)", True)]
