@@ -50,7 +50,7 @@ from choragos.board.events import EventLog
 from choragos.board.journal import Journal
 from choragos.board.tasks import SETTLED_STATES, Board, Task, TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
-from choragos.config.model import Config, ConfigError
+from choragos.config.model import Config
 from choragos.control import authority, commands, wire
 from choragos.gateway.client import Totals
 from choragos.roles import briefs
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from choragos.actors.judging import JudgeLoop, Judging
     from choragos.actors.limitflow import LimitFlow
     from choragos.actors.mergeflow import MergeFlow
+    from choragos.actors.reloadcmd import ReloadCommand
     from choragos.actors.resume import Resume
     from choragos.actors.roleexits import RoleExits
     from choragos.actors.rollbackcmd import RollbackCommand
@@ -183,6 +184,7 @@ class CoreActor(Actor):
         checks: WorkChecks
         isolation: IsolationRestore
         rollback: RollbackCommand
+        reloading: ReloadCommand
         resume: Resume
         delegation: Delegation
         timeouts: Timeouts
@@ -319,33 +321,9 @@ class CoreActor(Actor):
                        archived_by=self.s.board.archived_counts())
 
     def _cmd_reload(self, request: dict) -> dict:
-        """Live reload: converge the roles on the re-read config (see
-        choragos/session/reloadplan.py); the reload actor starts and stops the
-        roles, this core never waits on it."""
-        reloader = self.s.reloader
-        if reloader is None:
-            return wire.error("this session runs the built-in team, so there is no config "
-                              "to re-read; write a .choragos.toml and restart the session")
-        from choragos.actors.reload import plan_from_file  # a reload's only
-
-        try:
-            plan = plan_from_file(self.s.config, self.s.workdir, self._busy_roles())
-        except ConfigError as exc:
-            self.event("reload refused", errors=exc.errors)
-            return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
-        before, self.s.config = self.s.config, plan.config
-        for name in plan.remove:
-            self._remove_seat(name)
-        for spec in plan.add:  # addressable at once: the handle keeps what is sent meanwhile
-            self.s.seats[spec.name] = Seat(spec.name, Handle(f"role:{spec.name}"),
-                                           m.RoleView(spec.name, RoleStatus.STARTING))
-        reloader.tell(m.ApplyReload(plan, {s.name: self.s.seats[s.name].handle
-                                           for s in plan.add}))
-        self.event("reload", **plan.summary())
-        self.journal("reload", **plan.summary())
-        self.budgets.changed(before)
-        self.limits.reconfigured()
-        return wire.ok(message=_reload_message(plan), **plan.summary())
+        """Live reload (``actors/reloadcmd.py``); the reload actor starts and
+        stops the roles, this core never waits on it."""
+        return self.reloading.command(request)
 
     @handle.register(m.TeamChanged)
     def _team_changed(self, message: m.TeamChanged) -> None:
@@ -353,23 +331,6 @@ class CoreActor(Actor):
         self.enqueue(self.s.start_role, briefs.team_changed_line(
             list(message.added), list(message.removed),
             f".choragos/briefs/{self.s.start_role}.md"), "notice")
-
-    def _busy_roles(self) -> set[str]:
-        busy = {task.role for task in self.s.board.tasks.values() if task.is_open}
-        return busy | {name for name, seat in self.s.seats.items()
-                       if seat.queue or seat.in_flight}
-
-    def _remove_seat(self, name: str) -> None:
-        seat = self.s.seats.pop(name, None)
-        if seat is None:
-            return
-        self.limits.forget(name)
-        self.journal("drop queue", role=name)
-        for task_id in [t for t, task in self.s.gates.items() if task.role == name]:
-            task = self.s.gates.pop(task_id)
-            self.move(task_id, TaskState.REJECTED, note="role removed by reload")
-        for task in self.s.board.open_for(name):
-            self.fail_task(task, f"{name} was removed from the team by a reload")
 
     def _cmd_budget(self, request: dict) -> dict:
         return self.budgets.command(request)
@@ -626,15 +587,3 @@ def _nothing_to(role: str, status: RoleStatus, action: str) -> str:
     if status == RoleStatus.STARTING:
         return f"{role} is starting: nothing to {action} yet; try again once it is booting"
     return f"{role} is {status}: nothing to {action}; `choragos restart {role}` starts it again"
-
-
-def _reload_message(plan: Any) -> str:
-    parts = [f"{label} {', '.join(names)}" for label, names in (
-        ("added", [r.name for r in plan.add]), ("removed", plan.remove),
-        ("respawned", [r.name for r in plan.respawn]),
-        ("updated", [r.name for r in plan.update])) if names]
-    text = "; ".join(parts) if parts else "no role changed"
-    extra = plan.refused + plan.notes
-    return text + (" (" + "; ".join(extra) + ")" if extra else "")
-
-

@@ -32,6 +32,7 @@ POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "checks": ("workcheck", "WorkChecks", ("holds", "judge", "merges")),
     "isolation": ("isolationrestore", "IsolationRestore", ("holds", "judge", "merges")),
     "rollback": ("rollbackcmd", "RollbackCommand", ()),
+    "reloading": ("reloadcmd", "ReloadCommand", ("budgets", "limits")),
     "resume": ("resume", "Resume", ("isolation",)),
     "delegation": ("delegation", "Delegation",
                    ("journaling", "guard", "limits", "checks", "merges", "holds")),

@@ -275,7 +275,14 @@ class Crew:
 
     def update(self, spec: RoleSpec) -> None:
         launched = self.launch(spec)
-        self.roles.tell(spec.name, m.UpdateSpec(launched.spec, launched.env))
+        env = launched.env
+        if self.remote is not None and spec.name in self.remote.seats:
+            # As at its start: this machine's ssh gets what ssh needs, never the
+            # role's env (that went to the host with its seat).
+            from choragos.remote.seat import ssh_env  # loaded with the remote seats
+
+            env = ssh_env(env)
+        self.roles.tell(spec.name, m.UpdateSpec(launched.spec, env))
 
     def respawn(self, spec: RoleSpec) -> None:
         self.update(spec)

@@ -14,6 +14,7 @@ supervisor, which never waits on it, so a reload never waits on a parent.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import singledispatchmethod
 from pathlib import Path
@@ -45,10 +46,11 @@ class Step:
     args: tuple = ()
 
 
-def plan_from_file(running: Config, workdir: Path, busy: set[str]) -> ReloadPlan:
+def plan_from_file(running: Config, workdir: Path, busy: set[str],
+                   paused: Collection[str] = ()) -> ReloadPlan:
     """Re-read ``running``'s config file and plan the convergence (on the
     core's thread); raises ``ConfigError`` and then nothing changed."""
-    return plan_reload(running, load_config(running.source, workdir), busy)
+    return plan_reload(running, load_config(running.source, workdir), busy, paused)
 
 
 def steps(plan: ReloadPlan, handles: dict[str, Any] | None = None) -> list[Step]:
@@ -56,7 +58,7 @@ def steps(plan: ReloadPlan, handles: dict[str, Any] | None = None) -> list[Step]
     handles = handles or {}
     team_changed = bool(plan.add or plan.remove)
     out = [Step("use_config", (plan.config,))]
-    if team_changed:  # before the new roles boot and read them
+    if plan.changed:  # before the roles (re)boot and read them: a prompt or an owner moved
         out.append(Step("write_briefs", (plan.config,)))
     out += [Step("add", (spec, handles.get(spec.name))) for spec in plan.add]
     out += [Step("respawn", (spec,)) for spec in plan.respawn]

@@ -25,14 +25,22 @@ def run(argv: list[str], verb: str = "ping") -> int:
 
 def arguments(verb: str) -> ArgumentParser:
     """The parser of ``choragos VERB`` (its help, completion and man page come from it)."""
-    return _client.parser(verb, _ABOUT[verb])
+    made = _client.parser(verb, _ABOUT[verb])
+    if verb == "reload":
+        made.add_argument("--loosen", action="store_true",
+                          help="apply the file even where it loosens what only you decide "
+                               "(a role added, what a role runs, gates, budgets, a role's "
+                               "env, authority or host, hooks); without it such a reload is "
+                               "refused and names them")
+    return made
 
 
 def _simple(argv: list[str], verb: str) -> int:
     if verb not in _ABOUT:
         raise _client.Failure(_client.EXIT_USAGE, f"unknown session command {verb!r}")
     args = arguments(verb).parse_args(argv)
-    ack = _client.send(args.sock, {"cmd": verb})
+    request = {"cmd": verb, "loosen": True} if getattr(args, "loosen", False) else {"cmd": verb}
+    ack = _client.send(args.sock, request)
     return _client.say(summary(verb, ack))
 
 

@@ -47,7 +47,7 @@ def test_operator_verbs_are_refused_from_inside_a_role(serve):
     before = token.read_bytes() if token.exists() else None
     # An agent raising its own budget, or the session's, decides what only
     # the operator may: it is refused like the rest.
-    for args in ("pause reviewer", "restart reviewer", "reload", "shutdown",
+    for args in ("pause reviewer", "restart reviewer", "reload", "reload --loosen", "shutdown",
                  "keys reviewer --text hi enter", "kill", "budget orchestrator 1000",
                  "budget --session 1000", "resume orchestrator", "web --rotate"):
         ran = run_inside(s, "orchestrator", args)
@@ -58,7 +58,7 @@ def test_operator_verbs_are_refused_from_inside_a_role(serve):
                           "own terminal; the token was not changed\n")
     assert (token.read_bytes() if token.exists() else None) == before  # nobody locked out
     assert s.cli("ping").returncode == 0
-    assert not [e for e in s.events() if e["event"] in ("role pause", "role restart",
+    assert not [e for e in s.events() if e["event"] in ("role pause", "role restart", "reload",
                                                           "shutdown requested", "budget set")]
 
 

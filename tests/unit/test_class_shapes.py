@@ -16,7 +16,7 @@ MOST_LINES = 550
 CORE = ("core", "coreport", "corejournal", "durable", "resume", "delegation", "delivery",
         "fresh", "timeouts", "workdone", "workcheck", "judging", "holds", "mergeflow",
         "isolationrestore", "guardrails", "budgetflow", "limitflow", "admission",
-        "tokenusage", "rollbackcmd", "roleexits")
+        "tokenusage", "rollbackcmd", "roleexits", "reloadcmd")
 
 
 def classes(folder: Path) -> dict[str, list[tuple[str, int, list[str]]]]:

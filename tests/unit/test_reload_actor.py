@@ -58,10 +58,15 @@ def test_a_removal_stops_the_role_and_tells_the_team_after_the_briefs():
     assert steps(plan)[-1] == Step("announce", ([], ["reviewer"]))
 
 
-def test_a_change_in_place_rewrites_no_brief_and_tells_nobody():
+def test_a_change_in_place_rewrites_the_briefs_and_tells_nobody():
+    """The brief holds the whole prompt (the boot line only its first 600
+    characters) and the orchestrator's lists each worker's approve: before,
+    a changed prompt left the brief on disk saying the old one."""
     plan = plan_reload(config(ORCH, CODER), config(ORCH, replace(CODER, approve=True)),
                        busy=set())
-    assert steps(plan) == [Step("use_config", (plan.config,)), Step("update", (plan.update[0],))]
+    assert steps(plan) == [Step("use_config", (plan.config,)),
+                           Step("write_briefs", (plan.config,)),
+                           Step("update", (plan.update[0],))]
 
 
 def test_an_empty_plan_only_carries_the_config():
@@ -110,3 +115,26 @@ def test_the_plan_is_read_from_the_running_configs_file(tmp_path):
     source.write_text(source.read_text() + 'timeout = "45x"\n')
     with pytest.raises(ConfigError):
         plan_from_file(running, tmp_path, busy=set())
+
+
+def test_an_updated_remote_role_s_ssh_gets_no_more_of_the_role_s_env(tmp_path):
+    """At its start a remote role's local process (ssh) gets only what ssh
+    needs; before, a reload's update handed it the role's whole env (its
+    gateway key, CHORAGOS_SOCK, what env_allow let through)."""
+    from types import SimpleNamespace
+
+    from choragos.actors.crew import Crew
+    from choragos.remote.seat import SSH_ENV
+
+    told: list = []
+    roles = SimpleNamespace(tell=lambda name, message: told.append((name, message)))
+    crew = Crew(config(ORCH, CODER), tmp_path, tmp_path / "s.sock", (80, 24), roles,
+                lambda *a, **k: None)
+    remote = replace(CODER, host="box")
+    crew.remote = SimpleNamespace(seats={"coder": object()})
+    crew.update(remote)
+    crew.update(REVIEWER)  # a local role keeps its whole env
+    (name, update), (_, local) = told
+    assert name == "coder" and update.spec.host == "box"
+    assert set(update.env) <= set(SSH_ENV) and "PATH" in update.env
+    assert "CHORAGOS_SOCK" in local.env

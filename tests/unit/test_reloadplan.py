@@ -67,3 +67,56 @@ def test_every_section_of_the_config_is_either_reloaded_or_said_to_need_a_restar
     """A section added to the config later cannot be left out of the reload's notes."""
     converged = {"roles", "budget", "source", "user_source", "warnings"}  # files, not sections
     assert {f.name for f in fields(Config)} - converged == set(SECTIONS)
+
+
+def test_a_changed_host_or_worktree_waits_for_a_restart():
+    """A role's seat and tree are made when it starts: before, the change was
+    'updated' in place and the role went on where it was."""
+    for key, value in (("host", "box"), ("worktree", True)):
+        new = replace(CODER, prompt_template="x", **{key: value})
+        plan = plan_reload(config(ORCH, CODER), config(ORCH, new), busy=set())
+        assert not plan.changed and plan.config.role("coder") == CODER
+        assert plan.refused == ["coder: a changed host or worktree applies after a restart "
+                                "of the session; coder kept running as it was"]
+
+
+def test_a_remote_role_s_process_change_waits_for_a_restart():
+    """A remote role's command on its host is made with its seat: before, a
+    changed model was 'respawned' while the host ran the old command line."""
+    remote = replace(CODER, host="box", worktree=False)
+    plan = plan_reload(config(ORCH, remote), config(ORCH, replace(remote, model="sonnet")),
+                       busy=set())
+    assert not plan.respawn and plan.config.role("coder") == remote
+    assert plan.refused[0].startswith("coder runs on box: a changed command, args, model")
+    prompt = plan_reload(config(ORCH, remote),
+                         config(ORCH, replace(remote, prompt_template="new")), busy=set())
+    assert [r.name for r in prompt.update] == ["coder"]  # what is typed still applies
+
+
+def test_a_paused_role_is_not_respawned():
+    """A respawn starts a running process: before, a role the operator paused
+    came back running from a reload, its journal still saying paused."""
+    new = replace(CODER, args=("-x",))
+    plan = plan_reload(config(ORCH, CODER), config(ORCH, new), busy=set(), paused=["coder"])
+    assert not plan.respawn and plan.config.role("coder") == CODER
+    assert plan.refused == ["coder is paused: a respawn would resume it; "
+                            "`choragos resume coder`, then reload again"]
+    in_place = plan_reload(config(ORCH, CODER), config(ORCH, replace(CODER, approve=True)),
+                           busy=set(), paused=["coder"])
+    assert [r.name for r in in_place.update] == ["coder"]  # nothing restarts
+
+
+def test_the_limit_waits_apply_now_and_the_rest_of_ui_after_a_restart():
+    """The core reads the limit waits at each limit (LimitFlow.reconfigured):
+    before, the plan kept the running [ui] whole, so a reload said nothing
+    applied while the core's re-read of them found the old values."""
+    old = config(ORCH)
+    waits = replace(old.ui, limit_wait=5.0)
+    plan = plan_reload(old, config(ORCH, ui=waits), busy=set())
+    assert plan.config.ui.limit_wait == 5.0
+    assert plan.notes == ["[ui] limit_wait changed; the next provider limit uses it"]
+    both = replace(waits, idle_after=30.0)
+    plan = plan_reload(old, config(ORCH, ui=both), busy=set())
+    assert plan.config.ui == waits  # idle_after waits for a restart
+    assert plan.notes == ["[ui] limit_wait changed; the next provider limit uses it",
+                          "[ui] changed; it applies after a restart"]

@@ -81,9 +81,14 @@ def test_role_commands(cmd: str) -> None:
     assert parse({"cmd": cmd, "role": "coder"}) == {"cmd": cmd, "role": "coder", **also}
 
 
-@pytest.mark.parametrize("cmd", ["reload", "ping", "shutdown", "status", "whoami"])
+@pytest.mark.parametrize("cmd", ["ping", "shutdown", "status", "whoami"])
 def test_fieldless_commands_drop_unknown_fields(cmd: str) -> None:
     assert parse({"cmd": cmd, "future_field": [1, 2]}) == {"cmd": cmd}
+
+
+def test_reload_takes_an_optional_loosen_flag() -> None:
+    assert parse({"cmd": "reload", "future_field": 1}) == {"cmd": "reload", "loosen": False}
+    assert parse({"cmd": "reload", "loosen": True}) == {"cmd": "reload", "loosen": True}
 
 
 def test_board_takes_an_optional_archived_flag() -> None:
