@@ -161,17 +161,29 @@ class Ledger:
 class Operator:
     """The operator's stream of delegations, and an approval now and then.
 
-    ``gate_lock`` is held around each approval, so the kill can read the
-    pending gates with no approval in flight."""
+    ``hold()`` stops new approvals from starting (one may be in flight: its
+    id is returned), so the kill can read the gates it must find pending
+    again; ``release()`` lets them go on."""
 
     def __init__(self, crew: Crew, ledger: Ledger, seed: int, every: float) -> None:
         self.crew, self.ledger, self.every = crew, ledger, every
         self.rng = random.Random(seed)
-        self.gate_lock = threading.Lock()
+        self.lock = threading.Lock()
+        self.held = False
+        self.approving: str | None = None
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._delegate, daemon=True),
                         threading.Thread(target=self._approve, daemon=True)]
         self.n = 0
+
+    def hold(self) -> str | None:
+        with self.lock:
+            self.held = True
+            return self.approving
+
+    def release(self) -> None:
+        with self.lock:
+            self.held = False
 
     def start(self) -> None:
         for thread in self.threads:
@@ -203,17 +215,20 @@ class Operator:
 
     def _approve(self) -> None:
         while not self.stop.wait(self.rng.uniform(0.3, 1.5)):
-            with self.gate_lock:
-                try:
-                    pending = sorted(self.crew.gates(), key=lambda t: int(t[1:]))
-                except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+            try:
+                pending = sorted(self.crew.gates(), key=lambda t: int(t[1:]))
+            except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+                continue
+            with self.lock:
+                if self.held or not pending:
                     continue
-                if not pending:
-                    continue
-                tid = self.rng.choice(pending)
-                self.ledger.approvals_sent += 1
-                if self.crew.cli("gate", "approve", tid).returncode == 0:
+                self.approving = tid = self.rng.choice(pending)
+            self.ledger.approvals_sent += 1
+            if self.crew.cli("gate", "approve", tid).returncode == 0:
+                with self.ledger.lock:
                     self.ledger.approved.add(tid)
+            with self.lock:
+                self.approving = None
 
 
 def session_members(sids: set[int]) -> dict[int, str]:
@@ -463,13 +478,14 @@ def run(root: Path, args: argparse.Namespace) -> dict:
         drain(crew, ledger, args.drain)
         for check in (check_board, check_deliveries, check_files):
             check(crew, ledger, "end")
+        check_journal(crew, ledger, "end")
     except BaseException:
         operator.join()
         crew.cli("kill", timeout=120)  # a failed bench leaves no crew behind
         raise
     shutdown(crew, ledger)
     tasks = journal.load(journal.state_dir(crew.workdir)).tasks
-    return {"rounds": args.rounds, "kills": args.rounds, "seconds": round(time.monotonic() - began),
+    return {"rounds": args.rounds, "kills": sum(moments.values()), "seconds": round(time.monotonic() - began),
             "delegates_sent": ledger.sent, "delegates_refused": ledger.refused,
             "tasks_acked": len(ledger.acks), "tasks": len(tasks),
             "done": sum(t["state"] == "done" for t in tasks.values()),
@@ -486,18 +502,43 @@ def kill_rounds(crew: Crew, ledger: Ledger, operator: Operator, args: argparse.N
         time.sleep(rng.uniform(args.min_wait, args.max_wait))
         when = f"round {round_}"
         moment = last_event(crew)
-        with operator.gate_lock:  # no approval from the kill's gates to their check
-            sids, pending = kill(crew, ledger, when)
-            moments[moment] += 1
-            check_journal(crew, ledger, when)
-            resume(crew, ledger, when, sids)
-            check_board(crew, ledger, when, pending)
+        in_flight = operator.hold()  # no approval from the kill's gates to their check
+        sids, pending = kill(crew, ledger, when)
+        moments[moment] += 1
+        check_journal(crew, ledger, when)
+        if rng.random() < args.early:
+            moment = kill_starting(crew, ledger, when, rng.uniform(0, args.early_max), sids)
+            moments[f"resuming: {moment}"] += 1
+        resume(crew, ledger, when, sids)
+        check_board(crew, ledger, when, pending - {in_flight})
+        operator.release()
         check_deliveries(crew, ledger, when)
         check_files(crew, ledger, when)
         with ledger.lock:
             print(f"round {round_}: killed at {moment!r}; {len(ledger.acks)} acked, "
                   f"{len(ledger.approved)} approved, {len(pending)} gates pending, "
                   f"{len(ledger.violations)} violations", flush=True)
+
+
+def kill_starting(crew: Crew, ledger: Ledger, when: str, after: float, sids: set[int]) -> str:
+    """A resume killed ``after`` seconds into its own start (run in the
+    foreground, so its pid is known at once); what it was doing then.  The
+    sessions of the agents it started join ``sids``."""
+    with open(crew.workdir.parent / "starting.err", "a") as err:
+        server = subprocess.Popen([sys.executable, "-m", "choragos", "serve", "--headless",
+                                   "--resume"], cwd=crew.workdir, env=crew.env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=err)
+    time.sleep(after)
+    records, _ = crew.events()
+    starts = [i for i, e in enumerate(records) if e["event"] == "deck starting"]
+    began = starts and records[starts[-1]]["pid"] == server.pid
+    moment = records[-1]["event"] if began else "before its first event"
+    sids |= children_sessions(server.pid)
+    server.kill()
+    server.wait()
+    check_journal(crew, ledger, f"{when}, killed resuming")
+    return moment
 
 
 def main() -> None:
@@ -507,6 +548,11 @@ def main() -> None:
     parser.add_argument("--min-wait", type=float, default=0.5,
                         help="seconds from a resume to the next kill, at least")
     parser.add_argument("--max-wait", type=float, default=4.0, help="and at most")
+    parser.add_argument("--early", type=float, default=0.25,
+                        help="the share of rounds whose resume is killed in its own start "
+                        "too, before a resume that runs")
+    parser.add_argument("--early-max", type=float, default=2.0,
+                        help="how far into its start, at most, in seconds")
     parser.add_argument("--every", type=float, default=0.3,
                         help="mean seconds between the operator's delegations (beside the "
                         "call's own time)")
