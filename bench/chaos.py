@@ -485,7 +485,8 @@ def run(root: Path, args: argparse.Namespace) -> dict:
         raise
     shutdown(crew, ledger)
     tasks = journal.load(journal.state_dir(crew.workdir)).tasks
-    return {"rounds": args.rounds, "kills": sum(moments.values()), "seconds": round(time.monotonic() - began),
+    return {"rounds": args.rounds, "kills": sum(moments.values()),
+            "seconds": round(time.monotonic() - began),
             "delegates_sent": ledger.sent, "delegates_refused": ledger.refused,
             "tasks_acked": len(ledger.acks), "tasks": len(tasks),
             "done": sum(t["state"] == "done" for t in tasks.values()),
