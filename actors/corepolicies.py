@@ -32,7 +32,7 @@ POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "checks": ("workcheck", "WorkChecks", ("holds", "judge", "merges")),
     "isolation": ("isolationrestore", "IsolationRestore", ("holds", "judge", "merges")),
     "rollback": ("rollbackcmd", "RollbackCommand", ()),
-    "resume": ("resume", "Resume", ("isolation",)),
+    "resume": ("resume", "Resume", ("isolation", "checks")),
     "delegation": ("delegation", "Delegation",
                    ("journaling", "guard", "limits", "checks", "merges", "holds")),
     "timeouts": ("timeouts", "Timeouts", ("judge",)),

@@ -68,6 +68,7 @@ TEAM = (role_toml("lead", start=True)
         + role_toml(GATED, "--worker", "--edit", "--work", "0.2", approve=True))
 ACKED = re.compile(r"(T\d+) to (\w+)")
 DONE = re.compile(r"^(T\d+) exit=0 ")
+REPORT = re.compile(r"A worker reports: \[(T\d+) from ")  # unmarked: a repeat starts "(Repeated"
 NEW_TASK = re.compile(r"New task (T\d+)")
 TASK_ID = re.compile(r"\bT\d+\b")
 STATES = {str(s) for s in TaskState}
@@ -354,6 +355,24 @@ def check_deliveries(crew: Crew, ledger: Ledger, when: str) -> None:
 SAID: set[tuple[str, str]] = set()
 
 
+def check_reports(crew: Crew, ledger: Ledger, when: str, final: bool = False) -> None:
+    """No report typed into the orchestrator twice without the repeat mark;
+    at the end, every acknowledged work-done's report has reached it."""
+    done, reports = set(), Counter()
+    for record in crew.agents():
+        if record["kind"] == "work-done" and (m := DONE.match(record["text"])):
+            done.add(m.group(1))
+        elif (record["kind"] == "submit" and record["role"] == "lead"
+              and (m := REPORT.match(record["text"]))):
+            reports[m.group(1)] += 1
+    if twice := {t: n for t, n in reports.items() if n > 1 and (when, t) not in SAID}:
+        SAID.update((when, t) for t in twice)
+        ledger.violate(when, f"reports typed into the orchestrator twice, unmarked: {twice}")
+    if final and (unheard := sorted(done - set(reports), key=lambda t: int(t[1:]))):
+        ledger.violate(when, f"acknowledged work-done whose report never reached the "
+                       f"orchestrator: {unheard[:20]} ({len(unheard)})")
+
+
 def check_files(crew: Crew, ledger: Ledger, when: str) -> None:
     """The event log parses line by line; every checkpoint resolves whole."""
     bad = [f"{path.name} {line}" for path in sorted(crew.logs.glob("events.jsonl*"))
@@ -443,6 +462,20 @@ def drain(crew: Crew, ledger: Ledger, patience: float) -> None:
                        f"(role {role.get('state')}, note {task.get('note')!r})")
 
 
+def wait_reports(crew: Crew, patience: float) -> None:
+    """Until every acked work-done's report is in the orchestrator, or ``patience`` runs out."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        records = crew.agents()
+        done = {m.group(1) for r in records if r["kind"] == "work-done"
+                and (m := DONE.match(r["text"]))}
+        heard = {m.group(1) for r in records if r["kind"] == "submit" and r["role"] == "lead"
+                 and (m := REPORT.match(r["text"]))}
+        if done <= heard:
+            return
+        time.sleep(0.5)
+
+
 def shutdown(crew: Crew, ledger: Ledger) -> None:
     sids = children_sessions(crew.server)
     done = crew.cli("shutdown", timeout=120)
@@ -479,6 +512,8 @@ def run(root: Path, args: argparse.Namespace) -> dict:
         for check in (check_board, check_deliveries, check_files):
             check(crew, ledger, "end")
         check_journal(crew, ledger, "end")
+        wait_reports(crew, args.drain)
+        check_reports(crew, ledger, "end", final=True)
     except BaseException:
         operator.join()
         crew.cli("kill", timeout=120)  # a failed bench leaves no crew behind
@@ -514,6 +549,7 @@ def kill_rounds(crew: Crew, ledger: Ledger, operator: Operator, args: argparse.N
         check_board(crew, ledger, when, pending - {in_flight})
         operator.release()
         check_deliveries(crew, ledger, when)
+        check_reports(crew, ledger, when)
         check_files(crew, ledger, when)
         with ledger.lock:
             print(f"round {round_}: killed at {moment!r}; {len(ledger.acks)} acked, "
