@@ -267,6 +267,17 @@ def children_sessions(pid: int) -> set[int]:
     return sids
 
 
+def ours(crew: Crew, pid: int) -> bool:
+    """Whether ``pid`` is still one of this crew's agents, not a process that
+    took its number since (pids come round again over hundreds of starts)."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return cwd == str(crew.workdir.resolve()) and b"agent.py" in cmd
+
+
 def gone(pid: int, deadline: float) -> bool:
     """Wait for ``pid`` to end (a zombie counts as ended) until ``deadline``."""
     while time.monotonic() < deadline:
@@ -485,7 +496,7 @@ def shutdown(crew: Crew, ledger: Ledger) -> None:
         ledger.violate("shutdown", "the server outlived choragos shutdown")
         os.kill(crew.server, signal.SIGKILL)
     pids = {int(r["text"]) for r in crew.agents() if r["kind"] == "start"}
-    alive = {pid for pid in pids if not gone(pid, time.monotonic() + 5)}
+    alive = {pid for pid in pids if not gone(pid, time.monotonic() + 5) and ours(crew, pid)}
     left = session_members(sids | pids)
     if alive or left:
         ledger.violate("shutdown", f"agents left after shutdown: {sorted(alive)} {left}")
