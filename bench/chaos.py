@@ -69,6 +69,8 @@ TEAM = (role_toml("lead", start=True)
 ACKED = re.compile(r"(T\d+) to (\w+)")
 DONE = re.compile(r"^(T\d+) exit=0 ")
 REPORT = re.compile(r"A worker reports: \[(T\d+) from ")  # unmarked: a repeat starts "(Repeated"
+HEARD = re.compile(r"(?:\(Repeated after [^;]*; ignore it if you had it\) )?"
+                   r"A worker reports: \[(T\d+) from ")
 NEW_TASK = re.compile(r"New task (T\d+)")
 TASK_ID = re.compile(r"\bT\d+\b")
 STATES = {str(s) for s in TaskState}
@@ -369,17 +371,19 @@ SAID: set[tuple[str, str]] = set()
 def check_reports(crew: Crew, ledger: Ledger, when: str, final: bool = False) -> None:
     """No report typed into the orchestrator twice without the repeat mark;
     at the end, every acknowledged work-done's report has reached it."""
-    done, reports = set(), Counter()
+    done, reports, heard = set(), Counter(), set()
     for record in crew.agents():
         if record["kind"] == "work-done" and (m := DONE.match(record["text"])):
             done.add(m.group(1))
-        elif (record["kind"] == "submit" and record["role"] == "lead"
-              and (m := REPORT.match(record["text"]))):
-            reports[m.group(1)] += 1
+        elif record["kind"] == "submit" and record["role"] == "lead":
+            if m := REPORT.match(record["text"]):
+                reports[m.group(1)] += 1
+            if m := HEARD.match(record["text"]):
+                heard.add(m.group(1))
     if twice := {t: n for t, n in reports.items() if n > 1 and (when, t) not in SAID}:
         SAID.update((when, t) for t in twice)
         ledger.violate(when, f"reports typed into the orchestrator twice, unmarked: {twice}")
-    if final and (unheard := sorted(done - set(reports), key=lambda t: int(t[1:]))):
+    if final and (unheard := sorted(done - heard, key=lambda t: int(t[1:]))):
         ledger.violate(when, f"acknowledged work-done whose report never reached the "
                        f"orchestrator: {unheard[:20]} ({len(unheard)})")
 
@@ -481,7 +485,7 @@ def wait_reports(crew: Crew, patience: float) -> None:
         done = {m.group(1) for r in records if r["kind"] == "work-done"
                 and (m := DONE.match(r["text"]))}
         heard = {m.group(1) for r in records if r["kind"] == "submit" and r["role"] == "lead"
-                 and (m := REPORT.match(r["text"]))}
+                 and (m := HEARD.match(r["text"]))}
         if done <= heard:
             return
         time.sleep(0.5)
