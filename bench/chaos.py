@@ -5,9 +5,10 @@ repository, checkpoints on, with fixture agents (tests/fixtures/agent.py):
 an orchestrator, three workers that edit a file and run ``choragos
 work-done`` (one slow), and a role whose work is gated.  The operator's
 ``choragos delegate`` calls come in a stream (some to two roles at once)
-and a gate is approved now and then.  Every ``--round`` the server is
-``kill -9``ed at a random moment (seeded with ``--seed``) and resumed with
-``choragos serve --resume --detach``.
+and a gate is approved now and then.  Every round the server is killed
+(``kill -9``) at a random moment (seeded with ``--seed``) and resumed with
+``choragos serve --resume --detach``; in a share of the rounds (``--early``)
+a resume run in the foreground is killed first, in its own start.
 
 After every kill, every resume and at the end, the invariants are checked
 and each violation printed plainly:
@@ -16,12 +17,14 @@ and each violation printed plainly:
   delegation the CLI reported as acknowledged; the resume says nothing of
   damage or salvage;
 - after the resume, every acknowledged task is on the board with its role
-  and text, every acknowledged ``work-done`` is done, ids are unique and
-  every state is one the board knows;
+  and text, every acknowledged ``work-done`` is done (and, by the end, its
+  report has reached the orchestrator), ids are unique and every state is
+  one the board knows;
 - gates pending before the kill are still pending after it; no approved
   gate is pending again;
 - no task reached a worker again after its ``work-done`` was acknowledged,
-  and none was typed as new twice (a hand-back says the session restarted);
+  none was typed as new twice (a hand-back says the session restarted) and
+  no report reached the orchestrator twice without the repeat mark;
 - the event log parses line by line; every checkpoint ref (and every task's
   checkpoint) resolves, with every object it reaches;
 - no agent process (or anything in its session) of a killed server is left
