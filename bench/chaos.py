@@ -51,6 +51,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,6 +156,7 @@ class Ledger:
         self.acks: dict[str, tuple[str, str]] = {}  # id -> (role, text)
         self.approved: set[str] = set()
         self.sent = self.refused = self.approvals_sent = 0
+        self.watched = 0  # agent sessions of killed servers checked for leftovers
         self.violations: list[str] = []
         self.lock = threading.Lock()
 
@@ -237,37 +239,38 @@ class Operator:
                 self.approving = None
 
 
-def session_members(sids: set[int]) -> dict[int, str]:
-    """Every live process whose session is one of ``sids``: pid -> command line."""
-    found = {}
+def processes() -> Iterator[tuple[int, list[str]]]:
+    """Every live process: its pid and the fields of its stat after the name
+    (state, ppid, pgrp, session, ...)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[0] == "Z" or int(fields[3]) not in sids:
-                continue
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
-        found[int(entry)] = cmd.decode(errors="replace").strip()[:160]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z":
+            yield int(entry), fields
+
+
+def session_members(sids: set[int]) -> dict[int, str]:
+    """Every live process whose session is one of ``sids``: pid -> command line."""
+    found = {}
+    for pid, fields in processes():
+        if int(fields[3]) not in sids:
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        found[pid] = cmd.decode(errors="replace").strip()[:160]
     return found
 
 
 def children_sessions(pid: int) -> set[int]:
     """The sessions of ``pid``'s children: each agent runs in its own."""
-    sids = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-        except (OSError, ValueError):
-            continue
-        if int(fields[1]) == pid:
-            sids.add(int(fields[3]))
+    sids = {int(fields[3]) for _, fields in processes() if int(fields[1]) == pid}
     sids.discard(os.getsid(0))
     return sids
 
@@ -444,6 +447,7 @@ def resume(crew: Crew, ledger: Ledger, when: str, old: set[int]) -> None:
     said = started.stderr.lower()
     if "salvage" in said or "damaged" in said:
         ledger.violate(when, f"the resume speaks of damage: {started.stderr.strip()[:300]}")
+    ledger.watched += len(old)
     left = session_members(old)
     deadline = time.monotonic() + 10
     while left and time.monotonic() < deadline:
@@ -543,7 +547,8 @@ def run(root: Path, args: argparse.Namespace) -> dict:
             "delegates_sent": ledger.sent, "delegates_refused": ledger.refused,
             "tasks_acked": len(ledger.acks), "tasks": len(tasks),
             "done": sum(t["state"] == "done" for t in tasks.values()),
-            "approvals": len(ledger.approved), "violations": len(ledger.violations),
+            "approvals": len(ledger.approved), "agent_sessions_checked": ledger.watched,
+            "violations": len(ledger.violations),
             "moments": dict(moments.most_common()), "seed": args.seed,
             "violation_lines": ledger.violations[:20]}
 
