@@ -65,11 +65,19 @@ from tests.integration.harness import base_env, git_init, role_toml  # noqa: E40
 
 WORKERS = ("quick", "other", "slow")
 GATED = "gated"
-TEAM = (role_toml("lead", start=True)
-        + role_toml("quick", "--worker", "--edit", "--work", "0.2")
-        + role_toml("other", "--worker", "--edit", "--work", "0.5")
-        + role_toml("slow", "--worker", "--edit", "--work", "2.5")
-        + role_toml(GATED, "--worker", "--edit", "--work", "0.2", approve=True))
+
+
+def team(worktree: bool) -> str:
+    """The crew; with ``worktree``, "other" works in a worktree of its own and
+    its work is merged back when it applies (so kills land in merges too)."""
+    isolated = {"worktree": True, "merge": "auto"} if worktree else {}
+    return (role_toml("lead", start=True)
+            + role_toml("quick", "--worker", "--edit", "--work", "0.2")
+            + role_toml("other", "--worker", "--edit", "--work", "0.5", **isolated)
+            + role_toml("slow", "--worker", "--edit", "--work", "2.5")
+            + role_toml(GATED, "--worker", "--edit", "--work", "0.2", approve=True))
+
+
 ACKED = re.compile(r"(T\d+) to (\w+)")
 DONE = re.compile(r"^(T\d+) exit=0 ")
 REPORT = re.compile(r"A worker reports: \[(T\d+) from ")  # unmarked: a repeat starts "(Repeated"
@@ -83,11 +91,11 @@ STATES = {str(s) for s in TaskState}
 class Crew:
     """The session's directory, socket and environment, and the CLI against it."""
 
-    def __init__(self, root: Path, compact: int) -> None:
+    def __init__(self, root: Path, compact: int, worktree: bool) -> None:
         self.workdir = root / "work"
         self.workdir.mkdir()
         git_init(self.workdir)
-        (self.workdir / ".choragos.toml").write_text(TEAM)
+        (self.workdir / ".choragos.toml").write_text(team(worktree))
         self.sock = root / "s.sock"
         self.agent_log = root / "agents.jsonl"
         self.env = base_env({"CHORAGOS_SOCK": str(self.sock), "AGENT_LOG": str(self.agent_log),
@@ -484,6 +492,20 @@ def drain(crew: Crew, ledger: Ledger, patience: float) -> None:
                        f"(role {role.get('state')}, note {task.get('note')!r})")
 
 
+def check_merged(crew: Crew, ledger: Ledger) -> None:
+    """Every acked work-done of the worktree role's tasks came back into the
+    main checkout (each job writes a file of its own, so none conflicts)."""
+    done = {m.group(1) for r in crew.agents() if r["kind"] == "work-done"
+            and (m := DONE.match(r["text"]))}
+    with ledger.lock:
+        acks = dict(ledger.acks)
+    missing = [tid for tid, (role, text) in acks.items() if role == "other" and tid in done
+               and not (crew.workdir / text.split()[-3]).exists()]
+    if missing:
+        ledger.violate("end", f"acknowledged work of the worktree role never merged: "
+                       f"{sorted(missing, key=lambda t: int(t[1:]))[:20]} ({len(missing)})")
+
+
 def wait_reports(crew: Crew, patience: float) -> None:
     """Until every acked work-done's report is in the orchestrator, or ``patience`` runs out."""
     deadline = time.monotonic() + patience
@@ -518,7 +540,7 @@ def shutdown(crew: Crew, ledger: Ledger) -> None:
 
 
 def run(root: Path, args: argparse.Namespace) -> dict:
-    crew = Crew(root, args.compact)
+    crew = Crew(root, args.compact, args.worktree)
     ledger = Ledger()
     started = crew.serve()
     if started.returncode != 0:
@@ -536,6 +558,8 @@ def run(root: Path, args: argparse.Namespace) -> dict:
         check_journal(crew, ledger, "end")
         wait_reports(crew, args.drain)
         check_reports(crew, ledger, "end", final=True)
+        if args.worktree:
+            check_merged(crew, ledger)
     except BaseException:
         operator.join()
         crew.cli("kill", timeout=120)  # a failed bench leaves no crew behind
@@ -620,6 +644,8 @@ def main() -> None:
                         help="journal records between compactions (CHORAGOS_JOURNAL_COMPACT)")
     parser.add_argument("--drain", type=float, default=60,
                         help="seconds the end waits for the next task to settle")
+    parser.add_argument("--worktree", action="store_true",
+                        help="one worker in a worktree of its own, merged back automatically")
     parser.add_argument("--keep-dir", action="store_true",
                         help="keep the session's directory (journal, logs, agents' record)")
     args = parser.parse_args()
