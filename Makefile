@@ -13,7 +13,7 @@ CODEX := $(CODEX_DIR)/node_modules/.bin/codex
 GEMINI_VERSION ?= 0.61.0
 CODEX_VERSION ?= 0.171.0
 
-.PHONY: venv test test-fast lint demo demo-clean bench soak soak-fixtures claude gemini codex seats clean mutate mutate-fast \
+.PHONY: venv test test-fast lint demo demo-clean bench soak soak-fixtures chaos claude gemini codex seats clean mutate mutate-fast \
 	mutate-git mutate-all mutate-clean
 
 venv: $(STAMP)
@@ -162,6 +162,12 @@ soak: venv seats
 # CLI): three workers, three-digit task ids, every report typed once?
 soak-fixtures: venv
 	$(BIN)/python bench/soak.py --fixtures --minutes 10 --every 0.6
+
+# A busy fixture crew's server killed (kill -9) at seeded random moments and
+# resumed, forty times, a quarter of them killed again in their own start:
+# is anything acknowledged lost? (docs/durability.md; about eight minutes)
+chaos: venv
+	$(BIN)/python bench/chaos.py --rounds 40 --seed $${SEED:-1}
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

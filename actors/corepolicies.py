@@ -33,7 +33,7 @@ POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "isolation": ("isolationrestore", "IsolationRestore", ("holds", "judge", "merges")),
     "rollback": ("rollbackcmd", "RollbackCommand", ()),
     "reloading": ("reloadcmd", "ReloadCommand", ("budgets", "limits")),
-    "resume": ("resume", "Resume", ("isolation",)),
+    "resume": ("resume", "Resume", ("isolation", "checks")),
     "delegation": ("delegation", "Delegation",
                    ("journaling", "guard", "limits", "checks", "merges", "holds")),
     "timeouts": ("timeouts", "Timeouts", ("judge",)),

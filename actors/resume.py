@@ -17,12 +17,14 @@ from choragos.actors.coreport import CorePort
 from choragos.actors.durable import task_from
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.latemessages import PauseClocks, StartClock
+from choragos.actors.workcheck import MEASURING
 from choragos.board.journal import Image
 from choragos.board.tasks import Task, TaskState
 from choragos.roles import briefs
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
+    from choragos.actors.workcheck import WorkChecks
 
 log = logging.getLogger("choragos.durable")
 
@@ -32,8 +34,9 @@ _DELIVERED = (TaskState.DELIVERED, TaskState.TIMED_OUT)
 class Resume:
     """Has no state of its own: it fills the core's from the image."""
 
-    def __init__(self, port: CorePort, s: CoreState, isolation: IsolationRestore) -> None:
-        self.port, self.s, self.isolation = port, s, isolation
+    def __init__(self, port: CorePort, s: CoreState, isolation: IsolationRestore,
+                 checks: WorkChecks) -> None:
+        self.port, self.s, self.isolation, self.checks = port, s, isolation, checks
 
     def restore(self, image: Image) -> None:
         s = self.s
@@ -55,6 +58,8 @@ class Resume:
         self._queue_undelivered(requeued | handed)
         self._restart_clocks(image)
         self.isolation.restore()  # merge gates, held work, verdicts pending (on the board)
+        self.checks.measure_again([t["id"] for t in image.tasks.values()
+                                   if t.get("checks") == MEASURING])
         # The board as restored: the event log then tells what the journal tells.
         every = [*s.board.archive.values(), *s.board.tasks.values()]
         self.port.event("session resumed", from_pid=image.pid, tasks=len(every),

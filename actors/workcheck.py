@@ -32,6 +32,10 @@ from choragos.roles.verify import VerifyResult
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
 
+# A done (or failed, blocked) whose report waits on its changes being measured:
+# in the task's record, so a server killed meanwhile measures again on resume
+# rather than never passing the report on (the wait itself is in memory).
+MEASURING = "measuring its changes"
 NO_CHANGE = "no files changed: the task claims done without touching the tree"
 READ_ONLY_CHANGED = "{headline} although the role is read-only (writes = false)"
 
@@ -83,6 +87,8 @@ class WorkChecks:
                 and task.id not in self.state.prints):
             return False
         self.state.held[task_id] = HeldReport(parts, outcome)
+        if not self.verifies(task, outcome) and task.checks != MEASURING:
+            self.port.annotate(task_id, checks=MEASURING)  # journaled with the work-done
         # A worktree role's work is committed when done, and measured as what
         # its branch would bring; otherwise it is measured in the role's tree
         # against the checkpoint taken there.
@@ -131,11 +137,26 @@ class WorkChecks:
         return f"{task.role} changed " + ", ".join(f"{path} (owned by {owner})"
                                                    for path, owner in found)
 
+    def measure_again(self, task_ids: list[str]) -> None:
+        """After a resume: the reports the killed server held for their changes
+        are measured and passed on now (the measuring mark says which)."""
+        for task_id in task_ids:
+            task = self.s.board.lookup(task_id)
+            if task is None or task.checks != MEASURING:
+                continue
+            parts = (task.id, task.role, task.summary or "", task.report, "", str(task.state))
+            if not self.hold_for_checks(task.id, parts, str(task.state), ""):
+                self.port.annotate(task.id, checks="")
+                self.port.enqueue(self.s.start_role, briefs.report_line(*parts), "report",
+                                  task.id)
+
     def work_checked(self, msg: WorkChecked) -> None:
         held = self.state.held.pop(msg.task_id, None)
         task = self.s.board.lookup(msg.task_id)
         if held is None or task is None:
             return
+        if task.checks == MEASURING:  # cleared in the turn that passes the report on
+            task = self.port.annotate(task.id, checks="")
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
         if msg.commit:  # what its verify and judge see is what a merge may take
             self.merges.checks_saw(task.id, msg.commit)
