@@ -388,9 +388,10 @@ class Guardrails:
                 del fired[key]
                 self.mark(key, OVER, False)
                 self._keep_rang()
-                # No pause is owed any more for a role that has not come up yet.
+                # No pause is owed any more for a role that has not come up yet
+                # (but for one its own budget still owes).
                 if key == SESSION:
-                    self.state.pause_pending.clear()
+                    self.state.pause_pending &= fired.keys()
                 else:
                     self.state.pause_pending.discard(key)
             return False

@@ -259,3 +259,35 @@ def test_a_role_paused_through_its_reset_is_continued_once_resumed(serve, short_
         s.wait(lambda: [r for r in s.agents("work-done", "coder")], 20, "task finished")
         assert [t for t in s.submitted("coder") if t.startswith("Continue")]
         assert len(upstream.seen) == 2
+
+
+def test_a_crew_held_only_by_a_limit_says_so_once_and_resume_lifts_the_hold(serve, short_tmp):
+    """Nobody works while the coder waits out a reset an hour away: the crew
+    says so once (the log, the event, ``on_idle``) naming the reset; the
+    operator's ``resume`` then sets the coder going before it."""
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([_limit_for(3600), OK]) as upstream:
+        s = serve(_crew(upstream, hook_file, idle_after="1s")
+                  .replace("[ui]\n", f'[ui]\non_idle = \'echo "idle|$CHORAGOS_TASK" >> '
+                                     f'"{hook_file}"\'\n'))
+        s.wait_booted(["orchestrator", "coder"])
+        s.cli("delegate", "--to", "coder", "--task", "build it")
+        limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
+        stuck = s.wait_event(lambda e: e["event"] == "team limited", 15, "the stuck word")
+        assert stuck["roles"] == ["coder"] and stuck["tasks"] == ["T1"]
+        assert stuck["until"] == pytest.approx(limited["limited_until"], abs=0.01)
+        s.wait(lambda: "THE CREW IS STUCK ON PROVIDER LIMITS" in s.stderr(), 10, "the log line")
+        said = time.strftime("%H:%M:%S", time.localtime(limited["limited_until"]))
+        s.wait(lambda: hook_file.exists() and "idle|1 open task: T1" in hook_file.read_text(),
+               10, "on_idle")
+        assert said in hook_file.read_text()
+        assert holds_for(lambda: len([e for e in s.events()
+                                      if e["event"] in ("team limited", "team idle")]) == 1, 3)
+        out = s.cli("resume", "coder")
+        assert out.returncode == 0, out.stderr
+        assert "coder was held by a provider's rate limit; it is set going now" in out.stdout
+        over = s.wait_event(lambda e: e["event"] == "limit over", 10, "the hold lifted")
+        assert over["by"] == "operator"
+        s.wait(lambda: [r for r in s.agents("work-done", "coder")], 30, "task finished")
+        assert [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert len(upstream.seen) == 2 and upstream.seen[1] < limited["limited_until"] - 600
