@@ -12,6 +12,7 @@ re-armed only by the condition clearing (or, for a budget, a new cap).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -258,16 +259,17 @@ class Guardrails:
     def _limited_crew(self, ids: list[str]) -> None:
         """Said once: nothing moves until a provider's limit lifts (the roles
         are set going by themselves then, but nobody should think work goes on)."""
-        held = sorted((seat.view.limited_until or 0.0, seat.name) for seat in self.s.seats.values()
-                      if seat.view.status is RoleStatus.LIMITED)
+        held = sorted((seat.view.limited_until or math.inf, seat.name)
+                      for seat in self.s.seats.values() if seat.view.status is RoleStatus.LIMITED)
         first, role = held[0]
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)) if first else "unknown"
+        known = math.isfinite(first)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)) if known else "unknown"
         names = ", ".join(name for _, name in held)
         text = (f"{counted(len(ids), 'open task')}: {', '.join(ids)}; nobody works on them: "
                 f"{names} wait(s) out a provider's limit, the earliest reset {when} ({role})")
         log.error("THE CREW IS STUCK ON PROVIDER LIMITS: %s", text)
         self.port.event("team limited", tasks=ids, roles=[name for _, name in held],
-                        until=round(first, 3) if first else None, first=role)
+                        until=round(first, 3) if known else None, first=role)
         self.port.ring("on_idle", self.s.start_role, text)
 
     def tasks_changed(self) -> None:

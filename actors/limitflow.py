@@ -248,8 +248,10 @@ class LimitFlow:
         the limit's own notice does not list it) a line to the orchestrator."""
         role = task.role
         spec = self.s.config.role(role)
+        if spec is None or spec.limit_action != "reroute":
+            return task
         episode = self._limits().limited(role)
-        if spec is None or spec.limit_action != "reroute" or episode is None:
+        if episode is None:
             return task
         seat = self.s.seats[role]
         taker = self._taker(seat, spec)
