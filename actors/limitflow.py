@@ -6,11 +6,13 @@ role's own screen (its CLI's limit notice).  :class:`~choragos.gateway.limits.Li
 decides; this carries it out: the role is marked ``limited`` until its wake
 time (nothing is typed into it meanwhile: it is not ready), the event, the
 ``on_limit`` hook and the orchestrator's notice come once per limit, and
-with ``limit_action = "reroute"`` its queued tasks go to an idle role
-running the same agent CLI.  At the wake time the role is set going again:
-a short "continue" is typed only if it then rests idle at its prompt
-holding a task (a queued task is simply delivered then), and a limit that
-lasted past ``[ui] limit_give_up`` fails the work it holds instead.
+with ``limit_action = "reroute"`` its queued tasks go to a free role,
+running the same agent CLI when one is free, else another (now, or when
+one comes to rest).  The operator's ``resume`` lifts a hold early.  At
+the wake time the role is set going again: a short "continue" is typed
+only if it then rests idle at its prompt holding a task (a queued task is
+simply delivered then), and a limit that lasted past ``[ui]
+limit_give_up`` fails the work it holds instead.
 """
 
 from __future__ import annotations
@@ -220,8 +222,8 @@ class LimitFlow:
     def _reroute(self, role: str, tell: bool = False) -> list[str]:
         """Queued tasks of ``role`` go to roles free to take them (see :meth:`_taker`);
         ``tell``: each is told to the orchestrator (else the limit's notice lists them)."""
-        seat = self.s.seats[role]
-        if self.s.config.role(role).limit_action != "reroute":
+        seat, spec = self.s.seats[role], self.s.config.role(role)
+        if spec is None or spec.limit_action != "reroute":
             return []
         moved = []
         for injection in [i for i in seat.queue if i.kind == "task"]:
