@@ -174,3 +174,31 @@ def test_reroute_sends_a_limited_claude_roles_work_to_a_codex_role(seat_crew, fa
     assert board["T1"]["role"] == "coder" and board["T1"]["state"] == "delivered"
     s.wait_told("Rerouted: T2 went to helper instead of coder", 60)
     assert [e["task"] for e in s.events() if e["event"] == "task rerouted"] == ["T2"]
+
+
+@pytest.mark.claude
+@pytest.mark.timeout(240)
+def test_claude_code_giving_up_on_an_overload_is_held_and_continued(crew,
+                                                                     fake_model: FakeModel):
+    """No gateway.  A mid-stream ``overloaded_error`` Claude Code retries by
+    itself (again without streaming); when those get 529 too it gives up the
+    turn and rests at its prompt: read from its screen as a limit, waited out,
+    and continued."""
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude")
+             + '[ui]\nlimit_wait = "3s"\n')
+    work = s.workdir
+    # (The turn that fails leaves no answer: the continue line joins its message.)
+    fake_model.on(lambda turn: "New task T1" in turn.text and "Continue:" not in turn.text,
+                  ApiError(529, "overloaded_error", "Overloaded", mid_stream=True), once=False)
+    _writes_hello_then_reports(fake_model, work, "Continue:")
+    _delegated(s)
+    limited = s.wait_event(lambda e: e["event"] == "role limited", 90, "the limit")
+    assert (limited["role"], limited["source"], limited["kind"]) == \
+        ("coder", "screen", "overloaded")
+    assert "API Error: Repeated 529 Overloaded errors" in limited["said"]
+    streamed = [r for r in fake_model.message_requests() if r.body.get("stream")
+                and "New task T1" in str(r.body.get("messages", [])[-1:])]
+    assert streamed  # the overload came mid-stream first
+    s.wait_event(lambda e: e["event"] == "limit continue", 30, "the continue line")
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    assert (work / "hello.txt").read_text() == "hello\n"
