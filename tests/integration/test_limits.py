@@ -291,3 +291,37 @@ def test_a_crew_held_only_by_a_limit_says_so_once_and_resume_lifts_the_hold(serv
         s.wait(lambda: [r for r in s.agents("work-done", "coder")], 30, "task finished")
         assert [t for t in s.submitted("coder") if t.startswith("Continue")]
         assert len(upstream.seen) == 2 and upstream.seen[1] < limited["limited_until"] - 600
+
+
+def test_reroute_sends_queued_work_to_a_role_once_it_comes_to_rest(serve, short_tmp):
+    """Nobody was free when the coder's limit came (an hour away): its queued
+    work goes to the helper when the helper finishes, not at the reset."""
+    port = free_port()
+    config = (role_toml("orchestrator", start=True)
+              + role_toml("coder", "--worker", "--model", limit_action="reroute",
+                          stall_after="")
+              + role_toml("helper", "--worker", "--work", "4", stall_after="")
+              + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n')
+    with Upstream([_limit_for(3600)]) as upstream:
+        s = serve(config + f'[gateway.upstream]\nanthropic = "{upstream.url}"\n')
+        s.wait_booted(["orchestrator", "coder", "helper"])
+        s.cli("delegate", "--to", "helper", "--task", "keep busy")
+        typed = s.wait_event(lambda e: e["event"] == "delivered" and e["task"] == "T1", 10,
+                             "T1 typed")
+        s.cli("delegate", "--to", "coder", "--task", "first")
+        s.wait(lambda: _coder(s)["state"] == "limited", message="limited")
+        assert s.cli("delegate", "--to", "coder", "--task", "second").returncode == 0
+        moved = s.wait_event(lambda e: e["event"] == "task rerouted", 30, "the reroute")
+        assert (moved["task"], moved["was"], moved["role"]) == ("T3", "coder", "helper")
+        # When it came to rest, not before (the session sees it at rest once
+        # its screen has been still a while: its first task's 4 s are quiet).
+        rest = next(e for e in s.events() if e["event"] == "role state"
+                    and e["role"] == "helper" and e["state"] == "idle" and e["t"] > typed["t"])
+        assert moved["t"] >= rest["t"]
+        s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T3", 30, "T3 done")
+        assert s.board()["T3"]["role"] == "helper"
+        assert moved["why"] == "coder waits out a provider's rate limit" and moved["same_cli"]
+        s.wait(lambda: [t for t in s.submitted("orchestrator") if t.startswith("Rerouted: T3")],
+               15, "the orchestrator told")
+        told = [t for t in s.submitted("orchestrator") if "T3" in t and "helper" in t]
+        assert len([t for t in told if "instead of coder" in t]) == 1, told
