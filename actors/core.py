@@ -347,6 +347,12 @@ class CoreActor(Actor):
         return self._role_control(request["role"], "pause")
 
     def _cmd_resume(self, request: dict) -> dict:
+        # A role held by a provider's limit (not paused) is resumed by lifting
+        # the hold: the operator's word that the limit is over.
+        seat, watch = self.s.seats.get(request["role"]), self.s.limit.watch
+        if (seat is not None and seat.view.status is not RoleStatus.PAUSED
+                and watch is not None and watch.limited(seat.name)):
+            return self.limits.lift(seat.name)
         return self._role_control(request["role"], "resume")
 
     def _cmd_input(self, request: dict) -> dict:
@@ -460,6 +466,8 @@ class CoreActor(Actor):
         # booting makes neither.  The limits first: a "continue" goes ahead.
         if seat.name in self.s.limit.going:
             self.limits.after_limit(seat)
+        if msg.view.ready and not before.ready and self.s.limit.rerouting(self.s.config):
+            self.limits.freed(seat)  # come to rest: it may take a limited role's work
         if seat.queue:
             self.delivery.pump(seat)
         self.guard.view_changed(before, msg.view)

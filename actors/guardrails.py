@@ -12,6 +12,7 @@ re-armed only by the condition clearing (or, for a budget, a new cap).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,7 @@ SESSION = "[session]"  # the crew-wide budget's key: no role can have this name
 OVER = "over budget"
 STALLED = "stalled"
 INPUT_HELD = "input holds an untaken line"
+IDLE, LIMITED = "idle", "limited"  # how a team with open work sits still
 
 
 def _busy(view: m.RoleView) -> bool:
@@ -51,6 +53,26 @@ def _busy(view: m.RoleView) -> bool:
     provider's limit, or a host it probes (that hold rang once already)."""
     return view.status in BUSY or (view.status == RoleStatus.EXITED
                                    and view.detail.startswith(m.HOST_WAITING))
+
+
+def rang(s: CoreState, kept: dict[str, list]) -> None:
+    """A resumed session takes over the budget alarms that rang before: each
+    rings once per cap, whatever kills the server.  A pause they made is owed
+    again (the new process is not paused), as soon as the role is up."""
+    guard = s.guard
+    for key, cap in kept.items():
+        guard.budget_fired[key] = tuple(cap)
+        if key == SESSION:
+            if s.config.budget.action != "block" and cap == [s.config.budget.session]:
+                guard.pause_pending.update(s.seats)
+            continue
+        spec = s.config.role(key)
+        if spec is None or key not in s.seats:
+            continue  # a role a handoff dropped
+        guard.marks[key] = tuple(sorted({*guard.marks.get(key, ()), OVER}))
+        if spec.budget_action == "pause" and (
+                cap == [spec.budget, spec.budget_tokens]):
+            guard.pause_pending.add(key)
 
 
 def budget_summary(config: Config) -> dict | None:
@@ -76,6 +98,7 @@ class GuardState:
     idle_generation: int = 0
     idle_since: float | None = None
     idle_fired: bool = False
+    idle_how: str | None = None  # IDLE, LIMITED (only limited roles could work), or None
     done_fired: bool = False
     nobody_alive: bool = False
     gone: set[str] = field(default_factory=set)  # exited or failed, and no restart coming
@@ -188,15 +211,26 @@ class Guardrails:
     def _unsettled(self) -> list[Task]:
         return self.s.board.tasks.unsettled_tasks()
 
-    def _team_idle(self) -> bool:
-        return self.s.board.tasks.unsettled > 0 and not any(
-            _busy(seat.view) or seat.in_flight is not None for seat in self.s.seats.values())
+    def _team_idle(self) -> str | None:
+        """``IDLE`` when open work waits and nobody works on it; ``LIMITED``
+        when the only ones who could are waiting out a provider's limit."""
+        if self.s.board.tasks.unsettled == 0:
+            return None
+        limited = False
+        for seat in self.s.seats.values():
+            if seat.view.status is RoleStatus.LIMITED and seat.in_flight is None:
+                limited = True
+            elif _busy(seat.view) or seat.in_flight is not None:
+                return None
+        return LIMITED if limited else IDLE
 
     def check_idle(self) -> None:
         guard = self.state
-        if not self._team_idle():
-            guard.idle_since, guard.idle_fired = None, False
+        how = self._team_idle()
+        if how != guard.idle_how:
+            guard.idle_how, guard.idle_since, guard.idle_fired = how, None, False
             guard.idle_generation += 1
+        if how is None:
             return
         if guard.idle_since is not None or self.s.timers is None:
             return
@@ -206,16 +240,36 @@ class Guardrails:
 
     def idle_check(self, msg: IdleCheck) -> None:
         guard = self.state
-        if msg.generation != guard.idle_generation or guard.idle_fired or not self._team_idle():
+        how = self._team_idle()
+        if msg.generation != guard.idle_generation or guard.idle_fired or how is None:
             return
         guard.idle_fired = True
         ids = [t.id for t in self._unsettled()]
+        if how == LIMITED:
+            self._limited_crew(ids)
+            return
         after = format_duration(self.s.config.ui.idle_after)
         text = (f"{counted(len(ids), 'open task')}: {', '.join(ids)}; the team has been idle "
                 f"for {after}")
         log.error("THE CREW IS STUCK: the whole team has been idle for %s with %s (%s)",
                   after, counted(len(ids), "open task"), ", ".join(ids))
         self.port.event("team idle", tasks=ids, after=self.s.config.ui.idle_after)
+        self.port.ring("on_idle", self.s.start_role, text)
+
+    def _limited_crew(self, ids: list[str]) -> None:
+        """Said once: nothing moves until a provider's limit lifts (the roles
+        are set going by themselves then, but nobody should think work goes on)."""
+        held = sorted((seat.view.limited_until or math.inf, seat.name)
+                      for seat in self.s.seats.values() if seat.view.status is RoleStatus.LIMITED)
+        first, role = held[0]
+        known = math.isfinite(first)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)) if known else "unknown"
+        names = ", ".join(name for _, name in held)
+        text = (f"{counted(len(ids), 'open task')}: {', '.join(ids)}; nobody works on them: "
+                f"{names} wait(s) out a provider's limit, the earliest reset {when} ({role})")
+        log.error("THE CREW IS STUCK ON PROVIDER LIMITS: %s", text)
+        self.port.event("team limited", tasks=ids, roles=[name for _, name in held],
+                        until=round(first, 3) if known else None, first=role)
         self.port.ring("on_idle", self.s.start_role, text)
 
     def tasks_changed(self) -> None:
@@ -335,9 +389,11 @@ class Guardrails:
             if key in fired and fired[key] != cap:
                 del fired[key]
                 self.mark(key, OVER, False)
-                # No pause is owed any more for a role that has not come up yet.
+                self._keep_rang()
+                # No pause is owed any more for a role that has not come up yet
+                # (but for one its own budget still owes).
                 if key == SESSION:
-                    self.state.pause_pending.clear()
+                    self.state.pause_pending &= fired.keys()
                 else:
                     self.state.pause_pending.discard(key)
             return False
@@ -345,7 +401,14 @@ class Guardrails:
             return False
         fired[key] = cap
         self.mark(key, OVER, True)
+        self._keep_rang()
         return True
+
+    def _keep_rang(self) -> None:
+        """What rang is journaled with the counts it rang at: a resumed session
+        does not ring it again (see :func:`rang`)."""
+        self.port.journal("tokens", totals=self.s.tokens,
+                          rang={key: list(cap) for key, cap in self.state.budget_fired.items()})
 
     def _budget_pause(self, role: str) -> None:
         seat = self.s.seats.get(role)

@@ -6,11 +6,13 @@ role's own screen (its CLI's limit notice).  :class:`~choragos.gateway.limits.Li
 decides; this carries it out: the role is marked ``limited`` until its wake
 time (nothing is typed into it meanwhile: it is not ready), the event, the
 ``on_limit`` hook and the orchestrator's notice come once per limit, and
-with ``limit_action = "reroute"`` its queued tasks go to an idle role
-running the same agent CLI.  At the wake time the role is set going again:
-a short "continue" is typed only if it then rests idle at its prompt
-holding a task (a queued task is simply delivered then), and a limit that
-lasted past ``[ui] limit_give_up`` fails the work it holds instead.
+with ``limit_action = "reroute"`` its queued tasks go to a free role,
+running the same agent CLI when one is free, else another (now, or when
+one comes to rest).  The operator's ``resume`` lifts a hold early.  At
+the wake time the role is set going again: a short "continue" is typed
+only if it then rests idle at its prompt holding a task (a queued task is
+simply delivered then), and a limit that lasted past ``[ui]
+limit_give_up`` fails the work it holds instead.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import TYPE_CHECKING
 
 from choragos.actors import messages as m
 from choragos.actors.coreport import CorePort, note_waits
-from choragos.actors.guardrails import Guardrails
+from choragos.actors.guardrails import OVER, Guardrails
 from choragos.actors.policystate import LimitState
 from choragos.board.tasks import Task, TaskState
-from choragos.config.model import Config
+from choragos.config.model import Config, RoleSpec
+from choragos.control import wire
 from choragos.durations import format_duration
 from choragos.gateway.limits import Limit, LimitWatch, read_screen
 from choragos.roles import briefs
@@ -38,6 +41,7 @@ log = logging.getLogger("choragos.crew")
 
 DOWN = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED)  # no process
 LIMIT_NOTE = "waits out a provider's limit"
+REROUTED_NOTE = "rerouted: "  # the board's note on a task a limit moved
 
 
 def new_watch(config: Config) -> LimitWatch:
@@ -113,7 +117,7 @@ class LimitFlow:
         log.warning("%s hit a provider's %s; it waits until %s%s", role, limit.describe(),
                     until, f" (back-off, repeat {episode.repeats})" if episode.repeats else "")
         self.port.event("role limited", **fields)
-        moved = self._reroute(role) if self.s.config.role(role).limit_action == "reroute" else []
+        moved = self._reroute(role)
         if episode.repeats and not moved:
             return  # the same limit back: the bell, the hook and the orchestrator had it
         self.port.ring("on_limit", role, f"{limit.kind} until {until}", extra={
@@ -168,6 +172,26 @@ class LimitFlow:
         lasted = round(time.monotonic() - episode.first, 3)
         self.port.event("limit over", role=msg.role, lasted=lasted, by="answered")
 
+    def lift(self, role: str) -> dict:
+        """The operator lifts ``role``'s limit hold before its reset (``choragos
+        resume``): it is set going as at the reset.  The episode is forgotten:
+        the operator judged it over, so a limit coming back is news again."""
+        episode = self._limits().limited(role)
+        seat = self.s.seats.get(role)
+        if episode is None or seat is None:
+            return wire.error(f"{role} is not held by a provider's limit; nothing was lifted")
+        self._limits().forget(role)
+        seat.handle.tell(m.Limited(None))
+        self._note_limit(role, "")
+        lasted = round(time.monotonic() - episode.first, 3)
+        log.warning("%s: its provider's %s hold is lifted by the operator before its reset",
+                    role, episode.limit.kind)
+        self.port.event("limit over", role=role, lasted=lasted, by="operator")
+        self.state.going.add(role)
+        return wire.ok(role=role, action="resume", lifted=episode.limit.kind,
+                       message=f"{role} was held by a provider's {episode.limit.kind}; it is "
+                               f"set going now, before its reset")
+
     def after_limit(self, seat: Seat) -> None:
         """Once the role no longer shows ``limited`` (nor paused, if it was paused
         meanwhile): continue it if it rests idle holding its task."""
@@ -187,17 +211,30 @@ class LimitFlow:
 
     # -- reroute ------------------------------------------------------------------
 
-    def _reroute(self, role: str) -> list[str]:
-        """Queued tasks of ``role`` go to an idle role running the same agent CLI."""
-        seat = self.s.seats[role]
+    def freed(self, seat: Seat) -> None:
+        """``seat`` came to rest at its prompt: work still queued for a role
+        waiting out a limit with ``limit_action = "reroute"`` goes to it (or
+        another free role) now, not at that role's reset hours later."""
+        for role in [r for r in self._limits().episodes if self._limits().limited(r)]:
+            if role != seat.name and role in self.s.seats:
+                self._reroute(role, tell=True)
+
+    def _reroute(self, role: str, tell: bool = False) -> list[str]:
+        """Queued tasks of ``role`` go to roles free to take them (see :meth:`_taker`);
+        ``tell``: each is told to the orchestrator (else the limit's notice lists them)."""
+        seat, spec = self.s.seats[role], self.s.config.role(role)
+        if spec is None or spec.limit_action != "reroute":
+            return []
         moved = []
         for injection in [i for i in seat.queue if i.kind == "task"]:
-            task = self.around_limit(self.s.board.get(injection.task_id))
+            task = self.around_limit(self.s.board.get(injection.task_id), tell=tell)
             if task.role == role:
-                break  # no idle sibling: the rest wait too
+                break  # nobody free: the rest wait too
             self.unqueue(seat, task.id)
             self.port.queue_task(task)
-            moved.append(f"{task.id} to {task.role}")
+            other = self.s.seats[task.role].view.profile != seat.view.profile
+            moved.append(f"{task.id} to {task.role}"
+                         + (f" (on {_cli(self.s.seats[task.role])})" if other else ""))
         return moved
 
     def unqueue(self, seat: Seat, task_id: str) -> None:
@@ -206,29 +243,59 @@ class LimitFlow:
             seat.queue.remove(injection)
             self.port.journal("injected", id=injection.id, role=seat.name, requeued=False)
 
-    def around_limit(self, task: Task) -> Task:
-        """``task`` given to an idle sibling when its role waits out a limit with
-        ``limit_action = "reroute"``; else ``task`` as it is."""
+    def around_limit(self, task: Task, tell: bool = True) -> Task:
+        """``task`` given to a free role when its role waits out a limit with
+        ``limit_action = "reroute"``; else ``task`` as it is.  Its history says
+        where it went and why: the event, the board's note and (``tell``, when
+        the limit's own notice does not list it) a line to the orchestrator."""
         role = task.role
         spec = self.s.config.role(role)
-        if spec is None or spec.limit_action != "reroute" or not self._limits().limited(role):
+        if spec is None or spec.limit_action != "reroute":
             return task
-        sibling = self._sibling(self.s.seats[role])
-        if sibling is None:
+        episode = self._limits().limited(role)
+        if episode is None:
             return task
-        task = self.port.annotate(task.id, role=sibling.name)
+        seat = self.s.seats[role]
+        taker = self._taker(seat, spec)
+        if taker is None:
+            return task
+        same = taker.view.profile == seat.view.profile
+        why = (f"{role} waits out a provider's {episode.limit.kind}"
+               + ("" if same else f"; no role running its agent CLI ({_cli(seat)}) was free, "
+                                  f"{taker.name} runs {_cli(taker)}"))
+        task = self.port.annotate(task.id, role=taker.name, note=REROUTED_NOTE + why)
         self.port.write_task_file(task)
-        self.port.event("task rerouted", task=task.id, role=sibling.name, was=role, reason="limit")
-        if self.s.start_role not in (role, sibling.name):
-            self.port.enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, sibling.name),
-                          "notice", task.id)
+        self.port.event("task rerouted", task=task.id, role=taker.name, was=role, reason="limit",
+                        why=why, same_cli=same)
+        log.warning("%s went to %s instead of %s: %s", task.id, taker.name, role, why)
+        if tell and self.s.start_role not in (role, taker.name):
+            self.port.enqueue(self.s.start_role, briefs.rerouted_line(task.id, role, taker.name,
+                                                                      why), "notice", task.id)
         return task
 
-    def _sibling(self, seat: Seat) -> Seat | None:
-        for other in self.s.seats.values():
-            if (other.name != seat.name and other.name != self.s.start_role
-                    and other.view.profile == seat.view.profile
-                    and other.view.status is RoleStatus.IDLE and other.view.ready
-                    and self._limits().limited(other.name) is None):
-                return other
-        return None
+    def _taker(self, seat: Seat, spec: RoleSpec) -> Seat | None:
+        """The role that takes ``seat``'s queued work: one free (idle at its
+        prompt, not limited, held, paused, refused by a budget nor over one),
+        not the orchestrator, and one that writes when the work may need it; on
+        the same agent CLI when one is, else on another (a provider's limit
+        usually holds every role on its CLI), the least loaded first."""
+        free = [other for other in self.s.seats.values()
+                if other.name not in (seat.name, self.s.start_role)
+                and self._free(other) and _may_take(self.s.config.role(other.name), spec)]
+        free.sort(key=lambda other: (other.view.profile != seat.view.profile, len(other.queue)))
+        return free[0] if free else None
+
+    def _free(self, seat: Seat) -> bool:
+        return (seat.view.status is RoleStatus.IDLE and seat.view.ready
+                and self._limits().limited(seat.name) is None
+                and seat.name not in self.s.budget.refused
+                and OVER not in self.guard.state.marks.get(seat.name, ()))
+
+
+def _may_take(taker: RoleSpec | None, spec: RoleSpec) -> bool:
+    """A role that only reads never gets a writer's work: it could not do it."""
+    return taker is not None and (taker.writes or not spec.writes)
+
+
+def _cli(seat: Seat) -> str:
+    return seat.view.profile or "its command"

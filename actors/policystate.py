@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from choragos.actors.mergeflow import MergeGate
     from choragos.actors.workcheck import HeldReport
+    from choragos.config.model import Config
     from choragos.gateway.limits import LimitWatch
 
 
@@ -40,6 +41,13 @@ class LimitState:
 
     watch: LimitWatch | None = None  # the provider limits roles wait out
     going: set[str] = field(default_factory=set)  # roles set going after a limit
+
+    def rerouting(self, config: Config) -> bool:
+        """Some role waits out a limit with ``limit_action = "reroute"``: a
+        role coming to rest may take its queued work."""
+        return self.watch is not None and any(
+            self.watch.limited(role) and (spec := config.role(role)) is not None
+            and spec.limit_action == "reroute" for role in self.watch.episodes)
 
 
 @dataclass

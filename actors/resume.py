@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from choragos.actors.coreport import CorePort
 from choragos.actors.durable import task_from
+from choragos.actors.guardrails import rang
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.latemessages import PauseClocks, StartClock
 from choragos.actors.workcheck import MEASURING
@@ -49,6 +50,7 @@ class Resume:
         s.gates = OrderedDict((t.id, t) for t in s.board.tasks.values()
                               if t.state is TaskState.GATED)
         s.tokens = s.flushed = dict(image.tokens)
+        rang(s, image.rang)
         # The old queues are rebuilt below, hand-backs first: drop them all before
         # anything is queued, or a drop would discard what was just queued.
         for role in image.queues:

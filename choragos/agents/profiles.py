@@ -120,6 +120,9 @@ CLAUDE = AgentProfile(
     # 2.1 "You've hit your session limit · resets 3am (UTC)" (a warning says
     # "You've used 90% of your …" or "Approaching …": not a limit).
     limit_patterns=(r"^\s*[●⎿]?\s*API Error:.*\((429|529)\)", r"^\s*[●⎿]?\s*API Error: (429|529)\b",
+                    # given up after its own retries of an overload (mid-stream
+                    # overloaded_error, then 529s): it rests idle with the turn
+                    r"^\s*[●⎿]?\s*API Error: Repeated 529 Overloaded errors",
                     r"usage limit reached", r"\blimit reached\b.*\bresets?\b",
                     r"\bYou[’']ve hit your\b.*\blimit\b"),
     unmatched_status="waiting",

@@ -261,6 +261,7 @@ class Image:
     clocks: dict[str, dict] = field(default_factory=dict)
     layout: dict | None = None
     tokens: dict = field(default_factory=dict)
+    rang: dict = field(default_factory=dict)  # the budget alarms that rang, kept with the counts
     handoff: dict | None = None
 
     @property
@@ -400,6 +401,8 @@ def _layout(image: Image, r: dict) -> None:
 
 def _tokens(image: Image, r: dict) -> None:
     image.tokens = r["totals"]
+    if "rang" in r:  # written when an alarm rings or re-arms; the 30 s flushes leave it
+        image.rang = r["rang"]
 
 
 def _handoff(image: Image, r: dict) -> None:

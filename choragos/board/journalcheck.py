@@ -180,6 +180,8 @@ task = fields(
      "rounds": count(), "waiting": optional(waiting)})
 
 _TOKENS = dict_of(text, dict_of(text, dict_of(text, count())))
+# The budget alarms that rang: key (a role, or "[session]") -> the caps then.
+_RANG = dict_of(text, list_of(optional(number(float(MAX_COUNT)))))
 _INJECTION = fields({"id": count(1), "role": role, "text": text, "what": text,
                      "task": optional(task_id)}, {"sent": flag})
 _CLOCK = fields({"role": role, "seconds": seconds, "left": seconds,
@@ -203,7 +205,7 @@ _RECORDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
     "clock": ({"action": one_of(frozenset({"start", "stop"})), "task": task_id},
               {"role": role, "seconds": seconds, "left": seconds}),
     "layout": ({"layout": shallow}, {}),
-    "tokens": ({"totals": _TOKENS}, {}),
+    "tokens": ({"totals": _TOKENS}, {"rang": _RANG}),
     "handoff": ({}, {"done": flag, "config": optional(text), "wait": optional(seconds)}),
     "reload": ({}, {}),
     "alive": ({}, {}),
@@ -232,7 +234,7 @@ _SNAPSHOT = fields(
      "last_t": moment, "runs": count(), "queues": dict_of(role, list_of(_INJECTION)),
      "next_injection": count(1), "roles": dict_of(role, _ROLE_STATE),
      "clocks": dict_of(task_id, _CLOCK), "layout": optional(shallow),
-     "tokens": _TOKENS, "handoff": optional(mapping)})
+     "tokens": _TOKENS, "rang": _RANG, "handoff": optional(mapping)})
 
 
 def snapshot_problem(data: Any) -> str | None:

@@ -14,7 +14,8 @@ _ABOUT = {
     "restart": ("restarted", "Restart a role; a manual restart resets its restart budget. "
                 "With --gateway: start a given-up built-in gateway again now."),
     "pause": ("paused", "Pause a role: SIGSTOP its process group until resumed."),
-    "resume": ("resumed", "Resume a paused role (SIGCONT)."),
+    "resume": ("resumed", "Resume a paused role (SIGCONT), or set a role held by a "
+               "provider's limit going now, before its reset."),
 }
 
 
@@ -51,5 +52,6 @@ def _control(argv: list[str], verb: str) -> int:
     if args.role is None:
         raise _client.Failure(_client.EXIT_USAGE, "name the role to restart (or --gateway)")
     role = _client.role_name(args.role)
-    _client.send(args.sock, {"cmd": verb, "role": role})
-    return _client.say(f"{done} {role}")
+    answer = _client.send(args.sock, {"cmd": verb, "role": role})
+    # A resume that lifted a provider's limit hold says so (docs/cli.md).
+    return _client.say(_client.inert(answer.get("message") or f"{done} {role}"))

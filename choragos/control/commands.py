@@ -216,7 +216,7 @@ DECLARED: tuple[Command | Verb, ...] = (
             verb=_verb("pause", "rolectl", "pause a role (SIGSTOP its process group)",
                           "choragos pause coder")),
     Command("resume", (ROLE_FIELD,), operator=True,
-            verb=_verb("resume", "rolectl", "resume a paused role",
+            verb=_verb("resume", "rolectl", "resume a paused role, or lift a provider's limit hold",
                           "choragos resume coder")),
     Command("input", (
         ROLE_FIELD,

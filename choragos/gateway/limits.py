@@ -96,8 +96,12 @@ def read_screen(line: str, now: float) -> Limit:
     """The limit an agent CLI's own notice describes: "resets 3am", "try
     again in 2 hours 5 minutes", "retry in 37.5s"; the time is the machine's
     local time, as the CLI shows it."""
-    kind = ("usage limit" if re.search(r"usage|quota|you[’']ve hit your", line, re.IGNORECASE)
-            else "rate limit")
+    if re.search(r"usage|quota|you[’']ve hit your", line, re.IGNORECASE):
+        kind = "usage limit"
+    elif re.search(r"\boverloaded\b", line, re.IGNORECASE):
+        kind = "overloaded"
+    else:
+        kind = "rate limit"
     return Limit(kind, "screen", _screen_until(line, now), line[:200])
 
 

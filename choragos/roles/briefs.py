@@ -354,11 +354,12 @@ def nudge_line(task_id: str) -> str:
 
 def limit_line(role: str, what: str, until: str, rerouted: Sequence[str]) -> str:
     """Tells the orchestrator that a role waits out a provider's limit."""
-    moved = f"; its queued task(s) went to {', '.join(rerouted)}" if rerouted else ""
+    moved = f"; its queued work was rerouted: {', '.join(rerouted)}" if rerouted else ""
     return (f"Limit: {role} hit a provider's {one_line(what, 80)} and waits until {until}; "
             f"choragos sets it going again then{moved}.")
 
 
-def rerouted_line(task_id: str, role: str, sibling: str) -> str:
-    return (f"Rerouted: {task_id} went to {sibling} instead of {role}, which waits out a "
-            f"provider's limit (limit_action = \"reroute\").")
+def rerouted_line(task_id: str, role: str, taker: str, why: str) -> str:
+    """Tells the orchestrator that a task delegated to a limited role went elsewhere."""
+    return (f"Rerouted: {task_id} went to {taker} instead of {role}: {one_line(why, 160)} "
+            f"(limit_action = \"reroute\").")

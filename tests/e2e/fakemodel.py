@@ -43,6 +43,10 @@ class ApiError:
     message: str = "scripted failure"
     headers: tuple[tuple[str, str], ...] = ()  # e.g. (("retry-after", "3"),) on a 429
     details: tuple[dict, ...] = ()  # Gemini's error details (QuotaFailure, RetryInfo)
+    # Anthropic's mid-stream error: a streamed request gets a 200 whose events
+    # stop with an ``error`` event after the message starts; one that does not
+    # stream (a CLI's fallback) gets ``status`` as above.
+    mid_stream: bool = False
 
 
 Reply = list[Block] | Callable[["Turn"], list[Block]] | ApiError
@@ -435,7 +439,12 @@ class ApiHandler(BaseHTTPRequestHandler):
     def _answer_messages(self, request: Request) -> None:
         plan = self.fake.plan(request)
         model = self.fake.model_name or str(request.body.get("model") or "claude-fake")
-        if isinstance(plan.reply, ApiError):
+        if isinstance(plan.reply, ApiError) and plan.reply.mid_stream and \
+                request.body.get("stream"):
+            started = next(sse_events([], model, plan.usage))
+            self.stream(iter([started, ("error", api_error(plan.reply.kind,
+                                                           plan.reply.message))]), plan.delay)
+        elif isinstance(plan.reply, ApiError):
             time.sleep(plan.delay)
             self.send_json(plan.reply.status, api_error(plan.reply.kind, plan.reply.message),
                            headers=plan.reply.headers)

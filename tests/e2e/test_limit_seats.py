@@ -137,3 +137,68 @@ def test_gemini_cli_waits_out_a_resource_exhausted_and_finishes(seat_crew, fakes
     model.default = text("Ready.")
     _delegated(s, "Report it done")
     _limited_then_done(s)
+
+
+@pytest.mark.claude
+@pytest.mark.codex
+@pytest.mark.timeout(300)
+def test_reroute_sends_a_limited_claude_roles_work_to_a_codex_role(seat_crew, fakes) -> None:
+    """Claude's provider limits the coder for ten minutes, and no other Claude
+    role is free: work delegated to it meanwhile goes to the Codex role, and
+    its history says where and why."""
+    claude, codex = fakes.claude, fakes.openai
+    s = seat_crew(seats.seat_role("orchestrator", "claude", start=True)
+                  + seats.seat_role("coder", "claude", limit_action="reroute")
+                  + seats.seat_role("helper", "codex")
+                  + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{free_port()}"\n'
+                  + f'[gateway.upstream]\nanthropic = "{claude.base_url}"\n'
+                  + f'openai = "{codex.base_url}"\n')
+    claude.on("New task T1", ApiError(429, "rate_limit_error", "Rate limited: slow down",
+                                      headers=(("retry-after", "600"),
+                                               ("x-should-retry", "false"))), once=False)
+    claude.default = text("Ready.")
+    codex.on("New task T2", shell('choragos work-done --id T2 --done --task "Done by codex"'))
+    codex.default = text("Ready.")
+    s.wait_booted(["orchestrator", "coder", "helper"], timeout=90)
+    assert s.cli("delegate", "--to", "coder", "--task", "Build it").returncode == 0
+    limited = s.wait_event(lambda e: e["event"] == "role limited", 90, "the limit")
+    assert limited["role"] == "coder"
+    assert s.cli("delegate", "--to", "coder", "--task", "Report it done").returncode == 0
+    moved = s.wait_event(lambda e: e["event"] == "task rerouted", 15, "the reroute")
+    assert (moved["task"], moved["was"], moved["role"], moved["same_cli"]) == \
+        ("T2", "coder", "helper", False)
+    assert "no role running its agent CLI (claude) was free, helper runs codex" in moved["why"]
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T2", 90, "T2 done")
+    board = s.board()
+    assert board["T2"]["role"] == "helper" and board["T2"]["state"] == "done"
+    assert board["T1"]["role"] == "coder" and board["T1"]["state"] == "delivered"
+    s.wait_told("Rerouted: T2 went to helper instead of coder", 60)
+    assert [e["task"] for e in s.events() if e["event"] == "task rerouted"] == ["T2"]
+
+
+@pytest.mark.claude
+@pytest.mark.timeout(240)
+def test_claude_code_giving_up_on_an_overload_is_held_and_continued(crew,
+                                                                     fake_model: FakeModel):
+    """No gateway.  A mid-stream ``overloaded_error`` Claude Code retries by
+    itself (again without streaming); when those get 529 too it gives up the
+    turn and rests at its prompt: read from its screen as a limit, waited out,
+    and continued."""
+    s = crew(claude_role("orchestrator", "claude", start=True) + claude_role("coder", "claude")
+             + '[ui]\nlimit_wait = "3s"\n')
+    work = s.workdir
+    # (The turn that fails leaves no answer: the continue line joins its message.)
+    fake_model.on(lambda turn: "New task T1" in turn.text and "Continue:" not in turn.text,
+                  ApiError(529, "overloaded_error", "Overloaded", mid_stream=True), once=False)
+    _writes_hello_then_reports(fake_model, work, "Continue:")
+    _delegated(s)
+    limited = s.wait_event(lambda e: e["event"] == "role limited", 90, "the limit")
+    assert (limited["role"], limited["source"], limited["kind"]) == \
+        ("coder", "screen", "overloaded")
+    assert "API Error: Repeated 529 Overloaded errors" in limited["said"]
+    streamed = [r for r in fake_model.message_requests() if r.body.get("stream")
+                and "New task T1" in str(r.body.get("messages", [])[-1:])]
+    assert streamed  # the overload came mid-stream first
+    s.wait_event(lambda e: e["event"] == "limit continue", 30, "the continue line")
+    s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T1", 90, "work-done")
+    assert (work / "hello.txt").read_text() == "hello\n"

@@ -259,3 +259,69 @@ def test_a_role_paused_through_its_reset_is_continued_once_resumed(serve, short_
         s.wait(lambda: [r for r in s.agents("work-done", "coder")], 20, "task finished")
         assert [t for t in s.submitted("coder") if t.startswith("Continue")]
         assert len(upstream.seen) == 2
+
+
+def test_a_crew_held_only_by_a_limit_says_so_once_and_resume_lifts_the_hold(serve, short_tmp):
+    """Nobody works while the coder waits out a reset an hour away: the crew
+    says so once (the log, the event, ``on_idle``) naming the reset; the
+    operator's ``resume`` then sets the coder going before it."""
+    hook_file = short_tmp / "hooks.txt"
+    with Upstream([_limit_for(3600), OK]) as upstream:
+        s = serve(_crew(upstream, hook_file, idle_after="1s")
+                  .replace("[ui]\n", f'[ui]\non_idle = \'echo "idle|$CHORAGOS_TASK" >> '
+                                     f'"{hook_file}"\'\n'))
+        s.wait_booted(["orchestrator", "coder"])
+        s.cli("delegate", "--to", "coder", "--task", "build it")
+        limited = s.wait(lambda: (c := _coder(s))["state"] == "limited" and c, message="limited")
+        stuck = s.wait_event(lambda e: e["event"] == "team limited", 15, "the stuck word")
+        assert stuck["roles"] == ["coder"] and stuck["tasks"] == ["T1"]
+        assert stuck["until"] == pytest.approx(limited["limited_until"], abs=0.01)
+        s.wait(lambda: "THE CREW IS STUCK ON PROVIDER LIMITS" in s.stderr(), 10, "the log line")
+        said = time.strftime("%H:%M:%S", time.localtime(limited["limited_until"]))
+        s.wait(lambda: hook_file.exists() and "idle|1 open task: T1" in hook_file.read_text(),
+               10, "on_idle")
+        assert said in hook_file.read_text()
+        assert holds_for(lambda: len([e for e in s.events()
+                                      if e["event"] in ("team limited", "team idle")]) == 1, 3)
+        out = s.cli("resume", "coder")
+        assert out.returncode == 0, out.stderr
+        assert "coder was held by a provider's rate limit; it is set going now" in out.stdout
+        over = s.wait_event(lambda e: e["event"] == "limit over", 10, "the hold lifted")
+        assert over["by"] == "operator"
+        s.wait(lambda: [r for r in s.agents("work-done", "coder")], 30, "task finished")
+        assert [t for t in s.submitted("coder") if t.startswith("Continue")]
+        assert len(upstream.seen) == 2 and upstream.seen[1] < limited["limited_until"] - 600
+
+
+def test_reroute_sends_queued_work_to_a_role_once_it_comes_to_rest(serve, short_tmp):
+    """Nobody was free when the coder's limit came (an hour away): its queued
+    work goes to the helper when the helper finishes, not at the reset."""
+    port = free_port()
+    config = (role_toml("orchestrator", start=True)
+              + role_toml("coder", "--worker", "--model", limit_action="reroute",
+                          stall_after="")
+              + role_toml("helper", "--worker", "--work", "4", stall_after="")
+              + f'[gateway]\nbuiltin = true\naddr = "127.0.0.1:{port}"\n')
+    with Upstream([_limit_for(3600)]) as upstream:
+        s = serve(config + f'[gateway.upstream]\nanthropic = "{upstream.url}"\n')
+        s.wait_booted(["orchestrator", "coder", "helper"])
+        s.cli("delegate", "--to", "helper", "--task", "keep busy")
+        typed = s.wait_event(lambda e: e["event"] == "delivered" and e["task"] == "T1", 10,
+                             "T1 typed")
+        s.cli("delegate", "--to", "coder", "--task", "first")
+        s.wait(lambda: _coder(s)["state"] == "limited", message="limited")
+        assert s.cli("delegate", "--to", "coder", "--task", "second").returncode == 0
+        moved = s.wait_event(lambda e: e["event"] == "task rerouted", 30, "the reroute")
+        assert (moved["task"], moved["was"], moved["role"]) == ("T3", "coder", "helper")
+        # When it came to rest, not before (the session sees it at rest once
+        # its screen has been still a while: its first task's 4 s are quiet).
+        rest = next(e for e in s.events() if e["event"] == "role state"
+                    and e["role"] == "helper" and e["state"] == "idle" and e["t"] > typed["t"])
+        assert moved["t"] >= rest["t"]
+        s.wait_event(lambda e: e["event"] == "work-done" and e["task"] == "T3", 30, "T3 done")
+        assert s.board()["T3"]["role"] == "helper"
+        assert moved["why"] == "coder waits out a provider's rate limit" and moved["same_cli"]
+        s.wait(lambda: [t for t in s.submitted("orchestrator") if t.startswith("Rerouted: T3")],
+               15, "the orchestrator told")
+        told = [t for t in s.submitted("orchestrator") if "T3" in t and "helper" in t]
+        assert len([t for t in told if "instead of coder" in t]) == 1, told

@@ -96,3 +96,21 @@ def test_claude_codes_subscription_limit_notice_is_seen(line: str, seen: bool) -
     screen = ["● Working on it.", line, "", "╭────╮", "│ >  │", "╰────╯"]
     notice = limit_notice(screen, profile_named("claude"))
     assert (notice is not None) is seen
+
+
+def test_claude_code_giving_up_on_an_overload_is_seen_as_one():
+    """Claude Code 2.1.197's words once its own retries of an overload (a
+    mid-stream overloaded_error, then 529s) are spent, as the real CLI drew
+    them (tests/e2e/test_limit_seats.py), in the 429 capture's place."""
+    lines = ["● API Error: Repeated 529 Overloaded errors. The API is at capacity — this is "
+             "usually temporary. Try again in a",
+             "moment. If it persists, check your inference gateway (127.0.0.1:35805)."]
+    screen = _screen("claude_idle_limit_429")
+    at = next(n for n, line in enumerate(screen) if line.startswith("● API Error"))
+    screen[at:at + 1] = lines
+    profile = profile_named("claude")
+    assert classify(screen, profile) == IDLE
+    notice = limit_notice(screen, profile)
+    assert notice == lines[0]
+    limit = read_screen(notice, NOW)
+    assert (limit.kind, limit.source, limit.until) == ("overloaded", "screen", None)

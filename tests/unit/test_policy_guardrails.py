@@ -26,9 +26,9 @@ def policy(tmp_path, *workers, **config):
     (RoleSpec(name="coder", command="x"), [], False),
     (RoleSpec(name="coder", command="x", budget_tokens=5000), [], False),
     (RoleSpec(name="coder", command="x", budget_tokens=2000),
-     ["publish", "event:over budget", "ring", "enqueue"], True),
+     ["publish", "journal", "event:over budget", "ring", "enqueue"], True),
     (RoleSpec(name="coder", command="x", budget_tokens=1000, budget_action="pause"),
-     ["publish", "event:over budget", "ring", "event:role pause", "enqueue"], True),
+     ["publish", "journal", "event:over budget", "ring", "event:role pause", "enqueue"], True),
 ], ids=["no budget", "under", "at its cap", "over, pausing"])
 def test_a_role_budget_fires_once_at_its_cap(tmp_path, spec, effects, over):
     guard, port, state = policy(tmp_path, spec)
@@ -52,7 +52,7 @@ def test_a_new_cap_re_arms_the_budget_alarm(tmp_path):
                                                 replace(spec, budget_tokens=10_000)))
     port.calls.clear()
     guard.check_budgets()  # under the new cap: cleared
-    assert OVER not in guard.state.marks["coder"] and port.kinds() == ["publish"]
+    assert OVER not in guard.state.marks["coder"] and port.kinds() == ["publish", "journal"]
     state.config = replace(state.config, roles=(state.config.roles[0],
                                                 replace(spec, budget_tokens=1500)))
     port.calls.clear()
