@@ -13,6 +13,7 @@ in a line to the start role.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
@@ -56,10 +57,11 @@ class ReloadCommand:
             self.port.event("reload refused", errors=exc.errors)
             return wire.error("the config has errors, nothing changed: " + "; ".join(exc.errors))
         loosened = [change for change in plan.loosened if change not in self.confirmed]
-        if loosened and not request.get("loosen"):
+        if loosened and not (request.get("loosen") and _as_seen(request, loosened)):
             # An agent may have written it: the operator says so, or nothing changes.
             self.port.event("reload refused", loosened=loosened)
-            return wire.error(loosen_refusal(loosened, self.s.config.source))
+            return wire.error(loosen_refusal(loosened, self.s.config.source),
+                              loosened=loosened, seen=loosened_mark(loosened))
         self.confirmed |= {change for change in plan.loosened if change.endswith(LATER)}
         before, self.s.config = self.s.config, plan.config
         for name in plan.remove:
@@ -125,6 +127,19 @@ def reload_message(plan: ReloadPlan) -> str:
         extra.append("only you decide these, now as the file says: "
                      + ", ".join(change.text for change in plan.operator))
     return text + (" (" + "; ".join(extra) + ")" if extra else "")
+
+
+def loosened_mark(loosened: list[str]) -> str:
+    """A short mark of the loosenings a refusal named, which a confirmation
+    made after seeing them sends back (``seen``)."""
+    return hashlib.sha256("\n".join(loosened).encode()).hexdigest()[:16]
+
+
+def _as_seen(request: dict, loosened: list[str]) -> bool:
+    """A confirmation that names what it saw (the deck's) holds only for
+    that: a file changed again meanwhile is asked about again."""
+    seen = request.get("seen")
+    return not seen or seen == loosened_mark(loosened)
 
 
 def loosen_refusal(loosened: list[str], source: Any) -> str:

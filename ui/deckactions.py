@@ -298,13 +298,34 @@ class Actions:
                               lambda ack: ack.get("status") == "ok" and self.host.say(
                                   f"{'resumed' if action == 'resume' else 'paused'} {role}"))
 
-    def act_reload(self) -> None:
+    def act_reload(self, request: dict | None = None) -> None:
         def done(ack: dict) -> None:
             if ack.get("status") == "ok":
                 self.host.say(ack.get("message") or "reloaded", "working")
                 self.host.sync()
+            elif ack.get("loosened") and ack.get("seen"):
+                self._confirm_loosening(ack["loosened"], ack["seen"])
+            else:
+                self.host.say(f"reload: {ack.get('error', 'failed')}", "failed")
         self.host.say("reloading the config…")
-        self.commands.command({"cmd": "reload"}, done)
+        self.commands.command(request or {"cmd": "reload"}, done, quiet=True)
+
+    def _confirm_loosening(self, loosened: list, seen: str) -> None:
+        """The file loosens what only the operator decides (an agent may have
+        written it): shown whole, applied only on ``y``, and only as shown."""
+        from choragos.ui.overlays import ConfirmOverlay
+
+        def answer(yes: bool) -> None:
+            self.overlays.close()
+            if yes:
+                self.act_reload({"cmd": "reload", "loosen": True, "seen": seen})
+            else:
+                self.host.say("reload cancelled: nothing changed")
+        self.overlays.open(ConfirmOverlay(
+            "The config loosens what only you decide",
+            ["Apply these only if you made them (an agent can edit the file):", "",
+             *(f"  {inert(str(change))}" for change in loosened)],
+            answer, "y apply them"), "confirm", ("relative", 80), min(len(loosened) + 8, 20))
 
     def act_detach(self) -> None:
         self.host.detach("detached")

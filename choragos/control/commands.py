@@ -32,6 +32,8 @@ MAX_REPORT_TEXT = 256 * 1024
 MAX_HANDOFF_WAIT = 3600
 MAX_ROLLBACK_TARGET = 200
 MAX_AMOUNT = 32
+# The mark of the loosenings a reload's refusal named, sent back by a confirmation.
+MAX_SEEN_MARK = 64
 # A rollback restores files on the checkpointer's thread, after any snapshot
 # already queued there; a big tree can take minutes, so its client waits that
 # long rather than the socket's usual few seconds.
@@ -225,7 +227,8 @@ DECLARED: tuple[Command | Verb, ...] = (
     ), one_of=("text", "keys"), operator=True,
         verb=_verb("keys", "keys", "type text and press keys in a role's pane (headless)",
                       "choragos keys coder --text 'yes' enter")),
-    Command("reload", (Field("loosen", FLAG, default=False),), operator=True,
+    Command("reload", (Field("loosen", FLAG, default=False),
+                       Field("seen", TEXT, default="", limit=MAX_SEEN_MARK)), operator=True,
             gateway_exempt=True,
             verb=_verb("reload", "simple", "re-read the config and converge the roles "
                        "(--loosen: apply what it loosens of roles, gates, budgets, env, hooks)",

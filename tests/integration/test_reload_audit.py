@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from choragos.control import wire
 from tests.integration.harness import Serve, role_toml
 
 ORCH = role_toml("orchestrator", start=True)
@@ -162,3 +163,24 @@ def test_a_role_removed_in_a_delegate_storm_loses_no_acknowledged_task(serve):
     theirs = [t for t in board.values() if t["role"] == "reviewer"]
     assert theirs and {(t["state"], t["note"]) for t in theirs} == {
         ("failed", "reviewer was removed from the team by a reload")}
+
+
+def test_a_confirmation_holds_only_for_the_loosenings_it_saw(serve):
+    """The deck confirms what its dialog showed by sending back the refusal's
+    mark: a file loosened further after the dialog opened (an agent racing
+    the operator) is refused again, naming the new list, and nothing changes."""
+    s = serve(ORCH + role_toml("coder", approve=True, budget_tokens=5000))
+    s.wait_booted(["orchestrator", "coder"])
+    toml = s.workdir / ".choragos.toml"
+    toml.write_text(ORCH + role_toml("coder", approve=False, budget_tokens=5000))
+    first = wire.request(s.sock, {"cmd": "reload"})
+    assert first["status"] == "error" and first["loosened"] == ["coder approve true -> false"]
+    toml.write_text(ORCH + role_toml("coder", approve=False, budget_tokens=90000))
+    again = wire.request(s.sock, {"cmd": "reload", "loosen": True, "seen": first["seen"]})
+    assert again["status"] == "error", again
+    assert again["loosened"] == ["coder approve true -> false",
+                                 "coder budget_tokens 5000 -> 90000"]
+    assert not [e for e in s.events() if e["event"] == "reload"]
+    done = wire.request(s.sock, {"cmd": "reload", "loosen": True, "seen": again["seen"]})
+    assert done["status"] == "ok", done
+    assert done["loosened"] == again["loosened"]
