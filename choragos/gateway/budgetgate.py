@@ -102,12 +102,12 @@ class BudgetGate:
             if spent and " tokens of " in spent:  # only the config sets a token budget
                 return (f"choragos: the token budget of role {role} is spent ({spent}); no "
                         f"more model calls go out for it. The operator can raise its "
-                        f"budget_tokens in .choragos.toml and run `choragos reload`.")
+                        f"budget_tokens in .choragos.toml and run `choragos reload --loosen`.")
             if spent:
                 return (f"choragos: the budget of role {role} is spent ({spent}); no more "
                         f"model calls go out for it. The operator can raise it with "
                         f"`choragos budget {role} AMOUNT`, or in .choragos.toml and "
-                        f"`choragos reload`.")
+                        f"`choragos reload --loosen`.")
         cap = rules["session"]
         if isinstance(cap, int | float):
             cost = sum(c for c in (priced(models, _pricer(rules["pricing"]))
@@ -116,7 +116,7 @@ class BudgetGate:
                 return (f"choragos: the session's budget is spent ({cost_text(cost)} of "
                         f"{cost_text(cap)}); no more model calls go out for any role. The "
                         f"operator can raise it with `choragos budget --session AMOUNT`, or "
-                        f"in .choragos.toml ([budget] session) and `choragos reload`.")
+                        f"in .choragos.toml ([budget] session) and `choragos reload --loosen`.")
         return None
 
     @staticmethod

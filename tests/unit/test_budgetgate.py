@@ -36,6 +36,8 @@ def test_a_token_budget_and_an_unpriced_model() -> None:
     assert "the token budget of role coder is spent (1000 tokens of 1000)" in refusal
     # The budget verb sets USD only: it is not offered for a token budget.
     assert "budget_tokens in .choragos.toml" in refusal and "AMOUNT" not in refusal
+    # A raise by reload is a loosening: the command that applies it is named whole.
+    assert refusal.endswith("run `choragos reload --loosen`.")
     # No price for gpt-x: priced at the table's highest ($1 in, $5 out a million), as the
     # session prices it, so $0.0026 reaches a budget of $0.002 and not one of $0.003.
     assert "of $0.0020" in _gate(counts, roles={"coder": {"usd": 0.002, "tokens": None}}
