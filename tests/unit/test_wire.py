@@ -86,9 +86,13 @@ def test_fieldless_commands_drop_unknown_fields(cmd: str) -> None:
     assert parse({"cmd": cmd, "future_field": [1, 2]}) == {"cmd": cmd}
 
 
-def test_reload_takes_an_optional_loosen_flag() -> None:
-    assert parse({"cmd": "reload", "future_field": 1}) == {"cmd": "reload", "loosen": False}
-    assert parse({"cmd": "reload", "loosen": True}) == {"cmd": "reload", "loosen": True}
+def test_reload_takes_an_optional_loosen_flag_and_the_mark_it_confirms() -> None:
+    assert parse({"cmd": "reload", "future_field": 1}) == {"cmd": "reload", "loosen": False,
+                                                            "seen": ""}
+    assert parse({"cmd": "reload", "loosen": True, "seen": "0123abcd"}) == {
+        "cmd": "reload", "loosen": True, "seen": "0123abcd"}
+    with pytest.raises(wire.WireError):
+        parse({"cmd": "reload", "loosen": True, "seen": "x" * 65})
 
 
 def test_board_takes_an_optional_archived_flag() -> None:
