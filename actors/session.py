@@ -381,7 +381,7 @@ class Session:
             board=JournaledBoard(journal=self.journal,
                                  next_number=taskids.first_free(self.workdir)),
             journal=self.journal, memory_gate=self.memory_gate, hooks=self._hooks(),
-            trees=self.crew.trees, role_env=self.roles.env_of,
+            trees=self.crew.trees, role_env=self.roles.env_of, notices=self.notices,
             clocks=self.clocks, aftercare=self.aftercare, reloader=self.reloader)
         self.handles = build(self.children(), self.supervisor)
 

@@ -8,6 +8,7 @@ saying what is wrong and what to do; the session runs without them.
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -51,3 +52,11 @@ def test_checkpoints_metrics_and_web_off_at_the_start_are_start_notices(serve):
         assert told["web"].endswith("change [web] listen, then restart the session")
         events = [e["event"] for e in s.events()]
         assert {"checkpoints off", "metrics off", "web off"} <= set(events)
+        # Said again wherever the session is looked at later (a detached
+        # start's terminal is gone): `status`, its JSON, the web view's.
+        notices = json.loads(s.cli("status", "--json").stdout)["notices"]
+        assert sorted(notices) == sorted(line.removeprefix("choragos: ")
+                                         for line in told.values())
+        shown = s.cli("status").stdout
+        for name in said:
+            assert f"at the start: {told[name].removeprefix('choragos: ')}" in shown, shown
