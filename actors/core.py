@@ -107,6 +107,9 @@ class CoreState:
     subscribers: list[Callable[[Any], None]] = field(default_factory=list)
     on_shutdown: Callable[[], None] = lambda: None
     gateway: str | None = None  # "on" | "down" | "off"; None when never configured
+    # The start's notices: the session's own list, so what its start says
+    # after the core is made (checkpoints, the web view, the gateway) is in it.
+    notices: list[str] = field(default_factory=list)
     tokens: Totals = field(default_factory=dict)   # latest scrape
     flushed: Totals = field(default_factory=dict)  # what the last "tokens" events said
     trees: dict[str, Path] = field(default_factory=dict)  # worktree roles: their worktree
@@ -313,7 +316,10 @@ class CoreActor(Actor):
                           "host": spec.host, "task": open_tasks[0].id if open_tasks else None,
                           "queued": len(seat.queue), **self.usage.of(seat.name),
                           "marks": list(self.s.guard.marks.get(seat.name, ()))})
-        return wire.ok(roles=roles, gateway=self.s.gateway, budget=self.guard.session_budget())
+        # The start's notices too: a detached session's, or one whose deck's
+        # dialog was closed, are said wherever its state is looked at.
+        return wire.ok(roles=roles, gateway=self.s.gateway, budget=self.guard.session_budget(),
+                       notices=list(self.s.notices))
 
     def _cmd_board(self, request: dict) -> dict:
         return wire.ok(tasks=self.s.board.snapshot(request.get("archived", False)),

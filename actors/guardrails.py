@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -48,11 +49,16 @@ INPUT_HELD = "input holds an untaken line"
 IDLE, LIMITED = "idle", "limited"  # how a team with open work sits still
 
 
-def _busy(view: m.RoleView) -> bool:
+# The marks of a role held for its host: a change of one may end or begin an idle crew.
+HOST_HOLDS = frozenset({m.HOST_MARK, m.LOGIN_MARK})
+
+
+def _busy(view: m.RoleView, marks: Collection[str]) -> bool:
     """Working, or waiting on something the session itself waits out: a
-    provider's limit, or a host it probes (that hold rang once already)."""
-    return view.status in BUSY or (view.status == RoleStatus.EXITED
-                                   and view.detail.startswith(m.HOST_WAITING))
+    provider's limit, or a host it probes (``held: host``: that hold rang
+    once already).  A login the host turned away (``held: login``) waits on
+    the operator: a crew waiting only on it is stuck."""
+    return view.status in BUSY or (view.status == RoleStatus.EXITED and m.HOST_MARK in marks)
 
 
 def rang(s: CoreState, kept: dict[str, list]) -> None:
@@ -124,6 +130,8 @@ class Guardrails:
         if new != marks:
             self.state.marks[role] = tuple(sorted(new))
             self.port.publish(news.MarksChanged.of(self.state.marks))
+            if mark in HOST_HOLDS:  # told after the view that exited: idle is judged again
+                self.check_idle()
 
     def held_task(self, role: str) -> Task | None:
         """The task ``role`` still owes a report on.  One it reported (its
@@ -217,10 +225,10 @@ class Guardrails:
         if self.s.board.tasks.unsettled == 0:
             return None
         limited = False
-        for seat in self.s.seats.values():
+        for name, seat in self.s.seats.items():
             if seat.view.status is RoleStatus.LIMITED and seat.in_flight is None:
                 limited = True
-            elif _busy(seat.view) or seat.in_flight is not None:
+            elif _busy(seat.view, self.state.marks.get(name, ())) or seat.in_flight is not None:
                 return None
         return LIMITED if limited else IDLE
 
@@ -435,7 +443,7 @@ class Guardrails:
             if view.status == RoleStatus.FAILED:
                 down[name] = (f"{name} has failed ({view.detail or view.exit}) and will not "
                               f"come back by itself; `choragos restart {name}` tries again")
-            elif {HELD_MARK, m.HOST_MARK} & set(self.state.marks.get(name, ())):
+            elif {HELD_MARK, *HOST_HOLDS} & set(self.state.marks.get(name, ())):
                 down[name] = f"{name} is {view.detail}"
             elif view.status == RoleStatus.EXITED:
                 then = (f"nothing restarts it; `choragos restart {name}` does"

@@ -250,13 +250,15 @@ class RoleExited:
 
 # --- a remote role held while its host does not answer (actors/hostwait.py) -----
 
-HOST_MARK = "held: host"
+HOST_MARK = "held: host"  # its host does not answer: probed, started again when it does
+# The host turned the login away (a key refused, a host key changed): held,
+# not probed, until the operator fixes it and runs `restart`.  The crew that
+# waits only on this is stuck; one that waits on a probed host is not.
+LOGIN_MARK = "held: login"
 HOST_NOTE = "waits for its host"
 HOST_UNREACHABLE = "host unreachable"
 HOST_REFUSED = "host refused the login"
-# A held role's detail starts so while its host is probed: the crew waits on
-# that host, as on a provider's limit, and is not stuck (a refused login is).
-HOST_WAITING = f"held: {HOST_UNREACHABLE}:"
+HOST_WAITING = f"held: {HOST_UNREACHABLE}:"  # a held role's detail while its host is probed
 
 
 @dataclass(frozen=True)

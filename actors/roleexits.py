@@ -9,7 +9,9 @@ Host outages, the core's side (the role's is :mod:`choragos.actors.hostwait`):
 a remote role whose host stopped answering is held by its actor, not
 restarted under its crash budget; it says so here with :class:`HostHeld`.
 The core makes the hold seen as it does a memory hold: a mark on the card
-and in ``status`` (``held: host``), a note on the tasks that wait for it,
+and in ``status`` (``held: host`` while the host is probed, ``held: login``
+when it turned the login away and only the operator's fix and ``restart``
+bring it back), a note on the tasks that wait for it,
 and once per outage a line in the server log, a ``role held`` event and
 the ``on_exit`` hook (so the notifier).  Its tasks' timeout clocks stop
 until it is back, as for a limit.  Its tasks are not failed: the one
@@ -31,6 +33,7 @@ from choragos.actors.messages import (
     HOST_NOTE,
     HOST_REFUSED,
     HOST_UNREACHABLE,
+    LOGIN_MARK,
     HostBack,
     HostHeld,
 )
@@ -82,7 +85,10 @@ class RoleExits:
         # Its task's clock stops as a limit's does: an outage is no time spent
         # on the work (a clock already stopped stays as it is).
         self.s.tell_clocks(PauseClocks(msg.role))
-        self.port.mark(msg.role, HOST_MARK, True)
+        # One mark or the other: an outage can turn into a refused login and back.
+        mark, other = (LOGIN_MARK, HOST_MARK) if msg.refused else (HOST_MARK, LOGIN_MARK)
+        self.port.mark(msg.role, other, False)
+        self.port.mark(msg.role, mark, True)
         self._note(msg.role, f"{HOST_NOTE} ({msg.host})")
         if not msg.new:
             return
@@ -101,6 +107,7 @@ class RoleExits:
     def back(self, msg: HostBack) -> None:
         self.s.tell_clocks(ResumeClocks(msg.role))  # runs on from what it had left
         self.port.mark(msg.role, HOST_MARK, False)
+        self.port.mark(msg.role, LOGIN_MARK, False)
         self._note(msg.role, "")
         log.warning("%s is back: its host %s answered after %.0fs", msg.role, msg.host,
                     msg.lasted)

@@ -110,6 +110,39 @@ def unenforced_budgets(reason: str) -> str:
             "so no tokens are counted")
 
 
+# The start's notices: ``serve`` prints them on its terminal, the deck shows
+# them in a dialog on its first frame, ``serve --detach`` on the terminal
+# that started it (choragos/cli/serve.py).  A warning the operator must know
+# of (checkpoints off, an endpoint that cannot listen, a gateway that did
+# not start) is one of them, not only a line in a log nobody reads.  Here,
+# not in a module of their own: every start loads this one already.
+class StartNotices(list[str]):
+    """The notices, in the order said (a list: they go out as JSON too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = True  # until the session's start() returns
+
+    def warn(self, notice: str) -> None:
+        """One plain sentence, what is wrong and what to do: in the server's
+        log and, while the session starts, among the notices.  Said later (a
+        child started again) it is the log's only: the notices were told."""
+        log.warning("%s", notice)
+        if self.open:
+            self.append(notice)
+
+
+def cannot_listen(what: str, section: str, listen: str, error: OSError) -> str:
+    """The notice for an endpoint (``[section] listen``) that could not bind."""
+    return (f"{what} is off: cannot listen on {listen} ({error}); free that address or "
+            f"change [{section}] listen, then restart the session")
+
+
+def gateway_failed(problem: str) -> str:
+    """The notice for a built-in gateway that did not start (its supervisor tries again)."""
+    return f"{problem}; it is started again by itself, and .choragos/logs/gateway.log says why"
+
+
 @dataclass
 class SessionOptions:
     """How a session starts: its directory and socket, headless or with the deck, resumed or not."""
@@ -160,7 +193,7 @@ class Session:
             # the session is; without [web] listen it is never loaded (its memory).
             import choragos.web.server  # noqa: F401
         self.restored: journal.Image | None = None  # the image being resumed
-        self.notices: list[str] = []
+        self.notices = StartNotices()
         self.crew: Crew | None = None  # starts and stops the roles, once the state is open
         self.prober_handle: Handle | None = None
         self._gateway_server_state: ProxyRunnerState | None = None
@@ -208,6 +241,7 @@ class Session:
         except BaseException:
             self.stop()
             raise
+        self.notices.open = False  # a warning said after this is the log's only
         if rest:
             self.start_rest()
 
@@ -306,7 +340,7 @@ class Session:
             metrics.serve(listen)
         except OSError as exc:
             self.events.write("metrics off", listen=listen, reason=str(exc))
-            log.warning("metrics: cannot listen on %s: %s", listen, exc)
+            self.notices.warn(cannot_listen("the session's /metrics", "metrics", listen, exc))
             return
         self.events.listeners.append(metrics.hear)
         self.metrics = metrics
@@ -327,9 +361,8 @@ class Session:
         self.events.write("budgets", **summary)
         if not self.gateway.on:
             why = unenforced_budgets(self.gateway.reason)
-            log.warning("%s", why)
             self.events.write("config warning", message=why)
-            self.notices.append(why)  # serve's terminal, the deck's first frame
+            self.notices.warn(why)
 
     def _start_actors(self) -> None:
         self.timers = Timers()
@@ -348,7 +381,7 @@ class Session:
             board=JournaledBoard(journal=self.journal,
                                  next_number=taskids.first_free(self.workdir)),
             journal=self.journal, memory_gate=self.memory_gate, hooks=self._hooks(),
-            trees=self.crew.trees, role_env=self.roles.env_of,
+            trees=self.crew.trees, role_env=self.roles.env_of, notices=self.notices,
             clocks=self.clocks, aftercare=self.aftercare, reloader=self.reloader)
         self.handles = build(self.children(), self.supervisor)
 
@@ -449,7 +482,7 @@ class Session:
             store = CheckpointStore(self.workdir, watch=True)  # long-lived: it can watch
         except NotARepository as exc:
             self.events.write("checkpoints off", reason=str(exc))
-            log.warning("checkpoints are off: %s", exc)
+            self.notices.warn(f"checkpoints are off: {exc}")
             return None
         removed = store.remove_stale_temporaries()
         if removed:
@@ -495,7 +528,7 @@ class Session:
             problem = self._gateway_server_state.problem or f"{type(exc).__name__}: {exc}"
         if problem:
             self.events.write("gateway failed", reason=problem)
-            log.warning("%s", problem)
+            self.notices.warn(gateway_failed(problem))
 
     def _prober(self, deps: Mapping[str, Handle]) -> Start | None:
         if not self.gateway.on:

@@ -11,7 +11,6 @@ web actor.
 
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from choragos.actors import messages as m
 from choragos.actors.children import Start
 from choragos.actors.listener import ListenerState
 from choragos.actors.rolesview import RolesView
+from choragos.actors.session import cannot_listen
 from choragos.actors.web import WebActor, WebState
 from choragos.board import events, runfollow, timeline
 from choragos.control import tcppeer, wire
@@ -31,7 +31,6 @@ from choragos.web.news import NewsHub
 if TYPE_CHECKING:
     from choragos.actors.session import Session
 
-log = logging.getLogger("choragos.web")
 DOCUMENT_LIMIT = 64 * 1024  # characters of a gate's file shown on the page
 
 
@@ -126,7 +125,7 @@ def web(session: Session, hub: NewsHub, access: WebAccess) -> tuple[WebState, St
         addr = server.start(listen)
     except OSError as exc:
         session.events.write("web off", listen=listen, reason=str(exc))
-        log.warning("web: cannot listen on %s: %s", listen, exc)
+        session.notices.warn(cannot_listen("the web view", "web", listen, exc))
         return None
     webaccess.write_addr(session.workdir, addr)
     session.events.write("web on", addr=addr)

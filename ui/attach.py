@@ -403,8 +403,11 @@ class Client:
             print(f"[detached{where}{why}; `{self._again()}` brings the deck back]")
             return EXIT_OK
         if self.code == f.ENDED:
-            print(f"[the session{where.replace(' from', ' in')} ended]")
-            return EXIT_OK
+            # A session that failed says why, here, not only in its log.
+            failed = self.reason not in ("", f.ENDED_REASON)
+            print(f"[the session{where.replace(' from', ' in')} ended"
+                  f"{': ' + self.reason if failed else ''}]")
+            return 1 if failed else EXIT_OK
         if self.code == -1:
             print(self.reason, file=sys.stderr)
             return 1

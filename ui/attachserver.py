@@ -221,7 +221,7 @@ class AttachServer:
             self._threads = [t for t in self._threads if t is not me]
             self.on_died(f"{name}: {error}")
 
-    def close(self, reason: str = "the session ended") -> None:
+    def close(self, reason: str = f.ENDED_REASON) -> None:
         if self._closed:  # the UI's stop, then the attach actor's shutdown
             return
         self._closed = True

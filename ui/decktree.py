@@ -35,6 +35,7 @@ from choragos.control.server import fault_hook
 from choragos.ui.attachactor import AttachActor, install_fault_hook
 from choragos.ui.attachserver import AttachServer
 from choragos.ui.deck import Deck
+from choragos.ui.framing import ENDED_REASON
 from choragos.ui.uiactor import News, SessionAccess, UIActor
 
 if TYPE_CHECKING:
@@ -131,8 +132,10 @@ class UI:
     def handle(self) -> Handle | None:
         return self.tree.handle
 
-    def stop(self) -> None:
-        self.attach.close("the session ended")
+    def stop(self, reason: str = ENDED_REASON) -> None:
+        """``reason``: what the attached client says as it leaves (why a
+        session that failed, its start's end too, stopped)."""
+        self.attach.close(reason)
         self.tree.deck.stop()
 
 

@@ -56,6 +56,8 @@ REFUSED = 1
 TAKEN_OVER = 2
 ENDED = 3
 DROPPED = 4
+# ENDED's reason when the session ended as asked; any other is why it failed.
+ENDED_REASON = "the session ended"
 
 
 class FrameError(Exception):

@@ -63,6 +63,7 @@ def arguments(verb: str):
 
 def _gateway(argv: list[str], verb: str) -> int:
     args = arguments(verb).parse_args(argv)
+    from choragos.config.model import split_host_port
     from choragos.gateway.budgetgate import BudgetGate
     from choragos.gateway.proxy import ProxyServer
     from choragos.gateway.roles import Roles
@@ -74,10 +75,9 @@ def _gateway(argv: list[str], verb: str) -> int:
     watch = AnswerWatch(stdout_emitter(_record) if args.session
                         else lambda news: _record(f"seen: {json.dumps(news, sort_keys=True)}"))
     gate = BudgetGate(lambda: tally.counts()["tokens"])
-    host, _, port = args.addr.rpartition(":")
     upstreams = {api: getattr(args, api) for api in ("anthropic", "openai", "gemini")}
     try:
-        server = ProxyServer((host.strip("[]"), int(port)), upstreams, tally, args.timeout,
+        server = ProxyServer(split_host_port(args.addr), upstreams, tally, args.timeout,
                              record=_record, roles=Roles(session.key if session else None),
                              watch=watch, gate=gate)
     except OSError as exc:

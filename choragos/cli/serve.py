@@ -480,6 +480,18 @@ def _settle(session, log: logging.Logger, when: str = "") -> _LetGo:
     return let_go
 
 
+def _ended(session) -> str:
+    """What the deck's client says as the session ends: why, when it failed
+    (a late start failure too: the rest of the tree, after the first frame),
+    so the terminal the deck leaves says it, not only the server's log."""
+    from choragos.ui.framing import ENDED_REASON
+
+    if not session.failure:
+        return ENDED_REASON
+    return (f"it stopped: {session.failure}; its state is kept, `choragos serve --resume` "
+            "takes it up again")
+
+
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
            to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
            wait_boot: bool = False) -> int:
@@ -589,7 +601,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
         session.wait()  # wakes for a stop or a signal, never on a clock
     finally:
         if ui is not None:
-            ui.stop()
+            ui.stop(_ended(session))
         session.stop()
         if let_go is not None:
             # Stopped before the let-go's timer: what a thread compiled

@@ -53,6 +53,9 @@ def render(ack: dict[str, Any]) -> str:
         over = f" (over: {then})" if session.get("over") else ""
         table += (f"\nsession budget: {_money(session.get('cost'))} of "
                   f"{_money(session.get('usd'))}{over}")
+    notices = ack.get("notices")
+    if isinstance(notices, list):  # what the start said (a session before them has none)
+        table += "".join(f"\nat the start: {_client.inert(str(n))}" for n in notices)
     return table
 
 

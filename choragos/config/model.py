@@ -775,6 +775,25 @@ def _addr(value: object) -> str:
     return text
 
 
+def split_host_port(addr: str) -> tuple[str, int]:
+    """``host:port`` (as ``[gateway] addr`` and the like hold it) as ``(host,
+    port)``, an IPv6 host without its brackets.  A ValueError in one plain
+    sentence for a missing or bad port (a number from 0 to 65535), an empty
+    host, or an IPv6 address out of its brackets.  The gateway's listener,
+    its port check and the session's probe of it all split with this."""
+    host, colon, port = addr.rpartition(":")
+    if not colon or not host.strip("[]"):
+        raise ValueError(f"{addr!r} is not host:port (e.g. 127.0.0.1:8787)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif any(c in host for c in ":[]"):
+        raise ValueError(f"{addr!r}: {host!r} is not a host name or address "
+                         "(IPv6 goes in brackets, e.g. [::1]:8787)")
+    if not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        raise ValueError(f"{addr!r}: the port must be a number from 0 to 65535")
+    return host, int(port)
+
+
 def web_listen(value: object) -> str:
     """``[web] listen``: "host:port", or a bare port on loopback; port 0 takes a free one."""
     text = cs.string(value).strip()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from choragos import onuse
-from choragos.config.model import Config, SphragisSettings
+from choragos.config.model import Config, SphragisSettings, split_host_port
 from choragos.gateway.costs import estimated, priced
 
 TOKENS_METRIC = "sphragis_tokens_total"
@@ -73,16 +73,18 @@ def _mode(settings: SphragisSettings, on: bool, reason: str) -> GatewayMode:
 
 def is_listening(addr: str, timeout: float = 0.3) -> bool:
     """Whether a TCP connect to ``host:port`` succeeds (short: it runs at start-up)."""
-    host, _, port = addr.rpartition(":")
-    host = host or "127.0.0.1"
+    try:
+        host, port = split_host_port(addr)
+    except ValueError:  # the config checks the address: nothing listens at a wrong one
+        return False
     # An ASCII host goes to the resolver as bytes: as text, the socket module
     # first loads the IDNA codec (with stringprep: about 1 ms of every
     # session's start, before its agents spawn) only to encode it.
     name: str | bytes = host.encode() if host.isascii() else host
     try:
-        with socket.create_connection((name, int(port)), timeout=timeout):
+        with socket.create_connection((name, port), timeout=timeout):
             return True
-    except (OSError, ValueError):
+    except OSError:
         return False
 
 

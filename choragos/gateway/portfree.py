@@ -15,20 +15,22 @@ import errno
 import socket
 import time
 
+from choragos.config.model import split_host_port
+
 
 def bindable(addr: str) -> bool:
     """Whether a listener could bind ``addr`` (``host:port``) now, as the gateway does."""
-    host, _, port = addr.rpartition(":")
-    host = host.strip("[]")
+    try:
+        host, port = split_host_port(addr)
+    except ValueError:  # no port: the gateway says so itself
+        return True
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, int(port)))
+            probe.bind((host, port))
     except OSError as exc:  # only a listener is waited for (a wrong address is not)
         return exc.errno != errno.EADDRINUSE
-    except ValueError:  # no port: the gateway says so itself
-        return True
     return True
 
 

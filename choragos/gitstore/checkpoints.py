@@ -794,7 +794,8 @@ def _open_repo(workdir: Path) -> Repo:
             "(run `git init` to have them).") from None
     if repo.bare:
         repo.close()
-        raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint.")
+        raise NotARepository(f"{repo.path} is a bare git repository with no files to checkpoint "
+                             "(serve in a clone's work tree to have them).")
     for name, ours in (("GIT_DIR", repo.controldir()), ("GIT_WORK_TREE", repo.path)):
         theirs = os.environ.get(name)
         if theirs and os.path.realpath(theirs) != os.path.realpath(ours):

@@ -241,6 +241,12 @@ def test_a_gateway_that_cannot_start_leaves_the_session_up_and_fail_closed(serve
         assert s.cli("ping").returncode == 0
         log = (s.workdir / ".choragos" / "logs" / "gateway.log").read_text()
         assert "Address already in use" in log
+        # One of the start's notices (serve's terminal, the deck's first
+        # frame), not only the server's log, with where to read why.
+        told = [line for line in s.stderr().splitlines()
+                if line.startswith("choragos: the built-in gateway did not start: ")]
+        assert len(told) == 1, s.stderr()
+        assert told[0].endswith(".choragos/logs/gateway.log says why")
 
 
 def test_a_gateway_that_dies_leaves_no_pipe_of_it_open(serve):

@@ -91,12 +91,17 @@ def test_a_login_the_host_turns_away_is_held_not_probed_until_a_restart(
         role = _role(s, "coder")
         assert "fix the login" in role["detail"] and "next try" not in role["detail"], role
         assert role["state"] == "exited" and role["restarts"] == 0, role
+        # A mark of its own (not the probed host's `held: host`), on `status`'s line too.
+        assert "held: login" in role["marks"] and "held: host" not in role["marks"], role
+        line = next(row for row in s.cli("status").stdout.splitlines() if "coder" in row)
+        assert "held: login" in line, line
     finally:
         keys.write_text(authorized)
     # Fixed: nothing retries it by itself; the operator's restart does, at once.
     assert s.cli("restart", "coder").returncode == 0
     s.wait_event(lambda e: e["event"] == "host answered" and e["role"] == "coder", 60)
     assert len(_held(s, "coder")) == 2
+    assert not {"held: login", "held: host"} & set(_role(s, "coder")["marks"])
     assert s.cli("delegate", "--to", "coder", "--task", "after the fix").returncode == 0
     s.wait(lambda: s.board()["T1"]["state"] == "done", 60, message="T1 done")
 

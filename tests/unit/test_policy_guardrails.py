@@ -140,27 +140,63 @@ def test_the_team_idle_with_open_work_arms_one_check_and_rings_once(tmp_path):
     assert port.named("ring")[0][0][0] == "on_idle"
 
 
+def _host_held(tmp_path):
+    """A guardrails policy whose port keeps the marks as the core's does,
+    and the core's policy for remote roles held for their hosts."""
+    from choragos.actors.roleexits import RoleExits
+
+    guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
+    port.mark = guard.mark
+    down = m.HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:00:00", True)
+    return guard, port, state, RoleExits(port, state), down
+
+
+def test_a_probed_host_marks_held_host_and_a_refused_login_held_login(tmp_path):
+    """The two holds tell apart by their marks (card, ``status``, web view),
+    one at a time, both gone when the host is back."""
+    guard, _port, state, exits, down = _host_held(tmp_path)
+    state.seats["coder"].view = replace(state.seats["coder"].view, status=RoleStatus.EXITED,
+                                        detail="held: …")
+    exits.outage(down)
+    assert guard.state.marks["coder"] == (m.HOST_MARK,)
+    exits.outage(replace(down, refused=True, next_try=""))
+    assert guard.state.marks["coder"] == (m.LOGIN_MARK,)
+    assert guard.down_roles(["coder"]) == {"coder": "coder is held: …"}
+    exits.outage(down)  # the login went through, the host then stopped answering
+    assert guard.state.marks["coder"] == (m.HOST_MARK,)
+    exits.outage(replace(down, refused=True, next_try=""))
+    exits.outage(m.HostBack("coder", down.host, 30.0))
+    assert guard.state.marks["coder"] == ()
+
+
 def test_work_held_for_a_probed_host_is_no_idle_team_but_a_refused_login_is(tmp_path):
     """The crew waits on a host the session probes, as on a limit: no
     ``on_idle`` (the hold rang once itself).  A login the host turned away
-    mends only by the operator's hand: that crew is stuck, and said so."""
+    mends only by the operator's hand: that crew is stuck, and said so.
+    Told by the marks, which come after the view that exited."""
     from choragos.actors.hostwait import said
 
-    guard, port, state = policy(tmp_path, ui=UISettings(idle_after=5.0))
+    guard, port, state, exits, down = _host_held(tmp_path)
     state.timers = object()
     delivered(state)
-    down = m.HostHeld("coder", "gpu (me@gpu-box)", False, "timed out", "12:00:00", True)
     idle = state.seats["coder"].view
     held = replace(idle, status=RoleStatus.EXITED, ready=False, detail=said(down))
     state.seats["coder"].view = held
     guard.view_changed(idle, held)
-    assert port.named("later") == []
-    refused = replace(held, detail=said(replace(down, refused=True, next_try="")))
-    state.seats["coder"].view = refused
-    guard.view_changed(held, refused)
-    (_, check), _ = port.named("later")[0]
+    (_, first), _ = port.named("later")[0]  # exited, not marked yet: a check is armed
+    exits.outage(down)
+    guard.idle_check(first)  # ... and finds the crew waiting on the probed host
+    assert port.named("later")[1:] == [] and "on_idle" not in _rung(port)
+    refused = replace(down, refused=True, next_try="")
+    state.seats["coder"].view = replace(held, detail=said(refused))
+    exits.outage(refused)  # its detail no longer says which: the mark does
+    (_, check), _ = port.named("later")[1]
     guard.idle_check(check)
-    assert port.named("ring")[0][0][0] == "on_idle"
+    assert _rung(port).count("on_idle") == 1
+
+
+def _rung(port) -> list[str]:
+    return [args[0] for args, _ in port.named("ring")]
 
 
 def test_an_exit_with_no_restart_coming_leaves_no_worker_alive(tmp_path):

@@ -75,6 +75,10 @@ async function loadAll() {
   S.roles = Object.fromEntries(status.roles.map((r) => [r.name, r]));
   S.tasks = Object.fromEntries(board.tasks.map((t) => [t.id, t]));
   $("session").textContent = status.gateway ? "gateway " + status.gateway : "";
+  // What the start said (checkpoints off, an endpoint that could not listen...).
+  const notices = status.notices || [];
+  $("notices").hidden = !notices.length;
+  $("notices").replaceChildren(...notices.map((text) => el("div", {}, text)));
   await loadGates();
   renderCrew(); renderBoard();
   for (const name of S.order) if (S.roles[name].state === "waiting") loadQuestion(name);
