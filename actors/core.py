@@ -132,6 +132,7 @@ class CoreState:
     gates: OrderedDict[str, Task] = field(default_factory=OrderedDict)  # delegation's
     next_injection: int = 1  # delivery's numbering of the lines it queues
     rounds: dict[int, int] = field(default_factory=dict)  # delivery's: rounds missed
+    snapping: dict[str, str] = field(default_factory=dict)  # delivery's: role -> task checkpointed
     heartbeat: Timer | None = None  # the journal's pending "alive" record
     guard: GuardState = field(default_factory=GuardState)
     checks: CheckState = field(default_factory=CheckState)
@@ -408,7 +409,7 @@ class CoreActor(Actor):
 
     @handle.register(m.CheckpointDone)
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
-        self.delegation.checkpoint_done(msg)
+        self.delivery.checkpointed(msg)
 
     def record_tasks(self, targets: list[str], request: dict) -> list[Task]:
         return self.delegation.record_tasks(targets, request)
@@ -418,9 +419,6 @@ class CoreActor(Actor):
 
     def write_task_file(self, task: Task) -> None:
         self.delegation.write_task_file(task)
-
-    def checkpoint_then_queue(self, task: Task) -> None:
-        self.delegation.checkpoint_then_queue(task)
 
     def queue_task(self, task: Task) -> None:
         self.delegation.queue_task(task)

@@ -63,13 +63,10 @@ class CorePort(Protocol):
         """Create and journal tasks as a delegation does (raises OSError)."""
 
     def route_task(self, task: Task) -> Task:
-        """Send a new task on: to its gate, or to a checkpoint and its queue."""
+        """Send a new task on: to its gate, or to its queue."""
 
     def queue_task(self, task: Task) -> None:
-        """Queue a task's delivery line (its checkpoint is taken)."""
-
-    def checkpoint_then_queue(self, task: Task) -> None:
-        """Snapshot the workspace for the task (when checkpoints are on), then queue it."""
+        """Queue a task's delivery line (checkpointed when its turn comes)."""
 
     def write_task_file(self, task: Task) -> None:
         """Write the task's file under .choragos/tasks/."""

@@ -4,8 +4,8 @@ A policy of the session core: it owns the approve gate's queue (the
 delegations waiting for the operator, ``CoreState.gates``).  A delegation
 is written all or none (the tasks, their files, the journal and the event
 log); each task then waits at the gate when its role has ``approve``, or
-goes on: the workspace is snapshotted for it (off the core's thread, when
-checkpoints are on) and its line is queued for its role.  The ``gate``
+goes on: its line is queued for its role (the delivery checkpoints the
+workspace for it when its turn comes, see :mod:`~choragos.actors.delivery`).  The ``gate``
 command decides delegations, merge gates and held work, each by the policy
 that owns it.
 """
@@ -16,7 +16,6 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from choragos import statedir
-from choragos.actors import messages as m
 from choragos.actors.corejournal import CoreJournal
 from choragos.actors.coreport import CorePort, not_recorded, unknown_roles
 from choragos.actors.guardrails import Guardrails
@@ -31,8 +30,6 @@ from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
-
-SKIPPED_LISTED = 20  # unreadable paths a checkpoint event names (and counts them all)
 
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
@@ -95,36 +92,13 @@ class Delegation:
             self.port.publish(news.GateOpened(news.GateView(task)))
             self.port.alert("on_gate", role, task)
         else:
-            self.checkpoint_then_queue(task)
+            self.queue_task(task)
         return task
 
     def write_task_file(self, task: Task) -> None:
         path = self.s.state_dir / "tasks" / f"{task.id}.md"
         template = self.s.config.role(task.role).prompt_template
         statedir.write_text(path, briefs.task_document(task, template))
-
-    def checkpoint_then_queue(self, task: Task) -> None:
-        if self.s.checkpointer is None:
-            self.queue_task(task)
-            return
-        at_work = frozenset(self.s.board.tasks.at_work)  # indexed: no walk of the board
-        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
-                                            tree=self.s.trees.get(task.role), at_work=at_work))
-
-    def checkpoint_done(self, msg: m.CheckpointDone) -> None:
-        task = self.s.board.get(msg.task_id)
-        if msg.ref:
-            task = self.port.annotate(task.id, checkpoint=msg.ref)
-            # What it could not read is not in it: a rollback would not
-            # bring it back, so the log names it.
-            unread = ({"skipped": list(msg.skipped[:SKIPPED_LISTED]),
-                       "skipped_count": len(msg.skipped)} if msg.skipped else {})
-            self.port.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds,
-                            **unread)
-        else:
-            # A failed snapshot is logged and never blocks the delegation.
-            self.port.event("checkpoint failed", task=task.id, error=msg.error)
-        self.queue_task(task)
 
     def queue_task(self, task: Task) -> None:
         task = self.limits.around_limit(task)
@@ -154,7 +128,7 @@ class Delegation:
         if action == "approve":
             self.port.event("gate approved", task=task_id, role=task.role)
             task = self.port.move(task_id, TaskState.QUEUED)
-            self.checkpoint_then_queue(task)
+            self.queue_task(task)
         else:
             reason = request.get("reason") or ""
             task = self.port.move(task_id, TaskState.REJECTED, note=reason)

@@ -38,6 +38,7 @@ LOST_WITH_PROCESS = (RoleStatus.STARTING, RoleStatus.EXITED, RoleStatus.FAILED,
 # More rounds for a report or notice a live agent did not show: each is typed
 # (and retyped once) when the role is next ready, behind what came meanwhile.
 LINE_ROUNDS = 1
+SKIPPED_LISTED = 20  # unreadable paths a checkpoint event names (and counts them all)
 
 
 class Delivery:
@@ -64,13 +65,15 @@ class Delivery:
         self.pump(seat)
 
     def pump(self, seat: Seat) -> None:
-        if seat.in_flight is not None or not seat.queue:
+        if seat.in_flight is not None or not seat.queue or seat.name in self.s.snapping:
             return
         if not seat.view.ready:
             self._busy_held(seat)
             return
         if seat.name in self.s.budget.refused:
             return  # its model calls are refused (said so once): typed when that is over
+        if self._checkpoint_first(seat):
+            return
         injection = seat.queue.popleft()
         if self.fresh.restart_first(seat, injection):
             return
@@ -83,6 +86,49 @@ class Delivery:
             hopstamps.mark("inject-queued", seat.name)
         # Typed only once on disk: a restart must know it may have reached the agent.
         self.port.tell_when_synced(seat.handle, m.Inject(injection))
+
+    def _checkpoint_first(self, seat: Seat) -> bool:
+        """True when the task next in line is first checkpointed: the workspace
+        as it is now, at its turn (not when it was queued, behind other tasks
+        whose work would then count as its own).  Nothing is typed into the
+        role until the checkpointer answers (:meth:`checkpointed`)."""
+        head = seat.queue[0]
+        if head.kind != "task" or self.s.checkpointer is None:
+            return False
+        task = self.s.board.get(head.task_id)
+        # "" is a checkpoint tried and failed: the task goes out unprotected.
+        if task.checkpoint is not None or task.state is not TaskState.QUEUED:
+            return False
+        self.s.snapping[seat.name] = task.id
+        at_work = frozenset(self.s.board.tasks.at_work)  # indexed: no walk of the board
+        self.s.checkpointer.tell(m.Snapshot(task.id, task.role, task.label,
+                                            tree=self.s.trees.get(task.role), at_work=at_work))
+        return True
+
+    def checkpointed(self, msg: m.CheckpointDone) -> None:
+        """The checkpointer's answer: the task's checkpoint goes on the board
+        (or the failure in the log) and its role's queue moves on."""
+        role = next((name for name, task_id in self.s.snapping.items()
+                     if task_id == msg.task_id), None)
+        if role is not None:
+            del self.s.snapping[role]
+        task = self.s.board.get(msg.task_id)
+        if msg.ref:
+            if role == task.role:  # not one taken in a tree it was moved away from
+                self.port.annotate(task.id, checkpoint=msg.ref)
+            # What it could not read is not in it: a rollback would not
+            # bring it back, so the log names it.
+            unread = ({"skipped": list(msg.skipped[:SKIPPED_LISTED]),
+                       "skipped_count": len(msg.skipped)} if msg.skipped else {})
+            self.port.event("checkpoint", task=task.id, ref=msg.ref, seconds=msg.seconds,
+                            **unread)
+        else:
+            # A failed snapshot is logged and never blocks the delivery.
+            if role == task.role:
+                self.port.annotate(task.id, checkpoint="")
+            self.port.event("checkpoint failed", task=task.id, error=msg.error)
+        if role in self.s.seats:
+            self.pump(self.s.seats[role])
 
     def _busy_held(self, seat: Seat) -> None:
         """Lines wait on a role whose screen went quiet but whose agent has

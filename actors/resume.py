@@ -136,14 +136,12 @@ class Resume:
         return briefs.resumed_notice_line(task)
 
     def _queue_undelivered(self, queued: set[str]) -> None:
-        """Tasks acknowledged but not yet queued (their checkpoint was being taken)."""
+        """Tasks acknowledged but not yet queued (the kill came between the two
+        records); one not yet checkpointed is, when its turn comes."""
         for task in list(self.s.board.tasks.values()):
             if (task.state is TaskState.QUEUED and task.id not in queued
                     and task.role in self.s.seats):
-                if task.checkpoint:  # taken before the crash: it is the workspace as it was
-                    self.port.queue_task(task)
-                else:
-                    self.port.checkpoint_then_queue(task)
+                self.port.queue_task(task)
 
     def _restart_clocks(self, image: Image) -> None:
         clocks = self.s.clocks

@@ -90,9 +90,6 @@ class RecordingPort:
     def queue_task(self, task: Task) -> None:
         self._note("queue_task", task.id, task.role)
 
-    def checkpoint_then_queue(self, task: Task) -> None:
-        self._note("checkpoint_then_queue", task.id, task.role)
-
     def write_task_file(self, task: Task) -> None:
         self._note("write_task_file", task.id)
 
