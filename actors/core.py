@@ -132,7 +132,9 @@ class CoreState:
     gates: OrderedDict[str, Task] = field(default_factory=OrderedDict)  # delegation's
     next_injection: int = 1  # delivery's numbering of the lines it queues
     rounds: dict[int, int] = field(default_factory=dict)  # delivery's: rounds missed
-    snapping: dict[str, str] = field(default_factory=dict)  # delivery's: role -> task checkpointed
+    # delivery's: role -> the task checkpointed for its turn; task -> that checkpoint
+    snapping: dict[str, str] = field(default_factory=dict)
+    snapped: dict[str, str] = field(default_factory=dict)
     heartbeat: Timer | None = None  # the journal's pending "alive" record
     guard: GuardState = field(default_factory=GuardState)
     checks: CheckState = field(default_factory=CheckState)

@@ -79,6 +79,9 @@ class Delivery:
             return
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
+            ref = self.s.snapped.pop(task.id, None)
+            if ref is not None:  # taken for this turn: on the board before the line goes
+                task = self.port.annotate(task.id, checkpoint=ref)
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         self.port.journal("inflight", id=injection.id, role=seat.name)
@@ -89,14 +92,14 @@ class Delivery:
 
     def _checkpoint_first(self, seat: Seat) -> bool:
         """True when the task next in line is first checkpointed: the workspace
-        as it is now, at its turn (not when it was queued, behind other tasks
-        whose work would then count as its own).  Nothing is typed into the
-        role until the checkpointer answers (:meth:`checkpointed`)."""
+        as it is at its turn, not when it was queued (behind other tasks whose
+        work would then count as its own).  Nothing is typed into the role
+        until the checkpointer answers (:meth:`checkpointed`)."""
         head = seat.queue[0]
-        if head.kind != "task" or self.s.checkpointer is None:
+        if head.kind != "task" or self.s.checkpointer is None or head.task_id in self.s.snapped:
             return False
         task = self.s.board.get(head.task_id)
-        # "" is a checkpoint tried and failed: the task goes out unprotected.
+        # "" is a checkpoint tried and failed: the task went out unprotected.
         if task.checkpoint is not None or task.state is not TaskState.QUEUED:
             return False
         self.s.snapping[seat.name] = task.id
@@ -106,16 +109,17 @@ class Delivery:
         return True
 
     def checkpointed(self, msg: m.CheckpointDone) -> None:
-        """The checkpointer's answer: the task's checkpoint goes on the board
-        (or the failure in the log) and its role's queue moves on."""
+        """The checkpointer's answer, logged; the task's line is typed now, with
+        the checkpoint on the board.  One the role cannot take now (it turned
+        busy meanwhile, its view was older than the line typed before) is for
+        this turn only: the tree may change before the next, so it is taken
+        again then."""
         role = next((name for name, task_id in self.s.snapping.items()
                      if task_id == msg.task_id), None)
         if role is not None:
             del self.s.snapping[role]
         task = self.s.board.get(msg.task_id)
         if msg.ref:
-            if role == task.role:  # not one taken in a tree it was moved away from
-                self.port.annotate(task.id, checkpoint=msg.ref)
             # What it could not read is not in it: a rollback would not
             # bring it back, so the log names it.
             unread = ({"skipped": list(msg.skipped[:SKIPPED_LISTED]),
@@ -124,11 +128,19 @@ class Delivery:
                             **unread)
         else:
             # A failed snapshot is logged and never blocks the delivery.
-            if role == task.role:
-                self.port.annotate(task.id, checkpoint="")
             self.port.event("checkpoint failed", task=task.id, error=msg.error)
-        if role in self.s.seats:
-            self.pump(self.s.seats[role])
+        if role != task.role or role not in self.s.seats:
+            return  # moved to another role meanwhile: its turn there takes its own
+        self.s.snapped[task.id] = msg.ref or ""
+        self.pump(self.s.seats[role])
+        self.s.snapped.pop(task.id, None)  # not typed now: stale by its turn
+
+    def _turn_missed(self, injection: m.Injection) -> None:
+        """A task line put back untyped: its checkpoint is taken again at its turn."""
+        task = self.s.board.lookup(injection.task_id) if injection.task_id else None
+        if (task is not None and task.state is TaskState.QUEUED and task.checkpoint
+                and self.s.checkpointer is not None):
+            self.port.annotate(task.id, checkpoint=None)
 
     def _busy_held(self, seat: Seat) -> None:
         """Lines wait on a role whose screen went quiet but whose agent has
@@ -191,6 +203,8 @@ class Delivery:
             self.port.event("injection held", **fields)
             seat.in_flight = None
             seat.queue.appendleft(injection)
+            if injection.kind == "task":
+                self._turn_missed(injection)
             return
         self.port.event("injection", **fields)
         seat = self.s.seats.get(msg.role)
@@ -229,6 +243,7 @@ class Delivery:
                                  f"was confirmed; not typed again")
         elif seat.view.status in LOST_WITH_PROCESS:
             seat.queue.appendleft(injection)  # never submitted: deliver after the role is back
+            self._turn_missed(injection)
         else:
             self.port.fail_task(task, f"could not be typed into {task.role}: {msg.detail}")
 
