@@ -1,5 +1,9 @@
 """The checkpointer: snapshots the workspace before each delivery.
 
+The delivery asks for a task's snapshot when its turn comes (just before
+its line is typed), so a task queued behind others is checkpointed after
+their work, not before it.
+
 Snapshots run here, off the core's thread, in arrival order, so deliveries
 to one role keep their order; so do the rollbacks the operator asks for,
 between them.  A task for a ``worktree = true`` role is

@@ -129,9 +129,10 @@ class Delivery:
         else:
             # A failed snapshot is logged and never blocks the delivery.
             self.port.event("checkpoint failed", task=task.id, error=msg.error)
-        if role != task.role or role not in self.s.seats:
-            return  # moved to another role meanwhile: its turn there takes its own
-        self.s.snapped[task.id] = msg.ref or ""
+        if role not in self.s.seats:
+            return
+        if role == task.role:  # (one moved to another role meanwhile takes its own there)
+            self.s.snapped[task.id] = msg.ref or ""
         self.pump(self.s.seats[role])
         self.s.snapped.pop(task.id, None)  # not typed now: stale by its turn
 

@@ -20,6 +20,7 @@ from choragos.actors.timeouts import Timeouts
 from choragos.board.tasks import TaskState
 from choragos.config.model import RoleSpec
 from choragos.roles.rolestatus import RoleStatus
+from tests.conftest import Told
 from tests.unit.policyport import RecordingPort, core_state
 
 
@@ -171,3 +172,65 @@ def test_lines_held_by_a_quiet_busy_agent_are_said_once_per_hold(tmp_path, caplo
     seat.view = replace(seat.view, busy_held=None, status=RoleStatus.IDLE, ready=True)
     delivery.pump(seat)
     assert [i.text for i in injected(state, "lead")] == ["a report"]
+
+
+def checkpointing(tmp_path, status="idle"):
+    delivery, port, state = policy(tmp_path, status=status)
+    state.checkpointer = Told()
+    return delivery, port, state
+
+
+def snapshots(state) -> list[str]:
+    return [msg.task_id for msg in state.checkpointer.told if isinstance(msg, m.Snapshot)]
+
+
+def test_a_task_is_checkpointed_at_its_turn_and_typed_only_after(tmp_path):
+    """Queued behind another, a task's snapshot is asked for only when its
+    turn comes, and nothing is typed into the role until it is answered."""
+    delivery, port, state = checkpointing(tmp_path)
+    first, second = (state.board.create("coder", text) for text in ("one", "two"))
+    delivery.enqueue("coder", "first", "task", first.id)
+    delivery.enqueue("coder", "second", "task", second.id)
+    assert snapshots(state) == ["T1"] and injected(state) == []
+    delivery.checkpointed(m.CheckpointDone("T1", ref="refs/choragos/checkpoints/1-T1"))
+    assert [i.task_id for i in injected(state)] == ["T1"]
+    assert state.board.get("T1").checkpoint == "refs/choragos/checkpoints/1-T1"
+    assert state.board.get("T2").checkpoint is None and snapshots(state) == ["T1"]
+    delivery.outcome(outcome(state, injected(state)[0]))
+    assert snapshots(state) == ["T1", "T2"]  # T1 typed: T2's turn
+    delivery.checkpointed(m.CheckpointDone("T2", ref="refs/choragos/checkpoints/2-T2"))
+    assert [i.task_id for i in injected(state)] == ["T1", "T2"]
+    assert "event:checkpoint" in port.kinds()
+
+
+def test_a_checkpoint_whose_turn_passed_is_taken_again(tmp_path):
+    """The role turned busy while its snapshot was taken: that one is not the
+    task's (the tree may change before the task goes out)."""
+    delivery, _port, state = checkpointing(tmp_path)
+    task = state.board.create("coder", "one")
+    delivery.enqueue("coder", "first", "task", task.id)
+    state.seats["coder"].view = m.RoleView("coder", RoleStatus.WORKING)
+    delivery.checkpointed(m.CheckpointDone("T1", ref="refs/choragos/checkpoints/1-T1"))
+    assert injected(state) == [] and state.board.get("T1").checkpoint is None
+    state.seats["coder"].view = m.RoleView("coder", RoleStatus.IDLE, ready=True)
+    delivery.pump(state.seats["coder"])
+    assert snapshots(state) == ["T1", "T1"]
+    delivery.checkpointed(m.CheckpointDone("T1", ref="refs/choragos/checkpoints/2-T1"))
+    assert state.board.get("T1").checkpoint == "refs/choragos/checkpoints/2-T1"
+    # Held after all (the pane changed): taken again at the next turn.
+    delivery.outcome(outcome(state, injected(state)[0], ok=False, untouched=True))
+    assert state.board.get("T1").checkpoint is None
+    delivery.pump(state.seats["coder"])  # its next ready view
+    assert snapshots(state) == ["T1", "T1", "T1"]
+
+
+def test_a_failed_checkpoint_lets_the_task_go_unprotected_once(tmp_path):
+    delivery, port, state = checkpointing(tmp_path)
+    task = state.board.create("coder", "one")
+    delivery.enqueue("coder", "first", "task", task.id)
+    delivery.checkpointed(m.CheckpointDone("T1", error="No space left on device"))
+    assert [i.task_id for i in injected(state)] == ["T1"]
+    assert state.board.get("T1").checkpoint == "" and "event:checkpoint failed" in port.kinds()
+    delivery.outcome(outcome(state, injected(state)[0], ok=False, untouched=True))
+    delivery.pump(state.seats["coder"])
+    assert snapshots(state) == ["T1"]  # not tried again
