@@ -35,7 +35,7 @@ POLICIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reloading": ("reloadcmd", "ReloadCommand", ("budgets", "limits")),
     "resume": ("resume", "Resume", ("isolation", "checks")),
     "delegation": ("delegation", "Delegation",
-                   ("journaling", "guard", "limits", "checks", "merges", "holds")),
+                   ("journaling", "guard", "limits", "merges", "holds")),
     "timeouts": ("timeouts", "Timeouts", ("judge",)),
     "delivery": ("delivery", "Delivery", ("fresh", "guard", "timeouts")),
     "usage": ("tokenusage", "TokenUsage", ("guard",)),

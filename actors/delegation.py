@@ -22,7 +22,6 @@ from choragos.actors.guardrails import Guardrails
 from choragos.actors.holds import Holds
 from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
-from choragos.actors.workcheck import WorkChecks
 from choragos.board.tasks import Task, TaskState
 from choragos.control import wire
 from choragos.roles import briefs
@@ -33,10 +32,9 @@ if TYPE_CHECKING:
 
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
-                 guard: Guardrails, limits: LimitFlow, checks: WorkChecks, merges: MergeFlow,
-                 holds: Holds) -> None:
+                 guard: Guardrails, limits: LimitFlow, merges: MergeFlow, holds: Holds) -> None:
         self.port, self.s, self.journaling = port, s, journaling
-        self.guard, self.limits, self.checks = guard, limits, checks
+        self.guard, self.limits = guard, limits
         self.merges, self.holds = merges, holds
 
     def command(self, request: dict) -> dict:
@@ -102,7 +100,6 @@ class Delegation:
 
     def queue_task(self, task: Task) -> None:
         task = self.limits.around_limit(task)
-        self.checks.fingerprint_owned(task)
         line = briefs.task_line(task, f".choragos/tasks/{task.id}.md")
         self.port.enqueue(task.role, line, "task", task.id)
 

@@ -21,6 +21,7 @@ from choragos.actors.coreport import CorePort
 from choragos.actors.fresh import FreshContexts
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.timeouts import Timeouts
+from choragos.actors.workcheck import fingerprint_owned
 from choragos.board.tasks import Task, TaskState
 from choragos.plural import counted
 from choragos.roles import briefs
@@ -82,6 +83,8 @@ class Delivery:
             ref = self.s.snapped.pop(task.id, None)
             if ref is not None:  # taken for this turn: on the board before the line goes
                 task = self.port.annotate(task.id, checkpoint=ref)
+            if task.state is TaskState.QUEUED:
+                fingerprint_owned(self.s, task)
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         self.port.journal("inflight", id=injection.id, role=seat.name)

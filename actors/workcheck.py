@@ -48,6 +48,16 @@ class HeldReport:
     outcome: str
 
 
+def fingerprint_owned(s: CoreState, task: Task) -> None:
+    """The owned files as the task finds them at its turn (the delivery's
+    call, as it types the task): a change to them is the task's only if made
+    after, not one by a task before it in its queue."""
+    owned = ownership.owners(s.config)
+    if owned:
+        tree = s.trees.get(task.role, s.workdir)
+        s.checks.prints[task.id] = ownership.fingerprint(tree, owned)
+
+
 class WorkChecks:
     """A policy of the core: owns the reports waiting for their checks and the
     owned files' fingerprints; a pass goes to the judge or on through the
@@ -115,12 +125,6 @@ class WorkChecks:
         if outcome == "done" and self.verifies(task, outcome):
             task = self.port.settle(task, TaskState.DONE)
         self.merges.pass_on(task, line, unmerged, outcome)
-
-    def fingerprint_owned(self, task: Task) -> None:
-        owned = ownership.owners(self.s.config)
-        if owned:
-            tree = self.s.trees.get(task.role, self.s.workdir)
-            self.state.prints[task.id] = ownership.fingerprint(tree, owned)
 
     def _trespass(self, task: Task) -> str:
         """Which owned files another role's task changed, as a sentence ("" for none)."""

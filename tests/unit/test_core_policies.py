@@ -63,8 +63,8 @@ def test_a_core_loads_no_policy_until_it_uses_one(tmp_path) -> None:
                             for m in (*WITH_THE_CORE, "corejournal", "tokenusage"))
     # Delegation and what it is built with (and they with), no more.
     assert set(used) == {f"choragos.actors.{m}" for m in (
-        *WITH_THE_CORE, "corejournal", "tokenusage", "delegation", "limitflow", "workcheck",
-        "mergeflow", "holds", "judging")}
+        *WITH_THE_CORE, "corejournal", "tokenusage", "delegation", "limitflow", "mergeflow",
+        "holds")}
 
 
 def test_each_policy_is_made_once_and_shared_by_those_built_with_it(tmp_path) -> None:

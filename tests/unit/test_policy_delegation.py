@@ -10,10 +10,8 @@ from choragos.actors.corejournal import CoreJournal
 from choragos.actors.delegation import Delegation
 from choragos.actors.guardrails import Guardrails
 from choragos.actors.holds import Holds
-from choragos.actors.judging import JudgeLoop
 from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
-from choragos.actors.workcheck import WorkChecks
 from choragos.board.tasks import TaskState
 from choragos.config.model import RoleSpec
 from choragos.roles.rolestatus import RoleStatus
@@ -29,9 +27,8 @@ def policy(tmp_path, checkpoints=False, **coder):
     guard = Guardrails(port, state)
     merges = MergeFlow(port, state)
     holds = Holds(port, state, merges)
-    checks = WorkChecks(port, state, holds, JudgeLoop(port, state, holds, merges), merges)
     return Delegation(port, state, CoreJournal(port, state), guard,
-                      LimitFlow(port, state, guard), checks, merges, holds), port, state
+                      LimitFlow(port, state, guard), merges, holds), port, state
 
 
 @pytest.mark.parametrize(("coder", "checkpoints", "effects", "state_after"), [

@@ -234,3 +234,18 @@ def test_a_failed_checkpoint_lets_the_task_go_unprotected_once(tmp_path):
     delivery.outcome(outcome(state, injected(state)[0], ok=False, untouched=True))
     delivery.pump(state.seats["coder"])
     assert snapshots(state) == ["T1"]  # not tried again
+
+
+def test_owned_files_are_fingerprinted_at_the_tasks_turn(tmp_path):
+    """What a task behind another finds of the owned files is the tree at its
+    turn: the owner's change before it is not laid at its door."""
+    delivery, _port, state = policy(tmp_path, RoleSpec(name="coder", command="x"),
+                                    RoleSpec(name="docs", command="x", owns_files=("README",)))
+    (tmp_path / "README").write_text("first\n")
+    first, second = (state.board.create("coder", text) for text in ("one", "two"))
+    delivery.enqueue("coder", "first", "task", first.id)
+    delivery.enqueue("coder", "second", "task", second.id)
+    assert list(state.checks.prints) == ["T1"]
+    (tmp_path / "README").write_text("the owner's, meanwhile\n")
+    delivery.outcome(outcome(state, injected(state)[0]))
+    assert state.checks.prints["T2"] != state.checks.prints["T1"]
