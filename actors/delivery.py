@@ -50,6 +50,9 @@ class Delivery:
                  timeouts: Timeouts) -> None:
         self.port, self.s = port, s
         self.fresh, self.guard, self.timeouts = fresh, guard, timeouts
+        # Tasks whose checkpoint failed: each goes out unprotected, and a turn
+        # it misses does not try (and fail loudly) again.
+        self.unprotected: set[str] = set()
         self.held_said: dict[str, float] = {}  # role: the busy hold last said (its start)
 
     def enqueue(self, role: str, text: str, kind: str, task_id: str | None = None,
@@ -80,8 +83,9 @@ class Delivery:
             return
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
-            ref = self.s.snapped.pop(task.id, None)
-            if ref is not None:  # taken for this turn: on the board before the line goes
+            # Taken for this turn: on the board before the line goes.  A failed
+            # one ("") leaves the board's none: the task goes out unprotected.
+            if ref := self.s.snapped.pop(task.id, None):
                 task = self.port.annotate(task.id, checkpoint=ref)
             if task.state is TaskState.QUEUED:
                 fingerprint_owned(self.s, task)
@@ -99,10 +103,10 @@ class Delivery:
         work would then count as its own).  Nothing is typed into the role
         until the checkpointer answers (:meth:`checkpointed`)."""
         head = seat.queue[0]
-        if head.kind != "task" or self.s.checkpointer is None or head.task_id in self.s.snapped:
+        if (head.kind != "task" or self.s.checkpointer is None or head.task_id in self.s.snapped
+                or head.task_id in self.unprotected):
             return False
         task = self.s.board.get(head.task_id)
-        # "" is a checkpoint tried and failed: the task went out unprotected.
         if task.checkpoint is not None or task.state is not TaskState.QUEUED:
             return False
         self.s.snapping[seat.name] = task.id
@@ -132,6 +136,7 @@ class Delivery:
         else:
             # A failed snapshot is logged and never blocks the delivery.
             self.port.event("checkpoint failed", task=task.id, error=msg.error)
+            self.unprotected.add(task.id)
         if role not in self.s.seats:
             return
         if role == task.role:  # (one moved to another role meanwhile takes its own there)
