@@ -30,6 +30,12 @@ class RunFollower:
         self._joined = False  # ``run`` carries a resume: it no longer joins again
         self._inode: tuple[int, int] | None = None
         self._offset = 0  # bytes of the followed file read, always at a line's end
+        # The first rotated file as it was when the log was read whole: every
+        # rotation changes it.  The followed file's own number cannot tell: a
+        # file made after a few rotations may get the number of one they
+        # removed, and the new log then passes for the one read before.
+        self._rotated_path = path.with_name(f"{path.name}.1")
+        self._rotated: tuple[int, int, int] | None = None
 
     def poll(self) -> tuple[bool, list[dict]]:
         """Read what the log gained: ``(True, run)`` when the last run is new or
@@ -41,7 +47,8 @@ class RunFollower:
         except FileNotFoundError:
             self._reset()
             return True, []
-        same = self._inode == _key(st) and st.st_size >= self._offset
+        same = (self._inode == _key(st) and st.st_size >= self._offset
+                and _stamp(self._rotated_path) == self._rotated)
         if not same:
             self._read_whole()
             return True, self.run
@@ -58,10 +65,11 @@ class RunFollower:
             self._reset()
             with open(self.path, "rb") as handle:
                 followed = _key(os.fstat(handle.fileno()))
+                rotated = _stamp(self._rotated_path)
                 older = report.read_log(self.path, rotated_only=True).records
                 if _identity(self.path) != followed:
                     continue  # rotated while its predecessors were read
-                self._inode = followed
+                self._inode, self._rotated = followed, rotated
                 self._take(older)
                 self._take(self._lines(handle.read()))
                 return
@@ -109,6 +117,15 @@ class RunFollower:
 
 def _key(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """Which file ``path`` is, and its size (a rotated file no longer grows)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

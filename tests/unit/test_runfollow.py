@@ -3,6 +3,7 @@ always what reading the whole log gives, and a look reads only what the log
 gained."""
 
 import dataclasses
+import os
 import tempfile
 from pathlib import Path
 
@@ -118,6 +119,26 @@ def test_a_rotation_reads_the_log_again(tmp_path):
     fresh, records = follower.poll()
     assert fresh and records == _whole_run(path)
     assert records[0]["event"] == "deck starting"  # the run began in the rotated file
+    log.close()
+
+
+def test_a_new_log_that_reuses_the_followed_files_number_is_read_again(tmp_path, monkeypatch):
+    """Rotations remove the oldest file, and a log made after them may get the
+    number of the one that was followed (tmpfs and ext4 hand numbers out
+    again): the follower still sees the rotation and reads the run again."""
+    path = tmp_path / "events.jsonl"
+    log = events.EventLog(path, max_bytes=900)
+    follower = runfollow.RunFollower(path)
+    assert follower.poll() == (True, [])  # the log is there, empty
+    followed = runfollow._key(os.stat(path))
+    log.append("deck starting")
+    while os.stat(path).st_size:
+        log.append("delegate", role="a", task="T1")
+    real_key = runfollow._key
+    monkeypatch.setattr(runfollow, "_key", lambda st: (
+        followed if (st.st_dev, st.st_ino) == real_key(os.stat(path)) else real_key(st)))
+    fresh, records = follower.poll()
+    assert fresh and records == _whole_run(path) and records[0]["event"] == "deck starting"
     log.close()
 
 
