@@ -366,6 +366,11 @@ class Guardrails:
         self.port.ring("on_budget", spec.name, text)
         if pause:
             self._budget_pause(spec.name)
+        elif spec.budget_action in BLOCKING:
+            # Held from now, not from the gateway's first refusal: a line typed
+            # meanwhile starts a turn whose calls are refused, and a call that
+            # then goes through on a retry looks like the agent going on.
+            self.s.budget.refused.setdefault(spec.name, "")
         self.port.enqueue(self.s.start_role, briefs.budget_line(spec.name, text, pause,
                                                                 spec.budget_action in BLOCKING),
                       "notice")

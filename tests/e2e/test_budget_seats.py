@@ -96,8 +96,9 @@ def test_codex_and_gemini_blocked_by_a_budget_hold_then_continue_once_raised(
                   + f'[gateway.upstream]\n{api} = "{model.base_url}"\n')
 
     def crossing(turn) -> list:
-        model.usage = BIG  # this answer crosses the budget (it ends the turn)
-        return text("On it.")
+        model.usage = BIG  # this answer crosses the budget: counted, the next call refused
+        reply = run("echo working")  # a tool call: the turn goes on to that next call
+        return reply(turn) if callable(reply) else reply
 
     def reported(turn) -> list:
         model.usage = Usage()
@@ -110,10 +111,13 @@ def test_codex_and_gemini_blocked_by_a_budget_hold_then_continue_once_raised(
     s.wait_booted(["orchestrator", "coder"], timeout=BOOT_TIMEOUT)
     assert s.cli("delegate", "--to", "coder", "--task", "First").returncode == 0
     s.wait_event(lambda e: e["event"] == "over budget", 60, "the budget crossed")
-    assert s.cli("delegate", "--to", "coder", "--task", "Second").returncode == 0
     refused = s.wait_event(lambda e: e["event"] == "model call refused", 90, "the refusal")
     assert refused["role"] == "coder"
     s.wait(lambda: _coder(s)["state"] == "idle", 60, "the CLI gave up the turn, idle")
+    # Held from the crossing on, not typed into a blocked role.
+    assert s.cli("delegate", "--to", "coder", "--task", "Second").returncode == 0
+    s.wait(lambda: _coder(s)["queued"] == 1, 10, "T2 queued and held")
+    assert s.board()["T2"]["state"] == "queued"
     calls = len(model.requests)
     _raised_then_continued(s)
     # The refused call was not retried over and over: one refusal said, few calls made.

@@ -207,7 +207,9 @@ def test_permission_dialog_is_waiting_and_holds_deliveries(crew: StartCrew,
                   "the coder waiting, its card showing the tool that waits")
 
     assert s.cli("delegate", "--to", "coder", "--task", "Second task").returncode == 0
-    s.wait_event(lambda e: e["event"] == "checkpoint" and e["task"] == "T2", 15, "T2 queued")
+    s.wait(lambda: s.board()["T2"]["state"] == "queued", 15, "T2 queued")
+    # Its checkpoint waits for its turn: the workspace as the task finds it.
+    assert not [e for e in s.events() if e["event"] == "checkpoint" and e["task"] == "T2"]
     assert holds_for(lambda: (v := s.status()["coder"])["state"] == "waiting"
                      and v["queued"] == 1 and s.board()["T2"]["state"] == "queued", 3)
     assert s.times_told("New task T2") == 0 and s.times_told("needs-42") == 0
@@ -219,6 +221,7 @@ def test_permission_dialog_is_waiting_and_holds_deliveries(crew: StartCrew,
     s.wait(lambda: len(s.boot_injections("coder")) == 2, 30, "the coder re-briefed")
     assert s.boot_injections("coder")[-1]["ok"]
     s.wait_told("New task T2 from choragos")
+    assert [e for e in s.events() if e["event"] == "checkpoint" and e["task"] == "T2"]
     # The model can be asked before choragos has confirmed the Enter on screen.
     board = s.wait(lambda: (b := s.board())["T2"]["state"] == "delivered" and b, 10,
                    "T2 delivered")

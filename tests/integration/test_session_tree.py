@@ -108,7 +108,7 @@ def test_a_reload_that_adds_roles_raises_the_roles_supervisors_intensity(short_t
         (session.workdir / ".choragos.toml").write_text(
             role_toml("orchestrator", start=True) + role_toml("coder", "--worker")
             + role_toml("reviewer", "--worker") + role_toml("tester", "--worker"))
-        reload = m.Dispatch(wire.parse_request(b'{"cmd": "reload"}'))
+        reload = m.Dispatch(wire.parse_request(b'{"cmd": "reload", "loosen": true}'))
         assert settle(session.core.ask(reload, timeout=30))["status"] == "ok"
         wait_until(lambda: roles.intensity == crew.role_intensity(4), 10,
                    message="the intensity of four roles")

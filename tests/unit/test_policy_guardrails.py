@@ -43,6 +43,19 @@ def test_a_role_budget_fires_once_at_its_cap(tmp_path, spec, effects, over):
     assert bool(paused) == (over and spec.budget_action == "pause")
 
 
+@pytest.mark.parametrize(("action", "held"), [("block", True), ("cut", True),
+                                              ("pause", False), ("notify", False)])
+def test_a_blocking_budget_holds_the_roles_lines_from_its_crossing(tmp_path, action, held):
+    """Crossed with a blocking action, the role is held at once (nothing more
+    is typed into it), not only when the gateway first refuses a call: a task
+    typed in between would start a turn whose calls are refused."""
+    spec = RoleSpec(name="coder", command="x", budget_tokens=1000, budget_action=action)
+    guard, _, state = policy(tmp_path, spec)
+    state.tokens = {"coder": USED}
+    guard.check_budgets()
+    assert ("coder" in state.budget.refused) is held
+
+
 def test_a_new_cap_re_arms_the_budget_alarm(tmp_path):
     spec = RoleSpec(name="coder", command="x", budget_tokens=1000)
     guard, port, state = policy(tmp_path, spec)
