@@ -9,6 +9,9 @@ is refused unless the operator confirms it (``choragos reload --loosen``).
 A tightening (a gate added, a budget lowered) is named but needs no
 confirmation.
 
+A start compares the file with the config the last session here ran with
+through the same list (choragos/session/confirmed.py).
+
 Pure: two configs in, sentences out.
 """
 
