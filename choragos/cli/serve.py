@@ -475,12 +475,15 @@ def _hidden_at_first(config) -> tuple[str, ...]:
     return tuple(first_layout(config).hidden())
 
 
-def _settle(session, log: logging.Logger, when: str = "") -> _LetGo:
-    """The end of the start: the session's remaining children if they wait
-    (see Session.rest; one that cannot start stops the session like any
-    failed start), then the caches of the start written (let go with the
-    modules' and classes' docstrings, _LetGo) and the collector on again.
-    The let-go, which the session's stop also gives its caches to."""
+def _settle(session, log: logging.Logger, start: Start, when: str = "") -> _LetGo:
+    """The end of the start: its config recorded as the confirmed one (off
+    the first frame's way, some 1-4 ms of writing and reading it back), the
+    session's remaining children if they wait (see Session.rest; one that
+    cannot start stops the session like any failed start), then the caches
+    of the start written (let go with the modules' and classes' docstrings,
+    _LetGo) and the collector on again.  The let-go, which the session's
+    stop also gives its caches to."""
+    _record_confirmed(session, start, log)
     try:
         if session.start_rest():
             log.info("clocks, aftercare and reload started %s", when)
@@ -589,7 +592,6 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
             ready.fail(str(exc))
         print(f"choragos: {_client.inert(exc)}", file=sys.stderr)
         return 1
-    _record_confirmed(session, start, log)  # the socket is ours: this session runs here
     sidecar = daemon.Sidecar(control, dir=str(workdir), mode=mode, version=__version__,
                              roles=[role.name for role in config.roles],
                              ui_socket=str(daemon.ui_path_for(control)) if deck else None)
@@ -621,7 +623,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 return 1
         sidecar.write()
         if not attaching:
-            let_go = _settle(session, log)
+            let_go = _settle(session, log, start)
         for notice in session.notices:
             print(f"choragos: {_client.inert(notice)}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -649,7 +651,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                          f"when no client's frame was drawn within {REST_WAIT:g} s")
             if came:
                 session.stopped.wait(DRAWN_AFTER)
-            let_go = _settle(session, log, "after its client's first frame" if came else
+            let_go = _settle(session, log, start, "after its client's first frame" if came else
                              f"when no client's frame was drawn within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.

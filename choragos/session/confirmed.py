@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +82,8 @@ def check(config: Config, workdir: Path) -> StartCheck:
 def refusal(config: Config, loosened: tuple[str, ...], verb: str, argv: list[str]) -> str:
     """One sentence: what to run (first, as a terminal may cut the end), then
     each loosening."""
+    import shlex  # only for a refusal
+
     again = " ".join(["choragos", verb, *map(shlex.quote, argv), "--loosen"])
     return (f"did not start, nothing changed: {config.source} loosens what only you decide "
             f"since the last session here ran; if you made these changes, run `{again}`: "
