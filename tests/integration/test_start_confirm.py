@@ -17,9 +17,9 @@ GATED = LEAD + role_toml("worker", approve=True)
 UNGATED = LEAD + role_toml("worker", approve=False)
 
 
-def refused(s, *args: str) -> str:
+def refused(s, *args: str, mode: str = "--headless") -> str:
     """A ``serve`` that must refuse with exit 2; what it said."""
-    done = subprocess.run([sys.executable, "-m", "choragos", "serve", "--headless", *args],
+    done = subprocess.run([sys.executable, "-m", "choragos", "serve", mode, *args],
                           cwd=s.workdir, env=s.env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, (done.returncode, done.stderr)
     return done.stderr
@@ -45,6 +45,8 @@ def test_a_gate_loosened_before_a_resume_is_refused_until_loosen(serve):
     assert "run `choragos serve --headless --resume --loosen`" in said
     assert "worker approve true -> false" in said
     assert said.count("\n") == 1, said  # one sentence
+    assert "run `choragos serve --detach --resume --loosen`" in refused(s, "--resume",
+                                                                       mode="--detach")
     assert state_of(s.workdir) == before  # no state kept aside, the journal untouched
     assert s._all_events() == events
 
