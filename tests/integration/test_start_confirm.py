@@ -54,7 +54,8 @@ def test_a_gate_loosened_before_a_resume_is_refused_until_loosen(serve):
     assert any(e["event"] == "session resumed" for e in s.events())
     changed = s.wait_event(lambda e: e["event"] == "config changed since the last start")
     assert changed["loosened"] == ["worker approve true -> false"] and changed["confirmed"]
-    assert "started with the loosenings you confirmed: worker approve true -> false" in s.stderr()
+    said_started = "started with the loosenings you confirmed: worker approve true -> false"
+    s.wait(lambda: said_started in s.stderr(), 15, "the notice on stderr")
     assert "approve = false" in record_path(s.workdir).read_text()
     assert s.stop() == 0
     s.start(args=("--resume",))  # confirmed once: not asked again
@@ -66,8 +67,8 @@ def test_a_tightening_starts_and_is_named(serve):
     assert s.stop() == 0
     (s.workdir / ".choragos.toml").write_text(GATED)
     s.start(args=("--resume",))
-    assert "the config now tightens what only you decide: worker approve false -> true" \
-        in s.stderr()
+    tightened = "the config now tightens what only you decide: worker approve false -> true"
+    s.wait(lambda: tightened in s.stderr(), 15, "the notice on stderr")
     changed = s.wait_event(lambda e: e["event"] == "config changed since the last start")
     assert changed["tightened"] == ["worker approve false -> true"]
     assert not changed["confirmed"]
