@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from choragos.actors.budgetflow import BudgetFlow
     from choragos.actors.core import CoreState
     from choragos.actors.limitflow import LimitFlow
+    from choragos.config.model import Config
     from choragos.session.reloadplan import ReloadPlan
 
 
@@ -73,9 +74,19 @@ class ReloadCommand:
                                            for s in plan.add}))
         self.port.event("reload", **plan.summary())
         self.port.journal("reload", **plan.summary())
+        self._record(plan.config)
         self.budgets.changed(before)
         self.limits.reconfigured()
         return wire.ok(message=reload_message(plan), **plan.summary())
+
+    def _record(self, config: Config) -> None:
+        """What the operator now runs (confirmed, or nothing to confirm) is
+        what the next start compares the file with."""
+        from choragos.session import confirmed  # loaded by serve's client already
+
+        problem = confirmed.record(self.s.workdir, config)
+        if problem:
+            self.port.event("confirmed config not recorded", reason=problem)
 
     def _busy_roles(self) -> set[str]:
         busy = {task.role for task in self.s.board.tasks.values() if task.is_open}

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from choragos import __version__, statedir
 from choragos.cli import _client
@@ -40,6 +41,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
+
+    from choragos.session import confirmed
 
 # Read without argparse (:mod:`choragos.cli._quickargs`) in their plain
 # spellings: argparse with gettext is some 5 ms of the client before it starts
@@ -55,6 +58,10 @@ OPTIONS = (
                 "terminal)"),
     Option("--dir", VALUE, metavar="DIR",
            help="the project directory (default: the current directory)"),
+    Option("--loosen", TRUE,
+           help="start although the config loosens what only you decide (gates, budgets, "
+                "what a role runs, ...) since the last session here ran: you made those "
+                "changes"),
 )
 PATHS = ("config", "dir")
 
@@ -227,15 +234,35 @@ def _run(argv: list[str], verb: str) -> int:
     if refusal:
         print(f"choragos serve: {_client.inert(refusal)}", file=sys.stderr)
         return 2
+    from choragos.session import confirmed
+
+    # Before anything is moved or opened: a loosening an agent may have
+    # written while the last session ran waits for the operator's word.
+    checked = confirmed.check(config, workdir)
+    if checked.loosened and not args.loosen:
+        refusal = confirmed.refusal(config, checked.loosened, verb, argv)
+        print(f"choragos {verb}: {_client.inert(refusal)}", file=sys.stderr)
+        return 2
+    start = Start(args.resume, args.salvage, checked)
     if args.headless:
         write_stacks_to(setup_logging(workdir))
-        return _serve(config, workdir, resume=args.resume, salvage=args.salvage)
+        return _serve(config, workdir, start=start)
     cols, rows = _terminal_size()
     if args.foreground:
-        return _serve(config, workdir, deck=(cols, rows), resume=args.resume,
-                      salvage=args.salvage)
-    return _start_background(config, workdir, cols, rows, attach=interactive,
-                             resume=args.resume, salvage=args.salvage)
+        return _serve(config, workdir, deck=(cols, rows), start=start)
+    return _start_background(config, workdir, cols, rows, attach=interactive, start=start)
+
+
+class Start(NamedTuple):
+    """How the session starts: resumed or not, and its config as checked
+    against the last confirmed one (choragos/session/confirmed.py)."""
+
+    resume: Path | bool = False
+    salvage: bool = False
+    checked: confirmed.StartCheck | None = None
+
+
+FRESH = Start()
 
 
 def _handed_off_config(resume: Path | bool, workdir: Path,
@@ -280,14 +307,14 @@ def _terminal_size() -> tuple[int, int]:
 
 
 def _start_background(config, workdir: Path, cols: int, rows: int, attach: bool,
-                      resume: Path | bool = False, salvage: bool = False) -> int:
+                      start: Start) -> int:
     from choragos.session import daemon
 
     log_path = workdir / ".choragos" / "logs" / "server.log"
 
     def server(ready: daemon.Ready) -> int:
         return _serve(config, workdir, deck=(cols, rows), ready=ready, to_stderr=False,
-                      resume=resume, salvage=salvage, wait_boot=not attach)
+                      start=start, wait_boot=not attach)
 
     # The deck's client is loaded while the server starts, not after it is ready.
     started = daemon.spawn(server, workdir, log_path, meanwhile=_load_attach if attach else None)
@@ -448,12 +475,15 @@ def _hidden_at_first(config) -> tuple[str, ...]:
     return tuple(first_layout(config).hidden())
 
 
-def _settle(session, log: logging.Logger, when: str = "") -> _LetGo:
-    """The end of the start: the session's remaining children if they wait
-    (see Session.rest; one that cannot start stops the session like any
-    failed start), then the caches of the start written (let go with the
-    modules' and classes' docstrings, _LetGo) and the collector on again.
-    The let-go, which the session's stop also gives its caches to."""
+def _settle(session, log: logging.Logger, start: Start, when: str = "") -> _LetGo:
+    """The end of the start: its config recorded as the confirmed one (off
+    the first frame's way, some 1-4 ms of writing and reading it back), the
+    session's remaining children if they wait (see Session.rest; one that
+    cannot start stops the session like any failed start), then the caches
+    of the start written (let go with the modules' and classes' docstrings,
+    _LetGo) and the collector on again.  The let-go, which the session's
+    stop also gives its caches to."""
+    _record_confirmed(session, start, log)
     try:
         if session.start_rest():
             log.info("clocks, aftercare and reload started %s", when)
@@ -480,6 +510,33 @@ def _settle(session, log: logging.Logger, when: str = "") -> _LetGo:
     return let_go
 
 
+def _said_changes(session, checked: confirmed.StartCheck) -> None:
+    """The start's notices name what the file changed, since the last
+    confirmed config, of what only the operator decides."""
+    for notice in checked.notices(confirmed=bool(checked.loosened)):
+        session.notices.append(notice)
+
+
+def _record_confirmed(session, start: Start, log: logging.Logger) -> None:
+    """The config this session runs with is now the confirmed one (the file
+    as read at the start, not as it is now: an agent may have edited it);
+    the event log says what it changed."""
+    checked = start.checked
+    if checked is None or checked.text is None:
+        return
+    from choragos.session import confirmed
+
+    if checked.loosened or checked.tightened:
+        session.events.write("config changed since the last start", loosened=checked.loosened,
+                             tightened=checked.tightened, confirmed=bool(checked.loosened))
+
+    problem = confirmed.record(session.workdir, session.config, checked.text)
+    if problem:
+        log.warning("%s; the next start compares the file with the config recorded before",
+                    problem)
+        session.events.write("confirmed config not recorded", reason=problem)
+
+
 def _ended(session) -> str:
     """What the deck's client says as the session ends: why, when it failed
     (a late start failure too: the rest of the tree, after the first frame),
@@ -493,8 +550,7 @@ def _ended(session) -> str:
 
 
 def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=None,
-           to_stderr: bool = True, resume: Path | bool = False, salvage: bool = False,
-           wait_boot: bool = False) -> int:
+           to_stderr: bool = True, start: Start = FRESH, wait_boot: bool = False) -> int:
     from choragos.session import modulecode
 
     modulecode.install()  # the session's modules without their functions' docstrings: see there
@@ -513,9 +569,11 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
     log = logging.getLogger("choragos")
     mode = "headless" if deck is None else "daemon" if ready is not None else "foreground"
     control = socket_path(workdir)
-    options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=resume,
-                             salvage=salvage, compact_every=_compact_every())
+    options = SessionOptions(workdir=workdir, socket=control, mode=mode, resume=start.resume,
+                             salvage=start.salvage, compact_every=_compact_every())
     session = Session(config, options)
+    if start.checked is not None:
+        _said_changes(session, start.checked)
     attaching = ready is not None and not wait_boot  # `serve` in a terminal
     drawn = threading.Event()  # its client's first frame went out, or a signal came meanwhile
 
@@ -565,7 +623,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                 return 1
         sidecar.write()
         if not attaching:
-            let_go = _settle(session, log)
+            let_go = _settle(session, log, start)
         for notice in session.notices:
             print(f"choragos: {_client.inert(notice)}", file=sys.stderr)
         log.info("session running in %s (socket %s, pid %d, %s)", workdir, control,
@@ -593,7 +651,7 @@ def _serve(config, workdir: Path, deck: tuple[int, int] | None = None, ready=Non
                          f"when no client's frame was drawn within {REST_WAIT:g} s")
             if came:
                 session.stopped.wait(DRAWN_AFTER)
-            let_go = _settle(session, log, "after its client's first frame" if came else
+            let_go = _settle(session, log, start, "after its client's first frame" if came else
                              f"when no client's frame was drawn within {REST_WAIT:g} s")
         # The start's freed blocks this thread keeps cached (up to 0.2 MB of
         # pages kept resident) go back to the heap: it only waits from here.

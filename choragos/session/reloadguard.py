@@ -9,6 +9,9 @@ is refused unless the operator confirms it (``choragos reload --loosen``).
 A tightening (a gate added, a budget lowered) is named but needs no
 confirmation.
 
+A start compares the file with the config the last session here ran with
+through the same list (choragos/session/confirmed.py).
+
 Pure: two configs in, sentences out.
 """
 
@@ -38,16 +41,17 @@ class OperatorChange:
     loosens: bool
 
 
-def operator_changes(old: Config, new: Config) -> list[OperatorChange]:
-    """Every change from ``old`` (running) to ``new`` (the file) that is the operator's."""
+def operator_changes(old: Config, new: Config, later: str = LATER) -> list[OperatorChange]:
+    """Every change from ``old`` (running) to ``new`` (the file) that is the operator's;
+    ``later`` marks those a reload leaves to the restart (a start: "", all apply now)."""
     out: list[OperatorChange] = []
     for spec in new.roles:
         before = old.role(spec.name)
         changes = _added(spec) if before is None else _role(before, spec)
         # A reload never changes the start role: its changes wait for a restart.
-        later = LATER if spec.start or spec.name == old.start_role.name else ""
-        out += [OperatorChange(change.text + later, change.loosens) for change in changes]
-    out += _session(old, new)
+        mark = later if spec.start or spec.name == old.start_role.name else ""
+        out += [OperatorChange(change.text + mark, change.loosens) for change in changes]
+    out += _session(old, new, later)
     return out
 
 
@@ -110,7 +114,7 @@ def _added(spec: RoleSpec) -> list[OperatorChange]:
     return out
 
 
-def _session(old: Config, new: Config) -> list[OperatorChange]:
+def _session(old: Config, new: Config, later: str) -> list[OperatorChange]:
     out = []
     if old.budget.session != new.budget.session:
         out.append(_change("[budget]", "session", old.budget.session, new.budget.session,
@@ -123,12 +127,12 @@ def _session(old: Config, new: Config) -> list[OperatorChange]:
         before, after = getattr(getattr(old, section), key), getattr(getattr(new, section), key)
         if before != after:
             change = _change(f"[{section}]", key, before, after, _loosens(key, after))
-            out.append(OperatorChange(change.text + LATER, change.loosens))
+            out.append(OperatorChange(change.text + later, change.loosens))
     # Where model traffic and the roles go: too long to quote, named.
     for where, before, after in (("[gateway] upstream", old.gateway.upstream,
                                   new.gateway.upstream), ("[hosts]", old.hosts, new.hosts)):
         if before != after:
-            out.append(OperatorChange(f"{where} changed{LATER}", True))
+            out.append(OperatorChange(f"{where} changed{later}", True))
     return out
 
 

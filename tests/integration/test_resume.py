@@ -123,7 +123,8 @@ def test_resume_refuses_a_config_that_dropped_a_role_with_open_tasks(serve):
     assert s.stop() == 0
     config = s.workdir / ".choragos.toml"
     config.write_text(role_toml("lead", start=True) + role_toml("coder"))
-    err = serve_fails(s, "--resume")
+    # (--loosen: the file changes what the coder runs, which the start would ask about first.)
+    err = serve_fails(s, "--resume", "--loosen")
     assert "no longer has roles that still have open tasks: reviewer (T1)" in err
     assert "Put them back in" in err
     assert list(journal.load(journal.state_dir(s.workdir)).tasks) == [gated]
@@ -165,7 +166,11 @@ def test_handoff_ends_the_session_and_the_next_team_gets_recap_and_handoff(serve
     memory = (s.workdir / ".choragos" / "memory.md").read_text()
     assert "The fixture team was here." in memory
 
-    s.start(args=("--resume",))
+    # The next team's file is compared with the config the operator confirmed last.
+    err = serve_fails(s, "--resume")
+    assert f"{new} loosens what only you decide" in err and "lead args" in err
+    assert "run `choragos serve --headless --resume --loosen`" in err
+    s.start(args=("--resume", "--loosen"))
     roles = [r["name"] for r in json.loads(s.cli("status", "--json").stdout)["roles"]]
     assert roles == ["lead", "coder"]
     board = s.board()
