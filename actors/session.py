@@ -107,7 +107,8 @@ HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_id
 def unenforced_budgets(reason: str) -> str:
     """What the start says of budgets the gateway is not there to count."""
     return (f"budgets cannot be enforced: the gateway is off ({reason}), "
-            "so no tokens are counted")
+            "so no tokens are counted; set `[gateway] builtin = true` in .choragos.toml "
+            "and start again to count and enforce them")
 
 
 # The start's notices: ``serve`` prints them on its terminal, the deck shows

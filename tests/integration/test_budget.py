@@ -118,6 +118,8 @@ def test_a_budget_without_a_gateway_warns_that_it_cannot_be_enforced(serve):
     s.wait_booted(["coder"])
     warning = s.wait_event(lambda e: e["event"] == "config warning", 5, "the warning")
     assert warning["message"].startswith("budgets cannot be enforced: the gateway is off")
+    assert warning["message"].endswith("set `[gateway] builtin = true` in .choragos.toml and "
+                                       "start again to count and enforce them")
     # Also among the start's notices: on serve's terminal (and the deck's
     # first frame), not only in the server's log.
     s.wait(lambda: "choragos: budgets cannot be enforced" in s.stderr(), 10, "the notice")
