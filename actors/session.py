@@ -67,7 +67,7 @@ from choragos.board import journal, taskids
 from choragos.board.events import EventLog, default_path
 from choragos.board.tasks import SETTLED_STATES
 from choragos.config.memfloor import MemoryGate
-from choragos.config.model import Config
+from choragos.config.model import HOOK_KEYS, Config
 from choragos.control import wire
 from choragos.control.server import (
     FAULT_HOOK,
@@ -100,8 +100,6 @@ SESSION_INTENSITY = 5
 GATEWAY_INTENSITY = 5
 PERIOD = 60.0
 JOURNAL_SYNC_WAIT = 60.0  # the start fails if its first record is not on disk by then
-HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done",
-             "on_limit")
 
 
 def unenforced_budgets(reason: str) -> str:

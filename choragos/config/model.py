@@ -236,6 +236,11 @@ DEFAULT_THEME: Mapping[str, int | str] = MappingProxyType({
 })
 
 
+# The [ui] keys that name a command run on an event (a hook).
+HOOK_KEYS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle", "on_done",
+             "on_limit")
+
+
 @dataclass(frozen=True)
 class UISettings:
     """``[ui]``: the deck's bell, sidebar, mouse and theme, the hooks' commands, waits, floors."""

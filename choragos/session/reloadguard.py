@@ -19,13 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from choragos.config.model import Config, RoleSpec
+from choragos.config.model import HOOK_KEYS, Config, RoleSpec
 
 # The stronger the later: moving left loosens.
 BUDGET_ACTIONS = ("notify", "pause", "block", "cut")
 SESSION_ACTIONS = ("pause", "block")
-HOOKS = ("on_gate", "on_input", "on_timeout", "on_budget", "on_exit", "on_idle",
-         "on_done", "on_limit")
 # Any change of these is the operator's: what a role runs (its flags hold
 # an agent's permission mode), with what of the environment, where.
 AUTHORITY_KEYS = ("command", "args", "env_allow", "env_deny", "base_url_env", "host",
@@ -147,7 +145,7 @@ def _loosens(key: str, after: object) -> bool:
 # The hooks are commands run on this machine, the gateway enforces budgets,
 # checkpoints are what a rollback restores, the web view and notifications
 # reach beyond the machine: any change is the operator's.
-_LATER_KEYS = (*(("ui", key) for key in HOOKS),
+_LATER_KEYS = (*(("ui", key) for key in HOOK_KEYS),
                *(("sphragis", key) for key in ("enabled", "fail_closed", "addr", "command")),
                ("gateway", "builtin"), ("checkpoints", "enabled"),
                ("notify", "url"), ("notify", "token_in_link"), ("web", "listen"))
