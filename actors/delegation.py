@@ -13,6 +13,9 @@ that owns it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import stat
 from typing import TYPE_CHECKING
 
 from choragos import statedir
@@ -30,6 +33,22 @@ from choragos.session import news
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
 
+def _read_regular(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a regular file; a FIFO or a device named on the
+    wire must not hold the core's thread (opened without blocking, refused)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks, left = [], limit
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
                  guard: Guardrails, limits: LimitFlow, merges: MergeFlow, holds: Holds) -> None:
@@ -45,8 +64,11 @@ class Delegation:
         down = self.guard.down_roles(targets)
         if down and request.get("require_live"):
             return wire.error("; ".join(down.values()) + "; nothing was delegated")
+        brief_text, refusal = self._brief_for_hosts(targets, request.get("brief"))
+        if refusal:
+            return wire.error(refusal)
         try:
-            created = self.record_tasks(targets, request)
+            created = self.record_tasks(targets, request, brief_text)
         except OSError as exc:
             return wire.error(not_recorded(exc, "delegation"))
         created = [self.route_task(task) for task in created]
@@ -54,7 +76,30 @@ class Delegation:
         return wire.ok(tasks=[{"id": t.id, "role": t.role, "state": str(t.state)}
                               for t in created], **(extra if down else {}))
 
-    def record_tasks(self, targets: list[str], request: dict) -> list[Task]:
+    def _brief_for_hosts(self, targets: list[str], brief: str | None) -> tuple[str | None, str]:
+        """The brief's text when the team has roles on other hosts (they cannot
+        read the operator's file: each task gets a copy), or why a target
+        there cannot have it; ``(None, "")`` when no copy is wanted."""
+        roles = [self.s.config.role(name) for name in self.s.seats]
+        if not brief or not any(spec is not None and spec.host for spec in roles):
+            return None, ""
+        remote = [name for name in targets if self.s.config.role(name).host]
+        try:
+            data = _read_regular(brief, briefs.BRIEF_COPY_LIMIT + 1)
+        except OSError as exc:
+            why = f"the brief {brief} cannot be read ({exc.strerror or exc})"
+        else:
+            if len(data) <= briefs.BRIEF_COPY_LIMIT:
+                return data.decode("utf-8", errors="replace"), ""
+            why = f"the brief {brief} is bigger than 1 MiB"
+        if not remote:
+            return None, ""  # only roles here, which read the file itself
+        return None, (f"{why}, and {', '.join(remote)} runs on another host, which gets a "
+                      "copy of it; put the details in a smaller file or in --task; "
+                      "nothing was delegated")
+
+    def record_tasks(self, targets: list[str], request: dict,
+                     brief_text: str | None = None) -> list[Task]:
         """Journal every task (in one write: all or none) with its file, then
         its event; on a failure the board forgets them all and their files go,
         so a refused delegation leaves nothing behind."""
@@ -64,6 +109,9 @@ class Delegation:
                 for role in targets:
                     created.append(self.s.board.create(role, request["task"],
                                                        request.get("brief")))
+                    if brief_text is not None:
+                        statedir.write_text(self.s.workdir / briefs.brief_copy(created[-1].id),
+                                            brief_text)
                     self.write_task_file(created[-1])
             records = [self.s.events.append("delegate", task=t.id, role=t.role, label=t.label,
                                             brief=t.brief, text=t.text) for t in created]
@@ -78,8 +126,10 @@ class Delegation:
         ids = [task.id for task in tasks]
         self.s.board.forget(ids)
         for task_id in ids:
-            with contextlib.suppress(FileNotFoundError):
-                (self.s.state_dir / "tasks" / f"{task_id}.md").unlink()
+            for path in (self.s.state_dir / "tasks" / f"{task_id}.md",
+                         self.s.workdir / briefs.brief_copy(task_id)):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
 
     def route_task(self, task: Task) -> Task:
         role = task.role
@@ -95,8 +145,7 @@ class Delegation:
 
     def write_task_file(self, task: Task) -> None:
         path = self.s.state_dir / "tasks" / f"{task.id}.md"
-        template = self.s.config.role(task.role).prompt_template
-        statedir.write_text(path, briefs.task_document(task, template))
+        statedir.write_text(path, briefs.document_for(task, self.s.config.role(task.role)))
 
     def queue_task(self, task: Task) -> None:
         task = self.limits.around_limit(task)

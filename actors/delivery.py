@@ -177,8 +177,7 @@ class Delivery:
         failure here (a full disk) is logged and the delivery goes on."""
         worker_file = self.s.state_dir / f"worker-task-{role}.md"
         try:
-            statedir.write_text(worker_file, briefs.task_document(
-                task, self.s.config.role(role).prompt_template))
+            statedir.write_text(worker_file, briefs.document_for(task, self.s.config.role(role)))
         except OSError as exc:
             self.port.event("worker file failed", role=role, task=task.id,
                        error=exc.strerror or str(exc))

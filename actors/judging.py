@@ -136,7 +136,7 @@ class JudgeLoop:
             return
         task = self.port.settle(task, TaskState.FAILED, rounds=rounds,
                                 checks=f"judged {score}/10 (pass {spec.judge_pass}): retrying")
-        text = briefs.task_document(task, spec.prompt_template) + briefs.critique_section(
+        text = briefs.document_for(task, spec) + briefs.critique_section(
             score, spec.judge_pass, critique, rounds, spec.judge_rounds)
         try:
             statedir.write_text(self.s.state_dir / "tasks" / f"{task.id}.md", text)

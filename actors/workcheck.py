@@ -222,9 +222,8 @@ class WorkChecks:
     def _send_back(self, task: Task, result: VerifyResult, rounds: int, limit: int) -> None:
         """The worker gets the task file again, with the failure's tail in it."""
         task_file = self.s.state_dir / "tasks" / f"{task.id}.md"
-        template = self.s.config.role(task.role).prompt_template
-        text = briefs.task_document(task, template) + briefs.verify_failed_section(
-            result.why, result.tail, result.log, rounds, limit)
+        failed = briefs.verify_failed_section(result.why, result.tail, result.log, rounds, limit)
+        text = briefs.document_for(task, self.s.config.role(task.role)) + failed
         try:
             statedir.write_text(task_file, text)
         except OSError as exc:

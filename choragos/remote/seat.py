@@ -24,6 +24,7 @@ from choragos.gitstore.worktrees import WorktreeError
 from choragos.remote import checkout, reach
 from choragos.remote.link import HostLink, RemoteSeat
 from choragos.remote.ssh import KEEPALIVE, SshError
+from choragos.roles import briefs
 from choragos.roles.launch import Launch
 from choragos.terminal.restartpolicy import ExitStatus
 
@@ -123,14 +124,19 @@ class RemoteRole:
                             "its full path in command")
 
     def before_task(self, task_id: str) -> None:
-        """The task's file where the typed line says, and the mirror's latest commit."""
+        """The task's file where the typed line says (with its brief's copy), and
+        the mirror's latest commit."""
         relative = Path(".choragos") / "tasks" / f"{task_id}.md"
+        # The brief's copy, when the task has one: the operator's file is here.
+        copied = Path(briefs.brief_copy(task_id))
         try:
             with self._turn:
                 seat = self.link.seat(self.role)
                 checkout.send(self.link, seat, self.mirror)
-                checkout.send_file(self.link, seat, self.workdir / relative,
-                                   relative.as_posix())
+                for path in (relative, copied):
+                    if path is relative or (self.workdir / path).is_file():
+                        checkout.send_file(self.link, seat, self.workdir / path,
+                                           path.as_posix())
         except (SshError, OSError) as exc:
             raise SeatError(f"the task could not be sent to {self.link.host.name}: {exc}") \
                 from None

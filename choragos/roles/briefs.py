@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from choragos import onuse
 from choragos.board.tasks import Task
 from choragos.plural import counted
+
+if TYPE_CHECKING:
+    from choragos.config.model import RoleSpec
 
 _ESCAPES = onuse.pattern(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROLS = onuse.pattern(r"[\x00-\x1f\x7f-\x9f]")
@@ -229,12 +233,32 @@ def work_done_command(task_id: str) -> str:
             f"--report .choragos/reports/{task_id}.md")
 
 
-def task_document(task: Task, template: str) -> str:
+# The largest brief copied for a role on another host (its file is not there).
+BRIEF_COPY_LIMIT = 1 << 20
+
+
+def brief_copy(task_id: str) -> str:
+    """Where a task's brief is copied, relative to the workspace: a role on
+    another host reads it there, since the operator's file is on this one."""
+    return f".choragos/tasks/{task_id}.brief.md"
+
+
+def document_for(task: Task, spec: RoleSpec) -> str:
+    """The task's file for its role ``spec``; a role on another host is sent
+    to the brief's copy (:func:`brief_copy`), not to a path it cannot read."""
+    copied = brief_copy(task.id) if spec.host and task.brief else None
+    return task_document(task, spec.prompt_template, copied)
+
+
+def task_document(task: Task, template: str, copied: str | None = None) -> str:
     parts = [f"# Task {task.id} for {task.role}", ""]
     if template.strip():
         parts += ["## Your standing brief", "", template.strip(), ""]
     parts += ["## The task", "", task.text.strip(), ""]
-    if task.brief:
+    if copied:
+        parts += ["## Full brief", "", f"Read `{copied}` for the details (a copy of "
+                  f"{task.brief}, made when the task was delegated).", ""]
+    elif task.brief:
         parts += ["## Full brief", "", f"Read {task.brief} for the details.", ""]
     parts += [
         "## When you are finished",

@@ -45,8 +45,15 @@ def test_a_remote_worker_does_the_task_and_its_work_merges_only_after_the_gate(
     head, *rows = s.cli("status").stdout.splitlines()
     assert head.split()[:3] == ["ROLE", "STATE", "HOST"]
     assert next(row for row in rows if row.startswith("coder")).split()[2] == "box"
-    assert s.cli("delegate", "--to", "coder", "--task", "write made.txt from afar").returncode == 0
+    brief = s.workdir.parent / "brief.md"  # outside the workspace, as an operator's notes
+    brief.write_text("the details, only here\n")
+    assert s.cli("delegate", "--to", "coder", "--task", "write made.txt from afar",
+                 "--brief", str(brief)).returncode == 0
     gates = s.wait(lambda: _gates(s), 60, message="the merge gate")
+    # The host got the brief's copy, and its task file names that, not this machine's path.
+    there = Path(checkout_there(ssh_server, s, "coder")) / ".choragos" / "tasks"
+    assert (there / "T1.brief.md").read_text() == "the details, only here\n"
+    assert "Read `.choragos/tasks/T1.brief.md`" in (there / "T1.md").read_text()
     assert gates["T1"]["kind"] == "merge"
     assert "made.txt" in Path(gates["T1"]["file"]).read_text()
     assert not (s.workdir / "made.txt").exists(), "merged before the operator decided"

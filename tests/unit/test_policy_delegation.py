@@ -3,6 +3,8 @@ task goes, what the approve gate decides, and what a refusal leaves."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from choragos.actors import messages as m
@@ -14,6 +16,7 @@ from choragos.actors.limitflow import LimitFlow
 from choragos.actors.mergeflow import MergeFlow
 from choragos.board.tasks import TaskState
 from choragos.config.model import RoleSpec
+from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
 from tests.conftest import Told
 from tests.unit.policyport import RecordingPort, core_state
@@ -82,3 +85,29 @@ def test_a_delegation_that_cannot_be_written_is_forgotten(tmp_path):
     (tmp_path / ".choragos" / "tasks").write_text("not a directory")
     assert "was not recorded" in delegation.command({"to": ["coder"], "task": "x"})["error"]
     assert state.board.tasks == {} and port.calls == []
+
+
+def test_a_brief_for_a_role_on_another_host_is_copied_for_it(tmp_path):
+    delegation, _port, _state = policy(tmp_path, host="box")
+    brief = tmp_path / "notes.md"
+    brief.write_text("the details")
+    ack = delegation.command({"to": ["coder"], "task": "x", "brief": str(brief)})
+    assert ack["status"] == "ok", ack
+    tasks = tmp_path / ".choragos" / "tasks"
+    assert (tasks / "T1.brief.md").read_text() == "the details"
+    assert "Read `.choragos/tasks/T1.brief.md` for the details (a copy of " in (
+        tasks / "T1.md").read_text()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "missing", "too big"])
+def test_a_brief_a_remote_role_cannot_get_refuses_the_delegation(tmp_path, kind):
+    delegation, port, state = policy(tmp_path, host="box")
+    brief = tmp_path / "brief"
+    if kind == "fifo":  # opened without blocking: the core's thread is never held
+        os.mkfifo(brief)
+    elif kind == "too big":
+        brief.write_bytes(b"x" * (briefs.BRIEF_COPY_LIMIT + 1))
+    error = delegation.command({"to": ["coder"], "task": "x", "brief": str(brief)})["error"]
+    assert error.startswith(f"the brief {brief} ") and "coder runs on another host" in error
+    assert state.board.tasks == {} and port.calls == []
+    assert list((tmp_path / ".choragos" / "tasks").iterdir()) == []
