@@ -13,12 +13,9 @@ that owns it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
-import stat
 from typing import TYPE_CHECKING
 
-from choragos import statedir
+from choragos import namedfile, statedir
 from choragos.actors.corejournal import CoreJournal
 from choragos.actors.coreport import CorePort, not_recorded, unknown_roles
 from choragos.actors.guardrails import Guardrails
@@ -32,22 +29,6 @@ from choragos.session import news
 
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
-
-def _read_regular(path: str, limit: int) -> bytes:
-    """Up to ``limit`` bytes of a regular file; a FIFO or a device named on the
-    wire must not hold the core's thread (opened without blocking, refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        chunks, left = [], limit
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
 
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
@@ -85,7 +66,7 @@ class Delegation:
             return None, ""
         remote = [name for name in targets if self.s.config.role(name).host]
         try:
-            data = _read_regular(brief, briefs.BRIEF_COPY_LIMIT + 1)
+            data = namedfile.read_regular(brief, briefs.BRIEF_COPY_LIMIT + 1)
         except OSError as exc:
             why = f"the brief {brief} cannot be read ({exc.strerror or exc})"
         else:

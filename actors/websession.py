@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from choragos import namedfile
 from choragos.actors import messages as m
 from choragos.actors.children import Start
 from choragos.actors.listener import ListenerState
@@ -82,8 +83,9 @@ class WebAccess:
             target = (self.workdir / path).resolve()
             if not target.is_relative_to(state) or not target.is_file():
                 return None
-            with open(target, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(DOCUMENT_LIMIT + 1)
+            # Read without waiting: the file may have become a FIFO since.
+            text = namedfile.read_regular(target, 4 * DOCUMENT_LIMIT + 4).decode(
+                "utf-8", errors="replace")
             size = target.stat().st_size
         except OSError:
             return None

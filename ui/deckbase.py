@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from choragos import namedfile
 from choragos.config.model import Config
 from choragos.terminal.emulator import Terminal
 from choragos.ui.theme import TRUECOLOR
@@ -83,9 +84,8 @@ class ClientInfo:
 
 
 def read_text(path: str, limit: int = 512 * 1024) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(limit + 1)
+    try:  # a path from the wire: a FIFO there must not hold the deck
+        text = namedfile.read_regular(path, 4 * limit + 4).decode("utf-8", errors="replace")
     except OSError as exc:
         return f"(cannot read {path}: {exc.strerror or exc})"
     if len(text) > limit:
