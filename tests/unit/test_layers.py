@@ -25,7 +25,8 @@ GIT_READS = ("choragos.gitstore.taskdiff", "choragos.gitstore.changes")
 SUB_PACKAGES = ("terminal", "gitstore", "control", "agents", "config", "gateway", "board",
                 "roles", "session", "web")
 # What every sub-package may use: small modules that import no other of ours.
-SHARED = ("classcode", "deferred", "durations", "fdwait", "inert", "mallocarenas", "onuse",
+SHARED = ("classcode", "deferred", "durations", "fdwait", "inert", "mallocarenas", "namedfile",
+          "onuse",
           "plural", "safeexec", "staticinspect", "statedir")
 # The verbs, the demo and the remote seats sit above the core's sub-packages;
 # the configuration reads the hosts' table only.
