@@ -26,8 +26,7 @@ SUB_PACKAGES = ("terminal", "gitstore", "control", "agents", "config", "gateway"
                 "roles", "session", "web")
 # What every sub-package may use: small modules that import no other of ours.
 SHARED = ("classcode", "deferred", "durations", "fdwait", "inert", "mallocarenas", "namedfile",
-          "onuse",
-          "plural", "safeexec", "staticinspect", "statedir")
+          "onuse", "plural", "safeexec", "staticinspect", "statedir")
 # The verbs, the demo and the remote seats sit above the core's sub-packages;
 # the configuration reads the hosts' table only.
 ABOVE = ("choragos.cli", "choragos.demo", "choragos.remote", "choragos.__main__")
