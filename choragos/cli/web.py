@@ -111,10 +111,12 @@ def _tell_server(addr: str, token: str) -> None:
     cannot be reached, those streams still end before they carry any more news."""
     import http.client
 
-    host, _, port = addr.rpartition(":")
-    host = {"0.0.0.0": "127.0.0.1", "[::]": "::1"}.get(host, host).strip("[]")
+    from choragos.config.model import split_host_port
+
+    host, port = split_host_port(addr)
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     try:
-        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn = http.client.HTTPConnection(host, port, timeout=5)
         conn.request("GET", "/favicon.ico", headers={"Authorization": f"Bearer {token}"})
         conn.getresponse().read()
         conn.close()

@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 from prometheus_client.registry import Collector
 
+from choragos.config.model import split_host_port
 from choragos.roles.rolestatus import RoleStatus
 
 log = logging.getLogger("choragos.metrics")
@@ -149,9 +150,8 @@ class SessionMetrics:
 
     def serve(self, listen: str) -> None:
         """Listen on ``host:port``; raises OSError when the address is taken."""
-        host, _, port = listen.rpartition(":")
-        self._server, _ = start_http_server(int(port), host.strip("[]"),
-                                            registry=self.registry)
+        host, port = split_host_port(listen)
+        self._server, _ = start_http_server(port, host, registry=self.registry)
 
     def close(self) -> None:
         if self._server is not None:

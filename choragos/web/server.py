@@ -34,6 +34,7 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
+from choragos.config.model import split_host_port
 from choragos.control import commands, tcppeer, wire
 from choragos.terminal.emulator import Snapshot
 from choragos.web import access as webaccess
@@ -100,11 +101,11 @@ class WebServer:
 
     def start(self, listen: str) -> str:
         """Bind ``listen`` and serve; returns the address really bound."""
-        host, _, port = listen.rpartition(":")
+        host, port = split_host_port(listen)
         ready: dict[str, Any] = {}
         started = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(host.strip("[]"), int(port), ready, started),
+            target=self._run, args=(host, port, ready, started),
             name="web-server", daemon=True)
         self._thread.start()
         if not started.wait(START_TIMEOUT):
