@@ -409,6 +409,9 @@ class CoreActor(Actor):
             return wire.ok(gates=[])
         return self.delegation.gate_command(request)
 
+    def _cmd_cancel(self, request: dict) -> dict:
+        return self.delegation.cancel_command(request)
+
     @handle.register(m.CheckpointDone)
     def _checkpoint_done(self, msg: m.CheckpointDone) -> None:
         self.delivery.checkpointed(msg)

@@ -30,6 +30,16 @@ from choragos.session import news
 if TYPE_CHECKING:
     from choragos.actors.core import CoreState
 
+def _not_cancellable(task: Task, typing: str) -> str:
+    if typing:
+        return (f"{task.id} is being typed into {typing} now: it cannot be taken back; "
+                f"wait for its report, or pause or restart {typing}")
+    if task.state is TaskState.DELIVERED:
+        return (f"{task.id} is already with {task.role}: it cannot be taken back; wait for "
+                f"its report, or pause or restart {task.role}")
+    return f"{task.id} is {task.state}, not waiting to be typed in: there is nothing to cancel"
+
+
 class Delegation:
     def __init__(self, port: CorePort, s: CoreState, journaling: CoreJournal,
                  guard: Guardrails, limits: LimitFlow, merges: MergeFlow, holds: Holds) -> None:
@@ -101,6 +111,8 @@ class Delegation:
             raise
         for record in records:
             self.port.publish(news.EventLogged.of(record))
+        for task in created:  # on every board at once, queued behind a busy role as well
+            self.port.publish(news.TaskChanged(task))
         return created
 
     def _unrecord(self, tasks: list[Task]) -> None:
@@ -123,6 +135,31 @@ class Delegation:
         else:
             self.queue_task(task)
         return task
+
+    def cancel_command(self, request: dict) -> dict:
+        """The operator takes back a task not yet typed into its role: one at
+        its approve gate is rejected; one queued leaves its role's queue,
+        ends ``rejected`` and the orchestrator is told.  A task already typed
+        in is the role's: it cannot be taken back unseen by its agent."""
+        task_id, reason = request["id"], request.get("reason") or ""
+        if task_id in self.s.gates:
+            return self.gate_command({"action": "reject", "id": task_id, "reason": reason})
+        task = self.s.board.lookup(task_id)
+        if task is None:
+            return wire.error(f"no task {task_id} is on the board")
+        typing = next((seat.name for seat in self.s.seats.values()
+                       if seat.in_flight is not None and seat.in_flight.task_id == task_id), "")
+        if task.state is not TaskState.QUEUED or typing:
+            return wire.error(_not_cancellable(task, typing))
+        for seat in self.s.seats.values():
+            self.limits.unqueue(seat, task_id)
+        self.s.snapped.pop(task_id, None)
+        note = "cancelled by the operator" + (f": {reason}" if reason.strip() else "")
+        task = self.port.move(task_id, TaskState.REJECTED, note=note)
+        self.port.event("task cancelled", task=task_id, role=task.role, reason=reason)
+        self.port.enqueue(self.s.start_role, briefs.cancelled_line(task, reason), "notice",
+                          task_id)
+        return wire.ok(id=task_id, state=str(task.state))
 
     def write_task_file(self, task: Task) -> None:
         path = self.s.state_dir / "tasks" / f"{task.id}.md"

@@ -177,10 +177,36 @@ class TaskDialogs:
                 self.host.say(f"{task['id']} is {task.get('state')}, not waiting at a gate")
                 return
             self.decide(task["id"], action == "approve")
+        elif action == "cancel":
+            self._confirm_cancel(task)
         elif action == "rollback":
             self._plan_rollback(task)
         elif action == "diff":
             self._show_diff(task)
+
+    def _confirm_cancel(self, task: dict) -> None:
+        """A task not yet typed into its role, taken back once the operator says y."""
+        if task.get("state") not in ("queued", "gated"):
+            self.host.say(f"{task['id']} is {task.get('state')}: only a queued or gated task "
+                          "can be cancelled")
+            return
+        from choragos.ui.overlays import ConfirmOverlay
+
+        overlays, task_id = self.overlays, task["id"]
+
+        def answer(yes: bool) -> None:
+            overlays.close()
+            if yes:
+                self.commands.command(
+                    {"cmd": "cancel", "id": task_id, "reason": "the operator cancelled it in "
+                                                               "the deck."},
+                    lambda ack: ack.get("status") == "ok"
+                    and self.host.say(f"cancelled {task_id}", "waiting"))
+        lines = [f"{task_id} for {task['role']}: {inert(task.get('label', ''))}", "",
+                 "It has not been typed into its role: it ends rejected, and the "
+                 "orchestrator is told."]
+        overlays.open(ConfirmOverlay(f"Cancel {task_id}?", lines, answer, "y cancel it"),
+                      "confirm", ("relative", 70), ("relative", 40))
 
     def _show_diff(self, task: dict) -> None:
         """Exactly what the task changed, as ``choragos diff`` shows it, paged

@@ -394,7 +394,7 @@ class BoardOverlay(Dialog):
             self._show_detail()
         super().__init__(f"Task board ({len(tasks)})", body,
                          "Enter view   r report   d diff   e edit   u roll back   y / n gate   "
-                         "h HTML page   Esc close")
+                         "c cancel   h HTML page   Esc close")
 
     def update(self, tasks: list[dict]) -> bool:
         """Show ``tasks`` in place (states, ages), keeping the selection; False
@@ -438,7 +438,7 @@ class BoardOverlay(Dialog):
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         actions = {"enter": "view", "v": "view", "r": "report", "e": "edit", "u": "rollback",
-                   "d": "diff",
+                   "d": "diff", "c": "cancel",
                    "y": "approve", "n": "reject", "h": "page", "esc": "close", "q": "close"}
         if key in actions:
             self.on_action(actions[key], self.current())

@@ -22,7 +22,7 @@ class TaskState(StrEnum):
     GATED = "gated"          # held for the operator's approval
     DELIVERED = "delivered"  # typed into the worker's pane
     DONE = "done"            # the worker ran work-done
-    REJECTED = "rejected"    # the operator said no at the gate
+    REJECTED = "rejected"    # the operator said no at the gate, or cancelled it before it went in
     TIMED_OUT = "timed-out"  # outlived the role's timeout (may still report)
     FAILED = "failed"        # could not be delivered, the worker died on it, or said so
     BLOCKED = "blocked"      # the worker reported it cannot go on without something
@@ -31,7 +31,8 @@ class TaskState(StrEnum):
 # Which state may follow which.  A late work-done still resolves a task that
 # timed out or whose worker died: the report is real, so it is never dropped.
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
-    TaskState.QUEUED: frozenset({TaskState.GATED, TaskState.DELIVERED, TaskState.FAILED}),
+    TaskState.QUEUED: frozenset({TaskState.GATED, TaskState.DELIVERED, TaskState.FAILED,
+                                 TaskState.REJECTED}),
     TaskState.GATED: frozenset({TaskState.QUEUED, TaskState.REJECTED}),
     TaskState.DELIVERED: frozenset({TaskState.DONE, TaskState.TIMED_OUT, TaskState.FAILED,
                                     TaskState.BLOCKED}),

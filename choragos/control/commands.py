@@ -201,6 +201,12 @@ DECLARED: tuple[Command | Verb, ...] = (
     ), operator=When("action", "approve", "reject"), gateway_exempt=When("action", "list"),
         verb=_verb("gate", "gate", "list, approve or reject gated delegations",
                       "choragos gate", "choragos gate approve T4")),
+    Command("cancel", (
+        Field("id", TASK_ID, required=True, limit=MAX_ID),
+        Field("reason", TEXT, default=""),
+    ), operator=True, gateway_exempt=True,
+        verb=_verb("cancel", "cancel", "take back a task not yet typed into its role",
+                   "choragos cancel T5", "choragos cancel T5 --reason 'done by hand'")),
     Command("board", (Field("archived", FLAG, default=False),), gateway_exempt=True,
             verb=_verb("board", "board", "show the task board of the running session",
                           "choragos board", "choragos board -t myproject")),

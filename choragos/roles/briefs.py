@@ -70,6 +70,13 @@ def rejection_line(task: Task, reason: str) -> str:
             f"(\"{one_line(task.label, 200)}\").{why} Re-plan without it.")
 
 
+def cancelled_line(task: Task, reason: str) -> str:
+    why = f" Reason: {one_line(reason, 600)}" if reason.strip() else ""
+    return (f"The operator cancelled task {task.id} to {task.role} "
+            f"(\"{one_line(task.label, 200)}\") before it was typed in.{why} "
+            "Re-plan without it.")
+
+
 def failure_line(task: Task, reason: str) -> str:
     return (f"Task {task.id} to {task.role} failed: {one_line(reason, 400)}. "
             f"Decide whether to delegate it again.")

@@ -192,6 +192,7 @@ class WebServer:
         app.router.add_get("/api/board", self._board)
         app.router.add_get("/api/gates", self._gates)
         app.router.add_post(r"/api/gates/{id}/{action:approve|reject}", self._decide)
+        app.router.add_post(r"/api/tasks/{id}/cancel", self._cancel)
         app.router.add_post(r"/api/roles/{role}/{action:pause|resume|restart}", self._control)
         app.router.add_post("/api/roles/{role}/input", self._input)
         app.router.add_get("/api/roles/{role}/screen", self._screen)
@@ -319,6 +320,15 @@ class WebServer:
         payload = {"cmd": "gate", "action": request.match_info["action"],
                    "id": request.match_info["id"]}
         if payload["action"] == "reject" and body.get("reason"):
+            payload["reason"] = body["reason"]
+        return await self._command(request, payload)
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        body = await _body(request)
+        if not isinstance(body, dict):
+            return _refuse(400, body, verb="cancel", code=2)
+        payload = {"cmd": "cancel", "id": request.match_info["id"]}
+        if body.get("reason"):
             payload["reason"] = body["reason"]
         return await self._command(request, payload)
 

@@ -98,6 +98,16 @@ def test_the_page_approves_a_gate_and_follows_the_board_live(serve, short_tmp):
 
         assert s.cli("delegate", "--to", "writer", "--task", "write it down").returncode == 0
         s.wait(lambda: "delivered" in text_of(driver, "#task-T2"), 15, "T2 on the board, live")
+        # A task still queued (its role paused) is taken back from the board.
+        assert s.cli("pause", "writer").returncode == 0
+        assert s.cli("delegate", "--to", "writer", "--task", "never mind").returncode == 0
+        s.wait(lambda: "queued" in text_of(driver, "#task-T3"), 10, "T3 queued, live")
+        driver.find_element("css selector", "#task-T3").click()
+        driver.execute_script("window.confirm = () => true")
+        driver.find_element("css selector", "#task-T3 button[data-cancel]").click()
+        s.wait(lambda: "rejected" in text_of(driver, "#task-T3"), 10, "T3 cancelled, live")
+        assert s.board()["T3"]["note"] == ("cancelled by the operator: the operator cancelled "
+                                           "it in the web view.")
         assert driver.execute_script("return window.stillThisPage === true")  # no reload
         logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
         assert not [entry for entry in logs if entry.get("level") == "SEVERE"], logs

@@ -464,6 +464,30 @@ def test_the_board_lists_tasks_with_their_files(deck):
     assert "not waiting at a gate" in screen_text(deck)[-1]
 
 
+def test_the_board_cancels_a_queued_task_after_a_y(deck):
+    sent: list[dict] = []
+    deck.commands.command = lambda request, then=None, quiet=False: sent.append(request)
+    deck.apply(news.TaskChanged(Task("T1", "coder", "Add retry", state=TaskState.DONE,
+                                     created=1.0, finished=9.0)))
+    deck.apply(news.TaskChanged(Task("T2", "release", "Ship", state=TaskState.QUEUED,
+                                     created=3.0)))
+    keys(deck, b"\x02t")  # T2, the newest, is selected
+    keys(deck, b"c")
+    assert "Cancel T2?" in "\n".join(screen_text(deck))
+    keys(deck, b"n")
+    cancels = lambda: [r["id"] for r in sent if r["cmd"] == "cancel"]  # noqa: E731
+    assert cancels() == [] and "Cancel T2?" not in "\n".join(screen_text(deck))
+    keys(deck, b"\x02t")
+    keys(deck, b"c")
+    keys(deck, b"y")
+    assert cancels() == ["T2"]
+    keys(deck, b"\x02t")
+    keys(deck, b"\x1b[A")  # T1 is done: nothing to take back
+    keys(deck, b"c")
+    assert "only a queued or gated task can be cancelled" in screen_text(deck)[-1]
+    assert cancels() == ["T2"]
+
+
 def test_a_click_on_a_card_shows_that_role(deck):
     keys(deck, b"\x02x")  # hide the orchestrator
     text = screen_text(deck)

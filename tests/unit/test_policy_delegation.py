@@ -18,6 +18,7 @@ from choragos.board.tasks import TaskState
 from choragos.config.model import RoleSpec
 from choragos.roles import briefs
 from choragos.roles.rolestatus import RoleStatus
+from choragos.session import news
 from tests.conftest import Told
 from tests.unit.policyport import RecordingPort, core_state
 
@@ -35,10 +36,12 @@ def policy(tmp_path, checkpoints=False, **coder):
 
 
 @pytest.mark.parametrize(("coder", "checkpoints", "effects", "state_after"), [
-    ({}, False, ["publish", "enqueue"], TaskState.QUEUED),
-    ({}, True, ["publish", "enqueue"], TaskState.QUEUED),
+    # The event logged, then the task itself: on every board while it waits.
+    ({}, False, ["publish", "publish", "enqueue"], TaskState.QUEUED),
+    ({}, True, ["publish", "publish", "enqueue"], TaskState.QUEUED),
     ({"approve": True}, False,
-     ["publish", "move", "event:delegate gated", "publish", "alert"], TaskState.GATED),
+     ["publish", "publish", "move", "event:delegate gated", "publish", "alert"],
+     TaskState.GATED),
 ], ids=["straight to its queue", "checkpoints on", "at the approve gate"])
 def test_a_new_task_goes_to_its_gate_or_on_to_its_queue(tmp_path, coder, checkpoints,
                                                         effects, state_after):
@@ -46,6 +49,8 @@ def test_a_new_task_goes_to_its_gate_or_on_to_its_queue(tmp_path, coder, checkpo
     ack = delegation.command({"to": ["coder"], "task": "build it"})
     assert ack["status"] == "ok" and ack["tasks"][0]["state"] == str(state_after)
     assert port.kinds() == effects
+    shown = port.named("publish")[1][0][0]
+    assert isinstance(shown, news.TaskChanged) and shown.task.id == "T1"
     assert (tmp_path / ".choragos" / "tasks" / "T1.md").exists()
     # The checkpoint is the delivery's, when the task's turn comes: none yet.
     assert (state.checkpointer.told if checkpoints else []) == []
@@ -111,3 +116,51 @@ def test_a_brief_a_remote_role_cannot_get_refuses_the_delegation(tmp_path, kind)
     assert error.startswith(f"the brief {brief} ") and "coder runs on another host" in error
     assert state.board.tasks == {} and port.calls == []
     assert list((tmp_path / ".choragos" / "tasks").iterdir()) == []
+
+
+def _queued(delegation, state, text="build it"):
+    """A task delegated and its line in its role's queue, as the delivery keeps it."""
+    task_id = delegation.command({"to": ["coder"], "task": text})["tasks"][0]["id"]
+    state.seats["coder"].queue.append(m.Injection(len(state.seats["coder"].queue) + 1,
+                                                  "coder", "line", "task", task_id))
+    return task_id
+
+
+def test_the_operator_cancels_a_task_still_in_its_queue(tmp_path):
+    delegation, port, state = policy(tmp_path)
+    first, second = _queued(delegation, state), _queued(delegation, state, "the other")
+    port.calls.clear()
+    ack = delegation.cancel_command({"id": second, "reason": "done by hand"})
+    assert ack == {"status": "ok", "id": second, "state": "rejected"}
+    assert [i.task_id for i in state.seats["coder"].queue] == [first]
+    assert state.board.get(second).note == "cancelled by the operator: done by hand"
+    assert port.named("journal")[0][0] == ("injected",)  # out of the journal's queue too
+    (role, line, kind, task_id), _ = port.named("enqueue")[-1]
+    assert (role, kind, task_id) == ("lead", "notice", second)
+    assert "cancelled task T2" in line and "done by hand" in line
+
+
+def test_a_gated_task_is_cancelled_as_a_rejection(tmp_path):
+    delegation, _port, state = policy(tmp_path, approve=True)
+    delegation.command({"to": ["coder"], "task": "build it"})
+    assert delegation.cancel_command({"id": "T1"})["state"] == "rejected"
+    assert state.gates == {}
+
+
+@pytest.mark.parametrize(("where", "says"), [
+    ("typing", "T1 is being typed into coder now: it cannot be taken back"),
+    ("delivered", "T1 is already with coder: it cannot be taken back"),
+    ("unknown", "no task T9 is on the board"),
+])
+def test_a_task_already_given_is_not_cancelled(tmp_path, where, says):
+    delegation, port, state = policy(tmp_path)
+    _queued(delegation, state)
+    seat = state.seats["coder"]
+    if where == "typing":
+        seat.in_flight = seat.queue.popleft()
+    elif where == "delivered":
+        state.board.move("T1", TaskState.DELIVERED)
+    port.calls.clear()
+    error = delegation.cancel_command({"id": "T9" if where == "unknown" else "T1"})["error"]
+    assert error.startswith(says)
+    assert port.calls == [] and state.board.get("T1").state is not TaskState.REJECTED

@@ -220,9 +220,26 @@ function renderBoard() {
       onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); } } },
     el("b", {}, t.id),
     el("span", { class: "label", title: t.text || t.label }, t.role + ": " + (open ? t.text || t.label : t.label)),
-    el("span", { class: "state " + t.state.replace(" ", "_") }, t.state));
+    el("span", { class: "state " + t.state.replace(" ", "_") }, t.state),
+    open && t.state === "queued" ? cancelButton(t) : null);
   }));
   if (!tasks.length) $("board").replaceChildren(el("p", { class: "muted" }, "No tasks yet."));
+}
+
+// A queued task (not yet typed into its role) can be taken back; the
+// orchestrator is told.  One already with its role cannot.
+function cancelButton(t) {
+  const button = el("button", { type: "button", class: "reject small", "data-cancel": t.id }, "Cancel");
+  button.addEventListener("click", (e) => e.stopPropagation());
+  button.addEventListener("click", act(button, async () => {
+    if (!confirm("Cancel " + t.id + " for " + t.role + "? The orchestrator is told.")) {
+      button.disabled = false;
+      return;
+    }
+    await api("/api/tasks/" + encodeURIComponent(t.id) + "/cancel",
+      { reason: "the operator cancelled it in the web view." });
+  }));
+  return button;
 }
 
 // -- screens ---------------------------------------------------------------------------------
