@@ -151,14 +151,16 @@ class Delegation:
                        if seat.in_flight is not None and seat.in_flight.task_id == task_id), "")
         if task.state is not TaskState.QUEUED or typing:
             return wire.error(_not_cancellable(task, typing))
-        for seat in self.s.seats.values():
-            self.limits.unqueue(seat, task_id)
-        self.s.snapped.pop(task_id, None)
         note = "cancelled by the operator" + (f": {reason}" if reason.strip() else "")
-        task = self.port.move(task_id, TaskState.REJECTED, note=note)
+        # All or none: a kill between them must not leave it queued with no line.
+        with self.journaling.batch():
+            for seat in self.s.seats.values():
+                self.limits.unqueue(seat, task_id)
+            task = self.port.move(task_id, TaskState.REJECTED, note=note)
+            self.port.enqueue(self.s.start_role, briefs.cancelled_line(task, reason), "notice",
+                              task_id)
+        self.s.snapped.pop(task_id, None)
         self.port.event("task cancelled", task=task_id, role=task.role, reason=reason)
-        self.port.enqueue(self.s.start_role, briefs.cancelled_line(task, reason), "notice",
-                          task_id)
         return wire.ok(id=task_id, state=str(task.state))
 
     def write_task_file(self, task: Task) -> None:
