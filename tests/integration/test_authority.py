@@ -49,7 +49,8 @@ def test_operator_verbs_are_refused_from_inside_a_role(serve):
     # the operator may: it is refused like the rest.
     for args in ("pause reviewer", "restart reviewer", "reload", "reload --loosen", "shutdown",
                  "keys reviewer --text hi enter", "kill", "budget orchestrator 1000",
-                 "budget --session 1000", "resume orchestrator", "web --rotate"):
+                 "budget --session 1000", "resume orchestrator", "cancel T9",
+                 "web --rotate"):
         ran = run_inside(s, "orchestrator", args)
         assert ran["rc"] != 0, (args, ran)
         assert "operator command" in ran["out"], (args, ran)
