@@ -293,8 +293,23 @@ class LimitFlow:
 
 
 def _may_take(taker: RoleSpec | None, spec: RoleSpec) -> bool:
-    """A role that only reads never gets a writer's work: it could not do it."""
-    return taker is not None and (taker.writes or not spec.writes)
+    """Whether ``taker`` may take work queued for ``spec``: it can do it (a
+    role that only reads never gets a writer's work), and the work keeps
+    every check the operator set on it.  Its changes come back the same way
+    (a worktree's or host's work through the same merge, never straight into
+    the main checkout), the same ``verify`` runs, a judge still scores it,
+    and files its role owns are owned by the taker too (else its change to
+    them would be held as another role's)."""
+    if taker is None or (spec.writes and not taker.writes):
+        return False
+    return (_comes_back(taker) == _comes_back(spec) and taker.verify == spec.verify
+            and (bool(taker.judge) or not spec.judge)
+            and set(spec.owns_files) <= set(taker.owns_files))
+
+
+def _comes_back(spec: RoleSpec) -> str:
+    """How a role's changes reach the main checkout: directly, or by its merge."""
+    return f"merge {spec.merge}" if spec.worktree or spec.host else "directly"
 
 
 def _cli(seat: Seat) -> str:

@@ -91,6 +91,33 @@ def test_reroute_never_goes_to_a_role_that_cannot_take_the_work(tmp_path, why):
     assert state.board.get(queued.id).role == "coder"  # the lead (idle, claude) is never it
 
 
+@pytest.mark.parametrize(("coder", "other"), [
+    ({"worktree": True}, {}),
+    ({"worktree": True, "merge": "gate"}, {"worktree": True, "merge": "auto"}),
+    ({"host": "box"}, {}),
+    ({"verify": "make test"}, {}),
+    ({"verify": "make test"}, {"verify": "true"}),
+    ({"judge": "critic"}, {}),
+    ({"owns_files": ("api/*",)}, {"owns_files": ("web/*",)}),
+], ids=["worktree to main", "merge gate to auto", "host to main", "verify to none",
+        "another verify", "judged to unjudged", "owned files"])
+def test_reroute_never_drops_a_check_the_operator_set_on_the_work(tmp_path, coder, other):
+    spec = RoleSpec(name="coder", command="x", limit_action="reroute", **coder)
+    state, _, limits, _, queued = _crew(tmp_path, (RoleSpec(name="other", command="y", **other),
+                                                   "codex"), coder=spec)
+    _limit(limits)
+    assert state.board.get(queued.id).role == "coder"
+
+
+def test_reroute_goes_to_a_role_with_the_same_checks(tmp_path):
+    keys = {"worktree": True, "verify": "make test", "judge": "critic", "owns_files": ("api/*",)}
+    spec = RoleSpec(name="coder", command="x", limit_action="reroute", **keys)
+    state, _, limits, _, queued = _crew(tmp_path, (RoleSpec(name="other", command="y", **keys),
+                                                   "codex"), coder=spec)
+    _limit(limits)
+    assert state.board.get(queued.id).role == "other"
+
+
 def test_a_readers_work_may_go_to_a_writer(tmp_path):
     coder = RoleSpec(name="coder", command="x", limit_action="reroute", writes=False)
     state, _, limits, _, queued = _crew(tmp_path, (RoleSpec(name="other", command="y"),
