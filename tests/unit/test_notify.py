@@ -71,3 +71,18 @@ def test_the_deck_given_up_is_told_as_a_part_of_the_session_not_a_role() -> None
     body = json.loads(request("http://push.example/hook", "webhook",
                               compose([role, part], "", None)).data)
     assert [(i["role"], i["part"]) for i in body["items"]] == [("deck", ""), ("deck", "deck")]
+
+
+def test_a_service_down_for_long_holds_a_bounded_list_and_counts_the_rest() -> None:
+    from choragos.web.notify import MAX_HELD, MAX_ITEMS
+
+    policy = Coalescer(every=20)
+    for n in range(MAX_HELD + 5):
+        policy.add(Alert("on_input", f"r{n}"), now=0)
+    batch = policy.take(0)
+    assert len(batch) == MAX_HELD and policy.dropped == 5
+    assert policy.failed(batch, now=0) == 30 and policy.failed(policy.take(30), 30) == 60
+    message = compose(policy.take(90), "", None, policy.dropped)
+    assert message.body.splitlines()[-1] == f"… and {MAX_HELD + 5 - MAX_ITEMS} more"
+    policy.sent()
+    assert (policy.failures, policy.dropped) == (0, 0)
