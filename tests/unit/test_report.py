@@ -113,6 +113,19 @@ def test_a_second_work_done_for_one_task_counts_once(tmp_path):
     assert (dev.tasks, dev.done, dev.busy, dev.avg) == (1, 1, 28.0, 28.0)
 
 
+def test_a_rerouted_task_is_counted_for_the_role_that_took_it():
+    """A limited role's queued task given to a free one is the taker's on the
+    board: its row (tasks, done, time) is the taker's, as the board says."""
+    done = {"summary": "ok", "report": None, "done": True, "note": None}
+    records = [start(0),
+               ev(10, "delegate", task="T1", role="dev", label="a", text="a", brief=None),
+               ev(11, "task rerouted", task="T1", role="ops", was="dev", reason="limit"),
+               ev(12, "delivered", task="T1", role="ops"),
+               ev(40, "work-done", task="T1", role="ops", **done)]
+    rows = {r.name: (r.tasks, r.done, r.busy, r.timed) for r in build(split_runs(records)).roles}
+    assert rows == {"dev": (0, 0, 0.0, 0), "ops": (1, 1, 28.0, 1)}
+
+
 def test_failed_and_blocked_outcomes_are_counted_apart(tmp_path):
     def delegate(t, task):
         return ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None)
