@@ -37,6 +37,9 @@ MAX_WAITING = 64        # firings waiting for a place; one more is reported, not
 # Characters of one value in a hook's environment: the kernel refuses a single
 # one over 128 KiB (E2BIG), and then the hook would not run at all.
 MAX_VALUE = 32 * 1024
+STOP_GRACE = 2.0        # seconds hooks still running at the session's stop may finish in
+STOPPED = "not run: the session stopped"
+KILLED_AT_STOP = f"still running {STOP_GRACE:g}s after the session stopped; killed"
 
 
 class Hooks:
@@ -54,6 +57,9 @@ class Hooks:
         self._lock = threading.Condition()
         self._waiting: deque[tuple[str, str, dict[str, str], str]] = deque()
         self._runners = 0
+        self._procs: set[subprocess.Popen] = set()  # the shells running now
+        self._closed = False
+        self._killing = False  # close() kills the shells still running
         # Told of every hook that fires, configured or not: the push notifier.
         # (hook, role, task, task_id, extra): extra as the hook's environment gets it.
         self.heard: list[Callable[[str, str, str, str, Mapping[str, str]], None]] = []
@@ -75,16 +81,16 @@ class Hooks:
             "CHORAGOS_TASK_ID": task_id, "CHORAGOS_DIR": str(self.workdir),
             **(extra or {})}.items()})
         with self._lock:
-            if len(self._waiting) >= MAX_WAITING:
-                waiting = len(self._waiting)
-            else:
-                waiting = None
+            waiting = len(self._waiting)
+            refused = self._closed or waiting >= MAX_WAITING
+            if not refused:
                 self._waiting.append((hook, command, env, role))
                 start = self._runners < MAX_RUNNING
                 self._runners += start
-        if waiting is not None:
-            self.on_failure(hook=hook, role=role, reason=f"not run: {waiting} hooks already "
-                            f"wait behind {MAX_RUNNING} running")
+        if refused:
+            self.on_failure(hook=hook, role=role, reason=STOPPED if self._closed else
+                            f"not run: {waiting} hooks already wait behind {MAX_RUNNING} "
+                            "running")
             return False
         if start:
             threading.Thread(target=self._runner, name=f"hook-{hook}", daemon=True).start()
@@ -104,6 +110,24 @@ class Hooks:
             except Exception as exc:  # the next hooks still run; this one is told
                 self.on_failure(hook=hook, role=role, reason=f"could not run: {exc!r}")
 
+    def close(self, grace: float = STOP_GRACE) -> None:
+        """The session stops: a hook not started yet is reported, not run;
+        one still running after ``grace`` seconds is killed with its process
+        group (it would outlive the server, unwatched) and reported."""
+        with self._lock:
+            self._closed = True
+            dropped = list(self._waiting)
+            self._waiting.clear()
+        for hook, _command, _env, role in dropped:
+            self.on_failure(hook=hook, role=role, reason=STOPPED)
+        self.wait(grace)
+        with self._lock:
+            self._killing = True
+            running = list(self._procs)
+        for proc in running:
+            _kill_group(proc)
+        self.wait(grace)
+
     def _run(self, hook: str, command: str, env: dict[str, str], role: str) -> None:
         try:
             proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workdir, env=env,
@@ -112,8 +136,20 @@ class Hooks:
         except (OSError, ValueError) as exc:
             self.on_failure(hook=hook, role=role, reason=f"could not start: {exc}")
             return
-        with proc.stdout:
-            output, finished = _read_tail(proc, time.monotonic() + self.timeout)
+        with self._lock:
+            self._procs.add(proc)
+            if self._killing:  # close() may have looked before this shell began
+                _kill_group(proc)
+        try:
+            with proc.stdout:
+                output, finished = _read_tail(proc, time.monotonic() + self.timeout)
+            self._ended(proc, hook, role, output, finished)
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+
+    def _ended(self, proc: subprocess.Popen, hook: str, role: str, output: bytes,
+               finished: bool) -> None:
         if not finished:
             # The shell may be gone, leaving something it started in the
             # background holding its output: said so, not "still running".
@@ -127,7 +163,8 @@ class Hooks:
             return
         if proc.returncode != 0:
             self.on_failure(hook=hook, role=role, output=_tail(output),
-                            reason=f"exit status {proc.returncode}")
+                            reason=KILLED_AT_STOP if self._closed and proc.returncode < 0
+                            else f"exit status {proc.returncode}")
 
     def wait(self, timeout: float = 5.0) -> None:
         """Wait until no hook runs or waits (tests, and shutdown), at most ``timeout`` s."""

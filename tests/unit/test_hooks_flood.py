@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from choragos.session import hooks as hooks_module
 from choragos.session.hooks import MAX_VALUE
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 from tests.unit.test_hooks_details import make
 
 
@@ -56,3 +56,23 @@ def test_a_hook_that_exited_but_left_a_child_is_told_apart_from_a_hung_one(tmp_p
     assert failures == [{"hook": "on_gate", "role": "r", "output": "left\n",
                          "reason": "exit status 0, but what it left in the background was "
                                    "still running after 0.5s; killed"}]
+
+
+def test_at_the_sessions_stop_no_hook_is_left_running_or_silently_dropped(tmp_path,
+                                                                        monkeypatch):
+    """A hung hook used to outlive the server unwatched (its 30 s limit died
+    with the server's thread), and one still waiting vanished unreported."""
+    monkeypatch.setattr(hooks_module, "MAX_RUNNING", 1)
+    pidfile = tmp_path / "child.pid"
+    hooks, failures = make(tmp_path, {"on_exit": f"sleep 30 & echo $! > {pidfile}; wait"},
+                           timeout=30)
+    hooks.fire("on_exit", role="a")
+    hooks.fire("on_exit", role="b")  # waits behind the hung one
+    wait_until(pidfile.exists, message="the hung hook to start")
+    hooks.close(grace=0.1)
+    assert not hooks.fire("on_exit", role="c")
+    assert [(f["role"], f["reason"]) for f in failures] == [
+        ("b", hooks_module.STOPPED), ("a", hooks_module.KILLED_AT_STOP),
+        ("c", hooks_module.STOPPED)]
+    child = int(pidfile.read_text())
+    wait_until(lambda: not pid_alive(child), 5, message="the hook's child to be gone")
