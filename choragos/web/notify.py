@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from choragos.inert import inert
+
 if TYPE_CHECKING:
     import urllib.request
 
@@ -67,7 +69,8 @@ class Alert:
         return f"role-{self.role}"
 
     def line(self) -> str:
-        text = self.text.strip().splitlines()[0][:MAX_TEXT] if self.text.strip() else ""
+        # Shown, never obeyed: a push client may be a terminal (ntfy subscribe).
+        text = inert(self.text.strip().splitlines()[0][:MAX_TEXT]) if self.text.strip() else ""
         head = f"{self.title}: {self.part or self.role}"
         head += f" {self.task_id}" if self.task_id else ""
         return f"{head} — {text}" if text else head
@@ -161,7 +164,7 @@ def request(url: str, kind: str, message: Message) -> urllib.request.Request:
     if kind == "webhook":
         body = {"title": message.title, "message": message.body, "link": message.link,
                 "items": [{"hook": a.hook, "role": a.role, "part": a.part,
-                           "task_id": a.task_id, "text": a.text[:MAX_TEXT]}
+                           "task_id": a.task_id, "text": inert(a.text[:MAX_TEXT])}
                           for a in message.items]}
         return urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                       headers={"Content-Type": "application/json"})

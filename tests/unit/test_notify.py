@@ -86,3 +86,13 @@ def test_a_service_down_for_long_holds_a_bounded_list_and_counts_the_rest() -> N
     assert message.body.splitlines()[-1] == f"… and {MAX_HELD + 5 - MAX_ITEMS} more"
     policy.sent()
     assert (policy.failures, policy.dropped) == (0, 0)
+
+
+def test_task_text_is_shown_never_obeyed_in_either_shape() -> None:
+    """A push client may print to a terminal (ntfy subscribe): an escape in a
+    task's text arrives visible, in the text body and in the JSON."""
+    hostile = Alert("on_gate", "coder", "T1", "\x1b]0;owned\x07\x1b[2Jship\u202e\nsecond line")
+    message = compose([hostile], "", None)
+    assert message.body == "gate: coder T1 — \\x1b]0;owned\\x07\\x1b[2Jship\\u202e"
+    item = json.loads(request("http://h/x", "webhook", message).data)["items"][0]
+    assert "\x1b" not in item["text"] and item["text"].startswith("\\x1b]0;owned")
