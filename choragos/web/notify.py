@@ -1,7 +1,8 @@
 """Push messages when a person is needed (``[notify]``), with a link back to the web view.
 
 The hooks that say a person is needed (a gate, a question, a budget, a role
-gone for good, the crew finished) are heard as :class:`Alert`\\ s.  The
+gone for good, the crew finished or stuck, a provider's limit, a task past
+its time) are heard as :class:`Alert`\\ s.  The
 :class:`Coalescer` decides when a message goes out: the first at once, then
 at most one per ``every`` seconds, each carrying everything that came
 meanwhile, so a burst of gates is one buzz, not twenty.  It is a pure policy
@@ -27,9 +28,13 @@ from choragos.inert import inert
 if TYPE_CHECKING:
     import urllib.request
 
-NOTIFIED = ("on_gate", "on_input", "on_budget", "on_exit", "on_done")
+# A crew left alone overnight is the case: a stuck crew, a provider's limit and
+# an overdue task need a person as much as a gate does.
+NOTIFIED = ("on_gate", "on_input", "on_budget", "on_exit", "on_done", "on_idle", "on_limit",
+            "on_timeout")
 _TITLES = {"on_gate": "gate", "on_input": "question", "on_budget": "budget",
-           "on_exit": "role stopped", "on_done": "crew finished"}
+           "on_exit": "role stopped", "on_done": "crew finished", "on_idle": "crew stuck",
+           "on_limit": "provider limit", "on_timeout": "task overdue"}
 # The title of an ``on_exit`` about a part of the session (the deck), not a role.
 PART_TITLE = "session part stopped"
 SEND_TIMEOUT = 10.0
@@ -64,7 +69,7 @@ class Alert:
             return f"gate-{self.task_id}"
         if self.hook == "on_input":
             return f"question-{self.role}"
-        if self.hook == "on_done":
+        if self.hook in ("on_done", "on_idle"):
             return "board-h"
         return f"role-{self.role}"
 

@@ -96,3 +96,25 @@ def test_task_text_is_shown_never_obeyed_in_either_shape() -> None:
     assert message.body == "gate: coder T1 — \\x1b]0;owned\\x07\\x1b[2Jship\\u202e"
     item = json.loads(request("http://h/x", "webhook", message).data)["items"][0]
     assert "\x1b" not in item["text"] and item["text"].startswith("\\x1b]0;owned")
+
+
+def test_a_stuck_crew_a_limit_and_an_overdue_task_reach_the_phone() -> None:
+    """Left alone overnight, these need a person as much as a gate: they were
+    heard by the hooks but never sent."""
+    from choragos.actors.notifier import hear
+
+    told: list[Alert] = []
+
+    class Inbox:
+        def tell(self, alert: Alert) -> None:
+            told.append(alert)
+
+    listener = hear(Inbox())
+    listener("on_idle", "lead", "2 open tasks: T1, T2", "", {})
+    listener("on_limit", "coder", "usage limit until 03:00", "", {"CHORAGOS_LIMIT": "quota"})
+    listener("on_timeout", "coder", "ship it", "T3", {})
+    listener("on_timeout_typo", "coder", "", "", {})  # not a hook a person is told of
+    assert [(a.line(), a.anchor()) for a in told] == [
+        ("crew stuck: lead — 2 open tasks: T1, T2", "board-h"),
+        ("provider limit: coder — usage limit until 03:00", "role-coder"),
+        ("task overdue: coder T3 — ship it", "role-coder")]
