@@ -326,6 +326,9 @@ class _RunSummary:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
                     "task failed": self._task_failed, "task rerouted": self._rerouted,
+                    "verify failed": self._checked_failed,
+                    "held work rejected": self._checked_failed,
+                    "held work approved": self._held_approved,
                     "budgets": self._budgets,
                     "over budget": self._over_budget,
                     "role limited": self._limited, "limit over": self._limit_over,
@@ -416,6 +419,19 @@ class _RunSummary:
         task = self.tasks.get(str(record.get("task")))
         if task is not None and not task.counted:
             self._recount(task, "failed")
+
+    def _checked_failed(self, record: dict) -> None:
+        # Reported done, then failed by its checks (its verify, or the
+        # operator at a hold): failed on the board, so here; a report after a
+        # fix counts it done again.
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and task.counted:
+            self._recount(task, "failed")
+
+    def _held_approved(self, record: dict) -> None:
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and task.counted:
+            self._recount(task, "done")
 
     def _rerouted(self, record: dict) -> None:
         # A limited role's queued task given to a free one: it is the taker's

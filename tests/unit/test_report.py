@@ -126,6 +126,27 @@ def test_a_rerouted_task_is_counted_for_the_role_that_took_it():
     assert rows == {"dev": (0, 0, 0.0, 0), "ops": (1, 1, 28.0, 1)}
 
 
+def test_work_failed_by_its_checks_counts_as_the_board_says():
+    """Reported done, then failed by its verify or rejected at a hold: failed
+    on the board, and was counted done here; a fixed one is done again."""
+    done = {"summary": "ok", "report": None, "done": True, "note": None}
+
+    def delegated(t, task):
+        return [ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None),
+                ev(t, "delivered", task=task, role="dev"),
+                ev(t + 1, "work-done", task=task, role="dev", **done)]
+
+    records = [start(0), *delegated(1, "T1"), *delegated(2, "T2"), *delegated(3, "T3"),
+               *delegated(4, "T4"),
+               ev(10, "verify failed", task="T1", role="dev", round=1, rounds=0),
+               ev(11, "verify failed", task="T2", role="dev", round=1, rounds=1),
+               ev(20, "work-done", task="T2", role="dev", **done),  # fixed
+               ev(21, "held work rejected", task="T3", role="dev", kind="owner"),
+               ev(22, "held work approved", task="T4", role="dev", kind="judge")]
+    dev = build(split_runs(records)).roles[0]
+    assert (dev.tasks, dev.done, dev.failed) == (4, 2, 2)
+
+
 def test_failed_and_blocked_outcomes_are_counted_apart(tmp_path):
     def delegate(t, task):
         return ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None)
