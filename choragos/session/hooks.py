@@ -32,6 +32,8 @@ from choragos.fdwait import wait_ready
 HOOK_TIMEOUT = 30.0
 KEEP_OUTPUT = 2000      # characters of output quoted in a "hook failed" event
 KEEP_BYTES = 64 * 1024  # bytes of output held while a hook runs
+MAX_OUTPUT = 1 << 20    # bytes of output read from a hook; past it, it is killed
+EXITED, TIMED_OUT, FLOODED = "exited", "timed out", "flooded"  # how reading a hook ended
 MAX_RUNNING = 4         # hooks running at once: a hung one holds one place
 MAX_WAITING = 64        # firings waiting for a place; one more is reported, not run
 # Characters of one value in a hook's environment: the kernel refuses a single
@@ -142,21 +144,23 @@ class Hooks:
                 _kill_group(proc)
         try:
             with proc.stdout:
-                output, finished = _read_tail(proc, time.monotonic() + self.timeout)
-            self._ended(proc, hook, role, output, finished)
+                output, ended = _read_tail(proc, time.monotonic() + self.timeout)
+            self._ended(proc, hook, role, output, ended)
         finally:
             with self._lock:
                 self._procs.discard(proc)
 
     def _ended(self, proc: subprocess.Popen, hook: str, role: str, output: bytes,
-               finished: bool) -> None:
-        if not finished:
+               ended: str) -> None:
+        if ended != EXITED:
             # The shell may be gone, leaving something it started in the
             # background holding its output: said so, not "still running".
             status = proc.poll()
             _kill_group(proc)
             proc.wait()
-            reason = (f"still running after {self.timeout:g}s; killed" if status is None else
+            reason = (f"wrote more than {MAX_OUTPUT // 1024 // 1024} MiB of output; killed"
+                      if ended == FLOODED else
+                      f"still running after {self.timeout:g}s; killed" if status is None else
                       f"exit status {status}, but what it left in the background was still "
                       f"running after {self.timeout:g}s; killed")
             self.on_failure(hook=hook, role=role, output=_tail(output), reason=reason)
@@ -185,26 +189,32 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _read_tail(proc: subprocess.Popen, end: float) -> tuple[bytes, bool]:
+def _read_tail(proc: subprocess.Popen, end: float) -> tuple[bytes, str]:
     """Read the hook's output as it comes, keeping only the last KEEP_BYTES
-    (a hook that prints endlessly must not fill the server's memory); True
-    when it exited before ``end``."""
+    (a hook that prints endlessly must not fill the server's memory); EXITED
+    when it exited before ``end``, else TIMED_OUT.  Past MAX_OUTPUT bytes it
+    is not read further (FLOODED): reading a flood took a quarter of a core
+    of the server's own until the time limit."""
     tail = bytearray()
     fd = proc.stdout.fileno()
+    read = 0
     while (remaining := end - time.monotonic()) > 0:
         if not wait_ready(fd, remaining):
-            return bytes(tail), False
+            return bytes(tail), TIMED_OUT
         chunk = os.read(fd, 65536)
         if not chunk:
             break
+        read += len(chunk)
         tail += chunk
         if len(tail) > KEEP_BYTES:
             del tail[:-KEEP_BYTES]
+        if read > MAX_OUTPUT:
+            return bytes(tail), FLOODED
     try:
         proc.wait(max(end - time.monotonic(), 0))
     except subprocess.TimeoutExpired:
-        return bytes(tail), False
-    return bytes(tail), True
+        return bytes(tail), TIMED_OUT
+    return bytes(tail), EXITED
 
 
 def _tail(output: bytes | None) -> str:

@@ -76,3 +76,14 @@ def test_at_the_sessions_stop_no_hook_is_left_running_or_silently_dropped(tmp_pa
         ("c", hooks_module.STOPPED)]
     child = int(pidfile.read_text())
     wait_until(lambda: not pid_alive(child), 5, message="the hook's child to be gone")
+
+
+def test_a_hook_that_floods_its_output_is_stopped_at_once_not_read_for_its_time(tmp_path):
+    """Reading `yes` until the time limit cost the server a quarter of a core
+    for 30 s; past 1 MiB it is killed, quoting the end of what it wrote."""
+    hooks, failures = make(tmp_path, {"on_gate": "yes flood"}, timeout=30)
+    hooks.fire("on_gate", role="r")
+    hooks.wait(10)
+    [failure] = failures
+    assert failure["reason"] == "wrote more than 1 MiB of output; killed"
+    assert "flood\nflood\n" in failure["output"] and hooks._runners == 0
