@@ -655,8 +655,6 @@ class Session:
             self.crew.prune_worktrees()
         if self.supervisor is not None:
             self._stop_tree()
-        if self.core_state is not None and self.core_state.hooks is not None:
-            self.core_state.hooks.close()  # none left running unwatched after the server
         if self.timers is not None:
             self.timers.stop()
             self.timers = None
