@@ -490,6 +490,10 @@ class CoreActor(Actor):
         if (was in held) != (now in held):
             self.s.tell_clocks(PauseClocks(role) if now in held else ResumeClocks(role))
 
+    def on_shutdown(self) -> None:
+        if self.s.hooks is not None:  # the session's end: none left running unwatched
+            self.s.hooks.close()
+
     def alert(self, hook: str, role: str, task: Task | None) -> None:
         """A human is needed: ring (if [ui] bell) and run the hook, if any."""
         self.ring(hook, role, task.text if task else "", task.id if task else "")

@@ -5,7 +5,9 @@ person is needed for, and lets the :class:`~choragos.web.notify.Coalescer`
 say when to send; a timer brings it back for the held ones.  Sending
 blocks this actor's thread only (up to the send timeout): the core never
 waits on a push service.  A message that could not be sent is logged
-(``notify failed``), never retried into a flood.
+(``notify failed``) and held, to go with what comes meanwhile after a wait
+that doubles at each failure in a row (never a flood; a person left alone
+overnight still hears of the role that died while the service was down).
 """
 
 from __future__ import annotations
@@ -68,27 +70,38 @@ class NotifierActor(Actor):
         due = self.s.coalescer.add(alert, now)
         if due <= now:
             self._send(now)
-        elif self.s.timer_due is None:
+        else:
+            self._wake_at(due, now)
+
+    def _wake_at(self, due: float, now: float) -> None:
+        if self.s.timer_due is None:
             self.s.timer_due = due
             self.timers.after(due - now, self.me, Flush())
 
     @handle.register(Flush)
     def _flush(self, message: Flush) -> None:
         self.s.timer_due = None
-        self._send(self.clock())
+        now = self.clock()
+        self._send(now)
+        if self.s.coalescer.held:  # a timer come early, or a retry yet to come
+            self._wake_at(self.s.coalescer.due_at(now), now)
 
     def _send(self, now: float) -> None:
         batch = self.s.coalescer.take(now)
         if not batch:
             return
-        settings = self.s.settings
-        message = notify.compose(batch, self.s.base(), self.s.token())
+        settings, coalescer = self.s.settings, self.s.coalescer
+        message = notify.compose(batch, self.s.base(), self.s.token(), coalescer.dropped)
         try:
             notify.send(settings.url, settings.kind, message)
         except (OSError, ValueError) as exc:
-            log.warning("notify: could not send to the push service: %s", exc)
-            self.s.on_event("notify failed", items=len(batch), reason=str(exc))
+            wait = coalescer.failed(batch, now)
+            log.warning("notify: could not send to the push service: %s; trying again "
+                        "in %gs", exc, wait)
+            self.s.on_event("notify failed", items=len(batch), reason=str(exc), retry_in=wait)
+            self._wake_at(now + wait, now)
             return
+        coalescer.sent()
         self.s.sent += 1
         self.s.on_event("notified", items=len(batch), hooks=sorted({a.hook for a in batch}))
 

@@ -74,8 +74,12 @@ class Resume:
         for task in list(self.s.board.tasks.values()):
             if task.is_open and task.role not in self.s.seats:
                 state = TaskState.REJECTED if task.state is TaskState.GATED else TaskState.FAILED
-                self.port.move(task.id, state,
-                               note=f"{task.role} is not in the team after a handoff")
+                reason = f"{task.role} is not in the team after a handoff"
+                self.port.move(task.id, state, note=reason)
+                # Said in the log as any other end of a task, so the report
+                # counts it as the board does.
+                self.port.event("gate rejected" if state is TaskState.REJECTED else "task failed",
+                                task=task.id, role=task.role, reason=reason)
 
     def _hand_back(self, image: Image) -> set[str]:
         """Tasks that may have reached their worker go back to it, marked as such."""

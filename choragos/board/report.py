@@ -325,7 +325,11 @@ class _RunSummary:
     def _fold(self, records: list[dict]) -> None:
         handlers = {"delegate": self._delegate, "delivered": self._delivered,
                     "work-done": self._work_done, "gate rejected": self._rejected,
-                    "task failed": self._task_failed, "budgets": self._budgets,
+                    "task failed": self._task_failed, "task rerouted": self._rerouted,
+                    "verify failed": self._checked_failed,
+                    "held work rejected": self._checked_failed,
+                    "held work approved": self._held_approved,
+                    "budgets": self._budgets,
                     "over budget": self._over_budget,
                     "role limited": self._limited, "limit over": self._limit_over,
                     "limit given up": self._limit_over, "model call refused": self._refused,
@@ -415,6 +419,33 @@ class _RunSummary:
         task = self.tasks.get(str(record.get("task")))
         if task is not None and not task.counted:
             self._recount(task, "failed")
+
+    def _checked_failed(self, record: dict) -> None:
+        # Reported done, then failed by its checks (its verify, or the
+        # operator at a hold): failed on the board, so here; a report after a
+        # fix counts it done again.
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and task.counted:
+            self._recount(task, "failed")
+
+    def _held_approved(self, record: dict) -> None:
+        task = self.tasks.get(str(record.get("task")))
+        if task is not None and task.counted:
+            self._recount(task, "done")
+
+    def _rerouted(self, record: dict) -> None:
+        # A limited role's queued task given to a free one: it is the taker's
+        # now, on the board as here (its report comes from the taker).
+        task, role = self.tasks.get(str(record.get("task"))), record.get("role")
+        if task is None or not isinstance(role, str) or not role or role == task.role:
+            return
+        was, now = self._role(task.role), self._role(role)
+        was.tasks -= 1
+        now.tasks += 1
+        if task.counted:
+            _count(was, task.counted, -1)
+            _count(now, task.counted, 1)
+        task.role = role
 
     def _recount(self, task: _Task, outcome: str) -> None:
         stats = self._role(task.role)

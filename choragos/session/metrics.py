@@ -96,6 +96,12 @@ class SessionMetrics:
         self._tasks[str(record.get("task"))] = {"role": str(record.get("role")),
                                                "t": record["t"]}
 
+    def _rerouted(self, record: dict) -> None:
+        # Given to a free role while its own waits out a limit: the taker's times.
+        task = self._tasks.get(str(record.get("task")))
+        if task is not None and isinstance(record.get("role"), str):
+            task["role"] = record["role"]
+
     def _gated(self, record: dict) -> None:
         task = self._tasks.get(str(record.get("task")))
         if task is not None:
@@ -163,6 +169,7 @@ class SessionMetrics:
 _HANDLERS: dict[str, Callable[[SessionMetrics, dict], None]] = {
     "delegate": SessionMetrics._delegate,
     "delegate gated": SessionMetrics._gated,
+    "task rerouted": SessionMetrics._rerouted,
     "gate approved": SessionMetrics._decided,
     "gate rejected": SessionMetrics._decided,
     "delivered": SessionMetrics._delivered,

@@ -176,6 +176,9 @@ def test_handoff_ends_the_session_and_the_next_team_gets_recap_and_handoff(serve
     board = s.board()
     assert board[gated]["state"] == "rejected"
     assert "not in the team after a handoff" in board[gated]["note"]
+    # ... and said in the log, so `choragos report` counts it as the board does.
+    assert [e["role"] for e in s.events()
+            if e["event"] == "gate rejected" and e.get("task") == gated] == ["reviewer"]
     assert board[busy]["state"] == "delivered"
     brief = (s.workdir / ".choragos" / "briefs" / "lead.md").read_text()
     assert brief.index("This session was resumed") < brief.index("Handoff from the previous")

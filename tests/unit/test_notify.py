@@ -71,3 +71,50 @@ def test_the_deck_given_up_is_told_as_a_part_of_the_session_not_a_role() -> None
     body = json.loads(request("http://push.example/hook", "webhook",
                               compose([role, part], "", None)).data)
     assert [(i["role"], i["part"]) for i in body["items"]] == [("deck", ""), ("deck", "deck")]
+
+
+def test_a_service_down_for_long_holds_a_bounded_list_and_counts_the_rest() -> None:
+    from choragos.web.notify import MAX_HELD, MAX_ITEMS
+
+    policy = Coalescer(every=20)
+    for n in range(MAX_HELD + 5):
+        policy.add(Alert("on_input", f"r{n}"), now=0)
+    batch = policy.take(0)
+    assert len(batch) == MAX_HELD and policy.dropped == 5
+    assert policy.failed(batch, now=0) == 30 and policy.failed(policy.take(30), 30) == 60
+    message = compose(policy.take(90), "", None, policy.dropped)
+    assert message.body.splitlines()[-1] == f"… and {MAX_HELD + 5 - MAX_ITEMS} more"
+    policy.sent()
+    assert (policy.failures, policy.dropped) == (0, 0)
+
+
+def test_task_text_is_shown_never_obeyed_in_either_shape() -> None:
+    """A push client may print to a terminal (ntfy subscribe): an escape in a
+    task's text arrives visible, in the text body and in the JSON."""
+    hostile = Alert("on_gate", "coder", "T1", "\x1b]0;owned\x07\x1b[2Jship\u202e\nsecond line")
+    message = compose([hostile], "", None)
+    assert message.body == "gate: coder T1 — \\x1b]0;owned\\x07\\x1b[2Jship\\u202e"
+    item = json.loads(request("http://h/x", "webhook", message).data)["items"][0]
+    assert "\x1b" not in item["text"] and item["text"].startswith("\\x1b]0;owned")
+
+
+def test_a_stuck_crew_a_limit_and_an_overdue_task_reach_the_phone() -> None:
+    """Left alone overnight, these need a person as much as a gate: they were
+    heard by the hooks but never sent."""
+    from choragos.actors.notifier import hear
+
+    told: list[Alert] = []
+
+    class Inbox:
+        def tell(self, alert: Alert) -> None:
+            told.append(alert)
+
+    listener = hear(Inbox())
+    listener("on_idle", "lead", "2 open tasks: T1, T2", "", {})
+    listener("on_limit", "coder", "usage limit until 03:00", "", {"CHORAGOS_LIMIT": "quota"})
+    listener("on_timeout", "coder", "ship it", "T3", {})
+    listener("on_timeout_typo", "coder", "", "", {})  # not a hook a person is told of
+    assert [(a.line(), a.anchor()) for a in told] == [
+        ("crew stuck: lead — 2 open tasks: T1, T2", "board-h"),
+        ("provider limit: coder — usage limit until 03:00", "role-coder"),
+        ("task overdue: coder T3 — ship it", "role-coder")]

@@ -113,6 +113,40 @@ def test_a_second_work_done_for_one_task_counts_once(tmp_path):
     assert (dev.tasks, dev.done, dev.busy, dev.avg) == (1, 1, 28.0, 28.0)
 
 
+def test_a_rerouted_task_is_counted_for_the_role_that_took_it():
+    """A limited role's queued task given to a free one is the taker's on the
+    board: its row (tasks, done, time) is the taker's, as the board says."""
+    done = {"summary": "ok", "report": None, "done": True, "note": None}
+    records = [start(0),
+               ev(10, "delegate", task="T1", role="dev", label="a", text="a", brief=None),
+               ev(11, "task rerouted", task="T1", role="ops", was="dev", reason="limit"),
+               ev(12, "delivered", task="T1", role="ops"),
+               ev(40, "work-done", task="T1", role="ops", **done)]
+    rows = {r.name: (r.tasks, r.done, r.busy, r.timed) for r in build(split_runs(records)).roles}
+    assert rows == {"dev": (0, 0, 0.0, 0), "ops": (1, 1, 28.0, 1)}
+
+
+def test_work_failed_by_its_checks_counts_as_the_board_says():
+    """Reported done, then failed by its verify or rejected at a hold: failed
+    on the board, and was counted done here; a fixed one is done again."""
+    done = {"summary": "ok", "report": None, "done": True, "note": None}
+
+    def delegated(t, task):
+        return [ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None),
+                ev(t, "delivered", task=task, role="dev"),
+                ev(t + 1, "work-done", task=task, role="dev", **done)]
+
+    records = [start(0), *delegated(1, "T1"), *delegated(2, "T2"), *delegated(3, "T3"),
+               *delegated(4, "T4"),
+               ev(10, "verify failed", task="T1", role="dev", round=1, rounds=0),
+               ev(11, "verify failed", task="T2", role="dev", round=1, rounds=1),
+               ev(20, "work-done", task="T2", role="dev", **done),  # fixed
+               ev(21, "held work rejected", task="T3", role="dev", kind="owner"),
+               ev(22, "held work approved", task="T4", role="dev", kind="judge")]
+    dev = build(split_runs(records)).roles[0]
+    assert (dev.tasks, dev.done, dev.failed) == (4, 2, 2)
+
+
 def test_failed_and_blocked_outcomes_are_counted_apart(tmp_path):
     def delegate(t, task):
         return ev(t, "delegate", task=task, role="dev", label="a", text="a", brief=None)

@@ -79,3 +79,13 @@ def test_a_task_timed_to_its_end_is_forgotten() -> None:
     assert value(m, "choragos_delivery_to_work_done_seconds_count", role="rel") == 1000
     assert value(m, "choragos_delivery_to_work_done_seconds_sum", role="rel") == 2000
     assert value(m, "choragos_gate_wait_seconds_sum", role="rel", decision="rejected") == 10
+
+
+def test_a_rerouted_task_is_timed_for_the_role_that_took_it() -> None:
+    m = fed(ev(0, "delegate", task="T1", role="dev"),
+            ev(1, "task rerouted", task="T1", role="ops", was="dev", reason="limit"),
+            ev(2, "delivered", task="T1", role="ops"),
+            ev(30, "work-done", task="T1", role="ops", note=None))
+    assert value(m, "choragos_delegation_to_delivery_seconds_count", role="dev") is None
+    assert value(m, "choragos_delegation_to_delivery_seconds_sum", role="ops") == 2
+    assert value(m, "choragos_delivery_to_work_done_seconds_sum", role="ops") == 28
