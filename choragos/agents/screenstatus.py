@@ -44,6 +44,11 @@ PASTE_CHARS_PLACEHOLDER = onuse.pattern(r"\[Pasted (?:Text:|Content) (\d+) chars
 # How many last non-blank lines the every-profile question check reads, and
 # how many hold a plain-line CLI's input area (prompt, hints, footer).
 QUESTION_TAIL = 10
+# A question in no profile's words, on the last line drawn: it ends with "?",
+# perhaps followed by its answers: npx's "Ok to proceed? (y)", ssh's "...
+# continue connecting (yes/no/[fingerprint])?".  Only the last line: below a
+# question answered, something else is drawn.
+ASKS_AT_END = r"\?\s*(?:[(\[][^()]{0,40}[)\]])?\s*:?$"
 INPUT_AREA_TAIL = 6
 # Beyond this many characters only the tail of a text is compared: the head
 # of a long message may have scrolled off the top of the screen.
@@ -207,7 +212,8 @@ def limit_notice(lines: Sequence[str], profile: AgentProfile,
 def shows_question(lines: Sequence[str]) -> bool:
     """The last lines ask something, in any CLI's words: never type into them."""
     tail = _last_nonblank(list(lines), QUESTION_TAIL)
-    return has_marker(tail, question_markers()) or has_pattern(tail, (MENU_OPTION,))
+    return (has_marker(tail, question_markers()) or has_pattern(tail, (MENU_OPTION,))
+            or has_pattern((line.rstrip() for line in tail[-1:]), (ASKS_AT_END,)))
 
 
 def _input_area_drawn(screen: list[str], profile: AgentProfile) -> bool:

@@ -47,6 +47,21 @@ def test_a_startup_dialog_under_env_is_waiting_and_never_typed_into(serve, short
     assert s.board()["T1"]["state"] == "queued"
 
 
+def test_a_question_in_no_profile_s_words_is_never_briefed_into(serve, short_tmp):
+    # npx's own question before it runs an agent it has to install: "Ok to
+    # proceed? (y)" is no marker of any profile, and read as working, then
+    # quiet, its brief answered it (a line starting with "Y" is a yes).
+    asks = "Need to install the following packages:\\n  some-agent@1.0.0\\nOk to proceed? (y) "
+    coder = role_toml("coder", "--menu", "boot", "--question", asks)
+    s = serve(role_toml("orchestrator", start=True) + coder + hooks_toml(short_tmp))
+    s.wait(lambda: status(s)["coder"]["state"] == "waiting", 15, "the question read as waiting")
+    s.wait(lambda: (short_tmp / "on_input.env").exists(), 5, "the on_input hook")
+    assert read_env(short_tmp / "on_input.env")["CHORAGOS_ROLE"] == "coder"
+    assert holds_for(lambda: status(s)["coder"]["state"] == "waiting", QUIET_IDLE + 1.0)
+    assert not s.agents("answer", "coder") and not s.agents("dropped", "coder")
+    assert not [e for e in s.events() if e["event"] == "boot injection" and e["role"] == "coder"]
+
+
 def test_a_dialog_mid_session_under_sh_c_holds_every_delivery(serve, short_tmp):
     script = f"exec {shlex.quote(sys.executable)} {shlex.quote(str(AGENT))} --menu 'New task'"
     s = serve(role_toml("orchestrator", start=True)

@@ -236,3 +236,23 @@ def test_a_shell_is_typed_comments_and_zsh_a_quoted_null_command() -> None:
     assert typed_form(profile_named("shell"), "run `x`") == "# run `x`"
     assert typed_form(profile_named("zsh"), "it's `x`") == ": 'it'\\''s `x`'"
     assert profile_for("claude", agent="shell").typed_as == "comment"
+
+
+# Questions in no profile's words: the last line drawn ends with "?" (and
+# perhaps its answers).  One followed by a prompt, or by more output, was answered.
+UNKNOWN_QUESTIONS = [
+    ["Need to install the following packages:", "  some-agent@1.0.0", "Ok to proceed? (y) "],
+    ["The authenticity of host 'gpu (10.0.0.2)' can't be established.",
+     "Are you sure you want to continue connecting (yes/no/[fingerprint])? "],
+    ["Overwrite notes.md? "],
+]
+ANSWERED = [["Ok to proceed? (y) y", "installed", "$ "], ["Overwrite notes.md? yes", "writing…"]]
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_a_question_in_no_profile_s_words_is_waiting(profile: AgentProfile) -> None:
+    for lines in UNKNOWN_QUESTIONS:
+        assert shows_question(lines), lines
+        assert classify(lines, profile) == WAITING, (profile.name, lines)
+    for lines in ANSWERED:
+        assert not shows_question(lines), lines
