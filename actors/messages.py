@@ -78,6 +78,7 @@ class Inject:
     """Type ``injection`` into the role's pane, if the role is ready for it."""
 
     injection: Injection
+    behind_since: float | None = None  # put off since then: output not on the screen yet
 
 
 @dataclass(frozen=True)

@@ -438,6 +438,9 @@ class RoleActor(Actor):
                                               f"{s.spec.name} is {s.status}, not ready",
                                               untouched=True))
             return
+        if (later := rolescreen.put_off(s, msg, self.now())) is not None:
+            self.timers.after(rolescreen.BEHIND_POLL, self.me, later)  # its screen read afresh
+            return
         if s.seat is not None and msg.injection.kind == "task" and msg.injection.task_id:
             from choragos.remote.seat import SeatError  # loaded with the seat: see the top
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from choragos.actors import messages as m
 from choragos.actors import rolescreen
-from choragos.actors.rolescreen import REST_WINDOW
+from choragos.actors.rolescreen import BEHIND_POLL, BEHIND_WAIT, REST_WINDOW
 from choragos.agents import screenstatus
 from choragos.agents.profiles import typed_form
 from choragos.plural import counted
@@ -120,6 +120,7 @@ class Typing:
     timer: Any = None  # the next look's timer: one at a time, a newer look replaces it
     slow_poll: float = 0.0  # the last look's wait once the agent was found slow (0: not slow)
     rest_mark: Any = None  # the rest window of the wait in progress (the role's own is another)
+    behind_since: float | None = None  # a write put off since then: output not fed yet
     step: Step = Step.TYPED
     path: list[Step] = field(default_factory=lambda: [Step.TYPED])  # every step taken
 
@@ -271,7 +272,8 @@ class Typist:
             hopstamps.mark("echo-shown" if shown else "echo-look", s.spec.name)
         due = self._enter_due(typing, now) if shown else 0.0
         if shown and (due <= TIMER_SLACK or now - typing.started >= ECHO_WAIT):
-            self._press_enter(typing)
+            if not self._behind(typing, now):
+                self._press_enter(typing)
             return
         if s.child.stopped():
             # Stopped from outside (SIGSTOP, a debugger): the text waits in the
@@ -403,7 +405,8 @@ class Typist:
             self._leave_in_input(typing, "a dialog came up before the Enter was seen taken; "
                                          "no second Enter", submitted=True)
         elif typing.enters < 2:
-            self._press_enter(typing)  # the one second Enter
+            if not self._behind(typing, now):
+                self._press_enter(typing)  # the one second Enter
         else:
             self._leave_in_input(typing, "the agent did not take the Enter")
 
@@ -472,8 +475,25 @@ class Typist:
             return
         now = self.now()
         verdict = self._rest_at_end(typing, now, typing.started, RETRY_DELAY, RETRY_DELAY)
-        if verdict is not None and self._may_type_again(typing, now, *verdict):
+        if (verdict is not None and self._may_type_again(typing, now, *verdict)
+                and not self._behind(typing, now)):
             self.begin(typing.injection, typing.boot, typing.attempts + 1)
+
+    def _behind(self, typing: Typing, now: float) -> bool:
+        """Output the agent wrote is not on its screen yet (see
+        ``rolescreen.behind``): the screen that allowed this write may be
+        stale by a dialog just drawn, so the step looks again once it is
+        fed (the feed's notice, or BEHIND_POLL), up to BEHIND_WAIT of a
+        pane that never stops printing."""
+        if not rolescreen.behind(self.s):
+            typing.behind_since = None
+            return False
+        if typing.behind_since is None:
+            typing.behind_since = now
+        if now - typing.behind_since >= BEHIND_WAIT:
+            return False
+        self._next(typing, BEHIND_POLL)
+        return True
 
     def _dialog_up(self) -> bool:
         """The agent's screen shows a question, a menu or a dialog."""

@@ -136,6 +136,7 @@ class FakeAgent:
     writes: list[tuple[float, bytes]] = field(default_factory=list)
     submitted: list[str] = field(default_factory=list)
     unread: bytearray = field(default_factory=bytearray)
+    unfed: bytearray = field(default_factory=bytearray)  # written, not yet fed: see write_unfed
     line: str = ""
     last_text_read: float = -1.0
     starved_until: float = 0.0
@@ -154,6 +155,9 @@ class FakeAgent:
 
     def unread_input(self) -> int:
         return len(self.unread)
+
+    def output_unseen(self) -> bool:
+        return bool(self.unfed)
 
     def stopped(self) -> bool:
         return self.stopped_
@@ -195,6 +199,16 @@ class FakeAgent:
     def draw(self, text: str) -> None:
         """Output, as the reader feeds it: the terminal, and a notice to the actor."""
         self.world.feed.data(text.encode())
+
+    def write_unfed(self, text: str, fed_after: float) -> None:
+        """Output the reader takes only ``fed_after`` seconds later (a reader
+        the busy machine runs late): meanwhile the screen does not show it."""
+        self.unfed += text.encode()
+
+        def fed() -> None:
+            data, self.unfed = bytes(self.unfed), bytearray()
+            self.draw(data.decode())
+        self.world.timers.call(fed_after, fed)
 
     def starve(self, seconds: float) -> None:
         """The machine does not run the agent for ``seconds``: it reads nothing."""

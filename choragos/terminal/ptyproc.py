@@ -94,6 +94,9 @@ class PtyChild:
         # never after close (the fd number may be another pane's by then).
         self._write_lock = threading.Lock()
         self._slave = _slave_path(self.fd)
+        # The reader has taken output off the PTY and not yet handed it on
+        # (see :meth:`output_unseen`): set before its read, cleared after.
+        self.taking = False
         os.set_blocking(self.fd, False)
 
     @classmethod
@@ -169,6 +172,20 @@ class PtyChild:
         if self._slave is None or self.closed:
             return 0  # closed, the number may be another terminal's by now
         return unread_bytes(self._slave)
+
+    def output_unseen(self) -> bool:
+        """The agent has written output the session has not fed to its
+        screen yet: a screen read now may not show the dialog it just drew.
+        What waits in the PTY is asked first, then whether the reader holds
+        a piece it read: it sets its mark before the read and clears it only
+        once the piece is fed, so output is in one place or the other."""
+        if self.closed:
+            return False
+        try:
+            waiting = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4))[0]
+        except OSError:
+            return False
+        return waiting > 0 or self.taking
 
     def running(self) -> bool:
         """A thread of the agent, or of a process it started in its session,
@@ -438,22 +455,27 @@ class Reader(threading.Thread):
 
     def _take(self, fd: int) -> bool:
         """Read what is there and hand it on; False at the PTY's end."""
+        child = self.child
+        child.taking = True  # until fed: see PtyChild.output_unseen
         try:
-            data = os.read(fd, READ_CHUNK)
-        except BlockingIOError:
-            return True
-        except OSError as exc:
-            if exc.errno not in (errno.EIO, errno.EBADF):
-                raise
-            return False
-        if not data:
-            return False
-        now = time.monotonic()
-        self._burst = (0 if now - self._last_read >= TURN_QUIET else self._burst) + len(data)
-        self._last_read = now
-        if self._burst >= FLOOD_BYTES:
-            self._turn_ends_at = now + TURN_QUIET
-        due = self.on_data(data)
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                return True
+            except OSError as exc:
+                if exc.errno not in (errno.EIO, errno.EBADF):
+                    raise
+                return False
+            if not data:
+                return False
+            now = time.monotonic()
+            self._burst = (0 if now - self._last_read >= TURN_QUIET else self._burst) + len(data)
+            self._last_read = now
+            if self._burst >= FLOOD_BYTES:
+                self._turn_ends_at = now + TURN_QUIET
+            due = self.on_data(data)
+        finally:
+            child.taking = False
         if due is not None and self.on_lull is not None:
             self._lull_at = time.monotonic() + due
         return True

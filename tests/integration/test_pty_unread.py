@@ -81,3 +81,29 @@ def test_a_child_stopped_from_outside_is_known_stopped_until_it_runs_again(tmp_p
     finally:
         child.terminate(1.0)
         child.close()
+
+
+def test_output_not_fed_yet_is_known_until_the_reader_has_fed_it(tmp_path: Path) -> None:
+    """A screen read while the agent's last output waits in the PTY, or in the
+    reader's hands, may miss the dialog it just drew: that output is known."""
+    child = PtyChild.spawn(["/bin/sh", "-c", "echo 'Do you want to proceed?'; exec sleep 60"],
+                           tmp_path, {"PATH": os.defpath})
+    seen = Seen()
+    fed = []
+
+    def feed(data: bytes) -> None:
+        fed.append(child.output_unseen())  # in the reader's hands: still unseen
+        seen.data(data)
+    reader = Reader(child, feed, seen.exit)
+    try:
+        wait_until(child.output_unseen, 10, message="the question waiting in the PTY")
+        reader.start()
+        wait_until(lambda: b"proceed?" in seen.output(), 10, message="the question read")
+        assert fed and all(fed)
+        assert not child.output_unseen()
+    finally:
+        child.terminate(1.0)
+        reader.halt()
+        reader.join(5)
+        child.close()
+    assert not child.output_unseen()  # closed: nothing to feed
