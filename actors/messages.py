@@ -79,6 +79,7 @@ class Inject:
 
     injection: Injection
     behind_since: float | None = None  # put off since then: output not on the screen yet
+    sent: bool = False  # a remote seat's task file is sent: the screen is read afresh
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import shlex
 import signal
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,6 +172,25 @@ def _reply(s: RoleState, data: bytes) -> None:
     child = s.child
     if child is not None:
         child.write(data)
+
+
+def _task_sent_first(s: RoleState, msg: m.Inject, tell_core: Callable[[Any], None],
+                     tell_me: Callable[[Any], None]) -> bool:
+    """A remote seat's task: its file is sent first (True: not typed now).
+    The send takes seconds, and the actor reads nothing meanwhile, so the line
+    is then offered again, behind what the agent drew since (a dialog, say)."""
+    if s.seat is None or msg.injection.kind != "task" or not msg.injection.task_id or msg.sent:
+        return False
+    from choragos.remote.seat import SeatError  # loaded with the seat: see the top
+
+    try:
+        s.seat.before_task(msg.injection.task_id)
+    except SeatError as exc:
+        tell_core(m.InjectionOutcome(s.spec.name, msg.injection, False, str(exc),
+                                     untouched=True))
+        return True
+    tell_me(replace(msg, sent=True))
+    return True
 
 
 def new_state(launched: Launch, workdir: Path, cols: int = 120, rows: int = 40) -> RoleState:
@@ -441,16 +461,8 @@ class RoleActor(Actor):
         if (later := rolescreen.put_off(s, msg, self.now())) is not None:
             self.timers.after(rolescreen.BEHIND_POLL, self.me, later)  # its screen read afresh
             return
-        if s.seat is not None and msg.injection.kind == "task" and msg.injection.task_id:
-            from choragos.remote.seat import SeatError  # loaded with the seat: see the top
-
-            try:
-                s.seat.before_task(msg.injection.task_id)
-            except SeatError as exc:
-                self.core.tell(m.InjectionOutcome(s.spec.name, msg.injection, False, str(exc),
-                                                  untouched=True))
-                return
-        self.typist.begin(msg.injection)
+        if not _task_sent_first(s, msg, self.core.tell, self.me.tell):
+            self.typist.begin(msg.injection)
 
     @handle.register(m.InjectStep)
     def _inject_step(self, msg: m.InjectStep) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e import seats
 from tests.e2e.fakemodel import FakeModel, text
 from tests.e2e.scenario import BRIEF, claude_role, holds_for
 from tests.e2e.seats import BOOT_TIMEOUT

@@ -11,6 +11,7 @@ actor and typist.
 
 from __future__ import annotations
 
+from choragos.actors import messages as m
 from choragos.actors.rolescreen import BEHIND_POLL, BEHIND_WAIT
 from choragos.roles.rolestatus import RoleStatus
 from tests.fakehost import World
@@ -76,3 +77,25 @@ def test_a_second_enter_waits_for_a_dialog_not_fed_yet_and_never_answers_it(tmp_
     world.run_until(world.core.outcomes, limit=60.0)
     world.run(5.0)
     assert len(world.writes_of(b"\r")) == 1 and world.agent.submitted == []
+
+
+class SlowSeat:
+    """A remote seat whose task file takes a while to send: ``during`` runs
+    meanwhile (what the agent draws while the actor waits on the send)."""
+
+    def __init__(self, during) -> None:
+        self.during, self.sent = during, []
+
+    def before_task(self, task_id: str) -> None:
+        self.sent.append(task_id)
+        self.during()
+
+
+def test_a_remote_task_is_typed_on_the_screen_as_it_is_after_its_file_is_sent(tmp_path):
+    world = World(tmp_path)
+    world.state.seat = seat = SlowSeat(lambda: world.agent.draw(DIALOG))
+    world.tell(m.Inject(m.Injection(1, "coder", TEXT, "task", "T1")))
+    assert world.agent.writes == []  # typed on the screen read before the send
+    (outcome,) = world.core.outcomes()
+    assert outcome.untouched, outcome.detail
+    assert seat.sent == ["T1"] and world.state.status is RoleStatus.WAITING
