@@ -103,14 +103,44 @@ def _exclude_link(workdir: Path) -> None:
                          + "# choragos: the state link in each role's worktree\n/.choragos\n")
 
 
-def commit_work(path: Path, subject: str, body: str) -> str | None:
+def commit_work(path: Path, subject: str, body: str, branch: str) -> str | None:
     """Commit everything the worker changed on its branch; None when nothing changed."""
+    _on_branch(path, branch)
     _run(path, "add", "-A")  # the state link is in info/exclude
     if _run(path, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
     message = subject.strip() or "work from choragos"
     _run(path, *_identity(path), "commit", "-q", "--no-verify", "-m", message, "-m", body)
     return head(path)
+
+
+def _on_branch(path: Path, branch: str) -> None:
+    """The worker may have switched its worktree to another branch (or to no
+    branch): a commit there would never be merged, and the branch it should
+    be on would say there is nothing to merge.  Nothing is committed then."""
+    done = _run(path, "symbolic-ref", "-q", "HEAD", check=False)
+    now = done.stdout.strip()
+    if now == f"refs/heads/{branch}":
+        return
+    where = f"on {now.removeprefix('refs/heads/')}" if now else "on no branch (a detached HEAD)"
+    raise WorktreeError(f"the worktree {path} is {where}, not on {branch}; nothing was "
+                        f"committed: run `git switch {branch}` there (the worker's commits "
+                        "elsewhere can be cherry-picked onto it) and report again")
+
+
+def merged_by(workdir: Path, what: str) -> str:
+    """The merge commit on HEAD that brought ``what`` in (``what`` itself when none did)."""
+    found = _run(workdir, "rev-list", "--merges", "--ancestry-path", "--reverse",
+                 f"{what}..HEAD", "--", check=False).stdout.split()
+    return found[0] if found else _run(workdir, "rev-parse", "--verify", "-q",
+                                       f"{what}^{{commit}}").stdout.strip()
+
+
+def checkpoint_of(workdir: Path, name: str) -> str:
+    """The main tree's checkpoint called ``name`` (its ref), or ""."""
+    from choragos.gitstore.checkpoints import REF_PREFIX
+    refs = _run(workdir, "for-each-ref", "--format=%(refname)", REF_PREFIX, check=False)
+    return next((ref for ref in refs.stdout.split() if ref.endswith(f"-{name}")), "")
 
 
 def head(path: Path) -> str:
