@@ -183,12 +183,55 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
                            why="it conflicts with the main checkout in " + ", ".join(conflicts))
     if trial.returncode != 0:
         return MergeResult(False, why="git merge-tree failed: " + trial.stderr.strip())
+    clobbered = overwritten(workdir, trial.stdout.split("\n", 1)[0].strip())
+    if clobbered:
+        return MergeResult(False, conflicts=clobbered, why=(
+            "it would overwrite what is in the main checkout but not in git ("
+            + ", ".join(clobbered[:5]) + ("…" if len(clobbered) > 5 else "")
+            + "): git replaces ignored files and the state directory without a word, and "
+            "no checkpoint holds them; move them away, or merge by hand"))
     done = _run(workdir, *_identity(workdir), "merge", "--no-ff", "--no-edit", "-q", "-m",
                 message, what, check=False)
     if done.returncode != 0:
         _run(workdir, "merge", "--abort", check=False)
         return MergeResult(False, why="git merge failed: " + (done.stderr or done.stdout).strip())
     return MergeResult(True, commit=head(workdir))
+
+
+def overwritten(workdir: Path, tree: str) -> tuple[str, ...]:
+    """What merging ``tree`` would write over that git does not track: a path
+    it adds where the checkout has a file (untracked ones git refuses to
+    touch, but ignored ones, a ``.env`` say, it replaces), a path under a
+    file or a symbolic link there, and anything at all under ``.choragos``
+    (the session's state, never tracked: a committed link there would swap
+    the whole state directory for a link out of the workspace)."""
+    listed = _run(workdir, "diff", "--name-status", "--no-renames", "-z", "HEAD", tree).stdout
+    fields = listed.split("\0")
+    entries = list(zip(fields[0::2], fields[1::2], strict=False))
+    deleted = {path for status, path in entries if status == "D"}
+    found, seen = [], set()
+    for status, path in entries:
+        if status != "A" and path.split("/")[0] != ".choragos":
+            continue
+        if path.split("/")[0] == ".choragos" or os.path.lexists(workdir / path) or _blocked(
+                workdir, path, deleted, seen):
+            found.append(path)
+    return tuple(found)
+
+
+def _blocked(workdir: Path, path: str, deleted: set[str], seen: set[str]) -> bool:
+    """Whether a folder of ``path`` is, in the checkout, a link or a file the merge keeps."""
+    parts = path.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if prefix in seen:
+            continue
+        where = workdir / prefix
+        if os.path.islink(where) or (os.path.lexists(where) and not os.path.isdir(where)
+                                     and prefix not in deleted):
+            return True
+        seen.add(prefix)
+    return False
 
 
 def catch_up(path: Path, workdir: Path) -> bool:
