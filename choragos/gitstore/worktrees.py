@@ -168,8 +168,12 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
     change nothing at all.  A commit, not the branch's name: what the branch
     points at may have moved since the operator saw its diff."""
     what = commit or branch
-    dirty = _run(workdir, "status", "--porcelain", "--untracked-files=no").stdout
-    files = [line[3:] for line in dirty.splitlines() if line.strip()]
+    dirty = _run(workdir, "status", "--porcelain", "--branch", "--untracked-files=no").stdout
+    top, *changed = dirty.splitlines() or [""]
+    busy = _busy(workdir, top)
+    if busy:
+        return MergeResult(False, why=busy)
+    files = [line[3:] for line in changed if line.strip()]
     if files:
         return MergeResult(False, why="the main checkout has uncommitted changes ("
                            + ", ".join(files[:5]) + ("…" if len(files) > 5 else "") + ")")
@@ -196,6 +200,28 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
         _run(workdir, "merge", "--abort", check=False)
         return MergeResult(False, why="git merge failed: " + (done.stderr or done.stdout).strip())
     return MergeResult(True, commit=head(workdir))
+
+
+# What git leaves in the repository while a person's operation is under way.
+UNDER_WAY = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase",
+             "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+             "BISECT_LOG": "a bisect"}
+
+
+def _busy(workdir: Path, top: str) -> str:
+    """Why the main checkout is no place for a merge now, or "": on no branch a
+    merge commit would be left behind by the next checkout, and in the middle
+    of the operator's rebase or merge it would become part of theirs."""
+    if top.startswith("## HEAD (no branch)"):
+        return ("the main checkout is on no branch (a detached HEAD), where a merge would be "
+                "lost at the next checkout; check out the branch it belongs on")
+    paths = [arg for name in UNDER_WAY for arg in ("--git-path", name)]
+    found = _run(workdir, "rev-parse", *paths).stdout.splitlines()
+    for name, where in zip(UNDER_WAY, found, strict=False):
+        if os.path.lexists(where if os.path.isabs(where) else workdir / where):
+            return (f"the main checkout is in the middle of {UNDER_WAY[name]} ({name} is "
+                    "there); finish or abort it first")
+    return ""
 
 
 def overwritten(workdir: Path, tree: str) -> tuple[str, ...]:

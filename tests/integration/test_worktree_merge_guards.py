@@ -95,3 +95,20 @@ def test_a_worktree_switched_to_another_branch_commits_nothing(repo: Path) -> No
     assert _git(tree, "status", "--porcelain") == "?? a.txt\n"  # nothing staged or lost
     _git(tree, "switch", "-q", "choragos/w")
     assert worktrees.commit_work(tree, "done", "body", "choragos/w")
+
+
+def test_no_merge_on_a_detached_head_or_into_the_operators_rebase(repo: Path) -> None:
+    tree = worktrees.path_of(repo, "w")
+    (tree / "a.txt").write_text("work\n")
+    commit = worktrees.commit_work(tree, "done", "body", "choragos/w")
+    _git(repo, "switch", "-q", "--detach")
+    head = _git(repo, "rev-parse", "HEAD")
+    result = worktrees.merge(repo, "choragos/w", "Merge", commit)
+    assert not result.merged and "on no branch (a detached HEAD)" in result.why
+    _git(repo, "switch", "-q", "main")
+    (repo / ".git" / "rebase-merge").mkdir()  # what `git rebase -i` leaves while stopped
+    result = worktrees.merge(repo, "choragos/w", "Merge", commit)
+    assert not result.merged and "in the middle of a rebase (rebase-merge" in result.why
+    assert _git(repo, "rev-parse", "HEAD") == head and not (repo / "a.txt").exists()
+    (repo / ".git" / "rebase-merge").rmdir()
+    assert worktrees.merge(repo, "choragos/w", "Merge", commit).merged
