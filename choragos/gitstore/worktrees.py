@@ -68,6 +68,7 @@ def refusal(workdir: Path) -> str | None:
 def ensure(workdir: Path, role: str) -> Path:
     """The role's worktree, reused when it is there, else made from HEAD."""
     path, branch = path_of(workdir, role), branch_of(role)
+    _stays_inside(workdir, path)
     if (path / ".git").exists():
         _link_state(workdir, path)
         return path
@@ -81,6 +82,17 @@ def ensure(workdir: Path, role: str) -> Path:
         _run(workdir, "worktree", "add", "-q", "-b", branch, str(path), "HEAD")
     _link_state(workdir, path)
     return path
+
+
+def _stays_inside(workdir: Path, path: Path) -> None:
+    """The state directory is writable by every role (through its link): a
+    link put in place of ``worktrees`` or of a worktree would start a role,
+    and commit its work, wherever it leads (the main checkout, or outside)."""
+    expected = os.path.join(os.path.realpath(workdir / ".choragos"), "worktrees", path.name)
+    found = os.path.realpath(path)
+    if found != expected:
+        raise WorktreeError(f"{path} leads to {found} (a link); a worktree stays in "
+                            f"{os.path.dirname(expected)}: remove the link and start again")
 
 
 def _link_state(workdir: Path, path: Path) -> None:

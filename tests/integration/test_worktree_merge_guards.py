@@ -112,3 +112,21 @@ def test_no_merge_on_a_detached_head_or_into_the_operators_rebase(repo: Path) ->
     assert _git(repo, "rev-parse", "HEAD") == head and not (repo / "a.txt").exists()
     (repo / ".git" / "rebase-merge").rmdir()
     assert worktrees.merge(repo, "choragos/w", "Merge", commit).merged
+
+
+def test_a_link_in_place_of_a_worktree_never_starts_it_elsewhere(repo: Path, tmp_path: Path
+                                                                  ) -> None:
+    worktrees.prune(repo, "w")
+    made = repo / ".choragos" / "worktrees"
+    made.rmdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    made.symlink_to(outside)  # what any role can do through its state link
+    with pytest.raises(worktrees.WorktreeError, match=r"leads to .*outside.*remove the link"):
+        worktrees.ensure(repo, "w")
+    assert list(outside.iterdir()) == []
+    made.unlink()
+    made.mkdir()
+    (made / "w").symlink_to(repo)  # the main checkout: a worker's commits would land there
+    with pytest.raises(worktrees.WorktreeError, match="a worktree stays in"):
+        worktrees.ensure(repo, "w")
