@@ -235,6 +235,10 @@ class MergeFlow:
                         why=result.why, conflicts=list(result.conflicts))
         self.port.settle(task, task.state, checks=f"not merged: {result.why}"[:200])
         line = briefs.merge_refused_line(task, branch, result.why)
+        # Approved from a phone, or merged by itself overnight: the person who
+        # counts on it hears that it did not go in (the bell, on_gate, [notify]).
+        self.port.ring("on_gate", task.role, briefs.one_line(f"not merged: {result.why}", 400),
+                       task.id)
         self.port.enqueue(self.s.start_role, line, "notice", task.id)
         if task.role in self.s.seats and task.role != self.s.start_role:
             self.port.enqueue(task.role, line, "notice", task.id)
