@@ -71,6 +71,8 @@ def ensure(workdir: Path, role: str) -> Path:
     _stays_inside(workdir, path)
     if (path / ".git").exists():
         _link_state(workdir, path)
+        if not unmerged(workdir, branch):
+            catch_up(path, workdir)  # kept for its files alone: start from today's HEAD
         return path
     _run(workdir, "worktree", "prune")
     if path.exists() and any(path.iterdir()):
@@ -280,12 +282,15 @@ def catch_up(path: Path, workdir: Path) -> bool:
 
 def prune(workdir: Path, role: str) -> bool:
     """Remove the role's worktree and branch when everything on it is merged
-    and nothing is left uncommitted, with the worktree's checkpoints (there
-    is nothing left to restore them into); True when removed."""
+    and nothing is left uncommitted or ignored, with the worktree's
+    checkpoints (there is nothing left to restore them into); True when removed."""
     path, branch = path_of(workdir, role), branch_of(role)
     if not (path / ".git").exists() or unmerged(workdir, branch):
         return False
-    status = _run(path, "status", "--porcelain", "--", ".", EXCLUDE, check=False)
+    # Ignored files too: `git worktree remove` deletes them without a word, and
+    # a worker's data, results or .env are often ignored (the state link is not
+    # counted: it is taken away below).
+    status = _run(path, "status", "--porcelain", "--ignored", "--", ".", EXCLUDE, check=False)
     if status.returncode != 0 or status.stdout.strip():
         return False
     name = _checkpoint_name(path)

@@ -130,3 +130,17 @@ def test_a_link_in_place_of_a_worktree_never_starts_it_elsewhere(repo: Path, tmp
     (made / "w").symlink_to(repo)  # the main checkout: a worker's commits would land there
     with pytest.raises(worktrees.WorktreeError, match="a worktree stays in"):
         worktrees.ensure(repo, "w")
+
+
+def test_a_worktree_holding_ignored_files_is_kept_and_brought_up_to_date(repo: Path) -> None:
+    tree = worktrees.path_of(repo, "w")
+    (tree / ".env").write_text("the worker's results\n")  # ignored: git would delete it
+    assert not worktrees.prune(repo, "w")
+    assert (tree / ".env").read_text() == "the worker's results\n"
+    (repo / "new.txt").write_text("the operator's\n")
+    _git(repo, "add", "new.txt")
+    _git(repo, "commit", "-qm", "moved on")
+    assert worktrees.ensure(repo, "w") == tree  # reused, from today's HEAD
+    assert (tree / "new.txt").read_text() == "the operator's\n"
+    (tree / ".env").unlink()
+    assert worktrees.prune(repo, "w") and not tree.exists()
