@@ -144,6 +144,7 @@ def _on_branch(path: Path, branch: str) -> None:
 
 def merged_by(workdir: Path, what: str) -> str:
     """The merge commit on HEAD that brought ``what`` in (``what`` itself when none did)."""
+    what = _full(what)
     found = _run(workdir, "rev-list", "--merges", "--ancestry-path", "--reverse",
                  f"{what}..HEAD", "--", check=False).stdout.split()
     return found[0] if found else _run(workdir, "rev-parse", "--verify", "-q",
@@ -173,15 +174,21 @@ def merge_base(workdir: Path, branch: str) -> str:
 
 def unmerged(workdir: Path, branch: str) -> bool:
     """Whether ``branch`` holds commits the main checkout's HEAD does not."""
-    done = _run(workdir, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
+    done = _run(workdir, "merge-base", "--is-ancestor", _full(branch), "HEAD", check=False)
     return done.returncode != 0
+
+
+def _full(name: str) -> str:
+    """A role's branch by its full ref: git prefers a tag of the same name (one
+    a worker can make) to the branch when given the short one."""
+    return f"refs/heads/{name}" if name.startswith(BRANCH_PREFIX) else name
 
 
 def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeResult:
     """Merge ``commit`` (else ``branch``'s head) into the main checkout, or
     change nothing at all.  A commit, not the branch's name: what the branch
     points at may have moved since the operator saw its diff."""
-    what = commit or branch
+    what = commit or _full(branch)
     dirty = _run(workdir, "status", "--porcelain", "--branch", "--untracked-files=no").stdout
     top, *changed = dirty.splitlines() or [""]
     busy = _busy(workdir, top)

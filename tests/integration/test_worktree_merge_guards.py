@@ -144,3 +144,13 @@ def test_a_worktree_holding_ignored_files_is_kept_and_brought_up_to_date(repo: P
     assert (tree / "new.txt").read_text() == "the operator's\n"
     (tree / ".env").unlink()
     assert worktrees.prune(repo, "w") and not tree.exists()
+
+
+def test_a_tag_named_like_the_branch_is_never_taken_for_it(repo: Path) -> None:
+    tree = worktrees.path_of(repo, "w")
+    (tree / "a.txt").write_text("the work\n")
+    worktrees.commit_work(tree, "done", "body", "choragos/w")
+    _git(repo, "tag", "choragos/w", "HEAD")  # what the worker can make: already merged
+    assert worktrees.unmerged(repo, "choragos/w")
+    assert worktrees.merge(repo, "choragos/w", "Merge").merged
+    assert (repo / "a.txt").read_text() == "the work\n"
