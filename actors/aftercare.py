@@ -83,7 +83,7 @@ class AftercareActor(Actor):
             fetch = self.fetchers().get(msg.branch)
             if fetch is not None:
                 fetch(msg.message[0])
-            worktrees.commit_work(msg.cwd, *msg.message)
+            worktrees.commit_work(msg.cwd, *msg.message, msg.branch)
             commit = worktrees.tip(self.workdir, msg.branch)
             unmerged = worktrees.unmerged(self.workdir, commit)
             base = worktrees.merge_base(self.workdir, commit)
@@ -121,7 +121,7 @@ class AftercareActor(Actor):
             error = str(exc)
         try:
             result = worktrees.merge(self.workdir, msg.branch, msg.message, msg.commit)
-            if result.merged:
+            if result.merged and msg.tree is not None:
                 worktrees.catch_up(msg.tree, self.workdir)
         except WorktreeError as exc:
             result = MergeResult(False, why=str(exc))

@@ -3,8 +3,10 @@
 A policy of the session core, with no state of its own.  Each task records
 what its work waits on (``Task.waiting``), and the board is journaled, so
 after ``serve --resume`` the gates and the judge loop are rebuilt from the
-restored board, each by the policy that owns it.  Worktree branches need
-nothing: they stay on disk while they hold unmerged work.
+restored board, each by the policy that owns it, and a merge that was
+approved (or begun by ``merge = auto``) but not finished is taken up again.
+Worktree branches need nothing: they stay on disk while they hold unmerged
+work.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class IsolationRestore:
 
     def restore(self) -> None:
         now = self.s.board.clock()
+        merging = []
         for task in list(self.s.board.tasks.values()):
             waiting = task.waiting or {}
             kind = waiting.get("kind")
@@ -35,9 +38,12 @@ class IsolationRestore:
                 self.merges.restore(task, waiting, now)
             elif kind in ("judge", "owner"):
                 self.holds.restore(task, waiting, now)
+            elif kind == "merging":
+                merging.append(task.id)
+                self.merges.resume(task, waiting)
             elif kind == "judging":
                 self.judge.restore(task, waiting)
         merges, holds, verdicts = self.s.merging.gates, self.s.holds, self.s.verdicts
-        if merges or holds or verdicts:
+        if merges or holds or verdicts or merging:
             self.port.event("isolation restored", merge_gates=list(merges), holds=list(holds),
-                            judging=sorted(verdicts))
+                            judging=sorted(verdicts), merging=merging)

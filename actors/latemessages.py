@@ -114,7 +114,7 @@ class MergeWork:
     role: str
     label: str
     branch: str
-    tree: Path                  # the role's worktree, brought up to date after a merge
+    tree: Path | None           # the role's worktree, brought up to date after a merge
     message: str
     commit: str = ""            # what to merge (a merge gate's pinned commit); "": the branch
 

@@ -24,6 +24,7 @@ from choragos.actors.policystate import MergeState
 from choragos.board.tasks import Board, Task
 from choragos.control import wire
 from choragos.gitstore import changes, worktrees
+from choragos.gitstore.worktrees import MergeResult
 from choragos.roles import briefs
 from choragos.session import news
 
@@ -82,6 +83,25 @@ class MergeFlow:
         self.state.gates[task.id] = gate
         self.port.publish(news.GateOpened(merge_gate_view(task, gate)))
 
+    def resume(self, task: Task, waiting: dict) -> None:
+        """A merge approved (or begun by ``merge = auto``) before the restart:
+        report it if it went in before the session died, else run it now."""
+        branch, commit = waiting["branch"], waiting.get("commit", "")
+        try:
+            merged = not worktrees.unmerged(self.s.workdir, commit or branch)
+            tree = self.s.trees.get(task.role)
+            if merged and tree is not None:
+                worktrees.catch_up(tree, self.s.workdir)
+        except worktrees.WorktreeError as exc:
+            self.done(MergeDone(task.id, MergeResult(False, why=str(exc))))
+            return
+        if not merged:
+            self._start_merge(task, commit, f"merging {branch} (again, after a restart)")
+            return
+        result = MergeResult(True, commit=worktrees.merged_by(self.s.workdir, commit or branch))
+        self.done(MergeDone(task.id, result, worktrees.checkpoint_of(self.s.workdir,
+                                                                     f"merge-{task.id}")))
+
     def _worktree_role(self, role: str) -> bool:
         spec = self.s.config.role(role)
         return spec is not None and bool(spec.worktree or spec.host) and role in self.s.trees
@@ -107,7 +127,7 @@ class MergeFlow:
         if mode == "auto":
             self.port.enqueue(self.s.start_role, f"{line} Merging {branch} (merge = auto); you "
                               "will hear how it went.", "report", task.id)
-            self._start_merge(task, checked)
+            self._start_merge(task, checked, f"merging {branch} (merge = auto)")
             return
         self._open_merge_gate(task, branch, commit=checked)
         self.port.enqueue(self.s.start_role, f"{line} Its branch {branch} waits at a merge gate "
@@ -157,8 +177,7 @@ class MergeFlow:
         if request["action"] == "approve":
             self.port.event("merge approved", task=task.id, role=task.role, branch=gate.branch,
                             commit=gate.commit)
-            self.port.settle(task, task.state, checks=f"merging {gate.branch}")
-            self._start_merge(task, gate.commit)
+            self._start_merge(task, gate.commit, f"merging {gate.branch}")
             return wire.ok(id=task.id, state="merging")
         reason = request.get("reason") or ""
         self.port.event("merge declined", task=task.id, role=task.role, branch=gate.branch,
@@ -185,12 +204,18 @@ class MergeFlow:
                           f"merged, and the gate shows the new diff ({gate.diff}): read it "
                           "and decide again")
 
-    def _start_merge(self, task: Task, commit: str = "") -> None:
-        """Merge ``commit`` (a gate's pinned one), else the branch's head now."""
+    def _start_merge(self, task: Task, commit: str, checks: str) -> None:
+        """Merge ``commit`` (a gate's pinned one), else the branch's head now.
+        The board says so until the merge's outcome is in, and the board is
+        journaled: a merge the session died before (or during) is taken up
+        again by the resumed session, not lost with the approval."""
         branch = worktrees.branch_of(task.role)
+        self.port.settle(task, task.state, checks=checks,
+                         waiting={"kind": "merging", "branch": branch, "commit": commit})
         message = f"Merge {branch}: {task.id} {briefs.one_line(task.summary or task.label, 200)}"
+        # A role a handoff dropped has no worktree any more: its branch still merges.
         self.s.aftercare.tell(MergeWork(task.id, task.role, task.label, branch,
-                                        self.s.trees[task.role], message, commit))
+                                        self.s.trees.get(task.role), message, commit))
 
     def done(self, msg: MergeDone) -> None:
         task = self.s.board.lookup(msg.task_id)
@@ -210,6 +235,10 @@ class MergeFlow:
                         why=result.why, conflicts=list(result.conflicts))
         self.port.settle(task, task.state, checks=f"not merged: {result.why}"[:200])
         line = briefs.merge_refused_line(task, branch, result.why)
+        # Approved from a phone, or merged by itself overnight: the person who
+        # counts on it hears that it did not go in (the bell, on_gate, [notify]).
+        self.port.ring("on_gate", task.role, briefs.one_line(f"not merged: {result.why}", 400),
+                       task.id)
         self.port.enqueue(self.s.start_role, line, "notice", task.id)
         if task.role in self.s.seats and task.role != self.s.start_role:
             self.port.enqueue(task.role, line, "notice", task.id)

@@ -34,6 +34,7 @@ MAX_DEPTH = 64             # a layout's nesting (a deck shows a few dozen tiles 
 _TASK_ID = onuse.pattern(r"T[0-9]{1,16}")  # up to MAX_COUNT
 _ROLE = onuse.pattern(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # as the config allows
 _BRANCH = onuse.pattern(r"choragos/[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_COMMIT_ID = onuse.pattern(r"(?:[0-9a-f]{40}|[0-9a-f]{64})?")
 _STATES = frozenset(str(state) for state in TaskState)
 
 
@@ -152,8 +153,12 @@ seconds = number(MAX_SECONDS)
 
 # -- the shapes choragos writes -----------------------------------------------------
 
+_BRANCH_OF = matching(_BRANCH, "a role's branch")
+# What a merge takes goes to git as an argument: a commit's id, never an option.
+_COMMIT = matching(_COMMIT_ID, "a commit id")
 _WAITING = {
-    "merge": fields({"branch": matching(_BRANCH, "a role's branch"), "diff": text}),
+    "merge": fields({"branch": _BRANCH_OF, "diff": text}, {"commit": _COMMIT}),
+    "merging": fields({"branch": _BRANCH_OF}, {"commit": _COMMIT}),
     "judge": fields({"why": text, "line": text, "unmerged": flag}, {"file": text}),
     "judging": fields({"judge_task": task_id, "line": text, "unmerged": flag}),
 }

@@ -68,8 +68,11 @@ def refusal(workdir: Path) -> str | None:
 def ensure(workdir: Path, role: str) -> Path:
     """The role's worktree, reused when it is there, else made from HEAD."""
     path, branch = path_of(workdir, role), branch_of(role)
+    _stays_inside(workdir, path)
     if (path / ".git").exists():
         _link_state(workdir, path)
+        if not unmerged(workdir, branch):
+            catch_up(path, workdir)  # kept for its files alone: start from today's HEAD
         return path
     _run(workdir, "worktree", "prune")
     if path.exists() and any(path.iterdir()):
@@ -81,6 +84,17 @@ def ensure(workdir: Path, role: str) -> Path:
         _run(workdir, "worktree", "add", "-q", "-b", branch, str(path), "HEAD")
     _link_state(workdir, path)
     return path
+
+
+def _stays_inside(workdir: Path, path: Path) -> None:
+    """The state directory is writable by every role (through its link): a
+    link put in place of ``worktrees`` or of a worktree would start a role,
+    and commit its work, wherever it leads (the main checkout, or outside)."""
+    expected = os.path.join(os.path.realpath(workdir / ".choragos"), "worktrees", path.name)
+    found = os.path.realpath(path)
+    if found != expected:
+        raise WorktreeError(f"{path} leads to {found} (a link); a worktree stays in "
+                            f"{os.path.dirname(expected)}: remove the link and start again")
 
 
 def _link_state(workdir: Path, path: Path) -> None:
@@ -103,14 +117,45 @@ def _exclude_link(workdir: Path) -> None:
                          + "# choragos: the state link in each role's worktree\n/.choragos\n")
 
 
-def commit_work(path: Path, subject: str, body: str) -> str | None:
+def commit_work(path: Path, subject: str, body: str, branch: str) -> str | None:
     """Commit everything the worker changed on its branch; None when nothing changed."""
+    _on_branch(path, branch)
     _run(path, "add", "-A")  # the state link is in info/exclude
     if _run(path, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
     message = subject.strip() or "work from choragos"
     _run(path, *_identity(path), "commit", "-q", "--no-verify", "-m", message, "-m", body)
     return head(path)
+
+
+def _on_branch(path: Path, branch: str) -> None:
+    """The worker may have switched its worktree to another branch (or to no
+    branch): a commit there would never be merged, and the branch it should
+    be on would say there is nothing to merge.  Nothing is committed then."""
+    done = _run(path, "symbolic-ref", "-q", "HEAD", check=False)
+    now = done.stdout.strip()
+    if now == f"refs/heads/{branch}":
+        return
+    where = f"on {now.removeprefix('refs/heads/')}" if now else "on no branch (a detached HEAD)"
+    raise WorktreeError(f"the worktree {path} is {where}, not on {branch}; nothing was "
+                        f"committed: run `git switch {branch}` there (the worker's commits "
+                        "elsewhere can be cherry-picked onto it) and report again")
+
+
+def merged_by(workdir: Path, what: str) -> str:
+    """The merge commit on HEAD that brought ``what`` in (``what`` itself when none did)."""
+    what = _full(what)
+    found = _run(workdir, "rev-list", "--merges", "--ancestry-path", "--reverse",
+                 f"{what}..HEAD", "--", check=False).stdout.split()
+    return found[0] if found else _run(workdir, "rev-parse", "--verify", "-q",
+                                       f"{what}^{{commit}}").stdout.strip()
+
+
+def checkpoint_of(workdir: Path, name: str) -> str:
+    """The main tree's checkpoint called ``name`` (its ref), or ""."""
+    from choragos.gitstore.checkpoints import REF_PREFIX
+    refs = _run(workdir, "for-each-ref", "--format=%(refname)", REF_PREFIX, check=False)
+    return next((ref for ref in refs.stdout.split() if ref.endswith(f"-{name}")), "")
 
 
 def head(path: Path) -> str:
@@ -129,17 +174,27 @@ def merge_base(workdir: Path, branch: str) -> str:
 
 def unmerged(workdir: Path, branch: str) -> bool:
     """Whether ``branch`` holds commits the main checkout's HEAD does not."""
-    done = _run(workdir, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
+    done = _run(workdir, "merge-base", "--is-ancestor", _full(branch), "HEAD", check=False)
     return done.returncode != 0
+
+
+def _full(name: str) -> str:
+    """A role's branch by its full ref: git prefers a tag of the same name (one
+    a worker can make) to the branch when given the short one."""
+    return f"refs/heads/{name}" if name.startswith(BRANCH_PREFIX) else name
 
 
 def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeResult:
     """Merge ``commit`` (else ``branch``'s head) into the main checkout, or
     change nothing at all.  A commit, not the branch's name: what the branch
     points at may have moved since the operator saw its diff."""
-    what = commit or branch
-    dirty = _run(workdir, "status", "--porcelain", "--untracked-files=no").stdout
-    files = [line[3:] for line in dirty.splitlines() if line.strip()]
+    what = commit or _full(branch)
+    dirty = _run(workdir, "status", "--porcelain", "--branch", "--untracked-files=no").stdout
+    top, *changed = dirty.splitlines() or [""]
+    busy = _busy(workdir, top)
+    if busy:
+        return MergeResult(False, why=busy)
+    files = [line[3:] for line in changed if line.strip()]
     if files:
         return MergeResult(False, why="the main checkout has uncommitted changes ("
                            + ", ".join(files[:5]) + ("…" if len(files) > 5 else "") + ")")
@@ -153,12 +208,77 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
                            why="it conflicts with the main checkout in " + ", ".join(conflicts))
     if trial.returncode != 0:
         return MergeResult(False, why="git merge-tree failed: " + trial.stderr.strip())
+    clobbered = overwritten(workdir, trial.stdout.split("\n", 1)[0].strip())
+    if clobbered:
+        return MergeResult(False, conflicts=clobbered, why=(
+            "it would overwrite what is in the main checkout but not in git ("
+            + ", ".join(clobbered[:5]) + ("…" if len(clobbered) > 5 else "")
+            + "): git replaces ignored files and the state directory without a word, and "
+            "no checkpoint holds them; move them away, or merge by hand"))
     done = _run(workdir, *_identity(workdir), "merge", "--no-ff", "--no-edit", "-q", "-m",
                 message, what, check=False)
     if done.returncode != 0:
         _run(workdir, "merge", "--abort", check=False)
         return MergeResult(False, why="git merge failed: " + (done.stderr or done.stdout).strip())
     return MergeResult(True, commit=head(workdir))
+
+
+# What git leaves in the repository while a person's operation is under way.
+UNDER_WAY = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase",
+             "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+             "BISECT_LOG": "a bisect"}
+
+
+def _busy(workdir: Path, top: str) -> str:
+    """Why the main checkout is no place for a merge now, or "": on no branch a
+    merge commit would be left behind by the next checkout, and in the middle
+    of the operator's rebase or merge it would become part of theirs."""
+    if top.startswith("## HEAD (no branch)"):
+        return ("the main checkout is on no branch (a detached HEAD), where a merge would be "
+                "lost at the next checkout; check out the branch it belongs on")
+    paths = [arg for name in UNDER_WAY for arg in ("--git-path", name)]
+    found = _run(workdir, "rev-parse", *paths).stdout.splitlines()
+    for name, where in zip(UNDER_WAY, found, strict=False):
+        if os.path.lexists(where if os.path.isabs(where) else workdir / where):
+            return (f"the main checkout is in the middle of {UNDER_WAY[name]} ({name} is "
+                    "there); finish or abort it first")
+    return ""
+
+
+def overwritten(workdir: Path, tree: str) -> tuple[str, ...]:
+    """What merging ``tree`` would write over that git does not track: a path
+    it adds where the checkout has a file (untracked ones git refuses to
+    touch, but ignored ones, a ``.env`` say, it replaces), a path under a
+    file or a symbolic link there, and anything at all under ``.choragos``
+    (the session's state, never tracked: a committed link there would swap
+    the whole state directory for a link out of the workspace)."""
+    listed = _run(workdir, "diff", "--name-status", "--no-renames", "-z", "HEAD", tree).stdout
+    fields = listed.split("\0")
+    entries = list(zip(fields[0::2], fields[1::2], strict=False))
+    deleted = {path for status, path in entries if status == "D"}
+    found, seen = [], set()
+    for status, path in entries:
+        if status != "A" and path.split("/")[0] != ".choragos":
+            continue
+        if path.split("/")[0] == ".choragos" or os.path.lexists(workdir / path) or _blocked(
+                workdir, path, deleted, seen):
+            found.append(path)
+    return tuple(found)
+
+
+def _blocked(workdir: Path, path: str, deleted: set[str], seen: set[str]) -> bool:
+    """Whether a folder of ``path`` is, in the checkout, a link or a file the merge keeps."""
+    parts = path.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if prefix in seen:
+            continue
+        where = workdir / prefix
+        if os.path.islink(where) or (os.path.lexists(where) and not os.path.isdir(where)
+                                     and prefix not in deleted):
+            return True
+        seen.add(prefix)
+    return False
 
 
 def catch_up(path: Path, workdir: Path) -> bool:
@@ -169,12 +289,15 @@ def catch_up(path: Path, workdir: Path) -> bool:
 
 def prune(workdir: Path, role: str) -> bool:
     """Remove the role's worktree and branch when everything on it is merged
-    and nothing is left uncommitted, with the worktree's checkpoints (there
-    is nothing left to restore them into); True when removed."""
+    and nothing is left uncommitted or ignored, with the worktree's
+    checkpoints (there is nothing left to restore them into); True when removed."""
     path, branch = path_of(workdir, role), branch_of(role)
     if not (path / ".git").exists() or unmerged(workdir, branch):
         return False
-    status = _run(path, "status", "--porcelain", "--", ".", EXCLUDE, check=False)
+    # Ignored files too: `git worktree remove` deletes them without a word, and
+    # a worker's data, results or .env are often ignored (the state link is not
+    # counted: it is taken away below).
+    status = _run(path, "status", "--porcelain", "--ignored", "--", ".", EXCLUDE, check=False)
     if status.returncode != 0 or status.stdout.strip():
         return False
     name = _checkpoint_name(path)

@@ -174,7 +174,8 @@ class RemoteRole:
         then = result.checkpoint.task_id or result.checkpoint.name
         try:
             worktrees.commit_work(self.mirror, f"rollback to before {then}",
-                                  f"Restored by choragos rollback from {result.checkpoint.ref}.")
+                                  f"Restored by choragos rollback from {result.checkpoint.ref}.",
+                                  worktrees.branch_of(self.role))
             seat = self.link.seat(self.role)
             checkout.reset(self.link, seat)
             checkout.send(self.link, seat, self.mirror)

@@ -115,8 +115,12 @@ def test_auto_merges_manual_leaves_the_branch_and_rollback_undoes_the_merge(sess
     assert not (s.workdir / "a.txt").exists()
 
 
-def test_a_dirty_main_checkout_is_never_merged_into(session):
-    s = session(ORCH + role_toml("auto", "--worker", "--edit", worktree=True, merge="auto"),
+def test_a_dirty_main_checkout_is_never_merged_into_and_the_operator_hears(session,
+                                                                           short_tmp: Path):
+    rang = short_tmp / "rang"
+    s = session(ORCH + role_toml("auto", "--worker", "--edit", worktree=True, merge="auto")
+                + f"[ui]\non_gate = 'printf \"%s %s\" \"$CHORAGOS_TASK_ID\" \"$CHORAGOS_TASK\" "
+                  f">> {rang}'\n",
                 {"base.txt": "base\n"})
     s.wait_booted(["orchestrator", "auto"])
     (s.workdir / "base.txt").write_text("edited by a person\n")
@@ -126,6 +130,8 @@ def test_a_dirty_main_checkout_is_never_merged_into(session):
     assert "uncommitted changes (base.txt)" in refused["why"]
     assert _git(s.workdir, "rev-parse", "HEAD") == head and not (s.workdir / "a.txt").exists()
     assert (s.workdir / "base.txt").read_text() == "edited by a person\n"
+    s.wait(lambda: rang.exists() and rang.read_text(), 10, message="the on_gate hook")
+    assert rang.read_text().startswith("T1 not merged: the main checkout has uncommitted ")
 
 
 def test_worktree_outside_git_is_refused_with_the_reason(short_tmp: Path):
