@@ -76,11 +76,14 @@ def run_rollback(workdir: Path, order: m.Rollback, log_event: Callable[..., Any]
             log_event("rollback failed", target=target, error=str(exc), by=by)
         return wire.error(f"cannot roll back to {target}: {exc}")
     saved = result.saved.task_id if result.saved is not None else None
-    # The nested repositories it left as they are, named (never silently).
+    # The nested repositories it left as they are, named (never silently),
+    # and the ones it put back, with what it did not undo there.
     left = {"submodules": result.submodules[:MAX_LISTED],
             "submodules_count": len(result.submodules),
             "nested_changes": result.nested_changes[:MAX_LISTED],
-            "nested_changes_count": len(result.nested_changes)}
+            "nested_changes_count": len(result.nested_changes),
+            "nested_restored": result.nested_restored[:MAX_LISTED],
+            "nested_notes": result.nested_notes[:MAX_LISTED]}
     log_event("rollback", target=target, checkpoint=result.checkpoint.ref,
               task=result.checkpoint.task_id, restored=len(result.restored),
               deleted=len(result.deleted), saved=saved, by=by, **left)
@@ -105,5 +108,7 @@ def plan_fields(plan: RollbackPlan, store: CheckpointStore) -> dict[str, Any]:
             "submodules_count": len(plan.submodules),
             "nested_changes": plan.nested_changes[:MAX_LISTED],
             "nested_changes_count": len(plan.nested_changes),
+            "nested_restored": plan.nested_restored[:MAX_LISTED],
+            "nested_notes": plan.nested_notes[:MAX_LISTED],
             "head_then": plan.head_then, "head_now": plan.head_now,
             "head_moved": plan.head_moved, "empty": plan.empty}

@@ -317,6 +317,10 @@ def nested_lines(plan: dict) -> list[Any]:
     """The nested repositories the rollback leaves as they are although they
     are not as they were: never left unsaid."""
     lines: list[Any] = []
+    if plan.get("nested_restored"):
+        lines += ["", "Nested repositories whose files are put back (their commits and index "
+                  "stay):", *(f"  {inert(p)}" for p in plan["nested_restored"][:50])]
+    lines += [("waiting", inert(note)) for note in (plan.get("nested_notes") or [])[:50]]
     for key, heading in (("nested_changes", "Nested repositories with work not committed "
                                             "there stay as they are (rollback never enters "
                                             "one):"),

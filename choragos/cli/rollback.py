@@ -164,7 +164,14 @@ def _warnings(plan: Plan) -> list[str]:
 def _show_nested(left: Plan | Done) -> None:
     """Every nested repository a rollback leaves as it is although it is not
     as it was: one whose work its commit does not hold (edited, added,
-    staged there) outlives the rollback, and the operator must know."""
+    staged there) outlives the rollback, and the operator must know.  And
+    the ones whose files it puts back, with what it leaves undone there."""
+    if left.nested_restored:
+        print("nested repositories whose files are put back as they were (their commits, "
+              "index and branches are never touched):")
+        _list_paths([("files", p) for p in left.nested_restored], len(left.nested_restored))
+    for note in left.nested_notes:
+        print(f"warning: {_client.inert(note)}")
     if left.nested_changes:
         print("warning: nested repositories with work not committed there are left as they "
               "are (rollback never enters one; see to it with git there):")

@@ -4,7 +4,7 @@ the checkpoint store (no session runs) or from the acks of the session's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,9 @@ class Plan:
     head_then: str
     head_now: str
     empty: bool
+    # Nested repositories whose files it puts back, and what it does not undo there.
+    nested_restored: list[str] = field(default_factory=list)
+    nested_notes: list[str] = field(default_factory=list)
 
     @property
     def head_moved(self) -> bool:
@@ -42,7 +45,8 @@ class Plan:
         return cls(plan.checkpoint, store.root, store.worktree, plan.restore, plan.delete,
                    len(plan.restore), len(plan.delete), plan.conflicts, len(plan.conflicts),
                    plan.submodules, len(plan.submodules), plan.nested_changes,
-                   len(plan.nested_changes), plan.head_then, plan.head_now, plan.empty)
+                   len(plan.nested_changes), plan.head_then, plan.head_now, plan.empty,
+                   plan.nested_restored, plan.nested_notes)
 
     @classmethod
     def of_ack(cls, ack: dict[str, Any]) -> Plan:
@@ -61,7 +65,8 @@ class Plan:
                    int(ack.get("conflicts_count", len(conflicts))), moved,
                    int(ack.get("submodules_count", len(moved))), nested,
                    int(ack.get("nested_changes_count", len(nested))),
-                   ack.get("head_then") or "", ack.get("head_now") or "", bool(ack["empty"]))
+                   ack.get("head_then") or "", ack.get("head_now") or "", bool(ack["empty"]),
+                   list(ack.get("nested_restored") or []), list(ack.get("nested_notes") or []))
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class Done:
     submodules_count: int
     nested_changes: list[str]
     nested_changes_count: int
+    nested_restored: list[str] = field(default_factory=list)
+    nested_notes: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, result: RollbackResult) -> Done:
@@ -85,7 +92,7 @@ class Done:
         return cls(saved.task_id if saved else None, saved.ref if saved else None,
                    len(result.restored), len(result.deleted), len(result.removed_dirs),
                    result.submodules, len(result.submodules), result.nested_changes,
-                   len(result.nested_changes))
+                   len(result.nested_changes), result.nested_restored, result.nested_notes)
 
     @classmethod
     def of_ack(cls, ack: dict[str, Any]) -> Done:
@@ -93,4 +100,5 @@ class Done:
         return cls(ack.get("saved"), ack.get("saved_ref"), int(ack.get("restored", 0)),
                    int(ack.get("deleted", 0)), int(ack.get("removed_dirs", 0)), moved,
                    int(ack.get("submodules_count", len(moved))), nested,
-                   int(ack.get("nested_changes_count", len(nested))))
+                   int(ack.get("nested_changes_count", len(nested))),
+                   list(ack.get("nested_restored") or []), list(ack.get("nested_notes") or []))

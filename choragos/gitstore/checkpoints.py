@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from choragos.gitstore import nested
+from choragos.gitstore import nested, nestedfiles
 from choragos.gitstore.ignore import IgnoreList, RuleStack, ignore_settings, repository_rules
 from choragos.gitstore.objects import ObjectWriter, loose_blob, remove_stale_temporaries
 from choragos.gitstore.treewatch import TreeWatch
@@ -119,8 +119,13 @@ class RollbackPlan:
     submodules: list[str]  # nested repositories at another commit; left alone
     # Nested repositories (at any depth) holding work not committed there,
     # with a work tree other than the checkpoint recorded (or gone), or
-    # that cannot be read: never entered, left as they are, named.
+    # that cannot be read: left as they are, named.
     nested_changes: list[str] = field(default_factory=list)
+    # Nested repositories whose files the checkpoint kept: their files in
+    # ``restore`` and ``delete`` put them back as they were (their HEAD,
+    # index and refs are never touched); what is not undone there, said.
+    nested_restored: list[str] = field(default_factory=list)
+    nested_notes: list[str] = field(default_factory=list)
 
     @property
     def head_moved(self) -> bool:
@@ -145,6 +150,8 @@ class RollbackResult:
     head_now: str
     submodules: list[str] = field(default_factory=list)  # as in the plan: left alone
     nested_changes: list[str] = field(default_factory=list)
+    nested_restored: list[str] = field(default_factory=list)  # as in the plan
+    nested_notes: list[str] = field(default_factory=list)
 
     @property
     def head_moved(self) -> bool:
@@ -288,7 +295,7 @@ class CheckpointStore:
         checkpoint = self._target(target)
         with self._failures("planning the rollback"), self._locked() as fs_now:
             scan = self._scan(fs_now, write=False)
-            return self._plan(checkpoint, scan, fs_now)[0]
+            return self._plan(checkpoint, scan, fs_now).plan
 
     def rollback(self, target: str | Checkpoint) -> RollbackResult:
         """Restore ``target``'s files, first saving the current state as
@@ -300,18 +307,20 @@ class CheckpointStore:
         with self._failures("rollback", then="nothing was changed"), \
                 self._locked() as fs_now:
             scan = self._scan(fs_now, write=True)
-            plan, then, found = self._plan(checkpoint, scan, fs_now)
+            made = self._plan(checkpoint, scan, fs_now)
+            plan, then = made.plan, made.then
             if plan.conflicts:
                 raise CheckpointError(_conflict_message(plan.conflicts))
-            self._check_objects(then, plan.restore)
+            self._check_objects(then, plan.restore, made.sources)
             if plan.empty:
                 # Saving an identical state would hide the pre-rollback
                 # checkpoint of a rollback that did change something.
                 return RollbackResult(checkpoint, None, [], [], [], plan.head_then,
-                                      plan.head_now, plan.submodules, plan.nested_changes)
+                                      plan.head_now, plan.submodules, plan.nested_changes,
+                                      plan.nested_restored, plan.nested_notes)
             saved = self._commit(scan, undo_name(checkpoint.task_id), "choragos",
                                  f"before rolling back to {checkpoint.name}", time.time(),
-                                 found)
+                                 made.found)
             try:
                 return self._apply(plan, then, saved)
             except Exception as exc:
@@ -386,17 +395,12 @@ class CheckpointStore:
         _check_task_id(task_id)
         if not self._swept:  # once per store: its first checkpoint (or undo point)
             self.remove_stale_temporaries()
-        from dulwich.objects import Commit  # see _open_repo
-
         head = self._head()
-        commit = Commit()
-        commit.tree = scan.tree.hex().encode()
-        commit.parents = []
-        commit.author = commit.committer = _IDENTITY
-        commit.author_time = commit.commit_time = int(when)
-        commit.author_timezone = commit.commit_timezone = 0
-        commit.message = _message(task_id, clean_text(role, 64), clean_text(label), when, head,
-                                  nested.trailers(found))
+        more, parent = self._keep_nested(found, when) if found else ([], None)
+        commit = _new_commit(scan.tree, when, _message(
+            task_id, clean_text(role, 64), clean_text(label), when, head,
+            nested.trailers(found) + more))
+        commit.parents = [parent] if parent is not None else []
         self._store_commit(commit)
         name = self._add_ref(int(when), task_id, commit.id)
         records = scan.previous  # the same, unless the walk changed them
@@ -411,6 +415,31 @@ class CheckpointStore:
         if scan.stats.walked or self._own is not None:
             self._own = (self.ref_prefix + name, Cache(commit.id, scan.tree, records))
         return self._describe(name, commit.id.decode())
+
+    def _keep_nested(self, found: list[nested.Nested], when: float
+                     ) -> tuple[list[str], bytes | None]:
+        """Store what the nested repositories hold that their commits do not
+        (:mod:`choragos.gitstore.nestedfiles`): the lines naming their HEADs,
+        and the commit holding their files, the checkpoint's parent (None
+        when every one matches its commit)."""
+        readable = [(n.path, n.head, n.differs, n.gone) for n in found if n.head]
+        if not readable:
+            return [], None
+        objects = self._repo.object_store
+        writer = ObjectWriter(objects.path, objects.alternates)
+        try:
+            kept = nestedfiles.store(writer, os.fsencode(self.root), readable)
+            tree = (nestedfiles.write_tree(writer, kept.files) if kept.files or kept.gone
+                    else None)
+            writer.finish()
+        finally:
+            writer.close()
+        lines = nestedfiles.head_lines(kept.heads)
+        if tree is None:
+            return lines, None
+        parent = _new_commit(tree, when, nestedfiles.gone_message(kept.gone))
+        self._store_commit(parent)
+        return lines, parent.id
 
     def _store_commit(self, commit: Commit) -> None:
         """Through a temporary named for this process (dulwich's own lock file
@@ -664,8 +693,7 @@ class CheckpointStore:
 
     # ---- rollback
 
-    def _plan(self, checkpoint: Checkpoint, scan: Scan, fs_now: int
-              ) -> tuple[RollbackPlan, dict[bytes, tuple[int, bytes]], list[nested.Nested]]:
+    def _plan(self, checkpoint: Checkpoint, scan: Scan, fs_now: int) -> _Made:
         """The plan, the checkpoint's files it was made from, and the nested
         repositories as they are (the undo point records them)."""
         now = scan.files()
@@ -679,10 +707,16 @@ class CheckpointStore:
         # Named once: below a path already in the way, the rest is too.
         conflicts = sorted({*conflicts, *(p for p in unseen if not ancestors([p]) & {*conflicts})})
         found = self._survey(scan, fs_now)
-        left = nested.left_changed(found, self._recorded_nested(checkpoint))
-        plan = RollbackPlan(checkpoint, _decode(restore), _decode(delete), checkpoint.head,
-                            self._head(), _decode(conflicts), _decode(moved), _decode(left))
-        return plan, then, found
+        message = self._message_of(checkpoint)
+        back = self._nested_back(checkpoint, message, found)
+        left = [p for p in nested.left_changed(found, nested.recorded(message))
+                if p not in back.repos]
+        then.update(back.then)
+        plan = RollbackPlan(checkpoint, _decode(sorted(restore + back.restore)),
+                            _decode(sorted(delete + back.delete)), checkpoint.head,
+                            self._head(), _decode(sorted(conflicts + back.conflicts)),
+                            _decode(moved), _decode(left), _decode(back.repos), back.notes)
+        return _Made(plan, then, found, back.sources)
 
     def _survey(self, scan: Scan, fs_now: int) -> list[nested.Nested]:
         """The nested repositories the walk met, surveyed (none: no cost)."""
@@ -690,22 +724,92 @@ class CheckpointStore:
             return []
         return self._nested.run(os.fsencode(self.root), scan.repos, fs_now)
 
-    def _recorded_nested(self, checkpoint: Checkpoint) -> dict[bytes, bytes]:
-        """The nested repositories' work trees ``checkpoint`` recorded."""
+    def _message_of(self, checkpoint: Checkpoint) -> str:
+        """``checkpoint``'s commit message ("" when it cannot be read)."""
         try:
             commit = self._repo.object_store[checkpoint.commit.encode()]
         except (KeyError, ValueError):
-            return {}
-        return nested.recorded(commit.message.decode("utf-8", "replace"))
+            return ""
+        return commit.message.decode("utf-8", "replace")
 
-    def _tree_files(self, tree: str) -> dict[bytes, tuple[int, bytes]]:
+    def _nested_back(self, checkpoint: Checkpoint, message: str,
+                     found: list[nested.Nested]) -> _NestedBack:
+        """How the nested repositories whose files ``checkpoint`` kept go
+        back: the files to write and delete there (workspace paths), what is
+        in their way, and what stays undone.  One the checkpoint kept
+        nothing of (taken before they were kept, unreadable then or now)
+        is left to :func:`nested.left_changed` to name."""
+        back = _NestedBack()
+        heads = nestedfiles.recorded_heads(message)
+        if not heads or not found:
+            return back
+        kept, gone = self._kept_nested(checkpoint)
+        recorded = nested.recorded(message)
+        for repo in found:
+            head = heads.get(repo.path)
+            if head is None or repo.scan is None:
+                continue
+            if recorded.get(repo.path) != repo.tree:
+                then = self._nested_then(repo.path, head, kept, gone, heads)
+                if then is None:
+                    back.notes.append(f"{os.fsdecode(repo.path)}: its commit at the checkpoint "
+                                      f"({head[:12]}) is no longer in it, so its files are "
+                                      "left as they are")
+                    continue
+                back.add(os.fsencode(self.root), repo, then, kept)
+            back.repos.append(repo.path)
+            if repo.head != head:
+                back.notes.append(_moved_note(os.fsdecode(repo.path), head, repo.head))
+            if repo.staged:
+                back.notes.append(f"{os.fsdecode(repo.path)}: what is staged there (its index) "
+                                  "is left as it is; `git -C "
+                                  f"{os.fsdecode(repo.path)} status` shows it")
+        return back
+
+    def _kept_nested(self, checkpoint: Checkpoint) -> tuple[nestedfiles.Files, list[bytes]]:
+        """The nested repositories' files ``checkpoint`` kept, and the ones
+        their HEADs held that were gone (workspace paths)."""
+        commit = self._repo.object_store[checkpoint.commit.encode()]
+        if not commit.parents:
+            return {}, []
+        parent = self._repo.object_store[commit.parents[0]]
+        return (self._tree_files(parent.tree.decode()),
+                nestedfiles.recorded_gone(parent.message.decode("utf-8", "replace")))
+
+    def _nested_then(self, path: bytes, head: str, kept: nestedfiles.Files,
+                     gone: list[bytes], heads: dict[bytes, str]) -> nestedfiles.Files | None:
+        """Nested repository ``path``'s files at the checkpoint (relative to
+        it), or None when the commit its HEAD named then cannot be read
+        there (read with dulwich: git is never run in a repository an
+        agent may have made)."""
+        from dulwich.repo import Repo  # see _open_repo
+
+        head_files: nestedfiles.Files = {}
+        if head != nestedfiles.UNBORN:
+            try:
+                repo = Repo(os.fsdecode(os.fsencode(self.root) + b"/" + path))
+            except Exception:  # any damage: its files cannot be told
+                return None
+            try:
+                tree = repo.object_store[head.encode()].tree.decode()
+                head_files = self._tree_files(tree, repo.object_store)
+            except (KeyError, ValueError, AttributeError, OSError):
+                return None
+            finally:
+                repo.close()
+        mine = {p: v for p, v in kept.items() if nestedfiles.owner(p, heads) == path}
+        lost = [p for p in gone if nestedfiles.owner(p, heads) == path]
+        return nestedfiles.then_files(path, head_files, mine, lost)
+
+    def _tree_files(self, tree: str, objects: object = None) -> dict[bytes, tuple[int, bytes]]:
         if not tree:
             raise CheckpointError("the checkpoint's commit cannot be read")
+        store = objects if objects is not None else self._repo.object_store
         out: dict[bytes, tuple[int, bytes]] = {}
         stack = [(b"", tree.encode())]
         while stack:
             prefix, oid = stack.pop()
-            for entry in self._repo.object_store[oid].iteritems():
+            for entry in store[oid].iteritems():  # type: ignore[index]
                 _check_name(entry.path)
                 path = prefix + entry.path
                 if entry.mode == MODE_TREE:
@@ -714,17 +818,45 @@ class CheckpointStore:
                     out[path] = (entry.mode, bytes.fromhex(entry.sha.decode()))
         return out
 
-    def _check_objects(self, then: dict[bytes, tuple[int, bytes]], restore: list[str]) -> None:
-        """Refuse before changing anything if the checkpoint lost objects."""
+    def _check_objects(self, then: dict[bytes, tuple[int, bytes]], restore: list[str],
+                       sources: dict[bytes, bytes]) -> None:
+        """Refuse before changing anything if the checkpoint lost objects.  A
+        nested repository's file its commit holds (``sources``: its path) is
+        copied into this store first, so the restore reads one store."""
         store = self._repo.object_store
         writer = ObjectWriter(store.path, store.alternates)
         try:
             for path in restore:
-                if not writer.has(then[os.fsencode(path)][1]):
+                oid = then[os.fsencode(path)][1]
+                if writer.has(oid):
+                    continue
+                data = self._nested_blob(sources.get(os.fsencode(path)), oid)
+                if data is None:
                     raise CheckpointError(f"the checkpoint is damaged: the content of {path} "
                                           "is missing from the repository; nothing was changed")
+                writer.put(b"blob", data)
+            writer.finish()
         finally:
             writer.close()
+
+    def _nested_blob(self, repo_path: bytes | None, oid: bytes) -> bytes | None:
+        """A blob from nested repository ``repo_path``'s own store (None:
+        not there, or no such repository)."""
+        if repo_path is None:
+            return None
+        from dulwich.repo import Repo  # see _open_repo
+
+        try:
+            repo = Repo(os.fsdecode(os.fsencode(self.root) + b"/" + repo_path))
+        except Exception:
+            return None
+        try:
+            blob = repo.object_store[oid.hex().encode()]
+            return blob.as_raw_string() if blob.type_name == b"blob" else None
+        except (KeyError, ValueError, OSError):
+            return None
+        finally:
+            repo.close()
 
     def _apply(self, plan: RollbackPlan, then: dict[bytes, tuple[int, bytes]],
                saved: Checkpoint) -> RollbackResult:
@@ -741,7 +873,7 @@ class CheckpointStore:
                 tree.write_file(path, pieces, executable=mode & 0o100 != 0)
         return RollbackResult(plan.checkpoint, saved, plan.restore, _decode(deleted),
                               _decode(removed), plan.head_then, self._head(), plan.submodules,
-                              plan.nested_changes)
+                              plan.nested_changes, plan.nested_restored, plan.nested_notes)
 
     def _content(self, oid: bytes) -> bytes:
         """A blob's content, read whole (a pack's, a link's: small or rare)."""
@@ -772,6 +904,74 @@ class CheckpointStore:
         except Exception as exc:  # every failure becomes a reason, never a crash
             tail = f"; {then}" if then else ""
             raise CheckpointError(f"{doing} failed: {_reason(exc)}{tail}") from exc
+
+
+@dataclass
+class _Made:
+    """A plan and what carrying it out needs."""
+
+    plan: RollbackPlan
+    then: dict[bytes, tuple[int, bytes]]  # the checkpoint's files, nested ones too
+    found: list[nested.Nested]  # the nested repositories as they are
+    sources: dict[bytes, bytes]  # a nested file's path -> its repository (holding its blob)
+
+
+@dataclass
+class _NestedBack:
+    """The nested repositories' part of a plan, workspace paths."""
+
+    then: dict[bytes, tuple[int, bytes]] = field(default_factory=dict)
+    restore: list[bytes] = field(default_factory=list)
+    delete: list[bytes] = field(default_factory=list)
+    conflicts: list[bytes] = field(default_factory=list)
+    repos: list[bytes] = field(default_factory=list)  # put back (or already as they were)
+    notes: list[str] = field(default_factory=list)
+    sources: dict[bytes, bytes] = field(default_factory=dict)
+
+    def add(self, root: bytes, repo: nested.Nested, then: nestedfiles.Files,
+            kept: nestedfiles.Files) -> None:
+        """Repository ``repo``'s files back to ``then`` (relative to it):
+        checked as the main tree's are, against its own walk."""
+        assert repo.scan is not None
+        now = {p: v for p, v in repo.scan.files().items() if v[0] != MODE_GITLINK}
+        restore = sorted(p for p, v in then.items() if now.get(p) != v)
+        delete = sorted(p for p in now if p not in then)
+        top = root + b"/" + repo.path
+        conflicts = _conflicts(top, restore, set(delete))
+        unseen = _unseen(top, restore, now, delete)
+        conflicts += [p for p in unseen if not ancestors([p]) & {*conflicts}]
+        inside = repo.path + b"/"
+        for path in restore:
+            self.then[inside + path] = then[path]
+            if inside + path not in kept:
+                self.sources[inside + path] = repo.path
+        self.restore += [inside + p for p in restore]
+        self.delete += [inside + p for p in delete]
+        self.conflicts += [inside + p for p in sorted(set(conflicts))]
+
+
+def _moved_note(path: str, then: str, now: str) -> str:
+    """What a rollback does not undo in a nested repository whose HEAD moved."""
+    if then == nestedfiles.UNBORN:
+        return (f"{path}: it had no commit at the checkpoint and has {now[:12]} now: its "
+                "commits are not undone (its files are put back as they were)")
+    return (f"{path}: its HEAD moved from {then[:12]} to {now[:12]}: its commits are not "
+            f"undone (its files are put back as they were); `git -C {path} reset {then[:12]}` "
+            "undoes them, keeping the files")
+
+
+def _new_commit(tree: bytes, when: float, message: bytes) -> Commit:
+    """A parentless commit of ``tree`` (binary id), by choragos."""
+    from dulwich.objects import Commit  # see _open_repo
+
+    commit = Commit()
+    commit.tree = tree.hex().encode()
+    commit.parents = []
+    commit.author = commit.committer = _IDENTITY
+    commit.author_time = commit.commit_time = int(when)
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.message = message
+    return commit
 
 
 # ---- helpers: repository, names, messages -------------------------------------------

@@ -31,11 +31,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from choragos.gitstore.ignore import ignore_settings, repository_rules
+from choragos.gitstore.nestedfiles import UNBORN, Files, against_head
 from choragos.gitstore.objects import ObjectWriter
-from choragos.gitstore.walk import Records, UserIndex, Walker, read_user_index
+from choragos.gitstore.walk import Records, Scan, UserIndex, Walker, read_user_index
 
 _EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 TRAILER = "Choragos-Nested: "  # + <work tree id> <path as a JSON string>
@@ -48,6 +49,13 @@ class Nested:
     path: bytes  # relative to the work tree's root, no trailing slash
     tree: bytes  # its work tree's id (binary); b"" when it cannot be read
     changed: bool  # work tree or index other than its HEAD, or unreadable
+    head: str = ""  # its HEAD commit (hex), "unborn", or "" when it cannot be read
+    # Its work tree's files that differ from HEAD's, and HEAD's it lacks
+    # (relative to it): what a checkpoint stores of it.
+    differs: Files = field(default_factory=dict, compare=False, repr=False)
+    gone: list[bytes] = field(default_factory=list, compare=False, repr=False)
+    scan: Scan | None = field(default=None, compare=False, repr=False)  # its walk
+    staged: bool = False  # its index holds other than its HEAD (a rollback leaves it)
 
 
 class _Hasher(ObjectWriter):
@@ -105,20 +113,29 @@ class Survey:
         except Exception:  # any damage: nothing vouches for its files
             return Nested(rel, b"", True), []
         try:
-            head = _head_tree(repo)
+            commit, head = _head(repo)
             index = self._index(path, repo.index_path())
             rules = repository_rules(repo.commondir(), ignore_settings(repo.get_config_stack()))
             walker = Walker(os.fsdecode(path), rules, _Hasher(),
                             cache=self._walks.get(path) or Records(), racy_from_ns=fs_now,
                             user_index=lambda: index, write=False)
             scan = walker.run()
+            differs, gone, was = ({}, [], {}) if scan.tree == head else against_head(
+                lambda tree: _entries(repo, tree), None if commit == UNBORN else head.hex(),
+                scan.records)
         except Exception:
             return Nested(rel, b"", True), []
         finally:
             repo.close()
         seen[path] = Records(decoded=scan.records)
-        changed = scan.tree != head or bool(scan.stats.skipped) or _staged(index, scan.files())
-        return Nested(rel, b"" if scan.stats.skipped else scan.tree, changed), scan.repos
+        files = scan.files()
+        changed = scan.tree != head or bool(scan.stats.skipped) or _staged(index, files)
+        if scan.stats.skipped:
+            return Nested(rel, b"", changed), scan.repos
+        # HEAD's files: the walk's, with HEAD's own where they differ.
+        heads = {**{p: v for p, v in files.items() if p not in differs}, **was}
+        return Nested(rel, scan.tree, changed, commit, differs, gone, scan,
+                      _staged(index, heads)), scan.repos
 
     def _index(self, path: bytes, index_path: str) -> UserIndex:
         try:
@@ -141,14 +158,22 @@ def _staged(index: UserIndex, files: dict[bytes, tuple[int, bytes]]) -> bool:
     return {path: (entry[4], entry[5]) for path, entry in index.entries.items()} != files
 
 
-def _head_tree(repo: object) -> bytes:
-    """HEAD's tree id (binary); the empty tree's for a repository without a
-    commit, whose every file is then uncommitted."""
+def _head(repo: object) -> tuple[str, bytes]:
+    """HEAD's commit (hex) and tree id (binary); "unborn" and the empty
+    tree's for a repository without a commit, whose every file is then
+    uncommitted."""
     try:
         head = repo.refs[b"HEAD"]  # type: ignore[attr-defined]
     except KeyError:
-        return _EMPTY_TREE
-    return bytes.fromhex(repo.object_store[head].tree.decode())  # type: ignore[attr-defined]
+        return UNBORN, _EMPTY_TREE
+    tree = repo.object_store[head].tree.decode()  # type: ignore[attr-defined]
+    return head.decode(), bytes.fromhex(tree)
+
+
+def _entries(repo: object, tree: str) -> Files:
+    """One tree's entries by name, from the nested repository's own store."""
+    found = repo.object_store[tree.encode()].iteritems()  # type: ignore[attr-defined]
+    return {e.path: (e.mode, bytes.fromhex(e.sha.decode())) for e in found}
 
 
 def trailers(found: list[Nested]) -> list[str]:

@@ -87,3 +87,17 @@ def test_the_dialog_names_nested_repositories_left_as_they_are(deck, restore) ->
     assert "  lib " in screen and "tools/deep" in screen
     assert "\x1b" not in screen  # a name is shown inert
     assert "Nested repositories at another commit" in screen and "vendor/moved" in screen
+
+
+def test_the_dialog_says_which_nested_repositories_are_put_back_and_what_is_not(deck) -> None:
+    deck.port.plan = {**plan(["lib/inside.txt"]), "nested_changes": [],
+                      "nested_changes_count": 0, "nested_restored": ["lib"],
+                      "nested_notes": ["lib: its HEAD moved from aaaa to bbbb: its commits "
+                                       "are not undone\x1b[2J"]}
+    deck.dialogs._plan_rollback(TASK)
+    deck.commands.shutdown(wait=True)
+    deck.mailbox._wake(b"")
+    screen = _screen(deck, NESTED_SIZE)
+    assert "Nested repositories whose files are put back" in screen and "  lib " in screen
+    assert "its HEAD moved from aaaa to bbbb" in screen and "\x1b" not in screen
+    assert "Nested repositories with work not committed" not in screen
