@@ -134,8 +134,8 @@ def test_a_directory_holding_an_ignored_symlink_is_in_the_way(repo: Path,
     assert (repo / "d" / "link.log").is_symlink()
 
 
-def test_a_submodule_at_another_commit_is_reported_not_restored(repo: Path,
-                                                                tmp_path: Path) -> None:
+def test_a_submodule_at_another_commit_keeps_it_and_gets_its_files_back(
+        repo: Path, tmp_path: Path) -> None:
     add_submodule(repo, tmp_path / "upstream")
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "before")
@@ -143,4 +143,5 @@ def test_a_submodule_at_another_commit_is_reported_not_restored(repo: Path,
         git(repo / "sub", "commit", "-q", "-am", "moved on")
         settle(repo)
         plan = store.plan_rollback("T1")
-    assert (plan.restore, plan.delete, plan.submodules) == ([], [], ["sub"])
+    assert (plan.restore, plan.delete, plan.submodules) == (["sub/inside.txt"], [], ["sub"])
+    assert plan.nested_restored == ["sub"] and "its HEAD moved" in plan.nested_notes[0]
