@@ -10,6 +10,12 @@ repository (made with git, everything committed, dated an hour back) of
 * plan:       a fresh store's ``plan_rollback`` (``choragos rollback`` in a
               shell), which always walks.
 
+``--nested-changed N`` (measures something new: the nested repository's
+files kept by each checkpoint and put back by a rollback): N files of the
+nested repository are edited, uncommitted, before the first checkpoint and
+again in each round, so each snapshot keeps N new blobs there and each
+plan restores N files in it.
+
 Run it with this tree on the path, and again with an older checkout on
 ``PYTHONPATH`` to compare (pairs, alternating); a version that does not
 survey nested repositories measures what the survey adds.  Medians of
@@ -73,19 +79,28 @@ def build(root: Path, files: int, nested_files: int) -> None:
                            env=GIT_ENV, capture_output=True)
 
 
+def _edit_nested(root: Path, count: int, round_: int) -> None:
+    """``count`` files of the nested repository, one a directory, edited."""
+    for i in range(count):
+        (root / "lib" / f"d{i % 50:03}" / f"n{i * 100 % 5000:05}.txt").write_text(
+            f"edited in round {round_}\n")
+
+
 def timed(call: Callable[..., object], *args: object) -> float:
     started = time.perf_counter()
     call(*args)
     return time.perf_counter() - started
 
 
-def run(root: Path, rounds: int) -> dict[str, float]:
+def run(root: Path, rounds: int, nested_changed: int = 0) -> dict[str, float]:
     samples: dict[str, list[float]] = {"snapshot": [], "unchanged": [], "plan": []}
+    _edit_nested(root, nested_changed, 0)
     store = CheckpointStore(root, watch=True)
     store.snapshot("T0", "coder", "first")
     for n in range(1, rounds + 1):
         for i in range(5):
             (root / "d000" / f"m{i:05}.txt").write_text(f"round {n}\n")
+        _edit_nested(root, nested_changed, n)
         samples["snapshot"].append(timed(store.snapshot, f"T{n}", "coder", "b"))
         samples["unchanged"].append(timed(store.snapshot, f"U{n}", "coder", "b"))
         with CheckpointStore(root) as fresh:
@@ -99,17 +114,20 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--nested-files", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--nested-changed", type=int, default=0,
+                        help="nested files edited before the first checkpoint and each round")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="chg-nested-bench-"))
     try:
         build(tmp / "repo", args.files, args.nested_files)
-        medians = run(tmp / "repo", args.rounds)
+        medians = run(tmp / "repo", args.rounds, args.nested_changed)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for key, value in medians.items():
         print(f"{key:<10} {value * 1000:8.1f} ms")
     emit("nested_checkpoint", {}, files=args.files, nested_files=args.nested_files,
-         rounds=args.rounds, **{f"{k}_ms": round(v * 1000, 1) for k, v in medians.items()})
+         rounds=args.rounds, nested_changed=args.nested_changed,
+         **{f"{k}_ms": round(v * 1000, 1) for k, v in medians.items()})
     return 0
 
 

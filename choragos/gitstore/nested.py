@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 from choragos.gitstore.ignore import ignore_settings, repository_rules
 from choragos.gitstore.nestedfiles import UNBORN, Files, against_head
 from choragos.gitstore.objects import ObjectWriter
-from choragos.gitstore.walk import Records, Scan, UserIndex, Walker, read_user_index
+from choragos.gitstore.walk import (
+    MODE_GITLINK,
+    Records,
+    Scan,
+    UserIndex,
+    Walker,
+    read_user_index,
+)
 
 _EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 TRAILER = "Choragos-Nested: "  # + <work tree id> <path as a JSON string>
@@ -129,13 +136,17 @@ class Survey:
             repo.close()
         seen[path] = Records(decoded=scan.records)
         files = scan.files()
-        changed = scan.tree != head or bool(scan.stats.skipped) or _staged(index, files)
+        if scan.tree == head:
+            staged = _staged(index, files)
+        else:
+            # HEAD's files: the walk's, with HEAD's own where they differ (a
+            # repository inside is left out: its commit is its own affair).
+            heads = {**{p: v for p, v in files.items() if p not in differs}, **was}
+            staged = _staged(index, heads, MODE_GITLINK)
+        changed = scan.tree != head or bool(scan.stats.skipped) or staged
         if scan.stats.skipped:
             return Nested(rel, b"", changed), scan.repos
-        # HEAD's files: the walk's, with HEAD's own where they differ.
-        heads = {**{p: v for p, v in files.items() if p not in differs}, **was}
-        return Nested(rel, scan.tree, changed, commit, differs, gone, scan,
-                      _staged(index, heads)), scan.repos
+        return Nested(rel, scan.tree, changed, commit, differs, gone, scan, staged), scan.repos
 
     def _index(self, path: bytes, index_path: str) -> UserIndex:
         try:
@@ -149,12 +160,15 @@ class Survey:
         return known[1]
 
 
-def _staged(index: UserIndex, files: dict[bytes, tuple[int, bytes]]) -> bool:
+def _staged(index: UserIndex, files: dict[bytes, tuple[int, bytes]], leave: int = -1) -> bool:
     """Whether the index holds other than the files, once they match HEAD: a
     change staged and then undone in the files (``git status`` shows it),
     a conflict, a file added with ``--intent-to-add``."""
     if len(index.entries) != len(index.paths):
         return True  # entries no commit holds as they stand (or a sparse checkout's)
+    if leave >= 0:  # entries of that mode left out on both sides
+        files = {path: v for path, v in files.items() if v[0] != leave}
+        return {path: (e[4], e[5]) for path, e in index.entries.items() if e[4] != leave} != files
     return {path: (entry[4], entry[5]) for path, entry in index.entries.items()} != files
 
 
