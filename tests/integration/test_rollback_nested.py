@@ -90,6 +90,13 @@ def plain_nested(repo: Path) -> Path:
     return nested
 
 
+def top_and_nested(repo: Path) -> Path:
+    """A committed file in the main tree, and a nested repository."""
+    write(repo, "a.txt", "top\n")
+    commit(repo)
+    return plain_nested(repo)
+
+
 def submodule(repo: Path) -> Path:
     add_submodule(repo, repo.parent / "upstream", "lib")
     return repo / "lib"
@@ -180,9 +187,7 @@ def test_a_submodule_not_cloned_is_named_once_something_is_put_in_it(repo: Path)
 def test_a_watched_store_puts_them_back_too(repo: Path) -> None:
     """The session's checkpointer keeps its walk and watches the tree: its
     snapshots keep the nested repositories' files all the same."""
-    write(repo, "a.txt", "top\n")
-    commit(repo)
-    nested = plain_nested(repo)
+    nested = top_and_nested(repo)
     with CheckpointStore(repo, watch=True) as store:
         store.snapshot("T1", "coder", "before")
         write(nested, "inside.txt", "the operator's, not committed\n")
@@ -201,9 +206,7 @@ def test_work_there_at_the_checkpoint_and_gone_since_comes_back(repo: Path,
     """Uncommitted work in a nested repository at the checkpoint (the
     operator's), stashed or discarded by the agent: the rollback puts it
     back, though git status there was silent."""
-    write(repo, "a.txt", "top\n")
-    commit(repo)
-    nested = plain_nested(repo)
+    nested = top_and_nested(repo)
     write(nested, "inside.txt", "the operator's own, not committed\n")
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "before")
@@ -218,9 +221,7 @@ def test_a_checkpoint_that_kept_no_nested_files_names_them_as_before(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A checkpoint from before nested files were kept (no parent, no
     ``Choragos-Nested-Head``): the repository is named, not entered."""
-    write(repo, "a.txt", "top\n")
-    commit(repo)
-    nested = plain_nested(repo)
+    nested = top_and_nested(repo)
     with CheckpointStore(repo) as store:
         with monkeypatch.context() as old:
             old.setattr(CheckpointStore, "_keep_nested", lambda *a: ([], None))
@@ -235,9 +236,7 @@ def test_a_checkpoint_that_kept_no_nested_files_names_them_as_before(
 def test_content_its_own_rules_now_ignore_in_the_way_refuses(repo: Path) -> None:
     """A kept file that the nested repository now ignores, changed: the
     undo point could not hold it, so nothing is changed."""
-    write(repo, "a.txt", "top\n")
-    commit(repo)
-    nested = plain_nested(repo)
+    nested = top_and_nested(repo)
     write(nested, "notes.txt", "the operator's notes\n")
     with CheckpointStore(repo) as store:
         store.snapshot("T1", "coder", "before")
@@ -245,7 +244,7 @@ def test_content_its_own_rules_now_ignore_in_the_way_refuses(repo: Path) -> None
         write(nested, "notes.txt", "the agent's\n")
         write(repo, "a.txt", "the task's\n")
         assert store.plan_rollback("T1").conflicts == ["lib/notes.txt"]
-        with pytest.raises(CheckpointError, match="lib/notes.txt.*nothing was changed"):
+        with pytest.raises(CheckpointError, match=r"lib/notes\.txt.*nothing was changed"):
             store.rollback("T1")
     assert (nested / "notes.txt").read_text() == "the agent's\n"
     assert (repo / "a.txt").read_text() == "the task's\n"
@@ -253,9 +252,7 @@ def test_content_its_own_rules_now_ignore_in_the_way_refuses(repo: Path) -> None
 
 def test_the_checkpoint_keeps_the_files_and_its_undo_point_puts_them_back(
         repo: Path) -> None:
-    write(repo, "a.txt", "top\n")
-    commit(repo)
-    nested = plain_nested(repo)
+    nested = top_and_nested(repo)
     write(nested, "untracked.txt", "u\n")
     with CheckpointStore(repo) as store:
         first = store.snapshot("T1", "coder", "before")
