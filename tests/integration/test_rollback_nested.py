@@ -273,6 +273,8 @@ def test_the_checkpoint_keeps_the_files_and_its_undo_point_puts_them_back(
     # The kept file is in the main repository's store, under the checkpoint's
     # parent; its own checkpoint tree is what git add -A stages.
     assert git(repo, "show", f"{first.ref}^:lib/untracked.txt") == "u\n"
+    # Only what differs from its HEAD is kept: its committed file is not.
+    assert git(repo, "ls-tree", "-r", "--name-only", f"{first.ref}^") == "lib/untracked.txt\n"
     assert "lib/untracked.txt" not in git(repo, "ls-tree", "-r", "--name-only", first.ref)
     git(repo, "fsck", "--strict", "--no-dangling")
 
