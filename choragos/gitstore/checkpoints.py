@@ -750,13 +750,16 @@ class CheckpointStore:
             if head is None or repo.scan is None:
                 continue
             if recorded.get(repo.path) != repo.tree:
-                then = self._nested_then(repo.path, head, kept, gone, heads)
-                if then is None:
+                since = ((repo.differs, repo.gone, repo.was) if repo.head == head
+                         else self._since_head(repo, head))
+                if since is None:
                     back.notes.append(f"{os.fsdecode(repo.path)}: its commit at the checkpoint "
                                       f"({head[:12]}) is no longer in it, so its files are "
                                       "left as they are")
                     continue
-                back.add(os.fsencode(self.root), repo, then, kept)
+                mine = {p: v for p, v in kept.items() if nestedfiles.owner(p, heads) == repo.path}
+                lost = [p for p in gone if nestedfiles.owner(p, heads) == repo.path]
+                back.add(os.fsencode(self.root), repo, since, mine, lost)
             back.repos.append(repo.path)
             if repo.head != head:
                 back.notes.append(_moved_note(os.fsdecode(repo.path), head, repo.head))
@@ -776,40 +779,37 @@ class CheckpointStore:
         return (self._tree_files(parent.tree.decode()),
                 nestedfiles.recorded_gone(parent.message.decode("utf-8", "replace")))
 
-    def _nested_then(self, path: bytes, head: str, kept: nestedfiles.Files,
-                     gone: list[bytes], heads: dict[bytes, str]) -> nestedfiles.Files | None:
-        """Nested repository ``path``'s files at the checkpoint (relative to
-        it), or None when the commit its HEAD named then cannot be read
-        there (read with dulwich: git is never run in a repository an
-        agent may have made)."""
+    def _since_head(self, repo: nested.Nested, head: str
+                    ) -> tuple[nestedfiles.Files, list[bytes], nestedfiles.Files] | None:
+        """Nested repository ``repo``'s work tree now against the HEAD it had
+        at the checkpoint (:func:`nestedfiles.against_head`), or None when
+        that commit cannot be read there.  Read with dulwich: git is never
+        run in a repository an agent may have made."""
         from dulwich.repo import Repo  # see _open_repo
 
-        head_files: nestedfiles.Files = {}
-        if head != nestedfiles.UNBORN:
-            try:
-                repo = Repo(os.fsdecode(os.fsencode(self.root) + b"/" + path))
-            except Exception:  # any damage: its files cannot be told
-                return None
-            try:
-                tree = repo.object_store[head.encode()].tree.decode()
-                head_files = self._tree_files(tree, repo.object_store)
-            except (KeyError, ValueError, AttributeError, OSError):
-                return None
-            finally:
-                repo.close()
-        mine = {p: v for p, v in kept.items() if nestedfiles.owner(p, heads) == path}
-        lost = [p for p in gone if nestedfiles.owner(p, heads) == path]
-        return nestedfiles.then_files(path, head_files, mine, lost)
+        assert repo.scan is not None
+        try:
+            opened = Repo(os.fsdecode(os.fsencode(self.root) + b"/" + repo.path))
+        except Exception:  # any damage: its files cannot be told
+            return None
+        try:
+            tree = (None if head == nestedfiles.UNBORN
+                    else opened.object_store[head.encode()].tree.decode())
+            return nestedfiles.against_head(lambda oid: nested.entries(opened, oid), tree,
+                                            repo.scan.records)
+        except (KeyError, ValueError, AttributeError, OSError):
+            return None
+        finally:
+            opened.close()
 
-    def _tree_files(self, tree: str, objects: object = None) -> dict[bytes, tuple[int, bytes]]:
+    def _tree_files(self, tree: str) -> dict[bytes, tuple[int, bytes]]:
         if not tree:
             raise CheckpointError("the checkpoint's commit cannot be read")
-        store = objects if objects is not None else self._repo.object_store
         out: dict[bytes, tuple[int, bytes]] = {}
         stack = [(b"", tree.encode())]
         while stack:
             prefix, oid = stack.pop()
-            for entry in store[oid].iteritems():  # type: ignore[index]
+            for entry in self._repo.object_store[oid].iteritems():
                 _check_name(entry.path)
                 path = prefix + entry.path
                 if entry.mode == MODE_TREE:
@@ -928,19 +928,26 @@ class _NestedBack:
     notes: list[str] = field(default_factory=list)
     sources: dict[bytes, bytes] = field(default_factory=dict)
 
-    def add(self, root: bytes, repo: nested.Nested, then: nestedfiles.Files,
-            kept: nestedfiles.Files) -> None:
-        """Repository ``repo``'s files back to ``then`` (relative to it):
-        checked as the main tree's are, against its own walk."""
+    def add(self, root: bytes, repo: nested.Nested,
+            since: tuple[nestedfiles.Files, list[bytes], nestedfiles.Files],
+            kept: nestedfiles.Files, lost: list[bytes]) -> None:
+        """Repository ``repo``'s files back as the checkpoint kept them
+        (``kept`` and ``lost`` in workspace paths): checked as the main
+        tree's are, against its own walk."""
         assert repo.scan is not None
+        inside = repo.path + b"/"
         now = {p: v for p, v in repo.scan.files().items() if v[0] != MODE_GITLINK}
-        restore = sorted(p for p, v in then.items() if now.get(p) != v)
-        delete = sorted(p for p in now if p not in then)
+        then, delete = nestedfiles.back_to(
+            now, since, {p.removeprefix(inside): v for p, v in kept.items()},
+            [p.removeprefix(inside) for p in lost])
+        restore = sorted(then)
+        for path in restore:  # names read from its own commit: none may leave it
+            for name in path.split(b"/"):
+                _check_name(name)
         top = root + b"/" + repo.path
         conflicts = _conflicts(top, restore, set(delete))
         unseen = _unseen(top, restore, now, delete)
         conflicts += [p for p in unseen if not ancestors([p]) & {*conflicts}]
-        inside = repo.path + b"/"
         for path in restore:
             self.then[inside + path] = then[path]
             if inside + path not in kept:

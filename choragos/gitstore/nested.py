@@ -61,6 +61,7 @@ class Nested:
     # (relative to it): what a checkpoint stores of it.
     differs: Files = field(default_factory=dict, compare=False, repr=False)
     gone: list[bytes] = field(default_factory=list, compare=False, repr=False)
+    was: Files = field(default_factory=dict, compare=False, repr=False)  # HEAD's, there
     scan: Scan | None = field(default=None, compare=False, repr=False)  # its walk
     staged: bool = False  # its index holds other than its HEAD (a rollback leaves it)
 
@@ -128,7 +129,7 @@ class Survey:
                             user_index=lambda: index, write=False)
             scan = walker.run()
             differs, gone, was = ({}, [], {}) if scan.tree == head else against_head(
-                lambda tree: _entries(repo, tree), None if commit == UNBORN else head.hex(),
+                lambda tree: entries(repo, tree), None if commit == UNBORN else head.hex(),
                 scan.records)
         except Exception:
             return Nested(rel, b"", True), []
@@ -146,7 +147,8 @@ class Survey:
         changed = scan.tree != head or bool(scan.stats.skipped) or staged
         if scan.stats.skipped:
             return Nested(rel, b"", changed), scan.repos
-        return Nested(rel, scan.tree, changed, commit, differs, gone, scan, staged), scan.repos
+        return (Nested(rel, scan.tree, changed, commit, differs, gone, was, scan, staged),
+                scan.repos)
 
     def _index(self, path: bytes, index_path: str) -> UserIndex:
         try:
@@ -184,7 +186,7 @@ def _head(repo: object) -> tuple[str, bytes]:
     return head.decode(), bytes.fromhex(tree)
 
 
-def _entries(repo: object, tree: str) -> Files:
+def entries(repo: object, tree: str) -> Files:
     """One tree's entries by name, from the nested repository's own store."""
     found = repo.object_store[tree.encode()].iteritems()  # type: ignore[attr-defined]
     return {e.path: (e.mode, bytes.fromhex(e.sha.decode())) for e in found}

@@ -43,7 +43,6 @@ UNBORN = "unborn"
 _NOT_FILES = (MODE_TREE, MODE_GITLINK)
 
 Files = dict[bytes, tuple[int, bytes]]  # path -> (mode, binary id)
-TreeFiles = Callable[[str], Files]  # a tree's id (hex) -> every file below it
 
 
 @dataclass(frozen=True)
@@ -192,14 +191,29 @@ def owner(path: bytes, repos: Iterable[bytes]) -> bytes | None:
     return best
 
 
-def then_files(repo: bytes, head_files: Files, stored: Files, gone: list[bytes]) -> Files:
-    """Repository ``repo``'s files at the checkpoint, relative to it: its
-    HEAD's then (gitlinks left out: a repository inside is its own),
-    less the ones gone, with the stored ones laid over them.  ``stored`` and
-    ``gone``: only this repository's, in workspace paths."""
-    cut = len(repo) + 1
-    files = {p: v for p, v in head_files.items() if v[0] != MODE_GITLINK}
-    for path in gone:
-        files.pop(path[cut:], None)
-    files.update((path[cut:], entry) for path, entry in stored.items())
-    return files
+def back_to(now: Files, since_head: tuple[Files, list[bytes], Files], kept: Files,
+            lost: list[bytes]) -> tuple[Files, list[bytes]]:
+    """What puts a nested repository's files (``now``, no gitlinks) back as
+    a checkpoint kept them: the files to write, and the ones to delete.
+    ``since_head``: :func:`against_head` of its work tree now against the
+    HEAD it had then; ``kept`` and ``lost``: what the checkpoint kept of it
+    (relative to it).  Only a path one of those names can differ: any
+    other was HEAD's then and is HEAD's now, so HEAD's whole tree is never
+    read."""
+    changed, gone, was = since_head
+    restore: Files = {}
+    delete: list[bytes] = []
+    for path in {*changed, *gone, *was, *kept, *lost}:
+        if path in kept:
+            then = kept[path]
+        elif path in lost or path not in was:
+            then = None  # gone then, or made since (what differed then was kept)
+        else:
+            then = was[path]
+        if then == now.get(path):
+            continue
+        if then is None:
+            delete += [path] if path in now else []
+        else:
+            restore[path] = then
+    return restore, sorted(delete)
