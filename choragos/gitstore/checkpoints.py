@@ -763,7 +763,7 @@ class CheckpointStore:
             back.repos.append(repo.path)
             if repo.head != head:
                 back.notes.append(_moved_note(os.fsdecode(repo.path), head, repo.head))
-            if repo.staged:
+            if nested.staged(repo):
                 back.notes.append(f"{os.fsdecode(repo.path)}: what is staged there (its index) "
                                   "is left as it is; `git -C "
                                   f"{os.fsdecode(repo.path)} status` shows it")

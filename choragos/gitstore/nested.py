@@ -63,7 +63,7 @@ class Nested:
     gone: list[bytes] = field(default_factory=list, compare=False, repr=False)
     was: Files = field(default_factory=dict, compare=False, repr=False)  # HEAD's, there
     scan: Scan | None = field(default=None, compare=False, repr=False)  # its walk
-    staged: bool = False  # its index holds other than its HEAD (a rollback leaves it)
+    index: UserIndex | None = field(default=None, compare=False, repr=False)
 
 
 class _Hasher(ObjectWriter):
@@ -136,18 +136,10 @@ class Survey:
         finally:
             repo.close()
         seen[path] = Records(decoded=scan.records)
-        files = scan.files()
-        if scan.tree == head:
-            staged = _staged(index, files)
-        else:
-            # HEAD's files: the walk's, with HEAD's own where they differ (a
-            # repository inside is left out: its commit is its own affair).
-            heads = {**{p: v for p, v in files.items() if p not in differs}, **was}
-            staged = _staged(index, heads, MODE_GITLINK)
-        changed = scan.tree != head or bool(scan.stats.skipped) or staged
+        changed = scan.tree != head or bool(scan.stats.skipped) or _staged(index, scan.files())
         if scan.stats.skipped:
             return Nested(rel, b"", changed), scan.repos
-        return (Nested(rel, scan.tree, changed, commit, differs, gone, was, scan, staged),
+        return (Nested(rel, scan.tree, changed, commit, differs, gone, was, scan, index),
                 scan.repos)
 
     def _index(self, path: bytes, index_path: str) -> UserIndex:
@@ -160,6 +152,18 @@ class Survey:
         if known is None or known[0] != sig or not sig:
             known = self._indexes[path] = (sig, read_user_index(index_path))
         return known[1]
+
+
+def staged(found: Nested) -> bool:
+    """Whether its index holds other than its HEAD (what a rollback leaves
+    there); asked by a plan only, so a checkpoint never pays for it."""
+    if found.scan is None or found.index is None:
+        return False
+    # HEAD's files: the walk's, with HEAD's own where they differ (a
+    # repository inside is left out: its commit is its own affair).
+    heads = {**{p: v for p, v in found.scan.files().items() if p not in found.differs},
+             **found.was}
+    return _staged(found.index, heads, MODE_GITLINK)
 
 
 def _staged(index: UserIndex, files: dict[bytes, tuple[int, bytes]], leave: int = -1) -> bool:
