@@ -432,8 +432,6 @@ class CoreActor(Actor):
 
     def move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
-        if state in SETTLED_STATES:
-            self.checks.settled(task_id)
         self.publish(news.TaskChanged(task))
         self.guard.tasks_changed()
         return task
