@@ -48,7 +48,7 @@ from choragos.actors.policystate import BudgetState, CheckState, LimitState, Mer
 from choragos.actors.timers import Timer, Timers
 from choragos.board.events import EventLog
 from choragos.board.journal import Journal
-from choragos.board.tasks import SETTLED_STATES, Board, Task, TaskState
+from choragos.board.tasks import Board, Task, TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import Config
 from choragos.control import authority, commands, wire

@@ -77,7 +77,11 @@ class WorkChecks:
         self.state: CheckState = s.checks
 
     def verifies(self, task: Task, outcome: str) -> bool:
-        """Whether this done waits for the role's verify (or judge) before it counts."""
+        """Whether this done waits for the role's verify (or judge) before it counts.
+        A judge's own task is a verdict, not work: done at once, whatever files
+        are owned (it would otherwise stay delivered for good)."""
+        if self.judge.awaits(task.id):
+            return False
         spec = self.s.config.role(task.role)
         checked = spec is not None and bool(spec.verify or spec.judge
                                             or task.owned is not None)
@@ -126,7 +130,9 @@ class WorkChecks:
             self.judge.send(task, line, unmerged)
             return
         if outcome == "done" and self.verifies(task, outcome):
-            task = self.port.settle(task, TaskState.DONE)
+            # (a pass with no verify, its owned files checked, says nothing more)
+            cleared = {"checks": ""} if task.checks == VERIFYING else {}
+            task = self.port.settle(task, TaskState.DONE, **cleared)
         self.merges.pass_on(task, line, unmerged, outcome)
 
     def _trespass(self, task: Task) -> str:
@@ -150,8 +156,9 @@ class WorkChecks:
         which; a verifying task is still delivered, its outcome done)."""
         for task_id in task_ids:
             task = self.s.board.lookup(task_id)
-            if task is None or task.checks not in CHECKED_AGAIN:
-                continue
+            if (task is None or task.checks not in CHECKED_AGAIN
+                    or (task.checks == VERIFYING and task.state is TaskState.DONE)):
+                continue  # (done and still marked: an older session's record)
             outcome = "done" if task.checks == VERIFYING else str(task.state)
             parts = (task.id, task.role, task.summary or "", task.report, "", outcome)
             if not self.hold_for_checks(task.id, parts, outcome, ""):
