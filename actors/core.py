@@ -389,12 +389,25 @@ class CoreActor(Actor):
             # The role would refuse too, but only after this answer: a dead role
             # journaled as paused would come back paused at its next start.
             return wire.error(_nothing_to(role, status, action))
+        if action == "pause" and status == RoleStatus.PAUSED:
+            return wire.error(f"{role} is already paused; `choragos resume {role}` lets it go on")
+        if action == "resume" and not self._paused(seat):
+            return wire.error(f"{role} is not paused (it is {status}), nor held by a provider's "
+                              f"limit: nothing to resume")
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self.event(f"role {action}", role=role, by="operator")
-        if action != "restart":
-            self.journal("role", role=role, paused=action == "pause")
+        # A restart ends a pause too: its new process runs, and a session
+        # resumed after a kill must not pause it again.
+        self.journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
+
+    def _paused(self, seat: Seat) -> bool:
+        """Paused as the role last said, or as the operator's last pause, journaled
+        before the role's own word may have come (a resume typed right after)."""
+        journal = self.s.journal
+        return seat.view.status == RoleStatus.PAUSED or (
+            journal is not None and journal.image.roles.get(seat.name, {}).get("paused", False))
 
     # -- delegation (actors/delegation.py) ------------------------------------------
 

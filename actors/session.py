@@ -233,6 +233,9 @@ class Session:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
         self._note_budgets()
+        if said := self.memory_gate.off_notice():
+            self.events.write("memory admission off", reason=said)
+            self.notices.warn(said)
         self._start_metrics()
         try:
             self._open_state()

@@ -126,6 +126,28 @@ def test_token_totals_and_a_pause_survive(generation):
     assert coder["tokens"]["input"] == 10
 
 
+def test_an_operators_pause_refusals_and_a_restart_that_ends_it(generation):
+    """A pause is journaled before the role's own word comes, so a resume
+    typed right after it is taken; a resume of a role not paused and a second
+    pause are refused and change nothing; a restart ends the pause (its new
+    process runs), so a session resumed after a kill does not pause it again."""
+    first = generation.start()
+    idle = dispatch(first.handle, cmd="resume", role="coder")
+    assert idle == {"status": "error", "error": "coder is not paused (it is idle), nor held by "
+                    "a provider's limit: nothing to resume"}
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    assert dispatch(first.handle, cmd="resume", role="coder")["action"] == "resume"
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    first.handle.tell(m.RoleReported(m.RoleView("coder", "paused", ready=False)))
+    again = dispatch(first.handle, cmd="pause", role="coder")
+    assert again["error"] == "coder is already paused; `choragos resume coder` lets it go on"
+    assert [type(msg).__name__ for msg in first.roles["coder"].told] == ["Pause", "Resume",
+                                                                         "Pause"]
+    assert dispatch(first.handle, cmd="restart", role="coder")["action"] == "restart"
+    generation.crash(first)
+    assert journal.load(generation.home).roles["coder"]["paused"] is False
+
+
 def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
     first = generation.start()
 
