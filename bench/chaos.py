@@ -150,7 +150,7 @@ class Crew:
         """The gates pending, each by its task and its kind: one task may wait
         at more than one in turn (approved to go out, then held at the owner
         or merge gate once done)."""
-        return {(g["id"], g["kind"]) for g in self.json("gate", "list")["gates"]}
+        return {(g["id"], g.get("kind", "approval")) for g in self.json("gate", "list")["gates"]}
 
     def agents(self) -> list[dict]:
         return read_lines(self.agent_log)[0]

@@ -25,6 +25,7 @@ from choragos.board.events import EventLog
 from choragos.config.model import Config, RoleSpec
 from tests.conftest import Told
 from tests.unit.test_core_actor import dispatch
+from tests.unit.test_journal import task
 
 CONFIG = Config(roles=(RoleSpec(name="lead", command="x", start=True),
                        RoleSpec(name="coder", command="x"),
@@ -146,6 +147,24 @@ def test_an_operators_pause_refusals_and_a_restart_that_ends_it(generation):
     assert dispatch(first.handle, cmd="restart", role="coder")["action"] == "restart"
     generation.crash(first)
     assert journal.load(generation.home).roles["coder"]["paused"] is False
+
+
+def test_a_merge_gate_of_an_archived_task_is_back_after_a_resume(generation, monkeypatch):
+    """A worktree role's done task waits at its merge gate while later tasks
+    settle; once past the live board's resolved tasks it is archived, and a
+    resume once left its gate behind: the work was never merged, silently."""
+    monkeypatch.setattr("choragos.board.tasks.KEEP_RESOLVED", 2)
+    first = generation.start()
+    waiting = {"kind": "merge", "branch": "choragos/coder", "diff": "/p/T1.merge.diff",
+               "commit": "ab" * 20}
+    for n in range(1, 5):
+        done = {**task(f"T{n}", "done"), "finished": float(n)}
+        first.journal.append("task", task={**done, **({"waiting": waiting} if n == 1 else {})})
+    generation.crash(first)
+    second = generation.start()
+    assert "T1" in second.state.board.archive
+    gates = dispatch(second.handle, cmd="gate", action="list")["gates"]
+    assert [(g["id"], g["kind"], g["commit"]) for g in gates] == [("T1", "merge", "ab" * 20)]
 
 
 def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
