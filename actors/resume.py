@@ -139,6 +139,10 @@ class Resume:
         if injection["what"] == "report" and task.summary is not None:
             return briefs.report_line(task.id, task.role, task.summary, task.report,
                                       outcome=str(task.state))
+        if injection["what"] == "fix" and task.state is TaskState.FAILED and task.rounds:
+            # Its worker must still fix it: a notice would leave the task failed
+            # for good, the orchestrator never told.
+            return briefs.resumed_fix_line(task, _task_file(task))
         return briefs.resumed_notice_line(task)
 
     def _queue_undelivered(self, queued: set[str]) -> None:

@@ -167,6 +167,23 @@ def test_a_merge_gate_of_an_archived_task_is_back_after_a_resume(generation, mon
     assert [(g["id"], g["kind"], g["commit"]) for g in gates] == [("T1", "merge", "ab" * 20)]
 
 
+def test_a_fix_round_queued_at_a_kill_is_still_a_fix_round_after_it(generation):
+    """A verify that failed queues the fix line for its worker; killed before
+    it was typed, the resume once typed a notice instead ("the task is now
+    failed"), and the task stayed failed, its orchestrator never told."""
+    first = generation.start(ready=False)
+    failed = {**task("T1", "failed"), "rounds": 1, "checks": "verify failed 1/3: fixing"}
+    first.journal.append("task", task=failed)
+    first.journal.append("enqueue", id=1, role="coder", what="fix", task="T1",
+                         text="Task T1 did not pass its check (exit 1; fix round 1 of 3): ...")
+    generation.crash(first)
+    second = generation.start(ready=False)
+    assert queued_texts(second, "coder") == [
+        "The choragos session restarted before this reached you: task T1 did not pass its "
+        "check (verify failed 1/3: fixing); read .choragos/tasks/T1.md again, what failed is "
+        "at its end; fix it, then report with `choragos work-done --id T1` again."]
+
+
 def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
     first = generation.start()
 
