@@ -535,7 +535,15 @@ class CoreActor(Actor):
 
     @handle.register(WorkChecked)
     def _checked(self, msg: WorkChecked) -> None:
-        self.checks.work_checked(msg)
+        # The turn's records in one write: a kill amid it (a merge gate's diff
+        # runs git here) once left the task done with neither its report nor
+        # its gate; now the journal keeps its checks' mark, and a resume
+        # checks it again.
+        try:
+            with self.journaling.batch():
+                self.checks.work_checked(msg)
+        except OSError as exc:  # live, not durable: said like any failed write
+            self.journaling.note_unsaved(exc)
 
     @handle.register(MergeDone)
     def _merged(self, msg: MergeDone) -> None:

@@ -442,8 +442,11 @@ def check_deliveries(crew: Crew, ledger: Ledger, when: str) -> None:
             line = record["text"]
             if m := NEW_TASK.search(line):
                 fresh[m.group(1)] += 1
+            # (a line asking for work on it: a notice about it, say its merge, is no
+            # delivery)
             for tid in set(TASK_ID.findall(line)):
-                if tid in done_at and record["t"] > done_at[tid]:
+                if (tid in done_at and record["t"] > done_at[tid]
+                        and f"work-done --id {tid}" in line):
                     ledger.violate(when, f"{tid} typed into {record['role']} after its "
                                    f"work-done was acknowledged: {line[:120]!r}")
                     done_at.pop(tid)  # once is enough to say

@@ -23,7 +23,7 @@ from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Superviso
 from choragos.board import journal
 from choragos.board.events import EventLog
 from choragos.config.model import Config, RoleSpec
-from tests.conftest import Told
+from tests.conftest import Told, wait_until
 from tests.unit.test_core_actor import dispatch
 from tests.unit.test_journal import task
 
@@ -182,6 +182,36 @@ def test_a_fix_round_queued_at_a_kill_is_still_a_fix_round_after_it(generation):
         "The choragos session restarted before this reached you: task T1 did not pass its "
         "check (verify failed 1/3: fixing); read .choragos/tasks/T1.md again, what failed is "
         "at its end; fix it, then report with `choragos work-done --id T1` again."]
+
+
+def test_a_report_passed_on_is_one_write_with_the_clearing_of_its_mark(generation,
+                                                                       monkeypatch):
+    """The turn that passes a measured report on clears the task's mark,
+    records its changes and queues the report (or opens its merge gate, whose
+    diff runs git in that turn).  A server killed amid it once left the mark
+    cleared and nothing queued: done on disk, its report lost for good.  The
+    turn is one write now: here it dies before its end, and the journal still
+    says the changes are being measured, so a resume measures again."""
+    from choragos.actors.latemessages import WorkChecked
+    from choragos.actors.workcheck import MEASURING, WorkChecks
+
+    first = generation.start()
+    first.state.aftercare = Told()
+    dispatch(first.handle, cmd="delegate", to=["coder"], task="build it", brief=None)
+    first.state.board.annotate("T1", checkpoint="refs/choragos/checkpoints/1-T1")
+    assert dispatch(first.handle, cmd="work-done", id="T1", task="built",
+                    done=True)["status"] == "ok"
+    assert first.state.board.get("T1").checks == MEASURING
+
+    def killed(*args, **kwargs):
+        raise RuntimeError("killed amid the turn")
+
+    monkeypatch.setattr(WorkChecks, "_checks_passed", killed)
+    first.handle.tell(WorkChecked("T1", changes=()))
+    wait_until(lambda: first.state.board.get("T1").checks == "", 5, message="the turn begun")
+    generation.crash(first)
+    saved = journal.load(generation.home).tasks["T1"]
+    assert (saved["state"], saved["checks"]) == ("done", MEASURING)
 
 
 def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):
