@@ -32,6 +32,16 @@ and each violation printed plainly:
   approved, no task stays queued or delivered, and ``choragos shutdown``
   leaves no server, no agent and no socket.
 
+With ``--wide`` the checks a work-done waits on are in the crew too: a role
+owning a file that other roles' jobs now and then change, a verify on one
+worker's work, a judge of another's, and the worktree role's merges at a
+gate the operator's approvals open.  A task whose work-done was acked may
+then stay delivered while its checks run; by the end, every acked
+work-done of a job that changed the owned file (not its owner's) was held
+at the owner gate, every done task of the verified role passed its verify
+and every one of the judged role had its verdict (or was approved at the
+owner gate).
+
 Prints the rounds, then one JSON line (``{"bench": "chaos", ...}``) with the
 counts, the violations and what the session was doing at each kill (the last
 event it wrote).  Not in ``make bench`` (``make chaos``): it measures no time.

@@ -33,6 +33,9 @@ def measure(root: Path, tasks: int, owned: int) -> dict:
     work = root / "work"
     work.mkdir()
     files = [f"owned/file{n}.md" for n in range(owned)]
+    for name in files:  # there, so each fingerprint is a digest (an absent file's is null)
+        (work / name).parent.mkdir(exist_ok=True)
+        (work / name).write_text(f"{name}\n")
     config = (role_toml("lead", start=True) + role_toml("coder", "--worker", "--edit")
               + role_toml("keeper", owns_files=files))
     serve = Serve(work, config, sock=root / "s.sock")
