@@ -255,8 +255,9 @@ class Operator:
             roles = self.rng.choice([[w] for w in WORKERS] + [[GATED], ["quick", GATED]]
                                     + ([[KEEPER]] if self.crew.wide else []))
             text = f"job {self.n}\nwrite out/job{self.n}.txt job {self.n}"
-            # (not into the worktree role's: its merges would conflict on the file)
-            if self.crew.wide and (roles == [KEEPER] or ("other" not in roles
+            # (not into the worktree role's: its merges would conflict on the file;
+            # nor for two roles at once: the second would write what the first did)
+            if self.crew.wide and (roles == [KEEPER] or (len(roles) == 1 and "other" not in roles
                                                          and self.rng.random() < 0.15)):
                 text += f"\nwrite {OWNED} job {self.n}"  # the owner's, or a trespass
             done = self.crew.cli("delegate", "--to", ",".join(roles), "--task", text)
