@@ -9,7 +9,8 @@ to one role keep their order; so do the rollbacks the operator asks for,
 between them.  A task for a ``worktree = true`` role is
 checkpointed in that role's worktree (its own store, its own refs), not in
 the main tree.  A failure is reported, never raised into the delegation:
-the task goes out unprotected and the event log says why.
+the task goes out unprotected and the event log says why; so is a crash
+of this actor mid-snapshot, before the supervisor restarts it.
 
 Past ``[checkpoints] keep`` the oldest checkpoints are pruned at the
 session's start and then every PRUNE_EVERY snapshots, so a session left
@@ -65,6 +66,15 @@ class CheckpointerActor(Actor):
         except (CheckpointError, NotARepository, OSError) as exc:
             self.core.tell(m.CheckpointDone(msg.task_id, error=str(exc)))
             return
+        except BaseException as exc:
+            # Nothing is typed into the role until the answer comes: a crash
+            # here answers too (the task goes out unprotected, said in the
+            # log), then goes on to the supervisor, which logs it and starts
+            # a fresh checkpointer for the next snapshot.
+            self.core.tell(m.CheckpointDone(msg.task_id, error=(
+                f"the checkpointer crashed taking it ({type(exc).__name__}: {exc}); "
+                f"it is restarted")))
+            raise
         stats = store.last_stats
         self.core.tell(m.CheckpointDone(msg.task_id, ref=checkpoint.ref,
                                         seconds=round(time.monotonic() - began, 4),

@@ -48,7 +48,7 @@ from choragos.actors.policystate import BudgetState, CheckState, LimitState, Mer
 from choragos.actors.timers import Timer, Timers
 from choragos.board.events import EventLog
 from choragos.board.journal import Journal
-from choragos.board.tasks import SETTLED_STATES, Board, Task, TaskState
+from choragos.board.tasks import Board, Task, TaskState
 from choragos.config.memfloor import HELD_MARK, MemoryGate
 from choragos.config.model import Config
 from choragos.control import authority, commands, wire
@@ -389,12 +389,25 @@ class CoreActor(Actor):
             # The role would refuse too, but only after this answer: a dead role
             # journaled as paused would come back paused at its next start.
             return wire.error(_nothing_to(role, status, action))
+        if action == "pause" and status == RoleStatus.PAUSED:
+            return wire.error(f"{role} is already paused; `choragos resume {role}` lets it go on")
+        if action == "resume" and not self._paused(seat):
+            return wire.error(f"{role} is not paused (it is {status}), nor held by a provider's "
+                              f"limit: nothing to resume")
         message = {"restart": m.Restart(), "pause": m.Pause(), "resume": m.Resume()}[action]
         seat.handle.tell(message)
         self.event(f"role {action}", role=role, by="operator")
-        if action != "restart":
-            self.journal("role", role=role, paused=action == "pause")
+        # A restart ends a pause too: its new process runs, and a session
+        # resumed after a kill must not pause it again.
+        self.journal("role", role=role, paused=action == "pause")
         return wire.ok(role=role, action=action)
+
+    def _paused(self, seat: Seat) -> bool:
+        """Paused as the role last said, or as the operator's last pause, journaled
+        before the role's own word may have come (a resume typed right after)."""
+        journal = self.s.journal
+        return seat.view.status == RoleStatus.PAUSED or (
+            journal is not None and journal.image.roles.get(seat.name, {}).get("paused", False))
 
     # -- delegation (actors/delegation.py) ------------------------------------------
 
@@ -432,8 +445,6 @@ class CoreActor(Actor):
 
     def move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
-        if state in SETTLED_STATES:
-            self.checks.settled(task_id)
         self.publish(news.TaskChanged(task))
         self.guard.tasks_changed()
         return task
@@ -524,7 +535,15 @@ class CoreActor(Actor):
 
     @handle.register(WorkChecked)
     def _checked(self, msg: WorkChecked) -> None:
-        self.checks.work_checked(msg)
+        # The turn's records in one write: a kill amid it (a merge gate's diff
+        # runs git here) once left the task done with neither its report nor
+        # its gate; now the journal keeps its checks' mark, and a resume
+        # checks it again.
+        try:
+            with self.journaling.batch():
+                self.checks.work_checked(msg)
+        except OSError as exc:  # live, not durable: said like any failed write
+            self.journaling.note_unsaved(exc)
 
     @handle.register(MergeDone)
     def _merged(self, msg: MergeDone) -> None:

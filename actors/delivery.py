@@ -83,12 +83,16 @@ class Delivery:
             return
         if injection.kind == "task":
             task = self.s.board.get(injection.task_id)
-            # Taken for this turn: on the board before the line goes.  A failed
-            # one ("") leaves the board's none: the task goes out unprotected.
-            if ref := self.s.snapped.pop(task.id, None):
-                task = self.port.annotate(task.id, checkpoint=ref)
-            if task.state is TaskState.QUEUED:
-                fingerprint_owned(self.s, task)
+            # Taken for this turn: on the board before the line goes, in one
+            # record.  A failed checkpoint ("") leaves the board's none: the
+            # task goes out unprotected.  Fingerprints kept from a turn before
+            # a kill stay: the line may have reached the agent then.
+            changes = ({"checkpoint": ref} if (ref := self.s.snapped.pop(task.id, None))
+                       else {})
+            if task.state is TaskState.QUEUED and task.owned is None:
+                changes.update(fingerprint_owned(self.s, task))
+            if changes:
+                task = self.port.annotate(task.id, **changes)
             self._write_worker_file(seat.name, task)
         seat.in_flight = injection
         self.port.journal("inflight", id=injection.id, role=seat.name)
@@ -145,11 +149,17 @@ class Delivery:
         self.s.snapped.pop(task.id, None)  # not typed now: stale by its turn
 
     def _turn_missed(self, injection: m.Injection) -> None:
-        """A task line put back untyped: its checkpoint is taken again at its turn."""
+        """A task line put back untyped: its checkpoint and owned files'
+        fingerprints are taken again at its turn."""
         task = self.s.board.lookup(injection.task_id) if injection.task_id else None
-        if (task is not None and task.state is TaskState.QUEUED and task.checkpoint
-                and self.s.checkpointer is not None):
-            self.port.annotate(task.id, checkpoint=None)
+        if task is None or task.state is not TaskState.QUEUED:
+            return
+        changes = ({"checkpoint": None} if task.checkpoint and self.s.checkpointer is not None
+                   else {})
+        if task.owned is not None:
+            changes["owned"] = None  # fingerprinted again at its turn, as it is checkpointed
+        if changes:
+            self.port.annotate(task.id, **changes)
 
     def _busy_held(self, seat: Seat) -> None:
         """Lines wait on a role whose screen went quiet but whose agent has

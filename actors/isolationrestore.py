@@ -31,7 +31,10 @@ class IsolationRestore:
     def restore(self) -> None:
         now = self.s.board.clock()
         merging = []
-        for task in list(self.s.board.tasks.values()):
+        # The archive too: a done task whose merge gate waits stays done while
+        # later tasks settle, so a long session's restore finds it archived.
+        board = self.s.board
+        for task in [*board.archive.values(), *board.tasks.values()]:
             waiting = task.waiting or {}
             kind = waiting.get("kind")
             if kind == "merge":

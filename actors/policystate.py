@@ -24,7 +24,6 @@ class CheckState:
     """The work checks' (``actors/workcheck.py``)."""
 
     held: dict[str, HeldReport] = field(default_factory=dict)  # reports waiting for checks
-    prints: dict[str, dict] = field(default_factory=dict)  # task id -> owned files then
 
 
 @dataclass

@@ -18,7 +18,7 @@ from choragos.actors.durable import task_from
 from choragos.actors.guardrails import rang
 from choragos.actors.isolationrestore import IsolationRestore
 from choragos.actors.latemessages import PauseClocks, StartClock
-from choragos.actors.workcheck import MEASURING
+from choragos.actors.workcheck import CHECKED_AGAIN
 from choragos.board.journal import Image
 from choragos.board.tasks import Task, TaskState
 from choragos.roles import briefs
@@ -61,7 +61,7 @@ class Resume:
         self._restart_clocks(image)
         self.isolation.restore()  # merge gates, held work, verdicts pending (on the board)
         self.checks.measure_again([t["id"] for t in image.tasks.values()
-                                   if t.get("checks") == MEASURING])
+                                   if t.get("checks") in CHECKED_AGAIN])
         # The board as restored: the event log then tells what the journal tells.
         every = [*s.board.archive.values(), *s.board.tasks.values()]
         self.port.event("session resumed", from_pid=image.pid, tasks=len(every),
@@ -87,8 +87,10 @@ class Resume:
         sent = {i["task"] for queue in image.queues.values() for i in queue
                 if i.get("sent") and i["what"] == "task"}
         for task in self.s.board.tasks.values():
-            if task.role not in self.s.seats or not task.is_open or task.waiting:
-                continue  # (work waiting at a gate or on its judge is not the worker's now)
+            if (task.role not in self.s.seats or not task.is_open or task.waiting
+                    or task.checks in CHECKED_AGAIN):
+                continue  # (work waiting at a gate, on its judge or its checks is not the
+                # worker's now: its work-done was acked)
             if task.state in _DELIVERED or (task.id in sent and task.state is TaskState.QUEUED):
                 self.port.enqueue(task.role, briefs.handback_line(task, _task_file(task)),
                                   "task", task.id)
@@ -137,6 +139,10 @@ class Resume:
         if injection["what"] == "report" and task.summary is not None:
             return briefs.report_line(task.id, task.role, task.summary, task.report,
                                       outcome=str(task.state))
+        if injection["what"] == "fix" and task.state is TaskState.FAILED and task.rounds:
+            # Its worker must still fix it: a notice would leave the task failed
+            # for good, the orchestrator never told.
+            return briefs.resumed_fix_line(task, _task_file(task))
         return briefs.resumed_notice_line(task)
 
     def _queue_undelivered(self, queued: set[str]) -> None:

@@ -543,6 +543,7 @@ class RoleActor(Actor):
                                         "restarted on request"))
         s.restarts_used = 0
         s.restarts_total += 1
+        s.before_pause = None  # the new process is not paused
         if not self._held():
             self._start_process()
 
@@ -600,6 +601,8 @@ class RoleActor(Actor):
         s = self.s
         if s.child is None or s.status in (RoleStatus.EXITED, RoleStatus.FAILED):
             return f"{s.spec.name} is not running"
+        if s.status is RoleStatus.PAUSED:  # (a resume returns to what it was before the first)
+            return f"{s.spec.name} is already paused"
         s.child.signal_group(signal.SIGSTOP)
         s.before_pause = s.status
         with s.keys.lock:  # keys typed from now on wait for the resume

@@ -131,6 +131,22 @@ class StartNotices(list[str]):
             self.append(notice)
 
 
+def note_start(session: Session) -> None:
+    """Before the actors: record the budgets (``report`` shows them), and say
+    so if nothing can enforce them, or if admission by memory cannot work."""
+    if said := session.memory_gate.off_notice():
+        session.events.write("memory admission off", reason=said)
+        session.notices.warn(said)
+    summary = budget_summary(session.config)
+    if summary is None:
+        return
+    session.events.write("budgets", **summary)
+    if not session.gateway.on:
+        why = unenforced_budgets(session.gateway.reason)
+        session.events.write("config warning", message=why)
+        session.notices.warn(why)
+
+
 def cannot_listen(what: str, section: str, listen: str, error: OSError) -> str:
     """The notice for an endpoint (``[section] listen``) that could not bind."""
     return (f"{what} is off: cannot listen on {listen} ({error}); free that address or "
@@ -232,7 +248,7 @@ class Session:
         for warning in self.config.warnings:
             self.events.write("config warning", message=warning)
         self._decide_gateway()
-        self._note_budgets()
+        note_start(self)
         self._start_metrics()
         try:
             self._open_state()
@@ -351,17 +367,6 @@ class Session:
             raise pykka.Timeout("the session is still starting")
         parsed = wire.parse_request(json.dumps(request).encode())
         return self.core.ask(m.Dispatch(parsed), timeout=2.0)
-
-    def _note_budgets(self) -> None:
-        """Record the budgets (``report`` shows them); say so if nothing can enforce them."""
-        summary = budget_summary(self.config)
-        if summary is None:
-            return
-        self.events.write("budgets", **summary)
-        if not self.gateway.on:
-            why = unenforced_budgets(self.gateway.reason)
-            self.events.write("config warning", message=why)
-            self.notices.warn(why)
 
     def _start_actors(self) -> None:
         self.timers = Timers()

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 # in the task's record, so a server killed meanwhile measures again on resume
 # rather than never passing the report on (the wait itself is in memory).
 MEASURING = "measuring its changes"
+# A done that counts once its checks pass (verify, judge, owned files): its
+# work-done is acked and the task stays delivered meanwhile.  A resume checks
+# it again rather than hand the task back to its worker, who is done with it.
+VERIFYING = "verifying"
+CHECKED_AGAIN = (MEASURING, VERIFYING)
 NO_CHANGE = "no files changed: the task claims done without touching the tree"
 READ_ONLY_CHANGED = "{headline} although the role is read-only (writes = false)"
 
@@ -48,19 +53,21 @@ class HeldReport:
     outcome: str
 
 
-def fingerprint_owned(s: CoreState, task: Task) -> None:
+def fingerprint_owned(s: CoreState, task: Task) -> dict:
     """The owned files as the task finds them at its turn (the delivery's
-    call, as it types the task): a change to them is the task's only if made
-    after, not one by a task before it in its queue."""
+    call, as it types the task), as the board change that keeps them: a
+    change to them is the task's only if made after, not one by a task before
+    it in its queue.  On the board, they are journaled before the line goes,
+    so a session resumed after a kill checks the task's work-done too."""
     owned = ownership.owners(s.config)
-    if owned:
-        tree = s.trees.get(task.role, s.workdir)
-        s.checks.prints[task.id] = ownership.fingerprint(tree, owned)
+    if not owned:
+        return {}
+    return {"owned": ownership.fingerprint(s.trees.get(task.role, s.workdir), owned)}
 
 
 class WorkChecks:
-    """A policy of the core: owns the reports waiting for their checks and the
-    owned files' fingerprints; a pass goes to the judge or on through the
+    """A policy of the core: owns the reports waiting for their checks (the
+    owned files' fingerprints are on the tasks); a pass goes to the judge or on through the
     merge gates' policy, a trespass or an unusable verdict to the holds."""
 
     def __init__(self, port: CorePort, s: CoreState, holds: Holds, judge: JudgeLoop,
@@ -69,15 +76,15 @@ class WorkChecks:
         self.holds, self.judge, self.merges = holds, judge, merges
         self.state: CheckState = s.checks
 
-    def settled(self, task_id: str) -> None:
-        """No report of a settled task is checked again: its fingerprint goes."""
-        self.state.prints.pop(task_id, None)
-
     def verifies(self, task: Task, outcome: str) -> bool:
-        """Whether this done waits for the role's verify (or judge) before it counts."""
+        """Whether this done waits for the role's verify (or judge) before it counts.
+        A judge's own task is a verdict, not work: done at once, whatever files
+        are owned (it would otherwise stay delivered for good)."""
+        if self.judge.awaits(task.id):
+            return False
         spec = self.s.config.role(task.role)
         checked = spec is not None and bool(spec.verify or spec.judge
-                                            or task.id in self.state.prints)
+                                            or task.owned is not None)
         return outcome == "done" and checked and self.s.aftercare is not None
 
     def hold_for_checks(self, task_id: str, parts: tuple, outcome: str, note: str) -> bool:
@@ -94,7 +101,7 @@ class WorkChecks:
         tree = self.s.trees.get(task.role)
         judged = spec is not None and bool(spec.judge)
         if (not task.checkpoint and not command and tree is None and not judged
-                and task.id not in self.state.prints):
+                and task.owned is None):
             return False
         self.state.held[task_id] = HeldReport(parts, outcome)
         if not self.verifies(task, outcome) and task.checks != MEASURING:
@@ -123,12 +130,14 @@ class WorkChecks:
             self.judge.send(task, line, unmerged)
             return
         if outcome == "done" and self.verifies(task, outcome):
-            task = self.port.settle(task, TaskState.DONE)
+            # (a pass with no verify, its owned files checked, says nothing more)
+            cleared = {"checks": ""} if task.checks == VERIFYING else {}
+            task = self.port.settle(task, TaskState.DONE, **cleared)
         self.merges.pass_on(task, line, unmerged, outcome)
 
     def _trespass(self, task: Task) -> str:
         """Which owned files another role's task changed, as a sentence ("" for none)."""
-        before = self.state.prints.get(task.id)
+        before = task.owned
         if before is None:
             return ""
         owned = ownership.owners(self.s.config)
@@ -142,14 +151,17 @@ class WorkChecks:
                                                    for path, owner in found)
 
     def measure_again(self, task_ids: list[str]) -> None:
-        """After a resume: the reports the killed server held for their changes
-        are measured and passed on now (the measuring mark says which)."""
+        """After a resume: the reports the killed server held for their checks
+        are checked and passed on now (the measuring or verifying mark says
+        which; a verifying task is still delivered, its outcome done)."""
         for task_id in task_ids:
             task = self.s.board.lookup(task_id)
-            if task is None or task.checks != MEASURING:
-                continue
-            parts = (task.id, task.role, task.summary or "", task.report, "", str(task.state))
-            if not self.hold_for_checks(task.id, parts, str(task.state), ""):
+            if (task is None or task.checks not in CHECKED_AGAIN
+                    or (task.checks == VERIFYING and task.state is TaskState.DONE)):
+                continue  # (done and still marked: an older session's record)
+            outcome = "done" if task.checks == VERIFYING else str(task.state)
+            parts = (task.id, task.role, task.summary or "", task.report, "", outcome)
+            if not self.hold_for_checks(task.id, parts, outcome, ""):
                 self.port.annotate(task.id, checks="")
                 self.port.enqueue(self.s.start_role, briefs.report_line(*parts), "report",
                                   task.id)

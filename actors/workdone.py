@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from choragos import statedir
 from choragos.actors.coreport import CorePort, not_recorded
 from choragos.actors.timeouts import Timeouts
-from choragos.actors.workcheck import WorkChecks
+from choragos.actors.workcheck import VERIFYING, WorkChecks
 from choragos.board.tasks import BoardError, TaskState
 from choragos.control import wire
 from choragos.roles import briefs
@@ -97,7 +97,7 @@ class WorkDone:
                    "note": "" if done or outcome != "done" else "reported without --done"}
         target = TaskState(outcome)
         if self.checks.verifies(task, outcome):  # it counts as done once its verify passes
-            changes["checks"] = "verifying"
+            changes["checks"] = VERIFYING
             self.port.annotate(task_id, **changes)
             return "", task.role
         if task.state is target:  # e.g. "failed" said again after its worker died on it

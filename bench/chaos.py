@@ -32,6 +32,16 @@ and each violation printed plainly:
   approved, no task stays queued or delivered, and ``choragos shutdown``
   leaves no server, no agent and no socket.
 
+With ``--wide`` the checks a work-done waits on are in the crew too: a role
+owning a file that other roles' jobs now and then change, a verify on one
+worker's work, a judge of another's, and the worktree role's merges at a
+gate the operator's approvals open.  A task whose work-done was acked may
+then stay delivered while its checks run; by the end, every acked
+work-done of a job that changed the owned file (not its owner's) was held
+at the owner gate, every done task of the verified role passed its verify
+and every one of the judged role had its verdict (or was approved at the
+owner gate).
+
 Prints the rounds, then one JSON line (``{"bench": "chaos", ...}``) with the
 counts, the violations and what the session was doing at each kill (the last
 event it wrote).  Not in ``make bench`` (``make chaos``): it measures no time.
@@ -65,17 +75,35 @@ from tests.integration.harness import base_env, git_init, role_toml  # noqa: E40
 
 WORKERS = ("quick", "other", "slow")
 GATED = "gated"
+KEEPER, CRITIC = "keeper", "critic"  # --wide: the owned file's owner, quick's judge
+OWNED = "owned/ledger.md"
+# --wide: slow's verify, long enough for kills to land in it; it passes.
+VERIFY = f"{sys.executable} -c 'import time; time.sleep(0.4)'"
 
 
-def team(worktree: bool) -> str:
+def team(worktree: bool, merge: str = "auto", wide: bool = False) -> str:
     """The crew; with ``worktree``, "other" works in a worktree of its own and
-    its work is merged back when it applies (so kills land in merges too)."""
-    isolated = {"worktree": True, "merge": "auto"} if worktree else {}
-    return (role_toml("lead", start=True)
-            + role_toml("quick", "--worker", "--edit", "--work", "0.2")
+    its work is merged back (``merge``: when it applies, or at a gate the
+    operator approves).  ``wide`` adds the checks a work-done waits on: a
+    role owning a file the others' jobs now and then change (held at the
+    owner gate), a verify on slow's work and a judge of quick's."""
+    isolated = {"worktree": True, "merge": merge} if worktree else {}
+    judged = {"judge": CRITIC} if wide else {}
+    verified = {"verify": VERIFY} if wide else {}
+    crew = (role_toml("lead", start=True)
+            + role_toml("quick", "--worker", "--edit", "--work", "0.2", **judged)
             + role_toml("other", "--worker", "--edit", "--work", "0.5", **isolated)
-            + role_toml("slow", "--worker", "--edit", "--work", "2.5")
+            + role_toml("slow", "--worker", "--edit", "--work", "2.5", **verified)
             + role_toml(GATED, "--worker", "--edit", "--work", "0.2", approve=True))
+    if wide:
+        crew += (role_toml(KEEPER, "--worker", "--edit", "--work", "0.3", owns_files=[OWNED])
+                 + role_toml(CRITIC, "--worker", "--verdict", "8", "--work", "0.3"))
+    return crew
+
+
+def trespasses(role: str, text: str) -> bool:
+    """Whether a job changes the owned file and its role does not own it."""
+    return role != KEEPER and f"write {OWNED} " in text
 
 
 ACKED = re.compile(r"(T\d+) to (\w+)")
@@ -86,16 +114,19 @@ HEARD = re.compile(r"(?:\(Repeated after [^;]*; ignore it if you had it\) )?"
 NEW_TASK = re.compile(r"New task (T\d+)")
 TASK_ID = re.compile(r"\bT\d+\b")
 STATES = {str(s) for s in TaskState}
+Gate = tuple[str, str]  # a task id and the kind of gate it waits at
 
 
 class Crew:
     """The session's directory, socket and environment, and the CLI against it."""
 
-    def __init__(self, root: Path, compact: int, worktree: bool) -> None:
+    def __init__(self, root: Path, compact: int, worktree: bool, merge: str = "auto",
+                 wide: bool = False) -> None:
         self.workdir = root / "work"
         self.workdir.mkdir()
         git_init(self.workdir)
-        (self.workdir / ".choragos.toml").write_text(team(worktree))
+        self.wide = wide
+        (self.workdir / ".choragos.toml").write_text(team(worktree, merge, wide))
         self.sock = root / "s.sock"
         self.agent_log = root / "agents.jsonl"
         self.env = base_env({"CHORAGOS_SOCK": str(self.sock), "AGENT_LOG": str(self.agent_log),
@@ -125,8 +156,11 @@ class Crew:
     def board(self) -> list[dict]:
         return self.json("board", "--all")["tasks"]
 
-    def gates(self) -> set[str]:
-        return {g["id"] for g in self.json("gate", "list")["gates"]}
+    def gates(self) -> set[Gate]:
+        """The gates pending, each by its task and its kind: one task may wait
+        at more than one in turn (approved to go out, then held at the owner
+        or merge gate once done)."""
+        return {(g["id"], g.get("kind", "approval")) for g in self.json("gate", "list")["gates"]}
 
     def agents(self) -> list[dict]:
         return read_lines(self.agent_log)[0]
@@ -138,6 +172,11 @@ class Crew:
     def events(self) -> tuple[list[dict], list[str]]:
         """The current event log (older ones are rotated to events.jsonl.N)."""
         return read_lines(self.logs / "events.jsonl")
+
+    def every_event(self) -> list[dict]:
+        """Every run's events, the rotated logs' too."""
+        return [record for path in sorted(self.logs.glob("events.jsonl*"))
+                for record in read_lines(path)[0]]
 
     def git(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=self.workdir, capture_output=True, text=True)
@@ -162,7 +201,7 @@ class Ledger:
 
     def __init__(self) -> None:
         self.acks: dict[str, tuple[str, str]] = {}  # id -> (role, text)
-        self.approved: set[str] = set()
+        self.approved: set[Gate] = set()
         self.sent = self.refused = self.approvals_sent = 0
         self.watched = 0  # agent sessions of killed servers checked for leftovers
         self.violations: list[str] = []
@@ -186,13 +225,13 @@ class Operator:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.held = False
-        self.approving: str | None = None
+        self.approving: Gate | None = None
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._delegate, daemon=True),
                         threading.Thread(target=self._approve, daemon=True)]
         self.n = 0
 
-    def hold(self) -> str | None:
+    def hold(self) -> Gate | None:
         with self.lock:
             self.held = True
             return self.approving
@@ -213,8 +252,14 @@ class Operator:
     def _delegate(self) -> None:
         while not self.stop.wait(self.rng.uniform(0, 2 * self.every)):
             self.n += 1
-            roles = self.rng.choice([[w] for w in WORKERS] + [[GATED], ["quick", GATED]])
+            roles = self.rng.choice([[w] for w in WORKERS] + [[GATED], ["quick", GATED]]
+                                    + ([[KEEPER]] if self.crew.wide else []))
             text = f"job {self.n}\nwrite out/job{self.n}.txt job {self.n}"
+            # (not into the worktree role's: its merges would conflict on the file;
+            # nor for two roles at once: the second would write what the first did)
+            if self.crew.wide and (roles == [KEEPER] or (len(roles) == 1 and "other" not in roles
+                                                         and self.rng.random() < 0.15)):
+                text += f"\nwrite {OWNED} job {self.n}"  # the owner's, or a trespass
             done = self.crew.cli("delegate", "--to", ",".join(roles), "--task", text)
             with self.ledger.lock:
                 self.ledger.sent += 1
@@ -232,17 +277,17 @@ class Operator:
     def _approve(self) -> None:
         while not self.stop.wait(self.rng.uniform(0.3, 1.5)):
             try:
-                pending = sorted(self.crew.gates(), key=lambda t: int(t[1:]))
+                pending = sorted(self.crew.gates(), key=lambda g: (int(g[0][1:]), g[1]))
             except (RuntimeError, ValueError, subprocess.TimeoutExpired):
                 continue
             with self.lock:
                 if self.held or not pending:
                     continue
-                self.approving = tid = self.rng.choice(pending)
+                self.approving = gate = self.rng.choice(pending)
             self.ledger.approvals_sent += 1
-            if self.crew.cli("gate", "approve", tid).returncode == 0:
+            if self.crew.cli("gate", "approve", gate[0]).returncode == 0:
                 with self.ledger.lock:
-                    self.ledger.approved.add(tid)
+                    self.ledger.approved.add(gate)
             with self.lock:
                 self.approving = None
 
@@ -326,7 +371,8 @@ def check_journal(crew: Crew, ledger: Ledger, when: str) -> None:
         ledger.violate(when, f"acknowledged tasks not in the journal: {missing}")
 
 
-def check_board(crew: Crew, ledger: Ledger, when: str, pending: set[str] = frozenset()) -> None:
+def check_board(crew: Crew, ledger: Ledger, when: str, pending: set[Gate] = frozenset()
+                ) -> None:
     with ledger.lock:
         acks, approved = dict(ledger.acks), set(ledger.approved)
     done = {m.group(1) for r in crew.agents() if r["kind"] == "work-done"
@@ -344,18 +390,56 @@ def check_board(crew: Crew, ledger: Ledger, when: str, pending: set[str] = froze
             ledger.violate(when, f"{tid} is {task['role']}: {task['text']!r}, acked as "
                            f"{role}: {text!r}")
     for tid in done:
-        if tid in board and board[tid]["state"] != "done":
-            ledger.violate(when, f"{tid}'s acknowledged work-done was lost: it is "
-                           f"{board[tid]['state']}")
+        task = board.get(tid)
+        if task is None or task["state"] == "done" or checking(task, when):
+            continue
+        ledger.violate(when, f"{tid}'s acknowledged work-done was lost: it is "
+                       f"{task['state']} ({task.get('checks')!r})")
     for task in tasks:
         if task["state"] not in STATES:
             ledger.violate(when, f"{task['id']} has the state {task['state']!r}")
     gates = crew.gates()
     if lost := pending - gates:
         ledger.violate(when, f"gates pending before the kill are not pending after: "
-                       f"{sorted(lost)} ({ {t: board.get(t, {}).get('state') for t in lost} })")
+                       f"{sorted(lost)} ({ {t: board.get(t, {}).get('state') for t, _ in lost} })")
     if again := gates & approved:
         ledger.violate(when, f"approved gates pending again: {sorted(again)}")
+
+
+def checking(task: dict, when: str) -> bool:
+    """Whether a task whose work-done was acked is still at its checks (a
+    verify, a judge, an owner or merge gate): delivered, with a mark saying
+    which; by the end every one is done."""
+    return (when != "end" and task["state"] in ("delivered", "timed-out")
+            and bool(task.get("checks") or task.get("waiting")))
+
+
+def check_checks(crew: Crew, ledger: Ledger) -> None:
+    """With ``--wide``, at the end: every acked work-done of a job that changed
+    the owned file, not its owner's, was held at the owner gate; every done
+    task of slow passed its verify, and quick's its judge."""
+    done = {m.group(1) for r in crew.agents() if r["kind"] == "work-done"
+            and (m := DONE.match(r["text"]))}
+    events = crew.every_event()
+    held = {e["task"] for e in events if e["event"] == "work held" and e.get("kind") == "owner"}
+    verified = {e["task"] for e in events if e["event"] == "verify passed"}
+    judged = {e["task"] for e in events if e["event"] == "verdict"}
+    with ledger.lock:
+        acks = dict(ledger.acks)
+    board = {t["id"]: t for t in crew.board()}
+    unheld = [tid for tid, (role, text) in acks.items() if tid in done and trespasses(role, text)
+              and tid not in held]
+    if unheld:
+        ledger.violate("end", f"acked work-done that changed {OWNED} (not its owner's) never "
+                       f"held at the owner gate: {sorted(unheld, key=lambda t: int(t[1:]))}")
+    # (work held at the owner gate and approved there is not judged: the person decided)
+    for role, seen, what in (("slow", verified, "verify passed"), ("quick", judged, "verdict")):
+        missed = [tid for tid, (r, _) in acks.items() if r == role and tid not in seen
+                  and board.get(tid, {}).get("state") == "done"
+                  and not (role == "quick" and tid in held)]
+        if missed:
+            ledger.violate("end", f"{role}'s tasks done without a {what!r} event: "
+                           f"{sorted(missed, key=lambda t: int(t[1:]))[:20]} ({len(missed)})")
 
 
 def check_deliveries(crew: Crew, ledger: Ledger, when: str) -> None:
@@ -369,8 +453,11 @@ def check_deliveries(crew: Crew, ledger: Ledger, when: str) -> None:
             line = record["text"]
             if m := NEW_TASK.search(line):
                 fresh[m.group(1)] += 1
+            # (a line asking for work on it: a notice about it, say its merge, is no
+            # delivery)
             for tid in set(TASK_ID.findall(line)):
-                if tid in done_at and record["t"] > done_at[tid]:
+                if (tid in done_at and record["t"] > done_at[tid]
+                        and f"work-done --id {tid}" in line):
                     ledger.violate(when, f"{tid} typed into {record['role']} after its "
                                    f"work-done was acknowledged: {line[:120]!r}")
                     done_at.pop(tid)  # once is enough to say
@@ -387,7 +474,8 @@ def check_reports(crew: Crew, ledger: Ledger, when: str, final: bool = False) ->
     at the end, every acknowledged work-done's report has reached it."""
     done, reports, heard = set(), Counter(), set()
     for record in crew.agents():
-        if record["kind"] == "work-done" and (m := DONE.match(record["text"])):
+        if (record["kind"] == "work-done" and record["role"] != CRITIC
+                and (m := DONE.match(record["text"]))):
             done.add(m.group(1))
         elif record["kind"] == "submit" and record["role"] == "lead":
             if m := REPORT.match(record["text"]):
@@ -474,10 +562,10 @@ def drain(crew: Crew, ledger: Ledger, patience: float) -> None:
     stuck: list[dict] = []
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
-        for tid in crew.gates():
-            if crew.cli("gate", "approve", tid).returncode == 0:
+        for gate in crew.gates():
+            if crew.cli("gate", "approve", gate[0]).returncode == 0:
                 with ledger.lock:
-                    ledger.approved.add(tid)
+                    ledger.approved.add(gate)
         left = [t for t in crew.board() if t["state"] in open_states]
         if not left:
             return
@@ -511,7 +599,7 @@ def wait_reports(crew: Crew, patience: float) -> None:
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
         records = crew.agents()
-        done = {m.group(1) for r in records if r["kind"] == "work-done"
+        done = {m.group(1) for r in records if r["kind"] == "work-done" and r["role"] != CRITIC
                 and (m := DONE.match(r["text"]))}
         heard = {m.group(1) for r in records if r["kind"] == "submit" and r["role"] == "lead"
                  and (m := HEARD.match(r["text"]))}
@@ -540,7 +628,7 @@ def shutdown(crew: Crew, ledger: Ledger) -> None:
 
 
 def run(root: Path, args: argparse.Namespace) -> dict:
-    crew = Crew(root, args.compact, args.worktree)
+    crew = Crew(root, args.compact, args.worktree, args.merge, args.wide)
     ledger = Ledger()
     started = crew.serve()
     if started.returncode != 0:
@@ -560,6 +648,8 @@ def run(root: Path, args: argparse.Namespace) -> dict:
         check_reports(crew, ledger, "end", final=True)
         if args.worktree:
             check_merged(crew, ledger)
+        if args.wide:
+            check_checks(crew, ledger)
     except BaseException:
         operator.join()
         crew.cli("kill", timeout=120)  # a failed bench leaves no crew behind
@@ -572,6 +662,7 @@ def run(root: Path, args: argparse.Namespace) -> dict:
             "tasks_acked": len(ledger.acks), "tasks": len(tasks),
             "done": sum(t["state"] == "done" for t in tasks.values()),
             "approvals": len(ledger.approved), "agent_sessions_checked": ledger.watched,
+            "wide": args.wide, "merge": args.merge if args.worktree else None,
             "violations": len(ledger.violations),
             "moments": dict(moments.most_common()), "seed": args.seed,
             "violation_lines": ledger.violations[:20]}
@@ -646,9 +737,19 @@ def main() -> None:
                         help="seconds the end waits for the next task to settle")
     parser.add_argument("--worktree", action="store_true",
                         help="one worker in a worktree of its own, merged back automatically")
+    parser.add_argument("--merge", choices=("auto", "gate"), default="auto",
+                        help="with --worktree: its work merged when it applies, or at a "
+                        "merge gate the operator's approvals open")
+    parser.add_argument("--wide", action="store_true",
+                        help="the checks a work-done waits on too: a role owning a file "
+                        "that other roles' jobs sometimes change (held at the owner gate), "
+                        "a verify on slow's work, a judge of quick's; implies --worktree "
+                        "--merge gate")
     parser.add_argument("--keep-dir", action="store_true",
                         help="keep the session's directory (journal, logs, agents' record)")
     args = parser.parse_args()
+    if args.wide:
+        args.worktree, args.merge = True, "gate"
     if args.keep_dir:
         root = Path(tempfile.mkdtemp(prefix="chaos-", dir="/tmp"))
         print(f"the session's directory: {root} (kept)", flush=True)

@@ -594,6 +594,7 @@ class Journal:
         self._syncer: threading.Thread | None = None
         self._batch: list[dict] | None = None  # see batch()
         self._batch_thread: int | None = None
+        self._batch_after: list[Callable[[], None]] = []  # after_sync calls inside it
         # A compaction in the background (see _compact_behind): what was
         # appended since its copy of the image, and the descriptors it retired
         # (closed by the fsync thread, which may still be syncing one).
@@ -641,17 +642,26 @@ class Journal:
     def batch(self) -> Iterator[None]:
         """Records this thread appends inside go to disk in one write as the
         block ends: all of them or none (OSError).  An exception inside
-        drops them, and the journal is as it was."""
+        drops them, and the journal is as it was.  An :meth:`after_sync`
+        inside waits for the batch's records too (a line typed only once
+        its record is on disk); when they could not be written it runs
+        anyway, as after any failed write, and the OSError follows."""
         if self._batch is not None and self._batch_thread == threading.get_ident():
             yield  # part of the batch around it
             return
-        self._batch, self._batch_thread = [], threading.get_ident()
+        self._batch, self._batch_thread, self._batch_after = [], threading.get_ident(), []
         try:
             yield
-            pending = self._batch
+            pending, after = self._batch, self._batch_after
         finally:
-            self._batch, self._batch_thread = None, None
-        self._commit(pending)
+            self._batch, self._batch_thread, self._batch_after = None, None, []
+        try:
+            self._commit(pending)
+        except OSError:
+            self._run(after)
+            raise
+        for callback in after:
+            self.after_sync(callback)
 
     def _commit(self, records: list[dict]) -> None:
         if not records:
@@ -714,6 +724,9 @@ class Journal:
 
     def after_sync(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once what was appended so far is on disk (at once if it is)."""
+        if self._batch is not None and self._batch_thread == threading.get_ident():
+            self._batch_after.append(callback)  # once the batch is written and synced
+            return
         if self._syncer is None:
             self.sync()
             self._run([callback])

@@ -182,7 +182,8 @@ task = fields(
      "summary": optional(text), "checkpoint": optional(text), "note": optional(text),
      "changes": optional(list_of(mapping)), "changed": optional(mapping),
      "checks": optional(text),
-     "rounds": count(), "waiting": optional(waiting)})
+     "rounds": count(), "waiting": optional(waiting),
+     "owned": optional(dict_of(text, optional(text)))})
 
 _TOKENS = dict_of(text, dict_of(text, dict_of(text, count())))
 # The budget alarms that rang: key (a role, or "[session]") -> the caps then.

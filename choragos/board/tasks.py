@@ -80,6 +80,10 @@ class Task:
     checks: str = ""   # where its verify (or judge) stands, e.g. "verify failed 1/3"
     rounds: int = 0    # failed checks so far
     waiting: dict | None = None  # what its work waits on (a merge gate, a hold, a judge)
+    # The owned files' fingerprints (path -> SHA-256, None: absent) as it found
+    # them at its turn, kept until it is done or rejected: on the board, so
+    # journaled, and a resumed session still checks its work-done for them.
+    owned: dict | None = None
 
     @property
     def label(self) -> str:
@@ -232,6 +236,8 @@ class Board:
             changes.setdefault("delivered", stamp)
         if state not in OPEN_STATES:
             changes.setdefault("finished", stamp)
+        if state in ARCHIVABLE:
+            changes.setdefault("owned", None)  # never checked again: not kept in the history
         task = replace(task, state=state, **changes)
         self.tasks[task_id] = task
         if state in ARCHIVABLE:

@@ -74,6 +74,12 @@ def available_bytes(path: str | None = None) -> int | None:
     return None
 
 
+def unknown_reading() -> str:
+    return (f"admission by memory is off: this system gives no MemAvailable reading "
+            f"({meminfo_path()}), so roles start whatever memory is left; set [ui] "
+            f'min_free_memory = "0" to turn it off and this notice with it')
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The memory gate's answer to a role that asks to start: in now, or wait and why."""
@@ -138,12 +144,22 @@ class MemoryGate:
             if role in self._queue:
                 self._queue.remove(role)
 
+    def off_notice(self) -> str | None:
+        """Where admission is on but the system gives no reading (macOS): the
+        start's notice saying so, once (not the log's line at the first ask)."""
+        if self.floor <= 0:
+            return None
+        with self._lock:
+            if self._unknown_said or self._read() is not None:
+                return None
+            self._unknown_said = True
+        return unknown_reading()
+
     def _reading(self) -> int | None:
         available = self._read()
         if available is None and not self._unknown_said:
             self._unknown_said = True
-            log.warning("admission by memory is off: this system gives no MemAvailable "
-                        "reading (%s), so roles start whatever memory is left", meminfo_path())
+            log.warning("%s", unknown_reading())
         return available
 
     def _reason(self, available: int | None) -> str:

@@ -162,6 +162,15 @@ def critique_line(task: Task, task_file: str, score: int, pass_mark: int) -> str
             f"`choragos work-done --id {task.id}` again.")
 
 
+def resumed_fix_line(task: Task, task_file: str) -> str:
+    """A fix round (a failed verify, a judge's critique) queued when the
+    session stopped: the task file still holds what failed at its end."""
+    return (f"The choragos session restarted before this reached you: task {task.id} did "
+            f"not pass its check ({one_line(task.checks, 120)}); read {task_file} again, what "
+            f"failed is at its end; fix it, then report with `choragos work-done --id "
+            f"{task.id}` again.")
+
+
 def handback_line(task: Task, task_file: str) -> str:
     return (f"The choragos session restarted; task {task.id} is still yours: read "
             f"{task_file} (the file is still there) and carry it on; report with "

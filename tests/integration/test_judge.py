@@ -9,8 +9,8 @@ from tests.integration.harness import role_toml
 ORCH = role_toml("orchestrator", start=True)
 
 
-def _team(verdicts: str) -> str:
-    return (ORCH + role_toml("coder", "--worker", "--edit", judge="reviewer")
+def _team(verdicts: str, orch: str = ORCH) -> str:
+    return (orch + role_toml("coder", "--worker", "--edit", judge="reviewer")
             + role_toml("reviewer", "--worker", "--verdict", verdicts))
 
 
@@ -19,7 +19,9 @@ def _reports(s) -> list[str]:
 
 
 def test_a_verdict_at_the_pass_mark_passes(serve):
-    s = serve(_team("8"))
+    # A team with an owned file: every done is checked, the judge's own
+    # verdict aside (it once stayed delivered, marked verifying, for good).
+    s = serve(_team("8", role_toml("orchestrator", start=True, owns_files=["plan.md"])))
     s.wait_booted(["orchestrator", "coder", "reviewer"])
     assert s.cli("delegate", "--to", "coder", "--task", "write a.txt done").returncode == 0
     line = s.wait(lambda: next(iter(_reports(s)), None), 40, message="the report")
@@ -32,6 +34,7 @@ def test_a_verdict_at_the_pass_mark_passes(serve):
     assert "write a.txt done" in brief and "+done" in brief and "VERDICT: n/10" in brief
     board = s.board()
     assert board["T1"]["state"] == "done" and board["T1"]["checks"] == "judged 8/10 (pass 7)"
+    assert board["T2"]["state"] == "done" and board["T2"]["checks"] == ""
     assert len(_reports(s)) == 1  # the judge's own work-done never reaches the orchestrator
 
 

@@ -16,7 +16,9 @@ import time
 
 from tests.integration.harness import role_toml
 
-TEAM = role_toml("lead", start=True) + role_toml("coder", "--worker", "--edit")
+# The worker takes 1.5 s over its task, so the lock is held before its work-done
+# (at no work time, a loaded machine measured before the test took the lock).
+TEAM = role_toml("lead", start=True) + role_toml("coder", "--worker", "--edit", "--work", "1.5")
 
 
 def hold_store_lock(workdir) -> int:

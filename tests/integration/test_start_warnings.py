@@ -26,15 +26,20 @@ def _taken() -> socket.socket:
     return held
 
 
-def test_checkpoints_metrics_and_web_off_at_the_start_are_start_notices(serve):
+def test_checkpoints_metrics_web_and_memory_admission_off_are_start_notices(serve, short_tmp):
+    meminfo = short_tmp / "meminfo"  # as macOS: no MemAvailable reading
+    meminfo.write_text("MemTotal: 24683792 kB\n")
     with _taken() as metrics, _taken() as web:
         listen = {name: f"127.0.0.1:{held.getsockname()[1]}"
                   for name, held in (("metrics", metrics), ("web", web))}
         s = serve(role_toml("lead", start=True)
                   + f'[metrics]\nlisten = "{listen["metrics"]}"\n'
-                  + f'[web]\nlisten = "{listen["web"]}"\n', git=False)
+                  + f'[web]\nlisten = "{listen["web"]}"\n', git=False,
+                  env={"CHORAGOS_TEST_MEMINFO": str(meminfo)})
         s.wait_booted(["lead"])
         said = {
+            "memory": "choragos: admission by memory is off: this system gives no MemAvailable "
+                      f"reading ({meminfo}), so roles start whatever memory is left; ",
             "checkpoints": "choragos: checkpoints are off: ",
             "metrics": ("choragos: the session's /metrics is off: "
                         f"cannot listen on {listen['metrics']} ("),
@@ -50,8 +55,10 @@ def test_checkpoints_metrics_and_web_off_at_the_start_are_start_notices(serve):
         assert "run `git init` to have them" in told["checkpoints"]
         assert told["metrics"].endswith("change [metrics] listen, then restart the session")
         assert told["web"].endswith("change [web] listen, then restart the session")
+        assert told["memory"].endswith('set [ui] min_free_memory = "0" to turn it off and this '
+                                       'notice with it')
         events = [e["event"] for e in s.events()]
-        assert {"checkpoints off", "metrics off", "web off"} <= set(events)
+        assert {"checkpoints off", "metrics off", "web off", "memory admission off"} <= set(events)
         # Said again wherever the session is looked at later (a detached
         # start's terminal is gone): `status`, its JSON, the web view's.
         notices = json.loads(s.cli("status", "--json").stdout)["notices"]

@@ -24,7 +24,7 @@ def test_a_row_holds_every_field_with_age_and_duration():
         "brief": "/b.md", "state": "done", "created": 100.0, "delivered": 110.0,
         "finished": 150.0, "report": "/r.md", "summary": "fixed", "checkpoint": None,
         "note": "", "changes": None, "changed": None, "flagged": None, "checks": "", "rounds": 0,
-        "waiting": None,
+        "waiting": None, "owned": None,
         "label": "Fix the build", "age": 100.0, "duration": 40.0}]
 
 

@@ -195,11 +195,11 @@ def test_a_settled_task_leaves_no_fingerprint_of_owned_files_behind(start_core, 
     (tmp_path / "OWNED.md").write_text("mine\n")
     core = start_core(owns_files=("OWNED.md",))
     dispatch(core.handle, cmd="delegate", to=["coder"], task="one", brief=None)
-    assert set(core.state.checks.prints) == {"T1"}
+    assert core.state.board.get("T1").owned is not None
     ack = dispatch(core.handle, cmd="work-done", id="T1", task="finished", done=True)
     assert ack["status"] == "ok", ack
     assert dispatch(core.handle, cmd="board")["tasks"][0]["state"] == "done"
-    assert core.state.checks.prints == {}
+    assert core.state.board.get("T1").owned is None
 
 
 def test_every_task_settled_counts_the_archived_ones_too(start_core, monkeypatch):

@@ -23,8 +23,9 @@ from choragos.actors.supervisor import ChildSpec, StartChild, StopAll, Superviso
 from choragos.board import journal
 from choragos.board.events import EventLog
 from choragos.config.model import Config, RoleSpec
-from tests.conftest import Told
+from tests.conftest import Told, wait_until
 from tests.unit.test_core_actor import dispatch
+from tests.unit.test_journal import task
 
 CONFIG = Config(roles=(RoleSpec(name="lead", command="x", start=True),
                        RoleSpec(name="coder", command="x"),
@@ -124,6 +125,93 @@ def test_token_totals_and_a_pause_survive(generation):
     coder = next(r for r in dispatch(second.handle, cmd="status")["roles"]
                  if r["name"] == "coder")
     assert coder["tokens"]["input"] == 10
+
+
+def test_an_operators_pause_refusals_and_a_restart_that_ends_it(generation):
+    """A pause is journaled before the role's own word comes, so a resume
+    typed right after it is taken; a resume of a role not paused and a second
+    pause are refused and change nothing; a restart ends the pause (its new
+    process runs), so a session resumed after a kill does not pause it again."""
+    first = generation.start()
+    idle = dispatch(first.handle, cmd="resume", role="coder")
+    assert idle == {"status": "error", "error": "coder is not paused (it is idle), nor held by "
+                    "a provider's limit: nothing to resume"}
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    assert dispatch(first.handle, cmd="resume", role="coder")["action"] == "resume"
+    assert dispatch(first.handle, cmd="pause", role="coder")["action"] == "pause"
+    first.handle.tell(m.RoleReported(m.RoleView("coder", "paused", ready=False)))
+    again = dispatch(first.handle, cmd="pause", role="coder")
+    assert again["error"] == "coder is already paused; `choragos resume coder` lets it go on"
+    assert [type(msg).__name__ for msg in first.roles["coder"].told] == ["Pause", "Resume",
+                                                                         "Pause"]
+    assert dispatch(first.handle, cmd="restart", role="coder")["action"] == "restart"
+    generation.crash(first)
+    assert journal.load(generation.home).roles["coder"]["paused"] is False
+
+
+def test_a_merge_gate_of_an_archived_task_is_back_after_a_resume(generation, monkeypatch):
+    """A worktree role's done task waits at its merge gate while later tasks
+    settle; once past the live board's resolved tasks it is archived, and a
+    resume once left its gate behind: the work was never merged, silently."""
+    monkeypatch.setattr("choragos.board.tasks.KEEP_RESOLVED", 2)
+    first = generation.start()
+    waiting = {"kind": "merge", "branch": "choragos/coder", "diff": "/p/T1.merge.diff",
+               "commit": "ab" * 20}
+    for n in range(1, 5):
+        done = {**task(f"T{n}", "done"), "finished": float(n)}
+        first.journal.append("task", task={**done, **({"waiting": waiting} if n == 1 else {})})
+    generation.crash(first)
+    second = generation.start()
+    assert "T1" in second.state.board.archive
+    gates = dispatch(second.handle, cmd="gate", action="list")["gates"]
+    assert [(g["id"], g["kind"], g["commit"]) for g in gates] == [("T1", "merge", "ab" * 20)]
+
+
+def test_a_fix_round_queued_at_a_kill_is_still_a_fix_round_after_it(generation):
+    """A verify that failed queues the fix line for its worker; killed before
+    it was typed, the resume once typed a notice instead ("the task is now
+    failed"), and the task stayed failed, its orchestrator never told."""
+    first = generation.start(ready=False)
+    failed = {**task("T1", "failed"), "rounds": 1, "checks": "verify failed 1/3: fixing"}
+    first.journal.append("task", task=failed)
+    first.journal.append("enqueue", id=1, role="coder", what="fix", task="T1",
+                         text="Task T1 did not pass its check (exit 1; fix round 1 of 3): ...")
+    generation.crash(first)
+    second = generation.start(ready=False)
+    assert queued_texts(second, "coder") == [
+        "The choragos session restarted before this reached you: task T1 did not pass its "
+        "check (verify failed 1/3: fixing); read .choragos/tasks/T1.md again, what failed is "
+        "at its end; fix it, then report with `choragos work-done --id T1` again."]
+
+
+def test_a_report_passed_on_is_one_write_with_the_clearing_of_its_mark(generation,
+                                                                       monkeypatch):
+    """The turn that passes a measured report on clears the task's mark,
+    records its changes and queues the report (or opens its merge gate, whose
+    diff runs git in that turn).  A server killed amid it once left the mark
+    cleared and nothing queued: done on disk, its report lost for good.  The
+    turn is one write now: here it dies before its end, and the journal still
+    says the changes are being measured, so a resume measures again."""
+    from choragos.actors.latemessages import WorkChecked
+    from choragos.actors.workcheck import MEASURING, WorkChecks
+
+    first = generation.start()
+    first.state.aftercare = Told()
+    dispatch(first.handle, cmd="delegate", to=["coder"], task="build it", brief=None)
+    first.state.board.annotate("T1", checkpoint="refs/choragos/checkpoints/1-T1")
+    assert dispatch(first.handle, cmd="work-done", id="T1", task="built",
+                    done=True)["status"] == "ok"
+    assert first.state.board.get("T1").checks == MEASURING
+
+    def killed(*args, **kwargs):
+        raise RuntimeError("killed amid the turn")
+
+    monkeypatch.setattr(WorkChecks, "_checks_passed", killed)
+    first.handle.tell(WorkChecked("T1", changes=()))
+    wait_until(lambda: first.state.board.get("T1").checks == "", 5, message="the turn begun")
+    generation.crash(first)
+    saved = journal.load(generation.home).tasks["T1"]
+    assert (saved["state"], saved["checks"]) == ("done", MEASURING)
 
 
 def test_a_refused_delegation_leaves_nothing_for_a_resume(generation):

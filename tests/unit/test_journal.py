@@ -300,3 +300,22 @@ def test_a_compaction_in_the_background_holds_up_no_append_and_loses_no_record(
     # then T41 is in the snapshot, as the image above shows).
     assert len(kept) < 41
     assert not kept or kept[-1]["task"]["id"] == "T41"
+
+
+def test_a_callback_asked_for_inside_a_batch_waits_for_the_batchs_records(tmp_path):
+    """A line is typed only once its record is on disk: asked for inside a
+    batch, the callback waits for the batch's write and sync, not only for
+    what was written before it (which may all be synced already)."""
+    home = tmp_path / "state"
+    j = Journal(home)
+    j.start()
+    j.append("task", task=task("T1"))
+    assert j.wait_synced() == ""
+    seen: list[set] = []
+    with j.batch():
+        j.append("task", task=task("T2"))
+        j.after_sync(lambda: seen.append(set(journal.load(home).tasks)))
+        assert seen == []
+    wait_until(lambda: seen, 5, message="the callback")
+    assert seen == [{"T1", "T2"}]
+    j.close()

@@ -246,7 +246,24 @@ def test_owned_files_are_fingerprinted_at_the_tasks_turn(tmp_path):
     first, second = (state.board.create("coder", text) for text in ("one", "two"))
     delivery.enqueue("coder", "first", "task", first.id)
     delivery.enqueue("coder", "second", "task", second.id)
-    assert list(state.checks.prints) == ["T1"]
+    assert state.board.get("T1").owned is not None and state.board.get("T2").owned is None
     (tmp_path / "README").write_text("the owner's, meanwhile\n")
     delivery.outcome(outcome(state, injected(state)[0]))
-    assert state.checks.prints["T2"] != state.checks.prints["T1"]
+    assert state.board.get("T2").owned != state.board.get("T1").owned
+
+
+def test_a_turn_missed_takes_the_owned_files_fingerprints_again(tmp_path):
+    """Fingerprints kept on a task stay (a resumed hand-back keeps those of
+    the turn before the kill); a line put back untyped has them taken again."""
+    delivery, _port, state = policy(tmp_path, RoleSpec(name="coder", command="x"),
+                                    RoleSpec(name="docs", command="x", owns_files=("README",)))
+    (tmp_path / "README").write_text("first\n")
+    task = state.board.create("coder", "one")
+    delivery.enqueue("coder", "first", "task", task.id)
+    taken = state.board.get("T1").owned
+    assert list(taken) == ["README"] and taken["README"]
+    delivery.outcome(outcome(state, injected(state)[0], ok=False, untouched=True))
+    assert state.board.get("T1").owned is None
+    (tmp_path / "README").write_text("changed before its next turn\n")
+    delivery.pump(state.seats["coder"])
+    assert state.board.get("T1").owned["README"] != taken["README"]
