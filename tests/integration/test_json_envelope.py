@@ -19,6 +19,7 @@ VERBS = {
     "status": ([], "roles", True),
     "board": ([], "tasks", True),
     "gate": (["list"], "gates", True),
+    "cancel": (["T1"], "id", True),
     "ls": ([], "sessions", True),
     "report": ([], "roles", False),
     "doctor": ([], "checks", False),
@@ -52,10 +53,13 @@ def test_one_envelope_for_success_and_failure(verb: str, serve) -> None:
     session = serve(TEAM + (WEB if verb == "web" else ""))
     session.wait_booted(["lead", "coder"])
     work, env = session.workdir, session.env
+    if verb == "cancel":  # a task to take back: queued behind a paused role
+        assert session.cli("pause", "coder").returncode == 0
+        assert session.cli("delegate", "--to", "coder", "--task", "later").returncode == 0
     code, answer = run(work, env, verb, *args)
     assert code == 0, answer
     assert answer["ok"] is True and answer["verb"] == verb
-    assert isinstance(answer[field], str if verb == "web" else list)
+    assert isinstance(answer[field], str if verb in ("web", "cancel") else list)
     assert "status" not in answer
     assert "error" not in answer and "exit" not in answer
 
