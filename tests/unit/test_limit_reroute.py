@@ -91,31 +91,27 @@ def test_reroute_never_goes_to_a_role_that_cannot_take_the_work(tmp_path, why):
     assert state.board.get(queued.id).role == "coder"  # the lead (idle, claude) is never it
 
 
-@pytest.mark.parametrize(("coder", "other"), [
-    ({"worktree": True}, {}),
-    ({"worktree": True, "merge": "gate"}, {"worktree": True, "merge": "auto"}),
-    ({"host": "box"}, {}),
-    ({"verify": "make test"}, {}),
-    ({"verify": "make test"}, {"verify": "true"}),
-    ({"judge": "critic"}, {}),
-    ({"owns_files": ("api/*",)}, {"owns_files": ("web/*",)}),
+_CHECKED = {"worktree": True, "verify": "make test", "judge": "critic", "owns_files": ("api/*",)}
+
+
+@pytest.mark.parametrize(("coder", "other", "taker"), [
+    ({"worktree": True}, {}, "coder"),
+    ({"worktree": True, "merge": "gate"}, {"worktree": True, "merge": "auto"}, "coder"),
+    ({"host": "box"}, {}, "coder"),
+    ({"verify": "make test"}, {}, "coder"),
+    ({"verify": "make test"}, {"verify": "true"}, "coder"),
+    ({"judge": "critic"}, {}, "coder"),
+    ({"owns_files": ("api/*",)}, {"owns_files": ("web/*",)}, "coder"),
+    (_CHECKED, _CHECKED, "other"),
 ], ids=["worktree to main", "merge gate to auto", "host to main", "verify to none",
-        "another verify", "judged to unjudged", "owned files"])
-def test_reroute_never_drops_a_check_the_operator_set_on_the_work(tmp_path, coder, other):
+        "another verify", "judged to unjudged", "owned files", "the same checks"])
+def test_reroute_never_drops_a_check_the_operator_set_on_the_work(tmp_path, coder, other,
+                                                                   taker):
     spec = RoleSpec(name="coder", command="x", limit_action="reroute", **coder)
     state, _, limits, _, queued = _crew(tmp_path, (RoleSpec(name="other", command="y", **other),
                                                    "codex"), coder=spec)
     _limit(limits)
-    assert state.board.get(queued.id).role == "coder"
-
-
-def test_reroute_goes_to_a_role_with_the_same_checks(tmp_path):
-    keys = {"worktree": True, "verify": "make test", "judge": "critic", "owns_files": ("api/*",)}
-    spec = RoleSpec(name="coder", command="x", limit_action="reroute", **keys)
-    state, _, limits, _, queued = _crew(tmp_path, (RoleSpec(name="other", command="y", **keys),
-                                                   "codex"), coder=spec)
-    _limit(limits)
-    assert state.board.get(queued.id).role == "other"
+    assert state.board.get(queued.id).role == taker
 
 
 def test_a_readers_work_may_go_to_a_writer(tmp_path):
