@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,12 +121,22 @@ class AftercareActor(Actor):
         except (CheckpointError, NotARepository, OSError) as exc:
             error = str(exc)
         try:
-            result = worktrees.merge(self.workdir, msg.branch, msg.message, msg.commit)
+            result = (self._merge_resumed(msg) if msg.since else
+                      worktrees.merge(self.workdir, msg.branch, msg.message, msg.commit))
             if result.merged and msg.tree is not None:
                 worktrees.catch_up(msg.tree, self.workdir)
         except WorktreeError as exc:
             result = MergeResult(False, why=str(exc))
         self.core.tell(MergeDone(msg.task_id, result, ref, error))
+
+    def _merge_resumed(self, msg: MergeWork) -> MergeResult | None:
+        """A merge the session died in: its own leftovers (git's lock, the
+        merge state) are cleared first, else the refusal says what to remove."""
+        cleared, why = worktrees.clear_interrupted(self.workdir, msg.commit, msg.since)
+        if why:
+            return MergeResult(False, why=why, cleared=cleared)
+        result = worktrees.merge(self.workdir, msg.branch, msg.message, msg.commit)
+        return replace(result, cleared=cleared)
 
     def _measure(self, msg: CheckWork) -> tuple[tuple[dict, ...] | None, str]:
         if not msg.checkpoint:

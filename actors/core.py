@@ -172,6 +172,7 @@ class CoreActor(Actor):
         super().__init__("core", supervisor)
         self.s = state
         self.guard = Guardrails(self, state)
+        self.board_moved = False  # a task moved (or its waiting changed) in this message
         if isinstance(state.board, JournaledBoard):
             state.board.on_unsaved = lambda error: self.journaling.note_unsaved(error)
 
@@ -211,7 +212,16 @@ class CoreActor(Actor):
         # What could not be journaled (a full disk) is logged and the ack says so;
         # the listener holds each ack until the journal is on disk (group commit).
         self.journaling.begin()
-        return self.journaling.settle(super().on_receive(message))
+        try:
+            answer = super().on_receive(message)
+        finally:
+            # Once the message is handled, not at each move inside it: work
+            # that moves to done and then to its merge gate (or a merge) in
+            # one turn never reads as "every task settled" in between.
+            if self.board_moved:
+                self.board_moved = False
+                self.guard.tasks_changed()
+        return self.journaling.settle(answer)
 
     # -- the journal (see actors/corejournal.py) ---------------------------------
 
@@ -446,12 +456,15 @@ class CoreActor(Actor):
     def move(self, task_id: str, state: TaskState, **changes: Any) -> Task:
         task = self.s.board.move(task_id, state, **changes)
         self.publish(news.TaskChanged(task))
-        self.guard.tasks_changed()
+        self.board_moved = True
+        self.guard.task_moved()
         return task
 
     def annotate(self, task_id: str, **changes: Any) -> Task:
         task = self.s.board.annotate(task_id, **changes)
         self.publish(news.TaskChanged(task))
+        if "waiting" in changes:  # a gate opened or closed on a settled task
+            self.board_moved = True
         return task
 
     def settle(self, task: Task, state: TaskState, **changes: Any) -> Task:

@@ -280,9 +280,17 @@ class Guardrails:
                         until=round(first, 3) if known else None, first=role)
         self.port.ring("on_idle", self.s.start_role, text)
 
+    def task_moved(self) -> None:
+        """A task moved: once any is open again, the next "every task settled"
+        is news (the check itself waits for the end of the core's turn)."""
+        if self.s.board.tasks.unsettled:
+            self.state.done_fired = False
+
     def tasks_changed(self) -> None:
         live = self.s.board.tasks
-        settled = bool(live) and live.unsettled == 0  # counted as tasks move: no walk
+        # Counted as tasks move (no walk); work at a merge gate, being merged
+        # or held for a person is not finished, though its task is done.
+        settled = bool(live) and live.unsettled == 0 and not self.s.board.waiting_ids()
         if not settled or self.state.done_fired:
             self.state.done_fired = settled
             self.check_idle()

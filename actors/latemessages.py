@@ -117,6 +117,7 @@ class MergeWork:
     tree: Path | None           # the role's worktree, brought up to date after a merge
     message: str
     commit: str = ""            # what to merge (a merge gate's pinned commit); "": the branch
+    since: float = 0.0          # a resumed merge: its own leftovers older than this are cleared
 
 
 @dataclass(frozen=True)

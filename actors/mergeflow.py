@@ -14,6 +14,7 @@ orchestrator and the worker are told.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -66,6 +67,14 @@ class MergeFlow:
         """The branch commit the work's checks (verify, judge) saw."""
         self.state.checked[task_id] = commit
 
+    def commit_failed(self, task_id: str, failed: bool) -> None:
+        """Whether the work's last commit failed: its report line says so
+        already, and nothing more about merging is added to it."""
+        if failed:
+            self.state.uncommitted.add(task_id)
+        else:
+            self.state.uncommitted.discard(task_id)
+
     def checked_commit(self, task_id: str) -> str:
         return self.state.checked.get(task_id, "")
 
@@ -95,8 +104,9 @@ class MergeFlow:
         except worktrees.WorktreeError as exc:
             self.done(MergeDone(task.id, MergeResult(False, why=str(exc))))
             return
-        if not merged:
-            self._start_merge(task, commit, f"merging {branch} (again, after a restart)")
+        if not merged:  # (a kill inside `git merge` may have left its lock or state)
+            self._start_merge(task, commit, f"merging {branch} (again, after a restart)",
+                              since=time.time())
             return
         result = MergeResult(True, commit=worktrees.merged_by(self.s.workdir, commit or branch))
         self.done(MergeDone(task.id, result, worktrees.checkpoint_of(self.s.workdir,
@@ -116,7 +126,10 @@ class MergeFlow:
         mode = self._merge_mode(task.role)
         checked = self.state.checked.pop(task.id, "")
         if not unmerged:
-            self.port.enqueue(self.s.start_role, f"{line} Nothing to merge.", "report", task.id)
+            said = task.id in self.state.uncommitted  # "...; nothing will be merged."
+            self.state.uncommitted.discard(task.id)
+            self.port.enqueue(self.s.start_role, line if said else f"{line} Nothing to merge.",
+                              "report", task.id)
             return
         if mode == "manual":
             self.port.event("merge left", task=task.id, role=task.role, branch=branch)
@@ -204,7 +217,7 @@ class MergeFlow:
                           f"merged, and the gate shows the new diff ({gate.diff}): read it "
                           "and decide again")
 
-    def _start_merge(self, task: Task, commit: str, checks: str) -> None:
+    def _start_merge(self, task: Task, commit: str, checks: str, since: float = 0.0) -> None:
         """Merge ``commit`` (a gate's pinned one), else the branch's head now.
         The board says so until the merge's outcome is in, and the board is
         journaled: a merge the session died before (or during) is taken up
@@ -215,7 +228,7 @@ class MergeFlow:
         message = f"Merge {branch}: {task.id} {briefs.one_line(task.summary or task.label, 200)}"
         # A role a handoff dropped has no worktree any more: its branch still merges.
         self.s.aftercare.tell(MergeWork(task.id, task.role, task.label, branch,
-                                        self.s.trees.get(task.role), message, commit))
+                                        self.s.trees.get(task.role), message, commit, since))
 
     def done(self, msg: MergeDone) -> None:
         task = self.s.board.lookup(msg.task_id)
@@ -223,6 +236,11 @@ class MergeFlow:
             return
         branch = worktrees.branch_of(task.role)
         result = msg.result
+        if result.cleared:  # said, whatever comes of the merge: files were removed
+            self.port.event("merge leftovers cleared", task=task.id, files=list(result.cleared))
+        if result.already:
+            self._merged_before(task, branch, result)
+            return
         if result.merged:
             self.port.event("merged", task=task.id, role=task.role, branch=branch,
                             commit=result.commit, checkpoint=msg.checkpoint or None,
@@ -242,6 +260,16 @@ class MergeFlow:
         self.port.enqueue(self.s.start_role, line, "notice", task.id)
         if task.role in self.s.seats and task.role != self.s.start_role:
             self.port.enqueue(task.role, line, "notice", task.id)
+
+    def _merged_before(self, task: Task, branch: str, result: MergeResult) -> None:
+        """Its work went in before this merge (an older gate of the role
+        approved after a newer one, or merged by hand): done, not refused."""
+        self.port.event("merged", task=task.id, role=task.role, branch=branch,
+                        commit=result.commit, already=True, earlier=result.earlier or None)
+        with_ = f" with {result.earlier}" if result.earlier and result.earlier != task.id else ""
+        self.port.settle(task, task.state, checks=f"merged{with_} ({result.commit[:10]})")
+        self.port.enqueue(self.s.start_role, briefs.merged_before_line(
+            task, branch, result.commit, result.earlier), "notice", task.id)
 
 
 def merge_gate_view(task: Task, gate: MergeGate) -> news.GateView:

@@ -32,6 +32,7 @@ class MergeState:
 
     gates: OrderedDict[str, MergeGate] = field(default_factory=OrderedDict)  # by task id
     checked: dict[str, str] = field(default_factory=dict)  # task id -> commit its checks saw
+    uncommitted: set[str] = field(default_factory=set)  # ids whose last commit failed (said)
 
 
 @dataclass

@@ -176,6 +176,7 @@ class WorkChecks:
         line = briefs.report_line(*held.parts, self._record_changes(task, msg, held.outcome))
         if msg.commit:  # what its verify and judge see is what a merge may take
             self.merges.checks_saw(task.id, msg.commit)
+        self.merges.commit_failed(task.id, bool(msg.commit_error))
         if msg.commit_error:
             self.port.event("commit failed", task=task.id, role=task.role, error=msg.commit_error)
             line += (f" Its work could not be committed on {worktrees.branch_of(task.role)} "

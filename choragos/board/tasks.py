@@ -123,6 +123,9 @@ class LiveTasks(dict):
         super().__init__()
         self.at_work: dict[str, None] = {}  # an ordered set
         self.states: Counter = Counter()
+        # Settled tasks whose work still waits (a merge gate, a merge under
+        # way, held work): the crew is not done while one does.
+        self.waits: dict[str, None] = {}
         self.update(*args, **kwargs)
 
     @property
@@ -133,6 +136,11 @@ class LiveTasks(dict):
         if task is None:
             return
         self.states[task.state] += step
+        if task.waiting:
+            if step > 0:
+                self.waits[task.id] = None
+            else:
+                self.waits.pop(task.id, None)
         if task.state in SETTLED_STATES:
             return
         if step > 0:
@@ -175,6 +183,7 @@ class LiveTasks(dict):
         super().clear()
         self.at_work.clear()
         self.states.clear()
+        self.waits.clear()
 
     def unsettled_tasks(self) -> list[Task]:
         """The unsettled tasks, oldest id first, from the index (no walk)."""
@@ -194,13 +203,20 @@ class Board:
     tasks: LiveTasks = field(default_factory=LiveTasks)
     next_number: int = 1
     clock: object = time.time
-    archive: dict[str, Task] = field(default_factory=dict)
+    archive: dict[str, Task] = field(default_factory=LiveTasks)
     resolved: deque = field(default_factory=deque)  # ids, in the order they resolved
     archived_by: Counter = field(default_factory=Counter)  # (role, state) -> archived tasks
 
     def __post_init__(self) -> None:
         if not isinstance(self.tasks, LiveTasks):
             self.tasks = LiveTasks(self.tasks)
+        if not isinstance(self.archive, LiveTasks):
+            # Indexed too: a done task whose merge gate waits may be archived.
+            self.archive = LiveTasks(self.archive)
+
+    def waiting_ids(self) -> list[str]:
+        """The tasks whose work waits on a gate, a merge or a verdict (no walk)."""
+        return [*self.archive.waits, *self.tasks.waits]
 
     def create(self, role: str, text: str, brief: str | None = None) -> Task:
         task = Task(id=f"T{self.next_number}", role=role, text=text, brief=brief,

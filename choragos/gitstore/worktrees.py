@@ -15,6 +15,8 @@ merge is what the user would run by hand.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from contextlib import suppress
 from dataclasses import dataclass
@@ -39,6 +41,9 @@ class MergeResult:
     commit: str = ""                 # the merge commit on the main checkout
     conflicts: tuple[str, ...] = ()  # files both sides changed
     why: str = ""                    # why it was not merged
+    cleared: tuple[str, ...] = ()    # a killed merge's leftovers cleared before it
+    already: bool = False            # it was in before this merge (an earlier one took it)
+    earlier: str = ""                # the task whose merge took it, when its message says
 
 
 def branch_of(role: str) -> str:
@@ -151,6 +156,15 @@ def merged_by(workdir: Path, what: str) -> str:
                                        f"{what}^{{commit}}").stdout.strip()
 
 
+def already_merged(workdir: Path, what: str) -> MergeResult:
+    """``what`` is in HEAD already: the merge that took it, and its task when
+    the session made it (its message starts ``Merge choragos/<role>: T7``)."""
+    commit = merged_by(workdir, what)
+    subject = _run(workdir, "log", "-1", "--format=%s", commit, "--", check=False).stdout
+    found = re.match(rf"Merge {re.escape(BRANCH_PREFIX)}\S+: (T\d+)\b", subject)
+    return MergeResult(True, commit=commit, already=True, earlier=found[1] if found else "")
+
+
 def checkpoint_of(workdir: Path, name: str) -> str:
     """The main tree's checkpoint called ``name`` (its ref), or ""."""
     from choragos.gitstore.checkpoints import REF_PREFIX
@@ -194,12 +208,14 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
     busy = _busy(workdir, top)
     if busy:
         return MergeResult(False, why=busy)
+    if not unmerged(workdir, what):
+        # An older gate of the role approved after a newer one: its work went
+        # in with that merge (or the operator merged it by hand).
+        return already_merged(workdir, what)
     files = [line[3:] for line in changed if line.strip()]
     if files:
         return MergeResult(False, why="the main checkout has uncommitted changes ("
                            + ", ".join(files[:5]) + ("…" if len(files) > 5 else "") + ")")
-    if not unmerged(workdir, what):
-        return MergeResult(False, why=f"{branch} holds nothing that is not merged already")
     trial = _run(workdir, "merge-tree", "--write-tree", "--name-only", "--no-messages",
                  "HEAD", what, check=False)
     if trial.returncode == 1:
@@ -223,10 +239,21 @@ def merge(workdir: Path, branch: str, message: str, commit: str = "") -> MergeRe
     return MergeResult(True, commit=head(workdir))
 
 
-# What git leaves in the repository while a person's operation is under way.
-UNDER_WAY = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase",
-             "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
-             "BISECT_LOG": "a bisect"}
+# What git leaves in the repository while a person's operation is under way,
+# and the command that gives it up.
+UNDER_WAY = {"MERGE_HEAD": ("a merge", "merge --abort"),
+             "rebase-merge": ("a rebase", "rebase --abort"),
+             "rebase-apply": ("a rebase", "rebase --abort"),
+             "CHERRY_PICK_HEAD": ("a cherry-pick", "cherry-pick --abort"),
+             "REVERT_HEAD": ("a revert", "revert --abort"),
+             "BISECT_LOG": ("a bisect", "bisect reset")}
+LOCK = "index.lock"
+
+
+def _git_paths(workdir: Path, *names: str) -> list[Path]:
+    """Where git keeps ``names`` for the main checkout (absolute)."""
+    found = _run(workdir, "rev-parse", *[a for n in names for a in ("--git-path", n)])
+    return [Path(p) if os.path.isabs(p) else workdir / p for p in found.stdout.splitlines()]
 
 
 def _busy(workdir: Path, top: str) -> str:
@@ -236,13 +263,77 @@ def _busy(workdir: Path, top: str) -> str:
     if top.startswith("## HEAD (no branch)"):
         return ("the main checkout is on no branch (a detached HEAD), where a merge would be "
                 "lost at the next checkout; check out the branch it belongs on")
-    paths = [arg for name in UNDER_WAY for arg in ("--git-path", name)]
-    found = _run(workdir, "rev-parse", *paths).stdout.splitlines()
+    lock, *found = _git_paths(workdir, LOCK, *UNDER_WAY)
+    if os.path.lexists(lock):
+        return lock_refusal(workdir, lock)
     for name, where in zip(UNDER_WAY, found, strict=False):
-        if os.path.lexists(where if os.path.isabs(where) else workdir / where):
-            return (f"the main checkout is in the middle of {UNDER_WAY[name]} ({name} is "
-                    "there); finish or abort it first")
+        if os.path.lexists(where):
+            what, undo = UNDER_WAY[name]
+            return (f"the main checkout is in the middle of {what} ({where} is there); "
+                    f"finish it, or give it up with `git -C {shlex.quote(str(workdir))} "
+                    f"{undo}`")
     return ""
+
+
+def lock_refusal(workdir: Path, lock: Path) -> str:
+    return (f"{lock} is there: a git command is running in {workdir}, or one was killed; "
+            f"if none is running, remove it with `rm {shlex.quote(str(lock))}`")
+
+
+def clear_interrupted(workdir: Path, commit: str, since: float) -> tuple[tuple[str, ...], str]:
+    """What a ``kill -9`` during this session's own merge of ``commit`` left in
+    the main checkout, cleared when it is provably that merge's: an
+    ``index.lock`` older than ``since`` (the resumed session's start) while no
+    git runs in the checkout, a ``MERGE_HEAD`` naming ``commit`` (git's own
+    ``merge --abort`` undoes it).  Anything else is left, and the refusal says
+    which file and what to run.  (The cleared paths, the refusal or "".)"""
+    lock, merge_head = _git_paths(workdir, LOCK, "MERGE_HEAD")
+    cleared: list[str] = []
+    if os.path.lexists(lock):
+        if not (os.lstat(lock).st_mtime < since and not git_running(workdir)):
+            return (), lock_refusal(workdir, lock)
+        os.unlink(lock)
+        cleared.append(str(lock))
+    if not os.path.lexists(merge_head):
+        return tuple(cleared), ""
+    named = merge_head.read_text(encoding="utf-8", errors="replace").split()
+    if not commit or named != [commit]:
+        return tuple(cleared), (
+            f"{merge_head} names {' '.join(named)[:40] or 'nothing'}, not the commit this "
+            f"merge was making ({commit or 'unknown'}): a merge of yours is under way; finish "
+            f"it, or give it up with `git -C {shlex.quote(str(workdir))} merge --abort`")
+    done = _run(workdir, "merge", "--abort", check=False)
+    if done.returncode != 0:
+        return tuple(cleared), (f"the merge a kill interrupted could not be undone "
+                                f"({(done.stderr or done.stdout).strip()}); run `git -C "
+                                f"{shlex.quote(str(workdir))} merge --abort`")
+    return (*cleared, str(merge_head)), ""
+
+
+def git_running(workdir: Path) -> bool:
+    """Whether a git process works in ``workdir`` (its cwd there, or the path
+    on its command line); True when it cannot be told (no /proc)."""
+    root = os.path.realpath(workdir)
+
+    def inside(path: str) -> bool:  # the roles' worktrees, with their own index, are not
+        path = os.path.realpath(path) if path.startswith("/") else ""
+        return (path == root or path.startswith(root + os.sep)) and not path.startswith(
+            os.path.join(root, ".choragos") + os.sep)
+
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        with suppress(OSError):
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+                if not handle.read().strip().startswith("git"):
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+            if any(map(inside, [os.readlink(f"/proc/{pid}/cwd"), *argv])):
+                return True
+    return False
 
 
 def overwritten(workdir: Path, tree: str) -> tuple[str, ...]:

@@ -110,6 +110,15 @@ def merged_line(task: Task, branch: str, commit: str, checkpointed: bool) -> str
             f"(commit {commit[:12]}).{undo}")
 
 
+def merged_before_line(task: Task, branch: str, commit: str, earlier: str) -> str:
+    """An older merge gate approved after a newer one of the same branch had merged."""
+    by = (f"with the merge of {earlier}" if earlier and earlier != task.id
+          else "by an earlier merge")
+    return (f"Merged: {branch} with {task.id} from {task.role} is in the main checkout: it "
+            f"went in {by} (commit {commit[:12]}), which held this work too. Nothing more "
+            "was merged.")
+
+
 def merge_refused_line(task: Task, branch: str, why: str) -> str:
     return (f"Not merged: {branch} with {task.id} from {task.role} was not merged because "
             f"{one_line(why, 400)}. The main checkout is untouched and the branch is kept; "

@@ -108,7 +108,8 @@ def test_no_merge_on_a_detached_head_or_into_the_operators_rebase(repo: Path) ->
     _git(repo, "switch", "-q", "main")
     (repo / ".git" / "rebase-merge").mkdir()  # what `git rebase -i` leaves while stopped
     result = worktrees.merge(repo, "choragos/w", "Merge", commit)
-    assert not result.merged and "in the middle of a rebase (rebase-merge" in result.why
+    assert not result.merged and "in the middle of a rebase (" in result.why
+    assert "rebase-merge is there); finish it, or give it up with `git -C " in result.why
     assert _git(repo, "rev-parse", "HEAD") == head and not (repo / "a.txt").exists()
     (repo / ".git" / "rebase-merge").rmdir()
     assert worktrees.merge(repo, "choragos/w", "Merge", commit).merged
