@@ -463,7 +463,7 @@ class CoreActor(Actor):
     def annotate(self, task_id: str, **changes: Any) -> Task:
         task = self.s.board.annotate(task_id, **changes)
         self.publish(news.TaskChanged(task))
-        if "waiting" in changes:  # a gate opened or closed on a settled task
+        if "waiting" in changes or "checks" in changes:  # its checks, its gate: open or over
             self.board_moved = True
         return task
 

@@ -288,9 +288,11 @@ class Guardrails:
 
     def tasks_changed(self) -> None:
         live = self.s.board.tasks
-        # Counted as tasks move (no walk); work at a merge gate, being merged
-        # or held for a person is not finished, though its task is done.
-        settled = bool(live) and live.unsettled == 0 and not self.s.board.waiting_ids()
+        # Counted as tasks move (no walk); work whose checks still run, at a
+        # merge gate, being merged or held for a person is not finished,
+        # though its task is done.
+        settled = (bool(live) and live.unsettled == 0 and not self.s.checks.held
+                   and not self.s.board.waiting_ids())
         if not settled or self.state.done_fired:
             self.state.done_fired = settled
             self.check_idle()

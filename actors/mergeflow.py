@@ -183,7 +183,10 @@ class MergeFlow:
 
     def decision(self, request: dict) -> dict:
         if request["action"] == "approve":
-            moved = self._moved(self.state.gates[request["id"]])
+            gate = self.state.gates[request["id"]]
+            if self._in_already(gate):
+                return wire.ok(id=gate.task_id, state="merged")
+            moved = self._moved(gate)
             if moved:
                 return moved
         gate, task = close_gate(self.port, self.s.board, self.state.gates, request["id"])
@@ -199,6 +202,22 @@ class MergeFlow:
         self.port.enqueue(self.s.start_role, briefs.merge_declined_line(task, gate.branch, reason),
                           "notice", task.id)
         return wire.ok(id=task.id, state="declined")
+
+    def _in_already(self, gate: MergeGate) -> bool:
+        """An older gate of the role approved after a newer one merged: the
+        commit it shows went in with that merge (the branch has moved on to
+        the merge since, which is no news).  Done, said so, nothing merged."""
+        try:
+            if not gate.commit or worktrees.unmerged(self.s.workdir, gate.commit):
+                return False
+            result = worktrees.already_merged(self.s.workdir, gate.commit)
+        except worktrees.WorktreeError:
+            return False  # the approval goes the usual way, and says what git said
+        task = close_gate(self.port, self.s.board, self.state.gates, gate.task_id)[1]
+        self.port.event("merge approved", task=task.id, role=task.role, branch=gate.branch,
+                        commit=gate.commit)
+        self._merged_before(task, gate.branch, result)
+        return True
 
     def _moved(self, gate: MergeGate) -> dict | None:
         """An approval of a diff that is no longer the branch's head merges

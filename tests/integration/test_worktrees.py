@@ -250,3 +250,40 @@ def test_an_auto_merge_takes_the_commit_that_was_judged_not_one_added_meanwhile(
     assert (s.workdir / "a.txt").read_text() == "judged\n"
     assert not (s.workdir / "b.txt").exists()  # still on the branch, for the next check
     assert _git(s.workdir, "show", "choragos/coder:b.txt") == "never judged\n"
+
+
+def _settled(s: Serve) -> int:
+    return sum(e["event"] == "all tasks settled" for e in s.events())
+
+
+def test_an_older_gate_merged_by_a_newer_one_is_done_and_the_crew_is_done_only_then(session):
+    s = session(ORCH + role_toml("alice", "--worker", "--edit", worktree=True)
+                + role_toml("bob", "--worker", "--edit", worktree=True),
+                {"base.txt": "base\n"})
+    s.wait_booted(["orchestrator", "alice", "bob"])
+    # bob's work cannot be committed (git's lock in its worktree): said once, plainly.
+    lock = s.workdir / ".git" / "worktrees" / "bob" / "index.lock"
+    lock.write_text("")
+    assert s.cli("delegate", "--to", "bob", "--task", "write b.txt B").returncode == 0
+    line = s.wait(lambda: next(iter(_lines(s, "orchestrator", "A worker reports: [T1")), None),
+                  30, message="bob's report")
+    assert line.endswith("; nothing will be merged."), line  # no "Nothing to merge." after it
+    lock.unlink()
+    s.wait(lambda: _settled(s) == 1, 10, message="every task settled")
+    for task, text in (("T2", "write a.txt A"), ("T3", "write c.txt C")):
+        assert s.cli("delegate", "--to", "alice", "--task", text).returncode == 0
+        s.wait_event(lambda e, t=task: e["event"] == "merge gated" and e["task"] == t, 30, task)
+    assert _settled(s) == 1  # work waiting at a merge gate is not finished
+    assert s.cli("gate", "approve", "T3").returncode == 0
+    s.wait_event(lambda e: e["event"] == "merged" and e["task"] == "T3", 20, "T3's merge")
+    assert _settled(s) == 1  # T2 still waits
+    out = s.cli("gate", "approve", "T2")  # its commit went in with T3's merge
+    assert out.returncode == 0, out.stdout + out.stderr
+    told = s.wait(lambda: _lines(s, "orchestrator", "Merged: choragos/alice with T2"), 10,
+                  message="T2 told")
+    assert "it went in with the merge of T3 (commit " in told[0]
+    assert not _lines(s, "orchestrator", "Not merged")
+    merged = [e for e in s.events() if e["event"] == "merged" and e["task"] == "T2"]
+    assert merged[0]["already"] is True and merged[0]["earlier"] == "T3"
+    assert s.board()["T2"]["checks"].startswith("merged with T3 (")
+    s.wait(lambda: _settled(s) == 2, 10, message="every task settled, gates and all")
