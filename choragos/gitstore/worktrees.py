@@ -312,7 +312,9 @@ def clear_interrupted(workdir: Path, commit: str, since: float) -> tuple[tuple[s
 
 def git_running(workdir: Path) -> bool:
     """Whether a git process works in ``workdir`` (its cwd there, or the path
-    on its command line); True when it cannot be told (no /proc)."""
+    on its command line), other than this session's own (its children: they
+    started after the leftovers, which are older); True when it cannot be
+    told (no /proc)."""
     root = os.path.realpath(workdir)
 
     def inside(path: str) -> bool:  # the roles' worktrees, with their own index, are not
@@ -328,6 +330,9 @@ def git_running(workdir: Path) -> bool:
         with suppress(OSError):
             with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
                 if not handle.read().strip().startswith("git"):
+                    continue
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
                     continue
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = handle.read().decode("utf-8", "replace").split("\0")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.integration.harness import role_toml
@@ -40,16 +42,24 @@ def test_approved_merges_go_in_after_a_kill_even_one_made_by_hand_meanwhile(serv
         out = s.cli("gate", "approve", task)
         assert out.returncode == 0, out.stdout + out.stderr
     try:
-        assert s.board()["T1"]["waiting"]["kind"] == "merging"
+        waiting = s.board()["T1"]["waiting"]
+        assert waiting["kind"] == "merging"
     finally:
         s.kill9()  # both merges were queued behind the verify: neither ran
         (s.workdir / "hold").unlink()
     assert not (s.workdir / "a.txt").exists()
     _git(s.workdir, "merge", "-q", "--no-edit", "choragos/bob")  # the operator, meanwhile
+    # What a kill inside T1's own `git merge` leaves: its merge state and git's lock.
+    _git(s.workdir, "merge", "--no-ff", "--no-commit", "-q", waiting["commit"])
+    lock = s.workdir / ".git" / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60,) * 2)
 
     s.start(args=("--resume",))
     restored = s.wait_event(lambda e: e["event"] == "isolation restored", 20, "the restore")
     assert restored["merging"] == ["T1", "T2"]
+    cleared = s.wait_event(lambda e: e["event"] == "merge leftovers cleared", 30, "leftovers")
+    assert cleared["files"] == [str(lock), str(s.workdir / ".git" / "MERGE_HEAD")]
     merged = s.wait_event(lambda e: e["event"] == "merged" and e["task"] == "T1", 30,
                           "the approved merge run after the resume")
     assert _git(s.workdir, "log", "-1", "--format=%s", merged["commit"]).startswith(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,51 @@ def test_a_tag_named_like_the_branch_is_never_taken_for_it(repo: Path) -> None:
     assert worktrees.unmerged(repo, "choragos/w")
     assert worktrees.merge(repo, "choragos/w", "Merge").merged
     assert (repo / "a.txt").read_text() == "the work\n"
+
+
+def _wait_for(predicate, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def _killed_merge(repo: Path, commit: str, lock_age: float) -> tuple[Path, Path]:
+    """What a kill -9 inside `git merge` leaves: its merge state and git's lock."""
+    _git(repo, "merge", "--no-ff", "--no-commit", "-q", commit)
+    lock, merge_head = repo / ".git" / "index.lock", repo / ".git" / "MERGE_HEAD"
+    lock.write_text("")
+    os.utime(lock, (time.time() - lock_age,) * 2)
+    return lock, merge_head
+
+
+def test_a_killed_merges_own_leftovers_are_cleared_and_nothing_else(repo: Path) -> None:
+    tree = worktrees.path_of(repo, "w")
+    (tree / "a.txt").write_text("work\n")
+    commit = worktrees.commit_work(tree, "done", "body", "choragos/w")
+    lock, merge_head = _killed_merge(repo, commit, lock_age=60)
+    head = _git(repo, "rev-parse", "HEAD")
+    # Not provably the session's: a lock newer than the resume, a merge of another commit.
+    cleared, why = worktrees.clear_interrupted(repo, commit, time.time() - 600)
+    assert cleared == () and lock.exists() and merge_head.exists()
+    assert f"{lock} is there" in why and f"`rm {lock}`" in why
+    # A git at work there (not this process's child: the session's own are not counted).
+    with subprocess.Popen(["sh", "-c", "git cat-file --batch; true"], cwd=repo,
+                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as running:
+        try:
+            _wait_for(lambda: worktrees.git_running(repo))
+            assert worktrees.clear_interrupted(repo, commit, time.time())[0] == ()
+        finally:
+            running.stdin.close()
+    assert lock.exists() and not worktrees.git_running(repo)
+    cleared, why = worktrees.clear_interrupted(repo, head.strip(), time.time())
+    assert cleared == (str(lock),) and merge_head.exists()  # the lock was stale: gone
+    assert f"{merge_head} names {commit}" in why and f"`git -C {repo} merge --abort`" in why
+    # The session's own: both cleared, and the merge then goes in.
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60,) * 2)
+    cleared, why = worktrees.clear_interrupted(repo, commit, time.time())
+    assert (cleared, why) == ((str(lock), str(merge_head)), "")
+    assert _git(repo, "status", "--porcelain") == "" and _git(repo, "rev-parse", "HEAD") == head
+    assert worktrees.merge(repo, "choragos/w", "Merge", commit).merged
+    assert (repo / "a.txt").read_text() == "work\n"
