@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from choragos.gitstore import worktrees
+from tests.conftest import wait_until
 from tests.integration.harness import git_init
 
 
@@ -158,13 +159,6 @@ def test_a_tag_named_like_the_branch_is_never_taken_for_it(repo: Path) -> None:
     assert (repo / "a.txt").read_text() == "the work\n"
 
 
-def _wait_for(predicate, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def _killed_merge(repo: Path, commit: str, lock_age: float) -> tuple[Path, Path]:
     """What a kill -9 inside `git merge` leaves: its merge state and git's lock."""
     _git(repo, "merge", "--no-ff", "--no-commit", "-q", commit)
@@ -188,7 +182,7 @@ def test_a_killed_merges_own_leftovers_are_cleared_and_nothing_else(repo: Path) 
     with subprocess.Popen(["sh", "-c", "git cat-file --batch; true"], cwd=repo,
                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as running:
         try:
-            _wait_for(lambda: worktrees.git_running(repo))
+            wait_until(lambda: worktrees.git_running(repo), message="git seen at work")
             assert worktrees.clear_interrupted(repo, commit, time.time())[0] == ()
         finally:
             running.stdin.close()
