@@ -71,8 +71,7 @@ class Delegation:
         """The brief's text when the team has roles on other hosts (they cannot
         read the operator's file: each task gets a copy), or why a target
         there cannot have it; ``(None, "")`` when no copy is wanted."""
-        roles = [self.s.config.role(name) for name in self.s.seats]
-        if not brief or not any(spec is not None and spec.host for spec in roles):
+        if not brief or not any(spec.host for spec in self.s.config.roles):
             return None, ""
         remote = [name for name in targets if self.s.config.role(name).host]
         try:

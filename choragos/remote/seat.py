@@ -133,10 +133,10 @@ class RemoteRole:
             with self._turn:
                 seat = self.link.seat(self.role)
                 checkout.send(self.link, seat, self.mirror)
-                for path in (relative, copied):
-                    if path is relative or (self.workdir / path).is_file():
-                        checkout.send_file(self.link, seat, self.workdir / path,
-                                           path.as_posix())
+                checkout.send_file(self.link, seat, self.workdir / relative,
+                                   relative.as_posix())
+                if (self.workdir / copied).is_file():
+                    checkout.send_file(self.link, seat, self.workdir / copied, copied.as_posix())
         except (SshError, OSError) as exc:
             raise SeatError(f"the task could not be sent to {self.link.host.name}: {exc}") \
                 from None

@@ -230,15 +230,16 @@ function renderBoard() {
 // orchestrator is told.  One already with its role cannot.
 function cancelButton(t) {
   const button = el("button", { type: "button", class: "reject small", "data-cancel": t.id }, "Cancel");
-  button.addEventListener("click", (e) => e.stopPropagation());
-  button.addEventListener("click", act(button, async () => {
+  const cancel = act(button, async () => {
     if (!confirm("Cancel " + t.id + " for " + t.role + "? The orchestrator is told.")) {
       button.disabled = false;
       return;
     }
     await api("/api/tasks/" + encodeURIComponent(t.id) + "/cancel",
       { reason: "the operator cancelled it in the web view." });
-  }));
+  });
+  // Not also a click on the row, which would fold it and redraw the button away.
+  button.addEventListener("click", (e) => { e.stopPropagation(); cancel(); });
   return button;
 }
 
